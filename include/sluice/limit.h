@@ -1,0 +1,116 @@
+/* sluice/limit.h: what a limit is (algorithm, rate, burst, options) and what
+ * a decision says. Value types only; see table.h and limiter.h for the
+ * objects that hold state.
+ *
+ * Time is int64_t nanoseconds. Window algorithms align windows to time 0 of
+ * the clock the caller passes (the Unix epoch with sl_now()). No floating
+ * point is used in any decision: rates are kept as the exact fraction
+ * limit/period, and every rounding is explicit (see docs/semantics.md). */
+#ifndef SLUICE_LIMIT_H
+#define SLUICE_LIMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SL_NS_PER_MS INT64_C(1000000)
+#define SL_NS_PER_SEC INT64_C(1000000000)
+
+/* The six algorithms of DESIGN.md section 3. Numbering is part of the ABI. */
+typedef enum sl_algorithm {
+    SL_FIXED_WINDOW = 1,
+    SL_SLIDING_LOG = 2,
+    SL_SLIDING_WINDOW = 3, /* sliding window counter */
+    SL_TOKEN_BUCKET = 4,
+    SL_GCRA = 5,        /* leaky bucket as a meter */
+    SL_LEAKY_QUEUE = 6  /* leaky bucket as a queue: GCRA acceptance plus a delay */
+} sl_algorithm;
+
+/* A rate: `limit` events per `period` nanoseconds, kept as an exact fraction. */
+typedef struct sl_rate {
+    int64_t limit;
+    int64_t period;
+} sl_rate;
+
+/* Options (sl_params.flags). */
+#define SL_START_EMPTY 0x1u     /* keys start exhausted at sl_params.origin, see below */
+#define SL_COUNT_REJECTED 0x2u  /* a rejected request is charged too (never beyond empty) */
+
+/* Parameters of one limit.
+ *
+ * - windows (fixed_window, sliding_log, sliding_window): at most rate.limit
+ *   per rate.period; `burst` is ignored (may be 0).
+ * - buckets (token_bucket, gcra, leaky_queue): refill rate.limit/rate.period,
+ *   size `burst`.
+ *
+ * SL_START_EMPTY: every key behaves as if it had used its whole allowance at
+ * time `origin` (usually the moment the limiter or table was created), and
+ * refills normally from there. Keys first seen long after `origin` are
+ * therefore full. This is what "start empty after a restart" needs, and it
+ * keeps idle eviction lossless. Without the flag `origin` is ignored.
+ *
+ * Bounds (else an error): limit >= 1, period >= 1 ns and <= 100 years,
+ * burst >= 1 for buckets, sliding_log limit <= SL_SLIDING_LOG_MAX, and
+ * burst * period / gcd(limit, period) < 2^62 for buckets (exact arithmetic). */
+typedef struct sl_params {
+    sl_algorithm algorithm;
+    sl_rate rate;
+    int64_t burst;
+    unsigned flags;
+    int64_t origin;
+} sl_params;
+
+#define SL_SLIDING_LOG_MAX 100000
+
+/* The answer to one check. All durations in nanoseconds, never negative.
+ *
+ * limit:       windows: rate.limit; buckets: burst.
+ * remaining:   how many more requests of cost 1 would pass right now
+ *              (after this one was counted), rounded down.
+ * retry_after: 0 when allowed; otherwise the exact time until a request of
+ *              the same cost would pass, rounded up to the next nanosecond.
+ * reset_after: time until the key's state is back to fresh (full bucket,
+ *              empty window), rounded up.
+ * delay:       leaky_queue only: how long an accepted request must wait
+ *              before it proceeds (rounded up); 0 otherwise. */
+typedef struct sl_decision {
+    bool allowed;
+    int64_t limit;
+    int64_t remaining;
+    int64_t retry_after;
+    int64_t reset_after;
+    int64_t delay;
+} sl_decision;
+
+/* Checks `p` against the bounds above. Returns 0 or SL_ERATE, SL_EBURST,
+ * SL_EALGORITHM, SL_EINVAL, SL_EOVERFLOW. */
+SL_API int sl_params_validate(const sl_params *p);
+
+/* The canonical lower-case name ("token_bucket", ...), or NULL if unknown. */
+SL_API const char *sl_algorithm_name(sl_algorithm a);
+
+/* Parses a canonical name. Returns 0 or SL_EALGORITHM. */
+SL_API int sl_algorithm_parse(const char *name, sl_algorithm *out);
+
+/* Parses "N/s", "N/m", "N/h", "N/d", or "N/<duration>" such as "100/10s",
+ * "3/500ms". N is a positive integer. Returns 0 or SL_EPARSE / SL_ERATE. */
+SL_API int sl_rate_parse(const char *text, sl_rate *out);
+
+/* Parses a duration: an integer followed by ns, us, ms, s, m, h or d
+ * ("5ms", "10s", "1h"). Returns 0 or SL_EPARSE / SL_EOVERFLOW. */
+SL_API int sl_duration_parse(const char *text, int64_t *out_ns);
+
+/* Formats `r` in the shortest exact way ("5/s", "100/10s", "3/500ms") into
+ * buf (NUL-terminated, truncated to size). Returns the length it needed. */
+SL_API int sl_rate_format(sl_rate r, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

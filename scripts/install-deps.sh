@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# install-deps.sh: install the Debian 12 packages sluice needs to build and
+# test, only those missing. Quiet when everything is already present.
+set -euo pipefail
+
+packages=(
+    build-essential cmake pkg-config   # compiler, build, pkg-config for sluice.pc
+    libcmocka-dev                      # unit tests
+    clang libclang-rt-14-dev           # libFuzzer and sanitizer runtimes
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+    SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

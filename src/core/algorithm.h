@@ -1,0 +1,86 @@
+/* algorithm.h (internal): the compiled form of sl_params (a "plan") and the
+ * interface every algorithm module implements. Pure functions: state in,
+ * state out, no I/O, no globals, no floating point.
+ *
+ * Exactness: a rate limit/period is reduced to n/p (gcd removed). Buckets
+ * keep tokens scaled by p (token bucket) or a time plus a remainder in units
+ * of 1/n ns (GCRA), so every refill and comparison is an exact integer
+ * operation; intermediate products use 128-bit integers. */
+#ifndef SLUICE_CORE_ALGORITHM_H
+#define SLUICE_CORE_ALGORITHM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/limit.h"
+
+typedef __int128 sl__i128;
+
+/* What a decide call may do to the state. */
+typedef enum sl__mode {
+    SL__APPLY,  /* record the request if allowed (or charge it if the plan counts rejections) */
+    SL__PEEK,   /* decide only; the state is left as it was */
+    SL__CHARGE  /* record it as a counted rejection, whatever the decision */
+} sl__mode;
+
+typedef struct sl__plan {
+    sl_params params;
+    int64_t limit;      /* N */
+    int64_t period;     /* P, ns */
+    int64_t burst;      /* B (buckets) */
+    int64_t n, p;       /* N/P reduced: n events per p ns */
+    int64_t full;       /* token bucket: B * p, the full bucket in scaled units */
+    int64_t max_cost;   /* largest cost that can ever pass (N or B) */
+    size_t state_size;  /* bytes of one state, multiple of 8 */
+    bool start_empty;
+    bool count_rejected;
+    int64_t empty_until; /* start_empty: from here on a new state equals a fresh one */
+} sl__plan;
+
+/* Validates `params` and fills `plan`. Returns 0 or an SL_E* code. */
+int sl__plan_init(sl__plan *plan, const sl_params *params);
+
+/* Initializes a brand-new state for a key first seen at `now`: fresh, or,
+ * with start_empty, exhausted at params.origin. */
+void sl__state_init(const sl__plan *plan, void *state, int64_t now);
+
+/* Decides a request of cost (0 <= cost <= max_cost, checked by the caller)
+ * at now; fills *d and updates the state according to mode. */
+void sl__decide(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,
+                sl_decision *d);
+
+/* True if the state is fresh at now and forgetting it cannot change any
+ * later decision (with start_empty also needs now >= empty_until). */
+bool sl__state_forgettable(const sl__plan *plan, const void *state, int64_t now);
+
+/* Per-algorithm entry points (one module each). */
+#define SL__ALGO_DECLARE(name)                                                                     \
+    void sl__##name##_init(const sl__plan *plan, void *state, int64_t now);                        \
+    void sl__##name##_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,         \
+                             sl__mode mode, sl_decision *d);                                       \
+    bool sl__##name##_fresh(const sl__plan *plan, const void *state, int64_t now)
+
+SL__ALGO_DECLARE(fixed_window);
+SL__ALGO_DECLARE(sliding_log);
+SL__ALGO_DECLARE(sliding_window);
+SL__ALGO_DECLARE(token_bucket);
+SL__ALGO_DECLARE(gcra);
+SL__ALGO_DECLARE(leaky_queue);
+
+/* Small exact helpers shared by the modules. */
+static inline int64_t sl__floor_div(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t sl__ceil_div128(sl__i128 a, int64_t b) { /* a >= 0, b > 0 */
+    return (int64_t)((a + b - 1) / b);
+}
+static inline int64_t sl__max64(int64_t a, int64_t b) {
+    return a > b ? a : b;
+}
+static inline int64_t sl__min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+
+#endif

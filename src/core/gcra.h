@@ -1,0 +1,18 @@
+/* gcra.h (internal): the GCRA state and step, shared by gcra.c and
+ * leaky_queue.c (the queue is GCRA acceptance plus a release delay). */
+#ifndef SLUICE_CORE_GCRA_H
+#define SLUICE_CORE_GCRA_H
+
+#include "core/algorithm.h"
+
+typedef struct sl__gcra_state {
+    int64_t tat;  /* whole ns of the theoretical arrival time */
+    int64_t frac; /* plus frac/n ns, 0 <= frac < n */
+} sl__gcra_state;
+
+/* One GCRA decision; *delay receives max(tat, now) - now before this
+ * request, rounded up (the queue's release delay for an accepted request). */
+void sl__gcra_step(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,
+                   sl_decision *d, int64_t *delay);
+
+#endif

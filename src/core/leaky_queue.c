@@ -1,0 +1,20 @@
+/* leaky_queue.c: the leaky bucket as a queue. Acceptance is GCRA's; an
+ * accepted request is released after max(tat, now) - now, so the output is
+ * evenly spaced at the rate (5/s with room for 5: delays 0, 200, 400, 600,
+ * 800 ms). Delays are rounded up to the next ns: never released early. */
+#include "core/gcra.h"
+
+void sl__leaky_queue_init(const sl__plan *plan, void *state, int64_t now) {
+    sl__gcra_init(plan, state, now);
+}
+
+void sl__leaky_queue_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                            sl__mode mode, sl_decision *d) {
+    int64_t delay;
+    sl__gcra_step(plan, state, cost, now, mode, d, &delay);
+    d->delay = d->allowed ? delay : 0;
+}
+
+bool sl__leaky_queue_fresh(const sl__plan *plan, const void *state, int64_t now) {
+    return sl__gcra_fresh(plan, state, now);
+}

@@ -1,0 +1,94 @@
+/* sliding_log.c: the exact sliding window. The state is a ring of the times
+ * of the last N counted requests (a request of cost c is c entries), oldest
+ * first; entries with t <= now - P are gone. Allowed iff live + c <= N.
+ * Memory: 8 bytes + 8 per unit of the limit, fixed per key.
+ * New entries are stamped max(now, newest) so the ring stays sorted even if
+ * the clock steps back; expiry uses the caller's now, so a clock that goes
+ * back expires less, never more. */
+#include "core/algorithm.h"
+
+typedef struct log_state {
+    uint32_t head; /* index of the oldest entry */
+    uint32_t len;
+    int64_t t[];   /* capacity N */
+} log_state;
+
+static inline int64_t at(const log_state *s, int64_t cap, uint32_t i) {
+    return s->t[(s->head + i) % (uint64_t)cap];
+}
+
+void sl__sliding_log_init(const sl__plan *plan, void *state, int64_t now) {
+    (void)now;
+    log_state *s = state;
+    s->head = 0;
+    s->len = 0;
+    if (plan->start_empty) {
+        for (int64_t i = 0; i < plan->limit; i++) s->t[i] = plan->params.origin;
+        s->len = (uint32_t)plan->limit;
+    }
+}
+
+/* Number of entries that have slid out at now. */
+static uint32_t expired(const log_state *s, int64_t cap, int64_t now, int64_t P) {
+    uint32_t k = 0;
+    while (k < s->len && at(s, cap, k) <= now - P) k++;
+    return k;
+}
+
+void sl__sliding_log_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                            sl__mode mode, sl_decision *d) {
+    log_state *s = state;
+    const int64_t N = plan->limit, P = plan->period;
+    uint32_t gone = expired(s, N, now, P);
+    int64_t live = (int64_t)s->len - gone;
+
+    bool allowed = live + cost <= N;
+    bool charge = allowed || plan->count_rejected || mode == SL__CHARGE;
+
+    /* The log after this call: the live entries minus the `dropped` oldest
+     * (only a counted rejection can push entries out), then `fresh` new
+     * entries stamped `stamp`; at most N in all. Everything below is
+     * computed on this view first, then written unless peeking. */
+    int64_t add = charge ? cost : 0;
+    int64_t after = sl__min64(live + add, N);
+    int64_t dropped = sl__min64(live, live + add - after);
+    int64_t fresh = after - (live - dropped);
+    int64_t newest = s->len ? at(s, N, s->len - 1) : INT64_MIN;
+    int64_t stamp = sl__max64(now, newest);
+    uint32_t first = gone + (uint32_t)dropped; /* ring offset of the oldest kept entry */
+    int64_t kept = live - dropped;
+
+    d->allowed = allowed;
+    d->limit = N;
+    d->remaining = N - after;
+    d->delay = 0;
+    if (after == 0) {
+        d->reset_after = 0;
+    } else {
+        int64_t last = fresh > 0 ? stamp : at(s, N, first + (uint32_t)kept - 1);
+        d->reset_after = sl__max64(0, last + P - now);
+    }
+    if (allowed) {
+        d->retry_after = 0;
+    } else {
+        /* The (after + cost - N)-th oldest entry must slide out first;
+         * 1 <= that <= after because cost <= N. */
+        int64_t i = after + cost - N - 1;
+        int64_t t = i < kept ? at(s, N, first + (uint32_t)i) : stamp;
+        d->retry_after = sl__max64(0, t + P - now);
+    }
+
+    if (mode != SL__PEEK) {
+        s->head = (uint32_t)((s->head + first) % (uint64_t)N);
+        s->len = (uint32_t)kept;
+        for (int64_t k = 0; k < fresh; k++) {
+            s->t[(s->head + s->len) % (uint64_t)N] = stamp;
+            s->len++;
+        }
+    }
+}
+
+bool sl__sliding_log_fresh(const sl__plan *plan, const void *state, int64_t now) {
+    const log_state *s = state;
+    return s->len == 0 || at(s, plan->limit, s->len - 1) <= now - plan->period;
+}

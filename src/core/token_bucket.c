@@ -1,0 +1,52 @@
+/* token_bucket.c: rate r = n/p tokens per ns, size B, starts full. Tokens
+ * are kept scaled by p (one token = p units), so refill is the exact integer
+ * (now - last) * n and the full bucket is B * p < 2^62. The clock going back
+ * gives elapsed 0: nothing is credited twice. */
+#include "core/algorithm.h"
+
+typedef struct tb_state {
+    int64_t tokens; /* scaled by p */
+    int64_t last;   /* time tokens was computed for */
+} tb_state;
+
+void sl__token_bucket_init(const sl__plan *plan, void *state, int64_t now) {
+    tb_state *s = state;
+    if (plan->start_empty) {
+        s->tokens = 0;
+        s->last = plan->params.origin;
+    } else {
+        s->tokens = plan->full;
+        s->last = now;
+    }
+}
+
+/* Tokens at now (scaled), exact, capped at full. */
+static int64_t refill(const sl__plan *plan, const tb_state *s, int64_t now) {
+    if (now <= s->last || s->tokens >= plan->full) return s->tokens;
+    sl__i128 t = (sl__i128)s->tokens + (sl__i128)(now - s->last) * plan->n;
+    return t >= plan->full ? plan->full : (int64_t)t;
+}
+
+void sl__token_bucket_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                             sl__mode mode, sl_decision *d) {
+    tb_state *s = state;
+    int64_t tokens = refill(plan, s, now);
+    int64_t need = cost * plan->p; /* <= B * p < 2^62 */
+    bool allowed = tokens >= need;
+    bool charge = allowed || plan->count_rejected || mode == SL__CHARGE;
+    int64_t after = charge ? sl__max64(0, tokens - need) : tokens; /* never into debt */
+    if (mode != SL__PEEK) {
+        s->tokens = after;
+        s->last = sl__max64(s->last, now);
+    }
+    d->allowed = allowed;
+    d->limit = plan->burst;
+    d->remaining = after / plan->p;
+    d->retry_after = allowed ? 0 : sl__ceil_div128(need - after, plan->n);
+    d->reset_after = sl__ceil_div128(plan->full - after, plan->n);
+    d->delay = 0;
+}
+
+bool sl__token_bucket_fresh(const sl__plan *plan, const void *state, int64_t now) {
+    return refill(plan, state, now) >= plan->full;
+}

@@ -20,4 +20,9 @@ tests/CMakeFiles/test_worked_examples.dir/unit/test_worked_examples.c.o: \
  /usr/include/x86_64-linux-gnu/bits/time64.h \
  /usr/include/x86_64-linux-gnu/bits/wchar.h \
  /usr/include/x86_64-linux-gnu/bits/stdint-intn.h \
- /usr/include/x86_64-linux-gnu/bits/stdint-uintn.h /usr/include/cmocka.h
+ /usr/include/x86_64-linux-gnu/bits/stdint-uintn.h /usr/include/cmocka.h \
+ /work/main/include/sluice/sluice.h /work/main/include/sluice/clock.h \
+ /work/main/include/sluice/export.h /work/main/include/sluice/error.h \
+ /work/main/include/sluice/limit.h \
+ /usr/lib/gcc/x86_64-linux-gnu/12/include/stdbool.h \
+ /work/main/include/sluice/limiter.h /work/main/include/sluice/table.h

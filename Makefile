@@ -1,0 +1,50 @@
+# sluice: the README's two commands (make run, make test) and the rest.
+# Every target installs what is missing first (scripts/install-deps.sh).
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD   ?= build
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build run test test-asan test-tsan test-integration bench format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+# Release-with-debug-info build, warnings as errors.
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_WERROR=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+# Until sluiced exists: a short demo of the library on a fake clock.
+run: build
+	@$(BUILD)/sluice-demo
+
+# Everything CI runs: unit tests under ASan+UBSan, concurrency tests under
+# TSan, integration tests against the installed library.
+test: deps test-asan test-tsan test-integration
+	@echo "make test: all passed"
+
+test-asan: deps
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=address -DSLUICE_WERROR=ON -DSLUICE_BENCH=OFF >/dev/null
+	@cmake --build build-asan -j$(JOBS)
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ctest --output-on-failure -j$(JOBS) -LE integration
+
+test-tsan: deps
+	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=thread -DSLUICE_WERROR=ON -DSLUICE_BENCH=OFF >/dev/null
+	@cmake --build build-tsan -j$(JOBS)
+	@cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L concurrency
+
+test-integration: build
+	@cd $(BUILD) && ctest --output-on-failure -L integration
+
+# Benchmarks: long, noisy-machine aware; never part of make test.
+bench: deps
+	@bench/run.sh
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	@rm -rf build build-asan build-tsan build-bench

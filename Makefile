@@ -34,7 +34,9 @@ test-asan: deps
 test-tsan: deps
 	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=thread -DSLUICE_WERROR=ON -DSLUICE_BENCH=OFF >/dev/null
 	@cmake --build build-tsan -j$(JOBS)
-	@cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L concurrency
+	@# TSan needs a predictable address space on kernels with high mmap entropy.
+	@norand=$$(setarch $$(uname -m) -R true 2>/dev/null && echo "setarch $$(uname -m) -R"); \
+		cd build-tsan && TSAN_OPTIONS=halt_on_error=1 $$norand ctest --output-on-failure -L concurrency
 
 test-integration: build
 	@cd $(BUILD) && ctest --output-on-failure -L integration

@@ -2,9 +2,10 @@
 # Every target installs what is missing first (scripts/install-deps.sh).
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD   ?= build
+SHELL   := /bin/bash
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test test-asan test-tsan test-integration bench format clean
+.PHONY: build-fuzz all deps build run test test-asan test-tsan test-integration test-fuzz fuzz bench format clean
 
 all: build
 
@@ -21,8 +22,8 @@ run: build
 	@$(BUILD)/sluice-demo
 
 # Everything CI runs: unit tests under ASan+UBSan, concurrency tests under
-# TSan, integration tests against the installed library.
-test: deps test-asan test-tsan test-integration
+# TSan, integration tests against the installed library, a fuzz smoke.
+test: deps test-asan test-tsan test-integration test-fuzz
 	@echo "make test: all passed"
 
 test-asan: deps
@@ -41,6 +42,27 @@ test-tsan: deps
 test-integration: build
 	@cd $(BUILD) && ctest --output-on-failure -L integration
 
+# libFuzzer targets (clang, ASan+UBSan). FUZZ_SECONDS per target; the smoke
+# in `make test` is short, `make fuzz` runs longer.
+FUZZ_SECONDS ?= 15
+FUZZERS = fuzz_rate fuzz_decide
+build-fuzz: deps
+	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=address \
+		-DSLUICE_FUZZ=ON -DSLUICE_TESTS=OFF -DSLUICE_BENCH=OFF -DSLUICE_WERROR=ON >/dev/null
+	@cmake --build build-fuzz -j$(JOBS)
+
+test-fuzz: build-fuzz
+	@for f in $(FUZZERS); do \
+		seeds=tests/fuzz/corpus/$${f#fuzz_}; work=$$(mktemp -d); \
+		echo "fuzz smoke: $$f for $(FUZZ_SECONDS) s"; \
+		build-fuzz/tests/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
+			-artifact_prefix=build-fuzz/ $$work $$seeds 2>&1 | grep -E '^(Done|==|SUMMARY)|ERROR' ; \
+		rc=$${PIPESTATUS[0]}; rm -rf $$work; [ $$rc -eq 0 ] || exit $$rc; \
+	done
+
+fuzz:
+	@$(MAKE) test-fuzz FUZZ_SECONDS=600
+
 # Benchmarks: long, noisy-machine aware; never part of make test.
 bench: deps
 	@bench/run.sh
@@ -49,4 +71,4 @@ format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	@rm -rf build build-asan build-tsan build-bench
+	@rm -rf build build-asan build-tsan build-bench build-fuzz

@@ -22,6 +22,11 @@ extern "C" {
 #define SL_NS_PER_MS INT64_C(1000000)
 #define SL_NS_PER_SEC INT64_C(1000000000)
 
+/* Times passed to libsluice lie in [0, SL_TIME_MAX] (2^62 ns from the clock's
+ * 0: the year 2116 for Unix time); others are refused with SL_EINVAL, so that
+ * no sum or difference of times and periods can overflow. */
+#define SL_TIME_MAX (INT64_C(1) << 62)
+
 /* The six algorithms of DESIGN.md section 3. Numbering is part of the ABI. */
 typedef enum sl_algorithm {
     SL_FIXED_WINDOW = 1,
@@ -56,8 +61,9 @@ typedef struct sl_rate {
  * keeps idle eviction lossless. Without the flag `origin` is ignored.
  *
  * Bounds (else an error): limit >= 1, period >= 1 ns and <= 100 years,
- * burst >= 1 for buckets, sliding_log limit <= SL_SLIDING_LOG_MAX, and
- * burst * period / gcd(limit, period) < 2^62 for buckets (exact arithmetic). */
+ * burst >= 1 for buckets, sliding_log limit <= SL_SLIDING_LOG_MAX,
+ * burst * period / gcd(limit, period) <= 2^61 for buckets (exact arithmetic),
+ * 0 <= origin <= SL_TIME_MAX. */
 typedef struct sl_params {
     sl_algorithm algorithm;
     sl_rate rate;

@@ -42,7 +42,8 @@ typedef struct sl_reservation {
 /* Books n tokens at `now`, going into debt if needed, and says how long to
  * wait. With max_wait >= 0, a slot further than max_wait away is not booked
  * (out->ok false, state unchanged, returns SL_EDEADLINE); max_wait < 0 means
- * no bound. Returns 0, SL_ECOST (n < 0 or n > burst: never possible),
+ * no bound. Returns 0, SL_EINVAL (now outside 0..SL_TIME_MAX), SL_ECOST (n < 0
+ * or n > burst: never possible),
  * SL_EDEADLINE, SL_EOVERFLOW (debt would exceed 100 years). */
 SL_API int sl_limiter_reserve(sl_limiter *l, int64_t n, int64_t now, int64_t max_wait,
                               sl_reservation *out);

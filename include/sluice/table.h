@@ -50,8 +50,9 @@ SL_API const sl_params *sl_table_params(const sl_table *t);
  * allowed (or when the table counts rejections). cost 0 is a peek: allowed,
  * nothing recorded. The key bytes are copied; the caller keeps ownership.
  * Returns 0 with *out filled, or SL_ECOST (negative cost, or a cost that can
- * never pass: out->allowed is false and retry_after is -1), SL_EKEY, SL_ENOMEM
- * (no state could be created; *out says not allowed). */
+ * never pass: out->allowed is false and retry_after is -1), SL_EKEY, SL_EINVAL
+ * (now outside 0..SL_TIME_MAX), SL_ENOMEM (no state could be created; *out says
+ * not allowed). */
 SL_API int sl_table_check(sl_table *t, const void *key, size_t keylen, int64_t cost, int64_t now,
                           sl_decision *out);
 

@@ -14,6 +14,11 @@ void sl__state_init(const sl__plan *plan, void *state, int64_t now) {
 
 void sl__decide(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,
                 sl_decision *d) {
+    if (cost == 0) {
+        /* A peek: always allowed, nothing recorded (even when the state is
+         * "over full", which a start-empty key sees before its origin). */
+        mode = SL__PEEK;
+    }
     switch (plan->params.algorithm) {
     case SL_FIXED_WINDOW: sl__fixed_window_decide(plan, state, cost, now, mode, d); break;
     case SL_SLIDING_LOG: sl__sliding_log_decide(plan, state, cost, now, mode, d); break;
@@ -21,6 +26,10 @@ void sl__decide(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl
     case SL_TOKEN_BUCKET: sl__token_bucket_decide(plan, state, cost, now, mode, d); break;
     case SL_GCRA: sl__gcra_decide(plan, state, cost, now, mode, d); break;
     case SL_LEAKY_QUEUE: sl__leaky_queue_decide(plan, state, cost, now, mode, d); break;
+    }
+    if (cost == 0) {
+        d->allowed = true;
+        d->retry_after = 0;
     }
 }
 

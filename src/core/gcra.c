@@ -52,6 +52,10 @@ void sl__gcra_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
         } else { /* a counted rejection empties the bucket, no debt: tat = now + B*T */
             at = now + plan->full / n;
             af = plan->full % n;
+            if (ahead(plan, at, af, now) < ahead(plan, bt, bf, now)) { /* never a credit */
+                at = bt;
+                af = bf;
+            }
         }
     }
     if (mode != SL__PEEK) {

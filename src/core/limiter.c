@@ -9,7 +9,7 @@
 #include "sluice/error.h"
 #include "sluice/limiter.h"
 
-#define MAX_SCALED (INT64_C(1) << 62)
+#define MAX_SCALED (INT64_C(1) << 61)
 #define MAX_WAIT (INT64_C(100) * 366 * 86400 * SL_NS_PER_SEC)
 
 struct sl_limiter {
@@ -32,6 +32,10 @@ static int64_t gcd64(int64_t a, int64_t b) {
     return a;
 }
 
+static bool bad_time(int64_t t) {
+    return t > SL_TIME_MAX || t < 0;
+}
+
 static int reduce(sl_rate rate, int64_t burst, int64_t *n, int64_t *p) {
     if (rate.limit <= 0 || rate.period <= 0) return SL_ERATE;
     if (burst <= 0) return SL_EBURST;
@@ -50,7 +54,7 @@ static int64_t advance(const sl_limiter *l, int64_t now) {
 }
 
 int sl_limiter_create(sl_rate rate, int64_t burst, unsigned flags, int64_t now, sl_limiter **out) {
-    if (!out || (flags & ~SL_START_EMPTY)) return SL_EINVAL;
+    if (!out || (flags & ~SL_START_EMPTY) || bad_time(now)) return SL_EINVAL;
     int64_t n, p;
     int rc = reduce(rate, burst, &n, &p);
     if (rc) return rc;
@@ -81,8 +85,12 @@ int sl_limiter_reserve(sl_limiter *l, int64_t n, int64_t now, int64_t max_wait,
     out->tokens = n;
     out->time_to_act = now;
     out->delay = 0;
-    if (n < 0 || n > l->burst) return SL_ECOST;
+    if (bad_time(now)) return SL_EINVAL;
     pthread_mutex_lock(&l->mu);
+    if (n < 0 || n > l->burst) {
+        pthread_mutex_unlock(&l->mu);
+        return SL_ECOST;
+    }
     sl__i128 after = (sl__i128)advance(l, now) - (sl__i128)n * l->p;
     int64_t wait = 0;
     if (after < 0) {
@@ -114,7 +122,7 @@ bool sl_limiter_allow(sl_limiter *l, int64_t n, int64_t now) {
 }
 
 void sl_limiter_cancel(sl_limiter *l, const sl_reservation *r, int64_t now) {
-    if (!r || !r->ok || r->tokens <= 0) return;
+    if (!r || !r->ok || r->tokens <= 0 || bad_time(now)) return;
     pthread_mutex_lock(&l->mu);
     if (r->time_to_act > now) {
         /* Tokens that reservations made after r already count on stay spent. */
@@ -148,6 +156,7 @@ int sl_limiter_wait(sl_limiter *l, int64_t n, int64_t deadline, const sl_clock *
 }
 
 int sl_limiter_set_rate(sl_limiter *l, sl_rate rate, int64_t now) {
+    if (bad_time(now)) return SL_EINVAL;
     pthread_mutex_lock(&l->mu);
     int64_t n, p;
     int rc = reduce(rate, l->burst, &n, &p);
@@ -170,6 +179,7 @@ int sl_limiter_set_rate(sl_limiter *l, sl_rate rate, int64_t now) {
 }
 
 int sl_limiter_set_burst(sl_limiter *l, int64_t burst, int64_t now) {
+    if (bad_time(now)) return SL_EINVAL;
     pthread_mutex_lock(&l->mu);
     int64_t n, p;
     int rc = reduce(l->rate, burst, &n, &p);
@@ -199,6 +209,7 @@ int64_t sl_limiter_burst(sl_limiter *l) {
 }
 
 int64_t sl_limiter_tokens(sl_limiter *l, int64_t now) {
+    now = sl__max64(0, sl__min64(now, SL_TIME_MAX));
     pthread_mutex_lock(&l->mu);
     int64_t t = sl__floor_div(advance(l, now), l->p);
     pthread_mutex_unlock(&l->mu);

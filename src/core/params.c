@@ -11,7 +11,7 @@
  * burst * interval stay far from int64 overflow. */
 #define SL__MAX_PERIOD (INT64_C(100) * 366 * 86400 * SL_NS_PER_SEC)
 #define SL__MAX_COUNT (INT64_C(1) << 61)
-#define SL__MAX_SCALED (INT64_C(1) << 62)
+#define SL__MAX_SCALED (INT64_C(1) << 61)
 
 static const char *const algorithm_names[] = {
     [SL_FIXED_WINDOW] = "fixed_window", [SL_SLIDING_LOG] = "sliding_log",
@@ -55,6 +55,7 @@ int sl__plan_init(sl__plan *plan, const sl_params *params) {
     if (p->rate.limit <= 0 || p->rate.period <= 0) return SL_ERATE;
     if (p->rate.period > SL__MAX_PERIOD || p->rate.limit > SL__MAX_COUNT) return SL_EOVERFLOW;
     if (p->flags & ~(SL_START_EMPTY | SL_COUNT_REJECTED)) return SL_EINVAL;
+    if (p->origin > SL_TIME_MAX || p->origin < 0) return SL_EINVAL;
 
     memset(plan, 0, sizeof *plan);
     plan->params = *p;

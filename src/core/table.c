@@ -414,15 +414,16 @@ static void deny(sl_decision *d, const sl__plan *plan) {
     d->retry_after = -1;
 }
 
-static int check_args(const sl_table *t, size_t keylen, int64_t cost) {
+static int check_args(const sl_table *t, size_t keylen, int64_t cost, int64_t now) {
     if (keylen > SL_KEY_MAX) return SL_EKEY;
+    if (now > SL_TIME_MAX || now < 0) return SL_EINVAL;
     if (cost < 0 || cost > t->plan.max_cost) return SL_ECOST;
     return SL_OK;
 }
 
 int sl_table_check(sl_table *t, const void *key, size_t keylen, int64_t cost, int64_t now,
                    sl_decision *out) {
-    int rc = check_args(t, keylen, cost);
+    int rc = check_args(t, keylen, cost, now);
     if (rc) {
         deny(out, &t->plan);
         return rc;
@@ -471,7 +472,7 @@ int sl_table_check_all(sl_check *c, size_t n, int64_t now, size_t *refused) {
     uint64_t hash[SL_CHECK_MAX];
     size_t save_bytes = 0;
     for (size_t i = 0; i < n; i++) {
-        int rc = check_args(c[i].table, c[i].keylen, c[i].cost);
+        int rc = check_args(c[i].table, c[i].keylen, c[i].cost, now);
         if (rc) {
             for (size_t j = 0; j < n; j++) deny(&c[j].decision, &c[j].table->plan);
             *refused = i;

@@ -1,6 +1,6 @@
 /* token_bucket.c: rate r = n/p tokens per ns, size B, starts full. Tokens
  * are kept scaled by p (one token = p units), so refill is the exact integer
- * (now - last) * n and the full bucket is B * p < 2^62. The clock going back
+ * (now - last) * n and the full bucket is B * p <= 2^61. The clock going back
  * gives elapsed 0: nothing is credited twice. */
 #include "core/algorithm.h"
 
@@ -31,7 +31,7 @@ void sl__token_bucket_decide(const sl__plan *plan, void *state, int64_t cost, in
                              sl__mode mode, sl_decision *d) {
     tb_state *s = state;
     int64_t tokens = refill(plan, s, now);
-    int64_t need = cost * plan->p; /* <= B * p < 2^62 */
+    int64_t need = cost * plan->p; /* <= B * p <= 2^61 */
     bool allowed = tokens >= need;
     bool charge = allowed || plan->count_rejected || mode == SL__CHARGE;
     int64_t after = charge ? sl__max64(0, tokens - need) : tokens; /* never into debt */

@@ -5,9 +5,8 @@
 #include "sluice/sluice.h"
 
 int main(void) {
-    sl_table_options o = {.params = {.algorithm = SL_TOKEN_BUCKET,
-                                     .rate = {2, SL_NS_PER_SEC},
-                                     .burst = 3}};
+    sl_table_options o = {
+        .params = {.algorithm = SL_TOKEN_BUCKET, .rate = {2, SL_NS_PER_SEC}, .burst = 3}};
     sl_table *t;
     int rc = sl_table_create(&o, &t);
     if (rc) {
@@ -18,9 +17,9 @@ int main(void) {
     for (int i = 0; i < 5; i++) {
         sl_decision d;
         sl_table_check(t, "alice", 5, 1, times_ms[i] * SL_NS_PER_MS, &d);
-        printf("t=%4lldms take #%d: %s remaining=%lld retry_after=%lldms\n",
-               (long long)times_ms[i], i + 1, d.allowed ? "allowed" : "refused",
-               (long long)d.remaining, (long long)(d.retry_after / SL_NS_PER_MS));
+        printf("t=%4lldms take #%d: %s remaining=%lld retry_after=%lldms\n", (long long)times_ms[i],
+               i + 1, d.allowed ? "allowed" : "refused", (long long)d.remaining,
+               (long long)(d.retry_after / SL_NS_PER_MS));
     }
     sl_table_destroy(t);
     return 0;

@@ -1,7 +1,7 @@
 /* quickstart.c: the README's example. Build against the installed library:
  *   cc quickstart.c $(pkg-config --cflags --libs sluice) -o quickstart */
-#include <stdio.h>
 #include <sluice/sluice.h>
+#include <stdio.h>
 
 int main(void) {
     sl_table_options opts = {

@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define SL_NS_PER_MS INT64_C(1000000)
+#define SL_NS_PER_MS  INT64_C(1000000)
 #define SL_NS_PER_SEC INT64_C(1000000000)
 
 /* Times passed to libsluice lie in [0, SL_TIME_MAX] (2^62 ns from the clock's
@@ -33,8 +33,8 @@ typedef enum sl_algorithm {
     SL_SLIDING_LOG = 2,
     SL_SLIDING_WINDOW = 3, /* sliding window counter */
     SL_TOKEN_BUCKET = 4,
-    SL_GCRA = 5,        /* leaky bucket as a meter */
-    SL_LEAKY_QUEUE = 6  /* leaky bucket as a queue: GCRA acceptance plus a delay */
+    SL_GCRA = 5,       /* leaky bucket as a meter */
+    SL_LEAKY_QUEUE = 6 /* leaky bucket as a queue: GCRA acceptance plus a delay */
 } sl_algorithm;
 
 /* A rate: `limit` events per `period` nanoseconds, kept as an exact fraction. */
@@ -44,8 +44,8 @@ typedef struct sl_rate {
 } sl_rate;
 
 /* Options (sl_params.flags). */
-#define SL_START_EMPTY 0x1u     /* keys start exhausted at sl_params.origin, see below */
-#define SL_COUNT_REJECTED 0x2u  /* a rejected request is charged too (never beyond empty) */
+#define SL_START_EMPTY    0x1u /* keys start exhausted at sl_params.origin, see below */
+#define SL_COUNT_REJECTED 0x2u /* a rejected request is charged too (never beyond empty) */
 
 /* Parameters of one limit.
  *

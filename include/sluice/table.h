@@ -24,8 +24,8 @@ extern "C" {
 
 typedef struct sl_table sl_table;
 
-#define SL_KEY_MAX 65535  /* longest key in bytes */
-#define SL_CHECK_MAX 16   /* most checks in one sl_table_check_all() */
+#define SL_KEY_MAX   65535 /* longest key in bytes */
+#define SL_CHECK_MAX 16    /* most checks in one sl_table_check_all() */
 
 typedef struct sl_table_options {
     sl_params params;

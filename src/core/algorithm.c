@@ -3,12 +3,24 @@
 
 void sl__state_init(const sl__plan *plan, void *state, int64_t now) {
     switch (plan->params.algorithm) {
-    case SL_FIXED_WINDOW: sl__fixed_window_init(plan, state, now); break;
-    case SL_SLIDING_LOG: sl__sliding_log_init(plan, state, now); break;
-    case SL_SLIDING_WINDOW: sl__sliding_window_init(plan, state, now); break;
-    case SL_TOKEN_BUCKET: sl__token_bucket_init(plan, state, now); break;
-    case SL_GCRA: sl__gcra_init(plan, state, now); break;
-    case SL_LEAKY_QUEUE: sl__leaky_queue_init(plan, state, now); break;
+    case SL_FIXED_WINDOW:
+        sl__fixed_window_init(plan, state, now);
+        break;
+    case SL_SLIDING_LOG:
+        sl__sliding_log_init(plan, state, now);
+        break;
+    case SL_SLIDING_WINDOW:
+        sl__sliding_window_init(plan, state, now);
+        break;
+    case SL_TOKEN_BUCKET:
+        sl__token_bucket_init(plan, state, now);
+        break;
+    case SL_GCRA:
+        sl__gcra_init(plan, state, now);
+        break;
+    case SL_LEAKY_QUEUE:
+        sl__leaky_queue_init(plan, state, now);
+        break;
     }
 }
 
@@ -20,12 +32,24 @@ void sl__decide(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl
         mode = SL__PEEK;
     }
     switch (plan->params.algorithm) {
-    case SL_FIXED_WINDOW: sl__fixed_window_decide(plan, state, cost, now, mode, d); break;
-    case SL_SLIDING_LOG: sl__sliding_log_decide(plan, state, cost, now, mode, d); break;
-    case SL_SLIDING_WINDOW: sl__sliding_window_decide(plan, state, cost, now, mode, d); break;
-    case SL_TOKEN_BUCKET: sl__token_bucket_decide(plan, state, cost, now, mode, d); break;
-    case SL_GCRA: sl__gcra_decide(plan, state, cost, now, mode, d); break;
-    case SL_LEAKY_QUEUE: sl__leaky_queue_decide(plan, state, cost, now, mode, d); break;
+    case SL_FIXED_WINDOW:
+        sl__fixed_window_decide(plan, state, cost, now, mode, d);
+        break;
+    case SL_SLIDING_LOG:
+        sl__sliding_log_decide(plan, state, cost, now, mode, d);
+        break;
+    case SL_SLIDING_WINDOW:
+        sl__sliding_window_decide(plan, state, cost, now, mode, d);
+        break;
+    case SL_TOKEN_BUCKET:
+        sl__token_bucket_decide(plan, state, cost, now, mode, d);
+        break;
+    case SL_GCRA:
+        sl__gcra_decide(plan, state, cost, now, mode, d);
+        break;
+    case SL_LEAKY_QUEUE:
+        sl__leaky_queue_decide(plan, state, cost, now, mode, d);
+        break;
     }
     if (cost == 0) {
         d->allowed = true;
@@ -36,12 +60,18 @@ void sl__decide(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl
 bool sl__state_forgettable(const sl__plan *plan, const void *state, int64_t now) {
     if (plan->start_empty && now < plan->empty_until) return false;
     switch (plan->params.algorithm) {
-    case SL_FIXED_WINDOW: return sl__fixed_window_fresh(plan, state, now);
-    case SL_SLIDING_LOG: return sl__sliding_log_fresh(plan, state, now);
-    case SL_SLIDING_WINDOW: return sl__sliding_window_fresh(plan, state, now);
-    case SL_TOKEN_BUCKET: return sl__token_bucket_fresh(plan, state, now);
-    case SL_GCRA: return sl__gcra_fresh(plan, state, now);
-    case SL_LEAKY_QUEUE: return sl__leaky_queue_fresh(plan, state, now);
+    case SL_FIXED_WINDOW:
+        return sl__fixed_window_fresh(plan, state, now);
+    case SL_SLIDING_LOG:
+        return sl__sliding_log_fresh(plan, state, now);
+    case SL_SLIDING_WINDOW:
+        return sl__sliding_window_fresh(plan, state, now);
+    case SL_TOKEN_BUCKET:
+        return sl__token_bucket_fresh(plan, state, now);
+    case SL_GCRA:
+        return sl__gcra_fresh(plan, state, now);
+    case SL_LEAKY_QUEUE:
+        return sl__leaky_queue_fresh(plan, state, now);
     }
     return false;
 }

@@ -19,20 +19,20 @@ typedef __int128 sl__i128;
 
 /* What a decide call may do to the state. */
 typedef enum sl__mode {
-    SL__APPLY,  /* record the request if allowed (or charge it if the plan counts rejections) */
-    SL__PEEK,   /* decide only; the state is left as it was */
-    SL__CHARGE  /* record it as a counted rejection, whatever the decision */
+    SL__APPLY, /* record the request if allowed (or charge it if the plan counts rejections) */
+    SL__PEEK,  /* decide only; the state is left as it was */
+    SL__CHARGE /* record it as a counted rejection, whatever the decision */
 } sl__mode;
 
 typedef struct sl__plan {
     sl_params params;
-    int64_t limit;      /* N */
-    int64_t period;     /* P, ns */
-    int64_t burst;      /* B (buckets) */
-    int64_t n, p;       /* N/P reduced: n events per p ns */
-    int64_t full;       /* token bucket: B * p, the full bucket in scaled units */
-    int64_t max_cost;   /* largest cost that can ever pass (N or B) */
-    size_t state_size;  /* bytes of one state, multiple of 8 */
+    int64_t limit;     /* N */
+    int64_t period;    /* P, ns */
+    int64_t burst;     /* B (buckets) */
+    int64_t n, p;      /* N/P reduced: n events per p ns */
+    int64_t full;      /* token bucket: B * p, the full bucket in scaled units */
+    int64_t max_cost;  /* largest cost that can ever pass (N or B) */
+    size_t state_size; /* bytes of one state, multiple of 8 */
     bool start_empty;
     bool count_rejected;
     int64_t empty_until; /* start_empty: from here on a new state equals a fresh one */

@@ -4,8 +4,8 @@
  *   new = max(tat, now) + c*T;  allowed iff new - now <= B*T;  then tat = new.
  * Compared as (new - now) * n <= B * p in 128-bit: no rounding at all.
  * Same decisions as the token bucket with the same rate and burst. */
-#include "core/algorithm.h"
 #include "core/gcra.h"
+#include "core/algorithm.h"
 
 void sl__gcra_init(const sl__plan *plan, void *state, int64_t now) {
     sl__gcra_state *s = state;

@@ -10,12 +10,12 @@
 #include "sluice/limiter.h"
 
 #define MAX_SCALED (INT64_C(1) << 61)
-#define MAX_WAIT (INT64_C(100) * 366 * 86400 * SL_NS_PER_SEC)
+#define MAX_WAIT   (INT64_C(100) * 366 * 86400 * SL_NS_PER_SEC)
 
 struct sl_limiter {
     pthread_mutex_t mu;
     sl_rate rate;
-    int64_t n, p;   /* rate reduced */
+    int64_t n, p; /* rate reduced */
     int64_t burst;
     int64_t full;   /* burst * p */
     int64_t tokens; /* scaled by p; negative = debt */
@@ -126,7 +126,8 @@ void sl_limiter_cancel(sl_limiter *l, const sl_reservation *r, int64_t now) {
     pthread_mutex_lock(&l->mu);
     if (r->time_to_act > now) {
         /* Tokens that reservations made after r already count on stay spent. */
-        sl__i128 restore = (sl__i128)r->tokens * l->p - (sl__i128)(l->last_event - r->time_to_act) * l->n;
+        sl__i128 restore =
+            (sl__i128)r->tokens * l->p - (sl__i128)(l->last_event - r->time_to_act) * l->n;
         if (restore > 0) {
             sl__i128 t = (sl__i128)advance(l, now) + restore;
             l->tokens = t > l->full ? l->full : (int64_t)t;

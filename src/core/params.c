@@ -10,13 +10,16 @@
 /* 100 years: long enough for any quota, short enough that now + period and
  * burst * interval stay far from int64 overflow. */
 #define SL__MAX_PERIOD (INT64_C(100) * 366 * 86400 * SL_NS_PER_SEC)
-#define SL__MAX_COUNT (INT64_C(1) << 61)
+#define SL__MAX_COUNT  (INT64_C(1) << 61)
 #define SL__MAX_SCALED (INT64_C(1) << 61)
 
 static const char *const algorithm_names[] = {
-    [SL_FIXED_WINDOW] = "fixed_window", [SL_SLIDING_LOG] = "sliding_log",
-    [SL_SLIDING_WINDOW] = "sliding_window", [SL_TOKEN_BUCKET] = "token_bucket",
-    [SL_GCRA] = "gcra", [SL_LEAKY_QUEUE] = "leaky_queue",
+    [SL_FIXED_WINDOW] = "fixed_window",
+    [SL_SLIDING_LOG] = "sliding_log",
+    [SL_SLIDING_WINDOW] = "sliding_window",
+    [SL_TOKEN_BUCKET] = "token_bucket",
+    [SL_GCRA] = "gcra",
+    [SL_LEAKY_QUEUE] = "leaky_queue",
 };
 
 const char *sl_algorithm_name(sl_algorithm a) {
@@ -78,8 +81,12 @@ int sl__plan_init(sl__plan *plan, const sl_params *params) {
         plan->burst = 0;
         plan->max_cost = p->rate.limit;
         switch (p->algorithm) {
-        case SL_FIXED_WINDOW: plan->state_size = 16; break;
-        case SL_SLIDING_WINDOW: plan->state_size = 24; break;
+        case SL_FIXED_WINDOW:
+            plan->state_size = 16;
+            break;
+        case SL_SLIDING_WINDOW:
+            plan->state_size = 24;
+            break;
         default: /* SL_SLIDING_LOG */
             if (p->rate.limit > SL_SLIDING_LOG_MAX) return SL_EINVAL;
             plan->state_size = 8 + 8 * (size_t)p->rate.limit;

@@ -11,8 +11,12 @@ static const struct unit {
     const char *name;
     int64_t ns;
 } units[] = {
-    {"d", 86400 * SL_NS_PER_SEC}, {"h", 3600 * SL_NS_PER_SEC}, {"m", 60 * SL_NS_PER_SEC},
-    {"s", SL_NS_PER_SEC},         {"ms", SL_NS_PER_MS},        {"us", 1000},
+    {"d", 86400 * SL_NS_PER_SEC},
+    {"h", 3600 * SL_NS_PER_SEC},
+    {"m", 60 * SL_NS_PER_SEC},
+    {"s", SL_NS_PER_SEC},
+    {"ms", SL_NS_PER_MS},
+    {"us", 1000},
     {"ns", 1},
 };
 

@@ -10,7 +10,7 @@
 typedef struct log_state {
     uint32_t head; /* index of the oldest entry */
     uint32_t len;
-    int64_t t[];   /* capacity N */
+    int64_t t[]; /* capacity N */
 } log_state;
 
 static inline int64_t at(const log_state *s, int64_t cap, uint32_t i) {

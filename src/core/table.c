@@ -30,23 +30,23 @@
 #include "sluice/error.h"
 #include "sluice/table.h"
 
-#define KEY_INLINE 24
-#define NIL UINT32_MAX
+#define KEY_INLINE   24
+#define NIL          UINT32_MAX
 #define HEADER_BYTES 32
 
 /* tagmeta: high 24 bits hash tag, low 8 bits meta */
-#define META_LEN 0x1fu  /* inline key length 0..24, or META_LONG */
+#define META_LEN  0x1fu /* inline key length 0..24, or META_LONG */
 #define META_LONG 0x1fu
-#define META_REF 0x20u  /* used since the clock hand last passed */
+#define META_REF  0x20u /* used since the clock hand last passed */
 #define META_USED 0x40u /* slot holds a key */
-#define META_PIN 0x80u  /* part of a running multi-key check: not evictable */
-#define TAG_MASK 0xffffff00u
+#define META_PIN  0x80u /* part of a running multi-key check: not evictable */
+#define TAG_MASK  0xffffff00u
 
-#define DEFAULT_MAX_MEMORY ((size_t)64 << 20)
-#define DEFAULT_SHARDS 64
-#define MAX_SHARDS 1024
-#define MAX_CHUNK_SLOTS 512
-#define INITIAL_BUCKETS 16
+#define DEFAULT_MAX_MEMORY     ((size_t)64 << 20)
+#define DEFAULT_SHARDS         64
+#define MAX_SHARDS             1024
+#define MAX_CHUNK_SLOTS        512
+#define INITIAL_BUCKETS        16
 #define IDLE_VISITS_PER_INSERT 2
 
 typedef struct entry {
@@ -291,8 +291,8 @@ static void maybe_grow_index(const sl_table *t, shard *s) {
 }
 
 /* Creates the state for a new key; *out is its slot. */
-static int insert(const sl_table *t, shard *s, uint64_t h, const void *key, size_t len,
-                  int64_t now, uint32_t *out) {
+static int insert(const sl_table *t, shard *s, uint64_t h, const void *key, size_t len, int64_t now,
+                  uint32_t *out) {
     sweep_idle(t, s, now, IDLE_VISITS_PER_INSERT);
     if (len > KEY_INLINE) {
         while (s->bytes + len > s->cap)
@@ -456,7 +456,7 @@ typedef struct held {
 } held;
 
 static int cmp_shard(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t)*(shard *const *)a, y = (uintptr_t)*(shard *const *)b;
+    uintptr_t x = (uintptr_t) * (shard *const *)a, y = (uintptr_t) * (shard *const *)b;
     return (x > y) - (x < y);
 }
 
@@ -538,8 +538,7 @@ int sl_table_check_all(sl_check *c, size_t n, int64_t now, size_t *refused) {
             for (size_t i = 0; i < n; i++) {
                 if (!h[i].t->plan.count_rejected) continue;
                 sl_decision ignored;
-                sl__decide(&h[i].t->plan, state_of(h[i].e), c[i].cost, now, SL__CHARGE,
-                           &ignored);
+                sl__decide(&h[i].t->plan, state_of(h[i].e), c[i].cost, now, SL__CHARGE, &ignored);
             }
             *refused = first;
         }

@@ -3,15 +3,15 @@
  * sliding counter at 1:15 and 1:45, the sliding log at 1:05 and 1:12, the
  * fixed window's 2x boundary burst, the leaky queue's delays, and nginx's
  * `rate=10r/s burst=20 nodelay` behaving as a token bucket of size 21. */
+#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 
 #include "sluice/sluice.h"
 
-#define MS SL_NS_PER_MS
+#define MS  SL_NS_PER_MS
 #define SEC SL_NS_PER_SEC
 
 static sl_table *make(sl_algorithm a, int64_t limit, int64_t period, int64_t burst) {
@@ -46,7 +46,7 @@ static void token_bucket_2_per_s_burst_3(void **state) {
     assert_int_equal(d.remaining, 0);
     d = check(t, 600 * MS);
     assert_false(d.allowed);
-    assert_int_equal(d.retry_after, 400 * MS); /* 0.8 token at 2/s */
+    assert_int_equal(d.retry_after, 400 * MS);  /* 0.8 token at 2/s */
     assert_int_equal(d.reset_after, 1400 * MS); /* 2.8 tokens to refill */
     sl_table_destroy(t);
 }

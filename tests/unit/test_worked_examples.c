@@ -3,11 +3,11 @@
  * sliding counter at 1:15 and 1:45, the sliding log at 1:05 and 1:12, the
  * fixed window's 2x boundary burst, the leaky queue's delays, and nginx's
  * `rate=10r/s burst=20 nodelay` behaving as a token bucket of size 21. */
-#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <cmocka.h>
 
 #include "sluice/sluice.h"
 

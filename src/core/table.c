@@ -6,7 +6,8 @@
  * 32-bit chain heads. One slot is 32 bytes of header and inline key plus
  * the algorithm's state: 48 bytes for token bucket, GCRA and leaky queue,
  * and the index adds about 4 bytes per key. Keys longer than 24 bytes are
- * stored out of line and counted against the cap.
+ * stored out of line and counted against the cap: slots may take 7/8 of a
+ * shard's cap, the rest is for the index and long keys.
  *
  * Eviction. A CLOCK hand (approximate LRU, one "referenced" bit per entry)
  * runs only when a shard is at its memory cap and needs a slot; it drops
@@ -237,7 +238,9 @@ static int alloc_slot(const sl_table *t, shard *s, int64_t now, uint32_t *out) {
         bool grow_array = s->nchunks == s->chunks_cap;
         size_t array_bytes = grow_array ? s->chunks_cap * sizeof(uint8_t *) : 0;
         uint64_t max_slots = (uint64_t)(s->nchunks + 1) << t->chunk_shift;
-        if (s->bytes + need + array_bytes <= s->cap && max_slots < NIL) {
+        /* Slots may use 7/8 of the cap; the rest is headroom for the index
+         * and for keys too long to be stored inline. */
+        if (s->bytes + need + array_bytes <= s->cap - s->cap / 8 && max_slots < NIL) {
             if (grow_array) {
                 uint32_t cap = s->chunks_cap ? s->chunks_cap * 2 : 8;
                 uint8_t **a = realloc(s->chunks, cap * sizeof *a);
@@ -295,8 +298,11 @@ static int insert(const sl_table *t, shard *s, uint64_t h, const void *key, size
                   uint32_t *out) {
     sweep_idle(t, s, now, IDLE_VISITS_PER_INSERT);
     if (len > KEY_INLINE) {
-        while (s->bytes + len > s->cap)
-            if (!evict_one(t, s, now)) return SL_ENOMEM;
+        /* Only evicting other long keys frees this kind of memory: try a
+         * bounded number of evictions, then give up rather than empty the
+         * shard for one key. */
+        for (int tries = 0; s->bytes + len > s->cap; tries++)
+            if (tries == 64 || !evict_one(t, s, now)) return SL_ENOMEM;
     }
     uint32_t i;
     int rc = alloc_slot(t, s, now, &i);
@@ -349,7 +355,8 @@ int sl_table_create(const sl_table_options *opts, sl_table **out) {
     while (!opts->shards && nshards > 1 && max_memory / nshards < 64 * entry_size + index_bytes)
         nshards /= 2;
     size_t cap = max_memory / nshards;
-    if (cap < entry_size + index_bytes) return SL_EINVAL;
+    if (cap - cap / 8 < entry_size + 8 * sizeof(uint8_t *) || cap < entry_size + index_bytes)
+        return SL_EINVAL;
     uint32_t chunk_slots = MAX_CHUNK_SLOTS;
     while (chunk_slots > 1 && chunk_slots * entry_size * 4 + index_bytes > cap) chunk_slots /= 2;
 

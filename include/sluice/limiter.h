@@ -50,8 +50,9 @@ SL_API int sl_limiter_reserve(sl_limiter *l, int64_t n, int64_t now, int64_t max
 
 /* Gives back what `r` booked, as far as possible: nothing if r was not ok or
  * its time has come (time_to_act <= now); otherwise its tokens minus those
- * that later reservations already count on (the x/time/rate rule). */
-SL_API void sl_limiter_cancel(sl_limiter *l, const sl_reservation *r, int64_t now);
+ * that later reservations already count on (the x/time/rate rule). Marks r
+ * as no longer ok, so cancelling twice gives back nothing more. */
+SL_API void sl_limiter_cancel(sl_limiter *l, sl_reservation *r, int64_t now);
 
 /* Waits for n tokens: reserves with max_wait = deadline - clock->now(), and
  * sleeps with clock->sleep_until() when the slot is in the future. Fails at

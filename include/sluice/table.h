@@ -48,7 +48,8 @@ SL_API const sl_params *sl_table_params(const sl_table *t);
 
 /* Decides one request of `cost` for `key` at `now` and records it when
  * allowed (or when the table counts rejections). cost 0 is a peek: allowed,
- * nothing recorded. The key bytes are copied; the caller keeps ownership.
+ * nothing recorded (a key the table does not hold is not stored). The key
+ * bytes are copied; the caller keeps ownership.
  * Returns 0 with *out filled, or SL_ECOST (negative cost, or a cost that can
  * never pass: out->allowed is false and retry_after is -1), SL_EKEY, SL_EINVAL
  * (now outside 0..SL_TIME_MAX), SL_ENOMEM (no state could be created; *out says
@@ -69,14 +70,18 @@ typedef struct sl_check {
  * twice) as one request: it passes only if every check passes, and then all
  * are recorded; if any refuses, nothing is consumed (except by tables that
  * count rejections, which are charged as a rejection). Evaluation is in
- * order; each decision says what its limit answered given the checks before
- * it. *refused (may be NULL) is the index of the first refusing check, or n.
+ * order. When all pass, each decision says what its limit answered given the
+ * checks before it. When one refuses, its decision says why (given the
+ * checks before it), and every other decision is what that limit says with
+ * nothing consumed. *refused (may be NULL) is the index of the first refusing
+ * check, or n.
  * Returns 0, SL_ETOOMANY (n > SL_CHECK_MAX), or a per-check error (with
  * *refused set to its index and nothing consumed). */
 SL_API int sl_table_check_all(sl_check *checks, size_t n, int64_t now, size_t *refused);
 
-/* Drops up to `max_visits` states' worth of idle (fresh) states, walking
- * each shard a little. Returns the number dropped. Never changes a decision. */
+/* Visits at most `max_visits` slots (spread over the shards) and drops the
+ * idle (fresh) states among them. Returns the number dropped. Never changes
+ * a decision. */
 SL_API size_t sl_table_sweep(sl_table *t, int64_t now, size_t max_visits);
 
 typedef struct sl_table_stats {

@@ -121,9 +121,10 @@ bool sl_limiter_allow(sl_limiter *l, int64_t n, int64_t now) {
     return sl_limiter_reserve(l, n, now, 0, &r) == SL_OK && r.ok;
 }
 
-void sl_limiter_cancel(sl_limiter *l, const sl_reservation *r, int64_t now) {
+void sl_limiter_cancel(sl_limiter *l, sl_reservation *r, int64_t now) {
     if (!r || !r->ok || r->tokens <= 0 || bad_time(now)) return;
     pthread_mutex_lock(&l->mu);
+    r->ok = false;
     if (r->time_to_act > now) {
         /* Tokens that reservations made after r already count on stay spent. */
         sl__i128 restore =

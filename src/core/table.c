@@ -77,6 +77,7 @@ typedef struct shard {
     uint8_t **chunks;
     uint32_t nchunks, chunks_cap;
     size_t bytes, cap;
+    size_t long_bytes; /* of bytes: keys stored out of line */
     uint64_t evicted_idle, evicted_live;
 } shard;
 
@@ -87,6 +88,7 @@ struct sl_table {
     uint32_t chunk_shift, chunk_mask;
     unsigned nshards;
     size_t max_memory;
+    atomic_uint sweep_cursor;
     shard *shards;
 };
 
@@ -177,6 +179,7 @@ static void remove_slot(const sl_table *t, shard *s, uint32_t i) {
     *link = e->next;
     if ((e->tagmeta & META_LEN) == META_LONG) {
         s->bytes -= e->key.big.len;
+        s->long_bytes -= e->key.big.len;
         free(e->key.big.ptr);
     }
     e->tagmeta = 0;
@@ -202,14 +205,17 @@ static size_t sweep_idle(const sl_table *t, shard *s, int64_t now, size_t visits
     return dropped;
 }
 
-/* CLOCK: frees one slot, preferring fresh states. false if all are pinned. */
-static bool evict_one(const sl_table *t, shard *s, int64_t now) {
+/* CLOCK: frees one slot, preferring fresh states; with long_only, only a
+ * state whose key is stored out of line. false if none can be evicted. */
+static bool evict_one(const sl_table *t, shard *s, int64_t now, bool long_only) {
+    if (s->slots == 0) return false;
     for (uint64_t step = 0; step < 2 * (uint64_t)s->slots + 2; step++) {
         if (s->hand >= s->slots) s->hand = 0;
         uint32_t i = s->hand++;
         entry *e = slot(t, s, i);
         uint32_t m = e->tagmeta;
         if (!(m & META_USED) || (m & META_PIN)) continue;
+        if (long_only && (m & META_LEN) != META_LONG) continue;
         if (sl__state_forgettable(&t->plan, state_of(e), now)) {
             remove_slot(t, s, i);
             s->evicted_idle++;
@@ -236,18 +242,18 @@ static int alloc_slot(const sl_table *t, shard *s, int64_t now, uint32_t *out) {
     if (s->free_head == NIL && s->slots == (s->nchunks << t->chunk_shift)) {
         size_t need = chunk_bytes(t);
         bool grow_array = s->nchunks == s->chunks_cap;
-        size_t array_bytes = grow_array ? s->chunks_cap * sizeof(uint8_t *) : 0;
+        uint32_t new_cap = s->chunks_cap ? s->chunks_cap * 2 : 8;
+        size_t array_bytes = grow_array ? (new_cap - s->chunks_cap) * sizeof(uint8_t *) : 0;
         uint64_t max_slots = (uint64_t)(s->nchunks + 1) << t->chunk_shift;
         /* Slots may use 7/8 of the cap; the rest is headroom for the index
          * and for keys too long to be stored inline. */
         if (s->bytes + need + array_bytes <= s->cap - s->cap / 8 && max_slots < NIL) {
             if (grow_array) {
-                uint32_t cap = s->chunks_cap ? s->chunks_cap * 2 : 8;
-                uint8_t **a = realloc(s->chunks, cap * sizeof *a);
+                uint8_t **a = realloc(s->chunks, new_cap * sizeof *a);
                 if (!a) goto evict;
-                s->bytes += (cap - s->chunks_cap) * sizeof *a;
+                s->bytes += array_bytes;
                 s->chunks = a;
-                s->chunks_cap = cap;
+                s->chunks_cap = new_cap;
             }
             uint8_t *c = calloc(1, need);
             if (!c) goto evict;
@@ -257,7 +263,7 @@ static int alloc_slot(const sl_table *t, shard *s, int64_t now, uint32_t *out) {
     }
 evict:
     if (s->free_head == NIL && s->slots == (s->nchunks << t->chunk_shift)) {
-        if (!evict_one(t, s, now)) return SL_ENOMEM;
+        if (!evict_one(t, s, now, false)) return SL_ENOMEM;
     }
     if (s->free_head != NIL) {
         *out = s->free_head;
@@ -297,17 +303,21 @@ static void maybe_grow_index(const sl_table *t, shard *s) {
 static int insert(const sl_table *t, shard *s, uint64_t h, const void *key, size_t len, int64_t now,
                   uint32_t *out) {
     sweep_idle(t, s, now, IDLE_VISITS_PER_INSERT);
-    if (len > KEY_INLINE) {
-        /* Only evicting other long keys frees this kind of memory: try a
-         * bounded number of evictions, then give up rather than empty the
-         * shard for one key. */
-        for (int tries = 0; s->bytes + len > s->cap; tries++)
-            if (tries == 64 || !evict_one(t, s, now)) return SL_ENOMEM;
-    }
+    /* Only evicting other long keys frees the memory a long key needs (slots
+     * stay allocated): give up before evicting anything if even that cannot
+     * make room. */
+    if (len > KEY_INLINE && s->bytes - s->long_bytes + len > s->cap) return SL_ENOMEM;
     uint32_t i;
     int rc = alloc_slot(t, s, now, &i);
     if (rc) return rc;
     entry *e = slot(t, s, i);
+    while (len > KEY_INLINE && s->bytes + len > s->cap) {
+        if (!evict_one(t, s, now, true)) { /* the rest are pinned */
+            e->next = s->free_head;
+            s->free_head = i;
+            return SL_ENOMEM;
+        }
+    }
     uint32_t meta;
     if (len <= KEY_INLINE) {
         memcpy(e->key.bytes, key, len);
@@ -324,9 +334,10 @@ static int insert(const sl_table *t, shard *s, uint64_t h, const void *key, size
         e->key.big.ptr = p;
         e->key.big.len = (uint32_t)len;
         s->bytes += len;
+        s->long_bytes += len;
         meta = META_LONG;
     }
-    e->tagmeta = tag_of(h) | META_USED | META_REF | meta;
+    e->tagmeta = tag_of(h) | META_USED | meta; /* referenced only once used again */
     sl__state_init(&t->plan, state_of(e), now);
     uint32_t *head = &s->buckets[(uint32_t)h & s->bmask];
     e->next = *head;
@@ -355,14 +366,15 @@ int sl_table_create(const sl_table_options *opts, sl_table **out) {
     while (!opts->shards && nshards > 1 && max_memory / nshards < 64 * entry_size + index_bytes)
         nshards /= 2;
     size_t cap = max_memory / nshards;
-    if (cap - cap / 8 < entry_size + 8 * sizeof(uint8_t *) || cap < entry_size + index_bytes)
-        return SL_EINVAL;
     uint32_t chunk_slots = MAX_CHUNK_SLOTS;
     while (chunk_slots > 1 && chunk_slots * entry_size * 4 + index_bytes > cap) chunk_slots /= 2;
+    /* the first chunk must fit in the part of the cap slots may use */
+    if (cap - cap / 8 < index_bytes + chunk_slots * entry_size) return SL_EINVAL;
 
     sl_table *t = calloc(1, sizeof *t);
     if (!t) return SL_ENOMEM;
     t->plan = plan;
+    atomic_init(&t->sweep_cursor, 0);
     t->seed = opts->seed ? opts->seed : sl__random_seed();
     t->entry_size = entry_size;
     t->chunk_shift = (uint32_t)__builtin_ctz(chunk_slots);
@@ -421,6 +433,20 @@ static void deny(sl_decision *d, const sl__plan *plan) {
     d->retry_after = -1;
 }
 
+/* The decision of a cost-0 peek for a key the table does not hold. */
+static int peek_fresh(const sl_table *t, int64_t now, sl_decision *out) {
+    _Alignas(16) uint8_t small[64];
+    void *st = t->plan.state_size <= sizeof small ? small : malloc(t->plan.state_size);
+    if (!st) {
+        deny(out, &t->plan);
+        return SL_ENOMEM;
+    }
+    sl__state_init(&t->plan, st, now);
+    sl__decide(&t->plan, st, 0, now, SL__PEEK, out);
+    if (st != small) free(st);
+    return SL_OK;
+}
+
 static int check_args(const sl_table *t, size_t keylen, int64_t cost, int64_t now) {
     if (keylen > SL_KEY_MAX) return SL_EKEY;
     if (now > SL_TIME_MAX || now < 0) return SL_EINVAL;
@@ -439,17 +465,24 @@ int sl_table_check(sl_table *t, const void *key, size_t keylen, int64_t cost, in
     shard *s = shard_for(t, h);
     shard_lock(s);
     uint32_t i = find(t, s, h, key, keylen);
-    if (i == NIL) {
-        rc = insert(t, s, h, key, keylen, now, &i);
-        if (rc) {
-            shard_unlock(s);
-            deny(out, &t->plan);
-            return rc;
-        }
+    if (i != NIL) {
+        entry *e = slot(t, s, i);
+        e->tagmeta |= META_REF;
+        sl__decide(&t->plan, state_of(e), cost, now, SL__APPLY, out);
+        shard_unlock(s);
+        return SL_OK;
     }
-    entry *e = slot(t, s, i);
-    e->tagmeta |= META_REF;
-    sl__decide(&t->plan, state_of(e), cost, now, SL__APPLY, out);
+    if (cost == 0) { /* a peek at an unknown key: answer from a fresh state, store nothing */
+        shard_unlock(s);
+        return peek_fresh(t, now, out);
+    }
+    rc = insert(t, s, h, key, keylen, now, &i);
+    if (rc) {
+        shard_unlock(s);
+        deny(out, &t->plan);
+        return rc;
+    }
+    sl__decide(&t->plan, state_of(slot(t, s, i)), cost, now, SL__APPLY, out);
     shard_unlock(s);
     return SL_OK;
 }
@@ -508,13 +541,17 @@ int sl_table_check_all(sl_check *c, size_t n, int64_t now, size_t *refused) {
     for (; pinned < n; pinned++) {
         size_t i = pinned;
         uint32_t idx = find(h[i].t, h[i].s, hash[i], c[i].key, c[i].keylen);
-        if (idx == NIL) rc = insert(h[i].t, h[i].s, hash[i], c[i].key, c[i].keylen, now, &idx);
+        uint32_t used = META_REF;
+        if (idx == NIL) {
+            rc = insert(h[i].t, h[i].s, hash[i], c[i].key, c[i].keylen, now, &idx);
+            used = 0;
+        }
         if (rc) {
             *refused = i;
             break;
         }
         h[i].e = slot(h[i].t, h[i].s, idx);
-        h[i].e->tagmeta |= META_PIN | META_REF;
+        h[i].e->tagmeta |= META_PIN | used;
     }
 
     if (rc == SL_OK) {
@@ -563,13 +600,18 @@ int sl_table_check_all(sl_check *c, size_t n, int64_t now, size_t *refused) {
 /* ---- maintenance ---------------------------------------------------------- */
 
 size_t sl_table_sweep(sl_table *t, int64_t now, size_t max_visits) {
-    size_t per = max_visits / t->nshards;
-    if (per == 0) per = 1;
+    size_t per = max_visits / t->nshards, extra = max_visits % t->nshards;
+    /* With fewer visits than shards, start where the last small sweep left off. */
+    unsigned start =
+        per ? 0
+            : atomic_fetch_add_explicit(&t->sweep_cursor, (unsigned)extra, memory_order_relaxed);
     size_t dropped = 0;
-    for (unsigned i = 0; i < t->nshards; i++) {
-        shard *s = &t->shards[i];
+    for (unsigned k = 0; k < t->nshards; k++) {
+        size_t visits = per + (k < extra ? 1 : 0);
+        if (visits == 0) break;
+        shard *s = &t->shards[(start + k) & (t->nshards - 1)];
         shard_lock(s);
-        dropped += sweep_idle(t, s, now, per);
+        dropped += sweep_idle(t, s, now, visits);
         shard_unlock(s);
     }
     return dropped;

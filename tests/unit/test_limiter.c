@@ -1,15 +1,549 @@
-/* test_limiter.c: placeholder, being written. */
+/* test_limiter.c: sl_limiter, the golang.org/x/time/rate-style token bucket
+ * (sluice/limiter.h), on a fake clock whose sleep_until just moves time on:
+ * the seed's allow/wait/reserve example, deadlines, costs, changing rate and
+ * burst while in use (AIMD), clocks that go backwards, cancel and its
+ * x/time/rate restore rule, and exact fractional rates. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-static void placeholder(void **state) {
+#include "sluice/sluice.h"
+
+#define SEC SL_NS_PER_SEC
+#define MS  SL_NS_PER_MS
+#define T0  (1000 * SEC)
+
+#define assert_i64(a, b)                                                                           \
+    do {                                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
+        if (a_ != b_) fail_msg("%s == %s failed: %lld != %lld", #a, #b, a_, b_);                   \
+    } while (0)
+#define assert_le(a, b)                                                                            \
+    do {                                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
+        if (!(a_ <= b_)) fail_msg("%s <= %s failed: %lld > %lld", #a, #b, a_, b_);                 \
+    } while (0)
+
+/* A fake clock: sleeping moves time to the wake-up time, at once. */
+typedef struct fake_clock {
+    int64_t now;
+    int sleeps;
+} fake_clock;
+
+static int64_t fake_now(void *ctx) {
+    return ((fake_clock *)ctx)->now;
+}
+
+static void fake_sleep_until(void *ctx, int64_t t) {
+    fake_clock *c = ctx;
+    c->sleeps++;
+    if (t > c->now) c->now = t;
+}
+
+static sl_clock make_clock(fake_clock *c) {
+    return (sl_clock){.now = fake_now, .sleep_until = fake_sleep_until, .ctx = c};
+}
+
+static sl_limiter *make_limiter(int64_t limit, int64_t period, int64_t burst, unsigned flags,
+                                int64_t now) {
+    sl_limiter *l = NULL;
+    int rc = sl_limiter_create((sl_rate){limit, period}, burst, flags, now, &l);
+    if (rc) fail_msg("sl_limiter_create: %s", sl_strerror(rc));
+    return l;
+}
+
+static sl_reservation reserve(sl_limiter *l, int64_t n, int64_t now) {
+    sl_reservation r;
+    int rc = sl_limiter_reserve(l, n, now, -1, &r);
+    if (rc) fail_msg("sl_limiter_reserve(%lld): %s", (long long)n, sl_strerror(rc));
+    assert_true(r.ok);
+    return r;
+}
+
+/* ---- the seed's example ------------------------------------------------------ */
+
+/* rate.NewLimiter(2, 3): Allow x5, Wait x3 (ctx deadline 2 s), Reserve, Cancel. */
+static void seed_example(void **state) {
     (void)state;
+    fake_clock fc = {.now = T0};
+    sl_clock clk = make_clock(&fc);
+    sl_limiter *l = make_limiter(2, SEC, 3, 0, T0);
+    const bool want[5] = {true, true, true, false, false};
+    for (int i = 0; i < 5; i++) assert_int_equal(sl_limiter_allow(l, 1, T0), want[i]);
+    assert_i64(sl_limiter_tokens(l, T0), 0);
+
+    /* Each Wait sleeps until the next token: one every 500 ms. */
+    const int64_t deadline = T0 + 2 * SEC;
+    for (int i = 1; i <= 3; i++) {
+        assert_int_equal(sl_limiter_wait(l, 1, deadline, &clk), SL_OK);
+        assert_i64(fc.now, T0 + i * 500 * MS);
+        assert_int_equal(fc.sleeps, i);
+    }
+    /* The third Wait booked the token due at 1.5 s: the bucket is empty. */
+    assert_i64(sl_limiter_tokens(l, fc.now), 0);
+
+    /* Reserve: the next token is due in 500 ms. */
+    sl_reservation r = reserve(l, 1, fc.now);
+    assert_i64(r.tokens, 1);
+    assert_i64(r.delay, 500 * MS);
+    assert_i64(r.time_to_act, T0 + 2 * SEC);
+    assert_i64(sl_limiter_tokens(l, fc.now), -1);
+
+    /* Too slow: cancel. The booked token comes back, which puts the bucket
+     * where it was before the Reserve: empty at 1.5 s, the next token due at
+     * 2 s. (x/time/rate gives the same: Allow right after Cancel is false.) */
+    sl_limiter_cancel(l, &r, fc.now);
+    assert_i64(sl_limiter_tokens(l, fc.now), 0);
+    assert_false(sl_limiter_allow(l, 1, fc.now));
+    assert_false(sl_limiter_allow(l, 1, T0 + 2 * SEC - 1));
+    assert_true(sl_limiter_allow(l, 1, T0 + 2 * SEC));
+    sl_limiter_destroy(l);
+
+    /* The same run without the Cancel: the token at 2 s is spoken for. */
+    fc = (fake_clock){.now = T0};
+    l = make_limiter(2, SEC, 3, 0, T0);
+    for (int i = 0; i < 5; i++) assert_int_equal(sl_limiter_allow(l, 1, T0), want[i]);
+    for (int i = 1; i <= 3; i++) assert_int_equal(sl_limiter_wait(l, 1, deadline, &clk), SL_OK);
+    r = reserve(l, 1, fc.now);
+    assert_i64(r.delay, 500 * MS);
+    assert_false(sl_limiter_allow(l, 1, T0 + 2 * SEC));
+    assert_false(sl_limiter_allow(l, 1, T0 + 2500 * MS - 1));
+    assert_true(sl_limiter_allow(l, 1, T0 + 2500 * MS));
+    sl_limiter_destroy(l);
+}
+
+/* ---- deadlines, costs, errors ------------------------------------------------- */
+
+/* The seed's quiz: NewLimiter(1, 1), Allow, then Wait with a 200 ms deadline
+ * fails at once: no sleeping, nothing booked. */
+static void wait_fails_at_once_beyond_deadline(void **state) {
+    (void)state;
+    fake_clock fc = {.now = T0};
+    sl_clock clk = make_clock(&fc);
+    sl_limiter *l = make_limiter(1, SEC, 1, 0, T0);
+    assert_true(sl_limiter_allow(l, 1, T0));
+    assert_int_equal(sl_limiter_wait(l, 1, T0 + 200 * MS, &clk), SL_EDEADLINE);
+    assert_int_equal(fc.sleeps, 0);
+    assert_i64(fc.now, T0);
+    assert_i64(sl_limiter_tokens(l, T0), 0);
+    /* nothing was consumed: the token due at 1 s is still free */
+    assert_true(sl_limiter_allow(l, 1, T0 + SEC));
+    sl_limiter_destroy(l);
+
+    /* The boundary: a slot exactly at the deadline is fine, 1 ns later is not. */
+    l = make_limiter(1, SEC, 1, 0, T0);
+    assert_true(sl_limiter_allow(l, 1, T0));
+    assert_int_equal(sl_limiter_wait(l, 1, T0 + SEC - 1, &clk), SL_EDEADLINE);
+    assert_int_equal(fc.sleeps, 0);
+    assert_int_equal(sl_limiter_wait(l, 1, T0 + SEC, &clk), SL_OK);
+    assert_int_equal(fc.sleeps, 1);
+    assert_i64(fc.now, T0 + SEC);
+    /* a deadline already past */
+    assert_int_equal(sl_limiter_wait(l, 1, fc.now - 1, &clk), SL_EDEADLINE);
+    /* no deadline: waits as long as needed (here 1 s) */
+    assert_int_equal(sl_limiter_wait(l, 1, SL_NO_DEADLINE, &clk), SL_OK);
+    assert_i64(fc.now, T0 + 2 * SEC);
+    assert_int_equal(fc.sleeps, 2);
+    /* a token is there: no sleep at all */
+    fc.now += 5 * SEC;
+    assert_int_equal(sl_limiter_wait(l, 1, fc.now, &clk), SL_OK);
+    assert_int_equal(fc.sleeps, 2);
+    sl_limiter_destroy(l);
+}
+
+static void costs_and_errors(void **state) {
+    (void)state;
+    fake_clock fc = {.now = T0};
+    sl_clock clk = make_clock(&fc);
+    sl_limiter *l = make_limiter(1, SEC, 3, 0, T0);
+    /* n > burst can never pass */
+    assert_false(sl_limiter_allow(l, 4, T0));
+    assert_false(sl_limiter_allow(l, -1, T0));
+    assert_true(sl_limiter_allow(l, 0, T0));
+    sl_reservation r;
+    assert_int_equal(sl_limiter_reserve(l, 4, T0, -1, &r), SL_ECOST);
+    assert_false(r.ok);
+    assert_int_equal(sl_limiter_reserve(l, -1, T0, -1, &r), SL_ECOST);
+    assert_false(r.ok);
+    assert_int_equal(sl_limiter_wait(l, 4, SL_NO_DEADLINE, &clk), SL_ECOST);
+    assert_int_equal(fc.sleeps, 0);
+    assert_i64(sl_limiter_tokens(l, T0), 3);
+    /* n == 0 and n == burst */
+    assert_int_equal(sl_limiter_reserve(l, 0, T0, 0, &r), SL_OK);
+    assert_true(r.ok);
+    assert_i64(r.delay, 0);
+    assert_true(sl_limiter_allow(l, 3, T0));
+    /* max_wait: beyond it nothing is booked */
+    assert_int_equal(sl_limiter_reserve(l, 2, T0, 2 * SEC - 1, &r), SL_EDEADLINE);
+    assert_false(r.ok);
+    assert_i64(sl_limiter_tokens(l, T0), 0);
+    assert_int_equal(sl_limiter_reserve(l, 2, T0, 2 * SEC, &r), SL_OK);
+    assert_true(r.ok);
+    assert_i64(r.delay, 2 * SEC);
+    assert_i64(r.time_to_act, T0 + 2 * SEC);
+    assert_i64(sl_limiter_tokens(l, T0), -2);
+    /* a cancel of a reservation that was not booked does nothing */
+    sl_reservation none = {.ok = false, .tokens = 2, .time_to_act = T0 + SEC};
+    sl_limiter_cancel(l, &none, T0);
+    sl_limiter_cancel(l, NULL, T0);
+    assert_i64(sl_limiter_tokens(l, T0), -2);
+    sl_limiter_destroy(l);
+
+    sl_limiter *bad = NULL;
+    assert_int_equal(sl_limiter_create((sl_rate){0, SEC}, 1, 0, T0, &bad), SL_ERATE);
+    assert_int_equal(sl_limiter_create((sl_rate){1, 0}, 1, 0, T0, &bad), SL_ERATE);
+    assert_int_equal(sl_limiter_create((sl_rate){-1, SEC}, 1, 0, T0, &bad), SL_ERATE);
+    assert_int_equal(sl_limiter_create((sl_rate){1, SEC}, 0, 0, T0, &bad), SL_EBURST);
+    assert_int_equal(sl_limiter_create((sl_rate){1, SEC}, 1, SL_COUNT_REJECTED, T0, &bad),
+                     SL_EINVAL);
+    /* burst * period / gcd too large for exact arithmetic */
+    assert_int_equal(sl_limiter_create((sl_rate){1, 86400 * SEC}, 1000000000, 0, T0, &bad),
+                     SL_EOVERFLOW);
+    assert_null(bad);
+
+    /* Start empty: 0 tokens at creation, refilling from there. */
+    l = make_limiter(5, SEC, 10, SL_START_EMPTY, T0);
+    assert_i64(sl_limiter_tokens(l, T0), 0);
+    assert_false(sl_limiter_allow(l, 1, T0));
+    assert_i64(sl_limiter_tokens(l, T0 + SEC), 5);
+    assert_i64(sl_limiter_tokens(l, T0 + 100 * SEC), 10);
+    assert_i64(sl_limiter_burst(l), 10);
+    sl_rate rt = sl_limiter_rate(l);
+    assert_i64(rt.limit, 5);
+    assert_i64(rt.period, SEC);
+    sl_limiter_destroy(l);
+}
+
+/* Debt is bounded: booking more than 100 years ahead is refused. */
+static void reserve_overflow(void **state) {
+    (void)state;
+    const int64_t fifty_years = INT64_C(50) * 366 * 86400 * SEC;
+    sl_limiter *l = make_limiter(1, fifty_years, 1, SL_START_EMPTY, T0);
+    sl_reservation r = reserve(l, 1, T0);
+    assert_i64(r.delay, fifty_years);
+    sl_reservation r2;
+    int rc = sl_limiter_reserve(l, 1, T0, -1, &r2);
+    assert_int_equal(rc, SL_EOVERFLOW);
+    assert_false(r2.ok);
+    assert_i64(sl_limiter_tokens(l, T0), -1);
+    sl_limiter_destroy(l);
+}
+
+/* ---- changing rate and burst while in use -------------------------------------- */
+
+static void set_rate_and_burst(void **state) {
+    (void)state;
+    sl_limiter *l = make_limiter(10, SEC, 10, 0, T0);
+    assert_true(sl_limiter_allow(l, 10, T0));
+    /* at 250 ms: 2.5 tokens; halve the rate: the 2.5 tokens stay */
+    int64_t t = T0 + 250 * MS;
+    assert_i64(sl_limiter_tokens(l, t), 2);
+    assert_int_equal(sl_limiter_set_rate(l, (sl_rate){5, SEC}, t), SL_OK);
+    assert_i64(sl_limiter_tokens(l, t), 2);
+    assert_true(sl_limiter_allow(l, 2, t));
+    /* 0.5 left; at 5/s the next whole token is exactly 100 ms later */
+    assert_false(sl_limiter_allow(l, 1, t + 100 * MS - 1));
+    assert_true(sl_limiter_allow(l, 1, t + 100 * MS));
+    t += 100 * MS;
+    /* additive increase: 6/s; empty now, one token after 1/6 s (rounded up) */
+    assert_int_equal(sl_limiter_set_rate(l, (sl_rate){6, SEC}, t), SL_OK);
+    assert_false(sl_limiter_allow(l, 1, t + SEC / 6));
+    assert_true(sl_limiter_allow(l, 1, t + SEC / 6 + 1));
+    t += SEC / 6 + 1;
+    /* a smaller burst clamps; a larger one again does not credit */
+    t += 10 * SEC;
+    assert_i64(sl_limiter_tokens(l, t), 10);
+    assert_int_equal(sl_limiter_set_burst(l, 3, t), SL_OK);
+    assert_i64(sl_limiter_tokens(l, t), 3);
+    assert_i64(sl_limiter_burst(l), 3);
+    assert_false(sl_limiter_allow(l, 4, t));
+    assert_int_equal(sl_limiter_set_burst(l, 10, t), SL_OK);
+    assert_i64(sl_limiter_tokens(l, t), 3);
+    assert_i64(sl_limiter_tokens(l, t + SEC), 9);
+    assert_i64(sl_limiter_tokens(l, t + 2 * SEC), 10);
+    /* errors leave everything as it was */
+    assert_int_equal(sl_limiter_set_rate(l, (sl_rate){0, SEC}, t), SL_ERATE);
+    assert_int_equal(sl_limiter_set_rate(l, (sl_rate){1, -SEC}, t), SL_ERATE);
+    assert_int_equal(sl_limiter_set_burst(l, 0, t), SL_EBURST);
+    assert_int_equal(sl_limiter_set_rate(l, (sl_rate){1, INT64_MAX}, t), SL_EOVERFLOW);
+    assert_i64(sl_limiter_rate(l).limit, 6);
+    assert_i64(sl_limiter_rate(l).period, SEC);
+    assert_i64(sl_limiter_burst(l), 10);
+    assert_i64(sl_limiter_tokens(l, t), 3);
+    sl_limiter_destroy(l);
+}
+
+/* A rate change keeps the debt of reservations already made; new ones pay
+ * at the new rate. */
+static void set_rate_in_debt(void **state) {
+    (void)state;
+    sl_limiter *l = make_limiter(10, SEC, 1, 0, T0);
+    assert_true(sl_limiter_allow(l, 1, T0));
+    sl_reservation r1 = reserve(l, 1, T0);
+    assert_i64(r1.delay, 100 * MS);
+    assert_int_equal(sl_limiter_set_rate(l, (sl_rate){1, SEC}, T0), SL_OK);
+    assert_i64(sl_limiter_tokens(l, T0), -1);
+    sl_reservation r2 = reserve(l, 1, T0);
+    assert_i64(r2.delay, 2 * SEC);
+    /* Rescaling a debt rounds toward minus infinity (more debt, never less).
+     * 2 per 3 s: one token is 1.5e9 units; at 1 ns the bucket has 1 unit,
+     * a reservation leaves 1 - 1.5e9 units. At 1/s that is -(1 - 2/3 ns)
+     * tokens: -1e9 units after rounding down (toward zero would be -999999999
+     * and credit 2/3 ns). One more token is then exactly 2 s away. */
+    sl_limiter *m = make_limiter(2, 3 * SEC, 1, SL_START_EMPTY, T0);
+    sl_reservation a = reserve(m, 1, T0 + 1);
+    assert_i64(a.delay, 1500 * MS - 1);
+    assert_int_equal(sl_limiter_set_rate(m, (sl_rate){1, SEC}, T0 + 1), SL_OK);
+    sl_reservation b = reserve(m, 1, T0 + 1);
+    assert_i64(b.delay, 2 * SEC);
+    sl_limiter_destroy(m);
+    sl_limiter_destroy(l);
+}
+
+/* Tiny xorshift generator for reproducible traces. */
+static uint64_t rng_next(uint64_t *x) {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* AIMD on a random trace: halve the rate on "errors", add 1/s otherwise,
+ * sometimes change the burst. A rate or burst change never changes the
+ * whole tokens at that instant (except a clamp to a smaller burst), tokens
+ * never exceed the burst, and what was admitted never exceeds the largest
+ * burst plus the integral of the rate over time. */
+static void aimd_trace(void **state) {
+    (void)state;
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    int64_t limit = 20, burst = 10;
+    sl_limiter *l = make_limiter(limit, SEC, burst, 0, T0);
+    int64_t t = T0;
+    /* in tokens * 1e9: the initial full bucket plus the refill at each rate */
+    __int128 budget = (__int128)burst * SEC;
+    __int128 admitted = 0;
+    for (int step = 0; step < 20000; step++) {
+        int64_t dt = (int64_t)(rng_next(&x) % (50 * MS));
+        budget += (__int128)limit * dt;
+        t += dt;
+        int64_t before = sl_limiter_tokens(l, t);
+        assert_le(before, burst);
+        assert_le(0, before);
+        uint64_t op = rng_next(&x) % 10;
+        if (op < 6) {
+            int64_t n = 1 + (int64_t)(rng_next(&x) % (uint64_t)burst);
+            bool ok = sl_limiter_allow(l, n, t);
+            assert_int_equal(ok, before >= n);
+            if (ok) admitted += (__int128)n * SEC;
+        } else if (op < 9) {
+            limit = op == 6 ? (limit / 2 > 0 ? limit / 2 : 1) : limit + 1;
+            assert_int_equal(sl_limiter_set_rate(l, (sl_rate){limit, SEC}, t), SL_OK);
+            assert_i64(sl_limiter_tokens(l, t), before);
+        } else {
+            burst = 1 + (int64_t)(rng_next(&x) % 40); /* more room, never more tokens */
+            assert_int_equal(sl_limiter_set_burst(l, burst, t), SL_OK);
+            assert_i64(sl_limiter_tokens(l, t), before < burst ? before : burst);
+        }
+        if (admitted > budget)
+            fail_msg("step %d: admitted %lld token-ns > budget %lld", step, (long long)admitted,
+                     (long long)budget);
+    }
+    sl_limiter_destroy(l);
+}
+
+/* ---- clocks going backwards ---------------------------------------------------- */
+
+static void clock_backwards_credits_nothing(void **state) {
+    (void)state;
+    const int64_t B = T0 + 10 * SEC;
+    sl_limiter *l = make_limiter(1, SEC, 2, 0, B);
+    assert_true(sl_limiter_allow(l, 2, B));
+    assert_false(sl_limiter_allow(l, 1, B - 5 * SEC));
+    assert_i64(sl_limiter_tokens(l, B - 5 * SEC), 0);
+    /* had `last` gone back to B - 5 s, this would find 5.999 tokens */
+    assert_false(sl_limiter_allow(l, 1, B + SEC - 1));
+    assert_true(sl_limiter_allow(l, 1, B + SEC));
+    sl_limiter_destroy(l);
+
+    /* Full, a take at an earlier time, then half a second after the latest. */
+    l = make_limiter(1, SEC, 2, 0, B);
+    assert_true(sl_limiter_allow(l, 1, B - 5 * SEC));
+    assert_i64(sl_limiter_tokens(l, B + 500 * MS), 1);
+    assert_false(sl_limiter_allow(l, 2, B + 500 * MS));
+    assert_true(sl_limiter_allow(l, 2, B + SEC));
+    sl_limiter_destroy(l);
+
+    /* A rate or burst change at an earlier time does not move `last` back. */
+    l = make_limiter(1, SEC, 2, 0, B);
+    assert_true(sl_limiter_allow(l, 2, B));
+    assert_int_equal(sl_limiter_set_rate(l, (sl_rate){2, SEC}, B - 5 * SEC), SL_OK);
+    assert_int_equal(sl_limiter_set_burst(l, 3, B - 4 * SEC), SL_OK);
+    assert_i64(sl_limiter_tokens(l, B), 0);
+    assert_false(sl_limiter_allow(l, 1, B + 500 * MS - 1));
+    assert_true(sl_limiter_allow(l, 1, B + 500 * MS));
+    /* a cancel at an earlier time restores only what was booked */
+    sl_reservation r = reserve(l, 1, B + 500 * MS);
+    assert_i64(r.delay, 500 * MS);
+    sl_limiter_cancel(l, &r, B - 3 * SEC);
+    assert_i64(sl_limiter_tokens(l, B + 500 * MS), 0);
+    assert_true(sl_limiter_allow(l, 1, B + SEC));
+    sl_limiter_destroy(l);
+}
+
+/* ---- cancel ---------------------------------------------------------------------- */
+
+static void cancel_after_time_to_act_is_noop(void **state) {
+    (void)state;
+    sl_limiter *l = make_limiter(1, SEC, 1, 0, T0);
+    assert_true(sl_limiter_allow(l, 1, T0));
+    sl_reservation r = reserve(l, 1, T0);
+    assert_i64(r.time_to_act, T0 + SEC);
+    sl_limiter_cancel(l, &r, T0 + SEC); /* its time has come: the token is used */
+    assert_i64(sl_limiter_tokens(l, T0 + SEC), 0);
+    assert_false(sl_limiter_allow(l, 1, T0 + SEC));
+    sl_limiter_cancel(l, &r, T0 + 1500 * MS);
+    assert_false(sl_limiter_allow(l, 1, T0 + 2 * SEC - 1));
+    assert_true(sl_limiter_allow(l, 1, T0 + 2 * SEC));
+    sl_limiter_destroy(l);
+    /* a reservation with no wait cannot be cancelled either */
+    l = make_limiter(1, SEC, 1, 0, T0);
+    r = reserve(l, 1, T0);
+    assert_i64(r.delay, 0);
+    sl_limiter_cancel(l, &r, T0);
+    assert_i64(sl_limiter_tokens(l, T0), 0);
+    sl_limiter_destroy(l);
+}
+
+/* x/time/rate's rule: cancelling r restores r.tokens minus the tokens that
+ * reservations made after r count on, (last_event - r.time_to_act) * rate. */
+static void cancel_with_later_reservations(void **state) {
+    (void)state;
+    /* 1/s, burst 3, emptied; r1 books 2 (due at 2 s), r2 books 1 (due at 3 s) */
+    sl_limiter *l = make_limiter(1, SEC, 3, 0, T0);
+    assert_true(sl_limiter_allow(l, 3, T0));
+    sl_reservation r1 = reserve(l, 2, T0), r2 = reserve(l, 1, T0);
+    assert_i64(r1.time_to_act, T0 + 2 * SEC);
+    assert_i64(r2.time_to_act, T0 + 3 * SEC);
+    assert_i64(sl_limiter_tokens(l, T0), -3);
+    /* cancelling r1: r2 counts on 1 s worth (1 token) of it; 1 comes back */
+    sl_limiter_cancel(l, &r1, T0);
+    assert_i64(sl_limiter_tokens(l, T0), -2);
+    sl_reservation r3 = reserve(l, 1, T0);
+    assert_i64(r3.time_to_act, T0 + 3 * SEC);
+    sl_limiter_destroy(l);
+
+    /* The other order: r2 first gives back its token and moves last_event
+     * back to r1's time, then r1 gives back both of its tokens. */
+    l = make_limiter(1, SEC, 3, 0, T0);
+    assert_true(sl_limiter_allow(l, 3, T0));
+    r1 = reserve(l, 2, T0);
+    r2 = reserve(l, 1, T0);
+    sl_limiter_cancel(l, &r2, T0);
+    assert_i64(sl_limiter_tokens(l, T0), -2);
+    sl_limiter_cancel(l, &r1, T0);
+    assert_i64(sl_limiter_tokens(l, T0), 0);
+    assert_true(sl_limiter_allow(l, 1, T0 + SEC));
+    sl_limiter_destroy(l);
+
+    /* A later reservation that counts on all of r1: nothing comes back. */
+    l = make_limiter(2, SEC, 1, 0, T0);
+    assert_true(sl_limiter_allow(l, 1, T0));
+    r1 = reserve(l, 1, T0);
+    r2 = reserve(l, 1, T0);
+    assert_i64(r1.time_to_act, T0 + 500 * MS);
+    assert_i64(r2.time_to_act, T0 + SEC);
+    sl_limiter_cancel(l, &r1, T0 + 100 * MS);
+    assert_i64(sl_limiter_tokens(l, T0 + 100 * MS), -2); /* floor(-1.8) */
+    assert_i64(sl_limiter_tokens(l, T0 + SEC), 0);
+    sl_limiter_destroy(l);
+
+    /* Partly: r2 was booked later in time, counting on part of r1. */
+    l = make_limiter(1, SEC, 2, SL_START_EMPTY, T0);
+    r1 = reserve(l, 2, T0);
+    assert_i64(r1.time_to_act, T0 + 2 * SEC);
+    r2 = reserve(l, 1, T0 + SEC);
+    assert_i64(r2.time_to_act, T0 + 3 * SEC);
+    sl_limiter_cancel(l, &r1, T0 + 1500 * MS);            /* 2 - (3 s - 2 s) * 1/s = 1 back */
+    assert_i64(sl_limiter_tokens(l, T0 + 1500 * MS), -1); /* floor(-0.5) */
+    assert_i64(sl_limiter_tokens(l, T0 + 2 * SEC), 0);
+    assert_i64(sl_limiter_tokens(l, T0 + 3 * SEC), 1);
+    sl_limiter_destroy(l);
+}
+
+/* Cancelling the same reservation again must not give back tokens it never
+ * took (the first cancel moved last_event back, so the x/time/rate formula
+ * would now "restore" more than r.tokens). */
+static void cancel_twice_restores_once(void **state) {
+    (void)state;
+    sl_limiter *l = make_limiter(1, SEC, 3, 0, T0);
+    assert_true(sl_limiter_allow(l, 3, T0));
+    sl_reservation r = reserve(l, 1, T0);
+    assert_i64(sl_limiter_tokens(l, T0), -1);
+    sl_limiter_cancel(l, &r, T0);
+    int64_t once = sl_limiter_tokens(l, T0);
+    sl_limiter_cancel(l, &r, T0);
+    int64_t twice = sl_limiter_tokens(l, T0);
+    sl_limiter_destroy(l);
+    assert_i64(once, 0);
+    assert_i64(twice, 0);
+}
+
+/* ---- exact rates --------------------------------------------------------------- */
+
+/* ceil(k * 2 s / 41) without overflow */
+static int64_t kth_token(int64_t k) {
+    return (int64_t)(((__int128)k * 2 * SEC + 40) / 41);
+}
+
+static void exact_fractional_rates(void **state) {
+    (void)state;
+    /* 41 per 2 s = 20.5/s: the k-th token arrives at exactly k * 2 s / 41
+     * (the burst is large, so no fraction is lost to a full bucket) */
+    sl_limiter *l = make_limiter(41, 2 * SEC, 1000000, SL_START_EMPTY, T0);
+    for (int64_t k = 1; k <= 20000; k++) {
+        int64_t at = T0 + kth_token(k);
+        if (sl_limiter_allow(l, 1, at - 1) || !sl_limiter_allow(l, 1, at))
+            fail_msg("token %lld not exactly at %lld ns", (long long)k, (long long)kth_token(k));
+    }
+    sl_limiter_destroy(l);
+
+    l = make_limiter(41, 2 * SEC, 100000, SL_START_EMPTY, T0);
+    assert_i64(sl_limiter_tokens(l, T0 + 2 * SEC), 41);
+    assert_i64(sl_limiter_tokens(l, T0 + 2 * SEC - 1), 40);
+    assert_i64(sl_limiter_tokens(l, T0 + 2000 * SEC), 41000);
+    assert_i64(sl_limiter_tokens(l, T0 + 2000 * SEC - 1), 40999);
+    sl_reservation r = reserve(l, 1, T0);
+    assert_i64(r.delay, kth_token(1)); /* 48780488 ns, rounded up */
+    sl_limiter_destroy(l);
+
+    l = make_limiter(41, 2 * SEC, 41, SL_START_EMPTY, T0);
+    r = reserve(l, 41, T0);
+    assert_i64(r.delay, 2 * SEC);
+    sl_limiter_destroy(l);
+
+    /* 1 per 3 ns */
+    l = make_limiter(1, 3, 1000, SL_START_EMPTY, T0);
+    assert_i64(sl_limiter_tokens(l, T0 + 2999), 999);
+    assert_i64(sl_limiter_tokens(l, T0 + 3000), 1000);
+    sl_limiter_destroy(l);
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(placeholder)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(seed_example),
+        cmocka_unit_test(wait_fails_at_once_beyond_deadline),
+        cmocka_unit_test(costs_and_errors),
+        cmocka_unit_test(reserve_overflow),
+        cmocka_unit_test(set_rate_and_burst),
+        cmocka_unit_test(set_rate_in_debt),
+        cmocka_unit_test(aimd_trace),
+        cmocka_unit_test(clock_backwards_credits_nothing),
+        cmocka_unit_test(cancel_after_time_to_act_is_noop),
+        cmocka_unit_test(cancel_with_later_reservations),
+        cmocka_unit_test(cancel_twice_restores_once),
+        cmocka_unit_test(exact_fractional_rates),
+    };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

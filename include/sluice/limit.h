@@ -60,7 +60,8 @@ typedef struct sl_rate {
  * therefore full. This is what "start empty after a restart" needs, and it
  * keeps idle eviction lossless. Without the flag `origin` is ignored.
  *
- * Bounds (else an error): limit >= 1, period >= 1 ns and <= 100 years,
+ * Bounds (else an error): 1 <= limit <= 2^61, 1 ns <= period <= 100 years
+ * (36,600 days),
  * burst >= 1 for buckets, sliding_log limit <= SL_SLIDING_LOG_MAX,
  * burst * period / gcd(limit, period) <= 2^61 for buckets (exact arithmetic),
  * 0 <= origin <= SL_TIME_MAX. */
@@ -104,8 +105,10 @@ SL_API const char *sl_algorithm_name(sl_algorithm a);
 /* Parses a canonical name. Returns 0 or SL_EALGORITHM. */
 SL_API int sl_algorithm_parse(const char *name, sl_algorithm *out);
 
-/* Parses "N/s", "N/m", "N/h", "N/d", or "N/<duration>" such as "100/10s",
- * "3/500ms". N is a positive integer. Returns 0 or SL_EPARSE / SL_ERATE. */
+/* Parses "N/<unit>" or "N/<duration>": units ns, us, ms, s, m, h, d ("5/s",
+ * "1000/h", "7/us"), durations such as "100/10s", "3/500ms". N is a positive
+ * integer. Returns 0, SL_EPARSE, SL_ERATE (zero), SL_EOVERFLOW (a number
+ * beyond int64). */
 SL_API int sl_rate_parse(const char *text, sl_rate *out);
 
 /* Parses a duration: an integer followed by ns, us, ms, s, m, h or d

@@ -4,7 +4,9 @@
  * - Lossless idle eviction: a state that has decayed back to fresh is
  *   dropped (on insert, a little at a time, and by sl_table_sweep()); a key
  *   that comes back gets a fresh state, which decides exactly as the dropped
- *   one would have. No timers per key.
+ *   one would have. No timers per key. A state is only dropped once it was
+ *   already fresh `clock_tolerance` before `now`, so this holds as long as no
+ *   caller passes a time more than that behind the latest one it passed.
  * - Hard memory cap: when a new key does not fit, an old live state is
  *   evicted (CLOCK, an approximation of least-recently-used: a state used
  *   since the clock hand last passed is spared) and counted in
@@ -29,9 +31,11 @@ typedef struct sl_table sl_table;
 
 typedef struct sl_table_options {
     sl_params params;
-    size_t max_memory; /* hard cap in bytes for states, keys and index; 0 = 64 MiB */
-    unsigned shards;   /* power of two, 1..1024; 0 = 64 (fewer if max_memory is tiny) */
-    uint64_t seed;     /* hash seed; 0 = random (defends against chosen-collision keys) */
+    size_t max_memory;       /* hard cap in bytes for states, keys and index; 0 = 64 MiB */
+    unsigned shards;         /* power of two, 1..1024; 0 = 64 (fewer if max_memory is tiny) */
+    uint64_t seed;           /* hash seed; 0 = random (defends against chosen-collision keys) */
+    int64_t clock_tolerance; /* ns the callers' `now` may step back (threads reading the clock
+                                at different moments); 0 = 1 s. See idle eviction above. */
 } sl_table_options;
 
 /* Creates a table. `now` is only used as nothing-before-this for the clock;

@@ -12,7 +12,7 @@ void sl__leaky_queue_decide(const sl__plan *plan, void *state, int64_t cost, int
                             sl__mode mode, sl_decision *d) {
     int64_t delay;
     sl__gcra_step(plan, state, cost, now, mode, d, &delay);
-    d->delay = d->allowed ? delay : 0;
+    d->delay = (d->allowed || cost == 0) ? delay : 0; /* a peek reports the queue's wait */
 }
 
 bool sl__leaky_queue_fresh(const sl__plan *plan, const void *state, int64_t now) {

@@ -89,7 +89,7 @@ int sl__plan_init(sl__plan *plan, const sl_params *params) {
             break;
         default: /* SL_SLIDING_LOG */
             if (p->rate.limit > SL_SLIDING_LOG_MAX) return SL_EINVAL;
-            plan->state_size = 8 + 8 * (size_t)p->rate.limit;
+            plan->state_size = 16 + 8 * (size_t)p->rate.limit;
             break;
         }
     }

@@ -1,16 +1,18 @@
 /* sliding_log.c: the exact sliding window. The state is a ring of the times
  * of the last N counted requests (a request of cost c is c entries), oldest
  * first; entries with t <= now - P are gone. Allowed iff live + c <= N.
- * Memory: 8 bytes + 8 per unit of the limit, fixed per key.
- * New entries are stamped max(now, newest) so the ring stays sorted even if
- * the clock steps back; expiry uses the caller's now, so a clock that goes
- * back expires less, never more. */
+ * Memory: 16 bytes + 8 per unit of the limit, fixed per key.
+ * New entries are stamped max(now, latest time this key was asked about), so
+ * the ring stays sorted and a clock that steps back cannot stamp a request
+ * early (which would let it slide out early); expiry uses the caller's now,
+ * so a clock that goes back expires less, never more. */
 #include "core/algorithm.h"
 
 typedef struct log_state {
     uint32_t head; /* index of the oldest entry */
     uint32_t len;
-    int64_t t[]; /* capacity N */
+    int64_t seen; /* latest `now` of a recorded (non-peek) call */
+    int64_t t[];  /* capacity N */
 } log_state;
 
 static inline int64_t at(const log_state *s, int64_t cap, uint32_t i) {
@@ -22,7 +24,9 @@ void sl__sliding_log_init(const sl__plan *plan, void *state, int64_t now) {
     log_state *s = state;
     s->head = 0;
     s->len = 0;
+    s->seen = 0;
     if (plan->start_empty) {
+        s->seen = plan->params.origin;
         for (int64_t i = 0; i < plan->limit; i++) s->t[i] = plan->params.origin;
         s->len = (uint32_t)plan->limit;
     }
@@ -53,8 +57,7 @@ void sl__sliding_log_decide(const sl__plan *plan, void *state, int64_t cost, int
     int64_t after = sl__min64(live + add, N);
     int64_t dropped = sl__min64(live, live + add - after);
     int64_t fresh = after - (live - dropped);
-    int64_t newest = s->len ? at(s, N, s->len - 1) : INT64_MIN;
-    int64_t stamp = sl__max64(now, newest);
+    int64_t stamp = sl__max64(now, s->seen);
     uint32_t first = gone + (uint32_t)dropped; /* ring offset of the oldest kept entry */
     int64_t kept = live - dropped;
 
@@ -79,6 +82,7 @@ void sl__sliding_log_decide(const sl__plan *plan, void *state, int64_t cost, int
     }
 
     if (mode != SL__PEEK) {
+        s->seen = stamp;
         s->head = (uint32_t)((s->head + first) % (uint64_t)N);
         s->len = (uint32_t)kept;
         for (int64_t k = 0; k < fresh; k++) {

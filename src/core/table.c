@@ -43,12 +43,13 @@
 #define META_PIN  0x80u /* part of a running multi-key check: not evictable */
 #define TAG_MASK  0xffffff00u
 
-#define DEFAULT_MAX_MEMORY     ((size_t)64 << 20)
-#define DEFAULT_SHARDS         64
-#define MAX_SHARDS             1024
-#define MAX_CHUNK_SLOTS        512
-#define INITIAL_BUCKETS        16
-#define IDLE_VISITS_PER_INSERT 2
+#define DEFAULT_MAX_MEMORY      ((size_t)64 << 20)
+#define DEFAULT_SHARDS          64
+#define MAX_SHARDS              1024
+#define MAX_CHUNK_SLOTS         512
+#define INITIAL_BUCKETS         16
+#define IDLE_VISITS_PER_INSERT  2
+#define DEFAULT_CLOCK_TOLERANCE SL_NS_PER_SEC
 
 typedef struct entry {
     uint32_t next;
@@ -88,6 +89,7 @@ struct sl_table {
     uint32_t chunk_shift, chunk_mask;
     unsigned nshards;
     size_t max_memory;
+    int64_t tolerance; /* see sl_table_options.clock_tolerance */
     atomic_uint sweep_cursor;
     shard *shards;
 };
@@ -188,6 +190,13 @@ static void remove_slot(const sl_table *t, shard *s, uint32_t i) {
     s->count--;
 }
 
+/* True if forgetting the state cannot change a decision at any time from
+ * now - tolerance on. */
+static inline bool forgettable(const sl_table *t, entry *e, int64_t now) {
+    int64_t past = now - t->tolerance;
+    return sl__state_forgettable(&t->plan, state_of(e), past > 0 ? past : 0);
+}
+
 /* Drops fresh states under the idle hand; visits at most `visits` slots. */
 static size_t sweep_idle(const sl_table *t, shard *s, int64_t now, size_t visits) {
     size_t dropped = 0;
@@ -195,8 +204,7 @@ static size_t sweep_idle(const sl_table *t, shard *s, int64_t now, size_t visits
         if (s->idle_hand >= s->slots) s->idle_hand = 0;
         uint32_t i = s->idle_hand++;
         entry *e = slot(t, s, i);
-        if ((e->tagmeta & (META_USED | META_PIN)) == META_USED &&
-            sl__state_forgettable(&t->plan, state_of(e), now)) {
+        if ((e->tagmeta & (META_USED | META_PIN)) == META_USED && forgettable(t, e, now)) {
             remove_slot(t, s, i);
             s->evicted_idle++;
             dropped++;
@@ -216,7 +224,7 @@ static bool evict_one(const sl_table *t, shard *s, int64_t now, bool long_only) 
         uint32_t m = e->tagmeta;
         if (!(m & META_USED) || (m & META_PIN)) continue;
         if (long_only && (m & META_LEN) != META_LONG) continue;
-        if (sl__state_forgettable(&t->plan, state_of(e), now)) {
+        if (forgettable(t, e, now)) {
             remove_slot(t, s, i);
             s->evicted_idle++;
             return true;
@@ -357,6 +365,7 @@ int sl_table_create(const sl_table_options *opts, sl_table **out) {
     if (rc) return rc;
     unsigned nshards = opts->shards ? opts->shards : DEFAULT_SHARDS;
     if (nshards > MAX_SHARDS || (nshards & (nshards - 1))) return SL_EINVAL;
+    if (opts->clock_tolerance < 0 || opts->clock_tolerance > SL_TIME_MAX) return SL_EINVAL;
     size_t max_memory = opts->max_memory ? opts->max_memory : DEFAULT_MAX_MEMORY;
     size_t entry_size = HEADER_BYTES + plan.state_size;
     size_t index_bytes = INITIAL_BUCKETS * sizeof(uint32_t) + 8 * sizeof(uint8_t *);
@@ -381,6 +390,7 @@ int sl_table_create(const sl_table_options *opts, sl_table **out) {
     t->chunk_mask = chunk_slots - 1;
     t->nshards = nshards;
     t->max_memory = max_memory;
+    t->tolerance = opts->clock_tolerance ? opts->clock_tolerance : DEFAULT_CLOCK_TOLERANCE;
     t->shards = aligned_alloc(64, nshards * sizeof(shard));
     if (!t->shards) {
         free(t);

@@ -42,8 +42,12 @@ void sl__token_bucket_decide(const sl__plan *plan, void *state, int64_t cost, in
     d->allowed = allowed;
     d->limit = plan->burst;
     d->remaining = after / plan->p;
-    d->retry_after = allowed ? 0 : sl__ceil_div128(need - after, plan->n);
-    d->reset_after = sl__ceil_div128(plan->full - after, plan->n);
+    /* With the clock behind `last`, the bucket is judged as of `last`, so
+     * durations count from there. */
+    int64_t behind = s->last > now ? s->last - now : 0;
+    d->retry_after = allowed ? 0 : behind + sl__ceil_div128(need - after, plan->n);
+    d->reset_after =
+        after >= plan->full ? 0 : behind + sl__ceil_div128(plan->full - after, plan->n);
     d->delay = 0;
 }
 

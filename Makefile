@@ -3,6 +3,7 @@
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD   ?= build
 SHELL   := /bin/bash
+MAKEFLAGS += --no-print-directory
 CMAKE_FLAGS ?=
 
 .PHONY: build-fuzz all deps build run test test-asan test-tsan test-integration test-fuzz fuzz bench format clean

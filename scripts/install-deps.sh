@@ -7,6 +7,9 @@ packages=(
     build-essential cmake pkg-config   # compiler, build, pkg-config for sluice.pc
     libcmocka-dev                      # unit tests
     clang libclang-rt-14-dev           # libFuzzer and sanitizer runtimes
+    libuv1-dev libhttp-parser-dev      # sluiced: event loop, HTTP/1.1 parsing
+    libyaml-dev libcjson-dev           # sluiced: config, JSON bodies
+    curl redis-tools                   # integration tests: real clients
 )
 
 missing=()

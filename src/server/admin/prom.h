@@ -1,0 +1,28 @@
+/* prom.h: writing the Prometheus text exposition format (version 0.0.4) by
+ * hand (no packaged C client fits): HELP/TYPE lines once per family, label
+ * values escaped (\\, \", \n), integers and seconds as decimals. */
+#ifndef SLUICE_SERVER_PROM_H
+#define SLUICE_SERVER_PROM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/buf.h"
+
+/* # HELP name help \n # TYPE name type */
+void sl__prom_family(sl_buf *out, const char *name, const char *type, const char *help);
+/* name{l1="v1",l2="v2"} value. labels: alternating names and values, NULL-terminated; may be NULL. */
+void sl__prom_sample(sl_buf *out, const char *name, const char *const *labels, uint64_t value);
+void sl__prom_sample_f(sl_buf *out, const char *name, const char *const *labels, double value);
+
+/* A latency histogram with fixed bucket bounds (ns). Counts are per bucket
+ * (not cumulative); the writer makes them cumulative and adds +Inf, _sum
+ * (seconds) and _count. */
+#define SL_PROM_LATENCY_BUCKETS 12
+extern const int64_t sl__prom_latency_bounds_ns[SL_PROM_LATENCY_BUCKETS];
+void sl__prom_histogram(sl_buf *out, const char *name, const char *const *labels,
+                        const uint64_t counts[SL_PROM_LATENCY_BUCKETS + 1], uint64_t sum_ns);
+/* Index of the bucket for a latency. */
+int sl__prom_latency_bucket(int64_t ns);
+
+#endif

@@ -1,0 +1,101 @@
+/* buf.c: the growable byte buffer (see buf.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/buf.h"
+
+void sl__buf_init(sl_buf *b) {
+    memset(b, 0, sizeof *b);
+}
+
+void sl__buf_free(sl_buf *b) {
+    free(b->data);
+    sl__buf_init(b);
+}
+
+char *sl__buf_reserve(sl_buf *b, size_t n) {
+    if (b->failed) return NULL;
+    if (b->cap - b->len < n) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap - b->len < n) {
+            if (cap > SIZE_MAX / 2) {
+                b->failed = true;
+                return NULL;
+            }
+            cap *= 2;
+        }
+        char *d = realloc(b->data, cap);
+        if (!d) {
+            b->failed = true;
+            return NULL;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    return b->data + b->len;
+}
+
+void sl__buf_commit(sl_buf *b, size_t n) {
+    b->len += n;
+}
+
+void sl__buf_append(sl_buf *b, const void *p, size_t n) {
+    char *dst = sl__buf_reserve(b, n);
+    if (!dst) return;
+    if (n) memcpy(dst, p, n);
+    b->len += n;
+}
+
+void sl__buf_puts(sl_buf *b, const char *s) {
+    sl__buf_append(b, s, strlen(s));
+}
+
+void sl__buf_printf(sl_buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char tmp[256];
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->failed = true;
+        return;
+    }
+    if ((size_t)n < sizeof tmp) {
+        sl__buf_append(b, tmp, (size_t)n);
+        return;
+    }
+    char *dst = sl__buf_reserve(b, (size_t)n + 1);
+    if (!dst) return;
+    va_start(ap, fmt);
+    vsnprintf(dst, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void sl__buf_i64(sl_buf *b, int64_t v) {
+    char tmp[24];
+    char *e = tmp + sizeof tmp, *p = e;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) *--p = '-';
+    sl__buf_append(b, p, (size_t)(e - p));
+}
+
+void sl__buf_consume(sl_buf *b, size_t n) {
+    if (n >= b->len) {
+        b->len = 0;
+        return;
+    }
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+}
+
+void sl__buf_reset(sl_buf *b) {
+    b->len = 0;
+    b->failed = false;
+}

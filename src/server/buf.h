@@ -1,0 +1,32 @@
+/* buf.h: a growable byte buffer for connection input and output. Appends
+ * never fail silently: on allocation failure the buffer is marked failed
+ * (buf->failed), later appends are no-ops, and the caller closes the
+ * connection. */
+#ifndef SLUICE_SERVER_BUF_H
+#define SLUICE_SERVER_BUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sl_buf {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} sl_buf;
+
+void sl__buf_init(sl_buf *b);
+void sl__buf_free(sl_buf *b);
+/* Makes room for n more bytes; returns a pointer to write them (then call
+ * sl__buf_commit), or NULL on failure. */
+char *sl__buf_reserve(sl_buf *b, size_t n);
+void sl__buf_commit(sl_buf *b, size_t n);
+void sl__buf_append(sl_buf *b, const void *p, size_t n);
+void sl__buf_puts(sl_buf *b, const char *s);
+void sl__buf_printf(sl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sl__buf_i64(sl_buf *b, int64_t v); /* decimal */
+/* Drops the first n bytes (consumed input). */
+void sl__buf_consume(sl_buf *b, size_t n);
+void sl__buf_reset(sl_buf *b);
+
+#endif

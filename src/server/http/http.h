@@ -1,0 +1,110 @@
+/* http.h: the HTTP/1.1 side of sluiced: a bounded incremental request
+ * parser (on libhttp-parser), and response writers, including the rate-limit
+ * fields (IETF draft-10 RateLimit-Policy / RateLimit, X-RateLimit-*,
+ * Retry-After). Pure: bytes in, bytes out; no sockets. */
+#ifndef SLUICE_SERVER_HTTP_H
+#define SLUICE_SERVER_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/buf.h"
+#include "sluice/limit.h"
+
+#define SL_HTTP_MAX_HEADERS 64
+
+typedef enum sl_http_method {
+    SL_HTTP_OTHER = 0,
+    SL_HTTP_GET,
+    SL_HTTP_HEAD,
+    SL_HTTP_POST
+} sl_http_method;
+
+typedef struct sl_http_header {
+    const char *name, *value; /* NUL-terminated, inside the parser's arena */
+    size_t name_len, value_len;
+} sl_http_header;
+
+/* One parsed request. Pointers live until the next sl__http_parser_next()
+ * or sl__http_parser_free(). */
+typedef struct sl_http_request {
+    sl_http_method method;
+    const char *method_name;
+    const char *path; /* decoded? no: raw, without the query; NUL-terminated */
+    size_t path_len;
+    const char *query; /* after '?', raw; "" if none */
+    size_t query_len;
+    sl_http_header headers[SL_HTTP_MAX_HEADERS];
+    size_t nheaders;
+    const char *body;
+    size_t body_len;
+    bool keep_alive;
+    int http_major, http_minor;
+} sl_http_request;
+
+typedef struct sl_http_parser sl_http_parser;
+
+typedef enum sl_http_status {
+    SL_HTTP_NEED_MORE = 0, /* all bytes consumed, request not complete */
+    SL_HTTP_READY = 1,     /* a whole request is in sl__http_parser_request() */
+    SL_HTTP_ERROR = 2      /* answer sl__http_parser_error_status() and close */
+} sl_http_status;
+
+/* Limits: request line + headers <= max_header (431 beyond), body <=
+ * max_body (413 as soon as Content-Length or the chunks say so). */
+sl_http_parser *sl__http_parser_new(size_t max_header, size_t max_body);
+void sl__http_parser_free(sl_http_parser *p);
+
+/* Feeds len bytes; *consumed says how many were used (the rest belong to the
+ * next, pipelined request: feed them again after sl__http_parser_next()). */
+sl_http_status sl__http_parser_feed(sl_http_parser *p, const char *data, size_t len,
+                                    size_t *consumed);
+const sl_http_request *sl__http_parser_request(const sl_http_parser *p);
+/* After SL_HTTP_ERROR: the status to answer (400, 413, 431, 501, 505) and a short reason. */
+int sl__http_parser_error_status(const sl_http_parser *p, const char **message);
+/* Forgets the current request, ready for the next one on the connection. */
+void sl__http_parser_next(sl_http_parser *p);
+/* True while a request has started but is not complete (for 408 on timeout). */
+bool sl__http_parser_in_request(const sl_http_parser *p);
+
+/* Case-insensitive header lookup; NULL if absent. */
+const sl_http_header *sl__http_header(const sl_http_request *r, const char *name);
+/* Finds query parameter `name` and percent-decodes its value into buf (NUL-
+ * terminated, at most size-1 bytes). Returns the decoded length, or -1 if
+ * absent, -2 if malformed or too long. */
+long sl__http_query_param(const char *query, size_t query_len, const char *name, char *buf,
+                          size_t size);
+
+/* Response writers. sl__http_begin writes the status line and the fixed
+ * headers (Date is not sent; Server: sluiced). Headers are appended with
+ * sl__http_header_line; sl__http_end writes Content-Type/Content-Length,
+ * Connection: close when !keep_alive, the blank line and the body. */
+void sl__http_begin(sl_buf *out, int status);
+void sl__http_header_line(sl_buf *out, const char *name, const char *value);
+void sl__http_end(sl_buf *out, bool keep_alive, const char *content_type, const char *body,
+                  size_t body_len);
+const char *sl__http_reason(int status);
+
+/* What a policy looks like from the outside, for the rate-limit fields. */
+typedef struct sl_http_policy_view {
+    const char *name;
+    sl_algorithm algorithm;
+    sl_rate rate;
+    int64_t burst;
+} sl_http_policy_view;
+
+/* Appends RateLimit-Policy, RateLimit, X-RateLimit-Limit, -Remaining, -Reset
+ * and, when !d->allowed, Retry-After (whole seconds rounded up, at least 1).
+ * Syntax and the meaning of each parameter: docs/http-api.md. */
+void sl__http_ratelimit_fields(sl_buf *out, const sl_http_policy_view *p, const sl_decision *d);
+
+/* The JSON body of a decision: {"allowed":..,"limit":..,"remaining":..,
+ * "retry_after_ms":..,"reset_after_ms":..} (ms rounded up), plus
+ * "policy":"name" and, when shadow, "shadow":true. */
+void sl__http_decision_json(sl_buf *out, const char *policy, const sl_decision *d, bool shadowed);
+
+/* {"error":"code","message":"text"} with JSON escaping. */
+void sl__http_error_json(sl_buf *out, const char *code, const char *message);
+
+#endif

@@ -1,0 +1,28 @@
+/* cell.h: redis-cell's CL.THROTTLE on libsluice. GCRA with burst
+ * max_burst + 1 and rate count/period seconds; one keyed table per distinct
+ * (max_burst, count, period), at most max_sets of them, each capped at
+ * max_memory_per_set bytes. Thread-safe. */
+#ifndef SLUICE_SERVER_CELL_H
+#define SLUICE_SERVER_CELL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sl_cell sl_cell;
+
+int sl__cell_create(size_t max_memory_per_set, unsigned max_sets, sl_cell **out);
+void sl__cell_destroy(sl_cell *c);
+
+/* CL.THROTTLE key max_burst count period quantity at now (Unix ns). On
+ * success returns 0 and reply[] = {limited, limit, remaining, retry_after_s,
+ * reset_after_s} exactly as redis-cell computes them (seconds rounded as
+ * redis-cell does). On bad arguments returns -1 with *err a static
+ * redis-cell-compatible message. */
+int sl__cell_throttle(sl_cell *c, const char *key, size_t keylen, int64_t max_burst, int64_t count,
+                      int64_t period, int64_t quantity, int64_t now, int64_t reply[5],
+                      const char **err);
+
+/* Keys held and bytes used over all sets (for metrics and INFO). */
+void sl__cell_stats(sl_cell *c, uint64_t *keys, uint64_t *bytes, uint64_t *evicted_live);
+
+#endif

@@ -1,0 +1,55 @@
+/* resp.h: the Redis protocol (RESP2) side of sluiced: a zero-copy,
+ * bounded, incremental request parser, reply writers, and the commands
+ * (CL.THROTTLE, SL.CHECK, PING, ECHO, QUIT, INFO, COMMAND). Pure: bytes and
+ * a context in, reply bytes out; no sockets. */
+#ifndef SLUICE_SERVER_RESP_H
+#define SLUICE_SERVER_RESP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/buf.h"
+
+#define SL_RESP_MAX_ARGS 64
+
+typedef struct sl_resp_command {
+    size_t argc;
+    const char *argv[SL_RESP_MAX_ARGS]; /* point into the parsed buffer; not NUL-terminated */
+    size_t argl[SL_RESP_MAX_ARGS];
+} sl_resp_command;
+
+/* Parses one command at buf: a RESP2 array of bulk strings ("*2\r\n$4\r\nPING\r\n...")
+ * or an inline command ("PING\r\n", as telnet and redis-cli --pipe may send).
+ * Returns the bytes it spans (> 0) with *cmd filled, 0 if more bytes are
+ * needed, or -1 on a protocol error with *err a static message (the caller
+ * replies "-ERR Protocol error: <err>" and closes). A command spanning more
+ * than max_frame bytes, more than SL_RESP_MAX_ARGS arguments, or with
+ * malformed lengths is an error as soon as that is known. */
+long sl__resp_parse(const char *buf, size_t len, size_t max_frame, sl_resp_command *cmd,
+                    const char **err);
+
+/* Reply writers (RESP2). */
+void sl__resp_simple(sl_buf *out, const char *s);      /* +s */
+void sl__resp_error(sl_buf *out, const char *msg);     /* -msg (msg without CR/LF) */
+void sl__resp_int(sl_buf *out, int64_t v);             /* :v */
+void sl__resp_bulk(sl_buf *out, const void *p, size_t n);
+void sl__resp_null(sl_buf *out);                       /* $-1 */
+void sl__resp_array(sl_buf *out, size_t n);            /* *n */
+
+struct sl_policy_set;
+struct sl_cell;
+
+typedef struct sl_resp_context {
+    struct sl_policy_set *policies; /* for SL.CHECK */
+    struct sl_cell *cell;           /* for CL.THROTTLE */
+    int64_t now;                    /* this loop tick's clock (Unix ns) */
+    void (*info)(void *ctx, sl_buf *out); /* writes the INFO text (without RESP framing) */
+    void *info_ctx;
+} sl_resp_context;
+
+/* Runs one command and appends its reply to out. Returns 1 if the
+ * connection must close after the reply is written (QUIT), else 0. Unknown
+ * commands and bad arguments get an error reply, never a crash. */
+int sl__resp_execute(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out);
+
+#endif

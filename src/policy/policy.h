@@ -19,15 +19,17 @@ typedef struct sl_policy {
     sl_table *table;
     sl__topk *top; /* heavy hitters among rejected keys */
     atomic_uint_fast64_t allowed, limited, shadow_limited;
+    atomic_bool shadow; /* cfg.shadow as of the latest reload (may change without a new table) */
     atomic_int refs;
 } sl_policy;
 
 typedef struct sl_policy_set sl_policy_set;
 
 /* Builds the set for cfg; reuses policies of `prev` (may be NULL) with the
- * same name and parameters. Returns 0, or -1 with a message in err. */
-int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, sl_policy_set **out,
-                          char *err, size_t errlen);
+ * same name and parameters. New tables of `start: empty` policies start
+ * empty at `now`. Returns 0, or -1 with a message in err. */
+int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now,
+                          sl_policy_set **out, char *err, size_t errlen);
 void sl__policy_set_retain(sl_policy_set *s);
 void sl__policy_set_release(sl_policy_set *s);
 

@@ -1,0 +1,154 @@
+/* metrics.c: the server's own numbers, as the Prometheus page (/metrics)
+ * and as the RESP INFO text. Per-worker counters are summed at read time;
+ * per-policy counters and table statistics come from the policy set the
+ * answering worker holds. Keys never appear as labels (see /v1/top). */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <stddef.h>
+
+#include "server/admin/prom.h"
+#include "server/server.h"
+#include "sluice/clock.h"
+#include "sluice/sluice.h"
+
+static uint64_t sum(sl_server *s, size_t offset) {
+    uint64_t t = 0;
+    for (unsigned i = 0; i < s->nworkers; i++)
+        t += atomic_load_explicit(
+            (atomic_uint_fast64_t *)((char *)&s->workers[i].stats + offset), memory_order_relaxed);
+    return t;
+}
+
+#define SUM(s, field) sum((s), offsetof(sl_worker_stats, field))
+
+static void policy_metrics(sl_policy_set *set, sl_buf *out) {
+    size_t n = set ? sl__policy_set_count(set) : 0;
+    sl__prom_family(out, "sluice_decisions_total", "counter",
+                    "Decisions by policy and outcome (allowed, limited, shadow_limited).");
+    for (size_t i = 0; i < n; i++) {
+        sl_policy *p = sl__policy_set_at(set, i);
+        const char *lab[][4] = {{"policy", p->cfg.name, "outcome", "allowed"},
+                                {"policy", p->cfg.name, "outcome", "limited"},
+                                {"policy", p->cfg.name, "outcome", "shadow_limited"}};
+        const char *l0[] = {lab[0][0], lab[0][1], lab[0][2], lab[0][3], NULL};
+        const char *l1[] = {lab[1][0], lab[1][1], lab[1][2], lab[1][3], NULL};
+        const char *l2[] = {lab[2][0], lab[2][1], lab[2][2], lab[2][3], NULL};
+        sl__prom_sample(out, "sluice_decisions_total", l0, atomic_load(&p->allowed));
+        sl__prom_sample(out, "sluice_decisions_total", l1, atomic_load(&p->limited));
+        sl__prom_sample(out, "sluice_decisions_total", l2, atomic_load(&p->shadow_limited));
+    }
+    sl_table_stats st[SL_CONFIG_MAX_POLICIES];
+    for (size_t i = 0; i < n && i < SL_CONFIG_MAX_POLICIES; i++)
+        sl_table_stats_get(sl__policy_set_at(set, i)->table, &st[i]);
+    sl__prom_family(out, "sluice_table_keys", "gauge", "Keys held in the policy's table.");
+    for (size_t i = 0; i < n; i++) {
+        const char *l[] = {"policy", sl__policy_set_at(set, i)->cfg.name, NULL};
+        sl__prom_sample(out, "sluice_table_keys", l, st[i].keys);
+    }
+    sl__prom_family(out, "sluice_table_bytes", "gauge",
+                    "Bytes held by the policy's table (states, keys, index).");
+    for (size_t i = 0; i < n; i++) {
+        const char *l[] = {"policy", sl__policy_set_at(set, i)->cfg.name, NULL};
+        sl__prom_sample(out, "sluice_table_bytes", l, st[i].bytes);
+    }
+    sl__prom_family(out, "sluice_table_max_bytes", "gauge", "The table's memory cap.");
+    for (size_t i = 0; i < n; i++) {
+        const char *l[] = {"policy", sl__policy_set_at(set, i)->cfg.name, NULL};
+        sl__prom_sample(out, "sluice_table_max_bytes", l, st[i].max_bytes);
+    }
+    sl__prom_family(out, "sluice_evictions_total", "counter",
+                    "States dropped: idle (fresh again, lossless) or live (memory cap reached).");
+    for (size_t i = 0; i < n; i++) {
+        const char *name = sl__policy_set_at(set, i)->cfg.name;
+        const char *li[] = {"policy", name, "kind", "idle", NULL};
+        const char *ll[] = {"policy", name, "kind", "live", NULL};
+        sl__prom_sample(out, "sluice_evictions_total", li, st[i].evicted_idle);
+        sl__prom_sample(out, "sluice_evictions_total", ll, st[i].evicted_live);
+    }
+}
+
+void sl__metrics_write(sl_server *s, sl_buf *out) {
+    static const char *const proto_names[2] = {"http", "resp"};
+    sl__prom_family(out, "sluice_info", "gauge", "Build information.");
+    const char *vl[] = {"version", SLUICE_VERSION, NULL};
+    sl__prom_sample(out, "sluice_info", vl, 1);
+    sl__prom_family(out, "sluice_start_time_seconds", "gauge", "Unix time the server started.");
+    sl__prom_sample(out, "sluice_start_time_seconds", NULL, (uint64_t)(s->started_at / SL_NS_PER_SEC));
+
+    sl_worker *self = NULL;
+    for (unsigned i = 0; i < s->nworkers; i++)
+        if (pthread_equal(s->workers[i].thread, pthread_self())) self = &s->workers[i];
+    policy_metrics(self ? self->policies : NULL, out);
+
+    uint64_t keys = 0, bytes = 0, live = 0;
+    sl__cell_stats(s->cell, &keys, &bytes, &live);
+    sl__prom_family(out, "sluice_cell_keys", "gauge", "Keys held for CL.THROTTLE.");
+    sl__prom_sample(out, "sluice_cell_keys", NULL, keys);
+    sl__prom_family(out, "sluice_cell_bytes", "gauge", "Bytes held for CL.THROTTLE.");
+    sl__prom_sample(out, "sluice_cell_bytes", NULL, bytes);
+    sl__prom_family(out, "sluice_cell_evictions_total", "counter",
+                    "CL.THROTTLE live states evicted at the memory cap.");
+    sl__prom_sample(out, "sluice_cell_evictions_total", NULL, live);
+
+    sl__prom_family(out, "sluice_requests_total", "counter",
+                    "Requests (HTTP) and commands (RESP) answered.");
+    for (int p = 0; p < 2; p++) {
+        const char *l[] = {"protocol", proto_names[p], NULL};
+        sl__prom_sample(out, "sluice_requests_total", l,
+                        sum(s, offsetof(sl_worker_stats, requests) + (size_t)p * sizeof(atomic_uint_fast64_t)));
+    }
+    sl__prom_family(out, "sluice_request_duration_seconds", "histogram",
+                    "Time to decide and encode one request or command.");
+    for (int p = 0; p < 2; p++) {
+        uint64_t counts[SL_PROM_LATENCY_BUCKETS + 1] = {0}, total = 0;
+        for (unsigned i = 0; i < s->nworkers; i++) {
+            for (int b = 0; b <= SL_PROM_LATENCY_BUCKETS; b++)
+                counts[b] += atomic_load_explicit(&s->workers[i].stats.latency[p][b],
+                                                  memory_order_relaxed);
+            total += atomic_load_explicit(&s->workers[i].stats.latency_sum_ns[p],
+                                          memory_order_relaxed);
+        }
+        const char *l[] = {"protocol", proto_names[p], NULL};
+        sl__prom_histogram(out, "sluice_request_duration_seconds", l, counts, total);
+    }
+    sl__prom_family(out, "sluice_connections", "gauge", "Open client connections.");
+    sl__prom_sample(out, "sluice_connections", NULL, atomic_load(&s->connections));
+    sl__prom_family(out, "sluice_connections_total", "counter", "Client connections accepted.");
+    sl__prom_sample(out, "sluice_connections_total", NULL, SUM(s, accepted));
+    sl__prom_family(out, "sluice_connections_refused_total", "counter",
+                    "Connections closed at once because max_connections was reached.");
+    sl__prom_sample(out, "sluice_connections_refused_total", NULL, SUM(s, refused_connections));
+    sl__prom_family(out, "sluice_protocol_errors_total", "counter",
+                    "Malformed or oversized requests answered with an error and closed.");
+    sl__prom_sample(out, "sluice_protocol_errors_total", NULL, SUM(s, protocol_errors));
+    sl__prom_family(out, "sluice_timeouts_total", "counter",
+                    "Connections closed for idleness or a request head that came too slowly.");
+    sl__prom_sample(out, "sluice_timeouts_total", NULL, SUM(s, timeouts));
+    sl__prom_family(out, "sluice_reloads_total", "counter", "Successful config reloads.");
+    sl__prom_sample(out, "sluice_reloads_total", NULL, atomic_load(&s->reloads));
+    sl__prom_family(out, "sluice_reload_failures_total", "counter",
+                    "Reloads refused (the running config was kept).");
+    sl__prom_sample(out, "sluice_reload_failures_total", NULL, atomic_load(&s->reload_failures));
+}
+
+void sl__resp_info(void *worker, sl_buf *out) {
+    sl_worker *w = worker;
+    sl_server *s = w->server;
+    int64_t up = (sl_now() - s->started_at) / SL_NS_PER_SEC;
+    uint64_t keys = 0, bytes = 0, live = 0;
+    sl__cell_stats(s->cell, &keys, &bytes, &live);
+    uint64_t cmds = sum(s, offsetof(sl_worker_stats, requests) + sizeof(atomic_uint_fast64_t));
+    sl__buf_printf(out,
+                   "# Server\r\nredis_version:7.0.0\r\nsluice_version:%s\r\nredis_mode:standalone\r\n"
+                   "process_id:%d\r\ntcp_port:%u\r\nuptime_in_seconds:%lld\r\n\r\n"
+                   "# Clients\r\nconnected_clients:%u\r\n\r\n"
+                   "# Memory\r\nused_memory:%llu\r\n\r\n"
+                   "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
+                   "evicted_keys:%llu\r\n\r\n"
+                   "# Keyspace\r\ncl_throttle_keys:%llu\r\n",
+                   SLUICE_VERSION, (int)getpid(), (unsigned)s->bound_port[SL_PROTO_RESP],
+                   (long long)up, atomic_load(&s->connections), (unsigned long long)bytes,
+                   (unsigned long long)SUM(s, accepted), (unsigned long long)cmds,
+                   (unsigned long long)live, (unsigned long long)keys);
+}

@@ -1,0 +1,263 @@
+/* http_api.c: the routes of sluiced's HTTP API (DESIGN.md section 2,
+ * docs/http-api.md): /v1/check (GET, HEAD, POST), /healthz, /readyz,
+ * /metrics, /v1/top, /v1/reload. Every answer is complete in `out`; the
+ * return value says whether the connection stays open. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "server/http/http.h"
+#include "server/server.h"
+#include "sluice/error.h"
+
+#define KEY_MAX 1024
+#define COST_MAX INT64_C(1000000000000)
+#define TOP_MAX 100
+
+typedef struct answer {
+    sl_buf body;
+    int status;
+    const char *content_type;
+} answer;
+
+static void json_error(answer *a, int status, const char *code, const char *message) {
+    a->status = status;
+    a->content_type = "application/json";
+    sl__http_error_json(&a->body, code, message);
+}
+
+/* Writes the answer; HEAD gets the same headers without the body. */
+static void send_answer(sl_buf *out, const sl_http_request *req, answer *a, bool keep,
+                        const char *extra_name, const char *extra_value) {
+    sl__http_begin(out, a->status);
+    if (extra_name) sl__http_header_line(out, extra_name, extra_value);
+    sl__http_end(out, keep, a->content_type, a->body.data, a->body.len);
+    if (req->method == SL_HTTP_HEAD) out->len -= a->body.len;
+}
+
+static bool path_is(const sl_http_request *r, const char *p) {
+    size_t n = strlen(p);
+    return r->path_len == n && memcmp(r->path, p, n) == 0;
+}
+
+/* Parses a non-negative decimal integer <= COST_MAX. */
+static bool parse_cost(const char *s, int64_t *out) {
+    if (!*s) return false;
+    int64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return false;
+        v = v * 10 + (*s - '0');
+        if (v > COST_MAX) return false;
+    }
+    *out = v;
+    return true;
+}
+
+typedef struct check_args {
+    char policy[SL_POLICY_NAME_MAX + 2];
+    char key[KEY_MAX + 1];
+    size_t key_len;
+    int64_t cost;
+} check_args;
+
+static bool args_from_query(const sl_http_request *r, check_args *c, answer *a) {
+    long n = sl__http_query_param(r->query, r->query_len, "policy", c->policy, sizeof c->policy);
+    if (n == -1) return json_error(a, 400, "missing_policy", "the policy parameter is required"), false;
+    if (n < 0) return json_error(a, 400, "bad_policy", "the policy parameter is malformed or too long"), false;
+    n = sl__http_query_param(r->query, r->query_len, "key", c->key, sizeof c->key);
+    if (n == -1) return json_error(a, 400, "missing_key", "the key parameter is required"), false;
+    if (n < 0) return json_error(a, 400, "bad_key", "the key parameter is malformed or longer than 1024 bytes"), false;
+    c->key_len = (size_t)n;
+    char cost[32];
+    c->cost = 1;
+    n = sl__http_query_param(r->query, r->query_len, "cost", cost, sizeof cost);
+    if (n == -2 || (n >= 0 && !parse_cost(cost, &c->cost)))
+        return json_error(a, 400, "bad_cost", "cost must be an integer from 0 to 10^12"), false;
+    return true;
+}
+
+static bool is_json(const sl_http_request *r) {
+    const sl_http_header *h = sl__http_header(r, "Content-Type");
+    if (!h) return false;
+    size_t n = strlen("application/json");
+    return h->value_len >= n && strncasecmp(h->value, "application/json", n) == 0 &&
+           (h->value_len == n || h->value[n] == ';' || h->value[n] == ' ');
+}
+
+static bool args_from_json(const sl_http_request *r, check_args *c, answer *a) {
+    if (!is_json(r))
+        return json_error(a, 415, "unsupported_media_type", "send Content-Type: application/json"), false;
+    cJSON *j = cJSON_ParseWithLength(r->body, r->body_len);
+    if (!j || !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return json_error(a, 400, "bad_json", "the body is not a JSON object"), false;
+    }
+    bool ok = false;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "policy");
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "key");
+    const cJSON *cost = cJSON_GetObjectItemCaseSensitive(j, "cost");
+    if (!cJSON_IsString(p))
+        json_error(a, 400, "missing_policy", "\"policy\" must be a string");
+    else if (strlen(p->valuestring) > SL_POLICY_NAME_MAX)
+        json_error(a, 400, "bad_policy", "\"policy\" is too long");
+    else if (!cJSON_IsString(k))
+        json_error(a, 400, "missing_key", "\"key\" must be a string");
+    else if (strlen(k->valuestring) > KEY_MAX)
+        json_error(a, 400, "bad_key", "\"key\" is longer than 1024 bytes");
+    else if (cost && !cJSON_IsNull(cost) &&
+             (!cJSON_IsNumber(cost) || cost->valuedouble < 0 ||
+              cost->valuedouble > (double)COST_MAX ||
+              cost->valuedouble != (double)(int64_t)cost->valuedouble))
+        json_error(a, 400, "bad_cost", "\"cost\" must be an integer from 0 to 10^12");
+    else {
+        strcpy(c->policy, p->valuestring);
+        c->key_len = strlen(k->valuestring);
+        memcpy(c->key, k->valuestring, c->key_len + 1);
+        c->cost = (cost && cJSON_IsNumber(cost)) ? (int64_t)cost->valuedouble : 1;
+        ok = true;
+    }
+    cJSON_Delete(j);
+    return ok;
+}
+
+static void handle_check(sl_worker *w, const sl_http_request *r, sl_buf *out, bool keep) {
+    answer a = {.status = 200, .content_type = "application/json"};
+    sl__buf_init(&a.body);
+    check_args c;
+    bool ok = r->method == SL_HTTP_POST ? args_from_json(r, &c, &a) : args_from_query(r, &c, &a);
+    if (!ok) {
+        send_answer(out, r, &a, keep, NULL, NULL);
+        sl__buf_free(&a.body);
+        return;
+    }
+    sl_policy *p = sl__policy_find(w->policies, c.policy, strlen(c.policy));
+    if (!p) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "no policy named \"%s\"", c.policy);
+        json_error(&a, 404, "unknown_policy", msg);
+        send_answer(out, r, &a, keep, NULL, NULL);
+        sl__buf_free(&a.body);
+        return;
+    }
+    sl_decision d;
+    bool shadowed = false;
+    int rc = sl__policy_check(p, c.key, c.key_len, c.cost, sl__worker_now(w), &d, &shadowed);
+    if (rc != SL_OK) {
+        char msg[200];
+        if (rc == SL_ECOST)
+            snprintf(msg, sizeof msg, "cost %lld can never pass: policy %s allows at most %lld at once",
+                     (long long)c.cost, p->cfg.name, (long long)d.limit);
+        else
+            snprintf(msg, sizeof msg, "%s", sl_strerror(rc));
+        json_error(&a, rc == SL_ECOST ? 400 : 500, rc == SL_ECOST ? "cost_exceeds_limit" : "internal",
+                   msg);
+        send_answer(out, r, &a, keep, NULL, NULL);
+        sl__buf_free(&a.body);
+        return;
+    }
+    sl__http_decision_json(&a.body, p->cfg.name, &d, shadowed);
+    sl_http_policy_view view = {p->cfg.name, p->cfg.params.algorithm, p->cfg.params.rate,
+                                p->cfg.params.burst};
+    sl__http_begin(out, d.allowed ? 200 : 429);
+    sl__http_ratelimit_fields(out, &view, &d);
+    sl__http_header_line(out, "Cache-Control", "no-store");
+    sl__http_end(out, keep, "application/json", a.body.data, a.body.len);
+    if (r->method == SL_HTTP_HEAD) out->len -= a.body.len;
+    sl__buf_free(&a.body);
+}
+
+static void handle_top(sl_worker *w, const sl_http_request *r, answer *a) {
+    char name[SL_POLICY_NAME_MAX + 2], nbuf[16];
+    long n = sl__http_query_param(r->query, r->query_len, "policy", name, sizeof name);
+    if (n < 0) return json_error(a, 400, "missing_policy", "the policy parameter is required");
+    sl_policy *p = sl__policy_find(w->policies, name, (size_t)n);
+    if (!p) return json_error(a, 404, "unknown_policy", "no such policy");
+    int64_t want = 20;
+    long m = sl__http_query_param(r->query, r->query_len, "n", nbuf, sizeof nbuf);
+    if (m == -2 || (m >= 0 && (!parse_cost(nbuf, &want) || want < 1 || want > TOP_MAX)))
+        return json_error(a, 400, "bad_n", "n must be an integer from 1 to 100");
+    sl__topk_item items[TOP_MAX];
+    size_t k = sl__topk_list(p->top, items, (size_t)want);
+    cJSON *root = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+    cJSON_AddStringToObject(root, "policy", p->cfg.name);
+    for (size_t i = 0; i < k; i++) {
+        cJSON *o = cJSON_CreateObject();
+        char key[SL_TOPK_KEY_MAX + 1];
+        memcpy(key, items[i].key, items[i].keylen);
+        key[items[i].keylen] = '\0';
+        cJSON_AddStringToObject(o, "key", key);
+        cJSON_AddNumberToObject(o, "rejected", (double)items[i].count);
+        cJSON_AddNumberToObject(o, "error", (double)items[i].error);
+        cJSON_AddItemToArray(arr, o);
+    }
+    cJSON_AddItemToObject(root, "top", arr);
+    char *text = cJSON_PrintUnformatted(root);
+    if (text) sl__buf_puts(&a->body, text);
+    cJSON_free(text);
+    cJSON_Delete(root);
+}
+
+bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
+    bool keep = r->keep_alive && !w->draining;
+    bool get = r->method == SL_HTTP_GET || r->method == SL_HTTP_HEAD;
+    answer a = {.status = 200, .content_type = "application/json"};
+    sl__buf_init(&a.body);
+    const char *allow = NULL;
+
+    if (path_is(r, "/v1/check")) {
+        if (get || r->method == SL_HTTP_POST) {
+            handle_check(w, r, out, keep);
+            return keep;
+        }
+        allow = "GET, HEAD, POST";
+    } else if (path_is(r, "/healthz")) {
+        if (get)
+            sl__buf_puts(&a.body, "{\"status\":\"ok\"}");
+        else
+            allow = "GET, HEAD";
+    } else if (path_is(r, "/readyz")) {
+        if (get) {
+            bool ready = !w->draining;
+            a.status = ready ? 200 : 503;
+            sl__buf_puts(&a.body, ready ? "{\"status\":\"ready\"}" : "{\"status\":\"draining\"}");
+        } else {
+            allow = "GET, HEAD";
+        }
+    } else if (path_is(r, "/metrics")) {
+        if (get) {
+            a.content_type = "text/plain; version=0.0.4; charset=utf-8";
+            sl__metrics_write(w->server, &a.body);
+        } else {
+            allow = "GET, HEAD";
+        }
+    } else if (path_is(r, "/v1/top")) {
+        if (get)
+            handle_top(w, r, &a);
+        else
+            allow = "GET, HEAD";
+    } else if (path_is(r, "/v1/reload")) {
+        if (r->method == SL_HTTP_POST) {
+            char err[2048];
+            if (sl__server_reload(w->server, err, sizeof err) == 0) {
+                sl__worker_refresh(w);
+                sl__buf_printf(&a.body, "{\"reloaded\":true,\"policies\":%zu}",
+                               sl__policy_set_count(w->policies));
+            } else {
+                json_error(&a, 500, "reload_failed", err);
+            }
+        } else {
+            allow = "POST";
+        }
+    } else {
+        json_error(&a, 404, "not_found", "no such endpoint; see docs/http-api.md");
+    }
+    if (allow) {
+        sl__buf_reset(&a.body);
+        json_error(&a, 405, "method_not_allowed", "this endpoint does not take that method");
+    }
+    send_answer(out, r, &a, keep, allow ? "Allow" : NULL, allow);
+    sl__buf_free(&a.body);
+    return keep;
+}

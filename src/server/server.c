@@ -1,0 +1,196 @@
+/* server.c: starting, reloading and stopping the one sluiced instance.
+ *
+ * Listeners: every worker has its own listening socket per protocol, all
+ * bound to the same address with SO_REUSEPORT (libuv 1.44 has no flag for
+ * it, so the sockets are made here and handed to uv_tcp_open), and the
+ * kernel spreads connections over them. The sockets are bound in the main
+ * thread so that port 0 (tests) resolves once and every worker shares it.
+ *
+ * Reload: the new policy set is built under reload_lock and published by
+ * bumping `generation`; each worker picks it up at its next loop tick and
+ * drops its reference to the old one, which is freed by the last holder. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server/log.h"
+#include "server/server.h"
+#include "sluice/clock.h"
+
+static int parse_addr(const sl_listen_config *l, struct sockaddr_storage *ss, socklen_t *len) {
+    memset(ss, 0, sizeof *ss);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, l->host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(l->port);
+        *len = sizeof *v4;
+        return 0;
+    }
+    if (inet_pton(AF_INET6, l->host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(l->port);
+        *len = sizeof *v6;
+        return 0;
+    }
+    return -1;
+}
+
+/* Binds one SO_REUSEPORT listening socket; *port in/out (0 = pick one). */
+static int bind_listener(const sl_listen_config *l, uint16_t *port) {
+    sl_listen_config at = *l;
+    at.port = *port ? *port : l->port;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (parse_addr(&at, &ss, &len) != 0) {
+        sl__log_error("listen: not a numeric address: %s", l->host);
+        return -1;
+    }
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
+        bind(fd, (struct sockaddr *)&ss, len) != 0) {
+        sl__log_error("listen %s:%u: %s", l->host, (unsigned)at.port, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    struct sockaddr_storage got;
+    socklen_t gl = sizeof got;
+    getsockname(fd, (struct sockaddr *)&got, &gl);
+    *port = ntohs(got.ss_family == AF_INET ? ((struct sockaddr_in *)&got)->sin_port
+                                           : ((struct sockaddr_in6 *)&got)->sin6_port);
+    return fd;
+}
+
+int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path) {
+    memset(s, 0, sizeof *s);
+    s->config = cfg;
+    s->config_path = config_path ? strdup(config_path) : NULL;
+    pthread_mutex_init(&s->reload_lock, NULL);
+    s->started_at = sl_now();
+    char err[256];
+    if (sl__policy_set_create(cfg, NULL, s->started_at, &s->policies, err, sizeof err) != 0) {
+        sl__log_error("%s", err);
+        return -1;
+    }
+    atomic_init(&s->generation, 1);
+    /* CL.THROTTLE: up to 4 parameter sets, each with a quarter of the cap. */
+    if (sl__cell_create(cfg->max_memory / 4, 4, &s->cell) != 0) {
+        sl__log_error("out of memory");
+        return -1;
+    }
+
+    unsigned n = cfg->workers;
+    if (n == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        n = cores > 0 ? (unsigned)cores : 1;
+    }
+    if (n > SL_MAX_WORKERS) n = SL_MAX_WORKERS;
+    s->nworkers = n;
+    s->workers = calloc(n, sizeof *s->workers);
+    if (!s->workers) return -1;
+
+    const sl_listen_config *ls[2] = {&cfg->http, &cfg->resp};
+    static const char *const pname[2] = {"http", "resp"};
+    int fds[SL_MAX_WORKERS][2];
+    for (unsigned i = 0; i < n; i++) {
+        for (int p = 0; p < 2; p++) {
+            fds[i][p] = -1;
+            if (!ls[p]->enabled) continue;
+            fds[i][p] = bind_listener(ls[p], &s->bound_port[p]);
+            if (fds[i][p] < 0) return -1;
+        }
+    }
+    for (int p = 0; p < 2; p++)
+        if (ls[p]->enabled)
+            sl__log_info("listening %s on %s%s%s:%u (%u workers)", pname[p],
+                         strchr(ls[p]->host, ':') ? "[" : "", ls[p]->host,
+                         strchr(ls[p]->host, ':') ? "]" : "", (unsigned)s->bound_port[p], n);
+    if (cfg->grpc.enabled)
+        sl__log_warn("listen.grpc: the gRPC rate-limit service is not built yet; not listening");
+
+    for (unsigned i = 0; i < n; i++) {
+        sl_worker *w = &s->workers[i];
+        w->server = s;
+        w->id = i;
+        w->listening[0] = fds[i][0] >= 0;
+        w->listening[1] = fds[i][1] >= 0;
+        uv_sem_init(&w->started, 0);
+        w->listen_fd[0] = fds[i][0];
+        w->listen_fd[1] = fds[i][1];
+        if (pthread_create(&w->thread, NULL, sl__worker_main, w) != 0) {
+            sl__log_error("cannot start worker %u", i);
+            return -1;
+        }
+        uv_sem_wait(&w->started);
+        if (w->start_error) return -1;
+    }
+    return 0;
+}
+
+int sl__server_reload(sl_server *s, char *err, size_t errlen) {
+    sl_config *cfg = NULL;
+    sl_config_errors errs;
+    int rc = s->config_path ? sl__config_load(s->config_path, &cfg, &errs)
+                            : sl__config_load_default(&cfg, &errs);
+    if (rc != 0) {
+        size_t off = (size_t)snprintf(err, errlen, "config has %zu error(s)", errs.n);
+        for (size_t i = 0; i < errs.n && i < SL_CONFIG_MAX_ERRORS && off < errlen; i++)
+            off += (size_t)snprintf(err + off, errlen - off, "; %s", errs.msg[i]);
+        atomic_fetch_add(&s->reload_failures, 1);
+        sl__log_error("reload failed, keeping the running config: %s", err);
+        return -1;
+    }
+    pthread_mutex_lock(&s->reload_lock);
+    sl_policy_set *next;
+    if (sl__policy_set_create(cfg, s->policies, sl_now(), &next, err, errlen) != 0) {
+        pthread_mutex_unlock(&s->reload_lock);
+        sl__config_free(cfg);
+        atomic_fetch_add(&s->reload_failures, 1);
+        sl__log_error("reload failed, keeping the running config: %s", err);
+        return -1;
+    }
+    if (strcmp(cfg->http.host, s->config->http.host) || cfg->http.port != s->config->http.port ||
+        strcmp(cfg->resp.host, s->config->resp.host) || cfg->resp.port != s->config->resp.port ||
+        cfg->http.enabled != s->config->http.enabled ||
+        cfg->resp.enabled != s->config->resp.enabled || cfg->workers != s->config->workers)
+        sl__log_warn("reload: listen and workers changes take effect at the next restart");
+    /* keep the running listeners' view of the world for those fields */
+    cfg->http = s->config->http;
+    cfg->resp = s->config->resp;
+    cfg->grpc = s->config->grpc;
+    cfg->workers = s->config->workers;
+    sl_policy_set *old = s->policies;
+    sl_config *old_cfg = s->config;
+    s->policies = next;
+    s->config = cfg; /* workers copy what they need under reload_lock */
+    atomic_fetch_add(&s->generation, 1);
+    pthread_mutex_unlock(&s->reload_lock);
+    sl__policy_set_release(old);
+    sl__config_free(old_cfg);
+    atomic_fetch_add(&s->reloads, 1);
+    sl__log_info("reloaded %s: %zu policies", s->config_path ? s->config_path : "the default config",
+                 cfg->npolicies);
+    for (unsigned i = 0; i < s->nworkers; i++) uv_async_send(&s->workers[i].wake);
+    return 0;
+}
+
+void sl__server_drain_and_stop(sl_server *s, int64_t grace) {
+    s->drain_grace = grace;
+    atomic_store(&s->draining, true);
+    for (unsigned i = 0; i < s->nworkers; i++) uv_async_send(&s->workers[i].wake);
+    for (unsigned i = 0; i < s->nworkers; i++) pthread_join(s->workers[i].thread, NULL);
+    free(s->workers);
+    sl__policy_set_release(s->policies);
+    sl__cell_destroy(s->cell);
+    sl__config_free(s->config);
+    free(s->config_path);
+    pthread_mutex_destroy(&s->reload_lock);
+}

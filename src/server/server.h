@@ -1,0 +1,113 @@
+/* server.h: the one sluiced server instance: configuration, the running
+ * policy set (swapped atomically on reload), the worker threads (one libuv
+ * loop each), and the counters the metrics page reports. */
+#ifndef SLUICE_SERVER_SERVER_H
+#define SLUICE_SERVER_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "policy/config.h"
+#include "policy/policy.h"
+#include "server/admin/prom.h"
+#include "server/buf.h"
+#include "server/resp/cell.h"
+
+#define SL_MAX_WORKERS 256
+
+typedef enum sl_proto { SL_PROTO_HTTP, SL_PROTO_RESP } sl_proto;
+
+struct sl_server;
+
+/* Per-worker counters: written by the worker only (relaxed), read by /metrics. */
+typedef struct sl_worker_stats {
+    atomic_uint_fast64_t requests[2]; /* by sl_proto */
+    atomic_uint_fast64_t latency[2][SL_PROM_LATENCY_BUCKETS + 1]; /* by sl_proto */
+    atomic_uint_fast64_t latency_sum_ns[2];
+    atomic_uint_fast64_t accepted, closed, refused_connections;
+    atomic_uint_fast64_t protocol_errors, timeouts;
+} sl_worker_stats;
+
+typedef struct sl_worker {
+    struct sl_server *server;
+    unsigned id;
+    pthread_t thread;
+    uv_loop_t loop;
+    uv_tcp_t listeners[2]; /* by sl_proto */
+    bool listening[2];
+    int listen_fd[2];      /* bound by the main thread, opened on this loop */
+    sl_limits_config limits; /* copied from the config at each policy refresh */
+    uv_async_t wake;     /* from the main thread: a new policy set, or drain */
+    uv_prepare_t tick;   /* before each poll: forget the clock reading */
+    uv_timer_t drain_timer;
+    int64_t now;         /* Unix ns, read once per loop tick (sl__worker_now) */
+    bool now_valid;
+    unsigned generation; /* of the policy set this worker holds */
+    sl_policy_set *policies;
+    bool draining;
+    unsigned connections;
+    void *conns;         /* intrusive list head of open connections (conn.c) */
+    char *read_buf;      /* shared by the worker's connections for reads */
+    sl_worker_stats stats;
+    int start_error;     /* listener setup result, for the main thread */
+    uv_sem_t started;
+} sl_worker;
+
+typedef struct sl_server {
+    sl_config *config;
+    char *config_path; /* NULL: the embedded default */
+    pthread_mutex_t reload_lock;
+    sl_policy_set *policies; /* under reload_lock; workers take it when generation moves */
+    atomic_uint generation;
+    sl_cell *cell;
+    unsigned nworkers;
+    sl_worker *workers;
+    atomic_uint connections; /* open, all workers */
+    atomic_bool draining;
+    atomic_uint_fast64_t reloads, reload_failures;
+    int64_t started_at;
+    int64_t drain_grace; /* ns, set by sl__server_drain_and_stop */
+    uint16_t bound_port[2]; /* the ports actually bound (for port 0) */
+} sl_server;
+
+/* Creates the server for a loaded config (takes ownership of cfg), binds
+ * the listeners on every worker and starts the threads. Returns 0 or -1 with
+ * the reason logged. */
+int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path);
+
+/* Reloads the config file (or re-reads the embedded default) and swaps in a
+ * new policy set. Returns 0, or -1 with the reason in err (the running
+ * config is untouched). Thread-safe. */
+int sl__server_reload(sl_server *s, char *err, size_t errlen);
+
+/* Stops accepting, lets open requests finish (at most `grace` ns), joins
+ * the workers and frees everything. */
+void sl__server_drain_and_stop(sl_server *s, int64_t grace);
+
+/* The worker's clock for this loop tick (Unix ns). */
+int64_t sl__worker_now(sl_worker *w);
+
+/* Takes the newest policy set if a reload happened (called once per tick). */
+void sl__worker_refresh(sl_worker *w);
+
+/* The worker thread's body (worker.c); sl__worker_finish closes the
+ * worker's own handles once it is draining and has no connection left. */
+void *sl__worker_main(void *arg);
+void sl__worker_finish(sl_worker *w);
+
+/* The connection layer (conn.c). */
+void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto);
+void sl__conn_drain_all(sl_worker *w);
+void sl__conn_close_all(sl_worker *w);
+
+/* Protocol handlers write their answer into out. Return true to keep the
+ * connection open after it. */
+struct sl_http_request;
+bool sl__http_api_handle(sl_worker *w, const struct sl_http_request *req, sl_buf *out);
+void sl__metrics_write(sl_server *s, sl_buf *out);
+void sl__resp_info(void *worker, sl_buf *out);
+
+#endif

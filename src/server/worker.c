@@ -1,0 +1,132 @@
+/* worker.c: one worker thread: its libuv loop, its listening sockets, the
+ * clock read once per loop tick, picking up reloaded policy sets, and
+ * draining on shutdown. */
+#include <stdlib.h>
+#include <time.h>
+
+#include "server/log.h"
+#include "server/server.h"
+#include "sluice/clock.h"
+
+#define READ_BUF_BYTES (64 * 1024)
+
+int64_t sl__worker_now(sl_worker *w) {
+    if (!w->now_valid) {
+        w->now = sl_now();
+        w->now_valid = true;
+    }
+    return w->now;
+}
+
+void sl__worker_refresh(sl_worker *w) {
+    sl_server *s = w->server;
+    unsigned g = atomic_load_explicit(&s->generation, memory_order_acquire);
+    if (g == w->generation) return;
+    pthread_mutex_lock(&s->reload_lock);
+    sl_policy_set *next = s->policies;
+    sl__policy_set_retain(next);
+    w->limits = s->config->limits;
+    w->generation = atomic_load(&s->generation);
+    pthread_mutex_unlock(&s->reload_lock);
+    if (w->policies) sl__policy_set_release(w->policies);
+    w->policies = next;
+}
+
+static void on_tick(uv_prepare_t *h) {
+    sl_worker *w = h->data;
+    w->now_valid = false;
+    sl__worker_refresh(w);
+}
+
+static void on_connection(uv_stream_t *listener, int status) {
+    sl_worker *w = listener->loop->data;
+    if (status < 0) {
+        sl__log_warn("accept: %s", uv_strerror(status));
+        return;
+    }
+    sl__conn_accept(w, listener, listener == (uv_stream_t *)&w->listeners[0] ? SL_PROTO_HTTP
+                                                                               : SL_PROTO_RESP);
+}
+
+static void close_handle(uv_handle_t *h) {
+    if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+static void close_walk(uv_handle_t *h, void *arg) {
+    (void)arg;
+    close_handle(h);
+}
+
+void sl__worker_finish(sl_worker *w) {
+    close_handle((uv_handle_t *)&w->wake);
+    close_handle((uv_handle_t *)&w->tick);
+    close_handle((uv_handle_t *)&w->drain_timer);
+}
+
+static void on_drain_deadline(uv_timer_t *t) {
+    sl_worker *w = t->data;
+    if (w->connections) sl__log_warn("worker %u: closing %u connections at the drain deadline", w->id,
+                                     w->connections);
+    sl__conn_close_all(w);
+    if (w->connections == 0) sl__worker_finish(w);
+}
+
+static void start_drain(sl_worker *w) {
+    w->draining = true;
+    for (int p = 0; p < 2; p++)
+        if (w->listening[p]) close_handle((uv_handle_t *)&w->listeners[p]);
+    sl__conn_drain_all(w);
+    if (w->connections == 0) {
+        sl__worker_finish(w);
+        return;
+    }
+    int64_t grace_ms = w->server->drain_grace / 1000000;
+    uv_timer_start(&w->drain_timer, on_drain_deadline, grace_ms > 0 ? (uint64_t)grace_ms : 1, 0);
+}
+
+static void on_wake(uv_async_t *a) {
+    sl_worker *w = a->data;
+    sl__worker_refresh(w);
+    if (atomic_load(&w->server->draining) && !w->draining) start_drain(w);
+}
+
+void *sl__worker_main(void *arg) {
+    sl_worker *w = arg;
+    sl_server *s = w->server;
+    w->read_buf = malloc(READ_BUF_BYTES);
+    if (!w->read_buf || uv_loop_init(&w->loop) != 0) {
+        w->start_error = -1;
+        uv_sem_post(&w->started);
+        return NULL;
+    }
+    w->loop.data = w;
+    sl__worker_refresh(w);
+    uv_async_init(&w->loop, &w->wake, on_wake);
+    w->wake.data = w;
+    uv_prepare_init(&w->loop, &w->tick);
+    w->tick.data = w;
+    uv_prepare_start(&w->tick, on_tick);
+    uv_timer_init(&w->loop, &w->drain_timer);
+    w->drain_timer.data = w;
+    for (int p = 0; p < 2; p++) {
+        if (!w->listening[p]) continue;
+        uv_tcp_init(&w->loop, &w->listeners[p]);
+        int rc = uv_tcp_open(&w->listeners[p], w->listen_fd[p]);
+        if (rc == 0) rc = uv_listen((uv_stream_t *)&w->listeners[p], 1024, on_connection);
+        if (rc != 0) {
+            sl__log_error("worker %u: listen: %s", w->id, uv_strerror(rc));
+            w->start_error = -1;
+        }
+    }
+    uv_sem_post(&w->started);
+    if (!w->start_error) uv_run(&w->loop, UV_RUN_DEFAULT);
+    /* close whatever is left (error paths) and let the callbacks run */
+    uv_walk(&w->loop, close_walk, NULL);
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&w->loop);
+    if (w->policies) sl__policy_set_release(w->policies);
+    w->policies = NULL;
+    free(w->read_buf);
+    (void)s;
+    return NULL;
+}

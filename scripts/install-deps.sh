@@ -9,7 +9,7 @@ packages=(
     clang libclang-rt-14-dev           # libFuzzer and sanitizer runtimes
     libuv1-dev libhttp-parser-dev      # sluiced: event loop, HTTP/1.1 parsing
     libyaml-dev libcjson-dev           # sluiced: config, JSON bodies
-    curl redis-tools                   # integration tests: real clients
+    curl redis-tools python3           # integration tests: real clients, raw sockets
 )
 
 missing=()

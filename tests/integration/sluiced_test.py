@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""sluiced_test.py SLUICED SOURCE_DIR: integration tests of the decision server.
+
+Starts the real sluiced on ephemeral loopback ports and talks to it with real
+clients: curl (status codes, every header and its syntax, JSON bodies),
+redis-cli (CL.THROTTLE against redis-cell's documented replies, SL.CHECK,
+pipelining with --pipe), and raw sockets (malformed HTTP and RESP, oversized
+headers and bodies, slow clients). Also reload with a good and a broken
+config, and SIGTERM draining. Standard library only."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+SLUICED = None
+SRC = None
+
+CONFIG = """
+listen:
+  http: 127.0.0.1:0
+  grpc: "off"
+  resp: 127.0.0.1:0
+workers: 2
+store:
+  type: memory
+  max_memory: 64MiB
+limits:
+  max_header_bytes: 4KiB
+  max_body_bytes: 1KiB
+  idle_timeout: 3s
+  header_timeout: 1s
+  max_connections: {max_connections}
+policies:
+  - name: api
+    algorithm: token_bucket
+    rate: {api_rate}
+    burst: 3
+  - name: win
+    algorithm: fixed_window
+    rate: 2/m
+  - name: shadowed
+    algorithm: gcra
+    rate: 1/m
+    burst: 1
+    shadow: true
+  - name: keep
+    algorithm: sliding_log
+    rate: 2/h
+"""
+
+
+class Server:
+    """A sluiced process on ephemeral ports; the ports are read from its log."""
+
+    def __init__(self, config_text=None, args=None, **fmt):
+        self.dir = tempfile.mkdtemp(prefix="sluiced-test-")
+        self.config = os.path.join(self.dir, "sluice.yaml")
+        fmt.setdefault("max_connections", 1000)
+        fmt.setdefault("api_rate", "2/s")
+        with open(self.config, "w") as f:
+            f.write((config_text or CONFIG).format(**fmt))
+        self.log_path = os.path.join(self.dir, "sluiced.log")
+        self.log = open(self.log_path, "w+")
+        cmd = [SLUICED] + (args if args is not None else ["-c", self.config])
+        self.proc = subprocess.Popen(cmd, stderr=self.log, stdout=self.log)
+        self.http_port = self.resp_port = None
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            text = self.log_text()
+            h = re.search(r"listening http on \S+:(\d+)", text)
+            r = re.search(r"listening resp on \S+:(\d+)", text)
+            if h and r and "ready" in text:
+                self.http_port, self.resp_port = int(h.group(1)), int(r.group(1))
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError("sluiced exited early:\n" + text)
+            time.sleep(0.05)
+        raise RuntimeError("sluiced did not start:\n" + self.log_text())
+
+    def log_text(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def url(self, path):
+        return "http://127.0.0.1:%d%s" % (self.http_port, path)
+
+    def stop(self, sig=signal.SIGTERM, timeout=15):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def curl(*args):
+    """Runs curl -sS -i; returns (status, headers dict (lower-case), body)."""
+    out = subprocess.run(["curl", "-sS", "-i", "--max-time", "5", *args],
+                         capture_output=True, check=True).stdout.decode()
+    head, _, body = out.partition("\r\n\r\n")
+    lines = head.split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    return status, headers, body
+
+
+def redis_cli(port, *args, stdin=None):
+    return subprocess.run(["redis-cli", "-p", str(port), *args], input=stdin,
+                          capture_output=True, check=True, timeout=10).stdout.decode()
+
+
+def raw(port, data, read_until_close=True, timeout=5):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(data)
+    chunks = []
+    try:
+        while True:
+            c = s.recv(65536)
+            if not c:
+                break
+            chunks.append(c)
+            if not read_until_close:
+                break
+    except socket.timeout:
+        pass
+    s.close()
+    return b"".join(chunks)
+
+
+class HttpApi(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.s = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.s.stop() == 0
+
+    def test_check_allows_then_limits_with_every_field(self):
+        key = "alice-%d" % time.time_ns()
+        for i in range(3):
+            st, h, body = curl(self.s.url("/v1/check?policy=api&key=" + key))
+            self.assertEqual(st, 200)
+            d = json.loads(body)
+            self.assertTrue(d["allowed"])
+            self.assertEqual(d["limit"], 3)
+            self.assertEqual(d["remaining"], 2 - i)
+            self.assertEqual(h["x-ratelimit-limit"], "3")
+            self.assertEqual(h["x-ratelimit-remaining"], str(2 - i))
+            self.assertRegex(h["x-ratelimit-reset"], r"^\d+$")
+            self.assertRegex(h["ratelimit-policy"], r'^"api";q=3;w=\d+')
+            self.assertRegex(h["ratelimit"], r'^"api";r=%d;t=\d+$' % (2 - i))
+            self.assertNotIn("retry-after", h)
+            self.assertTrue(h["content-type"].startswith("application/json"))
+        st, h, body = curl(self.s.url("/v1/check?policy=api&key=" + key))
+        self.assertEqual(st, 429)
+        d = json.loads(body)
+        self.assertFalse(d["allowed"])
+        self.assertEqual(d["remaining"], 0)
+        self.assertGreater(d["retry_after_ms"], 0)
+        self.assertLessEqual(d["retry_after_ms"], 500)
+        self.assertEqual(h["retry-after"], "1")  # whole seconds, rounded up, at least 1
+        self.assertRegex(h["ratelimit"], r'^"api";r=0;t=1$')
+        self.assertEqual(h["x-ratelimit-remaining"], "0")
+        # another key is not affected
+        st, _, _ = curl(self.s.url("/v1/check?policy=api&key=bob-" + key))
+        self.assertEqual(st, 200)
+
+    def test_post_json_and_errors(self):
+        key = "post-%d" % time.time_ns()
+        st, h, body = curl("-X", "POST", "-H", "Content-Type: application/json", "-d",
+                           json.dumps({"policy": "win", "key": key, "cost": 2}),
+                           self.s.url("/v1/check"))
+        self.assertEqual(st, 200, body)
+        self.assertEqual(json.loads(body)["remaining"], 0)
+        st, h, body = curl("-X", "POST", "-H", "Content-Type: application/json", "-d",
+                           json.dumps({"policy": "win", "key": key}), self.s.url("/v1/check"))
+        self.assertEqual(st, 429)
+        self.assertGreaterEqual(int(h["retry-after"]), 1)
+        cases = [
+            (["-d", "{}", "-H", "Content-Type: text/plain"], 415),
+            (["-d", "{nope", "-H", "Content-Type: application/json"], 400),
+            (["-d", '{"policy":"api"}', "-H", "Content-Type: application/json"], 400),
+            (["-d", '{"policy":"nope","key":"k"}', "-H", "Content-Type: application/json"], 404),
+            (["-d", '{"policy":"api","key":"k","cost":-1}', "-H", "Content-Type: application/json"], 400),
+            (["-d", '{"policy":"api","key":"k","cost":1.5}', "-H", "Content-Type: application/json"], 400),
+            (["-d", '{"policy":"api","key":"k","cost":4}', "-H", "Content-Type: application/json"], 400),
+        ]
+        for args, want in cases:
+            st, h, body = curl("-X", "POST", *args, self.s.url("/v1/check"))
+            self.assertEqual(st, want, (args, body))
+            d = json.loads(body)
+            self.assertIn("error", d)
+            self.assertIn("message", d)
+        for q, want in [("?key=k", 400), ("?policy=api", 400), ("?policy=nope&key=k", 404),
+                        ("?policy=api&key=k&cost=x", 400), ("?policy=api&key=%zz", 400)]:
+            st, _, body = curl(self.s.url("/v1/check" + q))
+            self.assertEqual(st, want, (q, body))
+
+    def test_cost_and_peek(self):
+        key = "cost-%d" % time.time_ns()
+        st, h, body = curl(self.s.url("/v1/check?policy=api&cost=0&key=" + key))
+        self.assertEqual((st, json.loads(body)["remaining"]), (200, 3))
+        st, h, body = curl(self.s.url("/v1/check?policy=api&cost=3&key=" + key))
+        self.assertEqual((st, json.loads(body)["remaining"]), (200, 0))
+
+    def test_head(self):
+        st, h, body = curl("-I", self.s.url("/v1/check?policy=api&key=head"))
+        self.assertEqual(st, 200)
+        self.assertIn("ratelimit", h)
+        self.assertEqual(body, "")
+
+    def test_health_ready_404_405(self):
+        self.assertEqual(curl(self.s.url("/healthz"))[0], 200)
+        st, _, body = curl(self.s.url("/readyz"))
+        self.assertEqual((st, json.loads(body)["status"]), (200, "ready"))
+        self.assertEqual(curl(self.s.url("/nope"))[0], 404)
+        st, h, _ = curl("-X", "DELETE", self.s.url("/v1/check"))
+        self.assertEqual(st, 405)
+        self.assertIn("GET", h["allow"])
+
+    def test_shadow_policy_allows_but_counts(self):
+        key = "shadow-%d" % time.time_ns()
+        for _ in range(3):
+            st, _, body = curl(self.s.url("/v1/check?policy=shadowed&key=" + key))
+            self.assertEqual(st, 200)
+        self.assertTrue(json.loads(body).get("shadow"))
+        _, _, m = curl(self.s.url("/metrics"))
+        n = re.search(r'sluice_decisions_total\{policy="shadowed",outcome="shadow_limited"\} (\d+)', m)
+        self.assertIsNotNone(n, m)
+        self.assertGreaterEqual(int(n.group(1)), 2)
+
+    def test_metrics_and_top(self):
+        key = "top-offender-%d" % time.time_ns()
+        for _ in range(6):
+            curl(self.s.url("/v1/check?policy=api&key=" + key))
+        st, h, m = curl(self.s.url("/metrics"))
+        self.assertEqual(st, 200)
+        self.assertTrue(h["content-type"].startswith("text/plain"))
+        for family in ["sluice_decisions_total", "sluice_request_duration_seconds_bucket",
+                       "sluice_table_keys", "sluice_evictions_total", "sluice_connections",
+                       "sluice_reloads_total", "sluice_reload_failures_total"]:
+            self.assertIn(family, m)
+        self.assertNotIn(key, m)  # never a raw key as a label
+        for line in m.splitlines():
+            if line and not line.startswith("#"):
+                self.assertRegex(line, r'^[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? [0-9.e+-]+$')
+        st, _, body = curl(self.s.url("/v1/top?policy=api&n=5"))
+        self.assertEqual(st, 200)
+        top = json.loads(body)["top"]
+        self.assertIn(key, [t["key"] for t in top])
+        self.assertEqual(curl(self.s.url("/v1/top?policy=nope"))[0], 404)
+
+    def test_keepalive_and_pipelining(self):
+        req = b"GET /v1/check?policy=api&key=pipe HTTP/1.1\r\nHost: x\r\n\r\n" * 5
+        out = raw(self.s.http_port, req + b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        statuses = re.findall(rb"HTTP/1.1 (\d+)", out)
+        self.assertEqual(statuses, [b"200", b"200", b"200", b"429", b"429", b"200"])
+
+    def test_malformed_and_oversized(self):
+        out = raw(self.s.http_port, b"GARBAGE\r\n\r\n")
+        self.assertTrue(out.startswith(b"HTTP/1.1 400"), out)
+        big = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 8000 + b"\r\n\r\n"
+        out = raw(self.s.http_port, big)
+        self.assertTrue(out.startswith(b"HTTP/1.1 431"), out)
+        out = raw(self.s.http_port, b"POST /v1/check HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+        self.assertTrue(out.startswith(b"HTTP/1.1 413"), out)
+        # the server keeps serving everyone else
+        self.assertEqual(curl(self.s.url("/healthz"))[0], 200)
+
+    def test_slow_client_gets_408(self):
+        s = socket.create_connection(("127.0.0.1", self.s.http_port), timeout=5)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # never finishes the head
+        start = time.time()
+        data = s.recv(4096)
+        self.assertTrue(data.startswith(b"HTTP/1.1 408"), data)
+        self.assertLess(time.time() - start, 3.5)
+        s.close()
+
+
+class Resp(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.s = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.s.stop() == 0
+
+    def test_ping_echo_info(self):
+        self.assertEqual(redis_cli(self.s.resp_port, "PING").strip(), "PONG")
+        self.assertEqual(redis_cli(self.s.resp_port, "ECHO", "hi").strip(), "hi")
+        self.assertIn("redis_version", redis_cli(self.s.resp_port, "INFO"))
+
+    def test_cl_throttle_readme_example(self):
+        key = "user123-%d" % time.time_ns()
+        out = redis_cli(self.s.resp_port, "CL.THROTTLE", key, "15", "30", "60").split()
+        self.assertEqual(out, ["0", "16", "15", "-1", "2"])
+        out = redis_cli(self.s.resp_port, "CL.THROTTLE", key, "15", "30", "60", "15").split()
+        self.assertEqual(out[:4], ["0", "16", "0", "-1"])
+        out = redis_cli(self.s.resp_port, "CL.THROTTLE", key, "15", "30", "60").split()
+        self.assertEqual(out[:3], ["1", "16", "0"])
+        self.assertIn(out[3], ["1", "2"])  # about 2 s until one more slot (rounded as redis-cell)
+        self.assertIn("ERR", redis_cli(self.s.resp_port, "CL.THROTTLE", key, "x", "30", "60"))
+
+    def test_sl_check(self):
+        key = "k-%d" % time.time_ns()
+        out = [redis_cli(self.s.resp_port, "SL.CHECK", "win", key).split() for _ in range(3)]
+        self.assertEqual([o[0] for o in out], ["1", "1", "0"])
+        self.assertEqual(out[0][1], "2")
+        self.assertIn("ERR", redis_cli(self.s.resp_port, "SL.CHECK", "nope", key))
+
+    def test_pipe_mode(self):
+        key = "pipe-%d" % time.time_ns()
+        cmds = "".join("CL.THROTTLE %s 99 1 60\r\n" % key for _ in range(150))
+        out = redis_cli(self.s.resp_port, "--pipe", stdin=cmds.encode())
+        self.assertIn("errors: 0, replies: 150", out)
+        out = redis_cli(self.s.resp_port, "CL.THROTTLE", key, "99", "1", "60").split()
+        self.assertEqual(out[0], "1")  # 100 allowed, the rest limited
+
+    def test_malformed_frame_closes_only_that_connection(self):
+        other = socket.create_connection(("127.0.0.1", self.s.resp_port), timeout=5)
+        out = raw(self.s.resp_port, b"*2\r\n$4\r\nPING\r\n$-5\r\n")
+        self.assertTrue(out.startswith(b"-ERR Protocol error"), out)
+        other.sendall(b"*1\r\n$4\r\nPING\r\n")
+        self.assertEqual(other.recv(100), b"+PONG\r\n")
+        other.close()
+
+
+class Lifecycle(unittest.TestCase):
+    def test_reload_good_and_broken(self):
+        s = Server()
+        try:
+            key = "reload-%d" % time.time_ns()
+            curl(s.url("/v1/check?policy=keep&key=" + key))  # keep: 1 of 2 used
+            with open(s.config, "w") as f:
+                f.write(CONFIG.format(max_connections=1000, api_rate="7/s"))
+            st, _, body = curl("-X", "POST", s.url("/v1/reload"))
+            self.assertEqual(st, 200, body)
+            # the unchanged policy kept its state: one left, then limited
+            self.assertEqual(curl(s.url("/v1/check?policy=keep&key=" + key))[0], 200)
+            self.assertEqual(curl(s.url("/v1/check?policy=keep&key=" + key))[0], 429)
+            # a broken file: refused, the running config stays
+            with open(s.config, "w") as f:
+                f.write("policies:\n  - name: api\n    algorithm: nope\n")
+            st, _, body = curl("-X", "POST", s.url("/v1/reload"))
+            self.assertEqual(st, 500)
+            self.assertIn("sluice.yaml:3", json.loads(body)["message"])
+            self.assertEqual(curl(s.url("/v1/check?policy=api&key=after-" + key))[0], 200)
+            os.kill(s.proc.pid, signal.SIGHUP)
+            time.sleep(0.5)
+            _, _, m = curl(s.url("/metrics"))
+            self.assertRegex(m, r"sluice_reload_failures_total 2")
+            self.assertRegex(m, r"sluice_reloads_total 1")
+            self.assertIn("reload failed", s.log_text())
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_sigterm_drains_in_flight_request(self):
+        s = Server()
+        c = socket.create_connection(("127.0.0.1", s.http_port), timeout=5)
+        c.sendall(b"GET /v1/check?policy=api&key=drain HTTP/1.1\r\nHost: x\r\n")
+        time.sleep(0.2)
+        s.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        c.sendall(b"\r\n")
+        data = c.recv(4096)
+        self.assertTrue(data.startswith(b"HTTP/1.1 200"), data)
+        self.assertIn(b"Connection: close", data)
+        c.close()
+        self.assertEqual(s.proc.wait(10), 0)
+
+    def test_max_connections(self):
+        s = Server(max_connections=2)
+        try:
+            a = socket.create_connection(("127.0.0.1", s.http_port))
+            b = socket.create_connection(("127.0.0.1", s.http_port))
+            time.sleep(0.2)
+            out = raw(s.http_port, b"")
+            self.assertTrue(out.startswith(b"HTTP/1.1 503"), out)
+            a.close()
+            b.close()
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_check_config(self):
+        good = os.path.join(SRC, "examples", "sluice.yaml")
+        r = subprocess.run([SLUICED, "--check-config", good], capture_output=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            f.write("policies:\n  - name: x\n    algorithm: token_bucket\n    rate: 5/x\n    burst: 1\n")
+        r = subprocess.run([SLUICED, "--check-config", f.name], capture_output=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertRegex(r.stderr.decode(), re.escape(f.name) + r":4: ")
+
+    def test_embedded_default_serves(self):
+        # the default listens on fixed ports; only run if they are free
+        for port in (8080, 6380):
+            with socket.socket() as t:
+                if t.connect_ex(("127.0.0.1", port)) == 0:
+                    self.skipTest("port %d busy" % port)
+        s = Server(args=[])
+        try:
+            self.assertEqual(s.http_port, 8080)
+            self.assertEqual(s.resp_port, 6380)
+            self.assertEqual(curl("http://127.0.0.1:8080/v1/check?policy=api&key=demo")[0], 200)
+            self.assertEqual(redis_cli(6380, "PING").strip(), "PONG")
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+
+if __name__ == "__main__":
+    SLUICED, SRC = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])

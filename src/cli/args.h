@@ -1,0 +1,74 @@
+/* args.h: command-line option parsing for the `sluice` subcommands: long
+ * options (`--name value` or `--name=value`), and strict, bounded parsers for
+ * the values they take (integers, exact decimals, rates, algorithm lists).
+ *
+ * Every parser prints its own error ("sluice sim race: --burst: ...") to
+ * stderr and returns -1; callers turn that into exit code 2 (usage error). */
+#ifndef SLUICE_CLI_ARGS_H
+#define SLUICE_CLI_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/limit.h"
+
+/* Exit codes of the command line. */
+enum { EXIT_USAGE = 2 };
+
+/* One long option. metavar NULL means a flag without a value. */
+typedef struct cli_opt {
+    const char *name; /* without the leading "--" */
+    const char *metavar;
+} cli_opt;
+
+/* Iterates over argv[first..argc) against a NULL-name-terminated table.
+ * `cmd` names the command in messages ("sluice sim race"). */
+typedef struct cli_args {
+    const char *cmd;
+    int argc;
+    char **argv;
+    int i;
+    char name[64]; /* the option being parsed, for messages */
+} cli_args;
+
+void args_init(cli_args *a, const char *cmd, int argc, char **argv, int first);
+
+/* Returns 1 with *index (into opts) and *value (NULL for flags) set, 0 at the
+ * end of argv, -1 after printing an error (unknown option, missing value, a
+ * positional argument, a value given to a flag). "-h" is read as "--help". */
+int args_next(cli_args *a, const cli_opt *opts, int *index, const char **value);
+
+/* Prints "cmd: --name: <formatted message>" to stderr. Returns -1. */
+int args_error(const cli_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parses a non-negative decimal such as "12", "0.250" with at most
+ * `decimals` (0..9) digits after the point into an integer scaled by
+ * 10^decimals ("0.250" with 9 decimals is 250000000). No sign, no exponent,
+ * no spaces, at least one digit before the point and one after it. Returns 0,
+ * or -1 with *why set to a static message. Values above max_scaled are
+ * refused. Exact: no floating point. */
+int parse_decimal(const char *s, size_t len, int decimals, int64_t max_scaled, int64_t *out,
+                  const char **why);
+
+/* Value parsers for options: each prints its error through args_error. */
+int args_int(const cli_args *a, const char *v, int64_t min, int64_t max, int64_t *out);
+int args_u64(const cli_args *a, const char *v, uint64_t *out);
+/* A decimal scaled by 10^decimals, in [min, max] (scaled). `expected`
+ * describes the accepted values in messages ("seconds from 0 to 3600"). */
+int args_decimal(const cli_args *a, const char *v, int decimals, int64_t min, int64_t max,
+                 const char *expected, int64_t *out);
+int args_rate(const cli_args *a, const char *v, sl_rate *out);
+int args_algorithm(const cli_args *a, const char *v, sl_algorithm *out);
+/* A comma-separated list of distinct algorithm names, in the given order. */
+int args_algorithms(const cli_args *a, const char *v, sl_algorithm out[6], int *n);
+
+/* Formats ns as seconds: the integer part, then the fraction with trailing
+ * zeros removed but at least `min_decimals` digits ("0.200", "0.333333334").
+ * Exact. Returns buf. */
+char *fmt_seconds(int64_t ns, int min_decimals, char *buf, size_t size);
+
+/* Formats a value scaled by 1000 with three decimals ("20.500"). */
+char *fmt_milli(int64_t v, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,478 @@
+/* sim_aimd.c: `sluice sim aimd`, the adaptive client of seed section 10:
+ * the simulation (a paced client, a limited server, integer rates), the rate
+ * over time as table/CSV/JSON (one row per second) and the sawtooth as an
+ * SVG line chart. */
+#include "cli/sim_aimd.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/output.h"
+#include "cli/sim.h"
+#include "cli/svg.h"
+
+/* ---- engine ----------------------------------------------------------------- */
+
+#define MILLI_PERIOD (1000 * SL_NS_PER_SEC) /* rate r milli-req/s = r per 1000 s */
+
+/* A rate in milli-requests per second as short text: "0.5", "20", "21.437". */
+static char *short_milli(int64_t v, char *buf, size_t size) {
+    return fmt_seconds(v * 1000000, 0, buf, size);
+}
+
+int64_t aimd_step(const aimd_config *cfg, int64_t rate, bool got_429) {
+    int64_t next;
+    if (got_429) {
+        next = rate * cfg->decrease_ppm / 1000000; /* rounded down */
+        if (next < cfg->floor) next = cfg->floor;
+    } else {
+        next = rate + cfg->increase;
+        if (next > cfg->cap) next = cfg->cap;
+    }
+    return next;
+}
+
+void aimd_result_free(aimd_result *r) {
+    free(r->pts);
+    r->pts = NULL;
+    r->n = 0;
+}
+
+int aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    sl_params p = {.algorithm = cfg->alg, .rate = cfg->rate, .burst = cfg->burst};
+    sl_table *server;
+    if (sim_table_create(&p, &server, err, errlen) != SL_OK) return -1;
+    int64_t base = sim_time_base(cfg->rate.period, cfg->duration);
+    sl_limiter *client;
+    int64_t rate = cfg->start;
+    int rc = sl_limiter_create((sl_rate){rate, MILLI_PERIOD}, 1, 0, base, &client);
+    if (rc != SL_OK) {
+        sl_table_destroy(server);
+        return snprintf(err, errlen, "client limiter: %s", sl_strerror(rc)), -1;
+    }
+    size_t cap = 0;
+    int64_t now = base;
+    rc = 0;
+    for (;;) {
+        /* the client sends as soon as its own limiter lets it */
+        sl_reservation res;
+        int c = sl_limiter_reserve(client, 1, now, -1, &res);
+        if (c != SL_OK) {
+            rc = -1;
+            snprintf(err, errlen, "client limiter: %s", sl_strerror(c));
+            break;
+        }
+        now = res.time_to_act;
+        if (now - base >= cfg->duration) break;
+        if (out->n == AIMD_MAX_REQUESTS) {
+            rc = -1;
+            snprintf(err, errlen, "more than %d requests: lower --cap or --duration",
+                     AIMD_MAX_REQUESTS);
+            break;
+        }
+        sl_decision d;
+        c = sl_table_check(server, "client", 6, 1, now, &d);
+        if (c != SL_OK) {
+            rc = -1;
+            snprintf(err, errlen, "server: %s", sl_strerror(c));
+            break;
+        }
+        rate = aimd_step(cfg, rate, !d.allowed);
+        c = sl_limiter_set_rate(client, (sl_rate){rate, MILLI_PERIOD}, now);
+        if (c != SL_OK) {
+            rc = -1;
+            snprintf(err, errlen, "client limiter: %s", sl_strerror(c));
+            break;
+        }
+        if (out->n == cap) {
+            size_t ncap = cap ? cap * 2 : 1024;
+            aimd_point *np = realloc(out->pts, ncap * sizeof *np);
+            if (!np) {
+                rc = -1;
+                snprintf(err, errlen, "out of memory");
+                break;
+            }
+            out->pts = np;
+            cap = ncap;
+        }
+        out->pts[out->n++] = (aimd_point){now - base, rate, d.allowed};
+        if (d.allowed)
+            out->served++;
+        else
+            out->rejected++;
+    }
+    sl_limiter_destroy(client);
+    sl_table_destroy(server);
+    if (rc != 0) aimd_result_free(out);
+    return rc;
+}
+
+/* ---- output ----------------------------------------------------------------- */
+
+static const char *const aimd_columns[] = {"second", "rate",   "min_rate", "max_rate",
+                                           "sent",   "served", "rejected"};
+
+static int print_aimd(FILE *fp, out_format f, const aimd_config *cfg, const aimd_result *r,
+                      const char *rate_text) {
+    out_table *tab = out_table_new(7, aimd_columns);
+    if (!tab) return -1;
+    char b1[40], b2[40], b3[40], b4[40], b5[40];
+    int64_t secs = (cfg->duration + SL_NS_PER_SEC - 1) / SL_NS_PER_SEC;
+    int64_t rate = cfg->start;
+    size_t i = 0;
+    for (int64_t s = 0; s < secs; s++) {
+        int64_t lo = rate, hi = rate, sent = 0, ok = 0;
+        for (; i < r->n && r->pts[i].t < (s + 1) * SL_NS_PER_SEC; i++) {
+            rate = r->pts[i].rate;
+            if (rate < lo) lo = rate;
+            if (rate > hi) hi = rate;
+            sent++;
+            ok += r->pts[i].ok;
+        }
+        out_table_add(tab, CELL_NUM, "%lld", (long long)s);
+        out_table_add(tab, CELL_NUM, "%s", fmt_milli(rate, b1, sizeof b1));
+        out_table_add(tab, CELL_NUM, "%s", fmt_milli(lo, b1, sizeof b1));
+        out_table_add(tab, CELL_NUM, "%s", fmt_milli(hi, b1, sizeof b1));
+        out_table_add(tab, CELL_NUM, "%lld", (long long)sent);
+        out_table_add(tab, CELL_NUM, "%lld", (long long)ok);
+        out_table_add(tab, CELL_NUM, "%lld", (long long)(sent - ok));
+    }
+    char dur[40], dec[40];
+    fmt_seconds(cfg->duration, 0, dur, sizeof dur);
+    fmt_seconds(cfg->decrease_ppm * 1000, 0, dec, sizeof dec); /* millionths as "0.5" */
+    int rc = 0;
+    if (f == OUT_TABLE) {
+        fprintf(fp,
+                "aimd: the client starts at %s/s, adds %s/s per success, multiplies by %s per "
+                "429,\nstays within %s/s .. %s/s; the server allows %s, burst %lld (%s); %s s.\n"
+                "rate = the client's rate at the end of the second (requests per second)\n\n",
+                short_milli(cfg->start, b1, sizeof b1), short_milli(cfg->increase, b2, sizeof b2),
+                dec, short_milli(cfg->floor, b3, sizeof b3), short_milli(cfg->cap, b4, sizeof b4),
+                rate_text, (long long)cfg->burst, sl_algorithm_name(cfg->alg), dur);
+        rc = out_table_print(tab, fp, f, 0);
+        fmt_milli((r->served * 1000 * SL_NS_PER_SEC) / cfg->duration, b5, sizeof b5);
+        fprintf(fp, "\nsent %zu, served %lld, rejected %lld: %s served per second on average\n",
+                r->n, (long long)r->served, (long long)r->rejected, b5);
+    } else if (f == OUT_CSV) {
+        rc = out_table_print(tab, fp, f, 0);
+    } else {
+        fprintf(fp, "{\n  \"start\": %s,\n", fmt_milli(cfg->start, b1, sizeof b1));
+        fprintf(fp, "  \"increase\": %s,\n", fmt_milli(cfg->increase, b1, sizeof b1));
+        fprintf(fp, "  \"decrease\": %s,\n", dec);
+        fprintf(fp, "  \"floor\": %s,\n", fmt_milli(cfg->floor, b1, sizeof b1));
+        fprintf(fp, "  \"cap\": %s,\n", fmt_milli(cfg->cap, b1, sizeof b1));
+        fprintf(fp, "  \"algorithm\": \"%s\",\n  \"rate\": ", sl_algorithm_name(cfg->alg));
+        out_json_string(fp, rate_text);
+        fprintf(fp, ",\n  \"burst\": %lld,\n  \"duration\": %s,\n", (long long)cfg->burst, dur);
+        fprintf(fp, "  \"sent\": %zu,\n  \"served\": %lld,\n  \"rejected\": %lld,\n", r->n,
+                (long long)r->served, (long long)r->rejected);
+        fputs("  \"per_second\": ", fp);
+        rc = out_table_print(tab, fp, f, 2);
+        fputs("\n}\n", fp);
+    }
+    out_table_free(tab);
+    return rc;
+}
+
+/* ---- chart ------------------------------------------------------------------ */
+
+static const char aimd_css[] =
+    ".title{font-size:18px;font-weight:600;fill:#1f2933}\n"
+    ".sub{font-size:12.5px;fill:#52606d}\n"
+    ".tick{font-size:11px;fill:#52606d}\n"
+    ".legend{font-size:12px;fill:#323f4b}\n"
+    ".grid{stroke:#e4e7eb;stroke-width:1}\n"
+    ".axis{stroke:#616e7c;stroke-width:1}\n"
+    ".rate{fill:none;stroke:#2f80ed;stroke-width:1.8;stroke-linejoin:round}\n"
+    ".limit{stroke:#1f2933;stroke-width:1.2;stroke-dasharray:5 4}\n"
+    ".hit{fill:#e12d39}";
+
+typedef struct aimd_chart {
+    double left, top, pw, ph;
+    int64_t duration; /* ns */
+    double ymax;      /* requests per second at the top */
+} aimd_chart;
+
+static double ax(const aimd_chart *c, int64_t t) {
+    return c->left + c->pw * ((double)t / (double)c->duration);
+}
+
+static double ay(const aimd_chart *c, int64_t milli) {
+    return c->top + c->ph - c->ph * ((double)milli / 1000.0 / c->ymax);
+}
+
+/* A step line through every rate change, with at most four points per half
+ * pixel column (entering, lowest, highest, leaving), so long runs stay small. */
+static void rate_line(svg *s, const aimd_chart *c, const aimd_config *cfg, const aimd_result *r) {
+    svg_polyline_begin(s, "rate");
+    svg_polyline_point(s, ax(c, 0), ay(c, cfg->start));
+    int64_t prev = cfg->start;
+    size_t i = 0;
+    while (i < r->n) {
+        long col = (long)(ax(c, r->pts[i].t) * 2);
+        double x = (double)col / 2;
+        int64_t enter = prev, lo = prev, hi = prev;
+        for (; i < r->n && (long)(ax(c, r->pts[i].t) * 2) == col; i++) {
+            prev = r->pts[i].rate;
+            if (prev < lo) lo = prev;
+            if (prev > hi) hi = prev;
+        }
+        svg_polyline_point(s, x, ay(c, enter));
+        if (lo != enter) svg_polyline_point(s, x, ay(c, lo));
+        if (hi != lo) svg_polyline_point(s, x, ay(c, hi));
+        if (prev != hi) svg_polyline_point(s, x, ay(c, prev));
+    }
+    svg_polyline_point(s, ax(c, c->duration), ay(c, prev));
+    svg_polyline_end(s);
+}
+
+static int64_t nice_up(double v) {
+    int64_t step = 1;
+    for (;;) {
+        if ((double)step * 6 >= v) return step;
+        if ((double)step * 12 >= v) return step * 2;
+        if ((double)step * 30 >= v) return step * 5;
+        step *= 10;
+    }
+}
+
+static int write_aimd_svg(const char *path, const aimd_config *cfg, const aimd_result *r,
+                          const char *rate_text, char *err, size_t errlen) {
+    const double W = 1000, left = 64, right = 24, top = 92, ph = 280;
+    double axis_y = top + ph;
+    int H = (int)(axis_y + 48);
+    char title[200], b1[40], b2[40], b3[40], dec[40];
+    fmt_seconds(cfg->decrease_ppm * 1000, 0, dec, sizeof dec);
+    snprintf(title, sizeof title,
+             "sluice sim aimd: +%s/s per success, x%s per 429, against a server limit of %s",
+             short_milli(cfg->increase, b1, sizeof b1), dec, rate_text);
+    svg *s = svg_open(path, (int)W, H, title, aimd_css);
+    if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
+    svg_text(s, 16, 28, "title", "start", title);
+    svg_textf(s, 16, 48, "sub", "start",
+              "client: starts at %s/s, between %s/s and %s/s; server: %s, burst %lld (%s). "
+              "%zu sent, %lld served, %lld refused (429).",
+              short_milli(cfg->start, b1, sizeof b1), short_milli(cfg->floor, b2, sizeof b2),
+              short_milli(cfg->cap, b3, sizeof b3), rate_text, (long long)cfg->burst,
+              sl_algorithm_name(cfg->alg), r->n, (long long)r->served, (long long)r->rejected);
+
+    double limit = (double)cfg->rate.limit * 1e9 / (double)cfg->rate.period; /* per second */
+    int64_t hi = cfg->start;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->pts[i].rate > hi) hi = r->pts[i].rate;
+    double vmax = (double)hi / 1000.0;
+    if (limit > vmax && limit < 1e12) vmax = limit;
+    vmax *= 1.08;
+    int64_t ystep = nice_up(vmax);
+    double ymax = (double)ystep * (double)(int64_t)(vmax / (double)ystep + 1);
+    aimd_chart c = {left, top, W - left - right, ph, cfg->duration, ymax};
+
+    double ly = 74;
+    svg_line(s, 16, ly - 5, 46, ly - 5, "rate", NULL);
+    svg_text(s, 52, ly, "legend", "start", "client's rate (requests per second)");
+    svg_circle(s, 290, ly - 5, 3.2, "hit", NULL);
+    svg_text(s, 298, ly, "legend", "start", "a 429: the rate is cut");
+    svg_line(s, 460, ly - 5, 490, ly - 5, "limit", NULL);
+    svg_textf(s, 496, ly, "legend", "start", "the server's limit (%s)", rate_text);
+
+    for (int64_t v = 0; (double)v <= ymax; v += ystep) {
+        double y = ay(&c, v * 1000);
+        svg_line(s, left, y, W - right, y, "grid", NULL);
+        svg_textf(s, left - 6, y + 4, "tick", "end", "%lld", (long long)v);
+    }
+    if (limit <= ymax) {
+        double y = c.top + c.ph - c.ph * (limit / ymax);
+        svg_line(s, left, y, W - right, y, "limit", NULL);
+    }
+    rate_line(s, &c, cfg, r);
+    /* 429s: at most one mark per pixel column */
+    long last_col = -1;
+    int64_t before = cfg->start;
+    for (size_t i = 0; i < r->n; i++) {
+        long col = (long)ax(&c, r->pts[i].t);
+        if (!r->pts[i].ok && col != last_col) {
+            char tip[120];
+            snprintf(tip, sizeof tip, "429 at %s s: %s/s cut to %s/s",
+                     fmt_seconds(r->pts[i].t, 3, b1, sizeof b1), fmt_milli(before, b2, sizeof b2),
+                     fmt_milli(r->pts[i].rate, b3, sizeof b3));
+            svg_circle(s, ax(&c, r->pts[i].t), ay(&c, before), 3.2, "hit", tip);
+            last_col = col;
+        }
+        before = r->pts[i].rate;
+    }
+
+    svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
+    int64_t secs = (cfg->duration + SL_NS_PER_SEC - 1) / SL_NS_PER_SEC;
+    int64_t tstep = nice_up((double)secs / 2.0);
+    for (int64_t sec = 0; sec * SL_NS_PER_SEC <= cfg->duration; sec += tstep) {
+        double x = ax(&c, sec * SL_NS_PER_SEC);
+        svg_line(s, x, axis_y, x, axis_y + 5, "axis", NULL);
+        svg_textf(s, x, axis_y + 18, "tick", "middle", "%lld", (long long)sec);
+    }
+    svg_text(s, left + c.pw / 2, axis_y + 38, "tick", "middle", "time (s)");
+    if (svg_close(s) != 0)
+        return snprintf(err, errlen, "%s: write error: %s", path, strerror(errno)), -1;
+    return 0;
+}
+
+/* ---- command ---------------------------------------------------------------- */
+
+static const char aimd_help[] =
+    "usage: sluice sim aimd [options]\n"
+    "\n"
+    "A client adapts its sending rate with AIMD (additive increase, multiplicative\n"
+    "decrease) against a server's limit: +A per success, times B per 429, within\n"
+    "[floor, cap]. It sends as fast as its own rate allows (seed section 10).\n"
+    "Rates are requests per second with at most 3 decimals.\n"
+    "\n"
+    "options:\n"
+    "  --start R            the client's first rate (default 1)\n"
+    "  --increase A         added per success (default 0.5)\n"
+    "  --decrease B         factor per 429, 0 < B < 1, at most 6 decimals (default 0.5)\n"
+    "  --floor R            never below (default 1)\n"
+    "  --cap R              never above (default 50)\n"
+    "  --rate N/P           the server's limit (default 20/s)\n"
+    "  --burst B            the server's burst (default 10)\n"
+    "  --algorithm A        the server's algorithm (default token_bucket)\n"
+    "  --duration S         seconds to simulate (default 30)\n"
+    "  --seed N             accepted for symmetry; aimd draws no random numbers\n"
+    "  --format FMT         table (default), csv or json: one row per second\n"
+    "  --svg FILE           chart the client's rate over time (the sawtooth)\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "Columns: second; rate, the client's rate at the end of that second; min_rate and\n"
+    "max_rate within it; sent, served and rejected requests. See docs/sim.md.\n";
+
+enum {
+    A_START,
+    A_INCREASE,
+    A_DECREASE,
+    A_FLOOR,
+    A_CAP,
+    A_RATE,
+    A_BURST,
+    A_ALGORITHM,
+    A_DURATION,
+    A_SEED,
+    A_FORMAT,
+    A_SVG,
+    A_HELP
+};
+static const cli_opt aimd_opts[] = {
+    [A_START] = {"start", "R"},       [A_INCREASE] = {"increase", "A"},
+    [A_DECREASE] = {"decrease", "B"}, [A_FLOOR] = {"floor", "R"},
+    [A_CAP] = {"cap", "R"},           [A_RATE] = {"rate", "N/P"},
+    [A_BURST] = {"burst", "B"},       [A_ALGORITHM] = {"algorithm", "A"},
+    [A_DURATION] = {"duration", "S"}, [A_SEED] = {"seed", "N"},
+    [A_FORMAT] = {"format", "FMT"},   [A_SVG] = {"svg", "FILE"},
+    [A_HELP] = {"help", NULL},        {NULL, NULL},
+};
+
+#define RATE_TEXT "requests per second from 0.001 to 1000 (at most 3 decimals)"
+
+int sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
+    aimd_config cfg = {
+        .start = 1000,
+        .increase = 500,
+        .floor = 1000,
+        .cap = 50000,
+        .decrease_ppm = 500000,
+        .alg = SL_TOKEN_BUCKET,
+        .rate = {20, SL_NS_PER_SEC},
+        .burst = 10,
+        .duration = 30 * SL_NS_PER_SEC,
+    };
+    out_format fmt = OUT_TABLE;
+    const char *svg_path = NULL;
+    uint64_t seed = 1;
+    cli_args a;
+    args_init(&a, cmd, argc, argv, first);
+    int idx, got;
+    const char *v;
+    int64_t ms;
+    while ((got = args_next(&a, aimd_opts, &idx, &v)) > 0) {
+        int rc = 0;
+        switch (idx) {
+        case A_START:
+            rc = args_decimal(&a, v, 3, 1, 1000000, RATE_TEXT, &cfg.start);
+            break;
+        case A_INCREASE:
+            rc = args_decimal(&a, v, 3, 0, 1000000,
+                              "requests per second from 0 to 1000 (at most 3 decimals)",
+                              &cfg.increase);
+            break;
+        case A_DECREASE:
+            rc = args_decimal(&a, v, 6, 1, 999999,
+                              "a factor between 0 and 1 exclusive (at most 6 decimals)",
+                              &cfg.decrease_ppm);
+            break;
+        case A_FLOOR:
+            rc = args_decimal(&a, v, 3, 1, 1000000, RATE_TEXT, &cfg.floor);
+            break;
+        case A_CAP:
+            rc = args_decimal(&a, v, 3, 1, 1000000, RATE_TEXT, &cfg.cap);
+            break;
+        case A_RATE:
+            rc = args_rate(&a, v, &cfg.rate);
+            break;
+        case A_BURST:
+            rc = args_int(&a, v, 1, INT64_C(1) << 61, &cfg.burst);
+            break;
+        case A_ALGORITHM:
+            rc = args_algorithm(&a, v, &cfg.alg);
+            break;
+        case A_DURATION:
+            rc = args_decimal(&a, v, 3, 1, 3600000, "seconds from 0.001 to 3600", &ms);
+            cfg.duration = ms * SL_NS_PER_MS;
+            break;
+        case A_SEED:
+            rc = args_u64(&a, v, &seed);
+            break;
+        case A_FORMAT:
+            if (out_format_parse(v, &fmt) != 0)
+                rc = args_error(&a, "expected table, csv or json, got '%s'", v);
+            break;
+        case A_SVG:
+            svg_path = v;
+            break;
+        case A_HELP:
+            fputs(aimd_help, stdout);
+            return 0;
+        }
+        if (rc != 0) return EXIT_USAGE;
+    }
+    if (got < 0) return EXIT_USAGE;
+    if (cfg.floor > cfg.cap || cfg.start < cfg.floor || cfg.start > cfg.cap) {
+        fprintf(stderr, "%s: need --floor <= --start <= --cap (see %s --help)\n", cmd, cmd);
+        return EXIT_USAGE;
+    }
+    sl_params p = {.algorithm = cfg.alg, .rate = cfg.rate, .burst = cfg.burst};
+    int prc = sl_params_validate(&p);
+    if (prc != SL_OK) {
+        fprintf(stderr, "%s: --rate/--burst do not suit %s: %s\n", cmd, sl_algorithm_name(cfg.alg),
+                sl_strerror(prc));
+        return EXIT_USAGE;
+    }
+    char err[512];
+    aimd_result r;
+    if (aimd_run(&cfg, &r, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", cmd, err);
+        return 1;
+    }
+    char rate_text[64];
+    sl_rate_format(cfg.rate, rate_text, sizeof rate_text);
+    int status = 0;
+    if (svg_path && write_aimd_svg(svg_path, &cfg, &r, rate_text, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", cmd, err);
+        status = 1;
+    } else if (print_aimd(stdout, fmt, &cfg, &r, rate_text) != 0) {
+        fprintf(stderr, "%s: out of memory\n", cmd);
+        status = 1;
+    }
+    aimd_result_free(&r);
+    return status;
+}

@@ -1,0 +1,39 @@
+/* svg.h: a small writer for self-contained SVG charts (no scripts, no
+ * external fonts or files): shapes, escaped text, tooltips (<title>), and a
+ * <style> block with the chart's classes. Coordinates are printed with one
+ * decimal, so the same chart is the same bytes. */
+#ifndef SLUICE_CLI_SVG_H
+#define SLUICE_CLI_SVG_H
+
+typedef struct svg svg;
+
+/* Opens `path` for writing and writes the document head: the XML
+ * declaration, the <svg> element of the given size, the document <title>
+ * (escaped), a <style> block with `css` (must not contain "]]>") and a
+ * white background. Returns NULL with errno set on failure. */
+svg *svg_open(const char *path, int width, int height, const char *title, const char *css);
+
+/* Finishes the document and closes the file. Returns 0, or -1 (errno set)
+ * if anything could not be written. Frees s in any case. */
+int svg_close(svg *s);
+
+/* Shapes. cls: a CSS class or NULL; tip: a tooltip shown on hover, or NULL. */
+void svg_rect(svg *s, double x, double y, double w, double h, const char *cls, const char *tip);
+void svg_line(svg *s, double x1, double y1, double x2, double y2, const char *cls, const char *tip);
+void svg_circle(svg *s, double cx, double cy, double r, const char *cls, const char *tip);
+
+/* Text at (x, y); anchor "start", "middle" or "end". The text is escaped. */
+void svg_text(svg *s, double x, double y, const char *cls, const char *anchor, const char *text);
+void svg_textf(svg *s, double x, double y, const char *cls, const char *anchor, const char *fmt,
+               ...) __attribute__((format(printf, 6, 7)));
+
+/* A polyline: begin, add points, end. */
+void svg_polyline_begin(svg *s, const char *cls);
+void svg_polyline_point(svg *s, double x, double y);
+void svg_polyline_end(svg *s);
+
+/* Groups, e.g. to give a set of shapes one class or one tooltip. */
+void svg_group_begin(svg *s, const char *cls, const char *tip);
+void svg_group_end(svg *s);
+
+#endif

@@ -1,0 +1,16 @@
+# Tests of the `sluice` command line (src/cli), included from tests/CMakeLists.txt.
+# Unit tests of the simulator's modules (label "unit", so they also run under
+# ASan+UBSan), a quick run of the binary itself (label "cli": also under
+# ASan), and the full command-line test (label "integration").
+foreach(t test_sim_trace test_sim_race test_sim_herd test_sim_aimd)
+  sluice_unit_test(${t})
+  target_link_libraries(${t} PRIVATE sluice_cli_core)
+endforeach()
+
+add_test(NAME sim_cli_quick
+  COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/sim_cli.sh $<TARGET_FILE:sluice_cli> ${PROJECT_SOURCE_DIR} quick)
+set_tests_properties(sim_cli_quick PROPERTIES LABELS cli TIMEOUT 120)
+
+add_test(NAME sim_cli
+  COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/sim_cli.sh $<TARGET_FILE:sluice_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(sim_cli PROPERTIES LABELS integration TIMEOUT 120)

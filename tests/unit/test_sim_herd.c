@@ -1,0 +1,161 @@
+/* test_sim_herd.c: the retry herd of seed section 09 as tests: with no
+ * jitter the workers return in lockstep and most are refused again; with a
+ * jitter as large as the hint they spread under the limit, all are served,
+ * with about one retry each; determinism per seed; nothing after --duration. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "cli/sim_herd.h"
+
+#define SEC INT64_C(1000000000)
+
+static herd_config seed_config(int64_t jitter_s) {
+    return (herd_config){
+        .workers = 300,
+        .alg = SL_TOKEN_BUCKET,
+        .rate = {150, SEC},
+        .burst = 30,
+        .retry_after = 2 * SEC,
+        .jitter = jitter_s * SEC,
+        .duration = 12 * SEC,
+        .seed = 1,
+    };
+}
+
+static void no_jitter_lockstep_most_refused_again(void **state) {
+    (void)state;
+    herd_config cfg = seed_config(0);
+    herd_result r;
+    char err[256];
+    assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
+    /* lockstep: requests only in the 100 ms bins at 0, 2, 4, ... s */
+    int waves = 0;
+    for (size_t b = 0; b < r.nbins; b++) {
+        int64_t sent = r.served_bin[b] + r.rejected_bin[b];
+        if (b % 20 != 0) {
+            assert_int_equal(sent, 0);
+            continue;
+        }
+        waves++;
+        /* every wave gets the burst and no more; most are refused */
+        assert_int_equal(r.served_bin[b], 30);
+        assert_true(r.rejected_bin[b] * 10 >= sent * 8);
+    }
+    assert_int_equal(waves, 6);
+    assert_int_equal(r.sent, 300 + 270 + 240 + 210 + 180 + 150);
+    assert_int_equal(r.served, 180);
+    assert_int_equal(r.unserved, 120);
+    assert_int_equal(r.last_served_at, 10 * SEC);
+    assert_int_equal(r.all_served_at, -1);
+    herd_result_free(&r);
+
+    /* the seed's telling: the key exhausted at 0, so all 300 were told 2 s */
+    cfg.start_empty = true;
+    assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(r.retries, 1200);
+    assert_int_equal(r.unserved, 150);
+    herd_result_free(&r);
+}
+
+static void jitter_as_large_as_the_hint_spreads_the_herd(void **state) {
+    (void)state;
+    herd_config cfg = seed_config(2);
+    herd_result r;
+    char err[256];
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        cfg.seed = seed;
+        cfg.start_empty = false;
+        assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
+        assert_int_equal(r.unserved, 0);
+        assert_true(r.all_served_at >= 2 * SEC && r.all_served_at <= 4 * SEC);
+        /* 270 were refused at 0: close to one retry each */
+        assert_in_range(r.retries, 270, 290);
+        herd_result_free(&r);
+
+        /* all 300 told 2 s at once: close to one request per worker */
+        cfg.start_empty = true;
+        assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
+        assert_int_equal(r.unserved, 0);
+        assert_in_range(r.retries, 300, 320);
+        assert_true(r.all_served_at <= 4 * SEC);
+        herd_result_free(&r);
+    }
+    /* a smaller jitter is better than none but bunches more */
+    cfg = seed_config(1);
+    herd_result none, some;
+    herd_config c0 = seed_config(0);
+    assert_int_equal(herd_run(&c0, &none, err, sizeof err), 0);
+    assert_int_equal(herd_run(&cfg, &some, err, sizeof err), 0);
+    assert_true(some.sent < none.sent && some.unserved <= none.unserved);
+    assert_true(some.retries > 270);
+    herd_result_free(&none);
+    herd_result_free(&some);
+}
+
+static void deterministic_per_seed(void **state) {
+    (void)state;
+    herd_config cfg = seed_config(1);
+    herd_result a, b, c;
+    char err[256];
+    assert_int_equal(herd_run(&cfg, &a, err, sizeof err), 0);
+    assert_int_equal(herd_run(&cfg, &b, err, sizeof err), 0);
+    cfg.seed = 2;
+    assert_int_equal(herd_run(&cfg, &c, err, sizeof err), 0);
+    assert_int_equal(a.sent, b.sent);
+    assert_int_equal(a.last_served_at, b.last_served_at);
+    bool differ = a.last_served_at != c.last_served_at;
+    for (size_t i = 0; i < a.nbins; i++) {
+        assert_int_equal(a.served_bin[i], b.served_bin[i]);
+        assert_int_equal(a.rejected_bin[i], b.rejected_bin[i]);
+        differ |= a.rejected_bin[i] != c.rejected_bin[i];
+    }
+    assert_true(differ);
+    herd_result_free(&a);
+    herd_result_free(&b);
+    herd_result_free(&c);
+}
+
+static void stops_at_the_duration(void **state) {
+    (void)state;
+    herd_config cfg = seed_config(0);
+    cfg.duration = 2 * SEC; /* the wave at exactly 2 s is not sent */
+    herd_result r;
+    char err[256];
+    assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(r.nbins, 20);
+    assert_int_equal(r.sent, 300);
+    assert_int_equal(r.unserved, 270);
+    herd_result_free(&r);
+    cfg.duration = 2 * SEC + 1;
+    assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(r.nbins, 21);
+    assert_int_equal(r.sent, 570);
+    herd_result_free(&r);
+}
+
+static void a_queue_serves_late(void **state) {
+    (void)state;
+    herd_config cfg = seed_config(0);
+    cfg.alg = SL_LEAKY_QUEUE;
+    herd_result r;
+    char err[256];
+    assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
+    /* the queue takes 30 per wave too, but releases them 1/150 s apart */
+    assert_int_equal(r.served, 180);
+    assert_true(r.last_served_at > 10 * SEC && r.last_served_at < 10 * SEC + SEC / 5);
+    herd_result_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(no_jitter_lockstep_most_refused_again),
+        cmocka_unit_test(jitter_as_large_as_the_hint_spreads_the_herd),
+        cmocka_unit_test(deterministic_per_seed),
+        cmocka_unit_test(stops_at_the_duration),
+        cmocka_unit_test(a_queue_serves_late),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

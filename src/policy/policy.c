@@ -110,10 +110,10 @@ sl_policy *sl__policy_set_at(const sl_policy_set *s, size_t i) {
 }
 
 sl_policy *sl__policy_find(const sl_policy_set *s, const char *name, size_t len) {
-    if (!s) return NULL;
+    if (!s || len > SL_POLICY_NAME_MAX) return NULL;
     for (size_t i = 0; i < s->n; i++) {
         const char *n = s->p[i]->cfg.name;
-        if (strncmp(n, name, len) == 0 && n[len] == '\0') return s->p[i];
+        if (strlen(n) == len && memcmp(n, name, len) == 0) return s->p[i];
     }
     return NULL;
 }

@@ -17,6 +17,7 @@
 #include "server/resp/cell.h"
 
 #define SL_MAX_WORKERS 256
+#define SL_CELL_MAX_SETS 64 /* distinct CL.THROTTLE parameter sets */
 
 typedef enum sl_proto { SL_PROTO_HTTP, SL_PROTO_RESP } sl_proto;
 

@@ -136,19 +136,15 @@ void sl__resp_info(void *worker, sl_buf *out) {
     sl_worker *w = worker;
     sl_server *s = w->server;
     int64_t up = (sl_now() - s->started_at) / SL_NS_PER_SEC;
-    uint64_t keys = 0, bytes = 0, live = 0;
-    sl__cell_stats(s->cell, &keys, &bytes, &live);
     uint64_t cmds = sum(s, offsetof(sl_worker_stats, requests) + sizeof(atomic_uint_fast64_t));
     sl__buf_printf(out,
-                   "# Server\r\nredis_version:7.0.0\r\nsluice_version:%s\r\nredis_mode:standalone\r\n"
-                   "process_id:%d\r\ntcp_port:%u\r\nuptime_in_seconds:%lld\r\n\r\n"
+                   "# Sluiced\r\ntcp_port:%u\r\nuptime_in_seconds:%lld\r\nworkers:%u\r\n"
+                   "policies:%zu\r\n\r\n"
                    "# Clients\r\nconnected_clients:%u\r\n\r\n"
-                   "# Memory\r\nused_memory:%llu\r\n\r\n"
                    "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
-                   "evicted_keys:%llu\r\n\r\n"
-                   "# Keyspace\r\ncl_throttle_keys:%llu\r\n",
-                   SLUICE_VERSION, (int)getpid(), (unsigned)s->bound_port[SL_PROTO_RESP],
-                   (long long)up, atomic_load(&s->connections), (unsigned long long)bytes,
-                   (unsigned long long)SUM(s, accepted), (unsigned long long)cmds,
-                   (unsigned long long)live, (unsigned long long)keys);
+                   "rejected_connections:%llu\r\n",
+                   (unsigned)s->bound_port[SL_PROTO_RESP], (long long)up, s->nworkers,
+                   w->policies ? sl__policy_set_count(w->policies) : (size_t)0,
+                   atomic_load(&s->connections), (unsigned long long)SUM(s, accepted),
+                   (unsigned long long)cmds, (unsigned long long)SUM(s, refused_connections));
 }

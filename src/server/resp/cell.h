@@ -10,6 +10,8 @@
 
 typedef struct sl_cell sl_cell;
 
+/* max_memory_per_set 0 = the table default (64 MiB); max_sets 0 = 1024 (at
+ * most 2^20). Returns 0, SL_EINVAL or SL_ENOMEM. Free with sl__cell_destroy. */
 int sl__cell_create(size_t max_memory_per_set, unsigned max_sets, sl_cell **out);
 void sl__cell_destroy(sl_cell *c);
 
@@ -17,12 +19,22 @@ void sl__cell_destroy(sl_cell *c);
  * success returns 0 and reply[] = {limited, limit, remaining, retry_after_s,
  * reset_after_s} exactly as redis-cell computes them (seconds rounded as
  * redis-cell does). On bad arguments returns -1 with *err a static
- * redis-cell-compatible message. */
+ * redis-cell-compatible message, ready for sl__resp_error ("Cell error: Zero
+ * rates are not supported", "ERR too many distinct CL.THROTTLE parameter
+ * sets", ...). quantity 0 is a peek; a quantity above max_burst + 1 is
+ * limited with retry_after -1, as in redis-cell. */
 int sl__cell_throttle(sl_cell *c, const char *key, size_t keylen, int64_t max_burst, int64_t count,
                       int64_t period, int64_t quantity, int64_t now, int64_t reply[5],
                       const char **err);
 
 /* Keys held and bytes used over all sets (for metrics and INFO). */
 void sl__cell_stats(sl_cell *c, uint64_t *keys, uint64_t *bytes, uint64_t *evicted_live);
+
+/* Distinct parameter sets created so far. */
+unsigned sl__cell_sets(sl_cell *c);
+
+/* Drops idle (fresh) keys: sl_table_sweep(now, max_visits) on every set.
+ * Returns the number dropped. Never changes a decision. */
+size_t sl__cell_sweep(sl_cell *c, int64_t now, size_t max_visits);
 
 #endif

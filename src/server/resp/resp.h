@@ -24,17 +24,22 @@ typedef struct sl_resp_command {
  * needed, or -1 on a protocol error with *err a static message (the caller
  * replies "-ERR Protocol error: <err>" and closes). A command spanning more
  * than max_frame bytes, more than SL_RESP_MAX_ARGS arguments, or with
- * malformed lengths is an error as soon as that is known. */
+ * malformed lengths is an error as soon as that is known. *err lives until
+ * the next call on this thread (most messages are static).
+ * "*0", "*-1" and blank inline lines parse as argc 0: execute them to get
+ * nothing (no reply), as Redis does. Details: resp_parser.c, docs/resp.md. */
 long sl__resp_parse(const char *buf, size_t len, size_t max_frame, sl_resp_command *cmd,
                     const char **err);
 
 /* Reply writers (RESP2). */
-void sl__resp_simple(sl_buf *out, const char *s);      /* +s */
-void sl__resp_error(sl_buf *out, const char *msg);     /* -msg (msg without CR/LF) */
-void sl__resp_int(sl_buf *out, int64_t v);             /* :v */
+void sl__resp_simple(sl_buf *out, const char *s);  /* +s */
+void sl__resp_error(sl_buf *out, const char *msg); /* -msg (CR, LF in msg become spaces) */
+void sl__resp_int(sl_buf *out, int64_t v);         /* :v */
 void sl__resp_bulk(sl_buf *out, const void *p, size_t n);
-void sl__resp_null(sl_buf *out);                       /* $-1 */
-void sl__resp_array(sl_buf *out, size_t n);            /* *n */
+void sl__resp_null(sl_buf *out);            /* $-1 */
+void sl__resp_array(sl_buf *out, size_t n); /* *n */
+/* An array of n integers (CL.THROTTLE, SL.CHECK) in one reservation. */
+void sl__resp_ints(sl_buf *out, const int64_t *v, size_t n);
 
 struct sl_policy_set;
 struct sl_cell;
@@ -43,7 +48,11 @@ typedef struct sl_resp_context {
     struct sl_policy_set *policies; /* for SL.CHECK */
     struct sl_cell *cell;           /* for CL.THROTTLE */
     int64_t now;                    /* this loop tick's clock (Unix ns) */
-    void (*info)(void *ctx, sl_buf *out); /* writes the INFO text (without RESP framing) */
+    /* Appends sluiced's own INFO sections (without RESP framing), each
+     * "# Name\r\n" then "field:value\r\n" lines, sections separated by an
+     * empty "\r\n" line. "# Server" (redis_version, ...) and "# Cell" are
+     * written by sl__resp_execute itself before calling this; may be NULL. */
+    void (*info)(void *ctx, sl_buf *out);
     void *info_ctx;
 } sl_resp_context;
 

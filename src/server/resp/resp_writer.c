@@ -1,0 +1,100 @@
+/* resp_writer.c: RESP2 reply writers (see resp.h). Each reply is written with
+ * one reservation in the output buffer and no formatting library on the hot
+ * path (integers are converted by hand). A failed allocation marks the
+ * buffer failed (sl_buf's contract) and the connection is closed by its
+ * owner. */
+#include <string.h>
+
+#include "server/resp/resp.h"
+
+/* Writes v in decimal at p; returns the bytes written (at most 20). */
+static size_t put_i64(char *p, int64_t v) {
+    char tmp[24];
+    char *e = tmp + sizeof tmp, *q = e;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--q = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) *--q = '-';
+    size_t n = (size_t)(e - q);
+    memcpy(p, q, n);
+    return n;
+}
+
+/* <type><decimal>\r\n */
+static void typed_number(sl_buf *out, char type, int64_t v) {
+    char *p = sl__buf_reserve(out, 24);
+    if (!p) return;
+    p[0] = type;
+    size_t n = 1 + put_i64(p + 1, v);
+    p[n++] = '\r';
+    p[n++] = '\n';
+    sl__buf_commit(out, n);
+}
+
+void sl__resp_simple(sl_buf *out, const char *s) {
+    size_t n = strlen(s);
+    char *p = sl__buf_reserve(out, n + 3);
+    if (!p) return;
+    p[0] = '+';
+    memcpy(p + 1, s, n);
+    p[n + 1] = '\r';
+    p[n + 2] = '\n';
+    sl__buf_commit(out, n + 3);
+}
+
+void sl__resp_error(sl_buf *out, const char *msg) {
+    size_t n = strlen(msg);
+    char *p = sl__buf_reserve(out, n + 3);
+    if (!p) return;
+    p[0] = '-';
+    /* a CR or LF inside an error would end it early: Redis turns them into spaces too */
+    for (size_t i = 0; i < n; i++) p[i + 1] = (msg[i] == '\r' || msg[i] == '\n') ? ' ' : msg[i];
+    p[n + 1] = '\r';
+    p[n + 2] = '\n';
+    sl__buf_commit(out, n + 3);
+}
+
+void sl__resp_int(sl_buf *out, int64_t v) {
+    typed_number(out, ':', v);
+}
+
+void sl__resp_bulk(sl_buf *out, const void *data, size_t n) {
+    char *p = sl__buf_reserve(out, n + 26);
+    if (!p) return;
+    p[0] = '$';
+    size_t h = 1 + put_i64(p + 1, (int64_t)n);
+    p[h++] = '\r';
+    p[h++] = '\n';
+    if (n) memcpy(p + h, data, n);
+    p[h + n] = '\r';
+    p[h + n + 1] = '\n';
+    sl__buf_commit(out, h + n + 2);
+}
+
+void sl__resp_null(sl_buf *out) {
+    sl__buf_append(out, "$-1\r\n", 5);
+}
+
+void sl__resp_array(sl_buf *out, size_t n) {
+    typed_number(out, '*', (int64_t)n);
+}
+
+void sl__resp_ints(sl_buf *out, const int64_t *v, size_t n) {
+    /* "*n\r\n" plus n times ":v\r\n" (at most 23 bytes each) */
+    char *p = sl__buf_reserve(out, 24 + 23 * n);
+    if (!p) return;
+    size_t k = 0;
+    p[k++] = '*';
+    k += put_i64(p + k, (int64_t)n);
+    p[k++] = '\r';
+    p[k++] = '\n';
+    for (size_t i = 0; i < n; i++) {
+        p[k++] = ':';
+        k += put_i64(p + k, v[i]);
+        p[k++] = '\r';
+        p[k++] = '\n';
+    }
+    sl__buf_commit(out, k);
+}

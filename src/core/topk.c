@@ -26,6 +26,7 @@ int sl__topk_create(size_t capacity, sl__topk **out) {
     if (capacity == 0 || capacity > (1u << 20)) return -1;
     sl__topk *t = calloc(1, sizeof *t);
     if (!t) return -1;
+    pthread_mutex_init(&t->mu, NULL);
     size_t slots = 4;
     while (slots < 2 * capacity) slots *= 2;
     t->items = calloc(capacity, sizeof *t->items);
@@ -39,14 +40,13 @@ int sl__topk_create(size_t capacity, sl__topk **out) {
     t->cap = capacity;
     t->mask = slots - 1;
     t->seed = sl__random_seed();
-    pthread_mutex_init(&t->mu, NULL);
     *out = t;
     return 0;
 }
 
 void sl__topk_destroy(sl__topk *t) {
     if (!t) return;
-    if (t->index) pthread_mutex_destroy(&t->mu);
+    pthread_mutex_destroy(&t->mu);
     free(t->items);
     free(t->hashes);
     free(t->index);

@@ -252,6 +252,8 @@ static void handle_http(conn *c, const char *data, size_t len) {
             sl__http_error_json(&body,
                                 status == 431   ? "headers_too_large"
                                 : status == 413 ? "body_too_large"
+                                : status == 501 ? "not_implemented"
+                                : status == 505 ? "http_version_not_supported"
                                                 : "bad_request",
                                 msg);
             sl__http_begin(&c->out, status);
@@ -260,6 +262,8 @@ static void handle_http(conn *c, const char *data, size_t len) {
             c->close_after_write = true;
             break;
         } else {
+            /* a client waiting for "100 Continue" before sending its body */
+            if (sl__http_parser_take_continue(c->http)) sl__http_continue(&c->out);
             if (used == 0) break; /* should not happen: NEED_MORE consumes everything */
         }
     }

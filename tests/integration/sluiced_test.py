@@ -281,6 +281,16 @@ class HttpApi(unittest.TestCase):
         # the server keeps serving everyone else
         self.assertEqual(curl(self.s.url("/healthz"))[0], 200)
 
+    def test_expect_100_continue(self):
+        s = socket.create_connection(("127.0.0.1", self.s.http_port), timeout=5)
+        body = b'{"policy":"api","key":"continue"}'
+        s.sendall(b"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body))
+        self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 100 Continue"))
+        s.sendall(body)
+        self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 200"))
+        s.close()
+
     def test_slow_client_gets_408(self):
         s = socket.create_connection(("127.0.0.1", self.s.http_port), timeout=5)
         s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # never finishes the head

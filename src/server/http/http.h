@@ -61,12 +61,18 @@ void sl__http_parser_free(sl_http_parser *p);
 sl_http_status sl__http_parser_feed(sl_http_parser *p, const char *data, size_t len,
                                     size_t *consumed);
 const sl_http_request *sl__http_parser_request(const sl_http_parser *p);
-/* After SL_HTTP_ERROR: the status to answer (400, 413, 431, 501, 505) and a short reason. */
+/* After SL_HTTP_ERROR: the status to answer (400, 413, 431, 501, 505; 500
+ * when memory ran out) and a short reason (static text). */
 int sl__http_parser_error_status(const sl_http_parser *p, const char **message);
 /* Forgets the current request, ready for the next one on the connection. */
 void sl__http_parser_next(sl_http_parser *p);
 /* True while a request has started but is not complete (for 408 on timeout). */
 bool sl__http_parser_in_request(const sl_http_parser *p);
+/* True once per request when the client sent "Expect: 100-continue" on an
+ * HTTP/1.1 request with a body that has not started to arrive (and whose
+ * announced length is within max_body): the caller may then write
+ * sl__http_continue() so that the client sends the body without waiting. */
+bool sl__http_parser_take_continue(sl_http_parser *p);
 
 /* Case-insensitive header lookup; NULL if absent. */
 const sl_http_header *sl__http_header(const sl_http_request *r, const char *name);
@@ -78,13 +84,18 @@ long sl__http_query_param(const char *query, size_t query_len, const char *name,
 
 /* Response writers. sl__http_begin writes the status line and the fixed
  * headers (Date is not sent; Server: sluiced). Headers are appended with
- * sl__http_header_line; sl__http_end writes Content-Type/Content-Length,
- * Connection: close when !keep_alive, the blank line and the body. */
+ * sl__http_header_line (CR and LF in a name or value become spaces);
+ * sl__http_end writes Content-Type/Content-Length, Connection: keep-alive or
+ * Connection: close, the blank line and the body (last, so a HEAD answer can
+ * drop it by shortening out->len). Content-Length is always written: do not
+ * use them for 1xx, 204 or 304 answers. */
 void sl__http_begin(sl_buf *out, int status);
 void sl__http_header_line(sl_buf *out, const char *name, const char *value);
 void sl__http_end(sl_buf *out, bool keep_alive, const char *content_type, const char *body,
                   size_t body_len);
 const char *sl__http_reason(int status);
+/* The interim "HTTP/1.1 100 Continue" response (see sl__http_parser_take_continue). */
+void sl__http_continue(sl_buf *out);
 
 /* What a policy looks like from the outside, for the rate-limit fields. */
 typedef struct sl_http_policy_view {

@@ -1,0 +1,132 @@
+/* fuzz_http.c: libFuzzer target for the HTTP request parser and what the
+ * router does with a parsed request (src/server/http/http.h).
+ *
+ * The first 3 bytes choose max_header, max_body and how the rest is cut
+ * into reads; the rest is fed in those pieces the way a connection does,
+ * looping over pipelined requests. Properties: no crash, leak or overread
+ * (ASan); NEED_MORE consumes the whole piece; every parsed request respects
+ * the bounds and its strings are NUL-terminated at their lengths; errors
+ * are one of the documented statuses. Each request's query is decoded with
+ * several buffer sizes, headers are looked up, and the response writers
+ * escape whatever the request carried. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/http/http.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c)) abort();                                                                         \
+    } while (0)
+
+static void exercise(const sl_http_request *r, size_t max_header, size_t max_body, sl_buf *out) {
+    CHECK(r->nheaders <= SL_HTTP_MAX_HEADERS);
+    CHECK(r->body_len <= max_body);
+    CHECK(r->body[r->body_len] == '\0');
+    CHECK(strlen(r->path) == r->path_len);
+    CHECK(strlen(r->query) == r->query_len);
+    CHECK(r->path_len + r->query_len <= max_header);
+    CHECK(r->method_name && r->method_name[0]);
+    CHECK(r->http_major == 1);
+    size_t header_bytes = 0;
+    for (size_t i = 0; i < r->nheaders; i++) {
+        const sl_http_header *h = &r->headers[i];
+        CHECK(strlen(h->name) == h->name_len && h->name_len > 0);
+        CHECK(strlen(h->value) == h->value_len);
+        header_bytes += h->name_len + h->value_len;
+        /* the first header of that name, case-insensitively */
+        const sl_http_header *f = sl__http_header(r, h->name);
+        CHECK(f && f <= h && f->name_len == h->name_len);
+    }
+    CHECK(header_bytes <= max_header);
+    sl__http_header(r, "content-type");
+    sl__http_header(r, "");
+
+    static const char *const names[] = {"policy", "key", "cost", "n", ""};
+    static const size_t sizes[] = {0, 1, 2, 8, 1025};
+    char buf[1025];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        for (size_t j = 0; j < sizeof sizes / sizeof sizes[0]; j++) {
+            long n = sl__http_query_param(r->query, r->query_len, names[i], buf, sizes[j]);
+            CHECK(n >= -2);
+            if (n >= 0) {
+                CHECK((size_t)n < sizes[j] && buf[n] == '\0' && strlen(buf) == (size_t)n);
+            }
+        }
+
+    /* what the router writes back may carry request bytes: all escaped */
+    sl__buf_reset(out);
+    sl__http_begin(out, r->method == SL_HTTP_OTHER ? 405 : 404);
+    sl__http_header_line(out, "X-Path", r->path);
+    sl__http_error_json(out, r->path, r->query);
+    sl__http_end(out, r->keep_alive, "application/json", r->body, r->body_len);
+    CHECK(!out->failed);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 3) return 0;
+    size_t max_header = 16 + (size_t)data[0] * 8; /* 16 .. 2056 */
+    size_t max_body = (size_t)data[1] * 4;        /* 0 .. 1020 */
+    bool split = data[2] & 1;                     /* one read, or reads of random sizes */
+    uint32_t x = 0x9e3779b9u ^ data[2];
+    data += 3;
+    size -= 3;
+
+    sl_http_parser *p = sl__http_parser_new(max_header, max_body);
+    CHECK(p);
+    sl_buf out;
+    sl__buf_init(&out);
+    size_t start = 0;
+    bool stop = false;
+    while (start < size && !stop) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        size_t piece = split ? 1 + x % 97 : size;
+        if (piece > size - start) piece = size - start;
+        /* each read in its own exact-size buffer, so an overread is caught */
+        char *chunk = malloc(piece);
+        CHECK(chunk);
+        memcpy(chunk, data + start, piece);
+        size_t off = 0;
+        while (off < piece) {
+            size_t used = 0;
+            sl_http_status st = sl__http_parser_feed(p, chunk + off, piece - off, &used);
+            CHECK(used <= piece - off);
+            off += used;
+            if (st == SL_HTTP_READY) {
+                const sl_http_request *r = sl__http_parser_request(p);
+                CHECK(r);
+                exercise(r, max_header, max_body, &out);
+                sl__http_parser_next(p);
+            } else if (st == SL_HTTP_ERROR) {
+                const char *msg = NULL;
+                int s = sl__http_parser_error_status(p, &msg);
+                CHECK(msg);
+                CHECK(s == 400 || s == 413 || s == 431 || s == 501 || s == 505);
+                stop = true;
+                break;
+            } else {
+                CHECK(off == piece);
+                CHECK(!sl__http_parser_request(p));
+            }
+        }
+        free(chunk);
+        start += piece;
+    }
+    sl__http_parser_take_continue(p);
+    sl__http_parser_in_request(p);
+    sl__buf_free(&out);
+    sl__http_parser_free(p);
+
+    /* the query decoder on raw bytes, with no NUL behind them */
+    char *raw = malloc(size ? size : 1);
+    CHECK(raw);
+    memcpy(raw, data, size);
+    char buf[64];
+    long n = sl__http_query_param(raw, size, "key", buf, sizeof buf);
+    CHECK(n >= -2 && n < (long)sizeof buf);
+    free(raw);
+    return 0;
+}

@@ -22,8 +22,9 @@ build: deps
 run: build
 	@$(BUILD)/sluice-demo
 
-# Everything CI runs: unit tests under ASan+UBSan, concurrency tests under
-# TSan, integration tests against the installed library, a fuzz smoke.
+# Everything CI runs: unit and integration tests under ASan+UBSan (sluiced and
+# sluice included), concurrency tests under TSan, the installed library with
+# pkg-config, a fuzz smoke.
 test: deps test-asan test-tsan test-integration test-fuzz
 	@echo "make test: all passed"
 
@@ -31,7 +32,7 @@ test-asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=address -DSLUICE_WERROR=ON -DSLUICE_BENCH=OFF >/dev/null
 	@cmake --build build-asan -j$(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest --output-on-failure -j$(JOBS) -LE integration
+		ctest --output-on-failure -j$(JOBS) -LE install
 
 test-tsan: deps
 	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=thread -DSLUICE_WERROR=ON -DSLUICE_BENCH=OFF >/dev/null
@@ -41,12 +42,12 @@ test-tsan: deps
 		cd build-tsan && TSAN_OPTIONS=halt_on_error=1 $$norand ctest --output-on-failure -L concurrency
 
 test-integration: build
-	@cd $(BUILD) && ctest --output-on-failure -L integration
+	@cd $(BUILD) && ctest --output-on-failure -L install
 
 # libFuzzer targets (clang, ASan+UBSan). FUZZ_SECONDS per target; the smoke
 # in `make test` is short, `make fuzz` runs longer.
 FUZZ_SECONDS ?= 15
-FUZZERS = fuzz_rate fuzz_decide
+FUZZERS = fuzz_rate fuzz_decide fuzz_resp fuzz_http fuzz_config
 build-fuzz: deps
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=address \
 		-DSLUICE_FUZZ=ON -DSLUICE_TESTS=OFF -DSLUICE_BENCH=OFF -DSLUICE_WERROR=ON >/dev/null

@@ -18,9 +18,15 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_WERROR=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
-# Until sluiced exists: a short demo of the library on a fake clock.
+# sluiced on its embedded default config (examples/sluice.yaml): memory store,
+# HTTP on 127.0.0.1:8080, RESP on 127.0.0.1:6380. Ctrl-C drains and stops it.
 run: build
-	@$(BUILD)/sluice-demo
+	@echo "sluiced: starting on the embedded default config (examples/sluice.yaml). Try:"
+	@echo "  curl -i 'http://127.0.0.1:8080/v1/check?policy=api&key=alice'"
+	@echo "  redis-cli -p 6380 CL.THROTTLE user123 15 30 60"
+	@echo "  redis-cli -p 6380 SL.CHECK api alice"
+	@echo "  curl -s http://127.0.0.1:8080/metrics | grep sluice_decisions"
+	@exec $(BUILD)/sluiced
 
 # Everything CI runs: unit and integration tests under ASan+UBSan (sluiced and
 # sluice included), concurrency tests under TSan, the installed library with

@@ -24,9 +24,14 @@ typedef struct sl_listen_config {
 
 typedef struct sl_policy_config {
     char name[SL_POLICY_NAME_MAX + 1];
-    sl_params params; /* algorithm, rate, burst, flags: SL_COUNT_REJECTED, SL_START_EMPTY */
+    sl_params params; /* algorithm, rate, burst, flags: SL_COUNT_REJECTED, SL_START_EMPTY.
+                         Windows get burst 0 (a configured burst is ignored). With
+                         "start: empty" the loader leaves params.origin 0: the server
+                         sets it to the moment it creates the policy's table. */
     bool shadow;      /* decide, count and log, but always allow */
     int line;         /* line of the policy in its file (for messages) */
+    char on_failure[8]; /* "open" | "closed" | "local", or "" (inherit store.redis.on_failure);
+                           no effect until the Redis store exists */
 } sl_policy_config;
 
 typedef struct sl_limits_config {

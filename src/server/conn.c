@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "server/grpc/grpc.h"
 #include "server/http/http.h"
 #include "server/log.h"
 #include "server/resp/resp.h"
@@ -29,6 +30,7 @@ typedef struct conn {
     sl_buf wbuf; /* answers being written */
     uv_write_t wreq;
     sl_http_parser *http;
+    sl_grpc_session *grpc;
     uint64_t last_activity_ms;
     uint64_t request_started_ms; /* 0: not inside an HTTP request head */
     bool writing, close_after_write, closing, read_paused;
@@ -62,7 +64,7 @@ static int64_t mono_ns(void) {
 
 static void count(atomic_uint_fast64_t *c);
 
-static void record_latency(sl_worker *w, sl_proto proto, int64_t ns) {
+void sl__worker_record(sl_worker *w, sl_proto proto, int64_t ns) {
     sl_worker_stats *st = &w->stats;
     int b = sl__prom_latency_bucket(ns);
     count(&st->latency[proto][b]);
@@ -144,6 +146,7 @@ static void on_closed(uv_handle_t *h) {
     sl__buf_free(&c->out);
     sl__buf_free(&c->wbuf);
     if (c->http) sl__http_parser_free(c->http);
+    if (c->grpc) sl__grpc_session_free(c->grpc);
     free(c);
     w->connections--;
     atomic_fetch_sub(&w->server->connections, 1);
@@ -239,7 +242,7 @@ static void handle_http(conn *c, const char *data, size_t len) {
             int64_t t0 = mono_ns();
             const sl_http_request *req = sl__http_parser_request(c->http);
             bool keep = sl__http_api_handle(w, req, &c->out);
-            record_latency(w, SL_PROTO_HTTP, mono_ns() - t0);
+            sl__worker_record(w, SL_PROTO_HTTP, mono_ns() - t0);
             sl__http_parser_next(c->http);
             c->request_started_ms = 0;
             if (!keep) c->close_after_write = true;
@@ -295,7 +298,7 @@ static size_t handle_resp(conn *c, const char *data, size_t len) {
         }
         int64_t t0 = mono_ns();
         int quit = sl__resp_execute(&ctx, &cmd, &c->out);
-        record_latency(w, SL_PROTO_RESP, mono_ns() - t0);
+        sl__worker_record(w, SL_PROTO_RESP, mono_ns() - t0);
         off += (size_t)n;
         if (quit) c->close_after_write = true;
     }
@@ -320,6 +323,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     if (c->close_after_write) return; /* ignore what follows an answer that closes */
     if (c->proto == SL_PROTO_HTTP) {
         handle_http(c, buf->base, (size_t)nread);
+    } else if (c->proto == SL_PROTO_GRPC) {
+        if (sl__grpc_session_feed(c->grpc, buf->base, (size_t)nread) != 0) {
+            count(&c->w->stats.protocol_errors);
+            c->close_after_write = true;
+        } else if (sl__grpc_session_done(c->grpc)) {
+            c->close_after_write = true;
+        }
     } else if (c->in.len == 0) {
         size_t used = handle_resp(c, buf->base, (size_t)nread);
         if (used < (size_t)nread && !c->close_after_write)
@@ -363,9 +373,9 @@ void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto) {
             sl__http_begin(&c->out, 503);
             sl__http_header_line(&c->out, "Retry-After", "1");
             sl__http_end(&c->out, false, "application/json", body, sizeof body - 1);
-        } else {
+        } else if (proto == SL_PROTO_RESP) {
             sl__resp_error(&c->out, "ERR max number of clients reached");
-        }
+        } /* gRPC: closed without a word (an HTTP/2 client retries elsewhere) */
         c->close_after_write = true;
         flush(c);
         return;
@@ -373,6 +383,12 @@ void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto) {
     if (proto == SL_PROTO_HTTP) {
         c->http = sl__http_parser_new(w->limits.max_header_bytes, w->limits.max_body_bytes);
         if (!c->http) {
+            conn_close(c);
+            return;
+        }
+    } else if (proto == SL_PROTO_GRPC) {
+        c->grpc = sl__grpc_session_new(w, &c->out);
+        if (!c->grpc) {
             conn_close(c);
             return;
         }
@@ -388,6 +404,12 @@ void sl__conn_drain_all(sl_worker *w) {
          * closes the connection (HTTP answers say Connection: close while
          * the worker drains; RESP closes once no partial command is left). */
         if ((c->http && sl__http_parser_in_request(c->http)) || c->in.len) continue;
+        if (c->grpc) { /* GOAWAY; streams in flight are still answered */
+            sl__grpc_session_shutdown(c->grpc);
+            if (sl__grpc_session_done(c->grpc)) c->close_after_write = true;
+            flush(c);
+            continue;
+        }
         if (c->writing || c->out.len)
             c->close_after_write = true;
         else

@@ -98,34 +98,32 @@ int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path) {
     s->workers = calloc(n, sizeof *s->workers);
     if (!s->workers) return -1;
 
-    const sl_listen_config *ls[2] = {&cfg->http, &cfg->resp};
-    static const char *const pname[2] = {"http", "resp"};
-    int fds[SL_MAX_WORKERS][2];
+    const sl_listen_config *ls[SL_PROTO_COUNT] = {&cfg->http, &cfg->resp, &cfg->grpc};
+    static const char *const pname[SL_PROTO_COUNT] = {"http", "resp", "grpc"};
+    int fds[SL_MAX_WORKERS][SL_PROTO_COUNT];
     for (unsigned i = 0; i < n; i++) {
-        for (int p = 0; p < 2; p++) {
+        for (int p = 0; p < SL_PROTO_COUNT; p++) {
             fds[i][p] = -1;
             if (!ls[p]->enabled) continue;
             fds[i][p] = bind_listener(ls[p], &s->bound_port[p]);
             if (fds[i][p] < 0) return -1;
         }
     }
-    for (int p = 0; p < 2; p++)
+    for (int p = 0; p < SL_PROTO_COUNT; p++)
         if (ls[p]->enabled)
             sl__log_info("listening %s on %s%s%s:%u (%u workers)", pname[p],
                          strchr(ls[p]->host, ':') ? "[" : "", ls[p]->host,
                          strchr(ls[p]->host, ':') ? "]" : "", (unsigned)s->bound_port[p], n);
-    if (cfg->grpc.enabled)
-        sl__log_warn("listen.grpc: the gRPC rate-limit service is not built yet; not listening");
 
     for (unsigned i = 0; i < n; i++) {
         sl_worker *w = &s->workers[i];
         w->server = s;
         w->id = i;
-        w->listening[0] = fds[i][0] >= 0;
-        w->listening[1] = fds[i][1] >= 0;
         uv_sem_init(&w->started, 0);
-        w->listen_fd[0] = fds[i][0];
-        w->listen_fd[1] = fds[i][1];
+        for (int p = 0; p < SL_PROTO_COUNT; p++) {
+            w->listening[p] = fds[i][p] >= 0;
+            w->listen_fd[p] = fds[i][p];
+        }
         if (pthread_create(&w->thread, NULL, sl__worker_main, w) != 0) {
             sl__log_error("cannot start worker %u", i);
             return -1;
@@ -160,6 +158,8 @@ int sl__server_reload(sl_server *s, char *err, size_t errlen) {
     }
     if (strcmp(cfg->http.host, s->config->http.host) || cfg->http.port != s->config->http.port ||
         strcmp(cfg->resp.host, s->config->resp.host) || cfg->resp.port != s->config->resp.port ||
+        strcmp(cfg->grpc.host, s->config->grpc.host) || cfg->grpc.port != s->config->grpc.port ||
+        cfg->grpc.enabled != s->config->grpc.enabled ||
         cfg->http.enabled != s->config->http.enabled ||
         cfg->resp.enabled != s->config->resp.enabled || cfg->workers != s->config->workers)
         sl__log_warn("reload: listen and workers changes take effect at the next restart");

@@ -19,15 +19,15 @@
 #define SL_MAX_WORKERS 256
 #define SL_CELL_MAX_SETS 64 /* distinct CL.THROTTLE parameter sets */
 
-typedef enum sl_proto { SL_PROTO_HTTP, SL_PROTO_RESP } sl_proto;
+typedef enum sl_proto { SL_PROTO_HTTP, SL_PROTO_RESP, SL_PROTO_GRPC, SL_PROTO_COUNT } sl_proto;
 
 struct sl_server;
 
 /* Per-worker counters: written by the worker only (relaxed), read by /metrics. */
 typedef struct sl_worker_stats {
-    atomic_uint_fast64_t requests[2]; /* by sl_proto */
-    atomic_uint_fast64_t latency[2][SL_PROM_LATENCY_BUCKETS + 1]; /* by sl_proto */
-    atomic_uint_fast64_t latency_sum_ns[2];
+    atomic_uint_fast64_t requests[SL_PROTO_COUNT];
+    atomic_uint_fast64_t latency[SL_PROTO_COUNT][SL_PROM_LATENCY_BUCKETS + 1];
+    atomic_uint_fast64_t latency_sum_ns[SL_PROTO_COUNT];
     atomic_uint_fast64_t accepted, closed, refused_connections;
     atomic_uint_fast64_t protocol_errors, timeouts;
 } sl_worker_stats;
@@ -37,9 +37,9 @@ typedef struct sl_worker {
     unsigned id;
     pthread_t thread;
     uv_loop_t loop;
-    uv_tcp_t listeners[2]; /* by sl_proto */
-    bool listening[2];
-    int listen_fd[2];      /* bound by the main thread, opened on this loop */
+    uv_tcp_t listeners[SL_PROTO_COUNT]; /* by sl_proto */
+    bool listening[SL_PROTO_COUNT];
+    int listen_fd[SL_PROTO_COUNT]; /* bound by the main thread, opened on this loop */
     sl_limits_config limits; /* copied from the config at each policy refresh */
     uv_async_t wake;     /* from the main thread: a new policy set, or drain */
     uv_prepare_t tick;   /* before each poll: forget the clock reading */
@@ -71,7 +71,7 @@ typedef struct sl_server {
     atomic_uint_fast64_t reloads, reload_failures;
     int64_t started_at;
     int64_t drain_grace; /* ns, set by sl__server_drain_and_stop */
-    uint16_t bound_port[2]; /* the ports actually bound (for port 0) */
+    uint16_t bound_port[SL_PROTO_COUNT]; /* the ports actually bound (for port 0) */
 } sl_server;
 
 /* Creates the server for a loaded config (takes ownership of cfg), binds
@@ -87,6 +87,9 @@ int sl__server_reload(sl_server *s, char *err, size_t errlen);
 /* Stops accepting, lets open requests finish (at most `grace` ns), joins
  * the workers and frees everything. */
 void sl__server_drain_and_stop(sl_server *s, int64_t grace);
+
+/* Records one answered request or command and how long it took (conn.c). */
+void sl__worker_record(sl_worker *w, sl_proto proto, int64_t ns);
 
 /* The worker's clock for this loop tick (Unix ns). */
 int64_t sl__worker_now(sl_worker *w);

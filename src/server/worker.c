@@ -44,8 +44,8 @@ static void on_connection(uv_stream_t *listener, int status) {
         sl__log_warn("accept: %s", uv_strerror(status));
         return;
     }
-    sl__conn_accept(w, listener, listener == (uv_stream_t *)&w->listeners[0] ? SL_PROTO_HTTP
-                                                                               : SL_PROTO_RESP);
+    for (int p = 0; p < SL_PROTO_COUNT; p++)
+        if (listener == (uv_stream_t *)&w->listeners[p]) sl__conn_accept(w, listener, (sl_proto)p);
 }
 
 static void close_handle(uv_handle_t *h) {
@@ -73,7 +73,7 @@ static void on_drain_deadline(uv_timer_t *t) {
 
 static void start_drain(sl_worker *w) {
     w->draining = true;
-    for (int p = 0; p < 2; p++)
+    for (int p = 0; p < SL_PROTO_COUNT; p++)
         if (w->listening[p]) close_handle((uv_handle_t *)&w->listeners[p]);
     sl__conn_drain_all(w);
     if (w->connections == 0) {
@@ -108,7 +108,7 @@ void *sl__worker_main(void *arg) {
     uv_prepare_start(&w->tick, on_tick);
     uv_timer_init(&w->loop, &w->drain_timer);
     w->drain_timer.data = w;
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < SL_PROTO_COUNT; p++) {
         if (!w->listening[p]) continue;
         uv_tcp_init(&w->loop, &w->listeners[p]);
         int rc = uv_tcp_open(&w->listeners[p], w->listen_fd[p]);

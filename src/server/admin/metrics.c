@@ -69,7 +69,7 @@ static void policy_metrics(sl_policy_set *set, sl_buf *out) {
 }
 
 void sl__metrics_write(sl_server *s, sl_buf *out) {
-    static const char *const proto_names[2] = {"http", "resp"};
+    static const char *const proto_names[SL_PROTO_COUNT] = {"http", "resp", "grpc"};
     sl__prom_family(out, "sluice_info", "gauge", "Build information.");
     const char *vl[] = {"version", SLUICE_VERSION, NULL};
     sl__prom_sample(out, "sluice_info", vl, 1);
@@ -93,14 +93,14 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
 
     sl__prom_family(out, "sluice_requests_total", "counter",
                     "Requests (HTTP) and commands (RESP) answered.");
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < SL_PROTO_COUNT; p++) {
         const char *l[] = {"protocol", proto_names[p], NULL};
         sl__prom_sample(out, "sluice_requests_total", l,
                         sum(s, offsetof(sl_worker_stats, requests) + (size_t)p * sizeof(atomic_uint_fast64_t)));
     }
     sl__prom_family(out, "sluice_request_duration_seconds", "histogram",
                     "Time to decide and encode one request or command.");
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < SL_PROTO_COUNT; p++) {
         uint64_t counts[SL_PROM_LATENCY_BUCKETS + 1] = {0}, total = 0;
         for (unsigned i = 0; i < s->nworkers; i++) {
             for (int b = 0; b <= SL_PROM_LATENCY_BUCKETS; b++)
@@ -136,7 +136,8 @@ void sl__resp_info(void *worker, sl_buf *out) {
     sl_worker *w = worker;
     sl_server *s = w->server;
     int64_t up = (sl_now() - s->started_at) / SL_NS_PER_SEC;
-    uint64_t cmds = sum(s, offsetof(sl_worker_stats, requests) + sizeof(atomic_uint_fast64_t));
+    uint64_t cmds = sum(s, offsetof(sl_worker_stats, requests) +
+                                  SL_PROTO_RESP * sizeof(atomic_uint_fast64_t));
     sl__buf_printf(out,
                    "# Sluiced\r\ntcp_port:%u\r\nuptime_in_seconds:%lld\r\nworkers:%u\r\n"
                    "policies:%zu\r\n\r\n"

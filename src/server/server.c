@@ -80,6 +80,10 @@ int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path) {
         sl__log_error("%s", err);
         return -1;
     }
+    if (sl__domain_set_create(cfg, NULL, s->started_at, &s->domains, err, sizeof err) != 0) {
+        sl__log_error("%s", err);
+        return -1;
+    }
     atomic_init(&s->generation, 1);
     /* CL.THROTTLE: a table per distinct (max_burst, count, period), each with
      * the same cap as a policy's table (docs/configuration.md). */
@@ -148,8 +152,11 @@ int sl__server_reload(sl_server *s, char *err, size_t errlen) {
         return -1;
     }
     pthread_mutex_lock(&s->reload_lock);
-    sl_policy_set *next;
-    if (sl__policy_set_create(cfg, s->policies, sl_now(), &next, err, errlen) != 0) {
+    sl_policy_set *next = NULL;
+    sl_domain_set *next_domains = NULL;
+    if (sl__policy_set_create(cfg, s->policies, sl_now(), &next, err, errlen) != 0 ||
+        sl__domain_set_create(cfg, s->domains, sl_now(), &next_domains, err, errlen) != 0) {
+        if (next) sl__policy_set_release(next);
         pthread_mutex_unlock(&s->reload_lock);
         sl__config_free(cfg);
         atomic_fetch_add(&s->reload_failures, 1);
@@ -169,12 +176,15 @@ int sl__server_reload(sl_server *s, char *err, size_t errlen) {
     cfg->grpc = s->config->grpc;
     cfg->workers = s->config->workers;
     sl_policy_set *old = s->policies;
+    sl_domain_set *old_domains = s->domains;
     sl_config *old_cfg = s->config;
     s->policies = next;
+    s->domains = next_domains;
     s->config = cfg; /* workers copy what they need under reload_lock */
     atomic_fetch_add(&s->generation, 1);
     pthread_mutex_unlock(&s->reload_lock);
     sl__policy_set_release(old);
+    sl__domain_set_release(old_domains);
     sl__config_free(old_cfg);
     atomic_fetch_add(&s->reloads, 1);
     sl__log_info("reloaded %s: %zu policies", s->config_path ? s->config_path : "the default config",
@@ -190,6 +200,7 @@ void sl__server_drain_and_stop(sl_server *s, int64_t grace) {
     for (unsigned i = 0; i < s->nworkers; i++) pthread_join(s->workers[i].thread, NULL);
     free(s->workers);
     sl__policy_set_release(s->policies);
+    sl__domain_set_release(s->domains);
     sl__cell_destroy(s->cell);
     sl__config_free(s->config);
     free(s->config_path);

@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "policy/config.h"
+#include "policy/domains.h"
 #include "policy/policy.h"
 #include "server/admin/prom.h"
 #include "server/buf.h"
@@ -48,6 +49,7 @@ typedef struct sl_worker {
     bool now_valid;
     unsigned generation; /* of the policy set this worker holds */
     sl_policy_set *policies;
+    sl_domain_set *domains; /* envoyproxy/ratelimit rules, same generation */
     bool draining;
     unsigned connections;
     void *conns;         /* intrusive list head of open connections (conn.c) */
@@ -62,6 +64,7 @@ typedef struct sl_server {
     char *config_path; /* NULL: the embedded default */
     pthread_mutex_t reload_lock;
     sl_policy_set *policies; /* under reload_lock; workers take it when generation moves */
+    sl_domain_set *domains;  /* likewise */
     atomic_uint generation;
     sl_cell *cell;
     unsigned nworkers;
@@ -111,6 +114,11 @@ void sl__conn_close_all(sl_worker *w);
  * connection open after it. */
 struct sl_http_request;
 bool sl__http_api_handle(sl_worker *w, const struct sl_http_request *req, sl_buf *out);
+/* GET /v1/auth (nginx auth_request, http_auth.c) and POST /json
+ * (envoyproxy/ratelimit's JSON API, http_json.c). keep: may the connection
+ * stay open; the return value says whether it does. */
+bool sl__http_auth_handle(sl_worker *w, const struct sl_http_request *req, sl_buf *out, bool keep);
+bool sl__http_json_handle(sl_worker *w, const struct sl_http_request *req, sl_buf *out, bool keep);
 void sl__metrics_write(sl_server *s, sl_buf *out);
 void sl__resp_info(void *worker, sl_buf *out);
 

@@ -25,11 +25,15 @@ void sl__worker_refresh(sl_worker *w) {
     pthread_mutex_lock(&s->reload_lock);
     sl_policy_set *next = s->policies;
     sl__policy_set_retain(next);
+    sl_domain_set *next_domains = s->domains;
+    sl__domain_set_retain(next_domains);
     w->limits = s->config->limits;
     w->generation = atomic_load(&s->generation);
     pthread_mutex_unlock(&s->reload_lock);
     if (w->policies) sl__policy_set_release(w->policies);
+    if (w->domains) sl__domain_set_release(w->domains);
     w->policies = next;
+    w->domains = next_domains;
 }
 
 static void on_tick(uv_prepare_t *h) {
@@ -125,7 +129,9 @@ void *sl__worker_main(void *arg) {
     uv_run(&w->loop, UV_RUN_DEFAULT);
     uv_loop_close(&w->loop);
     if (w->policies) sl__policy_set_release(w->policies);
+    if (w->domains) sl__domain_set_release(w->domains);
     w->policies = NULL;
+    w->domains = NULL;
     free(w->read_buf);
     (void)s;
     return NULL;

@@ -212,6 +212,12 @@ bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
             return keep;
         }
         allow = "GET, HEAD, POST";
+    } else if (path_is(r, "/v1/auth")) {
+        if (get) return sl__http_auth_handle(w, r, out, keep);
+        allow = "GET, HEAD";
+    } else if (path_is(r, "/json")) {
+        if (r->method == SL_HTTP_POST) return sl__http_json_handle(w, r, out, keep);
+        allow = "POST";
     } else if (path_is(r, "/healthz")) {
         if (get)
             sl__buf_puts(&a.body, "{\"status\":\"ok\"}");

@@ -92,7 +92,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     sl__log_set_level((sl_log_level)lv);
-    sl__log_info("sluiced %s starting with %s", SLUICE_VERSION, path ? path : "the embedded default config");
+    sl__log_info("sluiced %s starting with %s", SLUICE_VERSION,
+                 path ? path : "the embedded default config");
 
     uv_loop_t *loop = uv_default_loop();
     uv_signal_t sigs[3];

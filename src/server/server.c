@@ -187,8 +187,8 @@ int sl__server_reload(sl_server *s, char *err, size_t errlen) {
     sl__domain_set_release(old_domains);
     sl__config_free(old_cfg);
     atomic_fetch_add(&s->reloads, 1);
-    sl__log_info("reloaded %s: %zu policies", s->config_path ? s->config_path : "the default config",
-                 cfg->npolicies);
+    sl__log_info("reloaded %s: %zu policies",
+                 s->config_path ? s->config_path : "the default config", cfg->npolicies);
     for (unsigned i = 0; i < s->nworkers; i++) uv_async_send(&s->workers[i].wake);
     return 0;
 }

@@ -17,7 +17,7 @@
 #include "server/buf.h"
 #include "server/resp/cell.h"
 
-#define SL_MAX_WORKERS 256
+#define SL_MAX_WORKERS   256
 #define SL_CELL_MAX_SETS 64 /* distinct CL.THROTTLE parameter sets */
 
 typedef enum sl_proto { SL_PROTO_HTTP, SL_PROTO_RESP, SL_PROTO_GRPC, SL_PROTO_COUNT } sl_proto;
@@ -41,21 +41,21 @@ typedef struct sl_worker {
     uv_tcp_t listeners[SL_PROTO_COUNT]; /* by sl_proto */
     bool listening[SL_PROTO_COUNT];
     int listen_fd[SL_PROTO_COUNT]; /* bound by the main thread, opened on this loop */
-    sl_limits_config limits; /* copied from the config at each policy refresh */
-    uv_async_t wake;     /* from the main thread: a new policy set, or drain */
-    uv_prepare_t tick;   /* before each poll: forget the clock reading */
+    sl_limits_config limits;       /* copied from the config at each policy refresh */
+    uv_async_t wake;               /* from the main thread: a new policy set, or drain */
+    uv_prepare_t tick;             /* before each poll: forget the clock reading */
     uv_timer_t drain_timer;
-    int64_t now;         /* Unix ns, read once per loop tick (sl__worker_now) */
+    int64_t now; /* Unix ns, read once per loop tick (sl__worker_now) */
     bool now_valid;
     unsigned generation; /* of the policy set this worker holds */
     sl_policy_set *policies;
     sl_domain_set *domains; /* envoyproxy/ratelimit rules, same generation */
     bool draining;
     unsigned connections;
-    void *conns;         /* intrusive list head of open connections (conn.c) */
-    char *read_buf;      /* shared by the worker's connections for reads */
+    void *conns;    /* intrusive list head of open connections (conn.c) */
+    char *read_buf; /* shared by the worker's connections for reads */
     sl_worker_stats stats;
-    int start_error;     /* listener setup result, for the main thread */
+    int start_error; /* listener setup result, for the main thread */
     uv_sem_t started;
 } sl_worker;
 
@@ -73,7 +73,7 @@ typedef struct sl_server {
     atomic_bool draining;
     atomic_uint_fast64_t reloads, reload_failures;
     int64_t started_at;
-    int64_t drain_grace; /* ns, set by sl__server_drain_and_stop */
+    int64_t drain_grace;                 /* ns, set by sl__server_drain_and_stop */
     uint16_t bound_port[SL_PROTO_COUNT]; /* the ports actually bound (for port 0) */
 } sl_server;
 

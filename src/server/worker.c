@@ -69,8 +69,9 @@ void sl__worker_finish(sl_worker *w) {
 
 static void on_drain_deadline(uv_timer_t *t) {
     sl_worker *w = t->data;
-    if (w->connections) sl__log_warn("worker %u: closing %u connections at the drain deadline", w->id,
-                                     w->connections);
+    if (w->connections)
+        sl__log_warn("worker %u: closing %u connections at the drain deadline", w->id,
+                     w->connections);
     sl__conn_close_all(w);
     if (w->connections == 0) sl__worker_finish(w);
 }

@@ -15,8 +15,8 @@
 static uint64_t sum(sl_server *s, size_t offset) {
     uint64_t t = 0;
     for (unsigned i = 0; i < s->nworkers; i++)
-        t += atomic_load_explicit(
-            (atomic_uint_fast64_t *)((char *)&s->workers[i].stats + offset), memory_order_relaxed);
+        t += atomic_load_explicit((atomic_uint_fast64_t *)((char *)&s->workers[i].stats + offset),
+                                  memory_order_relaxed);
     return t;
 }
 
@@ -74,7 +74,8 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     const char *vl[] = {"version", SLUICE_VERSION, NULL};
     sl__prom_sample(out, "sluice_info", vl, 1);
     sl__prom_family(out, "sluice_start_time_seconds", "gauge", "Unix time the server started.");
-    sl__prom_sample(out, "sluice_start_time_seconds", NULL, (uint64_t)(s->started_at / SL_NS_PER_SEC));
+    sl__prom_sample(out, "sluice_start_time_seconds", NULL,
+                    (uint64_t)(s->started_at / SL_NS_PER_SEC));
 
     sl_worker *self = NULL;
     for (unsigned i = 0; i < s->nworkers; i++)
@@ -95,8 +96,9 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
                     "Requests (HTTP) and commands (RESP) answered.");
     for (int p = 0; p < SL_PROTO_COUNT; p++) {
         const char *l[] = {"protocol", proto_names[p], NULL};
-        sl__prom_sample(out, "sluice_requests_total", l,
-                        sum(s, offsetof(sl_worker_stats, requests) + (size_t)p * sizeof(atomic_uint_fast64_t)));
+        sl__prom_sample(
+            out, "sluice_requests_total", l,
+            sum(s, offsetof(sl_worker_stats, requests) + (size_t)p * sizeof(atomic_uint_fast64_t)));
     }
     sl__prom_family(out, "sluice_request_duration_seconds", "histogram",
                     "Time to decide and encode one request or command.");
@@ -104,10 +106,10 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
         uint64_t counts[SL_PROM_LATENCY_BUCKETS + 1] = {0}, total = 0;
         for (unsigned i = 0; i < s->nworkers; i++) {
             for (int b = 0; b <= SL_PROM_LATENCY_BUCKETS; b++)
-                counts[b] += atomic_load_explicit(&s->workers[i].stats.latency[p][b],
-                                                  memory_order_relaxed);
-            total += atomic_load_explicit(&s->workers[i].stats.latency_sum_ns[p],
-                                          memory_order_relaxed);
+                counts[b] +=
+                    atomic_load_explicit(&s->workers[i].stats.latency[p][b], memory_order_relaxed);
+            total +=
+                atomic_load_explicit(&s->workers[i].stats.latency_sum_ns[p], memory_order_relaxed);
         }
         const char *l[] = {"protocol", proto_names[p], NULL};
         sl__prom_histogram(out, "sluice_request_duration_seconds", l, counts, total);
@@ -136,8 +138,8 @@ void sl__resp_info(void *worker, sl_buf *out) {
     sl_worker *w = worker;
     sl_server *s = w->server;
     int64_t up = (sl_now() - s->started_at) / SL_NS_PER_SEC;
-    uint64_t cmds = sum(s, offsetof(sl_worker_stats, requests) +
-                                  SL_PROTO_RESP * sizeof(atomic_uint_fast64_t));
+    uint64_t cmds =
+        sum(s, offsetof(sl_worker_stats, requests) + SL_PROTO_RESP * sizeof(atomic_uint_fast64_t));
     sl__buf_printf(out,
                    "# Sluiced\r\ntcp_port:%u\r\nuptime_in_seconds:%lld\r\nworkers:%u\r\n"
                    "policies:%zu\r\n\r\n"

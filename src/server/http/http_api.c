@@ -12,9 +12,9 @@
 #include "server/server.h"
 #include "sluice/error.h"
 
-#define KEY_MAX 1024
+#define KEY_MAX  1024
 #define COST_MAX INT64_C(1000000000000)
-#define TOP_MAX 100
+#define TOP_MAX  100
 
 typedef struct answer {
     sl_buf body;
@@ -64,11 +64,17 @@ typedef struct check_args {
 
 static bool args_from_query(const sl_http_request *r, check_args *c, answer *a) {
     long n = sl__http_query_param(r->query, r->query_len, "policy", c->policy, sizeof c->policy);
-    if (n == -1) return json_error(a, 400, "missing_policy", "the policy parameter is required"), false;
-    if (n < 0) return json_error(a, 400, "bad_policy", "the policy parameter is malformed or too long"), false;
+    if (n == -1)
+        return json_error(a, 400, "missing_policy", "the policy parameter is required"), false;
+    if (n < 0)
+        return json_error(a, 400, "bad_policy", "the policy parameter is malformed or too long"),
+               false;
     n = sl__http_query_param(r->query, r->query_len, "key", c->key, sizeof c->key);
     if (n == -1) return json_error(a, 400, "missing_key", "the key parameter is required"), false;
-    if (n < 0) return json_error(a, 400, "bad_key", "the key parameter is malformed or longer than 1024 bytes"), false;
+    if (n < 0)
+        return json_error(a, 400, "bad_key",
+                          "the key parameter is malformed or longer than 1024 bytes"),
+               false;
     c->key_len = (size_t)n;
     char cost[32];
     c->cost = 1;
@@ -88,7 +94,8 @@ static bool is_json(const sl_http_request *r) {
 
 static bool args_from_json(const sl_http_request *r, check_args *c, answer *a) {
     if (!is_json(r))
-        return json_error(a, 415, "unsupported_media_type", "send Content-Type: application/json"), false;
+        return json_error(a, 415, "unsupported_media_type", "send Content-Type: application/json"),
+               false;
     cJSON *j = cJSON_ParseWithLength(r->body, r->body_len);
     if (!j || !cJSON_IsObject(j)) {
         cJSON_Delete(j);
@@ -147,12 +154,13 @@ static void handle_check(sl_worker *w, const sl_http_request *r, sl_buf *out, bo
     if (rc != SL_OK) {
         char msg[200];
         if (rc == SL_ECOST)
-            snprintf(msg, sizeof msg, "cost %lld can never pass: policy %s allows at most %lld at once",
+            snprintf(msg, sizeof msg,
+                     "cost %lld can never pass: policy %s allows at most %lld at once",
                      (long long)c.cost, p->cfg.name, (long long)d.limit);
         else
             snprintf(msg, sizeof msg, "%s", sl_strerror(rc));
-        json_error(&a, rc == SL_ECOST ? 400 : 500, rc == SL_ECOST ? "cost_exceeds_limit" : "internal",
-                   msg);
+        json_error(&a, rc == SL_ECOST ? 400 : 500,
+                   rc == SL_ECOST ? "cost_exceeds_limit" : "internal", msg);
         send_answer(out, r, &a, keep, NULL, NULL);
         sl__buf_free(&a.body);
         return;

@@ -76,6 +76,14 @@ static inline int64_t sl__floor_div(int64_t a, int64_t b) {
 static inline int64_t sl__ceil_div128(sl__i128 a, int64_t b) { /* a >= 0, b > 0 */
     return (int64_t)((a + b - 1) / b);
 }
+static inline int64_t sl__gcd64(int64_t a, int64_t b) { /* a, b > 0 */
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
 static inline int64_t sl__max64(int64_t a, int64_t b) {
     return a > b ? a : b;
 }

@@ -23,15 +23,6 @@ struct sl_limiter {
     int64_t last_event; /* latest time_to_act booked */
 };
 
-static int64_t gcd64(int64_t a, int64_t b) {
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 static bool bad_time(int64_t t) {
     return t > SL_TIME_MAX || t < 0;
 }
@@ -39,7 +30,7 @@ static bool bad_time(int64_t t) {
 static int reduce(sl_rate rate, int64_t burst, int64_t *n, int64_t *p) {
     if (rate.limit <= 0 || rate.period <= 0) return SL_ERATE;
     if (burst <= 0) return SL_EBURST;
-    int64_t g = gcd64(rate.limit, rate.period);
+    int64_t g = sl__gcd64(rate.limit, rate.period);
     *n = rate.limit / g;
     *p = rate.period / g;
     if (burst > MAX_SCALED / *p) return SL_EOVERFLOW;

@@ -38,15 +38,6 @@ int sl_algorithm_parse(const char *name, sl_algorithm *out) {
     return SL_EALGORITHM;
 }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 static bool is_bucket(sl_algorithm a) {
     return a == SL_TOKEN_BUCKET || a == SL_GCRA || a == SL_LEAKY_QUEUE;
 }
@@ -64,7 +55,7 @@ int sl__plan_init(sl__plan *plan, const sl_params *params) {
     plan->params = *p;
     plan->limit = p->rate.limit;
     plan->period = p->rate.period;
-    int64_t g = gcd64(p->rate.limit, p->rate.period);
+    int64_t g = sl__gcd64(p->rate.limit, p->rate.period);
     plan->n = p->rate.limit / g;
     plan->p = p->rate.period / g;
     plan->start_empty = (p->flags & SL_START_EMPTY) != 0;

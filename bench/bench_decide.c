@@ -1,0 +1,591 @@
+/* bench_decide.c: nanoseconds per decision of sl_table_check, for each of
+ * the six algorithms, on one hot key and on N random keys (default 1M), with
+ * 1 and 2 threads, next to the hand-rolled peer (peer_handrolled.c) measured
+ * in the same run, round-robin, so that the ratio sees the same machine.
+ *
+ * Method (see docs/BENCHMARKS.md):
+ *   - every table (one per algorithm, plus the peer's map) is created first
+ *     and pre-populated with the N keys "user:0" .. "user:N-1", inserted in a
+ *     random order, so lookups in the timed loops hit (a note is printed if
+ *     a table's key count or eviction count moved during a configuration);
+ *   - a decision is one call with cost 1 and a key "user:%u", %u drawn from
+ *     a splitmix64 PRNG and formatted on the fly (no snprintf), or the fixed
+ *     hot key "user:42";
+ *   - the random key is written with one 16-byte store (bench_key_wide();
+ *     --byte-keys writes it byte by byte, see bench_common.h for why that
+ *     matters);
+ *   - `now` is read from CLOCK_MONOTONIC once per batch of 64 decisions (a
+ *     server reads its clock once per loop tick), which also ends the run;
+ *   - back to back by default: the CPU may overlap the cache misses of
+ *     successive decisions, as in any tight loop. --serial puts a barrier
+ *     (lfence) after every decision: each one then pays its full latency,
+ *     which is what a lone request in a server sees;
+ *   - each configuration is run R times (default 5 x 0.3 s) after one
+ *     warm-up round; the subjects take turns within each round; the median
+ *     is reported, with min and max;
+ *   - "harness" is the same loop with no decision at all: the cost of the
+ *     key generation and the clock, included in every other figure.
+ *
+ * --instr: for callgrind. One thread, the hot key (or random keys with
+ * --workload random), a fake clock advancing 1 us per decision, exactly
+ * --ops decisions per subject, inside functions named loop_*; run.sh divides
+ * callgrind's instruction count by --ops. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+#include "peer_handrolled.h"
+#include "sluice/sluice.h"
+
+#define BATCH       64
+#define HOT_KEY     42u
+#define MAX_THREADS 8
+#define MAX_RUNS    64
+
+enum kind { K_SLUICE, K_PEER, K_HARNESS };
+enum workload { W_HOT, W_RANDOM };
+
+typedef struct subject {
+    const char *name;
+    enum kind kind;
+    sl_algorithm algo;
+    sl_table *table;
+    peer_table *peer;
+    double ns[2][MAX_THREADS + 1][MAX_RUNS]; /* [workload][threads][run] */
+    double mops[2][MAX_THREADS + 1][MAX_RUNS];
+    double allowed[2][MAX_THREADS + 1][MAX_RUNS];
+} subject;
+
+typedef struct worker {
+    subject *s;
+    enum workload wl;
+    uint32_t nkeys;
+    uint64_t rng;
+    int cpu;
+    int64_t duration; /* ns; real clock mode */
+    uint64_t max_ops; /* fake clock mode (--instr) */
+    bool fake;
+    bool serial;    /* barrier after every decision */
+    bool byte_keys; /* format random keys byte by byte */
+    pthread_barrier_t *barrier;
+    /* out */
+    uint64_t ops, allowed;
+    int64_t elapsed;
+} worker;
+
+/* Waits until every earlier instruction has completed before the next one
+ * starts: the decisions of --serial cannot overlap. */
+static inline void serialize(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ __volatile__("lfence" ::: "memory");
+#elif defined(__aarch64__)
+    __asm__ __volatile__("dsb ish\n\tisb" ::: "memory");
+#else
+    atomic_thread_fence(memory_order_seq_cst);
+#endif
+}
+
+/* The timed loop, one copy per kind so that no indirect call is measured.
+ * DECIDE(key, len, now) must evaluate to true when the request is allowed. */
+#define DEFINE_LOOP(fname, DECIDE)                                                                 \
+    static __attribute__((noinline)) void fname(worker *w) {                                       \
+        char key[32];                                                                              \
+        size_t len = bench_key(key, HOT_KEY);                                                      \
+        const bool hot = w->wl == W_HOT;                                                           \
+        const uint32_t nkeys = w->nkeys;                                                           \
+        uint64_t rng = w->rng, ops = 0, allowed = 0;                                               \
+        int64_t start = bench_wall_ns(), deadline = start + w->duration;                           \
+        int64_t fake_now = INT64_C(1) << 50; /* any positive time */                               \
+        for (;;) {                                                                                 \
+            int64_t now;                                                                           \
+            if (w->fake) {                                                                         \
+                if (ops >= w->max_ops) break;                                                      \
+                now = fake_now;                                                                    \
+                fake_now += BATCH * 1000;                                                          \
+            } else {                                                                               \
+                now = sl_now_monotonic();                                                          \
+                if (now >= deadline) break;                                                        \
+            }                                                                                      \
+            for (int b = 0; b < BATCH; b++) {                                                      \
+                if (!hot) {                                                                        \
+                    uint32_t u = bench_below(bench_rand(&rng), nkeys);                             \
+                    len = w->byte_keys ? bench_key(key, u) : bench_key_wide(key, u);               \
+                }                                                                                  \
+                allowed += (DECIDE) ? 1 : 0;                                                       \
+                if (w->serial) serialize();                                                        \
+            }                                                                                      \
+            ops += BATCH;                                                                          \
+        }                                                                                          \
+        w->elapsed = bench_wall_ns() - start;                                                      \
+        w->ops = ops;                                                                              \
+        w->allowed = allowed;                                                                      \
+        w->rng = rng;                                                                              \
+    }
+
+static inline bool decide_sluice(sl_table *t, const char *key, size_t len, int64_t now) {
+    sl_decision d;
+    sl_table_check(t, key, len, 1, now, &d);
+    return d.allowed;
+}
+
+/* The harness: the same loop without a decision. The asm keeps the key
+ * bytes "used" so the compiler cannot drop their formatting. */
+static inline bool decide_none(const char *key, size_t len) {
+    __asm__ __volatile__("" : : "r"(key), "r"(len) : "memory");
+    return true;
+}
+
+DEFINE_LOOP(loop_sluice, decide_sluice(w->s->table, key, len, now))
+DEFINE_LOOP(loop_peer, ((void)len, peer_allow(w->s->peer, key, now)))
+DEFINE_LOOP(loop_harness, decide_none(key, len))
+
+static bool pin = true, serial = false, byte_keys = false;
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    if (pin) bench_pin(w->cpu);
+    pthread_barrier_wait(w->barrier);
+    switch (w->s->kind) {
+    case K_SLUICE:
+        loop_sluice(w);
+        break;
+    case K_PEER:
+        loop_peer(w);
+        break;
+    case K_HARNESS:
+        loop_harness(w);
+        break;
+    }
+    return NULL;
+}
+
+typedef struct result {
+    double ns_per_decision; /* per thread: wall * threads / decisions */
+    double mops;            /* all threads: decisions per microsecond */
+    double allowed_pct;
+} result;
+
+static uint64_t seed_counter = 1;
+
+static result run_once(subject *s, enum workload wl, int threads, uint32_t nkeys, double secs,
+                       bool fake, uint64_t max_ops) {
+    pthread_t tid[MAX_THREADS];
+    worker w[MAX_THREADS];
+    pthread_barrier_t barrier;
+    pthread_barrier_init(&barrier, NULL, (unsigned)threads);
+    for (int i = 0; i < threads; i++) {
+        w[i] = (worker){.s = s,
+                        .wl = wl,
+                        .nkeys = nkeys,
+                        .rng = 0x5eed0000ULL + seed_counter++ * 0x1234567ULL,
+                        .cpu = i,
+                        .duration = (int64_t)(secs * 1e9),
+                        .max_ops = max_ops,
+                        .fake = fake,
+                        .serial = serial,
+                        .byte_keys = byte_keys,
+                        .barrier = &barrier};
+        if (pthread_create(&tid[i], NULL, worker_main, &w[i]) != 0) {
+            perror("pthread_create");
+            exit(1);
+        }
+    }
+    uint64_t ops = 0, allowed = 0;
+    int64_t wall = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(tid[i], NULL);
+        ops += w[i].ops;
+        allowed += w[i].allowed;
+        if (w[i].elapsed > wall) wall = w[i].elapsed;
+    }
+    pthread_barrier_destroy(&barrier);
+    result r;
+    r.ns_per_decision = ops ? (double)wall * threads / (double)ops : 0;
+    r.mops = wall ? (double)ops / ((double)wall / 1e3) : 0;
+    r.allowed_pct = ops ? 100.0 * (double)allowed / (double)ops : 0;
+    return r;
+}
+
+/* ---- subjects -------------------------------------------------------------- */
+
+/* The limit every subject enforces: 100 per minute, burst 100 (an API limit
+ * per user). Random keys are hit a few times a second at most, so they are
+ * allowed; the hot key is hammered far beyond it, so it is mostly refused. */
+#define LIMIT     100
+#define PERIOD_NS (60 * SL_NS_PER_SEC)
+#define BURST     100
+
+static const struct {
+    const char *name;
+    sl_algorithm algo;
+} algos[] = {
+    {"fixed_window", SL_FIXED_WINDOW},
+    {"sliding_log", SL_SLIDING_LOG},
+    {"sliding_window", SL_SLIDING_WINDOW},
+    {"token_bucket", SL_TOKEN_BUCKET},
+    {"gcra", SL_GCRA},
+    {"leaky_queue", SL_LEAKY_QUEUE},
+};
+#define NALGOS (sizeof algos / sizeof algos[0])
+
+static bool selected(const char *list, const char *name) {
+    if (!list) return true;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && strncmp(p, name, n) == 0) return true;
+        if (!e) break;
+        p = e + 1;
+    }
+    return false;
+}
+
+/* Inserts the keys in a random order (clients show up in no particular
+ * order; inserting "user:0", "user:1", ... in sequence would give a
+ * map whose allocations follow the key numbers an unrealistic locality). */
+static void populate(subject *s, uint32_t nkeys) {
+    char key[32];
+    if (nkeys == 0) return;
+    uint32_t *order = malloc((size_t)nkeys * sizeof *order);
+    if (!order) {
+        perror("malloc");
+        exit(1);
+    }
+    uint64_t rng = 0x0dde7ULL;
+    for (uint32_t u = 0; u < nkeys; u++) order[u] = u;
+    for (uint32_t u = nkeys - 1; u > 0; u--) {
+        uint32_t j = bench_below(bench_rand(&rng), u + 1);
+        uint32_t x = order[u];
+        order[u] = order[j];
+        order[j] = x;
+    }
+    int64_t now = sl_now_monotonic(); /* one instant: nothing decays while we fill */
+    for (uint32_t k = 0; k < nkeys; k++) {
+        size_t len = bench_key(key, order[k]);
+        if (s->kind == K_SLUICE) {
+            sl_decision d;
+            int rc = sl_table_check(s->table, key, len, 1, now, &d);
+            if (rc) {
+                fprintf(stderr, "populate %s: %s\n", s->name, sl_strerror(rc));
+                exit(1);
+            }
+        } else if (s->kind == K_PEER) {
+            peer_allow(s->peer, key, now);
+        }
+    }
+    free(order);
+}
+
+static void table_state(subject *s, uint64_t *keys, uint64_t *evicted) {
+    *keys = *evicted = 0;
+    if (s->kind == K_SLUICE) {
+        sl_table_stats st;
+        sl_table_stats_get(s->table, &st);
+        *keys = st.keys;
+        *evicted = st.evicted_idle + st.evicted_live;
+    } else if (s->kind == K_PEER) {
+        *keys = peer_count(s->peer);
+    }
+}
+
+/* ---- main ------------------------------------------------------------------ */
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: bench_decide [options]\n"
+               "  --quick            3 runs of 0.1 s (default: 5 runs of 0.3 s)\n"
+               "  --runs N           measured runs per configuration (median reported)\n"
+               "  --time SECONDS     length of one run\n"
+               "  --keys N           random-key population (default 1000000)\n"
+               "  --only LIST        comma list of subjects: fixed_window, sliding_log,\n"
+               "                     sliding_window, token_bucket, gcra, leaky_queue,\n"
+               "                     peer, harness (default: all)\n"
+               "  --workload W       hot, random or all (default all)\n"
+               "  --threads LIST     comma list of thread counts (default 1,2)\n"
+               "  --csv FILE         also write every median as CSV\n"
+               "  --serial           a barrier (lfence) after every decision: latency of a\n"
+               "                     lone decision instead of back-to-back throughput\n"
+               "  --byte-keys        format random keys byte by byte (see bench_common.h)\n"
+               "  --no-pin           do not pin thread i to CPU i\n"
+               "  --instr --ops N    callgrind mode: N decisions per subject (the hot key,\n"
+               "                     or random keys with --workload random), 1 thread,\n"
+               "                     fake clock, no timing output\n");
+}
+
+int main(int argc, char **argv) {
+    int runs = 5;
+    double secs = 0.3;
+    long keys = 1000000;
+    const char *only = NULL, *csv = NULL, *wl_opt = "all", *threads_opt = "1,2";
+    bool instr = false;
+    long long instr_ops = 1000000;
+    bool keys_given = false;
+
+    static const struct option opts[] = {{"quick", no_argument, 0, 'q'},
+                                         {"runs", required_argument, 0, 'r'},
+                                         {"time", required_argument, 0, 't'},
+                                         {"keys", required_argument, 0, 'k'},
+                                         {"only", required_argument, 0, 'o'},
+                                         {"workload", required_argument, 0, 'w'},
+                                         {"threads", required_argument, 0, 'T'},
+                                         {"csv", required_argument, 0, 'c'},
+                                         {"no-pin", no_argument, 0, 'P'},
+                                         {"instr", no_argument, 0, 'i'},
+                                         {"ops", required_argument, 0, 'n'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {"serial", no_argument, 0, 'S'},
+                                         {"byte-keys", no_argument, 0, 'B'},
+                                         {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'q':
+            runs = 3;
+            secs = 0.1;
+            break;
+        case 'r':
+            runs = atoi(optarg);
+            break;
+        case 't':
+            secs = atof(optarg);
+            break;
+        case 'k':
+            keys = atol(optarg);
+            keys_given = true;
+            break;
+        case 'o':
+            only = optarg;
+            break;
+        case 'w':
+            wl_opt = optarg;
+            break;
+        case 'T':
+            threads_opt = optarg;
+            break;
+        case 'c':
+            csv = optarg;
+            break;
+        case 'P':
+            pin = false;
+            break;
+        case 'S':
+            serial = true;
+            break;
+        case 'B':
+            byte_keys = true;
+            break;
+        case 'i':
+            instr = true;
+            break;
+        case 'n':
+            instr_ops = atoll(optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (runs < 1 || runs > MAX_RUNS || secs <= 0 || keys < 0 || keys > 100000000) {
+        usage(stderr);
+        return 2;
+    }
+    if (instr && !keys_given && strcmp(wl_opt, "random") != 0)
+        keys = 0; /* the hot key alone: fast under valgrind */
+    uint32_t nkeys = (uint32_t)keys;
+
+    int thread_counts[8], nthreadc = 0;
+    for (const char *p = threads_opt; *p && nthreadc < 8;) {
+        int n = atoi(p);
+        if (n < 1 || n > MAX_THREADS) {
+            fprintf(stderr, "bad --threads\n");
+            return 2;
+        }
+        thread_counts[nthreadc++] = n;
+        const char *e = strchr(p, ',');
+        if (!e) break;
+        p = e + 1;
+    }
+    bool do_hot = !strcmp(wl_opt, "all") || !strcmp(wl_opt, "hot");
+    bool do_random = !strcmp(wl_opt, "all") || !strcmp(wl_opt, "random");
+    if (instr && !strcmp(wl_opt, "all")) do_random = false; /* default: the hot key */
+    if (do_random && nkeys == 0) {
+        fprintf(stderr, "--keys must be > 0 for the random workload\n");
+        return 2;
+    }
+
+    /* Subjects: the six algorithms, the peer, the harness. */
+    static subject subs[NALGOS + 2];
+    int nsubs = 0;
+    for (size_t i = 0; i < NALGOS; i++) {
+        if (!selected(only, algos[i].name)) continue;
+        subject *s = &subs[nsubs++];
+        s->name = algos[i].name;
+        s->kind = K_SLUICE;
+        s->algo = algos[i].algo;
+        sl_table_options o = {0};
+        o.params.algorithm = algos[i].algo;
+        o.params.rate = (sl_rate){LIMIT, PERIOD_NS};
+        o.params.burst = BURST;
+        /* a cap far above what the keys need: nothing is evicted */
+        o.max_memory = (size_t)4 << 30;
+        o.seed = 0x9e3779b97f4a7c15ULL;
+        int rc = sl_table_create(&o, &s->table);
+        if (rc) {
+            fprintf(stderr, "sl_table_create(%s): %s\n", s->name, sl_strerror(rc));
+            return 1;
+        }
+    }
+    if (selected(only, "peer")) {
+        subject *s = &subs[nsubs++];
+        s->name = "peer";
+        s->kind = K_PEER;
+        s->peer = peer_create((double)LIMIT / ((double)PERIOD_NS / 1e9), BURST);
+        if (!s->peer) return 1;
+    }
+    if (selected(only, "harness")) {
+        subject *s = &subs[nsubs++];
+        s->name = "harness";
+        s->kind = K_HARNESS;
+    }
+    if (nsubs == 0) {
+        fprintf(stderr, "no subject selected\n");
+        return 2;
+    }
+
+    if (instr) {
+        for (int i = 0; i < nsubs; i++) {
+            if (nkeys) populate(&subs[i], nkeys);
+            result r = run_once(&subs[i], do_hot ? W_HOT : W_RANDOM, 1, nkeys, 0, true,
+                                (uint64_t)instr_ops);
+            printf("instr %s ops=%lld allowed=%.3f%%\n", subs[i].name, instr_ops, r.allowed_pct);
+        }
+        return 0;
+    }
+
+    printf("# bench_decide: %d runs x %.2f s per configuration (median), %u random keys, "
+           "limit %d/min burst %d, cost 1\n# mode: %s; random keys written %s\n",
+           runs, secs, nkeys, LIMIT, BURST,
+           serial ? "serialized (lfence after every decision: latency of one decision)"
+                  : "back to back (successive decisions may overlap)",
+           byte_keys ? "byte by byte" : "with one 16-byte store");
+    if (do_random) {
+        for (int i = 0; i < nsubs; i++) {
+            int64_t t0 = bench_wall_ns();
+            populate(&subs[i], nkeys);
+            printf("# populated %-14s with %u keys in %.2f s\n", subs[i].name, nkeys,
+                   (double)(bench_wall_ns() - t0) / 1e9);
+        }
+    }
+    fflush(stdout);
+
+    FILE *cf = NULL;
+    if (csv) {
+        cf = fopen(csv, "w");
+        if (!cf) {
+            fprintf(stderr, "%s: %s\n", csv, strerror(errno));
+            return 1;
+        }
+        fprintf(cf, "mode,workload,threads,subject,ns_per_decision_median,ns_min,ns_max,"
+                    "mdecisions_per_s_median,allowed_pct\n");
+    }
+
+    printf("\n%-7s %-3s %-15s %10s %8s %8s %10s %8s\n", "keys", "thr", "subject", "ns/dec", "min",
+           "max", "Mdec/s", "allowed");
+    for (int wl = W_HOT; wl <= W_RANDOM; wl++) {
+        if (wl == W_HOT && !do_hot) continue;
+        if (wl == W_RANDOM && !do_random) continue;
+        for (int tc = 0; tc < nthreadc; tc++) {
+            int th = thread_counts[tc];
+            uint64_t keys_before[NALGOS + 2], ev_before[NALGOS + 2];
+            for (int i = 0; i < nsubs; i++) table_state(&subs[i], &keys_before[i], &ev_before[i]);
+            /* warm-up round, then measured rounds; subjects take turns */
+            for (int i = 0; i < nsubs; i++)
+                run_once(&subs[i], (enum workload)wl, th, nkeys, secs / 2, false, 0);
+            for (int r = 0; r < runs; r++) {
+                for (int i = 0; i < nsubs; i++) {
+                    result res = run_once(&subs[i], (enum workload)wl, th, nkeys, secs, false, 0);
+                    subs[i].ns[wl][th][r] = res.ns_per_decision;
+                    subs[i].mops[wl][th][r] = res.mops;
+                    subs[i].allowed[wl][th][r] = res.allowed_pct;
+                }
+            }
+            for (int i = 0; i < nsubs; i++) {
+                subject *s = &subs[i];
+                double v[MAX_RUNS], m[MAX_RUNS], a[MAX_RUNS];
+                memcpy(v, s->ns[wl][th], sizeof v);
+                memcpy(m, s->mops[wl][th], sizeof m);
+                memcpy(a, s->allowed[wl][th], sizeof a);
+                double med = bench_median(v, runs);
+                double mm = bench_median(m, runs);
+                double am = bench_median(a, runs);
+                const char *wname = wl == W_HOT ? "hot" : "random";
+                printf("%-7s %-3d %-15s %10.1f %8.1f %8.1f %10.2f %7.1f%%\n", wname, th, s->name,
+                       med, v[0], v[runs - 1], mm, am);
+                if (cf)
+                    fprintf(cf, "%s,%s,%d,%s,%.2f,%.2f,%.2f,%.3f,%.2f\n",
+                            serial ? "serial" : "back-to-back", wname, th, s->name, med, v[0],
+                            v[runs - 1], mm, am);
+                uint64_t k, e;
+                table_state(s, &k, &e);
+                if (k != keys_before[i] || e != ev_before[i])
+                    printf("#   note: %s table went from %llu to %llu keys, %llu evictions "
+                           "(lookups did not all hit)\n",
+                           s->name, (unsigned long long)keys_before[i], (unsigned long long)k,
+                           (unsigned long long)(e - ev_before[i]));
+            }
+            fflush(stdout);
+        }
+    }
+
+    /* Ratios: sluice's bucket algorithms against the peer (also a token bucket). */
+    subject *peer = NULL, *harness = NULL;
+    for (int i = 0; i < nsubs; i++) {
+        if (subs[i].kind == K_PEER) peer = &subs[i];
+        if (subs[i].kind == K_HARNESS) harness = &subs[i];
+    }
+    if (peer) {
+        printf("\n# ratio sluice/peer (median ns per decision; < 1 means sluice is faster)%s\n",
+               harness ? "; net = minus the harness" : "");
+        printf("%-7s %-3s %-15s %10s %10s %8s %10s\n", "keys", "thr", "subject", "sluice", "peer",
+               "ratio", "net ratio");
+        for (int wl = W_HOT; wl <= W_RANDOM; wl++) {
+            if ((wl == W_HOT && !do_hot) || (wl == W_RANDOM && !do_random)) continue;
+            for (int tc = 0; tc < nthreadc; tc++) {
+                int th = thread_counts[tc];
+                double pv[MAX_RUNS], hv[MAX_RUNS];
+                memcpy(pv, peer->ns[wl][th], sizeof pv);
+                double pm = bench_median(pv, runs), hm = 0;
+                if (harness) {
+                    memcpy(hv, harness->ns[wl][th], sizeof hv);
+                    hm = bench_median(hv, runs);
+                }
+                for (int i = 0; i < nsubs; i++) {
+                    if (subs[i].kind != K_SLUICE) continue;
+                    double sv[MAX_RUNS];
+                    memcpy(sv, subs[i].ns[wl][th], sizeof sv);
+                    double sm = bench_median(sv, runs);
+                    printf("%-7s %-3d %-15s %10.1f %10.1f %8.2f", wl == W_HOT ? "hot" : "random",
+                           th, subs[i].name, sm, pm, sm / pm);
+                    if (harness && pm - hm > 0) printf(" %10.2f", (sm - hm) / (pm - hm));
+                    printf("\n");
+                }
+            }
+        }
+    }
+    if (cf) fclose(cf);
+
+    for (int i = 0; i < nsubs; i++) {
+        if (subs[i].table) sl_table_destroy(subs[i].table);
+        if (subs[i].peer) peer_destroy(subs[i].peer);
+    }
+    return 0;
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# bench/run.sh: builds libsluice and the benchmarks in Release mode in their
+# own build directory (build-bench/) and runs them all (`make bench`):
+#   1. memlat        this machine's latency of a dependent random access
+#   2. bench_memory  bytes per key at 1M keys (measured), sluice vs the peer
+#   3. bench_decide  ns per decision, six algorithms, hot key / 1M random keys,
+#                    1 and 2 threads, the hand-rolled peer in the same run;
+#                    back to back, then serialized (latency), then with keys
+#                    formatted byte by byte
+#   4. callgrind     instructions per hot-key decision (repeatable), if valgrind
+#                    is installed
+#
+# Usage: bench/run.sh [--quick] [--no-callgrind] [--out DIR] [bench_decide options...]
+#   --quick         fewer and shorter runs (about 1.5 minutes; the full run about 3)
+#   --no-callgrind  skip step 4
+#   --out DIR       where the raw outputs go (default build-bench/results)
+# Environment: SLUICE_BENCH_BUILD overrides the build directory.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${SLUICE_BENCH_BUILD:-$root/build-bench}
+quick=()
+callgrind=1
+out=
+args=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) quick=(--quick) ;;
+    --no-callgrind) callgrind=0 ;;
+    --out) out=$2; shift ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) args+=("$1") ;;
+  esac
+  shift
+done
+out=${out:-$build/results}
+
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSLUICE_TESTS=OFF -DSLUICE_BENCH=ON \
+  >/dev/null
+cmake --build "$build" -j"$(nproc)" --target bench_decide bench_memory memlat >/dev/null
+mkdir -p "$out"
+bin=$build/bench
+
+{
+  echo "# sluice benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "# commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+  echo "# cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1)" \
+       "(family $(lscpu | sed -n 's/^CPU family: *//p' | head -1)," \
+       "model $(lscpu | sed -n 's/^Model: *//p' | head -1))," \
+       "$(nproc) CPUs online, $(lscpu | sed -n 's/^Thread(s) per core: *//p') thread(s) per core," \
+       "$(sed -n 's/^cpu MHz[^:]*: *//p' /proc/cpuinfo | head -1) MHz," \
+       "$(grep -qw hypervisor /proc/cpuinfo && echo 'virtual machine' || echo 'bare metal')"
+  echo "# memory: $(free -g | awk '/^Mem:/ {print $2}') GiB; kernel $(uname -r);" \
+       "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo '?');" \
+       "$(cc --version | head -1)"
+  echo "# build: CMAKE_BUILD_TYPE=Release ($build); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$out/machine.txt"
+
+echo
+echo "== 1. memory latency (memlat) =="
+"$bin/memlat" "${quick[@]}" | tee "$out/memlat.txt"
+
+echo
+echo "== 2. bytes per key (bench_memory) =="
+"$bin/bench_memory" "${quick[@]}" | tee "$out/memory.txt"
+
+echo
+echo "== 3a. ns per decision, back to back (bench_decide) =="
+"$bin/bench_decide" "${quick[@]}" --csv "$out/decide.csv" "${args[@]}" | tee "$out/decide.txt"
+
+echo
+echo "== 3b. ns per decision, serialized: the latency of a lone decision (bench_decide --serial) =="
+"$bin/bench_decide" "${quick[@]}" --serial --threads 1 --csv "$out/decide-serial.csv" "${args[@]}" \
+  | tee "$out/decide-serial.txt"
+
+echo
+echo "== 3c. random keys formatted byte by byte just before the call (bench_decide --byte-keys) =="
+"$bin/bench_decide" "${quick[@]}" --byte-keys --workload random --threads 1 \
+  --only token_bucket,gcra,peer,harness "${args[@]}" | tee "$out/decide-bytekeys.txt"
+
+if [ "$callgrind" = 1 ] && command -v valgrind >/dev/null; then
+  echo
+  echo "== 4. instructions per hot-key decision (callgrind, 1 thread, fake clock) =="
+  ops=1000000
+  [ ${#quick[@]} -gt 0 ] && ops=200000
+  mkdir -p "$out/callgrind"
+  declare -A ir
+  for s in fixed_window sliding_log sliding_window token_bucket gcra leaky_queue peer harness; do
+    f=$out/callgrind/$s.out
+    valgrind --tool=callgrind --callgrind-out-file="$f" --toggle-collect='loop_*' \
+      "$bin/bench_decide" --instr --ops "$ops" --only "$s" >/dev/null 2>"$out/callgrind/$s.log"
+    ir[$s]=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$f")
+  done
+  {
+    printf '%-15s %12s %12s\n' subject 'Ir/decision' 'net of loop'
+    for s in fixed_window sliding_log sliding_window token_bucket gcra leaky_queue peer harness; do
+      awk -v s="$s" -v a="${ir[$s]}" -v h="${ir[harness]}" -v n="$ops" \
+        'BEGIN { printf "%-15s %12.1f %12.1f\n", s, a / n, (a - h) / n }'
+    done
+  } | tee "$out/callgrind.txt"
+  echo "# per-function profiles: callgrind_annotate $out/callgrind/<subject>.out"
+fi
+echo
+echo "raw outputs in $out"

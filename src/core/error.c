@@ -27,6 +27,8 @@ const char *sl_strerror(int code) {
         return "cannot parse";
     case SL_EALGORITHM:
         return "unknown algorithm";
+    case SL_ETRANSFER:
+        return "the HTTP transfer failed";
     default:
         return "unknown error";
     }

@@ -34,10 +34,10 @@ void sl__gcra_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
         bf = 0;
     }
     *delay = bt - now + (bf > 0); /* rounded up: never released early */
-    /* new = base + cost * p / n */
-    sl__i128 step = (sl__i128)cost * plan->p;
-    int64_t nt = bt + (int64_t)(step / n);
-    int64_t nf = bf + (int64_t)(step % n);
+    /* new = base + cost * p / n; cost * p <= burst * p <= 2^61 fits 64 bits */
+    int64_t step = cost * plan->p;
+    int64_t nt = bt + step / n;
+    int64_t nf = bf + step % n;
     if (nf >= n) {
         nf -= n;
         nt++;
@@ -65,7 +65,7 @@ void sl__gcra_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
     sl__i128 used = ahead(plan, at, af, now); /* >= 0 */
     d->allowed = allowed;
     d->limit = plan->burst;
-    d->remaining = used >= plan->full ? 0 : (int64_t)((plan->full - used) / plan->p);
+    d->remaining = used >= plan->full ? 0 : (plan->full - (int64_t)used) / plan->p;
     d->reset_after = sl__ceil_div128(used, n);
     if (allowed) {
         d->retry_after = 0;

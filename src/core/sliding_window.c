@@ -66,7 +66,7 @@ void sl__sliding_window_decide(const sl__plan *plan, void *state, int64_t cost, 
     sl__i128 room = (sl__i128)N * P - weighted - (sl__i128)after * P;
     d->allowed = allowed;
     d->limit = N;
-    d->remaining = room > 0 ? (int64_t)(room / P) : 0;
+    d->remaining = room > 0 ? sl__div128(room, P) : 0;
     d->delay = 0;
     d->reset_after = after > 0 ? to_end + P : (prev > 0 ? to_end : 0);
     if (allowed) {
@@ -75,12 +75,12 @@ void sl__sliding_window_decide(const sl__plan *plan, void *state, int64_t cost, 
         /* Passes once prev * (P - e) <= (N - after - cost) * P within this
          * window, i.e. e >= P - floor((N - after - cost) * P / prev); at the
          * latest at the window's end, where prev becomes `after`. */
-        int64_t e = P - (int64_t)((sl__i128)(N - after - cost) * P / prev);
+        int64_t e = P - sl__div128((sl__i128)(N - after - cost) * P, prev);
         d->retry_after = (e < P ? w * P + e : (w + 1) * P) - now;
     } else {
         /* Not in this window. In the next one prev' = after, curr' = 0:
          * passes once after * (P - e) <= (N - cost) * P. */
-        int64_t e = P - (int64_t)((sl__i128)(N - cost) * P / after);
+        int64_t e = P - sl__div128((sl__i128)(N - cost) * P, after);
         d->retry_after = to_end + sl__max64(0, e);
     }
 }

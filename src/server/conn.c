@@ -64,22 +64,27 @@ static int64_t mono_ns(void) {
 
 static void count(atomic_uint_fast64_t *c);
 
-void sl__worker_record(sl_worker *w, sl_proto proto, int64_t ns) {
-    sl_worker_stats *st = &w->stats;
-    int b = sl__prom_latency_bucket(ns);
-    count(&st->latency[proto][b]);
-    atomic_store_explicit(&st->latency_sum_ns[proto],
-                          atomic_load_explicit(&st->latency_sum_ns[proto], memory_order_relaxed) +
-                              (uint64_t)ns,
-                          memory_order_relaxed);
-    atomic_store_explicit(&st->requests[proto],
-                          atomic_load_explicit(&st->requests[proto], memory_order_relaxed) + 1,
+static void add(atomic_uint_fast64_t *c, uint64_t n) {
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
                           memory_order_relaxed);
 }
 
 static void count(atomic_uint_fast64_t *c) {
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    add(c, 1);
+}
+
+/* Records n answers that took ns in all (a pipelined batch is timed once,
+ * with two clock reads, and each of its answers counted at the average). */
+static void record_batch(sl_worker *w, sl_proto proto, uint64_t n, int64_t ns) {
+    if (n == 0) return;
+    sl_worker_stats *st = &w->stats;
+    add(&st->latency[proto][sl__prom_latency_bucket(ns / (int64_t)n)], n);
+    add(&st->latency_sum_ns[proto], (uint64_t)ns);
+    add(&st->requests[proto], n);
+}
+
+void sl__worker_record(sl_worker *w, sl_proto proto, int64_t ns) {
+    record_batch(w, proto, 1, ns);
 }
 
 /* ---- timers ------------------------------------------------------------- */
@@ -234,15 +239,17 @@ static void flush(conn *c) {
 static void handle_http(conn *c, const char *data, size_t len) {
     sl_worker *w = c->w;
     size_t off = 0;
+    uint64_t answered = 0;
+    int64_t t0 = 0;
     while (off < len && !c->close_after_write) {
         size_t used = 0;
         sl_http_status st = sl__http_parser_feed(c->http, data + off, len - off, &used);
         off += used;
         if (st == SL_HTTP_READY) {
-            int64_t t0 = mono_ns();
+            if (answered == 0) t0 = mono_ns();
             const sl_http_request *req = sl__http_parser_request(c->http);
             bool keep = sl__http_api_handle(w, req, &c->out);
-            sl__worker_record(w, SL_PROTO_HTTP, mono_ns() - t0);
+            answered++;
             sl__http_parser_next(c->http);
             c->request_started_ms = 0;
             if (!keep) c->close_after_write = true;
@@ -270,6 +277,7 @@ static void handle_http(conn *c, const char *data, size_t len) {
             if (used == 0) break; /* should not happen: NEED_MORE consumes everything */
         }
     }
+    if (answered) record_batch(w, SL_PROTO_HTTP, answered, mono_ns() - t0);
     if (!c->close_after_write && sl__http_parser_in_request(c->http) && !c->request_started_ms)
         c->request_started_ms = uv_now(&w->loop);
 }
@@ -283,6 +291,8 @@ static size_t handle_resp(conn *c, const char *data, size_t len) {
                            .info = sl__resp_info,
                            .info_ctx = w};
     size_t off = 0;
+    uint64_t answered = 0;
+    int64_t t0 = 0;
     while (off < len && !c->close_after_write) {
         sl_resp_command cmd;
         const char *err = NULL;
@@ -294,14 +304,16 @@ static size_t handle_resp(conn *c, const char *data, size_t len) {
             snprintf(msg, sizeof msg, "ERR Protocol error: %s", err ? err : "malformed request");
             sl__resp_error(&c->out, msg);
             c->close_after_write = true;
+            if (answered) record_batch(w, SL_PROTO_RESP, answered, mono_ns() - t0);
             return len;
         }
-        int64_t t0 = mono_ns();
+        if (answered == 0) t0 = mono_ns();
         int quit = sl__resp_execute(&ctx, &cmd, &c->out);
-        sl__worker_record(w, SL_PROTO_RESP, mono_ns() - t0);
+        answered++;
         off += (size_t)n;
         if (quit) c->close_after_write = true;
     }
+    if (answered) record_batch(w, SL_PROTO_RESP, answered, mono_ns() - t0);
     return off;
 }
 

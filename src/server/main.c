@@ -109,6 +109,10 @@ int main(int argc, char **argv) {
     sl__log_info("ready");
     uv_run(loop, UV_RUN_DEFAULT);
     sl__server_drain_and_stop(&server, DRAIN_GRACE_NS);
+    /* a second SIGTERM while we exit must not kill us with the default action */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
     for (int i = 0; i < 3; i++) uv_close((uv_handle_t *)&sigs[i], NULL);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);

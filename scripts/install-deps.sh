@@ -10,8 +10,13 @@ packages=(
     libxml2-utils                      # xmllint: the sim tests check SVG charts are well-formed
     libuv1-dev libhttp-parser-dev      # sluiced: event loop, HTTP/1.1 parsing
     libyaml-dev libcjson-dev           # sluiced: config, JSON bodies
+    libcurl4-openssl-dev               # libsluice-client: the polite HTTP client
     curl redis-tools python3           # integration tests: real clients, raw sockets
+    nginx-light                        # integration tests: nginx in front, sluiced behind auth_request
+    libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler nghttp2-client  # gRPC: HTTP/2, protobuf, h2load
 )
+# the gRPC integration test's client (@grpc/grpc-js from npm); any existing node + npm will do
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do

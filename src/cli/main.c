@@ -1,10 +1,11 @@
-/* main.c: the `sluice` command line: dispatches subcommands (today `sim
- * race|herd|aimd`), prints help, and turns misuse into a clear message and
+/* main.c: the `sluice` command line: dispatches subcommands (`sim
+ * race|herd|aimd`, `fetch`), prints help, and turns misuse into a clear message and
  * exit code 2. Each subcommand parses its own options. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/fetch.h"
 #include "cli/sim.h"
 #include "sluice/sluice.h"
 
@@ -15,6 +16,8 @@ static const char main_help[] =
     "  sim race    run every rate-limiting algorithm on the same traffic and compare\n"
     "  sim herd    many workers retrying after 429: with and without jitter\n"
     "  sim aimd    a client adapting its rate to a server's limit (AIMD)\n"
+    "  fetch URL   send an HTTP request politely: Retry-After, backoff with jitter,\n"
+    "              retry budget, AIMD (sluice fetch --help)\n"
     "\n"
     "options:\n"
     "  -h, --help     show this help (also: sluice sim --help, sluice sim race --help)\n"
@@ -77,5 +80,6 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(cmd, "sim") == 0) return sim_main(argc, argv);
+    if (strcmp(cmd, "fetch") == 0) return fetch_main("sluice fetch", argc, argv, 2);
     return usage_error("unknown command '%s' (see sluice --help)", cmd);
 }

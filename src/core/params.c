@@ -99,7 +99,9 @@ int sl__plan_init(sl__plan *plan, const sl_params *params) {
         sl__state_init(plan, st, p->origin);
         sl_decision d;
         sl__decide(plan, st, 0, p->origin, SL__PEEK, &d);
-        plan->empty_until = p->origin + d.reset_after;
+        /* saturating: origin + two periods may pass INT64_MAX (never a real time) */
+        plan->empty_until =
+            d.reset_after > INT64_MAX - p->origin ? INT64_MAX : p->origin + d.reset_after;
         free(big);
     }
     return SL_OK;

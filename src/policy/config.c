@@ -18,9 +18,13 @@
  *   absent key for sections; a scalar field with no value is an error.
  * - Unknown keys, duplicate keys and aliases (*ref) are errors; anchors
  *   without aliases are harmless and ignored.
- * - Keys of features that are not built yet (store.redis, domains) are
- *   checked like the others, then refused with "not supported yet": a config
- *   never silently means less than it says. */
+ * - Keys of features that are not built yet (store.redis) are checked like
+ *   the others, then refused with "not supported yet": a config never
+ *   silently means less than it says.
+ * - `domains:` names envoyproxy/ratelimit rule files; they are loaded and
+ *   checked with the config (policy/domains.c), each of their errors
+ *   reported at the domains: line as "rule-file:line: field: message", and
+ *   the config owns them. */
 #include "policy/config.h"
 
 #include <arpa/inet.h>
@@ -31,9 +35,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <yaml.h>
 
+#include "policy/domains.h"
+#include "policy/apikeys.h"
 #include "sluice/error.h"
 
 #define MAX_DEPTH 32 /* mappings and lists inside each other; the schema needs 4 */
@@ -55,9 +62,26 @@
 
 /* ---- the schema ------------------------------------------------------------ */
 
-enum { TOP_LISTEN, TOP_WORKERS, TOP_STORE, TOP_DOMAINS, TOP_POLICIES, TOP_LIMITS, TOP_LOG_LEVEL };
-static const char *const top_keys[] = {"listen",   "workers", "store",    "domains",
-                                       "policies", "limits",  "log_level"};
+enum {
+    TOP_LISTEN,
+    TOP_WORKERS,
+    TOP_STORE,
+    TOP_DOMAINS,
+    TOP_POLICIES,
+    TOP_LIMITS,
+    TOP_LOG_LEVEL,
+    /* who is counted (docs/identity.md) */
+    TOP_IDENTITY,
+    TOP_TIERS,
+    TOP_QUOTAS,
+    TOP_COSTS,
+    TOP_EXEMPT,
+    TOP_RULES,
+    TOP_SHADOW
+};
+static const char *const top_keys[] = {"listen", "workers",   "store",    "domains", "policies",
+                                       "limits", "log_level", "identity", "tiers",   "quotas",
+                                       "costs",  "exempt",    "rules",    "shadow"};
 
 enum { LISTEN_HTTP, LISTEN_GRPC, LISTEN_RESP };
 static const char *const listen_keys[] = {"http", "grpc", "resp"};
@@ -139,6 +163,29 @@ static const struct {
     {"policies", "at the top level"},
     {"limits", "at the top level"},
     {"log_level", "at the top level"},
+    {"trusted_proxies", "under identity"},
+    {"forwarded_header", "under identity"},
+    {"ipv4_prefix", "under identity"},
+    {"ipv6_prefix", "under identity"},
+    {"client_ip_header", "under identity"},
+    {"method_header", "under identity"},
+    {"uri_header", "under identity"},
+    {"api_keys", "under identity"},
+    {"file", "under identity.api_keys"},
+    {"bearer", "under identity.api_keys"},
+    {"required", "under identity.api_keys"},
+    {"limit", "in a quota (quotas: - name: ...) or a tier"},
+    {"per", "in a quota (quotas: - name: ...)"},
+    {"cidrs", "under exempt"},
+    {"paths", "under exempt"},
+    {"by", "in a rule's limit (rules: - limits: - policy: ...)"},
+    {"policy", "in a rule's limit (rules: - limits: - policy: ...)"},
+    {"identity", "at the top level"},
+    {"tiers", "at the top level"},
+    {"quotas", "at the top level"},
+    {"costs", "at the top level"},
+    {"exempt", "at the top level"},
+    {"rules", "at the top level"},
 };
 
 /* ---- the parser state and error reporting ---------------------------------- */
@@ -159,6 +206,7 @@ typedef struct parser {
     bool listen_bad[3];                   /* its value was refused: no clash check */
     int key_line;                         /* of the key whose value is being read */
     int error_line[SL_CONFIG_MAX_ERRORS]; /* of each stored message, to sort them */
+    struct ident_parse *ident;            /* identity sections (see there) */
 } parser;
 
 static void add_errorv(sl_config_errors *errs, const char *source, int line, const char *field,
@@ -1181,6 +1229,1026 @@ static void parse_policies(parser *p, const char *path) {
     }
 }
 
+/* ---- identity, tiers, quotas, costs, exemptions, rules (docs/identity.md) ---- */
+
+enum {
+    ID_TRUSTED,
+    ID_FORWARDED,
+    ID_V4,
+    ID_V6,
+    ID_CLIENT_IP_HEADER,
+    ID_METHOD_HEADER,
+    ID_URI_HEADER,
+    ID_API_KEYS
+};
+static const char *const identity_keys[] = {"trusted_proxies", "forwarded_header", "ipv4_prefix",
+                                            "ipv6_prefix",     "client_ip_header", "method_header",
+                                            "uri_header",      "api_keys"};
+
+enum { AK_FILE, AK_HEADER, AK_BEARER, AK_QUERY, AK_REQUIRED };
+static const char *const api_keys_keys[] = {"file", "header", "bearer", "query", "required"};
+
+enum { QU_NAME, QU_LIMIT, QU_PER, QU_SHADOW, QU_NKEYS };
+static const char *const quota_keys[] = {"name", "limit", "per", "shadow"};
+static const char *const quota_periods[] = {"day", "month"};
+
+enum { CO_METHOD, CO_PATH, CO_COST };
+static const char *const cost_keys[] = {"method", "path", "cost"};
+
+enum { EX_PATHS, EX_CIDRS, EX_TIERS };
+static const char *const exempt_keys[] = {"paths", "cidrs", "tiers"};
+
+enum { RU_NAME, RU_METHOD, RU_PATH, RU_SHADOW, RU_LIMITS, RU_NKEYS };
+static const char *const rule_keys[] = {"name", "method", "path", "shadow", "limits"};
+
+enum { LI_POLICY, LI_BY, LI_COST, LI_NKEYS };
+static const char *const limit_keys[] = {"policy", "by", "cost"};
+
+enum { TO_RATE, TO_BURST, TO_LIMIT };
+static const char *const override_keys[] = {"rate", "burst", "limit"};
+
+static const char *const method_names[] = {"GET",   "HEAD",   "POST",   "PUT",
+                                           "PATCH", "DELETE", "OPTIONS"};
+static const char *const source_names[] = {"api_key", "org", "ip", "route", "global"};
+static const uint8_t source_values[] = {SL_SRC_API_KEY, SL_SRC_ORG, SL_SRC_IP, SL_SRC_ROUTE,
+                                        SL_SRC_GLOBAL};
+
+#define COST_MAX      INT64_C(1000000000000) /* as /v1/check's cost */
+#define QUOTA_MAX     (INT64_C(1) << 61)
+#define MONTH_PERIOD  (31 * NS_DAY) /* a calendar quota's table period, see policy.c */
+#define MAX_TIER_REFS SL_CONFIG_MAX_TIERS
+
+/* What the identity sections keep until the whole file is read: exempt.tiers
+ * names can only be resolved once tiers: is known, wherever it is. */
+typedef struct ident_parse {
+    char tier_names[MAX_TIER_REFS][SL_POLICY_NAME_MAX + 1];
+    int tier_lines[MAX_TIER_REFS];
+    size_t ntier_names;
+    size_t rules_cap, costs_cap, tiers_cap;
+    int required_line;
+} ident_parse;
+
+static bool name_char(char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' ||
+           ch == '-';
+}
+
+/* A name as policies have them: [a-z0-9_.-], 1 to 63 bytes. False after
+ * reporting. */
+static bool check_name(parser *p, int line, const char *path, const char *s, size_t n) {
+    char q[64];
+    quote(q, sizeof q, s, n);
+    if (n == 0) return error_at(p, line, path, "the name is empty"), false;
+    if (n > SL_POLICY_NAME_MAX)
+        return error_at(p, line, path, "%s is longer than %d characters", q, SL_POLICY_NAME_MAX),
+               false;
+    for (size_t i = 0; i < n; i++)
+        if (!name_char(s[i]))
+            return error_at(p, line, path,
+                            "%s: a name uses only lower-case letters, digits, _ . and -", q),
+                   false;
+    return true;
+}
+
+/* A header field name (RFC 9110 token), into out. */
+static void get_header_name(parser *p, const char *path, char *out, bool may_be_off) {
+    const char *s = get_scalar(p, path,
+                               may_be_off ? "a header name such as X-API-Key, or off"
+                                          : "a header name such as X-Real-IP");
+    if (!s) return;
+    size_t n = scalar_len(p);
+    if (may_be_off && strcmp(s, "off") == 0) {
+        out[0] = '\0';
+        return;
+    }
+    char q[64];
+    quote(q, sizeof q, s, n);
+    bool ok = n > 0 && n <= SL_HEADER_NAME_MAX;
+    for (size_t i = 0; ok && i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             strchr("!#$%&'*+-.^_`|~", c) != NULL;
+    }
+    if (!ok) {
+        error_at(p, cur_line(p), path, "%s is not a header name (1 to %d letters, digits or - _ .)",
+                 q, SL_HEADER_NAME_MAX);
+        return;
+    }
+    memcpy(out, s, n + 1);
+}
+
+/* A list of CIDR blocks, appended to *arr. */
+static void cidr_list(parser *p, const char *path, sl_cidr **arr, size_t *n) {
+    if (is_null(p)) return;
+    if (p->ev.type != YAML_SEQUENCE_START_EVENT) {
+        expected(p, path, "a list of CIDR blocks such as [10.0.0.0/8, \"2001:db8::/32\"]");
+        return;
+    }
+    size_t cap = *n;
+    for (size_t i = 0;; i++) {
+        if (!next(p) || p->ev.type == YAML_SEQUENCE_END_EVENT) return;
+        char item[PATH_SIZE];
+        snprintf(item, sizeof item, "%s[%zu]", path, i);
+        if (i >= SL_CONFIG_MAX_CIDRS) {
+            if (i == SL_CONFIG_MAX_CIDRS)
+                error_at(p, cur_line(p), item, "too many blocks (at most %d)", SL_CONFIG_MAX_CIDRS);
+            skip(p);
+            continue;
+        }
+        const char *s = get_scalar(p, item, "a CIDR block such as 10.0.0.0/8");
+        if (!s) continue;
+        sl_cidr c;
+        const char *why = "";
+        if (sl__cidr_parse(s, scalar_len(p), &c, &why) != 0) {
+            char q[64];
+            quote(q, sizeof q, s, scalar_len(p));
+            error_at(p, cur_line(p), item, "cannot use %s: %s", q, why);
+            continue;
+        }
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 8;
+            sl_cidr *na = realloc(*arr, cap * sizeof *na);
+            if (!na) {
+                error_at(p, cur_line(p), item, "out of memory");
+                p->fatal = true;
+                return;
+            }
+            *arr = na;
+        }
+        (*arr)[(*n)++] = c;
+    }
+}
+
+/* A method or a list of methods, as a mask. */
+static void get_methods(parser *p, const char *path, unsigned *mask) {
+    char list[96];
+    join_names(list, sizeof list, method_names, COUNT(method_names));
+    bool seq = p->ev.type == YAML_SEQUENCE_START_EVENT;
+    for (size_t i = 0;; i++) {
+        char item[PATH_SIZE];
+        if (seq) {
+            if (!next(p) || p->ev.type == YAML_SEQUENCE_END_EVENT) return;
+            snprintf(item, sizeof item, "%s[%zu]", path, i);
+        } else {
+            snprintf(item, sizeof item, "%s", path);
+        }
+        const char *s = get_scalar(p, item, list);
+        if (s) {
+            size_t k = 0;
+            while (k < COUNT(method_names) && strcmp(s, method_names[k]) != 0) k++;
+            if (k < COUNT(method_names)) {
+                *mask |= 1u << k;
+            } else {
+                char q[64];
+                quote(q, sizeof q, s, scalar_len(p));
+                const char *near = suggest(s, scalar_len(p), method_names, COUNT(method_names));
+                if (near)
+                    error_at(p, cur_line(p), item, "unknown method %s (did you mean %s?)", q, near);
+                else
+                    error_at(p, cur_line(p), item, "unknown method %s (expected %s)", q, list);
+            }
+        }
+        if (!seq) return;
+    }
+}
+
+/* A path pattern: a star (any), "/exact", a subtree "/tree/" + star, or a
+ * prefix "/prefix" + star (docs/identity.md). */
+static void get_pattern(parser *p, const char *path, char *out) {
+    const char *s = get_scalar(p, path, "a path such as /login, /api/* or *");
+    if (!s) return;
+    size_t n = scalar_len(p);
+    char q[64];
+    quote(q, sizeof q, s, n);
+    if (n == 1 && s[0] == '*') {
+        out[0] = '\0';
+        return;
+    }
+    const char *why = NULL;
+    if (n == 0 || s[0] != '/')
+        why = "a path starts with / (or is * for every path)";
+    else if (n > SL_PATTERN_MAX)
+        why = "longer than 255 bytes";
+    for (size_t i = 0; !why && i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= 0x20 || c >= 0x7f || c == '?' || c == '#')
+            why = "a path has no spaces, control characters, ? or #";
+        else if (c == '*' && i + 1 != n)
+            why = "* may only end a path (/api/* or /api*)";
+    }
+    if (why) {
+        error_at(p, cur_line(p), path, "cannot use %s: %s", q, why);
+        return;
+    }
+    memcpy(out, s, n + 1);
+}
+
+static void api_keys_value(parser *p, void *obj, int key, const char *path) {
+    (void)obj;
+    sl_identity_config *id = &p->cfg->identity;
+    bool flag;
+    switch (key) {
+    case AK_FILE: {
+        const char *s = get_scalar(p, path, "the path of a key file");
+        if (!s) break;
+        if (scalar_len(p) >= sizeof id->key_file) {
+            error_at(p, cur_line(p), path, "the path is longer than %zu bytes",
+                     sizeof id->key_file - 1);
+            break;
+        }
+        memcpy(id->key_file, s, scalar_len(p) + 1);
+        id->key_file_line = cur_line(p);
+        break;
+    }
+    case AK_HEADER:
+        get_header_name(p, path, id->key_header, true);
+        break;
+    case AK_BEARER:
+        if (get_bool(p, path, &flag)) id->key_bearer = flag;
+        break;
+    case AK_QUERY: {
+        const char *s = get_scalar(p, path, "a query parameter name such as api_key, or off");
+        if (!s) break;
+        size_t n = scalar_len(p);
+        bool ok = n > 0 && n <= SL_HEADER_NAME_MAX;
+        for (size_t i = 0; ok && i < n; i++)
+            ok = name_char((char)(s[i] | ((s[i] >= 'A' && s[i] <= 'Z') ? 0x20 : 0)));
+        if (strcmp(s, "off") == 0) {
+            id->key_query[0] = '\0';
+        } else if (!ok) {
+            char q[64];
+            quote(q, sizeof q, s, n);
+            error_at(p, cur_line(p), path,
+                     "%s is not a parameter name (1 to %d letters, digits or _ . -)", q,
+                     SL_HEADER_NAME_MAX);
+        } else {
+            memcpy(id->key_query, s, n + 1);
+        }
+        break;
+    }
+    case AK_REQUIRED:
+        if (get_bool(p, path, &flag)) id->key_required = flag;
+        p->ident->required_line = p->key_line;
+        break;
+    }
+}
+
+static void identity_value(parser *p, void *obj, int key, const char *path) {
+    (void)obj;
+    sl_identity_config *id = &p->cfg->identity;
+    uint64_t u;
+    switch (key) {
+    case ID_TRUSTED:
+        cidr_list(p, path, &id->trusted, &id->ntrusted);
+        break;
+    case ID_FORWARDED: {
+        const char *s = get_scalar(p, path, "X-Forwarded-For or Forwarded");
+        if (!s) break;
+        if (strcasecmp(s, "x-forwarded-for") == 0) {
+            id->forwarded = SL_FWD_XFF;
+        } else if (strcasecmp(s, "forwarded") == 0) {
+            id->forwarded = SL_FWD_FORWARDED;
+        } else {
+            char q[64];
+            quote(q, sizeof q, s, scalar_len(p));
+            error_at(p, cur_line(p), path,
+                     "unknown header %s (expected X-Forwarded-For or Forwarded, RFC 7239)", q);
+        }
+        break;
+    }
+    case ID_V4:
+        if (get_uint(p, path, "a prefix length from 1 to 32", 1, 32, &u))
+            id->ipv4_prefix = (unsigned)u;
+        break;
+    case ID_V6:
+        if (get_uint(p, path, "a prefix length from 1 to 128", 1, 128, &u))
+            id->ipv6_prefix = (unsigned)u;
+        break;
+    case ID_CLIENT_IP_HEADER:
+        get_header_name(p, path, id->client_ip_header, false);
+        break;
+    case ID_METHOD_HEADER:
+        get_header_name(p, path, id->method_header, false);
+        break;
+    case ID_URI_HEADER:
+        get_header_name(p, path, id->uri_header, false);
+        break;
+    case ID_API_KEYS: {
+        int seen[COUNT(api_keys_keys)] = {0};
+        section(p, path, api_keys_keys, COUNT(api_keys_keys), api_keys_value, NULL, seen,
+                "a mapping of file, header, bearer, query, required");
+        break;
+    }
+    }
+}
+
+/* ---- tiers ---- */
+
+typedef void (*named_fn)(parser *p, void *obj, const char *key, size_t len, int line,
+                         const char *path);
+
+/* A mapping whose keys are names the user chose (tiers, policies in a tier):
+ * calls fn for each with the value as the current event. */
+static void each_named(parser *p, const char *parent, named_fn fn, void *obj) {
+    for (;;) {
+        if (!next(p) || p->ev.type == YAML_MAPPING_END_EVENT) return;
+        int line = cur_line(p);
+        if (p->ev.type != YAML_SCALAR_EVENT) {
+            char got[96];
+            describe(p, got, sizeof got);
+            error_at(p, line, parent, "a key must be a plain word, got %s", got);
+            skip(p);
+            if (!next(p)) return;
+            skip(p);
+            continue;
+        }
+        char key[SL_POLICY_NAME_MAX + 2];
+        size_t len = scalar_len(p);
+        size_t keep = len < sizeof key - 1 ? len : sizeof key - 1;
+        memcpy(key, scalar_text(p), keep);
+        key[keep] = '\0';
+        char path[PATH_SIZE];
+        join_path(path, parent, scalar_text(p), len);
+        if (memchr(scalar_text(p), '\0', len)) len = SL_POLICY_NAME_MAX + 1; /* refused below */
+        if (!next(p)) return;
+        fn(p, obj, key, len, line, path);
+    }
+}
+
+static void override_value(parser *p, void *obj, int key, const char *path) {
+    sl_tier_override *o = obj;
+    uint64_t u;
+    switch (key) {
+    case TO_RATE: {
+        const char *s = get_scalar(p, path, "a rate such as 50/s");
+        if (!s) break;
+        int rc = sl_rate_parse(s, &o->rate);
+        if (rc != SL_OK) {
+            char q[64];
+            quote(q, sizeof q, s, scalar_len(p));
+            error_at(p, cur_line(p), path,
+                     "cannot parse %s (expected N/s, N/m, N/h, N/d or N/<duration> such as "
+                     "100/10s)",
+                     q);
+        } else {
+            o->have_rate = true;
+        }
+        break;
+    }
+    case TO_BURST:
+        if (get_uint(p, path, "a whole number of requests", 1, INT64_MAX, &u)) {
+            o->burst = (int64_t)u;
+            o->have_burst = true;
+        }
+        break;
+    case TO_LIMIT:
+        if (get_uint(p, path, "a whole number of requests", 1, (uint64_t)QUOTA_MAX, &u)) {
+            o->limit = (int64_t)u;
+            o->have_limit = true;
+        }
+        break;
+    }
+}
+
+static void tier_policy(parser *p, void *obj, const char *key, size_t len, int line,
+                        const char *path) {
+    sl_tier_config *t = obj;
+    if (!check_name(p, line, path, key, len)) {
+        skip(p);
+        return;
+    }
+    for (size_t i = 0; i < t->noverrides; i++) {
+        if (strcmp(t->overrides[i].policy, key) == 0) {
+            error_at(p, line, path, "duplicate key (first at line %d)", t->overrides[i].line);
+            skip(p);
+            return;
+        }
+    }
+    if (p->ev.type != YAML_MAPPING_START_EVENT) {
+        expected(p, path, "a mapping of rate and burst (a policy) or limit (a quota)");
+        return;
+    }
+    sl_tier_override *no = realloc(t->overrides, (t->noverrides + 1) * sizeof *no);
+    if (!no) {
+        error_at(p, line, path, "out of memory");
+        p->fatal = true;
+        return;
+    }
+    t->overrides = no;
+    sl_tier_override *o = &t->overrides[t->noverrides++];
+    memset(o, 0, sizeof *o);
+    memcpy(o->policy, key, len + 1);
+    o->line = line;
+    int seen[COUNT(override_keys)] = {0};
+    each_key(p, path, override_keys, COUNT(override_keys), override_value, o, seen);
+}
+
+static void tier_entry(parser *p, void *obj, const char *key, size_t len, int line,
+                       const char *path) {
+    ident_parse *ip = obj;
+    sl_config *c = p->cfg;
+    if (!check_name(p, line, path, key, len)) {
+        skip(p);
+        return;
+    }
+    for (size_t i = 0; i < c->ntiers; i++) {
+        if (strcmp(c->tiers[i].name, key) == 0) {
+            error_at(p, line, path, "duplicate tier (first at line %d)", c->tiers[i].line);
+            skip(p);
+            return;
+        }
+    }
+    if (c->ntiers == SL_CONFIG_MAX_TIERS) {
+        error_at(p, line, path, "too many tiers (at most %d)", SL_CONFIG_MAX_TIERS);
+        skip(p);
+        return;
+    }
+    if (c->ntiers == ip->tiers_cap) {
+        size_t cap = ip->tiers_cap ? 2 * ip->tiers_cap : 4;
+        sl_tier_config *nt = realloc(c->tiers, cap * sizeof *nt);
+        if (!nt) {
+            error_at(p, line, path, "out of memory");
+            p->fatal = true;
+            return;
+        }
+        c->tiers = nt;
+        ip->tiers_cap = cap;
+    }
+    sl_tier_config *t = &c->tiers[c->ntiers++];
+    memset(t, 0, sizeof *t);
+    memcpy(t->name, key, len + 1);
+    t->line = line;
+    if (is_null(p)) return; /* a tier without overrides (admin: ~) */
+    if (p->ev.type != YAML_MAPPING_START_EVENT) {
+        expected(p, path, "a mapping of policy names to their rate, burst or limit");
+        return;
+    }
+    each_named(p, path, tier_policy, t);
+}
+
+static void parse_tiers(parser *p, const char *path) {
+    if (is_null(p)) return;
+    if (p->ev.type != YAML_MAPPING_START_EVENT) {
+        expected(p, path, "a mapping of tier names (free: {api: {rate: 5/s}}, ...)");
+        return;
+    }
+    each_named(p, path, tier_entry, p->ident);
+}
+
+/* ---- quotas ---- */
+
+typedef struct quota_build {
+    policy_build b;
+    int seen[QU_NKEYS];
+    int per;
+    int64_t limit;
+} quota_build;
+
+static void quota_value(parser *p, void *obj, int key, const char *path) {
+    quota_build *q = obj;
+    uint64_t u;
+    bool flag;
+    switch (key) {
+    case QU_NAME:
+        policy_name(p, &q->b, path);
+        break;
+    case QU_LIMIT:
+        if (get_uint(p, path, "a whole number of requests", 1, (uint64_t)QUOTA_MAX, &u))
+            q->limit = (int64_t)u;
+        break;
+    case QU_PER:
+        q->per = get_enum(p, path, "quota period", quota_periods, COUNT(quota_periods));
+        break;
+    case QU_SHADOW:
+        if (get_bool(p, path, &flag)) q->b.pc->shadow = flag;
+        break;
+    }
+}
+
+static void parse_quotas(parser *p, const char *path) {
+    if (is_null(p)) return;
+    if (p->ev.type != YAML_SEQUENCE_START_EVENT) {
+        expected(p, path, "a list of quotas (- name: ..., limit: ..., per: month)");
+        return;
+    }
+    for (size_t i = 0;; i++) {
+        if (!next(p) || p->ev.type == YAML_SEQUENCE_END_EVENT) return;
+        char item[PATH_SIZE];
+        snprintf(item, sizeof item, "%s[%zu]", path, i);
+        if (p->cfg->npolicies >= SL_CONFIG_MAX_POLICIES) {
+            error_at(p, cur_line(p), item, "too many policies and quotas (at most %d)",
+                     SL_CONFIG_MAX_POLICIES);
+            skip(p);
+            continue;
+        }
+        if (p->ev.type != YAML_MAPPING_START_EVENT) {
+            expected(p, item, "a quota (a mapping of name, limit and per)");
+            continue;
+        }
+        int line = cur_line(p);
+        quota_build q = {.b = {.index = p->cfg->npolicies}, .per = -1};
+        q.b.pc = new_policy(p);
+        if (!q.b.pc) {
+            error_at(p, line, item, "out of memory");
+            p->fatal = true;
+            return;
+        }
+        q.b.pc->line = line;
+        q.b.pc->quota = true;
+        each_key(p, item, quota_keys, COUNT(quota_keys), quota_value, &q, q.seen);
+        if (p->fatal) return;
+        static const struct {
+            int key;
+            const char *why;
+        } required[] = {{QU_NAME, "every quota needs a name"},
+                        {QU_LIMIT, "every quota needs a limit"},
+                        {QU_PER, "every quota needs a period: per: day or per: month"}};
+        for (size_t k = 0; k < COUNT(required); k++) {
+            if (q.seen[required[k].key]) continue;
+            char field[PATH_SIZE + 16];
+            snprintf(field, sizeof field, "%s.%s", item, quota_keys[required[k].key]);
+            error_at(p, line, field, "missing (%s)", required[k].why);
+        }
+        sl_policy_config *pc = q.b.pc;
+        pc->params.algorithm = SL_FIXED_WINDOW;
+        pc->params.rate.limit = q.limit > 0 ? q.limit : 1;
+        /* A day is a fixed window aligned to the Unix epoch: midnight UTC. A
+         * month is a window on a calendar clock (policy.c) of 31 days. */
+        pc->params.rate.period = q.per == 1 ? MONTH_PERIOD : NS_DAY;
+        pc->calendar = q.per == 1 ? SL_CALENDAR_MONTH : SL_CALENDAR_NONE;
+    }
+}
+
+/* ---- costs ---- */
+
+static void cost_value(parser *p, void *obj, int key, const char *path) {
+    sl_cost_config *c = obj;
+    uint64_t u;
+    switch (key) {
+    case CO_METHOD:
+        get_methods(p, path, &c->match.methods);
+        break;
+    case CO_PATH:
+        get_pattern(p, path, c->match.path);
+        break;
+    case CO_COST:
+        if (get_uint(p, path, "a cost from 0 to 10^12", 0, (uint64_t)COST_MAX, &u))
+            c->cost = (int64_t)u;
+        break;
+    }
+}
+
+static void parse_costs(parser *p, const char *path) {
+    sl_config *cfg = p->cfg;
+    if (is_null(p)) return;
+    if (p->ev.type != YAML_SEQUENCE_START_EVENT) {
+        expected(p, path, "a list of costs (- {method: POST, path: /exports, cost: 50})");
+        return;
+    }
+    for (size_t i = 0;; i++) {
+        if (!next(p) || p->ev.type == YAML_SEQUENCE_END_EVENT) return;
+        char item[PATH_SIZE];
+        snprintf(item, sizeof item, "%s[%zu]", path, i);
+        if (i >= SL_CONFIG_MAX_COSTS) {
+            if (i == SL_CONFIG_MAX_COSTS)
+                error_at(p, cur_line(p), item, "too many costs (at most %d)", SL_CONFIG_MAX_COSTS);
+            skip(p);
+            continue;
+        }
+        if (p->ev.type != YAML_MAPPING_START_EVENT) {
+            expected(p, item, "a cost (a mapping of method, path and cost)");
+            continue;
+        }
+        if (cfg->ncosts == p->ident->costs_cap) {
+            size_t cap = p->ident->costs_cap ? 2 * p->ident->costs_cap : 8;
+            sl_cost_config *nc = realloc(cfg->costs, cap * sizeof *nc);
+            if (!nc) {
+                error_at(p, cur_line(p), item, "out of memory");
+                p->fatal = true;
+                return;
+            }
+            cfg->costs = nc;
+            p->ident->costs_cap = cap;
+        }
+        int line = cur_line(p);
+        sl_cost_config *c = &cfg->costs[cfg->ncosts++];
+        memset(c, 0, sizeof *c);
+        c->line = line;
+        int seen[COUNT(cost_keys)] = {0};
+        each_key(p, item, cost_keys, COUNT(cost_keys), cost_value, c, seen);
+        if (!seen[CO_COST]) {
+            char field[PATH_SIZE + 8];
+            snprintf(field, sizeof field, "%s.cost", item);
+            error_at(p, line, field, "missing (what a matching request costs)");
+        }
+    }
+}
+
+/* ---- exemptions ---- */
+
+static void exempt_value(parser *p, void *obj, int key, const char *path) {
+    (void)obj;
+    sl_exempt_config *ex = &p->cfg->exempt;
+    ident_parse *ip = p->ident;
+    if (key == EX_CIDRS) {
+        cidr_list(p, path, &ex->cidrs, &ex->ncidrs);
+        return;
+    }
+    if (is_null(p)) return;
+    if (p->ev.type != YAML_SEQUENCE_START_EVENT) {
+        expected(p, path,
+                 key == EX_PATHS ? "a list of paths such as [/healthz, /readyz]"
+                                 : "a list of tier names such as [admin]");
+        return;
+    }
+    for (size_t i = 0;; i++) {
+        if (!next(p) || p->ev.type == YAML_SEQUENCE_END_EVENT) return;
+        char item[PATH_SIZE];
+        snprintf(item, sizeof item, "%s[%zu]", path, i);
+        size_t max = key == EX_PATHS ? SL_CONFIG_MAX_EXEMPT : MAX_TIER_REFS;
+        if (i >= max) {
+            if (i == max) error_at(p, cur_line(p), item, "too many entries (at most %zu)", max);
+            skip(p);
+            continue;
+        }
+        if (key == EX_PATHS) {
+            sl_route_match *m = &ex->paths[ex->npaths];
+            memset(m, 0, sizeof *m);
+            m->path[0] = '\x01'; /* unset until get_pattern succeeds */
+            get_pattern(p, item, m->path);
+            if (m->path[0] != '\x01') ex->npaths++;
+        } else {
+            const char *s = get_scalar(p, item, "a tier name");
+            if (!s || !check_name(p, cur_line(p), item, s, scalar_len(p))) continue;
+            memcpy(ip->tier_names[ip->ntier_names], s, scalar_len(p) + 1);
+            ip->tier_lines[ip->ntier_names++] = cur_line(p);
+        }
+    }
+}
+
+/* ---- rules ---- */
+
+typedef struct rule_build {
+    sl_rule_config *r;
+    size_t index;
+} rule_build;
+
+static void limit_by(parser *p, sl_limit_config *l, const char *path) {
+    bool seq = p->ev.type == YAML_SEQUENCE_START_EVENT;
+    const char *list = "api_key, org, ip, route, header:NAME or global";
+    for (size_t i = 0;; i++) {
+        char item[PATH_SIZE];
+        if (seq) {
+            if (!next(p) || p->ev.type == YAML_SEQUENCE_END_EVENT) break;
+            snprintf(item, sizeof item, "%s[%zu]", path, i);
+        } else {
+            snprintf(item, sizeof item, "%s", path);
+        }
+        const char *s = get_scalar(p, item, list);
+        if (s) {
+            size_t n = scalar_len(p);
+            char q[64];
+            quote(q, sizeof q, s, n);
+            uint8_t src = 0;
+            for (size_t k = 0; k < COUNT(source_names); k++)
+                if (strcmp(s, source_names[k]) == 0) src = source_values[k];
+            if (!src && strncmp(s, "header:", 7) == 0) {
+                const char *h = s + 7;
+                size_t hn = n - 7;
+                bool ok = hn > 0 && hn <= SL_HEADER_NAME_MAX;
+                for (size_t k = 0; ok && k < hn; k++) {
+                    unsigned char c = (unsigned char)h[k];
+                    ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                         (c >= '0' && c <= '9') || strchr("!#$%&'*+-.^_`|~", c) != NULL;
+                }
+                if (!ok) {
+                    error_at(p, cur_line(p), item, "%s: expected header:NAME with a header name",
+                             q);
+                } else if (l->header[0]) {
+                    error_at(p, cur_line(p), item, "%s: one header per limit", q);
+                } else {
+                    memcpy(l->header, h, hn + 1);
+                    src = SL_SRC_HEADER;
+                }
+                if (!src) goto next_item;
+            }
+            if (!src) {
+                const char *near = suggest(s, n, source_names, COUNT(source_names));
+                if (near)
+                    error_at(p, cur_line(p), item, "unknown key source %s (did you mean %s?)", q,
+                             near);
+                else
+                    error_at(p, cur_line(p), item, "unknown key source %s (expected %s)", q, list);
+            } else if (l->nby == SL_LIMIT_MAX_SOURCES) {
+                error_at(p, cur_line(p), item, "at most %d key sources per limit",
+                         SL_LIMIT_MAX_SOURCES);
+            } else {
+                bool dup = false;
+                for (unsigned k = 0; k < l->nby; k++) dup |= l->by[k] == src;
+                if (dup && src != SL_SRC_HEADER)
+                    error_at(p, cur_line(p), item, "%s is listed twice", q);
+                else
+                    l->by[l->nby++] = src;
+            }
+        }
+    next_item:
+        if (!seq) break;
+    }
+    if (l->nby == 0 && !p->fatal) return;
+    /* global with anything else is the other thing alone: refuse the confusion */
+    for (unsigned k = 0; k < l->nby; k++)
+        if (l->by[k] == SL_SRC_GLOBAL && l->nby > 1)
+            error_at(p, p->key_line, path, "global is one key for everyone: use it alone");
+}
+
+static void limit_value(parser *p, void *obj, int key, const char *path) {
+    sl_limit_config *l = obj;
+    uint64_t u;
+    switch (key) {
+    case LI_POLICY: {
+        const char *s = get_scalar(p, path, "the name of a policy or quota");
+        if (s && check_name(p, cur_line(p), path, s, scalar_len(p)))
+            memcpy(l->policy, s, scalar_len(p) + 1);
+        break;
+    }
+    case LI_BY:
+        limit_by(p, l, path);
+        break;
+    case LI_COST:
+        if (get_uint(p, path, "a cost from 0 to 10^12", 0, (uint64_t)COST_MAX, &u))
+            l->cost = (int64_t)u;
+        break;
+    }
+}
+
+static void rule_limits(parser *p, sl_rule_config *r, const char *path) {
+    if (is_null(p)) return;
+    if (p->ev.type != YAML_SEQUENCE_START_EVENT) {
+        expected(p, path, "a list of limits (- {policy: api, by: api_key})");
+        return;
+    }
+    for (size_t i = 0;; i++) {
+        if (!next(p) || p->ev.type == YAML_SEQUENCE_END_EVENT) return;
+        char item[PATH_SIZE];
+        snprintf(item, sizeof item, "%s[%zu]", path, i);
+        if (i >= SL_RULE_MAX_LIMITS) {
+            if (i == SL_RULE_MAX_LIMITS)
+                error_at(p, cur_line(p), item,
+                         "too many limits (at most %d: one request checks at most that many)",
+                         SL_RULE_MAX_LIMITS);
+            skip(p);
+            continue;
+        }
+        if (p->ev.type != YAML_MAPPING_START_EVENT) {
+            expected(p, item, "a limit (a mapping of policy, by and cost)");
+            continue;
+        }
+        int line = cur_line(p);
+        sl_limit_config *l = &r->limits[r->nlimits++];
+        memset(l, 0, sizeof *l);
+        l->line = line;
+        l->cost = -1;
+        int seen[LI_NKEYS] = {0};
+        each_key(p, item, limit_keys, COUNT(limit_keys), limit_value, l, seen);
+        if (p->fatal) return;
+        static const struct {
+            int key;
+            const char *why;
+        } required[] = {{LI_POLICY, "the policy or quota this limit checks"},
+                        {LI_BY, "what the limit counts by: api_key, org, ip, route, "
+                                "header:NAME or global"}};
+        for (size_t k = 0; k < COUNT(required); k++) {
+            if (seen[required[k].key]) continue;
+            char field[PATH_SIZE + 16];
+            snprintf(field, sizeof field, "%s.%s", item, limit_keys[required[k].key]);
+            error_at(p, line, field, "missing (%s)", required[k].why);
+        }
+    }
+}
+
+static void rule_value(parser *p, void *obj, int key, const char *path) {
+    rule_build *b = obj;
+    sl_rule_config *r = b->r;
+    bool flag;
+    switch (key) {
+    case RU_NAME: {
+        const char *s = get_scalar(p, path, "a name such as api ([a-z0-9_.-]+)");
+        if (!s || !check_name(p, cur_line(p), path, s, scalar_len(p))) break;
+        for (size_t i = 0; i < b->index; i++) {
+            if (strcmp(p->cfg->rules[i].name, s) == 0) {
+                char q[64];
+                quote(q, sizeof q, s, scalar_len(p));
+                error_at(p, cur_line(p), path, "duplicate rule name %s (first at line %d)", q,
+                         p->cfg->rules[i].line);
+                return;
+            }
+        }
+        memcpy(r->name, s, scalar_len(p) + 1);
+        break;
+    }
+    case RU_METHOD:
+        get_methods(p, path, &r->match.methods);
+        break;
+    case RU_PATH:
+        get_pattern(p, path, r->match.path);
+        break;
+    case RU_SHADOW:
+        if (get_bool(p, path, &flag)) r->shadow = flag;
+        break;
+    case RU_LIMITS:
+        rule_limits(p, r, path);
+        break;
+    }
+}
+
+static void parse_rules(parser *p, const char *path) {
+    sl_config *cfg = p->cfg;
+    if (is_null(p)) return;
+    if (p->ev.type != YAML_SEQUENCE_START_EVENT) {
+        expected(p, path, "a list of rules (- name: ..., path: ..., limits: [...])");
+        return;
+    }
+    for (size_t i = 0;; i++) {
+        if (!next(p) || p->ev.type == YAML_SEQUENCE_END_EVENT) return;
+        char item[PATH_SIZE];
+        snprintf(item, sizeof item, "%s[%zu]", path, i);
+        if (i >= SL_CONFIG_MAX_RULES) {
+            if (i == SL_CONFIG_MAX_RULES)
+                error_at(p, cur_line(p), item, "too many rules (at most %d)", SL_CONFIG_MAX_RULES);
+            skip(p);
+            continue;
+        }
+        if (p->ev.type != YAML_MAPPING_START_EVENT) {
+            expected(p, item, "a rule (a mapping of name, method, path, limits, shadow)");
+            continue;
+        }
+        if (cfg->nrules == p->ident->rules_cap) {
+            size_t cap = p->ident->rules_cap ? 2 * p->ident->rules_cap : 4;
+            sl_rule_config *nr = realloc(cfg->rules, cap * sizeof *nr);
+            if (!nr) {
+                error_at(p, cur_line(p), item, "out of memory");
+                p->fatal = true;
+                return;
+            }
+            cfg->rules = nr;
+            p->ident->rules_cap = cap;
+        }
+        int line = cur_line(p);
+        rule_build b = {.r = &cfg->rules[cfg->nrules], .index = cfg->nrules};
+        cfg->nrules++;
+        memset(b.r, 0, sizeof *b.r);
+        b.r->line = line;
+        int seen[RU_NKEYS] = {0};
+        each_key(p, item, rule_keys, COUNT(rule_keys), rule_value, &b, seen);
+        if (p->fatal) return;
+        if (!seen[RU_NAME]) {
+            char field[PATH_SIZE + 8];
+            snprintf(field, sizeof field, "%s.name", item);
+            error_at(p, line, field, "missing (every rule needs a name)");
+        }
+        if (!seen[RU_LIMITS]) {
+            char field[PATH_SIZE + 8];
+            snprintf(field, sizeof field, "%s.limits", item);
+            error_at(p, line, field, "missing (the limits a matching request must pass)");
+        }
+    }
+}
+
+/* ---- checks across sections, and the key file ---- */
+
+int sl__config_tier(const sl_config *c, const char *name, size_t len) {
+    for (size_t i = 0; c && i < c->ntiers; i++)
+        if (strlen(c->tiers[i].name) == len && memcmp(c->tiers[i].name, name, len) == 0)
+            return (int)i;
+    return -1;
+}
+
+typedef struct keyfile_ctx {
+    parser *p;
+    char names[200];
+} keyfile_ctx;
+
+static int keyfile_tier(void *ctx, const char *name, size_t len, const char **names) {
+    keyfile_ctx *k = ctx;
+    *names = k->names;
+    return sl__config_tier(k->p->cfg, name, len);
+}
+
+static void keyfile_error(void *ctx, int line, const char *msg) {
+    keyfile_ctx *k = ctx;
+    parser *p = k->p;
+    const char *file = p->cfg->identity.key_file;
+    if (line > 0)
+        error_at(p, p->cfg->identity.key_file_line, "identity.api_keys.file", "%s:%d: %s", file,
+                 line, msg);
+    else
+        error_at(p, p->cfg->identity.key_file_line, "identity.api_keys.file", "%s: %s", file, msg);
+}
+
+static void load_key_file(parser *p) {
+    sl_identity_config *id = &p->cfg->identity;
+    char path[1024];
+    const char *slash = strrchr(p->source, '/');
+    if (id->key_file[0] == '/' || !slash)
+        snprintf(path, sizeof path, "%s", id->key_file);
+    else
+        snprintf(path, sizeof path, "%.*s/%s", (int)(slash - p->source), p->source, id->key_file);
+    keyfile_ctx k = {.p = p};
+    const char *names[SL_CONFIG_MAX_TIERS];
+    for (size_t i = 0; i < p->cfg->ntiers; i++) names[i] = p->cfg->tiers[i].name;
+    join_names(k.names, sizeof k.names, names, p->cfg->ntiers);
+    sl__apikeys_load(path, keyfile_tier, &k, keyfile_error, &k, &id->keys);
+}
+
+static const sl_policy_config *find_policy(const sl_config *c, const char *name) {
+    return sl__config_policy(c, name, strlen(name));
+}
+
+static void check_identity(parser *p) {
+    sl_config *c = p->cfg;
+    char field[PATH_SIZE + 64];
+    for (size_t i = 0; i < c->nrules; i++) {
+        const sl_rule_config *r = &c->rules[i];
+        for (unsigned j = 0; j < r->nlimits; j++) {
+            const sl_limit_config *l = &r->limits[j];
+            snprintf(field, sizeof field, "rules[%zu].limits[%u].policy", i, j);
+            if (l->policy[0] && !find_policy(c, l->policy))
+                error_at(p, l->line, field, "no policy or quota named \"%s\"", l->policy);
+            for (unsigned k = 0; k < l->nby; k++) {
+                if ((l->by[k] == SL_SRC_API_KEY || l->by[k] == SL_SRC_ORG) &&
+                    !c->identity.key_file[0]) {
+                    snprintf(field, sizeof field, "rules[%zu].limits[%u].by", i, j);
+                    error_at(p, l->line, field, "%s needs API keys: set identity.api_keys.file",
+                             l->by[k] == SL_SRC_API_KEY ? "api_key" : "org");
+                    break;
+                }
+            }
+        }
+    }
+    for (size_t i = 0; i < c->ntiers; i++) {
+        const sl_tier_config *t = &c->tiers[i];
+        for (size_t j = 0; j < t->noverrides; j++) {
+            const sl_tier_override *o = &t->overrides[j];
+            snprintf(field, sizeof field, "tiers.%s.%s", t->name, o->policy);
+            const sl_policy_config *pc = find_policy(c, o->policy);
+            if (!pc) {
+                error_at(p, o->line, field, "no policy or quota named \"%s\"", o->policy);
+                continue;
+            }
+            if (strlen(pc->name) + 1 + strlen(t->name) > SL_POLICY_NAME_MAX) {
+                error_at(p, o->line, field,
+                         "%s:%s is longer than %d characters (its table's name): use a shorter "
+                         "tier or policy name",
+                         pc->name, t->name, SL_POLICY_NAME_MAX);
+                continue;
+            }
+            if (pc->quota && (o->have_rate || o->have_burst)) {
+                error_at(p, o->line, field, "%s is a quota: a tier sets its limit", pc->name);
+                continue;
+            }
+            if (!pc->quota && o->have_limit) {
+                error_at(p, o->line, field, "%s is a policy: a tier sets its rate and burst",
+                         pc->name);
+                continue;
+            }
+            if (!o->have_rate && !o->have_burst && !o->have_limit) {
+                error_at(p, o->line, field, "empty: set %s", pc->quota ? "limit" : "rate or burst");
+                continue;
+            }
+            sl_params pp = pc->params;
+            if (o->have_rate) pp.rate = o->rate;
+            if (o->have_burst) pp.burst = is_bucket(pp.algorithm) ? o->burst : 0;
+            if (o->have_limit) pp.rate.limit = o->limit;
+            int rc = sl_params_validate(&pp);
+            if (rc != SL_OK) error_at(p, o->line, field, "%s", sl_strerror(rc));
+        }
+    }
+    ident_parse *ip = p->ident;
+    for (size_t i = 0; i < ip->ntier_names; i++) {
+        int t = sl__config_tier(c, ip->tier_names[i], strlen(ip->tier_names[i]));
+        snprintf(field, sizeof field, "exempt.tiers[%zu]", i);
+        if (t < 0)
+            error_at(p, ip->tier_lines[i], field, "no tier named \"%s\" (declare it under tiers:)",
+                     ip->tier_names[i]);
+        else
+            c->exempt.tiers |= UINT64_C(1) << t;
+    }
+    if (c->identity.key_required && !c->identity.key_file[0])
+        error_at(p, p->ident->required_line, "identity.api_keys.required",
+                 "every key would be unknown: set identity.api_keys.file");
+    if (c->identity.key_file[0] && p->errs->n == 0) load_key_file(p);
+}
+
+static void free_identity(sl_config *c) {
+    free(c->identity.trusted);
+    sl__apikeys_release(c->identity.keys);
+    for (size_t i = 0; i < c->ntiers; i++) free(c->tiers[i].overrides);
+    free(c->tiers);
+    free(c->rules);
+    free(c->costs);
+    free(c->exempt.cidrs);
+}
+
 /* ---- the document ---------------------------------------------------------- */
 
 static void top_value(parser *p, void *obj, int key, const char *path) {
@@ -1207,10 +2275,20 @@ static void top_value(parser *p, void *obj, int key, const char *path) {
                 "a mapping of type, max_memory, ...");
         break;
     case TOP_DOMAINS: {
-        int line = p->key_line;
-        if (get_scalar(p, path, "a directory or file of rule files"))
-            error_at(p, line, path,
-                     "envoyproxy/ratelimit rule files are not supported yet: remove this key");
+        /* envoyproxy/ratelimit rule files: loaded and checked at the end of
+         * the parse (sl__domain_rules_load). A relative path is relative to
+         * the config file's directory. */
+        const char *s = get_scalar(p, path, "a directory or file of rule files");
+        if (!s) break;
+        c->domains_line = p->key_line;
+        const char *slash = strrchr(p->source, '/');
+        int dir = s[0] != '/' && p->source[0] != '<' && slash ? (int)(slash - p->source + 1) : 0;
+        if ((size_t)snprintf(c->domains, sizeof c->domains, "%.*s%s", dir, p->source, s) >=
+            sizeof c->domains) {
+            error_at(p, cur_line(p), path, "the path is too long (at most %zu bytes)",
+                     sizeof c->domains - 1);
+            c->domains[0] = '\0';
+        }
         break;
     }
     case TOP_POLICIES:
@@ -1224,6 +2302,35 @@ static void top_value(parser *p, void *obj, int key, const char *path) {
         i = get_enum(p, path, "log level", log_levels, COUNT(log_levels));
         if (i >= 0) snprintf(c->log_level, sizeof c->log_level, "%s", log_levels[i]);
         break;
+    case TOP_IDENTITY: {
+        int seen[COUNT(identity_keys)] = {0};
+        section(p, path, identity_keys, COUNT(identity_keys), identity_value, NULL, seen,
+                "a mapping of trusted_proxies, api_keys, ...");
+        break;
+    }
+    case TOP_TIERS:
+        parse_tiers(p, path);
+        break;
+    case TOP_QUOTAS:
+        parse_quotas(p, path);
+        break;
+    case TOP_COSTS:
+        parse_costs(p, path);
+        break;
+    case TOP_EXEMPT: {
+        int seen[COUNT(exempt_keys)] = {0};
+        section(p, path, exempt_keys, COUNT(exempt_keys), exempt_value, NULL, seen,
+                "a mapping of paths, cidrs and tiers");
+        break;
+    }
+    case TOP_RULES:
+        parse_rules(p, path);
+        break;
+    case TOP_SHADOW: {
+        bool flag;
+        if (get_bool(p, path, &flag)) c->shadow = flag;
+        break;
+    }
     }
 }
 
@@ -1269,6 +2376,36 @@ static void set_defaults(sl_config *c, const char *source) {
         .header_timeout = 10 * NS_SEC,
     };
     snprintf(c->log_level, sizeof c->log_level, "info");
+    c->identity = (sl_identity_config){
+        .forwarded = SL_FWD_XFF,
+        .ipv4_prefix = 32,
+        .ipv6_prefix = 64,
+        .client_ip_header = "X-Real-IP",
+        .method_header = "X-Original-Method",
+        .uri_header = "X-Original-URI",
+        .key_header = "X-API-Key",
+        .key_bearer = true,
+    };
+}
+
+/* The rule files named by domains: (policy/domains.c), loaded with the
+ * config. Their errors are reported at the domains: line, each naming its
+ * rule file and line: "sluice.yaml:9: domains: rules/a.yaml:4: field: ...". */
+static void load_domain_rules(parser *p) {
+    sl_config *c = p->cfg;
+    sl_config_errors *rerrs = malloc(sizeof *rerrs);
+    if (!rerrs) {
+        error_at(p, c->domains_line, "domains", "out of memory");
+        return;
+    }
+    rerrs->n = 0;
+    if (sl__domain_rules_load(c->domains, &c->domain_rules, rerrs) != 0) {
+        size_t stored = rerrs->n < SL_CONFIG_MAX_ERRORS ? rerrs->n : SL_CONFIG_MAX_ERRORS;
+        for (size_t i = 0; i < stored; i++)
+            error_at(p, c->domains_line, "domains", "%s", rerrs->msg[i]);
+        if (rerrs->n > stored) p->errs->n += rerrs->n - stored;
+    }
+    free(rerrs);
 }
 
 /* ---- the interface ---------------------------------------------------------- */
@@ -1299,7 +2436,9 @@ int sl__config_parse(const char *text, size_t len, const char *source, sl_config
     }
     set_defaults(c, source);
 
-    parser p = {.text = text, .len = len, .source = source, .errs = errs, .cfg = c};
+    ident_parse ident = {0};
+    parser p = {
+        .text = text, .len = len, .source = source, .errs = errs, .cfg = c, .ident = &ident};
     if (!yaml_parser_initialize(&p.yp)) {
         file_error(errs, source, 0, "out of memory");
         free(c);
@@ -1310,6 +2449,8 @@ int sl__config_parse(const char *text, size_t len, const char *source, sl_config
     if (p.have_ev) yaml_event_delete(&p.ev);
     yaml_parser_delete(&p.yp);
     if (!p.fatal) check_listeners(&p);
+    if (!p.fatal) check_identity(&p);
+    if (!p.fatal && c->domains[0]) load_domain_rules(&p);
     sort_errors(&p);
 
     if (errs->n) {
@@ -1384,7 +2525,9 @@ int sl__config_load_default(sl_config **out, sl_config_errors *errs) {
 
 void sl__config_free(sl_config *c) {
     if (!c) return;
+    sl__domain_rules_free(c->domain_rules);
     free(c->policies);
+    free_identity(c);
     free(c);
 }
 

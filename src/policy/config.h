@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/identity.h"
 #include "sluice/limit.h"
 
 #define SL_POLICY_NAME_MAX 63 /* [a-z0-9_.-]+ */
@@ -32,7 +33,118 @@ typedef struct sl_policy_config {
     int line;         /* line of the policy in its file (for messages) */
     char on_failure[8]; /* "open" | "closed" | "local", or "" (inherit store.redis.on_failure);
                            no effect until the Redis store exists */
+    bool quota;         /* declared under quotas: (a fixed_window of `limit` per day or month) */
+    uint8_t calendar;   /* SL_CALENDAR_MONTH: windows are calendar months (UTC), see policy.h */
 } sl_policy_config;
+
+/* ---- identity, rules, tiers, quotas, costs, exemptions (docs/identity.md) ---- */
+
+#define SL_CALENDAR_NONE  0
+#define SL_CALENDAR_MONTH 1
+
+#define SL_CONFIG_MAX_CIDRS  1024 /* per list: trusted proxies, exempt.cidrs */
+#define SL_CONFIG_MAX_TIERS  64
+#define SL_CONFIG_MAX_RULES  256
+#define SL_CONFIG_MAX_COSTS  256
+#define SL_CONFIG_MAX_EXEMPT 64 /* exempt.paths */
+#define SL_RULE_MAX_LIMITS   16 /* = SL_CHECK_MAX: one request checks at most this many */
+#define SL_LIMIT_MAX_SOURCES 4  /* parts of one composite key (by: [api_key, route]) */
+#define SL_PATTERN_MAX       255
+#define SL_HEADER_NAME_MAX   63
+
+/* Methods a rule or cost entry matches (a bit each; 0 = any method). */
+#define SL_METHOD_GET     0x01u
+#define SL_METHOD_HEAD    0x02u
+#define SL_METHOD_POST    0x04u
+#define SL_METHOD_PUT     0x08u
+#define SL_METHOD_PATCH   0x10u
+#define SL_METHOD_DELETE  0x20u
+#define SL_METHOD_OPTIONS 0x40u
+
+/* Where a limit's key comes from. */
+typedef enum sl_key_source {
+    SL_SRC_API_KEY = 1, /* the validated API key */
+    SL_SRC_ORG,         /* the key's organisation (third column of the key file) */
+    SL_SRC_IP,          /* the client address, by prefix (identity.ipv4_prefix / ipv6_prefix) */
+    SL_SRC_ROUTE,       /* the rule (one counter per rule) */
+    SL_SRC_HEADER,      /* the value of a request header */
+    SL_SRC_GLOBAL       /* one key for everyone */
+} sl_key_source;
+
+/* A request pattern: methods and a path. The path is "" (any), exact
+ * ("/login"), a subtree ("/api/" followed by a star: /api and everything
+ * under it) or a prefix ("/api" followed by a star). */
+typedef struct sl_route_match {
+    unsigned methods;
+    char path[SL_PATTERN_MAX + 1];
+} sl_route_match;
+
+typedef struct sl_limit_config {
+    char policy[SL_POLICY_NAME_MAX + 1]; /* a policy or quota */
+    uint8_t by[SL_LIMIT_MAX_SOURCES];    /* sl_key_source, in order */
+    unsigned nby;
+    char header[SL_HEADER_NAME_MAX + 1]; /* for SL_SRC_HEADER (one per limit) */
+    int64_t cost;                        /* -1: the request's cost (costs:) */
+    int line;
+} sl_limit_config;
+
+typedef struct sl_rule_config {
+    char name[SL_POLICY_NAME_MAX + 1];
+    sl_route_match match;
+    bool shadow; /* this rule's limits decide and count, but never refuse */
+    sl_limit_config limits[SL_RULE_MAX_LIMITS];
+    unsigned nlimits;
+    int line;
+} sl_rule_config;
+
+typedef struct sl_cost_config {
+    sl_route_match match;
+    int64_t cost;
+    int line;
+} sl_cost_config;
+
+/* One tier's values for one policy (rate, burst) or quota (limit). */
+typedef struct sl_tier_override {
+    char policy[SL_POLICY_NAME_MAX + 1];
+    sl_rate rate;
+    int64_t burst, limit;
+    bool have_rate, have_burst, have_limit;
+    int line;
+} sl_tier_override;
+
+typedef struct sl_tier_config {
+    char name[SL_POLICY_NAME_MAX + 1];
+    sl_tier_override *overrides;
+    size_t noverrides;
+    int line;
+} sl_tier_config;
+
+struct sl_apikeys;
+
+typedef struct sl_identity_config {
+    sl_cidr *trusted; /* proxies whose forwarded entries are believed */
+    size_t ntrusted;
+    sl_fwd_kind forwarded;                         /* which header carries the chain */
+    unsigned ipv4_prefix, ipv6_prefix;             /* bits a client address is counted by: 32, 64 */
+    char client_ip_header[SL_HEADER_NAME_MAX + 1]; /* /v1/auth: the address nginx saw */
+    char method_header[SL_HEADER_NAME_MAX + 1];    /* /v1/auth: the original method */
+    char uri_header[SL_HEADER_NAME_MAX + 1];       /* /v1/auth: the original URI */
+    char key_header[SL_HEADER_NAME_MAX + 1];       /* "" = off */
+    bool key_bearer;                               /* also Authorization: Bearer KEY */
+    char key_query[SL_HEADER_NAME_MAX + 1];        /* query parameter, "" = off */
+    bool key_required;                             /* no key at all: 401 */
+    char key_file[512];                            /* as written ("" = no keys) */
+    int key_file_line;
+    struct sl_apikeys *keys; /* loaded with the config; NULL without a file */
+} sl_identity_config;
+
+typedef struct sl_exempt_config {
+    sl_route_match paths[SL_CONFIG_MAX_EXEMPT]; /* health checks: no key, no limit */
+    size_t npaths;
+    sl_cidr *cidrs; /* internal networks (the client address after the proxy walk) */
+    size_t ncidrs;
+    uint64_t tiers; /* bit i: keys of tier i skip every limit (admin keys) */
+} sl_exempt_config;
 
 typedef struct sl_limits_config {
     size_t max_header_bytes; /* HTTP request line + headers; 431 beyond. default 8 KiB */
@@ -43,6 +155,8 @@ typedef struct sl_limits_config {
     int64_t header_timeout;  /* ns to receive a whole HTTP request head; 408. default 10 s */
 } sl_limits_config;
 
+struct sl_domain_rules;
+
 typedef struct sl_config {
     char source[256];         /* the file name, or "<embedded default>" */
     sl_listen_config http, grpc, resp;
@@ -51,8 +165,24 @@ typedef struct sl_config {
     size_t max_memory;        /* store.max_memory: cap of each policy's table, bytes */
     sl_limits_config limits;
     char log_level[8];        /* "error" | "warn" | "info" | "debug" */
-    sl_policy_config *policies;
+    /* `domains:` (envoyproxy/ratelimit rule files, policy/domains.h): the path as resolved
+       against the config file's directory ("" = none), and the rules loaded and checked
+       with the config (NULL = none; freed by sl__config_free) */
+    char domains[1024];
+    int domains_line; /* of the domains: key, for messages */
+    struct sl_domain_rules *domain_rules;
+    sl_policy_config *policies; /* quotas: included, with quota = true */
     size_t npolicies;
+    /* who is counted, and by which limits (docs/identity.md) */
+    sl_identity_config identity;
+    sl_tier_config *tiers;
+    size_t ntiers;
+    sl_rule_config *rules;
+    size_t nrules;
+    sl_cost_config *costs;
+    size_t ncosts;
+    sl_exempt_config exempt;
+    bool shadow; /* every policy decides, counts and logs, but allows */
 } sl_config;
 
 typedef struct sl_config_errors {
@@ -76,5 +206,8 @@ void sl__config_free(sl_config *c);
 
 /* The policy named `name` (len bytes), or NULL. */
 const sl_policy_config *sl__config_policy(const sl_config *c, const char *name, size_t len);
+
+/* The index of the tier named `name` (len bytes) in c->tiers, or -1. */
+int sl__config_tier(const sl_config *c, const char *name, size_t len);
 
 #endif

@@ -1,22 +1,149 @@
 /* domains.h: envoyproxy/ratelimit rule files (the `domains:` config key): a
  * directory or one file of YAML domains with nested descriptors, loaded
  * unchanged, compiled into a lookup structure with a table per limit. A set
- * is reference counted and swapped on reload like the policy set. */
+ * is reference counted and swapped on reload like the policy set.
+ *
+ * Two stages:
+ * - sl_domain_rules: the rule files as read and checked (the config loader
+ *   calls sl__domain_rules_load, so `--check-config` and a reload report
+ *   rule-file errors as "file:line: field: message"; the config owns them).
+ * - sl_domain_set: the rules compiled for matching, with one sl_table per
+ *   limit, built by the server from the config (sl__domain_set_create) and
+ *   shared by the workers. Deciding a request (sl__domain_decide) is
+ *   envoyproxy/ratelimit's ShouldRateLimit in the protocol-neutral structs
+ *   below; gRPC and POST /json translate their messages to and from them. */
 #ifndef SLUICE_POLICY_DOMAINS_H
 #define SLUICE_POLICY_DOMAINS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "policy/config.h"
 
+/* ---- rule files ------------------------------------------------------------ */
+
+#define SL_DOMAINS_MAX_FILES     1024
+#define SL_DOMAINS_MAX_FILE_SIZE (4u << 20) /* bytes of one rule file */
+#define SL_DOMAINS_MAX_RULES     100000     /* descriptors in all files together */
+#define SL_DOMAINS_MAX_DEPTH     16         /* nested descriptor levels */
+
+typedef struct sl_domain_rules sl_domain_rules;
+
+/* Reads `path`: a directory (every *.yaml and *.yml file in it, not
+ * recursive, in name order, hidden files skipped) or one file. Every problem
+ * is appended to errs (errs->n counts them all) as
+ * "file:line: field: message". Returns 0 and *out (free with
+ * sl__domain_rules_free), or -1 (*out NULL). */
+int sl__domain_rules_load(const char *path, sl_domain_rules **out, sl_config_errors *errs);
+
+/* The same for one rule file given as text (tests, fuzzing); `source` names
+ * it in messages. */
+int sl__domain_rules_parse(const char *text, size_t len, const char *source, sl_domain_rules **out,
+                           sl_config_errors *errs);
+
+void sl__domain_rules_free(sl_domain_rules *r);
+
+/* Number of domains and of descriptors with a rate_limit. */
+size_t sl__domain_rules_domains(const sl_domain_rules *r);
+size_t sl__domain_rules_limits(const sl_domain_rules *r);
+
+/* ---- the running set ----------------------------------------------------------- */
+
 typedef struct sl_domain_set sl_domain_set;
 
 /* Builds the set for cfg (empty when cfg has no domains); reuses the state of
- * unchanged limits of prev (may be NULL). Returns 0, or -1 with err. */
+ * unchanged limits of prev (may be NULL): same domain, same descriptor path,
+ * same algorithm, rate and burst. Returns 0, or -1 with err. */
 int sl__domain_set_create(const sl_config *cfg, sl_domain_set *prev, int64_t now,
                           sl_domain_set **out, char *err, size_t errlen);
+/* The same from rules directly (tests, fuzzing); rules may be NULL (empty). */
+int sl__domain_set_build(const sl_domain_rules *rules, size_t max_memory, sl_domain_set *prev,
+                         int64_t now, sl_domain_set **out, char *err, size_t errlen);
 void sl__domain_set_retain(sl_domain_set *s);
 void sl__domain_set_release(sl_domain_set *s);
+
+/* ---- deciding (envoyproxy/ratelimit's ShouldRateLimit) ------------------------ */
+
+#define SL_RLS_MAX_DESCRIPTORS 64  /* per request */
+#define SL_RLS_MAX_ENTRIES     32  /* per descriptor */
+#define SL_RLS_MAX_OVERRIDES   256 /* distinct (domain, limit override) tables per set */
+
+/* Response codes and units use the protobuf numbering of rls.proto. */
+enum { SL_RLS_UNKNOWN = 0, SL_RLS_OK = 1, SL_RLS_OVER_LIMIT = 2 };
+enum {
+    SL_RLS_UNIT_UNKNOWN = 0,
+    SL_RLS_UNIT_SECOND = 1,
+    SL_RLS_UNIT_MINUTE = 2,
+    SL_RLS_UNIT_HOUR = 3,
+    SL_RLS_UNIT_DAY = 4,
+    SL_RLS_UNIT_MONTH = 5,
+    SL_RLS_UNIT_YEAR = 6,
+    SL_RLS_UNIT_WEEK = 7
+};
+
+typedef struct sl_rls_entry {
+    const char *key, *value; /* not NUL-terminated */
+    size_t key_len, value_len;
+} sl_rls_entry;
+
+typedef struct sl_rls_descriptor {
+    const sl_rls_entry *entries;
+    size_t nentries;
+    bool has_limit; /* RateLimitOverride present */
+    uint32_t limit_requests_per_unit;
+    int limit_unit; /* envoy.type.v3.RateLimitUnit: 1..6 */
+    bool has_hits;  /* hits_addend (UInt64Value) present: it replaces the request's */
+    uint64_t hits;
+} sl_rls_descriptor;
+
+typedef struct sl_rls_request {
+    const char *domain;
+    size_t domain_len;
+    const sl_rls_descriptor *descriptors;
+    size_t ndescriptors;
+    uint32_t hits_addend; /* 0 means 1 */
+} sl_rls_request;
+
+/* One DescriptorStatus. has_limit: current_limit and duration_until_reset are
+ * set (a rule or override matched and was checked). */
+typedef struct sl_rls_status {
+    int code; /* SL_RLS_OK or SL_RLS_OVER_LIMIT */
+    bool has_limit;
+    uint32_t requests_per_unit;
+    int unit;         /* SL_RLS_UNIT_* */
+    const char *name; /* rate_limit.name, NUL-terminated, or NULL; lives as long as the set */
+    uint32_t limit_remaining;
+    int64_t reset_seconds; /* duration_until_reset, whole seconds (rounded up) */
+} sl_rls_status;
+
+typedef enum sl_rls_error {
+    SL_RLS_DONE = 0,
+    SL_RLS_EINVAL,    /* the request is malformed: INVALID_ARGUMENT */
+    SL_RLS_EEXHAUSTED /* a bound was reached (too many overrides, no memory): RESOURCE_EXHAUSTED */
+} sl_rls_error;
+
+/* Decides a request: statuses[i] for descriptors[i] (the caller provides
+ * ndescriptors of them), *overall SL_RLS_OK or SL_RLS_OVER_LIMIT. All
+ * enforced limits of the request are decided at once (sl_table_check_all):
+ * if one refuses, nothing is consumed from any. On an error nothing is
+ * consumed and *message says why (static text). `s` may be NULL (no rules). */
+sl_rls_error sl__domain_decide(sl_domain_set *s, const sl_rls_request *req, int64_t now,
+                               sl_rls_status *statuses, int *overall, const char **message);
+
+/* Unit names as rls.proto spells them ("SECOND", ...), or "UNKNOWN". */
+const char *sl__rls_unit_name(int unit);
+
+/* Per-limit counters, for the metrics page: every rule limit of the set,
+ * then every limit override in use. i from 0 to sl__domain_set_rule_count()
+ * - 1; false when i is beyond. Strings live as long as the set. */
+typedef struct sl_domain_rule_stats {
+    const char *domain;
+    const char *rule; /* upstream's stats key below the domain: "key_value.key2" */
+    uint64_t allowed, limited, shadow_limited;
+    uint64_t keys; /* states held by the limit's table */
+} sl_domain_rule_stats;
+size_t sl__domain_set_rule_count(const sl_domain_set *s);
+bool sl__domain_set_rule_stats(const sl_domain_set *s, size_t i, sl_domain_rule_stats *out);
 
 #endif

@@ -1,27 +1,42 @@
 /* policy.c: the running policy set (see policy.h). A set is an immutable
  * array of reference-counted policies; a reload builds a new array that
  * shares every unchanged policy (same name and limit; the shadow flag may
- * change, it is a view, not state) with the old one. */
+ * change, it is a view, not state) with the old one. Tier variants are
+ * policies like the others, named "policy:tier", so they keep their state
+ * across reloads, show in /metrics and /v1/top, and can be checked by name.
+ * The layered check (sl__policy_check_all) is sl_table_check_all plus
+ * shadow mode, calendar quotas, counters and the rejected-keys sketch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "policy/policy.h"
+#include "policy/rules.h"
 #include "sluice/error.h"
 
 #define TOPK_CAPACITY 64
+#define NS_DAY        (86400 * SL_NS_PER_SEC)
+#define MONTH_PERIOD  (31 * NS_DAY) /* the calendar clock's month (config.c makes the tables) */
+#define STRIPE_SEED   UINT64_C(0x736c7569636571)
+#define NONE          SIZE_MAX
 
 struct sl_policy_set {
     atomic_int refs;
     size_t n;
     sl_policy **p;
     size_t max_memory;
+    sl_rules *rules;
 };
 
 static void policy_release(sl_policy *p) {
     if (!p || atomic_fetch_sub(&p->refs, 1) != 1) return;
     sl_table_destroy(p->table);
     sl__topk_destroy(p->top);
+    if (p->stripes) {
+        for (int i = 0; i < SL_POLICY_STRIPES; i++) pthread_mutex_destroy(&p->stripes[i]);
+        free(p->stripes);
+    }
     free(p);
 }
 
@@ -29,20 +44,21 @@ static void policy_release(sl_policy *p) {
 static bool same_limit(const sl_policy_config *a, const sl_policy_config *b) {
     return a->params.algorithm == b->params.algorithm &&
            a->params.rate.limit == b->params.rate.limit &&
-           a->params.rate.period == b->params.rate.period &&
-           a->params.burst == b->params.burst && a->params.flags == b->params.flags;
+           a->params.rate.period == b->params.rate.period && a->params.burst == b->params.burst &&
+           a->params.flags == b->params.flags && a->calendar == b->calendar;
 }
 
-static sl_policy *policy_new(const sl_policy_config *cfg, size_t max_memory, int64_t now,
-                             char *err, size_t errlen) {
+static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool shadow,
+                             size_t max_memory, int64_t now, char *err, size_t errlen) {
     sl_policy *p = calloc(1, sizeof *p);
     if (!p) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     p->cfg = *cfg;
+    p->base_len = base_len;
     if (p->cfg.params.flags & SL_START_EMPTY) p->cfg.params.origin = now;
-    atomic_init(&p->shadow, cfg->shadow);
+    atomic_init(&p->shadow, shadow);
     atomic_init(&p->refs, 1);
     atomic_init(&p->allowed, 0);
     atomic_init(&p->limited, 0);
@@ -50,19 +66,47 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t max_memory, int
     sl_table_options o = {.params = p->cfg.params, .max_memory = max_memory};
     int rc = sl_table_create(&o, &p->table);
     if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->top) != 0) rc = SL_ENOMEM;
+    if (rc == SL_OK && cfg->calendar != SL_CALENDAR_NONE) {
+        p->stripes = malloc(SL_POLICY_STRIPES * sizeof *p->stripes);
+        if (!p->stripes) rc = SL_ENOMEM;
+        for (int i = 0; p->stripes && i < SL_POLICY_STRIPES; i++)
+            pthread_mutex_init(&p->stripes[i], NULL);
+    }
     if (rc != SL_OK) {
         snprintf(err, errlen, "policy %s: %s", cfg->name, sl_strerror(rc));
-        sl_table_destroy(p->table);
-        free(p);
+        p->refs = 1;
+        policy_release(p);
         return NULL;
     }
     return p;
 }
 
+/* Adds the policy for pc to s: the one of prev with the same name and limit
+ * (keeping its state), or a new one. */
+static int add_policy(sl_policy_set *s, const sl_config *cfg, sl_policy_set *prev,
+                      const sl_policy_config *pc, size_t base_len, int64_t now, char *err,
+                      size_t errlen) {
+    bool shadow = pc->shadow || cfg->shadow;
+    sl_policy *old = prev ? sl__policy_find(prev, pc->name, strlen(pc->name)) : NULL;
+    if (old && same_limit(&old->cfg, pc) && prev->max_memory == cfg->max_memory) {
+        /* Keep the state; only the shadow flag may change. */
+        atomic_fetch_add(&old->refs, 1);
+        atomic_store(&old->shadow, shadow);
+        s->p[s->n++] = old;
+        return 0;
+    }
+    sl_policy *p = policy_new(pc, base_len, shadow, cfg->max_memory, now, err, errlen);
+    if (!p) return -1;
+    s->p[s->n++] = p;
+    return 0;
+}
+
 int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now,
                           sl_policy_set **out, char *err, size_t errlen) {
+    size_t total = cfg->npolicies;
+    for (size_t t = 0; t < cfg->ntiers; t++) total += cfg->tiers[t].noverrides;
     sl_policy_set *s = calloc(1, sizeof *s);
-    if (!s || !(s->p = calloc(cfg->npolicies ? cfg->npolicies : 1, sizeof *s->p))) {
+    if (!s || !(s->p = calloc(total ? total : 1, sizeof *s->p))) {
         free(s);
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -71,23 +115,41 @@ int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now
     s->max_memory = cfg->max_memory;
     for (size_t i = 0; i < cfg->npolicies; i++) {
         const sl_policy_config *pc = &cfg->policies[i];
-        sl_policy *old = prev ? sl__policy_find(prev, pc->name, strlen(pc->name)) : NULL;
-        if (old && same_limit(&old->cfg, pc) && prev->max_memory == cfg->max_memory) {
-            /* Keep the state; only the shadow flag may change. */
-            atomic_fetch_add(&old->refs, 1);
-            atomic_store(&old->shadow, pc->shadow);
-            s->p[s->n++] = old;
-        } else {
-            sl_policy *p = policy_new(pc, cfg->max_memory, now, err, errlen);
-            if (!p) {
-                sl__policy_set_release(s);
-                return -1;
+        if (add_policy(s, cfg, prev, pc, strlen(pc->name), now, err, errlen) != 0) goto fail;
+    }
+    /* Tier variants: the base policy with the tier's rate, burst or limit. */
+    for (size_t t = 0; t < cfg->ntiers; t++) {
+        const sl_tier_config *tc = &cfg->tiers[t];
+        for (size_t j = 0; j < tc->noverrides; j++) {
+            const sl_tier_override *o = &tc->overrides[j];
+            const sl_policy_config *base = sl__config_policy(cfg, o->policy, strlen(o->policy));
+            if (!base) {
+                snprintf(err, errlen, "tier %s: no policy %s", tc->name, o->policy);
+                goto fail;
             }
-            s->p[s->n++] = p;
+            sl_policy_config v = *base;
+            size_t bl = strlen(base->name), tl = strlen(tc->name);
+            if (bl + 1 + tl > SL_POLICY_NAME_MAX) { /* the loader refuses these */
+                snprintf(err, errlen, "tier %s: the name %s:%s is too long", tc->name, base->name,
+                         tc->name);
+                goto fail;
+            }
+            memcpy(v.name, base->name, bl);
+            v.name[bl] = ':';
+            memcpy(v.name + bl + 1, tc->name, tl + 1);
+            if (o->have_rate) v.params.rate = o->rate;
+            if (o->have_burst && v.params.burst > 0) v.params.burst = o->burst;
+            if (o->have_limit) v.params.rate.limit = o->limit;
+            v.line = o->line;
+            if (add_policy(s, cfg, prev, &v, strlen(base->name), now, err, errlen) != 0) goto fail;
         }
     }
+    if (sl__rules_compile(cfg, s, &s->rules, err, errlen) != 0) goto fail;
     *out = s;
     return 0;
+fail:
+    sl__policy_set_release(s);
+    return -1;
 }
 
 void sl__policy_set_retain(sl_policy_set *s) {
@@ -96,6 +158,7 @@ void sl__policy_set_retain(sl_policy_set *s) {
 
 void sl__policy_set_release(sl_policy_set *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
+    sl__rules_free(s->rules);
     for (size_t i = 0; i < s->n; i++) policy_release(s->p[i]);
     free(s->p);
     free(s);
@@ -118,23 +181,344 @@ sl_policy *sl__policy_find(const sl_policy_set *s, const char *name, size_t len)
     return NULL;
 }
 
+const sl_rules *sl__policy_set_rules(const sl_policy_set *s) {
+    return s->rules;
+}
+
+/* ---- calendar months -------------------------------------------------------- */
+
+/* Days since 1970-01-01 of a proleptic Gregorian date, and back (H. Hinnant's
+ * algorithms, integer only). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m) {
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+void sl__calendar_month(int64_t now, int64_t *index, int64_t *start, int64_t *length) {
+    int64_t days = now >= 0 ? now / NS_DAY : -1 - (-(now + 1) / NS_DAY); /* floor */
+    int64_t y;
+    unsigned m;
+    civil_from_days(days, &y, &m);
+    int64_t first = days_from_civil(y, m, 1);
+    int64_t next = m == 12 ? days_from_civil(y + 1, 1, 1) : days_from_civil(y, m + 1, 1);
+    *index = (y - 1970) * 12 + (int64_t)m - 1;
+    *start = first * NS_DAY;
+    *length = (next - first) * NS_DAY;
+}
+
+/* The calendar clock at `now`, and the days it skips at the end of this
+ * month (31 days minus its length). */
+static int64_t calendar_now(int64_t now, int64_t *slack) {
+    int64_t index, start, length;
+    sl__calendar_month(now, &index, &start, &length);
+    *slack = MONTH_PERIOD - length;
+    if (index < 0) return -1; /* before 1970: refused by the table as SL_EINVAL */
+    return index * MONTH_PERIOD + (now - start);
+}
+
+/* Turns durations on the calendar clock into real ones: the end of a
+ * window is `slack` nearer in real time. */
+static void calendar_fix(sl_decision *d, int64_t slack) {
+    if (d->retry_after > slack) d->retry_after -= slack;
+    if (d->reset_after > slack) d->reset_after -= slack;
+}
+
+static pthread_mutex_t *stripe(const sl_policy *p, const void *key, size_t keylen) {
+    return &p->stripes[sl__hash(key, keylen, STRIPE_SEED) & (SL_POLICY_STRIPES - 1)];
+}
+
+/* sl_table_check with the calendar clock for calendar quotas. */
+static int table_check(sl_policy *p, const void *key, size_t keylen, int64_t cost, int64_t now,
+                       sl_decision *d) {
+    if (!p->stripes) return sl_table_check(p->table, key, keylen, cost, now, d);
+    pthread_mutex_t *m = stripe(p, key, keylen);
+    int64_t slack;
+    int64_t cnow = calendar_now(now, &slack);
+    pthread_mutex_lock(m);
+    int rc = sl_table_check(p->table, key, keylen, cost, cnow, d);
+    pthread_mutex_unlock(m);
+    calendar_fix(d, slack);
+    return rc;
+}
+
+/* ---- single and layered checks ------------------------------------------------ */
+
+static void count_refusal(sl_policy *p, const void *key, size_t keylen, const char *label,
+                          size_t label_len, bool shadow) {
+    if (label)
+        sl__topk_add(p->top, label, label_len, 1);
+    else
+        sl__topk_add(p->top, key, keylen, 1);
+    if (shadow)
+        atomic_fetch_add_explicit(&p->shadow_limited, 1, memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&p->limited, 1, memory_order_relaxed);
+}
+
 int sl__policy_check(sl_policy *p, const char *key, size_t keylen, int64_t cost, int64_t now,
                      sl_decision *d, bool *shadowed) {
     *shadowed = false;
-    int rc = sl_table_check(p->table, key, keylen, cost, now, d);
+    int rc = table_check(p, key, keylen, cost, now, d);
     if (rc != SL_OK) return rc;
     if (d->allowed) {
         atomic_fetch_add_explicit(&p->allowed, 1, memory_order_relaxed);
         return SL_OK;
     }
-    sl__topk_add(p->top, key, keylen, 1);
-    if (atomic_load_explicit(&p->shadow, memory_order_relaxed)) {
-        atomic_fetch_add_explicit(&p->shadow_limited, 1, memory_order_relaxed);
+    bool shadow = atomic_load_explicit(&p->shadow, memory_order_relaxed);
+    count_refusal(p, key, keylen, NULL, 0, shadow);
+    if (shadow) {
         *shadowed = true;
         d->allowed = true;
         d->retry_after = 0;
+    }
+    return SL_OK;
+}
+
+static int cmp_ptr(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t) * (pthread_mutex_t *const *)a;
+    uintptr_t y = (uintptr_t) * (pthread_mutex_t *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool same_key(const sl_policy_item *a, const sl_policy_item *b) {
+    return a->policy == b->policy && a->keylen == b->keylen &&
+           memcmp(a->key, b->key, a->keylen) == 0;
+}
+
+static void fill(sl_check *c, const sl_policy_item *it, int64_t cost) {
+    *c = (sl_check){.table = it->policy->table, .key = it->key, .keylen = it->keylen, .cost = cost};
+}
+
+/* Copies sl_table_check_all's decisions. When the group was refused, an
+ * allowed decision describes the state after a charge that did not happen:
+ * its remaining gets the cost back (exact: remaining is the floor of what is
+ * left, and costs are whole), so that it says what the limit has now. */
+static void copy_decisions(sl_policy_item *items, const size_t *idx, const sl_check *checks,
+                           size_t n, bool refused) {
+    for (size_t k = 0; k < n; k++) {
+        sl_policy_item *it = &items[idx[k]];
+        it->decision = checks[k].decision;
+        it->decided = true;
+        if (refused && it->decision.allowed && it->decision.remaining <= INT64_MAX - it->cost)
+            it->decision.remaining += it->cost;
+    }
+}
+
+/* Decides the items idx[0..n) as one all-or-nothing group. *refused gets the
+ * item index of the refusal, or NONE. With calendar quotas in the group, their
+ * stripes are locked first (in address order), the quotas are looked at
+ * (cost 0), the other limits decided and charged, and only then the quotas
+ * charged: holding the stripes, nobody else can have used them up. */
+static int check_group(sl_policy_item *items, const size_t *idx, size_t n, int64_t now,
+                       size_t *refused) {
+    sl_check checks[SL_CHECK_MAX];
+    size_t plain[SL_CHECK_MAX], cal[SL_CHECK_MAX], np = 0, nc = 0;
+    *refused = NONE;
+    for (size_t k = 0; k < n; k++) {
+        if (items[idx[k]].policy->stripes)
+            cal[nc++] = idx[k];
+        else
+            plain[np++] = idx[k];
+    }
+    size_t r = 0;
+    int rc;
+    if (nc == 0) {
+        for (size_t k = 0; k < np; k++) fill(&checks[k], &items[plain[k]], items[plain[k]].cost);
+        rc = sl_table_check_all(checks, np, now, &r);
+        copy_decisions(items, plain, checks, np, r < np);
+        if (r < np) *refused = plain[r];
+        return rc;
+    }
+
+    pthread_mutex_t *locks[SL_CHECK_MAX];
+    size_t nl = 0;
+    for (size_t k = 0; k < nc; k++) {
+        const sl_policy_item *it = &items[cal[k]];
+        locks[nl++] = stripe(it->policy, it->key, it->keylen);
+    }
+    qsort(locks, nl, sizeof *locks, cmp_ptr);
+    size_t u = 0;
+    for (size_t k = 0; k < nl; k++)
+        if (k == 0 || locks[k] != locks[u - 1]) locks[u++] = locks[k];
+    nl = u;
+    for (size_t k = 0; k < nl; k++) pthread_mutex_lock(locks[k]);
+
+    int64_t slack;
+    int64_t cnow = calendar_now(now, &slack);
+    rc = SL_OK;
+    /* 1. the quotas, looked at (the same key twice adds up its costs) */
+    for (size_t k = 0; k < nc && rc == SL_OK; k++) {
+        sl_policy_item *it = &items[cal[k]];
+        sl_decision d;
+        rc = sl_table_check(it->policy->table, it->key, it->keylen, 0, cnow, &d);
+        if (rc != SL_OK) {
+            *refused = cal[k];
+            break;
+        }
+        int64_t want = it->cost;
+        for (size_t j = 0; j < k; j++)
+            if (same_key(&items[cal[j]], it)) want += items[cal[j]].cost;
+        if (it->cost > d.limit) {
+            d.allowed = false;
+            d.retry_after = -1;
+            rc = SL_ECOST;
+            *refused = cal[k];
+        } else if (want > d.remaining) {
+            d.allowed = false;
+            d.retry_after = d.reset_after; /* the window's end: then it is empty */
+            if (*refused == NONE) *refused = cal[k];
+        }
+        calendar_fix(&d, slack);
+        it->decision = d;
+        it->decided = true;
+    }
+    if (rc != SL_OK || *refused != NONE) {
+        /* the other limits' state, nothing charged */
+        for (size_t k = 0; k < np; k++) {
+            sl_policy_item *it = &items[plain[k]];
+            it->decided = sl_table_check(it->policy->table, it->key, it->keylen, 0, now,
+                                         &it->decision) == SL_OK;
+        }
+        goto unlock;
+    }
+    /* 2. the other limits, decided and charged together */
+    for (size_t k = 0; k < np; k++) fill(&checks[k], &items[plain[k]], items[plain[k]].cost);
+    rc = sl_table_check_all(checks, np, now, &r);
+    copy_decisions(items, plain, checks, np, r < np);
+    if (r < np) *refused = plain[r];
+    if (rc != SL_OK || *refused != NONE) goto unlock;
+    /* 3. the quotas, charged: they pass, their stripes were held throughout */
+    for (size_t k = 0; k < nc; k++) fill(&checks[k], &items[cal[k]], items[cal[k]].cost);
+    rc = sl_table_check_all(checks, nc, cnow, &r);
+    for (size_t k = 0; k < nc; k++) {
+        calendar_fix(&checks[k].decision, slack);
+        items[cal[k]].decision = checks[k].decision;
+    }
+    if (r < nc) *refused = cal[r];
+unlock:
+    for (size_t k = nl; k-- > 0;) pthread_mutex_unlock(locks[k]);
+    return rc;
+}
+
+static void count(sl_policy_item *items, const size_t *idx, size_t n, sl_policy_label_fn label,
+                  void *ctx, bool shadow) {
+    for (size_t k = 0; k < n; k++) {
+        sl_policy_item *it = &items[idx[k]];
+        if (!it->decided) continue;
+        if (it->decision.allowed) {
+            atomic_fetch_add_explicit(&it->policy->allowed, 1, memory_order_relaxed);
+            continue;
+        }
+        char buf[SL_TOPK_KEY_MAX];
+        size_t len = label ? label(ctx, idx[k], buf, sizeof buf) : 0;
+        count_refusal(it->policy, it->key, it->keylen, label ? buf : NULL, len, shadow);
+        if (shadow) {
+            it->shadowed = true;
+            it->decision.allowed = true;
+            it->decision.retry_after = 0;
+        }
+    }
+}
+
+int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy_label_fn label,
+                         void *ctx, size_t *refused) {
+    *refused = n;
+    if (n > SL_CHECK_MAX) return SL_ETOOMANY;
+    size_t enf[SL_CHECK_MAX], sha[SL_CHECK_MAX], ne = 0, ns = 0;
+    for (size_t i = 0; i < n; i++) {
+        items[i].decided = items[i].shadowed = false;
+        bool sh =
+            items[i].shadow || atomic_load_explicit(&items[i].policy->shadow, memory_order_relaxed);
+        if (sh)
+            sha[ns++] = i;
+        else
+            enf[ne++] = i;
+    }
+    size_t r;
+    int rc = check_group(items, enf, ne, now, &r);
+    if (rc != SL_OK) {
+        *refused = r == NONE ? n : r;
+        return rc;
+    }
+    if (r != NONE) {
+        /* Refused: only the limits that said no are counted (as limited); the
+         * others were not charged and did not decide this request. */
+        size_t no[SL_CHECK_MAX], nn = 0;
+        for (size_t k = 0; k < ne; k++)
+            if (items[enf[k]].decided && !items[enf[k]].decision.allowed) no[nn++] = enf[k];
+        count(items, no, nn, label, ctx, false);
+        for (size_t k = 0; k < ns; k++) {
+            sl_policy_item *it = &items[sha[k]];
+            it->decided =
+                table_check(it->policy, it->key, it->keylen, 0, now, &it->decision) == SL_OK;
+        }
+        *refused = r;
         return SL_OK;
     }
-    atomic_fetch_add_explicit(&p->limited, 1, memory_order_relaxed);
+    count(items, enf, ne, label, ctx, false);
+    if (ns == 0) return SL_OK;
+    rc = check_group(items, sha, ns, now, &r);
+    if (rc != SL_OK && r != NONE) {
+        /* a shadow limit that can never pass (cost): counted, never refused */
+        items[r].decided = true;
+        items[r].decision.allowed = false;
+    }
+    if (rc != SL_OK || r != NONE) {
+        size_t no[SL_CHECK_MAX], nn = 0;
+        for (size_t k = 0; k < ns; k++)
+            if (items[sha[k]].decided && !items[sha[k]].decision.allowed) no[nn++] = sha[k];
+        count(items, no, nn, label, ctx, true);
+        return SL_OK;
+    }
+    count(items, sha, ns, label, ctx, false);
     return SL_OK;
+}
+
+/* ---- RateLimit-Policy numbers ------------------------------------------------- */
+
+#define SF_INT_MAX INT64_C(999999999999999)
+
+static bool is_bucket(sl_algorithm a) {
+    return a == SL_TOKEN_BUCKET || a == SL_GCRA || a == SL_LEAKY_QUEUE;
+}
+
+void sl__policy_quota(const sl_policy *p, int64_t now, uint64_t *q, uint64_t *w) {
+    const sl_params *pp = &p->cfg.params;
+    int64_t limit = pp->rate.limit > 0 ? pp->rate.limit : 1;
+    int64_t period = pp->rate.period > 0 ? pp->rate.period : 1;
+    if (p->cfg.calendar == SL_CALENDAR_MONTH) {
+        int64_t index, start, length;
+        sl__calendar_month(now, &index, &start, &length);
+        period = length;
+    }
+    unsigned __int128 num, den;
+    int64_t qv;
+    if (is_bucket(pp->algorithm)) {
+        qv = pp->burst;
+        num = (unsigned __int128)(uint64_t)(pp->burst > 0 ? pp->burst : 0) * (uint64_t)period;
+        den = (unsigned __int128)(uint64_t)limit * (uint64_t)SL_NS_PER_SEC;
+    } else {
+        qv = limit;
+        num = (uint64_t)period;
+        den = (uint64_t)SL_NS_PER_SEC;
+    }
+    *q = qv < 0 ? 0 : qv > SF_INT_MAX ? (uint64_t)SF_INT_MAX : (uint64_t)qv;
+    unsigned __int128 secs = num / den + (num % den != 0);
+    if (secs < 1) secs = 1;
+    *w = secs > (unsigned __int128)SF_INT_MAX ? (uint64_t)SF_INT_MAX : (uint64_t)secs;
 }

@@ -2,10 +2,25 @@
  * reload builds a new set that reuses the policy objects (and so the table
  * state) of every policy whose parameters did not change. Sets and policies
  * are reference counted so a worker can finish a request on the old set
- * while a reload swaps in the new one. */
+ * while a reload swaps in the new one.
+ *
+ * Besides the configured policies and quotas, a set holds one policy per
+ * tier override ("api:pro": the policy `api` with the rate and burst of tier
+ * `pro`, its own table), the compiled request rules (rules.h) and the API key
+ * table they use.
+ *
+ * Calendar-month quotas (SL_CALENDAR_MONTH): the table is a fixed window of
+ * 31 days on a calendar clock that maps month m of UTC time to
+ * [m * 31d, m * 31d + length of m): a window is exactly a calendar month,
+ * time inside a month runs at the real rate, and a shorter month's unused
+ * days are skipped at its end (retry and reset times are corrected for
+ * them). All users of such a table lock one of its key stripes, so that a
+ * layered check can look at the quota, decide the other limits, and then
+ * charge the quota without a race (see sl__policy_check_all). */
 #ifndef SLUICE_POLICY_POLICY_H
 #define SLUICE_POLICY_POLICY_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,20 +29,28 @@
 #include "policy/config.h"
 #include "sluice/table.h"
 
+#define SL_POLICY_STRIPES 64 /* key stripes of a calendar quota */
+
 typedef struct sl_policy {
-    sl_policy_config cfg;
+    sl_policy_config cfg; /* a tier variant's name is "policy:tier" */
     sl_table *table;
     sl__topk *top; /* heavy hitters among rejected keys */
     atomic_uint_fast64_t allowed, limited, shadow_limited;
-    atomic_bool shadow; /* cfg.shadow as of the latest reload (may change without a new table) */
+    atomic_bool shadow; /* cfg.shadow or the config's global shadow, as of the latest reload
+                           (may change without a new table) */
     atomic_int refs;
+    size_t base_len;          /* cfg.name[0..base_len): the name as configured */
+    pthread_mutex_t *stripes; /* SL_POLICY_STRIPES locks for calendar quotas, else NULL */
 } sl_policy;
 
 typedef struct sl_policy_set sl_policy_set;
+struct sl_rules;
 
 /* Builds the set for cfg; reuses policies of `prev` (may be NULL) with the
  * same name and parameters. New tables of `start: empty` policies start
- * empty at `now`. Returns 0, or -1 with a message in err. */
+ * empty at `now`. Compiles the rules (rules.h) against the new policies and
+ * takes a reference to cfg's API key table. Returns 0, or -1 with a message
+ * in err. */
 int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now,
                           sl_policy_set **out, char *err, size_t errlen);
 void sl__policy_set_retain(sl_policy_set *s);
@@ -37,10 +60,60 @@ size_t sl__policy_set_count(const sl_policy_set *s);
 sl_policy *sl__policy_set_at(const sl_policy_set *s, size_t i);
 sl_policy *sl__policy_find(const sl_policy_set *s, const char *name, size_t len);
 
+/* The compiled request rules (never NULL for a built set; a config without
+ * rules gives rules that match nothing). Lives as long as the set. */
+const struct sl_rules *sl__policy_set_rules(const sl_policy_set *s);
+
 /* Decides one request: the table's decision, then shadow mode (a limited
  * request of a shadow policy is allowed and *shadowed set), outcome counters
  * and the rejected-keys sketch. Returns sl_table_check's code. */
 int sl__policy_check(sl_policy *p, const char *key, size_t keylen, int64_t cost, int64_t now,
                      sl_decision *d, bool *shadowed);
+
+/* One limit of a layered check. */
+typedef struct sl_policy_item {
+    sl_policy *policy;
+    const void *key; /* table key; lives for the call */
+    size_t keylen;
+    int64_t cost;
+    bool shadow;          /* in: a dry run for this use (a shadow rule), besides the policy's own */
+    sl_decision decision; /* out (when decided) */
+    bool decided;         /* out: decision is meaningful */
+    bool shadowed;        /* out: refused, but allowed because shadow */
+} sl_policy_item;
+
+/* Writes a human label for item i's key (for /v1/top; no API key in clear)
+ * into buf (size bytes) and returns its length. Called only for refusals. */
+typedef size_t (*sl_policy_label_fn)(void *ctx, size_t i, char *buf, size_t size);
+
+/* Decides n (at most SL_CHECK_MAX) limits as one request: it passes only if
+ * every enforced limit passes, and then all of them are charged; if one
+ * refuses, none is charged (tables counting rejections excepted). Shadow
+ * limits (the item's or the policy's flag) are decided after the enforced
+ * ones passed, as their own all-or-nothing group, and never refuse: a
+ * refusal among them is counted as shadow_limited, and nothing of that group
+ * is charged. When the enforced group refuses, shadow limits are only looked
+ * at (cost 0) for their state. Counters and the rejected-keys sketch are
+ * updated as in sl__policy_check (label gives the sketch's key; NULL: the
+ * table key).
+ *
+ * When the request is refused, an allowed decision of another limit says
+ * what that limit has now (nothing was charged).
+ *
+ * *refused is the index of the limit that refused (the first one), or n.
+ * Returns 0, or an error (SL_ECOST: that item's cost can never pass; others:
+ * a table error), with *refused naming the item; nothing is charged then. */
+int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy_label_fn label,
+                         void *ctx, size_t *refused);
+
+/* The `q` (quota units) and `w` (window, whole seconds, at least 1) of p
+ * for a RateLimit-Policy field at `now`: windows N and P; buckets B and the
+ * time to refill B; calendar months the length of the current month. */
+void sl__policy_quota(const sl_policy *p, int64_t now, uint64_t *q, uint64_t *w);
+
+/* Calendar arithmetic (UTC, proleptic Gregorian), exposed for tests:
+ * the month containing `now` (ns since the Unix epoch): its index (months
+ * since January 1970), its start and its length in ns. */
+void sl__calendar_month(int64_t now, int64_t *index, int64_t *start, int64_t *length);
 
 #endif

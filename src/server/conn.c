@@ -115,6 +115,8 @@ static void timeout_answer(conn *c) {
             sl__http_end(&c->out, false, "application/json", body.data, body.len);
             sl__buf_free(&body);
         }
+    } else if (c->proto == SL_PROTO_GRPC) {
+        sl__grpc_session_shutdown(c->grpc); /* GOAWAY */
     } else {
         sl__resp_error(&c->out, "ERR idle timeout, closing the connection");
     }

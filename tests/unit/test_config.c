@@ -773,8 +773,9 @@ static void test_unknown_keys(void **state) {
                   "t.yaml:8: policies[0].rate: missing (every policy needs a rate such as 5/s)",
                   "t.yaml:9: policies[0].algoritm: unknown key (did you mean algorithm?)",
                   "t.yaml:10: Policies: unknown key (did you mean policies?)",
-                  "t.yaml:11: frobnicate: unknown key (expected listen, workers, store, domains, "
-                  "policies, limits or log_level)",
+                  "t.yaml:11: frobnicate: unknown key (expected "
+                  "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
+                  "quotas, costs, exempt, rules or shadow)",
                   "t.yaml:12: max_memory: unknown key here (max_memory belongs under store)",
                   "t.yaml:13: rate: unknown key here (rate belongs in a policy (policies: - "
                   "name: ...))");
@@ -783,12 +784,14 @@ static void test_unknown_keys(void **state) {
     expect_errors("listen:\n  ? [a]\n  : 1\n",
                   "t.yaml:2: listen: a key must be a plain word, got a list");
     expect_errors("base: &b {x: 1}\n<<: *b\n",
-                  "t.yaml:1: base: unknown key (expected listen, workers, store, domains, "
-                  "policies, limits or log_level)",
+                  "t.yaml:1: base: unknown key (expected "
+                  "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
+                  "quotas, costs, exempt, rules or shadow)",
                   "t.yaml:2: <<: YAML merge keys (<<) are not supported");
     expect_errors("\"a\\x01b\": 1\n",
-                  "t.yaml:1: a?b: unknown key (expected listen, workers, store, domains, "
-                  "policies, limits or log_level)");
+                  "t.yaml:1: a?b: unknown key (expected "
+                  "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
+                  "quotas, costs, exempt, rules or shadow)");
 }
 
 static void test_duplicate_keys(void **state) {
@@ -802,9 +805,9 @@ static void test_duplicate_keys(void **state) {
 
 static void test_not_supported_yet(void **state) {
     (void)state;
-    expect_errors("domains: rules/\n",
-                  "t.yaml:1: domains: envoyproxy/ratelimit rule files are not supported yet: "
-                  "remove this key");
+    /* domains: now loads envoyproxy/ratelimit rule files (tests/unit/test_domains.c) */
+    expect_errors("domains: no-such-rules/\n",
+                  "t.yaml:1: domains: no-such-rules/: cannot open: No such file or directory");
     expect_errors("store:\n"
                   "  type: memory\n"
                   "  redis:\n"
@@ -911,7 +914,8 @@ static void test_errors_sorted_and_all_collected(void **state) {
     assert_null(c);
     assert_int_equal(e.n, n);
     assert_string_equal(e.msg[0], "t.yaml:1: bad0: unknown key (expected listen, workers, store, "
-                                  "domains, policies, limits or log_level)");
+                                  "domains, policies, limits, log_level, identity, tiers, quotas, "
+                                  "costs, exempt, rules or shadow)");
     assert_non_null(strstr(e.msg[SL_CONFIG_MAX_ERRORS - 1], "t.yaml:64: bad63: unknown key"));
     free(text);
 }
@@ -940,8 +944,9 @@ static void test_bounds(void **state) {
     for (int i = 0; i < 40; i++) deep[k++] = '[';
     deep[k] = '\0';
     expect_errors(deep,
-                  "t.yaml:1: x: unknown key (expected listen, workers, store, domains, policies, "
-                  "limits or log_level)",
+                  "t.yaml:1: x: unknown key (expected "
+                  "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
+                  "quotas, costs, exempt, rules or shadow)",
                   "t.yaml:1: mappings and lists nested more than 32 deep");
 
     /* Policy count. */

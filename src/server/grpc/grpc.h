@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "server/buf.h"
 
@@ -22,6 +23,16 @@ sl_grpc_session *sl__grpc_session_new(struct sl_worker *w, sl_buf *out);
  * or -1 when the connection must be closed once out is written (a GOAWAY has
  * been queued if the protocol allows one). */
 int sl__grpc_session_feed(sl_grpc_session *s, const char *data, size_t len);
+
+/* The earliest grpc-timeout deadline (CLOCK_MONOTONIC ns) among the streams
+ * the client has not finished sending, or 0 when there is none. Optional: a
+ * connection timer may call sl__grpc_session_tick at that time, so that such
+ * a stream is answered DEADLINE_EXCEEDED (and reset) without waiting for the
+ * client's next bytes; otherwise that happens at the next feed. */
+int64_t sl__grpc_session_next_deadline(const sl_grpc_session *s);
+
+/* Answers the streams whose deadline has passed; output is appended to out. */
+void sl__grpc_session_tick(sl_grpc_session *s);
 
 /* True when the session has nothing left to do (GOAWAY sent and all streams
  * answered): the connection may be closed after the output is written. */

@@ -1,35 +1,687 @@
-/* grpc_session.c: placeholder until the gRPC service is written: every
- * connection is closed at once. */
+/* grpc_session.c: one gRPC connection (grpc.h): HTTP/2 cleartext with prior
+ * knowledge on nghttp2 (a server session fed with nghttp2_session_mem_recv,
+ * its output taken with nghttp2_session_mem_send into the connection's
+ * buffer), and gRPC's framing on top (doc/PROTOCOL-HTTP2.md).
+ *
+ * A stream collects its request headers (:method, :path, content-type,
+ * grpc-timeout, grpc-encoding) and its DATA, whatever the frame boundaries,
+ * up to one length-prefixed message of at most limits.max_body_bytes; it is
+ * answered when the client ends it (END_STREAM):
+ * - not POST: HTTP 405; content-type not application/grpc[+...]: HTTP 415;
+ * - past its grpc-timeout: DEADLINE_EXCEEDED (nothing decided);
+ * - unknown method: UNIMPLEMENTED; a grpc-encoding other than identity:
+ *   UNIMPLEMENTED; a message over the limit: RESOURCE_EXHAUSTED (its bytes
+ *   are dropped as they arrive); zero or several messages: UNIMPLEMENTED
+ *   (cardinality); a compressed flag, a truncated prefix or an unparsable
+ *   message: INTERNAL;
+ * - otherwise the method's answer: HEADERS (:status 200), DATA (the message),
+ *   trailers (grpc-status 0). Errors are Trailers-Only.
+ * A stream whose grpc-timeout passes before the client ends it is answered
+ * DEADLINE_EXCEEDED and reset (CANCEL) at the next read on the connection.
+ *
+ * SETTINGS: at most SL_GRPC_MAX_STREAMS concurrent streams (nghttp2 refuses
+ * more with REFUSED_STREAM), header lists of at most limits.max_header_bytes.
+ * Broken HTTP/2 (bad frames, flow-control or HPACK errors) gets a GOAWAY
+ * from nghttp2 and the connection closes after it; bytes that are not HTTP/2
+ * at all (no client preface) close the connection at once. */
+#include <nghttp2/nghttp2.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "server/grpc/grpc.h"
+#include "server/grpc/grpc_service.h"
+#include "server/server.h"
+
+#define SL_GRPC_MAX_STREAMS 128
+#define PREFIX_BYTES        5
+#define GRPC_MESSAGE_MAX    200 /* bytes of a grpc-message before encoding */
+
+#define POOL_CLASSES   8            /* 64 B .. 8 KiB */
+#define POOL_MAX_BYTES (256 * 1024) /* kept per session at most */
+
+enum { ST_NONE = 0, ST_405 = 405, ST_415 = 415 };
+
+typedef struct stream {
+    int32_t id;
+    sl_grpc_method method;
+    int http_status; /* ST_405 / ST_415, or 0 */
+    bool have_method, have_path, have_ct, bad_encoding, too_big, extra;
+    bool answered;
+    uint32_t rst_after;  /* + 1: reset the stream with this code once the answer is sent */
+    int64_t deadline;    /* monotonic ns; 0 = none */
+    size_t header_bytes; /* for max_header_bytes */
+    uint32_t msg_len;    /* from the prefix, once known */
+    sl_buf body;         /* the request's bytes (prefix + at most one message) */
+    sl_buf resp;         /* the answer's DATA */
+    size_t resp_off;
+    char encoding[32]; /* the unsupported grpc-encoding, for the message */
+    struct stream *prev, *next;
+} stream;
 
 struct sl_grpc_session {
-    int unused;
+    sl_worker *w;
+    sl_buf *out;
+    nghttp2_session *h2;
+    size_t max_message, max_header;
+    stream *streams; /* open streams */
+    stream *free;    /* spare ones, at most SL_GRPC_MAX_STREAMS */
+    unsigned nfree;
+    stream *last;          /* the stream of the latest callback (saves map lookups) */
+    int64_t next_deadline; /* earliest deadline of an unanswered stream; 0 = none */
+    bool shutdown, failed;
+    sl_grpc_arena arena;
+    void *pool[POOL_CLASSES]; /* free blocks for nghttp2, by size class */
+    size_t pooled;            /* bytes in them */
 };
 
+static int64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- nghttp2's memory ------------------------------------------------------------------ */
+
+/* nghttp2 allocates and frees a few small blocks per stream (the stream,
+ * its frames, header copies). A free list per size class in the session
+ * (one thread) makes them cheap; blocks beyond POOL_MAX_BYTES go back to
+ * malloc. Each block starts with a header that says its class (or its size
+ * when it is too large for one). */
+typedef union pool_hdr {
+    struct {
+        uint32_t cls; /* POOL_CLASSES: a large block */
+        size_t size;  /* usable bytes */
+    } h;
+    max_align_t align;
+} pool_hdr;
+
+static size_t class_bytes(unsigned c) {
+    return (size_t)64 << c;
+}
+
+static void *pool_malloc(size_t size, void *ud) {
+    sl_grpc_session *s = ud;
+    size_t need = size + sizeof(pool_hdr);
+    unsigned c = 0;
+    while (c < POOL_CLASSES && class_bytes(c) < need) c++;
+    pool_hdr *h;
+    if (c < POOL_CLASSES && s->pool[c]) {
+        h = s->pool[c];
+        s->pool[c] = *(void **)(h + 1);
+        s->pooled -= class_bytes(c);
+    } else {
+        h = malloc(c < POOL_CLASSES ? class_bytes(c) : need);
+        if (!h) return NULL;
+    }
+    h->h.cls = c;
+    h->h.size = c < POOL_CLASSES ? class_bytes(c) - sizeof(pool_hdr) : size;
+    return h + 1;
+}
+
+static void pool_free(void *p, void *ud) {
+    if (!p) return;
+    sl_grpc_session *s = ud;
+    pool_hdr *h = (pool_hdr *)p - 1;
+    unsigned c = h->h.cls;
+    if (c >= POOL_CLASSES || s->pooled + class_bytes(c) > POOL_MAX_BYTES) {
+        free(h);
+        return;
+    }
+    *(void **)(h + 1) = s->pool[c];
+    s->pool[c] = h;
+    s->pooled += class_bytes(c);
+}
+
+static void *pool_calloc(size_t n, size_t size, void *ud) {
+    if (size && n > SIZE_MAX / size) return NULL;
+    void *p = pool_malloc(n * size, ud);
+    if (p) memset(p, 0, n * size);
+    return p;
+}
+
+static void *pool_realloc(void *p, size_t size, void *ud) {
+    if (!p) return pool_malloc(size, ud);
+    size_t have = ((pool_hdr *)p - 1)->h.size;
+    if (size <= have) return p;
+    void *q = pool_malloc(size, ud);
+    if (!q) return NULL;
+    memcpy(q, p, have);
+    pool_free(p, ud);
+    return q;
+}
+
+static void pool_drop(sl_grpc_session *s) {
+    for (unsigned c = 0; c < POOL_CLASSES; c++) {
+        while (s->pool[c]) {
+            pool_hdr *h = s->pool[c];
+            s->pool[c] = *(void **)(h + 1);
+            free(h);
+        }
+    }
+    s->pooled = 0;
+}
+
+/* ---- streams ----------------------------------------------------------------- */
+
+static stream *stream_new(sl_grpc_session *s, int32_t id) {
+    stream *st = s->free;
+    if (st) {
+        s->free = st->next;
+        s->nfree--;
+        sl_buf body = st->body, resp = st->resp;
+        memset(st, 0, sizeof *st);
+        sl__buf_reset(&body);
+        sl__buf_reset(&resp);
+        st->body = body;
+        st->resp = resp;
+    } else {
+        st = calloc(1, sizeof *st);
+        if (!st) return NULL;
+        sl__buf_init(&st->body);
+        sl__buf_init(&st->resp);
+    }
+    st->id = id;
+    st->next = s->streams;
+    if (s->streams) s->streams->prev = st;
+    s->streams = st;
+    return st;
+}
+
+static stream *stream_of(sl_grpc_session *s, int32_t id) {
+    if (s->last && s->last->id == id) return s->last;
+    stream *st = nghttp2_session_get_stream_user_data(s->h2, id);
+    if (st) s->last = st;
+    return st;
+}
+
+static void stream_free(sl_grpc_session *s, stream *st) {
+    if (s->last == st) s->last = NULL;
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        s->streams = st->next;
+    if (st->next) st->next->prev = st->prev;
+    /* keep a few, with small buffers, for the next streams */
+    if (s->nfree < SL_GRPC_MAX_STREAMS && st->body.cap <= 4096 && st->resp.cap <= 4096 &&
+        !st->body.failed && !st->resp.failed) {
+        st->next = s->free;
+        s->free = st;
+        s->nfree++;
+        return;
+    }
+    sl__buf_free(&st->body);
+    sl__buf_free(&st->resp);
+    free(st);
+}
+
+/* ---- answers ------------------------------------------------------------------- */
+
+#define NV(n, v)                                                                                   \
+    {                                                                                              \
+        (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1,                              \
+            NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE                           \
+    }
+
+static nghttp2_nv nv_dyn(const char *name, const char *value) {
+    return (nghttp2_nv){(uint8_t *)name, (uint8_t *)value, strlen(name), strlen(value),
+                        NGHTTP2_NV_FLAG_NO_COPY_NAME};
+}
+
+/* An answer nghttp2 could not take (out of memory): the stream is reset
+ * rather than left waiting. */
+static void submitted(sl_grpc_session *s, stream *st, int rc) {
+    if (rc != 0)
+        nghttp2_submit_rst_stream(s->h2, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
+}
+
+/* grpc-message: percent-encoded UTF-8 (PROTOCOL-HTTP2.md). */
+static void percent_encode(char *out, size_t size, const char *msg) {
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)msg; *p && o + 4 < size; p++) {
+        if (*p >= 0x20 && *p <= 0x7e && *p != '%') {
+            out[o++] = (char)*p;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        }
+    }
+    out[o] = '\0';
+}
+
+/* Trailers-Only: the whole answer in one HEADERS frame with END_STREAM. */
+static void answer_status(sl_grpc_session *s, stream *st, int code, const char *message) {
+    char status[8], text[3 * GRPC_MESSAGE_MAX + 1];
+    snprintf(status, sizeof status, "%d", code);
+    percent_encode(text, sizeof text, message ? message : "");
+    nghttp2_nv nva[5] = {NV(":status", "200"), NV("content-type", "application/grpc")};
+    size_t n = 2;
+    nva[n++] = nv_dyn("grpc-status", status);
+    if (message && *message) nva[n++] = nv_dyn("grpc-message", text);
+    if (st->bad_encoding) nva[n++] = (nghttp2_nv)NV("grpc-accept-encoding", "identity");
+    st->answered = true;
+    submitted(s, st, nghttp2_submit_response(s->h2, st->id, nva, n, NULL));
+}
+
+static void answer_http(sl_grpc_session *s, stream *st, int status) {
+    st->answered = true;
+    if (status == ST_405) {
+        nghttp2_nv nva[] = {NV(":status", "405"), NV("allow", "POST")};
+        submitted(s, st, nghttp2_submit_response(s->h2, st->id, nva, 2, NULL));
+    } else {
+        nghttp2_nv nva[] = {NV(":status", "415"), NV("content-type", "text/plain")};
+        submitted(s, st, nghttp2_submit_response(s->h2, st->id, nva, 2, NULL));
+    }
+}
+
+/* The DATA of an answer, then its trailers. */
+static ssize_t read_resp(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t length,
+                         uint32_t *flags, nghttp2_data_source *src, void *user) {
+    (void)user;
+    stream *st = src->ptr;
+    size_t left = st->resp.len - st->resp_off;
+    size_t n = left < length ? left : length;
+    memcpy(buf, st->resp.data + st->resp_off, n);
+    st->resp_off += n;
+    if (st->resp_off == st->resp.len) {
+        static const nghttp2_nv ok[] = {NV("grpc-status", "0")};
+        *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        if (nghttp2_submit_trailer(h2, id, ok, 1) != 0)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    return (ssize_t)n;
+}
+
+static void answer_ok(sl_grpc_session *s, stream *st) {
+    static const nghttp2_nv nva[] = {NV(":status", "200"), NV("content-type", "application/grpc")};
+    nghttp2_data_provider prd = {.source = {.ptr = st}, .read_callback = read_resp};
+    st->answered = true;
+    submitted(s, st, nghttp2_submit_response(s->h2, st->id, nva, 2, &prd));
+}
+
+/* The client has ended the stream: decide and answer. */
+static void finish(sl_grpc_session *s, stream *st) {
+    if (st->answered) return;
+    sl_worker *w = s->w;
+    int64_t t0 = mono_ns();
+    if (!st->have_method) st->http_status = ST_405;
+    if (!st->http_status && !st->have_ct) st->http_status = ST_415;
+    if (st->http_status) {
+        answer_http(s, st, st->http_status);
+        return;
+    }
+    if (st->deadline && t0 >= st->deadline) {
+        answer_status(s, st, SL_GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
+        sl__worker_record(w, SL_PROTO_GRPC, mono_ns() - t0);
+        return;
+    }
+    int code = SL_GRPC_OK;
+    const char *message = NULL;
+    char text[GRPC_MESSAGE_MAX];
+    const uint8_t *b = (const uint8_t *)st->body.data;
+    if (!st->have_path || st->method == SL_GRPC_M_UNKNOWN) {
+        code = SL_GRPC_UNIMPLEMENTED;
+        message = "unknown method";
+    } else if (st->bad_encoding) {
+        code = SL_GRPC_UNIMPLEMENTED;
+        snprintf(text, sizeof text, "grpc-encoding %s is not supported (only identity)",
+                 st->encoding);
+        message = text;
+    } else if (st->too_big) {
+        code = SL_GRPC_RESOURCE_EXHAUSTED;
+        snprintf(text, sizeof text, "message larger than %zu bytes", s->max_message);
+        message = text;
+    } else if (st->body.failed) {
+        code = SL_GRPC_RESOURCE_EXHAUSTED;
+        message = "out of memory";
+    } else if (st->body.len == 0) {
+        code = SL_GRPC_UNIMPLEMENTED;
+        message = "no request message (a unary method needs exactly one)";
+    } else if (st->body.len < PREFIX_BYTES || st->body.len < PREFIX_BYTES + (size_t)st->msg_len) {
+        code = SL_GRPC_INTERNAL;
+        message = "the request message is truncated";
+    } else if (b[0] != 0) {
+        code = SL_GRPC_INTERNAL;
+        message = b[0] == 1 ? "compressed message without grpc-encoding"
+                            : "bad compressed flag in the message prefix";
+    } else if (st->extra) {
+        code = SL_GRPC_UNIMPLEMENTED;
+        message = "more than one request message (a unary method takes exactly one)";
+    } else {
+        sl_grpc_call_env env = {.domains = w->domains,
+                                .now = sl__worker_now(w),
+                                .serving = !w->server || !atomic_load(&w->server->draining),
+                                .arena = &s->arena};
+        sl__buf_reset(&st->resp);
+        st->resp_off = 0;
+        code = sl__grpc_call(&env, st->method, b + PREFIX_BYTES, st->msg_len, &st->resp, &message);
+        if (code == SL_GRPC_OK && st->resp.failed) {
+            code = SL_GRPC_RESOURCE_EXHAUSTED;
+            message = "out of memory";
+        }
+    }
+    if (code == SL_GRPC_OK)
+        answer_ok(s, st);
+    else
+        answer_status(s, st, code, message);
+    sl__worker_record(w, SL_PROTO_GRPC, mono_ns() - t0);
+}
+
+/* Streams past their deadline that the client has not ended. */
+static void expire(sl_grpc_session *s) {
+    if (!s->next_deadline) return;
+    int64_t now = mono_ns();
+    if (now < s->next_deadline) return;
+    s->next_deadline = 0;
+    for (stream *st = s->streams; st; st = st->next) {
+        if (st->answered || !st->deadline) continue;
+        if (st->deadline <= now) {
+            /* the answer first: a reset submitted now would drop it */
+            st->rst_after = NGHTTP2_CANCEL + 1;
+            answer_status(s, st, SL_GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
+        } else if (!s->next_deadline || st->deadline < s->next_deadline) {
+            s->next_deadline = st->deadline;
+        }
+    }
+}
+
+/* ---- headers ------------------------------------------------------------------------- */
+
+/* grpc-timeout: 1 to 8 digits and a unit (H M S m u n). Returns ns, -1 when
+ * malformed (ignored), -2 when too far away to matter. */
+static int64_t parse_timeout(const uint8_t *v, size_t len) {
+    if (len < 2 || len > 9) return -1;
+    int64_t n = 0;
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (v[i] < '0' || v[i] > '9') return -1;
+        n = n * 10 + (v[i] - '0');
+    }
+    int64_t unit;
+    switch (v[len - 1]) {
+    case 'H':
+        unit = 3600 * SL_NS_PER_SEC;
+        break;
+    case 'M':
+        unit = 60 * SL_NS_PER_SEC;
+        break;
+    case 'S':
+        unit = SL_NS_PER_SEC;
+        break;
+    case 'm':
+        unit = SL_NS_PER_MS;
+        break;
+    case 'u':
+        unit = 1000;
+        break;
+    case 'n':
+        unit = 1;
+        break;
+    default:
+        return -1;
+    }
+    /* 99999999H is beyond int64 ns: anything over a century is no deadline (-2) */
+    return n > (INT64_C(100) * 366 * 86400 * SL_NS_PER_SEC) / unit ? -2 : n * unit;
+}
+
+static bool is(const uint8_t *p, size_t n, const char *lit) {
+    size_t l = strlen(lit);
+    return n == l && memcmp(p, lit, l) == 0;
+}
+
+static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, void *user) {
+    sl_grpc_session *s = user;
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    stream *st = stream_new(s, frame->hd.stream_id);
+    if (!st) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* RST_STREAM this one */
+    nghttp2_session_set_stream_user_data(h2, frame->hd.stream_id, st);
+    s->last = st;
+    return 0;
+}
+
+static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *user) {
+    (void)h2;
+    (void)flags;
+    sl_grpc_session *s = user;
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    stream *st = stream_of(s, frame->hd.stream_id);
+    if (!st) return 0;
+    st->header_bytes += namelen + valuelen + 32;
+    if (st->header_bytes > s->max_header) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0; /* trailers: ignored */
+    if (is(name, namelen, ":method")) {
+        st->have_method = true;
+        if (!is(value, valuelen, "POST")) st->http_status = ST_405;
+    } else if (is(name, namelen, ":path")) {
+        st->have_path = true;
+        st->method = sl__grpc_method((const char *)value, valuelen);
+    } else if (is(name, namelen, "content-type")) {
+        st->have_ct = true;
+        /* application/grpc, application/grpc+proto, application/grpc;... */
+        bool grpc = valuelen >= 16 && !memcmp(value, "application/grpc", 16) &&
+                    (valuelen == 16 || value[16] == '+' || value[16] == ';');
+        if (!grpc && st->http_status != ST_405) st->http_status = ST_415;
+    } else if (is(name, namelen, "grpc-timeout")) {
+        int64_t t = parse_timeout(value, valuelen);
+        if (t >= 0) {
+            st->deadline = mono_ns() + t;
+            if (!s->next_deadline || st->deadline < s->next_deadline)
+                s->next_deadline = st->deadline;
+        }
+    } else if (is(name, namelen, "grpc-encoding")) {
+        if (!is(value, valuelen, "identity")) {
+            st->bad_encoding = true;
+            size_t n = valuelen < sizeof st->encoding - 1 ? valuelen : sizeof st->encoding - 1;
+            for (size_t i = 0; i < n; i++)
+                st->encoding[i] = value[i] >= 0x20 && value[i] < 0x7f ? (char)value[i] : '?';
+            st->encoding[n] = '\0';
+        }
+    }
+    return 0;
+}
+
+static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t *data,
+                         size_t len, void *user) {
+    (void)h2;
+    (void)flags;
+    sl_grpc_session *s = user;
+    stream *st = stream_of(s, id);
+    if (!st || st->answered || st->http_status || st->too_big || st->extra) return 0;
+    while (len) {
+        size_t have = st->body.len;
+        if (have < PREFIX_BYTES) { /* the prefix, possibly split over frames */
+            size_t n = PREFIX_BYTES - have < len ? PREFIX_BYTES - have : len;
+            sl__buf_append(&st->body, data, n);
+            data += n;
+            len -= n;
+            if (st->body.len == PREFIX_BYTES) {
+                const uint8_t *p = (const uint8_t *)st->body.data;
+                st->msg_len =
+                    (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+                if (st->msg_len > s->max_message) {
+                    st->too_big = true;
+                    return 0;
+                }
+            }
+            continue;
+        }
+        size_t want = PREFIX_BYTES + st->msg_len - have;
+        if (want == 0) { /* a second message */
+            st->extra = true;
+            return 0;
+        }
+        size_t n = want < len ? want : len;
+        sl__buf_append(&st->body, data, n);
+        data += n;
+        len -= n;
+    }
+    return 0;
+}
+
+static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *user) {
+    (void)h2;
+    sl_grpc_session *s = user;
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
+    if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) return 0;
+    stream *st = stream_of(s, frame->hd.stream_id);
+    if (st) finish(s, st);
+    return 0;
+}
+
+/* After a Trailers-Only answer to a stream the client has not ended: the
+ * reset that tells it to stop sending. */
+static int on_frame_send(nghttp2_session *h2, const nghttp2_frame *frame, void *user) {
+    if (frame->hd.type != NGHTTP2_HEADERS || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) return 0;
+    stream *st = stream_of(user, frame->hd.stream_id);
+    if (st && st->rst_after) {
+        nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, st->id, st->rst_after - 1);
+        st->rst_after = 0;
+    }
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code, void *user) {
+    (void)error_code;
+    sl_grpc_session *s = user;
+    stream *st = nghttp2_session_get_stream_user_data(h2, id);
+    if (st) {
+        nghttp2_session_set_stream_user_data(h2, id, NULL);
+        stream_free(s, st);
+    }
+    return 0;
+}
+
+/* ---- the session ----------------------------------------------------------------------- */
+
+/* Moves everything nghttp2 has to send into the connection's buffer. */
+static void pump(sl_grpc_session *s) {
+    for (;;) {
+        const uint8_t *data;
+        ssize_t n = nghttp2_session_mem_send(s->h2, &data);
+        if (n < 0) {
+            s->failed = true;
+            return;
+        }
+        if (n == 0) return;
+        sl__buf_append(s->out, data, (size_t)n);
+    }
+}
+
 sl_grpc_session *sl__grpc_session_new(struct sl_worker *w, sl_buf *out) {
-    (void)w;
-    (void)out;
-    return calloc(1, sizeof(sl_grpc_session));
+    sl_grpc_session *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->w = w;
+    s->out = out;
+    s->max_message = w->limits.max_body_bytes ? w->limits.max_body_bytes : 64 * 1024;
+    s->max_header = w->limits.max_header_bytes ? w->limits.max_header_bytes : 8 * 1024;
+    nghttp2_session_callbacks *cb;
+    nghttp2_option *opt;
+    if (nghttp2_session_callbacks_new(&cb) != 0) {
+        free(s);
+        return NULL;
+    }
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+    int rc = nghttp2_option_new(&opt);
+    if (rc == 0) {
+        /* the peer may not reserve more stream state than we allow */
+        nghttp2_option_set_max_reserved_remote_streams(opt, 0);
+        /* HTTP semantics are checked here (finish), only as far as gRPC needs:
+         * nghttp2's checks of every header cost more than the rest of a call */
+        nghttp2_option_set_no_http_messaging(opt, 1);
+        nghttp2_mem mem = {.mem_user_data = s,
+                           .malloc = pool_malloc,
+                           .free = pool_free,
+                           .calloc = pool_calloc,
+                           .realloc = pool_realloc};
+        rc = nghttp2_session_server_new3(&s->h2, cb, s, opt, &mem);
+        nghttp2_option_del(opt);
+    }
+    nghttp2_session_callbacks_del(cb);
+    if (rc != 0) {
+        free(s);
+        return NULL;
+    }
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, SL_GRPC_MAX_STREAMS},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)s->max_header},
+        {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+        /* no RFC 7540 priority tree: its upkeep costs on every stream, and
+         * the answers of one connection need no ordering */
+        {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
+    };
+    /* the server preface goes first, before any answer */
+    if (nghttp2_submit_settings(s->h2, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]) != 0) {
+        sl__grpc_session_free(s);
+        return NULL;
+    }
+    pump(s);
+    return s;
 }
 
 int sl__grpc_session_feed(sl_grpc_session *s, const char *data, size_t len) {
-    (void)s;
-    (void)data;
-    (void)len;
-    return -1;
+    if (s->failed) return -1;
+    expire(s);
+    ssize_t n = nghttp2_session_mem_recv(s->h2, (const uint8_t *)data, len);
+    if (n < 0) {
+        s->failed = true;
+        if (n == NGHTTP2_ERR_BAD_CLIENT_MAGIC) return -1; /* not HTTP/2 at all: just close */
+        nghttp2_session_terminate_session(s->h2, NGHTTP2_PROTOCOL_ERROR);
+        pump(s);
+        return -1;
+    }
+    pump(s);
+    if (s->failed) return -1;
+    /* nghttp2 ended the session on its own: a connection error (GOAWAY sent) */
+    if (!s->shutdown && !nghttp2_session_want_read(s->h2) && !nghttp2_session_want_write(s->h2))
+        return -1;
+    return 0;
+}
+
+int64_t sl__grpc_session_next_deadline(const sl_grpc_session *s) {
+    return s->failed ? 0 : s->next_deadline;
+}
+
+void sl__grpc_session_tick(sl_grpc_session *s) {
+    if (s->failed) return;
+    expire(s);
+    pump(s);
 }
 
 bool sl__grpc_session_done(const sl_grpc_session *s) {
-    (void)s;
-    return true;
+    return s->failed || (!nghttp2_session_want_read(s->h2) && !nghttp2_session_want_write(s->h2));
 }
 
 void sl__grpc_session_shutdown(sl_grpc_session *s) {
-    (void)s;
+    if (s->shutdown || s->failed) return;
+    s->shutdown = true;
+    /* streams the client opened up to here are still answered; later ones
+     * are refused by the GOAWAY (the client may retry them elsewhere) */
+    nghttp2_submit_goaway(s->h2, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(s->h2),
+                          NGHTTP2_NO_ERROR, NULL, 0);
+    pump(s);
 }
 
 void sl__grpc_session_free(sl_grpc_session *s) {
+    if (!s) return;
+    if (s->h2) nghttp2_session_del(s->h2); /* closes the streams: on_stream_close frees them */
+    while (s->streams) stream_free(s, s->streams);
+    for (stream *st = s->free, *next; st; st = next) {
+        next = st->next;
+        sl__buf_free(&st->body);
+        sl__buf_free(&st->resp);
+        free(st);
+    }
+    sl__grpc_arena_free(&s->arena);
+    pool_drop(s);
     free(s);
 }

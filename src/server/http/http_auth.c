@@ -1,13 +1,319 @@
-/* http_auth.c: placeholder for GET /v1/auth (nginx auth_request) until
- * identity rules exist: 404. */
+/* http_auth.c: GET /v1/auth, the decision endpoint for nginx's auth_request
+ * (docs/nginx.md). nginx sends a subrequest carrying the original request's
+ * headers plus the original method, URI and client address in headers of its
+ * own (X-Original-Method, X-Original-URI, X-Real-IP by default); the request
+ * rules (policy/rules.h) decide it, and the answer is:
+ *
+ *   200  allowed (or exempt): RateLimit-Policy / RateLimit list every
+ *        enforced limit that applied; X-RateLimit-* and Sluice-Limit describe
+ *        the one closest to refusing
+ *   403  limited: the same fields, Retry-After, and Sluice-Limit naming the
+ *        limit that refused (auth_request only passes 401 and 403 on; the
+ *        nginx config turns this 403 into a 429)
+ *   401  unknown API key, or none when one is required
+ *   400  the subrequest lacks what the rules need (nginx answers 500)
+ *   500  an internal error
+ *
+ * Nothing is allocated per request beyond the output buffer: the rules'
+ * answer (keys included) lives on this stack frame. */
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/rules.h"
 #include "server/http/http.h"
 #include "server/server.h"
+#include "sluice/error.h"
+
+#define SF_INT_MAX INT64_C(999999999999999)
+#define FIELD_MAX  4096 /* one RateLimit-Policy or RateLimit value */
+
+/* A small bounded writer for field values: at most cap - 1 bytes and a NUL
+ * (cap > 0); what does not fit is dropped. */
+typedef struct fw {
+    char *p;
+    size_t n, cap;
+} fw;
+
+static void fw_mem(fw *w, const char *s, size_t n) {
+    size_t room = w->cap - 1 - w->n;
+    if (n > room) n = room;
+    for (size_t i = 0; i < n; i++) w->p[w->n + i] = s[i];
+    w->n += n;
+    w->p[w->n] = '\0';
+}
+
+static void fw_str(fw *w, const char *s) {
+    fw_mem(w, s, strlen(s));
+}
+
+static void fw_u64(fw *w, uint64_t v) {
+    char tmp[24];
+    int k = 0;
+    do tmp[k++] = (char)('0' + v % 10);
+    while ((v /= 10));
+    char out[24];
+    for (int i = 0; i < k; i++) out[i] = tmp[k - 1 - i];
+    fw_mem(w, out, (size_t)k);
+}
+
+static uint64_t sf_int(int64_t v) {
+    return v < 0 ? 0 : v > SF_INT_MAX ? (uint64_t)SF_INT_MAX : (uint64_t)v;
+}
+
+static int64_t ceil_s(int64_t ns) {
+    if (ns <= 0) return 0;
+    return ns / SL_NS_PER_SEC + (ns % SL_NS_PER_SEC != 0);
+}
+
+/* sl_rate_format's notation ("5/s", "100/10s"); a calendar quota "N/month". */
+static void fw_rate(fw *w, const sl_policy *p) {
+    if (p->cfg.calendar == SL_CALENDAR_MONTH) {
+        fw_u64(w, (uint64_t)p->cfg.params.rate.limit);
+        fw_str(w, "/month");
+        return;
+    }
+    char buf[48];
+    sl_rate_format(p->cfg.params.rate, buf, sizeof buf);
+    fw_str(w, buf);
+}
+
+/* The policy's name as configured (a tier variant "api:pro" shows as "api"),
+ * as an sf-string: names are [a-z0-9_.-], nothing to escape. */
+static void fw_name(fw *w, const sl_policy *p) {
+    fw_mem(w, "\"", 1);
+    fw_mem(w, p->cfg.name, p->base_len);
+    fw_mem(w, "\"", 1);
+}
+
+/* Whether item i is reported to the client: decided, enforced (a shadow
+ * limit is a dry run: never shown), and the first item of its policy. */
+static bool shown(const sl_rules_answer *a, size_t i) {
+    const sl_policy_item *it = &a->items[i];
+    if (!it->decided || it->shadow || atomic_load(&it->policy->shadow)) return false;
+    for (size_t j = 0; j < i; j++)
+        if (a->items[j].policy == it->policy && a->items[j].decided && !a->items[j].shadow)
+            return false;
+    return true;
+}
+
+static void write_limits(sl_buf *out, const sl_rules_answer *a, bool limited, size_t bind,
+                         int64_t now) {
+    char pol[FIELD_MAX], st[FIELD_MAX];
+    fw wp = {pol, 0, sizeof pol}, ws = {st, 0, sizeof st};
+    pol[0] = st[0] = '\0';
+    for (size_t i = 0; i < a->n; i++) {
+        if (!shown(a, i)) continue;
+        const sl_policy_item *it = &a->items[i];
+        const sl_decision *d = &it->decision;
+        uint64_t q, w;
+        sl__policy_quota(it->policy, now, &q, &w);
+        if (wp.n) fw_str(&wp, ", ");
+        fw_name(&wp, it->policy);
+        fw_str(&wp, ";q=");
+        fw_u64(&wp, q);
+        fw_str(&wp, ";w=");
+        fw_u64(&wp, w);
+        fw_str(&wp, ";sluice-rate=\"");
+        fw_rate(&wp, it->policy);
+        fw_str(&wp, "\"");
+        int64_t t = ceil_s(d->reset_after);
+        if (!d->allowed && d->retry_after >= 0) {
+            t = ceil_s(d->retry_after);
+            if (t < 1) t = 1;
+        }
+        if (ws.n) fw_str(&ws, ", ");
+        fw_name(&ws, it->policy);
+        fw_str(&ws, ";r=");
+        fw_u64(&ws, sf_int(d->remaining));
+        fw_str(&ws, ";t=");
+        fw_u64(&ws, sf_int(t));
+    }
+    if (wp.n) {
+        sl__http_header_line(out, "RateLimit-Policy", pol);
+        sl__http_header_line(out, "RateLimit", st);
+    }
+    if (bind < a->n) {
+        const sl_policy_item *it = &a->items[bind];
+        const sl_decision *d = &it->decision;
+        char num[24], name[SL_POLICY_NAME_MAX + 1];
+        snprintf(num, sizeof num, "%lld", (long long)(d->limit > 0 ? d->limit : 0));
+        sl__http_header_line(out, "X-RateLimit-Limit", num);
+        snprintf(num, sizeof num, "%lld", (long long)(d->remaining > 0 ? d->remaining : 0));
+        sl__http_header_line(out, "X-RateLimit-Remaining", num);
+        snprintf(num, sizeof num, "%lld", (long long)ceil_s(d->reset_after));
+        sl__http_header_line(out, "X-RateLimit-Reset", num);
+        snprintf(name, sizeof name, "%.*s", (int)it->policy->base_len, it->policy->cfg.name);
+        sl__http_header_line(out, "Sluice-Limit", name);
+    }
+    if (limited) {
+        /* Retry-After: when every enforced limit that said no would say yes
+         * (the longest wait among them), whole seconds rounded up, >= 1. */
+        int64_t retry = -1;
+        for (size_t i = 0; i < a->n; i++) {
+            const sl_policy_item *it = &a->items[i];
+            if (it->decided && !it->shadowed && !it->decision.allowed &&
+                it->decision.retry_after > retry)
+                retry = it->decision.retry_after;
+        }
+        if (retry >= 0) {
+            char num[24];
+            int64_t s = ceil_s(retry);
+            snprintf(num, sizeof num, "%lld", (long long)(s < 1 ? 1 : s));
+            sl__http_header_line(out, "Retry-After", num);
+        }
+    }
+    /* shadow limits that would have refused: for the proxy's access log */
+    char sh[FIELD_MAX];
+    fw wsh = {sh, 0, sizeof sh};
+    sh[0] = '\0';
+    for (size_t i = 0; i < a->n; i++) {
+        if (!a->items[i].shadowed) continue;
+        if (wsh.n) fw_str(&wsh, ", ");
+        fw_mem(&wsh, a->items[i].policy->cfg.name, a->items[i].policy->base_len);
+    }
+    if (wsh.n) sl__http_header_line(out, "Sluice-Shadow-Limited", sh);
+}
+
+/* The limit the X-RateLimit fields, Sluice-Limit and the body describe: the
+ * one that refused, or the shown one with the fewest requests left. */
+static size_t binding(const sl_rules_answer *a, bool limited) {
+    if (limited && a->refused < a->n) return a->refused;
+    size_t bind = a->n;
+    for (size_t i = 0; i < a->n; i++)
+        if (shown(a, i) &&
+            (bind == a->n || a->items[i].decision.remaining < a->items[bind].decision.remaining))
+            bind = i;
+    return bind;
+}
+
+static void fw_i64(fw *w, int64_t v) {
+    if (v < 0) {
+        fw_str(w, "-");
+        fw_u64(w, v == INT64_MIN ? (uint64_t)INT64_MAX + 1 : (uint64_t)-v);
+    } else {
+        fw_u64(w, (uint64_t)v);
+    }
+}
+
+static int64_t ms_up(int64_t ns) {
+    return ns < 0 ? -1 : ns / SL_NS_PER_MS + (ns % SL_NS_PER_MS != 0);
+}
+
+/* A JSON string of static ASCII text (codes and messages of this file and
+ * the rules): quotes, backslashes and control characters escaped anyway. */
+static void fw_json_text(fw *w, const char *s) {
+    fw_str(w, "\"");
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            fw_mem(w, e, 2);
+        } else if (c < 0x20 || c >= 0x7f) {
+            fw_str(w, "?");
+        } else {
+            fw_mem(w, (const char *)&c, 1);
+        }
+    }
+    fw_str(w, "\"");
+}
+
+/* The body, without allocating: the decision of the binding limit in
+ * /v1/check's form, {"allowed":true[,"exempt":"..."]} without one, or an
+ * error. */
+static void json_answer(fw *w, const sl_rules_answer *a, size_t bind, int status) {
+    if (status != 200 && status != 403) {
+        fw_str(w, "{\"error\":");
+        fw_json_text(w, a->reason ? a->reason : "internal");
+        fw_str(w, ",\"message\":");
+        fw_json_text(w, a->message ? a->message : "");
+        fw_str(w, "}");
+        return;
+    }
+    if (bind >= a->n) {
+        fw_str(w, "{\"allowed\":true");
+        if (a->verdict == SL_VERDICT_EXEMPT) {
+            fw_str(w, ",\"exempt\":");
+            fw_json_text(w, a->reason);
+        }
+        fw_str(w, "}");
+        return;
+    }
+    const sl_policy_item *it = &a->items[bind];
+    const sl_decision *d = &it->decision;
+    fw_str(w, d->allowed ? "{\"allowed\":true,\"limit\":" : "{\"allowed\":false,\"limit\":");
+    fw_i64(w, d->limit);
+    fw_str(w, ",\"remaining\":");
+    fw_i64(w, d->remaining);
+    fw_str(w, ",\"retry_after_ms\":");
+    fw_i64(w, ms_up(d->retry_after));
+    fw_str(w, ",\"reset_after_ms\":");
+    fw_i64(w, ms_up(d->reset_after));
+    if (d->delay > 0) {
+        fw_str(w, ",\"delay_ms\":");
+        fw_i64(w, ms_up(d->delay));
+    }
+    fw_str(w, ",\"policy\":");
+    fw_name(w, it->policy);
+    if (a->tier_name) {
+        fw_str(w, ",\"tier\":\"");
+        fw_str(w, a->tier_name);
+        fw_str(w, "\"");
+    }
+    fw_str(w, "}");
+}
 
 bool sl__http_auth_handle(sl_worker *w, const sl_http_request *req, sl_buf *out, bool keep) {
-    (void)w;
-    (void)req;
-    static const char body[] = "{\"error\":\"not_found\",\"message\":\"/v1/auth is not available yet\"}";
-    sl__http_begin(out, 404);
-    sl__http_end(out, keep, "application/json", body, sizeof body - 1);
+    const sl_rules *rules = w->policies ? sl__policy_set_rules(w->policies) : NULL;
+    sl_req_header hs[SL_HTTP_MAX_HEADERS];
+    size_t nh = req->nheaders < SL_HTTP_MAX_HEADERS ? req->nheaders : SL_HTTP_MAX_HEADERS;
+    for (size_t i = 0; i < nh; i++)
+        hs[i] = (sl_req_header){req->headers[i].name, req->headers[i].value,
+                                req->headers[i].name_len, req->headers[i].value_len};
+    sl_rules_answer a;
+    int64_t now = sl__worker_now(w);
+    if (!rules) {
+        a.verdict = SL_VERDICT_ERROR;
+        a.reason = "internal";
+        a.message = "no policy set";
+        a.n = a.refused = 0;
+    } else {
+        sl_request r;
+        sl__rules_from_proxy(rules, hs, nh, &r);
+        sl__rules_decide(rules, &r, now, &a);
+    }
+
+    int status;
+    switch (a.verdict) {
+    case SL_VERDICT_ALLOW:
+    case SL_VERDICT_EXEMPT:
+        status = 200;
+        break;
+    case SL_VERDICT_LIMITED:
+        status = 403;
+        break;
+    case SL_VERDICT_UNAUTHORIZED:
+        status = 401;
+        break;
+    case SL_VERDICT_BAD_REQUEST:
+        status = 400;
+        break;
+    default:
+        status = 500;
+        break;
+    }
+    bool limited = status == 403;
+    size_t bind = binding(&a, limited);
+    char body[640];
+    fw wb = {body, 0, sizeof body};
+    body[0] = '\0';
+    json_answer(&wb, &a, bind, status);
+
+    sl__http_begin(out, status);
+    if (status == 200 || status == 403) write_limits(out, &a, limited, bind, now);
+    if (a.verdict == SL_VERDICT_EXEMPT) sl__http_header_line(out, "Sluice-Exempt", a.reason);
+    if (status == 401) sl__http_header_line(out, "WWW-Authenticate", "Bearer realm=\"sluice\"");
+    sl__http_header_line(out, "Cache-Control", "no-store");
+    sl__http_end(out, keep, "application/json", body, wb.n);
+    if (req->method == SL_HTTP_HEAD) out->len -= wb.n;
     return keep;
 }

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# bench/grpc/run.sh: sluiced's Envoy rate limit service (gRPC) against its own
+# HTTP API in the same run (issue 7, "Benchmark"):
+#   gRPC  h2load posting one framed ShouldRateLimit request (domain bench,
+#         descriptor user=alice: a token bucket 100/s, burst 200, from a rule
+#         file) over HTTP/2 cleartext, CLIENTS connections x STREAMS
+#         concurrent streams
+#   HTTP  h2load --h1 on GET /v1/check?policy=bench&key=alice (the same
+#         token bucket as a policy), CLIENTS connections x STREAMS pipelined
+# Both ask about one hot key, so after the first 200 almost every answer is
+# "over the limit" (OVER_LIMIT / 429): the same decision work on both sides.
+# Reported per run and as medians: decisions per second (h2load) and the
+# server's CPU time per decision (utime + stime of sluiced from
+# /proc/PID/stat, all threads, before and after each run). The two sides
+# alternate, so the machine's noise hits both. With 2 or more CPUs sluiced is
+# pinned to CPU 0 and h2load to the others (taskset), so that the load
+# generator does not steal the server's core.
+#
+# Usage: bench/grpc/run.sh BUILD_DIR [options]      (after `make build`)
+#   --runs N        alternating runs of each side (default 5)
+#   --requests N    requests per run (default 500000)
+#   --clients C     connections (default 16)
+#   --streams M     concurrent streams per connection / pipelined requests (default 100)
+#   --workers W     sluiced workers (default 1)
+#   --no-pin        do not pin the server and the load generator to CPUs
+#   --quick         --runs 2 --requests 200000
+#   --out DIR       raw outputs and results.md (default BUILD_DIR/bench-grpc)
+set -euo pipefail
+
+usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
+[ $# -ge 1 ] || { usage >&2; exit 2; }
+case $1 in -h|--help) usage; exit 0 ;; esac
+build=$(cd "$1" && pwd)
+shift
+runs=5 requests=500000 clients=16 streams=100 workers=1 pin=1 out=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --runs) runs=$2; shift ;;
+    --requests) requests=$2; shift ;;
+    --clients) clients=$2; shift ;;
+    --streams) streams=$2; shift ;;
+    --workers) workers=$2; shift ;;
+    --no-pin) pin=0 ;;
+    --quick) runs=2; requests=200000 ;;
+    --out) out=$2; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+out=${out:-$build/bench-grpc}
+die() { echo "run.sh: $*" >&2; exit 1; }
+[ -x "$build/sluiced" ] || die "$build/sluiced not found (run make build)"
+for t in h2load nghttp python3; do
+  command -v $t >/dev/null || die "$t not found (apt-get install nghttp2-client python3)"
+done
+cpus=$(nproc)
+[ "$cpus" -ge 2 ] || pin=0
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-grpc.XXXXXX")
+cp "$build/sluiced" "$tmp/sluiced" # a rebuild during the run changes nothing
+
+pid=
+cleanup() {
+  trap - EXIT INT TERM
+  if [ -n "$pid" ]; then
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'echo "run.sh: interrupted" >&2; exit 130' INT TERM
+
+# ---- the server ----------------------------------------------------------------------
+mkdir -p "$tmp/rules"
+cat >"$tmp/rules/bench.yaml" <<'YAML'
+domain: bench
+descriptors:
+  - key: user
+    rate_limit:
+      unit: second
+      requests_per_unit: 100
+      algorithm: token_bucket
+      burst: 200
+YAML
+cat >"$tmp/sluice.yaml" <<YAML
+listen:
+  http: 127.0.0.1:0
+  grpc: 127.0.0.1:0
+  resp: "off"
+workers: $workers
+domains: rules
+policies:
+  - name: bench
+    algorithm: token_bucket
+    rate: 100/s
+    burst: 200
+YAML
+server_cpus=0-$((cpus - 1))
+client_cpus=$server_cpus
+if [ "$pin" = 1 ]; then
+  server_cpus=0
+  client_cpus=1-$((cpus - 1))
+fi
+threads=$(( pin ? cpus - 1 : cpus ))
+[ "$threads" -le "$clients" ] || threads=$clients
+taskset -c "$server_cpus" "$tmp/sluiced" -c "$tmp/sluice.yaml" 2>"$tmp/sluiced.log" &
+pid=$!
+for n in $(seq 100); do
+  grep -q ' ready' "$tmp/sluiced.log" 2>/dev/null && break
+  kill -0 "$pid" 2>/dev/null || { cat "$tmp/sluiced.log" >&2; die "sluiced did not start"; }
+  sleep 0.1
+done
+grpc_port=$(sed -n 's/.*listening grpc on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/sluiced.log" | head -1)
+http_port=$(sed -n 's/.*listening http on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/sluiced.log" | head -1)
+[ -n "$grpc_port" ] && [ -n "$http_port" ] || { cat "$tmp/sluiced.log" >&2; die "no ports in sluiced's log"; }
+
+# ---- the request: RateLimitRequest{domain: "bench", descriptors: [{entries: [user=alice]}]}
+python3 - "$tmp/body.bin" <<'PY'
+import struct, sys
+def fld(tag, b): return bytes([tag, len(b)]) + b
+entry = fld(0x0a, fld(0x0a, b"user") + fld(0x12, b"alice"))
+req = fld(0x0a, b"bench") + fld(0x12, entry)
+open(sys.argv[1], "wb").write(b"\0" + struct.pack(">I", len(req)) + req)
+PY
+rls=http://127.0.0.1:$grpc_port/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit
+check=http://127.0.0.1:$http_port/v1/check?policy=bench\&key=alice
+# one call first: it must be a real answer (grpc-status 0 in the trailers)
+nghttp -v -d "$tmp/body.bin" -H 'content-type: application/grpc' -H 'te: trailers' "$rls" \
+  >"$out/sanity.txt" 2>&1 || true
+grep -q 'grpc-status: 0' "$out/sanity.txt" || { cat "$out/sanity.txt" >&2; die "no gRPC answer"; }
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+hz=$(getconf CLK_TCK)
+
+# CPU seconds of this shell's finished children (h2load): the `times`
+# builtin, run in this shell, not in a $(...) subshell.
+children_cpu() {
+  times >"$tmp/times"
+  gen_cpu=$(awk 'NR == 2 {
+    n = split($0, f, " "); s = 0
+    for (i = 1; i <= n; i++) { split(f[i], a, "m"); sub(/s$/, "", a[2]); s += a[1] * 60 + a[2] }
+    print s
+  }' "$tmp/times")
+}
+
+# run SIDE N: one h2load run; appends "side req_per_s decisions server_ticks client_seconds"
+# to $out/runs.txt
+run() {
+  local side=$1 i=$2 log=$out/$1-$2.txt t0 t1 rps done bad c0 c1
+  children_cpu
+  c0=$gen_cpu
+  t0=$(cpu_ticks)
+  if [ "$side" = grpc ]; then
+    taskset -c "$client_cpus" h2load -n "$requests" -c "$clients" -m "$streams" -t "$threads" \
+      -d "$tmp/body.bin" -H 'content-type: application/grpc' -H 'te: trailers' "$rls" >"$log" 2>&1
+  else
+    taskset -c "$client_cpus" h2load --h1 -n "$requests" -c "$clients" -m "$streams" \
+      -t "$threads" "$check" >"$log" 2>&1
+  fi
+  t1=$(cpu_ticks)
+  children_cpu
+  c1=$gen_cpu
+  rps=$(sed -n 's/^finished in [0-9.]*m*s, \([0-9.]*\) req\/s.*/\1/p' "$log")
+  done=$(sed -n 's/^requests: .* \([0-9]*\) done.*/\1/p' "$log")
+  bad=$(sed -n 's/^requests: .* \([0-9]*\) errored.*/\1/p' "$log")
+  [ -n "$rps" ] && [ -n "$done" ] || { cat "$log" >&2; die "h2load failed ($side)"; }
+  [ "${bad:-0}" = 0 ] || die "$side: $bad requests errored (see $log)"
+  echo "$side $rps $done $((t1 - t0)) $(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}')" \
+    >>"$out/runs.txt"
+  awk -v s="$side" -v r="$rps" -v d="$done" -v t="$((t1 - t0))" -v hz="$hz" -v i="$i" \
+    -v c="$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}')" 'BEGIN {
+      printf "run %d %-5s %9.0f decisions/s  server %5.2f us CPU per decision  h2load %5.2f us\n",
+             i, s, r, t / hz * 1e6 / d, c * 1e6 / d }'
+}
+
+: >"$out/runs.txt"
+echo "sluiced $workers worker(s) on CPU $server_cpus, h2load $threads thread(s) on CPU $client_cpus;" \
+     "$clients connections x $streams streams, $requests requests per run, $runs runs"
+run grpc 0 >/dev/null # warm-up (and the bucket runs dry)
+: >"$out/runs.txt"
+for i in $(seq "$runs"); do
+  run grpc "$i"
+  run http "$i"
+done
+
+median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+g_rps=$(awk '$1 == "grpc" {print $2}' "$out/runs.txt" | median)
+h_rps=$(awk '$1 == "http" {print $2}' "$out/runs.txt" | median)
+g_us=$(awk -v hz="$hz" '$1 == "grpc" {print $4 / hz * 1e6 / $3}' "$out/runs.txt" | median)
+h_us=$(awk -v hz="$hz" '$1 == "http" {print $4 / hz * 1e6 / $3}' "$out/runs.txt" | median)
+g_cl=$(awk '$1 == "grpc" {print $5 * 1e6 / $3}' "$out/runs.txt" | median)
+h_cl=$(awk '$1 == "http" {print $5 * 1e6 / $3}' "$out/runs.txt" | median)
+{
+  echo "# sluiced gRPC benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+  echo "commit $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo unknown)," \
+       "$(lscpu | sed -n 's/^Model name: *//p' | head -1), $cpus CPUs;" \
+       "sluiced $workers worker(s) on CPU $server_cpus, h2load $threads thread(s) on CPU $client_cpus," \
+       "$clients connections x $streams streams, $requests requests x $runs runs, medians."
+  echo
+  echo "| side | decisions/s | server CPU per decision | decisions per server CPU-second | h2load CPU per request |"
+  echo "| --- | ---: | ---: | ---: | ---: |"
+  awk -v g="$g_rps" -v h="$h_rps" -v gu="$g_us" -v hu="$h_us" -v gc="$g_cl" -v hc="$h_cl" 'BEGIN {
+    printf "| gRPC ShouldRateLimit | %.0f | %.2f us | %.0f | %.2f us |\n", g, gu, 1e6 / gu, gc
+    printf "| HTTP GET /v1/check | %.0f | %.2f us | %.0f | %.2f us |\n", h, hu, 1e6 / hu, hc
+    printf "| gRPC / HTTP | %.2f | %.2f | %.2f | %.2f |\n", g / h, gu / hu, hu / gu, gc / hc
+  }'
+} >"$out/results.md"
+echo
+cat "$out/results.md"

@@ -1,0 +1,590 @@
+/* fetch.c: `sluice fetch`, libsluice-client from the command line. The
+ * request is described the way curl's users already know (-X, -H, -d, -o,
+ * -v, -m); the politeness knobs map one to one onto sl_client_options.
+ * --count N sends the request N times, at most --rate R per second (an
+ * sl_limiter of burst 1), or with --aimd at a rate adapted to the host,
+ * starting at R. Bodies go to stdout (or -o FILE); -v reports every attempt
+ * and wait on stderr, as the seed's example does. */
+#include "cli/fetch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "sluice/client.h"
+#include "sluice/sluice.h"
+
+#define MAX_HEADERS    64
+#define MAX_DATA_BYTES ((size_t)64 << 20)
+#define MAX_COUNT      INT64_C(1000000000)
+#define MILLI_PER_SEC  1000
+
+static const char fetch_help[] =
+    "usage: sluice fetch [options] URL\n"
+    "\n"
+    "Sends an HTTP request politely: a 429 or 503 answer is retried after its\n"
+    "Retry-After (plus up to as much again at random), or after exponential backoff\n"
+    "with full jitter (0.4 s, 0.8 s, 1.6 s, ... capped by --max-wait); only requests\n"
+    "that are safe to repeat are retried; retries may add at most --budget percent of\n"
+    "the requests. The body goes to stdout.\n"
+    "\n"
+    "the request (as with curl):\n"
+    "  -X, --request METHOD    method (default GET, or POST with -d)\n"
+    "  -H, --header 'N: v'     add a header field (repeatable)\n"
+    "  -d, --data DATA         request body, sent as is; @FILE reads FILE, @- stdin\n"
+    "  -o, --output FILE       write the body to FILE instead of stdout\n"
+    "  -v, --verbose           print each attempt and its wait on stderr\n"
+    "  -m, --max-time S        deadline of each request, retries included (seconds)\n"
+    "\n"
+    "politeness:\n"
+    "  --max-attempts N        attempts per request, 1 to 1000 (default 5)\n"
+    "  --max-wait S            longest single wait and cap of the backoff (default 10);\n"
+    "                          a Retry-After longer than this is not waited for\n"
+    "  --backoff S             first backoff bound, doubling per attempt (default 0.4)\n"
+    "  --budget P              retries may add at most P percent of the requests,\n"
+    "                          plus a reserve of 10 (default 10); 'off': no budget\n"
+    "  --retry-unsafe          also retry POST, PATCH, ... (only if repeating is harmless)\n"
+    "  --aimd                  adapt the rate to the host: +0.5/s per success, x0.5 per\n"
+    "                          429 or 503, between 1/s (or R if lower) and R\n"
+    "  --pace                  slow down before the wall, from the answers' RateLimit or\n"
+    "                          X-RateLimit-* fields\n"
+    "  --count N               send the request N times (default 1)\n"
+    "  --rate R                at most R requests per second (R or N/P, as 2.5 or 150/m);\n"
+    "                          with --aimd the starting rate and the ceiling (default 50)\n"
+    "  --seed N                seed of the jitter (default: random)\n"
+    "  -h, --help              show this help\n"
+    "\n"
+    "Exit status: 0 when every answer was below 400, 1 when one was not (a 429 given\n"
+    "up on, a 404, ...) or a transfer failed, 2 on a usage error. See docs/client.md.\n";
+
+enum {
+    F_REQUEST,
+    F_HEADER,
+    F_DATA,
+    F_OUTPUT,
+    F_VERBOSE,
+    F_MAX_TIME,
+    F_MAX_ATTEMPTS,
+    F_MAX_WAIT,
+    F_BACKOFF,
+    F_BUDGET,
+    F_RETRY_UNSAFE,
+    F_AIMD,
+    F_PACE,
+    F_COUNT,
+    F_RATE,
+    F_SEED,
+    F_HELP
+};
+
+typedef struct fetch_opt {
+    char short_name; /* 0: long only */
+    cli_opt o;
+} fetch_opt;
+
+static const fetch_opt fetch_opts[] = {
+    [F_REQUEST] = {'X', {"request", "METHOD"}},
+    [F_HEADER] = {'H', {"header", "'Name: value'"}},
+    [F_DATA] = {'d', {"data", "DATA"}},
+    [F_OUTPUT] = {'o', {"output", "FILE"}},
+    [F_VERBOSE] = {'v', {"verbose", NULL}},
+    [F_MAX_TIME] = {'m', {"max-time", "S"}},
+    [F_MAX_ATTEMPTS] = {0, {"max-attempts", "N"}},
+    [F_MAX_WAIT] = {0, {"max-wait", "S"}},
+    [F_BACKOFF] = {0, {"backoff", "S"}},
+    [F_BUDGET] = {0, {"budget", "P"}},
+    [F_RETRY_UNSAFE] = {0, {"retry-unsafe", NULL}},
+    [F_AIMD] = {0, {"aimd", NULL}},
+    [F_PACE] = {0, {"pace", NULL}},
+    [F_COUNT] = {0, {"count", "N"}},
+    [F_RATE] = {0, {"rate", "R"}},
+    [F_SEED] = {0, {"seed", "N"}},
+    [F_HELP] = {'h', {"help", NULL}},
+    {0, {NULL, NULL}},
+};
+
+/* Reads the next option or positional argument. Returns 1 (option: *idx,
+ * *value), 2 (positional: *value), 0 at the end, -1 after printing an error.
+ * Short options take their value attached (-XPOST) or as the next argument;
+ * "--" ends the options. */
+static int next_arg(cli_args *a, bool *only_positional, int *idx, const char **value) {
+    a->name[0] = '\0';
+    if (a->i >= a->argc) return 0;
+    const char *arg = a->argv[a->i++];
+    if (*only_positional || arg[0] != '-' || arg[1] == '\0') {
+        *value = arg;
+        return 2;
+    }
+    if (strcmp(arg, "--") == 0) {
+        *only_positional = true;
+        return next_arg(a, only_positional, idx, value);
+    }
+    const char *attached = NULL;
+    int k = -1;
+    if (arg[1] == '-') {
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        for (int j = 0; fetch_opts[j].o.name; j++)
+            if (strlen(fetch_opts[j].o.name) == nlen &&
+                strncmp(fetch_opts[j].o.name, name, nlen) == 0)
+                k = j;
+        if (k < 0) return args_error(a, "unknown option '%.60s'", arg);
+        snprintf(a->name, sizeof a->name, "%s", fetch_opts[k].o.name);
+        if (eq) {
+            if (!fetch_opts[k].o.metavar) return args_error(a, "takes no value");
+            attached = eq + 1;
+        }
+    } else {
+        for (int j = 0; fetch_opts[j].o.name; j++)
+            if (fetch_opts[j].short_name == arg[1]) k = j;
+        if (k < 0) return args_error(a, "unknown option '%.60s'", arg);
+        snprintf(a->name, sizeof a->name, "%s", fetch_opts[k].o.name);
+        if (arg[2]) {
+            if (!fetch_opts[k].o.metavar)
+                return args_error(a, "unknown option '%.60s' (one flag per argument)", arg);
+            attached = arg + 2;
+        }
+    }
+    *idx = k;
+    *value = NULL;
+    if (fetch_opts[k].o.metavar) {
+        if (attached) {
+            *value = attached;
+        } else {
+            if (a->i >= a->argc)
+                return args_error(a, "needs a value (%s)", fetch_opts[k].o.metavar);
+            *value = a->argv[a->i++];
+        }
+    }
+    return 1;
+}
+
+/* Reads all of a file (or stdin for "-") into a new buffer. */
+static int read_all(const char *cmd, const char *path, char **out, size_t *len) {
+    FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!fp) {
+        fprintf(stderr, "%s: -d @%s: %s\n", cmd, path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    int rc = 0;
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, fp);
+        n += got;
+        if (got == 0) break;
+        if (n == cap) {
+            if (cap >= MAX_DATA_BYTES) {
+                fprintf(stderr, "%s: -d @%s: larger than 64 MiB\n", cmd, path);
+                rc = -1;
+                break;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    if (!buf) {
+        fprintf(stderr, "%s: -d @%s: out of memory\n", cmd, path);
+        rc = -1;
+    } else if (ferror(fp)) {
+        fprintf(stderr, "%s: -d @%s: read error\n", cmd, path);
+        rc = -1;
+    }
+    if (fp != stdin) fclose(fp);
+    if (rc) {
+        free(buf);
+        return -1;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+/* "1.484s": ns rounded to the millisecond, as the seed prints waits. */
+static char *fmt_wait(int64_t ns, char *buf, size_t size) {
+    int64_t ms = (ns + SL_NS_PER_MS / 2) / SL_NS_PER_MS;
+    snprintf(buf, size, "%lld.%03llds", (long long)(ms / 1000), (long long)(ms % 1000));
+    return buf;
+}
+
+/* A rate in milli-requests per second: "2.5/s". */
+static char *fmt_rate(int64_t milli, char *buf, size_t size) {
+    char n[40];
+    snprintf(buf, size, "%s/s", fmt_seconds(milli * 1000000, 0, n, sizeof n));
+    return buf;
+}
+
+typedef struct run {
+    const char *cmd;
+    int verbose;
+    int64_t count, index;
+    FILE *out;
+    bool write_failed;
+    int64_t max_wait;
+    int max_attempts;
+    const char *method;
+} run;
+
+static void prefix(const run *r) {
+    if (r->count > 1) fprintf(stderr, "request %lld: ", (long long)r->index);
+}
+
+static void on_event(void *ctx, const sl_client_event *e) {
+    run *r = ctx;
+    char w[40], h[40], rate[48];
+    switch (e->kind) {
+    case SL_EVENT_PACE:
+        if (!r->verbose) return;
+        prefix(r);
+        if (e->rate)
+            fprintf(stderr, "pacing: waiting %s (host rate %s)\n", fmt_wait(e->wait, w, sizeof w),
+                    fmt_rate(e->rate, rate, sizeof rate));
+        else
+            fprintf(stderr, "pacing: waiting %s (RateLimit)\n", fmt_wait(e->wait, w, sizeof w));
+        return;
+    case SL_EVENT_RETRY:
+        if (!r->verbose) return;
+        prefix(r);
+        fprintf(stderr, "attempt %d: %d, waiting %s", e->attempt, e->status,
+                fmt_wait(e->wait, w, sizeof w));
+        if (e->hint >= 0)
+            fprintf(stderr, " (Retry-After %ss", fmt_seconds(e->hint, 0, h, sizeof h));
+        else
+            fprintf(stderr, " (backoff");
+        if (e->rate) fprintf(stderr, ", host rate now %s", fmt_rate(e->rate, rate, sizeof rate));
+        fprintf(stderr, ")\n");
+        return;
+    case SL_EVENT_GIVE_UP:
+        prefix(r);
+        fprintf(stderr, "attempt %d: %d, giving up: ", e->attempt, e->status);
+        switch (e->stop) {
+        case SL_STOP_ATTEMPTS:
+            fprintf(stderr, "no attempts left (--max-attempts %d)\n", r->max_attempts);
+            break;
+        case SL_STOP_UNSAFE:
+            fprintf(stderr,
+                    "%s is not safe to repeat (send an Idempotency-Key header, or use "
+                    "--retry-unsafe)\n",
+                    r->method);
+            break;
+        case SL_STOP_BUDGET:
+            fprintf(stderr, "the retry budget is spent (--budget)\n");
+            break;
+        case SL_STOP_DEADLINE:
+            fprintf(stderr, "the next attempt would start after the deadline (--max-time)\n");
+            break;
+        case SL_STOP_MAX_WAIT:
+            fprintf(stderr, "Retry-After %ss is longer than --max-wait %ss\n",
+                    fmt_seconds(e->hint, 0, h, sizeof h), fmt_seconds(r->max_wait, 0, w, sizeof w));
+            break;
+        case SL_STOP_DONE:
+            fprintf(stderr, "done\n");
+            break;
+        }
+        return;
+    }
+}
+
+static int on_body(void *ctx, const void *data, size_t len) {
+    run *r = ctx;
+    if (fwrite(data, 1, len, r->out) != len) {
+        r->write_failed = true;
+        return -1;
+    }
+    return 0;
+}
+
+/* --rate: "2.5" requests per second (at most 3 decimals) or a rate "150/m". */
+static int parse_rate(const cli_args *a, const char *v, sl_rate *out) {
+    if (strchr(v, '/')) return args_rate(a, v, out);
+    int64_t milli;
+    if (args_decimal(a, v, 3, 1, 1000000000,
+                     "requests per second from 0.001 (or N/P such as 150/m)", &milli))
+        return -1;
+    *out = (sl_rate){milli, MILLI_PER_SEC * SL_NS_PER_SEC};
+    return 0;
+}
+
+/* The rate as milli-requests per second, rounded down; 0 when below 0.001/s
+ * or above 10^6/s. */
+static int64_t rate_milli(sl_rate r) {
+    __int128 m = (__int128)r.limit * MILLI_PER_SEC * SL_NS_PER_SEC / r.period;
+    return m > INT64_C(1000000000) ? 0 : (int64_t)m;
+}
+
+typedef struct tally {
+    int status[16];
+    int64_t n[16];
+    int kinds;
+    int64_t other;
+} tally;
+
+static void tally_add(tally *t, int status) {
+    for (int k = 0; k < t->kinds; k++)
+        if (t->status[k] == status) {
+            t->n[k]++;
+            return;
+        }
+    if (t->kinds < 16) {
+        t->status[t->kinds] = status;
+        t->n[t->kinds++] = 1;
+    } else {
+        t->other++;
+    }
+}
+
+int fetch_main(const char *cmd, int argc, char **argv, int first) {
+    sl_client_options o;
+    sl_client_options_init(&o);
+    const char *url = NULL, *method = NULL, *output = NULL, *data = NULL;
+    const char *headers[MAX_HEADERS + 1];
+    size_t nheaders = 0;
+    int verbose = 0;
+    int64_t count = 1, v64;
+    sl_rate rate = {0, 0};
+    bool has_rate = false, only_positional = false;
+    uint64_t seed = 0;
+
+    cli_args a;
+    args_init(&a, cmd, argc, argv, first);
+    int idx = 0, got;
+    const char *v = NULL;
+    while ((got = next_arg(&a, &only_positional, &idx, &v)) > 0) {
+        int rc = 0;
+        if (got == 2) {
+            if (url) {
+                a.name[0] = '\0';
+                return args_error(&a, "one URL only (got '%.60s' after '%.60s')", v, url),
+                       EXIT_USAGE;
+            }
+            url = v;
+            continue;
+        }
+        switch (idx) {
+        case F_REQUEST:
+            if (!*v || strpbrk(v, " \t\r\n:/")) rc = args_error(&a, "not a method: '%.60s'", v);
+            method = v;
+            break;
+        case F_HEADER:
+            if (!strchr(v, ':') && !strchr(v, ';'))
+                rc = args_error(&a, "expected 'Name: value', got '%.60s'", v);
+            else if (nheaders == MAX_HEADERS)
+                rc = args_error(&a, "at most %d header fields", MAX_HEADERS);
+            else
+                headers[nheaders++] = v;
+            break;
+        case F_DATA:
+            data = v;
+            break;
+        case F_OUTPUT:
+            output = v;
+            break;
+        case F_VERBOSE:
+            verbose = 1;
+            break;
+        case F_MAX_TIME:
+            rc = args_decimal(&a, v, 3, 1, INT64_C(1000000000000),
+                              "seconds from 0.001 (at most 3 decimals)", &v64);
+            o.timeout = v64 * SL_NS_PER_MS;
+            break;
+        case F_MAX_ATTEMPTS:
+            rc = args_int(&a, v, 1, 1000, &v64);
+            o.max_attempts = (int)v64;
+            break;
+        case F_MAX_WAIT:
+            rc = args_decimal(&a, v, 3, 1, INT64_C(1000000000000),
+                              "seconds from 0.001 (at most 3 decimals)", &v64);
+            o.max_wait = v64 * SL_NS_PER_MS;
+            break;
+        case F_BACKOFF:
+            rc = args_decimal(&a, v, 3, 1, INT64_C(1000000000000),
+                              "seconds from 0.001 (at most 3 decimals)", &v64);
+            o.backoff_base = v64 * SL_NS_PER_MS;
+            break;
+        case F_BUDGET: {
+            if (strcmp(v, "off") == 0) {
+                o.flags |= SL_CLIENT_NO_BUDGET;
+                break;
+            }
+            size_t n = strlen(v);
+            char pct[32];
+            if (n > 0 && n < sizeof pct && v[n - 1] == '%') n--; /* "10%" */
+            snprintf(pct, sizeof pct, "%.*s", (int)n, v);
+            rc = args_decimal(&a, pct, 4, 0, 1000000, "a percentage from 0 to 100, or off",
+                              &o.budget_ppm);
+            o.flags &= ~SL_CLIENT_NO_BUDGET;
+            break;
+        }
+        case F_RETRY_UNSAFE:
+            o.flags |= SL_CLIENT_RETRY_UNSAFE;
+            break;
+        case F_AIMD:
+            o.flags |= SL_CLIENT_AIMD;
+            break;
+        case F_PACE:
+            o.flags |= SL_CLIENT_PACE;
+            break;
+        case F_COUNT:
+            rc = args_int(&a, v, 1, MAX_COUNT, &count);
+            break;
+        case F_RATE:
+            rc = parse_rate(&a, v, &rate);
+            has_rate = rc == 0;
+            break;
+        case F_SEED:
+            rc = args_u64(&a, v, &seed);
+            break;
+        case F_HELP:
+            fputs(fetch_help, stdout);
+            return 0;
+        }
+        if (rc) return EXIT_USAGE;
+    }
+    if (got < 0) return EXIT_USAGE;
+    a.name[0] = '\0';
+    if (!url) return args_error(&a, "a URL is required"), EXIT_USAGE;
+    if (o.backoff_base > o.max_wait) o.backoff_base = o.max_wait;
+    if (has_rate && (o.flags & SL_CLIENT_AIMD)) {
+        int64_t m = rate_milli(rate);
+        if (m <= 0) {
+            snprintf(a.name, sizeof a.name, "rate");
+            return args_error(&a, "with --aimd, from 0.001 to 1000000 per second"), EXIT_USAGE;
+        }
+        o.aimd.start = o.aimd.cap = m;
+        if (o.aimd.floor > m) o.aimd.floor = m;
+    }
+    o.seed = seed;
+
+    /* curl's habit: a URL without a scheme is http */
+    char *full_url = NULL;
+    if (!strstr(url, "://")) {
+        size_t n = strlen(url) + 8;
+        if (!(full_url = malloc(n))) return fprintf(stderr, "%s: out of memory\n", cmd), 1;
+        snprintf(full_url, n, "http://%s", url);
+        url = full_url;
+    }
+    char *body = NULL;
+    size_t body_len = 0;
+    if (data) {
+        if (data[0] == '@') {
+            if (read_all(cmd, data + 1, &body, &body_len) != 0) return free(full_url), 1;
+        } else {
+            body_len = strlen(data);
+            if (!(body = malloc(body_len + 1)))
+                return fprintf(stderr, "%s: out of memory\n", cmd), free(full_url), 1;
+            memcpy(body, data, body_len + 1);
+        }
+    }
+    headers[nheaders] = NULL;
+
+    int exit_code = 0;
+    FILE *out = stdout;
+    if (output && strcmp(output, "-") != 0 && !(out = fopen(output, "wb"))) {
+        fprintf(stderr, "%s: -o %s: %s\n", cmd, output, strerror(errno));
+        free(body);
+        free(full_url);
+        return 1;
+    }
+    run r = {.cmd = cmd,
+             .verbose = verbose,
+             .count = count,
+             .out = out,
+             .max_wait = o.max_wait,
+             .max_attempts = o.max_attempts,
+             .method = method ? method : (data ? "POST" : "GET")};
+    o.on_event = on_event;
+    o.event_ctx = &r;
+    sl_client *client = NULL;
+    sl_limiter *pacer = NULL;
+    int rc = sl_client_create(&o, &client);
+    if (rc) {
+        fprintf(stderr, "%s: %s\n", cmd, sl_strerror(rc));
+        exit_code = rc == SL_EINVAL || rc == SL_ERATE ? EXIT_USAGE : 1;
+        goto out;
+    }
+    if (has_rate && !(o.flags & SL_CLIENT_AIMD)) {
+        rc = sl_limiter_create(rate, 1, 0, sl_now_monotonic(), &pacer);
+        if (rc) {
+            fprintf(stderr, "%s: --rate: %s\n", cmd, sl_strerror(rc));
+            exit_code = EXIT_USAGE;
+            goto out;
+        }
+    }
+    sl_client_request req = {
+        .method = method,
+        .url = url,
+        .headers = nheaders ? headers : NULL,
+        .body = body,
+        .body_len = body_len,
+        .on_body = on_body,
+        .body_ctx = &r,
+    };
+    tally t = {.kinds = 0};
+    int64_t started = sl_now_monotonic(), errors = 0;
+    for (r.index = 1; r.index <= count; r.index++) {
+        if (pacer) sl_limiter_wait(pacer, 1, SL_NO_DEADLINE, NULL);
+        sl_response *resp;
+        rc = sl_client_do(client, &req, &resp);
+        if (rc) {
+            prefix(&r);
+            if (r.write_failed)
+                fprintf(stderr, "%s: writing the body: %s\n", cmd, strerror(errno));
+            else
+                fprintf(stderr, "%s: %s\n", cmd,
+                        *sl_client_errmsg(client) ? sl_client_errmsg(client) : sl_strerror(rc));
+            exit_code = 1;
+            errors++;
+            break;
+        }
+        sl_response_info info;
+        sl_response_info_get(resp, &info);
+        tally_add(&t, info.status);
+        if (info.status >= 400) exit_code = 1;
+        if (verbose) {
+            char e[40], rt[48];
+            prefix(&r);
+            fprintf(stderr, "final: %d after %s", info.status, fmt_wait(info.elapsed, e, sizeof e));
+            if (info.attempts > 1) fprintf(stderr, " (%d attempts)", info.attempts);
+            int64_t hr = sl_client_host_rate(client, url);
+            if (hr) fprintf(stderr, ", host rate %s", fmt_rate(hr, rt, sizeof rt));
+            fputc('\n', stderr);
+        }
+        sl_response_free(resp);
+    }
+    if (fflush(out) != 0 && !r.write_failed) {
+        fprintf(stderr, "%s: writing the body: %s\n", cmd, strerror(errno));
+        exit_code = 1;
+    }
+    if (verbose && count > 1) {
+        sl_client_stats s;
+        sl_client_stats_get(client, &s);
+        char el[40];
+        fprintf(stderr, "sent %llu requests in %s: ", (unsigned long long)s.requests,
+                fmt_wait(sl_now_monotonic() - started, el, sizeof el));
+        for (int k = 0; k < t.kinds; k++)
+            fprintf(stderr, "%s%lld x %d", k ? ", " : "", (long long)t.n[k], t.status[k]);
+        if (t.other) fprintf(stderr, ", %lld other", (long long)t.other);
+        if (errors) fprintf(stderr, "%s%lld failed", t.kinds ? ", " : "", (long long)errors);
+        fprintf(stderr, "; %llu attempt%s, %llu retr%s", (unsigned long long)s.attempts,
+                s.attempts == 1 ? "" : "s", (unsigned long long)s.retries,
+                s.retries == 1 ? "y" : "ies");
+        if (s.budget_refused)
+            fprintf(stderr, ", %llu refused by the budget", (unsigned long long)s.budget_refused);
+        fputc('\n', stderr);
+    }
+out:
+    sl_limiter_destroy(pacer);
+    sl_client_destroy(client);
+    if (out != stdout) fclose(out);
+    free(body);
+    free(full_url);
+    return exit_code;
+}

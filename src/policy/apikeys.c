@@ -1,0 +1,326 @@
+/* apikeys.c: the API key table (apikeys.h). The file's text is kept as the
+ * arena the keys point into (separators become NULs), and an open-addressing
+ * index of 32-bit slots (linear probing, at most half full) finds a key with
+ * one hash and, almost always, one comparison. The hash is seeded at random
+ * per table: the keys looked up are chosen by clients. */
+#include "policy/apikeys.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/hash.h"
+
+#define EMPTY UINT32_MAX
+
+struct sl_apikeys {
+    atomic_int refs;
+    char *text; /* the arena: the file's bytes, separators replaced by NUL */
+    sl_apikey *keys;
+    uint64_t *hashes; /* of each key, to skip most comparisons */
+    size_t n;
+    uint32_t *slots; /* key index or EMPTY */
+    size_t mask;     /* slots - 1 (a power of two minus one) */
+    uint64_t seed;
+};
+
+typedef struct loader {
+    sl_apikeys_error_fn err;
+    void *err_ctx;
+    size_t errors;
+} loader;
+
+__attribute__((format(printf, 3, 4))) static void report(loader *l, int line, const char *fmt,
+                                                         ...) {
+    char msg[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    l->errors++;
+    if (l->err) l->err(l->err_ctx, line, msg);
+}
+
+static bool key_byte(unsigned char c) {
+    return c > 0x20 && c < 0x7f && c != '#';
+}
+
+static bool org_byte(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
+}
+
+static const sl_apikey *find(const sl_apikeys *k, const char *key, size_t len, uint64_t h) {
+    for (size_t i = h & k->mask;; i = (i + 1) & k->mask) {
+        uint32_t s = k->slots[i];
+        if (s == EMPTY) return NULL;
+        const sl_apikey *e = &k->keys[s];
+        if (k->hashes[s] == h && e->keylen == len && memcmp(e->key, key, len) == 0) return e;
+    }
+}
+
+void sl__apikeys_retain(sl_apikeys *k) {
+    if (k) atomic_fetch_add(&k->refs, 1);
+}
+
+void sl__apikeys_release(sl_apikeys *k) {
+    if (!k || atomic_fetch_sub(&k->refs, 1) != 1) return;
+    free(k->text);
+    free(k->keys);
+    free(k->hashes);
+    free(k->slots);
+    free(k);
+}
+
+/* Splits a line into at most 4 fields (the 4th only to report it). */
+static size_t fields(char *s, size_t n, char **f, size_t *fl) {
+    size_t nf = 0, i = 0;
+    while (i < n && nf < 4) {
+        while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
+        if (i == n || s[i] == '#') break; /* a comment runs to the end */
+        f[nf] = s + i;
+        while (i < n && s[i] != ' ' && s[i] != '\t') i++;
+        fl[nf] = (size_t)(s + i - f[nf]);
+        nf++;
+    }
+    return nf;
+}
+
+/* Takes ownership of `text` (malloc'd, len bytes plus one spare byte). */
+static int build(char *text, size_t len, sl_apikeys_tier_fn tier, void *tier_ctx, loader *l,
+                 sl_apikeys **out) {
+    sl_apikeys *k = calloc(1, sizeof *k);
+    if (!k) {
+        free(text);
+        report(l, 0, "out of memory");
+        return -1;
+    }
+    atomic_init(&k->refs, 1);
+    k->text = text;
+    size_t cap = 0;
+    int line = 0;
+    uint32_t *lines = NULL; /* of each key, for duplicate messages */
+    for (size_t pos = 0; pos < len;) {
+        line++;
+        char *s = text + pos;
+        char *nl = memchr(s, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - s) : len - pos;
+        pos += n + 1;
+        if (n && s[n - 1] == '\r') n--;
+        char *f[4];
+        size_t fl[4];
+        size_t nf = fields(s, n, f, fl);
+        if (nf == 0) continue;
+        bool ok = true;
+        if (nf > 3) {
+            report(l, line, "too many fields (expected KEY [TIER [ORG]])");
+            continue;
+        }
+        if (fl[0] > SL_APIKEY_MAX) {
+            report(l, line, "the key is longer than %d bytes", SL_APIKEY_MAX);
+            ok = false;
+        }
+        for (size_t i = 0; ok && i < fl[0]; i++) {
+            if (!key_byte((unsigned char)f[0][i])) {
+                report(l, line, "the key has a byte that is not printable ASCII at column %zu",
+                       (size_t)(f[0] - s) + i + 1);
+                ok = false;
+            }
+        }
+        int16_t t = -1;
+        if (nf > 1 && !(fl[1] == 1 && f[1][0] == '-')) {
+            const char *names = NULL;
+            int ti = tier ? tier(tier_ctx, f[1], fl[1], &names) : -1;
+            if (ti < 0) {
+                char q[48];
+                snprintf(q, sizeof q, "%.*s", fl[1] > 40 ? 40 : (int)fl[1], f[1]);
+                for (char *c = q; *c; c++)
+                    if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
+                if (names && *names)
+                    report(l, line, "unknown tier \"%s\" (declared: %s)", q, names);
+                else
+                    report(l, line, "unknown tier \"%s\" (declare tiers under tiers: first)", q);
+                ok = false;
+            } else {
+                t = (int16_t)ti;
+            }
+        }
+        if (nf > 2) {
+            bool good = fl[2] <= SL_APIKEY_ORG_MAX;
+            for (size_t i = 0; good && i < fl[2]; i++) good = org_byte((unsigned char)f[2][i]);
+            if (!good) {
+                report(l, line, "the organisation must be 1 to %d of A-Z a-z 0-9 _ . -",
+                       SL_APIKEY_ORG_MAX);
+                ok = false;
+            }
+        }
+        if (!ok) continue;
+        if (k->n == SL_APIKEYS_MAX_KEYS) {
+            report(l, line, "more than %u keys", SL_APIKEYS_MAX_KEYS);
+            break;
+        }
+        if (k->n == cap) {
+            cap = cap ? 2 * cap : 64;
+            sl_apikey *nk = realloc(k->keys, cap * sizeof *nk);
+            uint32_t *nl2 = nk ? realloc(lines, cap * sizeof *nl2) : NULL;
+            if (nk) k->keys = nk;
+            if (!nk || !nl2) {
+                report(l, 0, "out of memory");
+                free(lines);
+                sl__apikeys_release(k);
+                return -1;
+            }
+            lines = nl2;
+        }
+        /* NUL-terminate the fields in place (the byte after each is a
+         * separator, the line end, or the spare byte after the text). */
+        f[0][fl[0]] = '\0';
+        sl_apikey *e = &k->keys[k->n];
+        *e = (sl_apikey){.key = f[0], .keylen = (uint16_t)fl[0], .tier = t};
+        if (nf > 2) {
+            f[2][fl[2]] = '\0';
+            e->org = f[2];
+            e->orglen = (uint16_t)fl[2];
+        }
+        lines[k->n] = (uint32_t)line;
+        k->n++;
+    }
+    if (l->errors) {
+        free(lines);
+        sl__apikeys_release(k);
+        return -1;
+    }
+    size_t slots = 64;
+    while (slots < 2 * k->n) slots *= 2;
+    k->slots = malloc(slots * sizeof *k->slots);
+    k->hashes = malloc((k->n ? k->n : 1) * sizeof *k->hashes);
+    if (!k->slots || !k->hashes) {
+        report(l, 0, "out of memory");
+        free(lines);
+        sl__apikeys_release(k);
+        return -1;
+    }
+    memset(k->slots, 0xff, slots * sizeof *k->slots);
+    k->mask = slots - 1;
+    k->seed = sl__random_seed();
+    for (size_t i = 0; i < k->n; i++) {
+        sl_apikey *e = &k->keys[i];
+        uint64_t h = sl__hash(e->key, e->keylen, k->seed);
+        k->hashes[i] = h;
+        const sl_apikey *dup = find(k, e->key, e->keylen, h);
+        if (dup) {
+            report(l, (int)lines[i], "duplicate key (first at line %u)",
+                   (unsigned)lines[dup - k->keys]);
+            continue;
+        }
+        size_t j = h & k->mask;
+        while (k->slots[j] != EMPTY) j = (j + 1) & k->mask;
+        k->slots[j] = (uint32_t)i;
+    }
+    free(lines);
+    if (l->errors) {
+        sl__apikeys_release(k);
+        return -1;
+    }
+    *out = k;
+    return 0;
+}
+
+int sl__apikeys_parse(const char *text, size_t len, sl_apikeys_tier_fn tier, void *tier_ctx,
+                      sl_apikeys_error_fn err, void *err_ctx, sl_apikeys **out) {
+    loader l = {err, err_ctx, 0};
+    *out = NULL;
+    if (len > SL_APIKEYS_MAX_BYTES) {
+        report(&l, 0, "larger than %u bytes: refused", SL_APIKEYS_MAX_BYTES);
+        return -1;
+    }
+    char *copy = malloc(len + 1);
+    if (!copy) {
+        report(&l, 0, "out of memory");
+        return -1;
+    }
+    if (len) memcpy(copy, text, len);
+    copy[len] = '\0';
+    return build(copy, len, tier, tier_ctx, &l, out);
+}
+
+int sl__apikeys_load(const char *path, sl_apikeys_tier_fn tier, void *tier_ctx,
+                     sl_apikeys_error_fn err, void *err_ctx, sl_apikeys **out) {
+    loader l = {err, err_ctx, 0};
+    *out = NULL;
+    /* O_NONBLOCK: a FIFO named by mistake must not hang a reload. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        report(&l, 0, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        report(&l, 0, "not a regular file");
+        close(fd);
+        return -1;
+    }
+    if ((uint64_t)st.st_size > SL_APIKEYS_MAX_BYTES) {
+        report(&l, 0, "larger than %u bytes: refused", SL_APIKEYS_MAX_BYTES);
+        close(fd);
+        return -1;
+    }
+    /* Read at most one byte more than allowed: the size may change under us. */
+    size_t cap = (size_t)st.st_size + 1, len = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        report(&l, 0, "out of memory");
+        close(fd);
+        return -1;
+    }
+    for (;;) {
+        if (len == cap) {
+            if (cap > SL_APIKEYS_MAX_BYTES) break;
+            size_t ncap = 2 * cap > (size_t)SL_APIKEYS_MAX_BYTES + 1
+                              ? (size_t)SL_APIKEYS_MAX_BYTES + 1
+                              : 2 * cap;
+            char *nb = realloc(buf, ncap + 1);
+            if (!nb) {
+                free(buf);
+                close(fd);
+                report(&l, 0, "out of memory");
+                return -1;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        ssize_t r = read(fd, buf + len, cap - len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            report(&l, 0, "cannot read: %s", strerror(errno));
+            free(buf);
+            close(fd);
+            return -1;
+        }
+        if (r == 0) break;
+        len += (size_t)r;
+    }
+    close(fd);
+    if (len > SL_APIKEYS_MAX_BYTES) {
+        free(buf);
+        report(&l, 0, "larger than %u bytes: refused", SL_APIKEYS_MAX_BYTES);
+        return -1;
+    }
+    buf[len] = '\0';
+    return build(buf, len, tier, tier_ctx, &l, out);
+}
+
+const sl_apikey *sl__apikeys_find(const sl_apikeys *k, const char *key, size_t len) {
+    if (!k || !key || len == 0 || len > SL_APIKEY_MAX || k->n == 0) return NULL;
+    return find(k, key, len, sl__hash(key, len, k->seed));
+}
+
+size_t sl__apikeys_count(const sl_apikeys *k) {
+    return k ? k->n : 0;
+}

@@ -1,0 +1,117 @@
+/* rules.h: from a real HTTP request to the limits it must pass. The config's
+ * identity:, tiers:, quotas:, costs:, exempt: and rules: sections are
+ * compiled against a policy set (policy.h) into an immutable sl_rules that
+ * lives as long as the set; sl__rules_decide() then answers one request:
+ *
+ *   1. the path: health checks and other exempt paths skip everything;
+ *   2. the client: the address the proxy saw, then X-Forwarded-For or
+ *      Forwarded walked from the right through trusted proxies only
+ *      (identity.h); exempt CIDRs skip everything;
+ *   3. the API key (header, Authorization: Bearer, or a query parameter):
+ *      an unknown key is refused here, before any limiter state exists for
+ *      it; keys of an exempt tier skip everything;
+ *   4. the cost (costs: first match, else 1);
+ *   5. the limits of every rule that matches (method and path), each with
+ *      its key (API key, organisation, client prefix, rule, a header value,
+ *      or global) and the table of the key's tier, checked all at once
+ *      (sl__policy_check_all: all pass or none is charged; shadow rules and
+ *      policies decide and count but never refuse).
+ *
+ * Deciding allocates nothing: keys are built in the answer's arena. */
+#ifndef SLUICE_POLICY_RULES_H
+#define SLUICE_POLICY_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/apikeys.h"
+#include "policy/config.h"
+#include "policy/identity.h"
+#include "policy/policy.h"
+
+typedef struct sl_rules sl_rules;
+
+/* Compiles cfg's rules against the policies of `set` (every policy a rule
+ * names must be in it). Takes a reference to cfg->identity.keys. Returns 0
+ * and *out (free with sl__rules_free), or -1 with a message in err. */
+int sl__rules_compile(const sl_config *cfg, const sl_policy_set *set, sl_rules **out, char *err,
+                      size_t errlen);
+void sl__rules_free(sl_rules *r);
+
+/* One request header (the layout of the HTTP layer's, copied by the caller). */
+typedef struct sl_req_header {
+    const char *name, *value;
+    size_t name_len, value_len;
+} sl_req_header;
+
+/* What is known about a request. Pointers live for the call. */
+typedef struct sl_request {
+    const char *method; /* "GET", ... (NULL: unknown) */
+    size_t method_len;
+    const char *uri; /* the request target as the client sent it: path?query */
+    size_t uri_len;
+    const char *client; /* the address of the peer the proxy saw, as text (X-Real-IP) */
+    size_t client_len;
+    const sl_addr *peer;          /* or that address already parsed (when client is NULL) */
+    const sl_req_header *headers; /* the original request's headers (API key, forwarded, ...) */
+    size_t nheaders;
+} sl_request;
+
+/* Fills method, uri and client from the headers a proxy sets on an
+ * auth_request subrequest (identity.method_header, uri_header,
+ * client_ip_header: X-Original-Method, X-Original-URI, X-Real-IP by default),
+ * and headers from h. Absent headers leave NULL. */
+void sl__rules_from_proxy(const sl_rules *r, const sl_req_header *h, size_t n, sl_request *req);
+
+typedef enum sl_verdict {
+    SL_VERDICT_ALLOW = 0,    /* every limit passed, or none applies */
+    SL_VERDICT_LIMITED,      /* a limit refused: items[refused] */
+    SL_VERDICT_EXEMPT,       /* exempt (reason: "path", "cidr" or "tier"): nothing counted */
+    SL_VERDICT_UNAUTHORIZED, /* reason "unknown_key" or "missing_key" */
+    SL_VERDICT_BAD_REQUEST,  /* the request cannot be decided (reason, message) */
+    SL_VERDICT_ERROR         /* internal (reason, message) */
+} sl_verdict;
+
+#define SL_RULES_ARENA    12288 /* bytes for the table keys of one request */
+#define SL_HEADER_KEY_MAX 256   /* a header value counts by its first 256 bytes */
+
+typedef struct sl_rules_answer {
+    sl_verdict verdict;
+    const char *reason;                 /* a stable code for programs (static), or NULL */
+    const char *message;                /* for humans (static), or NULL */
+    sl_policy_item items[SL_CHECK_MAX]; /* the limits that applied, in rule order */
+    size_t n;
+    size_t refused;        /* index of the limit that refused, or n */
+    int64_t cost;          /* the request's cost (costs:), before per-limit overrides */
+    int tier;              /* the key's tier (index into the config's tiers), or -1 */
+    const char *tier_name; /* or NULL */
+    sl_addr client;        /* who the request was counted as (when have_client) */
+    bool have_client;
+    /* private to rules.c: what built each item (for /v1/top labels) */
+    const void *meta[SL_CHECK_MAX];
+    const sl_apikey *key;
+    char arena[SL_RULES_ARENA];
+    size_t used;
+} sl_rules_answer;
+
+/* Decides req at `now` (see the top of this file). Always fills a. */
+void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_rules_answer *a);
+
+/* Pure helpers, exposed for tests and the fuzz target. */
+
+/* Percent-decodes and normalizes the path of a request target (absolute
+ * form accepted: the scheme and authority are dropped; the query and
+ * fragment are not part of it): "//" is "/", "." and ".." segments are
+ * resolved (never above the root), a trailing "/" is kept. Writes at most
+ * size - 1 bytes and a NUL. Returns the length, or -1 (a bad escape, an
+ * encoded control character or NUL, not a path, too long). *query / *qlen
+ * get the query (may be empty). */
+long sl__rules_normalize_path(const char *uri, size_t n, char *out, size_t size, const char **query,
+                              size_t *qlen);
+
+/* The API key of "Authorization: Bearer KEY" (scheme case-insensitive), or
+ * NULL. */
+const char *sl__rules_bearer(const char *value, size_t n, size_t *len);
+
+#endif

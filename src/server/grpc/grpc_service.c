@@ -1,0 +1,319 @@
+/* grpc_service.c: ShouldRateLimit and Health/Check on one message each
+ * (grpc_service.h). Decoding is protobuf-c's, with an arena allocator so a
+ * request costs no malloc once the arena is warm and a hostile message cannot
+ * make the decoder allocate more than the arena's cap (a multiple of the
+ * message size, itself bounded by limits.max_body_bytes). The health answer
+ * is packed by protobuf-c straight into the output buffer behind the 5-byte
+ * gRPC message prefix; the RateLimitResponse is written by hand (see
+ * sl__grpc_put_rls_response). */
+#include "server/grpc/grpc_service.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "envoy/service/ratelimit/v3/rls.pb-c.h"
+#include "grpc/health/v1/health.pb-c.h"
+
+#define ARENA_FIRST_BLOCK (16 * 1024)
+#define ARENA_PER_BYTE    48 /* decoded bytes may take this many times their size */
+
+typedef struct sl_grpc_arena_block {
+    struct sl_grpc_arena_block *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+} arena_block;
+
+sl_grpc_method sl__grpc_method(const char *path, size_t len) {
+    if (len == sizeof SL_GRPC_RLS_PATH - 1 && !memcmp(path, SL_GRPC_RLS_PATH, len))
+        return SL_GRPC_M_SHOULD_RATE_LIMIT;
+    if (len == sizeof SL_GRPC_HEALTH_PATH - 1 && !memcmp(path, SL_GRPC_HEALTH_PATH, len))
+        return SL_GRPC_M_HEALTH_CHECK;
+    return SL_GRPC_M_UNKNOWN;
+}
+
+/* ---- the arena ------------------------------------------------------------ */
+
+void sl__grpc_arena_reset(sl_grpc_arena *a) {
+    arena_block *b = a->first;
+    if (b) {
+        for (arena_block *x = b->next, *next; x; x = next) {
+            next = x->next;
+            free(x);
+        }
+        b->next = NULL;
+        b->used = 0;
+    }
+    a->cur = b;
+    a->used = 0;
+}
+
+void sl__grpc_arena_free(sl_grpc_arena *a) {
+    for (arena_block *x = a->first, *next; x; x = next) {
+        next = x->next;
+        free(x);
+    }
+    a->first = a->cur = NULL;
+    a->used = 0;
+}
+
+static void *arena_alloc(void *data, size_t n) {
+    sl_grpc_arena *a = data;
+    n = (n + 15) & ~(size_t)15;
+    if (n > a->cap || a->used > a->cap - n) return NULL;
+    arena_block *cur = a->cur;
+    if (!cur || cur->cap - cur->used < n) {
+        size_t cap = cur ? 4 * ARENA_FIRST_BLOCK : ARENA_FIRST_BLOCK;
+        if (cap < n) cap = n;
+        arena_block *nb = malloc(sizeof *nb + cap);
+        if (!nb) return NULL;
+        nb->next = NULL;
+        nb->used = 0;
+        nb->cap = cap;
+        if (cur)
+            cur->next = nb;
+        else
+            a->first = nb;
+        a->cur = cur = nb;
+    }
+    void *p = cur->data + cur->used;
+    cur->used += n;
+    a->used += n;
+    return p;
+}
+
+static void arena_nofree(void *data, void *p) {
+    (void)data;
+    (void)p;
+}
+
+static void *zalloc(sl_grpc_arena *a, size_t n) {
+    void *p = arena_alloc(a, n);
+    if (p) memset(p, 0, n);
+    return p;
+}
+
+/* ---- framing of the answer ------------------------------------------------------ */
+
+/* Appends the 5-byte prefix and the packed message. */
+static int put_message(sl_buf *out, const ProtobufCMessage *m) {
+    size_t n = protobuf_c_message_get_packed_size(m);
+    uint8_t *p = (uint8_t *)sl__buf_reserve(out, n + 5);
+    if (!p) return -1;
+    p[0] = 0;
+    p[1] = (uint8_t)(n >> 24);
+    p[2] = (uint8_t)(n >> 16);
+    p[3] = (uint8_t)(n >> 8);
+    p[4] = (uint8_t)n;
+    protobuf_c_message_pack(m, p + 5);
+    sl__buf_commit(out, n + 5);
+    return 0;
+}
+
+/* ---- the RateLimitResponse, by hand -------------------------------------------------- */
+
+/* protobuf-c's generic packer walks the descriptors twice (sizes, then
+ * bytes) and wants the message built as structs first; the answer to
+ * ShouldRateLimit has a fixed shape, so it is written directly, in protobuf-c's
+ * field order (by number) with proto3's rules (zero values left out, a
+ * present sub-message always written). test_grpc.c checks it byte for byte
+ * against protobuf-c's encoding. Field numbers: protocols.md section 1.2. */
+
+static size_t varint_len(uint64_t v) {
+    size_t n = 1;
+    while (v >= 0x80) v >>= 7, n++;
+    return n;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v) {
+    while (v >= 0x80) *p++ = (uint8_t)(v | 0x80), v >>= 7;
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static size_t limit_len(const sl_rls_status *st, size_t name_len) {
+    size_t n = 0;
+    if (st->requests_per_unit) n += 1 + varint_len(st->requests_per_unit);
+    if (st->unit) n += 1 + varint_len((uint64_t)st->unit);
+    if (name_len) n += 1 + varint_len(name_len) + name_len;
+    return n;
+}
+
+static size_t duration_len(const sl_rls_status *st) {
+    return st->reset_seconds ? 1 + varint_len((uint64_t)st->reset_seconds) : 0;
+}
+
+static size_t status_len(const sl_rls_status *st, size_t name_len) {
+    size_t n = 0;
+    if (st->code) n += 1 + varint_len((uint64_t)st->code);
+    if (st->has_limit) {
+        size_t l = limit_len(st, name_len), d = duration_len(st);
+        n += 1 + varint_len(l) + l + 1 + varint_len(d) + d;
+    }
+    if (st->limit_remaining) n += 1 + varint_len(st->limit_remaining);
+    return n;
+}
+
+int sl__grpc_put_rls_response(sl_buf *out, int overall, const sl_rls_status *st, size_t n) {
+    size_t names[SL_RLS_MAX_DESCRIPTORS], lens[SL_RLS_MAX_DESCRIPTORS];
+    if (n > SL_RLS_MAX_DESCRIPTORS) return -1;
+    size_t total = overall ? 1 + varint_len((uint64_t)overall) : 0;
+    for (size_t i = 0; i < n; i++) {
+        names[i] = st[i].has_limit && st[i].name ? strlen(st[i].name) : 0;
+        lens[i] = status_len(&st[i], names[i]);
+        total += 1 + varint_len(lens[i]) + lens[i];
+    }
+    uint8_t *p = (uint8_t *)sl__buf_reserve(out, total + 5);
+    if (!p) return -1;
+    uint8_t *start = p;
+    *p++ = 0;
+    *p++ = (uint8_t)(total >> 24);
+    *p++ = (uint8_t)(total >> 16);
+    *p++ = (uint8_t)(total >> 8);
+    *p++ = (uint8_t)total;
+    if (overall) *p++ = 0x08, p = put_varint(p, (uint64_t)overall);
+    for (size_t i = 0; i < n; i++) {
+        const sl_rls_status *x = &st[i];
+        *p++ = 0x12;
+        p = put_varint(p, lens[i]);
+        if (x->code) *p++ = 0x08, p = put_varint(p, (uint64_t)x->code);
+        if (x->has_limit) {
+            *p++ = 0x12; /* current_limit */
+            p = put_varint(p, limit_len(x, names[i]));
+            if (x->requests_per_unit) *p++ = 0x08, p = put_varint(p, x->requests_per_unit);
+            if (x->unit) *p++ = 0x10, p = put_varint(p, (uint64_t)x->unit);
+            if (names[i]) {
+                *p++ = 0x1a;
+                p = put_varint(p, names[i]);
+                memcpy(p, x->name, names[i]);
+                p += names[i];
+            }
+        }
+        if (x->limit_remaining) *p++ = 0x18, p = put_varint(p, x->limit_remaining);
+        if (x->has_limit) {
+            *p++ = 0x22; /* duration_until_reset */
+            p = put_varint(p, duration_len(x));
+            if (x->reset_seconds) *p++ = 0x08, p = put_varint(p, (uint64_t)x->reset_seconds);
+        }
+    }
+    sl__buf_commit(out, (size_t)(p - start));
+    return (size_t)(p - start) == total + 5 ? 0 : -1;
+}
+
+/* ---- ShouldRateLimit --------------------------------------------------------------- */
+
+typedef Envoy__Service__Ratelimit__V3__RateLimitRequest RLRequest;
+typedef Envoy__Extensions__Common__Ratelimit__V3__RateLimitDescriptor RLDescriptor;
+
+static int should_rate_limit(const sl_grpc_call_env *env, const uint8_t *msg, size_t len,
+                             sl_buf *out, const char **message) {
+    ProtobufCAllocator alloc = {
+        .alloc = arena_alloc, .free = arena_nofree, .allocator_data = env->arena};
+    RLRequest *req = envoy__service__ratelimit__v3__rate_limit_request__unpack(&alloc, len, msg);
+    if (!req) {
+        *message = "cannot parse the RateLimitRequest";
+        return SL_GRPC_INTERNAL;
+    }
+    size_t nd = req->n_descriptors;
+    if (nd > SL_RLS_MAX_DESCRIPTORS) {
+        *message = "too many descriptors (at most 64)";
+        return SL_GRPC_INVALID_ARGUMENT;
+    }
+    sl_rls_descriptor ds[SL_RLS_MAX_DESCRIPTORS];
+    for (size_t i = 0; i < nd; i++) {
+        const RLDescriptor *d = req->descriptors[i];
+        sl_rls_descriptor *x = &ds[i];
+        memset(x, 0, sizeof *x);
+        if (d->n_entries > SL_RLS_MAX_ENTRIES) {
+            *message = "too many entries in a descriptor (at most 32)";
+            return SL_GRPC_INVALID_ARGUMENT;
+        }
+        sl_rls_entry *e = zalloc(env->arena, (d->n_entries ? d->n_entries : 1) * sizeof *e);
+        if (!e) {
+            *message = "the request is too large";
+            return SL_GRPC_RESOURCE_EXHAUSTED;
+        }
+        for (size_t j = 0; j < d->n_entries; j++) {
+            e[j].key = d->entries[j]->key;
+            e[j].key_len = strlen(e[j].key);
+            e[j].value = d->entries[j]->value;
+            e[j].value_len = strlen(e[j].value);
+        }
+        x->entries = e;
+        x->nentries = d->n_entries;
+        if (d->limit) {
+            x->has_limit = true;
+            x->limit_requests_per_unit = d->limit->requests_per_unit;
+            x->limit_unit = (int)d->limit->unit;
+        }
+        if (d->hits_addend) {
+            x->has_hits = true;
+            x->hits = d->hits_addend->value;
+        }
+    }
+    sl_rls_request q = {.domain = req->domain,
+                        .domain_len = strlen(req->domain),
+                        .descriptors = ds,
+                        .ndescriptors = nd,
+                        .hits_addend = req->hits_addend};
+    sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
+    int overall;
+    sl_rls_error rc = sl__domain_decide(env->domains, &q, env->now, st, &overall, message);
+    if (rc != SL_RLS_DONE)
+        return rc == SL_RLS_EINVAL ? SL_GRPC_INVALID_ARGUMENT : SL_GRPC_RESOURCE_EXHAUSTED;
+
+    if (sl__grpc_put_rls_response(out, overall, st, nd) != 0) {
+        *message = "out of memory";
+        return SL_GRPC_RESOURCE_EXHAUSTED;
+    }
+    return SL_GRPC_OK;
+}
+
+/* ---- Health/Check ------------------------------------------------------------------ */
+
+static int health_check(const sl_grpc_call_env *env, const uint8_t *msg, size_t len, sl_buf *out,
+                        const char **message) {
+    ProtobufCAllocator alloc = {
+        .alloc = arena_alloc, .free = arena_nofree, .allocator_data = env->arena};
+    Grpc__Health__V1__HealthCheckRequest *req =
+        grpc__health__v1__health_check_request__unpack(&alloc, len, msg);
+    if (!req) {
+        *message = "cannot parse the HealthCheckRequest";
+        return SL_GRPC_INTERNAL;
+    }
+    if (req->service[0] && strcmp(req->service, SL_GRPC_RLS_SERVICE) != 0) {
+        *message = "unknown service";
+        return SL_GRPC_NOT_FOUND;
+    }
+    Grpc__Health__V1__HealthCheckResponse resp = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+    resp.status = env->serving
+                      ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
+                      : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
+    if (put_message(out, &resp.base) != 0) {
+        *message = "out of memory";
+        return SL_GRPC_RESOURCE_EXHAUSTED;
+    }
+    return SL_GRPC_OK;
+}
+
+int sl__grpc_call(const sl_grpc_call_env *env, sl_grpc_method m, const uint8_t *msg, size_t len,
+                  sl_buf *out, const char **message) {
+    sl_grpc_arena *a = env->arena;
+    sl__grpc_arena_reset(a);
+    a->cap = ARENA_FIRST_BLOCK + len * ARENA_PER_BYTE;
+    size_t mark = out->len;
+    int rc;
+    switch (m) {
+    case SL_GRPC_M_SHOULD_RATE_LIMIT:
+        rc = should_rate_limit(env, msg, len, out, message);
+        break;
+    case SL_GRPC_M_HEALTH_CHECK:
+        rc = health_check(env, msg, len, out, message);
+        break;
+    default:
+        *message = "unknown method";
+        rc = SL_GRPC_UNIMPLEMENTED;
+        break;
+    }
+    if (rc != SL_GRPC_OK) out->len = mark;
+    return rc;
+}

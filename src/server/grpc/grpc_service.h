@@ -1,0 +1,75 @@
+/* grpc_service.h: the two gRPC methods sluiced serves, independent of
+ * HTTP/2: decoding one request message (protobuf-c, into a bounded arena),
+ * deciding, encoding the answer as one length-prefixed gRPC message.
+ *
+ * - envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit: the
+ *   RateLimitRequest becomes an sl_rls_request (policy/domains.h), the
+ *   decision a RateLimitResponse.
+ * - grpc.health.v1.Health/Check: "" and the rate-limit service's name are
+ *   SERVING (NOT_SERVING while draining); any other name is NOT_FOUND. */
+#ifndef SLUICE_SERVER_GRPC_SERVICE_H
+#define SLUICE_SERVER_GRPC_SERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/domains.h"
+#include "server/buf.h"
+
+/* gRPC status codes (google/rpc/code.proto). */
+enum {
+    SL_GRPC_OK = 0,
+    SL_GRPC_CANCELLED = 1,
+    SL_GRPC_INVALID_ARGUMENT = 3,
+    SL_GRPC_DEADLINE_EXCEEDED = 4,
+    SL_GRPC_NOT_FOUND = 5,
+    SL_GRPC_RESOURCE_EXHAUSTED = 8,
+    SL_GRPC_UNIMPLEMENTED = 12,
+    SL_GRPC_INTERNAL = 13,
+    SL_GRPC_UNAVAILABLE = 14
+};
+
+typedef enum sl_grpc_method {
+    SL_GRPC_M_UNKNOWN = 0,
+    SL_GRPC_M_SHOULD_RATE_LIMIT,
+    SL_GRPC_M_HEALTH_CHECK
+} sl_grpc_method;
+
+#define SL_GRPC_RLS_PATH    "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
+#define SL_GRPC_HEALTH_PATH "/grpc.health.v1.Health/Check"
+#define SL_GRPC_RLS_SERVICE "envoy.service.ratelimit.v3.RateLimitService"
+
+/* The method of a :path, or SL_GRPC_M_UNKNOWN. */
+sl_grpc_method sl__grpc_method(const char *path, size_t len);
+
+/* A bump allocator for decoding: reset after every call, its first block
+ * kept; at most `cap` bytes in all (decoding fails beyond). */
+typedef struct sl_grpc_arena {
+    struct sl_grpc_arena_block *first, *cur; /* blocks from first to cur */
+    size_t used, cap;
+} sl_grpc_arena;
+
+void sl__grpc_arena_reset(sl_grpc_arena *a);
+void sl__grpc_arena_free(sl_grpc_arena *a);
+
+/* What a call needs from the server. */
+typedef struct sl_grpc_call_env {
+    sl_domain_set *domains; /* may be NULL: no rules */
+    int64_t now;            /* Unix ns */
+    bool serving;           /* false while draining */
+    sl_grpc_arena *arena;
+} sl_grpc_call_env;
+
+/* Runs method m on one message (msg, len). On SL_GRPC_OK the answer, as a
+ * whole length-prefixed gRPC message, is appended to out; otherwise *message
+ * says why (static text) and out is untouched. */
+int sl__grpc_call(const sl_grpc_call_env *env, sl_grpc_method m, const uint8_t *msg, size_t len,
+                  sl_buf *out, const char **message);
+
+/* Appends a RateLimitResponse (overall_code, one DescriptorStatus per
+ * status) as one length-prefixed gRPC message: the same bytes protobuf-c
+ * would write. Returns 0, or -1 (out of memory, or n > SL_RLS_MAX_DESCRIPTORS). */
+int sl__grpc_put_rls_response(sl_buf *out, int overall, const sl_rls_status *st, size_t n);
+
+#endif

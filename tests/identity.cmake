@@ -1,0 +1,18 @@
+# identity.cmake: who is counted (issue 5): address, CIDR and forwarded-header
+# parsing (test_identity), the request rules with API keys, tiers, quotas,
+# costs, exemptions and shadow mode on a fake clock (test_rules), and a real
+# nginx in front of a small upstream with sluiced behind auth_request
+# (tests/integration/nginx_test.py).
+sluice_unit_test(test_identity)
+sluice_unit_test(test_rules)
+target_compile_definitions(test_rules PRIVATE SLUICE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+# the layered quota check under threads: also under TSan
+set_tests_properties(test_rules PROPERTIES LABELS "unit;concurrency")
+
+if(TARGET sluiced)
+  find_program(SLUICE_NGINX nginx PATHS /usr/sbin /sbin)
+  add_test(NAME nginx_integration
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/nginx_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} ${SLUICE_NGINX})
+  set_tests_properties(nginx_integration PROPERTIES LABELS integration TIMEOUT 120)
+endif()

@@ -12,25 +12,25 @@
 #include "policy/identity.h"
 #include "sluice/limit.h"
 
-#define SL_POLICY_NAME_MAX 63 /* [a-z0-9_.-]+ */
+#define SL_POLICY_NAME_MAX     63 /* [a-z0-9_.-]+ */
 #define SL_CONFIG_MAX_POLICIES 1024
-#define SL_CONFIG_MAX_ERRORS 64
-#define SL_CONFIG_MAX_BYTES (4u << 20) /* a config file larger than this is refused */
+#define SL_CONFIG_MAX_ERRORS   64
+#define SL_CONFIG_MAX_BYTES    (4u << 20) /* a config file larger than this is refused */
 
 typedef struct sl_listen_config {
-    bool enabled;   /* false for "off" */
-    char host[64];  /* numeric IPv4 or IPv6 address (no brackets), e.g. "127.0.0.1", "::1" */
-    uint16_t port;  /* 0 = any free port (tests) */
+    bool enabled;  /* false for "off" */
+    char host[64]; /* numeric IPv4 or IPv6 address (no brackets), e.g. "127.0.0.1", "::1" */
+    uint16_t port; /* 0 = any free port (tests) */
 } sl_listen_config;
 
 typedef struct sl_policy_config {
     char name[SL_POLICY_NAME_MAX + 1];
-    sl_params params; /* algorithm, rate, burst, flags: SL_COUNT_REJECTED, SL_START_EMPTY.
-                         Windows get burst 0 (a configured burst is ignored). With
-                         "start: empty" the loader leaves params.origin 0: the server
-                         sets it to the moment it creates the policy's table. */
-    bool shadow;      /* decide, count and log, but always allow */
-    int line;         /* line of the policy in its file (for messages) */
+    sl_params params;   /* algorithm, rate, burst, flags: SL_COUNT_REJECTED, SL_START_EMPTY.
+                           Windows get burst 0 (a configured burst is ignored). With
+                           "start: empty" the loader leaves params.origin 0: the server
+                           sets it to the moment it creates the policy's table. */
+    bool shadow;        /* decide, count and log, but always allow */
+    int line;           /* line of the policy in its file (for messages) */
     char on_failure[8]; /* "open" | "closed" | "local", or "" (inherit store.redis.on_failure);
                            no effect until the Redis store exists */
     bool quota;         /* declared under quotas: (a fixed_window of `limit` per day or month) */
@@ -147,24 +147,24 @@ typedef struct sl_exempt_config {
 } sl_exempt_config;
 
 typedef struct sl_limits_config {
-    size_t max_header_bytes; /* HTTP request line + headers; 431 beyond. default 8 KiB */
-    size_t max_body_bytes;   /* HTTP body; 413 beyond. default 64 KiB */
-    size_t max_resp_frame;   /* one RESP command (all its bytes); error beyond. default 64 KiB */
-    unsigned max_connections;/* per process; new ones are closed at once beyond. default 10000 */
-    int64_t idle_timeout;    /* ns without a byte from the client; 408 / close. default 60 s */
-    int64_t header_timeout;  /* ns to receive a whole HTTP request head; 408. default 10 s */
+    size_t max_header_bytes;  /* HTTP request line + headers; 431 beyond. default 8 KiB */
+    size_t max_body_bytes;    /* HTTP body; 413 beyond. default 64 KiB */
+    size_t max_resp_frame;    /* one RESP command (all its bytes); error beyond. default 64 KiB */
+    unsigned max_connections; /* per process; new ones are closed at once beyond. default 10000 */
+    int64_t idle_timeout;     /* ns without a byte from the client; 408 / close. default 60 s */
+    int64_t header_timeout;   /* ns to receive a whole HTTP request head; 408. default 10 s */
 } sl_limits_config;
 
 struct sl_domain_rules;
 
 typedef struct sl_config {
-    char source[256];         /* the file name, or "<embedded default>" */
+    char source[256]; /* the file name, or "<embedded default>" */
     sl_listen_config http, grpc, resp;
-    unsigned workers;         /* 0 = "auto": one per core */
-    char store_type[16];      /* "memory" ("redis" arrives with the Redis store) */
-    size_t max_memory;        /* store.max_memory: cap of each policy's table, bytes */
+    unsigned workers;    /* 0 = "auto": one per core */
+    char store_type[16]; /* "memory" ("redis" arrives with the Redis store) */
+    size_t max_memory;   /* store.max_memory: cap of each policy's table, bytes */
     sl_limits_config limits;
-    char log_level[8];        /* "error" | "warn" | "info" | "debug" */
+    char log_level[8]; /* "error" | "warn" | "info" | "debug" */
     /* `domains:` (envoyproxy/ratelimit rule files, policy/domains.h): the path as resolved
        against the config file's directory ("" = none), and the rules loaded and checked
        with the config (NULL = none; freed by sl__config_free) */

@@ -101,7 +101,8 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
             sum(s, offsetof(sl_worker_stats, requests) + (size_t)p * sizeof(atomic_uint_fast64_t)));
     }
     sl__prom_family(out, "sluice_request_duration_seconds", "histogram",
-                    "Time to decide and encode one request or command (a pipelined batch is timed once and each of its answers counted at the batch's average).");
+                    "Time to decide and encode one request or command (a pipelined batch is timed "
+                    "once and each of its answers counted at the batch's average).");
     for (int p = 0; p < SL_PROTO_COUNT; p++) {
         uint64_t counts[SL_PROM_LATENCY_BUCKETS + 1] = {0}, total = 0;
         for (unsigned i = 0; i < s->nworkers; i++) {

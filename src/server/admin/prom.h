@@ -11,7 +11,8 @@
 
 /* # HELP name help \n # TYPE name type */
 void sl__prom_family(sl_buf *out, const char *name, const char *type, const char *help);
-/* name{l1="v1",l2="v2"} value. labels: alternating names and values, NULL-terminated; may be NULL. */
+/* name{l1="v1",l2="v2"} value. labels: alternating names and values, NULL-terminated; may be NULL.
+ */
 void sl__prom_sample(sl_buf *out, const char *name, const char *const *labels, uint64_t value);
 void sl__prom_sample_f(sl_buf *out, const char *name, const char *const *labels, double value);
 

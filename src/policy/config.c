@@ -1177,6 +1177,24 @@ static void policy_finish(parser *p, policy_build *b, const char *path, int line
         error_at(p, at, field, "%s", sl_strerror(rc));
 }
 
+/* Makes room for one more element in a growing array `arr` of n elements
+ * (the capacity doubles from `first`) and returns the array, moved or not.
+ * On failure reports "out of memory" at line/field, marks the parse fatal
+ * and returns NULL (arr is then unchanged and still owned by the caller). */
+static void *grow_array(parser *p, void *arr, size_t *cap, size_t n, size_t elem, size_t first,
+                        int line, const char *field) {
+    if (n < *cap) return arr;
+    size_t ncap = *cap ? 2 * *cap : first;
+    void *na = realloc(arr, ncap * elem);
+    if (!na) {
+        error_at(p, line, field, "out of memory");
+        p->fatal = true;
+        return NULL;
+    }
+    *cap = ncap;
+    return na;
+}
+
 static sl_policy_config *new_policy(parser *p) {
     sl_config *c = p->cfg;
     if (c->npolicies == p->policies_cap) {
@@ -1663,17 +1681,10 @@ static void tier_entry(parser *p, void *obj, const char *key, size_t len, int li
         skip(p);
         return;
     }
-    if (c->ntiers == ip->tiers_cap) {
-        size_t cap = ip->tiers_cap ? 2 * ip->tiers_cap : 4;
-        sl_tier_config *nt = realloc(c->tiers, cap * sizeof *nt);
-        if (!nt) {
-            error_at(p, line, path, "out of memory");
-            p->fatal = true;
-            return;
-        }
-        c->tiers = nt;
-        ip->tiers_cap = cap;
-    }
+    sl_tier_config *tiers =
+        grow_array(p, c->tiers, &ip->tiers_cap, c->ntiers, sizeof *c->tiers, 4, line, path);
+    if (!tiers) return;
+    c->tiers = tiers;
     sl_tier_config *t = &c->tiers[c->ntiers++];
     memset(t, 0, sizeof *t);
     memcpy(t->name, key, len + 1);
@@ -1819,17 +1830,10 @@ static void parse_costs(parser *p, const char *path) {
             expected(p, item, "a cost (a mapping of method, path and cost)");
             continue;
         }
-        if (cfg->ncosts == p->ident->costs_cap) {
-            size_t cap = p->ident->costs_cap ? 2 * p->ident->costs_cap : 8;
-            sl_cost_config *nc = realloc(cfg->costs, cap * sizeof *nc);
-            if (!nc) {
-                error_at(p, cur_line(p), item, "out of memory");
-                p->fatal = true;
-                return;
-            }
-            cfg->costs = nc;
-            p->ident->costs_cap = cap;
-        }
+        sl_cost_config *costs = grow_array(p, cfg->costs, &p->ident->costs_cap, cfg->ncosts,
+                                           sizeof *cfg->costs, 8, cur_line(p), item);
+        if (!costs) return;
+        cfg->costs = costs;
         int line = cur_line(p);
         sl_cost_config *c = &cfg->costs[cfg->ncosts++];
         memset(c, 0, sizeof *c);
@@ -2082,17 +2086,10 @@ static void parse_rules(parser *p, const char *path) {
             expected(p, item, "a rule (a mapping of name, method, path, limits, shadow)");
             continue;
         }
-        if (cfg->nrules == p->ident->rules_cap) {
-            size_t cap = p->ident->rules_cap ? 2 * p->ident->rules_cap : 4;
-            sl_rule_config *nr = realloc(cfg->rules, cap * sizeof *nr);
-            if (!nr) {
-                error_at(p, cur_line(p), item, "out of memory");
-                p->fatal = true;
-                return;
-            }
-            cfg->rules = nr;
-            p->ident->rules_cap = cap;
-        }
+        sl_rule_config *rules = grow_array(p, cfg->rules, &p->ident->rules_cap, cfg->nrules,
+                                           sizeof *cfg->rules, 4, cur_line(p), item);
+        if (!rules) return;
+        cfg->rules = rules;
         int line = cur_line(p);
         rule_build b = {.r = &cfg->rules[cfg->nrules], .index = cfg->nrules};
         cfg->nrules++;

@@ -12,6 +12,7 @@ packages=(
     libyaml-dev libcjson-dev           # sluiced: config, JSON bodies
     libcurl4-openssl-dev               # libsluice-client: the polite HTTP client
     curl redis-tools python3           # integration tests: real clients, raw sockets
+    libhiredis-dev redis-server        # the Redis store; real Redis (and Cluster) in its tests
     nginx-light                        # integration tests: nginx in front, sluiced behind auth_request
     libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler nghttp2-client  # gRPC: HTTP/2, protobuf, h2load
 )

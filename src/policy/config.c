@@ -89,9 +89,23 @@ static const char *const listen_keys[] = {"http", "grpc", "resp"};
 enum { STORE_TYPE, STORE_MAX_MEMORY, STORE_REDIS };
 static const char *const store_keys[] = {"type", "max_memory", "redis"};
 
-enum { REDIS_URL, REDIS_CLUSTER, REDIS_TIMEOUT, REDIS_ON_FAILURE, REDIS_INSTANCES, REDIS_SYNC };
+enum {
+    REDIS_URL,
+    REDIS_CLUSTER,
+    REDIS_TIMEOUT,
+    REDIS_ON_FAILURE,
+    REDIS_INSTANCES,
+    REDIS_SYNC,
+    REDIS_SYNC_INTERVAL,
+    REDIS_PREFIX,
+    REDIS_BREAKER_FAILURES,
+    REDIS_BREAKER_COOLDOWN,
+    REDIS_DENY_CACHE
+};
 static const char *const redis_keys[] = {
-    "url", "cluster", "timeout", "on_failure", "expected_instances", "sync"};
+    "url",       "cluster",       "timeout", "on_failure",       "expected_instances",
+    "sync",      "sync_interval", "prefix",  "breaker_failures", "breaker_cooldown",
+    "deny_cache"};
 
 enum {
     POL_NAME,
@@ -142,6 +156,11 @@ static const struct {
     {"timeout", "under store.redis"},
     {"expected_instances", "under store.redis"},
     {"sync", "under store.redis"},
+    {"sync_interval", "under store.redis"},
+    {"prefix", "under store.redis"},
+    {"breaker_failures", "under store.redis"},
+    {"breaker_cooldown", "under store.redis"},
+    {"deny_cache", "under store.redis"},
     {"on_failure", "in a policy or under store.redis"},
     {"name", "in a policy (policies: - name: ...)"},
     {"algorithm", "in a policy (policies: - name: ...)"},
@@ -205,6 +224,7 @@ typedef struct parser {
     int listen_line[3];                   /* where each listener was set (0: default) */
     bool listen_bad[3];                   /* its value was refused: no clash check */
     int key_line;                         /* of the key whose value is being read */
+    int store_type_line, redis_line;      /* of store.type and store.redis (0: not given) */
     int error_line[SL_CONFIG_MAX_ERRORS]; /* of each stored message, to sort them */
     struct ident_parse *ident;            /* identity sections (see there) */
 } parser;
@@ -916,20 +936,98 @@ static void listen_value(parser *p, void *obj, int key, const char *path) {
     p->listen_bad[key] = false;
 }
 
+/* "host:port" (the port required unless def_port) or "[v6]:port" into a. */
+static bool parse_host_port(const char *s, size_t len, uint16_t def_port, sl_redis_addr *a) {
+    const char *end = s + len, *hs = s, *he, *colon = NULL;
+    if (len && *s == '[') {
+        hs = s + 1;
+        he = memchr(hs, ']', (size_t)(end - hs));
+        if (!he) return false;
+        if (he + 1 < end) {
+            if (he[1] != ':') return false;
+            colon = he + 1;
+        }
+    } else {
+        colon = memrchr(s, ':', len);
+        he = colon ? colon : end;
+        if (colon && memchr(s, ':', (size_t)(colon - s))) return false; /* v6 needs brackets */
+    }
+    size_t hl = (size_t)(he - hs);
+    if (hl == 0 || hl > SL_REDIS_HOST_MAX) return false;
+    uint64_t port = def_port;
+    if (colon) {
+        char num[8];
+        size_t nl = (size_t)(end - colon - 1);
+        if (nl == 0 || nl >= sizeof num) return false;
+        memcpy(num, colon + 1, nl);
+        num[nl] = '\0';
+        if (!parse_u64(num, &port)) return false;
+    }
+    if (port == 0 || port > 65535) return false;
+    memcpy(a->host, hs, hl);
+    a->host[hl] = '\0';
+    a->port = (uint16_t)port;
+    return true;
+}
+
+/* redis://[[user]:password@]host[:port][/db] or unix://path. */
+static bool parse_redis_url(const char *s, sl_redis_config *r, const char **why) {
+    if (strncmp(s, "rediss://", 9) == 0) {
+        *why = "TLS (rediss://) is not supported: hiredis 0.14's async API has no TLS; use a "
+               "local TLS tunnel and redis://";
+        return false;
+    }
+    if (strncmp(s, "unix://", 7) == 0) {
+        size_t n = strlen(s + 7);
+        if (n == 0 || n >= sizeof r->unix_path) return (*why = "bad socket path"), false;
+        memcpy(r->unix_path, s + 7, n + 1);
+        r->addr.host[0] = '\0';
+        return true;
+    }
+    if (strncmp(s, "redis://", 8) != 0) {
+        *why = "expected redis://host:port/db or unix://path";
+        return false;
+    }
+    const char *p = s + 8;
+    const char *at = strrchr(p, '@');
+    if (at) {
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        if (!colon) return (*why = "credentials must be user:password or :password"), false;
+        size_t ul = (size_t)(colon - p), pl = (size_t)(at - colon - 1);
+        if (ul >= sizeof r->user || pl >= sizeof r->password || pl == 0)
+            return (*why = "credentials too long or empty password"), false;
+        memcpy(r->user, p, ul);
+        r->user[ul] = '\0';
+        memcpy(r->password, colon + 1, pl);
+        r->password[pl] = '\0';
+        p = at + 1;
+    }
+    const char *slash = strchr(p, '/');
+    size_t hl = slash ? (size_t)(slash - p) : strlen(p);
+    if (!parse_host_port(p, hl, 6379, &r->addr)) return (*why = "bad host:port"), false;
+    r->db = 0;
+    if (slash && slash[1]) {
+        uint64_t db;
+        if (!parse_u64(slash + 1, &db) || db > 65535) return (*why = "bad database number"), false;
+        r->db = (unsigned)db;
+    }
+    r->unix_path[0] = '\0';
+    return true;
+}
+
 static void redis_value(parser *p, void *obj, int key, const char *path) {
     (void)obj;
+    sl_redis_config *r = &p->cfg->redis;
     uint64_t u;
     int64_t d;
     switch (key) {
     case REDIS_URL: {
         const char *s = get_scalar(p, path, "a URL such as redis://127.0.0.1:6379/0");
-        if (s && strncmp(s, "redis://", 8) != 0 && strncmp(s, "rediss://", 9) != 0 &&
-            strncmp(s, "unix://", 7) != 0) {
+        const char *why = "";
+        if (s && !parse_redis_url(s, r, &why)) {
             char q[64];
             quote(q, sizeof q, s, scalar_len(p));
-            error_at(p, cur_line(p), path,
-                     "cannot use %s (expected redis://host:port/db, rediss://... or unix://path)",
-                     q);
+            error_at(p, cur_line(p), path, "cannot use %s: %s", q, why);
         }
         break;
     }
@@ -938,27 +1036,65 @@ static void redis_value(parser *p, void *obj, int key, const char *path) {
             expected(p, path, "a list of host:port");
             break;
         }
+        r->cluster = true;
+        r->nseeds = 0;
         for (size_t i = 0;; i++) {
             if (!next(p) || p->ev.type == YAML_SEQUENCE_END_EVENT) break;
             char item[PATH_SIZE];
             snprintf(item, sizeof item, "%s[%zu]", path, i);
             const char *s = get_scalar(p, item, "host:port");
-            const char *colon = s ? strrchr(s, ':') : NULL;
-            if (s && (!colon || colon == s || !parse_u64(colon + 1, &u) || u == 0 || u > 65535))
+            if (!s) continue;
+            if (r->nseeds == SL_REDIS_MAX_SEEDS) {
+                error_at(p, cur_line(p), item, "at most %d seed nodes", SL_REDIS_MAX_SEEDS);
+                continue;
+            }
+            if (!parse_host_port(s, strlen(s), 0, &r->seeds[r->nseeds]))
                 error_at(p, cur_line(p), item, "expected host:port");
+            else
+                r->nseeds++;
         }
         break;
     case REDIS_TIMEOUT:
-        get_duration(p, path, NS_MS / 1000, 60 * NS_SEC, &d);
+        if (get_duration(p, path, NS_MS / 1000, 60 * NS_SEC, &d)) r->timeout = d;
         break;
-    case REDIS_ON_FAILURE:
-        get_enum(p, path, "failure mode", failure_modes, COUNT(failure_modes));
+    case REDIS_ON_FAILURE: {
+        int i = get_enum(p, path, "failure mode", failure_modes, COUNT(failure_modes));
+        if (i >= 0) r->on_failure = (sl_fail_mode)i;
         break;
+    }
     case REDIS_INSTANCES:
-        get_uint(p, path, "a number of instances", 1, 1024, &u);
+        if (get_uint(p, path, "a number of instances", 1, 1024, &u))
+            r->expected_instances = (unsigned)u;
         break;
-    case REDIS_SYNC:
-        get_enum(p, path, "sync mode", sync_modes, COUNT(sync_modes));
+    case REDIS_SYNC: {
+        int i = get_enum(p, path, "sync mode", sync_modes, COUNT(sync_modes));
+        if (i >= 0) r->batched = i == 1;
+        break;
+    }
+    case REDIS_SYNC_INTERVAL:
+        if (get_duration(p, path, NS_MS, 60 * NS_SEC, &d)) r->sync_interval = d;
+        break;
+    case REDIS_PREFIX: {
+        const char *s = get_scalar(p, path, "a key prefix such as \"sluice:\"");
+        if (s && strlen(s) >= sizeof r->prefix)
+            error_at(p, cur_line(p), path, "at most %zu bytes", sizeof r->prefix - 1);
+        else if (s && (strchr(s, '{') || strchr(s, '}')))
+            error_at(p, cur_line(p), path,
+                     "must not contain { or } (the key's hash tag follows it)");
+        else if (s)
+            snprintf(r->prefix, sizeof r->prefix, "%s", s);
+        break;
+    }
+    case REDIS_BREAKER_FAILURES:
+        if (get_uint(p, path, "a number of failures", 1, 1000000, &u))
+            r->breaker_failures = (unsigned)u;
+        break;
+    case REDIS_BREAKER_COOLDOWN:
+        if (get_duration(p, path, NS_MS, 3600 * NS_SEC, &d)) r->breaker_cooldown = d;
+        break;
+    case REDIS_DENY_CACHE:
+        if (get_uint(p, path, "a number of entries (0 = off)", 0, 1u << 24, &u))
+            r->deny_cache = (size_t)u;
         break;
     }
 }
@@ -969,10 +1105,10 @@ static void store_value(parser *p, void *obj, int key, const char *path) {
     switch (key) {
     case STORE_TYPE: {
         int t = get_enum(p, path, "store type", store_types, COUNT(store_types));
-        if (t == 1)
-            error_at(p, cur_line(p), path, "redis is not available yet");
-        else if (t == 0)
+        if (t >= 0) {
             snprintf(c->store_type, sizeof c->store_type, "%s", store_types[t]);
+            p->store_type_line = cur_line(p);
+        }
         break;
     }
     case STORE_MAX_MEMORY: {
@@ -981,15 +1117,14 @@ static void store_value(parser *p, void *obj, int key, const char *path) {
         break;
     }
     case STORE_REDIS: {
-        int line = p->key_line;
         int seen[COUNT(redis_keys)] = {0};
         if (is_null(p)) break;
+        p->redis_line = p->key_line;
         section(p, path, redis_keys, COUNT(redis_keys), redis_value, NULL, seen,
                 "a mapping (url, timeout, on_failure, ...)");
-        if (!p->fatal)
-            error_at(p, line, path,
-                     "the Redis store is not available yet: remove this section (memory is the "
-                     "only store for now)");
+        if (seen[REDIS_URL] && seen[REDIS_CLUSTER])
+            error_at(p, p->redis_line, path,
+                     "give either url (one Redis) or cluster (seed nodes), not both");
         break;
     }
     }
@@ -2270,6 +2405,11 @@ static void top_value(parser *p, void *obj, int key, const char *path) {
     case TOP_STORE:
         section(p, path, store_keys, COUNT(store_keys), store_value, NULL, store_seen,
                 "a mapping of type, max_memory, ...");
+        if (p->fatal) break;
+        if (c->redis.cluster && c->redis.nseeds == 0)
+            error_at(p, p->redis_line, "store.redis.cluster", "give at least one seed node");
+        if (strcmp(c->store_type, "redis") == 0 && c->redis.cluster && c->redis.db != 0)
+            error_at(p, p->redis_line, "store.redis", "Redis Cluster has only database 0");
         break;
     case TOP_DOMAINS: {
         /* envoyproxy/ratelimit rule files: loaded and checked at the end of
@@ -2364,6 +2504,15 @@ static void set_defaults(sl_config *c, const char *source) {
     c->workers = 0;
     snprintf(c->store_type, sizeof c->store_type, "memory");
     c->max_memory = (size_t)(256 * MiB);
+    c->redis = (sl_redis_config){.addr = {.host = "127.0.0.1", .port = 6379},
+                                 .timeout = 5 * NS_MS,
+                                 .on_failure = SL_FAIL_LOCAL,
+                                 .expected_instances = 1,
+                                 .sync_interval = 100 * NS_MS,
+                                 .prefix = "sluice:",
+                                 .breaker_failures = 5,
+                                 .breaker_cooldown = NS_SEC,
+                                 .deny_cache = 65536};
     c->limits = (sl_limits_config){
         .max_header_bytes = 8 * KiB,
         .max_body_bytes = 64 * KiB,

@@ -31,8 +31,7 @@ typedef struct sl_policy_config {
                            sets it to the moment it creates the policy's table. */
     bool shadow;        /* decide, count and log, but always allow */
     int line;           /* line of the policy in its file (for messages) */
-    char on_failure[8]; /* "open" | "closed" | "local", or "" (inherit store.redis.on_failure);
-                           no effect until the Redis store exists */
+    char on_failure[8]; /* "open" | "closed" | "local", or "" (inherit store.redis.on_failure) */
     bool quota;         /* declared under quotas: (a fixed_window of `limit` per day or month) */
     uint8_t calendar;   /* SL_CALENDAR_MONTH: windows are calendar months (UTC), see policy.h */
 } sl_policy_config;
@@ -157,12 +156,46 @@ typedef struct sl_limits_config {
 
 struct sl_domain_rules;
 
+/* ---- the Redis store (docs/distributed.md) ---- */
+
+#define SL_REDIS_MAX_SEEDS 16
+#define SL_REDIS_HOST_MAX  255
+
+typedef enum sl_fail_mode { SL_FAIL_OPEN = 0, SL_FAIL_CLOSED = 1, SL_FAIL_LOCAL = 2 } sl_fail_mode;
+
+typedef struct sl_redis_addr {
+    char host[SL_REDIS_HOST_MAX + 1]; /* name or address; "" with unix_path */
+    uint16_t port;
+} sl_redis_addr;
+
+typedef struct sl_redis_config {
+    /* single node: url redis://[[user]:password@]host[:port][/db] or unix://path */
+    sl_redis_addr addr;
+    char unix_path[256];
+    unsigned db;
+    char user[128], password[128]; /* "" = no AUTH */
+    /* cluster: seed nodes (any reachable one gives the slot map) */
+    bool cluster;
+    sl_redis_addr seeds[SL_REDIS_MAX_SEEDS];
+    size_t nseeds;
+    int64_t timeout;             /* ns per Redis call (default 5 ms) */
+    sl_fail_mode on_failure;     /* default for policies without their own (default local) */
+    unsigned expected_instances; /* local fallback limit = limit / this (default 1) */
+    bool batched;                /* sync: batched */
+    int64_t sync_interval;       /* ns between batched syncs (default 100 ms) */
+    char prefix[64];             /* of every Redis key (default "sluice:") */
+    unsigned breaker_failures;   /* consecutive failures that open the breaker (default 5) */
+    int64_t breaker_cooldown;    /* ns before a probe call (default 1 s) */
+    size_t deny_cache;           /* entries per worker; 0 = off (default 65536) */
+} sl_redis_config;
+
 typedef struct sl_config {
     char source[256]; /* the file name, or "<embedded default>" */
     sl_listen_config http, grpc, resp;
-    unsigned workers;    /* 0 = "auto": one per core */
-    char store_type[16]; /* "memory" ("redis" arrives with the Redis store) */
-    size_t max_memory;   /* store.max_memory: cap of each policy's table, bytes */
+    unsigned workers;      /* 0 = "auto": one per core */
+    char store_type[16];   /* "memory" | "redis" */
+    size_t max_memory;     /* store.max_memory: cap of each policy's table, bytes */
+    sl_redis_config redis; /* used when store_type is "redis" */
     sl_limits_config limits;
     char log_level[8]; /* "error" | "warn" | "info" | "debug" */
     /* `domains:` (envoyproxy/ratelimit rule files, policy/domains.h): the path as resolved

@@ -26,12 +26,15 @@ struct sl_policy_set {
     size_t n;
     sl_policy **p;
     size_t max_memory;
+    bool redis;                  /* store.type: redis */
+    unsigned expected_instances; /* of the local fallback tables */
     sl_rules *rules;
 };
 
 static void policy_release(sl_policy *p) {
     if (!p || atomic_fetch_sub(&p->refs, 1) != 1) return;
     sl_table_destroy(p->table);
+    sl_table_destroy(p->fallback);
     sl__topk_destroy(p->top);
     if (p->stripes) {
         for (int i = 0; i < SL_POLICY_STRIPES; i++) pthread_mutex_destroy(&p->stripes[i]);
@@ -48,8 +51,26 @@ static bool same_limit(const sl_policy_config *a, const sl_policy_config *b) {
            a->params.flags == b->params.flags && a->calendar == b->calendar;
 }
 
+/* The local fallback of a limit shared by `instances` servers: its rate
+ * and size divided among them (at least 1 each). */
+static sl_params fallback_params(sl_params p, unsigned instances) {
+    if (instances <= 1) return p;
+    p.rate.limit = p.rate.limit / instances > 0 ? p.rate.limit / instances : 1;
+    if (p.burst > 0) p.burst = p.burst / instances > 0 ? p.burst / instances : 1;
+    return p;
+}
+
+/* The policy's own on_failure, else store.redis.on_failure. */
+static sl_fail_mode fail_mode(const sl_policy_config *pc, const sl_config *conf) {
+    if (strcmp(pc->on_failure, "open") == 0) return SL_FAIL_OPEN;
+    if (strcmp(pc->on_failure, "closed") == 0) return SL_FAIL_CLOSED;
+    if (strcmp(pc->on_failure, "local") == 0) return SL_FAIL_LOCAL;
+    return conf->redis.on_failure;
+}
+
 static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool shadow,
-                             size_t max_memory, int64_t now, char *err, size_t errlen) {
+                             const sl_config *conf, int64_t now, char *err, size_t errlen) {
+    size_t max_memory = conf->max_memory;
     sl_policy *p = calloc(1, sizeof *p);
     if (!p) {
         snprintf(err, errlen, "out of memory");
@@ -66,6 +87,13 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool 
     sl_table_options o = {.params = p->cfg.params, .max_memory = max_memory};
     int rc = sl_table_create(&o, &p->table);
     if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->top) != 0) rc = SL_ENOMEM;
+    p->on_failure = fail_mode(cfg, conf);
+    if (rc == SL_OK && strcmp(conf->store_type, "redis") == 0 && p->on_failure == SL_FAIL_LOCAL) {
+        sl_table_options f = {.params =
+                                  fallback_params(p->cfg.params, conf->redis.expected_instances),
+                              .max_memory = max_memory};
+        rc = sl_table_create(&f, &p->fallback);
+    }
     if (rc == SL_OK && cfg->calendar != SL_CALENDAR_NONE) {
         p->stripes = malloc(SL_POLICY_STRIPES * sizeof *p->stripes);
         if (!p->stripes) rc = SL_ENOMEM;
@@ -88,14 +116,17 @@ static int add_policy(sl_policy_set *s, const sl_config *cfg, sl_policy_set *pre
                       size_t errlen) {
     bool shadow = pc->shadow || cfg->shadow;
     sl_policy *old = prev ? sl__policy_find(prev, pc->name, strlen(pc->name)) : NULL;
-    if (old && same_limit(&old->cfg, pc) && prev->max_memory == cfg->max_memory) {
+    bool redis = strcmp(cfg->store_type, "redis") == 0;
+    if (old && same_limit(&old->cfg, pc) && prev->max_memory == cfg->max_memory &&
+        prev->redis == redis && prev->expected_instances == cfg->redis.expected_instances &&
+        old->on_failure == fail_mode(pc, cfg)) {
         /* Keep the state; only the shadow flag may change. */
         atomic_fetch_add(&old->refs, 1);
         atomic_store(&old->shadow, shadow);
         s->p[s->n++] = old;
         return 0;
     }
-    sl_policy *p = policy_new(pc, base_len, shadow, cfg->max_memory, now, err, errlen);
+    sl_policy *p = policy_new(pc, base_len, shadow, cfg, now, err, errlen);
     if (!p) return -1;
     s->p[s->n++] = p;
     return 0;
@@ -113,6 +144,8 @@ int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now
     }
     atomic_init(&s->refs, 1);
     s->max_memory = cfg->max_memory;
+    s->redis = strcmp(cfg->store_type, "redis") == 0;
+    s->expected_instances = cfg->redis.expected_instances;
     for (size_t i = 0; i < cfg->npolicies; i++) {
         const sl_policy_config *pc = &cfg->policies[i];
         if (add_policy(s, cfg, prev, pc, strlen(pc->name), now, err, errlen) != 0) goto fail;
@@ -487,6 +520,134 @@ int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy
     }
     count(items, sha, ns, label, ctx, false);
     return SL_OK;
+}
+
+/* ---- deciding in Redis ----------------------------------------------------------- */
+
+sl_policy_call *sl__policy_call_new(sl_policy_set *set, const sl_policy_item *items, size_t n,
+                                    sl_policy_label_fn label, void *ctx) {
+    if (n > SL_CHECK_MAX) return NULL;
+    size_t key_bytes = 0;
+    for (size_t i = 0; i < n; i++) key_bytes += items[i].keylen;
+    sl_policy_call *pc = calloc(1, sizeof *pc);
+    sl_store_call *sc = pc ? sl__store_call_new(n, key_bytes) : NULL;
+    if (!sc) {
+        free(pc);
+        return NULL;
+    }
+    pc->sc = sc;
+    pc->n = n;
+    pc->set = set;
+    sl__policy_set_retain(set);
+    for (size_t i = 0; i < n; i++) {
+        pc->items[i] = items[i];
+        pc->items[i].key = sl__store_call_key(sc, items[i].key, items[i].keylen);
+        if (label) {
+            char buf[SL_TOPK_KEY_MAX];
+            size_t len = label(ctx, i, buf, sizeof buf);
+            pc->labels[i] = malloc(len + 1);
+            if (pc->labels[i]) {
+                memcpy(pc->labels[i], buf, len);
+                pc->label_len[i] = len;
+            }
+        }
+    }
+    return pc;
+}
+
+void sl__policy_call_free(sl_policy_call *pc) {
+    if (!pc) return;
+    for (size_t i = 0; i < pc->n; i++) free(pc->labels[i]);
+    sl__store_call_free(pc->sc);
+    sl__policy_set_release(pc->set);
+    free(pc);
+}
+
+static size_t call_label(void *ctx, size_t i, char *buf, size_t size) {
+    sl_policy_call *pc = ctx;
+    size_t len = pc->label_len[i] < size ? pc->label_len[i] : size;
+    memcpy(buf, pc->labels[i], len);
+    return len;
+}
+
+/* The store decided: counters, the sketch and shadow mode, as
+ * sl__policy_check_all does after its table checks. */
+static void call_decided(sl_store_call *sc) {
+    sl_policy_call *pc = sc->arg;
+    size_t n = pc->n;
+    sl_policy_label_fn label = pc->labels[0] ? call_label : NULL;
+    size_t enf[SL_CHECK_MAX] = {0}, sha[SL_CHECK_MAX] = {0}, ne = 0, ns = 0;
+    pc->from = sc->from;
+    pc->retry_closed = sc->retry_closed;
+    pc->rc = SL_OK;
+    pc->refused = n;
+    for (size_t i = 0; i < n; i++) {
+        sl_policy_item *it = &pc->items[i];
+        it->decision = sc->items[i].decision;
+        it->decided = sc->items[i].decided;
+        it->shadowed = false;
+        if (sc->items[i].group)
+            sha[ns++] = i;
+        else
+            enf[ne++] = i;
+    }
+    if (sc->from >= SL_FROM_OPEN)
+        for (size_t k = 0; k < ne; k++)
+            atomic_fetch_add_explicit(&pc->items[enf[k]].policy->from[sc->from], 1,
+                                      memory_order_relaxed);
+    for (size_t k = 0; k < ne; k++) {
+        sl_policy_item *it = &pc->items[enf[k]];
+        if (!it->decided || it->decision.allowed) continue;
+        if (pc->refused == n) pc->refused = enf[k];
+        if (it->decision.retry_after < 0) { /* its cost can never pass */
+            pc->rc = SL_ECOST;
+            pc->refused = enf[k];
+            break;
+        }
+    }
+    if (pc->rc != SL_OK) {
+        pc->done(pc);
+        return;
+    }
+    if (pc->refused != n) {
+        size_t no[SL_CHECK_MAX], nn = 0;
+        for (size_t k = 0; k < ne; k++)
+            if (pc->items[enf[k]].decided && !pc->items[enf[k]].decision.allowed) no[nn++] = enf[k];
+        count(pc->items, no, nn, label, pc, false);
+        pc->done(pc);
+        return;
+    }
+    count(pc->items, enf, ne, label, pc, false);
+    size_t no[SL_CHECK_MAX], nn = 0;
+    for (size_t k = 0; k < ns; k++)
+        if (pc->items[sha[k]].decided && !pc->items[sha[k]].decision.allowed) no[nn++] = sha[k];
+    if (nn)
+        count(pc->items, no, nn, label, pc, true);
+    else
+        count(pc->items, sha, ns, label, pc, false);
+    pc->done(pc);
+}
+
+void sl__policy_call_start(sl_store_worker *sw, sl_policy_call *pc, int64_t now) {
+    sl_store_call *sc = pc->sc;
+    sc->now = now;
+    sc->done = call_decided;
+    sc->arg = pc;
+    for (size_t i = 0; i < pc->n; i++) {
+        const sl_policy_item *it = &pc->items[i];
+        sl_policy *p = it->policy;
+        bool shadow = it->shadow || atomic_load_explicit(&p->shadow, memory_order_relaxed);
+        sc->items[i] = (sl_store_item){.params = &p->cfg.params,
+                                       .calendar_month = p->cfg.calendar == SL_CALENDAR_MONTH,
+                                       .policy = p->cfg.name,
+                                       .local = p->fallback,
+                                       .on_failure = p->on_failure,
+                                       .key = it->key,
+                                       .keylen = it->keylen,
+                                       .cost = it->cost,
+                                       .group = shadow ? 1 : 0};
+    }
+    sl__store_decide(sw, sc);
 }
 
 /* ---- RateLimit-Policy numbers ------------------------------------------------- */

@@ -28,6 +28,7 @@
 #include "core/topk.h"
 #include "policy/config.h"
 #include "sluice/table.h"
+#include "store/store.h"
 
 #define SL_POLICY_STRIPES 64 /* key stripes of a calendar quota */
 
@@ -41,6 +42,12 @@ typedef struct sl_policy {
     atomic_int refs;
     size_t base_len;          /* cfg.name[0..base_len): the name as configured */
     pthread_mutex_t *stripes; /* SL_POLICY_STRIPES locks for calendar quotas, else NULL */
+    /* the Redis store: what to do when Redis fails, the local fallback
+       table (limit / expected_instances; NULL unless on_failure is local),
+       and how often each fail mode answered */
+    sl_fail_mode on_failure;
+    sl_table *fallback;
+    atomic_uint_fast64_t from[SL_FROM_COUNT];
 } sl_policy;
 
 typedef struct sl_policy_set sl_policy_set;
@@ -105,6 +112,39 @@ typedef size_t (*sl_policy_label_fn)(void *ctx, size_t i, char *buf, size_t size
  * a table error), with *refused naming the item; nothing is charged then. */
 int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy_label_fn label,
                          void *ctx, size_t *refused);
+
+/* ---- deciding in Redis (store.type: redis) ------------------------------------
+
+ * The same layered check as sl__policy_check_all, decided by the store
+ * asynchronously: a call copies the items' keys (and their /v1/top labels),
+ * holds a reference to the policy set, and calls `done` exactly once, maybe
+ * before sl__policy_call_start returns. The outcome fields mean what
+ * sl__policy_check_all's do. */
+typedef struct sl_policy_call sl_policy_call;
+typedef void (*sl_policy_call_fn)(sl_policy_call *pc);
+
+struct sl_policy_call {
+    sl_policy_item items[SL_CHECK_MAX]; /* keys point into the call */
+    size_t n;
+    int rc;               /* out */
+    size_t refused;       /* out: the refusing item, or n */
+    sl_store_from from;   /* out: where the decision came from */
+    int64_t retry_closed; /* out, SL_FROM_CLOSED: ns until Redis is tried again */
+    sl_policy_call_fn done;
+    void *arg;
+    /* internal */
+    sl_policy_set *set;
+    sl_store_call *sc;
+    char *labels[SL_CHECK_MAX];
+    size_t label_len[SL_CHECK_MAX];
+};
+
+/* Copies items[0..n) (their keys, and their labels when label is given).
+ * NULL: out of memory or n > SL_CHECK_MAX. */
+sl_policy_call *sl__policy_call_new(sl_policy_set *set, const sl_policy_item *items, size_t n,
+                                    sl_policy_label_fn label, void *ctx);
+void sl__policy_call_start(sl_store_worker *sw, sl_policy_call *pc, int64_t now);
+void sl__policy_call_free(sl_policy_call *pc);
 
 /* The `q` (quota units) and `w` (window, whole seconds, at least 1) of p
  * for a RateLimit-Policy field at `now`: windows N and P; buckets B and the

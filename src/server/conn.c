@@ -18,6 +18,17 @@
 
 #define READ_BUF_BYTES (64 * 1024)
 #define OUT_HIGH_WATER (4u << 20) /* stop reading while this much output is pending */
+#define MAX_DEFERRED   4096       /* stop reading while this many answers are awaited */
+
+/* An answer that will be written later (a decision in Redis), and the
+ * answers that follow it: pipelined answers leave in request order. */
+struct sl_deferred {
+    struct sl_deferred *next;
+    struct conn *c;
+    sl_buf answer; /* written by the protocol when the decision is in */
+    sl_buf after;  /* answers to the requests that followed it, ready earlier */
+    bool done;
+};
 
 typedef struct conn {
     uv_tcp_t tcp;
@@ -35,7 +46,16 @@ typedef struct conn {
     uint64_t request_started_ms; /* 0: not inside an HTTP request head */
     bool writing, close_after_write, closing, read_paused;
     int open_handles;
+    sl_deferred *deferred, *deferred_tail; /* answers awaited, oldest first */
+    unsigned ndeferred;
+    bool freed; /* closed while answers were awaited: freed by the last one */
 } conn;
+
+/* Where the answer to the request being handled goes: after the last
+ * awaited answer, if any. */
+static sl_buf *conn_out(conn *c) {
+    return c->deferred_tail ? &c->deferred_tail->after : &c->out;
+}
 
 static void conn_close(conn *c);
 static void flush(conn *c);
@@ -111,14 +131,14 @@ static void timeout_answer(conn *c) {
             sl__buf_init(&body);
             sl__http_error_json(&body, "request_timeout",
                                 "the request did not arrive in time; closing the connection");
-            sl__http_begin(&c->out, 408);
-            sl__http_end(&c->out, false, "application/json", body.data, body.len);
+            sl__http_begin(conn_out(c), 408);
+            sl__http_end(conn_out(c), false, "application/json", body.data, body.len);
             sl__buf_free(&body);
         }
     } else if (c->proto == SL_PROTO_GRPC) {
         sl__grpc_session_shutdown(c->grpc); /* GOAWAY */
     } else {
-        sl__resp_error(&c->out, "ERR idle timeout, closing the connection");
+        sl__resp_error(conn_out(c), "ERR idle timeout, closing the connection");
     }
     c->close_after_write = true;
     flush(c);
@@ -145,16 +165,23 @@ static void on_timer(uv_timer_t *t) {
 
 /* ---- closing -------------------------------------------------------------- */
 
-static void on_closed(uv_handle_t *h) {
-    conn *c = h->data;
-    if (--c->open_handles > 0) return;
-    sl_worker *w = c->w;
+static void conn_free(conn *c) {
     sl__buf_free(&c->in);
     sl__buf_free(&c->out);
     sl__buf_free(&c->wbuf);
     if (c->http) sl__http_parser_free(c->http);
     if (c->grpc) sl__grpc_session_free(c->grpc);
     free(c);
+}
+
+static void on_closed(uv_handle_t *h) {
+    conn *c = h->data;
+    if (--c->open_handles > 0) return;
+    sl_worker *w = c->w;
+    if (c->ndeferred)
+        c->freed = true; /* the last awaited answer frees it */
+    else
+        conn_free(c);
     w->connections--;
     atomic_fetch_sub(&w->server->connections, 1);
     count(&w->stats.closed);
@@ -175,11 +202,12 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 
 static void after_output(conn *c) {
-    if (c->close_after_write && !c->writing && c->out.len == 0) {
+    if (c->close_after_write && !c->writing && c->out.len == 0 && c->ndeferred == 0) {
         conn_close(c);
         return;
     }
-    if (c->read_paused && c->out.len + c->wbuf.len < OUT_HIGH_WATER / 2) {
+    if (c->read_paused && c->out.len + c->wbuf.len < OUT_HIGH_WATER / 2 &&
+        c->ndeferred < MAX_DEFERRED / 2) {
         c->read_paused = false;
         uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
     }
@@ -229,7 +257,8 @@ static void flush(conn *c) {
             }
         }
     }
-    if (!c->read_paused && c->out.len + c->wbuf.len >= OUT_HIGH_WATER) {
+    if (!c->read_paused &&
+        (c->out.len + c->wbuf.len >= OUT_HIGH_WATER || c->ndeferred >= MAX_DEFERRED)) {
         c->read_paused = true;
         uv_read_stop((uv_stream_t *)&c->tcp);
     }
@@ -250,7 +279,9 @@ static void handle_http(conn *c, const char *data, size_t len) {
         if (st == SL_HTTP_READY) {
             if (answered == 0) t0 = mono_ns();
             const sl_http_request *req = sl__http_parser_request(c->http);
-            bool keep = sl__http_api_handle(w, req, &c->out);
+            w->current_conn = c;
+            bool keep = sl__http_api_handle(w, req, conn_out(c));
+            w->current_conn = NULL;
             answered++;
             sl__http_parser_next(c->http);
             c->request_started_ms = 0;
@@ -268,14 +299,14 @@ static void handle_http(conn *c, const char *data, size_t len) {
                                 : status == 505 ? "http_version_not_supported"
                                                 : "bad_request",
                                 msg);
-            sl__http_begin(&c->out, status);
-            sl__http_end(&c->out, false, "application/json", body.data, body.len);
+            sl__http_begin(conn_out(c), status);
+            sl__http_end(conn_out(c), false, "application/json", body.data, body.len);
             sl__buf_free(&body);
             c->close_after_write = true;
             break;
         } else {
             /* a client waiting for "100 Continue" before sending its body */
-            if (sl__http_parser_take_continue(c->http)) sl__http_continue(&c->out);
+            if (sl__http_parser_take_continue(c->http)) sl__http_continue(conn_out(c));
             if (used == 0) break; /* should not happen: NEED_MORE consumes everything */
         }
     }
@@ -291,7 +322,9 @@ static size_t handle_resp(conn *c, const char *data, size_t len) {
                            .cell = w->server->cell,
                            .now = sl__worker_now(w),
                            .info = sl__resp_info,
-                           .info_ctx = w};
+                           .info_ctx = w,
+                           .check_async = w->store ? sl__resp_check_async : NULL,
+                           .worker = w};
     size_t off = 0;
     uint64_t answered = 0;
     int64_t t0 = 0;
@@ -304,13 +337,15 @@ static size_t handle_resp(conn *c, const char *data, size_t len) {
             count(&w->stats.protocol_errors);
             char msg[160];
             snprintf(msg, sizeof msg, "ERR Protocol error: %s", err ? err : "malformed request");
-            sl__resp_error(&c->out, msg);
+            sl__resp_error(conn_out(c), msg);
             c->close_after_write = true;
             if (answered) record_batch(w, SL_PROTO_RESP, answered, mono_ns() - t0);
             return len;
         }
         if (answered == 0) t0 = mono_ns();
-        int quit = sl__resp_execute(&ctx, &cmd, &c->out);
+        w->current_conn = c;
+        int quit = sl__resp_execute(&ctx, &cmd, conn_out(c));
+        w->current_conn = NULL;
         answered++;
         off += (size_t)n;
         if (quit) c->close_after_write = true;
@@ -355,6 +390,58 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     }
     if (c->w->draining && c->proto == SL_PROTO_RESP && c->in.len == 0) c->close_after_write = true;
     flush(c);
+}
+
+/* ---- answers that come later -------------------------------------------------- */
+
+sl_deferred *sl__conn_defer(sl_worker *w) {
+    conn *c = w->current_conn;
+    if (!c) return NULL;
+    sl_deferred *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->c = c;
+    sl__buf_init(&d->answer);
+    sl__buf_init(&d->after);
+    if (c->deferred_tail)
+        c->deferred_tail->next = d;
+    else
+        c->deferred = d;
+    c->deferred_tail = d;
+    c->ndeferred++;
+    return d;
+}
+
+sl_buf *sl__deferred_out(sl_deferred *d) {
+    return &d->answer;
+}
+
+static void deferred_free(sl_deferred *d) {
+    sl__buf_free(&d->answer);
+    sl__buf_free(&d->after);
+    free(d);
+}
+
+void sl__deferred_done(sl_deferred *d) {
+    conn *c = d->c;
+    d->done = true;
+    /* release the answers that are complete, in order */
+    while (c->deferred && c->deferred->done) {
+        sl_deferred *h = c->deferred;
+        c->deferred = h->next;
+        if (!c->deferred) c->deferred_tail = NULL;
+        c->ndeferred--;
+        if (!c->closing) {
+            sl__buf_append(&c->out, h->answer.data, h->answer.len);
+            sl__buf_append(&c->out, h->after.data, h->after.len);
+            if (h->answer.failed || h->after.failed) c->out.failed = true;
+        }
+        deferred_free(h);
+    }
+    if (c->freed) {
+        if (c->ndeferred == 0) conn_free(c);
+        return;
+    }
+    if (!c->closing) flush(c);
 }
 
 /* ---- accepting ------------------------------------------------------------ */
@@ -424,7 +511,7 @@ void sl__conn_drain_all(sl_worker *w) {
             flush(c);
             continue;
         }
-        if (c->writing || c->out.len)
+        if (c->writing || c->out.len || c->ndeferred)
             c->close_after_write = true;
         else
             conn_close(c);

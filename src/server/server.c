@@ -75,6 +75,8 @@ int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path) {
     s->config_path = config_path ? strdup(config_path) : NULL;
     pthread_mutex_init(&s->reload_lock, NULL);
     s->started_at = sl_now();
+    s->redis = strcmp(cfg->store_type, "redis") == 0;
+    s->redis_cfg = cfg->redis;
     char err[256];
     if (sl__policy_set_create(cfg, NULL, s->started_at, &s->policies, err, sizeof err) != 0) {
         sl__log_error("%s", err);
@@ -151,6 +153,12 @@ int sl__server_reload(sl_server *s, char *err, size_t errlen) {
         sl__log_error("reload failed, keeping the running config: %s", err);
         return -1;
     }
+    /* the store is chosen at start (its connections live in the workers) */
+    if (strcmp(cfg->store_type, s->config->store_type) != 0 ||
+        memcmp(&cfg->redis, &s->config->redis, sizeof cfg->redis) != 0)
+        sl__log_warn("reload: store changes take effect at the next restart");
+    memcpy(cfg->store_type, s->config->store_type, sizeof cfg->store_type);
+    cfg->redis = s->config->redis;
     pthread_mutex_lock(&s->reload_lock);
     sl_policy_set *next = NULL;
     sl_domain_set *next_domains = NULL;

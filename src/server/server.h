@@ -16,6 +16,7 @@
 #include "server/admin/prom.h"
 #include "server/buf.h"
 #include "server/resp/cell.h"
+#include "store/store.h"
 
 #define SL_MAX_WORKERS   256
 #define SL_CELL_MAX_SETS 64 /* distinct CL.THROTTLE parameter sets */
@@ -55,6 +56,10 @@ typedef struct sl_worker {
     void *conns;    /* intrusive list head of open connections (conn.c) */
     char *read_buf; /* shared by the worker's connections for reads */
     sl_worker_stats stats;
+    void *current_conn;            /* the connection whose request is being handled (conn.c) */
+    struct sl_store_worker *store; /* store.type redis: this worker's Redis side, else NULL */
+    sl_store_stats store_stats;    /* its counters */
+    sl_redis_stats redis_stats;
     int start_error; /* listener setup result, for the main thread */
     uv_sem_t started;
 } sl_worker;
@@ -75,6 +80,8 @@ typedef struct sl_server {
     int64_t started_at;
     int64_t drain_grace;                 /* ns, set by sl__server_drain_and_stop */
     uint16_t bound_port[SL_PROTO_COUNT]; /* the ports actually bound (for port 0) */
+    bool redis;                          /* store.type: redis (fixed at start) */
+    sl_redis_config redis_cfg;           /* its settings, for the workers' store */
 } sl_server;
 
 /* Creates the server for a loaded config (takes ownership of cfg), binds
@@ -110,6 +117,17 @@ void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto);
 void sl__conn_drain_all(sl_worker *w);
 void sl__conn_close_all(sl_worker *w);
 
+/* An answer that comes later (a decision in Redis): a protocol handler
+ * reserves its place among the connection's answers with sl__conn_defer
+ * (for the request being handled on w right now), writes it into
+ * sl__deferred_out when ready, and calls sl__deferred_done, which releases
+ * it (and the answers that followed) in request order. Returns NULL when out
+ * of memory. If the connection closed meanwhile, the answer is dropped. */
+typedef struct sl_deferred sl_deferred;
+sl_deferred *sl__conn_defer(sl_worker *w);
+sl_buf *sl__deferred_out(sl_deferred *d);
+void sl__deferred_done(sl_deferred *d);
+
 /* Protocol handlers write their answer into out. Return true to keep the
  * connection open after it. */
 struct sl_http_request;
@@ -120,6 +138,10 @@ bool sl__http_api_handle(sl_worker *w, const struct sl_http_request *req, sl_buf
 bool sl__http_auth_handle(sl_worker *w, const struct sl_http_request *req, sl_buf *out, bool keep);
 bool sl__http_json_handle(sl_worker *w, const struct sl_http_request *req, sl_buf *out, bool keep);
 void sl__metrics_write(sl_server *s, sl_buf *out);
+/* SL.CHECK decided in Redis (resp_async.c): the resp context's check_async. */
+struct sl_policy;
+bool sl__resp_check_async(sl_worker *w, struct sl_policy *p, const char *key, size_t keylen,
+                          int64_t cost, sl_buf *out);
 void sl__resp_info(void *worker, sl_buf *out);
 
 #endif

@@ -7,6 +7,7 @@
 #include "server/log.h"
 #include "server/server.h"
 #include "sluice/clock.h"
+#include "store/store.h"
 
 #define READ_BUF_BYTES (64 * 1024)
 
@@ -62,6 +63,9 @@ static void close_walk(uv_handle_t *h, void *arg) {
 }
 
 void sl__worker_finish(sl_worker *w) {
+    /* calls still in flight are answered by their fail modes */
+    sl__store_worker_free(w->store);
+    w->store = NULL;
     close_handle((uv_handle_t *)&w->wake);
     close_handle((uv_handle_t *)&w->tick);
     close_handle((uv_handle_t *)&w->drain_timer);
@@ -113,6 +117,11 @@ void *sl__worker_main(void *arg) {
     uv_prepare_start(&w->tick, on_tick);
     uv_timer_init(&w->loop, &w->drain_timer);
     w->drain_timer.data = w;
+    if (s->redis && !(w->store = sl__store_worker_new(&w->loop, &s->redis_cfg, &w->store_stats,
+                                                      &w->redis_stats))) {
+        sl__log_error("worker %u: cannot set up the Redis store", w->id);
+        w->start_error = -1;
+    }
     for (int p = 0; p < SL_PROTO_COUNT; p++) {
         if (!w->listening[p]) continue;
         uv_tcp_init(&w->loop, &w->listeners[p]);
@@ -126,6 +135,8 @@ void *sl__worker_main(void *arg) {
     uv_sem_post(&w->started);
     if (!w->start_error) uv_run(&w->loop, UV_RUN_DEFAULT);
     /* close whatever is left (error paths) and let the callbacks run */
+    sl__store_worker_free(w->store);
+    w->store = NULL;
     uv_walk(&w->loop, close_walk, NULL);
     uv_run(&w->loop, UV_RUN_DEFAULT);
     uv_loop_close(&w->loop);

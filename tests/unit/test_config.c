@@ -509,7 +509,16 @@ static void test_log_level_and_store(void **state) {
     sl_config *c = parse_ok("store:\n  type: memory\n");
     assert_string_equal(c->store_type, "memory");
     sl__config_free(c);
-    expect_errors("store:\n  type: redis\n", "t.yaml:2: store.type: redis is not available yet");
+    c = parse_ok("store:\n  type: redis\n");
+    assert_string_equal(c->store_type, "redis");
+    assert_string_equal(c->redis.addr.host, "127.0.0.1"); /* the defaults */
+    assert_int_equal(c->redis.addr.port, 6379);
+    assert_int_equal(c->redis.timeout, 5 * 1000000);
+    assert_int_equal(c->redis.on_failure, SL_FAIL_LOCAL);
+    assert_int_equal(c->redis.expected_instances, 1);
+    assert_false(c->redis.batched);
+    assert_string_equal(c->redis.prefix, "sluice:");
+    sl__config_free(c);
     expect_errors("store:\n  type: memcached\n",
                   "t.yaml:2: store.type: unknown store type \"memcached\" (expected memory or "
                   "redis)");
@@ -766,8 +775,6 @@ static void test_unknown_keys(void **state) {
                   "rate: 5/s\n",
                   "t.yaml:2: listen.htp: unknown key (did you mean http?)",
                   "t.yaml:4: store.maxmemory: unknown key (did you mean max_memory?)",
-                  "t.yaml:5: store.redis: the Redis store is not available yet: remove this "
-                  "section (memory is the only store for now)",
                   "t.yaml:6: store.redis.urll: unknown key (did you mean url?)",
                   "t.yaml:8: policies[0].algorithm: missing (every policy needs an algorithm)",
                   "t.yaml:8: policies[0].rate: missing (every policy needs a rate such as 5/s)",
@@ -808,38 +815,84 @@ static void test_not_supported_yet(void **state) {
     /* domains: now loads envoyproxy/ratelimit rule files (tests/unit/test_domains.c) */
     expect_errors("domains: no-such-rules/\n",
                   "t.yaml:1: domains: no-such-rules/: cannot open: No such file or directory");
+}
+
+static void test_redis_store(void **state) {
+    (void)state;
+    sl_config *c = parse_ok("store:\n"
+                            "  type: redis\n"
+                            "  redis:\n"
+                            "    url: redis://:s3cret@10.1.2.3:6380/2\n"
+                            "    timeout: 7ms\n"
+                            "    on_failure: closed\n"
+                            "    expected_instances: 4\n"
+                            "    sync: batched\n"
+                            "    sync_interval: 250ms\n"
+                            "    prefix: \"rl:\"\n"
+                            "    breaker_failures: 3\n"
+                            "    breaker_cooldown: 2s\n"
+                            "    deny_cache: 0\n");
+    assert_string_equal(c->redis.addr.host, "10.1.2.3");
+    assert_int_equal(c->redis.addr.port, 6380);
+    assert_int_equal(c->redis.db, 2);
+    assert_string_equal(c->redis.user, "");
+    assert_string_equal(c->redis.password, "s3cret");
+    assert_int_equal(c->redis.timeout, 7 * 1000000);
+    assert_int_equal(c->redis.on_failure, SL_FAIL_CLOSED);
+    assert_int_equal(c->redis.expected_instances, 4);
+    assert_true(c->redis.batched);
+    assert_int_equal(c->redis.sync_interval, 250 * 1000000);
+    assert_string_equal(c->redis.prefix, "rl:");
+    assert_int_equal(c->redis.breaker_failures, 3);
+    assert_int_equal(c->redis.breaker_cooldown, 2000000000);
+    assert_int_equal(c->redis.deny_cache, 0);
+    sl__config_free(c);
+    c = parse_ok("store:\n  type: redis\n  redis:\n"
+                 "    cluster: [127.0.0.1:7000, \"redis-2:7001\", \"[::1]:7002\"]\n");
+    assert_true(c->redis.cluster);
+    assert_int_equal(c->redis.nseeds, 3);
+    assert_string_equal(c->redis.seeds[1].host, "redis-2");
+    assert_int_equal(c->redis.seeds[1].port, 7001);
+    assert_string_equal(c->redis.seeds[2].host, "::1");
+    sl__config_free(c);
+    c = parse_ok("store:\n  redis:\n    url: unix:///run/redis.sock\n");
+    assert_string_equal(c->redis.unix_path, "/run/redis.sock");
+    sl__config_free(c);
     expect_errors("store:\n"
-                  "  type: memory\n"
                   "  redis:\n"
-                  "    url: redis://127.0.0.1:6379/0\n"
-                  "    cluster: [10.0.0.1:7000, \"redis-2:7000\"]\n"
-                  "    timeout: 5ms\n"
-                  "    on_failure: local\n"
-                  "    expected_instances: 2\n"
-                  "    sync: batched\n",
-                  "t.yaml:3: store.redis: the Redis store is not available yet: remove this "
-                  "section (memory is the only store for now)");
-    /* The section's keys are checked all the same. */
+                  "    url: redis://a:1\n"
+                  "    cluster: [a:1]\n",
+                  "t.yaml:2: store.redis: give either url (one Redis) or cluster (seed nodes), not "
+                  "both");
+    expect_errors("store:\n  redis:\n    url: rediss://a:1\n",
+                  "t.yaml:3: store.redis.url: cannot use \"rediss://a:1\": TLS (rediss://) is not "
+                  "supported: hiredis 0.14's async API has no TLS; use a local TLS tunnel and "
+                  "redis://");
+    expect_errors("store:\n  redis:\n    prefix: \"a{b\"\n",
+                  "t.yaml:3: store.redis.prefix: must not contain { or } (the key's hash tag "
+                  "follows it)");
+    /* The section's keys are checked. */
     expect_errors("store:\n"
                   "  redis:\n"
                   "    url: http://x\n"
-                  "    cluster: [x]\n"
                   "    timeout: 5\n"
                   "    on_failure: opne\n"
                   "    expected_instances: 0\n"
-                  "    sync: fast\n",
-                  "t.yaml:2: store.redis: the Redis store is not available yet: remove this "
-                  "section (memory is the only store for now)",
-                  "t.yaml:3: store.redis.url: cannot use \"http://x\" (expected "
-                  "redis://host:port/db, rediss://... or unix://path)",
-                  "t.yaml:4: store.redis.cluster[0]: expected host:port",
-                  "t.yaml:5: store.redis.timeout: cannot parse \"5\" (expected a number and a "
+                  "    sync: fast\n"
+                  "    cluster: [x]\n",
+                  "t.yaml:2: store.redis: give either url (one Redis) or cluster (seed nodes), not "
+                  "both",
+                  "t.yaml:2: store.redis.cluster: give at least one seed node",
+                  "t.yaml:3: store.redis.url: cannot use \"http://x\": expected "
+                  "redis://host:port/db or unix://path",
+                  "t.yaml:4: store.redis.timeout: cannot parse \"5\" (expected a number and a "
                   "unit: ns, us, ms, s, m, h or d, such as 10s or 500ms)",
-                  "t.yaml:6: store.redis.on_failure: unknown failure mode \"opne\" (did you mean "
+                  "t.yaml:5: store.redis.on_failure: unknown failure mode \"opne\" (did you mean "
                   "open?)",
-                  "t.yaml:7: store.redis.expected_instances: 0 is out of range (1 to 1024)",
-                  "t.yaml:8: store.redis.sync: unknown sync mode \"fast\" (expected exact or "
-                  "batched)");
+                  "t.yaml:6: store.redis.expected_instances: 0 is out of range (1 to 1024)",
+                  "t.yaml:7: store.redis.sync: unknown sync mode \"fast\" (expected exact or "
+                  "batched)",
+                  "t.yaml:8: store.redis.cluster[0]: expected host:port");
     /* An empty section is an absent one. */
     sl__config_free(parse_ok("store:\n  redis:\n"));
 }
@@ -1057,6 +1110,7 @@ int main(void) {
         cmocka_unit_test(test_unknown_keys),
         cmocka_unit_test(test_duplicate_keys),
         cmocka_unit_test(test_not_supported_yet),
+        cmocka_unit_test(test_redis_store),
         cmocka_unit_test(test_document_shape),
         cmocka_unit_test(test_syntax_errors),
         cmocka_unit_test(test_errors_sorted_and_all_collected),

@@ -68,6 +68,89 @@ static void policy_metrics(sl_policy_set *set, sl_buf *out) {
     }
 }
 
+static uint64_t rsum(sl_server *s, size_t offset) {
+    uint64_t t = 0;
+    for (unsigned i = 0; i < s->nworkers; i++)
+        t += atomic_load_explicit(
+            (atomic_uint_fast64_t *)((char *)&s->workers[i].redis_stats + offset),
+            memory_order_relaxed);
+    return t;
+}
+
+static uint64_t ssum(sl_server *s, size_t offset) {
+    uint64_t t = 0;
+    for (unsigned i = 0; i < s->nworkers; i++)
+        t += atomic_load_explicit(
+            (atomic_uint_fast64_t *)((char *)&s->workers[i].store_stats + offset),
+            memory_order_relaxed);
+    return t;
+}
+
+#define RSUM(s, field) rsum((s), offsetof(sl_redis_stats, field))
+#define SSUM(s, field) ssum((s), offsetof(sl_store_stats, field))
+
+/* The Redis store's health and work (store.type: redis). */
+static void redis_metrics(sl_server *s, sl_policy_set *set, sl_buf *out) {
+    int up = 1, open = 0;
+    for (unsigned i = 0; i < s->nworkers; i++) {
+        up &= atomic_load(&s->workers[i].redis_stats.up);
+        open += atomic_load(&s->workers[i].redis_stats.breaker_open);
+    }
+    sl__prom_family(out, "sluice_redis_up", "gauge",
+                    "1 when every worker reaches Redis (every node, for a cluster).");
+    sl__prom_sample(out, "sluice_redis_up", NULL, (uint64_t)up);
+    sl__prom_family(out, "sluice_redis_breaker_open", "gauge",
+                    "Circuit breakers open now (per worker and node).");
+    sl__prom_sample(out, "sluice_redis_breaker_open", NULL, (uint64_t)(open > 0 ? open : 0));
+    sl__prom_family(out, "sluice_redis_calls_total", "counter",
+                    "Redis calls by result: ok (answered), error (connection lost or refused), "
+                    "timeout, open (not sent: breaker open).");
+    const char *lok[] = {"result", "ok", NULL}, *ler[] = {"result", "error", NULL},
+               *lto[] = {"result", "timeout", NULL}, *lop[] = {"result", "open", NULL};
+    sl__prom_sample(out, "sluice_redis_calls_total", lok, RSUM(s, ok));
+    sl__prom_sample(out, "sluice_redis_calls_total", ler, RSUM(s, errors));
+    sl__prom_sample(out, "sluice_redis_calls_total", lto, RSUM(s, timeouts));
+    sl__prom_sample(out, "sluice_redis_calls_total", lop, RSUM(s, rejected_open));
+    sl__prom_family(out, "sluice_redis_call_seconds_sum", "counter",
+                    "Total time of answered Redis calls (divide by calls ok for the mean).");
+    sl__prom_sample_f(out, "sluice_redis_call_seconds_sum", NULL,
+                      (double)RSUM(s, latency_sum_us) / 1e6);
+    sl__prom_family(out, "sluice_redis_redirects_total", "counter",
+                    "Redis Cluster redirections followed (MOVED, ASK).");
+    const char *lmv[] = {"kind", "moved", NULL}, *lask[] = {"kind", "ask", NULL};
+    sl__prom_sample(out, "sluice_redis_redirects_total", lmv, RSUM(s, moved));
+    sl__prom_sample(out, "sluice_redis_redirects_total", lask, RSUM(s, ask));
+    sl__prom_family(out, "sluice_redis_connects_total", "counter", "Connection attempts.");
+    sl__prom_sample(out, "sluice_redis_connects_total", NULL, RSUM(s, reconnects));
+    sl__prom_family(out, "sluice_redis_slot_refreshes_total", "counter",
+                    "Redis Cluster slot maps read (CLUSTER SLOTS).");
+    sl__prom_sample(out, "sluice_redis_slot_refreshes_total", NULL, RSUM(s, slot_refreshes));
+    sl__prom_family(out, "sluice_redis_script_reloads_total", "counter",
+                    "NOSCRIPT answers: the script was sent again with EVAL.");
+    sl__prom_sample(out, "sluice_redis_script_reloads_total", NULL, SSUM(s, noscript_reloads));
+    sl__prom_family(out, "sluice_redis_script_errors_total", "counter",
+                    "Script answers that could not be used (treated as a failure).");
+    sl__prom_sample(out, "sluice_redis_script_errors_total", NULL, SSUM(s, script_errors));
+    sl__prom_family(out, "sluice_deny_cache_hits_total", "counter",
+                    "Requests refused from the deny cache without asking Redis.");
+    sl__prom_sample(out, "sluice_deny_cache_hits_total", NULL, SSUM(s, deny_hits));
+    sl__prom_family(out, "sluice_deny_cache_inserts_total", "counter",
+                    "Refusals remembered in the deny cache.");
+    sl__prom_sample(out, "sluice_deny_cache_inserts_total", NULL, SSUM(s, deny_inserts));
+    static const char *const mode[SL_FROM_COUNT] = {
+        [SL_FROM_OPEN] = "open", [SL_FROM_CLOSED] = "closed", [SL_FROM_LOCAL] = "local"};
+    sl__prom_family(out, "sluice_store_fallback_total", "counter",
+                    "Decisions made by a fail mode because Redis failed, by policy and mode.");
+    size_t n = set ? sl__policy_set_count(set) : 0;
+    for (size_t i = 0; i < n; i++) {
+        sl_policy *p = sl__policy_set_at(set, i);
+        for (int m = SL_FROM_OPEN; m < SL_FROM_COUNT; m++) {
+            const char *l[] = {"policy", p->cfg.name, "mode", mode[m], NULL};
+            sl__prom_sample(out, "sluice_store_fallback_total", l, atomic_load(&p->from[m]));
+        }
+    }
+}
+
 void sl__metrics_write(sl_server *s, sl_buf *out) {
     static const char *const proto_names[SL_PROTO_COUNT] = {"http", "resp", "grpc"};
     sl__prom_family(out, "sluice_info", "gauge", "Build information.");
@@ -81,6 +164,7 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     for (unsigned i = 0; i < s->nworkers; i++)
         if (pthread_equal(s->workers[i].thread, pthread_self())) self = &s->workers[i];
     policy_metrics(self ? self->policies : NULL, out);
+    if (s->redis) redis_metrics(s, self ? self->policies : NULL, out);
 
     uint64_t keys = 0, bytes = 0, live = 0;
     sl__cell_stats(s->cell, &keys, &bytes, &live);

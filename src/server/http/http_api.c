@@ -11,6 +11,7 @@
 #include "server/http/http.h"
 #include "server/server.h"
 #include "sluice/error.h"
+#include "store/store.h"
 
 #define KEY_MAX  1024
 #define COST_MAX INT64_C(1000000000000)
@@ -129,6 +130,89 @@ static bool args_from_json(const sl_http_request *r, check_args *c, answer *a) {
     return ok;
 }
 
+/* Says where a decision came from when it was not Redis's own answer. */
+static void decision_source(sl_buf *body, sl_store_from from) {
+    static const char *const field[SL_FROM_COUNT] = {
+        [SL_FROM_DENY_CACHE] = ",\"cached\":true}",
+        [SL_FROM_OPEN] = ",\"fallback\":\"open\"}",
+        [SL_FROM_CLOSED] = ",\"fallback\":\"closed\"}",
+        [SL_FROM_LOCAL] = ",\"fallback\":\"local\"}",
+    };
+    if (from <= SL_FROM_REDIS || from >= SL_FROM_COUNT || !body->len) return;
+    body->len--; /* the closing brace */
+    sl__buf_puts(body, field[from]);
+}
+
+/* The answer to /v1/check for a decision (rc from the policy check). */
+static void write_decision(sl_buf *out, bool head, bool keep, const sl_policy *p, int rc,
+                           const sl_decision *d, bool shadowed, int64_t cost, sl_store_from from) {
+    answer a = {.status = 200, .content_type = "application/json"};
+    sl__buf_init(&a.body);
+    if (rc != SL_OK) {
+        char msg[200];
+        if (rc == SL_ECOST)
+            snprintf(msg, sizeof msg,
+                     "cost %lld can never pass: policy %s allows at most %lld at once",
+                     (long long)cost, p->cfg.name, (long long)d->limit);
+        else
+            snprintf(msg, sizeof msg, "%s", sl_strerror(rc));
+        json_error(&a, rc == SL_ECOST ? 400 : 500,
+                   rc == SL_ECOST ? "cost_exceeds_limit" : "internal", msg);
+        sl__http_begin(out, a.status);
+        sl__http_end(out, keep, a.content_type, a.body.data, a.body.len);
+        if (head) out->len -= a.body.len;
+        sl__buf_free(&a.body);
+        return;
+    }
+    sl__http_decision_json(&a.body, p->cfg.name, d, shadowed);
+    decision_source(&a.body, from);
+    sl_http_policy_view view = {p->cfg.name, p->cfg.params.algorithm, p->cfg.params.rate,
+                                p->cfg.params.burst};
+    sl__http_begin(out, d->allowed ? 200 : 429);
+    sl__http_ratelimit_fields(out, &view, d);
+    sl__http_header_line(out, "Cache-Control", "no-store");
+    sl__http_end(out, keep, "application/json", a.body.data, a.body.len);
+    if (head) out->len -= a.body.len;
+    sl__buf_free(&a.body);
+}
+
+/* /v1/check with the Redis store: the answer is written when Redis (or a
+ * fail mode, or the deny cache) has decided. */
+typedef struct redis_check {
+    sl_deferred *d;
+    bool keep, head;
+} redis_check;
+
+static void redis_check_done(sl_policy_call *pc) {
+    redis_check *rc = pc->arg;
+    const sl_policy_item *it = &pc->items[0];
+    write_decision(sl__deferred_out(rc->d), rc->head, rc->keep, it->policy, pc->rc, &it->decision,
+                   it->shadowed, it->cost, pc->from);
+    sl__deferred_done(rc->d);
+    sl__policy_call_free(pc);
+    free(rc);
+}
+
+static void check_in_redis(sl_worker *w, const sl_http_request *r, sl_policy *p,
+                           const check_args *c, sl_buf *out, bool keep) {
+    sl_policy_item item = {.policy = p, .key = c->key, .keylen = c->key_len, .cost = c->cost};
+    redis_check *rc = malloc(sizeof *rc);
+    sl_policy_call *pc = rc ? sl__policy_call_new(w->policies, &item, 1, NULL, NULL) : NULL;
+    sl_deferred *d = pc ? sl__conn_defer(w) : NULL;
+    if (!d) {
+        sl__policy_call_free(pc);
+        free(rc);
+        sl_decision none = {0};
+        write_decision(out, r->method == SL_HTTP_HEAD, keep, p, SL_ENOMEM, &none, false, c->cost,
+                       SL_FROM_REDIS);
+        return;
+    }
+    *rc = (redis_check){.d = d, .keep = keep, .head = r->method == SL_HTTP_HEAD};
+    pc->done = redis_check_done;
+    pc->arg = rc;
+    sl__policy_call_start(w->store, pc, sl__worker_now(w));
+}
+
 static void handle_check(sl_worker *w, const sl_http_request *r, sl_buf *out, bool keep) {
     answer a = {.status = 200, .content_type = "application/json"};
     sl__buf_init(&a.body);
@@ -148,31 +232,16 @@ static void handle_check(sl_worker *w, const sl_http_request *r, sl_buf *out, bo
         sl__buf_free(&a.body);
         return;
     }
-    sl_decision d;
-    bool shadowed = false;
-    int rc = sl__policy_check(p, c.key, c.key_len, c.cost, sl__worker_now(w), &d, &shadowed);
-    if (rc != SL_OK) {
-        char msg[200];
-        if (rc == SL_ECOST)
-            snprintf(msg, sizeof msg,
-                     "cost %lld can never pass: policy %s allows at most %lld at once",
-                     (long long)c.cost, p->cfg.name, (long long)d.limit);
-        else
-            snprintf(msg, sizeof msg, "%s", sl_strerror(rc));
-        json_error(&a, rc == SL_ECOST ? 400 : 500,
-                   rc == SL_ECOST ? "cost_exceeds_limit" : "internal", msg);
-        send_answer(out, r, &a, keep, NULL, NULL);
+    if (w->store) {
+        check_in_redis(w, r, p, &c, out, keep);
         sl__buf_free(&a.body);
         return;
     }
-    sl__http_decision_json(&a.body, p->cfg.name, &d, shadowed);
-    sl_http_policy_view view = {p->cfg.name, p->cfg.params.algorithm, p->cfg.params.rate,
-                                p->cfg.params.burst};
-    sl__http_begin(out, d.allowed ? 200 : 429);
-    sl__http_ratelimit_fields(out, &view, &d);
-    sl__http_header_line(out, "Cache-Control", "no-store");
-    sl__http_end(out, keep, "application/json", a.body.data, a.body.len);
-    if (r->method == SL_HTTP_HEAD) out->len -= a.body.len;
+    sl_decision d;
+    bool shadowed = false;
+    int rc = sl__policy_check(p, c.key, c.key_len, c.cost, sl__worker_now(w), &d, &shadowed);
+    write_decision(out, r->method == SL_HTTP_HEAD, keep, p, rc, &d, shadowed, c.cost,
+                   SL_FROM_REDIS);
     sl__buf_free(&a.body);
 }
 
@@ -207,6 +276,32 @@ static void handle_top(sl_worker *w, const sl_http_request *r, answer *a) {
     cJSON_Delete(root);
 }
 
+/* Ready: not draining, and with the Redis store, Redis reachable from every
+ * worker (no breaker open). Answers go on while Redis is down (the fail
+ * modes decide), but a load balancer or orchestrator should know. */
+static void readyz(sl_worker *w, answer *a) {
+    if (w->draining) {
+        a->status = 503;
+        sl__buf_puts(&a->body, "{\"status\":\"draining\"}");
+        return;
+    }
+    sl_server *s = w->server;
+    if (!s->redis) {
+        sl__buf_puts(&a->body, "{\"status\":\"ready\",\"store\":\"memory\"}");
+        return;
+    }
+    int up = 1, open = 0;
+    for (unsigned i = 0; i < s->nworkers; i++) {
+        const sl_redis_stats *rs = &s->workers[i].redis_stats;
+        up &= atomic_load(&rs->up);
+        open += atomic_load(&rs->breaker_open);
+    }
+    a->status = up ? 200 : 503;
+    sl__buf_printf(&a->body,
+                   "{\"status\":\"%s\",\"store\":\"redis\",\"redis\":\"%s\",\"breakers_open\":%d}",
+                   up ? "ready" : "degraded", up ? "up" : "down", open);
+}
+
 bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
     bool keep = r->keep_alive && !w->draining;
     bool get = r->method == SL_HTTP_GET || r->method == SL_HTTP_HEAD;
@@ -232,13 +327,10 @@ bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
         else
             allow = "GET, HEAD";
     } else if (path_is(r, "/readyz")) {
-        if (get) {
-            bool ready = !w->draining;
-            a.status = ready ? 200 : 503;
-            sl__buf_puts(&a.body, ready ? "{\"status\":\"ready\"}" : "{\"status\":\"draining\"}");
-        } else {
+        if (get)
+            readyz(w, &a);
+        else
             allow = "GET, HEAD";
-        }
     } else if (path_is(r, "/metrics")) {
         if (get) {
             a.content_type = "text/plain; version=0.0.4; charset=utf-8";

@@ -43,6 +43,8 @@ void sl__resp_ints(sl_buf *out, const int64_t *v, size_t n);
 
 struct sl_policy_set;
 struct sl_cell;
+struct sl_policy;
+struct sl_worker;
 
 typedef struct sl_resp_context {
     struct sl_policy_set *policies; /* for SL.CHECK */
@@ -54,7 +56,18 @@ typedef struct sl_resp_context {
      * written by sl__resp_execute itself before calling this; may be NULL. */
     void (*info)(void *ctx, sl_buf *out);
     void *info_ctx;
+    /* SL.CHECK with the Redis store: takes the check over and answers it
+       later (returns true), or returns false to decide in memory. NULL: memory. */
+    bool (*check_async)(struct sl_worker *w, struct sl_policy *p, const char *key, size_t keylen,
+                        int64_t cost, sl_buf *out);
+    struct sl_worker *worker;
 } sl_resp_context;
+
+struct sl_policy;
+struct sl_decision;
+/* Writes SL.CHECK's reply for a decision (rc from the policy check). */
+void sl__resp_check_reply(sl_buf *out, const struct sl_policy *p, int rc,
+                          const struct sl_decision *d, int64_t cost);
 
 /* Runs one command and appends its reply to out. Returns 1 if the
  * connection must close after the reply is written (QUIT), else 0. Unknown

@@ -383,30 +383,37 @@ static int cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_
         sl__resp_error(out, "ERR cost must be an integer >= 0");
         return 0;
     }
+    if (ctx->check_async && ctx->check_async(ctx->worker, p, cmd->argv[2], cmd->argl[2], cost, out))
+        return 0;
     sl_decision d;
     bool shadowed = false;
     int rc = sl__policy_check(p, cmd->argv[2], cmd->argl[2], cost, ctx->now, &d, &shadowed);
+    sl__resp_check_reply(out, p, rc, &d, cost);
+    return 0;
+}
+
+void sl__resp_check_reply(sl_buf *out, const sl_policy *p, int rc, const sl_decision *d,
+                          int64_t cost) {
     switch (rc) {
     case SL_OK:
         break;
     case SL_ECOST:
         errorf(out, "ERR cost %lld can never pass policy '%s' (limit %lld)", (long long)cost,
-               p->cfg.name, (long long)d.limit);
-        return 0;
+               p->cfg.name, (long long)d->limit);
+        return;
     case SL_EKEY:
         sl__resp_error(out, "ERR key too long");
-        return 0;
+        return;
     case SL_ENOMEM:
         sl__resp_error(out, "ERR out of memory");
-        return 0;
+        return;
     default:
         errorf(out, "ERR %s", sl_strerror(rc));
-        return 0;
+        return;
     }
-    int64_t reply[5] = {d.allowed, d.limit, d.remaining, d.allowed ? 0 : ceil_ms(d.retry_after),
-                        ceil_ms(d.reset_after)};
+    int64_t reply[5] = {d->allowed, d->limit, d->remaining,
+                        d->allowed ? 0 : ceil_ms(d->retry_after), ceil_ms(d->reset_after)};
     sl__resp_ints(out, reply, 5);
-    return 0;
 }
 
 /* ---- connection commands ---------------------------------------------------------- */

@@ -1,0 +1,674 @@
+/* redis_client.c: a worker's asynchronous Redis connections (see
+ * redis_client.h): hiredis async contexts on the worker's libuv loop, call
+ * deadlines, a circuit breaker per node, and Redis Cluster routing (slot
+ * map, MOVED, ASK, refresh after failures).
+ *
+ * Lifetimes: a call is referenced by the list of calls in flight (until its
+ * function has been called) and by each hiredis callback that carries it
+ * (until hiredis calls back: with a reply, or with NULL when the context is
+ * freed). It is freed when both are gone, so a call that timed out can still
+ * receive its late reply harmlessly. */
+#include "store/redis_client.h"
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/log.h"
+#include "store/redis_cluster.h"
+
+#define MAX_NODES        SL_CLUSTER_MAX_NODES
+#define MAX_REDIRECTS    5
+#define MAINT_MS         50   /* housekeeping period: reconnects, probes, health */
+#define RECONNECT_MIN_MS 50   /* a node that just failed to connect is not retried sooner */
+#define REFRESH_MIN_MS   100  /* CLUSTER SLOTS at most this often */
+#define REFRESH_IDLE_MS  5000 /* and at least this often in cluster mode */
+
+enum { CLOSED, OPEN, HALF_OPEN };
+
+typedef struct node {
+    sl_redis *r;
+    char host[SL_REDIS_HOST_MAX + 1];
+    uint16_t port;
+    redisAsyncContext *ac; /* NULL: not connected */
+    bool connected;        /* the connect callback said yes */
+    bool failed;           /* the last connection attempt or connection failed */
+    bool drop;             /* close the connection at the next housekeeping */
+    uint64_t next_connect; /* uv_now ms */
+    /* breaker */
+    int state;
+    unsigned failures;
+    uint64_t open_until;
+    bool probe_out;
+} node;
+
+typedef struct call {
+    struct call *prev, *next; /* calls whose function is still to be called */
+    sl_redis *r;
+    node *n; /* where it was last sent (NULL: waiting for the slot map) */
+    sl_redis_reply_fn fn;
+    void *arg;
+    uint64_t deadline; /* uv_now ms */
+    uint64_t started;  /* uv_hrtime ns */
+    unsigned slot;
+    int redirects;
+    int refs; /* hiredis callbacks that carry it, plus 1 while in the list */
+    bool probe;
+    size_t len;
+    char cmd[];
+} call;
+
+struct sl_redis {
+    uv_loop_t *loop;
+    const sl_redis_config *cfg;
+    sl_redis_stats *stats;
+    uv_timer_t deadline_timer, maint_timer;
+    int open_handles;
+    bool freeing;
+    call *head, *tail; /* in flight, oldest first */
+    node *nodes[MAX_NODES];
+    size_t nnodes;
+    /* cluster */
+    node *slot_node[SL_CLUSTER_SLOTS];
+    bool map_known, refreshing, refresh_wanted;
+    uint64_t last_refresh;
+    size_t refresh_rr;
+};
+
+static void on_reply(redisAsyncContext *ac, void *reply, void *privdata);
+
+/* ---- hiredis on libuv ------------------------------------------------------
+ * hiredis's own adapters/libuv.h (0.14) ignores poll errors, so a refused
+ * connect is never noticed (and every call would wait for its timeout).
+ * This adapter is the same, except that an error is handed to hiredis as
+ * readiness: its read or write then finds the error and fails the
+ * connection at once. */
+
+typedef struct uv_events {
+    redisAsyncContext *ac;
+    uv_poll_t poll;
+    int events;
+} uv_events;
+
+static void uv_on_poll(uv_poll_t *h, int status, int events) {
+    uv_events *p = h->data;
+    if (status < 0) events = p->events; /* let hiredis meet the error */
+    if (p->ac && (events & UV_WRITABLE)) redisAsyncHandleWrite(p->ac);
+    if (p->ac && (events & UV_READABLE)) redisAsyncHandleRead(p->ac);
+}
+
+static void uv_update(uv_events *p, int add, int del) {
+    p->events = (p->events | add) & ~del;
+    if (p->events)
+        uv_poll_start(&p->poll, p->events, uv_on_poll);
+    else
+        uv_poll_stop(&p->poll);
+}
+
+static void uv_add_read(void *d) {
+    uv_update(d, UV_READABLE, 0);
+}
+static void uv_del_read(void *d) {
+    uv_update(d, 0, UV_READABLE);
+}
+static void uv_add_write(void *d) {
+    uv_update(d, UV_WRITABLE, 0);
+}
+static void uv_del_write(void *d) {
+    uv_update(d, 0, UV_WRITABLE);
+}
+
+static void uv_on_close(uv_handle_t *h) {
+    free(h->data);
+}
+
+static void uv_cleanup(void *d) {
+    uv_events *p = d;
+    p->ac = NULL;
+    uv_close((uv_handle_t *)&p->poll, uv_on_close);
+}
+
+static int uv_attach(redisAsyncContext *ac, uv_loop_t *loop) {
+    if (ac->ev.data) return REDIS_ERR;
+    uv_events *p = calloc(1, sizeof *p);
+    if (!p) return REDIS_ERR;
+    if (uv_poll_init(loop, &p->poll, ac->c.fd) != 0) {
+        free(p);
+        return REDIS_ERR;
+    }
+    p->ac = ac;
+    p->poll.data = p;
+    ac->ev.data = p;
+    ac->ev.addRead = uv_add_read;
+    ac->ev.delRead = uv_del_read;
+    ac->ev.addWrite = uv_add_write;
+    ac->ev.delWrite = uv_del_write;
+    ac->ev.cleanup = uv_cleanup;
+    return REDIS_OK;
+}
+static void send_call(call *c, node *n, bool asking);
+static void refresh_slots(sl_redis *r);
+static void on_deadline(uv_timer_t *t);
+
+static void add(atomic_uint_fast64_t *c, uint64_t n) {
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+/* ---- the list of calls in flight, and their deadlines ------------------- */
+
+static void arm_deadline(sl_redis *r) {
+    if (r->freeing) return;
+    if (!r->head) {
+        uv_timer_stop(&r->deadline_timer);
+        return;
+    }
+    uint64_t now = uv_now(r->loop);
+    uint64_t d = r->head->deadline;
+    uv_timer_start(&r->deadline_timer, on_deadline, d > now ? d - now : 0, 0);
+}
+
+static void list_push(sl_redis *r, call *c) {
+    c->prev = r->tail;
+    c->next = NULL;
+    if (r->tail)
+        r->tail->next = c;
+    else
+        r->head = c;
+    r->tail = c;
+    c->refs++;
+    if (r->head == c) arm_deadline(r);
+}
+
+static void list_remove(sl_redis *r, call *c) {
+    bool was_head = r->head == c;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        r->head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        r->tail = c->prev;
+    c->prev = c->next = NULL;
+    if (was_head) arm_deadline(r);
+}
+
+static bool in_list(const call *c) {
+    return c->fn != NULL;
+}
+
+static void unref(call *c) {
+    if (--c->refs == 0) free(c);
+}
+
+/* ---- breaker -------------------------------------------------------------- */
+
+static void breaker_success(node *n) {
+    if (n->state != CLOSED) {
+        atomic_fetch_sub(&n->r->stats->breaker_open, 1);
+        sl__log_info("redis %s:%u: reachable again, circuit breaker closed", n->host, n->port);
+    }
+    n->state = CLOSED;
+    n->failures = 0;
+    n->probe_out = false;
+}
+
+static void breaker_failure(node *n) {
+    sl_redis *r = n->r;
+    uint64_t now = uv_now(r->loop);
+    n->failures++;
+    if (n->state == HALF_OPEN || (n->state == CLOSED && n->failures >= r->cfg->breaker_failures)) {
+        if (n->state == CLOSED) {
+            atomic_fetch_add(&r->stats->breaker_open, 1);
+            sl__log_warn("redis %s:%u: %u failures in a row, circuit breaker open for %lld ms",
+                         n->host, n->port, n->failures,
+                         (long long)(r->cfg->breaker_cooldown / 1000000));
+        }
+        n->state = OPEN;
+        n->probe_out = false;
+        n->open_until = now + (uint64_t)(r->cfg->breaker_cooldown / 1000000);
+        n->drop = n->ac != NULL; /* a hung connection's queue is thrown away */
+    }
+}
+
+/* May a call go to n now? Marks the probe when the breaker is half open. */
+static bool breaker_admits(node *n, bool *probe) {
+    *probe = false;
+    if (n->state == CLOSED) return true;
+    uint64_t now = uv_now(n->r->loop);
+    if (n->state == OPEN && now >= n->open_until) n->state = HALF_OPEN;
+    if (n->state == HALF_OPEN && !n->probe_out) {
+        n->probe_out = true;
+        *probe = true;
+        return true;
+    }
+    return false;
+}
+
+/* ---- finishing calls ------------------------------------------------------ */
+
+static void finish(call *c, const redisReply *reply, int status) {
+    sl_redis *r = c->r;
+    if (!in_list(c)) return;
+    list_remove(r, c);
+    sl_redis_reply_fn fn = c->fn;
+    c->fn = NULL;
+    switch (status) {
+    case SL_REDIS_OK:
+        add(&r->stats->ok, 1);
+        add(&r->stats->latency_sum_us, (uv_hrtime() - c->started) / 1000);
+        break;
+    case SL_REDIS_ETIMEOUT:
+        add(&r->stats->timeouts, 1);
+        break;
+    case SL_REDIS_EOPEN:
+        add(&r->stats->rejected_open, 1);
+        break;
+    default:
+        add(&r->stats->errors, 1);
+    }
+    if (c->n) {
+        if (status == SL_REDIS_OK)
+            breaker_success(c->n);
+        else if (status == SL_REDIS_ETIMEOUT || status == SL_REDIS_EIO)
+            breaker_failure(c->n);
+        else if (c->probe)
+            c->n->probe_out = false;
+    }
+    if (status != SL_REDIS_OK && r->cfg->cluster) r->refresh_wanted = true;
+    fn(c->arg, reply, status);
+    unref(c);
+}
+
+static void on_deadline(uv_timer_t *t) {
+    sl_redis *r = t->data;
+    uint64_t now = uv_now(r->loop);
+    while (r->head && r->head->deadline <= now) finish(r->head, NULL, SL_REDIS_ETIMEOUT);
+    arm_deadline(r);
+}
+
+/* ---- connections ------------------------------------------------------------ */
+
+static void on_connect(const redisAsyncContext *ac, int status) {
+    node *n = ac->data;
+    if (!n) return;
+    if (status != REDIS_OK) {
+        /* hiredis frees the context after this (its calls get NULL replies) */
+        if (!n->failed)
+            sl__log_warn("redis %s:%u: cannot connect: %s", n->host, n->port, ac->errstr);
+        n->ac = NULL;
+        n->connected = false;
+        n->failed = true;
+        n->next_connect = uv_now(n->r->loop) + RECONNECT_MIN_MS;
+        return;
+    }
+    if (n->failed) sl__log_info("redis %s:%u: connected", n->host, n->port);
+    n->connected = true;
+    n->failed = false;
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status) {
+    node *n = ac->data;
+    if (!n) return;
+    if (status != REDIS_OK && !n->r->freeing)
+        sl__log_warn("redis %s:%u: connection lost: %s", n->host, n->port,
+                     ac->errstr[0] ? ac->errstr : "closed");
+    n->ac = NULL;
+    n->connected = false;
+    n->failed = status != REDIS_OK;
+    n->next_connect = uv_now(n->r->loop) + RECONNECT_MIN_MS;
+    if (n->r->cfg->cluster) n->r->refresh_wanted = true;
+}
+
+static void ignore_reply(redisAsyncContext *ac, void *reply, void *privdata) {
+    (void)ac;
+    (void)privdata;
+    const redisReply *rep = reply;
+    if (rep && rep->type == REDIS_REPLY_ERROR) sl__log_warn("redis: %s", rep->str);
+}
+
+/* Opens n's connection if it has none (and may have one now). */
+static bool ensure_connected(node *n) {
+    if (n->ac) return true;
+    sl_redis *r = n->r;
+    if (r->freeing || uv_now(r->loop) < n->next_connect) return false;
+    const sl_redis_config *cfg = r->cfg;
+    redisAsyncContext *ac = !cfg->cluster && cfg->unix_path[0]
+                                ? redisAsyncConnectUnix(cfg->unix_path)
+                                : redisAsyncConnect(n->host, n->port);
+    add(&r->stats->reconnects, 1);
+    if (!ac) return false;
+    if (ac->err) {
+        if (!n->failed)
+            sl__log_warn("redis %s:%u: cannot connect: %s", n->host, n->port, ac->errstr);
+        redisAsyncFree(ac);
+        n->failed = true;
+        n->next_connect = uv_now(r->loop) + RECONNECT_MIN_MS;
+        return false;
+    }
+    if (uv_attach(ac, r->loop) != REDIS_OK) {
+        redisAsyncFree(ac);
+        return false;
+    }
+    ac->data = n;
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    n->ac = ac;
+    n->connected = false;
+    /* sent ahead of every call on this connection (pipelined, in order) */
+    if (cfg->password[0]) {
+        if (cfg->user[0])
+            redisAsyncCommand(ac, ignore_reply, NULL, "AUTH %s %s", cfg->user, cfg->password);
+        else
+            redisAsyncCommand(ac, ignore_reply, NULL, "AUTH %s", cfg->password);
+    }
+    if (!cfg->cluster && cfg->db) redisAsyncCommand(ac, ignore_reply, NULL, "SELECT %u", cfg->db);
+    return true;
+}
+
+static void drop_connection(node *n) {
+    redisAsyncContext *ac = n->ac;
+    n->drop = false;
+    if (!ac) return;
+    n->ac = NULL;
+    n->connected = false;
+    /* every callback it still holds is called with NULL now */
+    redisAsyncFree(ac);
+}
+
+static node *node_get(sl_redis *r, const char *host, uint16_t port) {
+    for (size_t i = 0; i < r->nnodes; i++)
+        if (r->nodes[i]->port == port && strcmp(r->nodes[i]->host, host) == 0) return r->nodes[i];
+    if (r->nnodes == MAX_NODES) return NULL;
+    node *n = calloc(1, sizeof *n);
+    if (!n) return NULL;
+    n->r = r;
+    snprintf(n->host, sizeof n->host, "%s", host);
+    n->port = port;
+    n->state = CLOSED;
+    r->nodes[r->nnodes++] = n;
+    return n;
+}
+
+/* ---- sending ---------------------------------------------------------------- */
+
+static void send_call(call *c, node *n, bool asking) {
+    bool probe;
+    c->n = n;
+    if (!breaker_admits(n, &probe)) {
+        finish(c, NULL, SL_REDIS_EOPEN);
+        return;
+    }
+    c->probe = c->probe || probe;
+    if (!ensure_connected(n)) {
+        finish(c, NULL, SL_REDIS_EIO);
+        return;
+    }
+    if (asking) redisAsyncCommand(n->ac, NULL, NULL, "ASKING");
+    c->refs++;
+    if (redisAsyncFormattedCommand(n->ac, on_reply, c, c->cmd, c->len) != REDIS_OK) {
+        c->refs--;
+        finish(c, NULL, SL_REDIS_EIO);
+    }
+}
+
+static void dispatch(call *c) {
+    sl_redis *r = c->r;
+    if (!r->cfg->cluster) {
+        send_call(c, r->nodes[0], false);
+        return;
+    }
+    node *n = r->map_known ? r->slot_node[c->slot] : NULL;
+    if (n) {
+        send_call(c, n, false);
+        return;
+    }
+    /* no map yet (or no node for the slot): wait for a refresh, within the deadline */
+    c->n = NULL;
+    r->refresh_wanted = true;
+    refresh_slots(r);
+}
+
+static bool is_redirect(const redisReply *rep) {
+    return rep->type == REDIS_REPLY_ERROR && rep->len > 4 &&
+           (strncmp(rep->str, "MOVED ", 6) == 0 || strncmp(rep->str, "ASK ", 4) == 0);
+}
+
+static void on_reply(redisAsyncContext *ac, void *reply, void *privdata) {
+    (void)ac;
+    call *c = privdata;
+    const redisReply *rep = reply;
+    if (in_list(c)) {
+        if (!rep) {
+            finish(c, NULL, SL_REDIS_EIO);
+        } else if (c->r->cfg->cluster && is_redirect(rep) && c->redirects < MAX_REDIRECTS) {
+            sl_redis *r = c->r;
+            unsigned slot;
+            char host[SL_CLUSTER_HOST_MAX];
+            uint16_t port;
+            int kind = sl__cluster_redirect(rep->str, rep->len, &slot, host, sizeof host, &port);
+            node *to = kind ? node_get(r, host, port) : NULL;
+            if (!to) {
+                finish(c, rep, SL_REDIS_OK); /* an error answer the caller reports */
+            } else {
+                c->redirects++;
+                if (kind == 1) { /* MOVED: the slot lives there now */
+                    add(&r->stats->moved, 1);
+                    if (slot < SL_CLUSTER_SLOTS) r->slot_node[slot] = to;
+                    r->refresh_wanted = true;
+                } else {
+                    add(&r->stats->ask, 1);
+                }
+                /* the node answered, so it is healthy */
+                if (c->n) breaker_success(c->n);
+                send_call(c, to, kind == 2);
+            }
+        } else {
+            finish(c, rep, SL_REDIS_OK);
+        }
+    }
+    unref(c);
+}
+
+void sl__redis_call(sl_redis *r, unsigned slot, const char *cmd, size_t len, sl_redis_reply_fn fn,
+                    void *arg) {
+    call *c = malloc(sizeof *c + len);
+    if (!c) {
+        fn(arg, NULL, SL_REDIS_EIO);
+        return;
+    }
+    *c = (call){.r = r,
+                .fn = fn,
+                .arg = arg,
+                .deadline = uv_now(r->loop) + (uint64_t)((r->cfg->timeout + 999999) / 1000000),
+                .started = uv_hrtime(),
+                .slot = slot % SL_CLUSTER_SLOTS,
+                .len = len};
+    memcpy(c->cmd, cmd, len);
+    list_push(r, c);
+    dispatch(c);
+}
+
+/* ---- the cluster's slot map ----------------------------------------------------- */
+
+static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
+    sl_redis *r = privdata;
+    const redisReply *rep = reply;
+    node *from = ac->data;
+    r->refreshing = false;
+    if (r->freeing) return;
+    sl_cluster_map *m = malloc(sizeof *m);
+    char err[128] = "";
+    if (!rep || !m) {
+        free(m);
+        return;
+    }
+    sl__cluster_map_init(m);
+    if (sl__cluster_map_from_slots(m, rep, from ? from->host : "127.0.0.1", err, sizeof err) != 0) {
+        sl__log_warn("redis cluster: unusable CLUSTER SLOTS answer: %s", err);
+        free(m);
+        return;
+    }
+    node *by_index[SL_CLUSTER_MAX_NODES] = {0};
+    for (size_t i = 0; i < m->nnodes; i++)
+        by_index[i] = node_get(r, m->nodes[i].host, m->nodes[i].port);
+    size_t covered = 0;
+    for (unsigned s = 0; s < SL_CLUSTER_SLOTS; s++) {
+        int i = m->node[s];
+        r->slot_node[s] = i >= 0 && (size_t)i < m->nnodes ? by_index[i] : NULL;
+        covered += r->slot_node[s] != NULL;
+    }
+    free(m);
+    bool first = !r->map_known;
+    r->map_known = true;
+    add(&r->stats->slot_refreshes, 1);
+    if (first)
+        sl__log_info("redis cluster: slot map from %s:%u, %zu of %u slots served", from->host,
+                     from->port, covered, SL_CLUSTER_SLOTS);
+    /* calls that waited for the map go out now */
+    call *waiting[256];
+    size_t nw = 0;
+    for (call *c = r->head; c && nw < 256; c = c->next)
+        if (!c->n) waiting[nw++] = c;
+    for (size_t i = 0; i < nw; i++) {
+        call *c = waiting[i];
+        node *n = r->slot_node[c->slot];
+        if (n)
+            send_call(c, n, false);
+        else
+            finish(c, NULL, SL_REDIS_ENOSLOT);
+    }
+}
+
+static void refresh_slots(sl_redis *r) {
+    uint64_t now = uv_now(r->loop);
+    if (r->refreshing || r->freeing || r->nnodes == 0) return;
+    if (r->last_refresh && now - r->last_refresh < REFRESH_MIN_MS) return;
+    /* ask the nodes in turn, connected ones first */
+    node *pick = NULL;
+    for (size_t k = 0; k < r->nnodes && !pick; k++) {
+        node *n = r->nodes[(r->refresh_rr + k) % r->nnodes];
+        if (n->connected && n->state == CLOSED) pick = n;
+    }
+    for (size_t k = 0; k < r->nnodes && !pick; k++) {
+        node *n = r->nodes[(r->refresh_rr + k) % r->nnodes];
+        if (!n->failed || now >= n->next_connect) pick = n;
+    }
+    r->refresh_rr++;
+    if (!pick || !ensure_connected(pick)) return;
+    r->last_refresh = now;
+    r->refresh_wanted = false;
+    if (redisAsyncCommand(pick->ac, on_slots, r, "CLUSTER SLOTS") == REDIS_OK) r->refreshing = true;
+}
+
+/* ---- housekeeping ------------------------------------------------------------------ */
+
+static void probe_done(void *arg, const redisReply *reply, int status) {
+    (void)arg;
+    (void)reply;
+    (void)status;
+}
+
+static void on_maint(uv_timer_t *t) {
+    sl_redis *r = t->data;
+    uint64_t now = uv_now(r->loop);
+    int up = 1;
+    for (size_t i = 0; i < r->nnodes; i++) {
+        node *n = r->nodes[i];
+        if (n->drop) drop_connection(n);
+        /* keep a failed node's connection coming back (readiness shows it) */
+        if (!n->ac && n->failed && n->state == CLOSED) ensure_connected(n);
+        /* an open breaker with no traffic to probe it: probe it ourselves */
+        if (n->state != CLOSED && now >= n->open_until && !n->probe_out) {
+            static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+            call *c = malloc(sizeof *c + sizeof ping - 1);
+            if (c) {
+                *c = (call){.r = r,
+                            .fn = probe_done,
+                            .deadline = now + (uint64_t)((r->cfg->timeout + 999999) / 1000000),
+                            .started = uv_hrtime(),
+                            .len = sizeof ping - 1};
+                memcpy(c->cmd, ping, sizeof ping - 1);
+                list_push(r, c);
+                send_call(c, n, false);
+            }
+        }
+        if (n->state != CLOSED || n->failed) up = 0;
+    }
+    if (r->cfg->cluster) {
+        if (!r->map_known) up = 0;
+        if (r->refresh_wanted || now - r->last_refresh >= REFRESH_IDLE_MS) refresh_slots(r);
+    }
+    atomic_store(&r->stats->up, up);
+}
+
+/* ---- life ------------------------------------------------------------------------- */
+
+sl_redis *sl__redis_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_redis_stats *stats) {
+    sl_redis *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->loop = loop;
+    r->cfg = cfg;
+    r->stats = stats;
+    uv_timer_init(loop, &r->deadline_timer);
+    uv_timer_init(loop, &r->maint_timer);
+    r->deadline_timer.data = r->maint_timer.data = r;
+    r->open_handles = 2;
+    if (cfg->cluster) {
+        for (size_t i = 0; i < cfg->nseeds; i++)
+            node_get(r, cfg->seeds[i].host, cfg->seeds[i].port);
+        refresh_slots(r);
+    } else {
+        node *n = node_get(r, cfg->unix_path[0] ? cfg->unix_path : cfg->addr.host,
+                           cfg->unix_path[0] ? 0 : cfg->addr.port);
+        if (n) ensure_connected(n);
+    }
+    if (r->nnodes == 0) {
+        sl__redis_free(r);
+        return NULL;
+    }
+    uv_timer_start(&r->maint_timer, on_maint, MAINT_MS, MAINT_MS);
+    return r;
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+    sl_redis *r = h->data;
+    if (--r->open_handles == 0) {
+        for (size_t i = 0; i < r->nnodes; i++) free(r->nodes[i]);
+        free(r);
+    }
+}
+
+void sl__redis_free(sl_redis *r) {
+    if (!r) return;
+    r->freeing = true;
+    for (size_t i = 0; i < r->nnodes; i++) {
+        node *n = r->nodes[i];
+        if (n->ac) {
+            n->ac->data = NULL;
+            drop_connection(n);
+        }
+    }
+    while (r->head) finish(r->head, NULL, SL_REDIS_EIO);
+    uv_close((uv_handle_t *)&r->deadline_timer, on_handle_closed);
+    uv_close((uv_handle_t *)&r->maint_timer, on_handle_closed);
+}
+
+static node *node_for(sl_redis *r, unsigned slot) {
+    if (!r->cfg->cluster) return r->nnodes ? r->nodes[0] : NULL;
+    return r->map_known ? r->slot_node[slot % SL_CLUSTER_SLOTS] : NULL;
+}
+
+bool sl__redis_available(sl_redis *r, unsigned slot) {
+    node *n = node_for(r, slot);
+    if (!n) return true; /* unknown yet: try */
+    return n->state == CLOSED || uv_now(r->loop) >= n->open_until;
+}
+
+uint64_t sl__redis_retry_at(sl_redis *r, unsigned slot) {
+    node *n = node_for(r, slot);
+    return n && n->state != CLOSED ? n->open_until : 0;
+}

@@ -1,0 +1,74 @@
+/* redis_client.h: one worker's asynchronous connections to Redis (one node,
+ * or every master of a Redis Cluster), on the worker's libuv loop through
+ * hiredis's async API and its libuv adapter.
+ *
+ * - Pipelining: hiredis buffers every command and writes when the socket is
+ *   writable, so everything issued during one loop tick leaves in one write.
+ * - Per-call timeout: each call is answered exactly once, by its reply or
+ *   by a failure at its deadline at the latest (a hung Redis never holds a
+ *   request longer than the timeout).
+ * - Circuit breaker per node: after `breaker_failures` consecutive failures
+ *   the node is not called for `breaker_cooldown`; then one probe call goes
+ *   through, and its success closes the breaker again. While the breaker is
+ *   open, calls fail at once (SL_REDIS_EOPEN) without waiting.
+ * - Cluster: the slot map comes from CLUSTER SLOTS (any reachable node),
+ *   MOVED updates the map and resends, ASK sends ASKING + the call to the
+ *   node named, and a failure refreshes the map (after a failover the
+ *   promoted replica shows up there). */
+#ifndef SLUICE_STORE_REDIS_CLIENT_H
+#define SLUICE_STORE_REDIS_CLIENT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "policy/config.h"
+
+struct redisReply;
+
+/* Why a call failed (status of sl_redis_reply_fn; 0 = a reply). */
+#define SL_REDIS_OK       0
+#define SL_REDIS_ETIMEOUT 1 /* no reply within the timeout */
+#define SL_REDIS_EIO      2 /* connection lost or refused */
+#define SL_REDIS_EOPEN    3 /* the breaker is open: not called */
+#define SL_REDIS_ENOSLOT  4 /* cluster: no node known for the slot */
+
+/* Counters of one worker's client (written by it, read by /metrics). */
+typedef struct sl_redis_stats {
+    atomic_uint_fast64_t ok, errors, timeouts, rejected_open; /* calls by outcome */
+    atomic_uint_fast64_t moved, ask, reconnects, slot_refreshes;
+    atomic_uint_fast64_t latency_sum_us; /* of answered calls */
+    atomic_int up;                       /* 1: every known node connected, no breaker open */
+    atomic_int breaker_open;             /* nodes whose breaker is open now */
+} sl_redis_stats;
+
+typedef struct sl_redis sl_redis;
+
+/* Called exactly once per call: with the reply (status 0; the reply may
+ * be an error reply, which counts as an answer) or a failure status
+ * (reply NULL). The reply is valid only during the call. */
+typedef void (*sl_redis_reply_fn)(void *arg, const struct redisReply *reply, int status);
+
+/* Starts connecting. cfg must outlive the client. */
+sl_redis *sl__redis_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_redis_stats *stats);
+
+/* Fails every call in flight (SL_REDIS_EIO) and closes the connections.
+ * The loop must run afterwards for their handles to close. */
+void sl__redis_free(sl_redis *r);
+
+/* Sends one RESP-formatted command for the cluster slot `slot` (ignored on
+ * a single node). fn is always called exactly once, possibly before this
+ * returns (breaker open, no connection). */
+void sl__redis_call(sl_redis *r, unsigned slot, const char *cmd, size_t len, sl_redis_reply_fn fn,
+                    void *arg);
+
+/* True when the node for `slot` would be called now (breaker closed). */
+bool sl__redis_available(sl_redis *r, unsigned slot);
+
+/* When the breaker of the node for `slot` lets the next probe through
+ * (uv_now ms), or 0 when it is closed. */
+uint64_t sl__redis_retry_at(sl_redis *r, unsigned slot);
+
+#endif

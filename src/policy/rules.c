@@ -522,7 +522,10 @@ static const char *find_key(const sl_rules *r, const sl_request *req, const char
     return NULL;
 }
 
-void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_rules_answer *a) {
+/* Steps 1-5 up to deciding the limits. Returns true when a->items[0..n)
+ * are to be decided (metas[i] says what built item i, for labels). */
+static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a,
+                    item_meta *metas) {
     a->verdict = SL_VERDICT_ALLOW;
     a->reason = a->message = NULL;
     a->n = a->refused = 0;
@@ -539,19 +542,19 @@ void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_
     if (!req->uri) {
         verdict(a, SL_VERDICT_BAD_REQUEST, "missing_uri",
                 "the original URI is missing (set X-Original-URI in the auth location)");
-        return;
+        return false;
     }
     if (!req->method) {
         verdict(a, SL_VERDICT_BAD_REQUEST, "missing_method",
                 "the original method is missing (set X-Original-Method in the auth location)");
-        return;
+        return false;
     }
     long pl = sl__rules_normalize_path(req->uri, req->uri_len, path, sizeof path, &query, &qlen);
     if (pl < 0) {
         verdict(a, SL_VERDICT_BAD_REQUEST, "bad_uri",
                 "the original URI is not a path, has a bad %-escape or an encoded control "
                 "character, or is too long");
-        return;
+        return false;
     }
     size_t plen = (size_t)pl;
     unsigned method = method_bit(req->method, req->method_len);
@@ -560,14 +563,14 @@ void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_
     for (size_t i = 0; i < r->nexempt_paths; i++) {
         if (matches(&r->exempt_paths[i], method, path, plen)) {
             verdict(a, SL_VERDICT_EXEMPT, "path", "exempt path");
-            return;
+            return false;
         }
     }
     /* 2. the client, and internal networks */
-    if (!find_client(r, req, a)) return;
+    if (!find_client(r, req, a)) return false;
     if (a->have_client && sl__cidr_set_contains(r->exempt_cidrs, r->nexempt_cidrs, &a->client)) {
         verdict(a, SL_VERDICT_EXEMPT, "cidr", "exempt network");
-        return;
+        return false;
     }
     /* 3. the API key: unknown keys stop here, before any limiter state */
     if (r->keys || r->key_required) {
@@ -578,19 +581,19 @@ void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_
             a->key = sl__apikeys_find(r->keys, k, klen);
             if (!a->key) {
                 verdict(a, SL_VERDICT_UNAUTHORIZED, "unknown_key", "unknown API key");
-                return;
+                return false;
             }
             a->tier = a->key->tier;
             if (a->tier >= 0 && (size_t)a->tier < r->ntiers) {
                 a->tier_name = r->tier_names[a->tier];
                 if (r->exempt_tiers & (UINT64_C(1) << a->tier)) {
                     verdict(a, SL_VERDICT_EXEMPT, "tier", "exempt tier");
-                    return;
+                    return false;
                 }
             }
         } else if (r->key_required) {
             verdict(a, SL_VERDICT_UNAUTHORIZED, "missing_key", "an API key is required");
-            return;
+            return false;
         }
     }
     /* 4. the cost */
@@ -601,7 +604,6 @@ void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_
         }
     }
     /* 5. the limits of every matching rule */
-    item_meta metas[SL_CHECK_MAX];
     size_t tier_slot = a->tier >= 0 && (size_t)a->tier < r->ntiers ? (size_t)a->tier + 1 : 0;
     for (size_t i = 0; i < r->nrules; i++) {
         const rule *ru = &r->rules[i];
@@ -633,7 +635,7 @@ void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_
                                 "a limit counts by client address, and the request has none "
                                 "(set X-Real-IP in the auth location)");
                         a->n = 0;
-                        return;
+                        return false;
                     }
                     sl_addr pre;
                     unsigned bits;
@@ -666,7 +668,7 @@ void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_
             if (full) {
                 verdict(a, SL_VERDICT_ERROR, "internal", "the keys of this request do not fit");
                 a->n = 0;
-                return;
+                return false;
             }
             if (skip) {
                 a->used = start;
@@ -690,7 +692,7 @@ void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_
                 verdict(a, SL_VERDICT_ERROR, "too_many_limits",
                         "more than 16 limits apply to this request: split the rules");
                 a->n = 0;
-                return;
+                return false;
             }
             metas[a->n] = (item_meta){ru, l, hval, hlen};
             a->items[a->n] = (sl_policy_item){
@@ -698,12 +700,10 @@ void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_
             a->n++;
         }
     }
-    if (a->n == 0) return;
-    for (size_t i = 0; i < a->n; i++) a->meta[i] = &metas[i];
-    label_ctx lc = {r, a};
-    size_t refused;
-    int rc = sl__policy_check_all(a->items, a->n, now, label_fn, &lc, &refused);
-    for (size_t i = 0; i < a->n; i++) a->meta[i] = NULL; /* metas die with this call */
+    return a->n > 0;
+}
+
+void sl__rules_finish(sl_rules_answer *a, int rc, size_t refused) {
     a->refused = refused;
     if (rc == SL_OK) {
         if (refused < a->n) verdict(a, SL_VERDICT_LIMITED, "rate_limited", "rate limit exceeded");
@@ -716,4 +716,30 @@ void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_
     }
     a->refused = a->n;
     verdict(a, SL_VERDICT_ERROR, "internal", sl_strerror(rc));
+}
+
+void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_rules_answer *a) {
+    item_meta metas[SL_CHECK_MAX];
+    if (!collect(r, req, a, metas)) return;
+    for (size_t i = 0; i < a->n; i++) a->meta[i] = &metas[i];
+    label_ctx lc = {r, a};
+    size_t refused;
+    int rc = sl__policy_check_all(a->items, a->n, now, label_fn, &lc, &refused);
+    for (size_t i = 0; i < a->n; i++) a->meta[i] = NULL; /* metas die with this call */
+    sl__rules_finish(a, rc, refused);
+}
+
+sl_policy_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_policy_set *set,
+                                  sl_rules_answer *a) {
+    item_meta metas[SL_CHECK_MAX];
+    if (!collect(r, req, a, metas)) return NULL;
+    for (size_t i = 0; i < a->n; i++) a->meta[i] = &metas[i];
+    label_ctx lc = {r, a};
+    sl_policy_call *pc = sl__policy_call_new(set, a->items, a->n, label_fn, &lc);
+    for (size_t i = 0; i < a->n; i++) a->meta[i] = NULL;
+    if (!pc) {
+        verdict(a, SL_VERDICT_ERROR, "internal", "out of memory");
+        a->n = 0;
+    }
+    return pc;
 }

@@ -98,6 +98,15 @@ typedef struct sl_rules_answer {
 /* Decides req at `now` (see the top of this file). Always fills a. */
 void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_rules_answer *a);
 
+/* The same in two steps, for limits decided in Redis: sl__rules_prepare
+ * does steps 1-5 without deciding; when limits apply it returns a policy
+ * call for them (NULL otherwise: a is then final), which the caller starts
+ * (sl__policy_call_start) and, once decided, copies the items' outcome back
+ * into a->items and calls sl__rules_finish(a, rc, refused). */
+sl_policy_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_policy_set *set,
+                                  sl_rules_answer *a);
+void sl__rules_finish(sl_rules_answer *a, int rc, size_t refused);
+
 /* Pure helpers, exposed for tests and the fuzz target. */
 
 /* Percent-decodes and normalizes the path of a request target (absolute

@@ -14,8 +14,10 @@
  *   400  the subrequest lacks what the rules need (nginx answers 500)
  *   500  an internal error
  *
- * Nothing is allocated per request beyond the output buffer: the rules'
- * answer (keys included) lives on this stack frame. */
+ * With the memory store nothing is allocated per request beyond the output
+ * buffer: the rules' answer (keys included) lives on this stack frame. With
+ * the Redis store it lives on the heap until Redis has decided. */
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -262,28 +264,11 @@ static void json_answer(fw *w, const sl_rules_answer *a, size_t bind, int status
     fw_str(w, "}");
 }
 
-bool sl__http_auth_handle(sl_worker *w, const sl_http_request *req, sl_buf *out, bool keep) {
-    const sl_rules *rules = w->policies ? sl__policy_set_rules(w->policies) : NULL;
-    sl_req_header hs[SL_HTTP_MAX_HEADERS];
-    size_t nh = req->nheaders < SL_HTTP_MAX_HEADERS ? req->nheaders : SL_HTTP_MAX_HEADERS;
-    for (size_t i = 0; i < nh; i++)
-        hs[i] = (sl_req_header){req->headers[i].name, req->headers[i].value,
-                                req->headers[i].name_len, req->headers[i].value_len};
-    sl_rules_answer a;
-    int64_t now = sl__worker_now(w);
-    if (!rules) {
-        a.verdict = SL_VERDICT_ERROR;
-        a.reason = "internal";
-        a.message = "no policy set";
-        a.n = a.refused = 0;
-    } else {
-        sl_request r;
-        sl__rules_from_proxy(rules, hs, nh, &r);
-        sl__rules_decide(rules, &r, now, &a);
-    }
-
+/* The answer for a decided (or refused before any limit) request. */
+static void write_auth(sl_buf *out, sl_rules_answer *a, bool keep, bool head, int64_t now,
+                       sl_store_from from) {
     int status;
-    switch (a.verdict) {
+    switch (a->verdict) {
     case SL_VERDICT_ALLOW:
     case SL_VERDICT_EXEMPT:
         status = 200;
@@ -302,18 +287,97 @@ bool sl__http_auth_handle(sl_worker *w, const sl_http_request *req, sl_buf *out,
         break;
     }
     bool limited = status == 403;
-    size_t bind = binding(&a, limited);
+    size_t bind = binding(a, limited);
     char body[640];
     fw wb = {body, 0, sizeof body};
     body[0] = '\0';
-    json_answer(&wb, &a, bind, status);
+    json_answer(&wb, a, bind, status);
 
     sl__http_begin(out, status);
-    if (status == 200 || status == 403) write_limits(out, &a, limited, bind, now);
-    if (a.verdict == SL_VERDICT_EXEMPT) sl__http_header_line(out, "Sluice-Exempt", a.reason);
+    if (status == 200 || status == 403) write_limits(out, a, limited, bind, now);
+    if (a->verdict == SL_VERDICT_EXEMPT) sl__http_header_line(out, "Sluice-Exempt", a->reason);
     if (status == 401) sl__http_header_line(out, "WWW-Authenticate", "Bearer realm=\"sluice\"");
+    static const char *const fallback[SL_FROM_COUNT] = {
+        [SL_FROM_OPEN] = "open", [SL_FROM_CLOSED] = "closed", [SL_FROM_LOCAL] = "local"};
+    if (from >= SL_FROM_OPEN && from < SL_FROM_COUNT)
+        sl__http_header_line(out, "Sluice-Fallback", fallback[from]);
     sl__http_header_line(out, "Cache-Control", "no-store");
     sl__http_end(out, keep, "application/json", body, wb.n);
-    if (req->method == SL_HTTP_HEAD) out->len -= wb.n;
+    if (head) out->len -= wb.n;
+}
+
+/* /v1/auth with the Redis store: the request's limits are decided in Redis
+ * and the answer written then. */
+typedef struct redis_auth {
+    sl_deferred *d;
+    bool keep, head;
+    int64_t now;
+    sl_rules_answer a;
+} redis_auth;
+
+static void redis_auth_done(sl_policy_call *pc) {
+    redis_auth *ra = pc->arg;
+    for (size_t i = 0; i < pc->n && i < ra->a.n; i++) {
+        ra->a.items[i].decision = pc->items[i].decision;
+        ra->a.items[i].decided = pc->items[i].decided;
+        ra->a.items[i].shadowed = pc->items[i].shadowed;
+    }
+    sl__rules_finish(&ra->a, pc->rc, pc->refused);
+    write_auth(sl__deferred_out(ra->d), &ra->a, ra->keep, ra->head, ra->now, pc->from);
+    sl__deferred_done(ra->d);
+    sl__policy_call_free(pc);
+    free(ra);
+}
+
+bool sl__http_auth_handle(sl_worker *w, const sl_http_request *req, sl_buf *out, bool keep) {
+    const sl_rules *rules = w->policies ? sl__policy_set_rules(w->policies) : NULL;
+    sl_req_header hs[SL_HTTP_MAX_HEADERS];
+    size_t nh = req->nheaders < SL_HTTP_MAX_HEADERS ? req->nheaders : SL_HTTP_MAX_HEADERS;
+    for (size_t i = 0; i < nh; i++)
+        hs[i] = (sl_req_header){req->headers[i].name, req->headers[i].value,
+                                req->headers[i].name_len, req->headers[i].value_len};
+    int64_t now = sl__worker_now(w);
+    bool head = req->method == SL_HTTP_HEAD;
+    if (rules && w->store) {
+        redis_auth *ra = malloc(sizeof *ra);
+        if (ra) {
+            sl_request r;
+            sl__rules_from_proxy(rules, hs, nh, &r);
+            sl_policy_call *pc = sl__rules_prepare(rules, &r, w->policies, &ra->a);
+            sl_deferred *d = pc ? sl__conn_defer(w) : NULL;
+            if (!d) {
+                if (pc) { /* out of memory */
+                    sl__policy_call_free(pc);
+                    ra->a.verdict = SL_VERDICT_ERROR;
+                    ra->a.reason = "internal";
+                    ra->a.message = "out of memory";
+                    ra->a.n = ra->a.refused = 0;
+                }
+                write_auth(out, &ra->a, keep, head, now, SL_FROM_REDIS);
+                free(ra);
+                return keep;
+            }
+            ra->d = d;
+            ra->keep = keep;
+            ra->head = head;
+            ra->now = now;
+            pc->done = redis_auth_done;
+            pc->arg = ra;
+            sl__policy_call_start(w->store, pc, now);
+            return keep;
+        }
+    }
+    sl_rules_answer a;
+    if (!rules || w->store) {
+        a.verdict = SL_VERDICT_ERROR;
+        a.reason = "internal";
+        a.message = rules ? "out of memory" : "no policy set";
+        a.n = a.refused = 0;
+    } else {
+        sl_request r;
+        sl__rules_from_proxy(rules, hs, nh, &r);
+        sl__rules_decide(rules, &r, now, &a);
+    }
+    write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
     return keep;
 }

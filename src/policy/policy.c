@@ -310,6 +310,7 @@ int sl__policy_check(sl_policy *p, const char *key, size_t keylen, int64_t cost,
     if (rc != SL_OK) return rc;
     if (d->allowed) {
         atomic_fetch_add_explicit(&p->allowed, 1, memory_order_relaxed);
+        if (p->charged && cost > 0) p->charged(p->charged_ctx, p->cfg.name, key, keylen, cost);
         return SL_OK;
     }
     bool shadow = atomic_load_explicit(&p->shadow, memory_order_relaxed);
@@ -468,6 +469,17 @@ static void count(sl_policy_item *items, const size_t *idx, size_t n, sl_policy_
     }
 }
 
+/* Batched mode: tells the observers what a passed request charged. */
+static void report_charges(const sl_policy_item *items, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const sl_policy_item *it = &items[i];
+        if (it->decided && it->decision.allowed && !it->shadowed && it->cost > 0 &&
+            it->policy->charged)
+            it->policy->charged(it->policy->charged_ctx, it->policy->cfg.name, it->key,
+                                it->keylen, it->cost);
+    }
+}
+
 int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy_label_fn label,
                          void *ctx, size_t *refused) {
     *refused = n;
@@ -504,7 +516,10 @@ int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy
         return SL_OK;
     }
     count(items, enf, ne, label, ctx, false);
-    if (ns == 0) return SL_OK;
+    if (ns == 0) {
+        report_charges(items, n);
+        return SL_OK;
+    }
     rc = check_group(items, sha, ns, now, &r);
     if (rc != SL_OK && r != NONE) {
         /* a shadow limit that can never pass (cost): counted, never refused */
@@ -516,10 +531,30 @@ int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy
         for (size_t k = 0; k < ns; k++)
             if (items[sha[k]].decided && !items[sha[k]].decision.allowed) no[nn++] = sha[k];
         count(items, no, nn, label, ctx, true);
+        /* the shadow group was not charged */
+        for (size_t k = 0; k < ne; k++) report_charges(&items[enf[k]], 1);
         return SL_OK;
     }
     count(items, sha, ns, label, ctx, false);
+    report_charges(items, n);
     return SL_OK;
+}
+
+void sl__policy_set_observe(sl_policy_set *s,
+                            void (*fn)(void *ctx, const char *policy, const void *key,
+                                       size_t keylen, int64_t cost),
+                            void *ctx) {
+    for (size_t i = 0; i < s->n; i++) {
+        s->p[i]->charged = fn;
+        s->p[i]->charged_ctx = ctx;
+    }
+}
+
+void sl__policy_lower_to(sl_policy *p, const char *key, size_t keylen, int64_t remaining,
+                         int64_t now) {
+    sl_decision d;
+    if (table_check(p, key, keylen, 0, now, &d) != SL_OK || d.remaining <= remaining) return;
+    table_check(p, key, keylen, d.remaining - remaining, now, &d);
 }
 
 /* ---- deciding in Redis ----------------------------------------------------------- */

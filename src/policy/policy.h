@@ -48,6 +48,9 @@ typedef struct sl_policy {
     sl_fail_mode on_failure;
     sl_table *fallback;
     atomic_uint_fast64_t from[SL_FROM_COUNT];
+    /* batched mode: told of every local charge (sl__policy_set_observe) */
+    void (*charged)(void *ctx, const char *policy, const void *key, size_t keylen, int64_t cost);
+    void *charged_ctx;
 } sl_policy;
 
 typedef struct sl_policy_set sl_policy_set;
@@ -112,6 +115,21 @@ typedef size_t (*sl_policy_label_fn)(void *ctx, size_t i, char *buf, size_t size
  * a table error), with *refused naming the item; nothing is charged then. */
 int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy_label_fn label,
                          void *ctx, size_t *refused);
+
+/* ---- batched mode (store.redis.sync: batched, store/batch.h) ------------------ */
+
+/* Every charge the set's policies make from now on (a request allowed with
+ * cost > 0, by sl__policy_check or sl__policy_check_all) is reported to fn.
+ * Call before the set is handed to the workers. */
+void sl__policy_set_observe(sl_policy_set *s,
+                            void (*fn)(void *ctx, const char *policy, const void *key,
+                                       size_t keylen, int64_t cost),
+                            void *ctx);
+
+/* Lowers p's state of key so that at most `remaining` requests of cost 1
+ * would pass now (charges the difference; never credits). */
+void sl__policy_lower_to(sl_policy *p, const char *key, size_t keylen, int64_t remaining,
+                         int64_t now);
 
 /* ---- deciding in Redis (store.type: redis) ------------------------------------
 

@@ -20,6 +20,7 @@
 
 #include "server/log.h"
 #include "server/server.h"
+#include "store/batch.h"
 #include "sluice/clock.h"
 
 static int parse_addr(const sl_listen_config *l, struct sockaddr_storage *ss, socklen_t *len) {
@@ -69,6 +70,11 @@ static int bind_listener(const sl_listen_config *l, uint16_t *port) {
     return fd;
 }
 
+void sl__batch_observer(void *ctx, const char *policy, const void *key, size_t keylen,
+                        int64_t cost) {
+    sl__batch_add(ctx, policy, key, keylen, cost);
+}
+
 int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path) {
     memset(s, 0, sizeof *s);
     s->config = cfg;
@@ -81,6 +87,17 @@ int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path) {
     if (sl__policy_set_create(cfg, NULL, s->started_at, &s->policies, err, sizeof err) != 0) {
         sl__log_error("%s", err);
         return -1;
+    }
+    if (s->redis && s->redis_cfg.batched) {
+        /* a sync is not on any request's path: it may take up to half an interval */
+        s->batch_cfg = s->redis_cfg;
+        if (s->batch_cfg.timeout < s->batch_cfg.sync_interval / 2)
+            s->batch_cfg.timeout = s->batch_cfg.sync_interval / 2;
+        if (!(s->batch = sl__batch_new(&s->redis_cfg))) {
+            sl__log_error("out of memory");
+            return -1;
+        }
+        sl__policy_set_observe(s->policies, sl__batch_observer, s->batch);
     }
     if (sl__domain_set_create(cfg, NULL, s->started_at, &s->domains, err, sizeof err) != 0) {
         sl__log_error("%s", err);
@@ -171,6 +188,7 @@ int sl__server_reload(sl_server *s, char *err, size_t errlen) {
         sl__log_error("reload failed, keeping the running config: %s", err);
         return -1;
     }
+    if (s->batch) sl__policy_set_observe(next, sl__batch_observer, s->batch);
     if (strcmp(cfg->http.host, s->config->http.host) || cfg->http.port != s->config->http.port ||
         strcmp(cfg->resp.host, s->config->resp.host) || cfg->resp.port != s->config->resp.port ||
         strcmp(cfg->grpc.host, s->config->grpc.host) || cfg->grpc.port != s->config->grpc.port ||
@@ -210,6 +228,7 @@ void sl__server_drain_and_stop(sl_server *s, int64_t grace) {
     sl__policy_set_release(s->policies);
     sl__domain_set_release(s->domains);
     sl__cell_destroy(s->cell);
+    sl__batch_free(s->batch);
     sl__config_free(s->config);
     free(s->config_path);
     pthread_mutex_destroy(&s->reload_lock);

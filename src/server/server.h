@@ -60,6 +60,7 @@ typedef struct sl_worker {
     struct sl_store_worker *store; /* store.type redis: this worker's Redis side, else NULL */
     sl_store_stats store_stats;    /* its counters */
     sl_redis_stats redis_stats;
+    struct sl_redis *batch_redis; /* batched mode, worker 0: the syncs' connection */
     int start_error; /* listener setup result, for the main thread */
     uv_sem_t started;
 } sl_worker;
@@ -82,6 +83,8 @@ typedef struct sl_server {
     uint16_t bound_port[SL_PROTO_COUNT]; /* the ports actually bound (for port 0) */
     bool redis;                          /* store.type: redis (fixed at start) */
     sl_redis_config redis_cfg;           /* its settings, for the workers' store */
+    struct sl_batch *batch;              /* sync: batched (else NULL) */
+    sl_redis_config batch_cfg;           /* redis_cfg with the syncs' timeout */
 } sl_server;
 
 /* Creates the server for a loaded config (takes ownership of cfg), binds
@@ -97,6 +100,10 @@ int sl__server_reload(sl_server *s, char *err, size_t errlen);
 /* Stops accepting, lets open requests finish (at most `grace` ns), joins
  * the workers and frees everything. */
 void sl__server_drain_and_stop(sl_server *s, int64_t grace);
+
+/* Batched mode: the policies' charge observer (server.c). */
+void sl__batch_observer(void *ctx, const char *policy, const void *key, size_t keylen,
+                        int64_t cost);
 
 /* Records one answered request or command and how long it took (conn.c). */
 void sl__worker_record(sl_worker *w, sl_proto proto, int64_t ns);

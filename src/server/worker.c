@@ -2,11 +2,13 @@
  * clock read once per loop tick, picking up reloaded policy sets, and
  * draining on shutdown. */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "server/log.h"
 #include "server/server.h"
 #include "sluice/clock.h"
+#include "store/batch.h"
 #include "store/store.h"
 
 #define READ_BUF_BYTES (64 * 1024)
@@ -62,10 +64,54 @@ static void close_walk(uv_handle_t *h, void *arg) {
     close_handle(h);
 }
 
-void sl__worker_finish(sl_worker *w) {
+static void stop_store(sl_worker *w) {
     /* calls still in flight are answered by their fail modes */
     sl__store_worker_free(w->store);
     w->store = NULL;
+    if (w->batch_redis) {
+        sl__batch_stop(w->server->batch);
+        sl__redis_free(w->batch_redis);
+        w->batch_redis = NULL;
+    }
+}
+
+/* Batched mode: what the syncs need from this worker's policy set. */
+static bool batch_params(void *ctx, const char *policy, sl_params *out, bool *calendar_month) {
+    sl_worker *w = ctx;
+    sl_policy *p = w->policies ? sl__policy_find(w->policies, policy, strlen(policy)) : NULL;
+    if (!p) return false;
+    *out = p->cfg.params;
+    *calendar_month = p->cfg.calendar == SL_CALENDAR_MONTH;
+    return true;
+}
+
+static void batch_apply(void *ctx, const char *policy, const char *key, size_t keylen,
+                        int64_t remaining) {
+    sl_worker *w = ctx;
+    sl_policy *p = w->policies ? sl__policy_find(w->policies, policy, strlen(policy)) : NULL;
+    if (p) sl__policy_lower_to(p, key, keylen, remaining, sl__worker_now(w));
+}
+
+static int start_store(sl_worker *w) {
+    sl_server *s = w->server;
+    if (!s->redis) return 0;
+    if (!s->batch) {
+        w->store = sl__store_worker_new(&w->loop, &s->redis_cfg, &w->store_stats, &w->redis_stats);
+        return w->store ? 0 : -1;
+    }
+    if (w->id != 0) { /* only worker 0 talks to Redis in batched mode */
+        atomic_store(&w->redis_stats.up, 1);
+        return 0;
+    }
+    w->batch_redis = sl__redis_new(&w->loop, &s->batch_cfg, &w->redis_stats);
+    if (!w->batch_redis) return -1;
+    sl_batch_hooks hooks = {.params = batch_params, .apply = batch_apply, .ctx = w};
+    sl__batch_start(s->batch, &w->loop, w->batch_redis, &hooks);
+    return 0;
+}
+
+void sl__worker_finish(sl_worker *w) {
+    stop_store(w);
     close_handle((uv_handle_t *)&w->wake);
     close_handle((uv_handle_t *)&w->tick);
     close_handle((uv_handle_t *)&w->drain_timer);
@@ -117,8 +163,7 @@ void *sl__worker_main(void *arg) {
     uv_prepare_start(&w->tick, on_tick);
     uv_timer_init(&w->loop, &w->drain_timer);
     w->drain_timer.data = w;
-    if (s->redis && !(w->store = sl__store_worker_new(&w->loop, &s->redis_cfg, &w->store_stats,
-                                                      &w->redis_stats))) {
+    if (start_store(w) != 0) {
         sl__log_error("worker %u: cannot set up the Redis store", w->id);
         w->start_error = -1;
     }
@@ -135,8 +180,7 @@ void *sl__worker_main(void *arg) {
     uv_sem_post(&w->started);
     if (!w->start_error) uv_run(&w->loop, UV_RUN_DEFAULT);
     /* close whatever is left (error paths) and let the callbacks run */
-    sl__store_worker_free(w->store);
-    w->store = NULL;
+    stop_store(w);
     uv_walk(&w->loop, close_walk, NULL);
     uv_run(&w->loop, UV_RUN_DEFAULT);
     uv_loop_close(&w->loop);

@@ -324,6 +324,7 @@ static size_t handle_resp(conn *c, const char *data, size_t len) {
                            .info = sl__resp_info,
                            .info_ctx = w,
                            .check_async = w->store ? sl__resp_check_async : NULL,
+                           .throttle_async = w->store ? sl__resp_throttle_async : NULL,
                            .worker = w};
     size_t off = 0;
     uint64_t answered = 0;

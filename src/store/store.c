@@ -332,7 +332,10 @@ void sl__store_decide(sl_store_worker *sw, sl_store_call *c) {
         if (it->group != 0 || it->cost <= 0) continue;
         uint64_t h1, h2;
         deny_entry *e = deny_slot(sw, st->rkey[i], st->rkeylen[i], &h1, &h2);
-        if (e->h1 != h1 || e->h2 != h2 || e->until <= c->now || it->cost < e->cost) continue;
+        /* a smaller cost may pass sooner; one above the limit never passes (Redis says so) */
+        if (e->h1 != h1 || e->h2 != h2 || e->until <= c->now || it->cost < e->cost ||
+            it->cost > e->limit)
+            continue;
         add(&sw->stats->deny_hits, 1);
         int64_t retry = e->until - c->now;
         int64_t reset = e->reset_until - c->now;

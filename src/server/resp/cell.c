@@ -173,45 +173,66 @@ static int64_t cell_seconds(int64_t ns) {
     return s;
 }
 
-int sl__cell_throttle(sl_cell *c, const char *key, size_t keylen, int64_t max_burst, int64_t count,
-                      int64_t period, int64_t quantity, int64_t now, int64_t reply[5],
-                      const char **err) {
+sl_table *sl__cell_table(sl_cell *c, int64_t max_burst, int64_t count, int64_t period,
+                         int64_t quantity, sl_params *params, const char **err) {
     static const char *unused;
     if (!err) err = &unused;
     if (count == 0 || period == 0) {
         *err = ERR_ZERO;
-        return -1;
+        return NULL;
     }
     if (count < 0 || period < 0) {
         *err = ERR_NEG_RATE;
-        return -1;
+        return NULL;
     }
     if (max_burst < 0) {
         *err = ERR_NEG_BURST;
-        return -1;
+        return NULL;
     }
     if (quantity < 0) {
         *err = ERR_NEG_QTY;
-        return -1;
+        return NULL;
     }
     sl_table *t = lookup(c, max_burst, count, period);
     if (!t) {
         /* validated only on a miss: a valid set is found without this work */
         if (max_burst == INT64_MAX || period > INT64_MAX / SL_NS_PER_SEC) {
             *err = ERR_RANGE;
-            return -1;
+            return NULL;
         }
-        sl_params params = {.algorithm = SL_GCRA,
-                            .rate = {.limit = count, .period = period * SL_NS_PER_SEC},
-                            .burst = max_burst + 1};
-        if (sl_params_validate(&params) != SL_OK) {
+        sl_params p = {.algorithm = SL_GCRA,
+                       .rate = {.limit = count, .period = period * SL_NS_PER_SEC},
+                       .burst = max_burst + 1};
+        if (sl_params_validate(&p) != SL_OK) {
             *err = ERR_RANGE;
-            return -1;
+            return NULL;
         }
-        t = insert(c, max_burst, count, period, &params, err);
-        if (!t) return -1;
+        t = insert(c, max_burst, count, period, &p, err);
+        if (!t) return NULL;
     }
+    if (params)
+        *params = (sl_params){.algorithm = SL_GCRA,
+                              .rate = {.limit = count, .period = period * SL_NS_PER_SEC},
+                              .burst = max_burst + 1};
+    return t;
+}
 
+void sl__cell_reply(int64_t max_burst, const sl_decision *d, bool never, int64_t reply[5]) {
+    bool limited = never || !d->allowed;
+    reply[0] = limited;
+    reply[1] = max_burst + 1;
+    reply[2] = d->remaining;
+    reply[3] = limited && !never ? cell_seconds(d->retry_after) : -1;
+    reply[4] = cell_seconds(d->reset_after);
+}
+
+int sl__cell_throttle(sl_cell *c, const char *key, size_t keylen, int64_t max_burst, int64_t count,
+                      int64_t period, int64_t quantity, int64_t now, int64_t reply[5],
+                      const char **err) {
+    static const char *unused;
+    if (!err) err = &unused;
+    sl_table *t = sl__cell_table(c, max_burst, count, period, quantity, NULL, err);
+    if (!t) return -1;
     sl_decision d;
     int rc = sl_table_check(t, key, keylen, quantity, now, &d);
     bool never = false;
@@ -235,12 +256,7 @@ int sl__cell_throttle(sl_cell *c, const char *key, size_t keylen, int64_t max_bu
         *err = ERR_INTERNAL;
         return -1;
     }
-    bool limited = never || !d.allowed;
-    reply[0] = limited;
-    reply[1] = max_burst + 1;
-    reply[2] = d.remaining;
-    reply[3] = limited && !never ? cell_seconds(d.retry_after) : -1;
-    reply[4] = cell_seconds(d.reset_after);
+    sl__cell_reply(max_burst, &d, never, reply);
     return 0;
 }
 

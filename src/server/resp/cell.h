@@ -7,6 +7,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdbool.h>
+
+#include "sluice/table.h"
 
 typedef struct sl_cell sl_cell;
 
@@ -28,6 +31,14 @@ int sl__cell_throttle(sl_cell *c, const char *key, size_t keylen, int64_t max_bu
                       const char **err);
 
 /* Keys held and bytes used over all sets (for metrics and INFO). */
+/* The two halves of sl__cell_throttle, for decisions made elsewhere (the
+ * Redis store): the parameter set's table (created on first use; *params
+ * gets its GCRA parameters when not NULL), or NULL with *err; and the reply
+ * for a decision (never: the quantity can never pass). */
+sl_table *sl__cell_table(sl_cell *c, int64_t max_burst, int64_t count, int64_t period,
+                         int64_t quantity, sl_params *params, const char **err);
+void sl__cell_reply(int64_t max_burst, const sl_decision *d, bool never, int64_t reply[5]);
+
 void sl__cell_stats(sl_cell *c, uint64_t *keys, uint64_t *bytes, uint64_t *evicted_live);
 
 /* Distinct parameter sets created so far. */

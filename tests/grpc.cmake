@@ -16,3 +16,12 @@ if(TARGET sluiced)
   set_tests_properties(grpc_integration PROPERTIES LABELS "integration;concurrency" TIMEOUT 300
                        SKIP_RETURN_CODE 77)
 endif()
+
+if(TARGET sluiced)
+  # the same tests with the Redis store (a redis-server on a free loopback port)
+  add_test(NAME grpc_integration_redis
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/grpc_test.sh
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/build redis)
+  set_tests_properties(grpc_integration_redis PROPERTIES LABELS "integration;concurrency"
+                       TIMEOUT 300 SKIP_RETURN_CODE 77)
+endif()

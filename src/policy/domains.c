@@ -28,6 +28,7 @@
  * would refuse is taken out and the rest decided again, so it never blocks
  * the request nor makes others consume. */
 #include "policy/domains.h"
+#include "store/store.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -1670,8 +1671,27 @@ static void peek(sl_check *c, int64_t now, sl_decision *out) {
     if (sl_table_check(c->table, c->key, c->keylen, 0, now, out) != SL_OK) out->allowed = true;
 }
 
-sl_rls_error sl__domain_decide(sl_domain_set *s, const sl_rls_request *req, int64_t now,
-                               sl_rls_status *statuses, int *overall, const char **message) {
+/* The request's limits, between sl__domain_prepare and sl__domain_finish. */
+struct sl_domain_call {
+    sl_domain_set *set; /* held */
+    item items[SL_RLS_MAX_DESCRIPTORS];
+    size_t nitems;
+    size_t map[SL_CHECK_MAX]; /* store item -> items index */
+    size_t nactive;
+    int64_t now;
+    char names[SL_CHECK_MAX][96]; /* the Redis keys' namespaces: "rls:<domain>:<rule>" */
+    sl_store_call *sc;
+};
+
+static void statuses_of(item *items, size_t nitems, int64_t now, sl_rls_status *statuses,
+                        int *overall);
+
+/* Steps 1-5 of a decision. With `call` (the Redis store) the table limits
+ * are not decided here: they are handed back as a store call. */
+static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t now,
+                           sl_rls_status *statuses, int *overall, const char **message,
+                           sl_fail_mode on_failure, sl_domain_call **call) {
+    if (call) *call = NULL;
     *overall = SL_RLS_OK;
     *message = NULL;
     if (!req->domain_len) return *message = "rate limit domain must not be empty", SL_RLS_EINVAL;
@@ -1804,6 +1824,43 @@ sl_rls_error sl__domain_decide(sl_domain_set *s, const sl_rls_request *req, int6
     }
     for (size_t a = 0; a < nactive; a++) active[a].key = keys.p + (uintptr_t)active[a].key;
 
+    if (call && nactive) { /* the Redis store decides the table limits */
+        size_t key_bytes = 0;
+        for (size_t a = 0; a < nactive; a++) key_bytes += active[a].keylen;
+        sl_domain_call *dc = calloc(1, sizeof *dc);
+        sl_store_call *sc = dc ? sl__store_call_new(nactive, key_bytes) : NULL;
+        if (!sc) {
+            free(dc);
+            rc = SL_RLS_EEXHAUSTED;
+            *message = "out of memory";
+            goto out;
+        }
+        dc->set = s;
+        sl__domain_set_retain(s);
+        memcpy(dc->items, items, nitems * sizeof *items);
+        dc->nitems = nitems;
+        dc->nactive = nactive;
+        dc->now = now;
+        dc->sc = sc;
+        for (size_t a = 0; a < nactive; a++) {
+            item *it = &dc->items[map[a]];
+            const char *id = it->st->id, *rule = id + strlen(id) + 1;
+            snprintf(dc->names[a], sizeof dc->names[a], "rls:%s:%s", id, rule);
+            dc->map[a] = map[a];
+            sc->items[a] =
+                (sl_store_item){.params = &it->st->params,
+                                .policy = dc->names[a],
+                                .local = active[a].table,
+                                .on_failure = on_failure,
+                                .key = sl__store_call_key(sc, active[a].key, active[a].keylen),
+                                .keylen = active[a].keylen,
+                                .cost = blocked ? 0 : it->cost,
+                                .group = it->shadow ? 1 : 0};
+        }
+        *call = dc;
+        goto out;
+    }
+
     /* 5. decide all table limits at once; a shadow limit that refuses is
      * taken out and the rest decided again */
     if (blocked) {
@@ -1858,7 +1915,15 @@ sl_rls_error sl__domain_decide(sl_domain_set *s, const sl_rls_request *req, int6
         }
     }
 
-    /* 6. the statuses, in the descriptors' order */
+    statuses_of(items, nitems, now, statuses, overall);
+out:
+    if (keys.p != stack) free(keys.p);
+    return rc;
+}
+
+/* 6. the statuses, in the descriptors' order */
+static void statuses_of(item *items, size_t nitems, int64_t now, sl_rls_status *statuses,
+                        int *overall) {
     for (size_t k = 0; k < nitems; k++) {
         item *it = &items[k];
         sl_rls_status *st = &statuses[it->desc];
@@ -1885,9 +1950,44 @@ sl_rls_error sl__domain_decide(sl_domain_set *s, const sl_rls_request *req, int6
         }
         if (it->st) count_outcome(it->st, it->refused, it->shadow);
     }
-out:
-    if (keys.p != stack) free(keys.p);
-    return rc;
+}
+
+sl_rls_error sl__domain_decide(sl_domain_set *s, const sl_rls_request *req, int64_t now,
+                               sl_rls_status *statuses, int *overall, const char **message) {
+    return decide(s, req, now, statuses, overall, message, SL_FAIL_OPEN, NULL);
+}
+
+sl_rls_error sl__domain_prepare(sl_domain_set *s, const sl_rls_request *req, int64_t now,
+                                sl_rls_status *statuses, int *overall, const char **message,
+                                sl_fail_mode on_failure, sl_domain_call **call) {
+    return decide(s, req, now, statuses, overall, message, on_failure, call);
+}
+
+sl_store_call *sl__domain_call_store(sl_domain_call *c) {
+    return c->sc;
+}
+
+void sl__domain_finish(sl_domain_call *c, sl_rls_status *statuses, int *overall) {
+    sl_store_call *sc = c->sc;
+    for (size_t a = 0; a < c->nactive; a++) {
+        item *it = &c->items[c->map[a]];
+        const sl_store_item *si = &sc->items[a];
+        if (si->decided) {
+            it->dec = si->decision;
+            if (!si->decision.allowed) it->refused = true;
+        } else { /* not decided (the deny cache or a fail mode decided another) */
+            it->dec = (sl_decision){.allowed = true, .limit = it->rpu, .remaining = it->rpu};
+        }
+        if (it->dec.retry_after < 0) it->dec.retry_after = 0; /* a cost that never passes */
+    }
+    statuses_of(c->items, c->nitems, c->now, statuses, overall);
+}
+
+void sl__domain_call_free(sl_domain_call *c) {
+    if (!c) return;
+    sl__store_call_free(c->sc);
+    sl__domain_set_release(c->set);
+    free(c);
 }
 
 /* ---- statistics --------------------------------------------------------------- */

@@ -131,6 +131,22 @@ typedef enum sl_rls_error {
 sl_rls_error sl__domain_decide(sl_domain_set *s, const sl_rls_request *req, int64_t now,
                                sl_rls_status *statuses, int *overall, const char **message);
 
+/* The same in two steps, for the Redis store: sl__domain_prepare validates,
+ * matches and builds the keys; when table limits apply it returns
+ * SL_RLS_DONE with *call set (else the statuses are final), whose store call
+ * (sl__domain_call_store: enforced limits in group 0, shadow limits in
+ * group 1, each limit's fallback in memory its own table) the caller has
+ * decided, then sl__domain_finish writes the statuses as sl__domain_decide
+ * would. The call holds a reference to the set. */
+typedef struct sl_domain_call sl_domain_call;
+struct sl_store_call;
+sl_rls_error sl__domain_prepare(sl_domain_set *s, const sl_rls_request *req, int64_t now,
+                                sl_rls_status *statuses, int *overall, const char **message,
+                                sl_fail_mode on_failure, sl_domain_call **call);
+struct sl_store_call *sl__domain_call_store(sl_domain_call *c);
+void sl__domain_finish(sl_domain_call *c, sl_rls_status *statuses, int *overall);
+void sl__domain_call_free(sl_domain_call *c);
+
 /* Unit names as rls.proto spells them ("SECOND", ...), or "UNKNOWN". */
 const char *sl__rls_unit_name(int unit);
 

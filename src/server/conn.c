@@ -374,7 +374,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     if (c->proto == SL_PROTO_HTTP) {
         handle_http(c, buf->base, (size_t)nread);
     } else if (c->proto == SL_PROTO_GRPC) {
-        if (sl__grpc_session_feed(c->grpc, buf->base, (size_t)nread) != 0) {
+        c->w->current_conn = c;
+        int frc = sl__grpc_session_feed(c->grpc, buf->base, (size_t)nread);
+        c->w->current_conn = NULL;
+        if (frc != 0) {
             count(&c->w->stats.protocol_errors);
             c->close_after_write = true;
         } else if (sl__grpc_session_done(c->grpc)) {

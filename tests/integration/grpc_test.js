@@ -204,7 +204,7 @@ policies:
     algorithm: token_bucket
     rate: 5/s
     burst: 5
-`;
+` + (process.env.SLUICE_STORE_YAML || '');
 
 // ---- the server ---------------------------------------------------------------
 

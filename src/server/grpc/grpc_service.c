@@ -204,8 +204,10 @@ int sl__grpc_put_rls_response(sl_buf *out, int overall, const sl_rls_status *st,
 typedef Envoy__Service__Ratelimit__V3__RateLimitRequest RLRequest;
 typedef Envoy__Extensions__Common__Ratelimit__V3__RateLimitDescriptor RLDescriptor;
 
-static int should_rate_limit(const sl_grpc_call_env *env, const uint8_t *msg, size_t len,
-                             sl_buf *out, const char **message) {
+/* Decodes a RateLimitRequest into q (descriptors in ds, strings in the
+ * arena). Returns SL_GRPC_OK or a status with *message. */
+static int decode_rls(const sl_grpc_call_env *env, const uint8_t *msg, size_t len,
+                      sl_rls_request *q, sl_rls_descriptor *ds, const char **message) {
     ProtobufCAllocator alloc = {
         .alloc = arena_alloc, .free = arena_nofree, .allocator_data = env->arena};
     RLRequest *req = envoy__service__ratelimit__v3__rate_limit_request__unpack(&alloc, len, msg);
@@ -218,7 +220,6 @@ static int should_rate_limit(const sl_grpc_call_env *env, const uint8_t *msg, si
         *message = "too many descriptors (at most 64)";
         return SL_GRPC_INVALID_ARGUMENT;
     }
-    sl_rls_descriptor ds[SL_RLS_MAX_DESCRIPTORS];
     for (size_t i = 0; i < nd; i++) {
         const RLDescriptor *d = req->descriptors[i];
         sl_rls_descriptor *x = &ds[i];
@@ -250,18 +251,50 @@ static int should_rate_limit(const sl_grpc_call_env *env, const uint8_t *msg, si
             x->hits = d->hits_addend->value;
         }
     }
-    sl_rls_request q = {.domain = req->domain,
-                        .domain_len = strlen(req->domain),
-                        .descriptors = ds,
-                        .ndescriptors = nd,
-                        .hits_addend = req->hits_addend};
+    *q = (sl_rls_request){.domain = req->domain,
+                          .domain_len = strlen(req->domain),
+                          .descriptors = ds,
+                          .ndescriptors = nd,
+                          .hits_addend = req->hits_addend};
+    return SL_GRPC_OK;
+}
+
+static int should_rate_limit(const sl_grpc_call_env *env, const uint8_t *msg, size_t len,
+                             sl_buf *out, const char **message) {
+    sl_rls_descriptor ds[SL_RLS_MAX_DESCRIPTORS];
+    sl_rls_request q;
+    int code = decode_rls(env, msg, len, &q, ds, message);
+    if (code != SL_GRPC_OK) return code;
     sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
     int overall;
     sl_rls_error rc = sl__domain_decide(env->domains, &q, env->now, st, &overall, message);
     if (rc != SL_RLS_DONE)
         return rc == SL_RLS_EINVAL ? SL_GRPC_INVALID_ARGUMENT : SL_GRPC_RESOURCE_EXHAUSTED;
 
-    if (sl__grpc_put_rls_response(out, overall, st, nd) != 0) {
+    if (sl__grpc_put_rls_response(out, overall, st, q.ndescriptors) != 0) {
+        *message = "out of memory";
+        return SL_GRPC_RESOURCE_EXHAUSTED;
+    }
+    return SL_GRPC_OK;
+}
+
+int sl__grpc_rls_prepare(const sl_grpc_call_env *env, const uint8_t *msg, size_t len,
+                         sl_fail_mode on_failure, sl_domain_call **call, sl_rls_status *st,
+                         size_t *n, sl_buf *out, const char **message) {
+    sl_rls_descriptor ds[SL_RLS_MAX_DESCRIPTORS];
+    sl_rls_request q;
+    *call = NULL;
+    sl__grpc_arena_reset(env->arena);
+    env->arena->cap = ARENA_FIRST_BLOCK + len * ARENA_PER_BYTE;
+    int code = decode_rls(env, msg, len, &q, ds, message);
+    if (code != SL_GRPC_OK) return code;
+    int overall;
+    sl_rls_error rc =
+        sl__domain_prepare(env->domains, &q, env->now, st, &overall, message, on_failure, call);
+    if (rc != SL_RLS_DONE)
+        return rc == SL_RLS_EINVAL ? SL_GRPC_INVALID_ARGUMENT : SL_GRPC_RESOURCE_EXHAUSTED;
+    *n = q.ndescriptors;
+    if (!*call && sl__grpc_put_rls_response(out, overall, st, q.ndescriptors) != 0) {
         *message = "out of memory";
         return SL_GRPC_RESOURCE_EXHAUSTED;
     }

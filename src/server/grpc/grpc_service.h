@@ -67,6 +67,16 @@ typedef struct sl_grpc_call_env {
 int sl__grpc_call(const sl_grpc_call_env *env, sl_grpc_method m, const uint8_t *msg, size_t len,
                   sl_buf *out, const char **message);
 
+/* ShouldRateLimit with the Redis store: decodes the message and prepares
+ * the decision (sl__domain_prepare). When table limits apply, *call is set
+ * (st[0..*n) hold the other statuses) and the caller decides it in Redis,
+ * then finishes it (sl__domain_finish) and writes the response with
+ * sl__grpc_put_rls_response; otherwise the response is appended to out.
+ * Returns SL_GRPC_OK or a status with *message. */
+int sl__grpc_rls_prepare(const sl_grpc_call_env *env, const uint8_t *msg, size_t len,
+                         sl_fail_mode on_failure, sl_domain_call **call, sl_rls_status *st,
+                         size_t *n, sl_buf *out, const char **message);
+
 /* Appends a RateLimitResponse (overall_code, one DescriptorStatus per
  * status) as one length-prefixed gRPC message: the same bytes protobuf-c
  * would write. Returns 0, or -1 (out of memory, or n > SL_RLS_MAX_DESCRIPTORS). */

@@ -34,6 +34,7 @@
 #include "server/grpc/grpc.h"
 #include "server/grpc/grpc_service.h"
 #include "server/server.h"
+#include "store/store.h"
 
 #define SL_GRPC_MAX_STREAMS 128
 #define PREFIX_BYTES        5
@@ -50,6 +51,8 @@ typedef struct stream {
     int http_status; /* ST_405 / ST_415, or 0 */
     bool have_method, have_path, have_ct, bad_encoding, too_big, extra;
     bool answered;
+    bool pending;        /* decided in Redis: the answer comes later */
+    bool orphan;         /* closed by the peer while pending: freed when the answer comes */
     uint32_t rst_after;  /* + 1: reset the stream with this code once the answer is sent */
     int64_t deadline;    /* monotonic ns; 0 = none */
     size_t header_bytes; /* for max_header_bytes */
@@ -72,6 +75,7 @@ struct sl_grpc_session {
     stream *last;          /* the stream of the latest callback (saves map lookups) */
     int64_t next_deadline; /* earliest deadline of an unanswered stream; 0 = none */
     bool shutdown, failed;
+    bool in_feed; /* inside sl__grpc_session_feed (nghttp2 callbacks run) */
     sl_grpc_arena arena;
     void *pool[POOL_CLASSES]; /* free blocks for nghttp2, by size class */
     size_t pooled;            /* bytes in them */
@@ -303,6 +307,73 @@ static void answer_ok(sl_grpc_session *s, stream *st) {
     submitted(s, st, nghttp2_submit_response(s->h2, st->id, nva, 2, &prd));
 }
 
+static void pump(sl_grpc_session *s);
+
+/* ShouldRateLimit with the Redis store: the table limits are decided there
+ * and the stream answered then (its connection is held until then). */
+typedef struct redis_rls {
+    sl_grpc_session *s;
+    stream *st;
+    sl_deferred *d;
+    sl_domain_call *call;
+    size_t n;
+    sl_rls_status statuses[SL_RLS_MAX_DESCRIPTORS];
+} redis_rls;
+
+static void rls_done(sl_store_call *sc) {
+    redis_rls *rr = sc->arg;
+    sl_grpc_session *s = rr->s;
+    stream *st = rr->st;
+    st->pending = false;
+    if (st->orphan) {
+        stream_free(s, st);
+    } else {
+        int overall = SL_RLS_OK;
+        sl__domain_finish(rr->call, rr->statuses, &overall);
+        if (sl__grpc_put_rls_response(&st->resp, overall, rr->statuses, rr->n) != 0 ||
+            st->resp.failed)
+            answer_status(s, st, SL_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        else
+            answer_ok(s, st);
+        if (!s->failed && !s->in_feed) pump(s); /* inside a feed, the feed pumps */
+    }
+    sl__domain_call_free(rr->call);
+    sl__deferred_done(rr->d); /* writes what pump added, or frees a closed connection */
+    free(rr);
+}
+
+static int in_redis(sl_grpc_session *s, stream *st, const sl_grpc_call_env *env, const uint8_t *msg,
+                    size_t len, const char **message) {
+    sl_worker *w = s->w;
+    redis_rls *rr = malloc(sizeof *rr);
+    if (!rr) return *message = "out of memory", SL_GRPC_RESOURCE_EXHAUSTED;
+    sl_domain_call *call = NULL;
+    int code = sl__grpc_rls_prepare(env, msg, len, w->server->redis_cfg.on_failure, &call,
+                                    rr->statuses, &rr->n, &st->resp, message);
+    if (code != SL_GRPC_OK || !call) {
+        free(rr);
+        return code;
+    }
+    sl_deferred *d = sl__conn_defer(w);
+    if (!d) {
+        sl__domain_call_free(call);
+        free(rr);
+        return *message = "out of memory", SL_GRPC_RESOURCE_EXHAUSTED;
+    }
+    rr->s = s;
+    rr->st = st;
+    rr->d = d;
+    rr->call = call;
+    st->pending = true;
+    st->answered = true; /* nothing else answers it meanwhile (deadlines included) */
+    sl_store_call *sc = sl__domain_call_store(call);
+    sc->now = env->now;
+    sc->done = rls_done;
+    sc->arg = rr;
+    sl__store_decide(w->store, sc);
+    return SL_GRPC_OK;
+}
+
 /* The client has ended the stream: decide and answer. */
 static void finish(sl_grpc_session *s, stream *st) {
     if (st->answered) return;
@@ -358,7 +429,16 @@ static void finish(sl_grpc_session *s, stream *st) {
                                 .arena = &s->arena};
         sl__buf_reset(&st->resp);
         st->resp_off = 0;
-        code = sl__grpc_call(&env, st->method, b + PREFIX_BYTES, st->msg_len, &st->resp, &message);
+        if (w->store && st->method == SL_GRPC_M_SHOULD_RATE_LIMIT) {
+            code = in_redis(s, st, &env, b + PREFIX_BYTES, st->msg_len, &message);
+            if (code == SL_GRPC_OK && st->answered) { /* answered later, or already */
+                sl__worker_record(w, SL_PROTO_GRPC, mono_ns() - t0);
+                return;
+            }
+        } else {
+            code =
+                sl__grpc_call(&env, st->method, b + PREFIX_BYTES, st->msg_len, &st->resp, &message);
+        }
         if (code == SL_GRPC_OK && st->resp.failed) {
             code = SL_GRPC_RESOURCE_EXHAUSTED;
             message = "out of memory";
@@ -551,7 +631,10 @@ static int on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code,
     stream *st = nghttp2_session_get_stream_user_data(h2, id);
     if (st) {
         nghttp2_session_set_stream_user_data(h2, id, NULL);
-        stream_free(s, st);
+        if (st->pending)
+            st->orphan = true; /* the decision in flight still points at it */
+        else
+            stream_free(s, st);
     }
     return 0;
 }
@@ -631,7 +714,9 @@ sl_grpc_session *sl__grpc_session_new(struct sl_worker *w, sl_buf *out) {
 int sl__grpc_session_feed(sl_grpc_session *s, const char *data, size_t len) {
     if (s->failed) return -1;
     expire(s);
+    s->in_feed = true;
     ssize_t n = nghttp2_session_mem_recv(s->h2, (const uint8_t *)data, len);
+    s->in_feed = false;
     if (n < 0) {
         s->failed = true;
         if (n == NGHTTP2_ERR_BAD_CLIENT_MAGIC) return -1; /* not HTTP/2 at all: just close */

@@ -11,14 +11,17 @@
  * Output: default values are left out (protojson's habit): no
  * "limitRemaining" when 0, no "currentLimit" for a descriptor no rule
  * matched; "durationUntilReset" is a string such as "30s". Bad input: 400
- * with {"error":"bad_request","message":...}. */
+ * with {"error":"bad_request","message":...}. With the Redis store the
+ * table limits are decided in Redis and the answer written then. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "policy/domains.h"
 #include "server/http/http.h"
 #include "server/server.h"
+#include "store/store.h"
 
 #define JSON_MAX_ENTRIES (SL_RLS_MAX_DESCRIPTORS * SL_RLS_MAX_ENTRIES)
 
@@ -214,6 +217,54 @@ static bool error_answer(sl_buf *out, bool keep, int status, const char *code,
     return keep;
 }
 
+static void write_answer(sl_buf *out, bool keep, int overall, const sl_rls_status *st, size_t n) {
+    sl_buf body;
+    sl__buf_init(&body);
+    write_response(&body, overall, st, n);
+    sl__http_begin(out, overall == SL_RLS_OVER_LIMIT ? 429 : 200);
+    sl__http_end(out, keep, "application/json", body.data, body.len);
+    sl__buf_free(&body);
+}
+
+/* With the Redis store: the table limits are decided there and the answer
+ * written then. */
+typedef struct redis_json {
+    sl_deferred *d;
+    sl_domain_call *call;
+    bool keep;
+    size_t n;
+    sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
+} redis_json;
+
+static void json_done(sl_store_call *sc) {
+    redis_json *rj = sc->arg;
+    int overall = SL_RLS_OK;
+    sl__domain_finish(rj->call, rj->st, &overall);
+    write_answer(sl__deferred_out(rj->d), rj->keep, overall, rj->st, rj->n);
+    sl__deferred_done(rj->d);
+    sl__domain_call_free(rj->call);
+    free(rj);
+}
+
+static void json_in_redis(sl_worker *w, sl_domain_call *call, const sl_rls_status *st, size_t n,
+                          sl_buf *out, bool keep) {
+    redis_json *rj = malloc(sizeof *rj);
+    sl_deferred *d = rj ? sl__conn_defer(w) : NULL;
+    if (!d) {
+        free(rj);
+        sl__domain_call_free(call);
+        error_answer(out, keep, 500, "internal", "out of memory");
+        return;
+    }
+    *rj = (redis_json){.d = d, .call = call, .keep = keep, .n = n};
+    memcpy(rj->st, st, n * sizeof *st);
+    sl_store_call *sc = sl__domain_call_store(call);
+    sc->now = sl__worker_now(w);
+    sc->done = json_done;
+    sc->arg = rj;
+    sl__store_decide(w->store, sc);
+}
+
 bool sl__http_json_handle(sl_worker *w, const sl_http_request *req, sl_buf *out, bool keep) {
     cJSON *root = cJSON_ParseWithLength(req->body, req->body_len);
     if (!root) return error_answer(out, keep, 400, "bad_json", "the body is not valid JSON");
@@ -226,19 +277,22 @@ bool sl__http_json_handle(sl_worker *w, const sl_http_request *req, sl_buf *out,
     sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
     int overall;
     const char *message;
+    sl_domain_call *call = NULL;
     sl_rls_error rc =
-        sl__domain_decide(w->domains, &p.req, sl__worker_now(w), st, &overall, &message);
+        w->store ? sl__domain_prepare(w->domains, &p.req, sl__worker_now(w), st, &overall, &message,
+                                      w->server->redis_cfg.on_failure, &call)
+                 : sl__domain_decide(w->domains, &p.req, sl__worker_now(w), st, &overall, &message);
     if (rc != SL_RLS_DONE) {
         cJSON_Delete(root);
         return rc == SL_RLS_EINVAL ? error_answer(out, keep, 400, "bad_request", message)
                                    : error_answer(out, keep, 500, "internal", message);
     }
-    sl_buf body;
-    sl__buf_init(&body);
-    write_response(&body, overall, st, p.req.ndescriptors);
+    size_t n = p.req.ndescriptors;
     cJSON_Delete(root);
-    sl__http_begin(out, overall == SL_RLS_OVER_LIMIT ? 429 : 200);
-    sl__http_end(out, keep, "application/json", body.data, body.len);
-    sl__buf_free(&body);
+    if (call) {
+        json_in_redis(w, call, st, n, out, keep);
+        return keep;
+    }
+    write_answer(out, keep, overall, st, n);
     return keep;
 }

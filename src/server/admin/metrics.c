@@ -9,6 +9,7 @@
 
 #include "server/admin/prom.h"
 #include "server/server.h"
+#include "store/batch.h"
 #include "sluice/clock.h"
 #include "sluice/sluice.h"
 
@@ -137,6 +138,20 @@ static void redis_metrics(sl_server *s, sl_policy_set *set, sl_buf *out) {
     sl__prom_family(out, "sluice_deny_cache_inserts_total", "counter",
                     "Refusals remembered in the deny cache.");
     sl__prom_sample(out, "sluice_deny_cache_inserts_total", NULL, SSUM(s, deny_inserts));
+    if (s->batch) {
+        const sl_batch_stats *bs = sl__batch_stats(s->batch);
+        sl__prom_family(out, "sluice_batch_syncs_total", "counter",
+                        "Batched mode: syncs with Redis completed.");
+        sl__prom_sample(out, "sluice_batch_syncs_total", NULL, atomic_load(&bs->syncs));
+        sl__prom_family(out, "sluice_batch_keys_synced_total", "counter",
+                        "Batched mode: keys pushed to Redis and lowered to the fleet's state.");
+        sl__prom_sample(out, "sluice_batch_keys_synced_total", NULL,
+                        atomic_load(&bs->keys_synced));
+        sl__prom_family(out, "sluice_batch_failed_syncs_total", "counter",
+                        "Batched mode: key pushes that failed (pushed again, unless timed out).");
+        sl__prom_sample(out, "sluice_batch_failed_syncs_total", NULL,
+                        atomic_load(&bs->failed_syncs));
+    }
     static const char *const mode[SL_FROM_COUNT] = {
         [SL_FROM_OPEN] = "open", [SL_FROM_CLOSED] = "closed", [SL_FROM_LOCAL] = "local"};
     sl__prom_family(out, "sluice_store_fallback_total", "counter",

@@ -105,6 +105,7 @@ static int start_store(sl_worker *w) {
     }
     w->batch_redis = sl__redis_new(&w->loop, &s->batch_cfg, &w->redis_stats);
     if (!w->batch_redis) return -1;
+    sl__store_preamble(w->batch_redis);
     sl_batch_hooks hooks = {.params = batch_params, .apply = batch_apply, .ctx = w};
     sl__batch_start(s->batch, &w->loop, w->batch_redis, &hooks);
     return 0;

@@ -75,6 +75,8 @@ struct sl_redis {
     bool map_known, refreshing, refresh_wanted;
     uint64_t last_refresh;
     size_t refresh_rr;
+    char *preamble; /* sent first on every connection */
+    size_t preamble_len;
 };
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata);
@@ -366,6 +368,8 @@ static bool ensure_connected(node *n) {
             redisAsyncCommand(ac, ignore_reply, NULL, "AUTH %s", cfg->password);
     }
     if (!cfg->cluster && cfg->db) redisAsyncCommand(ac, ignore_reply, NULL, "SELECT %u", cfg->db);
+    if (r->preamble)
+        redisAsyncFormattedCommand(ac, ignore_reply, NULL, r->preamble, r->preamble_len);
     return true;
 }
 
@@ -634,10 +638,24 @@ sl_redis *sl__redis_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_redis_st
     return r;
 }
 
+void sl__redis_set_preamble(sl_redis *r, const char *cmd, size_t len) {
+    char *p = malloc(len);
+    if (!p) return;
+    memcpy(p, cmd, len);
+    free(r->preamble);
+    r->preamble = p;
+    r->preamble_len = len;
+    /* a connection already open gets it too */
+    for (size_t i = 0; i < r->nnodes; i++)
+        if (r->nodes[i]->ac)
+            redisAsyncFormattedCommand(r->nodes[i]->ac, ignore_reply, NULL, p, len);
+}
+
 static void on_handle_closed(uv_handle_t *h) {
     sl_redis *r = h->data;
     if (--r->open_handles == 0) {
         for (size_t i = 0; i < r->nnodes; i++) free(r->nodes[i]);
+        free(r->preamble);
         free(r);
     }
 }

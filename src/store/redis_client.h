@@ -54,6 +54,11 @@ typedef void (*sl_redis_reply_fn)(void *arg, const struct redisReply *reply, int
 /* Starts connecting. cfg must outlive the client. */
 sl_redis *sl__redis_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_redis_stats *stats);
 
+/* A command sent first on every new connection, its answer ignored (the
+ * store loads its script with it: SCRIPT LOAD, so that EVALSHA finds it).
+ * Copied. */
+void sl__redis_set_preamble(sl_redis *r, const char *cmd, size_t len);
+
 /* Fails every call in flight (SL_REDIS_EIO) and closes the connections.
  * The loop must run afterwards for their handles to close. */
 void sl__redis_free(sl_redis *r);

@@ -57,6 +57,18 @@ static void add(atomic_uint_fast64_t *c, uint64_t n) {
 
 /* ---- worker ------------------------------------------------------------------ */
 
+void sl__store_preamble(sl_redis *r) {
+    const char *src = sl__redis_script_source();
+    size_t n = strlen(src);
+    sl_buf b;
+    sl__buf_init(&b);
+    sl__buf_printf(&b, "*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n$%zu\r\n", n);
+    sl__buf_append(&b, src, n);
+    sl__buf_puts(&b, "\r\n");
+    if (!b.failed) sl__redis_set_preamble(r, b.data, b.len);
+    sl__buf_free(&b);
+}
+
 sl_store_worker *sl__store_worker_new(uv_loop_t *loop, const sl_redis_config *cfg,
                                       sl_store_stats *stats, sl_redis_stats *rstats) {
     sl_store_worker *sw = calloc(1, sizeof *sw);
@@ -84,6 +96,7 @@ sl_store_worker *sl__store_worker_new(uv_loop_t *loop, const sl_redis_config *cf
         free(sw);
         return NULL;
     }
+    sl__store_preamble(sw->redis);
     return sw;
 }
 

@@ -91,6 +91,10 @@ sl_store_worker *sl__store_worker_new(uv_loop_t *loop, const sl_redis_config *cf
  * the loop must run afterwards. */
 void sl__store_worker_free(sl_store_worker *sw);
 
+/* Makes r load the decision script on every new connection (SCRIPT LOAD),
+ * so that EVALSHA finds it without a NOSCRIPT round trip. */
+void sl__store_preamble(sl_redis *r);
+
 /* A call for n items whose keys take key_bytes in all; keys are copied in
  * with sl__store_call_key. NULL: out of memory or n too large. */
 sl_store_call *sl__store_call_new(size_t n, size_t key_bytes);

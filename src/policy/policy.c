@@ -303,10 +303,23 @@ static void count_refusal(sl_policy *p, const void *key, size_t keylen, const ch
         atomic_fetch_add_explicit(&p->limited, 1, memory_order_relaxed);
 }
 
+/* Batched mode: a key that owes the fleet is refused, its table untouched
+ * (looked at for the other fields). */
+static bool owes(sl_policy *p, const void *key, size_t keylen, int64_t cost, int64_t now,
+                 sl_decision *d) {
+    if (!p->owes || cost <= 0 || !p->owes(p->charged_ctx, p->cfg.name, key, keylen)) return false;
+    if (table_check(p, key, keylen, 0, now, d) != SL_OK) *d = (sl_decision){0};
+    d->allowed = false;
+    d->remaining = 0;
+    if (d->retry_after < p->owes_retry) d->retry_after = p->owes_retry;
+    if (d->reset_after < d->retry_after) d->reset_after = d->retry_after;
+    return true;
+}
+
 int sl__policy_check(sl_policy *p, const char *key, size_t keylen, int64_t cost, int64_t now,
                      sl_decision *d, bool *shadowed) {
     *shadowed = false;
-    int rc = table_check(p, key, keylen, cost, now, d);
+    int rc = owes(p, key, keylen, cost, now, d) ? SL_OK : table_check(p, key, keylen, cost, now, d);
     if (rc != SL_OK) return rc;
     if (d->allowed) {
         atomic_fetch_add_explicit(&p->allowed, 1, memory_order_relaxed);
@@ -475,8 +488,8 @@ static void report_charges(const sl_policy_item *items, size_t n) {
         const sl_policy_item *it = &items[i];
         if (it->decided && it->decision.allowed && !it->shadowed && it->cost > 0 &&
             it->policy->charged)
-            it->policy->charged(it->policy->charged_ctx, it->policy->cfg.name, it->key,
-                                it->keylen, it->cost);
+            it->policy->charged(it->policy->charged_ctx, it->policy->cfg.name, it->key, it->keylen,
+                                it->cost);
     }
 }
 
@@ -495,7 +508,21 @@ int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy
             enf[ne++] = i;
     }
     size_t r;
-    int rc = check_group(items, enf, ne, now, &r);
+    int rc = SL_OK;
+    /* batched mode: a limit whose key owes the fleet refuses, nothing charged */
+    for (size_t k = 0; k < ne; k++) {
+        sl_policy_item *it = &items[enf[k]];
+        if (!owes(it->policy, it->key, it->keylen, it->cost, now, &it->decision)) continue;
+        it->decided = true;
+        for (size_t j = 0; j < n; j++)
+            if (j != enf[k])
+                items[j].decided = table_check(items[j].policy, items[j].key, items[j].keylen, 0,
+                                               now, &items[j].decision) == SL_OK;
+        count(items, &enf[k], 1, label, ctx, false);
+        *refused = enf[k];
+        return SL_OK;
+    }
+    rc = check_group(items, enf, ne, now, &r);
     if (rc != SL_OK) {
         *refused = r == NONE ? n : r;
         return rc;
@@ -541,20 +568,29 @@ int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy
 }
 
 void sl__policy_set_observe(sl_policy_set *s,
-                            void (*fn)(void *ctx, const char *policy, const void *key,
-                                       size_t keylen, int64_t cost),
-                            void *ctx) {
+                            void (*charged)(void *ctx, const char *policy, const void *key,
+                                            size_t keylen, int64_t cost),
+                            bool (*owes_fn)(void *ctx, const char *policy, const void *key,
+                                            size_t keylen),
+                            void *ctx, int64_t retry) {
     for (size_t i = 0; i < s->n; i++) {
-        s->p[i]->charged = fn;
+        s->p[i]->charged = charged;
+        s->p[i]->owes = owes_fn;
         s->p[i]->charged_ctx = ctx;
+        s->p[i]->owes_retry = retry;
     }
 }
 
-void sl__policy_lower_to(sl_policy *p, const char *key, size_t keylen, int64_t remaining,
-                         int64_t now) {
+int64_t sl__policy_charge_shared(sl_policy *p, const char *key, size_t keylen, int64_t n,
+                                 int64_t now) {
     sl_decision d;
-    if (table_check(p, key, keylen, 0, now, &d) != SL_OK || d.remaining <= remaining) return;
-    table_check(p, key, keylen, d.remaining - remaining, now, &d);
+    if (n <= 0 || table_check(p, key, keylen, 0, now, &d) != SL_OK) return 0;
+    int64_t take = n < d.remaining ? n : d.remaining;
+    if (take > 0 && table_check(p, key, keylen, take, now, &d) == SL_OK && !d.allowed) take = 0;
+    int64_t left = n - take;
+    if (p->cfg.params.algorithm == SL_FIXED_WINDOW) return 0;
+    int64_t limit = d.limit > 0 ? d.limit : 1;
+    return left < limit ? left : limit;
 }
 
 /* ---- deciding in Redis ----------------------------------------------------------- */

@@ -48,9 +48,12 @@ typedef struct sl_policy {
     sl_fail_mode on_failure;
     sl_table *fallback;
     atomic_uint_fast64_t from[SL_FROM_COUNT];
-    /* batched mode: told of every local charge (sl__policy_set_observe) */
+    /* batched mode: told of every local charge, and asked whether a key owes
+       the fleet (sl__policy_set_observe) */
     void (*charged)(void *ctx, const char *policy, const void *key, size_t keylen, int64_t cost);
+    bool (*owes)(void *ctx, const char *policy, const void *key, size_t keylen);
     void *charged_ctx;
+    int64_t owes_retry; /* ns: what a refusal for a debt says (the sync interval) */
 } sl_policy;
 
 typedef struct sl_policy_set sl_policy_set;
@@ -119,17 +122,23 @@ int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy
 /* ---- batched mode (store.redis.sync: batched, store/batch.h) ------------------ */
 
 /* Every charge the set's policies make from now on (a request allowed with
- * cost > 0, by sl__policy_check or sl__policy_check_all) is reported to fn.
- * Call before the set is handed to the workers. */
+ * cost > 0, by sl__policy_check or sl__policy_check_all) is reported to
+ * `charged`; and a key for which `owes` says true is refused (retry_after
+ * `retry`) without looking at its table. Call before the set is handed to
+ * the workers. */
 void sl__policy_set_observe(sl_policy_set *s,
-                            void (*fn)(void *ctx, const char *policy, const void *key,
-                                       size_t keylen, int64_t cost),
-                            void *ctx);
+                            void (*charged)(void *ctx, const char *policy, const void *key,
+                                            size_t keylen, int64_t cost),
+                            bool (*owes_fn)(void *ctx, const char *policy, const void *key,
+                                            size_t keylen),
+                            void *ctx, int64_t retry);
 
-/* Lowers p's state of key so that at most `remaining` requests of cost 1
- * would pass now (charges the difference; never credits). */
-void sl__policy_lower_to(sl_policy *p, const char *key, size_t keylen, int64_t remaining,
-                         int64_t now);
+/* Charges n units that other servers consumed to p's state of key, as far
+ * as the state can take them now (never beyond empty). Returns the rest:
+ * the debt to carry (0 for a fixed window, whose next window forgives it;
+ * at most the limit, beyond which a full period frees everything anyway). */
+int64_t sl__policy_charge_shared(sl_policy *p, const char *key, size_t keylen, int64_t n,
+                                 int64_t now);
 
 /* ---- deciding in Redis (store.type: redis) ------------------------------------
 

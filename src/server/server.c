@@ -75,6 +75,10 @@ void sl__batch_observer(void *ctx, const char *policy, const void *key, size_t k
     sl__batch_add(ctx, policy, key, keylen, cost);
 }
 
+static bool batch_owes(void *ctx, const char *policy, const void *key, size_t keylen) {
+    return sl__batch_in_debt(ctx, policy, key, keylen);
+}
+
 int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path) {
     memset(s, 0, sizeof *s);
     s->config = cfg;
@@ -97,7 +101,8 @@ int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path) {
             sl__log_error("out of memory");
             return -1;
         }
-        sl__policy_set_observe(s->policies, sl__batch_observer, s->batch);
+        sl__policy_set_observe(s->policies, sl__batch_observer, batch_owes, s->batch,
+                               s->redis_cfg.sync_interval);
     }
     if (sl__domain_set_create(cfg, NULL, s->started_at, &s->domains, err, sizeof err) != 0) {
         sl__log_error("%s", err);
@@ -188,7 +193,9 @@ int sl__server_reload(sl_server *s, char *err, size_t errlen) {
         sl__log_error("reload failed, keeping the running config: %s", err);
         return -1;
     }
-    if (s->batch) sl__policy_set_observe(next, sl__batch_observer, s->batch);
+    if (s->batch)
+        sl__policy_set_observe(next, sl__batch_observer, batch_owes, s->batch,
+                               s->redis_cfg.sync_interval);
     if (strcmp(cfg->http.host, s->config->http.host) || cfg->http.port != s->config->http.port ||
         strcmp(cfg->resp.host, s->config->resp.host) || cfg->resp.port != s->config->resp.port ||
         strcmp(cfg->grpc.host, s->config->grpc.host) || cfg->grpc.port != s->config->grpc.port ||

@@ -75,21 +75,13 @@ static void stop_store(sl_worker *w) {
     }
 }
 
-/* Batched mode: what the syncs need from this worker's policy set. */
-static bool batch_params(void *ctx, const char *policy, sl_params *out, bool *calendar_month) {
+/* Batched mode: charges what the rest of the fleet consumed to this
+ * worker's (the server's) tables; returns the debt to carry. */
+static int64_t batch_charge(void *ctx, const char *policy, const char *key, size_t keylen,
+                            int64_t n) {
     sl_worker *w = ctx;
     sl_policy *p = w->policies ? sl__policy_find(w->policies, policy, strlen(policy)) : NULL;
-    if (!p) return false;
-    *out = p->cfg.params;
-    *calendar_month = p->cfg.calendar == SL_CALENDAR_MONTH;
-    return true;
-}
-
-static void batch_apply(void *ctx, const char *policy, const char *key, size_t keylen,
-                        int64_t remaining) {
-    sl_worker *w = ctx;
-    sl_policy *p = w->policies ? sl__policy_find(w->policies, policy, strlen(policy)) : NULL;
-    if (p) sl__policy_lower_to(p, key, keylen, remaining, sl__worker_now(w));
+    return p ? sl__policy_charge_shared(p, key, keylen, n, sl__worker_now(w)) : 0;
 }
 
 static int start_store(sl_worker *w) {
@@ -106,7 +98,7 @@ static int start_store(sl_worker *w) {
     w->batch_redis = sl__redis_new(&w->loop, &s->batch_cfg, &w->redis_stats);
     if (!w->batch_redis) return -1;
     sl__store_preamble(w->batch_redis);
-    sl_batch_hooks hooks = {.params = batch_params, .apply = batch_apply, .ctx = w};
+    sl_batch_hooks hooks = {.charge = batch_charge, .ctx = w};
     sl__batch_start(s->batch, &w->loop, w->batch_redis, &hooks);
     return 0;
 }

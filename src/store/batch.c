@@ -1,12 +1,14 @@
 /* batch.c: batched mode (see batch.h). The workers record local charges in
  * a striped hash of (policy, key) -> count; one worker's timer pushes them
- * every sync_interval through its Redis client (every push of one interval
- * leaves in one write: hiredis pipelines what a loop tick issues) and lowers
- * the local tables to the fleet's state when the answers come back. */
+ * every sync_interval through its Redis client (one script call per chunk
+ * of keys of one cluster slot; hiredis sends what one loop tick issues in
+ * one write), and charges what the rest of the fleet consumed to the local
+ * tables when the answers come back. */
 #include "store/batch.h"
 
 #include <hiredis/hiredis.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,17 +18,30 @@
 #include "store/redis_cluster.h"
 #include "store/redis_script.h"
 
-#define STRIPES      64
-#define BUCKETS      1024        /* per stripe */
-#define MAX_ENTRIES  (1u << 20)  /* keys remembered at once; beyond, charges are not shared */
-#define KEEP_ROUNDS  20          /* syncs without local use before a key is forgotten */
+#define STRIPES     64
+#define BUCKETS     1024       /* per stripe */
+#define MAX_ENTRIES (1u << 20) /* keys remembered at once; beyond, charges are not shared */
+#define KEEP_ROUNDS 20         /* syncs without local use before a key is forgotten */
+#define CHUNK       256        /* keys per script call */
+#define MIN_TTL_MS  60000      /* of the fleet's counters (refreshed by every sync) */
+
+/* KEYS: the counters; ARGV[1]: their TTL in ms; ARGV[1 + i]: what to add to
+ * KEYS[i]. Returns the totals. */
+static const char sync_script[] = "local t = {}\n"
+                                  "for i = 1, #KEYS do\n"
+                                  "  t[i] = redis.call('INCRBY', KEYS[i], ARGV[i + 1])\n"
+                                  "  redis.call('PEXPIRE', KEYS[i], ARGV[1])\n"
+                                  "end\n"
+                                  "return t\n";
 
 typedef struct entry {
     struct entry *next;
     uint64_t hash;
     int64_t delta;     /* charged here since the last push */
     int64_t in_flight; /* pushed, not answered yet */
-    bool sending;
+    int64_t last_seen; /* the fleet's total at the last answer */
+    int64_t debt;      /* what the fleet consumed beyond what the local table could take */
+    bool have_last, sending;
     unsigned idle; /* syncs without local use */
     size_t plen, klen;
     char text[]; /* policy NUL key NUL */
@@ -42,6 +57,7 @@ struct sl_batch {
     uint64_t seed;
     stripe s[STRIPES];
     atomic_size_t entries;
+    atomic_int debtors; /* entries with a debt */
     atomic_uint_fast64_t dropped;
     sl_batch_stats stats;
     /* the syncing worker's side */
@@ -50,20 +66,19 @@ struct sl_batch {
     sl_batch_hooks hooks;
     uv_timer_t timer;
     bool started;
-    int in_flight; /* pushes of the current sync not answered yet */
+    int in_flight; /* script calls of the current sync not answered yet */
     sl_buf cmd;
 };
 
+/* One script call: up to CHUNK entries of one slot. */
 typedef struct push {
     sl_batch *b;
-    entry *e;
-    stripe *st;
-    sl_params params;
-    bool calendar, with_source;
-    int64_t cost;
+    unsigned slot;
+    size_t n;
+    entry *e[CHUNK];
+    stripe *st[CHUNK];
+    int64_t cost[CHUNK];
 } push;
-
-static void send_push(sl_batch *b, push *p);
 
 static void add(atomic_uint_fast64_t *c, uint64_t n) {
     atomic_fetch_add_explicit(c, n, memory_order_relaxed);
@@ -97,19 +112,45 @@ const sl_batch_stats *sl__batch_stats(const sl_batch *b) {
     return &b->stats;
 }
 
-void sl__batch_add(sl_batch *b, const char *policy, const void *key, size_t keylen,
-                   int64_t cost) {
-    if (cost <= 0) return;
-    size_t plen = strlen(policy);
-    uint64_t h = sl__hash(key, keylen, b->seed) ^ sl__hash(policy, plen, b->seed + 1);
+static uint64_t hash_of(const sl_batch *b, const char *policy, size_t plen, const void *key,
+                        size_t keylen) {
+    return sl__hash(key, keylen, b->seed) ^ sl__hash(policy, plen, b->seed + 1);
+}
+
+/* The entry of (policy, key) in the stripe of h (locked by the caller). */
+static entry *find(sl_batch *b, uint64_t h, const char *policy, size_t plen, const void *key,
+                   size_t keylen, entry ***head) {
     stripe *st = &b->s[h % STRIPES];
-    size_t bucket = (h / STRIPES) % BUCKETS;
-    pthread_mutex_lock(&st->mu);
-    entry *e = st->b[bucket];
+    *head = &st->b[(h / STRIPES) % BUCKETS];
+    entry *e = **head;
     while (e && !(e->hash == h && e->plen == plen && e->klen == keylen &&
                   memcmp(e->text, policy, plen) == 0 &&
-                  memcmp(e->text + plen + 1, key, keylen) == 0))
+                  (keylen == 0 || memcmp(e->text + plen + 1, key, keylen) == 0)))
         e = e->next;
+    return e;
+}
+
+bool sl__batch_in_debt(sl_batch *b, const char *policy, const void *key, size_t keylen) {
+    if (atomic_load_explicit(&b->debtors, memory_order_relaxed) == 0) return false;
+    size_t plen = strlen(policy);
+    uint64_t h = hash_of(b, policy, plen, key, keylen);
+    stripe *st = &b->s[h % STRIPES];
+    entry **head;
+    pthread_mutex_lock(&st->mu);
+    entry *e = find(b, h, policy, plen, key, keylen, &head);
+    bool owes = e && e->debt > 0;
+    pthread_mutex_unlock(&st->mu);
+    return owes;
+}
+
+void sl__batch_add(sl_batch *b, const char *policy, const void *key, size_t keylen, int64_t cost) {
+    if (cost <= 0) return;
+    size_t plen = strlen(policy);
+    uint64_t h = hash_of(b, policy, plen, key, keylen);
+    stripe *st = &b->s[h % STRIPES];
+    entry **head;
+    pthread_mutex_lock(&st->mu);
+    entry *e = find(b, h, policy, plen, key, keylen, &head);
     if (!e) {
         if (atomic_load_explicit(&b->entries, memory_order_relaxed) >= MAX_ENTRIES ||
             !(e = calloc(1, sizeof *e + plen + keylen + 2))) {
@@ -122,8 +163,8 @@ void sl__batch_add(sl_batch *b, const char *policy, const void *key, size_t keyl
         e->klen = keylen;
         memcpy(e->text, policy, plen + 1);
         memcpy(e->text + plen + 1, key, keylen);
-        e->next = st->b[bucket];
-        st->b[bucket] = e;
+        e->next = *head;
+        *head = e;
         atomic_fetch_add_explicit(&b->entries, 1, memory_order_relaxed);
     }
     e->delta = e->delta > INT64_MAX - cost ? INT64_MAX : e->delta + cost;
@@ -132,142 +173,161 @@ void sl__batch_add(sl_batch *b, const char *policy, const void *key, size_t keyl
 
 /* ---- syncing (on the syncing worker's loop) ---------------------------------- */
 
-static int64_t limit_of(const sl_params *p) {
-    bool bucket = p->algorithm == SL_TOKEN_BUCKET || p->algorithm == SL_GCRA ||
-                  p->algorithm == SL_LEAKY_QUEUE;
-    return bucket ? p->burst : p->rate.limit;
+static void set_debt(sl_batch *b, entry *e, int64_t debt) {
+    if ((e->debt > 0) != (debt > 0)) atomic_fetch_add(&b->debtors, debt > 0 ? 1 : -1);
+    e->debt = debt;
 }
 
 static void on_push(void *arg, const redisReply *reply, int status) {
     push *p = arg;
     sl_batch *b = p->b;
-    entry *e = p->e;
-    sl_decision d = {0};
-    bool ok = false;
-    if (status == SL_REDIS_OK && reply->type == REDIS_REPLY_ERROR && !p->with_source &&
-        strncmp(reply->str, "NOSCRIPT", 8) == 0) {
-        p->with_source = true; /* Redis lost the script: EVAL loads it again */
-        send_push(b, p);
-        return;
+    bool ok = status == SL_REDIS_OK && reply->type == REDIS_REPLY_ARRAY && reply->elements == p->n;
+    for (size_t i = 0; ok && i < p->n; i++) ok = reply->element[i]->type == REDIS_REPLY_INTEGER;
+    if (!ok) add(&b->stats.failed_syncs, p->n);
+    for (size_t i = 0; i < p->n; i++) {
+        entry *e = p->e[i];
+        stripe *st = p->st[i];
+        int64_t others = 0, owed = 0;
+        pthread_mutex_lock(&st->mu);
+        if (ok) {
+            int64_t total = reply->element[i]->integer;
+            if (e->have_last) {
+                others = total - e->last_seen - e->in_flight;
+                if (others < 0) /* the counter expired meanwhile and started again */
+                    others = total - e->in_flight > 0 ? total - e->in_flight : 0;
+            }
+            /* the first answer for a key only says where the fleet's count is */
+            e->last_seen = total;
+            e->have_last = true;
+            owed = others + e->debt;
+        } else if (status != SL_REDIS_ETIMEOUT) {
+            /* not counted by the fleet: push it again next time. A call that
+             * timed out may have been counted all the same, so it is not
+             * pushed again (the fleet may miss it; pushing it twice would
+             * count it twice). */
+            e->delta = e->delta > INT64_MAX - e->in_flight ? INT64_MAX : e->delta + e->in_flight;
+        }
+        e->in_flight = 0;
+        e->sending = false;
+        pthread_mutex_unlock(&st->mu);
+        if (!ok || owed <= 0) continue;
+        /* charge the table (outside the stripe lock: the table has its own) */
+        int64_t left = b->hooks.charge(b->hooks.ctx, e->text, e->text + e->plen + 1, e->klen, owed);
+        add(&b->stats.applied_units, (uint64_t)(owed - left));
+        pthread_mutex_lock(&st->mu);
+        set_debt(b, e, left > 0 ? left : 0);
+        pthread_mutex_unlock(&st->mu);
     }
-    if (status == SL_REDIS_OK) {
-        sl_script_item si = {.params = &p->params,
-                             .rkey = "",
-                             .cost = p->cost,
-                             .group = 0};
-        char err[160];
-        ok = sl__redis_script_parse(reply, &si, 1, err, sizeof err) == 0 && si.decided;
-        d = si.decision;
-    }
-    pthread_mutex_lock(&p->st->mu);
-    int64_t since = e->delta; /* charged locally after the push: not in the fleet's answer */
-    /* Not counted by the fleet: push it again next time. A call that timed
-     * out may have been counted all the same, so it is not pushed again
-     * (the fleet may miss it; pushing it twice would count it twice). */
-    if (!ok && status != SL_REDIS_ETIMEOUT)
-        e->delta = e->delta > INT64_MAX - e->in_flight ? INT64_MAX : e->delta + e->in_flight;
-    e->in_flight = 0;
-    e->sending = false;
-    pthread_mutex_unlock(&p->st->mu);
-    if (ok) {
-        int64_t target = d.remaining - since;
-        b->hooks.apply(b->hooks.ctx, e->text, e->text + e->plen + 1, e->klen,
-                       target > 0 ? target : 0);
-        add(&b->stats.keys_synced, 1);
-    }
-    if (!ok) add(&b->stats.failed_syncs, 1);
+    if (ok) add(&b->stats.keys_synced, p->n);
     if (--b->in_flight == 0) add(&b->stats.syncs, 1);
     free(p);
 }
 
 static void send_push(sl_batch *b, push *p) {
-    entry *e = p->e;
+    const int64_t *cost = p->cost;
+    sl_buf *c = &b->cmd;
+    sl__buf_reset(c);
+    sl__buf_printf(c, "*%zu\r\n$4\r\nEVAL\r\n$%zu\r\n", 4 + 2 * p->n, sizeof sync_script - 1);
+    sl__buf_append(c, sync_script, sizeof sync_script - 1);
+    char num[24];
+    int k = snprintf(num, sizeof num, "%zu", p->n);
+    sl__buf_printf(c, "\r\n$%d\r\n%s\r\n", k, num);
+    sl_buf key;
+    sl__buf_init(&key);
+    for (size_t i = 0; i < p->n; i++) {
+        entry *e = p->e[i];
+        sl__buf_reset(&key);
+        sl__redis_key(&key, b->cfg->prefix, e->text, e->text + e->plen + 1, e->klen);
+        sl__buf_append(&key, ":n", 2);
+        sl__buf_printf(c, "$%zu\r\n", key.len);
+        sl__buf_append(c, key.data, key.len);
+        sl__buf_puts(c, "\r\n");
+    }
+    sl__buf_free(&key);
+    int64_t ttl = b->cfg->sync_interval / 1000000 * 100;
+    if (ttl < MIN_TTL_MS) ttl = MIN_TTL_MS;
+    k = snprintf(num, sizeof num, "%lld", (long long)ttl);
+    sl__buf_printf(c, "$%d\r\n%s\r\n", k, num);
+    for (size_t i = 0; i < p->n; i++) {
+        k = snprintf(num, sizeof num, "%lld", (long long)cost[i]);
+        sl__buf_printf(c, "$%d\r\n%s\r\n", k, num);
+    }
+    b->in_flight++;
+    if (c->failed) {
+        sl__buf_free(c);
+        sl__buf_init(c);
+        on_push(p, NULL, SL_REDIS_EIO);
+        return;
+    }
+    sl__redis_call(b->rc, p->slot, c->data, c->len, on_push, p);
+}
+
+static unsigned slot_of(sl_batch *b, const entry *e) {
+    if (!b->cfg->cluster) return 0;
     sl_buf key;
     sl__buf_init(&key);
     sl__redis_key(&key, b->cfg->prefix, e->text, e->text + e->plen + 1, e->klen);
-    sl_script_item si = {.params = &p->params,
-                         .calendar_month = p->calendar,
-                         .rkey = key.data,
-                         .rkeylen = key.len,
-                         .cost = p->cost,
-                         .group = 0};
-    sl__buf_reset(&b->cmd);
-    sl__redis_script_format(&b->cmd, p->with_source, &si, 1, 0);
-    unsigned slot = b->cfg->cluster ? sl__cluster_keyslot(key.data, key.len) : 0;
+    unsigned s = key.failed ? 0 : sl__cluster_keyslot(key.data, key.len);
     sl__buf_free(&key);
-    sl__redis_call(b->rc, slot, b->cmd.data, b->cmd.len, on_push, p);
+    return s;
 }
 
-static void push_entry(sl_batch *b, stripe *st, entry *e, int64_t cost) {
-    push *p = malloc(sizeof *p);
-    if (!p || !b->hooks.params(b->hooks.ctx, e->text, &p->params, &p->calendar)) {
-        free(p);
-        pthread_mutex_lock(&st->mu);
-        e->sending = false;
-        e->in_flight = 0;
-        pthread_mutex_unlock(&st->mu);
-        return;
-    }
-    p->b = b;
-    p->e = e;
-    p->st = st;
-    p->with_source = false;
-    /* the script refuses a cost above the limit outright; a larger count
-     * empties the state all the same */
-    int64_t lim = limit_of(&p->params);
-    p->cost = cost < lim ? cost : lim;
-    p->params.flags |= SL_COUNT_REJECTED;
-    b->in_flight++;
-    send_push(b, p);
-}
+#define MAX_OPEN 64 /* pushes being filled at once (one per cluster slot seen) */
 
 static void on_sync(uv_timer_t *t) {
     sl_batch *b = t->data;
     if (b->in_flight) return; /* the last sync is not answered yet */
     b->in_flight = 1;         /* held while pushing */
-    size_t cap = 256;
-    entry **todo = malloc(cap * sizeof *todo);
-    int64_t *cost = malloc(cap * sizeof *cost);
-    for (int i = 0; i < STRIPES && todo && cost; i++) {
+    push *open[MAX_OPEN];
+    push *ready[MAX_OPEN]; /* full ones, sent once the stripe is unlocked */
+    size_t nopen = 0;
+    for (int i = 0; i < STRIPES; i++) {
         stripe *st = &b->s[i];
-        size_t n = 0;
-        /* collect under the lock, push after it (a push may answer at once) */
+        size_t nready = 0;
         pthread_mutex_lock(&st->mu);
         for (int k = 0; k < BUCKETS; k++) {
             for (entry **pe = &st->b[k]; *pe;) {
                 entry *e = *pe;
-                if (e->delta == 0 && !e->sending && ++e->idle > KEEP_ROUNDS) {
+                if (e->delta == 0 && e->debt == 0 && !e->sending && ++e->idle > KEEP_ROUNDS) {
                     *pe = e->next; /* forgotten: unused for a while */
                     free(e);
                     atomic_fetch_sub_explicit(&b->entries, 1, memory_order_relaxed);
                     continue;
                 }
                 if (e->delta > 0) e->idle = 0;
-                if (!e->sending) {
-                    if (n == cap) {
-                        entry **t2 = realloc(todo, 2 * cap * sizeof *todo);
-                        if (t2) todo = t2;
-                        int64_t *c2 = t2 ? realloc(cost, 2 * cap * sizeof *cost) : NULL;
-                        if (c2) cost = c2;
-                        if (!t2 || !c2) break;
-                        cap *= 2;
-                    }
-                    e->in_flight = e->delta;
-                    e->delta = 0;
-                    e->sending = true;
-                    todo[n] = e;
-                    cost[n++] = e->in_flight;
-                }
                 pe = &e->next;
+                if (e->sending || nready == MAX_OPEN) continue; /* the next sync takes it */
+                unsigned slot = slot_of(b, e);
+                size_t j = 0;
+                while (j < nopen && open[j]->slot != slot) j++;
+                if (j == nopen) {
+                    if (nopen == MAX_OPEN) continue; /* the next sync takes it */
+                    push *p = calloc(1, sizeof *p);
+                    if (!p) continue;
+                    p->b = b;
+                    p->slot = slot;
+                    open[nopen++] = p;
+                }
+                push *p = open[j];
+                e->in_flight = e->delta;
+                e->delta = 0;
+                e->sending = true;
+                p->cost[p->n] = e->in_flight;
+                p->e[p->n] = e;
+                p->st[p->n++] = st;
+                if (p->n == CHUNK) { /* full: goes out after the unlock */
+                    ready[nready++] = p;
+                    open[j] = open[--nopen];
+                }
             }
         }
         pthread_mutex_unlock(&st->mu);
-        for (size_t j = 0; j < n; j++) push_entry(b, st, todo[j], cost[j]);
+        for (size_t j = 0; j < nready; j++) send_push(b, ready[j]);
     }
-    free(todo);
-    free(cost);
+    for (size_t j = 0; j < nopen; j++) send_push(b, open[j]);
     if (--b->in_flight == 0) add(&b->stats.syncs, 1);
 }
+
 void sl__batch_start(sl_batch *b, uv_loop_t *loop, sl_redis *rc, const sl_batch_hooks *hooks) {
     b->loop = loop;
     b->rc = rc;

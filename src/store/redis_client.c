@@ -454,6 +454,18 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata) {
             char host[SL_CLUSTER_HOST_MAX];
             uint16_t port;
             int kind = sl__cluster_redirect(rep->str, rep->len, &slot, host, sizeof host, &port);
+            const char *sp = rep->len < 256 ? memchr(rep->str + 4, ' ', rep->len - 4) : NULL;
+            sp = sp ? memchr(sp + 1, ' ', rep->len - (size_t)(sp + 1 - rep->str)) : NULL;
+            if (!kind && c->n && sp && sp[1] == ':') {
+                /* "MOVED 3999 :6381": Redis 7 leaves the host out when it is the
+                 * one that was asked */
+                char full[320];
+                int k =
+                    snprintf(full, sizeof full, "%.*s%s%.*s", (int)(sp + 1 - rep->str), rep->str,
+                             c->n->host, (int)(rep->len - (size_t)(sp + 1 - rep->str)), sp + 1);
+                if (k > 0 && (size_t)k < sizeof full)
+                    kind = sl__cluster_redirect(full, (size_t)k, &slot, host, sizeof host, &port);
+            }
             node *to = kind ? node_get(r, host, port) : NULL;
             if (!to) {
                 finish(c, rep, SL_REDIS_OK); /* an error answer the caller reports */

@@ -1,0 +1,17 @@
+# Several sluiced sharing limits through one Redis (store.type: redis):
+# exact totals under hundreds of concurrent clients for every algorithm, the
+# seed's naive GET-then-SET limiter as the control that over-admits, Redis
+# killed and SIGSTOPped mid-load (fail modes, timeouts, breaker, /readyz,
+# recovery), the deny cache, batched sync's overshoot bound, and
+# examples/distributed/ behind nginx. A real redis-server and nginx on
+# ephemeral loopback ports (tests/integration/distributed_test.py; --only NAME
+# runs one test).
+if(TARGET sluiced)
+  find_program(SLUICE_NGINX nginx PATHS /usr/sbin /sbin)
+  find_program(SLUICE_REDIS_SERVER redis-server PATHS /usr/bin /usr/sbin)
+  add_test(NAME distributed_integration
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/distributed_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} ${SLUICE_NGINX}
+            --redis-server ${SLUICE_REDIS_SERVER})
+  set_tests_properties(distributed_integration PROPERTIES LABELS integration TIMEOUT 240)
+endif()

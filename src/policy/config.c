@@ -26,6 +26,7 @@
  *   reported at the domains: line as "rule-file:line: field: message", and
  *   the config owns them. */
 #include "policy/config.h"
+#include "store/redis_script.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -2554,6 +2555,26 @@ static void load_domain_rules(parser *p) {
     free(rerrs);
 }
 
+/* With the Redis store, every policy must be a limit the script decides
+ * exactly (whole microseconds; doubles exact to 2^52: redis_script.h). */
+static void check_redis_limits(parser *p) {
+    sl_config *c = p->cfg;
+    if (strcmp(c->store_type, "redis") != 0) return;
+    for (size_t i = 0; i < c->npolicies; i++) {
+        const sl_policy_config *pc = &c->policies[i];
+        int rc = sl__redis_script_check(&pc->params, pc->calendar == SL_CALENDAR_MONTH);
+        if (rc == SL_OK) continue;
+        char path[96];
+        snprintf(path, sizeof path, "%s %s", pc->quota ? "quota" : "policy", pc->name);
+        error_at(p, pc->line, path, "%s",
+                 rc == SL_EOVERFLOW
+                     ? "too large for the Redis store (the limit, or burst x period in "
+                       "microseconds, must stay below 2^52)"
+                     : "the Redis store decides in whole microseconds: the period must be a "
+                       "whole number of microseconds");
+    }
+}
+
 /* ---- the interface ---------------------------------------------------------- */
 
 int sl__config_parse(const char *text, size_t len, const char *source, sl_config **out,
@@ -2597,6 +2618,7 @@ int sl__config_parse(const char *text, size_t len, const char *source, sl_config
     if (!p.fatal) check_listeners(&p);
     if (!p.fatal) check_identity(&p);
     if (!p.fatal && c->domains[0]) load_domain_rules(&p);
+    if (!p.fatal) check_redis_limits(&p);
     sort_errors(&p);
 
     if (errs->n) {

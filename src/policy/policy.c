@@ -14,6 +14,7 @@
 #include "policy/policy.h"
 #include "policy/rules.h"
 #include "sluice/error.h"
+#include "store/redis_script.h"
 
 #define TOPK_CAPACITY 64
 #define NS_DAY        (86400 * SL_NS_PER_SEC)
@@ -125,6 +126,17 @@ static int add_policy(sl_policy_set *s, const sl_config *cfg, sl_policy_set *pre
         atomic_store(&old->shadow, shadow);
         s->p[s->n++] = old;
         return 0;
+    }
+    if (redis) { /* the script decides in whole microseconds, with doubles exact to 2^53 */
+        int rc = sl__redis_script_check(&pc->params, pc->calendar == SL_CALENDAR_MONTH);
+        if (rc != SL_OK) {
+            snprintf(err, errlen,
+                     "policy %s: the Redis store cannot decide this limit exactly (%s): %s",
+                     pc->name, sl_strerror(rc),
+                     rc == SL_EOVERFLOW ? "the limit, or burst x period, is beyond 2^52"
+                                        : "the period must be a whole number of microseconds");
+            return -1;
+        }
     }
     sl_policy *p = policy_new(pc, base_len, shadow, cfg, now, err, errlen);
     if (!p) return -1;

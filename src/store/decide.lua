@@ -1,1 +1,761 @@
--- placeholder: written by the script helper
+--[[ decide.lua: sluice's rate-limit decisions inside Redis, one atomic script
+call per request, for every algorithm of docs/semantics.md. Embedded in the
+build (scripts/embed.cmake) and called by src/store/redis_script.c as
+
+  EVALSHA <sha> <n> <key_1..key_n> <now_us> <8 arguments per item x n>
+
+now_us: 0 = use Redis TIME (the one clock of the whole fleet), else that
+time (tests). Per item: algorithm (sl_algorithm number), limit, period_us,
+burst, cost, flags (1 start empty, 2 count rejected, 256 calendar month),
+origin_us, group (0 enforced, 1 shadow). Every argument is a decimal integer.
+
+Reply: one array per item of 6 integers: allowed (0/1), limit, remaining,
+retry_after_us (-1: never), reset_after_us, delay_us (leaky queue). An
+argument out of range is an error reply "ERR sluice: ..." and nothing is
+changed.
+
+Groups (sl__policy_check_all): group 0 is decided all-or-nothing, in order:
+each item sees the charges of the items before it (the same key twice adds
+up); if all pass, all are charged and group 1 is decided the same way. If an
+item refuses, nothing of its group is charged, except that items counting
+rejections are then charged as rejections (never beyond empty); the refusing
+item reports why, every other item what its limit says at this cost with
+nothing charged (an allowed one gets its cost back in remaining, as
+copy_decisions in policy.c). A count-rejected item of a refused group reports
+the decision of that charge (the state it is really left in). When group 0
+refuses, group 1 is only looked at (cost 0). A cost larger than can ever pass
+(limit for windows, burst for buckets) refuses its group with nothing charged
+at all; that item says retry -1.
+
+Arithmetic. Lua numbers are doubles: integers are exact up to 2^53. All
+times are integer microseconds below 2^62 ns (< 2^53 us), every count,
+state value and parameter is kept below 2^52 (checked), so sums and the
+corrected divisions below stay exact.
+The rate N/P is reduced to n/p (gcd removed) as in src/core: token bucket
+tokens are scaled by p (full bucket B*p <= 2^52), GCRA keeps tat plus frac/n
+us. The sliding window's products prev*(P-elapsed) can exceed 2^53: they are
+compared exactly with Dekker's error-free product (two_prod), never rounded.
+Roundings: as in the C core, but to whole microseconds instead of
+nanoseconds: retry_after, reset_after and delay up (never early), remaining
+down. With a period and an emission interval P/N that are whole microseconds
+and whole-microsecond times, every value equals the C core's exactly.
+
+State per key (its Redis key is KEYS[i], nothing derived from it):
+  fixed window     string "<fp>|<window>:<count>" (window: index, or months
+                   since 1970-01 for a calendar month)
+  sliding window   string "<fp>|<window>:<prev>:<curr>"
+  token bucket     string "<fp>|<tokens*p>:<last_us>"
+  gcra, leaky q.   string "<fp>|<tat_us>:<frac>"   (tat + frac/n us)
+  sliding log      list of the times (us) of the counted requests, oldest
+                   first, one element per unit of cost
+<fp> is "algorithm,limit,period_us[,burst][,m]" (the argument strings): a
+state written under other parameters (a changed policy) is read as a fresh
+key, as a reload gives a new table in memory. The sliding log has no <fp>:
+its list is the times of past requests, meaningful under any parameters
+(after a lowered limit, a request that finds more than N live entries keeps
+the newest N). A key holding another type is read as fresh and replaced.
+The same key twice in one call must come with the same parameters (else an
+error reply).
+Redis calls per call: TIME (when now_us is 0), one MGET for all string
+states; per sliding log LLEN and a LRANGE of up to 32 elements (more only to
+find where expiry ends in a long log, by galloping). Then only a decision
+that changes a state writes it (SET .. PX, or LTRIM/RPUSH and PEXPIRE): a
+refused request that is not charged, or a look (cost 0), writes nothing.
+The TTL is the time after which the state equals a fresh key's: the state's
+reset_after, and with start empty at least until the origin's exhaustion
+has worn off, rounded up to whole milliseconds. So an expired key decides
+exactly as the state it replaced would have, and idle keys vanish.
+
+Differences from the memory store, on purpose:
+- A clock that goes backwards (Redis TIME is one clock; both never credit
+  anything): the in-memory algorithms move their state forward (token
+  bucket `last`, sliding log `seen`) even on an uncharged refusal; here
+  nothing is written then, so a later call with an earlier time is judged
+  at its own time (stricter), and the sliding log stamps new entries with
+  max(now, its newest entry).
+- A count-rejected item of a refused group reports the state its charge
+  left (sl_table_check_all reports the state before the charge, so its
+  retry_after is too short); for one item alone this is what sl_table_check
+  says.
+- A cost that can never pass: the other items of its group report what
+  their limits have (sl_table_check_all denies them all with retry -1).
+- Calendar months are decided in order with the other items of their group
+  (policy.c looks at them first, under its stripe locks). ]]
+
+local KEYS, ARGV = KEYS, ARGV
+local floor, fmt, tonumber, call = math.floor, string.format, tonumber, redis.call
+local insert = table.insert
+
+local MAXV = 4503599627370496 -- 2^52: every count, size and scaled value
+local TMAX = 4611686018427387 -- SL_TIME_MAX (2^62 ns) in us
+local PMAX = 3162240000000000 -- 100 years of 366 days in us (the C core's bound)
+local CMAX = 9223372036854775807 -- costs: anything; above the limit is "never"
+local LOGMAX = 100000 -- SL_SLIDING_LOG_MAX
+local DAY = 86400000000
+local FW, SLOG, SW, TB, GCRA, LQ = 1, 2, 3, 4, 5, 6
+local APPLY, PEEK, CHARGE = 0, 1, 2
+
+local function fail(msg)
+  error({err = 'ERR sluice: ' .. msg})
+end
+
+-- ---- exact integer helpers (operands >= 0, below 2^53, a + b < 2^53) ----
+
+-- floor(a / b): the double quotient is off by at most one, corrected.
+local function idiv(a, b)
+  local q = floor(a / b)
+  local r = a - q * b
+  if r < 0 then
+    q = q - 1
+  elseif r >= b then
+    q = q + 1
+  end
+  return q
+end
+
+local function ceil_div(a, b)
+  local q = idiv(a, b)
+  if q * b ~= a then q = q + 1 end
+  return q
+end
+
+-- ceil(y / b) for a y of either sign.
+local function ceil_signed(y, b)
+  if y >= 0 then return ceil_div(y, b) end
+  return -idiv(-y, b)
+end
+
+local function min(a, b)
+  if a < b then return a end
+  return b
+end
+local function max(a, b)
+  if a > b then return a end
+  return b
+end
+
+local function gcd(a, b)
+  while b > 0 do
+    a, b = b, a - idiv(a, b) * b
+  end
+  return a
+end
+
+-- a * b as p + e exactly (p the rounded product, e the error; Dekker's
+-- TwoProduct with Veltkamp's split, for integers below 2^53).
+local SPLIT = 134217729 -- 2^27 + 1
+local function two_prod(a, b)
+  local p = a * b
+  local t = SPLIT * a
+  local ah = t - (t - a)
+  local al = a - ah
+  t = SPLIT * b
+  local bh = t - (t - b)
+  local bl = b - bh
+  return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+end
+
+-- The sign of a*b - c*d, exactly. Rounding is monotonic, so different
+-- rounded products already order the exact ones; equal ones differ by
+-- their errors.
+local function cmp_prod(a, b, c, d)
+  local p1, e1 = two_prod(a, b)
+  local p2, e2 = two_prod(c, d)
+  if p1 ~= p2 then return p1 < p2 and -1 or 1 end
+  if e1 ~= e2 then return e1 < e2 and -1 or 1 end
+  return 0
+end
+
+-- floor(a * b / c), exactly, for a result known to be below 2^52.
+local function muldiv(a, b, c)
+  local q = floor(a * b / c)
+  while q > 0 and cmp_prod(q, c, a, b) > 0 do q = q - 1 end
+  while cmp_prod(q + 1, c, a, b) <= 0 do q = q + 1 end
+  return q
+end
+
+-- ceil(a * b / c), same conditions.
+local function muldiv_up(a, b, c)
+  local q = muldiv(a, b, c)
+  if cmp_prod(q, c, a, b) ~= 0 then q = q + 1 end
+  return q
+end
+
+-- ---- calendar months (UTC, proleptic Gregorian; H. Hinnant's algorithms) ----
+
+local function days_from_civil(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local era = floor(y / 400)
+  local yoe = y - era * 400
+  local mp = m > 2 and m - 3 or m + 9
+  local doy = floor((153 * mp + 2) / 5) + d - 1
+  local doe = yoe * 365 + floor(yoe / 4) - floor(yoe / 100) + doy
+  return era * 146097 + doe - 719468
+end
+
+-- Months since January 1970 of the month holding t (us, t >= 0).
+local function month_index(t)
+  local z = idiv(t, DAY) + 719468
+  local era = floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = floor((doe - floor(doe / 1460) + floor(doe / 36524) - floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + floor(yoe / 4) - floor(yoe / 100))
+  local mp = floor((5 * doy + 2) / 153)
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400 + (m <= 2 and 1 or 0)
+  return (y - 1970) * 12 + m - 1
+end
+
+-- The first microsecond of month index i.
+local function month_start(i)
+  local y = floor(i / 12)
+  return days_from_civil(1970 + y, i - y * 12 + 1, 1) * DAY
+end
+
+-- ---- arguments ----
+
+local nkeys = #KEYS
+if #ARGV ~= 1 + 8 * nkeys then
+  fail(fmt('expected %d arguments after the keys, got %d', 1 + 8 * nkeys, #ARGV))
+end
+
+local function int(i, lo, hi, what)
+  local v = tonumber(ARGV[i])
+  if not v or v ~= floor(v) or v < lo or v > hi then
+    fail(fmt('item %d: bad %s %q', floor((i - 2) / 8) + 1, what, tostring(ARGV[i])))
+  end
+  return v
+end
+
+local now = int(1, 0, TMAX, 'now_us')
+if now == 0 then
+  local t = call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+local items = {}
+for i = 1, nkeys do
+  local b = 1 + (i - 1) * 8
+  local flags = int(b + 6, 0, 259, 'flags')
+  -- one constructor: the table is sized once (adding fields one by one
+  -- would rehash it several times, a measurable part of a call)
+  local it = {
+    key = KEYS[i],
+    alg = int(b + 1, FW, LQ, 'algorithm'),
+    N = int(b + 2, 1, MAXV, 'limit'),
+    P = int(b + 3, 1, PMAX, 'period'),
+    B = int(b + 4, 0, MAXV, 'burst'),
+    cost = int(b + 5, 0, CMAX, 'cost'),
+    origin = int(b + 7, 0, TMAX, 'origin'),
+    group = int(b + 8, 0, 1, 'group'),
+    cal = flags >= 256,
+    empty = flags % 2 == 1,
+    cr = flags % 256 >= 2,
+    n = 0, p = 0, full = 0, maxcost = 0, limit = 0, fp = '',
+  }
+  if flags % 256 > 3 then fail(fmt('item %d: bad flags', i)) end
+  local g = gcd(it.N, it.P)
+  it.n, it.p = it.N / g, it.P / g
+  -- the fingerprint of the parameters, from the argument strings as given
+  -- (the C side writes canonical decimals)
+  local fp = ARGV[b + 1] .. ',' .. ARGV[b + 2] .. ',' .. ARGV[b + 3]
+  if it.alg >= TB then
+    if it.B < 1 or it.B * it.p > MAXV then
+      fail(fmt('item %d: burst must be 1..2^52/(period/gcd(limit, period))', i))
+    end
+    it.full = it.B * it.p
+    it.maxcost = it.B
+    it.limit = it.B
+    fp = fp .. ',' .. ARGV[b + 4]
+  else
+    it.maxcost = it.N
+    it.limit = it.N
+    if it.alg == SLOG and it.N > LOGMAX then fail(fmt('item %d: sliding log limit > %d', i, LOGMAX)) end
+  end
+  if it.cal then
+    if it.alg ~= FW then fail(fmt('item %d: a calendar month needs a fixed window', i)) end
+    fp = fp .. ',m'
+  end
+  it.fp = fp
+  items[i] = it
+end
+
+-- ---- the algorithms: decide(it, s, cost, mode, cr) -> reply array ----
+-- Mirrors src/core/*.c; s is the key's state (changed only when the decision
+-- changes it, then marked dirty).
+
+local function fw_window(it, t)
+  if it.cal then return month_index(t) end
+  return idiv(t, it.P)
+end
+
+local function fw_end(it, w)
+  if it.cal then return month_start(w + 1) end
+  return (w + 1) * it.P
+end
+
+local function fixed_window(it, s, cost, mode, cr)
+  local N = it.N
+  local w = fw_window(it, now)
+  if w < s[1] then w = s[1] end -- clock went back: stay in the later window
+  local count = w == s[1] and s[2] or 0
+  local allowed = count + cost <= N
+  local after = count
+  if allowed or cr or mode == CHARGE then after = min(count + cost, N) end
+  if mode ~= PEEK and after ~= count then
+    s[1], s[2], s.dirty = w, after, true
+  end
+  local left = fw_end(it, w) - now
+  return {allowed and 1 or 0, N, N - after, allowed and 0 or left, after > 0 and left or 0, 0}
+end
+
+local function sliding_window(it, s, cost, mode, cr)
+  local N, P = it.N, it.P
+  local w = idiv(now, P)
+  local elapsed = now - w * P
+  if w < s[1] then w, elapsed = s[1], 0 end
+  local prev, curr = 0, 0
+  if w == s[1] then
+    prev, curr = s[2], s[3]
+  elseif w == s[1] + 1 then
+    prev = s[3]
+  end
+  -- prev * (P - elapsed) + (curr + cost) * P <= N * P, exactly
+  local room = N - curr - cost
+  local allowed = room >= 0 and cmp_prod(prev, P - elapsed, room, P) <= 0
+  local after = curr
+  if allowed or cr or mode == CHARGE then after = min(curr + cost, N) end
+  if mode ~= PEEK and after ~= curr then
+    s[1], s[2], s[3], s.dirty = w, prev, after, true
+  end
+  local to_end = (w + 1) * P - now
+  -- floor((N*P - prev*(P-elapsed) - after*P) / P), at least 0
+  local remaining = max(0, N - after - muldiv_up(prev, P - elapsed, P))
+  local reset = 0
+  if after > 0 then
+    reset = to_end + P
+  elseif prev > 0 then
+    reset = to_end
+  end
+  local retry = 0
+  if not allowed then
+    if after + cost <= N then
+      -- passes once prev * (P - e) <= (N - after - cost) * P in this window
+      local e = P - muldiv(N - after - cost, P, prev)
+      retry = (e < P and w * P + e or (w + 1) * P) - now
+    elseif N - cost >= after then
+      retry = to_end
+    else
+      retry = to_end + P - muldiv(N - cost, P, after)
+    end
+  end
+  return {allowed and 1 or 0, N, remaining, retry, reset, 0}
+end
+
+local function token_bucket(it, s, cost, mode, cr)
+  local full, n, p = it.full, it.n, it.p
+  local tokens, last = s[1], s[2]
+  if now > last and tokens < full then
+    if now - last >= ceil_div(full - tokens, n) then
+      tokens = full
+    else
+      tokens = tokens + (now - last) * n
+    end
+  end
+  local need = cost * p
+  local allowed = tokens >= need
+  local after = tokens
+  if allowed or cr or mode == CHARGE then after = max(0, tokens - need) end
+  if mode ~= PEEK and after ~= tokens then
+    s[1], s[2], s.dirty = after, max(last, now), true
+  end
+  -- with the clock behind `last` the bucket is judged as of `last`
+  local behind = last > now and last - now or 0
+  local retry, reset = 0, 0
+  if not allowed then retry = behind + ceil_div(need - after, n) end
+  if after < full then reset = behind + ceil_div(full - after, n) end
+  return {allowed and 1 or 0, it.B, idiv(after, p), retry, reset, 0}
+end
+
+-- (t - now) * n + f <= x, for x >= 0 and 0 <= f < n.
+local function ahead_le(it, t, f, x)
+  if t < now then return true end
+  return x >= f and t - now <= idiv(x - f, it.n)
+end
+
+local function gcra(it, s, cost, mode, cr)
+  local n, p, full = it.n, it.p, it.full
+  local bt, bf = s[1], s[2] -- base = max(tat, now)
+  if bt < now or (bt == now and bf == 0) then bt, bf = now, 0 end
+  local delay = bt - now + (bf > 0 and 1 or 0)
+  local step = cost * p
+  local q = idiv(step, n)
+  local nt, nf = bt + q, bf + (step - q * n)
+  if nf >= n then nt, nf = nt + 1, nf - n end
+  local allowed = ahead_le(it, nt, nf, full)
+  local at, af = bt, bf
+  if allowed then
+    at, af = nt, nf
+  elseif cr or mode == CHARGE then
+    -- a counted rejection empties the bucket, no debt: tat = now + B*T
+    local fq = idiv(full, n)
+    at, af = now + fq, full - fq * n
+    if at < bt or (at == bt and af < bf) then at, af = bt, bf end -- never a credit
+  end
+  if mode ~= PEEK and (at ~= bt or af ~= bf) then
+    s[1], s[2], s.dirty = at, af, true
+  end
+  local d = at - now
+  local remaining = 0
+  if ahead_le(it, at, af, full) then remaining = idiv(full - (d * n + af), p) end
+  local retry = 0
+  if not allowed then retry = max(0, d + ceil_signed(af + step - full, n)) end
+  if it.alg ~= LQ or not (allowed or cost == 0) then delay = 0 end
+  return {allowed and 1 or 0, it.B, remaining, retry, d + (af > 0 and 1 or 0), delay}
+end
+
+-- The sliding log's state is its Redis list, read lazily (a few elements
+-- per call), plus this call's changes: `drop` elements gone from the head,
+-- `runs` of new entries {t, c} at the tail. A start-empty key that does not
+-- exist is a virtual list of N entries at the origin (s.vt).
+local function slog_base(s, j)
+  if s.vt then return s.vt end
+  local v = s.cache[j]
+  if v then return v end
+  local got = call('LRANGE', s.key, j, min(j + 31, s.blen - 1))
+  for m = 1, #got do s.cache[j + m - 1] = tonumber(got[m]) end
+  return s.cache[j]
+end
+
+local function slog_len(s)
+  return s.blen - s.drop + s.radd
+end
+
+-- The i-th (0-based) entry of the log as it is now.
+local function slog_at(s, i)
+  local j = s.drop + i
+  if j < s.blen then return slog_base(s, j) end
+  j = j - s.blen
+  for _, r in ipairs(s.runs) do
+    if j < r.c then return r.t end
+    j = j - r.c
+  end
+  return nil
+end
+
+-- How many entries from the head have t <= lim (the log is sorted).
+local function slog_gone(s, lim)
+  local k = 0
+  local live_base = s.blen - s.drop
+  if live_base > 0 then
+    if slog_base(s, s.drop) > lim then return 0 end
+    if s.vt then
+      k = live_base
+    else
+      local lo, hi, step = s.drop, s.blen, 1 -- base(lo) <= lim; hi == blen or base(hi) > lim
+      while true do
+        local j = lo + step
+        if j >= s.blen then break end
+        if slog_base(s, j) > lim then
+          hi = j
+          break
+        end
+        lo, step = j, step * 2
+      end
+      while hi - lo > 1 do
+        local mid = floor((lo + hi) / 2)
+        if slog_base(s, mid) <= lim then
+          lo = mid
+        else
+          hi = mid
+        end
+      end
+      k = lo + 1 - s.drop
+      if k < live_base then return k end
+    end
+  end
+  for _, r in ipairs(s.runs) do
+    if r.t > lim then break end
+    k = k + r.c
+  end
+  return k
+end
+
+local function slog_drop(s, m)
+  local fromb = min(m, s.blen - s.drop)
+  s.drop = s.drop + fromb
+  m = m - fromb
+  while m > 0 do
+    local r = s.runs[1]
+    if r.c <= m then
+      m = m - r.c
+      s.radd = s.radd - r.c
+      table.remove(s.runs, 1)
+    else
+      r.c = r.c - m
+      s.radd = s.radd - m
+      m = 0
+    end
+  end
+end
+
+local function slog_newest(s)
+  if s.radd > 0 then return s.runs[#s.runs].t end
+  if s.blen > 0 then return slog_base(s, s.blen - 1) end
+  return 0
+end
+
+local function sliding_log(it, s, cost, mode, cr)
+  local N, P = it.N, it.P
+  local gone = slog_gone(s, now - P)
+  local live = slog_len(s) - gone
+  local allowed = live + cost <= N
+  local add = 0
+  if allowed or cr or mode == CHARGE then add = cost end
+  -- the log after this call: the live entries minus the `dropped` oldest,
+  -- then `fresh` new entries at `stamp`; at most N in all
+  local after = min(live + add, N)
+  local dropped = min(live, live + add - after)
+  local fresh = after - (live - dropped)
+  local first = gone + dropped
+  local kept = live - dropped
+  local stamp
+  if fresh > 0 or (not allowed and after + cost - N - 1 >= kept) then
+    stamp = max(now, slog_newest(s))
+  end
+  local reset, retry = 0, 0
+  if after > 0 then
+    local last = fresh > 0 and stamp or slog_at(s, first + kept - 1)
+    reset = max(0, last + P - now)
+  end
+  if not allowed then
+    -- the (after + cost - N)-th oldest entry must slide out first
+    local i = after + cost - N - 1
+    local t = i < kept and slog_at(s, first + i) or stamp
+    retry = max(0, t + P - now)
+  end
+  if mode ~= PEEK and (fresh > 0 or dropped > 0) then
+    slog_drop(s, first)
+    if fresh > 0 then
+      local r = s.runs[#s.runs]
+      if r and r.t == stamp then
+        r.c = r.c + fresh
+      else
+        insert(s.runs, {t = stamp, c = fresh})
+      end
+      s.radd = s.radd + fresh
+    end
+    s.dirty = true
+  end
+  return {allowed and 1 or 0, N, N - after, retry, reset, 0}
+end
+
+local algorithms = {fixed_window, sliding_log, sliding_window, token_bucket, gcra, gcra}
+
+local function decide(it, s, cost, mode, cr)
+  if cost == 0 then mode = PEEK end
+  local d = algorithms[it.alg](it, s, cost, mode, cr)
+  if cost == 0 then d[1], d[4] = 1, 0 end
+  return d
+end
+
+-- ---- states ----
+
+-- A brand-new key's state at now: fresh, or exhausted at the origin.
+local function init(it)
+  local alg, t = it.alg, it.empty and it.origin or now
+  if alg == FW then return {fw_window(it, t), it.empty and it.N or 0} end
+  if alg == SW then return {idiv(t, it.P), 0, it.empty and it.N or 0} end
+  if alg == TB then return {it.empty and 0 or it.full, t} end
+  if it.empty then -- gcra, leaky queue: tat = origin + B*T
+    local q = idiv(it.full, it.n)
+    return {t + q, it.full - q * it.n}
+  end
+  return {t, 0}
+end
+
+local states, order, first_item, raw = {}, {}, {}, {}
+local skeys = {}
+for _, it in ipairs(items) do
+  local f = first_item[it.key]
+  if f then
+    if f.fp ~= it.fp then fail('key ' .. it.key .. ' given with two different limits') end
+  else
+    first_item[it.key] = it
+    insert(order, it.key)
+    if it.alg ~= SLOG then insert(skeys, it.key) end
+  end
+end
+if #skeys > 0 then
+  local vals = call('MGET', unpack(skeys))
+  for j, k in ipairs(skeys) do raw[k] = vals[j] end
+end
+
+local function parse_state(it, v)
+  if type(v) ~= 'string' then return nil end
+  local fp = it.fp .. '|'
+  if v:sub(1, #fp) ~= fp then return nil end
+  local a, b, c = v:match('^(%d+):(%d+):?(%d*)$', #fp + 1)
+  if not a then return nil end
+  if it.alg == SW then
+    if c == '' then return nil end
+    return {tonumber(a), tonumber(b), tonumber(c)}
+  end
+  if c ~= '' then return nil end
+  return {tonumber(a), tonumber(b)}
+end
+
+local function state(it)
+  local s = states[it.key]
+  if s then return s end
+  if it.alg == SLOG then
+    s = {key = it.key, blen = 0, drop = 0, radd = 0, runs = {}, cache = {}, exists = false}
+    local r = redis.pcall('LLEN', it.key)
+    if type(r) == 'table' then
+      s.exists, s.wrong = true, true -- another type: a fresh log replaces it
+    else
+      s.blen, s.exists = r, r > 0
+    end
+    if s.blen == 0 and it.empty then s.vt, s.blen = it.origin, it.N end
+  else
+    s = parse_state(it, raw[it.key]) or init(it)
+  end
+  states[it.key] = s
+  return s
+end
+
+local function copy(s)
+  local c = {}
+  for k, v in pairs(s) do c[k] = v end
+  if s.runs then
+    local r = {}
+    for m, x in ipairs(s.runs) do r[m] = {t = x.t, c = x.c} end
+    c.runs = r
+  end
+  return c
+end
+
+-- ---- groups ----
+
+local dec = {}
+
+local function deny(it)
+  return {0, it.limit, 0, -1, 0, 0}
+end
+
+-- What item i's limit says at its cost with nothing charged.
+local function look(it)
+  local d = decide(it, state(it), it.cost, PEEK, it.cr)
+  if d[1] == 1 then d[3] = d[3] + it.cost end
+  return d
+end
+
+-- Decides the items list[] as one all-or-nothing group; true if it passed
+-- (and was charged).
+local function run_group(list)
+  if #list == 0 then return true end
+  local impossible = false
+  for _, i in ipairs(list) do
+    if items[i].cost > items[i].maxcost then impossible = true end
+  end
+  if impossible then
+    for _, i in ipairs(list) do
+      local it = items[i]
+      dec[i] = it.cost > it.maxcost and deny(it) or look(it)
+    end
+    return false
+  end
+  -- the states as they were, to undo a refused group (one item alone
+  -- changes nothing when it refuses: no copy)
+  local saved = {}
+  if #list > 1 then
+    for _, i in ipairs(list) do
+      local k = items[i].key
+      if not saved[k] then saved[k] = copy(state(items[i])) end
+    end
+  end
+  local refused
+  for _, i in ipairs(list) do
+    local it = items[i]
+    dec[i] = decide(it, state(it), it.cost, APPLY, false)
+    if dec[i][1] == 0 then
+      refused = i
+      break
+    end
+  end
+  if not refused then return true end
+  for k, s in pairs(saved) do states[k] = s end
+  for _, i in ipairs(list) do
+    if i ~= refused then dec[i] = look(items[i]) end
+  end
+  for _, i in ipairs(list) do
+    local it = items[i]
+    if it.cr then dec[i] = decide(it, state(it), it.cost, CHARGE, true) end
+  end
+  return false
+end
+
+local g0, g1 = {}, {}
+for i, it in ipairs(items) do insert(it.group == 0 and g0 or g1, i) end
+if run_group(g0) then
+  run_group(g1)
+else
+  for _, i in ipairs(g1) do dec[i] = decide(items[i], state(items[i]), 0, PEEK, false) end
+end
+
+-- ---- write back what changed, with its TTL ----
+
+local function rpush(key, t, c)
+  local ts = fmt('%.0f', t)
+  while c > 0 do
+    local m = min(c, 1000)
+    local args = {}
+    for j = 1, m do args[j] = ts end
+    call('RPUSH', key, unpack(args))
+    c = c - m
+  end
+end
+
+for _, k in ipairs(order) do
+  local s, it = states[k], first_item[k]
+  if s and s.dirty then
+    if it.alg == SLOG then slog_drop(s, slog_gone(s, now - it.P)) end
+    local ttl = decide(it, s, 0, PEEK, false)[5]
+    if it.empty then -- until then a fresh key is still exhausted at the origin
+      local e
+      if it.alg == SLOG then
+        e = {key = k, blen = it.N, drop = 0, radd = 0, runs = {}, vt = it.origin}
+      else
+        e = init(it)
+      end
+      local was = now
+      now = it.origin
+      local until_ = it.origin + decide(it, e, 0, PEEK, false)[5]
+      now = was
+      ttl = max(ttl, until_ - now)
+    end
+    local ms = floor((ttl + 999) / 1000)
+    if it.alg ~= SLOG then
+      if ttl <= 0 then
+        call('DEL', k)
+      else
+        local v = s[3] and fmt('%s|%.0f:%.0f:%.0f', it.fp, s[1], s[2], s[3])
+          or fmt('%s|%.0f:%.0f', it.fp, s[1], s[2])
+        call('SET', k, v, 'PX', ms)
+      end
+    elseif ttl <= 0 or slog_len(s) == 0 then
+      if s.exists then call('DEL', k) end
+    else
+      if s.vt or s.wrong then
+        if s.exists then call('DEL', k) end
+        if s.vt and s.blen > s.drop then rpush(k, s.vt, s.blen - s.drop) end
+      elseif s.drop > 0 then
+        call('LTRIM', k, s.drop, -1)
+      end
+      for _, r in ipairs(s.runs) do rpush(k, r.t, r.c) end
+      call('PEXPIRE', k, ms)
+    end
+  end
+end
+
+return dec

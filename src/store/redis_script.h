@@ -2,22 +2,44 @@
  * atomic step per request, every algorithm), and the C side that formats
  * its EVALSHA/EVAL commands and reads its replies. Pure: no sockets.
  *
- * The script (src/store/decide.lua, embedded at build time) is called as
+ * The script (src/store/decide.lua, embedded at build time; its top comment
+ * has the state layout per algorithm, the TTL rule and the arithmetic) is
+ * called as
  *   EVALSHA <sha> <n> <key_1..key_n> <now_us> <item args x n>
  * now_us: "0" = use Redis TIME (the one clock of the fleet); tests pass an
  * explicit time. Per item, in order, 8 arguments:
  *   algorithm (sl_algorithm number), limit, period_us, burst, cost,
  *   flags (SL_START_EMPTY | SL_COUNT_REJECTED | SL_SCRIPT_CALENDAR_MONTH),
  *   origin_us, group (0 enforced, 1 shadow).
+ * The script works in whole microseconds: sl__redis_script_format rounds the
+ * period and the origin up to whole us (never a shorter period or an earlier
+ * origin); decisions come back in us and are returned in ns (x1000), so
+ * retry_after, reset_after and delay are rounded up to whole us where the C
+ * core rounds them to whole ns. With a period and an emission interval
+ * (period / limit) that are whole us, and whole-us times, every field is the
+ * C core's exactly. sl__redis_script_check says which parameters the script
+ * decides exactly (use it when a config selects the Redis store).
+ *
  * Groups (the semantics of sl__policy_check_all): group 0 is decided as one
  * all-or-nothing group; if it passes it is charged and group 1 is decided as
  * its own all-or-nothing group (charged when it passes); if group 0 refuses
  * nothing is charged (count_rejected tables excepted) and group 1 is only
- * looked at (cost 0). Every key gets a TTL (PEXPIRE) of the time after which
- * its state is the same as a fresh key's, so idle keys vanish.
- * Reply: an array of n arrays of 5 integers:
+ * looked at (cost 0). Items are decided in the order given; the same key may
+ * come twice (its costs add up) but then with the same parameters. When a
+ * group refuses, an allowed item reports what its limit has now (as
+ * copy_decisions in policy.c), a count_rejected item the state its charge
+ * left. A cost that can never pass (above the limit for windows, the burst
+ * for buckets) refuses its group with nothing charged at all, and that
+ * item's decision is allowed 0, remaining 0, retry_after -1, reset_after 0.
+ * Every key gets a TTL (PEXPIRE) of the time after which its state is the
+ * same as a fresh key's, so idle keys vanish; a decision that changes
+ * nothing writes nothing.
+ * Reply: an array of n arrays of SL_SCRIPT_REPLY_FIELDS (6) integers:
  *   allowed (0/1), limit, remaining, retry_after_us (-1: never, the cost
- *   exceeds the limit), reset_after_us. */
+ *   exceeds the limit), reset_after_us, delay_us (leaky queue: how long an
+ *   accepted request waits, rounded up; 0 for the other algorithms).
+ * Arguments out of range get an error reply "ERR sluice: ..." and change
+ * nothing. */
 #ifndef SLUICE_STORE_REDIS_SCRIPT_H
 #define SLUICE_STORE_REDIS_SCRIPT_H
 
@@ -30,6 +52,7 @@
 
 #define SL_SCRIPT_CALENDAR_MONTH 0x100u /* flags: fixed window = the calendar month (UTC) */
 #define SL_SCRIPT_ARGS_PER_ITEM  8
+#define SL_SCRIPT_REPLY_FIELDS   6
 
 /* One limit of a script call. */
 typedef struct sl_script_item {
@@ -48,8 +71,9 @@ const char *sl__redis_script_source(void);
 const char *sl__redis_script_sha(void);
 
 /* Appends the RESP command "EVALSHA sha n keys... now_us args..." (or, when
- * with_source, "EVAL <source> ...") for items[0..n) to out. now_us 0 = Redis
- * TIME. */
+ * with_source, "EVAL <source> ...") for items[0..n) to out, in one reserve
+ * (out->failed on allocation failure). now_us 0 = Redis TIME. Periods and
+ * start-empty origins are sent in us, rounded up. */
 void sl__redis_script_format(sl_buf *out, bool with_source, const sl_script_item *items, size_t n,
                              int64_t now_us);
 
@@ -59,10 +83,23 @@ void sl__redis_script_format(sl_buf *out, bool with_source, const sl_script_item
 void sl__redis_key(sl_buf *out, const char *prefix, const char *policy, const void *key,
                    size_t keylen);
 
+/* Returns 0 when the script decides limits with these parameters exactly as
+ * the C core would, else the sl_params_validate() error, or:
+ * - SL_EINVAL: a period that is not a whole microsecond (the formatter would
+ *   round it up), a calendar month on another algorithm than a fixed
+ *   window, a sliding log limit above 100000;
+ * - SL_EOVERFLOW: a limit above 2^52, or a bucket whose
+ *   burst * period_us / gcd(limit, period_us) is above 2^52 (the script's
+ *   doubles are exact to 2^53; the script answers those with an error).
+ * A start-empty origin may be any time: it is rounded up to the us, which
+ * is harmless. Meant for checking a config that selects the Redis store. */
+int sl__redis_script_check(const sl_params *p, bool calendar_month);
+
 struct redisReply;
-/* Reads a script reply into items[0..n) (decision, decided). Returns 0, or
- * -1 when the reply is not the expected shape (an error reply included),
- * with a message in err. */
+/* Reads a script reply into items[0..n) (decision in ns, decided). Returns
+ * 0, or -1 when the reply is not the expected shape (an error reply
+ * included: err gets its text), with a message in err (NUL-terminated,
+ * truncated to errlen) and every item's decided false. Does not keep r. */
 int sl__redis_script_parse(const struct redisReply *r, sl_script_item *items, size_t n, char *err,
                            size_t errlen);
 

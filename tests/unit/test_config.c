@@ -895,6 +895,13 @@ static void test_redis_store(void **state) {
                   "t.yaml:8: store.redis.cluster[0]: expected host:port");
     /* An empty section is an absent one. */
     sl__config_free(parse_ok("store:\n  redis:\n"));
+    /* Limits the script cannot decide exactly are refused with the Redis store only. */
+    const char *odd = "policies:\n  - {name: a, algorithm: gcra, rate: 3/1500ns, burst: 2}\n";
+    sl__config_free(parse_ok(odd));
+    char text[256];
+    snprintf(text, sizeof text, "store:\n  type: redis\n%s", odd);
+    expect_errors(text, "t.yaml:4: policy a: the Redis store decides in whole microseconds: the "
+                        "period must be a whole number of microseconds");
 }
 
 /* ---- the document ---------------------------------------------------------------- */

@@ -1,0 +1,213 @@
+/* redis_script.c: the C side of the Redis store's decision script (see
+ * redis_script.h and src/store/decide.lua): formats its EVALSHA / EVAL
+ * commands straight into RESP, reads its replies back into decisions, and
+ * says which parameters the script can decide exactly. Pure: no sockets. */
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "sluice/error.h"
+#include "store/redis_script.h"
+
+extern const char sl__decide_lua_text[], sl__decide_lua_text_sha1[];
+
+#define NS_PER_US       INT64_C(1000)
+#define SCRIPT_MAX      (INT64_C(1) << 52) /* counts and scaled sizes in the script */
+#define SCRIPT_LOG_MAX  100000
+#define INT_FIELD_BYTES 28 /* "$20\r\n" + 20 digits + "\r\n", with room */
+
+const char *sl__redis_script_source(void) {
+    return sl__decide_lua_text;
+}
+
+const char *sl__redis_script_sha(void) {
+    return sl__decide_lua_text_sha1;
+}
+
+/* ---- formatting -------------------------------------------------------------- */
+
+/* Writes the decimal digits of v ending just before end; returns the start. */
+static char *digits(char *end, int64_t v) {
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--end = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) *--end = '-';
+    return end;
+}
+
+/* "<c><v>\r\n" */
+static char *put_line(char *p, char c, int64_t v) {
+    char tmp[24];
+    char *s = digits(tmp + sizeof tmp, v);
+    size_t n = (size_t)(tmp + sizeof tmp - s);
+    *p++ = c;
+    memcpy(p, s, n);
+    p += n;
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
+/* A bulk string "$<len>\r\n<bytes>\r\n". */
+static char *put_bulk(char *p, const void *s, size_t n) {
+    p = put_line(p, '$', (int64_t)n);
+    if (n) memcpy(p, s, n);
+    p += n;
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
+/* An integer argument as a bulk string. */
+static char *put_int(char *p, int64_t v) {
+    char tmp[24];
+    char *s = digits(tmp + sizeof tmp, v);
+    return put_bulk(p, s, (size_t)(tmp + sizeof tmp - s));
+}
+
+/* ns -> us, rounded up: a period or an origin is never made shorter or
+ * earlier (both would admit more than configured). */
+static int64_t us_up(int64_t ns) {
+    if (ns <= 0) return 0;
+    return ns / NS_PER_US + (ns % NS_PER_US != 0);
+}
+
+void sl__redis_script_format(sl_buf *out, bool with_source, const sl_script_item *items, size_t n,
+                             int64_t now_us) {
+    const char *body = with_source ? sl__decide_lua_text : sl__decide_lua_text_sha1;
+    size_t body_len = strlen(body);
+    size_t argc = 3 + n + 1 + n * SL_SCRIPT_ARGS_PER_ITEM;
+    size_t need = INT_FIELD_BYTES * (5 + n * SL_SCRIPT_ARGS_PER_ITEM) + body_len;
+    for (size_t i = 0; i < n; i++) need += INT_FIELD_BYTES + items[i].rkeylen;
+    char *start = sl__buf_reserve(out, need);
+    if (!start) return;
+
+    char *p = put_line(start, '*', (int64_t)argc);
+    p = with_source ? put_bulk(p, "EVAL", 4) : put_bulk(p, "EVALSHA", 7);
+    p = put_bulk(p, body, body_len);
+    p = put_int(p, (int64_t)n);
+    for (size_t i = 0; i < n; i++) p = put_bulk(p, items[i].rkey, items[i].rkeylen);
+    p = put_int(p, now_us);
+    for (size_t i = 0; i < n; i++) {
+        const sl_script_item *it = &items[i];
+        const sl_params *pa = it->params;
+        unsigned flags = pa->flags & (SL_START_EMPTY | SL_COUNT_REJECTED);
+        if (it->calendar_month) flags |= SL_SCRIPT_CALENDAR_MONTH;
+        p = put_int(p, (int64_t)pa->algorithm);
+        p = put_int(p, pa->rate.limit);
+        p = put_int(p, us_up(pa->rate.period));
+        p = put_int(p, pa->burst);
+        p = put_int(p, it->cost);
+        p = put_int(p, (int64_t)flags);
+        p = put_int(p, flags & SL_START_EMPTY ? us_up(pa->origin) : 0);
+        p = put_int(p, (int64_t)it->group);
+    }
+    sl__buf_commit(out, (size_t)(p - start));
+}
+
+void sl__redis_key(sl_buf *out, const char *prefix, const char *policy, const void *key,
+                   size_t keylen) {
+    size_t plen = strlen(prefix), nlen = strlen(policy);
+    char *start = sl__buf_reserve(out, plen + keylen + nlen + 3);
+    if (!start) return;
+    char *p = start;
+    memcpy(p, prefix, plen);
+    p += plen;
+    *p++ = '{';
+    if (keylen) memcpy(p, key, keylen);
+    p += keylen;
+    *p++ = '}';
+    *p++ = ':';
+    memcpy(p, policy, nlen);
+    p += nlen;
+    sl__buf_commit(out, (size_t)(p - start));
+}
+
+/* ---- what the script can do exactly ---------------------------------------- */
+
+static int64_t gcd64(int64_t a, int64_t b) {
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+int sl__redis_script_check(const sl_params *p, bool calendar_month) {
+    int rc = sl_params_validate(p);
+    if (rc) return rc;
+    if (p->rate.period % NS_PER_US != 0) return SL_EINVAL;
+    if (calendar_month && p->algorithm != SL_FIXED_WINDOW) return SL_EINVAL;
+    int64_t period_us = p->rate.period / NS_PER_US;
+    if (p->rate.limit > SCRIPT_MAX) return SL_EOVERFLOW;
+    if (p->algorithm == SL_SLIDING_LOG && p->rate.limit > SCRIPT_LOG_MAX) return SL_EINVAL;
+    if (p->algorithm == SL_TOKEN_BUCKET || p->algorithm == SL_GCRA ||
+        p->algorithm == SL_LEAKY_QUEUE) {
+        int64_t pu = period_us / gcd64(p->rate.limit, period_us);
+        if (p->burst > SCRIPT_MAX / pu) return SL_EOVERFLOW;
+    }
+    return SL_OK;
+}
+
+/* ---- replies ------------------------------------------------------------------- */
+
+static int fail(char *err, size_t errlen, const char *msg, size_t msglen) {
+    if (errlen) {
+        if (msglen >= errlen) msglen = errlen - 1;
+        memcpy(err, msg, msglen);
+        err[msglen] = '\0';
+    }
+    return -1;
+}
+
+#define FAIL(text) fail(err, errlen, text, sizeof text - 1)
+
+/* us -> ns, bounded: a duration the script cannot mean is a bad reply. */
+static bool to_ns(long long us, bool never_ok, int64_t *out) {
+    if (never_ok && us == -1) {
+        *out = -1;
+        return true;
+    }
+    if (us < 0 || us > INT64_MAX / NS_PER_US) return false;
+    *out = (int64_t)us * NS_PER_US;
+    return true;
+}
+
+int sl__redis_script_parse(const struct redisReply *r, sl_script_item *items, size_t n, char *err,
+                           size_t errlen) {
+    for (size_t i = 0; i < n; i++) items[i].decided = false;
+    if (!r) return FAIL("no reply from Redis");
+    if (r->type == REDIS_REPLY_ERROR) {
+        if (!r->str) return FAIL("error reply from Redis");
+        return fail(err, errlen, r->str, r->len);
+    }
+    if (r->type != REDIS_REPLY_ARRAY) return FAIL("script reply is not an array");
+    if (r->elements != n) return FAIL("script reply has the wrong number of items");
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *e = r->element[i];
+        if (!e || e->type != REDIS_REPLY_ARRAY || e->elements != SL_SCRIPT_REPLY_FIELDS)
+            return FAIL("script reply item is not an array of 6");
+        long long v[SL_SCRIPT_REPLY_FIELDS];
+        for (size_t k = 0; k < SL_SCRIPT_REPLY_FIELDS; k++) {
+            const redisReply *x = e->element[k];
+            if (!x || x->type != REDIS_REPLY_INTEGER)
+                return FAIL("script reply field is not an integer");
+            v[k] = x->integer;
+        }
+        sl_decision d;
+        if (v[0] != 0 && v[0] != 1) return FAIL("script reply: allowed is not 0 or 1");
+        d.allowed = v[0] == 1;
+        if (v[1] < 1 || v[2] < 0) return FAIL("script reply: bad limit or remaining");
+        d.limit = (int64_t)v[1];
+        d.remaining = (int64_t)v[2];
+        if (!to_ns(v[3], !d.allowed, &d.retry_after) || !to_ns(v[4], false, &d.reset_after) ||
+            !to_ns(v[5], false, &d.delay) || (d.allowed && d.retry_after != 0))
+            return FAIL("script reply: bad duration");
+        items[i].decision = d;
+    }
+    for (size_t i = 0; i < n; i++) items[i].decided = true;
+    return 0;
+}

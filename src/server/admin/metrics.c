@@ -13,12 +13,17 @@
 #include "sluice/clock.h"
 #include "sluice/sluice.h"
 
-static uint64_t sum(sl_server *s, size_t offset) {
+/* The sum over the workers of the counter at `offset` bytes into sl_worker. */
+static uint64_t sum_at(sl_server *s, size_t offset) {
     uint64_t t = 0;
     for (unsigned i = 0; i < s->nworkers; i++)
-        t += atomic_load_explicit((atomic_uint_fast64_t *)((char *)&s->workers[i].stats + offset),
+        t += atomic_load_explicit((atomic_uint_fast64_t *)((char *)&s->workers[i] + offset),
                                   memory_order_relaxed);
     return t;
+}
+
+static uint64_t sum(sl_server *s, size_t offset) {
+    return sum_at(s, offsetof(sl_worker, stats) + offset);
 }
 
 #define SUM(s, field) sum((s), offsetof(sl_worker_stats, field))
@@ -69,26 +74,10 @@ static void policy_metrics(sl_policy_set *set, sl_buf *out) {
     }
 }
 
-static uint64_t rsum(sl_server *s, size_t offset) {
-    uint64_t t = 0;
-    for (unsigned i = 0; i < s->nworkers; i++)
-        t += atomic_load_explicit(
-            (atomic_uint_fast64_t *)((char *)&s->workers[i].redis_stats + offset),
-            memory_order_relaxed);
-    return t;
-}
-
-static uint64_t ssum(sl_server *s, size_t offset) {
-    uint64_t t = 0;
-    for (unsigned i = 0; i < s->nworkers; i++)
-        t += atomic_load_explicit(
-            (atomic_uint_fast64_t *)((char *)&s->workers[i].store_stats + offset),
-            memory_order_relaxed);
-    return t;
-}
-
-#define RSUM(s, field) rsum((s), offsetof(sl_redis_stats, field))
-#define SSUM(s, field) ssum((s), offsetof(sl_store_stats, field))
+#define RSUM(s, field)                                                                             \
+    sum_at((s), offsetof(sl_worker, redis_stats) + offsetof(sl_redis_stats, field))
+#define SSUM(s, field)                                                                             \
+    sum_at((s), offsetof(sl_worker, store_stats) + offsetof(sl_store_stats, field))
 
 /* The Redis store's health and work (store.type: redis). */
 static void redis_metrics(sl_server *s, sl_policy_set *set, sl_buf *out) {
@@ -145,8 +134,7 @@ static void redis_metrics(sl_server *s, sl_policy_set *set, sl_buf *out) {
         sl__prom_sample(out, "sluice_batch_syncs_total", NULL, atomic_load(&bs->syncs));
         sl__prom_family(out, "sluice_batch_keys_synced_total", "counter",
                         "Batched mode: keys pushed to Redis and lowered to the fleet's state.");
-        sl__prom_sample(out, "sluice_batch_keys_synced_total", NULL,
-                        atomic_load(&bs->keys_synced));
+        sl__prom_sample(out, "sluice_batch_keys_synced_total", NULL, atomic_load(&bs->keys_synced));
         sl__prom_family(out, "sluice_batch_failed_syncs_total", "counter",
                         "Batched mode: key pushes that failed (pushed again, unless timed out).");
         sl__prom_sample(out, "sluice_batch_failed_syncs_total", NULL,

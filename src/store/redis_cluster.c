@@ -184,9 +184,9 @@ static int fill_map(sl_cluster_map *t, const redisReply *r, const char *fallback
          * only the master is routed to */
         int idx = -1;
         for (size_t j = 2; j < e->elements; j++) {
-            const char *host;
-            size_t hostlen;
-            uint16_t port;
+            const char *host = NULL;
+            size_t hostlen = 0;
+            uint16_t port = 0;
             if (check_node(e->element[j], fallback_host, &host, &hostlen, &port, err, errlen, i,
                            j - 2) != 0)
                 return -1;

@@ -93,10 +93,10 @@ int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path) {
         return -1;
     }
     if (s->redis && s->redis_cfg.batched) {
-        /* a sync is not on any request's path: it may take up to half an interval */
+        /* a sync is not on any request's path: it may take up to an interval */
         s->batch_cfg = s->redis_cfg;
-        if (s->batch_cfg.timeout < s->batch_cfg.sync_interval / 2)
-            s->batch_cfg.timeout = s->batch_cfg.sync_interval / 2;
+        if (s->batch_cfg.timeout < s->batch_cfg.sync_interval)
+            s->batch_cfg.timeout = s->batch_cfg.sync_interval;
         if (!(s->batch = sl__batch_new(&s->redis_cfg))) {
             sl__log_error("out of memory");
             return -1;

@@ -296,7 +296,11 @@ static void on_sync(uv_timer_t *t) {
                 }
                 if (e->delta > 0) e->idle = 0;
                 pe = &e->next;
-                if (e->sending || nready == MAX_OPEN) continue; /* the next sync takes it */
+                /* pushed: what was used here, and what owes (its sync pays the debt).
+                 * A key unused here is not asked about: when it is used again, the
+                 * push reads what the others used meanwhile. */
+                if (e->sending || nready == MAX_OPEN || (e->delta == 0 && e->debt == 0))
+                    continue; /* (or the next sync takes it) */
                 unsigned slot = slot_of(b, e);
                 size_t j = 0;
                 while (j < nopen && open[j]->slot != slot) j++;

@@ -9,6 +9,13 @@ time (tests). Per item: algorithm (sl_algorithm number), limit, period_us,
 burst, cost, flags (1 start empty, 2 count rejected, 256 calendar month),
 origin_us, group (0 enforced, 1 shadow). Every argument is a decimal integer.
 
+Several requests in one call: group 2r + g is group g (0 enforced, 1
+shadow) of request r (0 to 255). The requests are decided one after the
+other, in the order of their first items, each exactly as if it had been a
+call of its own at the same time (a later request sees what an earlier one
+charged). sluiced sends every decision a worker has to make in one loop
+iteration as one call: one Redis call for many decisions.
+
 Reply: one array per item of 6 integers: allowed (0/1), limit, remaining,
 retry_after_us (-1: never), reset_after_us, delay_us (leaky queue). An
 argument out of range is an error reply "ERR sluice: ..." and nothing is
@@ -247,7 +254,7 @@ for i = 1, nkeys do
     B = int(b + 4, 0, MAXV, 'burst'),
     cost = int(b + 5, 0, CMAX, 'cost'),
     origin = int(b + 7, 0, TMAX, 'origin'),
-    group = int(b + 8, 0, 1, 'group'),
+    group = int(b + 8, 0, 511, 'group'),
     cal = flags >= 256,
     empty = flags % 2 == 1,
     cr = flags % 256 >= 2,
@@ -695,12 +702,25 @@ local function run_group(list)
   return false
 end
 
-local g0, g1 = {}, {}
-for i, it in ipairs(items) do insert(it.group == 0 and g0 or g1, i) end
-if run_group(g0) then
-  run_group(g1)
-else
-  for _, i in ipairs(g1) do dec[i] = decide(items[i], state(items[i]), 0, PEEK, false) end
+-- the requests, in the order of their first items; each is its two groups
+local reqs, req_of = {}, {}
+for i, it in ipairs(items) do
+  local r = floor(it.group / 2)
+  local q = req_of[r]
+  if not q then
+    q = {{}, {}}
+    req_of[r] = q
+    insert(reqs, q)
+  end
+  insert(q[it.group % 2 + 1], i)
+end
+for _, q in ipairs(reqs) do
+  local g0, g1 = q[1], q[2]
+  if run_group(g0) then
+    run_group(g1)
+  else
+    for _, i in ipairs(g1) do dec[i] = decide(items[i], state(items[i]), 0, PEEK, false) end
+  end
 end
 
 -- ---- write back what changed, with its TTL ----

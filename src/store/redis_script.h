@@ -10,7 +10,8 @@
  * explicit time. Per item, in order, 8 arguments:
  *   algorithm (sl_algorithm number), limit, period_us, burst, cost,
  *   flags (SL_START_EMPTY | SL_COUNT_REJECTED | SL_SCRIPT_CALENDAR_MONTH),
- *   origin_us, group (0 enforced, 1 shadow).
+ *   origin_us, group (0 enforced, 1 shadow; 2r + g for group g of request r
+ *   when one call carries several requests, see decide.lua).
  * The script works in whole microseconds: sl__redis_script_format rounds the
  * period and the origin up to whole us (never a shorter period or an earlier
  * origin); decisions come back in us and are returned in ns (x1000), so
@@ -61,7 +62,7 @@ typedef struct sl_script_item {
     const char *rkey;        /* the Redis key (already prefixed and hash-tagged) */
     size_t rkeylen;
     int64_t cost;
-    unsigned group;       /* 0 enforced, 1 shadow */
+    unsigned group;       /* 0 enforced, 1 shadow; + 2 x the request's index in a batch */
     sl_decision decision; /* out (ns); retry_after -1 = never */
     bool decided;         /* out */
 } sl_script_item;

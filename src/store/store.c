@@ -14,6 +14,10 @@
 #include "store/redis_cluster.h"
 #include "store/redis_script.h"
 
+#define MAX_OPEN        16  /* script calls being filled at once (cluster: one per slot) */
+#define FLIGHT_REQUESTS 128 /* requests in one script call (decide.lua allows 256) */
+#define FLIGHT_ITEMS    512 /* limits in one script call */
+
 typedef struct deny_entry {
     uint64_t h1, h2; /* the Redis key's fingerprint (two seeded hashes) */
     int64_t until;   /* refused until (worker clock, ns) */
@@ -32,16 +36,31 @@ struct sl_store_worker {
     size_t deny_mask;
     uint64_t seed1, seed2;
     sl_buf cmd; /* scratch: the command being formatted */
+    /* the script calls being filled during this loop iteration, one per
+       slot, sent when it ends (uv_check) or when full */
+    struct flight *open[MAX_OPEN];
+    size_t nopen;
+    uv_check_t check;
+    bool check_on;
 };
 
-/* One script call: the items of one cluster slot. */
+/* A call's items of one cluster slot: one request of a script call. */
 typedef struct part {
     sl_store_call *c;
     unsigned slot;
     size_t n;
     uint8_t idx[SL_STORE_MAX_ITEMS];
-    bool with_source;
 } part;
+
+/* One script call: every request a worker has for one slot in one loop
+ * iteration (decide.lua: group 2r + g). */
+typedef struct flight {
+    sl_store_worker *sw;
+    unsigned slot;
+    bool with_source;
+    size_t nparts, nitems;
+    part *parts[FLIGHT_REQUESTS];
+} flight;
 
 typedef struct call_state {
     part parts[SL_STORE_MAX_ITEMS];
@@ -97,15 +116,26 @@ sl_store_worker *sl__store_worker_new(uv_loop_t *loop, const sl_redis_config *cf
         return NULL;
     }
     sl__store_preamble(sw->redis);
+    uv_check_init(loop, &sw->check);
+    sw->check.data = sw;
     return sw;
+}
+
+static void flight_fail(flight *f);
+
+static void on_check_closed(uv_handle_t *h) {
+    sl_store_worker *sw = h->data;
+    sl__buf_free(&sw->cmd);
+    free(sw->deny);
+    free(sw);
 }
 
 void sl__store_worker_free(sl_store_worker *sw) {
     if (!sw) return;
-    sl__redis_free(sw->redis); /* fails the calls in flight: their fail modes answer */
-    sl__buf_free(&sw->cmd);
-    free(sw->deny);
-    free(sw);
+    /* requests not sent yet, then those in flight: their fail modes answer */
+    while (sw->nopen) flight_fail(sw->open[--sw->nopen]);
+    sl__redis_free(sw->redis);
+    uv_close((uv_handle_t *)&sw->check, on_check_closed);
 }
 
 /* ---- calls -------------------------------------------------------------------- */
@@ -213,8 +243,6 @@ static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
 
 /* ---- script calls -------------------------------------------------------------------- */
 
-static void on_script(void *arg, const redisReply *reply, int status);
-
 static void complete(sl_store_call *c) {
     sl_store_worker *sw = c->sw;
     call_state *st = c->state;
@@ -257,52 +285,135 @@ static void script_items(const sl_store_call *c, const part *pt, sl_script_item 
     }
 }
 
-static void send_part(sl_store_worker *sw, part *pt) {
-    sl_script_item si[SL_STORE_MAX_ITEMS];
-    script_items(pt->c, pt, si);
+/* A request's script call is over: ok, or failed (its fail modes decide). */
+static void part_done(part *pt, bool ok) {
+    sl_store_call *c = pt->c;
+    if (!ok) c->failed = true;
+    if (--c->parts_left == 0) complete(c);
+}
+
+static void flight_fail(flight *f) {
+    for (size_t k = 0; k < f->nparts; k++) part_done(f->parts[k], false);
+    free(f);
+}
+
+/* The script items of every request of f, request k's groups moved to
+ * 2k + g. si has room for f->nitems. */
+static void flight_items(const flight *f, sl_script_item *si) {
+    size_t o = 0;
+    for (size_t k = 0; k < f->nparts; k++) {
+        const part *pt = f->parts[k];
+        script_items(pt->c, pt, si + o);
+        for (size_t j = 0; j < pt->n; j++) si[o + j].group += 2 * (unsigned)k;
+        o += pt->n;
+    }
+}
+
+static void on_flight(void *arg, const redisReply *reply, int status);
+
+static void flight_send(flight *f) {
+    sl_store_worker *sw = f->sw;
+    sl_script_item *si = malloc(f->nitems * sizeof *si);
+    if (!si) {
+        flight_fail(f);
+        return;
+    }
+    flight_items(f, si);
     sl__buf_reset(&sw->cmd);
-    sl__redis_script_format(&sw->cmd, pt->with_source, si, pt->n, 0);
+    sl__redis_script_format(&sw->cmd, f->with_source, si, f->nitems, 0);
+    free(si);
     if (sw->cmd.failed) {
         sl__buf_free(&sw->cmd);
         sl__buf_init(&sw->cmd);
-        on_script(pt, NULL, SL_REDIS_EIO);
+        flight_fail(f);
         return;
     }
-    sl__redis_call(sw->redis, pt->slot, sw->cmd.data, sw->cmd.len, on_script, pt);
+    sl__redis_call(sw->redis, f->slot, sw->cmd.data, sw->cmd.len, on_flight, f);
 }
 
-static void on_script(void *arg, const redisReply *reply, int status) {
-    part *pt = arg;
-    sl_store_call *c = pt->c;
-    sl_store_worker *sw = c->sw;
-    if (status == SL_REDIS_OK && reply->type == REDIS_REPLY_ERROR && !pt->with_source &&
+static void on_flight(void *arg, const redisReply *reply, int status) {
+    flight *f = arg;
+    sl_store_worker *sw = f->sw;
+    if (status == SL_REDIS_OK && reply->type == REDIS_REPLY_ERROR && !f->with_source &&
         strncmp(reply->str, "NOSCRIPT", 8) == 0) {
         /* Redis lost the script (restart, SCRIPT FLUSH, failover): EVAL loads it again */
         add(&sw->stats->noscript_reloads, 1);
-        pt->with_source = true;
-        send_part(sw, pt);
+        f->with_source = true;
+        flight_send(f);
         return;
     }
-    if (status != SL_REDIS_OK) {
-        c->failed = true;
-    } else {
-        sl_script_item si[SL_STORE_MAX_ITEMS];
+    sl_script_item *si = status == SL_REDIS_OK ? malloc(f->nitems * sizeof *si) : NULL;
+    bool ok = si != NULL;
+    if (ok) {
         char err[160];
-        script_items(c, pt, si);
-        if (sl__redis_script_parse(reply, si, pt->n, err, sizeof err) != 0) {
+        flight_items(f, si);
+        if (sl__redis_script_parse(reply, si, f->nitems, err, sizeof err) != 0) {
             static _Thread_local uint64_t logged;
             if (logged++ % 10000 == 0) sl__log_warn("redis: script answer: %s", err);
             add(&sw->stats->script_errors, 1);
-            c->failed = true;
-        } else {
-            for (size_t k = 0; k < pt->n; k++) {
-                sl_store_item *it = &c->items[pt->idx[k]];
-                it->decision = si[k].decision;
-                it->decided = si[k].decided;
-            }
+            ok = false;
         }
     }
-    if (--c->parts_left == 0) complete(c);
+    size_t o = 0;
+    for (size_t k = 0; k < f->nparts; k++) {
+        part *pt = f->parts[k];
+        for (size_t j = 0; ok && j < pt->n; j++) {
+            sl_store_item *it = &pt->c->items[pt->idx[j]];
+            it->decision = si[o + j].decision;
+            it->decided = si[o + j].decided;
+        }
+        o += pt->n;
+        part_done(pt, ok);
+    }
+    free(si);
+    free(f);
+}
+
+/* The loop iteration is over: every script call being filled goes out. */
+static void on_check(uv_check_t *h) {
+    sl_store_worker *sw = h->data;
+    uv_check_stop(&sw->check);
+    sw->check_on = false;
+    while (sw->nopen) {
+        flight *f = sw->open[--sw->nopen];
+        flight_send(f);
+    }
+}
+
+/* Adds a request to the script call of its slot being filled. */
+static void send_part(sl_store_worker *sw, part *pt) {
+    size_t j = 0;
+    while (j < sw->nopen && sw->open[j]->slot != pt->slot) j++;
+    if (j < sw->nopen &&
+        (sw->open[j]->nparts == FLIGHT_REQUESTS || sw->open[j]->nitems + pt->n > FLIGHT_ITEMS)) {
+        flight *full = sw->open[j]; /* full: goes out now */
+        sw->open[j] = sw->open[--sw->nopen];
+        flight_send(full);
+        j = sw->nopen;
+    }
+    if (j == sw->nopen) {
+        while (sw->nopen >= MAX_OPEN) { /* too many slots at once: the oldest goes out */
+            flight *old = sw->open[0];
+            sw->open[0] = sw->open[--sw->nopen];
+            flight_send(old);
+        }
+        flight *f = calloc(1, sizeof *f);
+        if (!f) {
+            part_done(pt, false);
+            return;
+        }
+        f->sw = sw;
+        f->slot = pt->slot;
+        j = sw->nopen;
+        sw->open[sw->nopen++] = f;
+    }
+    flight *f = sw->open[j];
+    f->parts[f->nparts++] = pt;
+    f->nitems += pt->n;
+    if (!sw->check_on) {
+        uv_check_start(&sw->check, on_check);
+        sw->check_on = true;
+    }
 }
 
 void sl__store_decide(sl_store_worker *sw, sl_store_call *c) {

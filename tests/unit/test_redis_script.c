@@ -609,6 +609,67 @@ static void test_traces_groups(void **state) {
     }
 }
 
+/* Several requests in one call (group 2r + g, as the store sends a loop
+ * iteration's decisions): the same decisions as one call per request at the
+ * same time, in order. Two copies of every key (a: one call per request,
+ * b: one call for all) so that both see the same history. */
+static void test_batched_requests(void **state) {
+    (void)state;
+    load_script();
+    static const int use[] = {0, 3, 8, 13, 19, 24};
+    enum { NP = sizeof use / sizeof use[0] };
+    uint64_t seeds = env_u64("SLUICE_REDIS_TRACES", 4);
+    for (uint64_t seed = 1; seed <= seeds; seed++) {
+        rng_state = seed * 104729;
+        int64_t now = T0_US + rnd_below(S_US);
+        sl_params p[NP];
+        const char *ka[NP], *kb[NP];
+        for (int i = 0; i < NP; i++) {
+            p[i] = params_of(&psets[use[i]], now - 1000);
+            char name[32];
+            snprintf(name, sizeof name, "ba%llu-%d", (unsigned long long)seed, i);
+            ka[i] = rkey(psets[use[i]].name, name);
+            snprintf(name, sizeof name, "bb%llu-%d", (unsigned long long)seed, i);
+            kb[i] = rkey(psets[use[i]].name, name);
+            cmd_ok("DEL %s %s", ka[i], kb[i]);
+        }
+        for (int step = 0; step < 60; step++) {
+            now += rnd_below(200 * MS_US);
+            size_t nreq = 1 + (size_t)rnd_below(6), total = 0;
+            sl_script_item one[24], all[24];
+            size_t start[7];
+            for (size_t r = 0; r < nreq; r++) {
+                start[r] = total;
+                size_t n = 1 + (size_t)rnd_below(3);
+                for (size_t j = 0; j < n; j++) {
+                    int e = (int)rnd_below(NP);
+                    int64_t mc = max_cost(&p[e]);
+                    int64_t cost = rnd_below(5) == 0 ? 0 : 1 + rnd_below(mc < 2 ? mc : 2);
+                    unsigned g = rnd_below(4) == 0;
+                    one[total] = item(&p[e], ka[e], cost, g);
+                    all[total] = item(&p[e], kb[e], cost, g + 2 * (unsigned)r);
+                    total++;
+                }
+            }
+            start[nreq] = total;
+            for (size_t r = 0; r < nreq; r++) run(one + start[r], start[r + 1] - start[r], now);
+            run(all, total, now);
+            for (size_t i = 0; i < total; i++) {
+                char ctx[120];
+                snprintf(ctx, sizeof ctx, "batched seed %llu step %d item %zu of %zu",
+                         (unsigned long long)seed, step, i, total);
+                same_decision(ctx, &one[i].decision, &all[i].decision, false);
+            }
+            for (int i = 0; i < NP; i++) { /* simulated time: no expiry in real time */
+                redisReply *r = cmd("PERSIST %s", ka[i]);
+                freeReplyObject(r);
+                r = cmd("PERSIST %s", kb[i]);
+                freeReplyObject(r);
+            }
+        }
+    }
+}
+
 /* The cases of the brief, by hand. */
 static void test_groups_by_hand(void **state) {
     (void)state;
@@ -1052,11 +1113,12 @@ static void test_parse(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_format),         cmocka_unit_test(test_parse),
-        cmocka_unit_test(test_evalsha),        cmocka_unit_test(test_bad_arguments),
-        cmocka_unit_test(test_traces_single),  cmocka_unit_test(test_traces_groups),
-        cmocka_unit_test(test_groups_by_hand), cmocka_unit_test(test_foreign_state),
-        cmocka_unit_test(test_ttl_real_time),  cmocka_unit_test(test_calendar_month),
+        cmocka_unit_test(test_format),           cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_evalsha),          cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_traces_single),    cmocka_unit_test(test_traces_groups),
+        cmocka_unit_test(test_groups_by_hand),   cmocka_unit_test(test_foreign_state),
+        cmocka_unit_test(test_batched_requests), cmocka_unit_test(test_ttl_real_time),
+        cmocka_unit_test(test_calendar_month),
     };
     return cmocka_run_group_tests(tests, start_redis, stop_redis);
 }

@@ -93,10 +93,11 @@ int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path) {
         return -1;
     }
     if (s->redis && s->redis_cfg.batched) {
-        /* a sync is not on any request's path: it may take up to an interval */
+        /* A sync is not on any request's path, and the next one waits for it:
+         * it may take a few intervals before it counts as failed. */
         s->batch_cfg = s->redis_cfg;
-        if (s->batch_cfg.timeout < s->batch_cfg.sync_interval)
-            s->batch_cfg.timeout = s->batch_cfg.sync_interval;
+        if (s->batch_cfg.timeout < 4 * s->batch_cfg.sync_interval)
+            s->batch_cfg.timeout = 4 * s->batch_cfg.sync_interval;
         if (!(s->batch = sl__batch_new(&s->redis_cfg))) {
             sl__log_error("out of memory");
             return -1;

@@ -23,7 +23,10 @@
 #define MAX_ENTRIES (1u << 20) /* keys remembered at once; beyond, charges are not shared */
 #define KEEP_ROUNDS 20         /* syncs without local use before a key is forgotten */
 #define CHUNK       256        /* keys per script call */
-#define MIN_TTL_MS  60000      /* of the fleet's counters (refreshed by every sync) */
+#define SYNC_KEYS                                                                                  \
+    4096                 /* keys pushed per sync at most (10 to 25 ms of Redis time);              \
+                            the others keep their counts for the next syncs */
+#define MIN_TTL_MS 60000 /* of the fleet's counters (refreshed by every sync) */
 
 /* KEYS: the counters; ARGV[1]: their TTL in ms; ARGV[1 + i]: what to add to
  * KEYS[i]. Returns the totals. */
@@ -66,7 +69,8 @@ struct sl_batch {
     sl_batch_hooks hooks;
     uv_timer_t timer;
     bool started;
-    int in_flight; /* script calls of the current sync not answered yet */
+    int in_flight;        /* script calls of the current sync not answered yet */
+    unsigned next_stripe; /* where the next sync starts (syncs that hit SYNC_KEYS rotate) */
     sl_buf cmd;
 };
 
@@ -280,8 +284,11 @@ static void on_sync(uv_timer_t *t) {
     b->in_flight = 1;         /* held while pushing */
     push *open[MAX_OPEN];
     push *ready[MAX_OPEN]; /* full ones, sent once the stripe is unlocked */
-    size_t nopen = 0;
-    for (int i = 0; i < STRIPES; i++) {
+    size_t nopen = 0, pushed = 0;
+    unsigned first = b->next_stripe;
+    int hit = -1; /* the stripe where SYNC_KEYS was reached: the next sync starts there */
+    for (unsigned si = 0; si < STRIPES; si++) {
+        unsigned i = (first + si) % STRIPES;
         stripe *st = &b->s[i];
         size_t nready = 0;
         pthread_mutex_lock(&st->mu);
@@ -299,8 +306,10 @@ static void on_sync(uv_timer_t *t) {
                 /* pushed: what was used here, and what owes (its sync pays the debt).
                  * A key unused here is not asked about: when it is used again, the
                  * push reads what the others used meanwhile. */
-                if (e->sending || nready == MAX_OPEN || (e->delta == 0 && e->debt == 0))
+                if (e->sending || nready == MAX_OPEN || (e->delta == 0 && e->debt == 0) ||
+                    pushed >= SYNC_KEYS)
                     continue; /* (or the next sync takes it) */
+                if (++pushed == SYNC_KEYS) hit = (int)i;
                 unsigned slot = slot_of(b, e);
                 size_t j = 0;
                 while (j < nopen && open[j]->slot != slot) j++;
@@ -329,6 +338,7 @@ static void on_sync(uv_timer_t *t) {
         for (size_t j = 0; j < nready; j++) send_push(b, ready[j]);
     }
     for (size_t j = 0; j < nopen; j++) send_push(b, open[j]);
+    if (hit >= 0) b->next_stripe = (unsigned)hit;
     if (--b->in_flight == 0) add(&b->stats.syncs, 1);
 }
 

@@ -71,9 +71,11 @@ test-fuzz: build-fuzz
 fuzz:
 	@$(MAKE) test-fuzz FUZZ_SECONDS=600
 
-# Benchmarks: long, noisy-machine aware; never part of make test.
-bench: deps
+# Benchmarks: long, noisy-machine aware; never part of make test. libsluice,
+# then sluiced with the Redis store against rate-limiter-flexible (about 4 min).
+bench: deps build
 	@bench/run.sh
+	@bench/redis/run.sh $(BUILD)
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

@@ -16,3 +16,12 @@ if(TARGET sluiced)
             $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} ${SLUICE_NGINX})
   set_tests_properties(nginx_integration PROPERTIES LABELS integration TIMEOUT 120)
 endif()
+
+if(TARGET sluiced)
+  # the same nginx tests with the Redis store (/v1/auth's layered limits in one script call)
+  add_test(NAME nginx_integration_redis
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/nginx_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} ${SLUICE_NGINX})
+  set_tests_properties(nginx_integration_redis PROPERTIES LABELS integration TIMEOUT 120
+                       ENVIRONMENT SLUICE_TEST_REDIS=1)
+endif()

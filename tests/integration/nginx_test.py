@@ -13,7 +13,10 @@ exempt health check, and a flood of random API keys that leaves sluiced's
 tables exactly as large as before (/metrics sluice_table_keys).
 
 Everything runs on ephemeral loopback ports in a temporary directory and is
-stopped at the end. Standard library only."""
+stopped at the end. Standard library only.
+With SLUICE_TEST_REDIS=1 the same tests run with the Redis store, on a
+redis-server the test starts on a free loopback port.
+"""
 import http.client
 import http.server
 import os
@@ -82,6 +85,21 @@ class Stack:
         cfg = open(os.path.join(ex, "sluice.yaml")).read()
         cfg = cfg.replace("http: 127.0.0.1:8080", "http: 127.0.0.1:0", 1)
         cfg = cfg.replace("\nlisten:", "\nworkers: 2\nlisten:", 1)
+        if os.environ.get("SLUICE_TEST_REDIS"):
+            # the same tests with the Redis store, on a redis-server of our own
+            rport = free_port()
+            self.redis = subprocess.Popen(
+                ["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
+                 "--appendonly", "no", "--dir", self.dir],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(100):
+                try:
+                    socket.create_connection(("127.0.0.1", rport), 0.2).close()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            cfg += ("\nstore:\n  type: redis\n  redis:\n    url: redis://127.0.0.1:%d/0\n"
+                    "    timeout: 500ms\n    on_failure: closed\n" % rport)
         with open(os.path.join(self.dir, "sluice.yaml"), "w") as f:
             f.write(cfg)
         # sluiced on port 0: the port is read from its log
@@ -171,6 +189,9 @@ class Stack:
         if self.app:
             self.app.shutdown()
             self.app.server_close()
+        if getattr(self, "redis", None):
+            self.redis.terminate()
+            self.redis.wait()
         self.last_log = self.read("sluiced.log")
         for f in ("sluiced_log", "nginx_log"):
             if hasattr(self, f):

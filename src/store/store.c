@@ -195,7 +195,8 @@ static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
     for (size_t i = 0; i < c->n; i++) {
         sl_store_item *it = &c->items[i];
         if (it->group != 0 || it->on_failure != SL_FAIL_CLOSED) continue;
-        uint64_t at = sl__redis_retry_at(sw->redis, 0);
+        const call_state *st = c->state; /* the breaker of the key's node says when */
+        uint64_t at = sl__redis_retry_at(sw->redis, st ? st->parts[0].slot : 0);
         uint64_t now = uv_now(sw->loop);
         int64_t retry = at > now ? (int64_t)(at - now) * 1000000 : sw->cfg->breaker_cooldown;
         if (retry < 1000000) retry = 1000000;

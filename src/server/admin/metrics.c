@@ -79,6 +79,12 @@ static void policy_metrics(sl_policy_set *set, sl_buf *out) {
 #define SSUM(s, field)                                                                             \
     sum_at((s), offsetof(sl_worker, store_stats) + offsetof(sl_store_stats, field))
 
+/* A family with one unlabelled sample. */
+static void single(sl_buf *out, const char *name, const char *type, const char *help, uint64_t v) {
+    sl__prom_family(out, name, type, help);
+    sl__prom_sample(out, name, NULL, v);
+}
+
 /* The Redis store's health and work (store.type: redis). */
 static void redis_metrics(sl_server *s, sl_policy_set *set, sl_buf *out) {
     int up = 1, open = 0;
@@ -86,12 +92,10 @@ static void redis_metrics(sl_server *s, sl_policy_set *set, sl_buf *out) {
         up &= atomic_load(&s->workers[i].redis_stats.up);
         open += atomic_load(&s->workers[i].redis_stats.breaker_open);
     }
-    sl__prom_family(out, "sluice_redis_up", "gauge",
-                    "1 when every worker reaches Redis (every node, for a cluster).");
-    sl__prom_sample(out, "sluice_redis_up", NULL, (uint64_t)up);
-    sl__prom_family(out, "sluice_redis_breaker_open", "gauge",
-                    "Circuit breakers open now (per worker and node).");
-    sl__prom_sample(out, "sluice_redis_breaker_open", NULL, (uint64_t)(open > 0 ? open : 0));
+    single(out, "sluice_redis_up", "gauge",
+           "1 when every worker reaches Redis (every node, for a cluster).", (uint64_t)up);
+    single(out, "sluice_redis_breaker_open", "gauge",
+           "Circuit breakers open now (per worker and node).", (uint64_t)(open > 0 ? open : 0));
     sl__prom_family(out, "sluice_redis_calls_total", "counter",
                     "Redis calls by result: ok (answered), error (connection lost or refused), "
                     "timeout, open (not sent: breaker open).");
@@ -110,35 +114,28 @@ static void redis_metrics(sl_server *s, sl_policy_set *set, sl_buf *out) {
     const char *lmv[] = {"kind", "moved", NULL}, *lask[] = {"kind", "ask", NULL};
     sl__prom_sample(out, "sluice_redis_redirects_total", lmv, RSUM(s, moved));
     sl__prom_sample(out, "sluice_redis_redirects_total", lask, RSUM(s, ask));
-    sl__prom_family(out, "sluice_redis_connects_total", "counter", "Connection attempts.");
-    sl__prom_sample(out, "sluice_redis_connects_total", NULL, RSUM(s, reconnects));
-    sl__prom_family(out, "sluice_redis_slot_refreshes_total", "counter",
-                    "Redis Cluster slot maps read (CLUSTER SLOTS).");
-    sl__prom_sample(out, "sluice_redis_slot_refreshes_total", NULL, RSUM(s, slot_refreshes));
-    sl__prom_family(out, "sluice_redis_script_reloads_total", "counter",
-                    "NOSCRIPT answers: the script was sent again with EVAL.");
-    sl__prom_sample(out, "sluice_redis_script_reloads_total", NULL, SSUM(s, noscript_reloads));
-    sl__prom_family(out, "sluice_redis_script_errors_total", "counter",
-                    "Script answers that could not be used (treated as a failure).");
-    sl__prom_sample(out, "sluice_redis_script_errors_total", NULL, SSUM(s, script_errors));
-    sl__prom_family(out, "sluice_deny_cache_hits_total", "counter",
-                    "Requests refused from the deny cache without asking Redis.");
-    sl__prom_sample(out, "sluice_deny_cache_hits_total", NULL, SSUM(s, deny_hits));
-    sl__prom_family(out, "sluice_deny_cache_inserts_total", "counter",
-                    "Refusals remembered in the deny cache.");
-    sl__prom_sample(out, "sluice_deny_cache_inserts_total", NULL, SSUM(s, deny_inserts));
+    single(out, "sluice_redis_connects_total", "counter", "Connection attempts.",
+           RSUM(s, reconnects));
+    single(out, "sluice_redis_slot_refreshes_total", "counter",
+           "Redis Cluster slot maps read (CLUSTER SLOTS).", RSUM(s, slot_refreshes));
+    single(out, "sluice_redis_script_reloads_total", "counter",
+           "NOSCRIPT answers: the script was sent again with EVAL.", SSUM(s, noscript_reloads));
+    single(out, "sluice_redis_script_errors_total", "counter",
+           "Script answers that could not be used (treated as a failure).", SSUM(s, script_errors));
+    single(out, "sluice_deny_cache_hits_total", "counter",
+           "Requests refused from the deny cache without asking Redis.", SSUM(s, deny_hits));
+    single(out, "sluice_deny_cache_inserts_total", "counter",
+           "Refusals remembered in the deny cache.", SSUM(s, deny_inserts));
     if (s->batch) {
         const sl_batch_stats *bs = sl__batch_stats(s->batch);
-        sl__prom_family(out, "sluice_batch_syncs_total", "counter",
-                        "Batched mode: syncs with Redis completed.");
-        sl__prom_sample(out, "sluice_batch_syncs_total", NULL, atomic_load(&bs->syncs));
-        sl__prom_family(out, "sluice_batch_keys_synced_total", "counter",
-                        "Batched mode: keys pushed to Redis and lowered to the fleet's state.");
-        sl__prom_sample(out, "sluice_batch_keys_synced_total", NULL, atomic_load(&bs->keys_synced));
-        sl__prom_family(out, "sluice_batch_failed_syncs_total", "counter",
-                        "Batched mode: key pushes that failed (pushed again, unless timed out).");
-        sl__prom_sample(out, "sluice_batch_failed_syncs_total", NULL,
-                        atomic_load(&bs->failed_syncs));
+        single(out, "sluice_batch_syncs_total", "counter",
+               "Batched mode: syncs with Redis completed.", atomic_load(&bs->syncs));
+        single(out, "sluice_batch_keys_synced_total", "counter",
+               "Batched mode: keys pushed to Redis and charged with what the fleet used.",
+               atomic_load(&bs->keys_synced));
+        single(out, "sluice_batch_failed_syncs_total", "counter",
+               "Batched mode: key pushes that failed (pushed again, unless timed out).",
+               atomic_load(&bs->failed_syncs));
     }
     static const char *const mode[SL_FROM_COUNT] = {
         [SL_FROM_OPEN] = "open", [SL_FROM_CLOSED] = "closed", [SL_FROM_LOCAL] = "local"};

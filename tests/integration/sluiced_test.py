@@ -6,10 +6,13 @@ clients: curl (status codes, every header and its syntax, JSON bodies),
 redis-cli (CL.THROTTLE against redis-cell's documented replies, SL.CHECK,
 pipelining with --pipe), and raw sockets (malformed HTTP and RESP, oversized
 headers and bodies, slow clients). Also reload with a good and a broken
-config, and SIGTERM draining. Standard library only."""
+config, and SIGTERM draining. Standard library only. With SLUICE_TEST_REDIS=1
+the same tests run with the Redis store, on a redis-server of their own."""
+import atexit
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -436,6 +439,39 @@ class Lifecycle(unittest.TestCase):
             self.assertEqual(s.stop(), 0)
 
 
+def use_redis_store():
+    """SLUICE_TEST_REDIS=1: the same tests with the Redis store, on a
+    redis-server of our own on a free loopback port (stopped at exit)."""
+    global CONFIG
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    rdir = tempfile.mkdtemp(prefix="sluiced-test-redis-")
+    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                              "--save", "", "--appendonly", "no", "--dir", rdir],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop():
+        redis.terminate()
+        redis.wait()
+        shutil.rmtree(rdir, ignore_errors=True)
+
+    atexit.register(stop)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    CONFIG = CONFIG.replace(
+        "store:\n  type: memory\n",
+        "store:\n  type: redis\n  redis:\n    url: redis://127.0.0.1:%d/0\n"
+        "    timeout: 500ms\n    on_failure: closed\n" % port, 1)
+
+
 if __name__ == "__main__":
     SLUICED, SRC = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    if os.environ.get("SLUICE_TEST_REDIS"):
+        use_redis_store()
     unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])

@@ -11,9 +11,9 @@
  * refill. Without the debt, N servers that each refill at the full rate
  * would admit N times the rate under sustained load.
  *
- * The price (docs/distributed.md): during one interval each of N servers
- * can admit what its table allows before it hears of the others, so the
- * fleet may overshoot by at most (N - 1) x (burst + rate x interval) for a
+ * The price (docs/distributed.md): a server hears of the others' use up to
+ * two intervals late and admits what its table allows meanwhile, so the
+ * fleet may overshoot by at most (N - 1) x (burst + rate x 2 x interval) for a
  * bucket. While Redis is unreachable each server goes on alone (and its
  * counts are pushed when Redis is back). */
 #ifndef SLUICE_STORE_BATCH_H

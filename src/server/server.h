@@ -61,7 +61,7 @@ typedef struct sl_worker {
     sl_store_stats store_stats;    /* its counters */
     sl_redis_stats redis_stats;
     struct sl_redis *batch_redis; /* batched mode, worker 0: the syncs' connection */
-    int start_error; /* listener setup result, for the main thread */
+    int start_error;              /* listener setup result, for the main thread */
     uv_sem_t started;
 } sl_worker;
 

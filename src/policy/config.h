@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "policy/identity.h"
+#include "store/redis_config.h"
 #include "sluice/limit.h"
 
 #define SL_POLICY_NAME_MAX     63 /* [a-z0-9_.-]+ */
@@ -155,39 +156,6 @@ typedef struct sl_limits_config {
 } sl_limits_config;
 
 struct sl_domain_rules;
-
-/* ---- the Redis store (docs/distributed.md) ---- */
-
-#define SL_REDIS_MAX_SEEDS 16
-#define SL_REDIS_HOST_MAX  255
-
-typedef enum sl_fail_mode { SL_FAIL_OPEN = 0, SL_FAIL_CLOSED = 1, SL_FAIL_LOCAL = 2 } sl_fail_mode;
-
-typedef struct sl_redis_addr {
-    char host[SL_REDIS_HOST_MAX + 1]; /* name or address; "" with unix_path */
-    uint16_t port;
-} sl_redis_addr;
-
-typedef struct sl_redis_config {
-    /* single node: url redis://[[user]:password@]host[:port][/db] or unix://path */
-    sl_redis_addr addr;
-    char unix_path[256];
-    unsigned db;
-    char user[128], password[128]; /* "" = no AUTH */
-    /* cluster: seed nodes (any reachable one gives the slot map) */
-    bool cluster;
-    sl_redis_addr seeds[SL_REDIS_MAX_SEEDS];
-    size_t nseeds;
-    int64_t timeout;             /* ns per Redis call (default 5 ms) */
-    sl_fail_mode on_failure;     /* default for policies without their own (default local) */
-    unsigned expected_instances; /* local fallback limit = limit / this (default 1) */
-    bool batched;                /* sync: batched */
-    int64_t sync_interval;       /* ns between batched syncs (default 100 ms) */
-    char prefix[64];             /* of every Redis key (default "sluice:") */
-    unsigned breaker_failures;   /* consecutive failures that open the breaker (default 5) */
-    int64_t breaker_cooldown;    /* ns before a probe call (default 1 s) */
-    size_t deny_cache;           /* entries per worker; 0 = off (default 65536) */
-} sl_redis_config;
 
 typedef struct sl_config {
     char source[256]; /* the file name, or "<embedded default>" */

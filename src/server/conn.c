@@ -12,7 +12,7 @@
 
 #include "server/grpc/grpc.h"
 #include "server/http/http.h"
-#include "server/log.h"
+#include "util/log.h"
 #include "server/resp/resp.h"
 #include "server/server.h"
 

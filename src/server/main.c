@@ -8,7 +8,7 @@
 #include <uv.h>
 
 #include "policy/config.h"
-#include "server/log.h"
+#include "util/log.h"
 #include "server/server.h"
 #include "sluice/sluice.h"
 

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server/log.h"
+#include "util/log.h"
 #include "server/server.h"
 #include "store/batch.h"
 #include "sluice/clock.h"

@@ -14,7 +14,7 @@
 #include "policy/domains.h"
 #include "policy/policy.h"
 #include "server/admin/prom.h"
-#include "server/buf.h"
+#include "util/buf.h"
 #include "server/resp/cell.h"
 #include "store/store.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/log.h"
+#include "util/log.h"
 #include "server/server.h"
 #include "sluice/clock.h"
 #include "store/batch.h"

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "core/hash.h"
-#include "server/buf.h"
-#include "server/log.h"
+#include "util/buf.h"
+#include "util/log.h"
 #include "store/redis_cluster.h"
 #include "store/redis_script.h"
 

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "policy/config.h"
+#include "store/redis_config.h"
 #include "store/redis_client.h"
 
 typedef struct sl_batch sl_batch;

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/log.h"
+#include "util/log.h"
 #include "store/redis_cluster.h"
 
 #define MAX_NODES        SL_CLUSTER_MAX_NODES

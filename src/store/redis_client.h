@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "policy/config.h"
+#include "store/redis_config.h"
 
 struct redisReply;
 

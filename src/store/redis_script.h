@@ -48,7 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/buf.h"
+#include "util/buf.h"
 #include "sluice/limit.h"
 
 #define SL_SCRIPT_CALENDAR_MONTH 0x100u /* flags: fixed window = the calendar month (UTC) */

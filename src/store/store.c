@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "core/hash.h"
-#include "server/log.h"
-#include "server/buf.h"
+#include "util/log.h"
+#include "util/buf.h"
 #include "sluice/error.h"
 #include "store/redis_cluster.h"
 #include "store/redis_script.h"

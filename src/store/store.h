@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "policy/config.h"
+#include "store/redis_config.h"
 #include "sluice/table.h"
 #include "store/redis_client.h"
 

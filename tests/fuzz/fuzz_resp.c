@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/buf.h"
+#include "util/buf.h"
 #include "server/resp/cell.h"
 #include "server/resp/resp.h"
 #include "sluice/sluice.h"

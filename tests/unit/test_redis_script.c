@@ -34,7 +34,7 @@
 #include <hiredis/hiredis.h>
 
 #include "policy/policy.h"
-#include "server/buf.h"
+#include "util/buf.h"
 #include "sluice/sluice.h"
 #include "store/redis_script.h"
 

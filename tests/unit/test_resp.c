@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "policy/policy.h"
-#include "server/buf.h"
+#include "util/buf.h"
 #include "server/resp/cell.h"
 #include "server/resp/resp.h"
 #include "sluice/sluice.h"

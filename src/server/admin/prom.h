@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/buf.h"
+#include "util/buf.h"
 
 /* # HELP name help \n # TYPE name type */
 void sl__prom_family(sl_buf *out, const char *name, const char *type, const char *help);

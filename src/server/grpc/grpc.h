@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/buf.h"
+#include "util/buf.h"
 
 struct sl_worker;
 typedef struct sl_grpc_session sl_grpc_session;

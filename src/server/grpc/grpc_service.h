@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "policy/domains.h"
-#include "server/buf.h"
+#include "util/buf.h"
 
 /* gRPC status codes (google/rpc/code.proto). */
 enum {

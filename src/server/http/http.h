@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/buf.h"
+#include "util/buf.h"
 #include "sluice/limit.h"
 
 #define SL_HTTP_MAX_HEADERS 64

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/buf.h"
+#include "util/buf.h"
 
 #define SL_RESP_MAX_ARGS 64
 

@@ -1,7 +1,7 @@
 /* log.h: leveled logging to stderr, one line per message:
  * "2026-11-30T10:00:00.123Z level message". The level is process-wide. */
-#ifndef SLUICE_SERVER_LOG_H
-#define SLUICE_SERVER_LOG_H
+#ifndef SLUICE_UTIL_LOG_H
+#define SLUICE_UTIL_LOG_H
 
 typedef enum sl_log_level { SL_LOG_ERROR, SL_LOG_WARN, SL_LOG_INFO, SL_LOG_DEBUG } sl_log_level;
 

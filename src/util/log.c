@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/log.h"
+#include "util/log.h"
 
 static atomic_int log_level = SL_LOG_INFO;
 static const char *const names[] = {"error", "warn", "info", "debug"};

@@ -1,9 +1,10 @@
-/* buf.h: a growable byte buffer for connection input and output. Appends
+/* buf.h: a growable byte buffer (connection input and output, Redis
+ * commands being formatted). Appends
  * never fail silently: on allocation failure the buffer is marked failed
  * (buf->failed), later appends are no-ops, and the caller closes the
  * connection. */
-#ifndef SLUICE_SERVER_BUF_H
-#define SLUICE_SERVER_BUF_H
+#ifndef SLUICE_UTIL_BUF_H
+#define SLUICE_UTIL_BUF_H
 
 #include <stdbool.h>
 #include <stddef.h>

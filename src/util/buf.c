@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/buf.h"
+#include "util/buf.h"
 
 void sl__buf_init(sl_buf *b) {
     memset(b, 0, sizeof *b);

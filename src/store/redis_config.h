@@ -1,0 +1,43 @@
+/* redis_config.h: the settings of the Redis store (store.redis in the
+ * config, docs/configuration.md). Defined here, below the policy layer, so
+ * that the store needs nothing from above; policy/config.h embeds them in
+ * the config model and its loader fills them. */
+#ifndef SLUICE_STORE_REDIS_CONFIG_H
+#define SLUICE_STORE_REDIS_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SL_REDIS_MAX_SEEDS 16
+#define SL_REDIS_HOST_MAX  255
+
+typedef enum sl_fail_mode { SL_FAIL_OPEN = 0, SL_FAIL_CLOSED = 1, SL_FAIL_LOCAL = 2 } sl_fail_mode;
+
+typedef struct sl_redis_addr {
+    char host[SL_REDIS_HOST_MAX + 1]; /* name or address; "" with unix_path */
+    uint16_t port;
+} sl_redis_addr;
+
+typedef struct sl_redis_config {
+    /* single node: url redis://[[user]:password@]host[:port][/db] or unix://path */
+    sl_redis_addr addr;
+    char unix_path[256];
+    unsigned db;
+    char user[128], password[128]; /* "" = no AUTH */
+    /* cluster: seed nodes (any reachable one gives the slot map) */
+    bool cluster;
+    sl_redis_addr seeds[SL_REDIS_MAX_SEEDS];
+    size_t nseeds;
+    int64_t timeout;             /* ns per Redis call (default 5 ms) */
+    sl_fail_mode on_failure;     /* default for policies without their own (default local) */
+    unsigned expected_instances; /* local fallback limit = limit / this (default 1) */
+    bool batched;                /* sync: batched */
+    int64_t sync_interval;       /* ns between batched syncs (default 100 ms) */
+    char prefix[64];             /* of every Redis key (default "sluice:") */
+    unsigned breaker_failures;   /* consecutive failures that open the breaker (default 5) */
+    int64_t breaker_cooldown;    /* ns before a probe call (default 1 s) */
+    size_t deny_cache;           /* entries per worker; 0 = off (default 65536) */
+} sl_redis_config;
+
+#endif

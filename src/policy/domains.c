@@ -1681,6 +1681,8 @@ struct sl_domain_call {
     int64_t now;
     char names[SL_CHECK_MAX][96]; /* the Redis keys' namespaces: "rls:<domain>:<rule>" */
     sl_store_call *sc;
+    void (*done)(sl_domain_call *c, void *arg);
+    void *done_arg;
 };
 
 static void statuses_of(item *items, size_t nitems, int64_t now, sl_rls_status *statuses,
@@ -1963,8 +1965,19 @@ sl_rls_error sl__domain_prepare(sl_domain_set *s, const sl_rls_request *req, int
     return decide(s, req, now, statuses, overall, message, on_failure, call);
 }
 
-sl_store_call *sl__domain_call_store(sl_domain_call *c) {
-    return c->sc;
+static void call_decided(sl_store_call *sc) {
+    sl_domain_call *c = sc->arg;
+    c->done(c, c->done_arg);
+}
+
+void sl__domain_call_start(sl_store_worker *sw, sl_domain_call *c,
+                           void (*done)(sl_domain_call *c, void *arg), void *arg) {
+    c->done = done;
+    c->done_arg = arg;
+    c->sc->now = c->now;
+    c->sc->done = call_decided;
+    c->sc->arg = c;
+    sl__store_decide(sw, c->sc);
 }
 
 void sl__domain_finish(sl_domain_call *c, sl_rls_status *statuses, int *overall) {

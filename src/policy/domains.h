@@ -133,17 +133,20 @@ sl_rls_error sl__domain_decide(sl_domain_set *s, const sl_rls_request *req, int6
 
 /* The same in two steps, for the Redis store: sl__domain_prepare validates,
  * matches and builds the keys; when table limits apply it returns
- * SL_RLS_DONE with *call set (else the statuses are final), whose store call
- * (sl__domain_call_store: enforced limits in group 0, shadow limits in
- * group 1, each limit's fallback in memory its own table) the caller has
- * decided, then sl__domain_finish writes the statuses as sl__domain_decide
- * would. The call holds a reference to the set. */
+ * SL_RLS_DONE with *call set (else the statuses are final). The caller
+ * starts the call (sl__domain_call_start: enforced limits and shadow limits
+ * decided in the store, each limit's local fallback its own table), and
+ * from `done` writes the statuses with sl__domain_finish (as
+ * sl__domain_decide would) and frees the call. The call holds a reference
+ * to the set. */
 typedef struct sl_domain_call sl_domain_call;
-struct sl_store_call;
+struct sl_store_worker;
 sl_rls_error sl__domain_prepare(sl_domain_set *s, const sl_rls_request *req, int64_t now,
                                 sl_rls_status *statuses, int *overall, const char **message,
                                 sl_fail_mode on_failure, sl_domain_call **call);
-struct sl_store_call *sl__domain_call_store(sl_domain_call *c);
+/* done is called exactly once, maybe before this returns. */
+void sl__domain_call_start(struct sl_store_worker *sw, sl_domain_call *c,
+                           void (*done)(sl_domain_call *c, void *arg), void *arg);
 void sl__domain_finish(sl_domain_call *c, sl_rls_status *statuses, int *overall);
 void sl__domain_call_free(sl_domain_call *c);
 

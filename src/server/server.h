@@ -15,7 +15,7 @@
 #include "policy/policy.h"
 #include "server/admin/prom.h"
 #include "util/buf.h"
-#include "server/resp/cell.h"
+#include "policy/cell.h"
 #include "store/store.h"
 
 #define SL_MAX_WORKERS   256
@@ -149,9 +149,8 @@ void sl__metrics_write(sl_server *s, sl_buf *out);
 struct sl_policy;
 bool sl__resp_check_async(sl_worker *w, struct sl_policy *p, const char *key, size_t keylen,
                           int64_t cost, sl_buf *out);
-void sl__resp_throttle_async(sl_worker *w, sl_table *local, const sl_params *params,
-                             const char *key, size_t keylen, int64_t max_burst, int64_t quantity,
-                             sl_buf *out);
+void sl__resp_throttle_async(sl_worker *w, const char *key, size_t keylen, int64_t max_burst,
+                             int64_t count, int64_t period, int64_t quantity, sl_buf *out);
 void sl__resp_info(void *worker, sl_buf *out);
 
 #endif

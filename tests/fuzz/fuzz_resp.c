@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "util/buf.h"
-#include "server/resp/cell.h"
+#include "policy/cell.h"
 #include "server/resp/resp.h"
 #include "sluice/sluice.h"
 

@@ -19,7 +19,7 @@
 
 #include "policy/policy.h"
 #include "util/buf.h"
-#include "server/resp/cell.h"
+#include "policy/cell.h"
 #include "server/resp/resp.h"
 #include "sluice/sluice.h"
 

@@ -34,7 +34,6 @@
 #include "server/grpc/grpc.h"
 #include "server/grpc/grpc_service.h"
 #include "server/server.h"
-#include "store/store.h"
 
 #define SL_GRPC_MAX_STREAMS 128
 #define PREFIX_BYTES        5
@@ -320,8 +319,9 @@ typedef struct redis_rls {
     sl_rls_status statuses[SL_RLS_MAX_DESCRIPTORS];
 } redis_rls;
 
-static void rls_done(sl_store_call *sc) {
-    redis_rls *rr = sc->arg;
+static void rls_done(sl_domain_call *call, void *arg) {
+    (void)call;
+    redis_rls *rr = arg;
     sl_grpc_session *s = rr->s;
     stream *st = rr->st;
     st->pending = false;
@@ -366,11 +366,7 @@ static int in_redis(sl_grpc_session *s, stream *st, const sl_grpc_call_env *env,
     rr->call = call;
     st->pending = true;
     st->answered = true; /* nothing else answers it meanwhile (deadlines included) */
-    sl_store_call *sc = sl__domain_call_store(call);
-    sc->now = env->now;
-    sc->done = rls_done;
-    sc->arg = rr;
-    sl__store_decide(w->store, sc);
+    sl__domain_call_start(w->store, call, rls_done, rr);
     return SL_GRPC_OK;
 }
 

@@ -21,7 +21,6 @@
 #include "policy/domains.h"
 #include "server/http/http.h"
 #include "server/server.h"
-#include "store/store.h"
 
 #define JSON_MAX_ENTRIES (SL_RLS_MAX_DESCRIPTORS * SL_RLS_MAX_ENTRIES)
 
@@ -236,8 +235,9 @@ typedef struct redis_json {
     sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
 } redis_json;
 
-static void json_done(sl_store_call *sc) {
-    redis_json *rj = sc->arg;
+static void json_done(sl_domain_call *call, void *arg) {
+    (void)call;
+    redis_json *rj = arg;
     int overall = SL_RLS_OK;
     sl__domain_finish(rj->call, rj->st, &overall);
     write_answer(sl__deferred_out(rj->d), rj->keep, overall, rj->st, rj->n);
@@ -258,11 +258,7 @@ static void json_in_redis(sl_worker *w, sl_domain_call *call, const sl_rls_statu
     }
     *rj = (redis_json){.d = d, .call = call, .keep = keep, .n = n};
     memcpy(rj->st, st, n * sizeof *st);
-    sl_store_call *sc = sl__domain_call_store(call);
-    sc->now = sl__worker_now(w);
-    sc->done = json_done;
-    sc->arg = rj;
-    sl__store_decide(w->store, sc);
+    sl__domain_call_start(w->store, call, json_done, rj);
 }
 
 bool sl__http_json_handle(sl_worker *w, const sl_http_request *req, sl_buf *out, bool keep) {

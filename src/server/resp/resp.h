@@ -45,8 +45,6 @@ struct sl_policy_set;
 struct sl_cell;
 struct sl_policy;
 struct sl_worker;
-struct sl_table;
-struct sl_params;
 
 typedef struct sl_resp_context {
     struct sl_policy_set *policies; /* for SL.CHECK */
@@ -63,9 +61,8 @@ typedef struct sl_resp_context {
     bool (*check_async)(struct sl_worker *w, struct sl_policy *p, const char *key, size_t keylen,
                         int64_t cost, sl_buf *out);
     /* CL.THROTTLE with the Redis store: decided and answered later. */
-    void (*throttle_async)(struct sl_worker *w, struct sl_table *local,
-                           const struct sl_params *params, const char *key, size_t keylen,
-                           int64_t max_burst, int64_t quantity, sl_buf *out);
+    void (*throttle_async)(struct sl_worker *w, const char *key, size_t keylen, int64_t max_burst,
+                           int64_t count, int64_t period, int64_t quantity, sl_buf *out);
     struct sl_worker *worker;
 } sl_resp_context;
 

@@ -2,15 +2,13 @@
  * reserved in the connection's order (sl__conn_defer) and written when Redis,
  * the deny cache or a fail mode has decided; replies to later pipelined
  * commands wait behind it. */
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "policy/policy.h"
-#include "server/resp/cell.h"
+#include "policy/cell.h"
 #include "server/resp/resp.h"
 #include "server/server.h"
 #include "sluice/error.h"
-#include "store/store.h"
 
 typedef struct resp_check {
     sl_deferred *d;
@@ -47,55 +45,23 @@ bool sl__resp_check_async(sl_worker *w, sl_policy *p, const char *key, size_t ke
 
 /* ---- CL.THROTTLE ------------------------------------------------------------ */
 
-typedef struct resp_throttle {
-    sl_deferred *d;
-    sl_params params; /* the call points at it */
-    int64_t max_burst;
-    char name[80]; /* "cell:<max_burst>:<count>:<period>": the Redis keys' namespace */
-} resp_throttle;
-
-static void throttle_done(sl_store_call *c) {
-    resp_throttle *rt = c->arg;
-    const sl_store_item *it = &c->items[0];
-    int64_t reply[5];
-    if (!it->decided) {
-        sl__resp_error(sl__deferred_out(rt->d), "ERR the store could not decide");
-    } else {
-        bool never = it->decision.retry_after < 0;
-        sl__cell_reply(rt->max_burst, &it->decision, never, reply);
-        sl__resp_ints(sl__deferred_out(rt->d), reply, 5);
-    }
-    sl__deferred_done(rt->d);
-    sl__store_call_free(c);
-    free(rt);
+static void throttle_done(void *arg, const int64_t reply[5], const char *err) {
+    sl_deferred *d = arg;
+    if (err)
+        sl__resp_error(sl__deferred_out(d), err);
+    else
+        sl__resp_ints(sl__deferred_out(d), reply, 5);
+    sl__deferred_done(d);
 }
 
-void sl__resp_throttle_async(sl_worker *w, sl_table *local, const sl_params *params,
-                             const char *key, size_t keylen, int64_t max_burst, int64_t quantity,
-                             sl_buf *out) {
-    resp_throttle *rt = malloc(sizeof *rt);
-    sl_store_call *c = rt ? sl__store_call_new(1, keylen) : NULL;
-    sl_deferred *d = c ? sl__conn_defer(w) : NULL;
+void sl__resp_throttle_async(sl_worker *w, const char *key, size_t keylen, int64_t max_burst,
+                             int64_t count, int64_t period, int64_t quantity, sl_buf *out) {
+    sl_deferred *d = sl__conn_defer(w);
     if (!d) {
-        sl__store_call_free(c);
-        free(rt);
         sl__resp_error(out, "ERR out of memory");
         return;
     }
-    rt->d = d;
-    rt->params = *params;
-    rt->max_burst = max_burst;
-    snprintf(rt->name, sizeof rt->name, "cell:%lld:%lld:%lld", (long long)max_burst,
-             (long long)params->rate.limit, (long long)(params->rate.period / SL_NS_PER_SEC));
-    c->items[0] = (sl_store_item){.params = &rt->params,
-                                  .policy = rt->name,
-                                  .local = local,
-                                  .on_failure = w->server->redis_cfg.on_failure,
-                                  .key = sl__store_call_key(c, key, keylen),
-                                  .keylen = keylen,
-                                  .cost = quantity};
-    c->now = sl__worker_now(w);
-    c->done = throttle_done;
-    c->arg = rt;
-    sl__store_decide(w->store, c);
+    sl__cell_throttle_store(w->server->cell, w->store, w->server->redis_cfg.on_failure, key, keylen,
+                            max_burst, count, period, quantity, sl__worker_now(w), throttle_done,
+                            d);
 }

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "policy/policy.h"
-#include "server/resp/cell.h"
+#include "policy/cell.h"
 #include "server/resp/resp.h"
 #include "sluice/sluice.h"
 
@@ -348,15 +348,8 @@ static int cmd_throttle(const sl_resp_context *ctx, const sl_resp_command *cmd, 
         sl__resp_error(out, "ERR CL.THROTTLE is not enabled on this server");
         return 0;
     }
-    if (ctx->throttle_async) {
-        const char *err = NULL;
-        sl_params params;
-        sl_table *t = sl__cell_table(ctx->cell, v[0], v[1], v[2], v[3], &params, &err);
-        if (!t)
-            sl__resp_error(out, err ? err : "ERR internal error");
-        else
-            ctx->throttle_async(ctx->worker, t, &params, cmd->argv[1], cmd->argl[1], v[0], v[3],
-                                out);
+    if (ctx->throttle_async) { /* the Redis store: answered when decided */
+        ctx->throttle_async(ctx->worker, cmd->argv[1], cmd->argl[1], v[0], v[1], v[2], v[3], out);
         return 0;
     }
     int64_t reply[5];

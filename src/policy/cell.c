@@ -27,10 +27,12 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 
-#include "server/resp/cell.h"
+#include "policy/cell.h"
 #include "sluice/sluice.h"
+#include "store/store.h"
 
 #define DEFAULT_MAX_SETS 1024u
 #define MAX_MAX_SETS     (1u << 20)
@@ -173,8 +175,8 @@ static int64_t cell_seconds(int64_t ns) {
     return s;
 }
 
-sl_table *sl__cell_table(sl_cell *c, int64_t max_burst, int64_t count, int64_t period,
-                         int64_t quantity, sl_params *params, const char **err) {
+static sl_table *cell_table(sl_cell *c, int64_t max_burst, int64_t count, int64_t period,
+                            int64_t quantity, sl_params *params, const char **err) {
     static const char *unused;
     if (!err) err = &unused;
     if (count == 0 || period == 0) {
@@ -217,7 +219,7 @@ sl_table *sl__cell_table(sl_cell *c, int64_t max_burst, int64_t count, int64_t p
     return t;
 }
 
-void sl__cell_reply(int64_t max_burst, const sl_decision *d, bool never, int64_t reply[5]) {
+static void cell_reply(int64_t max_burst, const sl_decision *d, bool never, int64_t reply[5]) {
     bool limited = never || !d->allowed;
     reply[0] = limited;
     reply[1] = max_burst + 1;
@@ -231,7 +233,7 @@ int sl__cell_throttle(sl_cell *c, const char *key, size_t keylen, int64_t max_bu
                       const char **err) {
     static const char *unused;
     if (!err) err = &unused;
-    sl_table *t = sl__cell_table(c, max_burst, count, period, quantity, NULL, err);
+    sl_table *t = cell_table(c, max_burst, count, period, quantity, NULL, err);
     if (!t) return -1;
     sl_decision d;
     int rc = sl_table_check(t, key, keylen, quantity, now, &d);
@@ -256,8 +258,62 @@ int sl__cell_throttle(sl_cell *c, const char *key, size_t keylen, int64_t max_bu
         *err = ERR_INTERNAL;
         return -1;
     }
-    sl__cell_reply(max_burst, &d, never, reply);
+    cell_reply(max_burst, &d, never, reply);
     return 0;
+}
+
+/* ---- in the Redis store ------------------------------------------------------ */
+
+typedef struct store_throttle {
+    sl_params params; /* the call points at it */
+    int64_t max_burst;
+    char name[80]; /* "cell:<max_burst>:<count>:<period>": the Redis keys' namespace */
+    sl_cell_done_fn done;
+    void *arg;
+} store_throttle;
+
+static void store_throttle_done(sl_store_call *sc) {
+    store_throttle *t = sc->arg;
+    const sl_store_item *it = &sc->items[0];
+    int64_t reply[5];
+    if (it->decided) cell_reply(t->max_burst, &it->decision, it->decision.retry_after < 0, reply);
+    t->done(t->arg, reply, it->decided ? NULL : ERR_INTERNAL);
+    sl__store_call_free(sc);
+    free(t);
+}
+
+void sl__cell_throttle_store(sl_cell *c, sl_store_worker *sw, sl_fail_mode on_failure,
+                             const char *key, size_t keylen, int64_t max_burst, int64_t count,
+                             int64_t period, int64_t quantity, int64_t now, sl_cell_done_fn done,
+                             void *arg) {
+    const char *err = NULL;
+    sl_params params;
+    sl_table *local = cell_table(c, max_burst, count, period, quantity, &params, &err);
+    if (!local) {
+        done(arg, NULL, err ? err : ERR_INTERNAL);
+        return;
+    }
+    store_throttle *t = malloc(sizeof *t);
+    sl_store_call *sc = t ? sl__store_call_new(1, keylen) : NULL;
+    if (!sc) {
+        free(t);
+        done(arg, NULL, ERR_NOMEM);
+        return;
+    }
+    *t = (store_throttle){.params = params, .max_burst = max_burst, .done = done, .arg = arg};
+    snprintf(t->name, sizeof t->name, "cell:%lld:%lld:%lld", (long long)max_burst, (long long)count,
+             (long long)period);
+    sc->items[0] = (sl_store_item){.params = &t->params,
+                                   .policy = t->name,
+                                   .local = local,
+                                   .on_failure = on_failure,
+                                   .key = sl__store_call_key(sc, key, keylen),
+                                   .keylen = keylen,
+                                   .cost = quantity};
+    sc->now = now;
+    sc->done = store_throttle_done;
+    sc->arg = t;
+    sl__store_decide(sw, sc);
 }
 
 void sl__cell_stats(sl_cell *c, uint64_t *keys, uint64_t *bytes, uint64_t *evicted_live) {

@@ -2,14 +2,15 @@
  * max_burst + 1 and rate count/period seconds; one keyed table per distinct
  * (max_burst, count, period), at most max_sets of them, each capped at
  * max_memory_per_set bytes. Thread-safe. */
-#ifndef SLUICE_SERVER_CELL_H
-#define SLUICE_SERVER_CELL_H
+#ifndef SLUICE_POLICY_CELL_H
+#define SLUICE_POLICY_CELL_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
 
 #include "sluice/table.h"
+#include "store/redis_config.h"
 
 typedef struct sl_cell sl_cell;
 
@@ -31,13 +32,18 @@ int sl__cell_throttle(sl_cell *c, const char *key, size_t keylen, int64_t max_bu
                       const char **err);
 
 /* Keys held and bytes used over all sets (for metrics and INFO). */
-/* The two halves of sl__cell_throttle, for decisions made elsewhere (the
- * Redis store): the parameter set's table (created on first use; *params
- * gets its GCRA parameters when not NULL), or NULL with *err; and the reply
- * for a decision (never: the quantity can never pass). */
-sl_table *sl__cell_table(sl_cell *c, int64_t max_burst, int64_t count, int64_t period,
-                         int64_t quantity, sl_params *params, const char **err);
-void sl__cell_reply(int64_t max_burst, const sl_decision *d, bool never, int64_t reply[5]);
+/* CL.THROTTLE decided in the Redis store (store.type: redis): the same
+ * validation and reply, the key's state in Redis (keys
+ * "<prefix>{key}:cell:<max_burst>:<count>:<period>"), the parameter set's
+ * table as the local fallback. done is called exactly once, maybe before
+ * this returns: with the reply, or with err (a reply text as
+ * sl__cell_throttle's). */
+struct sl_store_worker;
+typedef void (*sl_cell_done_fn)(void *arg, const int64_t reply[5], const char *err);
+void sl__cell_throttle_store(sl_cell *c, struct sl_store_worker *sw, sl_fail_mode on_failure,
+                             const char *key, size_t keylen, int64_t max_burst, int64_t count,
+                             int64_t period, int64_t quantity, int64_t now, sl_cell_done_fn done,
+                             void *arg);
 
 void sl__cell_stats(sl_cell *c, uint64_t *keys, uint64_t *bytes, uint64_t *evicted_live);
 

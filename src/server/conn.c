@@ -12,6 +12,7 @@
 
 #include "server/grpc/grpc.h"
 #include "server/http/http.h"
+#include "util/counter.h"
 #include "util/log.h"
 #include "server/resp/resp.h"
 #include "server/server.h"
@@ -84,13 +85,8 @@ static int64_t mono_ns(void) {
 
 static void count(atomic_uint_fast64_t *c);
 
-static void add(atomic_uint_fast64_t *c, uint64_t n) {
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-                          memory_order_relaxed);
-}
-
 static void count(atomic_uint_fast64_t *c) {
-    add(c, 1);
+    sl__counter_add(c, 1);
 }
 
 /* Records n answers that took ns in all (a pipelined batch is timed once,
@@ -98,9 +94,9 @@ static void count(atomic_uint_fast64_t *c) {
 static void record_batch(sl_worker *w, sl_proto proto, uint64_t n, int64_t ns) {
     if (n == 0) return;
     sl_worker_stats *st = &w->stats;
-    add(&st->latency[proto][sl__prom_latency_bucket(ns / (int64_t)n)], n);
-    add(&st->latency_sum_ns[proto], (uint64_t)ns);
-    add(&st->requests[proto], n);
+    sl__counter_add(&st->latency[proto][sl__prom_latency_bucket(ns / (int64_t)n)], n);
+    sl__counter_add(&st->latency_sum_ns[proto], (uint64_t)ns);
+    sl__counter_add(&st->requests[proto], n);
 }
 
 void sl__worker_record(sl_worker *w, sl_proto proto, int64_t ns) {

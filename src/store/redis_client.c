@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/counter.h"
 #include "util/log.h"
 #include "store/redis_cluster.h"
 
@@ -154,11 +155,6 @@ static void send_call(call *c, node *n, bool asking);
 static void refresh_slots(sl_redis *r);
 static void on_deadline(uv_timer_t *t);
 
-static void add(atomic_uint_fast64_t *c, uint64_t n) {
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-                          memory_order_relaxed);
-}
-
 /* ---- the list of calls in flight, and their deadlines ------------------- */
 
 static void arm_deadline(sl_redis *r) {
@@ -260,17 +256,17 @@ static void finish(call *c, const redisReply *reply, int status) {
     c->fn = NULL;
     switch (status) {
     case SL_REDIS_OK:
-        add(&r->stats->ok, 1);
-        add(&r->stats->latency_sum_us, (uv_hrtime() - c->started) / 1000);
+        sl__counter_add(&r->stats->ok, 1);
+        sl__counter_add(&r->stats->latency_sum_us, (uv_hrtime() - c->started) / 1000);
         break;
     case SL_REDIS_ETIMEOUT:
-        add(&r->stats->timeouts, 1);
+        sl__counter_add(&r->stats->timeouts, 1);
         break;
     case SL_REDIS_EOPEN:
-        add(&r->stats->rejected_open, 1);
+        sl__counter_add(&r->stats->rejected_open, 1);
         break;
     default:
-        add(&r->stats->errors, 1);
+        sl__counter_add(&r->stats->errors, 1);
     }
     if (c->n) {
         if (status == SL_REDIS_OK)
@@ -341,7 +337,7 @@ static bool ensure_connected(node *n) {
     redisAsyncContext *ac = !cfg->cluster && cfg->unix_path[0]
                                 ? redisAsyncConnectUnix(cfg->unix_path)
                                 : redisAsyncConnect(n->host, n->port);
-    add(&r->stats->reconnects, 1);
+    sl__counter_add(&r->stats->reconnects, 1);
     if (!ac) return false;
     if (ac->err) {
         if (!n->failed)
@@ -472,11 +468,11 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata) {
             } else {
                 c->redirects++;
                 if (kind == 1) { /* MOVED: the slot lives there now */
-                    add(&r->stats->moved, 1);
+                    sl__counter_add(&r->stats->moved, 1);
                     if (slot < SL_CLUSTER_SLOTS) r->slot_node[slot] = to;
                     r->refresh_wanted = true;
                 } else {
-                    add(&r->stats->ask, 1);
+                    sl__counter_add(&r->stats->ask, 1);
                 }
                 /* the node answered, so it is healthy */
                 if (c->n) breaker_success(c->n);
@@ -540,7 +536,7 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
     free(m);
     bool first = !r->map_known;
     r->map_known = true;
-    add(&r->stats->slot_refreshes, 1);
+    sl__counter_add(&r->stats->slot_refreshes, 1);
     if (first)
         sl__log_info("redis cluster: slot map from %s:%u, %zu of %u slots served", from->host,
                      from->port, covered, SL_CLUSTER_SLOTS);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "util/counter.h"
 #include "util/log.h"
 #include "util/buf.h"
 #include "sluice/error.h"
@@ -68,11 +69,6 @@ typedef struct call_state {
     size_t rkeylen[SL_STORE_MAX_ITEMS];
     char *rkeys; /* their bytes */
 } call_state;
-
-static void add(atomic_uint_fast64_t *c, uint64_t n) {
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-                          memory_order_relaxed);
-}
 
 /* ---- worker ------------------------------------------------------------------ */
 
@@ -266,7 +262,7 @@ static void complete(sl_store_call *c) {
                               .reset_until = c->now + it->decision.reset_after,
                               .limit = it->decision.limit,
                               .cost = it->cost};
-            add(&sw->stats->deny_inserts, 1);
+            sl__counter_add(&sw->stats->deny_inserts, 1);
         }
     }
     state_free(c);
@@ -338,7 +334,7 @@ static void on_flight(void *arg, const redisReply *reply, int status) {
     if (status == SL_REDIS_OK && reply->type == REDIS_REPLY_ERROR && !f->with_source &&
         strncmp(reply->str, "NOSCRIPT", 8) == 0) {
         /* Redis lost the script (restart, SCRIPT FLUSH, failover): EVAL loads it again */
-        add(&sw->stats->noscript_reloads, 1);
+        sl__counter_add(&sw->stats->noscript_reloads, 1);
         f->with_source = true;
         flight_send(f);
         return;
@@ -351,7 +347,7 @@ static void on_flight(void *arg, const redisReply *reply, int status) {
         if (sl__redis_script_parse(reply, si, f->nitems, err, sizeof err) != 0) {
             static _Thread_local uint64_t logged;
             if (logged++ % 10000 == 0) sl__log_warn("redis: script answer: %s", err);
-            add(&sw->stats->script_errors, 1);
+            sl__counter_add(&sw->stats->script_errors, 1);
             ok = false;
         }
     }
@@ -421,35 +417,31 @@ void sl__store_decide(sl_store_worker *sw, sl_store_call *c) {
     c->sw = sw;
     c->failed = false;
     c->from = SL_FROM_REDIS;
+    /* the Redis keys, built once into one buffer that the call state owns */
     call_state *st = calloc(1, sizeof *st);
-    size_t total = 0, plen = strlen(sw->cfg->prefix);
-    for (size_t i = 0; i < c->n; i++)
-        total += plen + c->items[i].keylen + strlen(c->items[i].policy) + 4;
-    char *rk = st ? malloc(total ? total : 1) : NULL;
-    if (!rk) {
+    sl_buf kb;
+    sl__buf_init(&kb);
+    size_t off[SL_STORE_MAX_ITEMS];
+    for (size_t i = 0; st && i < c->n; i++) {
+        c->items[i].decided = false;
+        off[i] = kb.len;
+        sl__redis_key(&kb, sw->cfg->prefix, c->items[i].policy, c->items[i].key,
+                      c->items[i].keylen);
+    }
+    if (!st || kb.failed || !kb.data) {
+        sl__buf_free(&kb);
         free(st);
         c->failed = true;
         decide_without_redis(sw, c);
         c->done(c);
         return;
     }
-    st->rkeys = rk;
-    c->state = st;
-    sl_buf kb;
-    sl__buf_init(&kb);
-    size_t off = 0;
+    st->rkeys = kb.data; /* freed with the state */
     for (size_t i = 0; i < c->n; i++) {
-        sl_store_item *it = &c->items[i];
-        it->decided = false;
-        sl__buf_reset(&kb);
-        sl__redis_key(&kb, sw->cfg->prefix, it->policy, it->key, it->keylen);
-        size_t len = kb.len <= total - off ? kb.len : total - off;
-        memcpy(rk + off, kb.data, len);
-        st->rkey[i] = rk + off;
-        st->rkeylen[i] = len;
-        off += len;
+        st->rkey[i] = kb.data + off[i];
+        st->rkeylen[i] = (i + 1 < c->n ? off[i + 1] : kb.len) - off[i];
     }
-    sl__buf_free(&kb);
+    c->state = st;
 
     /* the deny cache: an enforced limit that Redis refused until later */
     for (size_t i = 0; sw->deny && i < c->n; i++) {
@@ -461,7 +453,7 @@ void sl__store_decide(sl_store_worker *sw, sl_store_call *c) {
         if (e->h1 != h1 || e->h2 != h2 || e->until <= c->now || it->cost < e->cost ||
             it->cost > e->limit)
             continue;
-        add(&sw->stats->deny_hits, 1);
+        sl__counter_add(&sw->stats->deny_hits, 1);
         int64_t retry = e->until - c->now;
         int64_t reset = e->reset_until - c->now;
         it->decision = (sl_decision){.allowed = false,

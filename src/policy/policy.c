@@ -494,6 +494,21 @@ static void count(sl_policy_item *items, const size_t *idx, size_t n, sl_policy_
     }
 }
 
+/* Counts one group's outcome: when it refused, only the limits that said
+ * no (as limited, or as shadow_limited for the shadow group; the others were
+ * not charged and did not decide); else every limit, as allowed. */
+static void count_group(sl_policy_item *items, const size_t *idx, size_t n, bool refused,
+                        sl_policy_label_fn label, void *ctx, bool shadow) {
+    if (!refused) {
+        count(items, idx, n, label, ctx, false);
+        return;
+    }
+    size_t no[SL_CHECK_MAX], nn = 0;
+    for (size_t k = 0; k < n; k++)
+        if (items[idx[k]].decided && !items[idx[k]].decision.allowed) no[nn++] = idx[k];
+    count(items, no, nn, label, ctx, shadow);
+}
+
 /* Batched mode: tells the observers what a passed request charged. */
 static void report_charges(const sl_policy_item *items, size_t n) {
     for (size_t i = 0; i < n; i++) {
@@ -540,12 +555,7 @@ int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy
         return rc;
     }
     if (r != NONE) {
-        /* Refused: only the limits that said no are counted (as limited); the
-         * others were not charged and did not decide this request. */
-        size_t no[SL_CHECK_MAX], nn = 0;
-        for (size_t k = 0; k < ne; k++)
-            if (items[enf[k]].decided && !items[enf[k]].decision.allowed) no[nn++] = enf[k];
-        count(items, no, nn, label, ctx, false);
+        count_group(items, enf, ne, true, label, ctx, false);
         for (size_t k = 0; k < ns; k++) {
             sl_policy_item *it = &items[sha[k]];
             it->decided =
@@ -554,7 +564,7 @@ int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy
         *refused = r;
         return SL_OK;
     }
-    count(items, enf, ne, label, ctx, false);
+    count_group(items, enf, ne, false, label, ctx, false);
     if (ns == 0) {
         report_charges(items, n);
         return SL_OK;
@@ -565,16 +575,11 @@ int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy
         items[r].decided = true;
         items[r].decision.allowed = false;
     }
-    if (rc != SL_OK || r != NONE) {
-        size_t no[SL_CHECK_MAX], nn = 0;
-        for (size_t k = 0; k < ns; k++)
-            if (items[sha[k]].decided && !items[sha[k]].decision.allowed) no[nn++] = sha[k];
-        count(items, no, nn, label, ctx, true);
-        /* the shadow group was not charged */
+    count_group(items, sha, ns, rc != SL_OK || r != NONE, label, ctx, true);
+    if (rc != SL_OK || r != NONE) { /* the shadow group was not charged */
         for (size_t k = 0; k < ne; k++) report_charges(&items[enf[k]], 1);
         return SL_OK;
     }
-    count(items, sha, ns, label, ctx, false);
     report_charges(items, n);
     return SL_OK;
 }
@@ -692,22 +697,13 @@ static void call_decided(sl_store_call *sc) {
         pc->done(pc);
         return;
     }
-    if (pc->refused != n) {
-        size_t no[SL_CHECK_MAX], nn = 0;
-        for (size_t k = 0; k < ne; k++)
-            if (pc->items[enf[k]].decided && !pc->items[enf[k]].decision.allowed) no[nn++] = enf[k];
-        count(pc->items, no, nn, label, pc, false);
-        pc->done(pc);
-        return;
+    count_group(pc->items, enf, ne, pc->refused != n, label, pc, false);
+    if (pc->refused == n) { /* the shadow group, decided by the store after the enforced one */
+        bool no = false;
+        for (size_t k = 0; k < ns; k++)
+            no |= pc->items[sha[k]].decided && !pc->items[sha[k]].decision.allowed;
+        count_group(pc->items, sha, ns, no, label, pc, true);
     }
-    count(pc->items, enf, ne, label, pc, false);
-    size_t no[SL_CHECK_MAX], nn = 0;
-    for (size_t k = 0; k < ns; k++)
-        if (pc->items[sha[k]].decided && !pc->items[sha[k]].decision.allowed) no[nn++] = sha[k];
-    if (nn)
-        count(pc->items, no, nn, label, pc, true);
-    else
-        count(pc->items, sha, ns, label, pc, false);
     pc->done(pc);
 }
 

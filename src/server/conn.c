@@ -12,10 +12,10 @@
 
 #include "server/grpc/grpc.h"
 #include "server/http/http.h"
-#include "util/counter.h"
-#include "util/log.h"
 #include "server/resp/resp.h"
 #include "server/server.h"
+#include "util/counter.h"
+#include "util/log.h"
 
 #define READ_BUF_BYTES (64 * 1024)
 #define OUT_HIGH_WATER (4u << 20) /* stop reading while this much output is pending */

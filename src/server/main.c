@@ -8,9 +8,9 @@
 #include <uv.h>
 
 #include "policy/config.h"
-#include "util/log.h"
 #include "server/server.h"
 #include "sluice/sluice.h"
+#include "util/log.h"
 
 #define DRAIN_GRACE_NS (INT64_C(10) * SL_NS_PER_SEC)
 

@@ -18,10 +18,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "util/log.h"
 #include "server/server.h"
-#include "store/batch.h"
 #include "sluice/clock.h"
+#include "store/batch.h"
+#include "util/log.h"
 
 static int parse_addr(const sl_listen_config *l, struct sockaddr_storage *ss, socklen_t *len) {
     memset(ss, 0, sizeof *ss);

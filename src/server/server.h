@@ -10,13 +10,13 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "policy/cell.h"
 #include "policy/config.h"
 #include "policy/domains.h"
 #include "policy/policy.h"
 #include "server/admin/prom.h"
-#include "util/buf.h"
-#include "policy/cell.h"
 #include "store/store.h"
+#include "util/buf.h"
 
 #define SL_MAX_WORKERS   256
 #define SL_CELL_MAX_SETS 64 /* distinct CL.THROTTLE parameter sets */

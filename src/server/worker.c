@@ -5,11 +5,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "util/log.h"
 #include "server/server.h"
 #include "sluice/clock.h"
 #include "store/batch.h"
 #include "store/store.h"
+#include "util/log.h"
 
 #define READ_BUF_BYTES (64 * 1024)
 

@@ -13,10 +13,10 @@
 #include <string.h>
 
 #include "core/hash.h"
-#include "util/buf.h"
-#include "util/log.h"
 #include "store/redis_cluster.h"
 #include "store/redis_script.h"
+#include "util/buf.h"
+#include "util/log.h"
 
 #define STRIPES     64
 #define BUCKETS     1024       /* per stripe */

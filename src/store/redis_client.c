@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/redis_cluster.h"
 #include "util/counter.h"
 #include "util/log.h"
-#include "store/redis_cluster.h"
 
 #define MAX_NODES        SL_CLUSTER_MAX_NODES
 #define MAX_REDIRECTS    5

@@ -48,8 +48,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/buf.h"
 #include "sluice/limit.h"
+#include "util/buf.h"
 
 #define SL_SCRIPT_CALENDAR_MONTH 0x100u /* flags: fixed window = the calendar month (UTC) */
 #define SL_SCRIPT_ARGS_PER_ITEM  8

@@ -8,12 +8,12 @@
 #include <string.h>
 
 #include "core/hash.h"
-#include "util/counter.h"
-#include "util/log.h"
-#include "util/buf.h"
 #include "sluice/error.h"
 #include "store/redis_cluster.h"
 #include "store/redis_script.h"
+#include "util/buf.h"
+#include "util/counter.h"
+#include "util/log.h"
 
 #define MAX_OPEN        16  /* script calls being filled at once (cluster: one per slot) */
 #define FLIGHT_REQUESTS 128 /* requests in one script call (decide.lua allows 256) */

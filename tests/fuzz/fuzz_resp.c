@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/buf.h"
 #include "policy/cell.h"
 #include "server/resp/resp.h"
 #include "sluice/sluice.h"
+#include "util/buf.h"
 
 #define MAX_FRAME 4096
 

@@ -34,9 +34,9 @@
 #include <hiredis/hiredis.h>
 
 #include "policy/policy.h"
-#include "util/buf.h"
 #include "sluice/sluice.h"
 #include "store/redis_script.h"
+#include "util/buf.h"
 
 #define US    INT64_C(1000) /* ns per us */
 #define MS_US INT64_C(1000)

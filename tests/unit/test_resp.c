@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/policy.h"
-#include "util/buf.h"
 #include "policy/cell.h"
+#include "policy/policy.h"
 #include "server/resp/resp.h"
 #include "sluice/sluice.h"
+#include "util/buf.h"
 
 #define SEC   SL_NS_PER_SEC
 #define MS    SL_NS_PER_MS

@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/buf.h"
 #include "sluice/limit.h"
+#include "util/buf.h"
 
 #define SL_HTTP_MAX_HEADERS 64
 

@@ -68,7 +68,10 @@ void sl__sliding_window_decide(const sl__plan *plan, void *state, int64_t cost, 
     d->limit = N;
     d->remaining = room > 0 ? sl__div128(room, P) : 0;
     d->delay = 0;
-    d->reset_after = after > 0 ? to_end + P : (prev > 0 ? to_end : 0);
+    /* saturating: after a clock that went far back, to_end + P may pass INT64_MAX
+     * (found by fuzz_decide) */
+    int64_t to_next = to_end > INT64_MAX - P ? INT64_MAX : to_end + P;
+    d->reset_after = after > 0 ? to_next : (prev > 0 ? to_end : 0);
     if (allowed) {
         d->retry_after = 0;
     } else if (after + cost <= N) {

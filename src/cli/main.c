@@ -1,6 +1,7 @@
 /* main.c: the `sluice` command line: dispatches subcommands (`sim
  * race|herd|aimd`, `fetch`), prints help, and turns misuse into a clear message and
  * exit code 2. Each subcommand parses its own options. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,10 +38,13 @@ static const char sim_help[] =
     "\n"
     "Every simulation takes --format table|csv|json and --help.\n";
 
-static int usage_error(const char *fmt, const char *arg) {
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fputs("sluice: ", stderr);
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
     fputs("\n", stderr);
+    va_end(ap);
     return EXIT_USAGE;
 }
 

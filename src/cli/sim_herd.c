@@ -296,7 +296,7 @@ static int write_herd_svg(const char *path, const herd_config *cfg, const herd_r
     svg_text(s, 148, ly, "legend", "start", "rejected (429)");
     svg_line(s, 260, ly - 5, 290, ly - 5, "limit", NULL);
     char per_bin[48];
-    if (limit_per_bin < 1e15 && limit_per_bin == (double)(int64_t)limit_per_bin)
+    if (limit_per_bin < 1e15 && !(limit_per_bin > (double)(int64_t)limit_per_bin))
         snprintf(per_bin, sizeof per_bin, "%lld", (long long)limit_per_bin);
     else
         snprintf(per_bin, sizeof per_bin, "about %.1f", limit_per_bin);

@@ -9,6 +9,7 @@
  * the answers it retries: everything the decision needs (status,
  * Retry-After, Date, RateLimit fields, the clock) is known by then. */
 #include <curl/curl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,8 +157,12 @@ void sl_client_stats_get(const sl_client *c, sl_client_stats *out) {
     *out = c->stats;
 }
 
-static int fail(sl_client *c, int code, const char *fmt, const char *arg) {
-    snprintf(c->err, sizeof c->err, fmt, arg);
+__attribute__((format(printf, 3, 4))) static int fail(sl_client *c, int code, const char *fmt,
+                                                      ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, sizeof c->err, fmt, ap);
+    va_end(ap);
     return code;
 }
 

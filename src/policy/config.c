@@ -230,8 +230,10 @@ typedef struct parser {
     struct ident_parse *ident;            /* identity sections (see there) */
 } parser;
 
-static void add_errorv(sl_config_errors *errs, const char *source, int line, const char *field,
-                       const char *fmt, va_list ap) {
+__attribute__((format(printf, 5, 0))) static void add_errorv(sl_config_errors *errs,
+                                                             const char *source, int line,
+                                                             const char *field, const char *fmt,
+                                                             va_list ap) {
     size_t i = errs->n++;
     if (i >= SL_CONFIG_MAX_ERRORS) return;
     char *m = errs->msg[i];

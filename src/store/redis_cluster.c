@@ -104,7 +104,8 @@ int sl__cluster_map_node(sl_cluster_map *m, const char *host, size_t hostlen, ui
 
 /* ---- CLUSTER SLOTS ---------------------------------------------------------------- */
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
+                                                      ...) {
     if (err && errlen) {
         va_list ap;
         va_start(ap, fmt);

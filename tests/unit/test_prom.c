@@ -73,7 +73,8 @@ static void test_floats(void **state) {
         char want[64];
         snprintf(want, sizeof want, "f %s\n", cases[i].text);
         assert_string_equal(take(&b), want);
-        assert_true(strtod(b.data + 2, NULL) == cases[i].v); /* reads back exactly */
+        double back = strtod(b.data + 2, NULL);
+        assert_memory_equal(&back, &cases[i].v, sizeof back); /* reads back exactly */
     }
     sl__buf_reset(&b);
     const char *const l[] = {"k", "v", NULL};

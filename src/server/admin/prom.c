@@ -115,7 +115,8 @@ static void put_double(sl_buf *out, double v) {
     }
     char tmp[32];
     snprintf(tmp, sizeof tmp, "%.15g", v);
-    if (strtod(tmp, NULL) != v) snprintf(tmp, sizeof tmp, "%.17g", v);
+    double back = strtod(tmp, NULL);
+    if (memcmp(&back, &v, sizeof v) != 0) snprintf(tmp, sizeof tmp, "%.17g", v);
     sl__buf_puts(out, tmp);
 }
 

@@ -117,7 +117,7 @@ static bool args_from_json(const sl_http_request *r, check_args *c, answer *a) {
     else if (cost && !cJSON_IsNull(cost) &&
              (!cJSON_IsNumber(cost) || cost->valuedouble < 0 ||
               cost->valuedouble > (double)COST_MAX ||
-              cost->valuedouble != (double)(int64_t)cost->valuedouble))
+              cost->valuedouble > (double)(int64_t)cost->valuedouble))
         json_error(a, 400, "bad_cost", "\"cost\" must be an integer from 0 to 10^12");
     else {
         strcpy(c->policy, p->valuestring);

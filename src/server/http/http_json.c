@@ -39,7 +39,7 @@ static bool field_is(const cJSON *f, const char *camel, const char *snake) {
 static bool get_u64(const cJSON *v, uint64_t max, uint64_t *out) {
     if (cJSON_IsNumber(v)) {
         double d = v->valuedouble;
-        if (!(d >= 0) || d > (double)max || d != (double)(uint64_t)d) return false;
+        if (!(d >= 0) || d > (double)max || d > (double)(uint64_t)d) return false;
         *out = (uint64_t)d;
         return true;
     }

@@ -1,5 +1,5 @@
 /* main.c: the `sluice` command line: dispatches subcommands (`sim
- * race|herd|aimd`, `fetch`), prints help, and turns misuse into a clear message and
+ * race|herd|aimd`, `fetch`, `check-config`), prints help, and turns misuse into a clear message and
  * exit code 2. Each subcommand parses its own options. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/fetch.h"
 #include "cli/sim.h"
+#include "policy/config_check.h"
 #include "sluice/sluice.h"
 
 static const char main_help[] =
@@ -19,6 +20,9 @@ static const char main_help[] =
     "  sim aimd    a client adapting its rate to a server's limit (AIMD)\n"
     "  fetch URL   send an HTTP request politely: Retry-After, backoff with jitter,\n"
     "              retry budget, AIMD (sluice fetch --help)\n"
+    "  check-config FILE\n"
+    "              check a sluiced config as sluiced --check-config does: exit 0,\n"
+    "              or 1 with file:line: message for every error\n"
     "\n"
     "options:\n"
     "  -h, --help     show this help (also: sluice sim --help, sluice sim race --help)\n"
@@ -85,5 +89,18 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "sim") == 0) return sim_main(argc, argv);
     if (strcmp(cmd, "fetch") == 0) return fetch_main("sluice fetch", argc, argv, 2);
+    if (strcmp(cmd, "check-config") == 0) {
+        /* the same check, output and exit status as sluiced --check-config */
+        if (argc == 3 && is_help(argv[2])) {
+            fputs("usage: sluice check-config FILE\n"
+                  "Checks FILE as sluiced loads it at startup. Prints FILE: ok (N policies)\n"
+                  "and exits 0, or prints every error as file:line: message and exits 1.\n"
+                  "See docs/configuration.md.\n",
+                  stdout);
+            return 0;
+        }
+        if (argc != 3) return usage_error("usage: sluice check-config FILE");
+        return sl__config_check_file(argv[2], stdout, stderr);
+    }
     return usage_error("unknown command '%s' (see sluice --help)", cmd);
 }

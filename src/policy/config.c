@@ -78,11 +78,17 @@ enum {
     TOP_COSTS,
     TOP_EXEMPT,
     TOP_RULES,
-    TOP_SHADOW
+    TOP_SHADOW,
+    TOP_ADMIN
 };
 static const char *const top_keys[] = {"listen", "workers",   "store",    "domains", "policies",
                                        "limits", "log_level", "identity", "tiers",   "quotas",
-                                       "costs",  "exempt",    "rules",    "shadow"};
+                                       "costs",  "exempt",    "rules",    "shadow",  "admin"};
+
+/* who may use the admin endpoints (docs/configuration.md#admin) */
+enum { ADMIN_RELOAD, ADMIN_RELOAD_TOKEN };
+static const char *const admin_keys[] = {"reload", "reload_token"};
+static const char *const reload_modes[] = {"loopback", "off", "token"}; /* = SL_RELOAD_* */
 
 enum { LISTEN_HTTP, LISTEN_GRPC, LISTEN_RESP };
 static const char *const listen_keys[] = {"http", "grpc", "resp"};
@@ -206,6 +212,9 @@ static const struct {
     {"costs", "at the top level"},
     {"exempt", "at the top level"},
     {"rules", "at the top level"},
+    {"admin", "at the top level"},
+    {"reload", "under admin"},
+    {"reload_token", "under admin"},
 };
 
 /* ---- the parser state and error reporting ---------------------------------- */
@@ -226,6 +235,7 @@ typedef struct parser {
     bool listen_bad[3];                   /* its value was refused: no clash check */
     int key_line;                         /* of the key whose value is being read */
     int store_type_line, redis_line;      /* of store.type and store.redis (0: not given) */
+    int admin_line, reload_token_line;    /* of admin: and admin.reload_token (0: not given) */
     int error_line[SL_CONFIG_MAX_ERRORS]; /* of each stored message, to sort them */
     struct ident_parse *ident;            /* identity sections (see there) */
 } parser;
@@ -1158,6 +1168,41 @@ static void limits_value(parser *p, void *obj, int key, const char *path) {
     case LIM_HEADER_TIMEOUT:
         if (get_duration(p, path, NS_MS, 3600 * NS_SEC, &d)) l->header_timeout = d;
         break;
+    }
+}
+
+/* ---- admin ----------------------------------------------------------------- */
+
+static void admin_value(parser *p, void *obj, int key, const char *path) {
+    (void)obj;
+    sl_admin_config *a = &p->cfg->admin;
+    int i;
+    switch (key) {
+    case ADMIN_RELOAD:
+        i = get_enum(p, path, "reload mode", reload_modes, COUNT(reload_modes));
+        if (i >= 0) a->reload = (uint8_t)i;
+        break;
+    case ADMIN_RELOAD_TOKEN: {
+        /* a bearer token: printable ASCII without spaces, long enough not to
+           be guessed, bounded so that comparing it costs nothing */
+        const char *s = get_scalar(p, path, "a token of 16 to 256 printable characters");
+        if (!s) break;
+        size_t n = scalar_len(p);
+        bool printable = true;
+        for (size_t k = 0; k < n; k++)
+            if (s[k] < 0x21 || s[k] > 0x7e) printable = false;
+        if (n < 16 || n > SL_ADMIN_TOKEN_MAX || !printable) {
+            error_at(p, cur_line(p), path,
+                     "expected a token of 16 to %d printable characters without spaces, got "
+                     "%zu bytes%s",
+                     SL_ADMIN_TOKEN_MAX, n, printable ? "" : " with a space or control byte");
+            break;
+        }
+        memcpy(a->reload_token, s, n);
+        a->reload_token[n] = '\0';
+        p->reload_token_line = cur_line(p);
+        break;
+    }
     }
 }
 
@@ -2471,6 +2516,20 @@ static void top_value(parser *p, void *obj, int key, const char *path) {
         if (get_bool(p, path, &flag)) c->shadow = flag;
         break;
     }
+    case TOP_ADMIN: {
+        int seen[COUNT(admin_keys)] = {0};
+        p->admin_line = p->key_line;
+        section(p, path, admin_keys, COUNT(admin_keys), admin_value, NULL, seen,
+                "a mapping of reload and reload_token");
+        if (p->fatal) break;
+        if (c->admin.reload == SL_RELOAD_TOKEN && !c->admin.reload_token[0] && !seen[1])
+            error_at(p, seen[0] ? seen[0] : p->admin_line, "admin.reload",
+                     "reload: token needs admin.reload_token (the bearer token to ask for)");
+        else if (c->admin.reload != SL_RELOAD_TOKEN && c->admin.reload_token[0])
+            error_at(p, p->reload_token_line, "admin.reload_token",
+                     "only used with reload: token (set admin.reload: token, or remove it)");
+        break;
+    }
     }
 }
 
@@ -2557,24 +2616,77 @@ static void load_domain_rules(parser *p) {
     free(rerrs);
 }
 
-/* With the Redis store, every policy must be a limit the script decides
- * exactly (whole microseconds; doubles exact to 2^52: redis_script.h). */
-static void check_redis_limits(parser *p) {
-    sl_config *c = p->cfg;
-    if (strcmp(c->store_type, "redis") != 0) return;
+/* Errors of the store check (sl__config_check_store), with their lines for
+ * sort_errors when error_line is given. */
+__attribute__((format(printf, 5, 6))) static void store_error(sl_config_errors *errs,
+                                                              int *error_line, const char *source,
+                                                              int line, const char *fmt, ...) {
+    if (error_line && errs->n < SL_CONFIG_MAX_ERRORS) error_line[errs->n] = line;
+    va_list ap;
+    va_start(ap, fmt);
+    add_errorv(errs, source, line, NULL, fmt, ap);
+    va_end(ap);
+}
+
+static const char *redis_limit_problem(const sl_policy_config *pc) {
+    int rc = sl__redis_script_check(&pc->params, pc->calendar == SL_CALENDAR_MONTH);
+    if (rc == SL_OK) return NULL;
+    return rc == SL_EOVERFLOW ? "too large for the Redis store (the limit, or burst x period in "
+                                "microseconds, must stay below 2^52)"
+                              : "the Redis store decides in whole microseconds: the period must "
+                                "be a whole number of microseconds";
+}
+
+/* With the Redis store, every policy and every tier variant must be a
+ * limit the script decides exactly (whole microseconds; doubles exact to
+ * 2^52: redis_script.h). The one place this is checked. */
+static size_t store_errors(const sl_config *c, sl_config_errors *errs, int *error_line) {
+    size_t before = errs->n;
+    if (strcmp(c->store_type, "redis") != 0) return 0;
     for (size_t i = 0; i < c->npolicies; i++) {
         const sl_policy_config *pc = &c->policies[i];
-        int rc = sl__redis_script_check(&pc->params, pc->calendar == SL_CALENDAR_MONTH);
-        if (rc == SL_OK) continue;
-        char path[96];
-        snprintf(path, sizeof path, "%s %s", pc->quota ? "quota" : "policy", pc->name);
-        error_at(p, pc->line, path, "%s",
-                 rc == SL_EOVERFLOW
-                     ? "too large for the Redis store (the limit, or burst x period in "
-                       "microseconds, must stay below 2^52)"
-                     : "the Redis store decides in whole microseconds: the period must be a "
-                       "whole number of microseconds");
+        const char *why = redis_limit_problem(pc);
+        if (why)
+            store_error(errs, error_line, c->source, pc->line, "%s %s: %s",
+                        pc->quota ? "quota" : "policy", pc->name, why);
     }
+    for (size_t t = 0; t < c->ntiers; t++) {
+        const sl_tier_config *tc = &c->tiers[t];
+        for (size_t j = 0; j < tc->noverrides; j++) {
+            sl_policy_config v;
+            if (sl__config_tier_variant(c, tc, &tc->overrides[j], &v) != 0) continue;
+            const char *why = redis_limit_problem(&v);
+            if (why)
+                store_error(errs, error_line, c->source, v.line, "tiers.%s.%s (policy %s): %s",
+                            tc->name, tc->overrides[j].policy, v.name, why);
+        }
+    }
+    return errs->n - before;
+}
+
+static void check_redis_limits(parser *p) {
+    store_errors(p->cfg, p->errs, p->error_line);
+}
+
+int sl__config_check_store(const sl_config *c, sl_config_errors *errs) {
+    return store_errors(c, errs, NULL) ? -1 : 0;
+}
+
+int sl__config_tier_variant(const sl_config *c, const sl_tier_config *t, const sl_tier_override *o,
+                            sl_policy_config *out) {
+    const sl_policy_config *base = sl__config_policy(c, o->policy, strlen(o->policy));
+    if (!base) return -1;
+    size_t bl = strlen(base->name), tl = strlen(t->name);
+    if (bl + 1 + tl > SL_POLICY_NAME_MAX) return -1; /* the loader refuses these */
+    *out = *base;
+    memcpy(out->name, base->name, bl);
+    out->name[bl] = ':';
+    memcpy(out->name + bl + 1, t->name, tl + 1);
+    if (o->have_rate) out->params.rate = o->rate;
+    if (o->have_burst && out->params.burst > 0) out->params.burst = o->burst;
+    if (o->have_limit) out->params.rate.limit = o->limit;
+    out->line = o->line;
+    return 0;
 }
 
 /* ---- the interface ---------------------------------------------------------- */

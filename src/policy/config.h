@@ -155,6 +155,19 @@ typedef struct sl_limits_config {
     int64_t header_timeout;   /* ns to receive a whole HTTP request head; 408. default 10 s */
 } sl_limits_config;
 
+/* Who may ask for a reload over HTTP (POST /v1/reload); SIGHUP always can.
+ * docs/configuration.md#admin. */
+#define SL_ADMIN_TOKEN_MAX 256
+enum {
+    SL_RELOAD_LOOPBACK = 0, /* default: only clients connected from 127.0.0.0/8 or ::1 */
+    SL_RELOAD_OFF,          /* never: 403 */
+    SL_RELOAD_TOKEN         /* any client with Authorization: Bearer <reload_token> */
+};
+typedef struct sl_admin_config {
+    uint8_t reload;                            /* SL_RELOAD_* */
+    char reload_token[SL_ADMIN_TOKEN_MAX + 1]; /* with SL_RELOAD_TOKEN, else "" */
+} sl_admin_config;
+
 struct sl_domain_rules;
 
 typedef struct sl_config {
@@ -184,6 +197,7 @@ typedef struct sl_config {
     size_t ncosts;
     sl_exempt_config exempt;
     bool shadow; /* every policy decides, counts and logs, but allows */
+    sl_admin_config admin;
 } sl_config;
 
 typedef struct sl_config_errors {
@@ -207,6 +221,20 @@ void sl__config_free(sl_config *c);
 
 /* The policy named `name` (len bytes), or NULL. */
 const sl_policy_config *sl__config_policy(const sl_config *c, const char *name, size_t len);
+
+/* Tier variant `o` of tier t: the base policy o->policy with the tier's
+ * rate, burst (buckets only) or limit, named "policy:tier", at o's line.
+ * Returns 0, or -1 if there is no such policy or the name is too long (the
+ * loader refuses both). */
+int sl__config_tier_variant(const sl_config *c, const sl_tier_config *t, const sl_tier_override *o,
+                            sl_policy_config *out);
+
+/* Whether the store of c->store_type can decide every policy and tier
+ * variant (the Redis store: whole microseconds, exact doubles). Appends
+ * "file:line: ..." to errs (not reset) and returns -1 if not, else 0. The
+ * loader runs it; a reload runs it again after putting the running store's
+ * type in place (the store is fixed at start). */
+int sl__config_check_store(const sl_config *c, sl_config_errors *errs);
 
 /* The index of the tier named `name` (len bytes) in c->tiers, or -1. */
 int sl__config_tier(const sl_config *c, const char *name, size_t len);

@@ -14,7 +14,6 @@
 #include "policy/policy.h"
 #include "policy/rules.h"
 #include "sluice/error.h"
-#include "store/redis_script.h"
 
 #define TOPK_CAPACITY 64
 #define NS_DAY        (86400 * SL_NS_PER_SEC)
@@ -127,17 +126,8 @@ static int add_policy(sl_policy_set *s, const sl_config *cfg, sl_policy_set *pre
         s->p[s->n++] = old;
         return 0;
     }
-    if (redis) { /* the script decides in whole microseconds, with doubles exact to 2^53 */
-        int rc = sl__redis_script_check(&pc->params, pc->calendar == SL_CALENDAR_MONTH);
-        if (rc != SL_OK) {
-            snprintf(err, errlen,
-                     "policy %s: the Redis store cannot decide this limit exactly (%s): %s",
-                     pc->name, sl_strerror(rc),
-                     rc == SL_EOVERFLOW ? "the limit, or burst x period, is beyond 2^52"
-                                        : "the period must be a whole number of microseconds");
-            return -1;
-        }
-    }
+    /* whether the store can decide pc exactly was checked with the config
+       (sl__config_check_store): by the loader, and again by a reload */
     sl_policy *p = policy_new(pc, base_len, shadow, cfg, now, err, errlen);
     if (!p) return -1;
     s->p[s->n++] = p;
@@ -167,26 +157,13 @@ int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now
         const sl_tier_config *tc = &cfg->tiers[t];
         for (size_t j = 0; j < tc->noverrides; j++) {
             const sl_tier_override *o = &tc->overrides[j];
-            const sl_policy_config *base = sl__config_policy(cfg, o->policy, strlen(o->policy));
-            if (!base) {
-                snprintf(err, errlen, "tier %s: no policy %s", tc->name, o->policy);
+            sl_policy_config v;
+            if (sl__config_tier_variant(cfg, tc, o, &v) != 0) {
+                snprintf(err, errlen, "tier %s: no policy %s, or the name %s:%s is too long",
+                         tc->name, o->policy, o->policy, tc->name);
                 goto fail;
             }
-            sl_policy_config v = *base;
-            size_t bl = strlen(base->name), tl = strlen(tc->name);
-            if (bl + 1 + tl > SL_POLICY_NAME_MAX) { /* the loader refuses these */
-                snprintf(err, errlen, "tier %s: the name %s:%s is too long", tc->name, base->name,
-                         tc->name);
-                goto fail;
-            }
-            memcpy(v.name, base->name, bl);
-            v.name[bl] = ':';
-            memcpy(v.name + bl + 1, tc->name, tl + 1);
-            if (o->have_rate) v.params.rate = o->rate;
-            if (o->have_burst && v.params.burst > 0) v.params.burst = o->burst;
-            if (o->have_limit) v.params.rate.limit = o->limit;
-            v.line = o->line;
-            if (add_policy(s, cfg, prev, &v, strlen(base->name), now, err, errlen) != 0) goto fail;
+            if (add_policy(s, cfg, prev, &v, strlen(o->policy), now, err, errlen) != 0) goto fail;
         }
     }
     if (sl__rules_compile(cfg, s, &s->rules, err, errlen) != 0) goto fail;

@@ -444,6 +444,13 @@ void sl__deferred_done(sl_deferred *d) {
     if (!c->closing) flush(c);
 }
 
+int sl__conn_peer(sl_worker *w, struct sockaddr_storage *out) {
+    conn *c = w->current_conn;
+    if (!c) return UV_ENOTCONN;
+    int len = (int)sizeof *out;
+    return uv_tcp_getpeername(&c->tcp, (struct sockaddr *)out, &len);
+}
+
 /* ---- accepting ------------------------------------------------------------ */
 
 void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto) {

@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "policy/config.h"
+#include "policy/config_check.h"
 #include "server/server.h"
 #include "sluice/sluice.h"
 #include "util/log.h"
@@ -27,28 +28,10 @@ static void usage(FILE *f) {
                "Docs: docs/configuration.md, docs/http-api.md, docs/resp.md\n");
 }
 
-static void print_errors(const sl_config_errors *e) {
-    size_t shown = e->n < SL_CONFIG_MAX_ERRORS ? e->n : SL_CONFIG_MAX_ERRORS;
-    for (size_t i = 0; i < shown; i++) fprintf(stderr, "%s\n", e->msg[i]);
-    if (e->n > shown) fprintf(stderr, "... and %zu more errors\n", e->n - shown);
-}
-
-static int check_config(const char *path) {
-    sl_config *cfg;
-    sl_config_errors errs;
-    if (sl__config_load(path, &cfg, &errs) != 0) {
-        print_errors(&errs);
-        return 1;
-    }
-    printf("%s: ok (%zu policies)\n", path, cfg->npolicies);
-    sl__config_free(cfg);
-    return 0;
-}
-
 static void on_signal(uv_signal_t *h, int signum) {
     if (signum == SIGHUP) {
-        char err[2048];
-        if (sl__server_reload(&server, err, sizeof err) != 0) return; /* logged */
+        static sl_reload_result r;      /* 2 KiB: not on the stack; this is the main thread */
+        sl__server_reload(&server, &r); /* logged either way */
         return;
     }
     sl__log_info("%s: draining", signum == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -61,7 +44,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "-c") && i + 1 < argc) {
             path = argv[++i];
         } else if (!strcmp(argv[i], "--check-config") && i + 1 < argc) {
-            return check_config(argv[i + 1]);
+            return sl__config_check_file(argv[i + 1], stdout, stderr); /* as sluice check-config */
         } else if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
             level = argv[++i];
         } else if (!strcmp(argv[i], "--version")) {
@@ -82,7 +65,7 @@ int main(int argc, char **argv) {
     sl_config_errors errs;
     int rc = path ? sl__config_load(path, &cfg, &errs) : sl__config_load_default(&cfg, &errs);
     if (rc != 0) {
-        print_errors(&errs);
+        sl__config_print_errors(&errs, stderr);
         return 1;
     }
     int lv = sl__log_parse_level(level ? level : cfg->log_level);
@@ -102,7 +85,7 @@ int main(int argc, char **argv) {
         uv_signal_init(loop, &sigs[i]);
         uv_signal_start(&sigs[i], on_signal, signums[i]);
     }
-    if (sl__server_start(&server, cfg, path) != 0) {
+    if (sl__server_start(&server, cfg, path, loop) != 0) {
         sl__log_error("could not start");
         return 1;
     }

@@ -6,9 +6,11 @@
  * kernel spreads connections over them. The sockets are bound in the main
  * thread so that port 0 (tests) resolves once and every worker shares it.
  *
- * Reload: the new policy set is built under reload_lock and published by
- * bumping `generation`; each worker picks it up at its next loop tick and
- * drops its reference to the old one, which is freed by the last holder. */
+ * Reload: only the main thread reloads (SIGHUP, and POST /v1/reload through
+ * reload.c), so s->config and the sets are written by one thread only. The
+ * new policy set is built, then published under reload_lock by bumping
+ * `generation`; each worker picks it up at its next loop tick and drops its
+ * reference to the old one, which is freed by the last holder. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -18,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "server/reload.h"
 #include "server/server.h"
 #include "sluice/clock.h"
 #include "store/batch.h"
@@ -79,11 +82,15 @@ static bool batch_owes(void *ctx, const char *policy, const void *key, size_t ke
     return sl__batch_in_debt(ctx, policy, key, keylen);
 }
 
-int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path) {
+int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path, uv_loop_t *main_loop) {
     memset(s, 0, sizeof *s);
     s->config = cfg;
     s->config_path = config_path ? strdup(config_path) : NULL;
     pthread_mutex_init(&s->reload_lock, NULL);
+    if (sl__reload_init(s, main_loop) != 0) {
+        sl__log_error("cannot set up reloads on the main loop");
+        return -1;
+    }
     s->started_at = sl_now();
     s->redis = strcmp(cfg->store_type, "redis") == 0;
     s->redis_cfg = cfg->redis;
@@ -163,35 +170,88 @@ int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path) {
     return 0;
 }
 
-int sl__server_reload(sl_server *s, char *err, size_t errlen) {
+/* Counts what a reload did to the policies, and logs the names (at most a
+ * line's worth of each kind). */
+static void reload_diff(const sl_policy_set *old, const sl_policy_set *next, sl_reload_result *r) {
+    char added[512] = "", removed[512] = "", changed[512] = "";
+    r->added = r->removed = r->changed = r->kept = 0;
+    for (size_t i = 0; i < sl__policy_set_count(next); i++) {
+        const sl_policy *p = sl__policy_set_at(next, i);
+        const sl_policy *o = sl__policy_find(old, p->cfg.name, strlen(p->cfg.name));
+        char *list = NULL;
+        if (!o) {
+            r->added++;
+            list = added;
+        } else if (o != p) { /* same name, new table: its state starts afresh */
+            r->changed++;
+            list = changed;
+        } else {
+            r->kept++;
+        }
+        if (list && strlen(list) + strlen(p->cfg.name) + 2 < sizeof added)
+            strcat(strcat(list, " "), p->cfg.name);
+    }
+    for (size_t i = 0; i < sl__policy_set_count(old); i++) {
+        const sl_policy *o = sl__policy_set_at(old, i);
+        if (sl__policy_find(next, o->cfg.name, strlen(o->cfg.name))) continue;
+        r->removed++;
+        if (strlen(removed) + strlen(o->cfg.name) + 2 < sizeof removed)
+            strcat(strcat(removed, " "), o->cfg.name);
+    }
+    sl__log_info("reload: %zu kept, %zu changed (fresh state)%s%s, %zu added%s%s, %zu removed%s%s",
+                 r->kept, r->changed, r->changed ? ":" : "", changed, r->added, r->added ? ":" : "",
+                 added, r->removed, r->removed ? ":" : "", removed);
+}
+
+static void reload_failed(sl_server *s, sl_reload_result *r) {
+    r->rc = -1;
+    atomic_fetch_add(&s->reload_failures, 1);
+    sl__log_error("reload failed, keeping the running config: %s", r->message);
+}
+
+int sl__server_reload(sl_server *s, sl_reload_result *r) {
+    memset(r, 0, sizeof *r);
+    char *err = r->message;
+    size_t errlen = sizeof r->message;
     sl_config *cfg = NULL;
-    sl_config_errors errs;
-    int rc = s->config_path ? sl__config_load(s->config_path, &cfg, &errs)
-                            : sl__config_load_default(&cfg, &errs);
-    if (rc != 0) {
-        size_t off = (size_t)snprintf(err, errlen, "config has %zu error(s)", errs.n);
-        for (size_t i = 0; i < errs.n && i < SL_CONFIG_MAX_ERRORS && off < errlen; i++)
-            off += (size_t)snprintf(err + off, errlen - off, "; %s", errs.msg[i]);
-        atomic_fetch_add(&s->reload_failures, 1);
-        sl__log_error("reload failed, keeping the running config: %s", err);
+    sl_config_errors *errs = malloc(sizeof *errs);
+    if (!errs) {
+        snprintf(err, errlen, "out of memory");
+        reload_failed(s, r);
         return -1;
     }
-    /* the store is chosen at start (its connections live in the workers) */
-    if (strcmp(cfg->store_type, s->config->store_type) != 0 ||
-        memcmp(&cfg->redis, &s->config->redis, sizeof cfg->redis) != 0)
-        sl__log_warn("reload: store changes take effect at the next restart");
-    memcpy(cfg->store_type, s->config->store_type, sizeof cfg->store_type);
-    cfg->redis = s->config->redis;
-    pthread_mutex_lock(&s->reload_lock);
+    int rc = s->config_path ? sl__config_load(s->config_path, &cfg, errs)
+                            : sl__config_load_default(&cfg, errs);
+    /* the store is chosen at start (its connections live in the workers):
+     * the running store section stays, and the new config must suit it */
+    if (rc == 0) {
+        if (strcmp(cfg->store_type, s->config->store_type) != 0 ||
+            memcmp(&cfg->redis, &s->config->redis, sizeof cfg->redis) != 0 ||
+            cfg->max_memory != s->config->max_memory)
+            sl__log_warn("reload: store changes (type, max_memory, redis) take effect at the "
+                         "next restart; the running store section stays");
+        memcpy(cfg->store_type, s->config->store_type, sizeof cfg->store_type);
+        cfg->redis = s->config->redis;
+        cfg->max_memory = s->config->max_memory;
+        rc = sl__config_check_store(cfg, errs);
+    }
+    if (rc != 0) {
+        size_t off = (size_t)snprintf(err, errlen, "config has %zu error(s)", errs->n);
+        for (size_t i = 0; i < errs->n && i < SL_CONFIG_MAX_ERRORS && off < errlen; i++)
+            off += (size_t)snprintf(err + off, errlen - off, "; %s", errs->msg[i]);
+        free(errs);
+        sl__config_free(cfg);
+        reload_failed(s, r);
+        return -1;
+    }
+    free(errs);
     sl_policy_set *next = NULL;
     sl_domain_set *next_domains = NULL;
     if (sl__policy_set_create(cfg, s->policies, sl_now(), &next, err, errlen) != 0 ||
         sl__domain_set_create(cfg, s->domains, sl_now(), &next_domains, err, errlen) != 0) {
         if (next) sl__policy_set_release(next);
-        pthread_mutex_unlock(&s->reload_lock);
         sl__config_free(cfg);
-        atomic_fetch_add(&s->reload_failures, 1);
-        sl__log_error("reload failed, keeping the running config: %s", err);
+        reload_failed(s, r);
         return -1;
     }
     if (s->batch)
@@ -209,12 +269,16 @@ int sl__server_reload(sl_server *s, char *err, size_t errlen) {
     cfg->resp = s->config->resp;
     cfg->grpc = s->config->grpc;
     cfg->workers = s->config->workers;
+    reload_diff(s->policies, next, r);
+    r->policies = sl__policy_set_count(next);
     sl_policy_set *old = s->policies;
     sl_domain_set *old_domains = s->domains;
     sl_config *old_cfg = s->config;
+    /* the workers read these under reload_lock; this thread is their only writer */
+    pthread_mutex_lock(&s->reload_lock);
     s->policies = next;
     s->domains = next_domains;
-    s->config = cfg; /* workers copy what they need under reload_lock */
+    s->config = cfg;
     atomic_fetch_add(&s->generation, 1);
     pthread_mutex_unlock(&s->reload_lock);
     sl__policy_set_release(old);
@@ -222,12 +286,13 @@ int sl__server_reload(sl_server *s, char *err, size_t errlen) {
     sl__config_free(old_cfg);
     atomic_fetch_add(&s->reloads, 1);
     sl__log_info("reloaded %s: %zu policies",
-                 s->config_path ? s->config_path : "the default config", cfg->npolicies);
+                 s->config_path ? s->config_path : "the default config", r->policies);
     for (unsigned i = 0; i < s->nworkers; i++) uv_async_send(&s->workers[i].wake);
     return 0;
 }
 
 void sl__server_drain_and_stop(sl_server *s, int64_t grace) {
+    sl__reload_stop(s); /* before the workers drain: they write the answers first */
     s->drain_grace = grace;
     atomic_store(&s->draining, true);
     for (unsigned i = 0; i < s->nworkers; i++) uv_async_send(&s->workers[i].wake);
@@ -240,4 +305,5 @@ void sl__server_drain_and_stop(sl_server *s, int64_t grace) {
     sl__config_free(s->config);
     free(s->config_path);
     pthread_mutex_destroy(&s->reload_lock);
+    pthread_mutex_destroy(&s->ask_lock);
 }

@@ -24,6 +24,7 @@
 typedef enum sl_proto { SL_PROTO_HTTP, SL_PROTO_RESP, SL_PROTO_GRPC, SL_PROTO_COUNT } sl_proto;
 
 struct sl_server;
+struct sl_reload_ask;
 
 /* Per-worker counters: written by the worker only (relaxed), read by /metrics. */
 typedef struct sl_worker_stats {
@@ -43,6 +44,7 @@ typedef struct sl_worker {
     bool listening[SL_PROTO_COUNT];
     int listen_fd[SL_PROTO_COUNT]; /* bound by the main thread, opened on this loop */
     sl_limits_config limits;       /* copied from the config at each policy refresh */
+    sl_admin_config admin;         /* likewise */
     uv_async_t wake;               /* from the main thread: a new policy set, or drain */
     uv_prepare_t tick;             /* before each poll: forget the clock reading */
     uv_timer_t drain_timer;
@@ -60,8 +62,10 @@ typedef struct sl_worker {
     struct sl_store_worker *store; /* store.type redis: this worker's Redis side, else NULL */
     sl_store_stats store_stats;    /* its counters */
     sl_redis_stats redis_stats;
-    struct sl_redis *batch_redis; /* batched mode, worker 0: the syncs' connection */
-    int start_error;              /* listener setup result, for the main thread */
+    struct sl_redis *batch_redis;  /* batched mode, worker 0: the syncs' connection */
+    struct sl_reload_ask *answers; /* reloads done for this worker's clients (reload.c),
+                                      under the server's ask_lock */
+    int start_error;               /* listener setup result, for the main thread */
     uv_sem_t started;
 } sl_worker;
 
@@ -85,21 +89,46 @@ typedef struct sl_server {
     sl_redis_config redis_cfg;           /* its settings, for the workers' store */
     struct sl_batch *batch;              /* sync: batched (else NULL) */
     sl_redis_config batch_cfg;           /* redis_cfg with the syncs' timeout */
+    /* reloads asked over HTTP (reload.c): run on the main loop only */
+    uv_async_t reload_async; /* on the main loop: asks are waiting */
+    bool reload_async_open;
+    pthread_mutex_t ask_lock;   /* guards asks, nasks, asks_closed and every worker's answers */
+    struct sl_reload_ask *asks; /* waiting for the next reload */
+    unsigned nasks;
+    bool asks_closed; /* shutting down: new asks are refused */
 } sl_server;
 
+/* What one reload did (sl__server_reload). */
+typedef struct sl_reload_result {
+    int rc;             /* 0: the new config runs; -1: refused, the old one still runs */
+    char message[2048]; /* rc -1: why (the config's errors, "; "-separated) */
+    size_t policies;    /* rc 0: policies (and tier variants) now running */
+    size_t added, removed, changed, kept; /* rc 0: against the previous set; `changed`
+                                             and `added` start with fresh state */
+} sl_reload_result;
+
 /* Creates the server for a loaded config (takes ownership of cfg), binds
- * the listeners on every worker and starts the threads. Returns 0 or -1 with
- * the reason logged. */
-int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path);
+ * the listeners on every worker and starts the threads. `main_loop` is the
+ * loop of the calling (main) thread: the only one that ever reloads; it
+ * must run until sl__server_drain_and_stop. Returns 0 or -1 with the reason
+ * logged. */
+int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path, uv_loop_t *main_loop);
 
 /* Reloads the config file (or re-reads the embedded default) and swaps in a
- * new policy set. Returns 0, or -1 with the reason in err (the running
- * config is untouched). Thread-safe. */
-int sl__server_reload(sl_server *s, char *err, size_t errlen);
+ * new policy set; logs what changed. Main thread only (SIGHUP, and the asks
+ * of POST /v1/reload through reload.c): workers never parse a config.
+ * Returns r->rc; on -1 the running config is untouched. */
+int sl__server_reload(sl_server *s, sl_reload_result *r);
 
 /* Stops accepting, lets open requests finish (at most `grace` ns), joins
- * the workers and frees everything. */
+ * the workers and frees everything. Main thread, with its loop stopped;
+ * reloads still waiting are answered 503 first. */
 void sl__server_drain_and_stop(sl_server *s, int64_t grace);
+
+/* The connection of the request being handled on w: its peer's address.
+ * Returns 0, or a negative libuv error (conn.c). */
+struct sockaddr_storage;
+int sl__conn_peer(sl_worker *w, struct sockaddr_storage *out);
 
 /* Batched mode: the policies' charge observer (server.c). */
 void sl__batch_observer(void *ctx, const char *policy, const void *key, size_t keylen,

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "server/reload.h"
 #include "server/server.h"
 #include "sluice/clock.h"
 #include "store/batch.h"
@@ -31,6 +32,7 @@ void sl__worker_refresh(sl_worker *w) {
     sl_domain_set *next_domains = s->domains;
     sl__domain_set_retain(next_domains);
     w->limits = s->config->limits;
+    w->admin = s->config->admin;
     w->generation = atomic_load(&s->generation);
     pthread_mutex_unlock(&s->reload_lock);
     if (w->policies) sl__policy_set_release(w->policies);
@@ -135,6 +137,7 @@ static void start_drain(sl_worker *w) {
 static void on_wake(uv_async_t *a) {
     sl_worker *w = a->data;
     sl__worker_refresh(w);
+    sl__reload_deliver(w); /* before draining: the answers are written, then it closes */
     if (atomic_load(&w->server->draining) && !w->draining) start_drain(w);
 }
 

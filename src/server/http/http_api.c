@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "server/http/http.h"
+#include "server/reload.h"
 #include "server/server.h"
 #include "sluice/error.h"
 #include "store/store.h"
@@ -344,18 +345,12 @@ bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
         else
             allow = "GET, HEAD";
     } else if (path_is(r, "/v1/reload")) {
-        if (r->method == SL_HTTP_POST) {
-            char err[2048];
-            if (sl__server_reload(w->server, err, sizeof err) == 0) {
-                sl__worker_refresh(w);
-                sl__buf_printf(&a.body, "{\"reloaded\":true,\"policies\":%zu}",
-                               sl__policy_set_count(w->policies));
-            } else {
-                json_error(&a, 500, "reload_failed", err);
-            }
-        } else {
-            allow = "POST";
+        if (r->method == SL_HTTP_POST) { /* the main loop reloads (reload.c) */
+            sl__reload_ask(w, r, keep, out);
+            sl__buf_free(&a.body);
+            return keep;
         }
+        allow = "POST";
     } else {
         json_error(&a, 404, "not_found", "no such endpoint; see docs/http-api.md");
     }

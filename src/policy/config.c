@@ -85,7 +85,7 @@ static const char *const top_keys[] = {"listen", "workers",   "store",    "domai
                                        "limits", "log_level", "identity", "tiers",   "quotas",
                                        "costs",  "exempt",    "rules",    "shadow",  "admin"};
 
-/* who may use the admin endpoints (docs/configuration.md#admin) */
+/* who may use the admin endpoints (docs/configuration.md, `admin`) */
 enum { ADMIN_RELOAD, ADMIN_RELOAD_TOKEN };
 static const char *const admin_keys[] = {"reload", "reload_token"};
 static const char *const reload_modes[] = {"loopback", "off", "token"}; /* = SL_RELOAD_* */

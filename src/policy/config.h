@@ -156,7 +156,7 @@ typedef struct sl_limits_config {
 } sl_limits_config;
 
 /* Who may ask for a reload over HTTP (POST /v1/reload); SIGHUP always can.
- * docs/configuration.md#admin. */
+ * docs/configuration.md, `admin`. */
 #define SL_ADMIN_TOKEN_MAX 256
 enum {
     SL_RELOAD_LOOPBACK = 0, /* default: only clients connected from 127.0.0.0/8 or ::1 */

@@ -163,7 +163,7 @@ static bool allowed(sl_worker *w, const sl_http_request *req, bool keep, sl_buf 
     if (sl__conn_peer(w, &peer) == 0 && is_loopback(&peer)) return true;
     answer_now(out, keep, 403, "forbidden",
                "only clients on loopback may reload (admin.reload: loopback; see "
-               "docs/configuration.md#admin)",
+               "docs/configuration.md)",
                NULL, NULL);
     return false;
 }

@@ -248,6 +248,8 @@ static void test_all_algorithms_example(void **state) {
     assert_false(p->shadow);
     assert_string_equal(p->on_failure, "closed");
     assert_int_equal(p->line, 53);
+    assert_int_equal(c->admin.reload, SL_RELOAD_TOKEN);
+    assert_string_equal(c->admin.reload_token, "replace-me-with-32-random-characters");
     sl__config_free(c);
 }
 

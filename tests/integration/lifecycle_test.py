@@ -19,6 +19,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -242,6 +243,23 @@ class ReloadAccess(unittest.TestCase):
         finally:
             self.assertEqual(s.stop(), 0)
 
+    def test_loopback_refuses_other_peers(self):
+        # A client that is not on loopback, for real: in a network namespace
+        # of our own, with a documentation address (192.0.2.1, RFC 5737) on
+        # its lo; sluiced listens on 0.0.0.0 there. Nothing leaves the namespace.
+        r = subprocess.run(["unshare", "-n", "true"], capture_output=True)
+        if r.returncode != 0:
+            self.skipTest("cannot make a network namespace: %s" % r.stderr.decode().strip())
+        r = subprocess.run(["unshare", "-n", sys.executable, os.path.abspath(__file__),
+                            sluiced_test.SLUICED, SLUICE, SRC, "--netns-helper"],
+                           capture_output=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr.decode()[-3000:])
+        got = json.loads(r.stdout.decode().strip().splitlines()[-1])
+        self.assertEqual(got["other"][0], 403, got)
+        self.assertEqual(json.loads(got["other"][1])["error"], "forbidden")
+        self.assertEqual(got["loopback"][0], 200, got)
+        self.assertEqual(got["reloads"], 1)
+
     def test_config_errors(self):
         cases = [
             ("admin:\n  reload: token\n", r":2: admin.reload: reload: token needs admin.reload_token"),
@@ -300,6 +318,47 @@ tiers:
 """
 
 
+def free_port():
+    with socket.socket() as t:
+        t.bind(("127.0.0.1", 0))
+        return t.getsockname()[1]
+
+
+class ReloadOntoRedis(unittest.TestCase):
+    def test_reload_is_checked_against_the_running_store(self):
+        # the file says memory, but the running store is Redis: the new tier
+        # variant must suit Redis, with the loader's file:line message
+        if not shutil.which("redis-server"):
+            self.skipTest("no redis-server")
+        port = free_port()
+        rdir = tempfile.mkdtemp(prefix="lifecycle-redis-")
+        redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                                  "--save", "", "--appendonly", "no", "--dir", rdir],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            self.assertTrue(poll(lambda: socket.socket().connect_ex(("127.0.0.1", port)) == 0))
+            base = ("listen:\n  http: 127.0.0.1:0\n  grpc: \"off\"\n  resp: 127.0.0.1:0\n"
+                    "workers: 2\n")
+            redis_store = ("store:\n  type: redis\n  redis:\n    url: redis://127.0.0.1:%d/0\n"
+                           "    timeout: 500ms\n" % port)
+            s = Server(config_text=base + redis_store + REDIS_TIER.split("\n", 2)[2]
+                       .split("tiers:")[0])
+            try:
+                write_atomic(s.config, base + REDIS_TIER.replace("type: redis", "type: memory"))
+                st, _, body = post_reload(s)
+                self.assertEqual(st, 500, body)
+                self.assertRegex(json.loads(body)["message"],
+                                 r"sluice\.yaml:15: tiers\.pro\.api \(policy api:pro\): the Redis "
+                                 r"store decides in whole microseconds")
+                self.assertEqual(metric(s, "sluice_reloads_total"), 0)
+            finally:
+                self.assertEqual(s.stop(), 0)
+        finally:
+            redis.terminate()
+            redis.wait()
+            shutil.rmtree(rdir, ignore_errors=True)
+
+
 class CheckConfig(unittest.TestCase):
     def run_both(self, path):
         a = subprocess.run([sluiced_test.SLUICED, "--check-config", path], capture_output=True)
@@ -340,8 +399,32 @@ class CheckConfig(unittest.TestCase):
         self.assertIn(b"/nonexistent/sluice.yaml: cannot open", r.stderr)
 
 
+def netns_helper():
+    """Inside `unshare -n`: POST /v1/reload from 192.0.2.1 and from 127.0.0.1
+    to a sluiced on 0.0.0.0 (default admin.reload: loopback); prints JSON."""
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    subprocess.run(["ip", "addr", "add", "192.0.2.1/32", "dev", "lo"], check=True)
+    s = Server(config_text=CONFIG.replace("http: 127.0.0.1:0", "http: 0.0.0.0:0", 1))
+    try:
+        out = {}
+        for name, src in (("other", "192.0.2.1"), ("loopback", "127.0.0.1")):
+            c = http.client.HTTPConnection(src, s.http_port, timeout=30,
+                                           source_address=(src, 0))
+            c.request("POST", "/v1/reload")
+            r = c.getresponse()
+            out[name] = [r.status, r.read().decode()]
+            c.close()
+        out["reloads"] = metric(s, "sluice_reloads_total")
+        print(json.dumps(out))
+    finally:
+        rc = s.stop()
+    sys.exit(rc)
+
+
 if __name__ == "__main__":
     sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
     SLUICE = os.path.abspath(sys.argv[2])
     SRC = sluiced_test.SRC = os.path.abspath(sys.argv[3])
+    if sys.argv[4:] == ["--netns-helper"]:
+        netns_helper()
     unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[4:])

@@ -146,6 +146,21 @@ class ConcurrentReloads(unittest.TestCase):
         finally:
             self.assertEqual(s.stop(), 0, s.log_text()[-3000:])
 
+    def test_answered_reload_is_in_force_on_every_worker(self):
+        s = Server()
+        try:
+            self.assertEqual(curl(s.url("/v1/check?policy=fresh&key=k"))[0], 404)
+            write_atomic(s.config, config() + "  - name: fresh\n    algorithm: fixed_window\n"
+                         "    rate: 1000/m\n")
+            st, _, body = post_reload(s)
+            self.assertEqual(st, 200, body)
+            self.assertEqual(json.loads(body)["added"], 1, body)
+            for i in range(20):  # new connections: spread over both workers
+                st, _, body = curl(s.url("/v1/check?policy=fresh&key=k%d" % i))
+                self.assertEqual(st, 200, body)
+        finally:
+            self.assertEqual(s.stop(), 0)
+
     def test_pipelined_reloads_answer_in_order(self):
         s = Server()
         try:

@@ -904,6 +904,30 @@ static void test_redis_store(void **state) {
     snprintf(text, sizeof text, "store:\n  type: redis\n%s", odd);
     expect_errors(text, "t.yaml:4: policy a: the Redis store decides in whole microseconds: the "
                         "period must be a whole number of microseconds");
+    /* So are tier variants, by the same check that startup and a reload run
+       (issue 12: check-config said ok, startup refused). */
+    const char *tier =
+        "store:\n  type: redis\npolicies:\n  - {name: a, algorithm: gcra, rate: 3/s, "
+        "burst: 2}\ntiers:\n  pro:\n    a: {rate: 3/1500ns}\n";
+    expect_errors(tier, "t.yaml:7: tiers.pro.a (policy a:pro): the Redis store decides in whole "
+                        "microseconds: the period must be a whole number of microseconds");
+    /* A reload onto a running Redis store checks a memory config again. */
+    sl_config *m = parse_ok(strstr(tier, "policies:"));
+    static sl_config_errors e;
+    e.n = 0;
+    assert_int_equal(sl__config_check_store(m, &e), 0);
+    snprintf(m->store_type, sizeof m->store_type, "redis");
+    assert_int_equal(sl__config_check_store(m, &e), -1);
+    assert_int_equal(e.n, 1);
+    assert_string_equal(e.msg[0], "t.yaml:5: tiers.pro.a (policy a:pro): the Redis store decides "
+                                  "in whole microseconds: the period must be a whole number of "
+                                  "microseconds");
+    sl_policy_config v;
+    assert_int_equal(sl__config_tier_variant(m, &m->tiers[0], &m->tiers[0].overrides[0], &v), 0);
+    assert_string_equal(v.name, "a:pro");
+    assert_int_equal(v.params.rate.period, 1500);
+    assert_int_equal(v.params.burst, 2);
+    sl__config_free(m);
 }
 
 /* ---- the document ---------------------------------------------------------------- */

@@ -304,6 +304,9 @@ static void readyz(sl_worker *w, answer *a) {
 }
 
 bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
+    /* a reload answered to anyone is in force for every request after it,
+       on every worker (one atomic load when nothing changed) */
+    sl__worker_refresh(w);
     bool keep = r->keep_alive && !w->draining;
     bool get = r->method == SL_HTTP_GET || r->method == SL_HTTP_HEAD;
     answer a = {.status = 200, .content_type = "application/json"};

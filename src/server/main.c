@@ -24,7 +24,8 @@ static void usage(FILE *f) {
                "\n"
                "Without -c, sluiced runs on its embedded default config (examples/sluice.yaml):\n"
                "memory store, HTTP on 127.0.0.1:8080, RESP on 127.0.0.1:6380.\n"
-               "SIGHUP (or POST /v1/reload) reloads the config; SIGTERM drains and exits 0.\n"
+               "SIGHUP (or POST /v1/reload, from loopback unless admin.reload says otherwise)\n"
+               "reloads the config; SIGTERM drains and exits 0.\n"
                "Docs: docs/configuration.md, docs/http-api.md, docs/resp.md\n");
 }
 

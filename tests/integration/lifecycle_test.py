@@ -181,6 +181,19 @@ class ConcurrentReloads(unittest.TestCase):
         finally:
             self.assertEqual(s.stop(), 0)
 
+    def test_client_gone_before_the_answer(self):
+        # the answer's place outlives its connection: dropped, never written
+        s = Server()
+        try:
+            for _ in range(50):
+                c = socket.create_connection(("127.0.0.1", s.http_port), timeout=30)
+                c.sendall(b"POST /v1/reload HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+                c.close()
+            self.assertEqual(post_reload(s)[0], 200)
+            self.assertIsNone(s.proc.poll())
+        finally:
+            self.assertEqual(s.stop(), 0, s.log_text()[-3000:])
+
     def test_reload_waiting_at_sigterm_is_answered(self):
         # many asks, then SIGTERM at once: each gets 200 or 503, none hangs
         s = Server()

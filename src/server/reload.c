@@ -189,7 +189,7 @@ bool sl__reload_ask(sl_worker *w, const sl_http_request *req, bool keep, sl_buf 
         if (strcmp(refused, "internal") == 0)
             answer_now(out, keep, 500, "internal", "out of memory", NULL, NULL);
         else if (strcmp(refused, "draining") == 0)
-            answer_now(out, false, 503, "draining", "sluiced is shutting down", NULL, NULL);
+            answer_now(out, keep, 503, "draining", "sluiced is shutting down", NULL, NULL);
         else
             answer_now(out, keep, 503, "reload_busy",
                        "too many reloads are waiting; try again later", "Retry-After", "1");
@@ -205,7 +205,7 @@ bool sl__reload_ask(sl_worker *w, const sl_http_request *req, bool keep, sl_buf 
 
 static void write_answer(sl_buf *out, const struct sl_reload_ask *a) {
     if (a->draining) {
-        answer_now(out, false, 503, "draining", a->r.message, NULL, NULL);
+        answer_now(out, a->keep, 503, "draining", a->r.message, NULL, NULL);
         return;
     }
     if (a->r.rc != 0) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "core/table_any.h"
 #include "sluice/error.h"
 #include "store/redis_cluster.h"
 #include "store/redis_script.h"
@@ -170,10 +171,15 @@ void sl__store_call_free(sl_store_call *c) {
 
 /* ---- deny cache ------------------------------------------------------------------- */
 
-static deny_entry *deny_slot(sl_store_worker *sw, const char *rkey, size_t len, uint64_t *h1,
-                             uint64_t *h2) {
+/* The entry for a Redis key refused under these parameters: a refusal says
+ * nothing about the same key under others (CL.THROTTLE's one key per client
+ * key is judged with each call's parameters; a reload may change a policy). */
+static deny_entry *deny_slot(sl_store_worker *sw, const char *rkey, size_t len, const sl_params *p,
+                             uint64_t *h1, uint64_t *h2) {
+    const int64_t fp[5] = {(int64_t)p->algorithm, p->rate.limit, p->rate.period, p->burst,
+                           (int64_t)p->flags};
     *h1 = sl__hash(rkey, len, sw->seed1);
-    *h2 = sl__hash(rkey, len, sw->seed2);
+    *h2 = sl__hash(rkey, len, sw->seed2) ^ sl__hash(fp, sizeof fp, sw->seed1 + 1);
     return &sw->deny[*h1 & sw->deny_mask];
 }
 
@@ -208,6 +214,7 @@ static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
     }
     /* local: the fallback tables decide their limits together; open: allowed */
     sl_check checks[SL_STORE_MAX_ITEMS];
+    const sl__plan *plans[SL_STORE_MAX_ITEMS];
     size_t idx[SL_STORE_MAX_ITEMS], nl = 0;
     c->from = SL_FROM_OPEN;
     for (size_t i = 0; i < c->n; i++) {
@@ -216,6 +223,7 @@ static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
         if (it->on_failure == SL_FAIL_LOCAL && it->local) {
             checks[nl] = (sl_check){
                 .table = it->local, .key = it->key, .keylen = it->keylen, .cost = it->cost};
+            plans[nl] = it->local_plan;
             idx[nl++] = i;
             c->from = SL_FROM_LOCAL;
         } else {
@@ -226,7 +234,7 @@ static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
     }
     if (nl == 0) return;
     size_t r = nl;
-    int rc = sl_table_check_all(checks, nl, c->now, &r);
+    int rc = sl__table_check_all_with(checks, plans, nl, c->now, &r);
     for (size_t k = 0; k < nl; k++) {
         sl_store_item *it = &c->items[idx[k]];
         it->decision = checks[k].decision;
@@ -255,7 +263,7 @@ static void complete(sl_store_call *c) {
                 (it->params->flags & SL_COUNT_REJECTED))
                 continue;
             uint64_t h1, h2;
-            deny_entry *e = deny_slot(sw, st->rkey[i], st->rkeylen[i], &h1, &h2);
+            deny_entry *e = deny_slot(sw, st->rkey[i], st->rkeylen[i], it->params, &h1, &h2);
             *e = (deny_entry){.h1 = h1,
                               .h2 = h2,
                               .until = c->now + it->decision.retry_after,
@@ -275,6 +283,7 @@ static void script_items(const sl_store_call *c, const part *pt, sl_script_item 
         const sl_store_item *it = &c->items[pt->idx[k]];
         si[k] = (sl_script_item){.params = it->params,
                                  .calendar_month = it->calendar_month,
+                                 .any_rate = it->any_rate,
                                  .rkey = st->rkey[pt->idx[k]],
                                  .rkeylen = st->rkeylen[pt->idx[k]],
                                  .cost = it->cost,
@@ -448,7 +457,7 @@ void sl__store_decide(sl_store_worker *sw, sl_store_call *c) {
         sl_store_item *it = &c->items[i];
         if (it->group != 0 || it->cost <= 0) continue;
         uint64_t h1, h2;
-        deny_entry *e = deny_slot(sw, st->rkey[i], st->rkeylen[i], &h1, &h2);
+        deny_entry *e = deny_slot(sw, st->rkey[i], st->rkeylen[i], it->params, &h1, &h2);
         /* a smaller cost may pass sooner; one above the limit never passes (Redis says so) */
         if (e->h1 != h1 || e->h2 != h2 || e->until <= c->now || it->cost < e->cost ||
             it->cost > e->limit)

@@ -171,15 +171,10 @@ void sl__store_call_free(sl_store_call *c) {
 
 /* ---- deny cache ------------------------------------------------------------------- */
 
-/* The entry for a Redis key refused under these parameters: a refusal says
- * nothing about the same key under others (CL.THROTTLE's one key per client
- * key is judged with each call's parameters; a reload may change a policy). */
-static deny_entry *deny_slot(sl_store_worker *sw, const char *rkey, size_t len, const sl_params *p,
-                             uint64_t *h1, uint64_t *h2) {
-    const int64_t fp[5] = {(int64_t)p->algorithm, p->rate.limit, p->rate.period, p->burst,
-                           (int64_t)p->flags};
+static deny_entry *deny_slot(sl_store_worker *sw, const char *rkey, size_t len, uint64_t *h1,
+                             uint64_t *h2) {
     *h1 = sl__hash(rkey, len, sw->seed1);
-    *h2 = sl__hash(rkey, len, sw->seed2) ^ sl__hash(fp, sizeof fp, sw->seed1 + 1);
+    *h2 = sl__hash(rkey, len, sw->seed2);
     return &sw->deny[*h1 & sw->deny_mask];
 }
 
@@ -258,12 +253,14 @@ static void complete(sl_store_call *c) {
         /* Redis's refusals go to the deny cache */
         for (size_t i = 0; sw->deny && i < c->n; i++) {
             sl_store_item *it = &c->items[i];
+            /* an any-rate key (CL.THROTTLE) may be charged meanwhile under
+             * other parameters, and be allowed under others: never cached */
             if (it->group != 0 || !it->decided || it->decision.allowed ||
-                it->decision.retry_after <= 0 || it->cost <= 0 ||
+                it->decision.retry_after <= 0 || it->cost <= 0 || it->any_rate ||
                 (it->params->flags & SL_COUNT_REJECTED))
                 continue;
             uint64_t h1, h2;
-            deny_entry *e = deny_slot(sw, st->rkey[i], st->rkeylen[i], it->params, &h1, &h2);
+            deny_entry *e = deny_slot(sw, st->rkey[i], st->rkeylen[i], &h1, &h2);
             *e = (deny_entry){.h1 = h1,
                               .h2 = h2,
                               .until = c->now + it->decision.retry_after,
@@ -455,9 +452,9 @@ void sl__store_decide(sl_store_worker *sw, sl_store_call *c) {
     /* the deny cache: an enforced limit that Redis refused until later */
     for (size_t i = 0; sw->deny && i < c->n; i++) {
         sl_store_item *it = &c->items[i];
-        if (it->group != 0 || it->cost <= 0) continue;
+        if (it->group != 0 || it->cost <= 0 || it->any_rate) continue;
         uint64_t h1, h2;
-        deny_entry *e = deny_slot(sw, st->rkey[i], st->rkeylen[i], it->params, &h1, &h2);
+        deny_entry *e = deny_slot(sw, st->rkey[i], st->rkeylen[i], &h1, &h2);
         /* a smaller cost may pass sooner; one above the limit never passes (Redis says so) */
         if (e->h1 != h1 || e->h2 != h2 || e->until <= c->now || it->cost < e->cost ||
             it->cost > e->limit)

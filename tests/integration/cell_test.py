@@ -6,7 +6,11 @@ redis-server of its own (free loopback port, stopped at the end).
 - redis-cell's answers when a key's parameters change on the fly;
 - 1000 distinct parameter sets from one RESP client never refuse a new set
   to a later client, and with the Redis store they are one Redis key;
-- every CL.THROTTLE key shares the one configured memory cap.
+- every CL.THROTTLE key shares the one configured memory cap;
+- Redis store: the worker's deny cache never answers for a CL.THROTTLE key
+  (a refusal under one parameter set says nothing about another), and with
+  Redis unreachable the local fallback keeps the same one-state-per-key
+  semantics.
 Raw sockets only (standard library)."""
 import os
 import shutil
@@ -199,6 +203,16 @@ class Redis(Base, unittest.TestCase):
         c.close()
         return sorted(keys)
 
+    def test_deny_cache_is_per_parameter_set(self):
+        # a refusal under one parameter set says nothing about another: the
+        # worker's deny cache must not refuse what Redis would allow
+        c = self.conn()
+        got = c.run([("CL.THROTTLE", "dc", 0, 1, 60), ("CL.THROTTLE", "dc", 0, 1, 60)])
+        self.assertEqual([r[0] for r in got], [0, 1], got)
+        got = c.run([("CL.THROTTLE", "dc", 4, 1, 60), ("CL.THROTTLE", "dc", 0, 1, 60)])
+        c.close()
+        self.assertEqual(got, [[0, 5, 3, -1, 120], [1, 1, 0, 120, 120]])
+
     def test_one_redis_key_whatever_the_parameters(self):
         c = self.conn()
         got = c.run([("CL.THROTTLE", "one", b, 1 + b % 3, 10) for b in range(50)])
@@ -206,6 +220,34 @@ class Redis(Base, unittest.TestCase):
         for r in got:
             self.assertIsInstance(r, list, r)
         self.assertEqual(self.redis_keys("*{one}*"), ["sluice:{one}:cell:tat"])
+
+
+class RedisDown(unittest.TestCase):
+    """Redis unreachable, on_failure local: the memory table decides, with
+    the same one-state-per-key semantics."""
+
+    @classmethod
+    def setUpClass(cls):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        sock.close()  # nothing listens there
+        config = CONFIG.replace(
+            "store:\n  type: memory\n",
+            "store:\n  type: redis\n  redis:\n    url: redis://127.0.0.1:%d/0\n"
+            "    timeout: 50ms\n    on_failure: local\n" % port, 1)
+        cls.server = sluiced_test.Server(config)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_local_fallback_keeps_state(self):
+        c = Conn(self.server.resp_port)
+        got = c.run([("CL.THROTTLE", "rk", 0, 1, 60), ("CL.THROTTLE", "rk", 4, 1, 60),
+                     ("CL.THROTTLE", "rk", 0, 1, 60)])
+        c.close()
+        self.assertEqual(got, [[0, 1, 0, -1, 60], [0, 5, 3, -1, 120], [1, 1, 0, 120, 120]])
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@
  * is limited with retry_after -1, and remaining / reset_after describe the
  * key as it is (a peek). */
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/table_any.h"

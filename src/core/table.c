@@ -4,10 +4,11 @@
  * own lock, hash index and slab. A shard's entries live in fixed-size slots
  * carved from chunks (so an entry never moves), found through an array of
  * 32-bit chain heads. One slot is 32 bytes of header and inline key plus
- * the algorithm's state: 48 bytes for token bucket, GCRA and leaky queue,
- * and the index adds about 4 bytes per key. Keys longer than 24 bytes are
- * stored out of line and counted against the cap: slots may take 7/8 of a
- * shard's cap, the rest is for the index and long keys.
+ * the algorithm's state: 48 bytes for token bucket, GCRA and leaky queue
+ * (56 for an any-rate GCRA, core/table_any.h, decided with each call's own
+ * plan), and the index adds about 4 bytes per key. Keys longer than 24
+ * bytes are stored out of line and counted against the cap: slots may take
+ * 7/8 of a shard's cap, the rest is for the index and long keys.
  *
  * Eviction. A CLOCK hand (approximate LRU, one "referenced" bit per entry)
  * runs only when a shard is at its memory cap and needs a slot; it drops

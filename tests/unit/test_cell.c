@@ -6,8 +6,9 @@
  * - memory, on fixed clocks: redis-cell's answers when a key's parameters
  *   change; thousands of distinct parameter sets never refuse a new one;
  *   every key shares one cap; idle keys are reclaimed; a state moved to
- *   another rate is rounded up (never a credit) and never rounded when the
- *   rate stays the same;
+ *   another rate is rounded up (never a credit), and with one rate
+ *   throughout an any-rate table decides exactly as a plain GCRA table
+ *   (random traces side by side);
  * - Redis: the same through the decision script against a real
  *   redis-server started on a unix socket in a temporary directory (the
  *   test fails, never skips, without it), with explicit times: one Redis key
@@ -220,6 +221,45 @@ static void test_rebase_rounds_up(void **state) {
     assert_int_equal(sl__plan_any_rate(&fixed, &flagged), SL_EINVAL);
     sl_table_destroy(plain);
     sl_table_destroy(t);
+}
+
+/* With one rate throughout, an any-rate table decides exactly as a plain
+ * GCRA table: random traces (costs, peeks, time steps, a clock that steps
+ * back a little) over several keys, side by side. */
+static void test_same_rate_same_decisions(void **state) {
+    (void)state;
+    static const int64_t rates[][3] = {{0, 1, SEC}, {2, 3, SEC}, {9, 7, 3 * SEC}, {4, 1000, SEC}};
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (size_t r = 0; r < sizeof rates / sizeof rates[0]; r++) {
+        sl_table_options o = {.params = {.algorithm = SL_GCRA,
+                                         .rate = {.limit = rates[r][1], .period = rates[r][2]},
+                                         .burst = rates[r][0] + 1},
+                              .max_memory = 1 << 20};
+        sl_table *any, *plain;
+        assert_int_equal(sl__table_create_any_rate(&o, &any), 0);
+        assert_int_equal(sl_table_create(&o, &plain), 0);
+        sl__plan plan = plan_of(rates[r][0], rates[r][1], rates[r][2]);
+        int64_t now = T0;
+        for (int i = 0; i < 20000; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            now += (int64_t)(x % 400) * MS - 50 * MS; /* sometimes back by up to 50 ms */
+            char key[2] = {(char)('a' + (x >> 20) % 5), 0};
+            int64_t cost = (int64_t)((x >> 30) % (uint64_t)(rates[r][0] + 3));
+            sl_decision a, b;
+            int ra = sl__table_check_with(any, &plan, key, 1, cost, now, &a);
+            int rb = sl_table_check(plain, key, 1, cost, now, &b);
+            assert_int_equal(ra, rb);
+            if (a.allowed != b.allowed || a.remaining != b.remaining ||
+                a.retry_after != b.retry_after || a.reset_after != b.reset_after)
+                fail_msg(
+                    "rate %zu step %d: any-rate {%d %lld %lld %lld}, plain {%d %lld %lld %lld}", r,
+                    i, a.allowed, (long long)a.remaining, (long long)a.retry_after,
+                    (long long)a.reset_after, b.allowed, (long long)b.remaining,
+                    (long long)b.retry_after, (long long)b.reset_after);
+        }
+        sl_table_destroy(any);
+        sl_table_destroy(plain);
+    }
 }
 
 /* ---- Redis ------------------------------------------------------------------- */
@@ -435,6 +475,7 @@ int main(void) {
         cmocka_unit_test(test_one_memory_cap),
         cmocka_unit_test(test_idle_keys_reclaimed),
         cmocka_unit_test(test_rebase_rounds_up),
+        cmocka_unit_test(test_same_rate_same_decisions),
     };
     const struct CMUnitTest redis[] = {
         cmocka_unit_test(test_redis_params_change_keeps_state),

@@ -1,5 +1,5 @@
 # RESP: the Redis-protocol parser, writers, commands and CL.THROTTLE
-# (tests/unit/test_resp.c). Also run under TSan: the CL.THROTTLE parameter-set
-# registry is read without a lock.
+# (tests/unit/test_resp.c). Also run under TSan: threads share CL.THROTTLE keys
+# with different parameters.
 sluice_unit_test(test_resp)
 set_tests_properties(test_resp PROPERTIES LABELS "unit;concurrency")

@@ -35,11 +35,21 @@ typedef struct sl__plan {
     size_t state_size; /* bytes of one state, multiple of 8 */
     bool start_empty;
     bool count_rejected;
+    /* GCRA only (sl__plan_any_rate): the state also records the n its frac is
+     * counted in, so one key may be judged with another rate at every call
+     * (redis-cell's model: one TAT per key whatever the parameters). */
+    bool any_rate;
     int64_t empty_until; /* start_empty: from here on a new state equals a fresh one */
 } sl__plan;
 
 /* Validates `params` and fills `plan`. Returns 0 or an SL_E* code. */
 int sl__plan_init(sl__plan *plan, const sl_params *params);
+
+/* sl__plan_init for an any-rate GCRA (see sl__plan.any_rate): params must be
+ * SL_GCRA without flags (else SL_EINVAL). Its states are 24 bytes, and a
+ * table made with one such plan may decide each call with another
+ * (sl__table_check_with, core/table_any.h). */
+int sl__plan_any_rate(sl__plan *plan, const sl_params *params);
 
 /* Initializes a brand-new state for a key first seen at `now`: fresh, or,
  * with start_empty, exhausted at params.origin. */

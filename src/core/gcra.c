@@ -3,12 +3,19 @@
  * number of ns, so tat is kept exactly as tat + frac/n with 0 <= frac < n.
  *   new = max(tat, now) + c*T;  allowed iff new - now <= B*T;  then tat = new.
  * Compared as (new - now) * n <= B * p in 128-bit: no rounding at all.
- * Same decisions as the token bucket with the same rate and burst. */
+ * Same decisions as the token bucket with the same rate and burst.
+ *
+ * Any-rate plans (CL.THROTTLE: a key is judged with the parameters of each
+ * call) keep the n that frac is counted in. A call with another n first
+ * moves frac to its own n, rounded up (at most 1/n ns later: never a
+ * credit); with the same n from call to call nothing is rounded. Whether a
+ * state is fresh (tat + frac/n <= now) does not depend on n. */
 #include "core/gcra.h"
 #include "core/algorithm.h"
 
 void sl__gcra_init(const sl__plan *plan, void *state, int64_t now) {
     sl__gcra_state *s = state;
+    if (plan->any_rate) ((sl__gcra_any_state *)state)->n = plan->n;
     if (plan->start_empty) { /* exhausted at origin: tat = origin + B*T */
         s->tat = plan->params.origin + plan->full / plan->n;
         s->frac = plan->full % plan->n;
@@ -77,13 +84,38 @@ void sl__gcra_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
     d->delay = 0;
 }
 
+/* An any-rate state moved to plan->n: the same time, rounded up to 1/n ns. */
+static sl__gcra_state rebase(const sl__plan *plan, const sl__gcra_any_state *s) {
+    sl__gcra_state g = s->g;
+    if (s->n != plan->n && g.frac > 0) {
+        /* ceil(frac * n' / n) <= n' because frac < n */
+        g.frac = sl__ceil_div128((sl__i128)g.frac * plan->n, s->n);
+        if (g.frac >= plan->n) {
+            g.frac -= plan->n;
+            g.tat++;
+        }
+    }
+    return g;
+}
+
 void sl__gcra_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,
                      sl_decision *d) {
     int64_t delay;
-    sl__gcra_step(plan, state, cost, now, mode, d, &delay);
+    if (!plan->any_rate) {
+        sl__gcra_step(plan, state, cost, now, mode, d, &delay);
+        return;
+    }
+    sl__gcra_any_state *s = state;
+    sl__gcra_state g = rebase(plan, s);
+    sl__gcra_step(plan, &g, cost, now, mode, d, &delay);
+    if (mode != SL__PEEK) {
+        s->g = g;
+        s->n = plan->n;
+    }
 }
 
 bool sl__gcra_fresh(const sl__plan *plan, const void *state, int64_t now) {
     const sl__gcra_state *s = state;
+    if (plan->any_rate) return s->tat < now || (s->tat == now && s->frac == 0);
     return ahead(plan, s->tat, s->frac, now) <= 0;
 }

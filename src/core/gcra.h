@@ -10,6 +10,13 @@ typedef struct sl__gcra_state {
     int64_t frac; /* plus frac/n ns, 0 <= frac < n */
 } sl__gcra_state;
 
+/* The state of an any-rate plan (sl__plan.any_rate): frac is counted in
+ * units of 1/n ns for the n of the plan that last wrote it. */
+typedef struct sl__gcra_any_state {
+    sl__gcra_state g;
+    int64_t n;
+} sl__gcra_any_state;
+
 /* One GCRA decision; *delay receives max(tat, now) - now before this
  * request, rounded up (the queue's release delay for an accepted request). */
 void sl__gcra_step(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,

@@ -107,6 +107,15 @@ int sl__plan_init(sl__plan *plan, const sl_params *params) {
     return SL_OK;
 }
 
+int sl__plan_any_rate(sl__plan *plan, const sl_params *params) {
+    if (!params || params->algorithm != SL_GCRA || params->flags) return SL_EINVAL;
+    int rc = sl__plan_init(plan, params);
+    if (rc) return rc;
+    plan->any_rate = true;
+    plan->state_size = 24; /* tat, frac, and the n frac is counted in */
+    return SL_OK;
+}
+
 int sl_params_validate(const sl_params *p) {
     sl__plan plan;
     return sl__plan_init(&plan, p);

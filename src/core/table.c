@@ -4,10 +4,11 @@
  * own lock, hash index and slab. A shard's entries live in fixed-size slots
  * carved from chunks (so an entry never moves), found through an array of
  * 32-bit chain heads. One slot is 32 bytes of header and inline key plus
- * the algorithm's state: 48 bytes for token bucket, GCRA and leaky queue,
- * and the index adds about 4 bytes per key. Keys longer than 24 bytes are
- * stored out of line and counted against the cap: slots may take 7/8 of a
- * shard's cap, the rest is for the index and long keys.
+ * the algorithm's state: 48 bytes for token bucket, GCRA and leaky queue
+ * (56 for an any-rate GCRA, core/table_any.h, decided with each call's own
+ * plan), and the index adds about 4 bytes per key. Keys longer than 24
+ * bytes are stored out of line and counted against the cap: slots may take
+ * 7/8 of a shard's cap, the rest is for the index and long keys.
  *
  * Eviction. A CLOCK hand (approximate LRU, one "referenced" bit per entry)
  * runs only when a shard is at its memory cap and needs a slot; it drops
@@ -28,6 +29,7 @@
 
 #include "core/algorithm.h"
 #include "core/hash.h"
+#include "core/table_any.h"
 #include "sluice/error.h"
 #include "sluice/table.h"
 
@@ -371,11 +373,8 @@ static int insert(const sl_table *t, shard *s, uint64_t h, const void *key, size
 
 /* ---- public API --------------------------------------------------------- */
 
-int sl_table_create(const sl_table_options *opts, sl_table **out) {
-    if (!opts || !out) return SL_EINVAL;
-    sl__plan plan;
-    int rc = sl__plan_init(&plan, &opts->params);
-    if (rc) return rc;
+static int create(const sl_table_options *opts, const sl__plan *planp, sl_table **out) {
+    const sl__plan plan = *planp;
     unsigned nshards = opts->shards ? opts->shards : DEFAULT_SHARDS;
     if (nshards > MAX_SHARDS || (nshards & (nshards - 1))) return SL_EINVAL;
     if (opts->clock_tolerance < 0 || opts->clock_tolerance > SL_TIME_MAX) return SL_EINVAL;
@@ -428,6 +427,20 @@ int sl_table_create(const sl_table_options *opts, sl_table **out) {
     return SL_OK;
 }
 
+int sl_table_create(const sl_table_options *opts, sl_table **out) {
+    if (!opts || !out) return SL_EINVAL;
+    sl__plan plan;
+    int rc = sl__plan_init(&plan, &opts->params);
+    return rc ? rc : create(opts, &plan, out);
+}
+
+int sl__table_create_any_rate(const sl_table_options *opts, sl_table **out) {
+    if (!opts || !out) return SL_EINVAL;
+    sl__plan plan;
+    int rc = sl__plan_any_rate(&plan, &opts->params);
+    return rc ? rc : create(opts, &plan, out);
+}
+
 void sl_table_destroy(sl_table *t) {
     if (!t) return;
     for (unsigned i = 0; i < t->nshards; i++) {
@@ -457,31 +470,37 @@ static void deny(sl_decision *d, const sl__plan *plan) {
 }
 
 /* The decision of a cost-0 peek for a key the table does not hold. */
-static int peek_fresh(const sl_table *t, int64_t now, sl_decision *out) {
+static int peek_fresh(const sl__plan *plan, int64_t now, sl_decision *out) {
     _Alignas(16) uint8_t small[64];
-    void *st = t->plan.state_size <= sizeof small ? small : malloc(t->plan.state_size);
+    void *st = plan->state_size <= sizeof small ? small : malloc(plan->state_size);
     if (!st) {
-        deny(out, &t->plan);
+        deny(out, plan);
         return SL_ENOMEM;
     }
-    sl__state_init(&t->plan, st, now);
-    sl__decide(&t->plan, st, 0, now, SL__PEEK, out);
+    sl__state_init(plan, st, now);
+    sl__decide(plan, st, 0, now, SL__PEEK, out);
     if (st != small) free(st);
     return SL_OK;
 }
 
-static int check_args(const sl_table *t, size_t keylen, int64_t cost, int64_t now) {
+static int check_args(const sl__plan *plan, size_t keylen, int64_t cost, int64_t now) {
     if (keylen > SL_KEY_MAX) return SL_EKEY;
     if (now > SL_TIME_MAX || now < 0) return SL_EINVAL;
-    if (cost < 0 || cost > t->plan.max_cost) return SL_ECOST;
+    if (cost < 0 || cost > plan->max_cost) return SL_ECOST;
     return SL_OK;
 }
 
-int sl_table_check(sl_table *t, const void *key, size_t keylen, int64_t cost, int64_t now,
-                   sl_decision *out) {
-    int rc = check_args(t, keylen, cost, now);
+/* A plan a call may decide table t's states with: t's own, or, for an
+ * any-rate table, any any-rate plan (their states have one layout). */
+static bool plan_fits(const sl_table *t, const sl__plan *plan) {
+    return plan == &t->plan || (plan->any_rate && t->plan.any_rate);
+}
+
+static int check_plan(sl_table *t, const sl__plan *plan, const void *key, size_t keylen,
+                      int64_t cost, int64_t now, sl_decision *out) {
+    int rc = check_args(plan, keylen, cost, now);
     if (rc) {
-        deny(out, &t->plan);
+        deny(out, plan);
         return rc;
     }
     uint64_t h = sl__hash(key, keylen, t->seed);
@@ -491,23 +510,37 @@ int sl_table_check(sl_table *t, const void *key, size_t keylen, int64_t cost, in
     if (i != NIL) {
         entry *e = slot(t, s, i);
         e->tagmeta |= META_REF;
-        sl__decide(&t->plan, state_of(e), cost, now, SL__APPLY, out);
+        sl__decide(plan, state_of(e), cost, now, SL__APPLY, out);
         shard_unlock(s);
         return SL_OK;
     }
     if (cost == 0) { /* a peek at an unknown key: answer from a fresh state, store nothing */
         shard_unlock(s);
-        return peek_fresh(t, now, out);
+        return peek_fresh(plan, now, out);
     }
     rc = insert(t, s, h, key, keylen, now, &i);
     if (rc) {
         shard_unlock(s);
-        deny(out, &t->plan);
+        deny(out, plan);
         return rc;
     }
-    sl__decide(&t->plan, state_of(slot(t, s, i)), cost, now, SL__APPLY, out);
+    sl__decide(plan, state_of(slot(t, s, i)), cost, now, SL__APPLY, out);
     shard_unlock(s);
     return SL_OK;
+}
+
+int sl_table_check(sl_table *t, const void *key, size_t keylen, int64_t cost, int64_t now,
+                   sl_decision *out) {
+    return check_plan(t, &t->plan, key, keylen, cost, now, out);
+}
+
+int sl__table_check_with(sl_table *t, const sl__plan *plan, const void *key, size_t keylen,
+                         int64_t cost, int64_t now, sl_decision *out) {
+    if (!plan_fits(t, plan)) {
+        deny(out, plan);
+        return SL_EINVAL;
+    }
+    return check_plan(t, plan, key, keylen, cost, now, out);
 }
 
 /* ---- multi-key checks ------------------------------------------------------ */
@@ -523,7 +556,8 @@ static int cmp_shard(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-int sl_table_check_all(sl_check *c, size_t n, int64_t now, size_t *refused) {
+static int check_all(sl_check *c, const sl__plan *const *plans, size_t n, int64_t now,
+                     size_t *refused) {
     size_t dummy;
     if (!refused) refused = &dummy;
     *refused = n;
@@ -531,20 +565,29 @@ int sl_table_check_all(sl_check *c, size_t n, int64_t now, size_t *refused) {
     if (n == 0) return SL_OK;
 
     held h[SL_CHECK_MAX];
+    const sl__plan *pl[SL_CHECK_MAX]; /* the plan each check is decided with */
+    for (size_t i = 0; i < n; i++) {
+        pl[i] = plans && plans[i] ? plans[i] : &c[i].table->plan;
+        if (!plan_fits(c[i].table, pl[i])) {
+            for (size_t j = 0; j < n; j++) deny(&c[j].decision, &c[j].table->plan);
+            *refused = i;
+            return SL_EINVAL;
+        }
+    }
     shard *order[SL_CHECK_MAX];
     uint64_t hash[SL_CHECK_MAX];
     size_t save_bytes = 0;
     for (size_t i = 0; i < n; i++) {
-        int rc = check_args(c[i].table, c[i].keylen, c[i].cost, now);
+        int rc = check_args(pl[i], c[i].keylen, c[i].cost, now);
         if (rc) {
-            for (size_t j = 0; j < n; j++) deny(&c[j].decision, &c[j].table->plan);
+            for (size_t j = 0; j < n; j++) deny(&c[j].decision, pl[j]);
             *refused = i;
             return rc;
         }
         hash[i] = sl__hash(c[i].key, c[i].keylen, c[i].table->seed);
         h[i].t = c[i].table;
         h[i].s = order[i] = shard_for(c[i].table, hash[i]);
-        save_bytes += c[i].table->plan.state_size;
+        save_bytes += pl[i]->state_size;
     }
 
     /* Undo log: each state as it was before this request touched it. */
@@ -581,7 +624,7 @@ int sl_table_check_all(sl_check *c, size_t n, int64_t now, size_t *refused) {
         size_t off = 0, first = n;
         size_t offs[SL_CHECK_MAX];
         for (size_t i = 0; i < n; i++) {
-            const sl__plan *plan = &h[i].t->plan;
+            const sl__plan *plan = pl[i];
             offs[i] = off;
             memcpy(saved + off, state_of(h[i].e), plan->state_size);
             off += plan->state_size;
@@ -596,21 +639,20 @@ int sl_table_check_all(sl_check *c, size_t n, int64_t now, size_t *refused) {
         }
         if (first < n) {
             for (size_t i = first + 1; i-- > 0;)
-                memcpy(state_of(h[i].e), saved + offs[i], h[i].t->plan.state_size);
+                memcpy(state_of(h[i].e), saved + offs[i], pl[i]->state_size);
             for (size_t i = 0; i < n; i++) {
                 if (i == first) continue;
-                sl__decide(&h[i].t->plan, state_of(h[i].e), c[i].cost, now, SL__PEEK,
-                           &c[i].decision);
+                sl__decide(pl[i], state_of(h[i].e), c[i].cost, now, SL__PEEK, &c[i].decision);
             }
             for (size_t i = 0; i < n; i++) {
-                if (!h[i].t->plan.count_rejected) continue;
+                if (!pl[i]->count_rejected) continue;
                 sl_decision ignored;
-                sl__decide(&h[i].t->plan, state_of(h[i].e), c[i].cost, now, SL__CHARGE, &ignored);
+                sl__decide(pl[i], state_of(h[i].e), c[i].cost, now, SL__CHARGE, &ignored);
             }
             *refused = first;
         }
     } else {
-        for (size_t j = 0; j < n; j++) deny(&c[j].decision, &c[j].table->plan);
+        for (size_t j = 0; j < n; j++) deny(&c[j].decision, pl[j]);
     }
 
     for (size_t i = 0; i < pinned; i++) h[i].e->tagmeta &= ~META_PIN;
@@ -618,6 +660,15 @@ int sl_table_check_all(sl_check *c, size_t n, int64_t now, size_t *refused) {
         if (i == 0 || order[i] != order[i - 1]) shard_unlock(order[i]);
     if (saved != small) free(saved);
     return rc;
+}
+
+int sl_table_check_all(sl_check *c, size_t n, int64_t now, size_t *refused) {
+    return check_all(c, NULL, n, now, refused);
+}
+
+int sl__table_check_all_with(sl_check *c, const sl__plan *const *plans, size_t n, int64_t now,
+                             size_t *refused) {
+    return check_all(c, plans, n, now, refused);
 }
 
 /* ---- maintenance ---------------------------------------------------------- */

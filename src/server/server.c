@@ -117,9 +117,9 @@ int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path, uv_l
         return -1;
     }
     atomic_init(&s->generation, 1);
-    /* CL.THROTTLE: a table per distinct (max_burst, count, period), each with
-     * the same cap as a policy's table (docs/configuration.md). */
-    if (sl__cell_create(cfg->max_memory, SL_CELL_MAX_SETS, &s->cell) != 0) {
+    /* CL.THROTTLE: one table for every key whatever its parameters, with the
+     * same cap as a policy's table (docs/configuration.md). */
+    if (sl__cell_create(cfg->max_memory, &s->cell) != 0) {
         sl__log_error("out of memory");
         return -1;
     }

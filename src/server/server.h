@@ -18,8 +18,7 @@
 #include "store/store.h"
 #include "util/buf.h"
 
-#define SL_MAX_WORKERS   256
-#define SL_CELL_MAX_SETS 64 /* distinct CL.THROTTLE parameter sets */
+#define SL_MAX_WORKERS 256
 
 typedef enum sl_proto { SL_PROTO_HTTP, SL_PROTO_RESP, SL_PROTO_GRPC, SL_PROTO_COUNT } sl_proto;
 

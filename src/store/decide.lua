@@ -6,8 +6,9 @@ build (scripts/embed.cmake) and called by src/store/redis_script.c as
 
 now_us: 0 = use Redis TIME (the one clock of the whole fleet), else that
 time (tests). Per item: algorithm (sl_algorithm number), limit, period_us,
-burst, cost, flags (1 start empty, 2 count rejected, 256 calendar month),
-origin_us, group (0 enforced, 1 shadow). Every argument is a decimal integer.
+burst, cost, flags (1 start empty, 2 count rejected, 256 calendar month, 512
+any rate), origin_us, group (0 enforced, 1 shadow). Every argument is a
+decimal integer.
 
 Several requests in one call: group 2r + g is group g (0 enforced, 1
 shadow) of request r (0 to 255). The requests are decided one after the
@@ -53,6 +54,7 @@ State per key (its Redis key is KEYS[i], nothing derived from it):
   sliding window   string "<fp>|<window>:<prev>:<curr>"
   token bucket     string "<fp>|<tokens*p>:<last_us>"
   gcra, leaky q.   string "<fp>|<tat_us>:<frac>"   (tat + frac/n us)
+  gcra, any rate   string "cell|<tat_us>:<frac>:<n>"
   sliding log      list of the times (us) of the counted requests, oldest
                    first, one element per unit of cost
 <fp> is "algorithm,limit,period_us[,burst][,m]" (the argument strings): a
@@ -63,6 +65,12 @@ its list is the times of past requests, meaningful under any parameters
 the newest N). A key holding another type is read as fresh and replaced.
 The same key twice in one call must come with the same parameters (else an
 error reply).
+Any rate (flag 512, gcra only; CL.THROTTLE): redis-cell's model, one tat per
+key whatever the parameters, judged with the parameters of each item. The
+state has no <fp> (it is "cell") and records the n its frac is counted in;
+an item with another n first moves frac to its own, rounded up (at most
+1/n us later: never a credit). Such a key may come several times in one
+call with different parameters.
 Redis calls per call: TIME (when now_us is 0), one MGET for all string
 states; per sliding log LLEN and a LRANGE of up to 32 elements (more only to
 find where expiry ends in a long log, by galloping). Then only a decision
@@ -243,7 +251,8 @@ end
 local items = {}
 for i = 1, nkeys do
   local b = 1 + (i - 1) * 8
-  local flags = int(b + 6, 0, 259, 'flags')
+  local flags = int(b + 6, 0, 1023, 'flags')
+  local hi = floor(flags / 256)
   -- one constructor: the table is sized once (adding fields one by one
   -- would rehash it several times, a measurable part of a call)
   local it = {
@@ -255,7 +264,8 @@ for i = 1, nkeys do
     cost = int(b + 5, 0, CMAX, 'cost'),
     origin = int(b + 7, 0, TMAX, 'origin'),
     group = int(b + 8, 0, 511, 'group'),
-    cal = flags >= 256,
+    cal = hi % 2 == 1,
+    any = hi >= 2,
     empty = flags % 2 == 1,
     cr = flags % 256 >= 2,
     n = 0, p = 0, full = 0, maxcost = 0, limit = 0, fp = '',
@@ -282,6 +292,12 @@ for i = 1, nkeys do
   if it.cal then
     if it.alg ~= FW then fail(fmt('item %d: a calendar month needs a fixed window', i)) end
     fp = fp .. ',m'
+  end
+  if it.any then
+    if it.alg ~= GCRA or flags % 256 ~= 0 then
+      fail(fmt('item %d: any rate needs a gcra without flags', i))
+    end
+    fp = 'cell'
   end
   it.fp = fp
   items[i] = it
@@ -392,6 +408,12 @@ end
 
 local function gcra(it, s, cost, mode, cr)
   local n, p, full = it.n, it.p, it.full
+  if it.any and s[3] ~= n then
+    -- the state in this item's n: ceil(frac * n / n_old) <= n as frac < n_old
+    local f = s[2] > 0 and muldiv_up(s[2], n, s[3]) or 0
+    if f >= n then s[1], f = s[1] + 1, f - n end
+    s[2], s[3] = f, n
+  end
   local bt, bf = s[1], s[2] -- base = max(tat, now)
   if bt < now or (bt == now and bf == 0) then bt, bf = now, 0 end
   local delay = bt - now + (bf > 0 and 1 or 0)
@@ -578,6 +600,7 @@ local function init(it)
     local q = idiv(it.full, it.n)
     return {t + q, it.full - q * it.n}
   end
+  if it.any then return {t, 0, it.n} end
   return {t, 0}
 end
 
@@ -604,9 +627,11 @@ local function parse_state(it, v)
   if v:sub(1, #fp) ~= fp then return nil end
   local a, b, c = v:match('^(%d+):(%d+):?(%d*)$', #fp + 1)
   if not a then return nil end
-  if it.alg == SW then
+  if it.alg == SW or it.any then
     if c == '' then return nil end
-    return {tonumber(a), tonumber(b), tonumber(c)}
+    local s = {tonumber(a), tonumber(b), tonumber(c)}
+    if it.any and (s[3] < 1 or s[3] > MAXV or s[2] >= s[3]) then return nil end
+    return s
   end
   if c ~= '' then return nil end
   return {tonumber(a), tonumber(b)}
@@ -740,7 +765,12 @@ for _, k in ipairs(order) do
   local s, it = states[k], first_item[k]
   if s and s.dirty then
     if it.alg == SLOG then slog_drop(s, slog_gone(s, now - it.P)) end
-    local ttl = decide(it, s, 0, PEEK, false)[5]
+    local ttl
+    if it.any then -- fresh once tat + frac/n <= now, whatever n (no rebasing here)
+      ttl = s[1] - now + (s[2] > 0 and 1 or 0)
+    else
+      ttl = decide(it, s, 0, PEEK, false)[5]
+    end
     if it.empty then -- until then a fresh key is still exhausted at the origin
       local e
       if it.alg == SLOG then

@@ -95,6 +95,7 @@ void sl__redis_script_format(sl_buf *out, bool with_source, const sl_script_item
         const sl_params *pa = it->params;
         unsigned flags = pa->flags & (SL_START_EMPTY | SL_COUNT_REJECTED);
         if (it->calendar_month) flags |= SL_SCRIPT_CALENDAR_MONTH;
+        if (it->any_rate) flags |= SL_SCRIPT_ANY_RATE;
         p = put_int(p, (int64_t)pa->algorithm);
         p = put_int(p, pa->rate.limit);
         p = put_int(p, us_up(pa->rate.period));

@@ -9,7 +9,8 @@
  * now_us: "0" = use Redis TIME (the one clock of the fleet); tests pass an
  * explicit time. Per item, in order, 8 arguments:
  *   algorithm (sl_algorithm number), limit, period_us, burst, cost,
- *   flags (SL_START_EMPTY | SL_COUNT_REJECTED | SL_SCRIPT_CALENDAR_MONTH),
+ *   flags (SL_START_EMPTY | SL_COUNT_REJECTED | SL_SCRIPT_CALENDAR_MONTH |
+ *   SL_SCRIPT_ANY_RATE),
  *   origin_us, group (0 enforced, 1 shadow; 2r + g for group g of request r
  *   when one call carries several requests, see decide.lua).
  * The script works in whole microseconds: sl__redis_script_format rounds the
@@ -52,6 +53,7 @@
 #include "util/buf.h"
 
 #define SL_SCRIPT_CALENDAR_MONTH 0x100u /* flags: fixed window = the calendar month (UTC) */
+#define SL_SCRIPT_ANY_RATE       0x200u /* flags: GCRA state read under any parameters */
 #define SL_SCRIPT_ARGS_PER_ITEM  8
 #define SL_SCRIPT_REPLY_FIELDS   6
 
@@ -59,6 +61,7 @@
 typedef struct sl_script_item {
     const sl_params *params; /* algorithm, rate, burst, flags, origin (ns) */
     bool calendar_month;     /* a calendar-month quota (fixed window of 31 days in the config) */
+    bool any_rate;           /* gcra: one state per key whatever the parameters (CL.THROTTLE) */
     const char *rkey;        /* the Redis key (already prefixed and hash-tagged) */
     size_t rkeylen;
     int64_t cost;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "core/table_any.h"
 #include "sluice/error.h"
 #include "store/redis_cluster.h"
 #include "store/redis_script.h"
@@ -208,6 +209,7 @@ static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
     }
     /* local: the fallback tables decide their limits together; open: allowed */
     sl_check checks[SL_STORE_MAX_ITEMS];
+    const sl__plan *plans[SL_STORE_MAX_ITEMS];
     size_t idx[SL_STORE_MAX_ITEMS], nl = 0;
     c->from = SL_FROM_OPEN;
     for (size_t i = 0; i < c->n; i++) {
@@ -216,6 +218,7 @@ static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
         if (it->on_failure == SL_FAIL_LOCAL && it->local) {
             checks[nl] = (sl_check){
                 .table = it->local, .key = it->key, .keylen = it->keylen, .cost = it->cost};
+            plans[nl] = it->local_plan;
             idx[nl++] = i;
             c->from = SL_FROM_LOCAL;
         } else {
@@ -226,7 +229,7 @@ static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
     }
     if (nl == 0) return;
     size_t r = nl;
-    int rc = sl_table_check_all(checks, nl, c->now, &r);
+    int rc = sl__table_check_all_with(checks, plans, nl, c->now, &r);
     for (size_t k = 0; k < nl; k++) {
         sl_store_item *it = &c->items[idx[k]];
         it->decision = checks[k].decision;
@@ -250,8 +253,10 @@ static void complete(sl_store_call *c) {
         /* Redis's refusals go to the deny cache */
         for (size_t i = 0; sw->deny && i < c->n; i++) {
             sl_store_item *it = &c->items[i];
+            /* an any-rate key (CL.THROTTLE) may be charged meanwhile under
+             * other parameters, and be allowed under others: never cached */
             if (it->group != 0 || !it->decided || it->decision.allowed ||
-                it->decision.retry_after <= 0 || it->cost <= 0 ||
+                it->decision.retry_after <= 0 || it->cost <= 0 || it->any_rate ||
                 (it->params->flags & SL_COUNT_REJECTED))
                 continue;
             uint64_t h1, h2;
@@ -275,6 +280,7 @@ static void script_items(const sl_store_call *c, const part *pt, sl_script_item 
         const sl_store_item *it = &c->items[pt->idx[k]];
         si[k] = (sl_script_item){.params = it->params,
                                  .calendar_month = it->calendar_month,
+                                 .any_rate = it->any_rate,
                                  .rkey = st->rkey[pt->idx[k]],
                                  .rkeylen = st->rkeylen[pt->idx[k]],
                                  .cost = it->cost,
@@ -446,7 +452,7 @@ void sl__store_decide(sl_store_worker *sw, sl_store_call *c) {
     /* the deny cache: an enforced limit that Redis refused until later */
     for (size_t i = 0; sw->deny && i < c->n; i++) {
         sl_store_item *it = &c->items[i];
-        if (it->group != 0 || it->cost <= 0) continue;
+        if (it->group != 0 || it->cost <= 0 || it->any_rate) continue;
         uint64_t h1, h2;
         deny_entry *e = deny_slot(sw, st->rkey[i], st->rkeylen[i], &h1, &h2);
         /* a smaller cost may pass sooner; one above the limit never passes (Redis says so) */

@@ -41,8 +41,10 @@ typedef struct sl_store_item {
     /* in */
     const sl_params *params;
     bool calendar_month;
+    bool any_rate;      /* GCRA whose state is read under any parameters (CL.THROTTLE) */
     const char *policy; /* name: part of the Redis key */
     sl_table *local;    /* fail mode local: the fallback table (limit / expected_instances) */
+    const struct sl__plan *local_plan; /* NULL, or the plan `local` decides with (any-rate) */
     sl_fail_mode on_failure;
     const char *key; /* owned by the call */
     size_t keylen;

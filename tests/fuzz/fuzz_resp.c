@@ -65,7 +65,7 @@ static long parse_copy(const uint8_t *data, size_t k, sl_resp_command *cmd, cons
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (!fuzz_cell && sl__cell_create(1 << 20, 16, &fuzz_cell) != 0) abort();
+    if (!fuzz_cell && sl__cell_create(1 << 20, &fuzz_cell) != 0) abort();
     /* the clock: fixed, moved by the first byte so that time passes between runs */
     int64_t now =
         INT64_C(1700000000) * SL_NS_PER_SEC + (size ? (int64_t)data[0] * 50 * SL_NS_PER_MS : 0);

@@ -479,9 +479,9 @@ static void test_writers(void **state) {
 
 /* ---- CL.THROTTLE (sl_cell) ------------------------------------------------------------ */
 
-static sl_cell *make_cell(unsigned max_sets) {
+static sl_cell *make_cell(void) {
     sl_cell *c = NULL;
-    assert_int_equal(sl__cell_create(1 << 20, max_sets, &c), 0);
+    assert_int_equal(sl__cell_create(1 << 20, &c), 0);
     return c;
 }
 
@@ -519,7 +519,7 @@ static void throttle_error(sl_cell *c, int64_t b, int64_t n, int64_t p, int64_t 
 /* README: CL.THROTTLE user123 15 30 60 -> 0, 16, 15, -1, 2 */
 static void test_cell_readme_example(void **state) {
     (void)state;
-    sl_cell *c = make_cell(0);
+    sl_cell *c = make_cell();
     throttle(c, "user123", 15, 30, 60, 1, T0, (want5){0, 16, 15, -1, 2});
     sl__cell_destroy(c);
 }
@@ -528,7 +528,7 @@ static void test_cell_readme_example(void **state) {
  * 1 per second; its durations rounded to seconds as its command does. */
 static void test_cell_redis_cell_table(void **state) {
     (void)state;
-    sl_cell *c = make_cell(0);
+    sl_cell *c = make_cell();
     static const struct {
         int64_t at_ms, q;
         want5 w;
@@ -549,7 +549,7 @@ static void test_cell_redis_cell_table(void **state) {
 /* redis-cell's end-to-end test: max_burst 0, 1 per 2 s. */
 static void test_cell_e2e_sequence(void **state) {
     (void)state;
-    sl_cell *c = make_cell(0);
+    sl_cell *c = make_cell();
     throttle(c, "user123", 0, 1, 2, 1, T0, (want5){0, 1, 0, -1, 2});
     throttle(c, "user123", 0, 1, 2, 1, T0, (want5){1, 1, 0, 2, 2});
     throttle(c, "user123", 0, 1, 2, 1, T0 + 2 * SEC, (want5){0, 1, 0, -1, 2});
@@ -559,7 +559,7 @@ static void test_cell_e2e_sequence(void **state) {
 /* Burst exhaustion and the retry time it gives, then passing exactly then. */
 static void test_cell_burst_then_retry(void **state) {
     (void)state;
-    sl_cell *c = make_cell(0);
+    sl_cell *c = make_cell();
     /* 10 per 60 s (T = 6 s), max_burst 2: three pass at once */
     throttle(c, "k", 2, 10, 60, 1, T0, (want5){0, 3, 2, -1, 6});
     throttle(c, "k", 2, 10, 60, 1, T0, (want5){0, 3, 1, -1, 12});
@@ -568,9 +568,10 @@ static void test_cell_burst_then_retry(void **state) {
     throttle(c, "k", 2, 10, 60, 1, T0 + 1500 * MS, (want5){1, 3, 0, 5, 17});   /* 4.5 -> 5 */
     throttle(c, "k", 2, 10, 60, 1, T0 + 6 * SEC - 1, (want5){1, 3, 0, 0, 12}); /* 1 ns: 0 */
     throttle(c, "k", 2, 10, 60, 1, T0 + 6 * SEC, (want5){0, 3, 0, -1, 18});
-    /* other keys and other parameter sets are independent */
+    /* other keys are independent (a key whose parameters change keeps its
+     * state: test_cell.c) */
     throttle(c, "other", 2, 10, 60, 1, T0, (want5){0, 3, 2, -1, 6});
-    throttle(c, "k", 5, 10, 60, 1, T0, (want5){0, 6, 5, -1, 6});
+    throttle(c, "k2", 5, 10, 60, 1, T0, (want5){0, 6, 5, -1, 6});
     /* quantity 3 = the whole bucket passes when fresh; 4 never */
     throttle(c, "q", 2, 10, 60, 3, T0, (want5){0, 3, 0, -1, 18});
     throttle(c, "q", 2, 10, 60, 4, T0, (want5){1, 3, 0, -1, 18});
@@ -579,7 +580,7 @@ static void test_cell_burst_then_retry(void **state) {
     throttle(c, "peek", 2, 10, 60, 0, T0, (want5){0, 3, 3, -1, 0});
     uint64_t keys;
     sl__cell_stats(c, &keys, NULL, NULL);
-    assert_i64(keys, 4); /* k (two sets), other, q: "fresh" and "peek" were never stored */
+    assert_i64(keys, 4); /* k, other, k2, q: "fresh" and "peek" were never stored */
     sl__cell_destroy(c);
 }
 
@@ -587,7 +588,7 @@ static void test_cell_burst_then_retry(void **state) {
  * the second has whole milliseconds; a sub-millisecond rest is dropped. */
 static void test_cell_rounding(void **state) {
     (void)state;
-    sl_cell *c = make_cell(0);
+    sl_cell *c = make_cell();
     throttle(c, "r", 0, 1, 2, 1, T0, (want5){0, 1, 0, -1, 2});                 /* tat = T0 + 2 s */
     throttle(c, "r", 0, 1, 2, 0, T0 + 999999500, (want5){0, 1, 0, -1, 1});     /* 1.0000005 s */
     throttle(c, "r", 0, 1, 2, 0, T0 + 999 * MS, (want5){0, 1, 0, -1, 2});      /* 1.001 s */
@@ -604,7 +605,7 @@ static void test_cell_rounding(void **state) {
 
 static void test_cell_errors(void **state) {
     (void)state;
-    sl_cell *c = make_cell(2);
+    sl_cell *c = make_cell();
     throttle_error(c, 1, 0, 1, 1, "Cell error: Zero rates are not supported");
     throttle_error(c, 1, 1, 0, 1, "Cell error: Zero rates are not supported");
     throttle_error(c, 1, -1, 1, 1, "Cell error: Negative rates are not supported");
@@ -615,14 +616,9 @@ static void test_cell_errors(void **state) {
     throttle_error(c, 1, 1, INT64_MAX, 1, "Cell error: Parameters out of range");
     throttle_error(c, 1, 1, 4000000000, 1, "Cell error: Parameters out of range"); /* > 100 y */
     throttle_error(c, 1, INT64_MAX, 1, 1, "Cell error: Parameters out of range");
-    assert_int_equal(sl__cell_sets(c), 0);
-
-    /* at most max_sets distinct sets; existing ones keep working */
-    throttle(c, "a", 1, 1, 1, 1, T0, (want5){0, 2, 1, -1, 1});
-    throttle(c, "a", 2, 1, 1, 1, T0, (want5){0, 3, 2, -1, 1});
-    throttle_error(c, 3, 1, 1, 1, "ERR too many distinct CL.THROTTLE parameter sets");
-    throttle(c, "a", 1, 1, 1, 1, T0, (want5){0, 2, 0, -1, 2});
-    assert_int_equal(sl__cell_sets(c), 2);
+    uint64_t keys;
+    sl__cell_stats(c, &keys, NULL, NULL);
+    assert_i64(keys, 0); /* refused calls store nothing */
 
     int64_t r[5];
     const char *err;
@@ -634,13 +630,14 @@ static void test_cell_errors(void **state) {
     free(longkey);
     sl__cell_destroy(c);
 
-    assert_int_equal(sl__cell_create(0, (1u << 20) + 1, &c), SL_EINVAL);
+    assert_int_equal(sl__cell_create(1, &c), SL_EINVAL); /* too small for one state */
 }
 
 typedef struct race_arg {
     sl_cell *c;
     int id;
-    int errors, allowed;
+    int errors, shared_allowed;
+    int allowed[7];
 } race_arg;
 
 static void *race(void *p) {
@@ -650,37 +647,47 @@ static void *race(void *p) {
         const char *err;
         char key[16];
         snprintf(key, sizeof key, "k%d", i % 7);
-        /* 24 parameter sets for 16 slots: some calls must fail */
+        /* 24 parameter sets on the same keys at one instant */
         if (sl__cell_throttle(a->c, key, strlen(key), i % 24, 100, 1, 1, T0, r, &err) != 0)
             a->errors++;
-        else if (r[0] == 0 && i % 24 == 0 && i % 7 == 0)
-            a->allowed++;
+        else if (r[0] == 0)
+            a->allowed[i % 7]++;
+        if (i % 50 == 0) {
+            if (sl__cell_throttle(a->c, "shared", 6, 0, 1, 60, 1, T0, r, &err) != 0)
+                a->errors++;
+            else if (r[0] == 0)
+                a->shared_allowed++;
+        }
     }
     return NULL;
 }
 
-/* Threads creating and using sets at once: never more than max_sets, every
- * thread sees the same set for the same parameters (the shared key's budget
- * is never exceeded). */
-static void test_cell_concurrent_registry(void **state) {
+/* Threads using the same keys with different parameters at once: one state
+ * per key, never more passes than the largest burst allows (every call of
+ * a key here has the same emission interval, so at one instant at most
+ * max_burst + 1 = 24 of them pass), never an error. */
+static void test_cell_concurrent(void **state) {
     (void)state;
-    sl_cell *c = make_cell(16);
+    sl_cell *c = make_cell();
     pthread_t th[8];
     race_arg args[8];
     for (int i = 0; i < 8; i++) {
         args[i] = (race_arg){.c = c, .id = i};
         assert_int_equal(pthread_create(&th[i], NULL, race, &args[i]), 0);
     }
-    int allowed = 0, errors = 0;
+    int shared = 0, errors = 0, allowed[7] = {0};
     for (int i = 0; i < 8; i++) {
         pthread_join(th[i], NULL);
-        allowed += args[i].allowed;
+        shared += args[i].shared_allowed;
         errors += args[i].errors;
+        for (int k = 0; k < 7; k++) allowed[k] += args[i].allowed[k];
     }
-    assert_int_equal(sl__cell_sets(c), 16);
-    assert_true(errors > 0);
-    /* key "k0" of set max_burst 0 (limit 1) at one instant: exactly one pass overall */
-    assert_int_equal(allowed, 1);
+    assert_int_equal(errors, 0);
+    for (int k = 0; k < 7; k++) {
+        assert_true(allowed[k] >= 1);
+        assert_true(allowed[k] <= 24);
+    }
+    assert_int_equal(shared, 1); /* max_burst 0 at one instant: exactly one pass overall */
     sl__cell_destroy(c);
 }
 
@@ -754,7 +761,7 @@ static void test_cmd_unknown(void **state) {
 
 static void test_cmd_throttle(void **state) {
     (void)state;
-    sl_cell *c = make_cell(0);
+    sl_cell *c = make_cell();
     sl_resp_context ctx = {.cell = c, .now = T0};
     expect_reply(&ctx, "CL.THROTTLE user123 15 30 60\r\n",
                  "*5\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n");
@@ -791,14 +798,14 @@ static void test_cmd_throttle(void **state) {
 
 static void test_cmd_info(void **state) {
     (void)state;
-    sl_cell *c = make_cell(0);
+    sl_cell *c = make_cell();
     sl_resp_context ctx = {.cell = c, .now = T0};
     session s;
     run(&ctx, "INFO\r\n", 6, &s);
     const char *t = text(&s.out);
     assert_true(t[0] == '$');
     assert_non_null(strstr(t, "\r\n# Server\r\nredis_version:7.0.0\r\n"));
-    assert_non_null(strstr(t, "# Cell\r\ncell_parameter_sets:0\r\n"));
+    assert_non_null(strstr(t, "# Cell\r\ncell_keys:0\r\n"));
     /* the bulk length matches */
     long n = strtol(t + 1, NULL, 10);
     const char *body = strstr(t, "\r\n") + 2;
@@ -974,7 +981,7 @@ int main(void) {
         cmocka_unit_test(test_cell_burst_then_retry),
         cmocka_unit_test(test_cell_rounding),
         cmocka_unit_test(test_cell_errors),
-        cmocka_unit_test(test_cell_concurrent_registry),
+        cmocka_unit_test(test_cell_concurrent),
         cmocka_unit_test(test_cmd_basics),
         cmocka_unit_test(test_cmd_quit),
         cmocka_unit_test(test_cmd_unknown),

@@ -559,10 +559,10 @@ static int cmd_info(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_b
         uint64_t keys, bytes, evicted;
         sl__cell_stats(ctx->cell, &keys, &bytes, &evicted);
         sl__buf_printf(&text,
-                       "\r\n# Cell\r\ncell_parameter_sets:%u\r\ncell_keys:%llu\r\n"
-                       "cell_bytes:%llu\r\ncell_evicted_live:%llu\r\n",
-                       sl__cell_sets(ctx->cell), (unsigned long long)keys,
-                       (unsigned long long)bytes, (unsigned long long)evicted);
+                       "\r\n# Cell\r\ncell_keys:%llu\r\ncell_bytes:%llu\r\n"
+                       "cell_evicted_live:%llu\r\n",
+                       (unsigned long long)keys, (unsigned long long)bytes,
+                       (unsigned long long)evicted);
     }
     if (ctx->info) {
         sl__buf_puts(&text, "\r\n");

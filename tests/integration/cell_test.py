@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""cell_test.py SLUICED SOURCE_DIR: CL.THROTTLE's state in the real sluiced
+(issue 12 item 2), with the memory store and with the Redis store on a
+redis-server of its own (free loopback port, stopped at the end).
+
+- redis-cell's answers when a key's parameters change on the fly;
+- 1000 distinct parameter sets from one RESP client never refuse a new set
+  to a later client, and with the Redis store they are one Redis key;
+- every CL.THROTTLE key shares the one configured memory cap;
+- Redis store: the worker's deny cache never answers for a CL.THROTTLE key
+  (a refusal under one parameter set says nothing about another), and with
+  Redis unreachable the local fallback keeps the same one-state-per-key
+  semantics.
+Raw sockets only (standard library)."""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sluiced_test  # noqa: E402  (Server: sluiced on ephemeral ports)
+
+CONFIG = """
+listen:
+  http: 127.0.0.1:0
+  grpc: "off"
+  resp: 127.0.0.1:0
+workers: 2
+store:
+  type: memory
+  max_memory: 1MiB
+policies:
+  - name: api
+    algorithm: token_bucket
+    rate: 1/m
+    burst: 3
+"""
+
+CAP = 1 << 20
+
+
+def command(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+class Conn:
+    """One RESP connection: send pipelined commands, read their replies."""
+
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=20)
+        self.buf = b""
+
+    def close(self):
+        self.s.close()
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            chunk = self.s.recv(65536)
+            if not chunk:
+                raise EOFError("connection closed")
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\r\n")
+        return line
+
+    def reply(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"*":
+            return [self.reply() for _ in range(int(rest))]
+        if kind == b":":
+            return int(rest)
+        if kind in (b"-", b"+"):
+            return (kind + rest).decode()
+        if kind == b"$":
+            n = int(rest)
+            while len(self.buf) < n + 2:
+                chunk = self.s.recv(65536)
+                if not chunk:
+                    raise EOFError("connection closed")
+                self.buf += chunk
+            data, self.buf = self.buf[:n], self.buf[n + 2:]
+            return data.decode()
+        raise ValueError("unexpected reply %r" % line)
+
+    def run(self, cmds):
+        self.s.sendall(b"".join(command(*c) for c in cmds))
+        return [self.reply() for _ in cmds]
+
+
+def info_cell(port):
+    c = Conn(port)
+    text = c.run([("INFO", "cell")])[0]
+    c.close()
+    fields = {}
+    for line in text.split("\r\n"):
+        k, sep, v = line.partition(":")
+        if sep:
+            fields[k] = v
+    return fields
+
+
+class Base:
+    server = None
+
+    def conn(self):
+        return Conn(self.server.resp_port)
+
+    def test_parameter_change_keeps_state(self):
+        # redis-cell: one tat per key, judged with the parameters of each call
+        c = self.conn()
+        got = c.run([("CL.THROTTLE", "rk", 0, 1, 60), ("CL.THROTTLE", "rk", 4, 1, 60),
+                     ("CL.THROTTLE", "rk", 0, 1, 60)])
+        c.close()
+        self.assertEqual(got, [[0, 1, 0, -1, 60], [0, 5, 3, -1, 120], [1, 1, 0, 120, 120]])
+
+    def test_many_parameter_sets_never_refuse_a_new_one(self):
+        a = self.conn()
+        got = a.run([("CL.THROTTLE", "x", 1001 + i, 1, 1) for i in range(1000)])
+        for i, r in enumerate(got):
+            self.assertIsInstance(r, list, "set %d: %r" % (i, r))
+            self.assertEqual(r[:2], [0, 1002 + i])
+        a.close()
+        # a later client, a new parameter set
+        b = self.conn()
+        self.assertEqual(b.run([("CL.THROTTLE", "fresh", 9, 9, 9)])[0], [0, 10, 9, -1, 1])
+        # the first key holds the 1000 charges (1000 s ahead) whatever the parameters
+        r = b.run([("CL.THROTTLE", "x", 0, 1, 1)])[0]
+        self.assertEqual(r[:3], [1, 1, 0], r)
+        self.assertGreater(r[3], 500, r)
+        b.close()
+
+
+class Memory(Base, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = sluiced_test.Server(CONFIG)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_one_memory_cap(self):
+        # 40000 keys with 400 parameter sets (56 bytes each: about 2 MiB) in a 1 MiB cap
+        c = self.conn()
+        for chunk in range(20):
+            cmds = [("CL.THROTTLE", "m%d:%d" % (chunk, j), 100 + j % 400, 1, 3600)
+                    for j in range(2000)]
+            for r in c.run(cmds):
+                self.assertIsInstance(r, list, r)
+                self.assertEqual(r[0], 0)  # a new key is never refused: old ones are evicted
+        c.close()
+        f = info_cell(self.server.resp_port)
+        self.assertLessEqual(int(f["cell_bytes"]), CAP, f)
+        self.assertGreater(int(f["cell_evicted_live"]), 0, f)
+        self.assertNotIn("cell_parameter_sets", f)
+
+
+class Redis(Base, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        cls.redis_port = sock.getsockname()[1]
+        sock.close()
+        cls.rdir = tempfile.mkdtemp(prefix="cell-test-redis-")
+        cls.redis = subprocess.Popen(
+            ["redis-server", "--port", str(cls.redis_port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", cls.rdir],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", cls.redis_port), 0.2).close()
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+        config = CONFIG.replace(
+            "store:\n  type: memory\n",
+            "store:\n  type: redis\n  redis:\n    url: redis://127.0.0.1:%d/0\n"
+            "    timeout: 2s\n    on_failure: closed\n" % cls.redis_port, 1)
+        cls.server = sluiced_test.Server(config)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        cls.redis.terminate()
+        cls.redis.wait()
+        shutil.rmtree(cls.rdir, ignore_errors=True)
+
+    def redis_keys(self, pattern):
+        c = Conn(self.redis_port)
+        keys = c.run([("KEYS", pattern)])[0]
+        c.close()
+        return sorted(keys)
+
+    def test_deny_cache_is_per_parameter_set(self):
+        # a refusal under one parameter set says nothing about another: the
+        # worker's deny cache must not refuse what Redis would allow
+        c = self.conn()
+        got = c.run([("CL.THROTTLE", "dc", 0, 1, 60), ("CL.THROTTLE", "dc", 0, 1, 60)])
+        self.assertEqual([r[0] for r in got], [0, 1], got)
+        got = c.run([("CL.THROTTLE", "dc", 4, 1, 60), ("CL.THROTTLE", "dc", 0, 1, 60)])
+        c.close()
+        self.assertEqual(got, [[0, 5, 3, -1, 120], [1, 1, 0, 120, 120]])
+
+    def test_one_redis_key_whatever_the_parameters(self):
+        c = self.conn()
+        got = c.run([("CL.THROTTLE", "one", b, 1 + b % 3, 10) for b in range(50)])
+        c.close()
+        for r in got:
+            self.assertIsInstance(r, list, r)
+        self.assertEqual(self.redis_keys("*{one}*"), ["sluice:{one}:cell:tat"])
+
+
+class RedisDown(unittest.TestCase):
+    """Redis unreachable, on_failure local: the memory table decides, with
+    the same one-state-per-key semantics."""
+
+    @classmethod
+    def setUpClass(cls):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        sock.close()  # nothing listens there
+        config = CONFIG.replace(
+            "store:\n  type: memory\n",
+            "store:\n  type: redis\n  redis:\n    url: redis://127.0.0.1:%d/0\n"
+            "    timeout: 50ms\n    on_failure: local\n" % port, 1)
+        cls.server = sluiced_test.Server(config)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_local_fallback_keeps_state(self):
+        c = Conn(self.server.resp_port)
+        got = c.run([("CL.THROTTLE", "rk", 0, 1, 60), ("CL.THROTTLE", "rk", 4, 1, 60),
+                     ("CL.THROTTLE", "rk", 0, 1, 60)])
+        c.close()
+        self.assertEqual(got, [[0, 1, 0, -1, 60], [0, 5, 3, -1, 120], [1, 1, 0, 120, 120]])
+
+
+if __name__ == "__main__":
+    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
+    sluiced_test.SRC = os.path.abspath(sys.argv[2])
+    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])

@@ -9,6 +9,9 @@ ephemeral loopback ports, driven by the harness of distributed_test.py:
                       timeout and breaker, 200 connections for 3 s: fewer
                       than 0.1 % of the decisions answered by the fail mode,
                       and exactly the limit admitted on the hot key (item 8)
+  stall_breaker       one 33 ms stall of Redis with a 5 ms timeout: the calls
+                      in flight time out, but the breaker (sustained failure
+                      only) does not open (item 8)
   first_decision      the first decisions after startup come from Redis: with
                       Redis held up (SIGSTOP) while sluiced starts, the first
                       requests wait for the connection and the script instead
@@ -26,6 +29,7 @@ Standard library only; every process is stopped at the end."""
 import argparse
 import math
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -56,6 +60,24 @@ def config(redis_url, policies, workers=2, **redis_opts):
     return "\n".join(lines) + "\n"
 
 
+STALL = """import os, signal, sys, time
+pid, secs = int(sys.argv[1]), float(sys.argv[2])
+t = time.monotonic()
+os.kill(pid, signal.SIGSTOP)
+time.sleep(secs)
+os.kill(pid, signal.SIGCONT)
+print(time.monotonic() - t)
+"""
+
+
+def stall_redis(redis, seconds):
+    """Stops redis-server for about `seconds` from a helper process (this
+    one's threads would hold it up); returns how long the stall lasted."""
+    out = subprocess.run([sys.executable, "-c", STALL, str(redis.proc.pid), str(seconds)],
+                         check=True, capture_output=True, text=True, timeout=30).stdout
+    return float(out)
+
+
 def metric_delta(m1, m0, name, **labels):
     return (m1.total(name, **labels) or 0) - (m0.total(name, **labels) or 0)
 
@@ -67,9 +89,11 @@ def healthy_load():
     settings (nothing set), 200 keep-alive HTTP connections for 3 s: half of
     the requests on one hot key (limit 1000, refilling 1000 a day), half on
     a key per connection that never runs out (every one a script call).
-    Fewer than 0.1 % of the decisions may come from the fail mode, and the
-    hot key admits exactly 1000 (a fallback that admitted, or a call that
-    timed out after Redis counted it, would break that)."""
+    One second in, Redis stalls once for 33 ms (SIGSTOP, SIGCONT from a
+    helper process: what a fork, a slow fsync or a busy machine does to a
+    healthy Redis). Fewer than 0.1 % of the decisions may come from the fail
+    mode, and the hot key admits exactly 1000 (a fallback that admitted, or
+    a call that timed out after Redis counted it, would break that)."""
     limit, seconds, nthreads = 1000, 3.0, 200
     pols = [{"name": "hot", "algorithm": "token_bucket", "rate": "%d/d" % limit,
              "burst": limit, "on_failure": "local"},
@@ -87,7 +111,9 @@ def healthy_load():
             return ("hot", hot) if n % 2 == 0 else ("wide", "w%d-%d" % (i, stamp))
 
         load = dt.Load(dt.targets_of(inst, resp_share=False), nthreads, job)
-        time.sleep(seconds)
+        time.sleep(1.0)
+        stall = stall_redis(redis, 0.033)
+        time.sleep(seconds - 1.0)
         load.stop()
         answers = load.join()
         dt.assert_all_answered(answers, "healthy_load")
@@ -103,21 +129,56 @@ def healthy_load():
         mine = [x for x in answers if x.policy == "hot"]
         ok = sum(1 for x in mine if x.allowed)
         lat = sorted(x.latency for x in answers)
-        print("  %d decisions in %.1f s from %d connections (p50 %.1f ms, p99 %.1f ms); "
-              "Redis calls %s; fallbacks %d in answers, %d in metrics; hot key: %d of %d "
-              "admitted" % (len(answers), seconds, nthreads, lat[len(lat) // 2] * 1000,
-                            lat[int(len(lat) * 0.99)] * 1000, calls, len(fb), fallbacks, ok,
-                            len(mine)))
+        print("  %d decisions in %.1f s from %d connections (p50 %.1f ms, p99 %.1f ms), Redis "
+              "stalled once for %.1f ms; Redis calls %s; fallbacks %d in answers, %d in "
+              "metrics; hot key: %d of %d admitted"
+              % (len(answers), seconds, nthreads, lat[len(lat) // 2] * 1000,
+                 lat[int(len(lat) * 0.99)] * 1000, stall * 1000, calls, len(fb), fallbacks, ok,
+                 len(mine)))
         assert len(mine) > 2 * limit, "the load (%d hot requests) should exceed the limit %d" % (
             len(mine), limit)
         share = max(len(fb), fallbacks) / len(answers)
         assert share < 0.001, (
             "%.2f %% of the decisions (%d of %d) came from the fail mode with a healthy Redis "
-            "(Redis calls %s), e.g.:\n  %s" % (100 * share, max(len(fb), fallbacks),
-                                               len(answers), calls,
-                                               "\n  ".join(map(repr, fb[:5]))))
+            "(one stall of %.1f ms; Redis calls %s), e.g.:\n  %s"
+            % (100 * share, max(len(fb), fallbacks), len(answers), stall * 1000, calls,
+               "\n  ".join(map(repr, fb[:5]))))
         assert ok == limit, "the hot key admitted %d, want exactly %d (calls %s)" % (
             ok, limit, calls)
+
+
+def stall_breaker():
+    """The breaker opens on sustained failure only. One sluiced with the old
+    5 ms timeout, 100 connections, Redis stalled once for 33 ms: the calls
+    in flight time out together (and are answered by the fail mode), but
+    with successes right before and after they are not a sustained failure:
+    no breaker opens (no call refused as "open", no breaker in the log)."""
+    pols = [{"name": "wide", "algorithm": "token_bucket", "rate": "1000000/s",
+             "burst": 1000000, "on_failure": "open"}]
+    with dt.Env("stall") as env:
+        redis = env.redis()
+        d = env.sluiced("sluiced-a", config(redis.url, pols, timeout="5ms"))
+        dt.wait_ready([d])
+        m0 = d.metrics()
+        stamp = time.time_ns()
+        load = dt.Load(dt.targets_of([d], resp_share=False), 100,
+                       lambda i, n: ("wide", "w%d-%d" % (i, stamp)))
+        time.sleep(0.7)
+        stall = stall_redis(redis, 0.033)
+        time.sleep(1.0)
+        load.stop()
+        answers = load.join()
+        dt.assert_all_answered(answers, "stall_breaker")
+        m = d.metrics()
+        calls = {r: metric_delta(m, m0, "sluice_redis_calls_total", result=r)
+                 for r in ("ok", "error", "timeout", "open")}
+        fb = sum(1 for x in answers if x.fallback)
+        print("  %d decisions, Redis stalled once for %.1f ms: calls %s, %d fallbacks"
+              % (len(answers), stall * 1000, calls, fb))
+        assert calls["open"] == 0 and "breaker open" not in d.log_text(), (
+            "one stall of %.1f ms opened the circuit breaker of a healthy Redis (calls %s):\n%s"
+            % (stall * 1000, calls, "\n".join(l for l in d.log_text().splitlines()
+                                               if "breaker" in l)))
 
 
 # ---------------------------------------------------------------- item 11
@@ -302,7 +363,7 @@ def shutil_which(name):
     return shutil.which(name)
 
 
-TESTS = [healthy_load, first_decision, batched_bound, cluster_failover]
+TESTS = [healthy_load, stall_breaker, first_decision, batched_bound, cluster_failover]
 
 
 def main():

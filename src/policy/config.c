@@ -2513,7 +2513,7 @@ static void set_defaults(sl_config *c, const char *source) {
     snprintf(c->store_type, sizeof c->store_type, "memory");
     c->max_memory = (size_t)(256 * MiB);
     c->redis = (sl_redis_config){.addr = {.host = "127.0.0.1", .port = 6379},
-                                 .timeout = 100 * NS_MS,
+                                 .timeout = 250 * NS_MS,
                                  .on_failure = SL_FAIL_LOCAL,
                                  .expected_instances = 1,
                                  .sync_interval = 100 * NS_MS,

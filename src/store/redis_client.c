@@ -26,6 +26,7 @@
 #define RECONNECT_MIN_MS 50   /* a node that just failed to connect is not retried sooner */
 #define REFRESH_MIN_MS   100  /* CLUSTER SLOTS at most this often */
 #define REFRESH_IDLE_MS  5000 /* and at least this often in cluster mode */
+#define DRAIN_READS      16   /* reads of a socket before calls in it time out */
 #define STARTUP_WAIT_MS  2000 /* a node's first connection: calls wait this long for it */
 
 enum { CLOSED, OPEN, HALF_OPEN };
@@ -83,7 +84,8 @@ struct sl_redis {
     uint64_t last_refresh;
     uint64_t startup_by; /* uv_now ms: calls wait this long for the first slot map */
     size_t refresh_rr;
-    char *preamble; /* sent first on every connection */
+    uint64_t replies; /* hiredis callbacks of calls so far (progress of reads) */
+    char *preamble;   /* sent first on every connection */
     size_t preamble_len;
 };
 
@@ -322,8 +324,13 @@ static void on_deadline(uv_timer_t *t) {
      * are read first, so that only calls Redis has not answered time out. */
     for (size_t i = 0; i < r->nnodes && !r->freeing; i++) {
         node *n = r->nodes[i];
-        if (n->ac && n->connected && r->head && r->head->deadline <= uv_now(r->loop))
+        /* (hiredis reads 16 KB at a time: a few reads, while it finds some) */
+        for (int k = 0; k < DRAIN_READS; k++) {
+            if (!n->ac || !n->connected || !r->head || r->head->deadline > uv_now(r->loop)) break;
+            uint64_t before = r->replies;
             redisAsyncHandleRead(n->ac);
+            if (r->replies == before) break; /* nothing more there */
+        }
     }
     uv_update_time(r->loop);
     uint64_t now = uv_now(r->loop);
@@ -517,6 +524,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata) {
     (void)ac;
     call *c = privdata;
     const redisReply *rep = reply;
+    c->r->replies++;
     if (in_list(c)) {
         if (!rep) {
             finish(c, NULL, SL_REDIS_EIO);

@@ -29,7 +29,7 @@ typedef struct sl_redis_config {
     bool cluster;
     sl_redis_addr seeds[SL_REDIS_MAX_SEEDS];
     size_t nseeds;
-    int64_t timeout;             /* ns per Redis call (default 100 ms) */
+    int64_t timeout;             /* ns per Redis call (default 250 ms) */
     sl_fail_mode on_failure;     /* default for policies without their own (default local) */
     unsigned expected_instances; /* local fallback limit = limit / this (default 1) */
     bool batched;                /* sync: batched */

@@ -513,7 +513,7 @@ static void test_log_level_and_store(void **state) {
     assert_string_equal(c->store_type, "redis");
     assert_string_equal(c->redis.addr.host, "127.0.0.1"); /* the defaults */
     assert_int_equal(c->redis.addr.port, 6379);
-    assert_int_equal(c->redis.timeout, 100 * 1000000); /* holds on a loaded machine */
+    assert_int_equal(c->redis.timeout, 250 * 1000000); /* holds on a loaded machine */
     assert_int_equal(c->redis.breaker_failures, 5);
     assert_int_equal(c->redis.breaker_window, 500 * 1000000);
     assert_int_equal(c->redis.breaker_cooldown, 1000000000);

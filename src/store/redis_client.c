@@ -48,6 +48,7 @@ typedef struct node {
     int state;
     unsigned failures;      /* failed calls since the last success */
     uint64_t first_failure; /* uv_now ms of the first of them */
+    uint64_t last_failure;  /* and of the last */
     uint64_t open_until;
     bool probe_out;
 } node;
@@ -245,12 +246,16 @@ static void breaker_success(node *n) {
 /* A failed call. The breaker opens on sustained failure only: at least
  * breaker_failures failures with no success in between, spanning at least
  * breaker_window. Calls that time out together in one stall of Redis (or
- * of this machine) fail within a few ms of each other and do not open it. */
+ * of this machine) fail within a few ms of each other and do not open it.
+ * A failure a whole window after the last one (no calls meanwhile) starts
+ * a new streak: two stalls far apart are not one failure. */
 static void breaker_failure(node *n) {
     sl_redis *r = n->r;
     uint64_t now = uv_now(r->loop);
-    if (n->failures++ == 0) n->first_failure = now;
     uint64_t window = (uint64_t)(r->cfg->breaker_window / 1000000);
+    if (n->failures > 0 && window > 0 && now - n->last_failure > window) n->failures = 0;
+    if (n->failures++ == 0) n->first_failure = now;
+    n->last_failure = now;
     bool sustained = n->failures >= r->cfg->breaker_failures && now - n->first_failure >= window;
     if (n->state == HALF_OPEN || (n->state == CLOSED && sustained)) {
         if (n->state == CLOSED) {
@@ -440,10 +445,12 @@ static bool ensure_connected(node *n) {
     if (r->preamble)
         redisAsyncFormattedCommand(ac, ignore_reply, NULL, r->preamble, r->preamble_len);
     if (!n->ever_ready) {
-        /* the first connection: calls wait for it (and its preamble) rather
-         * than time out while Redis loads the script (a PING marks the end) */
+        /* the first connection (a PING marks the end of its preamble); at
+         * startup, calls wait for it rather than time out while Redis loads
+         * the script */
         mark_ready_after(n);
-        if (!n->ready_by) n->ready_by = uv_now(r->loop) + startup_wait(cfg);
+        uint64_t now = uv_now(r->loop);
+        if (!n->ready_by && now < r->startup_by) n->ready_by = now + startup_wait(cfg);
     }
     return true;
 }

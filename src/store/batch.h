@@ -13,9 +13,9 @@
  *
  * The price (docs/distributed.md): a server hears of the others' use up to
  * two intervals late and admits what its table allows meanwhile, so the
- * fleet may overshoot by at most (N - 1) x (burst + rate x 2 x interval) for a
- * bucket, (N - 1) x 2 x limit for a window. While Redis is unreachable each server goes on alone
- * (and its counts are pushed when Redis is back). */
+ * fleet may overshoot by at most (N - 1) x (burst + rate x 2 x interval) for
+ * a bucket, (N - 1) x 2 x limit for a window. While Redis is unreachable
+ * each server goes on alone (and its counts are pushed when Redis is back). */
 #ifndef SLUICE_STORE_BATCH_H
 #define SLUICE_STORE_BATCH_H
 

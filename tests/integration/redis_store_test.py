@@ -246,7 +246,7 @@ def batched_bound():
     second (buckets: burst 50), 16 threads for 3 s, 100 ms interval. The
     bound of docs/distributed.md for N instances over T seconds:
       buckets: burst + rate*T + (N-1) * (burst + rate * 2 * interval)
-      windows: limit * (floor(T / period) + 2) + (N-1) * 2 * limit
+      windows: limit * (ceil(T / period) + 1) + (N-1) * 2 * limit
     (what one exact limiter may admit over T, plus what each other instance
     may admit before it hears of the rest: for a window, its whole allowance
     again at each window start, paid back by debt in the next window)."""
@@ -277,7 +277,7 @@ def batched_bound():
                 exact = rate + rate * t
                 bound = exact + (n - 1) * (rate + rate * 2 * interval)
             else:
-                exact = rate * (math.floor(t) + 2)
+                exact = rate * (math.ceil(t) + 1)
                 bound = exact + (n - 1) * 2 * rate
             print("  %-15s %4d decisions in %.2f s: %3d admitted; one exact limiter at most "
                   "%.0f; bound %.0f" % (p["algorithm"], len(mine), t, ok, exact, bound))

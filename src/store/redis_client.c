@@ -649,19 +649,34 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
     if (first)
         sl__log_info("redis cluster: slot map from %s:%u, %zu of %u slots served", from->host,
                      from->port, covered, SL_CLUSTER_SLOTS);
-    /* calls that waited for the map go out now */
-    call *waiting[256];
+    /* calls that waited for the map go out now, all of them (held by a
+     * reference each: sending one may finish others, even free the client) */
     size_t nw = 0;
-    for (call *c = r->head; c && nw < 256; c = c->next)
-        if (!c->n) waiting[nw++] = c;
-    for (size_t i = 0; i < nw; i++) {
+    for (call *c = r->head; c; c = c->next) nw += !c->n;
+    call *small[64];
+    call **waiting = nw <= 64 ? small : malloc(nw * sizeof *waiting);
+    if (!waiting) { /* out of memory: the first ones now, the rest at their deadline */
+        waiting = small;
+        nw = 64;
+    }
+    size_t k = 0;
+    for (call *c = r->head; c && k < nw; c = c->next)
+        if (!c->n) {
+            c->refs++;
+            waiting[k++] = c;
+        }
+    for (size_t i = 0; i < k; i++) {
         call *c = waiting[i];
         node *n = r->slot_node[c->slot];
-        if (n)
-            send_call(c, n, false);
-        else
-            finish(c, NULL, SL_REDIS_ENOSLOT);
+        if (in_list(c) && !c->n && !r->freeing) {
+            if (n)
+                send_call(c, n, false);
+            else
+                finish(c, NULL, SL_REDIS_ENOSLOT);
+        }
+        unref(c);
     }
+    if (waiting != small) free(waiting);
 }
 
 static void refresh_slots(sl_redis *r) {

@@ -295,8 +295,9 @@ def batched_bound():
 # ---------------------------------------------------------------- item 9
 
 def cluster_failover():
-    """A 3-master Redis Cluster, one sluiced (2 workers, fail closed). A
-    master is SIGKILLed; once its replica is promoted and decisions on its
+    """A 3-master Redis Cluster, one sluiced (2 workers, fail closed); its
+    first decision comes from Redis (not the fail mode). A master is
+    SIGKILLed; once its replica is promoted and decisions on its
     slots come from Redis again, /readyz must be 200 and sluice_redis_up 1
     within a few seconds (the dead master has left the slot map: its open
     breaker and lost connection do not count), and sluice_redis_breaker_open
@@ -310,6 +311,10 @@ def cluster_failover():
         with dt.Env("clusterfo") as env:
             seeds = ", ".join('"%s"' % m for m in cluster.masters())
             d = env.sluiced("sluiced", config("cluster:" + seeds, pols, on_failure="closed"))
+            # the very first decision (before the slot map and the masters'
+            # connections are ready) comes from Redis too (item 11)
+            st, _, body = d.check("api", "first-%d" % time.time_ns())
+            assert st == 200 and "fallback" not in body, "first decision: %d %s" % (st, body)
             dt.wait_ready([d], within=10)
             victim = cluster.masters()[0]
             stamp = time.time_ns()

@@ -107,12 +107,13 @@ enum {
     REDIS_PREFIX,
     REDIS_BREAKER_FAILURES,
     REDIS_BREAKER_COOLDOWN,
-    REDIS_DENY_CACHE
+    REDIS_DENY_CACHE,
+    REDIS_BREAKER_WINDOW
 };
 static const char *const redis_keys[] = {
-    "url",       "cluster",       "timeout", "on_failure",       "expected_instances",
-    "sync",      "sync_interval", "prefix",  "breaker_failures", "breaker_cooldown",
-    "deny_cache"};
+    "url",        "cluster",       "timeout", "on_failure",       "expected_instances",
+    "sync",       "sync_interval", "prefix",  "breaker_failures", "breaker_cooldown",
+    "deny_cache", "breaker_window"};
 
 enum {
     POL_NAME,
@@ -167,6 +168,7 @@ static const struct {
     {"prefix", "under store.redis"},
     {"breaker_failures", "under store.redis"},
     {"breaker_cooldown", "under store.redis"},
+    {"breaker_window", "under store.redis"},
     {"deny_cache", "under store.redis"},
     {"on_failure", "in a policy or under store.redis"},
     {"name", "in a policy (policies: - name: ...)"},
@@ -1104,6 +1106,9 @@ static void redis_value(parser *p, void *obj, int key, const char *path) {
         break;
     case REDIS_BREAKER_COOLDOWN:
         if (get_duration(p, path, NS_MS, 3600 * NS_SEC, &d)) r->breaker_cooldown = d;
+        break;
+    case REDIS_BREAKER_WINDOW:
+        if (get_duration(p, path, 0, 3600 * NS_SEC, &d)) r->breaker_window = d;
         break;
     case REDIS_DENY_CACHE:
         if (get_uint(p, path, "a number of entries (0 = off)", 0, 1u << 24, &u))
@@ -2567,13 +2572,14 @@ static void set_defaults(sl_config *c, const char *source) {
     snprintf(c->store_type, sizeof c->store_type, "memory");
     c->max_memory = (size_t)(256 * MiB);
     c->redis = (sl_redis_config){.addr = {.host = "127.0.0.1", .port = 6379},
-                                 .timeout = 5 * NS_MS,
+                                 .timeout = 250 * NS_MS,
                                  .on_failure = SL_FAIL_LOCAL,
                                  .expected_instances = 1,
                                  .sync_interval = 100 * NS_MS,
                                  .prefix = "sluice:",
                                  .breaker_failures = 5,
                                  .breaker_cooldown = NS_SEC,
+                                 .breaker_window = 500 * NS_MS,
                                  .deny_cache = 65536};
     c->limits = (sl_limits_config){
         .max_header_bytes = 8 * KiB,

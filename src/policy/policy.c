@@ -576,15 +576,16 @@ void sl__policy_set_observe(sl_policy_set *s,
 }
 
 int64_t sl__policy_charge_shared(sl_policy *p, const char *key, size_t keylen, int64_t n,
-                                 int64_t now) {
+                                 int64_t now, unsigned others) {
     sl_decision d;
     if (n <= 0 || table_check(p, key, keylen, 0, now, &d) != SL_OK) return 0;
     int64_t take = n < d.remaining ? n : d.remaining;
     if (take > 0 && table_check(p, key, keylen, take, now, &d) == SL_OK && !d.allowed) take = 0;
     int64_t left = n - take;
-    if (p->cfg.params.algorithm == SL_FIXED_WINDOW) return 0;
     int64_t limit = d.limit > 0 ? d.limit : 1;
-    return left < limit ? left : limit;
+    int64_t cap =
+        limit > INT64_MAX / (others ? others : 1) ? INT64_MAX : limit * (others ? others : 1);
+    return left < cap ? left : cap;
 }
 
 /* ---- deciding in Redis ----------------------------------------------------------- */

@@ -135,10 +135,12 @@ void sl__policy_set_observe(sl_policy_set *s,
 
 /* Charges n units that other servers consumed to p's state of key, as far
  * as the state can take them now (never beyond empty). Returns the rest:
- * the debt to carry (0 for a fixed window, whose next window forgives it;
- * at most the limit, beyond which a full period frees everything anyway). */
+ * the debt to carry, for every algorithm (a window's debt is paid from the
+ * next windows, as a bucket's from its refill), at most `others` x the
+ * limit (others: the other servers there may be, at least 1), so that a
+ * wrong count cannot lock a key for long. */
 int64_t sl__policy_charge_shared(sl_policy *p, const char *key, size_t keylen, int64_t n,
-                                 int64_t now);
+                                 int64_t now, unsigned others);
 
 /* ---- deciding in Redis (store.type: redis) ------------------------------------
 

@@ -83,7 +83,10 @@ static int64_t batch_charge(void *ctx, const char *policy, const char *key, size
                             int64_t n) {
     sl_worker *w = ctx;
     sl_policy *p = w->policies ? sl__policy_find(w->policies, policy, strlen(policy)) : NULL;
-    return p ? sl__policy_charge_shared(p, key, keylen, n, sl__worker_now(w)) : 0;
+    unsigned n_inst = w->server->redis_cfg.expected_instances;
+    return p ? sl__policy_charge_shared(p, key, keylen, n, sl__worker_now(w),
+                                        n_inst > 1 ? n_inst - 1 : 1)
+             : 0;
 }
 
 static int start_store(sl_worker *w) {

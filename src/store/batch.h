@@ -13,9 +13,9 @@
  *
  * The price (docs/distributed.md): a server hears of the others' use up to
  * two intervals late and admits what its table allows meanwhile, so the
- * fleet may overshoot by at most (N - 1) x (burst + rate x 2 x interval) for a
- * bucket. While Redis is unreachable each server goes on alone (and its
- * counts are pushed when Redis is back). */
+ * fleet may overshoot by at most (N - 1) x (burst + rate x 2 x interval) for
+ * a bucket, (N - 1) x 2 x limit for a window. While Redis is unreachable
+ * each server goes on alone (and its counts are pushed when Redis is back). */
 #ifndef SLUICE_STORE_BATCH_H
 #define SLUICE_STORE_BATCH_H
 
@@ -33,8 +33,8 @@ typedef struct sl_batch sl_batch;
 /* What the syncs need from the server's current policies (called on the
  * syncing worker's loop): charges n units that other servers consumed to
  * (policy, key) of the local table, as far as it can absorb them now, and
- * returns the rest (the debt to carry; 0 when nothing is owed, e.g. for a
- * fixed window, where a new window forgives the old one). */
+ * returns the rest (the debt to carry, for every algorithm: a window's is
+ * paid from the next windows). */
 typedef struct sl_batch_hooks {
     int64_t (*charge)(void *ctx, const char *policy, const char *key, size_t keylen, int64_t n);
     void *ctx;

@@ -26,6 +26,8 @@
 #define RECONNECT_MIN_MS 50   /* a node that just failed to connect is not retried sooner */
 #define REFRESH_MIN_MS   100  /* CLUSTER SLOTS at most this often */
 #define REFRESH_IDLE_MS  5000 /* and at least this often in cluster mode */
+#define DRAIN_READS      16   /* reads of a socket before calls in it time out */
+#define STARTUP_WAIT_MS  2000 /* a node's first connection: calls wait this long for it */
 
 enum { CLOSED, OPEN, HALF_OPEN };
 
@@ -37,10 +39,16 @@ typedef struct node {
     bool connected;        /* the connect callback said yes */
     bool failed;           /* the last connection attempt or connection failed */
     bool drop;             /* close the connection at the next housekeeping */
+    bool ever_ready;       /* a connection of it has answered its preamble once */
+    unsigned ready_marks;  /* PINGs that end a preamble, not answered yet */
+    bool in_map;           /* cluster: serves slots in the current map (single node: true) */
     uint64_t next_connect; /* uv_now ms */
+    uint64_t ready_by;     /* first connection: calls sent before it is ready wait until then */
     /* breaker */
     int state;
-    unsigned failures;
+    unsigned failures;      /* failed calls since the last success */
+    uint64_t first_failure; /* uv_now ms of the first of them */
+    uint64_t last_failure;  /* and of the last */
     uint64_t open_until;
     bool probe_out;
 } node;
@@ -75,8 +83,10 @@ struct sl_redis {
     node *slot_node[SL_CLUSTER_SLOTS];
     bool map_known, refreshing, refresh_wanted;
     uint64_t last_refresh;
+    uint64_t startup_by; /* uv_now ms: calls wait this long for the first slot map */
     size_t refresh_rr;
-    char *preamble; /* sent first on every connection */
+    uint64_t replies; /* hiredis callbacks of calls so far (progress of reads) */
+    char *preamble;   /* sent first on every connection */
     size_t preamble_len;
 };
 
@@ -168,16 +178,27 @@ static void arm_deadline(sl_redis *r) {
     uv_timer_start(&r->deadline_timer, on_deadline, d > now ? d - now : 0, 0);
 }
 
-static void list_push(sl_redis *r, call *c) {
-    c->prev = r->tail;
-    c->next = NULL;
-    if (r->tail)
-        r->tail->next = c;
+/* Inserts c by deadline (almost always at the tail: every call has the
+ * same timeout, except those waiting for a node's first connection). */
+static void list_insert(sl_redis *r, call *c) {
+    call *after = r->tail;
+    while (after && after->deadline > c->deadline) after = after->prev;
+    c->prev = after;
+    c->next = after ? after->next : r->head;
+    if (c->next)
+        c->next->prev = c;
+    else
+        r->tail = c;
+    if (after)
+        after->next = c;
     else
         r->head = c;
-    r->tail = c;
-    c->refs++;
     if (r->head == c) arm_deadline(r);
+}
+
+static void list_push(sl_redis *r, call *c) {
+    c->refs++;
+    list_insert(r, c);
 }
 
 static void list_remove(sl_redis *r, call *c) {
@@ -198,6 +219,14 @@ static bool in_list(const call *c) {
     return c->fn != NULL;
 }
 
+/* Moves c's deadline later (it stays in the list). */
+static void extend_deadline(sl_redis *r, call *c, uint64_t deadline) {
+    if (deadline <= c->deadline) return;
+    list_remove(r, c);
+    c->deadline = deadline;
+    list_insert(r, c);
+}
+
 static void unref(call *c) {
     if (--c->refs == 0) free(c);
 }
@@ -214,15 +243,27 @@ static void breaker_success(node *n) {
     n->probe_out = false;
 }
 
+/* A failed call. The breaker opens on sustained failure only: at least
+ * breaker_failures failures with no success in between, spanning at least
+ * breaker_window. Calls that time out together in one stall of Redis (or
+ * of this machine) fail within a few ms of each other and do not open it.
+ * A failure a whole window after the last one (no calls meanwhile) starts
+ * a new streak: two stalls far apart are not one failure. */
 static void breaker_failure(node *n) {
     sl_redis *r = n->r;
     uint64_t now = uv_now(r->loop);
-    n->failures++;
-    if (n->state == HALF_OPEN || (n->state == CLOSED && n->failures >= r->cfg->breaker_failures)) {
+    uint64_t window = (uint64_t)(r->cfg->breaker_window / 1000000);
+    if (n->failures > 0 && window > 0 && now - n->last_failure > window) n->failures = 0;
+    if (n->failures++ == 0) n->first_failure = now;
+    n->last_failure = now;
+    bool sustained = n->failures >= r->cfg->breaker_failures && now - n->first_failure >= window;
+    if (n->state == HALF_OPEN || (n->state == CLOSED && sustained)) {
         if (n->state == CLOSED) {
             atomic_fetch_add(&r->stats->breaker_open, 1);
-            sl__log_warn("redis %s:%u: %u failures in a row, circuit breaker open for %lld ms",
+            sl__log_warn("redis %s:%u: %u failures over %llu ms without a success, circuit "
+                         "breaker open for %lld ms",
                          n->host, n->port, n->failures,
+                         (unsigned long long)(now - n->first_failure),
                          (long long)(r->cfg->breaker_cooldown / 1000000));
         }
         n->state = OPEN;
@@ -283,6 +324,20 @@ static void finish(call *c, const redisReply *reply, int status) {
 
 static void on_deadline(uv_timer_t *t) {
     sl_redis *r = t->data;
+    /* libuv runs timers before it polls: after this loop was held up (a
+     * busy machine), replies may be waiting unread in the sockets. They
+     * are read first, so that only calls Redis has not answered time out. */
+    for (size_t i = 0; i < r->nnodes && !r->freeing; i++) {
+        node *n = r->nodes[i];
+        /* (hiredis reads 16 KB at a time: a few reads, while it finds some) */
+        for (int k = 0; k < DRAIN_READS; k++) {
+            if (!n->ac || !n->connected || !r->head || r->head->deadline > uv_now(r->loop)) break;
+            uint64_t before = r->replies;
+            redisAsyncHandleRead(n->ac);
+            if (r->replies == before) break; /* nothing more there */
+        }
+    }
+    uv_update_time(r->loop);
     uint64_t now = uv_now(r->loop);
     while (r->head && r->head->deadline <= now) finish(r->head, NULL, SL_REDIS_ETIMEOUT);
     arm_deadline(r);
@@ -328,6 +383,29 @@ static void ignore_reply(redisAsyncContext *ac, void *reply, void *privdata) {
     if (rep && rep->type == REDIS_REPLY_ERROR) sl__log_warn("redis: %s", rep->str);
 }
 
+/* The answer to the last command of a connection's preamble: the node is
+ * ready (connected, authenticated, script loaded). privdata: the node
+ * (nodes live as long as the client). */
+static void on_ready(redisAsyncContext *ac, void *reply, void *privdata) {
+    ignore_reply(ac, reply, NULL);
+    node *n = privdata;
+    if (--n->ready_marks == 0 && reply) n->ever_ready = true;
+}
+
+/* Ends what was sent on n's connection so far with a PING whose answer
+ * marks the node ready (only until it has been once). */
+static void mark_ready_after(node *n) {
+    if (n->ever_ready || !n->ac) return;
+    if (redisAsyncCommand(n->ac, on_ready, n, "PING") == REDIS_OK) n->ready_marks++;
+}
+
+/* How long calls wait for a node's first connection: STARTUP_WAIT_MS, or
+ * the timeout when that is longer. */
+static uint64_t startup_wait(const sl_redis_config *cfg) {
+    uint64_t t = (uint64_t)((cfg->timeout + 999999) / 1000000);
+    return t > STARTUP_WAIT_MS ? t : STARTUP_WAIT_MS;
+}
+
 /* Opens n's connection if it has none (and may have one now). */
 static bool ensure_connected(node *n) {
     if (n->ac) return true;
@@ -366,6 +444,14 @@ static bool ensure_connected(node *n) {
     if (!cfg->cluster && cfg->db) redisAsyncCommand(ac, ignore_reply, NULL, "SELECT %u", cfg->db);
     if (r->preamble)
         redisAsyncFormattedCommand(ac, ignore_reply, NULL, r->preamble, r->preamble_len);
+    if (!n->ever_ready) {
+        /* the first connection (a PING marks the end of its preamble); at
+         * startup, calls wait for it rather than time out while Redis loads
+         * the script */
+        mark_ready_after(n);
+        uint64_t now = uv_now(r->loop);
+        if (!n->ready_by && now < r->startup_by) n->ready_by = now + startup_wait(cfg);
+    }
     return true;
 }
 
@@ -389,6 +475,7 @@ static node *node_get(sl_redis *r, const char *host, uint16_t port) {
     snprintf(n->host, sizeof n->host, "%s", host);
     n->port = port;
     n->state = CLOSED;
+    n->in_map = !r->cfg->cluster;
     r->nodes[r->nnodes++] = n;
     return n;
 }
@@ -407,6 +494,7 @@ static void send_call(call *c, node *n, bool asking) {
         finish(c, NULL, SL_REDIS_EIO);
         return;
     }
+    if (!n->ever_ready && n->ready_by) extend_deadline(n->r, c, n->ready_by);
     if (asking) redisAsyncCommand(n->ac, NULL, NULL, "ASKING");
     c->refs++;
     if (redisAsyncFormattedCommand(n->ac, on_reply, c, c->cmd, c->len) != REDIS_OK) {
@@ -426,8 +514,10 @@ static void dispatch(call *c) {
         send_call(c, n, false);
         return;
     }
-    /* no map yet (or no node for the slot): wait for a refresh, within the deadline */
+    /* no map yet (or no node for the slot): wait for a refresh, within the
+     * deadline (at startup: until the first connection's wait is over) */
     c->n = NULL;
+    if (!r->map_known) extend_deadline(r, c, r->startup_by);
     r->refresh_wanted = true;
     refresh_slots(r);
 }
@@ -441,6 +531,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata) {
     (void)ac;
     call *c = privdata;
     const redisReply *rep = reply;
+    c->r->replies++;
     if (in_list(c)) {
         if (!rep) {
             finish(c, NULL, SL_REDIS_EIO);
@@ -528,31 +619,64 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
     for (size_t i = 0; i < m->nnodes; i++)
         by_index[i] = node_get(r, m->nodes[i].host, m->nodes[i].port);
     size_t covered = 0;
+    bool serves[MAX_NODES] = {0};
     for (unsigned s = 0; s < SL_CLUSTER_SLOTS; s++) {
         int i = m->node[s];
         r->slot_node[s] = i >= 0 && (size_t)i < m->nnodes ? by_index[i] : NULL;
         covered += r->slot_node[s] != NULL;
+        if (i >= 0 && (size_t)i < m->nnodes) serves[i] = true;
     }
+    for (size_t k = 0; k < r->nnodes; k++) r->nodes[k]->in_map = false;
+    for (size_t i = 0; i < m->nnodes; i++)
+        if (serves[i] && by_index[i]) by_index[i]->in_map = true;
     free(m);
+    /* A node that left the map (a dead master after its failover) no longer
+     * counts: its breaker and health say nothing about the slots' owners,
+     * and it is not reconnected. A MOVED or a later map brings it back. */
+    for (size_t k = 0; k < r->nnodes; k++) {
+        node *n = r->nodes[k];
+        if (n->in_map || n->state == CLOSED) continue;
+        atomic_fetch_sub(&r->stats->breaker_open, 1);
+        sl__log_info("redis %s:%u: no longer serves slots, its circuit breaker is closed", n->host,
+                     n->port);
+        n->state = CLOSED;
+        n->failures = 0;
+        n->probe_out = false;
+    }
     bool first = !r->map_known;
     r->map_known = true;
     sl__counter_add(&r->stats->slot_refreshes, 1);
     if (first)
         sl__log_info("redis cluster: slot map from %s:%u, %zu of %u slots served", from->host,
                      from->port, covered, SL_CLUSTER_SLOTS);
-    /* calls that waited for the map go out now */
-    call *waiting[256];
+    /* calls that waited for the map go out now, all of them (held by a
+     * reference each: sending one may finish others, even free the client) */
     size_t nw = 0;
-    for (call *c = r->head; c && nw < 256; c = c->next)
-        if (!c->n) waiting[nw++] = c;
-    for (size_t i = 0; i < nw; i++) {
+    for (call *c = r->head; c; c = c->next) nw += !c->n;
+    call *small[64];
+    call **waiting = nw <= 64 ? small : malloc(nw * sizeof *waiting);
+    if (!waiting) { /* out of memory: the first ones now, the rest at their deadline */
+        waiting = small;
+        nw = 64;
+    }
+    size_t k = 0;
+    for (call *c = r->head; c && k < nw; c = c->next)
+        if (!c->n) {
+            c->refs++;
+            waiting[k++] = c;
+        }
+    for (size_t i = 0; i < k; i++) {
         call *c = waiting[i];
         node *n = r->slot_node[c->slot];
-        if (n)
-            send_call(c, n, false);
-        else
-            finish(c, NULL, SL_REDIS_ENOSLOT);
+        if (in_list(c) && !c->n && !r->freeing) {
+            if (n)
+                send_call(c, n, false);
+            else
+                finish(c, NULL, SL_REDIS_ENOSLOT);
+        }
+        unref(c);
     }
+    if (waiting != small) free(waiting);
 }
 
 static void refresh_slots(sl_redis *r) {
@@ -591,8 +715,10 @@ static void on_maint(uv_timer_t *t) {
     for (size_t i = 0; i < r->nnodes; i++) {
         node *n = r->nodes[i];
         if (n->drop) drop_connection(n);
-        /* keep a failed node's connection coming back (readiness shows it) */
-        if (!n->ac && n->failed && n->state == CLOSED) ensure_connected(n);
+        if (!n->in_map && r->map_known) continue; /* not an owner of slots: does not count */
+        /* keep a failed node's connection coming back (readiness shows it),
+         * and connect to every owner of slots before its first call */
+        if (!n->ac && (n->failed || !n->ever_ready) && n->state == CLOSED) ensure_connected(n);
         /* an open breaker with no traffic to probe it: probe it ourselves */
         if (n->state != CLOSED && now >= n->open_until && !n->probe_out) {
             static const char ping[] = "*1\r\n$4\r\nPING\r\n";
@@ -608,7 +734,12 @@ static void on_maint(uv_timer_t *t) {
                 send_call(c, n, false);
             }
         }
-        if (n->state != CLOSED || n->failed) up = 0;
+        if (n->state != CLOSED || n->failed || !n->ever_ready) {
+            up = 0;
+            /* an owner of slots is down: look for its successor (a failover)
+             * even without traffic (at most every REFRESH_MIN_MS) */
+            if (n->state != CLOSED || n->failed) r->refresh_wanted = true;
+        }
     }
     if (r->cfg->cluster) {
         if (!r->map_known) up = 0;
@@ -629,6 +760,8 @@ sl_redis *sl__redis_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_redis_st
     uv_timer_init(loop, &r->maint_timer);
     r->deadline_timer.data = r->maint_timer.data = r;
     r->open_handles = 2;
+    uv_update_time(loop);
+    r->startup_by = uv_now(loop) + startup_wait(cfg);
     if (cfg->cluster) {
         for (size_t i = 0; i < cfg->nseeds; i++)
             node_get(r, cfg->seeds[i].host, cfg->seeds[i].port);
@@ -655,8 +788,10 @@ void sl__redis_set_preamble(sl_redis *r, const char *cmd, size_t len) {
     r->preamble_len = len;
     /* a connection already open gets it too */
     for (size_t i = 0; i < r->nnodes; i++)
-        if (r->nodes[i]->ac)
+        if (r->nodes[i]->ac) {
             redisAsyncFormattedCommand(r->nodes[i]->ac, ignore_reply, NULL, p, len);
+            mark_ready_after(r->nodes[i]);
+        }
 }
 
 static void on_handle_closed(uv_handle_t *h) {

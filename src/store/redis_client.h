@@ -6,15 +6,23 @@
  *   writable, so everything issued during one loop tick leaves in one write.
  * - Per-call timeout: each call is answered exactly once, by its reply or
  *   by a failure at its deadline at the latest (a hung Redis never holds a
- *   request longer than the timeout).
- * - Circuit breaker per node: after `breaker_failures` consecutive failures
- *   the node is not called for `breaker_cooldown`; then one probe call goes
- *   through, and its success closes the breaker again. While the breaker is
- *   open, calls fail at once (SL_REDIS_EOPEN) without waiting.
+ *   request longer than the timeout). Replies already in the socket are
+ *   read before a deadline counts as missed.
+ * - Startup: every node is connected at once, and the decision script
+ *   loaded (the preamble); until a node's first connection has answered
+ *   it, calls for it wait for it (up to 2 s, or the timeout if longer)
+ *   rather than time out. `up` is 0 until then.
+ * - Circuit breaker per node, on sustained failure: after at least
+ *   `breaker_failures` failures without a success, spanning at least
+ *   `breaker_window`, the node is not called for `breaker_cooldown`; then
+ *   one probe call goes through, and its success closes the breaker again.
+ *   While the breaker is open, calls fail at once (SL_REDIS_EOPEN) without
+ *   waiting. One stall that times out every call in flight does not open it.
  * - Cluster: the slot map comes from CLUSTER SLOTS (any reachable node),
  *   MOVED updates the map and resends, ASK sends ASKING + the call to the
  *   node named, and a failure refreshes the map (after a failover the
- *   promoted replica shows up there). */
+ *   promoted replica shows up there). Only the nodes that serve slots in
+ *   the current map count for `up` and `breaker_open`. */
 #ifndef SLUICE_STORE_REDIS_CLIENT_H
 #define SLUICE_STORE_REDIS_CLIENT_H
 

@@ -29,13 +29,14 @@ typedef struct sl_redis_config {
     bool cluster;
     sl_redis_addr seeds[SL_REDIS_MAX_SEEDS];
     size_t nseeds;
-    int64_t timeout;             /* ns per Redis call (default 5 ms) */
+    int64_t timeout;             /* ns per Redis call (default 250 ms) */
     sl_fail_mode on_failure;     /* default for policies without their own (default local) */
     unsigned expected_instances; /* local fallback limit = limit / this (default 1) */
     bool batched;                /* sync: batched */
     int64_t sync_interval;       /* ns between batched syncs (default 100 ms) */
     char prefix[64];             /* of every Redis key (default "sluice:") */
-    unsigned breaker_failures;   /* consecutive failures that open the breaker (default 5) */
+    unsigned breaker_failures;   /* failures without a success that open the breaker (default 5) */
+    int64_t breaker_window;      /* ns they must span at least (default 500 ms) */
     int64_t breaker_cooldown;    /* ns before a probe call (default 1 s) */
     size_t deny_cache;           /* entries per worker; 0 = off (default 65536) */
 } sl_redis_config;

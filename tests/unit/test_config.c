@@ -515,7 +515,10 @@ static void test_log_level_and_store(void **state) {
     assert_string_equal(c->store_type, "redis");
     assert_string_equal(c->redis.addr.host, "127.0.0.1"); /* the defaults */
     assert_int_equal(c->redis.addr.port, 6379);
-    assert_int_equal(c->redis.timeout, 5 * 1000000);
+    assert_int_equal(c->redis.timeout, 250 * 1000000); /* holds on a loaded machine */
+    assert_int_equal(c->redis.breaker_failures, 5);
+    assert_int_equal(c->redis.breaker_window, 500 * 1000000);
+    assert_int_equal(c->redis.breaker_cooldown, 1000000000);
     assert_int_equal(c->redis.on_failure, SL_FAIL_LOCAL);
     assert_int_equal(c->redis.expected_instances, 1);
     assert_false(c->redis.batched);
@@ -833,6 +836,7 @@ static void test_redis_store(void **state) {
                             "    prefix: \"rl:\"\n"
                             "    breaker_failures: 3\n"
                             "    breaker_cooldown: 2s\n"
+                            "    breaker_window: 2500ms\n"
                             "    deny_cache: 0\n");
     assert_string_equal(c->redis.addr.host, "10.1.2.3");
     assert_int_equal(c->redis.addr.port, 6380);
@@ -847,6 +851,7 @@ static void test_redis_store(void **state) {
     assert_string_equal(c->redis.prefix, "rl:");
     assert_int_equal(c->redis.breaker_failures, 3);
     assert_int_equal(c->redis.breaker_cooldown, 2000000000);
+    assert_int_equal(c->redis.breaker_window, 2500 * INT64_C(1000000));
     assert_int_equal(c->redis.deny_cache, 0);
     sl__config_free(c);
     c = parse_ok("store:\n  type: redis\n  redis:\n"

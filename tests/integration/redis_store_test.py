@@ -1,0 +1,425 @@
+#!/usr/bin/env python3
+"""redis_store_test.py SLUICED SOURCE_DIR [--only NAME] [--list]
+
+The Redis store's hardening (issue 12, items 8 to 11), each against a real
+redis-server (or a real 3-master Redis Cluster) and real sluiced processes on
+ephemeral loopback ports, driven by the harness of distributed_test.py:
+
+  healthy_load        two sluiced on one healthy Redis with the default
+                      timeout and breaker, 200 connections for 3 s: fewer
+                      than 0.1 % of the decisions answered by the fail mode,
+                      and exactly the limit admitted on the hot key (item 8)
+  stall_breaker       one 33 ms stall of Redis with a 5 ms timeout: the calls
+                      in flight time out, but the breaker (sustained failure
+                      only) does not open (item 8)
+  first_decision      the first decisions after startup come from Redis: with
+                      Redis held up (SIGSTOP) while sluiced starts, the first
+                      requests wait for the connection and the script instead
+                      of timing out (closed: allowed; no timeout counted), and
+                      /readyz says 503 until Redis is ready (item 11)
+  batched_bound       sync: batched, two sluiced, one hot key per algorithm
+                      (all six) for 3 s: each within docs/distributed.md's
+                      overshoot bound, fixed windows included (item 10)
+  cluster_failover    a Redis Cluster master SIGKILLed: once its replica is
+                      promoted, /readyz is 200 and sluice_redis_up 1 again
+                      (the dead master, gone from the slot map, does not
+                      count) (item 9)
+
+Standard library only; every process is stopped at the end."""
+import argparse
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import distributed_test as dt  # noqa: E402
+import redis_cluster as rc  # noqa: E402
+
+
+def config(redis_url, policies, workers=2, **redis_opts):
+    """A sluiced config on port 0 with the Redis store; only the settings
+    given (None leaves a default alone)."""
+    lines = ['listen: {http: 127.0.0.1:0, grpc: "off", resp: 127.0.0.1:0}',
+             "workers: %d" % workers,
+             "store:",
+             "  type: redis",
+             "  redis:"]
+    if redis_url.startswith("cluster:"):
+        lines.append("    cluster: [%s]" % redis_url[len("cluster:"):])
+    else:
+        lines.append("    url: %s" % redis_url)
+    lines += ["    %s: %s" % kv for kv in redis_opts.items() if kv[1] is not None]
+    lines.append("policies:")
+    for p in policies:
+        lines.append("  - {%s}" % ", ".join("%s: %s" % kv for kv in p.items()))
+    return "\n".join(lines) + "\n"
+
+
+STALL = """import os, signal, sys, time
+pid, secs = int(sys.argv[1]), float(sys.argv[2])
+t = time.monotonic()
+os.kill(pid, signal.SIGSTOP)
+time.sleep(secs)
+os.kill(pid, signal.SIGCONT)
+print(time.monotonic() - t)
+"""
+
+
+def stall_redis(redis, seconds):
+    """Stops redis-server for about `seconds` from a helper process (this
+    one's threads would hold it up); returns how long the stall lasted."""
+    out = subprocess.run([sys.executable, "-c", STALL, str(redis.proc.pid), str(seconds)],
+                         check=True, capture_output=True, text=True, timeout=30).stdout
+    return float(out)
+
+
+def metric_delta(m1, m0, name, **labels):
+    return (m1.total(name, **labels) or 0) - (m0.total(name, **labels) or 0)
+
+
+# ---------------------------------------------------------------- item 8
+
+def healthy_load():
+    """Two sluiced on one healthy Redis, the default timeout and breaker
+    settings (nothing set), 200 keep-alive HTTP connections for 3 s: half of
+    the requests on one hot key (limit 1000, refilling 1000 a day), half on
+    a key per connection that never runs out (every one a script call).
+    One second in, Redis stalls once for 33 ms (SIGSTOP, SIGCONT from a
+    helper process: what a fork, a slow fsync or a busy machine does to a
+    healthy Redis). Fewer than 0.1 % of the decisions may come from the fail
+    mode, and the hot key admits exactly 1000 (a fallback that admitted, or
+    a call that timed out after Redis counted it, would break that)."""
+    limit, seconds, nthreads = 1000, 3.0, 200
+    pols = [{"name": "hot", "algorithm": "token_bucket", "rate": "%d/d" % limit,
+             "burst": limit, "on_failure": "local"},
+            {"name": "wide", "algorithm": "token_bucket", "rate": "1000000/s",
+             "burst": 1000000, "on_failure": "open"}]
+    with dt.Env("healthy") as env:
+        redis, a, b = dt.two_instances(env, lambda url: config(
+            url, pols, expected_instances=2))
+        inst = (a, b)
+        before = {d.name: d.metrics() for d in inst}
+        hot = "hot-%d" % time.time_ns()
+        stamp = time.time_ns()
+
+        def job(i, n):
+            return ("hot", hot) if n % 2 == 0 else ("wide", "w%d-%d" % (i, stamp))
+
+        load = dt.Load(dt.targets_of(inst, resp_share=False), nthreads, job)
+        time.sleep(1.0)
+        stall = stall_redis(redis, 0.033)
+        time.sleep(seconds - 1.0)
+        load.stop()
+        answers = load.join()
+        dt.assert_all_answered(answers, "healthy_load")
+        fb = [x for x in answers if x.fallback]
+        calls, fallbacks, opened = {}, 0, 0
+        for d in inst:
+            m = d.metrics()
+            for r in ("ok", "error", "timeout", "open"):
+                calls[r] = calls.get(r, 0) + metric_delta(m, before[d.name],
+                                                          "sluice_redis_calls_total", result=r)
+            fallbacks += metric_delta(m, before[d.name], "sluice_store_fallback_total")
+            opened += m.need("sluice_redis_breaker_open")
+        mine = [x for x in answers if x.policy == "hot"]
+        ok = sum(1 for x in mine if x.allowed)
+        lat = sorted(x.latency for x in answers)
+        print("  %d decisions in %.1f s from %d connections (p50 %.1f ms, p99 %.1f ms), Redis "
+              "stalled once for %.1f ms; Redis calls %s; fallbacks %d in answers, %d in "
+              "metrics; hot key: %d of %d admitted"
+              % (len(answers), seconds, nthreads, lat[len(lat) // 2] * 1000,
+                 lat[int(len(lat) * 0.99)] * 1000, stall * 1000, calls, len(fb), fallbacks, ok,
+                 len(mine)))
+        assert len(mine) > 2 * limit, "the load (%d hot requests) should exceed the limit %d" % (
+            len(mine), limit)
+        share = max(len(fb), fallbacks) / len(answers)
+        assert share < 0.001, (
+            "%.2f %% of the decisions (%d of %d) came from the fail mode with a healthy Redis "
+            "(one stall of %.1f ms; Redis calls %s), e.g.:\n  %s"
+            % (100 * share, max(len(fb), fallbacks), len(answers), stall * 1000, calls,
+               "\n  ".join(map(repr, fb[:5]))))
+        assert ok == limit, "the hot key admitted %d, want exactly %d (calls %s)" % (
+            ok, limit, calls)
+
+
+def stall_breaker():
+    """The breaker opens on sustained failure only. One sluiced with the old
+    5 ms timeout, 100 connections, Redis stalled once for 33 ms: the calls
+    in flight time out together (and are answered by the fail mode), but
+    with successes right before and after they are not a sustained failure:
+    no breaker opens (no call refused as "open", no breaker in the log)."""
+    pols = [{"name": "wide", "algorithm": "token_bucket", "rate": "1000000/s",
+             "burst": 1000000, "on_failure": "open"}]
+    with dt.Env("stall") as env:
+        redis = env.redis()
+        d = env.sluiced("sluiced-a", config(redis.url, pols, timeout="5ms"))
+        dt.wait_ready([d])
+        m0 = d.metrics()
+        stamp = time.time_ns()
+        load = dt.Load(dt.targets_of([d], resp_share=False), 100,
+                       lambda i, n: ("wide", "w%d-%d" % (i, stamp)))
+        time.sleep(0.7)
+        stall = stall_redis(redis, 0.033)
+        time.sleep(1.0)
+        load.stop()
+        answers = load.join()
+        dt.assert_all_answered(answers, "stall_breaker")
+        m = d.metrics()
+        calls = {r: metric_delta(m, m0, "sluice_redis_calls_total", result=r)
+                 for r in ("ok", "error", "timeout", "open")}
+        fb = sum(1 for x in answers if x.fallback)
+        print("  %d decisions, Redis stalled once for %.1f ms: calls %s, %d fallbacks"
+              % (len(answers), stall * 1000, calls, fb))
+        assert calls["open"] == 0 and "breaker open" not in d.log_text(), (
+            "one stall of %.1f ms opened the circuit breaker of a healthy Redis (calls %s):\n%s"
+            % (stall * 1000, calls, "\n".join(l for l in d.log_text().splitlines()
+                                               if "breaker" in l)))
+
+
+# ---------------------------------------------------------------- item 11
+
+def first_decision():
+    """Redis is SIGSTOPped before sluiced starts (connections are accepted
+    by the kernel, nothing answers: the script cannot load) and resumed 0.3 s
+    after the first requests were sent, with a 50 ms timeout. The first
+    requests (a fail-closed and a fail-open policy, on several connections so
+    that both workers take one) wait for Redis instead of timing out: each
+    is decided by Redis (closed: allowed, no "fallback"), and no call is
+    counted as a timeout. /readyz is 503 while the script is not loaded.
+    Then the same without the pause, with the default timeout: the very
+    first request comes from Redis too."""
+    pols = [{"name": "fc", "algorithm": "token_bucket", "rate": "100/s", "burst": 100,
+             "on_failure": "closed"},
+            {"name": "fo", "algorithm": "token_bucket", "rate": "100/s", "burst": 100,
+             "on_failure": "open"}]
+    with dt.Env("first") as env:
+        redis = env.redis()
+        redis.pause()
+        try:
+            d = env.sluiced("sluiced-a", config(redis.url, pols, timeout="50ms"))
+            st, body = d.readyz()
+            assert st == 503, "/readyz %d before Redis answered: %s" % (st, body)
+            results = [None] * 4
+            key = "first-%d" % time.time_ns()
+
+            def ask(i):
+                results[i] = d.check(("fc", "fo")[i % 2], "%s-%d" % (key, i))
+
+            threads = [threading.Thread(target=ask, args=(i,)) for i in range(4)]
+            for t in threads:
+                t.start()
+            time.sleep(0.3)
+        finally:
+            redis.resume()
+        for t in threads:
+            t.join(10)
+        bad = [(i, r) for i, r in enumerate(results)
+               if r is None or r[0] != 200 or "fallback" in r[2]]
+        assert not bad, ("the first decisions after startup (Redis slow to answer) did not "
+                         "come from Redis: %s" % bad)
+        m = d.metrics()
+        assert (m.total("sluice_redis_calls_total", result="timeout") or 0) == 0, (
+            "Redis calls timed out at startup: %s"
+            % [l for l in m.text.splitlines() if "sluice_redis_calls" in l])
+        dt.wait_ready([d], within=5)
+        # the default timeout, no pause: the very first request
+        d2 = env.sluiced("sluiced-b", config(redis.url, pols))
+        st, _, body = d2.check("fc", key + "-b")
+        assert st == 200 and "fallback" not in body, "first request: %d %s" % (st, body)
+        m = d2.metrics()
+        assert (m.total("sluice_redis_calls_total", result="timeout") or 0) == 0, m.text
+        print("  first decisions from Redis: %s" % [r[2] for r in results])
+
+
+# ---------------------------------------------------------------- item 10
+
+BUCKETS = ("token_bucket", "gcra", "leaky_queue")
+
+
+def batched_bound():
+    """sync: batched, two sluiced, one hot key per algorithm at 50 per
+    second (buckets: burst 50), 16 threads for 3 s, 100 ms interval. The
+    bound of docs/distributed.md for N instances over T seconds:
+      buckets: burst + rate*T + (N-1) * (burst + rate * 2 * interval)
+      windows: limit * (ceil(T / period) + 1) + (N-1) * 2 * limit
+    (what one exact limiter may admit over T, plus what each other instance
+    may admit before it hears of the rest: for a window, its whole allowance
+    again at each window start, paid back by debt in the next window)."""
+    rate, interval, n, seconds = 50, 0.1, 2, 3.0
+    pols = []
+    for alg in dt.ALGORITHMS:
+        p = {"name": alg.replace("_", ""), "algorithm": alg, "rate": "%d/s" % rate}
+        if alg in BUCKETS:
+            p["burst"] = rate
+        pols.append(p)
+    with dt.Env("batched6") as env:
+        redis, a, b = dt.two_instances(env, lambda url: config(
+            url, pols, sync="batched", sync_interval="%dms" % (interval * 1000)))
+        key = "hot-%d" % time.time_ns()
+        names = [p["name"] for p in pols]
+        load = dt.Load(dt.targets_of([a, b]), 16,
+                       lambda i, k: (names[(i + k) % len(names)], key))
+        time.sleep(seconds)
+        load.stop()
+        answers = load.join()
+        dt.assert_all_answered(answers, "batched_bound")
+        bad = []
+        for p in pols:
+            mine = [x for x in answers if x.policy == p["name"]]
+            t = max(x.t1 for x in mine) - min(x.t0 for x in mine)
+            ok = sum(1 for x in mine if x.allowed)
+            if p["algorithm"] in BUCKETS:
+                exact = rate + rate * t
+                bound = exact + (n - 1) * (rate + rate * 2 * interval)
+            else:
+                exact = rate * (math.ceil(t) + 1)
+                bound = exact + (n - 1) * 2 * rate
+            print("  %-15s %4d decisions in %.2f s: %3d admitted; one exact limiter at most "
+                  "%.0f; bound %.0f" % (p["algorithm"], len(mine), t, ok, exact, bound))
+            if len(mine) < 2 * bound:
+                bad.append("%s: only %d requests, the load should be well above the bound %.0f"
+                           % (p["algorithm"], len(mine), bound))
+            if ok > bound:
+                bad.append("%s: %d admitted in %.2f s, over the bound %.0f"
+                           % (p["algorithm"], ok, t, bound))
+            if ok < rate * t / 2:
+                bad.append("%s: only %d admitted in %.2f s at %d/s" % (p["algorithm"], ok, t, rate))
+        assert not bad, "batched mode:\n  " + "\n  ".join(bad)
+
+
+# ---------------------------------------------------------------- item 9
+
+def cluster_failover():
+    """A 3-master Redis Cluster, one sluiced (2 workers, fail closed); its
+    first decision comes from Redis (not the fail mode). A master is
+    SIGKILLed; once its replica is promoted and decisions on its
+    slots come from Redis again, /readyz must be 200 and sluice_redis_up 1
+    within a few seconds (the dead master has left the slot map: its open
+    breaker and lost connection do not count), and sluice_redis_breaker_open
+    0."""
+    if not (shutil_which("redis-server") and shutil_which("redis-cli")):
+        print("  skipped: redis-server or redis-cli not installed")
+        return
+    pols = [{"name": "api", "algorithm": "token_bucket", "rate": "1000/s", "burst": 1000}]
+    cluster = rc.Cluster(verbose=False).start()
+    try:
+        with dt.Env("clusterfo") as env:
+            seeds = ", ".join('"%s"' % m for m in cluster.masters())
+            d = env.sluiced("sluiced", config("cluster:" + seeds, pols, on_failure="closed"))
+            # the very first decision (before the slot map and the masters'
+            # connections are ready) comes from Redis too (item 11)
+            st, _, body = d.check("api", "first-%d" % time.time_ns())
+            assert st == 200 and "fallback" not in body, "first decision: %d %s" % (st, body)
+            dt.wait_ready([d], within=10)
+            victim = cluster.masters()[0]
+            stamp = time.time_ns()
+            keys, i = [], 0
+            while len(keys) < 3:
+                k = "fo%d-%d" % (i, stamp)
+                if cluster.node_for_slot(rc.keyslot(k)) == victim:
+                    keys.append(k)
+                i += 1
+            for k in keys:
+                st, _, body = d.check("api", k)
+                assert st == 200 and "fallback" not in body, (st, body)
+            cluster.stop_master(victim)
+            t_kill = time.monotonic()
+            resumed = None
+            deadline = t_kill + 60
+            while time.monotonic() < deadline:
+                got = [d.check("api", k) for k in keys]
+                if all(st == 200 and "fallback" not in body for st, _, body in got):
+                    resumed = time.monotonic()
+                    break
+                time.sleep(0.05)
+            assert resumed, "decisions on the dead master's slots did not come back in 60 s"
+            cluster.wait_failover()
+            ready = None
+            deadline = resumed + 5
+            while time.monotonic() < deadline:
+                st, body = d.readyz()
+                m = d.metrics()
+                if st == 200 and m.need("sluice_redis_up") == 1 and \
+                        m.need("sluice_redis_breaker_open") == 0:
+                    ready = time.monotonic()
+                    break
+                time.sleep(0.05)
+            print("  decisions from Redis %.2f s after the kill; /readyz 200 %s" % (
+                resumed - t_kill, "%.2f s later" % (ready - resumed) if ready else "never"))
+            assert ready, ("/readyz %d (%s), sluice_redis_up %s, breaker_open %s, 5 s after "
+                           "every decision came from Redis again after a failover"
+                           % (st, body, m.need("sluice_redis_up"),
+                              m.need("sluice_redis_breaker_open")))
+            # and it stays so
+            time.sleep(0.5)
+            st, body = d.readyz()
+            assert st == 200, "/readyz %d later: %s" % (st, body)
+    finally:
+        cluster.stop_all()
+
+
+def shutil_which(name):
+    import shutil
+    return shutil.which(name)
+
+
+TESTS = [healthy_load, stall_breaker, first_decision, batched_bound, cluster_failover]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("sluiced", nargs="?")
+    ap.add_argument("src", nargs="?")
+    ap.add_argument("--only", action="append", metavar="NAME")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--redis-server", default=dt.REDIS_SERVER)
+    args = ap.parse_args()
+    if args.list:
+        print("\n".join(t.__name__ for t in TESTS))
+        return 0
+    if not args.sluiced or not args.src:
+        ap.error("usage: redis_store_test.py SLUICED SOURCE_DIR [--only NAME]")
+    dt.SLUICED, dt.SRC = os.path.abspath(args.sluiced), os.path.abspath(args.src)
+    dt.REDIS_SERVER = args.redis_server
+    if not os.access(dt.REDIS_SERVER, os.X_OK):
+        print("redis-server not found at %s: skipped" % dt.REDIS_SERVER)
+        return 77
+    tests = TESTS
+    if args.only:
+        names = {t.__name__: t for t in TESTS}
+        unknown = [n for n in args.only if n not in names]
+        if unknown:
+            ap.error("unknown test %s; tests: %s" % (unknown, ", ".join(names)))
+        tests = [names[n] for n in args.only]
+    rc.install_signal_handlers()
+    failed = []
+    t_all = time.monotonic()
+    try:
+        for t in tests:
+            print("== %s" % t.__name__, flush=True)
+            t0 = time.monotonic()
+            try:
+                t()
+                print("   ok (%.1f s)" % (time.monotonic() - t0), flush=True)
+            except Exception:
+                failed.append(t.__name__)
+                traceback.print_exc()
+                print("   FAIL (%.1f s)" % (time.monotonic() - t0), flush=True)
+    finally:
+        for p in dt.ALL_PROCS:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    print("%d of %d passed in %.1f s%s" % (len(tests) - len(failed), len(tests),
+                                           time.monotonic() - t_all,
+                                           "; failed: " + ", ".join(failed) if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

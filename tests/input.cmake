@@ -5,6 +5,8 @@
 # curl, nghttp and raw sockets). A second run on the Redis store. The JSON body
 # scan and the JSON string writer on their own: tests/unit/test_http_body.c.
 sluice_unit_test(test_http_body)
+# gRPC descriptors with NUL bytes, on sl__grpc_call: tests/unit/test_grpc_nul.c.
+sluice_unit_test(test_grpc_nul)
 if(TARGET sluiced)
   add_test(NAME input_integration
     COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/input_test.py

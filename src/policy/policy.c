@@ -78,6 +78,7 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool 
     }
     p->cfg = *cfg;
     p->base_len = base_len;
+    sl__policy_rate_format(&p->cfg, p->rate_text, sizeof p->rate_text);
     if (p->cfg.params.flags & SL_START_EMPTY) p->cfg.params.origin = now;
     atomic_init(&p->shadow, shadow);
     atomic_init(&p->refs, 1);
@@ -739,4 +740,12 @@ void sl__policy_quota(const sl_policy *p, int64_t now, uint64_t *q, uint64_t *w)
     unsigned __int128 secs = num / den + (num % den != 0);
     if (secs < 1) secs = 1;
     *w = secs > (unsigned __int128)SF_INT_MAX ? (uint64_t)SF_INT_MAX : (uint64_t)secs;
+}
+
+size_t sl__policy_rate_format(const sl_policy_config *cfg, char *buf, size_t size) {
+    int n = cfg->calendar == SL_CALENDAR_MONTH
+                ? snprintf(buf, size, "%lld/month", (long long)cfg->params.rate.limit)
+                : sl_rate_format(cfg->params.rate, buf, size);
+    if (n < 0) n = 0;
+    return size && (size_t)n >= size ? size - 1 : (size_t)n;
 }

@@ -30,7 +30,8 @@
 #include "sluice/table.h"
 #include "store/store.h"
 
-#define SL_POLICY_STRIPES 64 /* key stripes of a calendar quota */
+#define SL_POLICY_STRIPES   64 /* key stripes of a calendar quota */
+#define SL_POLICY_RATE_TEXT 48 /* "N/P" of any rate, or "N/month", and a NUL */
 
 typedef struct sl_policy {
     sl_policy_config cfg; /* a tier variant's name is "policy:tier" */
@@ -54,6 +55,7 @@ typedef struct sl_policy {
     bool (*owes)(void *ctx, const char *policy, const void *key, size_t keylen);
     void *charged_ctx;
     int64_t owes_retry; /* ns: what a refusal for a debt says (the sync interval) */
+    char rate_text[SL_POLICY_RATE_TEXT]; /* sl__policy_rate_format of cfg, made once */
 } sl_policy;
 
 typedef struct sl_policy_set sl_policy_set;
@@ -175,10 +177,19 @@ sl_policy_call *sl__policy_call_new(sl_policy_set *set, const sl_policy_item *it
 void sl__policy_call_start(sl_store_worker *sw, sl_policy_call *pc, int64_t now);
 void sl__policy_call_free(sl_policy_call *pc);
 
-/* The `q` (quota units) and `w` (window, whole seconds, at least 1) of p
- * for a RateLimit-Policy field at `now`: windows N and P; buckets B and the
- * time to refill B; calendar months the length of the current month. */
+/* What a policy says of itself in a RateLimit-Policy field, the same for
+ * every protocol that writes one (/v1/check, /v1/auth): the one
+ * implementation of these numbers and of this text.
+ *
+ * The `q` (quota units) and `w` (window, whole seconds, at least 1) of p
+ * at `now`: windows N and P; buckets B and the time to refill B; calendar
+ * months the length of the current month. */
 void sl__policy_quota(const sl_policy *p, int64_t now, uint64_t *q, uint64_t *w);
+/* The sluice-rate text of a policy config: the rate in sl_rate_format's
+ * notation ("5/s", "100/10s", "3/500ms"), or "N/month" for a calendar-month
+ * quota. Writes at most size - 1 bytes and a NUL (SL_POLICY_RATE_TEXT is
+ * always enough); returns the length. A policy keeps its own in rate_text. */
+size_t sl__policy_rate_format(const sl_policy_config *cfg, char *buf, size_t size);
 
 /* Calendar arithmetic (UTC, proleptic Gregorian), exposed for tests:
  * the month containing `now` (ns since the Unix epoch): its index (months

@@ -224,6 +224,12 @@ static const sl_req_header *header(const sl_req_header *h, size_t n, const char 
     return NULL;
 }
 
+/* Whether the header `found` (the first named `name`) has a second one. */
+static bool repeated(const sl_req_header *h, size_t n, const char *name,
+                     const sl_req_header *found) {
+    return found && header(found + 1, n - (size_t)(found + 1 - h), name) != NULL;
+}
+
 void sl__rules_from_proxy(const sl_rules *r, const sl_req_header *h, size_t n, sl_request *req) {
     memset(req, 0, sizeof *req);
     req->headers = h;
@@ -234,6 +240,11 @@ void sl__rules_from_proxy(const sl_rules *r, const sl_req_header *h, size_t n, s
     if (m) req->method = m->value, req->method_len = m->value_len;
     if (u) req->uri = u->value, req->uri_len = u->value_len;
     if (c) req->client = c->value, req->client_len = c->value_len;
+    /* Two of one: which one the proxy set is not knowable (nginx's
+     * proxy_set_header replaces the client's own, so a proxy sends one). */
+    req->repeated = (repeated(h, n, r->method_header, m) ? SL_REQ_METHOD : 0u) |
+                    (repeated(h, n, r->uri_header, u) ? SL_REQ_URI : 0u) |
+                    (repeated(h, n, r->client_ip_header, c) ? SL_REQ_CLIENT : 0u);
 }
 
 static int hexval(char c) {
@@ -467,6 +478,12 @@ static void verdict(sl_rules_answer *a, sl_verdict v, const char *reason, const 
  * proxies. False (with the verdict set) when the address is malformed. */
 static bool find_client(const sl_rules *r, const sl_request *req, sl_rules_answer *a) {
     sl_addr peer;
+    if (req->repeated & SL_REQ_CLIENT) {
+        verdict(a, SL_VERDICT_BAD_REQUEST, "bad_client_address",
+                "the client address header (X-Real-IP) came more than once: the proxy must set "
+                "it, replacing the client's own");
+        return false;
+    }
     if (req->client) {
         if (sl__addr_parse_node(req->client, req->client_len, &peer) != 0) {
             verdict(a, SL_VERDICT_BAD_REQUEST, "bad_client_address",
@@ -539,6 +556,16 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
     char path[URI_MAX];
     const char *query;
     size_t qlen;
+    if (req->repeated & SL_REQ_URI) {
+        verdict(a, SL_VERDICT_BAD_REQUEST, "bad_uri",
+                "the original URI header (X-Original-URI) came more than once");
+        return false;
+    }
+    if (req->repeated & SL_REQ_METHOD) {
+        verdict(a, SL_VERDICT_BAD_REQUEST, "bad_method",
+                "the original method header (X-Original-Method) came more than once");
+        return false;
+    }
     if (!req->uri) {
         verdict(a, SL_VERDICT_BAD_REQUEST, "missing_uri",
                 "the original URI is missing (set X-Original-URI in the auth location)");

@@ -56,12 +56,19 @@ typedef struct sl_request {
     const sl_addr *peer;          /* or that address already parsed (when client is NULL) */
     const sl_req_header *headers; /* the original request's headers (API key, forwarded, ...) */
     size_t nheaders;
+    unsigned repeated; /* SL_REQ_* of the proxy's headers that came twice: refused (400) */
 } sl_request;
+
+#define SL_REQ_METHOD 1u
+#define SL_REQ_URI    2u
+#define SL_REQ_CLIENT 4u
 
 /* Fills method, uri and client from the headers a proxy sets on an
  * auth_request subrequest (identity.method_header, uri_header,
  * client_ip_header: X-Original-Method, X-Original-URI, X-Real-IP by default),
- * and headers from h. Absent headers leave NULL. */
+ * and headers from h. Absent headers leave NULL; one of these that comes
+ * twice is marked in req->repeated, and the request is refused (400
+ * bad_method, bad_uri, bad_client_address). */
 void sl__rules_from_proxy(const sl_rules *r, const sl_req_header *h, size_t n, sl_request *req);
 
 typedef enum sl_verdict {

@@ -7,8 +7,9 @@
  * (ASan); NEED_MORE consumes the whole piece; every parsed request respects
  * the bounds and its strings are NUL-terminated at their lengths; errors
  * are one of the documented statuses. Each request's query is decoded with
- * several buffer sizes, headers are looked up, and the response writers
- * escape whatever the request carried. */
+ * several buffer sizes, headers are looked up, the response writers
+ * escape whatever the request carried, and the body goes through the JSON
+ * body scan and the JSON string writer (any bytes: printable output). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,18 @@ static void exercise(const sl_http_request *r, size_t max_header, size_t max_bod
     sl__http_error_json(out, r->path, r->query);
     sl__http_end(out, r->keep_alive, "application/json", r->body, r->body_len);
     CHECK(!out->failed);
+
+    /* the JSON body checks (http_body.c) and the JSON string writer on the body's bytes */
+    const char *t = NULL;
+    size_t tl = 0;
+    sl_json_scan sc = sl__http_json_scan(r->body, r->body_len, "cost", &t, &tl);
+    CHECK(sc >= SL_JSON_OK && sc <= SL_JSON_SYNTAX);
+    CHECK(!t || (t >= r->body && tl <= r->body_len && (size_t)(t - r->body) <= r->body_len - tl));
+    if (sc == SL_JSON_OK || sc == SL_JSON_TRAILING) CHECK(!memchr(r->body, 0, r->body_len));
+    sl__buf_reset(out);
+    sl__http_json_string(out, r->body, r->body_len);
+    CHECK(!out->failed && out->len >= 2 && out->data[0] == '"' && out->data[out->len - 1] == '"');
+    for (size_t i = 0; i < out->len; i++) CHECK((unsigned char)out->data[i] >= 0x20);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy/policy.h"
 #include "server/http/http.h"
 #include "sluice/sluice.h"
 
@@ -802,6 +803,21 @@ static void test_framing(void **state) {
     sl__buf_free(&b);
 }
 
+/* The view /v1/check and /v1/auth build for a policy of these parameters:
+ * the policy layer's q, w and rate text (the one implementation of them).
+ * p is a stand-in policy that only has its config; it must outlive v. */
+static sl_http_policy_view view_of(sl_policy *p, const char *name, sl_algorithm alg, sl_rate rate,
+                                   int64_t burst) {
+    memset(p, 0, sizeof *p);
+    p->cfg.params.algorithm = alg;
+    p->cfg.params.rate = rate;
+    p->cfg.params.burst = burst;
+    sl__policy_rate_format(&p->cfg, p->rate_text, sizeof p->rate_text);
+    sl_http_policy_view v = {.name = name, .rate = p->rate_text};
+    sl__policy_quota(p, T0, &v.q, &v.w);
+    return v;
+}
+
 /* The exact bytes of a 429, from a real decision: the seed's token bucket
  * (2/s, burst 3), fourth request at once. */
 static void test_429_bytes(void **state) {
@@ -819,7 +835,8 @@ static void test_429_bytes(void **state) {
     sl__buf_init(&body);
     sl__buf_init(&out);
     sl__http_decision_json(&body, "api", &d, false);
-    sl_http_policy_view v = {"api", SL_TOKEN_BUCKET, {2, SEC}, 3};
+    sl_policy sp;
+    sl_http_policy_view v = view_of(&sp, "api", SL_TOKEN_BUCKET, (sl_rate){2, SEC}, 3);
     sl__http_begin(&out, 429);
     sl__http_ratelimit_fields(&out, &v, &d);
     sl__http_header_line(&out, "Cache-Control", "no-store");
@@ -984,7 +1001,8 @@ static void test_ratelimit_fields_all_algorithms(void **state) {
         assert_int_equal(sl_rate_parse(k->rate, &o.params.rate), 0);
         sl_table *t;
         assert_int_equal(sl_table_create(&o, &t), 0);
-        sl_http_policy_view v = {"pol.x-1_2", k->alg, o.params.rate, k->burst};
+        sl_policy sp;
+        sl_http_policy_view v = view_of(&sp, "pol.x-1_2", k->alg, o.params.rate, k->burst);
         int64_t now = T0 + 123 * MS;
         int limited = 0;
         for (int i = 0; i < 150 && limited < 3; i++) {
@@ -1062,7 +1080,8 @@ static void test_ratelimit_fields_edges(void **state) {
          "RateLimit: \"p\";r=0;t=5\r\nX-RateLimit-Limit: 1\r\n"
          "X-RateLimit-Remaining: 0\r\nX-RateLimit-Reset: 5\r\n"},
     };
-    sl_http_policy_view v = {"p", SL_FIXED_WINDOW, {1, SEC}, 0};
+    sl_policy sp;
+    sl_http_policy_view v = view_of(&sp, "p", SL_FIXED_WINDOW, (sl_rate){1, SEC}, 0);
     for (size_t i = 0; i < sizeof limited / sizeof limited[0]; i++) {
         sl__buf_reset(&b);
         sl_decision d = {.allowed = false,
@@ -1083,8 +1102,9 @@ static void test_ratelimit_fields_edges(void **state) {
     assert_non_null(strstr(take(&b), "RateLimit: \"p\";r=0;t=2\r\n"));
     /* Structured Field integers have at most 15 digits */
     sl__buf_reset(&b);
-    sl_http_policy_view huge = {
-        "h", SL_TOKEN_BUCKET, {1, INT64_C(36600) * 86400 * SEC}, INT64_C(1) << 40};
+    sl_policy hp;
+    sl_http_policy_view huge = view_of(
+        &hp, "h", SL_TOKEN_BUCKET, (sl_rate){1, INT64_C(36600) * 86400 * SEC}, INT64_C(1) << 40);
     sl_decision big = {.allowed = true,
                        .limit = INT64_C(1) << 40,
                        .remaining = INT64_C(1) << 60,
@@ -1096,19 +1116,21 @@ static void test_ratelimit_fields_edges(void **state) {
     assert_non_null(strstr(s, "X-RateLimit-Remaining: 1152921504606846976\r\n"));
     /* odd characters in a name cannot break the sf-string */
     sl__buf_reset(&b);
-    sl_http_policy_view odd = {"a\"b\\c\x01", SL_GCRA, {1, SEC}, 1};
+    sl_policy op;
+    sl_http_policy_view odd = view_of(&op, "a\"b\\c\x01", SL_GCRA, (sl_rate){1, SEC}, 1);
     sl__http_ratelimit_fields(&b, &odd, &ok);
     assert_non_null(strstr(take(&b), "RateLimit-Policy: \"a\\\"b\\\\c?\";q=1;w=1;"));
     /* sub-second windows and bucket refills round up to 1 */
     sl__buf_reset(&b);
-    sl_http_policy_view fast = {"f", SL_GCRA, {1000, SEC}, 10};
+    sl_policy fp;
+    sl_http_policy_view fast = view_of(&fp, "f", SL_GCRA, (sl_rate){1000, SEC}, 10);
     sl__http_ratelimit_fields(&b, &fast, &ok);
     assert_non_null(
         strstr(take(&b), "RateLimit-Policy: \"f\";q=10;w=1;sluice-rate=\"1000/s\"\r\n"));
     sl__buf_free(&b);
 }
 
-/* sluice-rate is written without printf; it must say what sl_rate_format says. */
+/* sluice-rate is the policy layer's text; it must say what sl_rate_format says. */
 static void test_rate_text_matches_core(void **state) {
     (void)state;
     sl_buf b;
@@ -1125,7 +1147,8 @@ static void test_rate_text_matches_core(void **state) {
         char want[64], got[64];
         sl_rate_format(r, want, sizeof want);
         sl__buf_reset(&b);
-        sl_http_policy_view v = {"p", SL_GCRA, r, 1};
+        sl_policy sp;
+        sl_http_policy_view v = view_of(&sp, "p", SL_GCRA, r, 1);
         sl__http_ratelimit_fields(&b, &v, &(sl_decision){.allowed = true});
         char *text = take(&b), pol[256];
         sf_item it;

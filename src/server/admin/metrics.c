@@ -3,6 +3,7 @@
  * per-policy counters and table statistics come from the policy set the
  * answering worker holds. Keys never appear as labels (see /v1/top). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <stddef.h>
@@ -44,9 +45,13 @@ static void policy_metrics(sl_policy_set *set, sl_buf *out) {
         sl__prom_sample(out, "sluice_decisions_total", l1, atomic_load(&p->limited));
         sl__prom_sample(out, "sluice_decisions_total", l2, atomic_load(&p->shadow_limited));
     }
-    sl_table_stats st[SL_CONFIG_MAX_POLICIES];
-    for (size_t i = 0; i < n && i < SL_CONFIG_MAX_POLICIES; i++)
-        sl_table_stats_get(sl__policy_set_at(set, i)->table, &st[i]);
+    /* One snapshot per table for the four families below. A set holds the
+     * configured policies and quotas (at most SL_CONFIG_MAX_POLICIES) plus
+     * one policy per tier override, so its size has no fixed bound: the
+     * array is sized by the set; without memory the families are empty. */
+    sl_table_stats *st = n ? calloc(n, sizeof *st) : NULL;
+    if (!st) n = 0;
+    for (size_t i = 0; i < n; i++) sl_table_stats_get(sl__policy_set_at(set, i)->table, &st[i]);
     sl__prom_family(out, "sluice_table_keys", "gauge", "Keys held in the policy's table.");
     for (size_t i = 0; i < n; i++) {
         const char *l[] = {"policy", sl__policy_set_at(set, i)->cfg.name, NULL};
@@ -72,6 +77,7 @@ static void policy_metrics(sl_policy_set *set, sl_buf *out) {
         sl__prom_sample(out, "sluice_evictions_total", li, st[i].evicted_idle);
         sl__prom_sample(out, "sluice_evictions_total", ll, st[i].evicted_live);
     }
+    free(st);
 }
 
 #define RSUM(s, field)                                                                             \

@@ -204,6 +204,58 @@ int sl__grpc_put_rls_response(sl_buf *out, int overall, const sl_rls_status *st,
 typedef Envoy__Service__Ratelimit__V3__RateLimitRequest RLRequest;
 typedef Envoy__Extensions__Common__Ratelimit__V3__RateLimitDescriptor RLDescriptor;
 
+/* protobuf-c hands strings over NUL-terminated, without their length: a
+ * descriptor value "v\0x" would read as "v" and count as that value. So
+ * the wire bytes of the strings that name a limit (the domain, each entry's
+ * key and value) are looked at for a NUL, and such a request is refused.
+ * Walks message `level` (0 RateLimitRequest, 1 RateLimitDescriptor, 2
+ * Entry; field numbers: protocols.md 1.2) in [p, end); true if one of those
+ * strings holds a NUL. Runs after protobuf-c accepted the bytes, so a
+ * malformed field just ends the walk. */
+static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+    *v = 0;
+    for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) return true;
+    }
+    return false;
+}
+
+static bool rls_strings_have_nul(const uint8_t *p, const uint8_t *end, int level) {
+    while (p < end) {
+        uint64_t tag, v;
+        if (!read_varint(&p, end, &tag)) return false;
+        uint64_t field = tag >> 3;
+        switch (tag & 7) {
+        case 0: /* varint */
+            if (!read_varint(&p, end, &v)) return false;
+            break;
+        case 1: /* 64-bit */
+            if (end - p < 8) return false;
+            p += 8;
+            break;
+        case 5: /* 32-bit */
+            if (end - p < 4) return false;
+            p += 4;
+            break;
+        case 2: { /* length-delimited */
+            if (!read_varint(&p, end, &v) || v > (uint64_t)(end - p)) return false;
+            const uint8_t *x = p;
+            p += v;
+            bool text = (level == 0 && field == 1) || (level == 2 && (field == 1 || field == 2));
+            bool sub = (level == 0 && field == 2) || (level == 1 && field == 1);
+            if (text && memchr(x, 0, (size_t)v)) return true;
+            if (sub && rls_strings_have_nul(x, x + v, level + 1)) return true;
+            break;
+        }
+        default: /* groups are not in these messages */
+            return false;
+        }
+    }
+    return false;
+}
+
 /* Decodes a RateLimitRequest into q (descriptors in ds, strings in the
  * arena). Returns SL_GRPC_OK or a status with *message. */
 static int decode_rls(const sl_grpc_call_env *env, const uint8_t *msg, size_t len,
@@ -214,6 +266,10 @@ static int decode_rls(const sl_grpc_call_env *env, const uint8_t *msg, size_t le
     if (!req) {
         *message = "cannot parse the RateLimitRequest";
         return SL_GRPC_INTERNAL;
+    }
+    if (rls_strings_have_nul(msg, msg + len, 0)) {
+        *message = "a domain, descriptor key or value contains a NUL byte";
+        return SL_GRPC_INVALID_ARGUMENT;
     }
     size_t nd = req->n_descriptors;
     if (nd > SL_RLS_MAX_DESCRIPTORS) {

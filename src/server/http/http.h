@@ -97,12 +97,14 @@ const char *sl__http_reason(int status);
 /* The interim "HTTP/1.1 100 Continue" response (see sl__http_parser_take_continue). */
 void sl__http_continue(sl_buf *out);
 
-/* What a policy looks like from the outside, for the rate-limit fields. */
+/* What a policy looks like from the outside, for the rate-limit fields:
+ * its name, and the quota, window and rate text the policy layer gives
+ * (sl__policy_quota and the policy's rate_text), so that every endpoint
+ * says the same of one policy. */
 typedef struct sl_http_policy_view {
     const char *name;
-    sl_algorithm algorithm;
-    sl_rate rate;
-    int64_t burst;
+    uint64_t q, w;    /* RateLimit-Policy's q and w (capped at 15 digits here) */
+    const char *rate; /* sluice-rate ("5/s", "10000/month"); printable ASCII */
 } sl_http_policy_view;
 
 /* Appends RateLimit-Policy, RateLimit, X-RateLimit-Limit, -Remaining, -Reset
@@ -117,5 +119,30 @@ void sl__http_decision_json(sl_buf *out, const char *policy, const sl_decision *
 
 /* {"error":"code","message":"text"} with JSON escaping. */
 void sl__http_error_json(sl_buf *out, const char *code, const char *message);
+
+/* Appends the n bytes at s (any bytes: NUL and invalid UTF-8 included) as a
+ * JSON string: quotes, backslashes and control characters escaped (NUL as
+ * \u0000), each byte that does not start valid UTF-8 as U+FFFD. The output
+ * is valid JSON in UTF-8 whatever s holds. */
+void sl__http_json_string(sl_buf *out, const void *s, size_t n);
+
+/* ---- JSON request bodies (http_body.c) ---------------------------------------- */
+
+typedef enum sl_json_scan {
+    SL_JSON_OK = 0,
+    SL_JSON_NUL,      /* a NUL byte in the body, raw or as \u0000 in a string */
+    SL_JSON_TRAILING, /* bytes other than whitespace after the top-level value */
+    SL_JSON_SYNTAX    /* not one JSON value (an unterminated string, a bad \u escape...) */
+} sl_json_scan;
+
+/* Looks at a JSON body (len bytes) before cJSON parses it, for what cJSON
+ * does not say: a NUL (which would cut a cJSON string short), bytes after
+ * the value, and the text of a number. When member is not NULL and the body
+ * is an object, *text and *text_len get the raw text of the value of its
+ * first member whose name, unescaped, is member (the member cJSON's
+ * GetObjectItem finds), or NULL and 0; they point into body. Checks the
+ * tokens, not the grammar: a body must also parse with cJSON. */
+sl_json_scan sl__http_json_scan(const char *body, size_t len, const char *member, const char **text,
+                                size_t *text_len);
 
 #endif

@@ -44,13 +44,14 @@ static bool path_is(const sl_http_request *r, const char *p) {
     return r->path_len == n && memcmp(r->path, p, n) == 0;
 }
 
-/* Parses a non-negative decimal integer <= COST_MAX. */
-static bool parse_cost(const char *s, int64_t *out) {
-    if (!*s) return false;
+/* Parses the n bytes at s as a non-negative decimal integer <= COST_MAX:
+ * digits only (no sign, no fraction, no exponent), in a query as in JSON. */
+static bool parse_cost(const char *s, size_t n, int64_t *out) {
+    if (!n) return false;
     int64_t v = 0;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9') return false;
-        v = v * 10 + (*s - '0');
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        v = v * 10 + (s[i] - '0');
         if (v > COST_MAX) return false;
     }
     *out = v;
@@ -64,25 +65,46 @@ typedef struct check_args {
     int64_t cost;
 } check_args;
 
+#define BAD_POLICY_TEXT                                                                            \
+    "the policy parameter is malformed (a bad %-escape, or %00) or longer than 63 bytes"
+
+/* The policy parameter of a query into buf (SL_POLICY_NAME_MAX + 2 bytes):
+ * its length, or -1 (absent) / -2 (malformed, or longer than any policy
+ * name: a 400, not a 404, as docs/http-api.md says). */
+static long policy_param(const sl_http_request *r, char *buf, size_t size) {
+    long n = sl__http_query_param(r->query, r->query_len, "policy", buf, size);
+    return n > SL_POLICY_NAME_MAX ? -2 : n;
+}
+
 static bool args_from_query(const sl_http_request *r, check_args *c, answer *a) {
-    long n = sl__http_query_param(r->query, r->query_len, "policy", c->policy, sizeof c->policy);
+    long n = policy_param(r, c->policy, sizeof c->policy);
     if (n == -1)
         return json_error(a, 400, "missing_policy", "the policy parameter is required"), false;
-    if (n < 0)
-        return json_error(a, 400, "bad_policy", "the policy parameter is malformed or too long"),
-               false;
+    if (n < 0) return json_error(a, 400, "bad_policy", BAD_POLICY_TEXT), false;
     n = sl__http_query_param(r->query, r->query_len, "key", c->key, sizeof c->key);
     if (n == -1) return json_error(a, 400, "missing_key", "the key parameter is required"), false;
     if (n < 0)
         return json_error(a, 400, "bad_key",
-                          "the key parameter is malformed or longer than 1024 bytes"),
+                          "the key parameter is malformed (a bad %-escape, or %00: a key cannot "
+                          "contain NUL) or longer than 1024 bytes"),
                false;
     c->key_len = (size_t)n;
     char cost[32];
     c->cost = 1;
     n = sl__http_query_param(r->query, r->query_len, "cost", cost, sizeof cost);
-    if (n == -2 || (n >= 0 && !parse_cost(cost, &c->cost)))
+    if (n == -2 || (n >= 0 && !parse_cost(cost, (size_t)n, &c->cost)))
         return json_error(a, 400, "bad_cost", "cost must be an integer from 0 to 10^12"), false;
+    return true;
+}
+
+#define NUL_TEXT                                                                                   \
+    "the body contains a NUL character (\\u0000 or a 0 byte): keys and policy names cannot "       \
+    "contain NUL"
+
+/* [s, end) is JSON whitespace only. */
+static bool only_ws(const char *s, const char *end) {
+    for (; s && s < end; s++)
+        if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r') return false;
     return true;
 }
 
@@ -98,7 +120,22 @@ static bool args_from_json(const sl_http_request *r, check_args *c, answer *a) {
     if (!is_json(r))
         return json_error(a, 415, "unsupported_media_type", "send Content-Type: application/json"),
                false;
-    cJSON *j = cJSON_ParseWithLength(r->body, r->body_len);
+    /* cJSON reads strings up to a NUL, ignores what follows the object and
+     * keeps numbers as doubles: the raw bytes are looked at first (NUL,
+     * trailing bytes, and the text of "cost", which must be an integer as
+     * in the query: "1e2" or "3.0" are refused). */
+    const char *cost_text;
+    size_t cost_len;
+    sl_json_scan sc = sl__http_json_scan(r->body, r->body_len, "cost", &cost_text, &cost_len);
+    if (sc == SL_JSON_NUL) return json_error(a, 400, "nul_byte", NUL_TEXT), false;
+    if (sc == SL_JSON_TRAILING)
+        return json_error(a, 400, "bad_json", "the body has bytes after the JSON object"), false;
+    const char *end = NULL;
+    cJSON *j = sc == SL_JSON_OK ? cJSON_ParseWithLengthOpts(r->body, r->body_len, &end, 0) : NULL;
+    if (j && !only_ws(end, r->body + r->body_len)) {
+        cJSON_Delete(j);
+        return json_error(a, 400, "bad_json", "the body has bytes after the JSON object"), false;
+    }
     if (!j || !cJSON_IsObject(j)) {
         cJSON_Delete(j);
         return json_error(a, 400, "bad_json", "the body is not a JSON object"), false;
@@ -116,15 +153,14 @@ static bool args_from_json(const sl_http_request *r, check_args *c, answer *a) {
     else if (strlen(k->valuestring) > KEY_MAX)
         json_error(a, 400, "bad_key", "\"key\" is longer than 1024 bytes");
     else if (cost && !cJSON_IsNull(cost) &&
-             (!cJSON_IsNumber(cost) || cost->valuedouble < 0 ||
-              cost->valuedouble > (double)COST_MAX ||
-              cost->valuedouble > (double)(int64_t)cost->valuedouble))
-        json_error(a, 400, "bad_cost", "\"cost\" must be an integer from 0 to 10^12");
+             (!cJSON_IsNumber(cost) || !cost_text || !parse_cost(cost_text, cost_len, &c->cost)))
+        json_error(a, 400, "bad_cost",
+                   "\"cost\" must be an integer from 0 to 10^12, written with digits only");
     else {
         strcpy(c->policy, p->valuestring);
         c->key_len = strlen(k->valuestring);
         memcpy(c->key, k->valuestring, c->key_len + 1);
-        c->cost = (cost && cJSON_IsNumber(cost)) ? (int64_t)cost->valuedouble : 1;
+        if (!cost || cJSON_IsNull(cost)) c->cost = 1;
         ok = true;
     }
     cJSON_Delete(j);
@@ -146,7 +182,8 @@ static void decision_source(sl_buf *body, sl_store_from from) {
 
 /* The answer to /v1/check for a decision (rc from the policy check). */
 static void write_decision(sl_buf *out, bool head, bool keep, const sl_policy *p, int rc,
-                           const sl_decision *d, bool shadowed, int64_t cost, sl_store_from from) {
+                           const sl_decision *d, bool shadowed, int64_t cost, sl_store_from from,
+                           int64_t now) {
     answer a = {.status = 200, .content_type = "application/json"};
     sl__buf_init(&a.body);
     if (rc != SL_OK) {
@@ -167,8 +204,8 @@ static void write_decision(sl_buf *out, bool head, bool keep, const sl_policy *p
     }
     sl__http_decision_json(&a.body, p->cfg.name, d, shadowed);
     decision_source(&a.body, from);
-    sl_http_policy_view view = {p->cfg.name, p->cfg.params.algorithm, p->cfg.params.rate,
-                                p->cfg.params.burst};
+    sl_http_policy_view view = {.name = p->cfg.name, .rate = p->rate_text};
+    sl__policy_quota(p, now, &view.q, &view.w);
     sl__http_begin(out, d->allowed ? 200 : 429);
     sl__http_ratelimit_fields(out, &view, d);
     sl__http_header_line(out, "Cache-Control", "no-store");
@@ -182,13 +219,14 @@ static void write_decision(sl_buf *out, bool head, bool keep, const sl_policy *p
 typedef struct redis_check {
     sl_deferred *d;
     bool keep, head;
+    int64_t now; /* when the request was decided (a monthly quota's w depends on it) */
 } redis_check;
 
 static void redis_check_done(sl_policy_call *pc) {
     redis_check *rc = pc->arg;
     const sl_policy_item *it = &pc->items[0];
     write_decision(sl__deferred_out(rc->d), rc->head, rc->keep, it->policy, pc->rc, &it->decision,
-                   it->shadowed, it->cost, pc->from);
+                   it->shadowed, it->cost, pc->from, rc->now);
     sl__deferred_done(rc->d);
     sl__policy_call_free(pc);
     free(rc);
@@ -205,13 +243,14 @@ static void check_in_redis(sl_worker *w, const sl_http_request *r, sl_policy *p,
         free(rc);
         sl_decision none = {0};
         write_decision(out, r->method == SL_HTTP_HEAD, keep, p, SL_ENOMEM, &none, false, c->cost,
-                       SL_FROM_REDIS);
+                       SL_FROM_REDIS, 0);
         return;
     }
-    *rc = (redis_check){.d = d, .keep = keep, .head = r->method == SL_HTTP_HEAD};
+    int64_t now = sl__worker_now(w);
+    *rc = (redis_check){.d = d, .keep = keep, .head = r->method == SL_HTTP_HEAD, .now = now};
     pc->done = redis_check_done;
     pc->arg = rc;
-    sl__policy_call_start(w->store, pc, sl__worker_now(w));
+    sl__policy_call_start(w->store, pc, now);
 }
 
 static void handle_check(sl_worker *w, const sl_http_request *r, sl_buf *out, bool keep) {
@@ -240,41 +279,42 @@ static void handle_check(sl_worker *w, const sl_http_request *r, sl_buf *out, bo
     }
     sl_decision d;
     bool shadowed = false;
-    int rc = sl__policy_check(p, c.key, c.key_len, c.cost, sl__worker_now(w), &d, &shadowed);
-    write_decision(out, r->method == SL_HTTP_HEAD, keep, p, rc, &d, shadowed, c.cost,
-                   SL_FROM_REDIS);
+    int64_t now = sl__worker_now(w);
+    int rc = sl__policy_check(p, c.key, c.key_len, c.cost, now, &d, &shadowed);
+    write_decision(out, r->method == SL_HTTP_HEAD, keep, p, rc, &d, shadowed, c.cost, SL_FROM_REDIS,
+                   now);
     sl__buf_free(&a.body);
 }
 
+/* /v1/top: keys are any bytes (NUL included, from RESP), written as JSON
+ * strings that stay valid UTF-8 (invalid bytes become U+FFFD). */
 static void handle_top(sl_worker *w, const sl_http_request *r, answer *a) {
     char name[SL_POLICY_NAME_MAX + 2], nbuf[16];
-    long n = sl__http_query_param(r->query, r->query_len, "policy", name, sizeof name);
-    if (n < 0) return json_error(a, 400, "missing_policy", "the policy parameter is required");
+    long n = policy_param(r, name, sizeof name);
+    if (n == -1) return json_error(a, 400, "missing_policy", "the policy parameter is required");
+    if (n < 0) return json_error(a, 400, "bad_policy", BAD_POLICY_TEXT);
     sl_policy *p = sl__policy_find(w->policies, name, (size_t)n);
     if (!p) return json_error(a, 404, "unknown_policy", "no such policy");
     int64_t want = 20;
     long m = sl__http_query_param(r->query, r->query_len, "n", nbuf, sizeof nbuf);
-    if (m == -2 || (m >= 0 && (!parse_cost(nbuf, &want) || want < 1 || want > TOP_MAX)))
+    if (m == -2 || (m >= 0 && (!parse_cost(nbuf, (size_t)m, &want) || want < 1 || want > TOP_MAX)))
         return json_error(a, 400, "bad_n", "n must be an integer from 1 to 100");
     sl__topk_item items[TOP_MAX];
     size_t k = sl__topk_list(p->top, items, (size_t)want);
-    cJSON *root = cJSON_CreateObject(), *arr = cJSON_CreateArray();
-    cJSON_AddStringToObject(root, "policy", p->cfg.name);
+    sl__buf_puts(&a->body, "{\"policy\":");
+    sl__http_json_string(&a->body, p->cfg.name, strlen(p->cfg.name));
+    sl__buf_puts(&a->body, ",\"top\":[");
     for (size_t i = 0; i < k; i++) {
-        cJSON *o = cJSON_CreateObject();
-        char key[SL_TOPK_KEY_MAX + 1];
-        memcpy(key, items[i].key, items[i].keylen);
-        key[items[i].keylen] = '\0';
-        cJSON_AddStringToObject(o, "key", key);
-        cJSON_AddNumberToObject(o, "rejected", (double)items[i].count);
-        cJSON_AddNumberToObject(o, "error", (double)items[i].error);
-        cJSON_AddItemToArray(arr, o);
+        sl__buf_puts(&a->body, i ? ",{\"key\":" : "{\"key\":");
+        sl__http_json_string(&a->body, items[i].key, items[i].keylen);
+        sl__buf_printf(&a->body, ",\"rejected\":%llu,\"error\":%llu}",
+                       (unsigned long long)items[i].count, (unsigned long long)items[i].error);
     }
-    cJSON_AddItemToObject(root, "top", arr);
-    char *text = cJSON_PrintUnformatted(root);
-    if (text) sl__buf_puts(&a->body, text);
-    cJSON_free(text);
-    cJSON_Delete(root);
+    sl__buf_puts(&a->body, "]}");
+    if (a->body.failed) {
+        sl__buf_reset(&a->body);
+        json_error(a, 500, "internal", "out of memory");
+    }
 }
 
 /* Ready: not draining, and with the Redis store, Redis reachable from every

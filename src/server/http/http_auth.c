@@ -67,18 +67,6 @@ static int64_t ceil_s(int64_t ns) {
     return ns / SL_NS_PER_SEC + (ns % SL_NS_PER_SEC != 0);
 }
 
-/* sl_rate_format's notation ("5/s", "100/10s"); a calendar quota "N/month". */
-static void fw_rate(fw *w, const sl_policy *p) {
-    if (p->cfg.calendar == SL_CALENDAR_MONTH) {
-        fw_u64(w, (uint64_t)p->cfg.params.rate.limit);
-        fw_str(w, "/month");
-        return;
-    }
-    char buf[48];
-    sl_rate_format(p->cfg.params.rate, buf, sizeof buf);
-    fw_str(w, buf);
-}
-
 /* The policy's name as configured (a tier variant "api:pro" shows as "api"),
  * as an sf-string: names are [a-z0-9_.-], nothing to escape. */
 static void fw_name(fw *w, const sl_policy *p) {
@@ -116,7 +104,7 @@ static void write_limits(sl_buf *out, const sl_rules_answer *a, bool limited, si
         fw_str(&wp, ";w=");
         fw_u64(&wp, w);
         fw_str(&wp, ";sluice-rate=\"");
-        fw_rate(&wp, it->policy);
+        fw_str(&wp, it->policy->rate_text); /* the policy layer's, as /v1/check's */
         fw_str(&wp, "\"");
         int64_t t = ceil_s(d->reset_after);
         if (!d->allowed && d->retry_after >= 0) {
@@ -260,6 +248,13 @@ static void json_answer(fw *w, const sl_rules_answer *a, size_t bind, int status
         fw_str(w, ",\"tier\":\"");
         fw_str(w, a->tier_name);
         fw_str(w, "\"");
+    }
+    if (status == 403 && a->reason && !strcmp(a->reason, "cost_exceeds_limit")) {
+        /* retry_after_ms is -1 ("never"): say why, as /v1/check's 400 does */
+        fw_str(w, ",\"error\":");
+        fw_json_text(w, a->reason);
+        fw_str(w, ",\"message\":");
+        fw_json_text(w, a->message);
     }
     fw_str(w, "}");
 }

@@ -11,7 +11,9 @@
  * Output: default values are left out (protojson's habit): no
  * "limitRemaining" when 0, no "currentLimit" for a descriptor no rule
  * matched; "durationUntilReset" is a string such as "30s". Bad input: 400
- * with {"error":"bad_request","message":...}. With the Redis store the
+ * with {"error":"bad_request","message":...}; a NUL in a string (which
+ * cJSON would cut the string at) with "nul_byte", bytes after the value with
+ * "bad_json". With the Redis store the
  * table limits are decided in Redis and the answer written then. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -156,20 +158,6 @@ static const char *parse_request(const cJSON *root, parsed *p) {
     return NULL;
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped. */
-static void put_json_string(sl_buf *b, const char *s) {
-    sl__buf_puts(b, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            sl__buf_printf(b, "\\%c", *p);
-        else if (*p < 0x20)
-            sl__buf_printf(b, "\\u%04x", *p);
-        else
-            sl__buf_append(b, p, 1);
-    }
-    sl__buf_puts(b, "\"");
-}
-
 static const char *code_name(int code) {
     return code == SL_RLS_OK ? "OK" : code == SL_RLS_OVER_LIMIT ? "OVER_LIMIT" : "UNKNOWN";
 }
@@ -183,7 +171,7 @@ static void write_response(sl_buf *b, int overall, const sl_rls_status *st, size
             bool comma = false;
             if (st[i].name && st[i].name[0]) {
                 sl__buf_puts(b, "\"name\":");
-                put_json_string(b, st[i].name);
+                sl__http_json_string(b, st[i].name, strlen(st[i].name));
                 comma = true;
             }
             if (st[i].requests_per_unit) {
@@ -262,7 +250,16 @@ static void json_in_redis(sl_worker *w, sl_domain_call *call, const sl_rls_statu
 }
 
 bool sl__http_json_handle(sl_worker *w, const sl_http_request *req, sl_buf *out, bool keep) {
-    cJSON *root = cJSON_ParseWithLength(req->body, req->body_len);
+    /* cJSON strings end at a NUL: a descriptor value "v\u0000x" would count
+     * as "v". The raw body is looked at first (see sl__http_json_scan). */
+    sl_json_scan sc = sl__http_json_scan(req->body, req->body_len, NULL, NULL, NULL);
+    if (sc == SL_JSON_NUL)
+        return error_answer(out, keep, 400, "nul_byte",
+                            "the body contains a NUL character (\\u0000 or a 0 byte): domains, "
+                            "descriptor keys and values cannot contain NUL");
+    if (sc == SL_JSON_TRAILING)
+        return error_answer(out, keep, 400, "bad_json", "the body has bytes after the JSON value");
+    cJSON *root = sc == SL_JSON_OK ? cJSON_ParseWithLength(req->body, req->body_len) : NULL;
     if (!root) return error_answer(out, keep, 400, "bad_json", "the body is not valid JSON");
     static _Thread_local parsed p; /* large: not on the stack */
     const char *err = parse_request(root, &p);

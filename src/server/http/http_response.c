@@ -181,63 +181,11 @@ static char *w_sf_string(char *p, const char *s, size_t n) {
     return p;
 }
 
-/* sl_rate_format()'s text ("5/s", "100/10s", "3/500ms"), without printf:
- * this runs for every answer. The unit test checks both agree. */
-static char *w_rate(char *p, sl_rate r) {
-    static const struct {
-        const char *name;
-        int64_t ns;
-    } units[] = {{"d", 86400 * SL_NS_PER_SEC},
-                 {"h", 3600 * SL_NS_PER_SEC},
-                 {"m", 60 * SL_NS_PER_SEC},
-                 {"s", SL_NS_PER_SEC},
-                 {"ms", SL_NS_PER_MS},
-                 {"us", 1000},
-                 {"ns", 1}};
-    p = w_i64(p, r.limit);
-    *p++ = '/';
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (r.period > 0 && r.period % units[i].ns == 0) {
-            int64_t k = r.period / units[i].ns;
-            if (k != 1) p = w_i64(p, k);
-            return w_mem(p, units[i].name, strlen(units[i].name));
-        }
-    }
-    p = w_i64(p, r.period);
-    return W_LIT(p, "ns");
-}
-
-static bool is_bucket(sl_algorithm a) {
-    return a == SL_TOKEN_BUCKET || a == SL_GCRA || a == SL_LEAKY_QUEUE;
-}
-
-/* The `q` and `w` of RateLimit-Policy (docs/http-api.md):
- * - windows: q = N, w = P in seconds, rounded up, at least 1;
- * - buckets: q = B, w = the time to refill B from empty, B * P / N, in
- *   seconds rounded up, at least 1. */
-static void policy_quota(const sl_http_policy_view *p, uint64_t *q, uint64_t *w) {
-    int64_t limit = p->rate.limit > 0 ? p->rate.limit : 1;
-    int64_t period = p->rate.period > 0 ? p->rate.period : 1;
-    unsigned __int128 num, den;
-    if (is_bucket(p->algorithm)) {
-        *q = sf_int(p->burst);
-        num = (unsigned __int128)(uint64_t)(p->burst > 0 ? p->burst : 0) * (uint64_t)period;
-        den = (unsigned __int128)(uint64_t)limit * (uint64_t)SL_NS_PER_SEC;
-    } else {
-        *q = sf_int(limit);
-        num = (uint64_t)period;
-        den = (uint64_t)SL_NS_PER_SEC;
-    }
-    unsigned __int128 secs = num / den + (num % den != 0);
-    if (secs < 1) secs = 1;
-    *w = secs > (unsigned __int128)SF_INT_MAX ? (uint64_t)SF_INT_MAX : (uint64_t)secs;
-}
-
 void sl__http_ratelimit_fields(sl_buf *out, const sl_http_policy_view *p, const sl_decision *d) {
-    uint64_t q, w;
-    policy_quota(p, &q, &w);
-    const char *name = p->name ? p->name : "";
-    size_t nl = strlen(name);
+    uint64_t q = p->q > (uint64_t)SF_INT_MAX ? (uint64_t)SF_INT_MAX : p->q;
+    uint64_t w = p->w > (uint64_t)SF_INT_MAX ? (uint64_t)SF_INT_MAX : p->w;
+    const char *name = p->name ? p->name : "", *rate = p->rate ? p->rate : "";
+    size_t nl = strlen(name), rl = strlen(rate);
 
     int64_t reset_s = ceil_div(d->reset_after, SL_NS_PER_SEC);
     bool retry = !d->allowed && d->retry_after >= 0;
@@ -248,7 +196,7 @@ void sl__http_ratelimit_fields(sl_buf *out, const sl_http_policy_view *p, const 
     int64_t t = retry ? retry_s : reset_s;
 
     /* literals (< 200 bytes), two names, the rate, ten numbers */
-    char *b = sl__buf_reserve(out, 200 + 2 * (2 * nl + 2) + 64 + 10 * U64_MAX_DIGITS);
+    char *b = sl__buf_reserve(out, 200 + 2 * (2 * nl + 2) + 2 * rl + 2 + 10 * U64_MAX_DIGITS);
     if (!b) return;
     char *s = W_LIT(b, "RateLimit-Policy: ");
     s = w_sf_string(s, name, nl);
@@ -256,9 +204,9 @@ void sl__http_ratelimit_fields(sl_buf *out, const sl_http_policy_view *p, const 
     s = w_u64(s, q);
     s = W_LIT(s, ";w=");
     s = w_u64(s, w);
-    s = W_LIT(s, ";sluice-rate=\"");
-    s = w_rate(s, p->rate);
-    s = W_LIT(s, "\"\r\nRateLimit: ");
+    s = W_LIT(s, ";sluice-rate=");
+    s = w_sf_string(s, rate, rl);
+    s = W_LIT(s, "\r\nRateLimit: ");
     s = w_sf_string(s, name, nl);
     s = W_LIT(s, ";r=");
     s = w_u64(s, sf_int(d->remaining));
@@ -280,41 +228,44 @@ void sl__http_ratelimit_fields(sl_buf *out, const sl_http_policy_view *p, const 
 
 /* ---- JSON ------------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no
- * surrogates, at most U+10FFFF), or 0 if there is none. */
-static size_t utf8_len(const unsigned char *s) {
+/* Length of the valid UTF-8 sequence at s (n > 0 bytes available; RFC
+ * 3629: no overlongs, no surrogates, at most U+10FFFF), or 0 if there is
+ * none (a sequence cut short by the end of the string is none). */
+static size_t utf8_len(const unsigned char *s, size_t n) {
     unsigned char c = s[0];
     if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf) return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+    if (c >= 0xc2 && c <= 0xdf) return n >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
     if (c >= 0xe0 && c <= 0xef) {
         unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-        return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
+        return n >= 3 && s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
     }
     if (c >= 0xf0 && c <= 0xf4) {
         unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-        return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 && (s[3] & 0xc0) == 0x80 ? 4 : 0;
+        return n >= 4 && s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 && (s[3] & 0xc0) == 0x80
+                   ? 4
+                   : 0;
     }
     return 0;
 }
 
-/* A JSON string (RFC 8259 7): '"' and '\' escaped, control characters as
- * \n, \r, \t, \b, \f or \u00XX, DEL as \u007f; bytes that are not valid UTF-8
- * become U+FFFD, so the output is always valid JSON in UTF-8. str is
- * NUL-terminated (the NUL is read as a sentinel by utf8_len: a truncated
- * sequence stops at it). Writes at most 6 * strlen(str) + 2 bytes. */
-static char *w_json_string(char *p, const char *str) {
+/* A JSON string (RFC 8259 7) of the len bytes at str: '"' and '\' escaped,
+ * control characters (NUL included) as \n, \r, \t, \b, \f or \u00XX, DEL
+ * as \u007f; each byte that does not start a valid UTF-8 sequence becomes
+ * U+FFFD, so the output is always valid JSON in UTF-8 whatever the input.
+ * Writes at most JSON_STRING_MAX(n) bytes. */
+#define JSON_STRING_MAX(n) (6 * (n) + 2)
+static char *w_json_string(char *p, const char *str, size_t len) {
     static const char hex[] = "0123456789abcdef";
-    const unsigned char *s = (const unsigned char *)str;
+    const unsigned char *s = (const unsigned char *)str, *end = s + len;
     *p++ = '"';
-    for (;;) {
+    while (s < end) {
         unsigned char c = *s;
         if (c >= 0x20 && c != '"' && c != '\\' && c < 0x7f) {
             *p++ = (char)c;
             s++;
             continue;
         }
-        if (!c) break;
-        size_t n = c >= 0x80 ? utf8_len(s) : 0;
+        size_t n = c >= 0x80 ? utf8_len(s, (size_t)(end - s)) : 0;
         if (n) {
             p = w_mem(p, (const char *)s, n);
             s += n;
@@ -357,6 +308,12 @@ static char *w_json_string(char *p, const char *str) {
     return p;
 }
 
+void sl__http_json_string(sl_buf *out, const void *s, size_t n) {
+    char *b = sl__buf_reserve(out, JSON_STRING_MAX(n));
+    if (!b) return;
+    sl__buf_commit(out, (size_t)(w_json_string(b, s, n) - b));
+}
+
 static int64_t ms_up(int64_t ns) {
     return ns < 0 ? -1 : ceil_div(ns, SL_NS_PER_MS);
 }
@@ -380,7 +337,7 @@ void sl__http_decision_json(sl_buf *out, const char *policy, const sl_decision *
         s = w_i64(s, ms_up(d->delay));
     }
     s = W_LIT(s, ",\"policy\":");
-    s = w_json_string(s, policy);
+    s = w_json_string(s, policy, pl);
     if (shadowed) s = W_LIT(s, ",\"shadow\":true");
     *s++ = '}';
     sl__buf_commit(out, (size_t)(s - b));
@@ -389,12 +346,13 @@ void sl__http_decision_json(sl_buf *out, const char *policy, const sl_decision *
 void sl__http_error_json(sl_buf *out, const char *code, const char *message) {
     if (!code) code = "error";
     if (!message) message = "";
-    char *b = sl__buf_reserve(out, 24 + 6 * (strlen(code) + strlen(message)) + 4);
+    size_t cl = strlen(code), ml = strlen(message);
+    char *b = sl__buf_reserve(out, 24 + JSON_STRING_MAX(cl) + JSON_STRING_MAX(ml));
     if (!b) return;
     char *s = W_LIT(b, "{\"error\":");
-    s = w_json_string(s, code);
+    s = w_json_string(s, code, cl);
     s = W_LIT(s, ",\"message\":");
-    s = w_json_string(s, message);
+    s = w_json_string(s, message, ml);
     *s++ = '}';
     sl__buf_commit(out, (size_t)(s - b));
 }

@@ -27,7 +27,7 @@ int sl__log_parse_level(const char *name) {
 static atomic_uint_fast64_t limited_state, limited_dropped;
 
 __attribute__((format(printf, 3, 0))) static void vlog(sl_log_level level, const char *suffix,
-                                                      const char *fmt, va_list ap) {
+                                                       const char *fmt, va_list ap) {
     char line[1024];
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -69,7 +69,7 @@ void sl__log_limited(int64_t now, sl_log_level level, const char *fmt, ...) {
     } while (!atomic_compare_exchange_weak_explicit(&limited_state, &cur, next,
                                                     memory_order_relaxed, memory_order_relaxed));
     uint64_t dropped = atomic_exchange_explicit(&limited_dropped, 0, memory_order_relaxed);
-    char suffix[64] = "";
+    char suffix[96] = "";
     if (dropped)
         snprintf(suffix, sizeof suffix, " (%llu similar lines before this one not logged)",
                  (unsigned long long)dropped);

@@ -212,6 +212,12 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     sl__prom_family(out, "sluice_timeouts_total", "counter",
                     "Connections closed for idleness or a request head that came too slowly.");
     sl__prom_sample(out, "sluice_timeouts_total", NULL, SUM(s, timeouts));
+    sl__prom_family(out, "sluice_api_key_refused_total", "counter",
+                    "GET /v1/auth requests with an unknown API key, or none where one is "
+                    "required (401, or 403 when a limit without a key refused them first).");
+    const char *luk[] = {"reason", "unknown_key", NULL}, *lmk[] = {"reason", "missing_key", NULL};
+    sl__prom_sample(out, "sluice_api_key_refused_total", luk, SUM(s, unknown_keys));
+    sl__prom_sample(out, "sluice_api_key_refused_total", lmk, SUM(s, missing_keys));
     sl__prom_family(out, "sluice_reloads_total", "counter", "Successful config reloads.");
     sl__prom_sample(out, "sluice_reloads_total", NULL, atomic_load(&s->reloads));
     sl__prom_family(out, "sluice_reload_failures_total", "counter",

@@ -19,3 +19,6 @@ if(TARGET sluiced)
                          TIMEOUT 120 ENVIRONMENT SLUICE_TEST_REDIS=1)
   endif()
 endif()
+
+# The budget of the rate-limited log that shadow mode writes to (src/util/log.c).
+sluice_unit_test(test_log)

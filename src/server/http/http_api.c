@@ -250,9 +250,11 @@ static void handle_check(sl_worker *w, const sl_http_request *r, sl_buf *out, bo
 static void handle_top_domain(sl_worker *w, const sl_http_request *r, answer *a) {
     char domain[SL_DOMAIN_TOP_TEXT + 2], rule[SL_DOMAIN_TOP_TEXT + 2], nbuf[16];
     long dn = sl__http_query_param(r->query, r->query_len, "domain", domain, sizeof domain);
-    if (dn < 0) return json_error(a, 400, "bad_domain", "the domain parameter is too long");
+    if (dn < 0)
+        return json_error(a, 400, "bad_domain", "the domain parameter is malformed or too long");
     long rn = sl__http_query_param(r->query, r->query_len, "rule", rule, sizeof rule);
-    if (rn == -2) return json_error(a, 400, "bad_rule", "the rule parameter is too long");
+    if (rn == -2)
+        return json_error(a, 400, "bad_rule", "the rule parameter is malformed or too long");
     int64_t want = 20;
     long m = sl__http_query_param(r->query, r->query_len, "n", nbuf, sizeof nbuf);
     if (m == -2 || (m >= 0 && (!parse_cost(nbuf, &want) || want < 1 || want > TOP_MAX)))

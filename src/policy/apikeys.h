@@ -1,8 +1,8 @@
 /* apikeys.h: the table of valid API keys, read from a key file (one key per
  * line, with its plan tier and optionally its organisation) and looked up in
- * O(1) on every request. A key that is not in the table is refused (401)
- * before any limiter state exists for it, so random keys cost nothing but
- * the lookup. The table is immutable once built and reference counted: a
+ * O(1) on every request. A key that is not in the table is refused (401,
+ * after the limits that need no key: rules.h) and never becomes a limiter
+ * key, so random keys create no state. The table is immutable once built and reference counted: a
  * reload builds a new one while requests finish on the old.
  *
  * File format (docs/identity.md):

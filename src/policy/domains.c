@@ -26,7 +26,16 @@
  * sl_table_check_all: if one enforced limit refuses, nothing is consumed.
  * Shadow-mode limits take part like enforced ones, but a shadow limit that
  * would refuse is taken out and the rest decided again, so it never blocks
- * the request nor makes others consume. */
+ * the request nor makes others consume. The config's top-level `shadow:
+ * true` makes every limit of the set a shadow limit (a view of the set, not
+ * state: a reload that turns it off keeps the tables).
+ *
+ * Accounting: every limit counts its outcomes (allowed, limited,
+ * shadow_limited) for /metrics, by domain and rule; each domain has one
+ * heavy-hitters sketch of the descriptors refused (shadow refusals included)
+ * for /v1/top?domain=, shared with the next set while the domain remains;
+ * and a shadow refusal is logged through the process-wide budget of
+ * sl__log_limited, so a flood cannot fill the disk. */
 #include "policy/domains.h"
 #include "store/store.h"
 
@@ -45,8 +54,10 @@
 #include <yaml.h>
 
 #include "core/hash.h"
+#include "core/topk.h"
 #include "sluice/error.h"
 #include "sluice/table.h"
+#include "util/log.h"
 
 #define COUNT(a)        (sizeof(a) / sizeof((a)[0]))
 #define YAML_MAX_DEPTH  (2 * SL_DOMAINS_MAX_DEPTH + 8)
@@ -55,6 +66,8 @@
 #define SHOW_MAX        40
 #define NS_SEC          SL_NS_PER_SEC
 #define KEY_STACK_BYTES 4096
+#define TOP_CAPACITY    64     /* counters of a domain's refused-descriptors sketch */
+#define TOP_SEP         '\x1f' /* between the rule and the descriptor in a sketch key */
 
 /* ---- errors -------------------------------------------------------------- */
 
@@ -1135,10 +1148,17 @@ typedef struct clevel {
     size_t nwild;
 } clevel;
 
+/* A domain's sketch of refused descriptors, shared by successive sets. */
+typedef struct dtop {
+    atomic_int refs;
+    sl__topk *top;
+} dtop;
+
 typedef struct cdomain {
     const char *name;
     size_t len;
     clevel top;
+    dtop *refused; /* never NULL in a built set */
 } cdomain;
 
 typedef struct override {
@@ -1159,6 +1179,7 @@ struct sl_domain_set {
     atomic_int refs;
     uint64_t seed;
     size_t max_memory;
+    bool shadow; /* the config's top-level shadow: every limit is a shadow limit */
     cdomain *domains;
     size_t ndomains;
     uint32_t *dslots;
@@ -1241,6 +1262,15 @@ static bool same_params(const sl_params *a, const sl_params *b) {
            a->rate.period == b->rate.period && a->burst == b->burst && a->flags == b->flags;
 }
 
+static void dtop_release(dtop *t) {
+    if (!t || atomic_fetch_sub(&t->refs, 1) != 1) return;
+    sl__topk_destroy(t->top);
+    free(t);
+}
+
+/* The sketch of domain `name` in prev (shared), or a new one. */
+static dtop *dtop_for(const sl_domain_set *prev, const char *name, size_t len);
+
 void sl__domain_set_retain(sl_domain_set *s) {
     atomic_fetch_add(&s->refs, 1);
 }
@@ -1251,6 +1281,7 @@ void sl__domain_set_release(sl_domain_set *s) {
     free(s->states);
     size_t nov = atomic_load(&s->nov);
     for (size_t i = 0; i < nov; i++) lstate_release(s->ov[i].st);
+    for (size_t i = 0; i < s->ndomains; i++) dtop_release(s->domains[i].refused);
     pthread_mutex_destroy(&s->ov_lock);
     for (arena_block *b = s->arena, *next; b; b = next) {
         next = b->next;
@@ -1497,7 +1528,8 @@ int sl__domain_set_build(const sl_domain_rules *rules, size_t max_memory, sl_dom
         cdomain *c = &s->domains[s->ndomains++];
         c->name = arena_str(s, r->name, r->len);
         c->len = r->len;
-        ok = c->name != NULL;
+        c->refused = dtop_for(prev, r->name, r->len);
+        ok = c->name != NULL && c->refused != NULL;
         uint32_t j = (uint32_t)sl__hash(r->name, r->len, s->seed) & s->dmask;
         while (s->dslots[j]) j = (j + 1) & s->dmask;
         s->dslots[j] = (uint32_t)i + 1;
@@ -1534,7 +1566,13 @@ int sl__domain_set_build(const sl_domain_rules *rules, size_t max_memory, sl_dom
 
 int sl__domain_set_create(const sl_config *cfg, sl_domain_set *prev, int64_t now,
                           sl_domain_set **out, char *err, size_t errlen) {
-    return sl__domain_set_build(cfg->domain_rules, cfg->max_memory, prev, now, out, err, errlen);
+    int rc = sl__domain_set_build(cfg->domain_rules, cfg->max_memory, prev, now, out, err, errlen);
+    if (rc == 0) sl__domain_set_shadow(*out, cfg->shadow);
+    return rc;
+}
+
+void sl__domain_set_shadow(sl_domain_set *s, bool shadow) {
+    s->shadow = shadow;
 }
 
 /* ---- matching ---------------------------------------------------------------- */
@@ -1547,6 +1585,21 @@ static const cdomain *find_domain(const sl_domain_set *s, const char *name, size
         if (d->len == len && !memcmp(d->name, name, len)) return d;
     }
     return NULL;
+}
+
+static dtop *dtop_for(const sl_domain_set *prev, const char *name, size_t len) {
+    const cdomain *old = find_domain(prev, name, len);
+    if (old && old->refused) {
+        atomic_fetch_add(&old->refused->refs, 1);
+        return old->refused;
+    }
+    dtop *t = calloc(1, sizeof *t);
+    if (!t || sl__topk_create(TOP_CAPACITY, &t->top) != 0) {
+        free(t);
+        return NULL;
+    }
+    atomic_init(&t->refs, 1);
+    return t;
 }
 
 static const cnode *lookup(const sl_domain_set *s, const clevel *lv, const sl_rls_entry *e,
@@ -1671,10 +1724,39 @@ static void peek(sl_check *c, int64_t now, sl_decision *out) {
     if (sl_table_check(c->table, c->key, c->keylen, 0, now, out) != SL_OK) out->allowed = true;
 }
 
+/* printable ASCII of s[0..n) at buf[o..cap): other bytes become '?'. */
+static size_t put_text(char *buf, size_t o, size_t cap, const char *s, size_t n) {
+    for (size_t i = 0; i < n && o < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        buf[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    return o;
+}
+
+/* The sketch key of a refused descriptor (at most SL_TOPK_KEY_MAX bytes):
+ * its rule's stats key, TOP_SEP, and the entries as "key=value,key=value",
+ * in printable ASCII. Returns the length. */
+static size_t descriptor_label(const item *it, const sl_rls_descriptor *q, char *buf) {
+    const size_t cap = SL_TOPK_KEY_MAX;
+    const char *rule = it->st->id + strlen(it->st->id) + 1;
+    size_t o = put_text(buf, 0, cap, rule, strlen(rule));
+    if (o < cap) buf[o++] = TOP_SEP;
+    for (size_t e = 0; e < q->nentries; e++) {
+        if (e && o < cap) buf[o++] = ',';
+        o = put_text(buf, o, cap, q->entries[e].key, q->entries[e].key_len);
+        if (o < cap) buf[o++] = '=';
+        o = put_text(buf, o, cap, q->entries[e].value, q->entries[e].value_len);
+    }
+    return o;
+}
+
 /* The request's limits, between sl__domain_prepare and sl__domain_finish. */
 struct sl_domain_call {
     sl_domain_set *set; /* held */
+    const cdomain *domain;
     item items[SL_RLS_MAX_DESCRIPTORS];
+    char labels[SL_RLS_MAX_DESCRIPTORS][SL_TOPK_KEY_MAX]; /* descriptor_label of each item */
+    uint8_t label_len[SL_RLS_MAX_DESCRIPTORS];
     size_t nitems;
     size_t map[SL_CHECK_MAX]; /* store item -> items index */
     size_t nactive;
@@ -1685,8 +1767,15 @@ struct sl_domain_call {
     void *done_arg;
 };
 
-static void statuses_of(item *items, size_t nitems, int64_t now, sl_rls_status *statuses,
-                        int *overall);
+/* Where statuses_of finds the labels of refused descriptors: computed from
+ * the request (memory store), or prepared in the call (Redis store). */
+typedef struct labels {
+    const sl_rls_request *req;
+    const sl_domain_call *call;
+} labels;
+
+static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t now, const labels *lb,
+                        sl_rls_status *statuses, int *overall);
 
 /* Steps 1-5 of a decision. With `call` (the Redis store) the table limits
  * are not decided here: they are handed back as a store call. */
@@ -1767,6 +1856,7 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
             it.period = c->period;
             it.shadow = c->shadow;
         }
+        it.shadow |= s->shadow; /* the config's top-level shadow: a dry run of everything */
         items[nitems++] = it;
     }
     if (!nitems) return SL_RLS_DONE;
@@ -1838,8 +1928,13 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
             goto out;
         }
         dc->set = s;
+        dc->domain = d;
         sl__domain_set_retain(s);
         memcpy(dc->items, items, nitems * sizeof *items);
+        for (size_t k = 0; k < nitems; k++)
+            if (items[k].st)
+                dc->label_len[k] = (uint8_t)descriptor_label(
+                    &items[k], &req->descriptors[items[k].desc], dc->labels[k]);
         dc->nitems = nitems;
         dc->nactive = nactive;
         dc->now = now;
@@ -1917,15 +2012,41 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
         }
     }
 
-    statuses_of(items, nitems, now, statuses, overall);
+    labels lb = {.req = req};
+    statuses_of(d, items, nitems, now, &lb, statuses, overall);
 out:
     if (keys.p != stack) free(keys.p);
     return rc;
 }
 
+/* A refused descriptor (for a shadow limit: one that would have been):
+ * into the domain's sketch, and for a shadow limit into the log. */
+static void note_refusal(const cdomain *d, const item *it, size_t k, const labels *lb,
+                         int64_t now) {
+    char buf[SL_TOPK_KEY_MAX];
+    size_t n;
+    if (lb->req) {
+        n = descriptor_label(it, &lb->req->descriptors[it->desc], buf);
+    } else {
+        n = lb->call->label_len[k];
+        memcpy(buf, lb->call->labels[k], n);
+    }
+    sl__topk_add(d->refused->top, buf, n, 1);
+    if (!it->shadow) return;
+    char dom[SHOW_MAX + 1];
+    dom[put_text(dom, 0, SHOW_MAX, d->name, d->len)] = '\0';
+    size_t sep = 0;
+    while (sep < n && buf[sep] != TOP_SEP) sep++;
+    const char *what = sep < n ? buf + sep + 1 : "";
+    sl__log_limited(now, SL_LOG_INFO,
+                    "shadow: domain %s rule %.*s would have refused %.*s (%u per %s)", dom,
+                    (int)sep, buf, (int)(sep < n ? n - sep - 1 : 0), what, (unsigned)it->rpu,
+                    sl__rls_unit_name(it->unit));
+}
+
 /* 6. the statuses, in the descriptors' order */
-static void statuses_of(item *items, size_t nitems, int64_t now, sl_rls_status *statuses,
-                        int *overall) {
+static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t now, const labels *lb,
+                        sl_rls_status *statuses, int *overall) {
     for (size_t k = 0; k < nitems; k++) {
         item *it = &items[k];
         sl_rls_status *st = &statuses[it->desc];
@@ -1950,7 +2071,10 @@ static void statuses_of(item *items, size_t nitems, int64_t now, sl_rls_status *
             st->code = SL_RLS_OVER_LIMIT;
             *overall = SL_RLS_OVER_LIMIT;
         }
-        if (it->st) count_outcome(it->st, it->refused, it->shadow);
+        if (it->st) {
+            count_outcome(it->st, it->refused, it->shadow);
+            if (it->refused) note_refusal(d, it, k, lb, now);
+        }
     }
 }
 
@@ -1993,7 +2117,8 @@ void sl__domain_finish(sl_domain_call *c, sl_rls_status *statuses, int *overall)
         }
         if (it->dec.retry_after < 0) it->dec.retry_after = 0; /* a cost that never passes */
     }
-    statuses_of(c->items, c->nitems, c->now, statuses, overall);
+    labels lb = {.call = c};
+    statuses_of(c->domain, c->items, c->nitems, c->now, &lb, statuses, overall);
 }
 
 void sl__domain_call_free(sl_domain_call *c) {
@@ -2031,4 +2156,28 @@ bool sl__domain_set_rule_stats(const sl_domain_set *s, size_t i, sl_domain_rule_
         out->keys = ts.keys;
     }
     return true;
+}
+
+long sl__domain_set_top(const sl_domain_set *s, const char *domain, size_t dlen, const char *rule,
+                        size_t rlen, sl_domain_top_item *out, size_t max) {
+    const cdomain *d = find_domain(s, domain, dlen);
+    if (!d) return -1;
+    sl__topk_item all[TOP_CAPACITY];
+    size_t n = sl__topk_list(d->refused->top, all, TOP_CAPACITY), k = 0;
+    _Static_assert(SL_DOMAIN_TOP_TEXT >= SL_TOPK_KEY_MAX, "a sketch key fits");
+    for (size_t i = 0; i < n && k < max; i++) {
+        const char *p = all[i].key;
+        size_t len = all[i].keylen, sep = 0;
+        while (sep < len && p[sep] != TOP_SEP) sep++;
+        if (rule && (sep != rlen || memcmp(p, rule, rlen) != 0)) continue;
+        sl_domain_top_item *o = &out[k++];
+        memcpy(o->rule, p, sep);
+        o->rule[sep] = '\0';
+        size_t kl = sep < len ? len - sep - 1 : 0;
+        memcpy(o->key, p + len - kl, kl);
+        o->key[kl] = '\0';
+        o->count = all[i].count;
+        o->error = all[i].error;
+    }
+    return (long)k;
 }

@@ -54,12 +54,17 @@ typedef struct sl_domain_set sl_domain_set;
 
 /* Builds the set for cfg (empty when cfg has no domains); reuses the state of
  * unchanged limits of prev (may be NULL): same domain, same descriptor path,
- * same algorithm, rate and burst. Returns 0, or -1 with err. */
+ * same algorithm, rate and burst, and each remaining domain's sketch of
+ * refused descriptors. The config's top-level `shadow: true` makes every
+ * limit a shadow limit (sl__domain_set_shadow). Returns 0, or -1 with err. */
 int sl__domain_set_create(const sl_config *cfg, sl_domain_set *prev, int64_t now,
                           sl_domain_set **out, char *err, size_t errlen);
 /* The same from rules directly (tests, fuzzing); rules may be NULL (empty). */
 int sl__domain_set_build(const sl_domain_rules *rules, size_t max_memory, sl_domain_set *prev,
                          int64_t now, sl_domain_set **out, char *err, size_t errlen);
+/* Every limit of s decides and counts but never refuses (shadow), or only
+ * those with shadow_mode (false, the default). Call before s is shared. */
+void sl__domain_set_shadow(sl_domain_set *s, bool shadow);
 void sl__domain_set_retain(sl_domain_set *s);
 void sl__domain_set_release(sl_domain_set *s);
 
@@ -164,5 +169,21 @@ typedef struct sl_domain_rule_stats {
 } sl_domain_rule_stats;
 size_t sl__domain_set_rule_count(const sl_domain_set *s);
 bool sl__domain_set_rule_stats(const sl_domain_set *s, size_t i, sl_domain_rule_stats *out);
+
+/* The descriptors refused most often in a domain (shadow refusals
+ * included), from a bounded heavy-hitters sketch per domain (64 counters,
+ * kept across reloads while the domain remains): of every rule, or only of
+ * the rule whose stats key (as in sl_domain_rule_stats) is `rule` (NULL:
+ * all). Heaviest first, at most max. Returns how many, or -1 when s has no
+ * such domain. Rule and key are printable ASCII (other bytes shown as '?'),
+ * truncated so that both fit in one sketch key. */
+#define SL_DOMAIN_TOP_TEXT 128
+typedef struct sl_domain_top_item {
+    char rule[SL_DOMAIN_TOP_TEXT + 1]; /* NUL-terminated */
+    char key[SL_DOMAIN_TOP_TEXT + 1];  /* the entries: "key=value,key=value" */
+    uint64_t count, error;             /* as in core/topk.h */
+} sl_domain_top_item;
+long sl__domain_set_top(const sl_domain_set *s, const char *domain, size_t dlen, const char *rule,
+                        size_t rlen, sl_domain_top_item *out, size_t max);
 
 #endif

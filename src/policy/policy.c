@@ -14,6 +14,7 @@
 #include "policy/policy.h"
 #include "policy/rules.h"
 #include "sluice/error.h"
+#include "util/log.h"
 
 #define TOPK_CAPACITY 64
 #define NS_DAY        (86400 * SL_NS_PER_SEC)
@@ -281,16 +282,41 @@ static int table_check(sl_policy *p, const void *key, size_t keylen, int64_t cos
 
 /* ---- single and layered checks ------------------------------------------------ */
 
+/* Shadow mode says in the log what it would have refused: the key as in
+ * /v1/top (a rule's label, never an API key in clear), printable ASCII, at
+ * most SL_TOPK_KEY_MAX bytes, through sl__log_limited's budget. */
+static void log_shadow(const sl_policy *p, const char *key, size_t keylen, const sl_decision *d,
+                       int64_t now) {
+    char text[SL_TOPK_KEY_MAX + 1];
+    size_t n = keylen < SL_TOPK_KEY_MAX ? keylen : SL_TOPK_KEY_MAX;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)key[i];
+        text[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    text[n] = '\0';
+    int64_t ms = d->retry_after < 0 ? -1 : (d->retry_after + SL_NS_PER_MS - 1) / SL_NS_PER_MS;
+    if (ms < 0)
+        sl__log_limited(now, SL_LOG_INFO,
+                        "shadow: policy %s would have refused %s (its cost can never pass)",
+                        p->cfg.name, text);
+    else
+        sl__log_limited(now, SL_LOG_INFO,
+                        "shadow: policy %s would have refused %s (retry after %lld ms)",
+                        p->cfg.name, text, (long long)ms);
+}
+
 static void count_refusal(sl_policy *p, const void *key, size_t keylen, const char *label,
-                          size_t label_len, bool shadow) {
+                          size_t label_len, bool shadow, const sl_decision *d, int64_t now) {
     if (label)
         sl__topk_add(p->top, label, label_len, 1);
     else
         sl__topk_add(p->top, key, keylen, 1);
-    if (shadow)
+    if (shadow) {
         atomic_fetch_add_explicit(&p->shadow_limited, 1, memory_order_relaxed);
-    else
+        log_shadow(p, label ? label : key, label ? label_len : keylen, d, now);
+    } else {
         atomic_fetch_add_explicit(&p->limited, 1, memory_order_relaxed);
+    }
 }
 
 /* Batched mode: a key that owes the fleet is refused, its table untouched
@@ -317,7 +343,7 @@ int sl__policy_check(sl_policy *p, const char *key, size_t keylen, int64_t cost,
         return SL_OK;
     }
     bool shadow = atomic_load_explicit(&p->shadow, memory_order_relaxed);
-    count_refusal(p, key, keylen, NULL, 0, shadow);
+    count_refusal(p, key, keylen, NULL, 0, shadow, d, now);
     if (shadow) {
         *shadowed = true;
         d->allowed = true;
@@ -453,7 +479,7 @@ unlock:
 }
 
 static void count(sl_policy_item *items, const size_t *idx, size_t n, sl_policy_label_fn label,
-                  void *ctx, bool shadow) {
+                  void *ctx, bool shadow, int64_t now) {
     for (size_t k = 0; k < n; k++) {
         sl_policy_item *it = &items[idx[k]];
         if (!it->decided) continue;
@@ -463,7 +489,8 @@ static void count(sl_policy_item *items, const size_t *idx, size_t n, sl_policy_
         }
         char buf[SL_TOPK_KEY_MAX];
         size_t len = label ? label(ctx, idx[k], buf, sizeof buf) : 0;
-        count_refusal(it->policy, it->key, it->keylen, label ? buf : NULL, len, shadow);
+        count_refusal(it->policy, it->key, it->keylen, label ? buf : NULL, len, shadow,
+                      &it->decision, now);
         if (shadow) {
             it->shadowed = true;
             it->decision.allowed = true;
@@ -476,15 +503,15 @@ static void count(sl_policy_item *items, const size_t *idx, size_t n, sl_policy_
  * no (as limited, or as shadow_limited for the shadow group; the others were
  * not charged and did not decide); else every limit, as allowed. */
 static void count_group(sl_policy_item *items, const size_t *idx, size_t n, bool refused,
-                        sl_policy_label_fn label, void *ctx, bool shadow) {
+                        sl_policy_label_fn label, void *ctx, bool shadow, int64_t now) {
     if (!refused) {
-        count(items, idx, n, label, ctx, false);
+        count(items, idx, n, label, ctx, false, now);
         return;
     }
     size_t no[SL_CHECK_MAX], nn = 0;
     for (size_t k = 0; k < n; k++)
         if (items[idx[k]].decided && !items[idx[k]].decision.allowed) no[nn++] = idx[k];
-    count(items, no, nn, label, ctx, shadow);
+    count(items, no, nn, label, ctx, shadow, now);
 }
 
 /* Batched mode: tells the observers what a passed request charged. */
@@ -523,7 +550,7 @@ int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy
             if (j != enf[k])
                 items[j].decided = table_check(items[j].policy, items[j].key, items[j].keylen, 0,
                                                now, &items[j].decision) == SL_OK;
-        count(items, &enf[k], 1, label, ctx, false);
+        count(items, &enf[k], 1, label, ctx, false, now);
         *refused = enf[k];
         return SL_OK;
     }
@@ -533,7 +560,7 @@ int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy
         return rc;
     }
     if (r != NONE) {
-        count_group(items, enf, ne, true, label, ctx, false);
+        count_group(items, enf, ne, true, label, ctx, false, now);
         for (size_t k = 0; k < ns; k++) {
             sl_policy_item *it = &items[sha[k]];
             it->decided =
@@ -542,7 +569,7 @@ int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy
         *refused = r;
         return SL_OK;
     }
-    count_group(items, enf, ne, false, label, ctx, false);
+    count_group(items, enf, ne, false, label, ctx, false, now);
     if (ns == 0) {
         report_charges(items, n);
         return SL_OK;
@@ -553,7 +580,7 @@ int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy
         items[r].decided = true;
         items[r].decision.allowed = false;
     }
-    count_group(items, sha, ns, rc != SL_OK || r != NONE, label, ctx, true);
+    count_group(items, sha, ns, rc != SL_OK || r != NONE, label, ctx, true, now);
     if (rc != SL_OK || r != NONE) { /* the shadow group was not charged */
         for (size_t k = 0; k < ne; k++) report_charges(&items[enf[k]], 1);
         return SL_OK;
@@ -676,12 +703,12 @@ static void call_decided(sl_store_call *sc) {
         pc->done(pc);
         return;
     }
-    count_group(pc->items, enf, ne, pc->refused != n, label, pc, false);
+    count_group(pc->items, enf, ne, pc->refused != n, label, pc, false, sc->now);
     if (pc->refused == n) { /* the shadow group, decided by the store after the enforced one */
         bool no = false;
         for (size_t k = 0; k < ns; k++)
             no |= pc->items[sha[k]].decided && !pc->items[sha[k]].decision.allowed;
-        count_group(pc->items, sha, ns, no, label, pc, true);
+        count_group(pc->items, sha, ns, no, label, pc, true, sc->now);
     }
     pc->done(pc);
 }

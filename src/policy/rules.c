@@ -474,6 +474,15 @@ static void verdict(sl_rules_answer *a, sl_verdict v, const char *reason, const 
     a->message = message;
 }
 
+/* The answer for a request whose key check failed (a->key_refused) and
+ * that no limit refused. */
+static void unauthorized(sl_rules_answer *a) {
+    if (a->key_refused == SL_KEY_UNKNOWN)
+        verdict(a, SL_VERDICT_UNAUTHORIZED, "unknown_key", "unknown API key");
+    else
+        verdict(a, SL_VERDICT_UNAUTHORIZED, "missing_key", "an API key is required");
+}
+
 /* The client: the proxy's peer, then the forwarded chain through trusted
  * proxies. False (with the verdict set) when the address is malformed. */
 static bool find_client(const sl_rules *r, const sl_request *req, sl_rules_answer *a) {
@@ -551,6 +560,7 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
     a->tier_name = NULL;
     a->have_client = false;
     a->key = NULL;
+    a->key_refused = SL_KEY_ACCEPTED;
     a->used = 0;
 
     char path[URI_MAX];
@@ -599,17 +609,21 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
         verdict(a, SL_VERDICT_EXEMPT, "cidr", "exempt network");
         return false;
     }
-    /* 3. the API key: unknown keys stop here, before any limiter state */
+    /* 3. the API key. An unknown key (or none where one is required) is
+     * refused after the limits that need no key (the per-IP fence) have
+     * decided, as for an anonymous request: a flood of random keys is
+     * throttled like any other flood, and no state is keyed by them. */
     if (r->keys || r->key_required) {
         char qbuf[SL_APIKEY_MAX + 2];
         size_t klen = 0;
         const char *k = find_key(r, req, query, qlen, qbuf, sizeof qbuf, &klen);
         if (k) {
             a->key = sl__apikeys_find(r->keys, k, klen);
-            if (!a->key) {
-                verdict(a, SL_VERDICT_UNAUTHORIZED, "unknown_key", "unknown API key");
-                return false;
-            }
+            if (!a->key) a->key_refused = SL_KEY_UNKNOWN;
+        } else if (r->key_required) {
+            a->key_refused = SL_KEY_MISSING;
+        }
+        if (a->key) {
             a->tier = a->key->tier;
             if (a->tier >= 0 && (size_t)a->tier < r->ntiers) {
                 a->tier_name = r->tier_names[a->tier];
@@ -618,9 +632,6 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
                     return false;
                 }
             }
-        } else if (r->key_required) {
-            verdict(a, SL_VERDICT_UNAUTHORIZED, "missing_key", "an API key is required");
-            return false;
         }
     }
     /* 4. the cost */
@@ -727,13 +738,17 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
             a->n++;
         }
     }
+    if (a->n == 0 && a->key_refused != SL_KEY_ACCEPTED) unauthorized(a);
     return a->n > 0;
 }
 
 void sl__rules_finish(sl_rules_answer *a, int rc, size_t refused) {
     a->refused = refused;
     if (rc == SL_OK) {
-        if (refused < a->n) verdict(a, SL_VERDICT_LIMITED, "rate_limited", "rate limit exceeded");
+        if (refused < a->n)
+            verdict(a, SL_VERDICT_LIMITED, "rate_limited", "rate limit exceeded");
+        else if (a->key_refused != SL_KEY_ACCEPTED)
+            unauthorized(a); /* the fence passed (and was charged): now the key's 401 */
         return;
     }
     if (rc == SL_ECOST && refused < a->n) {

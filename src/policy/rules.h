@@ -8,8 +8,12 @@
  *      Forwarded walked from the right through trusted proxies only
  *      (identity.h); exempt CIDRs skip everything;
  *   3. the API key (header, Authorization: Bearer, or a query parameter):
- *      an unknown key is refused here, before any limiter state exists for
- *      it; keys of an exempt tier skip everything;
+ *      keys of an exempt tier skip everything; an unknown key (or none,
+ *      where one is required) is refused, but only after the limits that do
+ *      not need a key (by ip, route, header, global: the per-IP fence) have
+ *      been decided and charged as for an anonymous request, so that a flood
+ *      of random keys is throttled like any other flood; no limiter state is
+ *      ever keyed by an unknown key;
  *   4. the cost (costs: first match, else 1);
  *   5. the limits of every rule that matches (method and path), each with
  *      its key (API key, organisation, client prefix, rule, a header value,
@@ -75,10 +79,18 @@ typedef enum sl_verdict {
     SL_VERDICT_ALLOW = 0,    /* every limit passed, or none applies */
     SL_VERDICT_LIMITED,      /* a limit refused: items[refused] */
     SL_VERDICT_EXEMPT,       /* exempt (reason: "path", "cidr" or "tier"): nothing counted */
-    SL_VERDICT_UNAUTHORIZED, /* reason "unknown_key" or "missing_key" */
+    SL_VERDICT_UNAUTHORIZED, /* reason "unknown_key" or "missing_key" (key_refused); the
+                                limits without a key passed and were charged */
     SL_VERDICT_BAD_REQUEST,  /* the request cannot be decided (reason, message) */
     SL_VERDICT_ERROR         /* internal (reason, message) */
 } sl_verdict;
+
+/* Why the API key check failed (sl_rules_answer.key_refused). */
+typedef enum sl_key_refusal {
+    SL_KEY_ACCEPTED = 0, /* a valid key, or none where none is required */
+    SL_KEY_UNKNOWN,      /* not in the key file */
+    SL_KEY_MISSING       /* none, and identity.api_keys.required */
+} sl_key_refusal;
 
 #define SL_RULES_ARENA    12288 /* bytes for the table keys of one request */
 #define SL_HEADER_KEY_MAX 256   /* a header value counts by its first 256 bytes */
@@ -89,11 +101,13 @@ typedef struct sl_rules_answer {
     const char *message;                /* for humans (static), or NULL */
     sl_policy_item items[SL_CHECK_MAX]; /* the limits that applied, in rule order */
     size_t n;
-    size_t refused;        /* index of the limit that refused, or n */
-    int64_t cost;          /* the request's cost (costs:), before per-limit overrides */
-    int tier;              /* the key's tier (index into the config's tiers), or -1 */
-    const char *tier_name; /* or NULL */
-    sl_addr client;        /* who the request was counted as (when have_client) */
+    size_t refused;             /* index of the limit that refused, or n */
+    int64_t cost;               /* the request's cost (costs:), before per-limit overrides */
+    int tier;                   /* the key's tier (index into the config's tiers), or -1 */
+    const char *tier_name;      /* or NULL */
+    sl_key_refusal key_refused; /* not SL_KEY_ACCEPTED: the verdict is UNAUTHORIZED unless a
+                                   limit refused first (LIMITED) or the request failed */
+    sl_addr client;             /* who the request was counted as (when have_client) */
     bool have_client;
     /* private to rules.c: what built each item (for /v1/top labels) */
     const void *meta[SL_CHECK_MAX];

@@ -32,6 +32,7 @@ typedef struct sl_worker_stats {
     atomic_uint_fast64_t latency_sum_ns[SL_PROTO_COUNT];
     atomic_uint_fast64_t accepted, closed, refused_connections;
     atomic_uint_fast64_t protocol_errors, timeouts;
+    atomic_uint_fast64_t unknown_keys, missing_keys; /* /v1/auth: API keys refused */
 } sl_worker_stats;
 
 typedef struct sl_worker {

@@ -1,5 +1,7 @@
 /* log.c: leveled logging to stderr (see log.h). One write(2) per line so
- * lines from several threads never interleave. */
+ * lines from several threads never interleave. The budget of
+ * sl__log_limited is one 64-bit word: the second (of the caller's clock) in
+ * its high bits, the lines written in it in its low byte, moved by CAS. */
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,8 +24,10 @@ int sl__log_parse_level(const char *name) {
     return -1;
 }
 
-void sl__log(sl_log_level level, const char *fmt, ...) {
-    if ((int)level > atomic_load_explicit(&log_level, memory_order_relaxed)) return;
+static atomic_uint_fast64_t limited_state, limited_dropped;
+
+__attribute__((format(printf, 3, 0))) static void vlog(sl_log_level level, const char *suffix,
+                                                       const char *fmt, va_list ap) {
     char line[1024];
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -32,13 +36,45 @@ void sl__log(sl_log_level level, const char *fmt, ...) {
     int n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s ",
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                      ts.tv_nsec / 1000000, names[level]);
-    va_list ap;
-    va_start(ap, fmt);
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-    va_end(ap);
     size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
     if (len > sizeof line - 2) len = sizeof line - 2;
+    for (const char *s = suffix; s && *s && len < sizeof line - 2; s++) line[len++] = *s;
     line[len++] = '\n';
     ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
+}
+
+void sl__log(sl_log_level level, const char *fmt, ...) {
+    if ((int)level > atomic_load_explicit(&log_level, memory_order_relaxed)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, NULL, fmt, ap);
+    va_end(ap);
+}
+
+void sl__log_limited(int64_t now, sl_log_level level, const char *fmt, ...) {
+    if ((int)level > atomic_load_explicit(&log_level, memory_order_relaxed)) return;
+    uint64_t sec = now > 0 ? (uint64_t)(now / 1000000000) : 0;
+    uint_fast64_t cur = atomic_load_explicit(&limited_state, memory_order_relaxed), next;
+    do {
+        if (sec > cur >> 8)
+            next = sec << 8 | 1;
+        else if ((cur & 0xff) < SL_LOG_LIMITED_PER_SEC)
+            next = cur + 1;
+        else {
+            atomic_fetch_add_explicit(&limited_dropped, 1, memory_order_relaxed);
+            return;
+        }
+    } while (!atomic_compare_exchange_weak_explicit(&limited_state, &cur, next,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    uint64_t dropped = atomic_exchange_explicit(&limited_dropped, 0, memory_order_relaxed);
+    char suffix[96] = "";
+    if (dropped)
+        snprintf(suffix, sizeof suffix, " (%llu similar lines before this one not logged)",
+                 (unsigned long long)dropped);
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, suffix, fmt, ap);
+    va_end(ap);
 }

@@ -1,7 +1,10 @@
 /* log.h: leveled logging to stderr, one line per message:
- * "2026-11-30T10:00:00.123Z level message". The level is process-wide. */
+ * "2026-11-30T10:00:00.123Z level message". The level is process-wide, and
+ * so is the budget of sl__log_limited (lines that clients can cause). */
 #ifndef SLUICE_UTIL_LOG_H
 #define SLUICE_UTIL_LOG_H
+
+#include <stdint.h>
 
 typedef enum sl_log_level { SL_LOG_ERROR, SL_LOG_WARN, SL_LOG_INFO, SL_LOG_DEBUG } sl_log_level;
 
@@ -9,6 +12,16 @@ void sl__log_set_level(sl_log_level level);
 /* Parses "error" | "warn" | "info" | "debug"; returns -1 if unknown. */
 int sl__log_parse_level(const char *name);
 void sl__log(sl_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* For lines that a client can cause at will (shadow mode's would-be
+ * refusals): written like sl__log, but at most SL_LOG_LIMITED_PER_SEC of
+ * them in one second of `now` (ns, the caller's clock), in the whole
+ * process, so that a flood cannot fill the disk. The first line written
+ * after some were dropped says how many. A clock that goes back opens no new
+ * second. Thread-safe, lock-free. */
+#define SL_LOG_LIMITED_PER_SEC 10
+void sl__log_limited(int64_t now, sl_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #define sl__log_error(...) sl__log(SL_LOG_ERROR, __VA_ARGS__)
 #define sl__log_warn(...)  sl__log(SL_LOG_WARN, __VA_ARGS__)

@@ -650,6 +650,81 @@ static void test_envoy_example(void **state) {
     sl__config_free(c);
 }
 
+/* The stats of the limit with this rule key, or a failure. */
+static sl_domain_rule_stats stats_of(const sl_domain_set *s, const char *rule) {
+    sl_domain_rule_stats st;
+    for (size_t i = 0; i < sl__domain_set_rule_count(s); i++)
+        if (sl__domain_set_rule_stats(s, i, &st) && strcmp(st.rule, rule) == 0) return st;
+    fail_msg("no rule %s", rule);
+    return st;
+}
+
+/* Issue 12 item 15: the config's top-level shadow covers every limit of the
+ * rule files (overrides too); every outcome is counted per rule, and the
+ * refused descriptors go into the domain's sketch (kept by a reload), shadow
+ * refusals included. */
+static void test_global_shadow_stats_and_top(void **state) {
+    (void)state;
+    static const char rules[] = "domain: edge\n"
+                                "descriptors:\n"
+                                "  - key: remote_address\n"
+                                "    rate_limit: {unit: hour, requests_per_unit: 2}\n"
+                                "  - key: blocked\n"
+                                "    rate_limit: {unit: hour, requests_per_unit: 0}\n"
+                                "  - key: free\n"
+                                "    rate_limit: {unlimited: true}\n";
+    sl_domain_set *s = set_of(rules, NULL);
+    sl__domain_set_shadow(s, true);
+    req r;
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(DECIDE(s, &r, T0, "edge", "remote_address=198.51.100.7"), SL_RLS_OK);
+    assert_int_equal(r.st[0].code, SL_RLS_OK);
+    assert_int_equal(r.st[0].limit_remaining, 0);
+    assert_int_equal(DECIDE(s, &r, T0, "edge",
+                            "blocked=a\x01"
+                            "b"),
+                     SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "edge", "free=x"), SL_RLS_OK);
+    /* a limit override is a shadow limit as well */
+    build(&r, "edge", (const char *const[]){"k=v"}, 1);
+    r.d[0].has_limit = true;
+    r.d[0].limit_requests_per_unit = 1;
+    r.d[0].limit_unit = SL_RLS_UNIT_HOUR;
+    decide(s, &r, T0);
+    assert_int_equal(decide(s, &r, T0), SL_RLS_OK);
+    sl_domain_rule_stats st = stats_of(s, "remote_address");
+    assert_string_equal(st.domain, "edge");
+    assert_int_equal(st.allowed, 2);
+    assert_int_equal(st.limited, 0);
+    assert_int_equal(st.shadow_limited, 3);
+    assert_int_equal(st.keys, 1);
+    assert_int_equal(stats_of(s, "blocked").shadow_limited, 1);
+    assert_int_equal(stats_of(s, "free").allowed, 1);
+    st = stats_of(s, "limit_override.1_per_HOUR");
+    assert_int_equal(st.allowed, 1);
+    assert_int_equal(st.shadow_limited, 1);
+    /* the sketch: by rule, the entries in printable ASCII */
+    sl_domain_top_item top[8];
+    assert_int_equal(sl__domain_set_top(s, "edge", 4, NULL, 0, top, 8), 3);
+    assert_string_equal(top[0].rule, "remote_address");
+    assert_string_equal(top[0].key, "remote_address=198.51.100.7");
+    assert_int_equal(top[0].count, 3);
+    assert_int_equal(sl__domain_set_top(s, "edge", 4, "blocked", 7, top, 8), 1);
+    assert_string_equal(top[0].key, "blocked=a?b");
+    assert_int_equal(sl__domain_set_top(s, "edge", 4, "limit_override.1_per_HOUR", 25, top, 8), 1);
+    assert_string_equal(top[0].key, "k=v");
+    assert_int_equal(sl__domain_set_top(s, "edge", 4, NULL, 0, top, 1), 1);
+    assert_int_equal(sl__domain_set_top(s, "nope", 4, NULL, 0, top, 8), -1);
+    /* a reload without shadow: enforced, the tables and the sketch kept */
+    sl_domain_set *s2 = set_of(rules, s);
+    sl__domain_set_release(s);
+    assert_int_equal(DECIDE(s2, &r, T0, "edge", "remote_address=198.51.100.7"), SL_RLS_OVER_LIMIT);
+    assert_int_equal(stats_of(s2, "remote_address").limited, 1);
+    assert_int_equal(sl__domain_set_top(s2, "edge", 4, "remote_address", 14, top, 8), 1);
+    assert_int_equal(top[0].count, 4);
+    sl__domain_set_release(s2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_readme_examples_load),
@@ -662,6 +737,7 @@ int main(void) {
         cmocka_unit_test(test_algorithms),
         cmocka_unit_test(test_reload_keeps_state),
         cmocka_unit_test(test_envoy_example),
+        cmocka_unit_test(test_global_shadow_stats_and_top),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -571,6 +571,84 @@ static void test_seed_demo(void **state) {
     unload();
 }
 
+/* Issue 12 item 20: the per-IP fence is in front of the key check. An
+ * unknown key (or none, where one is required) is decided as an anonymous
+ * request first: the fence is charged, and refuses once it is exhausted
+ * (403), and only a request it let through is refused for its key (401). No
+ * state is ever keyed by a made-up key. */
+static void test_fence_before_key_check(void **state) {
+    (void)state;
+    load("identity:\n"
+         "  api_keys: {file: KEYS}\n"
+         "tiers: {free: , pro: , admin: }\n"
+         "exempt: {tiers: [admin]}\n"
+         "policies:\n"
+         "  - {name: per_ip, algorithm: token_bucket, rate: 1/h, burst: 200}\n"
+         "  - {name: per_key, algorithm: token_bucket, rate: 1/h, burst: 1000}\n"
+         "rules:\n"
+         "  - name: fence\n"
+         "    limits: [{policy: per_ip, by: ip, cost: 1}]\n"
+         "  - name: api\n"
+         "    path: /api/*\n"
+         "    limits: [{policy: per_key, by: api_key}]\n",
+         T0);
+    char key[32];
+    for (int i = 0; i < 12000; i++) {
+        snprintf(key, sizeof key, "%08x%08x", (unsigned)rand(), (unsigned)i);
+        sl_verdict v = decide("GET", "/api/x", "198.51.100.7", key, T0 + i * MS, NULL);
+        assert_int_equal(ans.key_refused, SL_KEY_UNKNOWN);
+        if (i < 200) {
+            assert_int_equal(v, SL_VERDICT_UNAUTHORIZED);
+            assert_string_equal(ans.reason, "unknown_key");
+            assert_int_equal(ans.n, 1); /* the fence alone: per_key needs a key */
+            assert_true(item("per_ip")->decision.allowed);
+        } else {
+            assert_int_equal(v, SL_VERDICT_LIMITED);
+            assert_string_equal(refused_by(), "per_ip");
+            assert_true(ans.items[ans.refused].decision.retry_after > 0);
+        }
+    }
+    sl_policy *fence = sl__policy_find(set, "per_ip", 6);
+    assert_int_equal(atomic_load(&fence->allowed), 200);
+    assert_int_equal(atomic_load(&fence->limited), 11800);
+    assert_int_equal(keys_in("per_ip"), 1);
+    assert_int_equal(keys_in("per_key"), 0);
+    /* a valid key from the fenced address is fenced like any other request */
+    assert_int_equal(decide("GET", "/api/x", "198.51.100.7", "alice", T0 + 13 * SEC, NULL),
+                     SL_VERDICT_LIMITED);
+    assert_int_equal(ans.key_refused, SL_KEY_ACCEPTED);
+    /* another address has a fence of its own; exempt tiers skip everything */
+    assert_int_equal(decide("GET", "/api/x", "198.51.100.8", "alice", T0 + 13 * SEC, NULL), 0);
+    assert_int_equal(decide("GET", "/api/x", "198.51.100.8", "nope", T0 + 13 * SEC, NULL),
+                     SL_VERDICT_UNAUTHORIZED);
+    assert_int_equal(decide("GET", "/api/x", "198.51.100.7", "root", T0 + 13 * SEC, NULL),
+                     SL_VERDICT_EXEMPT);
+    /* no limit applies without a key (no fence on this path): the 401 at once */
+    load("identity:\n"
+         "  api_keys: {file: KEYS, required: true}\n"
+         "tiers: {free: , pro: , admin: }\n"
+         "policies:\n"
+         "  - {name: per_ip, algorithm: token_bucket, rate: 1/h, burst: 2}\n"
+         "rules:\n"
+         "  - name: fence\n"
+         "    path: /fenced\n"
+         "    limits: [{policy: per_ip, by: ip}]\n",
+         T0);
+    assert_int_equal(decide("GET", "/open", "198.51.100.7", "nope", T0, NULL),
+                     SL_VERDICT_UNAUTHORIZED);
+    assert_int_equal(ans.n, 0);
+    /* a missing key, where one is required, passes the fence first as well */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(decide("GET", "/fenced", "198.51.100.7", NULL, T0, NULL),
+                         SL_VERDICT_UNAUTHORIZED);
+        assert_string_equal(ans.reason, "missing_key");
+        assert_int_equal(ans.key_refused, SL_KEY_MISSING);
+    }
+    assert_int_equal(decide("GET", "/fenced", "198.51.100.7", NULL, T0, NULL), SL_VERDICT_LIMITED);
+    assert_int_equal(ans.key_refused, SL_KEY_MISSING);
+    unload();
+}
+
 static const char layered[] =
     "identity:\n"
     "  trusted_proxies: [10.0.0.0/8]\n"
@@ -1050,6 +1128,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_apikeys, fresh),
         cmocka_unit_test_teardown(test_calendar, fresh),
         cmocka_unit_test_teardown(test_seed_demo, fresh),
+        cmocka_unit_test_teardown(test_fence_before_key_check, fresh),
         cmocka_unit_test_teardown(test_layered, fresh),
         cmocka_unit_test_teardown(test_tiers_and_costs, fresh),
         cmocka_unit_test_teardown(test_month_quota, fresh),

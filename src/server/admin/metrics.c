@@ -80,6 +80,36 @@ static void policy_metrics(sl_policy_set *set, sl_buf *out) {
     free(st);
 }
 
+/* Envoy's rules (domains:): each rule limit (and limit override) that has
+ * decided at least once, by domain and rule (upstream's stats key below the
+ * domain, "key_value.key2"), never by descriptor value. Rules that never
+ * matched are left out, so the page grows with the rules in use, not with
+ * the size of the rule files. */
+static void domain_metrics(const sl_domain_set *ds, sl_buf *out) {
+    size_t n = sl__domain_set_rule_count(ds);
+    sl_domain_rule_stats st;
+    sl__prom_family(out, "sluice_domain_decisions_total", "counter",
+                    "Envoy rate limit rule decisions by domain, rule and outcome (allowed, "
+                    "limited, shadow_limited).");
+    for (size_t i = 0; i < n && sl__domain_set_rule_stats(ds, i, &st); i++) {
+        if (st.allowed + st.limited + st.shadow_limited == 0) continue;
+        const char *la[] = {"domain", st.domain, "rule", st.rule, "outcome", "allowed", NULL};
+        const char *ll[] = {"domain", st.domain, "rule", st.rule, "outcome", "limited", NULL};
+        const char *ls[] = {"domain",  st.domain,        "rule", st.rule,
+                            "outcome", "shadow_limited", NULL};
+        sl__prom_sample(out, "sluice_domain_decisions_total", la, st.allowed);
+        sl__prom_sample(out, "sluice_domain_decisions_total", ll, st.limited);
+        sl__prom_sample(out, "sluice_domain_decisions_total", ls, st.shadow_limited);
+    }
+    sl__prom_family(out, "sluice_domain_table_keys", "gauge",
+                    "Descriptor values held in the table of an Envoy rate limit rule.");
+    for (size_t i = 0; i < n && sl__domain_set_rule_stats(ds, i, &st); i++) {
+        if (st.allowed + st.limited + st.shadow_limited == 0) continue;
+        const char *l[] = {"domain", st.domain, "rule", st.rule, NULL};
+        sl__prom_sample(out, "sluice_domain_table_keys", l, st.keys);
+    }
+}
+
 #define RSUM(s, field)                                                                             \
     sum_at((s), offsetof(sl_worker, redis_stats) + offsetof(sl_redis_stats, field))
 #define SSUM(s, field)                                                                             \
@@ -170,6 +200,7 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     for (unsigned i = 0; i < s->nworkers; i++)
         if (pthread_equal(s->workers[i].thread, pthread_self())) self = &s->workers[i];
     policy_metrics(self ? self->policies : NULL, out);
+    domain_metrics(self ? self->domains : NULL, out);
     if (s->redis) redis_metrics(s, self ? self->policies : NULL, out);
 
     uint64_t keys = 0, bytes = 0, live = 0;
@@ -218,6 +249,12 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     sl__prom_family(out, "sluice_timeouts_total", "counter",
                     "Connections closed for idleness or a request head that came too slowly.");
     sl__prom_sample(out, "sluice_timeouts_total", NULL, SUM(s, timeouts));
+    sl__prom_family(out, "sluice_api_key_refused_total", "counter",
+                    "GET /v1/auth requests with an unknown API key, or none where one is "
+                    "required (401, or 403 when a limit without a key refused them first).");
+    const char *luk[] = {"reason", "unknown_key", NULL}, *lmk[] = {"reason", "missing_key", NULL};
+    sl__prom_sample(out, "sluice_api_key_refused_total", luk, SUM(s, unknown_keys));
+    sl__prom_sample(out, "sluice_api_key_refused_total", lmk, SUM(s, missing_keys));
     sl__prom_family(out, "sluice_reloads_total", "counter", "Successful config reloads.");
     sl__prom_sample(out, "sluice_reloads_total", NULL, atomic_load(&s->reloads));
     sl__prom_family(out, "sluice_reload_failures_total", "counter",

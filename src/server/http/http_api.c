@@ -286,19 +286,61 @@ static void handle_check(sl_worker *w, const sl_http_request *r, sl_buf *out, bo
     sl__buf_free(&a.body);
 }
 
+/* /v1/top's n (how many keys, default 20); false when it is not 1..TOP_MAX. */
+static bool top_n(const sl_http_request *r, int64_t *want) {
+    char nbuf[16];
+    *want = 20;
+    long m = sl__http_query_param(r->query, r->query_len, "n", nbuf, sizeof nbuf);
+    return m == -1 ||
+           (m >= 0 && parse_cost(nbuf, (size_t)m, want) && *want >= 1 && *want <= TOP_MAX);
+}
+
+/* GET /v1/top?domain=D[&rule=R][&n=N]: the descriptors refused most often
+ * by Envoy's rules (policy/domains.h). Rules and keys are printable ASCII. */
+static void handle_top_domain(sl_worker *w, const sl_http_request *r, answer *a) {
+    char domain[SL_DOMAIN_TOP_TEXT + 2], rule[SL_DOMAIN_TOP_TEXT + 2];
+    long dn = sl__http_query_param(r->query, r->query_len, "domain", domain, sizeof domain);
+    if (dn < 0)
+        return json_error(a, 400, "bad_domain", "the domain parameter is malformed or too long");
+    long rn = sl__http_query_param(r->query, r->query_len, "rule", rule, sizeof rule);
+    if (rn == -2)
+        return json_error(a, 400, "bad_rule", "the rule parameter is malformed or too long");
+    int64_t want;
+    if (!top_n(r, &want)) return json_error(a, 400, "bad_n", "n must be an integer from 1 to 100");
+    static _Thread_local sl_domain_top_item items[TOP_MAX]; /* large: not on the stack */
+    long k = sl__domain_set_top(w->domains, domain, (size_t)dn, rn >= 0 ? rule : NULL,
+                                rn >= 0 ? (size_t)rn : 0, items, (size_t)want);
+    if (k < 0) return json_error(a, 404, "unknown_domain", "no such domain in the rule files");
+    cJSON *root = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+    cJSON_AddStringToObject(root, "domain", domain); /* a domain of the rule files: UTF-8 */
+    for (long i = 0; i < k; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "rule", items[i].rule);
+        cJSON_AddStringToObject(o, "key", items[i].key);
+        cJSON_AddNumberToObject(o, "rejected", (double)items[i].count);
+        cJSON_AddNumberToObject(o, "error", (double)items[i].error);
+        cJSON_AddItemToArray(arr, o);
+    }
+    cJSON_AddItemToObject(root, "top", arr);
+    char *text = cJSON_PrintUnformatted(root);
+    if (text) sl__buf_puts(&a->body, text);
+    cJSON_free(text);
+    cJSON_Delete(root);
+}
+
 /* /v1/top: keys are any bytes (NUL included, from RESP), written as JSON
  * strings that stay valid UTF-8 (invalid bytes become U+FFFD). */
 static void handle_top(sl_worker *w, const sl_http_request *r, answer *a) {
-    char name[SL_POLICY_NAME_MAX + 2], nbuf[16];
+    char name[SL_POLICY_NAME_MAX + 2];
+    if (sl__http_query_param(r->query, r->query_len, "domain", name, sizeof name) != -1)
+        return handle_top_domain(w, r, a);
     long n = policy_param(r, name, sizeof name);
     if (n == -1) return json_error(a, 400, "missing_policy", "the policy parameter is required");
     if (n < 0) return json_error(a, 400, "bad_policy", BAD_POLICY_TEXT);
     sl_policy *p = sl__policy_find(w->policies, name, (size_t)n);
     if (!p) return json_error(a, 404, "unknown_policy", "no such policy");
-    int64_t want = 20;
-    long m = sl__http_query_param(r->query, r->query_len, "n", nbuf, sizeof nbuf);
-    if (m == -2 || (m >= 0 && (!parse_cost(nbuf, (size_t)m, &want) || want < 1 || want > TOP_MAX)))
-        return json_error(a, 400, "bad_n", "n must be an integer from 1 to 100");
+    int64_t want;
+    if (!top_n(r, &want)) return json_error(a, 400, "bad_n", "n must be an integer from 1 to 100");
     sl__topk_item items[TOP_MAX];
     size_t k = sl__topk_list(p->top, items, (size_t)want);
     sl__buf_puts(&a->body, "{\"policy\":");

@@ -10,7 +10,9 @@
  *   403  limited: the same fields, Retry-After, and Sluice-Limit naming the
  *        limit that refused (auth_request only passes 401 and 403 on; the
  *        nginx config turns this 403 into a 429)
- *   401  unknown API key, or none when one is required
+ *   401  unknown API key, or none when one is required, once the limits
+ *        that need no key (the per-IP fence) have passed: they are decided
+ *        and charged first, and a 403 when they refuse
  *   400  the subrequest lacks what the rules need (nginx answers 500)
  *   500  an internal error
  *
@@ -301,6 +303,15 @@ static void write_auth(sl_buf *out, sl_rules_answer *a, bool keep, bool head, in
     if (head) out->len -= wb.n;
 }
 
+/* Counts a request whose API key was refused (unknown, or missing where
+ * required), whether the fence then refused it (403) or not (401). */
+static void count_key_refusal(sl_worker *w, const sl_rules_answer *a) {
+    if (a->key_refused == SL_KEY_UNKNOWN)
+        atomic_fetch_add_explicit(&w->stats.unknown_keys, 1, memory_order_relaxed);
+    else if (a->key_refused == SL_KEY_MISSING)
+        atomic_fetch_add_explicit(&w->stats.missing_keys, 1, memory_order_relaxed);
+}
+
 /* /v1/auth with the Redis store: the request's limits are decided in Redis
  * and the answer written then. */
 typedef struct redis_auth {
@@ -339,6 +350,7 @@ bool sl__http_auth_handle(sl_worker *w, const sl_http_request *req, sl_buf *out,
             sl_request r;
             sl__rules_from_proxy(rules, hs, nh, &r);
             sl_policy_call *pc = sl__rules_prepare(rules, &r, w->policies, &ra->a);
+            count_key_refusal(w, &ra->a);
             sl_deferred *d = pc ? sl__conn_defer(w) : NULL;
             if (!d) {
                 if (pc) { /* out of memory */
@@ -372,6 +384,7 @@ bool sl__http_auth_handle(sl_worker *w, const sl_http_request *req, sl_buf *out,
         sl_request r;
         sl__rules_from_proxy(rules, hs, nh, &r);
         sl__rules_decide(rules, &r, now, &a);
+        count_key_refusal(w, &a);
     }
     write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
     return keep;

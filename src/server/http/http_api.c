@@ -186,8 +186,8 @@ typedef struct redis_check {
 static void redis_check_done(sl_policy_call *pc) {
     redis_check *rc = pc->arg;
     const sl_policy_item *it = &pc->items[0];
-    write_decision(sl__deferred_out(rc->d), rc->head, rc->keep, it->policy, pc->rc, &it->decision,
-                   it->shadowed, it->cost, pc->from);
+    write_decision(sl__deferred_out(rc->d), rc->head, sl__deferred_keep(rc->d, rc->keep),
+                   it->policy, pc->rc, &it->decision, it->shadowed, it->cost, pc->from);
     sl__deferred_done(rc->d);
     sl__policy_call_free(pc);
     free(rc);
@@ -303,7 +303,7 @@ static void readyz(sl_worker *w, answer *a) {
 }
 
 bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
-    bool keep = r->keep_alive && !w->draining;
+    bool keep = r->keep_alive && !w->closing_answer;
     bool get = r->method == SL_HTTP_GET || r->method == SL_HTTP_HEAD;
     answer a = {.status = 200, .content_type = "application/json"};
     sl__buf_init(&a.body);

@@ -20,6 +20,11 @@
  * on. So a client that pipelines without reading costs at most one bound
  * (and one answer, one read) of memory, whatever it sends.
  *
+ * Turns: one read callback builds at most TURN_OUTPUT bytes of answers;
+ * the rest of its input is held back and handled at the next loop tick
+ * (the worker's yield_idle), after the other connections' events. A
+ * pipelining client cannot make the others wait for more than that.
+ *
  * Draining (SIGTERM): everything that has arrived is answered, including
  * requests still in the socket buffers of idle keep-alive connections; the
  * last answer of an HTTP connection says Connection: close, and the
@@ -39,6 +44,7 @@
 #define READ_BUF_BYTES (64 * 1024)
 #define MAX_DEFERRED   4096u       /* stop reading while this many answers are awaited */
 #define BUF_KEEP       (64 * 1024) /* an emptied buffer larger than this is released */
+#define TURN_OUTPUT    (64 * 1024) /* answers built in one turn of a connection, at most */
 
 /* An answer that will be written later (a decision in Redis), and the
  * answers that follow it: pipelined answers leave in request order. */
@@ -68,7 +74,9 @@ typedef struct conn {
     size_t deferred_bytes;       /* answers held by the awaited ones (their after buffers) */
     size_t accounted;            /* this connection's part of server->pending_output */
     bool writing, close_after_write, closing, read_paused;
-    bool busy; /* handling input: held-back input is not resumed from inside */
+    bool busy;    /* handling input: held-back input is not resumed from inside */
+    bool yielded; /* used its turn: on the worker's yielded list, resumed next tick */
+    struct conn *yprev, *ynext;
     int open_handles;
     sl_deferred *deferred, *deferred_tail; /* answers awaited, oldest first */
     unsigned ndeferred;
@@ -174,6 +182,36 @@ static void pause_reading(conn *c) {
     c->read_paused = true;
     count(&c->w->stats.read_pauses);
     uv_read_stop((uv_stream_t *)&c->tcp);
+}
+
+static void on_yield(uv_idle_t *h);
+
+/* The connection used its turn: it stops being read, and its held-back
+ * input is handled at the next tick. */
+static void yield_turn(conn *c) {
+    if (!c->read_paused) {
+        c->read_paused = true;
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    }
+    if (c->yielded) return;
+    sl_worker *w = c->w;
+    c->yielded = true;
+    c->yprev = NULL;
+    c->ynext = w->yielded;
+    if (c->ynext) c->ynext->yprev = c;
+    w->yielded = c;
+    if (!uv_is_active((uv_handle_t *)&w->yield_idle)) uv_idle_start(&w->yield_idle, on_yield);
+}
+
+static void unyield(conn *c) {
+    if (!c->yielded) return;
+    c->yielded = false;
+    if (c->yprev)
+        c->yprev->ynext = c->ynext;
+    else
+        c->w->yielded = c->ynext;
+    if (c->ynext) c->ynext->yprev = c->yprev;
+    c->yprev = c->ynext = NULL;
 }
 
 /* Releases the storage of a buffer that was emptied after growing large,
@@ -295,6 +333,7 @@ static void on_closed(uv_handle_t *h) {
 static void conn_close(conn *c) {
     if (c->closing) return;
     c->closing = true;
+    unyield(c);
     account(c); /* gives back its part of the process total */
     list_remove(c->w, c);
     uv_close((uv_handle_t *)&c->timer, on_closed);
@@ -335,7 +374,7 @@ static void handle_held(conn *c) {
  * it again). */
 static void resume(conn *c) {
     c->busy = true; /* flush() below comes back here: the loop handles it */
-    while (c->read_paused && !c->closing && !output_over(c, 1)) {
+    while (c->read_paused && !c->yielded && !c->closing && !output_over(c, 1)) {
         c->read_paused = false;
         if (c->in.len && !c->close_after_write) {
             c->busy = false;
@@ -358,7 +397,23 @@ static void after_output(conn *c) {
         conn_close(c);
         return;
     }
-    if (c->read_paused && !c->busy && !output_over(c, 1)) resume(c);
+    if (c->read_paused && !c->busy && !c->yielded && !output_over(c, 1)) resume(c);
+}
+
+/* The next tick: the connections that used their turn go on. */
+static void on_yield(uv_idle_t *h) {
+    sl_worker *w = h->data;
+    conn *list = w->yielded;
+    w->yielded = NULL;
+    for (conn *c = list; c; c = c->ynext) c->yielded = false; /* off the old list */
+    for (conn *c = list, *next; c; c = next) {
+        next = c->ynext;
+        c->yprev = c->ynext = NULL;
+        if (c->closing) continue;
+        if (output_over(c, 1)) count(&w->stats.read_pauses); /* stays stopped */
+        resume(c);
+    }
+    if (!w->yielded) uv_idle_stop(h);
 }
 
 static void on_write(uv_write_t *req, int status) {
@@ -422,12 +477,16 @@ static void flush(conn *c) {
  * over its bounds (the rest is held back). */
 static size_t handle_http(conn *c, const char *data, size_t len, bool *completed) {
     sl_worker *w = c->w;
-    size_t off = 0;
+    size_t off = 0, produced = 0;
     uint64_t answered = 0;
     int64_t t0 = 0;
     while (off < len && !c->close_after_write) {
         if (output_over(c, 0)) { /* counted before the next answer is built */
             pause_reading(c);
+            break;
+        }
+        if (produced >= TURN_OUTPUT) {
+            yield_turn(c);
             break;
         }
         size_t used = 0;
@@ -445,6 +504,7 @@ static size_t handle_http(conn *c, const char *data, size_t len, bool *completed
             bool keep = sl__http_api_handle(w, req, out);
             w->closing_answer = false;
             w->current_conn = NULL;
+            produced += out->len - before;
             if (out != &c->out) c->deferred_bytes += out->len - before;
             answered++;
             sl__http_parser_next(c->http);
@@ -491,12 +551,16 @@ static size_t handle_resp(conn *c, const char *data, size_t len, bool *completed
                            .check_async = w->store ? sl__resp_check_async : NULL,
                            .throttle_async = w->store ? sl__resp_throttle_async : NULL,
                            .worker = w};
-    size_t off = 0;
+    size_t off = 0, produced = 0;
     uint64_t answered = 0;
     int64_t t0 = 0;
     while (off < len && !c->close_after_write) {
         if (output_over(c, 0)) { /* counted before the next answer is built */
             pause_reading(c);
+            break;
+        }
+        if (produced >= TURN_OUTPUT) {
+            yield_turn(c);
             break;
         }
         sl_resp_command cmd;
@@ -518,6 +582,7 @@ static size_t handle_resp(conn *c, const char *data, size_t len, bool *completed
         w->current_conn = c;
         int quit = sl__resp_execute(&ctx, &cmd, out);
         w->current_conn = NULL;
+        produced += out->len - before;
         if (out != &c->out) c->deferred_bytes += out->len - before;
         answered++;
         off += (size_t)n;

@@ -50,6 +50,8 @@ typedef struct sl_worker {
     uv_async_t wake;               /* from the main thread: a new policy set, or drain */
     uv_prepare_t tick;             /* before each poll: forget the clock reading */
     uv_timer_t drain_timer;
+    uv_idle_t yield_idle; /* conn.c: connections that used their turn go on next tick */
+    void *yielded;        /* their list (conn.c) */
     /* accepting at the file-descriptor limit (worker.c) */
     int spare_fd;                   /* kept open to accept (and refuse) with at EMFILE */
     int listen_dup[SL_PROTO_COUNT]; /* the listening socket, while its handle is paused */

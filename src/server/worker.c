@@ -244,6 +244,7 @@ static void close_dups(sl_worker *w) {
 void sl__worker_finish(sl_worker *w) {
     stop_store(w);
     close_handle((uv_handle_t *)&w->accept_timer);
+    close_handle((uv_handle_t *)&w->yield_idle);
     close_handle((uv_handle_t *)&w->wake);
     close_handle((uv_handle_t *)&w->tick);
     close_handle((uv_handle_t *)&w->drain_timer);
@@ -301,6 +302,8 @@ void *sl__worker_main(void *arg) {
     w->drain_timer.data = w;
     uv_timer_init(&w->loop, &w->accept_timer);
     w->accept_timer.data = w;
+    uv_idle_init(&w->loop, &w->yield_idle);
+    w->yield_idle.data = w;
     w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (start_store(w) != 0) {
         sl__log_error("worker %u: cannot set up the Redis store", w->id);

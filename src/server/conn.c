@@ -134,6 +134,12 @@ void sl__worker_record(sl_worker *w, sl_proto proto, int64_t ns) {
 
 /* Bytes the kernel has received for this connection that were not read
  * yet (0 if it cannot tell). Only asked while the worker drains. */
+/* Draining: the worker is, or the server has started to (the worker hears
+ * of it at its next tick; answers given meanwhile already close). */
+static bool draining(const sl_worker *w) {
+    return w->draining || atomic_load_explicit(&w->server->draining, memory_order_relaxed);
+}
+
 static int unread_bytes(conn *c) {
     uv_os_fd_t fd;
     int n = 0;
@@ -500,7 +506,7 @@ static size_t handle_http(conn *c, const char *data, size_t len, bool *completed
             w->current_conn = c;
             /* draining: the last request that arrived is answered with
              * Connection: close (earlier pipelined ones keep it open) */
-            w->closing_answer = w->draining && off == len && unread_bytes(c) == 0;
+            w->closing_answer = draining(w) && off == len && unread_bytes(c) == 0;
             bool keep = sl__http_api_handle(w, req, out);
             w->closing_answer = false;
             w->current_conn = NULL;
@@ -704,7 +710,7 @@ void sl__deferred_done(sl_deferred *d) {
 
 bool sl__deferred_keep(sl_deferred *d, bool keep) {
     conn *c = d->c;
-    if (!keep || c->closing || !c->w->draining) return keep;
+    if (!keep || c->closing || !draining(c->w)) return keep;
     /* draining: only the last answer of the connection closes it */
     if (d != c->deferred_tail || d->after.len || c->in.len ||
         (c->http && sl__http_parser_in_request(c->http)) || unread_bytes(c) > 0)

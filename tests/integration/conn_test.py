@@ -15,10 +15,12 @@ sluiced_test.py) and attacks it with raw sockets:
   keep-alive connections, and those behind a connection's held-back output,
   are all answered, the last with Connection: close, and none gets a reset.
 Standard library only."""
+import atexit
 import os
 import re
 import resource
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -64,6 +66,7 @@ class Server(sluiced_test.Server):
             super().__init__(config_text=text.replace("{", "{{").replace("}", "}}"))
         finally:
             subprocess.Popen = popen
+        atexit.register(shutil.rmtree, self.dir, True)
 
 
 def start(workers=1, limits="  idle_timeout: 30s", **kw):

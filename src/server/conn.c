@@ -132,14 +132,14 @@ void sl__worker_record(sl_worker *w, sl_proto proto, int64_t ns) {
     record_batch(w, proto, 1, ns);
 }
 
-/* Bytes the kernel has received for this connection that were not read
- * yet (0 if it cannot tell). Only asked while the worker drains. */
 /* Draining: the worker is, or the server has started to (the worker hears
  * of it at its next tick; answers given meanwhile already close). */
 static bool draining(const sl_worker *w) {
     return w->draining || atomic_load_explicit(&w->server->draining, memory_order_relaxed);
 }
 
+/* Bytes the kernel has received for this connection that were not read
+ * yet (0 if it cannot tell). Only asked while the worker drains. */
 static int unread_bytes(conn *c) {
     uv_os_fd_t fd;
     int n = 0;
@@ -375,25 +375,29 @@ static void handle_held(conn *c) {
     drain_check(c);
 }
 
-/* The connection's output went down: resume reading once it is under half
- * its bounds, starting with the input that was held back (which may stop
- * it again). */
+/* The connection's output went down (or its turn came again): it is read
+ * again once its output is under half its bounds, starting with the input
+ * that was held back. That input is handled one turn at a time: if it
+ * stops again and its answers were written at once, it goes on at the
+ * next tick. */
 static void resume(conn *c) {
-    c->busy = true; /* flush() below comes back here: the loop handles it */
-    while (c->read_paused && !c->yielded && !c->closing && !output_over(c, 1)) {
-        c->read_paused = false;
-        if (c->in.len && !c->close_after_write) {
-            c->busy = false;
-            handle_held(c);
-            c->busy = true;
-            flush(c);
+    if (c->closing || !c->read_paused || c->yielded || output_over(c, 1)) return;
+    c->read_paused = false;
+    if (c->in.len && !c->close_after_write) {
+        handle_held(c); /* may stop it again: output over a bound, or its turn used */
+        c->busy = true; /* flush() must not come back here */
+        flush(c);
+        c->busy = false;
+        if (c->closing) return;
+        if (c->read_paused) {
+            if (!c->yielded && !output_over(c, 1)) yield_turn(c);
+            return;
         }
     }
-    c->busy = false;
-    if (!c->closing && !c->read_paused && !c->close_after_write)
+    if (!c->close_after_write)
         uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
-    else if (!c->closing && !c->read_paused) /* nothing more is read: closes when written */
-        flush(c);
+    else
+        flush(c); /* nothing more is read: it closes once written */
 }
 
 /* ---- writing -------------------------------------------------------------- */

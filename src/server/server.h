@@ -57,6 +57,7 @@ typedef struct sl_worker {
     int listen_dup[SL_PROTO_COUNT]; /* the listening socket, while its handle is paused */
     unsigned char listen_state[SL_PROTO_COUNT]; /* SL_LISTEN_*: open, closing, paused */
     uv_timer_t accept_timer;                    /* reopens paused listeners */
+    unsigned refused_tick;                      /* connections refused in this loop tick */
     int64_t now; /* Unix ns, read once per loop tick (sl__worker_now) */
     bool now_valid;
     unsigned generation; /* of the policy set this worker holds */

@@ -28,7 +28,7 @@
 
 #define READ_BUF_BYTES  (64 * 1024)
 #define ACCEPT_PAUSE_MS 100
-#define REFUSE_MAX      1024 /* connections refused at once, at most */
+#define REFUSE_MAX      1024 /* connections refused in one loop tick, at most */
 
 int64_t sl__worker_now(sl_worker *w) {
     if (!w->now_valid) {
@@ -59,6 +59,7 @@ void sl__worker_refresh(sl_worker *w) {
 static void on_tick(uv_prepare_t *h) {
     sl_worker *w = h->data;
     w->now_valid = false;
+    w->refused_tick = 0;
     sl__worker_refresh(w);
 }
 
@@ -106,7 +107,7 @@ static bool refuse_pending(sl_worker *w, sl_proto p) {
     close(w->spare_fd);
     w->spare_fd = -1;
     bool drained = false;
-    for (int i = 0; i < REFUSE_MAX; i++) {
+    while (w->refused_tick < REFUSE_MAX) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
@@ -115,6 +116,7 @@ static bool refuse_pending(sl_worker *w, sl_proto p) {
         }
         refuse_fd(fd, p);
         sl__counter_add(&w->stats.refused_connections, 1);
+        w->refused_tick++;
     }
     w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     return drained;

@@ -4,12 +4,13 @@
  *
  * At the file-descriptor limit (EMFILE, ENFILE), libuv's accept loop calls
  * back with the error and tries again at once, for as long as the error
- * lasts: the worker would spin there and serve nobody. So on an accept
- * error the worker takes the pending connections itself with a spare
- * descriptor kept for this (each is refused with a short answer and
- * closed), and when that is not enough it pauses the listener (its handle
- * is closed, a duplicate keeps the socket and its backlog) and tries again
- * ACCEPT_PAUSE_MS later. The warning is logged once a second at most, with
+ * lasts (libuv's own spare descriptor is lost when another thread takes
+ * the one it frees): the worker would spin there and serve nobody. So on an
+ * accept error the worker takes the pending connections itself with a
+ * spare descriptor of its own (each is refused with a short answer and
+ * closed), then pauses the listener (its handle is closed, a duplicate
+ * keeps the socket and its backlog) and accepts again ACCEPT_PAUSE_MS
+ * later. The warning is logged once a second at most, with
  * the count of failures since the last one. */
 #include <errno.h>
 #include <fcntl.h>
@@ -99,27 +100,23 @@ static void refuse_fd(int fd, sl_proto p) {
 }
 
 /* Takes the listener's pending connections with the spare descriptor and
- * refuses them. Returns true if the backlog is empty now (libuv's next
- * accept says EAGAIN), false if the worker should stop accepting. */
-static bool refuse_pending(sl_worker *w, sl_proto p) {
+ * refuses them (at most REFUSE_MAX per loop tick). */
+static void refuse_pending(sl_worker *w, sl_proto p) {
     uv_os_fd_t lfd;
-    if (w->spare_fd < 0 || uv_fileno((uv_handle_t *)&w->listeners[p], &lfd) != 0) return false;
+    if (w->spare_fd < 0 || uv_fileno((uv_handle_t *)&w->listeners[p], &lfd) != 0) return;
     close(w->spare_fd);
     w->spare_fd = -1;
-    bool drained = false;
     while (w->refused_tick < REFUSE_MAX) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
-            drained = errno == EAGAIN || errno == EWOULDBLOCK;
-            break;
+            break; /* EAGAIN: none left; EMFILE: another thread took the descriptor */
         }
         refuse_fd(fd, p);
         sl__counter_add(&w->stats.refused_connections, 1);
         w->refused_tick++;
     }
     w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    return drained;
 }
 
 static void on_listener_closed(uv_handle_t *h) {
@@ -179,7 +176,10 @@ static void on_connection(uv_stream_t *listener, int status) {
     if (status < 0) {
         sl__counter_add(&w->stats.accept_errors, 1);
         warn_accept(w, status);
-        if ((status == UV_EMFILE || status == UV_ENFILE) && refuse_pending(w, (sl_proto)p)) return;
+        /* The pending connections are refused now; then the listener rests
+         * (at the limit, every accept fails at once, whether a connection
+         * is waiting or not: libuv would call back again and again). */
+        if (status == UV_EMFILE || status == UV_ENFILE) refuse_pending(w, (sl_proto)p);
         pause_listener(w, (sl_proto)p);
         return;
     }

@@ -266,6 +266,25 @@ class OutputBound(unittest.TestCase):
             self.assertEqual(s.stop(), 0)
 
 
+    def test_resp_pipeline_bounded(self):
+        """RESP: COMMAND DOCS (2.7 KB for 14 bytes) pipelined without reading."""
+        s = start(workers=1, limits="  idle_timeout: 30s\n  max_pending_output: 64KiB")
+        try:
+            a = socket.socket()
+            a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            a.connect(("127.0.0.1", s.resp_port))
+            a.setblocking(False)
+            try:
+                a.send(b"COMMAND DOCS\r\n" * 4000)  # ~11 MB of replies
+            except BlockingIOError:
+                pass
+            self.assertTrue(poll(lambda: metric(s, "sluice_read_pauses_total") >= 1, deadline=60))
+            self.assertLessEqual(metric(s, "sluice_pending_output_bytes"), 64 * 1024 + 16 * 1024)
+            a.close()
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+
 class Timeouts(unittest.TestCase):
     """Item 5: a partial request or command has its own deadline."""
 

@@ -217,6 +217,9 @@ static void test_all_algorithms_example(void **state) {
     assert_int_equal(c->limits.max_connections, 2000);
     assert_int_equal(c->limits.idle_timeout, 30 * SEC);
     assert_int_equal(c->limits.header_timeout, 5 * SEC);
+    assert_int_equal(c->limits.command_timeout, 5 * SEC);
+    assert_int_equal(c->limits.max_pending_output, 512 * KiB);
+    assert_int_equal(c->limits.max_pending_output_total, 32 * MiB);
     assert_string_equal(c->log_level, "debug");
     assert_int_equal(c->npolicies, 6);
 
@@ -247,7 +250,7 @@ static void test_all_algorithms_example(void **state) {
     assert_int_equal(p->params.flags, 0);
     assert_false(p->shadow);
     assert_string_equal(p->on_failure, "closed");
-    assert_int_equal(p->line, 53);
+    assert_int_equal(p->line, 56);
     sl__config_free(c);
 }
 

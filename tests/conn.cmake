@@ -9,3 +9,7 @@ if(TARGET sluiced)
             $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
   set_tests_properties(conn_integration PROPERTIES LABELS "integration;concurrency" TIMEOUT 300)
 endif()
+
+# The same layer on a loop the test steps by hand (tests/unit/test_conn.c):
+# exact moments, such as a request unread in the socket buffer when the drain starts.
+sluice_unit_test(test_conn)

@@ -519,6 +519,10 @@ class Drain(unittest.TestCase):
     """Item 12: SIGTERM answers what has arrived, with Connection: close."""
 
     def test_requests_in_socket_buffers_of_idle_connections(self):
+        """Whether the workers read these before or after they start to
+        drain is a race (answers before it say keep-alive); either way each
+        is answered whole and ends cleanly. The exact moment (unread at the
+        start of the drain) is tested on a stepped loop in test_conn.c."""
         s = start(workers=2)
         conns = []
         for _ in range(100):

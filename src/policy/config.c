@@ -136,9 +136,14 @@ enum {
     LIM_CONNECTIONS,
     LIM_IDLE,
     LIM_HEADER_TIMEOUT,
+    LIM_COMMAND_TIMEOUT,
+    LIM_OUTPUT,
+    LIM_OUTPUT_TOTAL,
 };
-static const char *const limits_keys[] = {"max_header_bytes", "max_body_bytes", "max_resp_frame",
-                                          "max_connections",  "idle_timeout",   "header_timeout"};
+static const char *const limits_keys[] = {
+    "max_header_bytes", "max_body_bytes",     "max_resp_frame",
+    "max_connections",  "idle_timeout",       "header_timeout",
+    "command_timeout",  "max_pending_output", "max_pending_output_total"};
 
 static const char *const algorithm_names[] = {"fixed_window", "sliding_log", "sliding_window",
                                               "token_bucket", "gcra",        "leaky_queue"};
@@ -184,6 +189,9 @@ static const struct {
     {"max_connections", "under limits"},
     {"idle_timeout", "under limits"},
     {"header_timeout", "under limits"},
+    {"command_timeout", "under limits"},
+    {"max_pending_output", "under limits"},
+    {"max_pending_output_total", "under limits"},
     {"listen", "at the top level"},
     {"workers", "at the top level"},
     {"store", "at the top level"},
@@ -1172,6 +1180,15 @@ static void limits_value(parser *p, void *obj, int key, const char *path) {
         break;
     case LIM_HEADER_TIMEOUT:
         if (get_duration(p, path, NS_MS, 3600 * NS_SEC, &d)) l->header_timeout = d;
+        break;
+    case LIM_COMMAND_TIMEOUT:
+        if (get_duration(p, path, NS_MS, 3600 * NS_SEC, &d)) l->command_timeout = d;
+        break;
+    case LIM_OUTPUT:
+        if (get_size(p, path, 4 * KiB, GiB, &v)) l->max_pending_output = (size_t)v;
+        break;
+    case LIM_OUTPUT_TOTAL:
+        if (get_size(p, path, MiB, TiB, &v)) l->max_pending_output_total = (uint64_t)v;
         break;
     }
 }
@@ -2588,6 +2605,9 @@ static void set_defaults(sl_config *c, const char *source) {
         .max_connections = 10000,
         .idle_timeout = 60 * NS_SEC,
         .header_timeout = 10 * NS_SEC,
+        .command_timeout = 10 * NS_SEC,
+        .max_pending_output = MiB,
+        .max_pending_output_total = 64 * MiB,
     };
     snprintf(c->log_level, sizeof c->log_level, "info");
     c->identity = (sl_identity_config){

@@ -147,12 +147,20 @@ typedef struct sl_exempt_config {
 } sl_exempt_config;
 
 typedef struct sl_limits_config {
-    size_t max_header_bytes;  /* HTTP request line + headers; 431 beyond. default 8 KiB */
-    size_t max_body_bytes;    /* HTTP body; 413 beyond. default 64 KiB */
-    size_t max_resp_frame;    /* one RESP command (all its bytes); error beyond. default 64 KiB */
-    unsigned max_connections; /* per process; new ones are closed at once beyond. default 10000 */
-    int64_t idle_timeout;     /* ns without a byte from the client; 408 / close. default 60 s */
-    int64_t header_timeout;   /* ns to receive a whole HTTP request head; 408. default 10 s */
+    size_t max_header_bytes;   /* HTTP request line + headers; 431 beyond. default 8 KiB */
+    size_t max_body_bytes;     /* HTTP body; 413 beyond. default 64 KiB */
+    size_t max_resp_frame;     /* one RESP command (all its bytes); error beyond. default 64 KiB */
+    unsigned max_connections;  /* per process; new ones are closed at once beyond. default 10000 */
+    int64_t idle_timeout;      /* ns without a byte from the client; 408 / close. default 60 s */
+    int64_t header_timeout;    /* ns from the first byte of an HTTP request to its last; 408.
+                                  default 10 s */
+    int64_t command_timeout;   /* ns from the first byte of a RESP command to its last; error
+                                  and close. default 10 s */
+    size_t max_pending_output; /* answers queued for one connection before its input is no
+                                  longer read. default 1 MiB */
+    uint64_t max_pending_output_total; /* the same, all connections of the process: beyond it,
+                                          the connections with the most queued stop being read.
+                                          default 64 MiB */
 } sl_limits_config;
 
 /* Who may ask for a reload over HTTP (POST /v1/reload); SIGHUP always can.

@@ -1,13 +1,37 @@
 /* conn.c: one client connection on a worker's loop: reading into the
  * protocol parser, pipelining (every request of a read is answered, all
- * answers leave in one write), backpressure, the idle and header timeouts,
- * the connection cap, and closing (at once, after the last answer, or when
- * the worker drains).
+ * answers leave in one write), the bounds on queued output, the idle and
+ * request timeouts, the connection cap, and closing (at once, after the last
+ * answer, or when the worker drains).
  *
- * Reads land in the worker's shared buffer; only a partial RESP command is
- * copied into the connection (HTTP keeps partial requests in its parser). */
+ * Reads land in the worker's shared buffer. A connection keeps bytes of its
+ * own (c->in) only for a partial RESP command (HTTP keeps partial requests
+ * in its parser) and for input held back while its output is over a bound.
+ *
+ * Output bounds (limits.max_pending_output, max_pending_output_total): the
+ * answers a connection has queued (being built, being written, or waiting
+ * behind an answer that comes later) are counted per connection and, in
+ * server->pending_output, for the whole process. Before each request is
+ * answered the bounds are checked; over one, the rest of the input is held
+ * back and the connection is no longer read until its client has read
+ * enough of its answers. Over the process bound, the connections holding
+ * more than their share (the bound divided by the open connections) stop
+ * first; the ones with nothing queued (clients that read their answers) go
+ * on. So a client that pipelines without reading costs at most one bound
+ * (and one answer, one read) of memory, whatever it sends.
+ *
+ * Turns: one read callback builds at most TURN_OUTPUT bytes of answers;
+ * the rest of its input is held back and handled at the next loop tick
+ * (the worker's yield_idle), after the other connections' events. A
+ * pipelining client cannot make the others wait for more than that.
+ *
+ * Draining (SIGTERM): everything that has arrived is answered, including
+ * requests still in the socket buffers of idle keep-alive connections; the
+ * last answer of an HTTP connection says Connection: close, and the
+ * connection closes once it is written. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 
 #include "server/grpc/grpc.h"
@@ -18,8 +42,9 @@
 #include "util/log.h"
 
 #define READ_BUF_BYTES (64 * 1024)
-#define OUT_HIGH_WATER (4u << 20) /* stop reading while this much output is pending */
-#define MAX_DEFERRED   4096       /* stop reading while this many answers are awaited */
+#define MAX_DEFERRED   4096u       /* stop reading while this many answers are awaited */
+#define BUF_KEEP       (64 * 1024) /* an emptied buffer larger than this is released */
+#define TURN_OUTPUT    (64 * 1024) /* answers built in one turn of a connection, at most */
 
 /* An answer that will be written later (a decision in Redis), and the
  * answers that follow it: pipelined answers leave in request order. */
@@ -29,6 +54,7 @@ struct sl_deferred {
     sl_buf answer; /* written by the protocol when the decision is in */
     sl_buf after;  /* answers to the requests that followed it, ready earlier */
     bool done;
+    bool closes; /* its answer says Connection: close (sl__deferred_keep) */
 };
 
 typedef struct conn {
@@ -37,15 +63,20 @@ typedef struct conn {
     sl_worker *w;
     sl_proto proto;
     struct conn *prev, *next;
-    sl_buf in;   /* RESP: bytes of an incomplete command */
+    sl_buf in;   /* a partial RESP command, or input held back (see the top) */
     sl_buf out;  /* answers being built */
     sl_buf wbuf; /* answers being written */
     uv_write_t wreq;
     sl_http_parser *http;
     sl_grpc_session *grpc;
     uint64_t last_activity_ms;
-    uint64_t request_started_ms; /* 0: not inside an HTTP request head */
+    uint64_t request_started_ms; /* 0: no partial HTTP request or RESP command */
+    size_t deferred_bytes;       /* answers held by the awaited ones (their after buffers) */
+    size_t accounted;            /* this connection's part of server->pending_output */
     bool writing, close_after_write, closing, read_paused;
+    bool busy;    /* handling input: held-back input is not resumed from inside */
+    bool yielded; /* used its turn: on the worker's yielded list, resumed next tick */
+    struct conn *yprev, *ynext;
     int open_handles;
     sl_deferred *deferred, *deferred_tail; /* answers awaited, oldest first */
     unsigned ndeferred;
@@ -83,8 +114,6 @@ static int64_t mono_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void count(atomic_uint_fast64_t *c);
-
 static void count(atomic_uint_fast64_t *c) {
     sl__counter_add(c, 1);
 }
@@ -103,9 +132,113 @@ void sl__worker_record(sl_worker *w, sl_proto proto, int64_t ns) {
     record_batch(w, proto, 1, ns);
 }
 
+/* Draining: the worker is, or the server has started to (the worker hears
+ * of it at its next tick; answers given meanwhile already close). */
+static bool draining(const sl_worker *w) {
+    return w->draining || atomic_load_explicit(&w->server->draining, memory_order_relaxed);
+}
+
+/* Bytes the kernel has received for this connection that were not read
+ * yet (0 if it cannot tell). Only asked while the worker drains. */
+static int unread_bytes(conn *c) {
+    uv_os_fd_t fd;
+    int n = 0;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 || ioctl(fd, FIONREAD, &n) != 0) return 0;
+    return n;
+}
+
+/* ---- output bounds --------------------------------------------------------- */
+
+static size_t queued(const conn *c) {
+    return c->out.len + c->wbuf.len + c->deferred_bytes;
+}
+
+/* Brings the process total up to date with this connection's queued
+ * output (a closing connection holds none). */
+static void account(conn *c) {
+    size_t q = c->closing ? 0 : queued(c);
+    if (q == c->accounted) return;
+    atomic_uint_fast64_t *total = &c->w->server->pending_output;
+    if (q > c->accounted)
+        atomic_fetch_add_explicit(total, q - c->accounted, memory_order_relaxed);
+    else
+        atomic_fetch_sub_explicit(total, c->accounted - q, memory_order_relaxed);
+    c->accounted = q;
+}
+
+/* Is the connection's output over its bounds, divided by 2^shift (0 to
+ * stop reading before the next answer, 1 to resume: the gap keeps a
+ * connection from flapping)? */
+static bool output_over(const conn *c, unsigned shift) {
+    const sl_limits_config *l = &c->w->limits;
+    size_t q = queued(c);
+    if (q >= l->max_pending_output >> shift || c->ndeferred >= MAX_DEFERRED >> shift) return true;
+    if (q == 0) return false;
+    sl_server *s = c->w->server;
+    uint64_t total = atomic_load_explicit(&s->pending_output, memory_order_relaxed);
+    total = total - c->accounted + q; /* ours is in it: the thread that added it reads it */
+    if (total < l->max_pending_output_total) return false;
+    unsigned n = atomic_load_explicit(&s->connections, memory_order_relaxed);
+    uint64_t share = l->max_pending_output_total / (n ? n : 1);
+    return q >= share >> shift;
+}
+
+static void pause_reading(conn *c) {
+    if (c->read_paused) return;
+    c->read_paused = true;
+    count(&c->w->stats.read_pauses);
+    uv_read_stop((uv_stream_t *)&c->tcp);
+}
+
+static void on_yield(uv_idle_t *h);
+
+/* The connection used its turn: it stops being read, and its held-back
+ * input is handled at the next tick. */
+static void yield_turn(conn *c) {
+    if (!c->read_paused) {
+        c->read_paused = true;
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    }
+    if (c->yielded) return;
+    sl_worker *w = c->w;
+    c->yielded = true;
+    c->yprev = NULL;
+    c->ynext = w->yielded;
+    if (c->ynext) c->ynext->yprev = c;
+    w->yielded = c;
+    if (!uv_is_active((uv_handle_t *)&w->yield_idle)) uv_idle_start(&w->yield_idle, on_yield);
+}
+
+static void unyield(conn *c) {
+    if (!c->yielded) return;
+    c->yielded = false;
+    if (c->yprev)
+        c->yprev->ynext = c->ynext;
+    else
+        c->w->yielded = c->ynext;
+    if (c->ynext) c->ynext->yprev = c->yprev;
+    c->yprev = c->ynext = NULL;
+}
+
+/* Releases the storage of a buffer that was emptied after growing large,
+ * so that idle connections do not pin it. */
+static void buf_trim(sl_buf *b) {
+    if (b->len == 0 && b->cap > BUF_KEEP) {
+        sl__buf_free(b);
+        sl__buf_init(b);
+    }
+}
+
 /* ---- timers ------------------------------------------------------------- */
 
 static void on_timer(uv_timer_t *t);
+
+/* How long a partial request (HTTP) or command (RESP) may take, in ms. */
+static uint64_t request_timeout_ms(const conn *c) {
+    const sl_limits_config *l = &c->w->limits;
+    return (uint64_t)((c->proto == SL_PROTO_RESP ? l->command_timeout : l->header_timeout) /
+                      1000000);
+}
 
 static void arm_timer(conn *c) {
     const sl_limits_config *l = &c->w->limits;
@@ -113,13 +246,28 @@ static void arm_timer(conn *c) {
     uint64_t idle = (uint64_t)(l->idle_timeout / 1000000);
     uint64_t deadline = c->last_activity_ms + idle;
     if (c->request_started_ms) {
-        uint64_t hd = c->request_started_ms + (uint64_t)(l->header_timeout / 1000000);
-        if (hd < deadline) deadline = hd;
+        uint64_t rd = c->request_started_ms + request_timeout_ms(c);
+        if (rd < deadline) deadline = rd;
     }
     uv_timer_start(&c->timer, on_timer, deadline > now ? deadline - now : 1, 0);
 }
 
-static void timeout_answer(conn *c) {
+/* After input was handled: a request or command that is now on its way
+ * has its own deadline from its first byte (the timer moves up to it). */
+static void track_request(conn *c, bool completed_some) {
+    bool partial = c->proto == SL_PROTO_HTTP   ? sl__http_parser_in_request(c->http)
+                   : c->proto == SL_PROTO_RESP ? c->in.len > 0
+                                               : false;
+    if (!partial || c->close_after_write) {
+        c->request_started_ms = 0;
+        return;
+    }
+    if (c->request_started_ms && !completed_some) return; /* the same one, still on its way */
+    c->request_started_ms = uv_now(&c->w->loop);
+    arm_timer(c);
+}
+
+static void timeout_answer(conn *c, bool request_late) {
     count(&c->w->stats.timeouts);
     if (c->proto == SL_PROTO_HTTP) {
         if (c->request_started_ms || sl__http_parser_in_request(c->http)) {
@@ -133,6 +281,9 @@ static void timeout_answer(conn *c) {
         }
     } else if (c->proto == SL_PROTO_GRPC) {
         sl__grpc_session_shutdown(c->grpc); /* GOAWAY */
+    } else if (request_late) {
+        sl__resp_error(conn_out(c), "ERR command timeout: the command did not arrive within "
+                                    "limits.command_timeout, closing the connection");
     } else {
         sl__resp_error(conn_out(c), "ERR idle timeout, closing the connection");
     }
@@ -145,15 +296,16 @@ static void on_timer(uv_timer_t *t) {
     if (c->closing) return;
     const sl_limits_config *l = &c->w->limits;
     uint64_t now = uv_now(&c->w->loop);
-    bool head_late = c->request_started_ms &&
-                     now - c->request_started_ms >= (uint64_t)(l->header_timeout / 1000000);
+    /* While its input is held back, a request waits on us, not on the client. */
+    bool request_late = c->request_started_ms && !c->read_paused &&
+                        now - c->request_started_ms >= request_timeout_ms(c);
     bool idle = now - c->last_activity_ms >= (uint64_t)(l->idle_timeout / 1000000);
-    if (head_late || idle) {
+    if (request_late || idle) {
         if (c->writing) { /* the client is slow to read: give up on it */
             conn_close(c);
             return;
         }
-        timeout_answer(c);
+        timeout_answer(c, request_late);
         return;
     }
     arm_timer(c);
@@ -187,32 +339,98 @@ static void on_closed(uv_handle_t *h) {
 static void conn_close(conn *c) {
     if (c->closing) return;
     c->closing = true;
+    unyield(c);
+    account(c); /* gives back its part of the process total */
     list_remove(c->w, c);
     uv_close((uv_handle_t *)&c->timer, on_closed);
     uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
-/* ---- writing -------------------------------------------------------------- */
+/* While the worker drains: once everything that arrived on the connection
+ * is answered, it closes after its last answer. Input still to come (held
+ * back, partial, or unread in the socket) keeps it open: it is read and
+ * answered first. */
+static void drain_check(conn *c) {
+    if (!c->w->draining || c->closing || c->close_after_write || c->grpc) return;
+    if (c->in.len || (c->http && sl__http_parser_in_request(c->http)) || unread_bytes(c) > 0)
+        return;
+    c->close_after_write = true;
+}
+
+/* ---- reading ---------------------------------------------------------------- */
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static size_t handle_input(conn *c, const char *data, size_t len, bool *completed);
+
+/* Handles the held-back input (and a partial RESP command's bytes). */
+static void handle_held(conn *c) {
+    bool completed = false;
+    c->busy = true;
+    size_t used = handle_input(c, c->in.data, c->in.len, &completed);
+    c->busy = false;
+    sl__buf_consume(&c->in, used);
+    buf_trim(&c->in);
+    track_request(c, completed);
+    drain_check(c);
+}
+
+/* The connection's output went down (or its turn came again): it is read
+ * again once its output is under half its bounds, starting with the input
+ * that was held back. That input is handled one turn at a time: if it
+ * stops again and its answers were written at once, it goes on at the
+ * next tick. */
+static void resume(conn *c) {
+    if (c->closing || !c->read_paused || c->yielded || output_over(c, 1)) return;
+    c->read_paused = false;
+    if (c->in.len && !c->close_after_write) {
+        handle_held(c); /* may stop it again: output over a bound, or its turn used */
+        c->busy = true; /* flush() must not come back here */
+        flush(c);
+        c->busy = false;
+        if (c->closing) return;
+        if (c->read_paused) {
+            if (!c->yielded && !output_over(c, 1)) yield_turn(c);
+            return;
+        }
+    }
+    if (!c->close_after_write)
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    else
+        flush(c); /* nothing more is read: it closes once written */
+}
+
+/* ---- writing -------------------------------------------------------------- */
 
 static void after_output(conn *c) {
     if (c->close_after_write && !c->writing && c->out.len == 0 && c->ndeferred == 0) {
         conn_close(c);
         return;
     }
-    if (c->read_paused && c->out.len + c->wbuf.len < OUT_HIGH_WATER / 2 &&
-        c->ndeferred < MAX_DEFERRED / 2) {
-        c->read_paused = false;
-        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    if (c->read_paused && !c->busy && !c->yielded && !output_over(c, 1)) resume(c);
+}
+
+/* The next tick: the connections that used their turn go on. */
+static void on_yield(uv_idle_t *h) {
+    sl_worker *w = h->data;
+    conn *list = w->yielded;
+    w->yielded = NULL;
+    for (conn *c = list; c; c = c->ynext) c->yielded = false; /* off the old list */
+    for (conn *c = list, *next; c; c = next) {
+        next = c->ynext;
+        c->yprev = c->ynext = NULL;
+        if (c->closing) continue;
+        if (output_over(c, 1)) count(&w->stats.read_pauses); /* stays stopped */
+        resume(c);
     }
+    if (!w->yielded) uv_idle_stop(h);
 }
 
 static void on_write(uv_write_t *req, int status) {
     conn *c = req->data;
     c->writing = false;
     sl__buf_reset(&c->wbuf);
+    buf_trim(&c->wbuf);
     if (c->closing) return;
     if (status < 0) {
         conn_close(c);
@@ -220,8 +438,10 @@ static void on_write(uv_write_t *req, int status) {
     }
     if (c->out.len)
         flush(c);
-    else
+    else {
+        account(c);
         after_output(c);
+    }
 }
 
 static void flush(conn *c) {
@@ -251,36 +471,53 @@ static void flush(conn *c) {
                 conn_close(c);
                 return;
             }
+        } else {
+            buf_trim(&c->out);
         }
     }
-    if (!c->read_paused &&
-        (c->out.len + c->wbuf.len >= OUT_HIGH_WATER || c->ndeferred >= MAX_DEFERRED)) {
-        c->read_paused = true;
-        uv_read_stop((uv_stream_t *)&c->tcp);
-    }
+    account(c);
+    /* gRPC's input is handled a read at a time: its bound is checked after */
+    if (!c->read_paused && !c->close_after_write && output_over(c, 0)) pause_reading(c);
     after_output(c);
 }
 
 /* ---- protocols ------------------------------------------------------------ */
 
-static void handle_http(conn *c, const char *data, size_t len) {
+/* Returns how many bytes of data were used: all, unless the output went
+ * over its bounds (the rest is held back). */
+static size_t handle_http(conn *c, const char *data, size_t len, bool *completed) {
     sl_worker *w = c->w;
-    size_t off = 0;
+    size_t off = 0, produced = 0;
     uint64_t answered = 0;
     int64_t t0 = 0;
     while (off < len && !c->close_after_write) {
+        if (output_over(c, 0)) { /* counted before the next answer is built */
+            pause_reading(c);
+            break;
+        }
+        if (produced >= TURN_OUTPUT) {
+            yield_turn(c);
+            break;
+        }
         size_t used = 0;
         sl_http_status st = sl__http_parser_feed(c->http, data + off, len - off, &used);
         off += used;
         if (st == SL_HTTP_READY) {
             if (answered == 0) t0 = mono_ns();
             const sl_http_request *req = sl__http_parser_request(c->http);
+            sl_buf *out = conn_out(c);
+            size_t before = out->len;
             w->current_conn = c;
-            bool keep = sl__http_api_handle(w, req, conn_out(c));
+            /* draining: the last request that arrived is answered with
+             * Connection: close (earlier pipelined ones keep it open) */
+            w->closing_answer = draining(w) && off == len && unread_bytes(c) == 0;
+            bool keep = sl__http_api_handle(w, req, out);
+            w->closing_answer = false;
             w->current_conn = NULL;
+            produced += out->len - before;
+            if (out != &c->out) c->deferred_bytes += out->len - before;
             answered++;
             sl__http_parser_next(c->http);
-            c->request_started_ms = 0;
             if (!keep) c->close_after_write = true;
         } else if (st == SL_HTTP_ERROR) {
             const char *msg = "bad request";
@@ -299,6 +536,7 @@ static void handle_http(conn *c, const char *data, size_t len) {
             sl__http_end(conn_out(c), false, "application/json", body.data, body.len);
             sl__buf_free(&body);
             c->close_after_write = true;
+            off = len;
             break;
         } else {
             /* a client waiting for "100 Continue" before sending its body */
@@ -307,12 +545,13 @@ static void handle_http(conn *c, const char *data, size_t len) {
         }
     }
     if (answered) record_batch(w, SL_PROTO_HTTP, answered, mono_ns() - t0);
-    if (!c->close_after_write && sl__http_parser_in_request(c->http) && !c->request_started_ms)
-        c->request_started_ms = uv_now(&w->loop);
+    *completed = answered > 0;
+    return c->close_after_write ? len : off;
 }
 
-/* Returns how many bytes of data were used (the rest is an incomplete command). */
-static size_t handle_resp(conn *c, const char *data, size_t len) {
+/* Returns how many bytes of data were used (the rest is an incomplete
+ * command, or held back because the output went over its bounds). */
+static size_t handle_resp(conn *c, const char *data, size_t len, bool *completed) {
     sl_worker *w = c->w;
     sl_resp_context ctx = {.policies = w->policies,
                            .cell = w->server->cell,
@@ -322,10 +561,18 @@ static size_t handle_resp(conn *c, const char *data, size_t len) {
                            .check_async = w->store ? sl__resp_check_async : NULL,
                            .throttle_async = w->store ? sl__resp_throttle_async : NULL,
                            .worker = w};
-    size_t off = 0;
+    size_t off = 0, produced = 0;
     uint64_t answered = 0;
     int64_t t0 = 0;
     while (off < len && !c->close_after_write) {
+        if (output_over(c, 0)) { /* counted before the next answer is built */
+            pause_reading(c);
+            break;
+        }
+        if (produced >= TURN_OUTPUT) {
+            yield_turn(c);
+            break;
+        }
         sl_resp_command cmd;
         const char *err = NULL;
         long n = sl__resp_parse(data + off, len - off, w->limits.max_resp_frame, &cmd, &err);
@@ -336,19 +583,40 @@ static size_t handle_resp(conn *c, const char *data, size_t len) {
             snprintf(msg, sizeof msg, "ERR Protocol error: %s", err ? err : "malformed request");
             sl__resp_error(conn_out(c), msg);
             c->close_after_write = true;
-            if (answered) record_batch(w, SL_PROTO_RESP, answered, mono_ns() - t0);
-            return len;
+            off = len;
+            break;
         }
         if (answered == 0) t0 = mono_ns();
+        sl_buf *out = conn_out(c);
+        size_t before = out->len;
         w->current_conn = c;
-        int quit = sl__resp_execute(&ctx, &cmd, conn_out(c));
+        int quit = sl__resp_execute(&ctx, &cmd, out);
         w->current_conn = NULL;
+        produced += out->len - before;
+        if (out != &c->out) c->deferred_bytes += out->len - before;
         answered++;
         off += (size_t)n;
         if (quit) c->close_after_write = true;
     }
     if (answered) record_batch(w, SL_PROTO_RESP, answered, mono_ns() - t0);
-    return off;
+    *completed = answered > 0;
+    return c->close_after_write ? len : off;
+}
+
+static size_t handle_input(conn *c, const char *data, size_t len, bool *completed) {
+    *completed = false;
+    if (c->proto == SL_PROTO_HTTP) return handle_http(c, data, len, completed);
+    if (c->proto == SL_PROTO_RESP) return handle_resp(c, data, len, completed);
+    c->w->current_conn = c;
+    int frc = sl__grpc_session_feed(c->grpc, data, len);
+    c->w->current_conn = NULL;
+    if (frc != 0) {
+        count(&c->w->stats.protocol_errors);
+        c->close_after_write = true;
+    } else if (sl__grpc_session_done(c->grpc)) {
+        c->close_after_write = true;
+    }
+    return len;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -367,28 +635,22 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     }
     c->last_activity_ms = uv_now(&c->w->loop);
     if (c->close_after_write) return; /* ignore what follows an answer that closes */
-    if (c->proto == SL_PROTO_HTTP) {
-        handle_http(c, buf->base, (size_t)nread);
-    } else if (c->proto == SL_PROTO_GRPC) {
-        c->w->current_conn = c;
-        int frc = sl__grpc_session_feed(c->grpc, buf->base, (size_t)nread);
-        c->w->current_conn = NULL;
-        if (frc != 0) {
-            count(&c->w->stats.protocol_errors);
-            c->close_after_write = true;
-        } else if (sl__grpc_session_done(c->grpc)) {
-            c->close_after_write = true;
-        }
-    } else if (c->in.len == 0) {
-        size_t used = handle_resp(c, buf->base, (size_t)nread);
-        if (used < (size_t)nread && !c->close_after_write)
-            sl__buf_append(&c->in, buf->base + used, (size_t)nread - used);
-    } else {
+    if (c->in.len) {
         sl__buf_append(&c->in, buf->base, (size_t)nread);
-        size_t used = handle_resp(c, c->in.data, c->in.len);
-        sl__buf_consume(&c->in, used);
+        handle_held(c);
+    } else {
+        bool completed = false;
+        c->busy = true;
+        size_t used = handle_input(c, buf->base, (size_t)nread, &completed);
+        c->busy = false;
+        if (used < (size_t)nread) sl__buf_append(&c->in, buf->base + used, (size_t)nread - used);
+        track_request(c, completed);
+        drain_check(c);
     }
-    if (c->w->draining && c->proto == SL_PROTO_RESP && c->in.len == 0) c->close_after_write = true;
+    if (c->in.failed) {
+        conn_close(c);
+        return;
+    }
     flush(c);
 }
 
@@ -430,10 +692,13 @@ void sl__deferred_done(sl_deferred *d) {
         c->deferred = h->next;
         if (!c->deferred) c->deferred_tail = NULL;
         c->ndeferred--;
+        size_t held = h->after.len;
+        c->deferred_bytes = c->deferred_bytes > held ? c->deferred_bytes - held : 0;
         if (!c->closing) {
             sl__buf_append(&c->out, h->answer.data, h->answer.len);
             sl__buf_append(&c->out, h->after.data, h->after.len);
             if (h->answer.failed || h->after.failed) c->out.failed = true;
+            if (h->closes) c->close_after_write = true;
         }
         deferred_free(h);
     }
@@ -441,7 +706,21 @@ void sl__deferred_done(sl_deferred *d) {
         if (c->ndeferred == 0) conn_free(c);
         return;
     }
-    if (!c->closing) flush(c);
+    if (!c->closing) {
+        drain_check(c);
+        flush(c);
+    }
+}
+
+bool sl__deferred_keep(sl_deferred *d, bool keep) {
+    conn *c = d->c;
+    if (!keep || c->closing || !draining(c->w)) return keep;
+    /* draining: only the last answer of the connection closes it */
+    if (d != c->deferred_tail || d->after.len || c->in.len ||
+        (c->http && sl__http_parser_in_request(c->http)) || unread_bytes(c) > 0)
+        return true;
+    d->closes = true;
+    return false;
 }
 
 int sl__conn_peer(sl_worker *w, struct sockaddr_storage *out) {
@@ -508,20 +787,17 @@ void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto) {
 void sl__conn_drain_all(sl_worker *w) {
     for (conn *c = w->conns, *next; c; c = next) {
         next = c->next;
-        /* A request on its way is read to its end and answered; the answer
-         * closes the connection (HTTP answers say Connection: close while
-         * the worker drains; RESP closes once no partial command is left). */
-        if ((c->http && sl__http_parser_in_request(c->http)) || c->in.len) continue;
         if (c->grpc) { /* GOAWAY; streams in flight are still answered */
             sl__grpc_session_shutdown(c->grpc);
             if (sl__grpc_session_done(c->grpc)) c->close_after_write = true;
             flush(c);
             continue;
         }
-        if (c->writing || c->out.len || c->ndeferred)
-            c->close_after_write = true;
-        else
-            conn_close(c);
+        /* What has arrived is read and answered first (a request on its
+         * way, input held back, or bytes still in the socket buffer); then
+         * the connection closes after its last answer. */
+        drain_check(c);
+        if (c->close_after_write) flush(c);
     }
 }
 

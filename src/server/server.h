@@ -20,6 +20,8 @@
 
 #define SL_MAX_WORKERS 256
 
+enum { SL_LISTEN_OPEN, SL_LISTEN_CLOSING, SL_LISTEN_PAUSED };
+
 typedef enum sl_proto { SL_PROTO_HTTP, SL_PROTO_RESP, SL_PROTO_GRPC, SL_PROTO_COUNT } sl_proto;
 
 struct sl_server;
@@ -33,6 +35,8 @@ typedef struct sl_worker_stats {
     atomic_uint_fast64_t accepted, closed, refused_connections;
     atomic_uint_fast64_t protocol_errors, timeouts;
     atomic_uint_fast64_t unknown_keys, missing_keys; /* /v1/auth: API keys refused */
+    atomic_uint_fast64_t read_pauses;   /* a connection stopped being read: output over a bound */
+    atomic_uint_fast64_t accept_errors; /* accept() failed (no file descriptor left, ...) */
 } sl_worker_stats;
 
 typedef struct sl_worker {
@@ -48,12 +52,23 @@ typedef struct sl_worker {
     uv_async_t wake;               /* from the main thread: a new policy set, or drain */
     uv_prepare_t tick;             /* before each poll: forget the clock reading */
     uv_timer_t drain_timer;
+    uv_idle_t yield_idle; /* conn.c: connections that used their turn go on next tick */
+    void *yielded;        /* their list (conn.c) */
+    /* accepting at the file-descriptor limit (worker.c) */
+    int spare_fd;                   /* kept open to accept (and refuse) with at EMFILE */
+    int listen_dup[SL_PROTO_COUNT]; /* the listening socket, while its handle is paused */
+    unsigned char listen_state[SL_PROTO_COUNT]; /* SL_LISTEN_*: open, closing, paused */
+    uv_timer_t accept_timer;                    /* reopens paused listeners */
+    unsigned refused_tick;                      /* connections refused in this loop tick */
     int64_t now; /* Unix ns, read once per loop tick (sl__worker_now) */
     bool now_valid;
     unsigned generation; /* of the policy set this worker holds */
     sl_policy_set *policies;
     sl_domain_set *domains; /* envoyproxy/ratelimit rules, same generation */
     bool draining;
+    /* set by conn.c while the worker drains, for the last request that arrived on its
+       connection: the answer says Connection: close (the HTTP handlers' keep) */
+    bool closing_answer;
     unsigned connections;
     void *conns;    /* intrusive list head of open connections (conn.c) */
     char *read_buf; /* shared by the worker's connections for reads */
@@ -80,6 +95,11 @@ typedef struct sl_server {
     unsigned nworkers;
     sl_worker *workers;
     atomic_uint connections; /* open, all workers */
+    /* bytes of answers queued on all connections (conn.c: limits.max_pending_output_total) */
+    atomic_uint_fast64_t pending_output;
+    /* accept() failures: one warning a second at most, with the count since the last one */
+    atomic_int_fast64_t accept_warned_at; /* monotonic ns; 0 = never */
+    atomic_uint_fast64_t accept_unwarned;
     atomic_bool draining;
     atomic_uint_fast64_t reloads, reload_failures;
     int64_t started_at;
@@ -163,6 +183,11 @@ typedef struct sl_deferred sl_deferred;
 sl_deferred *sl__conn_defer(sl_worker *w);
 sl_buf *sl__deferred_out(sl_deferred *d);
 void sl__deferred_done(sl_deferred *d);
+/* For an HTTP answer written into sl__deferred_out: the keep-alive it
+ * may say. keep, except while the worker drains for the last answer of the
+ * connection (false, and the connection closes after it). Call it just
+ * before writing the answer. */
+bool sl__deferred_keep(sl_deferred *d, bool keep);
 
 /* Protocol handlers write their answer into out. Return true to keep the
  * connection open after it. */

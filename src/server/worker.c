@@ -1,18 +1,36 @@
 /* worker.c: one worker thread: its libuv loop, its listening sockets, the
  * clock read once per loop tick, picking up reloaded policy sets, and
- * draining on shutdown. */
+ * draining on shutdown.
+ *
+ * At the file-descriptor limit (EMFILE, ENFILE), libuv's accept loop calls
+ * back with the error and tries again at once, for as long as the error
+ * lasts (libuv's own spare descriptor is lost when another thread takes
+ * the one it frees): the worker would spin there and serve nobody. So on an
+ * accept error the worker takes the pending connections itself with a
+ * spare descriptor of its own (each is refused with a short answer and
+ * closed), then pauses the listener (its handle is closed, a duplicate
+ * keeps the socket and its backlog) and accepts again ACCEPT_PAUSE_MS
+ * later. The warning is logged once a second at most, with
+ * the count of failures since the last one. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "server/reload.h"
 #include "server/server.h"
 #include "sluice/clock.h"
 #include "store/batch.h"
 #include "store/store.h"
+#include "util/counter.h"
 #include "util/log.h"
 
-#define READ_BUF_BYTES (64 * 1024)
+#define READ_BUF_BYTES  (64 * 1024)
+#define ACCEPT_PAUSE_MS 100
+#define REFUSE_MAX      1024 /* connections refused in one loop tick, at most */
 
 int64_t sl__worker_now(sl_worker *w) {
     if (!w->now_valid) {
@@ -44,17 +62,130 @@ void sl__worker_refresh(sl_worker *w) {
 static void on_tick(uv_prepare_t *h) {
     sl_worker *w = h->data;
     w->now_valid = false;
+    w->refused_tick = 0;
     sl__worker_refresh(w);
+}
+
+static int64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* One line a second at most, for the whole process. */
+static void warn_accept(sl_worker *w, int status) {
+    sl_server *s = w->server;
+    atomic_fetch_add_explicit(&s->accept_unwarned, 1, memory_order_relaxed);
+    int64_t now = mono_ns();
+    int64_t last = atomic_load_explicit(&s->accept_warned_at, memory_order_relaxed);
+    if (last && now - last < 1000000000) return;
+    if (!atomic_compare_exchange_strong(&s->accept_warned_at, &last, now)) return;
+    unsigned long long n = atomic_exchange(&s->accept_unwarned, 0);
+    sl__log_warn("accept: %s (%llu time%s since the last warning); refusing new connections "
+                 "until descriptors are free",
+                 uv_strerror(status), n, n == 1 ? "" : "s");
+}
+
+/* The answer a connection refused at accept gets before it is closed. */
+static void refuse_fd(int fd, sl_proto p) {
+    static const char http[] =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        "Retry-After: 1\r\nConnection: close\r\nContent-Length: 97\r\n\r\n"
+        "{\"error\":\"too_many_connections\",\"message\":\"the server has no file descriptor "
+        "left; try again later\"}";
+    static const char resp[] = "-ERR max number of clients reached\r\n";
+    ssize_t rc = 0;
+    if (p == SL_PROTO_HTTP) rc = send(fd, http, sizeof http - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (p == SL_PROTO_RESP) rc = send(fd, resp, sizeof resp - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)rc; /* best effort: the connection is closed either way */
+    close(fd);
+}
+
+/* Takes the listener's pending connections with the spare descriptor and
+ * refuses them (at most REFUSE_MAX per loop tick). */
+static void refuse_pending(sl_worker *w, sl_proto p) {
+    uv_os_fd_t lfd;
+    if (w->spare_fd < 0 || uv_fileno((uv_handle_t *)&w->listeners[p], &lfd) != 0) return;
+    close(w->spare_fd);
+    w->spare_fd = -1;
+    while (w->refused_tick < REFUSE_MAX) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            break; /* EAGAIN: none left; EMFILE: another thread took the descriptor */
+        }
+        refuse_fd(fd, p);
+        sl__counter_add(&w->stats.refused_connections, 1);
+        w->refused_tick++;
+    }
+    w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+static void on_listener_closed(uv_handle_t *h) {
+    sl_worker *w = h->loop->data;
+    for (int p = 0; p < SL_PROTO_COUNT; p++)
+        if (h == (uv_handle_t *)&w->listeners[p]) w->listen_state[p] = SL_LISTEN_PAUSED;
+}
+
+static void on_connection(uv_stream_t *listener, int status);
+
+/* Reopens the paused listeners (their sockets kept their backlogs). */
+static void on_accept_timer(uv_timer_t *t) {
+    sl_worker *w = t->data;
+    bool again = false;
+    for (int p = 0; p < SL_PROTO_COUNT && !w->draining; p++) {
+        if (w->listen_state[p] == SL_LISTEN_CLOSING) again = true;
+        if (w->listen_state[p] != SL_LISTEN_PAUSED) continue;
+        int fd = dup(w->listen_dup[p]);
+        if (fd < 0) { /* still no descriptor to spare */
+            again = true;
+            continue;
+        }
+        uv_tcp_init(&w->loop, &w->listeners[p]);
+        int rc = uv_tcp_open(&w->listeners[p], fd);
+        if (rc != 0)
+            close(fd); /* not the handle's */
+        else
+            rc = uv_listen((uv_stream_t *)&w->listeners[p], 1024, on_connection);
+        if (rc == 0) {
+            w->listen_state[p] = SL_LISTEN_OPEN;
+            continue;
+        }
+        w->listen_state[p] = SL_LISTEN_CLOSING;
+        uv_close((uv_handle_t *)&w->listeners[p], on_listener_closed);
+        again = true;
+    }
+    if (w->spare_fd < 0) w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (again && !w->draining)
+        uv_timer_start(&w->accept_timer, on_accept_timer, ACCEPT_PAUSE_MS, 0);
+}
+
+/* Stops accepting on this listener for ACCEPT_PAUSE_MS: closing its handle
+ * is the only way out of libuv's accept loop. */
+static void pause_listener(sl_worker *w, sl_proto p) {
+    if (w->listen_state[p] != SL_LISTEN_OPEN || w->listen_dup[p] < 0) return;
+    w->listen_state[p] = SL_LISTEN_CLOSING;
+    uv_close((uv_handle_t *)&w->listeners[p], on_listener_closed);
+    if (!uv_is_active((uv_handle_t *)&w->accept_timer))
+        uv_timer_start(&w->accept_timer, on_accept_timer, ACCEPT_PAUSE_MS, 0);
 }
 
 static void on_connection(uv_stream_t *listener, int status) {
     sl_worker *w = listener->loop->data;
+    int p = 0;
+    while (p < SL_PROTO_COUNT && listener != (uv_stream_t *)&w->listeners[p]) p++;
+    if (p == SL_PROTO_COUNT) return;
     if (status < 0) {
-        sl__log_warn("accept: %s", uv_strerror(status));
+        sl__counter_add(&w->stats.accept_errors, 1);
+        warn_accept(w, status);
+        /* The pending connections are refused now; then the listener rests
+         * (at the limit, every accept fails at once, whether a connection
+         * is waiting or not: libuv would call back again and again). */
+        if (status == UV_EMFILE || status == UV_ENFILE) refuse_pending(w, (sl_proto)p);
+        pause_listener(w, (sl_proto)p);
         return;
     }
-    for (int p = 0; p < SL_PROTO_COUNT; p++)
-        if (listener == (uv_stream_t *)&w->listeners[p]) sl__conn_accept(w, listener, (sl_proto)p);
+    sl__conn_accept(w, listener, (sl_proto)p);
 }
 
 static void close_handle(uv_handle_t *h) {
@@ -108,8 +239,19 @@ static int start_store(sl_worker *w) {
     return 0;
 }
 
+static void close_dups(sl_worker *w) {
+    for (int p = 0; p < SL_PROTO_COUNT; p++) {
+        if (w->listen_dup[p] >= 0) close(w->listen_dup[p]);
+        w->listen_dup[p] = -1;
+    }
+    if (w->spare_fd >= 0) close(w->spare_fd);
+    w->spare_fd = -1;
+}
+
 void sl__worker_finish(sl_worker *w) {
     stop_store(w);
+    close_handle((uv_handle_t *)&w->accept_timer);
+    close_handle((uv_handle_t *)&w->yield_idle);
     close_handle((uv_handle_t *)&w->wake);
     close_handle((uv_handle_t *)&w->tick);
     close_handle((uv_handle_t *)&w->drain_timer);
@@ -127,7 +269,11 @@ static void on_drain_deadline(uv_timer_t *t) {
 static void start_drain(sl_worker *w) {
     w->draining = true;
     for (int p = 0; p < SL_PROTO_COUNT; p++)
-        if (w->listening[p]) close_handle((uv_handle_t *)&w->listeners[p]);
+        if (w->listening[p] && w->listen_state[p] == SL_LISTEN_OPEN)
+            close_handle((uv_handle_t *)&w->listeners[p]);
+    uv_timer_stop(&w->accept_timer);
+    close_dups(w);
+    sl__log_info("worker %u: draining %u connections", w->id, w->connections);
     sl__conn_drain_all(w);
     if (w->connections == 0) {
         sl__worker_finish(w);
@@ -162,12 +308,19 @@ void *sl__worker_main(void *arg) {
     uv_prepare_start(&w->tick, on_tick);
     uv_timer_init(&w->loop, &w->drain_timer);
     w->drain_timer.data = w;
+    uv_timer_init(&w->loop, &w->accept_timer);
+    w->accept_timer.data = w;
+    uv_idle_init(&w->loop, &w->yield_idle);
+    w->yield_idle.data = w;
+    w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (start_store(w) != 0) {
         sl__log_error("worker %u: cannot set up the Redis store", w->id);
         w->start_error = -1;
     }
     for (int p = 0; p < SL_PROTO_COUNT; p++) {
+        w->listen_dup[p] = -1;
         if (!w->listening[p]) continue;
+        w->listen_dup[p] = fcntl(w->listen_fd[p], F_DUPFD_CLOEXEC, 0);
         uv_tcp_init(&w->loop, &w->listeners[p]);
         int rc = uv_tcp_open(&w->listeners[p], w->listen_fd[p]);
         if (rc == 0) rc = uv_listen((uv_stream_t *)&w->listeners[p], 1024, on_connection);
@@ -180,6 +333,7 @@ void *sl__worker_main(void *arg) {
     if (!w->start_error) uv_run(&w->loop, UV_RUN_DEFAULT);
     /* close whatever is left (error paths) and let the callbacks run */
     stop_store(w);
+    close_dups(w);
     uv_walk(&w->loop, close_walk, NULL);
     uv_run(&w->loop, UV_RUN_DEFAULT);
     uv_loop_close(&w->loop);

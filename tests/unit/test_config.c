@@ -217,6 +217,9 @@ static void test_all_algorithms_example(void **state) {
     assert_int_equal(c->limits.max_connections, 2000);
     assert_int_equal(c->limits.idle_timeout, 30 * SEC);
     assert_int_equal(c->limits.header_timeout, 5 * SEC);
+    assert_int_equal(c->limits.command_timeout, 5 * SEC);
+    assert_int_equal(c->limits.max_pending_output, 512 * KiB);
+    assert_int_equal(c->limits.max_pending_output_total, 32 * MiB);
     assert_string_equal(c->log_level, "debug");
     assert_int_equal(c->npolicies, 6);
 
@@ -247,7 +250,7 @@ static void test_all_algorithms_example(void **state) {
     assert_int_equal(p->params.flags, 0);
     assert_false(p->shadow);
     assert_string_equal(p->on_failure, "closed");
-    assert_int_equal(p->line, 53);
+    assert_int_equal(p->line, 56);
     assert_int_equal(c->admin.reload, SL_RELOAD_TOKEN);
     assert_string_equal(c->admin.reload_token, "replace-me-with-32-random-characters");
     sl__config_free(c);
@@ -273,6 +276,9 @@ static void test_defaults(void **state) {
     assert_int_equal(c->limits.max_connections, 10000);
     assert_int_equal(c->limits.idle_timeout, 60 * SEC);
     assert_int_equal(c->limits.header_timeout, 10 * SEC);
+    assert_int_equal(c->limits.command_timeout, 10 * SEC);
+    assert_int_equal(c->limits.max_pending_output, MiB);
+    assert_int_equal(c->limits.max_pending_output_total, 64 * MiB);
     assert_string_equal(c->log_level, "info");
     assert_int_equal(c->npolicies, 0);
     sl__config_free(c);
@@ -483,8 +489,21 @@ static void test_limits(void **state) {
                   "t.yaml:7: limits.header_timeout: \"2h\" is out of range (1ms to 1h)",
                   "t.yaml:8: limits.idle_timeout: duplicate key (first at line 6)",
                   "t.yaml:9: limits.max_sockets: unknown key (expected max_header_bytes, "
-                  "max_body_bytes, max_resp_frame, max_connections, idle_timeout or "
-                  "header_timeout)");
+                  "max_body_bytes, max_resp_frame, max_connections, idle_timeout, "
+                  "header_timeout, command_timeout, max_pending_output or "
+                  "max_pending_output_total)");
+    c = parse_ok("limits:\n  command_timeout: 2s\n  max_pending_output: 256KiB\n"
+                 "  max_pending_output_total: 8MiB\n");
+    assert_int_equal(c->limits.command_timeout, 2 * SEC);
+    assert_int_equal(c->limits.max_pending_output, 256 * KiB);
+    assert_int_equal(c->limits.max_pending_output_total, 8 * MiB);
+    sl__config_free(c);
+    expect_errors("limits:\n  command_timeout: 2h\n  max_pending_output: 1KiB\n"
+                  "  max_pending_output_total: 1KiB\n",
+                  "t.yaml:2: limits.command_timeout: \"2h\" is out of range (1ms to 1h)",
+                  "t.yaml:3: limits.max_pending_output: \"1KiB\" is out of range (4KiB to 1GiB)",
+                  "t.yaml:4: limits.max_pending_output_total: \"1KiB\" is out of range (1MiB "
+                  "to 1TiB)");
     expect_errors("limits:\n  idle_timeout: 999us\n",
                   "t.yaml:2: limits.idle_timeout: \"999us\" is out of range (1ms to 1d)");
     expect_errors("limits:\n  idle_timeout: 99999999999999999999s\n",

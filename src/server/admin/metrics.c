@@ -241,13 +241,26 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     sl__prom_family(out, "sluice_connections_total", "counter", "Client connections accepted.");
     sl__prom_sample(out, "sluice_connections_total", NULL, SUM(s, accepted));
     sl__prom_family(out, "sluice_connections_refused_total", "counter",
-                    "Connections closed at once because max_connections was reached.");
+                    "Connections closed at once: max_connections reached, or no file "
+                    "descriptor left.");
     sl__prom_sample(out, "sluice_connections_refused_total", NULL, SUM(s, refused_connections));
+    sl__prom_family(out, "sluice_accept_errors_total", "counter",
+                    "accept() failures (such as too many open files).");
+    sl__prom_sample(out, "sluice_accept_errors_total", NULL, SUM(s, accept_errors));
+    sl__prom_family(out, "sluice_pending_output_bytes", "gauge",
+                    "Answers queued on all connections, not yet taken by their clients.");
+    sl__prom_sample(out, "sluice_pending_output_bytes", NULL, atomic_load(&s->pending_output));
+    sl__prom_family(out, "sluice_read_pauses_total", "counter",
+                    "Times a connection stopped being read because its queued answers were "
+                    "over limits.max_pending_output or its share of "
+                    "limits.max_pending_output_total.");
+    sl__prom_sample(out, "sluice_read_pauses_total", NULL, SUM(s, read_pauses));
     sl__prom_family(out, "sluice_protocol_errors_total", "counter",
                     "Malformed or oversized requests answered with an error and closed.");
     sl__prom_sample(out, "sluice_protocol_errors_total", NULL, SUM(s, protocol_errors));
-    sl__prom_family(out, "sluice_timeouts_total", "counter",
-                    "Connections closed for idleness or a request head that came too slowly.");
+    sl__prom_family(
+        out, "sluice_timeouts_total", "counter",
+        "Connections closed for idleness or a request or command that came too slowly.");
     sl__prom_sample(out, "sluice_timeouts_total", NULL, SUM(s, timeouts));
     sl__prom_family(out, "sluice_api_key_refused_total", "counter",
                     "GET /v1/auth requests with an unknown API key, or none where one is "

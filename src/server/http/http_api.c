@@ -225,8 +225,8 @@ typedef struct redis_check {
 static void redis_check_done(sl_policy_call *pc) {
     redis_check *rc = pc->arg;
     const sl_policy_item *it = &pc->items[0];
-    write_decision(sl__deferred_out(rc->d), rc->head, rc->keep, it->policy, pc->rc, &it->decision,
-                   it->shadowed, it->cost, pc->from, rc->now);
+    write_decision(sl__deferred_out(rc->d), rc->head, sl__deferred_keep(rc->d, rc->keep),
+                   it->policy, pc->rc, &it->decision, it->shadowed, it->cost, pc->from, rc->now);
     sl__deferred_done(rc->d);
     sl__policy_call_free(pc);
     free(rc);
@@ -389,7 +389,7 @@ bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
     /* a reload answered to anyone is in force for every request after it,
        on every worker (one atomic load when nothing changed) */
     sl__worker_refresh(w);
-    bool keep = r->keep_alive && !w->draining;
+    bool keep = r->keep_alive && !w->closing_answer;
     bool get = r->method == SL_HTTP_GET || r->method == SL_HTTP_HEAD;
     answer a = {.status = 200, .content_type = "application/json"};
     sl__buf_init(&a.body);

@@ -329,7 +329,8 @@ static void redis_auth_done(sl_policy_call *pc) {
         ra->a.items[i].shadowed = pc->items[i].shadowed;
     }
     sl__rules_finish(&ra->a, pc->rc, pc->refused);
-    write_auth(sl__deferred_out(ra->d), &ra->a, ra->keep, ra->head, ra->now, pc->from);
+    write_auth(sl__deferred_out(ra->d), &ra->a, sl__deferred_keep(ra->d, ra->keep), ra->head,
+               ra->now, pc->from);
     sl__deferred_done(ra->d);
     sl__policy_call_free(pc);
     free(ra);

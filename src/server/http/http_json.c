@@ -228,7 +228,8 @@ static void json_done(sl_domain_call *call, void *arg) {
     redis_json *rj = arg;
     int overall = SL_RLS_OK;
     sl__domain_finish(rj->call, rj->st, &overall);
-    write_answer(sl__deferred_out(rj->d), rj->keep, overall, rj->st, rj->n);
+    write_answer(sl__deferred_out(rj->d), sl__deferred_keep(rj->d, rj->keep), overall, rj->st,
+                 rj->n);
     sl__deferred_done(rj->d);
     sl__domain_call_free(rj->call);
     free(rj);

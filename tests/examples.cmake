@@ -8,3 +8,7 @@ if(TARGET sluiced)
             $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} ${SLUICE_NGINX})
   set_tests_properties(examples_integration PROPERTIES LABELS integration TIMEOUT 120)
 endif()
+
+# The longest periods docs/configuration.md and docs/semantics.md promise
+# (buckets: 26687d at burst 1; windows: 36600d), and sluiced's message.
+sluice_unit_test(test_bucket_period)

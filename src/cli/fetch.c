@@ -473,6 +473,7 @@ int fetch_main(const char *cmd, int argc, char **argv, int first) {
             return args_error(&a, "from 0.001 to 1000000 per second"), EXIT_USAGE;
         }
         if (!has_aimd_max && has_rate) cap = start;
+        if (!has_rate && start > cap) start = cap; /* a ceiling below the default start */
         if (start > cap) {
             snprintf(a.name, sizeof a.name, has_aimd_max ? "aimd-max" : "rate");
             return args_error(&a, "the ceiling --aimd-max must be at least the start --rate"),

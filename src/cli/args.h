@@ -54,8 +54,8 @@ int parse_decimal(const char *s, size_t len, int decimals, int64_t max_scaled, i
 /* Value parsers for options: each prints its error through args_error.
  *
  * Every one returns 0 with the value in *out, or -1 with *out set to a
- * defined neutral value (0, or an empty list) and nothing else changed: a
- * caller that reads *out before looking at the result reads no garbage. They
+ * defined neutral value (0, {0, 0}, or an empty list: *n = 0): a caller that
+ * reads *out before looking at the result reads no garbage. They
  * are warn_unused_result, and each returns the value in the unit the caller
  * stores (args_seconds gives nanoseconds, args_int32 an int), so no caller
  * converts or scales a value it has not checked. */

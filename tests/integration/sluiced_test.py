@@ -153,13 +153,17 @@ def wait_server_read(sock, server_port, within=15):
 
 
 def wait_refused(port, within=15):
-    """Polls until connecting to port is refused (every listener closed)."""
+    """Polls until connecting to port is refused (every listener closed). A
+    connection reset on the way is a listener closing with that connection
+    in its queue: look again."""
     deadline = time.monotonic() + within
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=2).close()
         except ConnectionRefusedError:
             return
+        except OSError:
+            pass
         if time.monotonic() > deadline:
             raise AssertionError("port %d still accepts connections after %d s" % (port, within))
         time.sleep(0.01)

@@ -92,10 +92,11 @@ class ReadmeFleet(unittest.TestCase):
         for old, _ in subst:
             self.assertTrue(any(old in c for c, _ in session), "README lacks %r" % old)
 
-        def fix(cmd):
-            for old, new in subst:
-                cmd = cmd.replace(old, new)
-            return cmd
+        table = dict(subst)
+        pattern = re.compile("|".join(re.escape(old) for old, _ in subst))
+
+        def fix(cmd):  # one pass: a new port may contain an old one ("39001")
+            return pattern.sub(lambda m: table[m.group(0)], cmd)
 
         fleet = None
         flog = open(os.path.join(d, "fleet.log"), "w")

@@ -1,5 +1,7 @@
-/* quickstart.c: the README's example. Build against the installed library:
- *   cc quickstart.c $(pkg-config --cflags --libs sluice) -o quickstart */
+/* quickstart.c: the README's example. Build against the installed library
+ * (the rpath lets it run from any prefix, without LD_LIBRARY_PATH):
+ *   cc quickstart.c $(pkg-config --cflags --libs sluice) \
+ *      -Wl,-rpath,"$(pkg-config --variable=libdir sluice)" -o quickstart */
 #include <sluice/sluice.h>
 #include <stdio.h>
 

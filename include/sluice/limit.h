@@ -63,7 +63,8 @@ typedef struct sl_rate {
  * Bounds (else an error): 1 <= limit <= 2^61, 1 ns <= period <= 100 years
  * (36,600 days),
  * burst >= 1 for buckets, sliding_log limit <= SL_SLIDING_LOG_MAX,
- * burst * period / gcd(limit, period) <= 2^61 for buckets (exact arithmetic),
+ * burst * period / gcd(limit, period) <= 2^61 for buckets (exact arithmetic;
+ * so a bucket's period is at most 2^61 ns, 26,687 days, even at burst 1),
  * 0 <= origin <= SL_TIME_MAX. */
 typedef struct sl_params {
     sl_algorithm algorithm;

@@ -119,7 +119,8 @@ int parse_decimal(const char *s, size_t len, int decimals, int64_t max_scaled, i
 
 int args_int(const cli_args *a, const char *v, int64_t min, int64_t max, int64_t *out) {
     const char *why;
-    int64_t x;
+    int64_t x = 0;
+    *out = 0;
     if (parse_decimal(v, strlen(v), 0, max, &x, &why) != 0 || x < min)
         return args_error(a, "expected a whole number from %lld to %lld, got '%s'", (long long)min,
                           (long long)max, v);
@@ -127,9 +128,18 @@ int args_int(const cli_args *a, const char *v, int64_t min, int64_t max, int64_t
     return 0;
 }
 
+int args_int32(const cli_args *a, const char *v, int min, int max, int *out) {
+    int64_t x;
+    *out = 0;
+    if (args_int(a, v, min, max, &x) != 0) return -1;
+    *out = (int)x; /* in [min, max]: fits */
+    return 0;
+}
+
 int args_u64(const cli_args *a, const char *v, uint64_t *out) {
     uint64_t x = 0;
     size_t n = strlen(v);
+    *out = 0;
     if (n == 0 || n > 20) return args_error(a, "expected a whole number, got '%s'", v);
     for (size_t i = 0; i < n; i++) {
         if (v[i] < '0' || v[i] > '9') return args_error(a, "expected a whole number, got '%s'", v);
@@ -146,6 +156,7 @@ int args_decimal(const cli_args *a, const char *v, int decimals, int64_t min, in
                  const char *expected, int64_t *out) {
     const char *why = "out of range";
     int64_t x = 0;
+    *out = 0;
     int rc = parse_decimal(v, strlen(v), decimals, max, &x, &why);
     if (rc == 0 && x < min) rc = -1, why = "too small";
     if (rc != 0) return args_error(a, "expected %s, got '%s' (%s)", expected, v, why);
@@ -153,8 +164,20 @@ int args_decimal(const cli_args *a, const char *v, int decimals, int64_t min, in
     return 0;
 }
 
+int args_seconds(const cli_args *a, const char *v, int64_t min_ms, int64_t max_ms,
+                 const char *expected, int64_t *out_ns) {
+    int64_t ms;
+    *out_ns = 0;
+    if (max_ms > ARGS_MAX_MS) max_ms = ARGS_MAX_MS; /* the product below cannot overflow */
+    if (args_decimal(a, v, 3, min_ms, max_ms, expected, &ms) != 0) return -1;
+    *out_ns = ms * SL_NS_PER_MS;
+    return 0;
+}
+
 int args_rate(const cli_args *a, const char *v, sl_rate *out) {
-    int rc = sl_rate_parse(v, out);
+    sl_rate r = {0, 0};
+    int rc = sl_rate_parse(v, &r);
+    *out = rc == SL_OK ? r : (sl_rate){0, 0};
     if (rc != SL_OK)
         return args_error(a, "expected a rate such as 5/s, 100/m or 20/10s, got '%s' (%s)", v,
                           sl_strerror(rc));
@@ -162,6 +185,7 @@ int args_rate(const cli_args *a, const char *v, sl_rate *out) {
 }
 
 int args_algorithm(const cli_args *a, const char *v, sl_algorithm *out) {
+    *out = SL_FIXED_WINDOW;
     if (sl_algorithm_parse(v, out) != SL_OK)
         return args_error(a,
                           "unknown algorithm '%s' (fixed_window, sliding_log, sliding_window, "
@@ -178,13 +202,14 @@ int args_algorithms(const cli_args *a, const char *v, sl_algorithm out[6], int *
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         char name[32];
         if (len == 0 || len >= sizeof name)
-            return args_error(a, "expected a comma-separated list of algorithms, got '%s'", v);
+            return *n = 0,
+                   args_error(a, "expected a comma-separated list of algorithms, got '%s'", v);
         memcpy(name, p, len);
         name[len] = '\0';
         sl_algorithm alg;
-        if (args_algorithm(a, name, &alg) != 0) return -1;
+        if (args_algorithm(a, name, &alg) != 0) return *n = 0, -1;
         for (int k = 0; k < *n; k++)
-            if (out[k] == alg) return args_error(a, "'%s' is listed twice", name);
+            if (out[k] == alg) return *n = 0, args_error(a, "'%s' is listed twice", name);
         out[(*n)++] = alg; /* at most 6 distinct names exist */
         if (!comma) return 0;
         p = comma + 1;

@@ -51,17 +51,32 @@ int args_error(const cli_args *a, const char *fmt, ...) __attribute__((format(pr
 int parse_decimal(const char *s, size_t len, int decimals, int64_t max_scaled, int64_t *out,
                   const char **why);
 
-/* Value parsers for options: each prints its error through args_error. */
-int args_int(const cli_args *a, const char *v, int64_t min, int64_t max, int64_t *out);
-int args_u64(const cli_args *a, const char *v, uint64_t *out);
+/* Value parsers for options: each prints its error through args_error.
+ *
+ * Every one returns 0 with the value in *out, or -1 with *out set to a
+ * defined neutral value (0, {0, 0}, or an empty list: *n = 0): a caller that
+ * reads *out before looking at the result reads no garbage. They
+ * are warn_unused_result, and each returns the value in the unit the caller
+ * stores (args_seconds gives nanoseconds, args_int32 an int), so no caller
+ * converts or scales a value it has not checked. */
+#define ARGS_CHECK __attribute__((warn_unused_result))
+ARGS_CHECK int args_int(const cli_args *a, const char *v, int64_t min, int64_t max, int64_t *out);
+/* A whole number in [min, max] into an int. */
+ARGS_CHECK int args_int32(const cli_args *a, const char *v, int min, int max, int *out);
+ARGS_CHECK int args_u64(const cli_args *a, const char *v, uint64_t *out);
 /* A decimal scaled by 10^decimals, in [min, max] (scaled). `expected`
  * describes the accepted values in messages ("seconds from 0 to 3600"). */
-int args_decimal(const cli_args *a, const char *v, int decimals, int64_t min, int64_t max,
-                 const char *expected, int64_t *out);
-int args_rate(const cli_args *a, const char *v, sl_rate *out);
-int args_algorithm(const cli_args *a, const char *v, sl_algorithm *out);
+ARGS_CHECK int args_decimal(const cli_args *a, const char *v, int decimals, int64_t min,
+                            int64_t max, const char *expected, int64_t *out);
+/* Seconds with at most 3 decimals, from min_ms to max_ms milliseconds
+ * (0 <= min_ms <= max_ms <= ARGS_MAX_MS), as nanoseconds in *out_ns. */
+#define ARGS_MAX_MS (INT64_MAX / 1000000)
+ARGS_CHECK int args_seconds(const cli_args *a, const char *v, int64_t min_ms, int64_t max_ms,
+                            const char *expected, int64_t *out_ns);
+ARGS_CHECK int args_rate(const cli_args *a, const char *v, sl_rate *out);
+ARGS_CHECK int args_algorithm(const cli_args *a, const char *v, sl_algorithm *out);
 /* A comma-separated list of distinct algorithm names, in the given order. */
-int args_algorithms(const cli_args *a, const char *v, sl_algorithm out[6], int *n);
+ARGS_CHECK int args_algorithms(const cli_args *a, const char *v, sl_algorithm out[6], int *n);
 
 /* Formats ns as seconds: the integer part, then the fraction with trailing
  * zeros removed but at least `min_decimals` digits ("0.200", "0.333333334").

@@ -3,8 +3,8 @@
  * -v, -m); the politeness knobs map one to one onto sl_client_options.
  * --count N sends the request N times, at most --rate R per second (an
  * sl_limiter of burst 1), or with --aimd at a rate adapted to the host,
- * starting at R. Bodies go to stdout (or -o FILE); -v reports every attempt
- * and wait on stderr, as the seed's example does. */
+ * starting at R and never above --aimd-max. Bodies go to stdout (or -o FILE); -v reports every
+ * attempt and wait on stderr, as the seed's example does. */
 #include "cli/fetch.h"
 
 #include <errno.h>
@@ -20,6 +20,8 @@
 #define MAX_DATA_BYTES ((size_t)64 << 20)
 #define MAX_COUNT      INT64_C(1000000000)
 #define MILLI_PER_SEC  1000
+#define MAX_SECONDS_MS INT64_C(1000000000000) /* 10^9 s: any deadline or wait */
+#define SECONDS_TEXT   "seconds from 0.001 (at most 3 decimals)"
 
 static const char fetch_help[] =
     "usage: sluice fetch [options] URL\n"
@@ -47,12 +49,15 @@ static const char fetch_help[] =
     "                          plus a reserve of 10 (default 10); 'off': no budget\n"
     "  --retry-unsafe          also retry POST, PATCH, ... (only if repeating is harmless)\n"
     "  --aimd                  adapt the rate to the host: +0.5/s per success, x0.5 per\n"
-    "                          429 or 503, between 1/s (or R if lower) and R\n"
+    "                          429 or 503, from --rate R (default 1/s) up to --aimd-max,\n"
+    "                          never below 1/s (or R if lower)\n"
+    "  --aimd-max R            with --aimd, the ceiling of the rate (default: R of --rate,\n"
+    "                          else 50)\n"
     "  --pace                  slow down before the wall, from the answers' RateLimit or\n"
     "                          X-RateLimit-* fields\n"
     "  --count N               send the request N times (default 1)\n"
     "  --rate R                at most R requests per second (R or N/P, as 2.5 or 150/m);\n"
-    "                          with --aimd the starting rate and the ceiling (default 50)\n"
+    "                          with --aimd the starting rate\n"
     "  --seed N                seed of the jitter (default: random)\n"
     "  -h, --help              show this help\n"
     "\n"
@@ -75,6 +80,7 @@ enum {
     F_PACE,
     F_COUNT,
     F_RATE,
+    F_AIMD_MAX,
     F_SEED,
     F_HELP
 };
@@ -100,6 +106,7 @@ static const fetch_opt fetch_opts[] = {
     [F_PACE] = {0, {"pace", NULL}},
     [F_COUNT] = {0, {"count", "N"}},
     [F_RATE] = {0, {"rate", "R"}},
+    [F_AIMD_MAX] = {0, {"aimd-max", "R"}},
     [F_SEED] = {0, {"seed", "N"}},
     [F_HELP] = {'h', {"help", NULL}},
     {0, {NULL, NULL}},
@@ -348,9 +355,9 @@ int fetch_main(const char *cmd, int argc, char **argv, int first) {
     const char *headers[MAX_HEADERS + 1];
     size_t nheaders = 0;
     int verbose = 0;
-    int64_t count = 1, v64;
-    sl_rate rate = {0, 0};
-    bool has_rate = false, only_positional = false;
+    int64_t count = 1;
+    sl_rate rate = {0, 0}, aimd_max = {0, 0};
+    bool has_rate = false, has_aimd_max = false, only_positional = false;
     uint64_t seed = 0;
 
     cli_args a;
@@ -391,23 +398,16 @@ int fetch_main(const char *cmd, int argc, char **argv, int first) {
             verbose = 1;
             break;
         case F_MAX_TIME:
-            rc = args_decimal(&a, v, 3, 1, INT64_C(1000000000000),
-                              "seconds from 0.001 (at most 3 decimals)", &v64);
-            o.timeout = v64 * SL_NS_PER_MS;
+            rc = args_seconds(&a, v, 1, MAX_SECONDS_MS, SECONDS_TEXT, &o.timeout);
             break;
         case F_MAX_ATTEMPTS:
-            rc = args_int(&a, v, 1, 1000, &v64);
-            o.max_attempts = (int)v64;
+            rc = args_int32(&a, v, 1, 1000, &o.max_attempts);
             break;
         case F_MAX_WAIT:
-            rc = args_decimal(&a, v, 3, 1, INT64_C(1000000000000),
-                              "seconds from 0.001 (at most 3 decimals)", &v64);
-            o.max_wait = v64 * SL_NS_PER_MS;
+            rc = args_seconds(&a, v, 1, MAX_SECONDS_MS, SECONDS_TEXT, &o.max_wait);
             break;
         case F_BACKOFF:
-            rc = args_decimal(&a, v, 3, 1, INT64_C(1000000000000),
-                              "seconds from 0.001 (at most 3 decimals)", &v64);
-            o.backoff_base = v64 * SL_NS_PER_MS;
+            rc = args_seconds(&a, v, 1, MAX_SECONDS_MS, SECONDS_TEXT, &o.backoff_base);
             break;
         case F_BUDGET: {
             if (strcmp(v, "off") == 0) {
@@ -439,6 +439,10 @@ int fetch_main(const char *cmd, int argc, char **argv, int first) {
             rc = parse_rate(&a, v, &rate);
             has_rate = rc == 0;
             break;
+        case F_AIMD_MAX:
+            rc = parse_rate(&a, v, &aimd_max);
+            has_aimd_max = rc == 0;
+            break;
         case F_SEED:
             rc = args_u64(&a, v, &seed);
             break;
@@ -452,14 +456,32 @@ int fetch_main(const char *cmd, int argc, char **argv, int first) {
     a.name[0] = '\0';
     if (!url) return args_error(&a, "a URL is required"), EXIT_USAGE;
     if (o.backoff_base > o.max_wait) o.backoff_base = o.max_wait;
-    if (has_rate && (o.flags & SL_CLIENT_AIMD)) {
-        int64_t m = rate_milli(rate);
-        if (m <= 0) {
+    if (has_aimd_max && !(o.flags & SL_CLIENT_AIMD)) {
+        snprintf(a.name, sizeof a.name, "aimd-max");
+        return args_error(&a, "needs --aimd"), EXIT_USAGE;
+    }
+    if (o.flags & SL_CLIENT_AIMD) {
+        /* --rate: where AIMD starts; --aimd-max: its ceiling (default: the
+         * start with --rate, else the library's 50/s) */
+        int64_t start = o.aimd.start, cap = o.aimd.cap;
+        if (has_rate && (start = rate_milli(rate)) <= 0) {
             snprintf(a.name, sizeof a.name, "rate");
             return args_error(&a, "with --aimd, from 0.001 to 1000000 per second"), EXIT_USAGE;
         }
-        o.aimd.start = o.aimd.cap = m;
-        if (o.aimd.floor > m) o.aimd.floor = m;
+        if (has_aimd_max && (cap = rate_milli(aimd_max)) <= 0) {
+            snprintf(a.name, sizeof a.name, "aimd-max");
+            return args_error(&a, "from 0.001 to 1000000 per second"), EXIT_USAGE;
+        }
+        if (!has_aimd_max && has_rate) cap = start;
+        if (!has_rate && start > cap) start = cap; /* a ceiling below the default start */
+        if (start > cap) {
+            snprintf(a.name, sizeof a.name, has_aimd_max ? "aimd-max" : "rate");
+            return args_error(&a, "the ceiling --aimd-max must be at least the start --rate"),
+                   EXIT_USAGE;
+        }
+        o.aimd.start = start;
+        o.aimd.cap = cap;
+        if (o.aimd.floor > start) o.aimd.floor = start;
     }
     o.seed = seed;
 

@@ -393,7 +393,6 @@ int sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
     args_init(&a, cmd, argc, argv, first);
     int idx, got;
     const char *v;
-    int64_t ms;
     while ((got = args_next(&a, aimd_opts, &idx, &v)) > 0) {
         int rc = 0;
         switch (idx) {
@@ -426,8 +425,7 @@ int sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
             rc = args_algorithm(&a, v, &cfg.alg);
             break;
         case A_DURATION:
-            rc = args_decimal(&a, v, 3, 1, 3600000, "seconds from 0.001 to 3600", &ms);
-            cfg.duration = ms * SL_NS_PER_MS;
+            rc = args_seconds(&a, v, 1, 3600000, "seconds from 0.001 to 3600", &cfg.duration);
             break;
         case A_SEED:
             rc = args_u64(&a, v, &seed);

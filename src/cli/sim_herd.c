@@ -423,7 +423,6 @@ int sim_herd_main(const char *cmd, int argc, char **argv, int first) {
     args_init(&a, cmd, argc, argv, first);
     int idx, got;
     const char *v;
-    int64_t ms;
     while ((got = args_next(&a, herd_opts, &idx, &v)) > 0) {
         int rc = 0;
         switch (idx) {
@@ -440,16 +439,13 @@ int sim_herd_main(const char *cmd, int argc, char **argv, int first) {
             rc = args_algorithm(&a, v, &cfg.alg);
             break;
         case H_RETRY:
-            rc = args_decimal(&a, v, 3, 1, 3600000, "seconds from 0.001 to 3600", &ms);
-            cfg.retry_after = ms * SL_NS_PER_MS;
+            rc = args_seconds(&a, v, 1, 3600000, "seconds from 0.001 to 3600", &cfg.retry_after);
             break;
         case H_JITTER:
-            rc = args_decimal(&a, v, 3, 0, 3600000, "seconds from 0 to 3600", &ms);
-            cfg.jitter = ms * SL_NS_PER_MS;
+            rc = args_seconds(&a, v, 0, 3600000, "seconds from 0 to 3600", &cfg.jitter);
             break;
         case H_DURATION:
-            rc = args_decimal(&a, v, 3, 1, 3600000, "seconds from 0.001 to 3600", &ms);
-            cfg.duration = ms * SL_NS_PER_MS;
+            rc = args_seconds(&a, v, 1, 3600000, "seconds from 0.001 to 3600", &cfg.duration);
             break;
         case H_SEED:
             rc = args_u64(&a, v, &cfg.seed);

@@ -1375,6 +1375,14 @@ static void policy_finish(parser *p, policy_build *b, const char *path, int line
                  "%lld with rate %s: %s (use a smaller burst, or a period that shares factors "
                  "with the limit)",
                  (long long)pc->params.burst, rate, sl_strerror(rc));
+    else if (rc == SL_EOVERFLOW && is_bucket(pc->params.algorithm) &&
+             pc->params.rate.limit <= (INT64_C(1) << 61) &&
+             pc->params.rate.period <= 36600 * NS_DAY)
+        /* a period the rate allows, too long for a bucket even at burst 1 */
+        error_at(p, at, field,
+                 "%s: %s (for a bucket, burst x period / gcd(N, period) is at most 2^61 ns: at "
+                 "burst 1, a period of at most 26687d; windows take up to 36600d)",
+                 rate, sl_strerror(rc));
     else if (rc == SL_EOVERFLOW)
         error_at(p, at, field, "%s: %s (at most 2^61 per period of at most 36600d)", rate,
                  sl_strerror(rc));

@@ -707,6 +707,20 @@ def exact_policies(limit, suffix):
     return out
 
 
+def wait_until(cond, within, what):
+    """Polls cond() (every 50 ms) until it returns a true value, which is
+    returned; fails with `what` after `within` seconds. For a state the
+    servers reach in their own time: a fixed sleep races them on a loaded
+    machine."""
+    deadline = time.monotonic() + within
+    while True:
+        got = cond()
+        if got:
+            return got
+        assert time.monotonic() < deadline, "%s (waited %d s)" % (what, within)
+        time.sleep(0.05)
+
+
 def wait_ready(daemons, within=10):
     """Waits until every instance's /readyz says 200 (connected to Redis):
     a decision made before that would be a fallback."""
@@ -962,25 +976,25 @@ def _redis_outage(how):
         load = Load(targets_of(inst, resp_share=False), 16,
                     lambda i, n: (cycle[(i + n) % 3], "load-%d" % i))
         try:
-            time.sleep(0.6)
+            # some answers from Redis before the outage (checked at the end)
+            wait_until(lambda: len(load.answers) >= 50, 20, "the load got no answers")
             before = {d.name: d.metrics() for d in inst}
             t_out = time.monotonic()
             (redis.kill if how == "kill" else redis.pause)()
-            time.sleep(0.5)  # the breaker opens under load
             # first of all: requests keep being answered, none hangs
             bound = (FAIL_TIMEOUT_MS + LATENCY_SLACK_MS) / 1000
-            now = time.monotonic()
-            done = [x for x in list(load.answers) if x.t0 > t_out + 0.05]
-            waiting = now - t_out - 0.05
-            assert done, "no request answered in the %.2f s since Redis was %s" % (
-                waiting, "killed" if how == "kill" else "stopped")
+            def answered_since():
+                got = [x for x in list(load.answers) if x.t0 > t_out + 0.05]
+                return got if len(got) >= 20 else None
+            done = wait_until(answered_since, 10, "fewer than 20 requests answered since Redis "
+                              "was %s" % ("killed" if how == "kill" else "stopped"))
             slow = [x for x in done if x.latency > bound]
             assert not slow, ("requests took longer than %d ms with Redis %s, e.g.:\n  %s"
                               % (bound * 1000, how, "\n  ".join(map(repr, slow[:5]))))
             # during the outage, while the load goes on
             for d in inst:
                 d.assert_alive()
-                deadline = time.monotonic() + 3
+                deadline = time.monotonic() + 10
                 while True:  # the breaker may be half-open for a probe: look for a while
                     st, body = d.readyz()
                     if st == 503 or time.monotonic() > deadline:
@@ -1010,7 +1024,7 @@ def _redis_outage(how):
             # metrics: this instance saw the outage
             seen_breaker = {}
             for d in inst:
-                deadline = time.monotonic() + (2 if how == "pause" else 0)
+                deadline = time.monotonic() + (10 if how == "pause" else 0)
                 while True:  # (a half-open breaker may show 0 during its probe)
                     m = d.metrics()
                     if m.need("sluice_redis_breaker_open") >= 1:
@@ -1063,15 +1077,25 @@ def _redis_outage(how):
             t_rec = max(recovered.values())
             print("  recovered %.2f s after Redis came back (%s)"
                   % (t_rec - t_back, {k: round(v - t_back, 2) for k, v in recovered.items()}))
-            time.sleep(0.3)  # some load after recovery (only counted, see below)
+            # some load after recovery (only counted, see below)
+            wait_until(lambda: any(x.t0 > t_rec for x in list(load.answers)), 10,
+                       "no answer under load after recovery")
         finally:
             load.stop()
         answers = load.join()
         # Settled service, without the load: every answer from Redis. (Not
         # asserted on the load itself: on a busy machine one slow call can
         # time out, trip a worker's breaker, and give a legitimate 500 ms of
-        # fallbacks.) A worker that was in a cooldown probes within 500 ms.
-        time.sleep(0.6)
+        # fallbacks.) A worker that was in a cooldown probes within 500 ms:
+        # wait for every instance to be settled (a fixed sleep raced that).
+        def settled(d):
+            d.assert_alive()
+            m = d.metrics()
+            return (d.readyz()[0] == 200 and m.need("sluice_redis_up") == 1
+                    and m.need("sluice_redis_breaker_open") == 0)
+        for d in inst:
+            wait_until(lambda: settled(d), 15, "%s: /readyz, sluice_redis_up or "
+                       "sluice_redis_breaker_open not back after recovery" % d.name)
         for d in inst:
             d.assert_alive()
             st, body = d.readyz()

@@ -119,6 +119,68 @@ def curl(*args):
     return status, headers, body
 
 
+def _tcp_sockets():
+    """{(local port, remote port): (tx_queue, rx_queue, inode)} of the IPv4
+    TCP sockets on loopback, from /proc/net/tcp."""
+    out = {}
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            cols = line.split()
+            local, remote, queues, inode = cols[1], cols[2], cols[4], int(cols[9])
+            tx, rx = (int(x, 16) for x in queues.split(":"))
+            out[(int(local.split(":")[1], 16), int(remote.split(":")[1], 16))] = (tx, rx, inode)
+    return out
+
+
+def wait_server_read(sock, server_port, within=15):
+    """Polls until the server has accepted the connection of `sock` and read
+    everything sent on it: the client's send queue is empty (the bytes are in
+    the server's socket), the server's end has an inode (a socket that is
+    still in the accept queue has none) and nothing left to read. No sleep
+    that the server could outrun on a loaded machine."""
+    port = sock.getsockname()[1]
+    deadline = time.monotonic() + within
+    while True:
+        socks = _tcp_sockets()
+        mine, theirs = socks.get((port, server_port)), socks.get((server_port, port))
+        if mine and theirs and mine[0] == 0 and theirs[2] != 0 and theirs[1] == 0:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError("the server did not read connection %d within %d s: %s %s"
+                                 % (port, within, mine, theirs))
+        time.sleep(0.01)
+
+
+def wait_refused(port, within=15):
+    """Polls until connecting to port is refused (every listener closed). A
+    connection reset on the way is a listener closing with that connection
+    in its queue: look again."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        except ConnectionRefusedError:
+            return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError("port %d still accepts connections after %d s" % (port, within))
+        time.sleep(0.01)
+
+
+def wait_metric(server, pattern, within=15):
+    """Polls /metrics until it matches the regular expression; returns the text."""
+    deadline = time.monotonic() + within
+    while True:
+        _, _, m = curl(server.url("/metrics"))
+        if re.search(pattern, m):
+            return m
+        if time.monotonic() > deadline:
+            raise AssertionError("/metrics never matched %r within %d s:\n%s" % (pattern, within, m))
+        time.sleep(0.05)
+
+
 def redis_cli(port, *args, stdin=None):
     return subprocess.run(["redis-cli", "-p", str(port), *args], input=stdin,
                           capture_output=True, check=True, timeout=10).stdout.decode()
@@ -377,9 +439,7 @@ class Lifecycle(unittest.TestCase):
             self.assertIn("sluice.yaml:3", json.loads(body)["message"])
             self.assertEqual(curl(s.url("/v1/check?policy=api&key=after-" + key))[0], 200)
             os.kill(s.proc.pid, signal.SIGHUP)
-            time.sleep(0.5)
-            _, _, m = curl(s.url("/metrics"))
-            self.assertRegex(m, r"sluice_reload_failures_total 2")
+            m = wait_metric(s, r"sluice_reload_failures_total 2")
             self.assertRegex(m, r"sluice_reloads_total 1")
             self.assertIn("reload failed", s.log_text())
         finally:
@@ -389,9 +449,9 @@ class Lifecycle(unittest.TestCase):
         s = Server()
         c = socket.create_connection(("127.0.0.1", s.http_port), timeout=5)
         c.sendall(b"GET /v1/check?policy=api&key=drain HTTP/1.1\r\nHost: x\r\n")
-        time.sleep(0.2)
+        wait_server_read(c, s.http_port)  # the request is on its way inside the server
         s.proc.send_signal(signal.SIGTERM)
-        time.sleep(0.2)
+        wait_refused(s.http_port)  # every worker drains (its listener is closed)
         c.sendall(b"\r\n")
         data = c.recv(4096)
         self.assertTrue(data.startswith(b"HTTP/1.1 200"), data)
@@ -403,13 +463,22 @@ class Lifecycle(unittest.TestCase):
     def test_max_connections(self):
         s = Server(max_connections=2)
         try:
-            a = socket.create_connection(("127.0.0.1", s.http_port))
-            b = socket.create_connection(("127.0.0.1", s.http_port))
-            time.sleep(0.2)
-            out = raw(s.http_port, b"")
+            # Two connections the server has accepted, then a third: 503. A
+            # worker counts a connection just after accepting it, and the
+            # first two may meet the header timeout (1 s) before the third
+            # arrives on a loaded machine: then all three are tried again.
+            deadline = time.monotonic() + 30
+            while True:
+                a = socket.create_connection(("127.0.0.1", s.http_port))
+                b = socket.create_connection(("127.0.0.1", s.http_port))
+                wait_server_read(a, s.http_port)
+                wait_server_read(b, s.http_port)
+                out = raw(s.http_port, b"")
+                a.close()
+                b.close()
+                if out.startswith(b"HTTP/1.1 503") or time.monotonic() > deadline:
+                    break
             self.assertTrue(out.startswith(b"HTTP/1.1 503"), out)
-            a.close()
-            b.close()
         finally:
             self.assertEqual(s.stop(), 0)
 

@@ -45,8 +45,8 @@ typedef void (*sl_apikeys_error_fn)(void *ctx, int line, const char *message);
 
 /* Parses key-file text (len bytes, not necessarily NUL-terminated). `tier`
  * may be NULL (then any TIER other than "-" is an error). Returns 0 and
- * *out, or -1 after reporting every problem (at most `max_errors` calls to
- * err; later ones are counted only). */
+ * *out, or -1 after reporting every problem to err (one call each; err
+ * decides how many it keeps). */
 int sl__apikeys_parse(const char *text, size_t len, sl_apikeys_tier_fn tier, void *tier_ctx,
                       sl_apikeys_error_fn err, void *err_ctx, sl_apikeys **out);
 

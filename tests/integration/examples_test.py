@@ -86,7 +86,6 @@ class ReadmeFleet(unittest.TestCase):
         rport, p1, p2 = free_port(), free_port(), free_port()
         subst = [("6379", str(rport)), ("9001", str(p1)), ("9002", str(p2)),
                  ("build/sluiced", SLUICED), ("rate: 5/s", "rate: 5/h"),
-                 ("timeout: 5ms", "timeout: 500ms"),
                  ("--daemonize yes", "--daemonize yes --pidfile %s/redis.pid --dir %s" % (d, d))]
         session = split_session(readme_block("### Many servers, one limit"))
         for old, _ in subst:

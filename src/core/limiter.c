@@ -1,7 +1,11 @@
 /* limiter.c: one token bucket with the x/time/rate verbs (see
  * sluice/limiter.h). Tokens are scaled by p (rate = n tokens per p ns,
  * reduced), may go negative while reservations are outstanding (debt), and
- * are refilled exactly. The debt is bounded so every wait fits 100 years. */
+ * are refilled exactly. The debt is bounded so every wait fits 100 years.
+ * Tokens are known at `last` (the latest time seen): a reservation made at
+ * an earlier `now` takes what is there, and a wait it books counts from
+ * `last` (its slot is max(now, last) + debt / rate), so threads with clock
+ * readings a little apart never book a slot before its tokens exist. */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -85,7 +89,10 @@ int sl_limiter_reserve(sl_limiter *l, int64_t n, int64_t now, int64_t max_wait,
     sl__i128 after = (sl__i128)advance(l, now) - (sl__i128)n * l->p;
     int64_t wait = 0;
     if (after < 0) {
-        sl__i128 w = (-after + l->n - 1) / l->n;
+        /* The debt is paid from `last` on, not from an earlier `now` (a
+         * thread whose clock reading is older than another's): counted from
+         * now, the slot would come before its tokens exist. */
+        sl__i128 w = (-after + l->n - 1) / l->n + (now < l->last ? l->last - now : 0);
         if (after < -MAX_SCALED || w > MAX_WAIT) {
             pthread_mutex_unlock(&l->mu);
             return SL_EOVERFLOW;

@@ -392,6 +392,33 @@ static void clock_backwards_credits_nothing(void **state) {
     sl_limiter_destroy(l);
 }
 
+/* A wait booked at an earlier time than the latest seen (another thread's
+ * clock reading was newer) counts from the latest: its slot never comes
+ * before its tokens exist. This is what let 321 of 320 slots through in
+ * test_concurrency's limiter_threads. */
+static void wait_booked_at_an_older_now(void **state) {
+    (void)state;
+    const int64_t B = T0 + 10 * SEC;
+    sl_limiter *l = make_limiter(1000, SEC, 1, 0, B); /* one token a ms */
+    assert_true(sl_limiter_allow(l, 1, B + 5 * MS));  /* last = B + 5 ms, empty */
+    sl_reservation r = reserve(l, 1, B);              /* a reading 5 ms older */
+    assert_i64(r.time_to_act, B + 6 * MS);            /* not B + 1 ms */
+    assert_i64(r.delay, 6 * MS);
+    /* and the deadline counts the same wait */
+    sl_reservation q;
+    assert_int_equal(sl_limiter_reserve(l, 1, B + MS, 5 * MS, &q), SL_EDEADLINE);
+    assert_int_equal(sl_limiter_reserve(l, 1, B + MS, 6 * MS, &q), SL_OK);
+    assert_i64(q.time_to_act, B + 7 * MS);
+    /* a take that needs no wait is unchanged: the tokens are there */
+    sl_limiter_destroy(l);
+    l = make_limiter(1000, SEC, 2, 0, B);
+    assert_true(sl_limiter_allow(l, 1, B + 5 * MS));
+    r = reserve(l, 1, B);
+    assert_i64(r.delay, 0);
+    assert_i64(r.time_to_act, B);
+    sl_limiter_destroy(l);
+}
+
 /* ---- cancel ---------------------------------------------------------------------- */
 
 static void cancel_after_time_to_act_is_noop(void **state) {
@@ -540,6 +567,7 @@ int main(void) {
         cmocka_unit_test(set_rate_in_debt),
         cmocka_unit_test(aimd_trace),
         cmocka_unit_test(clock_backwards_credits_nothing),
+        cmocka_unit_test(wait_booked_at_an_older_now),
         cmocka_unit_test(cancel_after_time_to_act_is_noop),
         cmocka_unit_test(cancel_with_later_reservations),
         cmocka_unit_test(cancel_twice_restores_once),

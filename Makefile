@@ -45,7 +45,7 @@ test-tsan: deps
 	@cmake --build build-tsan -j$(JOBS)
 	@# TSan needs a predictable address space on kernels with high mmap entropy.
 	@norand=$$(setarch $$(uname -m) -R true 2>/dev/null && echo "setarch $$(uname -m) -R"); \
-		cd build-tsan && TSAN_OPTIONS=halt_on_error=1 $$norand ctest --output-on-failure -L concurrency
+		cd build-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" $$norand ctest --output-on-failure -L concurrency
 
 test-integration: build
 	@cd $(BUILD) && ctest --output-on-failure -L install

@@ -18,7 +18,9 @@
  * more than their share (the bound divided by the open connections) stop
  * first; the ones with nothing queued (clients that read their answers) go
  * on. So a client that pipelines without reading costs at most one bound
- * (and one answer, one read) of memory, whatever it sends.
+ * (and one answer, one read) of memory, whatever it sends, and the process
+ * at most twice the total bound (connections below their share when the
+ * total is reached may still fill it) plus one answer per connection.
  *
  * Turns: one read callback builds at most TURN_OUTPUT bytes of answers;
  * the rest of its input is held back and handled at the next loop tick

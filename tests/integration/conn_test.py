@@ -277,7 +277,10 @@ class OutputBound(unittest.TestCase):
             self.assertTrue(poll(lambda: metric(s, "sluice_read_pauses_total") >= 8, deadline=60))
             queued = metric(s, "sluice_pending_output_bytes")
             self.assertGreater(queued, 512 * 1024)
-            self.assertLessEqual(queued, 1024 * 1024 + 8 * 16 * 1024)
+            # the guarantee (docs/configuration.md): once the total is reached,
+            # a connection below its share may still fill its share, so the
+            # sum stays under twice the bound, plus one answer per connection
+            self.assertLessEqual(queued, 2 * 1024 * 1024 + 8 * 16 * 1024)
             for a in socks:
                 a.close()
             self.assertEqual(poll(lambda: metric(s, "sluice_pending_output_bytes") == 0 or None),

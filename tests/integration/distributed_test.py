@@ -1374,8 +1374,7 @@ def main():
         ap.error("usage: distributed_test.py SLUICED SOURCE_DIR [NGINX] [--only NAME]")
     SLUICED, SRC = os.path.abspath(args.sluiced), os.path.abspath(args.src)
     REDIS_SERVER = args.redis_server
-    NGINX = args.nginx if args.nginx and not args.nginx.endswith("NOTFOUND") else (
-        shutil.which("nginx") or "/usr/sbin/nginx")
+    NGINX = harness.nginx_path(args.nginx)
     tests = harness.select_tests(ap, TESTS, args.only)
     for path, what in ((SLUICED, "sluiced"), (REDIS_SERVER, "redis-server (redis-server package)")):
         if not os.access(path, os.X_OK):

@@ -11,6 +11,7 @@ sluiced_test.Server, which the other unittest files import from there).
 - poll, wait_until: waiting for a state the servers reach in their own time
   (a fixed sleep races them on a loaded machine);
 - metric: one sample of /metrics text; tail: the last lines of a log;
+- nginx_path: the nginx binary to run;
 - select_tests, run_tests: the main loop of the scripts that are not unittest
   (distributed_test.py, redis_store_test.py)."""
 import atexit
@@ -49,7 +50,7 @@ def wait_port(port, within=10, step=0.05, proc=None):
             time.sleep(step)
 
 
-# ---- a redis-server of our own ------------------------------------------------------------
+# ---- a redis-server of our own ----------------------------------------------------------
 
 class RedisServer:
     """redis-server on a free loopback port (or the one given), no persistence,
@@ -91,7 +92,7 @@ def redis_store(port, timeout, on_failure="closed"):
     return text
 
 
-# ---- HTTP -----------------------------------------------------------------------------------
+# ---- HTTP -------------------------------------------------------------------------------
 
 def parse_head(head):
     """A response head (str, CRLF lines) -> (status, headers dict: lower-case
@@ -205,7 +206,7 @@ def serve_http(handler, **attrs):
     return srv
 
 
-# ---- waiting ---------------------------------------------------------------------------------
+# ---- waiting ----------------------------------------------------------------------------
 
 def poll(cond, within=20, step=0.05):
     """Calls cond() every `step` s until it returns a true value, which is
@@ -231,7 +232,7 @@ def wait_until(cond, within, what):
         time.sleep(0.05)
 
 
-# ---- logs and metrics -------------------------------------------------------------------------
+# ---- logs and metrics -------------------------------------------------------------------
 
 def tail(text, n=40):
     return "\n".join(text.splitlines()[-n:])
@@ -250,7 +251,15 @@ def metric(text, name, **labels):
     return None
 
 
-# ---- scripts that are not unittest ------------------------------------------------------------
+# ---- scripts that are not unittest ------------------------------------------------------
+
+def nginx_path(arg):
+    """The nginx that CMake found (arg; none, empty or ...-NOTFOUND: the one on
+    PATH, else /usr/sbin/nginx)."""
+    if arg and not arg.endswith("NOTFOUND"):
+        return arg
+    return shutil.which("nginx") or "/usr/sbin/nginx"
+
 
 def select_tests(ap, tests, only):
     """The tests named by --only (all without it); ap.error on an unknown name."""

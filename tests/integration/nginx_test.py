@@ -362,8 +362,7 @@ if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     SLUICED, SRC = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    NGINX = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] and not sys.argv[3].endswith(
-        "NOTFOUND") else shutil.which("nginx") or "/usr/sbin/nginx"
+    NGINX = harness.nginx_path(sys.argv[3] if len(sys.argv) > 3 else None)
     if not os.path.exists(NGINX):
         sys.exit("nginx not found: install nginx-light (scripts/install-deps.sh)")
     unittest.main(argv=sys.argv[:1], verbosity=2)

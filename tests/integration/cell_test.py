@@ -13,15 +13,12 @@ redis-server of its own (free loopback port, stopped at the end).
   semantics.
 Raw sockets only (standard library)."""
 import os
-import shutil
 import socket
-import subprocess
 import sys
-import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 import sluiced_test  # noqa: E402  (Server: sluiced on ephemeral ports)
 
 CONFIG = """
@@ -166,36 +163,18 @@ class Memory(Base, unittest.TestCase):
 class Redis(Base, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        cls.redis_port = sock.getsockname()[1]
-        sock.close()
-        cls.rdir = tempfile.mkdtemp(prefix="cell-test-redis-")
-        cls.redis = subprocess.Popen(
-            ["redis-server", "--port", str(cls.redis_port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", cls.rdir],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", cls.redis_port), 0.2).close()
-                break
-            except OSError:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.05)
-        config = CONFIG.replace(
-            "store:\n  type: memory\n",
-            "store:\n  type: redis\n  redis:\n    url: redis://127.0.0.1:%d/0\n"
-            "    timeout: 2s\n    on_failure: closed\n" % cls.redis_port, 1)
+        cls.redis = harness.RedisServer("cell-test-redis-")
+        cls.redis_port = cls.redis.port
+        if not cls.redis.wait():
+            raise OSError("redis-server on port %d did not answer in 10 s" % cls.redis_port)
+        config = CONFIG.replace("store:\n  type: memory\n",
+                                "store:\n%s\n" % harness.redis_store(cls.redis_port, "2s"), 1)
         cls.server = sluiced_test.Server(config)
 
     @classmethod
     def tearDownClass(cls):
         cls.server.stop()
-        cls.redis.terminate()
-        cls.redis.wait()
-        shutil.rmtree(cls.rdir, ignore_errors=True)
+        cls.redis.stop()
 
     def redis_keys(self, pattern):
         c = Conn(self.redis_port)
@@ -228,14 +207,10 @@ class RedisDown(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        sock.close()  # nothing listens there
+        port = harness.free_port()  # nothing listens there
         config = CONFIG.replace(
             "store:\n  type: memory\n",
-            "store:\n  type: redis\n  redis:\n    url: redis://127.0.0.1:%d/0\n"
-            "    timeout: 50ms\n    on_failure: local\n" % port, 1)
+            "store:\n%s\n" % harness.redis_store(port, "50ms", on_failure="local"), 1)
         cls.server = sluiced_test.Server(config)
 
     @classmethod

@@ -17,7 +17,6 @@ import http.server
 import os
 import re
 import signal
-import socketserver
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,9 @@ import threading
 import time
 import unittest
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 
 SLUICE = SLUICED = SRC = None
 
@@ -98,10 +100,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = handle_any
 
 
-class ScriptServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-
-
 def fetch(*args, timeout=30):
     """Runs sluice fetch; returns (exit code, stdout bytes, stderr text, seconds)."""
     t = time.monotonic()
@@ -115,10 +113,7 @@ ATTEMPT = re.compile(r"attempt (\d+): (\d{3}), waiting (\d+\.\d{3})s")
 class AgainstScript(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.srv = ScriptServer(("127.0.0.1", 0), Handler)
-        cls.srv.script = Script()
-        cls.thread = threading.Thread(target=cls.srv.serve_forever, daemon=True)
-        cls.thread.start()
+        cls.srv = harness.serve_http(Handler, script=Script())
         cls.base = "http://127.0.0.1:%d" % cls.srv.server_address[1]
 
     @classmethod

@@ -52,6 +52,7 @@ import urllib.parse
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import redis_cluster as rc  # noqa: E402
+from harness import tail  # noqa: E402
 
 SLUICED = None
 SRC = None
@@ -86,10 +87,6 @@ def window_rate(margin=240):
         if margin <= now % p <= p - margin:
             return "%d/%ds" % (LIMIT, p)
     raise AssertionError("no period found")
-
-
-def tail(text, n=40):
-    return "\n".join(text.splitlines()[-n:])
 
 
 class Sluiced:

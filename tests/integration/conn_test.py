@@ -31,6 +31,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sluiced_test  # noqa: E402
+import harness  # noqa: E402
+from harness import poll, read_response, read_to_eof  # noqa: E402
 
 BASE = """
 listen:
@@ -79,38 +81,6 @@ def start(workers=1, limits="  idle_timeout: 30s", **kw):
     return Server(text, **kw)
 
 
-def read_response(sock, buf=b""):
-    """Reads one HTTP response; returns (status, headers dict, body, rest)."""
-    while b"\r\n\r\n" not in buf:
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise EOFError("connection closed inside a response head: %r" % buf[:200])
-        buf += chunk
-    head, _, rest = buf.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1])
-    headers = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(":")
-        headers[k.strip().lower()] = v.strip()
-    n = int(headers.get("content-length", "0"))
-    while len(rest) < n:
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise EOFError("connection closed inside a response body")
-        rest += chunk
-    return status, headers, rest[:n], rest[n:]
-
-
-def read_to_eof(sock):
-    data = b""
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            return data
-        data += chunk
-
-
 def kernel_send_buffer():
     """The most a socket's send buffer may grow to (tcp_wmem's maximum): the
     answers the kernel takes before any queue in sluiced builds up."""
@@ -119,6 +89,16 @@ def kernel_send_buffer():
             return int(f.read().split()[2])
     except (OSError, ValueError, IndexError):
         return 4 << 20
+
+
+def non_reader(port):
+    """A non-blocking connection to the loopback port with a 4 KiB receive
+    buffer, for a client that never reads its answers."""
+    a = socket.socket()
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    a.connect(("127.0.0.1", port))
+    a.setblocking(False)
+    return a
 
 
 def send_all(sock, data, deadline=30):
@@ -151,18 +131,8 @@ def metric(server, name):
     s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     _, _, body, _ = read_response(s)
     s.close()
-    m = re.search(r"^%s (\d+)$" % re.escape(name), body.decode(), re.M)
-    return int(m.group(1)) if m else None
-
-
-def poll(cond, deadline=20, step=0.05):
-    end = time.time() + deadline
-    while time.time() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    return cond()
+    v = harness.metric(body.decode(), name)
+    return None if v is None else int(v)
 
 
 class OutputBound(unittest.TestCase):
@@ -189,11 +159,7 @@ class OutputBound(unittest.TestCase):
             payload = req * (self.SEND_BYTES // len(req))
             socks = []
             for _ in range(self.ATTACKERS):
-                a = socket.socket()
-                a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-                a.connect(("127.0.0.1", s.http_port))
-                a.setblocking(False)
-                socks.append([a, 0])
+                socks.append([non_reader(s.http_port), 0])
             stop = threading.Event()
 
             def attack():
@@ -264,17 +230,13 @@ class OutputBound(unittest.TestCase):
             req = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
             socks = []
             for _ in range(8):
-                a = socket.socket()
-                a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-                a.connect(("127.0.0.1", s.http_port))
-                a.setblocking(False)
-                socks.append(a)
+                socks.append(non_reader(s.http_port))
             # answers for more than the kernel's socket buffers take (6 KB each)
             n = (3 * kernel_send_buffer()) // 6000
             for a in socks:
                 send_all(a, req * n)
             # every connection ends up stopped: queued over its share
-            self.assertTrue(poll(lambda: metric(s, "sluice_read_pauses_total") >= 8, deadline=60))
+            self.assertTrue(poll(lambda: metric(s, "sluice_read_pauses_total") >= 8, within=60))
             queued = metric(s, "sluice_pending_output_bytes")
             self.assertGreater(queued, 512 * 1024)
             # the guarantee (docs/configuration.md): once the total is reached,
@@ -293,13 +255,10 @@ class OutputBound(unittest.TestCase):
         """RESP: COMMAND DOCS (2.7 KB for 14 bytes) pipelined without reading."""
         s = start(workers=1, limits="  idle_timeout: 30s\n  max_pending_output: 64KiB")
         try:
-            a = socket.socket()
-            a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            a.connect(("127.0.0.1", s.resp_port))
-            a.setblocking(False)
+            a = non_reader(s.resp_port)
             # replies for more than the kernel's socket buffers take (2.7 KB each)
             send_all(a, b"COMMAND DOCS\r\n" * ((3 * kernel_send_buffer()) // 2700))
-            self.assertTrue(poll(lambda: metric(s, "sluice_read_pauses_total") >= 1, deadline=60))
+            self.assertTrue(poll(lambda: metric(s, "sluice_read_pauses_total") >= 1, within=60))
             self.assertLessEqual(metric(s, "sluice_pending_output_bytes"), 64 * 1024 + 16 * 1024)
             a.close()
         finally:
@@ -513,7 +472,7 @@ class FdLimit(unittest.TestCase):
                     return good
                 except (OSError, EOFError):
                     return False
-            self.assertTrue(poll(ok, deadline=10, step=0.2))
+            self.assertTrue(poll(ok, within=10, step=0.2))
         finally:
             self.assertEqual(s.stop(), 0)
 

@@ -45,8 +45,11 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import free_port, tail, wait_until  # noqa: E402
 
 SLUICED = None
 SRC = None
@@ -55,14 +58,6 @@ REDIS_SERVER = "/usr/bin/redis-server"
 SETPRIV = shutil.which("setpriv")
 
 ALL_PROCS = []  # every child process, for the last-resort cleanup in main()
-
-
-def free_port():
-    """An ephemeral loopback port that was free a moment ago (the usual race:
-    whoever binds it next wins; the servers below fail loudly if they lose)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def spawn(cmd, log):
@@ -86,10 +81,6 @@ def window_period(margin=600):
         if margin <= now % p <= p - margin:
             return p
     raise AssertionError("no period found")  # cannot happen: ~2/3 of periods fit
-
-
-def sh_tail(text, n=40):
-    return "\n".join(text.splitlines()[-n:])
 
 
 # ---------------------------------------------------------------- RESP client
@@ -185,7 +176,7 @@ class Env:
         if etype is not None:
             for d in self.daemons:
                 print("---- last lines of %s (%s)\n%s"
-                      % (d.name, d.log_path, sh_tail(d.log_text())), file=sys.stderr)
+                      % (d.name, d.log_path, tail(d.log_text())), file=sys.stderr)
         if os.environ.get("KEEP_TMP") is None:
             shutil.rmtree(self.dir, ignore_errors=True)
         else:
@@ -249,7 +240,7 @@ class RedisServer:
         if must:
             with open(self.log_path) as f:
                 raise RuntimeError("redis-server did not start on port %d:\n%s"
-                                   % (self.port, sh_tail(f.read())))
+                                   % (self.port, tail(f.read())))
         return False
 
     @property
@@ -328,9 +319,9 @@ class Daemon:
                 return
             if self.proc.poll() is not None:
                 raise RuntimeError("%s exited early (%s):\n%s"
-                                   % (name, self.proc.returncode, sh_tail(text)))
+                                   % (name, self.proc.returncode, tail(text)))
             time.sleep(0.03)
-        raise RuntimeError("%s did not start:\n%s" % (name, sh_tail(self.log_text())))
+        raise RuntimeError("%s did not start:\n%s" % (name, tail(self.log_text())))
 
     @property
     def http_port(self):
@@ -349,7 +340,7 @@ class Daemon:
 
     def assert_alive(self):
         assert self.alive(), "%s died (exit %s):\n%s" % (self.name, self.proc.returncode,
-                                                          sh_tail(self.log_text()))
+                                                          tail(self.log_text()))
 
     def get(self, path, timeout=5):
         """One GET on a new connection: (status, headers (lower-case), body text)."""
@@ -400,7 +391,7 @@ class Daemon:
         for mark in ("AddressSanitizer", "LeakSanitizer", "runtime error:", "ThreadSanitizer"):
             if mark in text:
                 problems.append("%s: sanitizer report in its log:\n%s"
-                                % (self.name, sh_tail(text, 80)))
+                                % (self.name, tail(text, 80)))
                 break
         return problems
 
@@ -705,20 +696,6 @@ def exact_policies(limit, suffix):
             p["burst"] = limit
         out.append(p)
     return out
-
-
-def wait_until(cond, within, what):
-    """Polls cond() (every 50 ms) until it returns a true value, which is
-    returned; fails with `what` after `within` seconds. For a state the
-    servers reach in their own time: a fixed sleep races them on a loaded
-    machine."""
-    deadline = time.monotonic() + within
-    while True:
-        got = cond()
-        if got:
-            return got
-        assert time.monotonic() < deadline, "%s (waited %d s)" % (what, within)
-        time.sleep(0.05)
 
 
 def wait_ready(daemons, within=10):
@@ -1343,15 +1320,8 @@ class Nginx:
         self.env, self.port = env, port
         self.log = open(env.path("nginx.out"), "w")
         self.proc = spawn(cmd + ["-g", "daemon off;"], self.log)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None:
-                    break
-                time.sleep(0.02)
+        if harness.wait_port(port, 10, step=0.02, proc=self.proc):
+            return
         self.stop()
         logs = ""
         for name in ("nginx.out", "error.log"):
@@ -1404,43 +1374,15 @@ def main():
         ap.error("usage: distributed_test.py SLUICED SOURCE_DIR [NGINX] [--only NAME]")
     SLUICED, SRC = os.path.abspath(args.sluiced), os.path.abspath(args.src)
     REDIS_SERVER = args.redis_server
-    NGINX = args.nginx if args.nginx and not args.nginx.endswith("NOTFOUND") else (
-        shutil.which("nginx") or "/usr/sbin/nginx")
-    tests = TESTS
-    if args.only:
-        names = {t.__name__: t for t in TESTS}
-        unknown = [n for n in args.only if n not in names]
-        if unknown:
-            ap.error("unknown test %s; tests: %s" % (unknown, ", ".join(names)))
-        tests = [names[n] for n in args.only]
+    NGINX = harness.nginx_path(args.nginx)
+    tests = harness.select_tests(ap, TESTS, args.only)
     for path, what in ((SLUICED, "sluiced"), (REDIS_SERVER, "redis-server (redis-server package)")):
         if not os.access(path, os.X_OK):
             sys.exit("%s not found at %s" % (what, path))
     if any(t is example_nginx for t in tests) and not os.access(NGINX, os.X_OK):
         sys.exit("nginx not found at %s: install nginx-light (scripts/install-deps.sh)" % NGINX)
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))  # run the cleanups on ctest's timeout
-    failed = []
-    t_all = time.monotonic()
-    try:
-        for t in tests:
-            print("== %s" % t.__name__, flush=True)
-            t0 = time.monotonic()
-            try:
-                t()
-                print("   ok (%.1f s)" % (time.monotonic() - t0), flush=True)
-            except Exception:
-                failed.append(t.__name__)
-                traceback.print_exc()
-                print("   FAIL (%.1f s)" % (time.monotonic() - t0), flush=True)
-    finally:
-        for p in ALL_PROCS:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    print("%d of %d passed in %.1f s%s" % (len(tests) - len(failed), len(tests),
-                                           time.monotonic() - t_all,
-                                           "; failed: " + ", ".join(failed) if failed else ""))
-    return 1 if failed else 0
+    return harness.run_tests(tests, ALL_PROCS)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,16 +30,10 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import nginx_test  # noqa: E402  (the nginx + sluiced + upstream stack)
+import harness  # noqa: E402
+from harness import free_port  # noqa: E402
 
 SLUICED = SRC = NGINX = None
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def readme_block(title):
@@ -188,6 +181,5 @@ if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     SLUICED, SRC = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    NGINX = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] and not sys.argv[3].endswith(
-        "NOTFOUND") else shutil.which("nginx") or "/usr/sbin/nginx"
+    NGINX = harness.nginx_path(sys.argv[3] if len(sys.argv) > 3 else None)
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -11,11 +11,12 @@ after each answer. Nothing here depends on time: the rates follow from the
 answers alone. Standard library only."""
 import http.server
 import re
-import socketserver
 import subprocess
 import sys
 import threading
 import unittest
+
+import harness
 
 SLUICE = None
 
@@ -42,15 +43,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-
-
 class FetchAimd(unittest.TestCase):
     def setUp(self):
-        self.srv = Server(("127.0.0.1", 0), Handler)
-        self.srv.lock, self.srv.n = threading.Lock(), 0
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.srv = harness.serve_http(Handler, lock=threading.Lock(), n=0)
         self.url = "http://127.0.0.1:%d/x" % self.srv.server_address[1]
 
     def tearDown(self):

@@ -29,7 +29,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sluiced_test  # noqa: E402  (Server, raw)
+import harness  # noqa: E402
+import sluiced_test  # noqa: E402
 from sluiced_test import Server  # noqa: E402
 
 # Server() formats the text with str.format: braces are doubled.
@@ -80,20 +81,8 @@ MEMORY = "  type: memory"
 
 
 def curl(*args, data=None):
-    """curl -sS -i (data: bytes sent as the body from stdin); returns (status,
-    headers (lower-case names; a repeated header keeps the last), body bytes)."""
-    cmd = ["curl", "-sS", "-i", "--max-time", "10"]
-    if data is not None:
-        cmd += ["--data-binary", "@-"]
-    out = subprocess.run(cmd + list(args), input=data, capture_output=True,
-                         check=True).stdout
-    head, _, body = out.partition(b"\r\n\r\n")
-    lines = head.decode().split("\r\n")
-    headers = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(":")
-        headers[k.strip().lower()] = v.strip()
-    return int(lines[0].split()[1]), headers, body
+    """harness.curl with 10 s and the body as bytes."""
+    return harness.curl(*args, data=data, max_time=10, text=False)
 
 
 def post_check(s, body):
@@ -266,7 +255,7 @@ class NulKeys(Base):
     def test_header_nul_refused(self):
         req = (b"GET /v1/auth HTTP/1.1\r\nHost: x\r\nX-Original-Method: GET\r\n"
                b"X-Original-URI: /a\r\nX-Real-IP: 192.0.2.1\r\nX-Account: ab\x00cd\r\n\r\n")
-        out = sluiced_test.raw(self.s.http_port, req)
+        out = harness.raw(self.s.http_port, req)
         self.assertTrue(out.startswith(b"HTTP/1.1 400"), out)
 
 
@@ -408,29 +397,9 @@ class Strictness(Base):
 
 def redis_store():
     """A redis-server of our own; returns (store YAML, stop function)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    rdir = tempfile.mkdtemp(prefix="sluice-input-redis-")
-    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                             "--save", "", "--appendonly", "no", "--dir", rdir],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def stop():
-        proc.terminate()
-        proc.wait()
-        shutil.rmtree(rdir, ignore_errors=True)
-
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    return ("  type: redis\n  redis:\n    url: redis://127.0.0.1:%d/0\n    timeout: 2s\n"
-            "    on_failure: closed" % port), stop
+    redis = harness.RedisServer("sluice-input-redis-")
+    redis.wait()
+    return harness.redis_store(redis.port, "2s"), redis.stop
 
 
 if __name__ == "__main__":

@@ -31,7 +31,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sluiced_test  # noqa: E402
-from sluiced_test import CONFIG, Server, curl  # noqa: E402
+from sluiced_test import CONFIG, Server  # noqa: E402
+import harness  # noqa: E402
+from harness import curl, poll, read_to_eof  # noqa: E402
 
 SLUICE = None
 SRC = None
@@ -51,19 +53,10 @@ def config(**fmt):
     return CONFIG.format(**fmt)
 
 
-def poll(cond, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return cond()
-
-
 def metric(s, name):
     _, _, m = curl(s.url("/metrics"))
-    g = re.search(r"^%s (\d+)" % re.escape(name), m, re.M)
-    return int(g.group(1)) if g else None
+    v = harness.metric(m, name)
+    return None if v is None else int(v)
 
 
 def post_reload(s, headers=None):
@@ -167,12 +160,7 @@ class ConcurrentReloads(unittest.TestCase):
             c = socket.create_connection(("127.0.0.1", s.http_port), timeout=30)
             req = b"POST /v1/reload HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
             c.sendall(req * 3 + b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            data = b""
-            while True:
-                chunk = c.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+            data = read_to_eof(c)
             c.close()
             statuses = re.findall(rb"HTTP/1.1 (\d+)", data)
             self.assertEqual(statuses, [b"200"] * 4, data)
@@ -346,29 +334,19 @@ tiers:
 """
 
 
-def free_port():
-    with socket.socket() as t:
-        t.bind(("127.0.0.1", 0))
-        return t.getsockname()[1]
-
-
 class ReloadOntoRedis(unittest.TestCase):
     def test_reload_is_checked_against_the_running_store(self):
         # the file says memory, but the running store is Redis: the new tier
         # variant must suit Redis, with the loader's file:line message
         if not shutil.which("redis-server"):
             self.skipTest("no redis-server")
-        port = free_port()
-        rdir = tempfile.mkdtemp(prefix="lifecycle-redis-")
-        redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                                  "--save", "", "--appendonly", "no", "--dir", rdir],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        redis = harness.RedisServer("lifecycle-redis-")
+        port = redis.port
         try:
-            self.assertTrue(poll(lambda: socket.socket().connect_ex(("127.0.0.1", port)) == 0))
+            self.assertTrue(redis.wait(within=20))
             base = ("listen:\n  http: 127.0.0.1:0\n  grpc: \"off\"\n  resp: 127.0.0.1:0\n"
                     "workers: 2\n")
-            redis_store = ("store:\n  type: redis\n  redis:\n    url: redis://127.0.0.1:%d/0\n"
-                           "    timeout: 500ms\n" % port)
+            redis_store = "store:\n%s\n" % harness.redis_store(port, "500ms", on_failure=None)
             s = Server(config_text=base + redis_store + REDIS_TIER.split("\n", 2)[2]
                        .split("tiers:")[0])
             try:
@@ -382,9 +360,7 @@ class ReloadOntoRedis(unittest.TestCase):
             finally:
                 self.assertEqual(s.stop(), 0)
         finally:
-            redis.terminate()
-            redis.wait()
-            shutil.rmtree(rdir, ignore_errors=True)
+            redis.stop()
 
 
 class CheckConfig(unittest.TestCase):

@@ -24,24 +24,17 @@ import random
 import re
 import shutil
 import signal
-import socket
 import string
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
+import harness
+from harness import free_port
+
 SLUICED = SRC = NGINX = None
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Upstream(http.server.BaseHTTPRequestHandler):
@@ -87,19 +80,9 @@ class Stack:
         cfg = cfg.replace("\nlisten:", "\nworkers: 2\nlisten:", 1)
         if os.environ.get("SLUICE_TEST_REDIS"):
             # the same tests with the Redis store, on a redis-server of our own
-            rport = free_port()
-            self.redis = subprocess.Popen(
-                ["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--dir", self.dir],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            for _ in range(100):
-                try:
-                    socket.create_connection(("127.0.0.1", rport), 0.2).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            cfg += ("\nstore:\n  type: redis\n  redis:\n    url: redis://127.0.0.1:%d/0\n"
-                    "    timeout: 500ms\n    on_failure: closed\n" % rport)
+            self.redis = harness.RedisServer("sluice-nginx-redis-")
+            self.redis.wait(within=5)  # 100 tries, 50 ms apart
+            cfg += "\nstore:\n%s\n" % harness.redis_store(self.redis.port, "500ms")
         with open(os.path.join(self.dir, "sluice.yaml"), "w") as f:
             f.write(cfg)
         # sluiced on port 0: the port is read from its log
@@ -110,9 +93,7 @@ class Stack:
         self.sluiced_port = self.wait_log(os.path.join(self.dir, "sluiced.log"),
                                           r"listening http on \S+:(\d+)", "ready", self.sluiced)
         # the application
-        self.app = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
-        self.app.daemon_threads = True
-        threading.Thread(target=self.app.serve_forever, daemon=True).start()
+        self.app = harness.serve_http(Upstream)
         app_port = self.app.server_address[1]
         # nginx: the shipped snippet inside a minimal main config
         self.port = free_port()
@@ -144,16 +125,8 @@ class Stack:
                                        "-g", "daemon off;"],
                                       stdout=self.nginx_log, stderr=self.nginx_log)
         self.procs.append(self.nginx)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                return
-            except OSError:
-                if self.nginx.poll() is not None:
-                    break
-                time.sleep(0.02)
-        raise RuntimeError("nginx did not start:\n" + self.read("error.log"))
+        if not harness.wait_port(self.port, 10, step=0.02, proc=self.nginx):
+            raise RuntimeError("nginx did not start:\n" + self.read("error.log"))
 
     def read(self, name):
         try:
@@ -190,8 +163,7 @@ class Stack:
             self.app.shutdown()
             self.app.server_close()
         if getattr(self, "redis", None):
-            self.redis.terminate()
-            self.redis.wait()
+            self.redis.stop()
         self.last_log = self.read("sluiced.log")
         for f in ("sluiced_log", "nginx_log"):
             if hasattr(self, f):
@@ -390,8 +362,7 @@ if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     SLUICED, SRC = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    NGINX = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] and not sys.argv[3].endswith(
-        "NOTFOUND") else shutil.which("nginx") or "/usr/sbin/nginx"
+    NGINX = harness.nginx_path(sys.argv[3] if len(sys.argv) > 3 else None)
     if not os.path.exists(NGINX):
         sys.exit("nginx not found: install nginx-light (scripts/install-deps.sh)")
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -17,15 +17,12 @@
 Requests go over raw sockets, pipelined, so that 12,000 of them take seconds.
 With SLUICE_TEST_REDIS=1 the same tests run with the Redis store, on a
 redis-server of their own. Standard library only."""
-import atexit
 import json
 import os
 import random
 import re
 import shutil
-import socket
 import string
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +30,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sluiced_test  # noqa: E402  (the Server helper)
+import harness  # noqa: E402
+from harness import Pipe, metric  # noqa: E402
 
 STORE = "store:\n  type: memory\n"
 LOG_LIMIT = 10  # SL_LOG_LIMITED_PER_SEC (src/util/log.h)
@@ -41,75 +40,8 @@ LOG_LIMIT = 10  # SL_LOG_LIMITED_PER_SEC (src/util/log.h)
 def use_redis_store():
     """A redis-server of our own on a free loopback port (stopped at exit)."""
     global STORE
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    rdir = tempfile.mkdtemp(prefix="policy-test-redis-")
-    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no", "--dir", rdir],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def stop():
-        redis.terminate()
-        redis.wait()
-        shutil.rmtree(rdir, ignore_errors=True)
-
-    atexit.register(stop)
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    STORE = ("store:\n  type: redis\n  redis:\n    url: redis://127.0.0.1:%d/0\n"
-             "    timeout: 2s\n    on_failure: closed\n" % port)
-
-
-class Pipe:
-    """One keep-alive HTTP/1.1 connection from a chosen loopback source
-    address; requests are written in batches and the answers read back in
-    order (status, lower-case headers, body)."""
-
-    def __init__(self, port, source="127.0.0.1"):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30,
-                                             source_address=(source, 0))
-        self.buf = b""
-
-    def close(self):
-        self.sock.close()
-
-    def _read_answer(self):
-        while b"\r\n\r\n" not in self.buf:
-            chunk = self.sock.recv(1 << 16)
-            if not chunk:
-                raise RuntimeError("connection closed by sluiced")
-            self.buf += chunk
-        head, _, rest = self.buf.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        status = int(lines[0].split()[1])
-        headers = {}
-        for line in lines[1:]:
-            k, _, v = line.partition(":")
-            headers[k.strip().lower()] = v.strip()
-        n = int(headers.get("content-length", "0"))
-        while len(rest) < n:
-            chunk = self.sock.recv(1 << 16)
-            if not chunk:
-                raise RuntimeError("connection closed by sluiced")
-            rest += chunk
-        self.buf = rest[n:]
-        return status, headers, rest[:n].decode("utf-8", "replace")
-
-    def run(self, requests, batch=200):
-        """Sends every request (bytes) and returns their answers in order."""
-        out = []
-        for i in range(0, len(requests), batch):
-            part = requests[i:i + batch]
-            self.sock.sendall(b"".join(part))
-            out.extend(self._read_answer() for _ in part)
-        return out
+    redis = harness.private_redis("policy-test-redis-")
+    STORE = "store:\n%s\n" % harness.redis_store(redis.port, "2s")
 
 
 def auth_request(key, uri="/api/items", real_ip="127.0.0.1"):
@@ -126,18 +58,6 @@ def json_request(domain, entries):
         {"entries": [{"key": k, "value": v} for k, v in entries]}]}).encode()
     return (b"POST /json HTTP/1.1\r\nHost: sluiced\r\nContent-Type: application/json\r\n"
             b"Content-Length: %d\r\n\r\n" % len(body)) + body
-
-
-def metric(text, name, **labels):
-    """The value of one sample of /metrics (labels in any order), or None."""
-    for line in text.splitlines():
-        if not line.startswith(name + "{") and line.split(" ")[0] != name:
-            continue
-        series, _, value = line.rpartition(" ")
-        got = dict(re.findall(r'([a-z_]+)="((?:[^"\\]|\\.)*)"', series))
-        if series.split("{")[0] == name and got == labels:
-            return float(value)
-    return None
 
 
 def get(server, path):

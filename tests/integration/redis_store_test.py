@@ -33,11 +33,11 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import distributed_test as dt  # noqa: E402
+import harness  # noqa: E402
 import redis_cluster as rc  # noqa: E402
 
 
@@ -389,36 +389,9 @@ def main():
     if not os.access(dt.REDIS_SERVER, os.X_OK):
         print("redis-server not found at %s: skipped" % dt.REDIS_SERVER)
         return 77
-    tests = TESTS
-    if args.only:
-        names = {t.__name__: t for t in TESTS}
-        unknown = [n for n in args.only if n not in names]
-        if unknown:
-            ap.error("unknown test %s; tests: %s" % (unknown, ", ".join(names)))
-        tests = [names[n] for n in args.only]
+    tests = harness.select_tests(ap, TESTS, args.only)
     rc.install_signal_handlers()
-    failed = []
-    t_all = time.monotonic()
-    try:
-        for t in tests:
-            print("== %s" % t.__name__, flush=True)
-            t0 = time.monotonic()
-            try:
-                t()
-                print("   ok (%.1f s)" % (time.monotonic() - t0), flush=True)
-            except Exception:
-                failed.append(t.__name__)
-                traceback.print_exc()
-                print("   FAIL (%.1f s)" % (time.monotonic() - t0), flush=True)
-    finally:
-        for p in dt.ALL_PROCS:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    print("%d of %d passed in %.1f s%s" % (len(tests) - len(failed), len(tests),
-                                           time.monotonic() - t_all,
-                                           "; failed: " + ", ".join(failed) if failed else ""))
-    return 1 if failed else 0
+    return harness.run_tests(tests, dt.ALL_PROCS)
 
 
 if __name__ == "__main__":

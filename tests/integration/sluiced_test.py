@@ -8,11 +8,9 @@ pipelining with --pipe), and raw sockets (malformed HTTP and RESP, oversized
 headers and bodies, slow clients). Also reload with a good and a broken
 config, and SIGTERM draining. Standard library only. With SLUICE_TEST_REDIS=1
 the same tests run with the Redis store, on a redis-server of their own."""
-import atexit
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -20,6 +18,9 @@ import sys
 import tempfile
 import time
 import unittest
+
+import harness
+from harness import curl, raw
 
 SLUICED = None
 SRC = None
@@ -105,20 +106,6 @@ class Server:
         return self.proc.returncode
 
 
-def curl(*args):
-    """Runs curl -sS -i; returns (status, headers dict (lower-case), body)."""
-    out = subprocess.run(["curl", "-sS", "-i", "--max-time", "5", *args],
-                         capture_output=True, check=True).stdout.decode()
-    head, _, body = out.partition("\r\n\r\n")
-    lines = head.split("\r\n")
-    status = int(lines[0].split()[1])
-    headers = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(":")
-        headers[k.strip().lower()] = v.strip()
-    return status, headers, body
-
-
 def _tcp_sockets():
     """{(local port, remote port): (tx_queue, rx_queue, inode)} of the IPv4
     TCP sockets on loopback, from /proc/net/tcp."""
@@ -184,24 +171,6 @@ def wait_metric(server, pattern, within=15):
 def redis_cli(port, *args, stdin=None):
     return subprocess.run(["redis-cli", "-p", str(port), *args], input=stdin,
                           capture_output=True, check=True, timeout=10).stdout.decode()
-
-
-def raw(port, data, read_until_close=True, timeout=5):
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    s.sendall(data)
-    chunks = []
-    try:
-        while True:
-            c = s.recv(65536)
-            if not c:
-                break
-            chunks.append(c)
-            if not read_until_close:
-                break
-    except socket.timeout:
-        pass
-    s.close()
-    return b"".join(chunks)
 
 
 class HttpApi(unittest.TestCase):
@@ -512,31 +481,9 @@ def use_redis_store():
     """SLUICE_TEST_REDIS=1: the same tests with the Redis store, on a
     redis-server of our own on a free loopback port (stopped at exit)."""
     global CONFIG
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    rdir = tempfile.mkdtemp(prefix="sluiced-test-redis-")
-    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no", "--dir", rdir],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def stop():
-        redis.terminate()
-        redis.wait()
-        shutil.rmtree(rdir, ignore_errors=True)
-
-    atexit.register(stop)
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    CONFIG = CONFIG.replace(
-        "store:\n  type: memory\n",
-        "store:\n  type: redis\n  redis:\n    url: redis://127.0.0.1:%d/0\n"
-        "    timeout: 500ms\n    on_failure: closed\n" % port, 1)
+    redis = harness.private_redis("sluiced-test-redis-", within=5)  # 100 tries, 50 ms apart
+    CONFIG = CONFIG.replace("store:\n  type: memory\n",
+                            "store:\n%s\n" % harness.redis_store(redis.port, "500ms"), 1)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,299 @@
+"""harness.py: the small helpers the integration tests share, in one place.
+Standard library only; it imports no test file (sluiced itself is started by
+sluiced_test.Server, which the other unittest files import from there).
+
+- free_port, wait_port: loopback ports;
+- RedisServer, private_redis, redis_store: a redis-server of a test's own on
+  a free port, and the store YAML that points sluiced at it;
+- curl, parse_head, read_response, read_to_eof, raw, Pipe: HTTP with curl -i
+  and on raw sockets;
+- serve_http: a threaded HTTP server of a test's own (an upstream, a script);
+- poll, wait_until: waiting for a state the servers reach in their own time
+  (a fixed sleep races them on a loaded machine);
+- metric: one sample of /metrics text; tail: the last lines of a log;
+- nginx_path: the nginx binary to run;
+- select_tests, run_tests: the main loop of the scripts that are not unittest
+  (distributed_test.py, redis_store_test.py)."""
+import atexit
+import http.server
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import traceback
+
+
+# ---- ports ------------------------------------------------------------------------------
+
+def free_port():
+    """An ephemeral loopback port that was free a moment ago (the usual race:
+    whoever binds it next wins; the servers fail loudly if they lose)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, within=10, step=0.05, proc=None):
+    """Polls until a connection to the loopback port succeeds (True); False
+    after `within` seconds, or at once when the process `proc` has exited."""
+    deadline = time.time() + within
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return True
+        except OSError:
+            if time.time() > deadline or (proc is not None and proc.poll() is not None):
+                return False
+            time.sleep(step)
+
+
+# ---- a redis-server of our own ----------------------------------------------------------
+
+class RedisServer:
+    """redis-server on a free loopback port (or the one given), no persistence,
+    in a temporary directory; its output is discarded. Not waited for: see wait()."""
+
+    def __init__(self, prefix="sluice-test-redis-", port=None):
+        self.port = port or free_port()
+        self.dir = tempfile.mkdtemp(prefix=prefix)
+        self.proc = subprocess.Popen(["redis-server", "--port", str(self.port),
+                                      "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                                      "--dir", self.dir],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def wait(self, within=10):
+        """Waits until it accepts connections; False if it did not in time."""
+        return wait_port(self.port, within)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def private_redis(prefix, within=10):
+    """A RedisServer for the whole run (stopped at exit), waited for up to `within` s."""
+    redis = RedisServer(prefix)
+    atexit.register(redis.stop)
+    redis.wait(within)
+    return redis
+
+
+def redis_store(port, timeout, on_failure="closed"):
+    """The lines under `store:` for the Redis store at the loopback port (no
+    trailing newline; on_failure=None leaves the default)."""
+    text = "  type: redis\n  redis:\n    url: redis://127.0.0.1:%d/0\n    timeout: %s" % (
+        port, timeout)
+    if on_failure is not None:
+        text += "\n    on_failure: %s" % on_failure
+    return text
+
+
+# ---- HTTP -------------------------------------------------------------------------------
+
+def parse_head(head):
+    """A response head (str, CRLF lines) -> (status, headers dict: lower-case
+    names, a repeated header keeps the last)."""
+    lines = head.split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    return int(lines[0].split()[1]), headers
+
+
+def curl(*args, data=None, max_time=5, text=True):
+    """Runs curl -sS -i (data: bytes sent as the body from stdin); returns
+    (status, headers dict (lower-case), body: str, or bytes with text=False)."""
+    cmd = ["curl", "-sS", "-i", "--max-time", str(max_time)]
+    if data is not None:
+        cmd += ["--data-binary", "@-"]
+    out = subprocess.run(cmd + list(args), input=data, capture_output=True,
+                         check=True).stdout
+    head, _, body = out.partition(b"\r\n\r\n")
+    status, headers = parse_head(head.decode())
+    return status, headers, body.decode() if text else body
+
+
+def read_response(sock, buf=b""):
+    """Reads one HTTP response (Content-Length framed); returns (status,
+    headers dict, body bytes, the bytes read after it)."""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise EOFError("connection closed inside a response head: %r" % buf[:200])
+        buf += chunk
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    status, headers = parse_head(head.decode("latin-1"))
+    n = int(headers.get("content-length", "0"))
+    while len(rest) < n:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise EOFError("connection closed inside a response body")
+        rest += chunk
+    return status, headers, rest[:n], rest[n:]
+
+
+def read_to_eof(sock):
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+def raw(port, data, read_until_close=True, timeout=5):
+    """Sends data on a new connection; returns what comes back until the
+    peer closes (or the first chunk), or the timeout."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(data)
+    chunks = []
+    try:
+        while True:
+            c = s.recv(65536)
+            if not c:
+                break
+            chunks.append(c)
+            if not read_until_close:
+                break
+    except socket.timeout:
+        pass
+    s.close()
+    return b"".join(chunks)
+
+
+class Pipe:
+    """One keep-alive HTTP/1.1 connection from a chosen loopback source
+    address; requests are written in batches and the answers read back in
+    order (status, lower-case headers, body)."""
+
+    def __init__(self, port, source="127.0.0.1"):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30,
+                                             source_address=(source, 0))
+        self.buf = b""
+
+    def close(self):
+        self.sock.close()
+
+    def _read_answer(self):
+        status, headers, body, self.buf = read_response(self.sock, self.buf)
+        return status, headers, body.decode("utf-8", "replace")
+
+    def run(self, requests, batch=200):
+        """Sends every request (bytes) and returns their answers in order."""
+        out = []
+        for i in range(0, len(requests), batch):
+            part = requests[i:i + batch]
+            self.sock.sendall(b"".join(part))
+            out.extend(self._read_answer() for _ in part)
+        return out
+
+
+def serve_http(handler, **attrs):
+    """An HTTP server on a free loopback port, each request answered by
+    handler in a daemon thread of its own, serving in a daemon thread; attrs
+    are set on the server before it serves. Stop it with shutdown() and
+    server_close()."""
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    srv.daemon_threads = True
+    for k, v in attrs.items():
+        setattr(srv, k, v)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+# ---- waiting ----------------------------------------------------------------------------
+
+def poll(cond, within=20, step=0.05):
+    """Calls cond() every `step` s until it returns a true value, which is
+    returned; after `within` s, what one last call returns."""
+    end = time.time() + within
+    while time.time() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()
+
+
+def wait_until(cond, within, what):
+    """Polls cond() (every 50 ms) until it returns a true value, which is
+    returned; fails with `what` after `within` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        got = cond()
+        if got:
+            return got
+        assert time.monotonic() < deadline, "%s (waited %d s)" % (what, within)
+        time.sleep(0.05)
+
+
+# ---- logs and metrics -------------------------------------------------------------------
+
+def tail(text, n=40):
+    return "\n".join(text.splitlines()[-n:])
+
+
+def metric(text, name, **labels):
+    """The value (float) of one sample of /metrics text with exactly these
+    labels (in any order), or None."""
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and line.split(" ")[0] != name:
+            continue
+        series, _, value = line.rpartition(" ")
+        got = dict(re.findall(r'([a-z_]+)="((?:[^"\\]|\\.)*)"', series))
+        if series.split("{")[0] == name and got == labels:
+            return float(value)
+    return None
+
+
+# ---- scripts that are not unittest ------------------------------------------------------
+
+def nginx_path(arg):
+    """The nginx that CMake found (arg; none, empty or ...-NOTFOUND: the one on
+    PATH, else /usr/sbin/nginx)."""
+    if arg and not arg.endswith("NOTFOUND"):
+        return arg
+    return shutil.which("nginx") or "/usr/sbin/nginx"
+
+
+def select_tests(ap, tests, only):
+    """The tests named by --only (all without it); ap.error on an unknown name."""
+    if not only:
+        return tests
+    names = {t.__name__: t for t in tests}
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        ap.error("unknown test %s; tests: %s" % (unknown, ", ".join(names)))
+    return [names[n] for n in only]
+
+
+def run_tests(tests, procs):
+    """Runs each test function, printing ok / FAIL and the time; at the end
+    kills whatever in procs still runs. Returns the exit code (1 on a failure)."""
+    failed = []
+    t_all = time.monotonic()
+    try:
+        for t in tests:
+            print("== %s" % t.__name__, flush=True)
+            t0 = time.monotonic()
+            try:
+                t()
+                print("   ok (%.1f s)" % (time.monotonic() - t0), flush=True)
+            except Exception:
+                failed.append(t.__name__)
+                traceback.print_exc()
+                print("   FAIL (%.1f s)" % (time.monotonic() - t0), flush=True)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    print("%d of %d passed in %.1f s%s" % (len(tests) - len(failed), len(tests),
+                                           time.monotonic() - t_all,
+                                           "; failed: " + ", ".join(failed) if failed else ""))
+    return 1 if failed else 0

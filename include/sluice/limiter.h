@@ -42,11 +42,12 @@ typedef struct sl_reservation {
 /* Books n tokens at `now`, going into debt if needed, and says how long to
  * wait. A `now` older than the latest time the limiter has seen (threads'
  * clock readings race) takes the tokens that are there, and a wait counts
- * from that latest time: no slot comes before its tokens exist. With max_wait >= 0, a slot further than max_wait away is not booked
+ * from that latest time: no slot comes before its tokens exist.
+ * With max_wait >= 0, a slot further than max_wait away is not booked
  * (out->ok false, state unchanged, returns SL_EDEADLINE); max_wait < 0 means
- * no bound. Returns 0, SL_EINVAL (now outside 0..SL_TIME_MAX), SL_ECOST (n < 0
- * or n > burst: never possible),
- * SL_EDEADLINE, SL_EOVERFLOW (debt would exceed 100 years). */
+ * no bound. Returns 0, SL_EINVAL (now outside 0..SL_TIME_MAX), SL_ECOST
+ * (n < 0 or n > burst: never possible), SL_EDEADLINE, SL_EOVERFLOW (debt
+ * would exceed 100 years). */
 SL_API int sl_limiter_reserve(sl_limiter *l, int64_t n, int64_t now, int64_t max_wait,
                               sl_reservation *out);
 

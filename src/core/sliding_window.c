@@ -83,8 +83,8 @@ void sl__sliding_window_decide(const sl__plan *plan, void *state, int64_t cost, 
     } else {
         /* Not in this window. In the next one prev' = after, curr' = 0:
          * passes once after * (P - e) <= (N - cost) * P. */
-        int64_t e = P - sl__div128((sl__i128)(N - cost) * P, after);
-        d->retry_after = to_end + sl__max64(0, e);
+        int64_t e = sl__max64(0, P - sl__div128((sl__i128)(N - cost) * P, after));
+        d->retry_after = to_end > INT64_MAX - e ? INT64_MAX : to_end + e; /* as to_next */
     }
 }
 

@@ -769,6 +769,26 @@ static void algorithms_with_flags(void **state) {
     }
 }
 
+/* A sliding window of the longest period, refused after a clock that went
+ * far back: retry_after saturates instead of overflowing (found by
+ * fuzz_decide: to_end is 2 periods there, and the wait adds one more). */
+static void sliding_window_retry_after_far_back(void **state) {
+    (void)state;
+    const int64_t P = INT64_C(36000) * 86400 * SEC; /* 3P > INT64_MAX */
+    sl_table_options o = {.params = {.algorithm = SL_SLIDING_WINDOW, .rate = {1, P}},
+                          .max_memory = 1 << 20,
+                          .seed = 7};
+    sl_table *t = NULL;
+    assert_int_equal(sl_table_create(&o, &t), SL_OK);
+    sl_decision d;
+    assert_int_equal(sl_table_check(t, "k", 1, 1, P + 1, &d), SL_OK);
+    assert_true(d.allowed);
+    assert_int_equal(sl_table_check(t, "k", 1, 1, 0, &d), SL_OK);
+    assert_false(d.allowed);
+    assert_i64(d.retry_after, INT64_MAX);
+    sl_table_destroy(t);
+}
+
 /* Bad options and parameters are refused at creation. */
 static void create_errors(void **state) {
     (void)state;
@@ -830,6 +850,7 @@ int main(void) {
         cmocka_unit_test(check_all_errors),
         cmocka_unit_test(check_all_big_states),
         cmocka_unit_test(algorithms_with_flags),
+        cmocka_unit_test(sliding_window_retry_after_far_back),
         cmocka_unit_test(create_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,7 +43,10 @@
  *   header block, 32 entries per SETTINGS frame, incoming RST_STREAM at
  *   1000 at once and 33 a second (the "rapid reset" attack), then a GOAWAY.
  *   PING and SETTINGS ACKs land in the connection's output and count in its
- *   bounds like answers.
+ *   bounds like answers; more than CONTROL_MAX PING or SETTINGS frames in
+ *   one second get a GOAWAY (ENHANCE_YOUR_CALM) and the connection closes
+ *   (nghttp2's own guard, 1000 ACKs unsent, never fires here: the output is
+ *   taken after every frame).
  *
  * SETTINGS: at most SL_GRPC_MAX_STREAMS concurrent streams (nghttp2 refuses
  * more with REFUSED_STREAM, also before the client acknowledges them),
@@ -66,6 +69,7 @@
 #define PREFIX_BYTES        5
 #define GRPC_MESSAGE_MAX    200 /* bytes of a grpc-message before encoding */
 
+#define CONTROL_MAX 1000 /* PING and SETTINGS frames in one second, at most */
 #define PREFACE_BYTES 24 /* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
 #define FRAME_HDR     9
 
@@ -119,6 +123,8 @@ struct sl_grpc_session {
     int64_t preface_deadline;   /* until the client's first SETTINGS; 0 = none (yet) */
     bool started, got_settings; /* a first byte; the client's first SETTINGS */
     bool timed_out;             /* GOAWAY for a late preface or frame sent */
+    int64_t ctl_since;          /* the second in which ctl_count PING/SETTINGS arrived */
+    unsigned ctl_count;
     sl_grpc_arena arena;
     void *pool[POOL_CLASSES]; /* free blocks for nghttp2, by size class */
     size_t pooled;            /* bytes in them */
@@ -686,10 +692,20 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const u
 }
 
 static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *user) {
-    (void)h2;
     sl_grpc_session *s = user;
-    if (frame->hd.type == NGHTTP2_SETTINGS && !(frame->hd.flags & NGHTTP2_FLAG_ACK))
-        s->got_settings = true; /* the first one ends the client's preface */
+    if ((frame->hd.type == NGHTTP2_SETTINGS || frame->hd.type == NGHTTP2_PING) &&
+        !(frame->hd.flags & NGHTTP2_FLAG_ACK)) {
+        if (frame->hd.type == NGHTTP2_SETTINGS)
+            s->got_settings = true; /* the first one ends the client's preface */
+        /* each asks for an ACK: a flood of them is work for nothing */
+        if (s->now - s->ctl_since >= SL_NS_PER_SEC) {
+            s->ctl_since = s->now;
+            s->ctl_count = 0;
+        }
+        if (++s->ctl_count > CONTROL_MAX)
+            nghttp2_session_terminate_session(h2, NGHTTP2_ENHANCE_YOUR_CALM);
+        return 0;
+    }
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) return 0;
     stream *st = stream_of(s, frame->hd.stream_id);

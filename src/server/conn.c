@@ -265,7 +265,7 @@ static void arm_timer(conn *c) {
         uint64_t rd = c->request_started_ms + request_timeout_ms(c);
         if (rd < deadline) deadline = rd;
     }
-    if (c->grpc && !c->read_paused) { /* while paused, its requests wait on us */
+    if (c->grpc && !c->read_paused && !c->close_after_write) { /* paused: they wait on us */
         int64_t gd = sl__grpc_session_next_deadline(c->grpc);
         if (gd) {
             int64_t left = gd - mono_ns();
@@ -325,9 +325,18 @@ static void on_timer(uv_timer_t *t) {
     if (c->grpc && !c->read_paused && !c->close_after_write) {
         int n = sl__grpc_session_tick(c->grpc);
         if (n != 0) sl__counter_add(&c->w->stats.timeouts, n > 0 ? (uint64_t)n : 1);
-        if (n < 0) c->close_after_write = true; /* GOAWAY: a late preface or frame */
-        if (n != 0 || c->out.len) flush(c);
-        if (c->closing || c->close_after_write) return;
+        if (n < 0) {          /* GOAWAY: a late preface or frame */
+            if (c->writing) { /* the client is slow to read too: give up on it */
+                conn_close(c);
+                return;
+            }
+            c->close_after_write = true;
+            flush(c);
+            if (!c->closing) arm_timer(c); /* idle_timeout bounds the GOAWAY's write */
+            return;
+        }
+        if (n > 0) flush(c);
+        if (c->closing) return;
     }
     const sl_limits_config *l = &c->w->limits;
     uint64_t now = uv_now(&c->w->loop);

@@ -69,8 +69,8 @@
 #define PREFIX_BYTES        5
 #define GRPC_MESSAGE_MAX    200 /* bytes of a grpc-message before encoding */
 
-#define CONTROL_MAX 1000 /* PING and SETTINGS frames in one second, at most */
-#define PREFACE_BYTES 24 /* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
+#define CONTROL_MAX   1000 /* PING and SETTINGS frames in one second, at most */
+#define PREFACE_BYTES 24   /* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
 #define FRAME_HDR     9
 
 #define POOL_CLASSES   8            /* 64 B .. 8 KiB */
@@ -595,7 +595,8 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, voi
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     /* answers the client's window keeps here are over the bound: no new
      * work until it lets them go (REFUSED_STREAM: safe to retry) */
-    if (s->held && s->held >= s->w->limits.max_pending_output) {
+    size_t bound = s->w->limits.max_pending_output;
+    if (bound && s->held >= bound) {
         nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
                                   NGHTTP2_REFUSED_STREAM);
         return 0;

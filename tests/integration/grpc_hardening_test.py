@@ -14,8 +14,9 @@ message):
   flow-control window (WINDOW_UPDATE) gets at most limits.max_pending_output
   (and one answer) queued;
 - Floods: more than 1000 PINGs in a second, or a CONTINUATION flood, end in
-  a GOAWAY; a header list over limits.max_header_bytes resets its stream and
-  the connection goes on.
+  a GOAWAY; the unfinished messages of a connection's streams hold at most
+  2 x limits.max_body_bytes; a header list over limits.max_header_bytes
+  resets its stream and the connection goes on.
 Standard library only."""
 import os
 import select
@@ -449,6 +450,45 @@ class Floods(unittest.TestCase):
             self.assertEqual(struct.unpack(">I", goaway[0][3][4:8])[0], 11)  # ENHANCE_YOUR_CALM
             c.close()
             self.assertTrue(health_ok(s))
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_unfinished_messages_bounded(self):
+        """Four streams each send a 12 KB message and wait before ending:
+        the connection's streams hold at most 2 x max_body_bytes (32 KiB),
+        so the third and fourth are dropped (RESOURCE_EXHAUSTED, no DATA),
+        the first two answered; then the connection serves a new call."""
+        s = start("  idle_timeout: 30s\n  max_body_bytes: 16KiB")
+        try:
+            c = socket.create_connection(("127.0.0.1", s.grpc_port), timeout=20)
+            entry = pb_field(0x0a, b"k") + pb_field(0x12, b"v")
+            msg = pb_field(0x0a, b"d" * 12000) + pb_field(0x12, pb_field(0x0a, entry))
+            body = b"\x00" + struct.pack(">I", len(msg)) + msg
+            sids = [1, 3, 5, 7]
+            data = start_bytes() + frame(SETTINGS, ACK, 0)
+            for sid in sids:
+                data += frame(HEADERS, END_HEADERS, sid, request_block(RLS)) + \
+                    frame(DATA, 0, sid, body)
+            c.sendall(data)
+            reader = Frames(c)
+            got = reader.pump(0.3)
+            c.sendall(b"".join(frame(DATA, END_STREAM, sid) for sid in sids))
+            end = time.monotonic() + 10
+            while time.monotonic() < end and len(
+                    {f[2] for f in got if f[0] == HEADERS and f[1] & END_STREAM}) < 4:
+                got += reader.pump(0.2)
+            ended = {f[2] for f in got if f[0] == HEADERS and f[1] & END_STREAM}
+            with_data = {f[2] for f in got if f[0] == DATA and f[3]}
+            self.assertEqual(ended, set(sids))
+            self.assertEqual(with_data, {1, 3})
+            c.sendall(frame(HEADERS, END_HEADERS, 9, request_block(RLS)) +
+                      frame(DATA, END_STREAM, 9, body))
+            end = time.monotonic() + 10
+            while time.monotonic() < end and not any(
+                    f[0] == HEADERS and f[2] == 9 and f[1] & END_STREAM for f in got):
+                got += reader.pump(0.2)
+            self.assertTrue(any(f[0] == DATA and f[2] == 9 for f in got))
+            c.close()
         finally:
             self.assertEqual(s.stop(), 0)
 

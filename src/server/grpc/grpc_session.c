@@ -39,6 +39,9 @@
  *   connection's pending output; while they are over
  *   limits.max_pending_output new streams are refused (REFUSED_STREAM): the
  *   connection keeps being read, for the WINDOW_UPDATE that lets them go.
+ * - The request messages of all the streams of a connection hold at most
+ *   2 x limits.max_body_bytes (max_buffered): a stream whose DATA would go
+ *   over is dropped and answered RESOURCE_EXHAUSTED when it ends.
  * - nghttp2's own flood limits, set explicitly: 8 CONTINUATION frames per
  *   header block, 32 entries per SETTINGS frame, incoming RST_STREAM at
  *   1000 at once and 33 a second (the "rapid reset" attack), then a GOAWAY.
@@ -49,11 +52,11 @@
  *   taken after every frame).
  *
  * SETTINGS: at most SL_GRPC_MAX_STREAMS concurrent streams (nghttp2 refuses
- * more with REFUSED_STREAM, also before the client acknowledges them),
- * header lists of at most limits.max_header_bytes. Broken HTTP/2 (bad
- * frames, flow-control or HPACK errors) gets a GOAWAY from nghttp2 and the
- * connection closes after it; bytes that are not HTTP/2 at all (no client
- * preface) close the connection at once. */
+ * more with REFUSED_STREAM until the client acknowledges the SETTINGS, then
+ * treats more as a connection error), header lists of at most limits.max_header_bytes. Broken
+ * HTTP/2 (bad frames, flow-control or HPACK errors) gets a GOAWAY from nghttp2 and the connection
+ * closes after it; bytes that are not HTTP/2 at all (no client preface) close the connection at
+ * once. */
 #include <nghttp2/nghttp2.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -83,6 +86,7 @@ typedef struct stream {
     sl_grpc_method method;
     int http_status; /* ST_405 / ST_415, or 0 */
     bool have_method, have_path, have_ct, bad_encoding, too_big, extra;
+    bool crowded; /* dropped: the connection's request bytes were over max_buffered */
     bool answered;
     bool data_answer;    /* answered with DATA (answer_ok): may be held by flow control */
     bool pending;        /* decided in Redis: the answer comes later */
@@ -114,6 +118,8 @@ struct sl_grpc_session {
     int64_t header_timeout; /* limits.header_timeout in ns; 0 = none */
     int64_t now;            /* the clock of the feed in progress */
     size_t held;            /* bytes of answers' DATA not yet taken by mem_send */
+    size_t buffered;        /* bytes of request messages in the streams (their body) */
+    size_t max_buffered;    /* ... at most: 2 x limits.max_body_bytes */
     /* the frame being received (input is fed one frame at a time) */
     enum { FR_PREFACE, FR_HEADER, FR_PAYLOAD } fr_state;
     uint32_t fr_left;           /* bytes left of the preface or the payload */
@@ -257,6 +263,7 @@ static stream *stream_of(sl_grpc_session *s, int32_t id) {
 
 static void stream_free(sl_grpc_session *s, stream *st) {
     if (s->last == st) s->last = NULL;
+    s->buffered -= st->body.len;
     if (st->prev)
         st->prev->next = st->next;
     else
@@ -462,6 +469,12 @@ static void finish(sl_grpc_session *s, stream *st) {
         snprintf(text, sizeof text, "grpc-encoding %s is not supported (only identity)",
                  st->encoding);
         message = text;
+    } else if (st->crowded) {
+        code = SL_GRPC_RESOURCE_EXHAUSTED;
+        snprintf(text, sizeof text,
+                 "the requests on this connection hold more than %zu bytes; try again",
+                 s->max_buffered);
+        message = text;
     } else if (st->too_big) {
         code = SL_GRPC_RESOURCE_EXHAUSTED;
         snprintf(text, sizeof text, "message larger than %zu bytes", s->max_message);
@@ -654,6 +667,25 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
     return 0;
 }
 
+/* Appends n request bytes to a stream's body, unless the connection's
+ * streams would then hold more than max_buffered: 128 streams of one
+ * max_body_bytes message each, trickled, would hold 128 times what one
+ * HTTP/1.1 connection may. The stream is then dropped (its bytes freed,
+ * RESOURCE_EXHAUSTED when it ends). */
+static bool body_append(sl_grpc_session *s, stream *st, const uint8_t *data, size_t n) {
+    if (s->buffered + n > s->max_buffered) {
+        s->buffered -= st->body.len;
+        sl__buf_free(&st->body);
+        sl__buf_init(&st->body);
+        st->crowded = st->too_big = true;
+        return false;
+    }
+    size_t before = st->body.len;
+    sl__buf_append(&st->body, data, n);
+    s->buffered += st->body.len - before;
+    return true;
+}
+
 static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t *data,
                          size_t len, void *user) {
     (void)h2;
@@ -665,7 +697,7 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const u
         size_t have = st->body.len;
         if (have < PREFIX_BYTES) { /* the prefix, possibly split over frames */
             size_t n = PREFIX_BYTES - have < len ? PREFIX_BYTES - have : len;
-            sl__buf_append(&st->body, data, n);
+            if (!body_append(s, st, data, n)) return 0;
             data += n;
             len -= n;
             if (st->body.len == PREFIX_BYTES) {
@@ -685,7 +717,7 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const u
             return 0;
         }
         size_t n = want < len ? want : len;
-        sl__buf_append(&st->body, data, n);
+        if (!body_append(s, st, data, n)) return 0;
         data += n;
         len -= n;
     }
@@ -766,6 +798,7 @@ sl_grpc_session *sl__grpc_session_new(struct sl_worker *w, sl_buf *out) {
     s->max_message = w->limits.max_body_bytes ? w->limits.max_body_bytes : 64 * 1024;
     s->max_header = w->limits.max_header_bytes ? w->limits.max_header_bytes : 8 * 1024;
     s->header_timeout = w->limits.header_timeout > 0 ? w->limits.header_timeout : 0;
+    s->max_buffered = 2 * s->max_message;
     s->fr_state = FR_PREFACE;
     s->fr_left = PREFACE_BYTES;
     nghttp2_session_callbacks *cb;

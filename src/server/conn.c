@@ -522,7 +522,7 @@ static void flush(conn *c) {
         }
     }
     account(c);
-    /* after answers that came later (or a gRPC read cut short by nothing) */
+    /* answers that came later (a decision in Redis) may have gone over */
     if (!c->read_paused && !c->close_after_write && output_over(c, 0)) pause_reading(c);
     after_output(c);
 }

@@ -153,7 +153,8 @@ typedef struct sl_limits_config {
     unsigned max_connections;  /* per process; new ones are closed at once beyond. default 10000 */
     int64_t idle_timeout;      /* ns without a byte from the client; 408 / close. default 60 s */
     int64_t header_timeout;    /* ns from the first byte of an HTTP request to its last; 408.
-                                  default 10 s */
+                                  gRPC: the preface, each frame, each stream (HEADERS to
+                                  END_STREAM). default 10 s */
     int64_t command_timeout;   /* ns from the first byte of a RESP command to its last; error
                                   and close. default 10 s */
     size_t max_pending_output; /* answers queued for one connection before its input is no

@@ -22,6 +22,15 @@
  * at most twice the total bound (connections below their share when the
  * total is reached may still fill it) plus one answer per connection.
  *
+ * gRPC: the session feeds nghttp2 one frame at a time and asks
+ * (sl__conn_stop_input) before each frame, so the same bounds and turns
+ * hold between frames. Answers that the client's HTTP/2 flow-control window
+ * keeps inside nghttp2 count in the pending output too (but do not stop
+ * reading: the WINDOW_UPDATE that frees them must be read; the session
+ * refuses new streams instead). The session's deadlines (header_timeout for
+ * the preface, each frame and each stream; grpc-timeout) drive the
+ * connection's timer, except while its input is held back.
+ *
  * Turns: one read callback builds at most TURN_OUTPUT bytes of answers;
  * the rest of its input is held back and handled at the next loop tick
  * (the worker's yield_idle), after the other connections' events. A
@@ -75,6 +84,7 @@ typedef struct conn {
     uint64_t request_started_ms; /* 0: no partial HTTP request or RESP command */
     size_t deferred_bytes;       /* answers held by the awaited ones (their after buffers) */
     size_t accounted;            /* this connection's part of server->pending_output */
+    size_t turn_mark;            /* gRPC: c->out.len when the input being handled began */
     bool writing, close_after_write, closing, read_paused;
     bool busy;    /* handling input: held-back input is not resumed from inside */
     bool yielded; /* used its turn: on the worker's yielded list, resumed next tick */
@@ -151,8 +161,14 @@ static int unread_bytes(conn *c) {
 
 /* ---- output bounds --------------------------------------------------------- */
 
-static size_t queued(const conn *c) {
+/* Answers on their way to the socket: the ones reading waits for. */
+static size_t queued_out(const conn *c) {
     return c->out.len + c->wbuf.len + c->deferred_bytes;
+}
+
+/* All of them, with those gRPC's flow control holds in nghttp2. */
+static size_t queued(const conn *c) {
+    return queued_out(c) + (c->grpc ? sl__grpc_session_held(c->grpc) : 0);
 }
 
 /* Brings the process total up to date with this connection's queued
@@ -173,7 +189,7 @@ static void account(conn *c) {
  * connection from flapping)? */
 static bool output_over(const conn *c, unsigned shift) {
     const sl_limits_config *l = &c->w->limits;
-    size_t q = queued(c);
+    size_t q = queued_out(c);
     if (q >= l->max_pending_output >> shift || c->ndeferred >= MAX_DEFERRED >> shift) return true;
     if (q == 0) return false;
     sl_server *s = c->w->server;
@@ -251,12 +267,24 @@ static void arm_timer(conn *c) {
         uint64_t rd = c->request_started_ms + request_timeout_ms(c);
         if (rd < deadline) deadline = rd;
     }
+    if (c->grpc && !c->read_paused && !c->close_after_write) { /* paused: they wait on us */
+        int64_t gd = sl__grpc_session_next_deadline(c->grpc);
+        if (gd) {
+            int64_t left = gd - mono_ns();
+            uint64_t rd = now + (left > 0 ? (uint64_t)(left / 1000000) + 1 : 0);
+            if (rd < deadline) deadline = rd;
+        }
+    }
     uv_timer_start(&c->timer, on_timer, deadline > now ? deadline - now : 1, 0);
 }
 
 /* After input was handled: a request or command that is now on its way
  * has its own deadline from its first byte (the timer moves up to it). */
 static void track_request(conn *c, bool completed_some) {
+    if (c->grpc) { /* the session keeps its own deadlines */
+        if (!c->close_after_write) arm_timer(c);
+        return;
+    }
     bool partial = c->proto == SL_PROTO_HTTP   ? sl__http_parser_in_request(c->http)
                    : c->proto == SL_PROTO_RESP ? c->in.len > 0
                                                : false;
@@ -296,6 +324,22 @@ static void timeout_answer(conn *c, bool request_late) {
 static void on_timer(uv_timer_t *t) {
     conn *c = t->data;
     if (c->closing) return;
+    if (c->grpc && !c->read_paused && !c->close_after_write) {
+        int n = sl__grpc_session_tick(c->grpc);
+        if (n != 0) sl__counter_add(&c->w->stats.timeouts, n > 0 ? (uint64_t)n : 1);
+        if (n < 0) {          /* GOAWAY: a late preface or frame */
+            if (c->writing) { /* the client is slow to read too: give up on it */
+                conn_close(c);
+                return;
+            }
+            c->close_after_write = true;
+            flush(c);
+            if (!c->closing) arm_timer(c); /* idle_timeout bounds the GOAWAY's write */
+            return;
+        }
+        if (n > 0) flush(c);
+        if (c->closing) return;
+    }
     const sl_limits_config *l = &c->w->limits;
     uint64_t now = uv_now(&c->w->loop);
     /* While its input is held back, a request waits on us, not on the client. */
@@ -396,10 +440,12 @@ static void resume(conn *c) {
             return;
         }
     }
-    if (!c->close_after_write)
+    if (!c->close_after_write) {
         uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
-    else
+        if (c->grpc) arm_timer(c); /* its deadlines run again */
+    } else {
         flush(c); /* nothing more is read: it closes once written */
+    }
 }
 
 /* ---- writing -------------------------------------------------------------- */
@@ -478,7 +524,7 @@ static void flush(conn *c) {
         }
     }
     account(c);
-    /* gRPC's input is handled a read at a time: its bound is checked after */
+    /* answers that came later (a decision in Redis) may have gone over */
     if (!c->read_paused && !c->close_after_write && output_over(c, 0)) pause_reading(c);
     after_output(c);
 }
@@ -610,7 +656,9 @@ static size_t handle_input(conn *c, const char *data, size_t len, bool *complete
     if (c->proto == SL_PROTO_HTTP) return handle_http(c, data, len, completed);
     if (c->proto == SL_PROTO_RESP) return handle_resp(c, data, len, completed);
     c->w->current_conn = c;
-    int frc = sl__grpc_session_feed(c->grpc, data, len);
+    c->turn_mark = c->out.len;
+    size_t used = len;
+    int frc = sl__grpc_session_feed(c->grpc, data, len, &used);
     c->w->current_conn = NULL;
     if (frc != 0) {
         count(&c->w->stats.protocol_errors);
@@ -618,7 +666,21 @@ static size_t handle_input(conn *c, const char *data, size_t len, bool *complete
     } else if (sl__grpc_session_done(c->grpc)) {
         c->close_after_write = true;
     }
-    return len;
+    return c->close_after_write ? len : used;
+}
+
+bool sl__conn_stop_input(sl_worker *w) {
+    conn *c = w->current_conn;
+    if (!c || c->closing || c->close_after_write) return false;
+    if (output_over(c, 0)) { /* counted before the next answer is built */
+        pause_reading(c);
+        return true;
+    }
+    if (c->out.len >= c->turn_mark + TURN_OUTPUT) {
+        yield_turn(c);
+        return true;
+    }
+    return false;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -711,6 +773,8 @@ void sl__deferred_done(sl_deferred *d) {
     if (!c->closing) {
         drain_check(c);
         flush(c);
+        if (c->grpc && !c->closing && !c->close_after_write)
+            arm_timer(c); /* its answer's deadline */
     }
 }
 

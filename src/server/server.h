@@ -150,6 +150,14 @@ void sl__server_drain_and_stop(sl_server *s, int64_t grace);
 struct sockaddr_storage;
 int sl__conn_peer(sl_worker *w, struct sockaddr_storage *out);
 
+/* For a protocol that handles its input piece by piece on its own (gRPC,
+ * between HTTP/2 frames): true when the connection being handled on w must
+ * stop here, its output over its bounds (limits.max_pending_output, its share
+ * of max_pending_output_total) or its turn used; the rest of its input is
+ * then held back and handled when the connection resumes (conn.c). False
+ * when no connection is being handled. */
+bool sl__conn_stop_input(sl_worker *w);
+
 /* Batched mode: the policies' charge observer (server.c). */
 void sl__batch_observer(void *ctx, const char *policy, const void *key, size_t keylen,
                         int64_t cost);

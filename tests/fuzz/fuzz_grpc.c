@@ -89,7 +89,8 @@ static void connection(const uint8_t *data, size_t size, bool preface) {
     if (preface) {
         static const char start[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
                                     "\x00\x00\x00\x04\x00\x00\x00\x00\x00";
-        rc = sl__grpc_session_feed(s, start, sizeof start - 1);
+        size_t used;
+        rc = sl__grpc_session_feed(s, start, sizeof start - 1, &used);
         CHECK(rc == 0);
     }
     for (size_t off = 0; off < size && rc == 0;) {
@@ -99,7 +100,9 @@ static void connection(const uint8_t *data, size_t size, bool preface) {
         char *chunk = malloc(piece); /* exact size: an overread is caught */
         CHECK(chunk);
         memcpy(chunk, data + off, piece);
-        rc = sl__grpc_session_feed(s, chunk, piece);
+        size_t used;
+        rc = sl__grpc_session_feed(s, chunk, piece, &used);
+        CHECK(rc != 0 || used == piece); /* no connection: never held back */
         CHECK(rc == 0 || rc == -1);
         free(chunk);
         off += piece;

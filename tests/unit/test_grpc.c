@@ -163,7 +163,9 @@ static void feed_raw(client *c, const void *p, size_t len) {
     const char *b = p;
     while (len && c->feed_rc == 0) {
         size_t n = c->chunk && c->chunk < len ? c->chunk : len;
-        c->feed_rc = sl__grpc_session_feed(c->s, b, n);
+        size_t used = 0;
+        c->feed_rc = sl__grpc_session_feed(c->s, b, n, &used);
+        assert_int_equal(used, n); /* no connection: never held back */
         b += n;
         len -= n;
     }
@@ -485,6 +487,70 @@ static void test_deadline_tick(void **state) {
     client_free(&c);
 }
 
+/* limits.header_timeout: a stream the client does not end in time is
+ * answered DEADLINE_EXCEEDED and reset (CANCEL); the connection goes on. */
+static void test_header_timeout_stream(void **state) {
+    (void)state;
+    client c;
+    memset(&c, 0, sizeof c);
+    client_init(&c, NULL, 1024);
+    sl__grpc_session_free(c.s); /* again, with a header_timeout of 1 ns */
+    sl__buf_reset(&c.out);      /* its SETTINGS too */
+    c.w.limits.header_timeout = 1;
+    c.s = sl__grpc_session_new(&c.w, &c.out);
+    assert_non_null(c.s);
+    nghttp2_nv nva[] = {
+#define H(k, v) {(uint8_t *)(k), (uint8_t *)(v), sizeof(k) - 1, sizeof(v) - 1, 0}
+        H(":method", "POST"),
+        H(":scheme", "http"),
+        H(":path", HEALTH),
+        H(":authority", "sluice"),
+        H("content-type", "application/grpc"),
+#undef H
+    };
+    int32_t id = nghttp2_submit_headers(c.h2, NGHTTP2_FLAG_NONE, -1, NULL, nva,
+                                        sizeof nva / sizeof nva[0], NULL);
+    assert_true(id > 0);
+    exchange(&c);
+    assert_true(sl__grpc_session_next_deadline(c.s) > 0);
+    assert_false(reply_of(&c, id)->closed);
+    assert_int_equal(sl__grpc_session_tick(c.s), 1); /* 1 ns later: expired */
+    exchange(&c);
+    reply *r = reply_of(&c, id);
+    assert_int_equal(r->grpc_status, 4);
+    assert_true(r->trailers_only);
+    assert_true(r->closed);
+    assert_int_equal(r->rst, NGHTTP2_CANCEL);
+    assert_false(c.goaway);
+    client_free(&c);
+}
+
+/* limits.header_timeout: a frame cut short for too long gets a GOAWAY. */
+static void test_header_timeout_frame(void **state) {
+    (void)state;
+    client c;
+    memset(&c, 0, sizeof c);
+    client_init(&c, NULL, 1024);
+    sl__grpc_session_free(c.s);
+    sl__buf_reset(&c.out);
+    c.w.limits.header_timeout = 1;
+    c.s = sl__grpc_session_new(&c.w, &c.out);
+    assert_non_null(c.s);
+    exchange(&c); /* the prefaces */
+    assert_int_equal(sl__grpc_session_tick(c.s), 0);
+    static const char ping_head[] = "\x00\x00\x08\x06\x00\x00\x00\x00\x00"
+                                    "1234";
+    feed_raw(&c, ping_head, sizeof ping_head - 1); /* half of a PING */
+    assert_int_equal(c.feed_rc, 0);
+    assert_true(sl__grpc_session_next_deadline(c.s) > 0);
+    assert_int_equal(sl__grpc_session_tick(c.s), -1);
+    exchange(&c);
+    assert_true(c.goaway);
+    assert_int_equal(c.goaway_code, NGHTTP2_NO_ERROR);
+    assert_int_equal(sl__grpc_session_next_deadline(c.s), 0);
+    client_free(&c);
+}
+
 /* The hand-written RateLimitResponse is byte for byte protobuf-c's. */
 static void test_response_encoding(void **state) {
     (void)state;
@@ -561,6 +627,8 @@ int main(void) {
         cmocka_unit_test(test_broken_http2),
         cmocka_unit_test(test_shutdown),
         cmocka_unit_test(test_deadline_tick),
+        cmocka_unit_test(test_header_timeout_stream),
+        cmocka_unit_test(test_header_timeout_frame),
         cmocka_unit_test(test_response_encoding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

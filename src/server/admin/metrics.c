@@ -258,9 +258,9 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     sl__prom_family(out, "sluice_protocol_errors_total", "counter",
                     "Malformed or oversized requests answered with an error and closed.");
     sl__prom_sample(out, "sluice_protocol_errors_total", NULL, SUM(s, protocol_errors));
-    sl__prom_family(
-        out, "sluice_timeouts_total", "counter",
-        "Connections closed for idleness or a request or command that came too slowly.");
+    sl__prom_family(out, "sluice_timeouts_total", "counter",
+                    "Connections closed for idleness or a request or command that came too slowly, "
+                    "and gRPC streams reset past their deadline.");
     sl__prom_sample(out, "sluice_timeouts_total", NULL, SUM(s, timeouts));
     sl__prom_family(out, "sluice_api_key_refused_total", "counter",
                     "GET /v1/auth requests with an unknown API key, or none where one is "

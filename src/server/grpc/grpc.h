@@ -19,20 +19,32 @@ typedef struct sl_grpc_session sl_grpc_session;
  * buffer) lives as long as the session. NULL on allocation failure. */
 sl_grpc_session *sl__grpc_session_new(struct sl_worker *w, sl_buf *out);
 
-/* Feeds bytes read from the client; answers are appended to out. Returns 0,
- * or -1 when the connection must be closed once out is written (a GOAWAY has
- * been queued if the protocol allows one). */
-int sl__grpc_session_feed(sl_grpc_session *s, const char *data, size_t len);
+/* Feeds bytes read from the client, one HTTP/2 frame at a time; answers are
+ * appended to out. Before each frame it asks sl__conn_stop_input (server.h)
+ * whether the connection's output is over its bounds: then it stops, and
+ * *used (always set) says how many bytes were taken; the caller holds the
+ * rest back and feeds it again later. Returns 0, or -1 when the connection
+ * must be closed once out is written (a GOAWAY has been queued if the
+ * protocol allows one). */
+int sl__grpc_session_feed(sl_grpc_session *s, const char *data, size_t len, size_t *used);
 
-/* The earliest grpc-timeout deadline (CLOCK_MONOTONIC ns) among the streams
- * the client has not finished sending, or 0 when there is none. Optional: a
- * connection timer may call sl__grpc_session_tick at that time, so that such
- * a stream is answered DEADLINE_EXCEEDED (and reset) without waiting for the
- * client's next bytes; otherwise that happens at the next feed. */
+/* The earliest deadline (CLOCK_MONOTONIC ns) of the session, or 0 when
+ * there is none: a stream's grpc-timeout, a stream's limits.header_timeout
+ * (not ended by the client, or its answer held by flow control), the
+ * connection preface's or an unfinished frame's header_timeout. The
+ * connection's timer calls sl__grpc_session_tick then. */
 int64_t sl__grpc_session_next_deadline(const sl_grpc_session *s);
 
-/* Answers the streams whose deadline has passed; output is appended to out. */
-void sl__grpc_session_tick(sl_grpc_session *s);
+/* Acts on the deadlines that have passed; output is appended to out.
+ * Returns how many streams were answered DEADLINE_EXCEEDED or reset, or -1
+ * when the preface or a frame came too late: a GOAWAY is queued and the
+ * connection must be closed once out is written. */
+int sl__grpc_session_tick(sl_grpc_session *s);
+
+/* Bytes of answers that nghttp2 holds because the client's flow-control
+ * window has no room for them (not in out yet): part of the connection's
+ * pending output. */
+size_t sl__grpc_session_held(const sl_grpc_session *s);
 
 /* True when the session has nothing left to do (GOAWAY sent and all streams
  * answered): the connection may be closed after the output is written. */

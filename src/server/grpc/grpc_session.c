@@ -17,13 +17,46 @@
  * - otherwise the method's answer: HEADERS (:status 200), DATA (the message),
  *   trailers (grpc-status 0). Errors are Trailers-Only.
  * A stream whose grpc-timeout passes before the client ends it is answered
- * DEADLINE_EXCEEDED and reset (CANCEL) at the next read on the connection.
+ * DEADLINE_EXCEEDED and reset (CANCEL) when the connection's timer asks
+ * (sl__grpc_session_tick at sl__grpc_session_next_deadline).
+ *
+ * Hostile clients (limits.header_timeout, as HTTP/1.1's whole request):
+ * - the connection preface and the client's first SETTINGS must arrive
+ *   within header_timeout of the connection's first byte, and every frame
+ *   within header_timeout of its own first byte; otherwise a GOAWAY
+ *   (NO_ERROR, "limits.header_timeout") and the connection closes;
+ * - a stream must be ended by the client (END_STREAM) within header_timeout
+ *   of its HEADERS: otherwise it is answered DEADLINE_EXCEEDED and reset
+ *   (CANCEL), and the other streams of the connection go on. An answer that
+ *   the client's flow-control window keeps in nghttp2 is reset (CANCEL)
+ *   header_timeout after it was made.
+ * - Input is fed to nghttp2 one frame at a time; before each frame the
+ *   connection checks its output bounds (sl__conn_stop_input) and may hold
+ *   the rest of the input back, so that answers are never built past
+ *   limits.max_pending_output by more than one frame's answer.
+ * - Answers that flow control keeps inside nghttp2 (DATA the client's window
+ *   has no room for) are counted (sl__grpc_session_held) in the
+ *   connection's pending output; while they are over
+ *   limits.max_pending_output new streams are refused (REFUSED_STREAM): the
+ *   connection keeps being read, for the WINDOW_UPDATE that lets them go.
+ * - The request messages of all the streams of a connection hold at most
+ *   2 x limits.max_body_bytes (max_buffered): a stream whose DATA would go
+ *   over is dropped and answered RESOURCE_EXHAUSTED when it ends.
+ * - nghttp2's own flood limits, set explicitly: 8 CONTINUATION frames per
+ *   header block, 32 entries per SETTINGS frame, incoming RST_STREAM at
+ *   1000 at once and 33 a second (the "rapid reset" attack), then a GOAWAY.
+ *   PING and SETTINGS ACKs land in the connection's output and count in its
+ *   bounds like answers; more than CONTROL_MAX PING or SETTINGS frames in
+ *   one second get a GOAWAY (ENHANCE_YOUR_CALM) and the connection closes
+ *   (nghttp2's own guard, 1000 ACKs unsent, never fires here: the output is
+ *   taken after every frame).
  *
  * SETTINGS: at most SL_GRPC_MAX_STREAMS concurrent streams (nghttp2 refuses
- * more with REFUSED_STREAM), header lists of at most limits.max_header_bytes.
- * Broken HTTP/2 (bad frames, flow-control or HPACK errors) gets a GOAWAY
- * from nghttp2 and the connection closes after it; bytes that are not HTTP/2
- * at all (no client preface) close the connection at once. */
+ * more with REFUSED_STREAM until the client acknowledges the SETTINGS, then
+ * treats more as a connection error), header lists of at most limits.max_header_bytes. Broken
+ * HTTP/2 (bad frames, flow-control or HPACK errors) gets a GOAWAY from nghttp2 and the connection
+ * closes after it; bytes that are not HTTP/2 at all (no client preface) close the connection at
+ * once. */
 #include <nghttp2/nghttp2.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -39,6 +72,10 @@
 #define PREFIX_BYTES        5
 #define GRPC_MESSAGE_MAX    200 /* bytes of a grpc-message before encoding */
 
+#define CONTROL_MAX   1000 /* PING and SETTINGS frames in one second, at most */
+#define PREFACE_BYTES 24   /* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
+#define FRAME_HDR     9
+
 #define POOL_CLASSES   8            /* 64 B .. 8 KiB */
 #define POOL_MAX_BYTES (256 * 1024) /* kept per session at most */
 
@@ -49,11 +86,14 @@ typedef struct stream {
     sl_grpc_method method;
     int http_status; /* ST_405 / ST_415, or 0 */
     bool have_method, have_path, have_ct, bad_encoding, too_big, extra;
+    bool crowded; /* dropped: the connection's request bytes were over max_buffered */
     bool answered;
+    bool data_answer;    /* answered with DATA (answer_ok): may be held by flow control */
     bool pending;        /* decided in Redis: the answer comes later */
     bool orphan;         /* closed by the peer while pending: freed when the answer comes */
     uint32_t rst_after;  /* + 1: reset the stream with this code once the answer is sent */
-    int64_t deadline;    /* monotonic ns; 0 = none */
+    int64_t deadline;    /* grpc-timeout, monotonic ns; 0 = none */
+    int64_t limit_at;    /* header_timeout: ended by then, or its answer sent; 0 = none */
     size_t header_bytes; /* for max_header_bytes */
     uint32_t msg_len;    /* from the prefix, once known */
     sl_buf body;         /* the request's bytes (prefix + at most one message) */
@@ -74,7 +114,23 @@ struct sl_grpc_session {
     stream *last;          /* the stream of the latest callback (saves map lookups) */
     int64_t next_deadline; /* earliest deadline of an unanswered stream; 0 = none */
     bool shutdown, failed;
-    bool in_feed; /* inside sl__grpc_session_feed (nghttp2 callbacks run) */
+    bool in_feed;           /* inside sl__grpc_session_feed (nghttp2 callbacks run) */
+    int64_t header_timeout; /* limits.header_timeout in ns; 0 = none */
+    int64_t now;            /* the clock of the feed in progress */
+    size_t held;            /* bytes of answers' DATA not yet taken by mem_send */
+    size_t buffered;        /* bytes of request messages in the streams (their body) */
+    size_t max_buffered;    /* ... at most: 2 x limits.max_body_bytes */
+    /* the frame being received (input is fed one frame at a time) */
+    enum { FR_PREFACE, FR_HEADER, FR_PAYLOAD } fr_state;
+    uint32_t fr_left;           /* bytes left of the preface or the payload */
+    uint8_t fr_hdr[FRAME_HDR];  /* the frame header so far */
+    unsigned fr_hdr_len;        /* its bytes */
+    int64_t fr_started;         /* first byte of the unfinished frame; 0 = between frames */
+    int64_t preface_deadline;   /* until the client's first SETTINGS; 0 = none (yet) */
+    bool started, got_settings; /* a first byte; the client's first SETTINGS */
+    bool timed_out;             /* GOAWAY for a late preface or frame sent */
+    int64_t ctl_since;          /* the second in which ctl_count PING/SETTINGS arrived */
+    unsigned ctl_count;
     sl_grpc_arena arena;
     void *pool[POOL_CLASSES]; /* free blocks for nghttp2, by size class */
     size_t pooled;            /* bytes in them */
@@ -84,6 +140,11 @@ static int64_t mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Keeps next_deadline the earliest of the streams' deadlines. */
+static void note_deadline(sl_grpc_session *s, int64_t d) {
+    if (d && (!s->next_deadline || d < s->next_deadline)) s->next_deadline = d;
 }
 
 /* ---- nghttp2's memory ------------------------------------------------------------------ */
@@ -202,6 +263,7 @@ static stream *stream_of(sl_grpc_session *s, int32_t id) {
 
 static void stream_free(sl_grpc_session *s, stream *st) {
     if (s->last == st) s->last = NULL;
+    s->buffered -= st->body.len;
     if (st->prev)
         st->prev->next = st->next;
     else
@@ -284,12 +346,13 @@ static void answer_http(sl_grpc_session *s, stream *st, int status) {
 /* The DATA of an answer, then its trailers. */
 static ssize_t read_resp(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t length,
                          uint32_t *flags, nghttp2_data_source *src, void *user) {
-    (void)user;
     stream *st = src->ptr;
     size_t left = st->resp.len - st->resp_off;
     size_t n = left < length ? left : length;
     memcpy(buf, st->resp.data + st->resp_off, n);
     st->resp_off += n;
+    sl_grpc_session *s = user;
+    s->held -= n;
     if (st->resp_off == st->resp.len) {
         static const nghttp2_nv ok[] = {NV("grpc-status", "0")};
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
@@ -299,10 +362,18 @@ static ssize_t read_resp(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t l
     return (ssize_t)n;
 }
 
-static void answer_ok(sl_grpc_session *s, stream *st) {
+static void answer_ok(sl_grpc_session *s, stream *st, int64_t now) {
     static const nghttp2_nv nva[] = {NV(":status", "200"), NV("content-type", "application/grpc")};
     nghttp2_data_provider prd = {.source = {.ptr = st}, .read_callback = read_resp};
     st->answered = true;
+    st->data_answer = true;
+    s->held += st->resp.len - st->resp_off;
+    /* sent within header_timeout, or reset: a client that opens no window
+     * for it must not hold the stream (and its answer) forever */
+    if (s->header_timeout) {
+        st->limit_at = now + s->header_timeout;
+        note_deadline(s, st->limit_at);
+    }
     submitted(s, st, nghttp2_submit_response(s->h2, st->id, nva, 2, &prd));
 }
 
@@ -334,7 +405,7 @@ static void rls_done(sl_domain_call *call, void *arg) {
             st->resp.failed)
             answer_status(s, st, SL_GRPC_RESOURCE_EXHAUSTED, "out of memory");
         else
-            answer_ok(s, st);
+            answer_ok(s, st, mono_ns());
         if (!s->failed && !s->in_feed) pump(s); /* inside a feed, the feed pumps */
     }
     sl__domain_call_free(rr->call);
@@ -398,6 +469,12 @@ static void finish(sl_grpc_session *s, stream *st) {
         snprintf(text, sizeof text, "grpc-encoding %s is not supported (only identity)",
                  st->encoding);
         message = text;
+    } else if (st->crowded) {
+        code = SL_GRPC_RESOURCE_EXHAUSTED;
+        snprintf(text, sizeof text,
+                 "the requests on this connection hold more than %zu bytes; try again",
+                 s->max_buffered);
+        message = text;
     } else if (st->too_big) {
         code = SL_GRPC_RESOURCE_EXHAUSTED;
         snprintf(text, sizeof text, "message larger than %zu bytes", s->max_message);
@@ -441,28 +518,46 @@ static void finish(sl_grpc_session *s, stream *st) {
         }
     }
     if (code == SL_GRPC_OK)
-        answer_ok(s, st);
+        answer_ok(s, st, t0);
     else
         answer_status(s, st, code, message);
     sl__worker_record(w, SL_PROTO_GRPC, mono_ns() - t0);
 }
 
-/* Streams past their deadline that the client has not ended. */
-static void expire(sl_grpc_session *s) {
-    if (!s->next_deadline) return;
-    int64_t now = mono_ns();
-    if (now < s->next_deadline) return;
+/* Streams past their deadline: not ended by the client in time (its
+ * grpc-timeout, or header_timeout from its HEADERS) are answered
+ * DEADLINE_EXCEEDED and reset; an answer still held by flow control
+ * header_timeout after it was made is reset. Returns how many. */
+static unsigned expire(sl_grpc_session *s, int64_t now) {
+    if (!s->next_deadline || now < s->next_deadline) return 0;
     s->next_deadline = 0;
+    unsigned n = 0;
     for (stream *st = s->streams; st; st = st->next) {
-        if (st->answered || !st->deadline) continue;
-        if (st->deadline <= now) {
-            /* the answer first: a reset submitted now would drop it */
-            st->rst_after = NGHTTP2_CANCEL + 1;
-            answer_status(s, st, SL_GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
-        } else if (!s->next_deadline || st->deadline < s->next_deadline) {
-            s->next_deadline = st->deadline;
+        if (st->pending || st->rst_after) continue;
+        if (!st->answered) {
+            bool late = st->deadline && st->deadline <= now;
+            if (late || (st->limit_at && st->limit_at <= now)) {
+                /* the answer first: a reset submitted now would drop it */
+                st->rst_after = NGHTTP2_CANCEL + 1;
+                answer_status(s, st, SL_GRPC_DEADLINE_EXCEEDED,
+                              late ? "deadline exceeded"
+                                   : "the request did not arrive within limits.header_timeout");
+                n++;
+                continue;
+            }
+            note_deadline(s, st->deadline);
+            note_deadline(s, st->limit_at);
+        } else if (st->data_answer && st->limit_at) {
+            if (st->limit_at <= now) {
+                st->limit_at = 0;
+                nghttp2_submit_rst_stream(s->h2, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
+                n++;
+            } else {
+                note_deadline(s, st->limit_at);
+            }
         }
     }
+    return n;
 }
 
 /* ---- headers ------------------------------------------------------------------------- */
@@ -511,10 +606,22 @@ static bool is(const uint8_t *p, size_t n, const char *lit) {
 static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, void *user) {
     sl_grpc_session *s = user;
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    /* answers the client's window keeps here are over the bound: no new
+     * work until it lets them go (REFUSED_STREAM: safe to retry) */
+    size_t bound = s->w->limits.max_pending_output;
+    if (bound && s->held >= bound) {
+        nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                  NGHTTP2_REFUSED_STREAM);
+        return 0;
+    }
     stream *st = stream_new(s, frame->hd.stream_id);
     if (!st) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* RST_STREAM this one */
     nghttp2_session_set_stream_user_data(h2, frame->hd.stream_id, st);
     s->last = st;
+    if (s->header_timeout) {
+        st->limit_at = s->now + s->header_timeout;
+        note_deadline(s, st->limit_at);
+    }
     return 0;
 }
 
@@ -546,8 +653,7 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
         int64_t t = parse_timeout(value, valuelen);
         if (t >= 0) {
             st->deadline = mono_ns() + t;
-            if (!s->next_deadline || st->deadline < s->next_deadline)
-                s->next_deadline = st->deadline;
+            note_deadline(s, st->deadline);
         }
     } else if (is(name, namelen, "grpc-encoding")) {
         if (!is(value, valuelen, "identity")) {
@@ -561,6 +667,25 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
     return 0;
 }
 
+/* Appends n request bytes to a stream's body, unless the connection's
+ * streams would then hold more than max_buffered: 128 streams of one
+ * max_body_bytes message each, trickled, would hold 128 times what one
+ * HTTP/1.1 connection may. The stream is then dropped (its bytes freed,
+ * RESOURCE_EXHAUSTED when it ends). */
+static bool body_append(sl_grpc_session *s, stream *st, const uint8_t *data, size_t n) {
+    if (s->buffered + n > s->max_buffered) {
+        s->buffered -= st->body.len;
+        sl__buf_free(&st->body);
+        sl__buf_init(&st->body);
+        st->crowded = st->too_big = true;
+        return false;
+    }
+    size_t before = st->body.len;
+    sl__buf_append(&st->body, data, n);
+    s->buffered += st->body.len - before;
+    return true;
+}
+
 static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t *data,
                          size_t len, void *user) {
     (void)h2;
@@ -572,7 +697,7 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const u
         size_t have = st->body.len;
         if (have < PREFIX_BYTES) { /* the prefix, possibly split over frames */
             size_t n = PREFIX_BYTES - have < len ? PREFIX_BYTES - have : len;
-            sl__buf_append(&st->body, data, n);
+            if (!body_append(s, st, data, n)) return 0;
             data += n;
             len -= n;
             if (st->body.len == PREFIX_BYTES) {
@@ -592,7 +717,7 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const u
             return 0;
         }
         size_t n = want < len ? want : len;
-        sl__buf_append(&st->body, data, n);
+        if (!body_append(s, st, data, n)) return 0;
         data += n;
         len -= n;
     }
@@ -600,8 +725,20 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const u
 }
 
 static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *user) {
-    (void)h2;
     sl_grpc_session *s = user;
+    if ((frame->hd.type == NGHTTP2_SETTINGS || frame->hd.type == NGHTTP2_PING) &&
+        !(frame->hd.flags & NGHTTP2_FLAG_ACK)) {
+        if (frame->hd.type == NGHTTP2_SETTINGS)
+            s->got_settings = true; /* the first one ends the client's preface */
+        /* each asks for an ACK: a flood of them is work for nothing */
+        if (s->now - s->ctl_since >= SL_NS_PER_SEC) {
+            s->ctl_since = s->now;
+            s->ctl_count = 0;
+        }
+        if (++s->ctl_count > CONTROL_MAX)
+            nghttp2_session_terminate_session(h2, NGHTTP2_ENHANCE_YOUR_CALM);
+        return 0;
+    }
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) return 0;
     stream *st = stream_of(s, frame->hd.stream_id);
@@ -627,6 +764,8 @@ static int on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code,
     stream *st = nghttp2_session_get_stream_user_data(h2, id);
     if (st) {
         nghttp2_session_set_stream_user_data(h2, id, NULL);
+        if (st->data_answer) s->held -= st->resp.len - st->resp_off;
+        st->data_answer = false;
         if (st->pending)
             st->orphan = true; /* the decision in flight still points at it */
         else
@@ -658,6 +797,10 @@ sl_grpc_session *sl__grpc_session_new(struct sl_worker *w, sl_buf *out) {
     s->out = out;
     s->max_message = w->limits.max_body_bytes ? w->limits.max_body_bytes : 64 * 1024;
     s->max_header = w->limits.max_header_bytes ? w->limits.max_header_bytes : 8 * 1024;
+    s->header_timeout = w->limits.header_timeout > 0 ? w->limits.header_timeout : 0;
+    s->max_buffered = 2 * s->max_message;
+    s->fr_state = FR_PREFACE;
+    s->fr_left = PREFACE_BYTES;
     nghttp2_session_callbacks *cb;
     nghttp2_option *opt;
     if (nghttp2_session_callbacks_new(&cb) != 0) {
@@ -677,6 +820,12 @@ sl_grpc_session *sl__grpc_session_new(struct sl_worker *w, sl_buf *out) {
         /* HTTP semantics are checked here (finish), only as far as gRPC needs:
          * nghttp2's checks of every header cost more than the rest of a call */
         nghttp2_option_set_no_http_messaging(opt, 1);
+        /* floods (nghttp2's defaults today, kept whatever a later version
+         * chooses): CONTINUATION frames after one HEADERS, entries of one
+         * SETTINGS frame, incoming resets (burst, per second) */
+        nghttp2_option_set_max_continuations(opt, 8);
+        nghttp2_option_set_max_settings(opt, 32);
+        nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
         nghttp2_mem mem = {.mem_user_data = s,
                            .malloc = pool_malloc,
                            .free = pool_free,
@@ -707,35 +856,114 @@ sl_grpc_session *sl__grpc_session_new(struct sl_worker *w, sl_buf *out) {
     return s;
 }
 
-int sl__grpc_session_feed(sl_grpc_session *s, const char *data, size_t len) {
-    if (s->failed) return -1;
-    expire(s);
-    s->in_feed = true;
-    ssize_t n = nghttp2_session_mem_recv(s->h2, (const uint8_t *)data, len);
-    s->in_feed = false;
-    if (n < 0) {
-        s->failed = true;
-        if (n == NGHTTP2_ERR_BAD_CLIENT_MAGIC) return -1; /* not HTTP/2 at all: just close */
-        nghttp2_session_terminate_session(s->h2, NGHTTP2_PROTOCOL_ERROR);
-        pump(s);
-        return -1;
+/* How many of the len bytes at p belong to the frame (or the preface)
+ * being received, up to its end; notes where the frame ends. */
+static size_t frame_take(sl_grpc_session *s, const uint8_t *p, size_t len) {
+    size_t n;
+    switch (s->fr_state) {
+    case FR_PREFACE:
+    case FR_PAYLOAD:
+        n = s->fr_left < len ? s->fr_left : len;
+        s->fr_left -= (uint32_t)n;
+        if (s->fr_left == 0) {
+            s->fr_state = FR_HEADER;
+            s->fr_hdr_len = 0;
+            s->fr_started = 0;
+        }
+        return n;
+    case FR_HEADER:
+    default:
+        n = FRAME_HDR - s->fr_hdr_len < len ? FRAME_HDR - s->fr_hdr_len : len;
+        memcpy(s->fr_hdr + s->fr_hdr_len, p, n);
+        s->fr_hdr_len += (unsigned)n;
+        if (s->fr_hdr_len < FRAME_HDR) return n;
+        s->fr_left = (uint32_t)s->fr_hdr[0] << 16 | (uint32_t)s->fr_hdr[1] << 8 | s->fr_hdr[2];
+        if (s->fr_left == 0) {
+            s->fr_hdr_len = 0;
+            s->fr_started = 0;
+            return n;
+        }
+        s->fr_state = FR_PAYLOAD;
+        return n + frame_take(s, p + n, len - n);
     }
-    pump(s);
+}
+
+/* The deadline of the connection itself: its preface, the frame on its way. */
+static int64_t conn_deadline(const sl_grpc_session *s) {
+    if (s->timed_out || !s->header_timeout) return 0;
+    int64_t d = s->got_settings ? 0 : s->preface_deadline;
+    if (s->fr_started && (!d || s->fr_started + s->header_timeout < d))
+        d = s->fr_started + s->header_timeout;
+    return d;
+}
+
+int sl__grpc_session_feed(sl_grpc_session *s, const char *data, size_t len, size_t *used) {
+    *used = len;
     if (s->failed) return -1;
-    /* nghttp2 ended the session on its own: a connection error (GOAWAY sent) */
-    if (!s->shutdown && !nghttp2_session_want_read(s->h2) && !nghttp2_session_want_write(s->h2))
-        return -1;
+    s->now = mono_ns();
+    if (!s->started && len) {
+        s->started = true;
+        if (s->header_timeout) s->preface_deadline = s->now + s->header_timeout;
+    }
+    size_t off = 0;
+    while (off < len) {
+        if (!s->fr_started) {
+            /* between frames: the answers so far are counted before the
+             * next frame may build more */
+            if (sl__conn_stop_input(s->w)) break;
+            s->fr_started = s->now;
+        }
+        size_t n = frame_take(s, (const uint8_t *)data + off, len - off);
+        s->in_feed = true;
+        ssize_t r = nghttp2_session_mem_recv(s->h2, (const uint8_t *)data + off, n);
+        s->in_feed = false;
+        if (r < 0) {
+            s->failed = true;
+            if (r == NGHTTP2_ERR_BAD_CLIENT_MAGIC) return -1; /* not HTTP/2 at all: just close */
+            nghttp2_session_terminate_session(s->h2, NGHTTP2_PROTOCOL_ERROR);
+            pump(s);
+            return -1;
+        }
+        off += n;
+        pump(s);
+        if (s->failed) return -1;
+        /* nghttp2 ended the session on its own: a connection error (GOAWAY sent) */
+        if (!s->shutdown && !nghttp2_session_want_read(s->h2) && !nghttp2_session_want_write(s->h2))
+            return -1;
+    }
+    *used = off;
     return 0;
 }
 
 int64_t sl__grpc_session_next_deadline(const sl_grpc_session *s) {
-    return s->failed ? 0 : s->next_deadline;
+    if (s->failed) return 0;
+    int64_t d = conn_deadline(s);
+    return d && (!s->next_deadline || d < s->next_deadline) ? d : s->next_deadline;
 }
 
-void sl__grpc_session_tick(sl_grpc_session *s) {
-    if (s->failed) return;
-    expire(s);
+int sl__grpc_session_tick(sl_grpc_session *s) {
+    if (s->failed) return 0;
+    int64_t now = mono_ns();
+    int64_t cd = conn_deadline(s);
+    if (cd && now >= cd) {
+        /* the preface or a frame came too slowly: the connection cannot go
+         * on (a frame is cut), the streams the client completed are not
+         * waited for */
+        static const char why[] = "limits.header_timeout";
+        s->timed_out = true;
+        nghttp2_submit_goaway(s->h2, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(s->h2), NGHTTP2_NO_ERROR,
+                              (const uint8_t *)why, sizeof why - 1);
+        pump(s);
+        return -1;
+    }
+    int n = (int)expire(s, now);
     pump(s);
+    return n;
+}
+
+size_t sl__grpc_session_held(const sl_grpc_session *s) {
+    return s->held;
 }
 
 bool sl__grpc_session_done(const sl_grpc_session *s) {

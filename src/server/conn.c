@@ -82,6 +82,7 @@ typedef struct conn {
     sl_grpc_session *grpc;
     uint64_t last_activity_ms;
     uint64_t request_started_ms; /* 0: no partial HTTP request or RESP command */
+    uint64_t paused_at_ms;       /* read_paused since (its request's deadline stops) */
     size_t deferred_bytes;       /* answers held by the awaited ones (their after buffers) */
     size_t accounted;            /* this connection's part of server->pending_output */
     size_t turn_mark;            /* gRPC: c->out.len when the input being handled began */
@@ -204,6 +205,7 @@ static bool output_over(const conn *c, unsigned shift) {
 static void pause_reading(conn *c) {
     if (c->read_paused) return;
     c->read_paused = true;
+    c->paused_at_ms = uv_now(&c->w->loop);
     count(&c->w->stats.read_pauses);
     uv_read_stop((uv_stream_t *)&c->tcp);
 }
@@ -215,6 +217,7 @@ static void on_yield(uv_idle_t *h);
 static void yield_turn(conn *c) {
     if (!c->read_paused) {
         c->read_paused = true;
+        c->paused_at_ms = uv_now(&c->w->loop);
         uv_read_stop((uv_stream_t *)&c->tcp);
     }
     if (c->yielded) return;
@@ -263,7 +266,7 @@ static void arm_timer(conn *c) {
     uint64_t now = uv_now(&c->w->loop);
     uint64_t idle = (uint64_t)(l->idle_timeout / 1000000);
     uint64_t deadline = c->last_activity_ms + idle;
-    if (c->request_started_ms) {
+    if (c->request_started_ms && !c->read_paused) { /* paused: it waits on us */
         uint64_t rd = c->request_started_ms + request_timeout_ms(c);
         if (rd < deadline) deadline = rd;
     }
@@ -429,6 +432,8 @@ static void handle_held(conn *c) {
 static void resume(conn *c) {
     if (c->closing || !c->read_paused || c->yielded || output_over(c, 1)) return;
     c->read_paused = false;
+    /* the time it was held back does not count against its request */
+    if (c->request_started_ms) c->request_started_ms += uv_now(&c->w->loop) - c->paused_at_ms;
     if (c->in.len && !c->close_after_write) {
         handle_held(c); /* may stop it again: output over a bound, or its turn used */
         c->busy = true; /* flush() must not come back here */
@@ -442,7 +447,7 @@ static void resume(conn *c) {
     }
     if (!c->close_after_write) {
         uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
-        if (c->grpc) arm_timer(c); /* its deadlines run again */
+        arm_timer(c); /* its deadlines run again */
     } else {
         flush(c); /* nothing more is read: it closes once written */
     }

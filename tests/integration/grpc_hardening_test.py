@@ -331,7 +331,7 @@ class OutputBounds(unittest.TestCase):
 
     def settled_pending(self, s):
         """Once the connection has stopped being read: the bytes queued."""
-        self.assertTrue(poll(lambda: metric(s, "sluice_read_pauses_total") >= 1, deadline=60))
+        self.assertTrue(poll(lambda: metric(s, "sluice_read_pauses_total") >= 1, within=60))
         time.sleep(0.5)
         return metric(s, "sluice_pending_output_bytes")
 
@@ -382,7 +382,7 @@ class OutputBounds(unittest.TestCase):
             # 64 KiB of DATA pass (the default window); then answers wait
             held = poll(lambda: (got.extend(reader.pump(0.05)) or
                                  (metric(s, "sluice_pending_output_bytes") or 0) >= 32 * 1024)
-                        or None, deadline=20)
+                        or None, within=20)
             queued = metric(s, "sluice_pending_output_bytes")
             print("gRPC answers held by flow control: %d bytes (bound %d)" % (queued, self.BOUND),
                   file=sys.stderr)

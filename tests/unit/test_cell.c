@@ -38,6 +38,8 @@
 #include "store/redis_script.h"
 #include "util/buf.h"
 
+#include "redis_fixture.h"
+
 #define MS  SL_NS_PER_MS
 #define SEC SL_NS_PER_SEC
 /* 2023-11-14 in Unix ns: the clock of every memory test */
@@ -267,109 +269,6 @@ static void test_same_rate_same_decisions(void **state) {
 #define US    INT64_C(1000)
 #define T0_US (T0 / US)
 
-static pid_t redis_pid = -1;
-static char tmpdir[64];
-static char sock_path[128];
-static char log_path[160];
-static redisContext *rc;
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int start_redis(void **state) {
-    (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/sl-cell-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
-        return -1;
-    }
-    snprintf(sock_path, sizeof sock_path, "%s/r.sock", tmpdir);
-    snprintf(log_path, sizeof log_path, "%s/redis.log", tmpdir);
-    redis_pid = fork();
-    if (redis_pid < 0) return -1;
-    if (redis_pid == 0) {
-        execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", sock_path, "--save",
-               "", "--appendonly", "no", "--dir", tmpdir, "--logfile", log_path, (char *)NULL);
-        _exit(127);
-    }
-    int64_t deadline = mono_ms() + 10000;
-    while (mono_ms() < deadline) {
-        int status;
-        if (waitpid(redis_pid, &status, WNOHANG) == redis_pid) {
-            fprintf(stderr, "redis-server exited (status %d) before listening\n", status);
-            redis_pid = -1;
-            return -1;
-        }
-        struct timeval tv = {1, 0};
-        redisContext *c = redisConnectUnixWithTimeout(sock_path, tv);
-        if (c && !c->err) {
-            redisReply *r = redisCommand(c, "PING");
-            bool ok = r && r->type == REDIS_REPLY_STATUS;
-            if (r) freeReplyObject(r);
-            if (ok) {
-                rc = c;
-                return 0;
-            }
-        }
-        if (c) redisFree(c);
-        usleep(20000);
-    }
-    fprintf(stderr, "redis-server did not answer on %s within 10 s\n", sock_path);
-    return -1;
-}
-
-static int stop_redis(void **state) {
-    (void)state;
-    if (rc) redisFree(rc);
-    rc = NULL;
-    if (redis_pid > 0) {
-        kill(redis_pid, SIGTERM);
-        int status;
-        waitpid(redis_pid, &status, 0);
-        redis_pid = -1;
-    }
-    unlink(sock_path);
-    unlink(log_path);
-    rmdir(tmpdir);
-    return 0;
-}
-
-static redisReply *cmd(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = redisvCommand(rc, fmt, ap);
-    va_end(ap);
-    if (!r) fail_msg("redis: %s", rc->errstr);
-    return r;
-}
-
-static redisReply *eval_raw(sl_script_item *items, size_t n, int64_t now_us, bool with_source) {
-    sl_buf b;
-    sl__buf_init(&b);
-    sl__redis_script_format(&b, with_source, items, n, now_us);
-    assert_false(b.failed);
-    if (redisAppendFormattedCommand(rc, b.data, b.len) != REDIS_OK) fail_msg("append");
-    sl__buf_free(&b);
-    void *reply = NULL;
-    if (redisGetReply(rc, &reply) != REDIS_OK) fail_msg("redis: %s", rc->errstr);
-    return reply;
-}
-
-/* Runs the script on items[0..n) at now_us; every item must be decided. */
-static void run(sl_script_item *items, size_t n, int64_t now_us) {
-    redisReply *r = eval_raw(items, n, now_us, false);
-    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
-        freeReplyObject(r);
-        r = eval_raw(items, n, now_us, true);
-    }
-    char err[256];
-    if (sl__redis_script_parse(r, items, n, err, sizeof err) != 0) fail_msg("script: %s", err);
-    freeReplyObject(r);
-}
-
 /* CL.THROTTLE's parameters as sl__cell_throttle_store sends them. */
 static sl_params cell_params(int64_t max_burst, int64_t count, int64_t period_s) {
     return (sl_params){.algorithm = SL_GCRA,
@@ -483,6 +382,7 @@ int main(void) {
         cmocka_unit_test(test_redis_many_parameter_sets),
     };
     int failed = cmocka_run_group_tests_name("cell (memory)", memory, NULL, NULL);
-    failed += cmocka_run_group_tests_name("cell (redis)", redis, start_redis, stop_redis);
+    failed +=
+        cmocka_run_group_tests_name("cell (redis)", redis, redis_fixture_start, redis_fixture_stop);
     return failed;
 }

@@ -38,6 +38,8 @@
 #include "store/redis_script.h"
 #include "util/buf.h"
 
+#include "redis_fixture.h"
+
 #define US    INT64_C(1000) /* ns per us */
 #define MS_US INT64_C(1000)
 #define S_US  INT64_C(1000000)
@@ -50,103 +52,7 @@
         if (a_ != b_) fail_msg("%s == %s failed: %lld != %lld", #a, #b, a_, b_);                   \
     } while (0)
 
-/* ---- the redis-server of this test ------------------------------------------- */
-
-static pid_t redis_pid = -1;
-static char tmpdir[64];
-static char sock_path[128];
-static redisContext *rc;
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void print_redis_log(void) {
-    char path[160];
-    snprintf(path, sizeof path, "%s/redis.log", tmpdir);
-    FILE *f = fopen(path, "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) fprintf(stderr, "redis: %s", line);
-    fclose(f);
-}
-
-static int start_redis(void **state) {
-    (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/sl-redis-script-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
-        return -1;
-    }
-    snprintf(sock_path, sizeof sock_path, "%s/r.sock", tmpdir);
-    char logpath[160];
-    snprintf(logpath, sizeof logpath, "%s/redis.log", tmpdir);
-    redis_pid = fork();
-    if (redis_pid < 0) return -1;
-    if (redis_pid == 0) {
-        execl("/usr/bin/redis-server", "redis-server", "--port", "0", "--unixsocket", sock_path,
-              "--save", "", "--appendonly", "no", "--dir", tmpdir, "--logfile", logpath,
-              (char *)NULL);
-        execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", sock_path, "--save",
-               "", "--appendonly", "no", "--dir", tmpdir, "--logfile", logpath, (char *)NULL);
-        _exit(127);
-    }
-    int64_t deadline = mono_ms() + 10000;
-    while (mono_ms() < deadline) {
-        int status;
-        if (waitpid(redis_pid, &status, WNOHANG) == redis_pid) {
-            fprintf(stderr, "redis-server exited (status %d) before listening\n", status);
-            redis_pid = -1;
-            print_redis_log();
-            return -1;
-        }
-        struct timeval tv = {1, 0};
-        redisContext *c = redisConnectUnixWithTimeout(sock_path, tv);
-        if (c && !c->err) {
-            redisReply *r = redisCommand(c, "PING");
-            bool ok = r && r->type == REDIS_REPLY_STATUS;
-            if (r) freeReplyObject(r);
-            if (ok) {
-                rc = c;
-                return 0;
-            }
-        }
-        if (c) redisFree(c);
-        usleep(20000);
-    }
-    fprintf(stderr, "redis-server did not answer on %s within 10 s\n", sock_path);
-    print_redis_log();
-    return -1;
-}
-
-static int stop_redis(void **state) {
-    (void)state;
-    if (rc) redisFree(rc);
-    rc = NULL;
-    if (redis_pid > 0) {
-        kill(redis_pid, SIGTERM);
-        int status;
-        waitpid(redis_pid, &status, 0);
-        redis_pid = -1;
-    }
-    char path[160];
-    snprintf(path, sizeof path, "%s/redis.log", tmpdir);
-    unlink(path);
-    unlink(sock_path);
-    rmdir(tmpdir);
-    return 0;
-}
-
-static redisReply *cmd(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = redisvCommand(rc, fmt, ap);
-    va_end(ap);
-    if (!r) fail_msg("redis: %s", rc->errstr);
-    return r;
-}
+/* ---- the redis-server of this test (redis_fixture.h) ------------------------- */
 
 static void cmd_ok(const char *fmt, ...) {
     va_list ap;
@@ -160,33 +66,6 @@ static void cmd_ok(const char *fmt, ...) {
 
 /* ---- calling the script ------------------------------------------------------- */
 
-static redisReply *eval_raw(sl_script_item *items, size_t n, int64_t now_us, bool with_source) {
-    sl_buf b;
-    sl__buf_init(&b);
-    sl__redis_script_format(&b, with_source, items, n, now_us);
-    assert_false(b.failed);
-    if (redisAppendFormattedCommand(rc, b.data, b.len) != REDIS_OK) fail_msg("append");
-    sl__buf_free(&b);
-    void *reply = NULL;
-    if (redisGetReply(rc, &reply) != REDIS_OK) fail_msg("redis: %s", rc->errstr);
-    return reply;
-}
-
-/* Runs the script (EVALSHA; loads it once when Redis says NOSCRIPT). */
-static void run(sl_script_item *items, size_t n, int64_t now_us) {
-    redisReply *r = eval_raw(items, n, now_us, false);
-    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
-        freeReplyObject(r);
-        r = eval_raw(items, n, now_us, true);
-    }
-    char err[256];
-    if (sl__redis_script_parse(r, items, n, err, sizeof err) != 0)
-        fail_msg("script (%s, now %lld): %s", items[0].rkey, (long long)now_us, err);
-    freeReplyObject(r);
-    for (size_t i = 0; i < n; i++) assert_true(items[i].decided);
-}
-
-/* The Redis key of (policy, key) in a static ring of buffers. */
 static const char *rkey(const char *policy, const char *key) {
     static char ring[64][96];
     static unsigned next;
@@ -1121,5 +1000,5 @@ int main(void) {
         cmocka_unit_test(test_batched_requests), cmocka_unit_test(test_ttl_real_time),
         cmocka_unit_test(test_calendar_month),
     };
-    return cmocka_run_group_tests(tests, start_redis, stop_redis);
+    return cmocka_run_group_tests(tests, redis_fixture_start, redis_fixture_stop);
 }

@@ -536,6 +536,21 @@ static void flush(conn *c) {
 
 /* ---- protocols ------------------------------------------------------------ */
 
+/* Before the next answer is built: over an output bound, the connection
+ * stops being read; past TURN_OUTPUT bytes of answers `produced` in this
+ * turn, it yields to the others. true: build nothing more now. */
+static bool stop_before_answer(conn *c, size_t produced) {
+    if (output_over(c, 0)) {
+        pause_reading(c);
+        return true;
+    }
+    if (produced >= TURN_OUTPUT) {
+        yield_turn(c);
+        return true;
+    }
+    return false;
+}
+
 /* Returns how many bytes of data were used: all, unless the output went
  * over its bounds (the rest is held back). */
 static size_t handle_http(conn *c, const char *data, size_t len, bool *completed) {
@@ -544,14 +559,7 @@ static size_t handle_http(conn *c, const char *data, size_t len, bool *completed
     uint64_t answered = 0;
     int64_t t0 = 0;
     while (off < len && !c->close_after_write) {
-        if (output_over(c, 0)) { /* counted before the next answer is built */
-            pause_reading(c);
-            break;
-        }
-        if (produced >= TURN_OUTPUT) {
-            yield_turn(c);
-            break;
-        }
+        if (stop_before_answer(c, produced)) break;
         size_t used = 0;
         sl_http_status st = sl__http_parser_feed(c->http, data + off, len - off, &used);
         off += used;
@@ -618,14 +626,7 @@ static size_t handle_resp(conn *c, const char *data, size_t len, bool *completed
     uint64_t answered = 0;
     int64_t t0 = 0;
     while (off < len && !c->close_after_write) {
-        if (output_over(c, 0)) { /* counted before the next answer is built */
-            pause_reading(c);
-            break;
-        }
-        if (produced >= TURN_OUTPUT) {
-            yield_turn(c);
-            break;
-        }
+        if (stop_before_answer(c, produced)) break;
         sl_resp_command cmd;
         const char *err = NULL;
         long n = sl__resp_parse(data + off, len - off, w->limits.max_resp_frame, &cmd, &err);
@@ -677,15 +678,7 @@ static size_t handle_input(conn *c, const char *data, size_t len, bool *complete
 bool sl__conn_stop_input(sl_worker *w) {
     conn *c = w->current_conn;
     if (!c || c->closing || c->close_after_write) return false;
-    if (output_over(c, 0)) { /* counted before the next answer is built */
-        pause_reading(c);
-        return true;
-    }
-    if (c->out.len >= c->turn_mark + TURN_OUTPUT) {
-        yield_turn(c);
-        return true;
-    }
-    return false;
+    return stop_before_answer(c, c->out.len > c->turn_mark ? c->out.len - c->turn_mark : 0);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {

@@ -485,27 +485,7 @@ static sl_cell *make_cell(void) {
     return c;
 }
 
-typedef struct want5 {
-    int64_t limited, limit, remaining, retry, reset;
-} want5;
-
-static void throttle(sl_cell *c, const char *key, int64_t b, int64_t n, int64_t p, int64_t q,
-                     int64_t now, want5 w) {
-    int64_t r[5];
-    const char *err = NULL;
-    int rc = sl__cell_throttle(c, key, strlen(key), b, n, p, q, now, r, &err);
-    if (rc)
-        fail_msg("CL.THROTTLE %s %lld %lld %lld %lld: %s", key, (long long)b, (long long)n,
-                 (long long)p, (long long)q, err);
-    if (r[0] != w.limited || r[1] != w.limit || r[2] != w.remaining || r[3] != w.retry ||
-        r[4] != w.reset)
-        fail_msg("CL.THROTTLE %s %lld %lld %lld %lld at %lld ms: got [%lld %lld %lld %lld %lld], "
-                 "want [%lld %lld %lld %lld %lld]",
-                 key, (long long)b, (long long)n, (long long)p, (long long)q,
-                 (long long)((now - T0) / MS), (long long)r[0], (long long)r[1], (long long)r[2],
-                 (long long)r[3], (long long)r[4], (long long)w.limited, (long long)w.limit,
-                 (long long)w.remaining, (long long)w.retry, (long long)w.reset);
-}
+#include "cell_expect.h"
 
 static void throttle_error(sl_cell *c, int64_t b, int64_t n, int64_t p, int64_t q,
                            const char *msg) {

@@ -1,6 +1,7 @@
 /* config.c: the YAML loader of the sluiced configuration (config.h), and the
  * configuration's defaults and bounds. docs/configuration.md is the user's
- * side of this file: keep them in step.
+ * side of this file and of its sections (config_parse.h lists where each
+ * is read): keep them in step.
  *
  * The text is read as a stream of libyaml events and checked against the
  * schema as it goes. No document tree is built: memory is the policies plus
@@ -26,10 +27,7 @@
  *   reported at the domains: line as "rule-file:line: field: message", and
  *   the config owns them. */
 #include "policy/config.h"
-#include "store/redis_script.h"
 
-#include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -40,25 +38,1269 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "policy/domains.h"
 #include "policy/apikeys.h"
-#include "policy/yaml_reader.h"
+#include "policy/config_parse.h"
+#include "policy/domains.h"
 #include "sluice/error.h"
-
-#define KiB (UINT64_C(1) << 10)
-#define MiB (UINT64_C(1) << 20)
-#define GiB (UINT64_C(1) << 30)
-#define TiB (UINT64_C(1) << 40)
-
-#define NS_MS  SL_NS_PER_MS
-#define NS_SEC SL_NS_PER_SEC
-#define NS_DAY (86400 * SL_NS_PER_SEC)
+#include "store/redis_script.h"
 
 #define DEFAULT_SOURCE "<embedded default>"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+/* ---- policies (moves to config_policies.c) ---- */
 
-/* ---- the schema ------------------------------------------------------------ */
+enum {
+    POL_NAME,
+    POL_ALGORITHM,
+    POL_RATE,
+    POL_BURST,
+    POL_COUNT_REJECTED,
+    POL_START,
+    POL_SHADOW,
+    POL_ON_FAILURE,
+    POL_NKEYS
+};
+
+static const char *const policy_keys[] = {"name",           "algorithm", "rate",   "burst",
+                                          "count_rejected", "start",     "shadow", "on_failure"};
+
+static const char *const algorithm_names[] = {"fixed_window", "sliding_log", "sliding_window",
+                                              "token_bucket", "gcra",        "leaky_queue"};
+
+static const char *const start_names[] = {"full", "empty"};
+
+/* What other tools call our algorithms, for "did you mean". */
+static const sl__yaml_alias algorithm_aliases[] = {
+    {"leaky_bucket", "gcra (the leaky bucket as a meter) or leaky_queue (as a queue)"},
+    {"sliding_window_log", "sliding_log"},
+    {"sliding_window_counter", "sliding_window"},
+    {"generic_cell_rate", "gcra"},
+    {"cell", "gcra"},
+};
+
+enum { QU_NAME, QU_LIMIT, QU_PER, QU_SHADOW, QU_NKEYS };
+
+static const char *const quota_keys[] = {"name", "limit", "per", "shadow"};
+
+static const char *const quota_periods[] = {"day", "month"};
+
+#define MONTH_PERIOD (31 * NS_DAY) /* a calendar quota's table period, see policy.c */
+
+typedef struct policy_build {
+    sl_policy_config *pc;
+    size_t index;
+    int seen[POL_NKEYS];
+    bool have_algorithm;
+} policy_build;
+
+bool sl__config_is_bucket(sl_algorithm a) {
+    return a == SL_TOKEN_BUCKET || a == SL_GCRA || a == SL_LEAKY_QUEUE;
+}
+
+static void policy_name(sl__config_parser *p, policy_build *b, const char *path) {
+    const char *s = sl__yaml_scalar(&p->y, path, "a name such as api ([a-z0-9_.-]+)");
+    if (!s) return;
+    size_t n = sl__yaml_len(&p->y);
+    char q[64];
+    sl__yaml_quote(q, sizeof q, s, n);
+    if (n == 0) {
+        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "the name is empty");
+        return;
+    }
+    if (n > SL_POLICY_NAME_MAX) {
+        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "%s is longer than %d characters", q,
+                       SL_POLICY_NAME_MAX);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' ||
+              ch == '-')) {
+            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
+                           "%s: a name uses only lower-case letters, digits, _ . and -", q);
+            return;
+        }
+    }
+    for (size_t i = 0; i < b->index; i++) {
+        const sl_policy_config *o = &p->cfg->policies[i];
+        if (strcmp(o->name, s) == 0) {
+            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
+                           "duplicate policy name %s (first at line %d)", q, o->line);
+            return;
+        }
+    }
+    memcpy(b->pc->name, s, n + 1);
+}
+
+static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
+    sl__config_parser *p = y->user;
+    policy_build *b = obj;
+    sl_policy_config *pc = b->pc;
+    uint64_t u;
+    bool flag;
+    int i;
+    switch (key) {
+    case POL_NAME:
+        policy_name(p, b, path);
+        break;
+    case POL_ALGORITHM:
+        i = sl__yaml_enum_aliased(&p->y, path, "algorithm", algorithm_names, COUNT(algorithm_names),
+                                  algorithm_aliases, COUNT(algorithm_aliases));
+        if (i >= 0 && sl_algorithm_parse(algorithm_names[i], &pc->params.algorithm) == SL_OK)
+            b->have_algorithm = true;
+        break;
+    case POL_RATE: {
+        const char *s = sl__yaml_scalar(&p->y, path, "a rate such as 5/s");
+        if (!s) break;
+        char q[64];
+        sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
+        int rc = sl_rate_parse(s, &pc->params.rate);
+        if (rc == SL_EPARSE)
+            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
+                           "cannot parse %s (expected N/s, N/m, N/h, N/d or N/<duration> such as "
+                           "100/10s)",
+                           q);
+        else if (rc == SL_EOVERFLOW)
+            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "%s: a number is too large", q);
+        else if (rc != SL_OK)
+            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "%s: %s", q, sl_strerror(rc));
+        break;
+    }
+    case POL_BURST:
+        if (sl__yaml_uint(&p->y, path, "a whole number of requests", 1, INT64_MAX, &u))
+            pc->params.burst = (int64_t)u;
+        break;
+    case POL_COUNT_REJECTED:
+        if (sl__yaml_bool(&p->y, path, &flag) && flag) pc->params.flags |= SL_COUNT_REJECTED;
+        break;
+    case POL_START:
+        if (sl__yaml_enum(&p->y, path, "start", start_names, COUNT(start_names)) == 1)
+            pc->params.flags |= SL_START_EMPTY; /* origin: set by the server at load */
+        break;
+    case POL_SHADOW:
+        if (sl__yaml_bool(&p->y, path, &flag)) pc->shadow = flag;
+        break;
+    case POL_ON_FAILURE:
+        i = sl__yaml_enum(&p->y, path, "failure mode", sl__config_failure_modes,
+                          COUNT(sl__config_failure_modes));
+        if (i >= 0)
+            snprintf(pc->on_failure, sizeof pc->on_failure, "%s", sl__config_failure_modes[i]);
+        break;
+    }
+}
+
+/* Checks a parsed policy as a whole (required fields, sl_params_validate). */
+static void policy_finish(sl__config_parser *p, policy_build *b, const char *path, int line,
+                          size_t errors_before) {
+    sl_policy_config *pc = b->pc;
+    char field[SL__YAML_PATH_SIZE + 32];
+    static const sl__yaml_required required[] = {
+        {POL_NAME, "every policy needs a name"},
+        {POL_ALGORITHM, "every policy needs an algorithm"},
+        {POL_RATE, "every policy needs a rate such as 5/s"}};
+    sl__yaml_missing(&p->y, line, path, policy_keys, b->seen, required, COUNT(required));
+    if (b->have_algorithm && sl__config_is_bucket(pc->params.algorithm) && !b->seen[POL_BURST]) {
+        snprintf(field, sizeof field, "%s.burst", path);
+        sl__yaml_error(&p->y, line, field, "missing (%s needs a burst: %s)",
+                       sl_algorithm_name(pc->params.algorithm),
+                       pc->params.algorithm == SL_LEAKY_QUEUE ? "how many requests may wait"
+                                                              : "the bucket size");
+    }
+    if (b->have_algorithm && !sl__config_is_bucket(pc->params.algorithm)) pc->params.burst = 0;
+    if (p->y.errs->n != errors_before) return; /* nothing to validate, or cascades */
+
+    int rc = sl_params_validate(&pc->params);
+    if (rc == SL_OK) return;
+    /* Blame the burst only if the rate alone is fine. */
+    sl_params alone = pc->params;
+    if (sl__config_is_bucket(alone.algorithm)) alone.burst = 1;
+    int key = rc == SL_EBURST || sl_params_validate(&alone) == SL_OK ? POL_BURST : POL_RATE;
+    snprintf(field, sizeof field, "%s.%s", path, policy_keys[key]);
+    char rate[48];
+    sl_rate_format(pc->params.rate, rate, sizeof rate);
+    int at = b->seen[key] ? b->seen[key] : line;
+    if (rc == SL_EINVAL && pc->params.algorithm == SL_SLIDING_LOG)
+        sl__yaml_error(&p->y, at, field,
+                       "%s: a sliding_log keeps every request of its period, at most %d (use "
+                       "sliding_window for larger limits)",
+                       rate, SL_SLIDING_LOG_MAX);
+    else if (rc == SL_EOVERFLOW && key == POL_BURST)
+        sl__yaml_error(
+            &p->y, at, field,
+            "%lld with rate %s: %s (use a smaller burst, or a period that shares factors "
+            "with the limit)",
+            (long long)pc->params.burst, rate, sl_strerror(rc));
+    else if (rc == SL_EOVERFLOW && sl__config_is_bucket(pc->params.algorithm) &&
+             pc->params.rate.limit <= (INT64_C(1) << 61) &&
+             pc->params.rate.period <= 36600 * NS_DAY)
+        /* a period the rate allows, too long for a bucket even at burst 1 */
+        sl__yaml_error(
+            &p->y, at, field,
+            "%s: %s (for a bucket, burst x period / gcd(N, period) is at most 2^61 ns: at "
+            "burst 1, a period of at most 26687d; windows take up to 36600d)",
+            rate, sl_strerror(rc));
+    else if (rc == SL_EOVERFLOW)
+        sl__yaml_error(&p->y, at, field, "%s: %s (at most 2^61 per period of at most 36600d)", rate,
+                       sl_strerror(rc));
+    else
+        sl__yaml_error(&p->y, at, field, "%s", sl_strerror(rc));
+}
+
+static sl_policy_config *new_policy(sl__config_parser *p) {
+    sl_config *c = p->cfg;
+    if (c->npolicies == p->policies_cap) {
+        size_t cap = p->policies_cap ? 2 * p->policies_cap : 8;
+        if (cap > SL_CONFIG_MAX_POLICIES) cap = SL_CONFIG_MAX_POLICIES;
+        sl_policy_config *np = realloc(c->policies, cap * sizeof *np);
+        if (!np) return NULL;
+        c->policies = np;
+        p->policies_cap = cap;
+    }
+    sl_policy_config *pc = &c->policies[c->npolicies++];
+    memset(pc, 0, sizeof *pc);
+    return pc;
+}
+
+static void policy_item(sl__yaml *y, void *obj, size_t i, const char *item) {
+    sl__config_parser *p = y->user;
+    (void)obj, (void)i;
+    int line = sl__yaml_line(y);
+    size_t errors_before = y->errs->n;
+    policy_build b = {.index = p->cfg->npolicies};
+    b.pc = new_policy(p);
+    if (!b.pc) {
+        sl__yaml_error(y, line, item, "out of memory");
+        y->fatal = true;
+        return;
+    }
+    b.pc->line = line;
+    sl__yaml_each_key(y, item, policy_keys, COUNT(policy_keys), policy_value, &b, b.seen);
+    if (y->fatal) return;
+    policy_finish(p, &b, item, line, errors_before);
+}
+
+void sl__config_policies(sl__config_parser *p, const char *path) {
+    static const sl__yaml_list list = {
+        .what = "a list of policies (- name: ...)",
+        .item = "a policy (a mapping of name, algorithm, rate, ...)",
+        .max = SL_CONFIG_MAX_POLICIES,
+        .many = "policies",
+    };
+    sl__yaml_each_item(&p->y, path, &list, policy_item, NULL);
+}
+
+typedef struct quota_build {
+    policy_build b;
+    int seen[QU_NKEYS];
+    int per;
+    int64_t limit;
+} quota_build;
+
+static void quota_value(sl__yaml *y, void *obj, int key, const char *path) {
+    sl__config_parser *p = y->user;
+    quota_build *q = obj;
+    uint64_t u;
+    bool flag;
+    switch (key) {
+    case QU_NAME:
+        policy_name(p, &q->b, path);
+        break;
+    case QU_LIMIT:
+        if (sl__yaml_uint(&p->y, path, "a whole number of requests", 1, (uint64_t)QUOTA_MAX, &u))
+            q->limit = (int64_t)u;
+        break;
+    case QU_PER:
+        q->per = sl__yaml_enum(&p->y, path, "quota period", quota_periods, COUNT(quota_periods));
+        break;
+    case QU_SHADOW:
+        if (sl__yaml_bool(&p->y, path, &flag)) q->b.pc->shadow = flag;
+        break;
+    }
+}
+
+static void quota_item(sl__yaml *y, void *obj, size_t i, const char *item) {
+    sl__config_parser *p = y->user;
+    (void)obj, (void)i;
+    if (p->cfg->npolicies >= SL_CONFIG_MAX_POLICIES) {
+        sl__yaml_error(y, sl__yaml_line(y), item, "too many policies and quotas (at most %d)",
+                       SL_CONFIG_MAX_POLICIES);
+        sl__yaml_skip(y);
+        return;
+    }
+    if (!sl__yaml_is_map(y)) {
+        sl__yaml_expected(y, item, "a quota (a mapping of name, limit and per)");
+        return;
+    }
+    int line = sl__yaml_line(y);
+    quota_build q = {.b = {.index = p->cfg->npolicies}, .per = -1};
+    q.b.pc = new_policy(p);
+    if (!q.b.pc) {
+        sl__yaml_error(y, line, item, "out of memory");
+        y->fatal = true;
+        return;
+    }
+    q.b.pc->line = line;
+    q.b.pc->quota = true;
+    sl__yaml_each_key(y, item, quota_keys, COUNT(quota_keys), quota_value, &q, q.seen);
+    if (y->fatal) return;
+    static const sl__yaml_required required[] = {
+        {QU_NAME, "every quota needs a name"},
+        {QU_LIMIT, "every quota needs a limit"},
+        {QU_PER, "every quota needs a period: per: day or per: month"}};
+    sl__yaml_missing(y, line, item, quota_keys, q.seen, required, COUNT(required));
+    sl_policy_config *pc = q.b.pc;
+    pc->params.algorithm = SL_FIXED_WINDOW;
+    pc->params.rate.limit = q.limit > 0 ? q.limit : 1;
+    /* A day is a fixed window aligned to the Unix epoch: midnight UTC. A
+     * month is a window on a calendar clock (policy.c) of 31 days. */
+    pc->params.rate.period = q.per == 1 ? MONTH_PERIOD : NS_DAY;
+    pc->calendar = q.per == 1 ? SL_CALENDAR_MONTH : SL_CALENDAR_NONE;
+}
+
+void sl__config_quotas(sl__config_parser *p, const char *path) {
+    /* the cap counts policies and quotas together: quota_item checks it */
+    static const sl__yaml_list list = {
+        .what = "a list of quotas (- name: ..., limit: ..., per: month)",
+        .max = SIZE_MAX,
+    };
+    sl__yaml_each_item(&p->y, path, &list, quota_item, NULL);
+}
+
+/* Errors of the store check (sl__config_check_store), with their lines for
+ * sort_errors when error_line is given. */
+__attribute__((format(printf, 5, 6))) static void store_error(sl_config_errors *errs,
+                                                              int *error_line, const char *source,
+                                                              int line, const char *fmt, ...) {
+    if (error_line && errs->n < SL_CONFIG_MAX_ERRORS) error_line[errs->n] = line;
+    va_list ap;
+    va_start(ap, fmt);
+    sl__errors_addv(errs, source, line, NULL, fmt, ap);
+    va_end(ap);
+}
+
+static const char *redis_limit_problem(const sl_policy_config *pc) {
+    int rc = sl__redis_script_check(&pc->params, pc->calendar == SL_CALENDAR_MONTH);
+    if (rc == SL_OK) return NULL;
+    return rc == SL_EOVERFLOW ? "too large for the Redis store (the limit, or burst x period in "
+                                "microseconds, must stay below 2^52)"
+                              : "the Redis store decides in whole microseconds: the period must "
+                                "be a whole number of microseconds";
+}
+
+/* With the Redis store, every policy and every tier variant must be a
+ * limit the script decides exactly (whole microseconds; doubles exact to
+ * 2^52: redis_script.h). The one place this is checked. */
+static size_t store_errors(const sl_config *c, sl_config_errors *errs, int *error_line) {
+    size_t before = errs->n;
+    if (strcmp(c->store_type, "redis") != 0) return 0;
+    for (size_t i = 0; i < c->npolicies; i++) {
+        const sl_policy_config *pc = &c->policies[i];
+        const char *why = redis_limit_problem(pc);
+        if (why)
+            store_error(errs, error_line, c->source, pc->line, "%s %s: %s",
+                        pc->quota ? "quota" : "policy", pc->name, why);
+    }
+    for (size_t t = 0; t < c->ntiers; t++) {
+        const sl_tier_config *tc = &c->tiers[t];
+        for (size_t j = 0; j < tc->noverrides; j++) {
+            sl_policy_config v;
+            if (sl__config_tier_variant(c, tc, &tc->overrides[j], &v) != 0) continue;
+            const char *why = redis_limit_problem(&v);
+            if (why)
+                store_error(errs, error_line, c->source, v.line, "tiers.%s.%s (policy %s): %s",
+                            tc->name, tc->overrides[j].policy, v.name, why);
+        }
+    }
+    return errs->n - before;
+}
+
+void sl__config_check_redis_limits(sl__config_parser *p) {
+    store_errors(p->cfg, p->y.errs, p->y.error_line);
+}
+
+int sl__config_check_store(const sl_config *c, sl_config_errors *errs) {
+    return store_errors(c, errs, NULL) ? -1 : 0;
+}
+
+int sl__config_tier_variant(const sl_config *c, const sl_tier_config *t, const sl_tier_override *o,
+                            sl_policy_config *out) {
+    const sl_policy_config *base = sl__config_policy(c, o->policy, strlen(o->policy));
+    if (!base) return -1;
+    size_t bl = strlen(base->name), tl = strlen(t->name);
+    if (bl + 1 + tl > SL_POLICY_NAME_MAX) return -1; /* the loader refuses these */
+    *out = *base;
+    memcpy(out->name, base->name, bl);
+    out->name[bl] = ':';
+    memcpy(out->name + bl + 1, t->name, tl + 1);
+    if (o->have_rate) out->params.rate = o->rate;
+    if (o->have_burst && out->params.burst > 0) out->params.burst = o->burst;
+    if (o->have_limit) out->params.rate.limit = o->limit;
+    out->line = o->line;
+    return 0;
+}
+
+/* ---- identity (moves to config_identity.c) ---- */
+
+enum {
+    ID_TRUSTED,
+    ID_FORWARDED,
+    ID_V4,
+    ID_V6,
+    ID_CLIENT_IP_HEADER,
+    ID_METHOD_HEADER,
+    ID_URI_HEADER,
+    ID_API_KEYS
+};
+
+static const char *const identity_keys[] = {"trusted_proxies", "forwarded_header", "ipv4_prefix",
+                                            "ipv6_prefix",     "client_ip_header", "method_header",
+                                            "uri_header",      "api_keys"};
+
+enum { AK_FILE, AK_HEADER, AK_BEARER, AK_QUERY, AK_REQUIRED };
+
+static const char *const api_keys_keys[] = {"file", "header", "bearer", "query", "required"};
+
+enum { EX_PATHS, EX_CIDRS, EX_TIERS };
+
+static const char *const exempt_keys[] = {"paths", "cidrs", "tiers"};
+
+static const char *const method_names[] = {"GET",   "HEAD",   "POST",   "PUT",
+                                           "PATCH", "DELETE", "OPTIONS"};
+
+static bool name_char(char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' ||
+           ch == '-';
+}
+
+/* A name as policies have them: [a-z0-9_.-], 1 to 63 bytes. False after
+ * reporting. */
+bool sl__config_check_name(sl__config_parser *p, int line, const char *path, const char *s,
+                           size_t n) {
+    char q[64];
+    sl__yaml_quote(q, sizeof q, s, n);
+    if (n == 0) return sl__yaml_error(&p->y, line, path, "the name is empty"), false;
+    if (n > SL_POLICY_NAME_MAX)
+        return sl__yaml_error(&p->y, line, path, "%s is longer than %d characters", q,
+                              SL_POLICY_NAME_MAX),
+               false;
+    for (size_t i = 0; i < n; i++)
+        if (!name_char(s[i]))
+            return sl__yaml_error(&p->y, line, path,
+                                  "%s: a name uses only lower-case letters, digits, _ . and -", q),
+                   false;
+    return true;
+}
+
+/* A header field name (RFC 9110 token), into out. */
+static void get_header_name(sl__config_parser *p, const char *path, char *out, bool may_be_off) {
+    const char *s = sl__yaml_scalar(&p->y, path,
+                                    may_be_off ? "a header name such as X-API-Key, or off"
+                                               : "a header name such as X-Real-IP");
+    if (!s) return;
+    size_t n = sl__yaml_len(&p->y);
+    if (may_be_off && strcmp(s, "off") == 0) {
+        out[0] = '\0';
+        return;
+    }
+    char q[64];
+    sl__yaml_quote(q, sizeof q, s, n);
+    bool ok = n > 0 && n <= SL_HEADER_NAME_MAX;
+    for (size_t i = 0; ok && i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             strchr("!#$%&'*+-.^_`|~", c) != NULL;
+    }
+    if (!ok) {
+        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
+                       "%s is not a header name (1 to %d letters, digits or - _ .)", q,
+                       SL_HEADER_NAME_MAX);
+        return;
+    }
+    memcpy(out, s, n + 1);
+}
+
+typedef struct cidr_build {
+    sl_cidr **arr;
+    size_t *n, cap;
+} cidr_build;
+
+static void cidr_item(sl__yaml *y, void *obj, size_t i, const char *item) {
+    cidr_build *b = obj;
+    (void)i;
+    const char *s = sl__yaml_scalar(y, item, "a CIDR block such as 10.0.0.0/8");
+    if (!s) return;
+    sl_cidr c;
+    const char *why = "";
+    if (sl__cidr_parse(s, sl__yaml_len(y), &c, &why) != 0) {
+        char q[64];
+        sl__yaml_quote(q, sizeof q, s, sl__yaml_len(y));
+        sl__yaml_error(y, sl__yaml_line(y), item, "cannot use %s: %s", q, why);
+        return;
+    }
+    sl_cidr *na =
+        sl__yaml_grow(y, *b->arr, &b->cap, *b->n, sizeof **b->arr, 8, sl__yaml_line(y), item);
+    if (!na) return;
+    *b->arr = na;
+    (*b->arr)[(*b->n)++] = c;
+}
+
+/* A list of CIDR blocks, appended to *arr. */
+static void cidr_list(sl__config_parser *p, const char *path, sl_cidr **arr, size_t *n) {
+    static const sl__yaml_list list = {
+        .what = "a list of CIDR blocks such as [10.0.0.0/8, \"2001:db8::/32\"]",
+        .max = SL_CONFIG_MAX_CIDRS,
+        .many = "blocks",
+    };
+    cidr_build b = {.arr = arr, .n = n, .cap = *n};
+    sl__yaml_each_item(&p->y, path, &list, cidr_item, &b);
+}
+
+/* A method or a list of methods, as a mask. */
+void sl__config_methods(sl__config_parser *p, const char *path, unsigned *mask) {
+    char list[96];
+    sl__yaml_join_names(list, sizeof list, method_names, COUNT(method_names));
+    bool seq = sl__yaml_is_seq(&p->y);
+    for (size_t i = 0;; i++) {
+        char item[SL__YAML_PATH_SIZE];
+        if (seq) {
+            if (!sl__yaml_next_item(&p->y)) return;
+            snprintf(item, sizeof item, "%s[%zu]", path, i);
+        } else {
+            snprintf(item, sizeof item, "%s", path);
+        }
+        const char *s = sl__yaml_scalar(&p->y, item, list);
+        if (s) {
+            size_t k = 0;
+            while (k < COUNT(method_names) && strcmp(s, method_names[k]) != 0) k++;
+            if (k < COUNT(method_names)) {
+                *mask |= 1u << k;
+            } else {
+                char q[64];
+                sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
+                const char *near =
+                    sl__yaml_suggest(s, sl__yaml_len(&p->y), method_names, COUNT(method_names));
+                if (near)
+                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
+                                   "unknown method %s (did you mean %s?)", q, near);
+                else
+                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
+                                   "unknown method %s (expected %s)", q, list);
+            }
+        }
+        if (!seq) return;
+    }
+}
+
+/* A path pattern: a star (any), "/exact", a subtree "/tree/" + star, or a
+ * prefix "/prefix" + star (docs/identity.md). */
+void sl__config_pattern(sl__config_parser *p, const char *path, char *out) {
+    const char *s = sl__yaml_scalar(&p->y, path, "a path such as /login, /api/* or *");
+    if (!s) return;
+    size_t n = sl__yaml_len(&p->y);
+    char q[64];
+    sl__yaml_quote(q, sizeof q, s, n);
+    if (n == 1 && s[0] == '*') {
+        out[0] = '\0';
+        return;
+    }
+    const char *why = NULL;
+    if (n == 0 || s[0] != '/')
+        why = "a path starts with / (or is * for every path)";
+    else if (n > SL_PATTERN_MAX)
+        why = "longer than 255 bytes";
+    for (size_t i = 0; !why && i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= 0x20 || c >= 0x7f || c == '?' || c == '#')
+            why = "a path has no spaces, control characters, ? or #";
+        else if (c == '*' && i + 1 != n)
+            why = "* may only end a path (/api/* or /api*)";
+    }
+    if (why) {
+        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "cannot use %s: %s", q, why);
+        return;
+    }
+    memcpy(out, s, n + 1);
+}
+
+static void api_keys_value(sl__yaml *y, void *obj, int key, const char *path) {
+    sl__config_parser *p = y->user;
+    (void)obj;
+    sl_identity_config *id = &p->cfg->identity;
+    bool flag;
+    switch (key) {
+    case AK_FILE: {
+        const char *s = sl__yaml_scalar(&p->y, path, "the path of a key file");
+        if (!s) break;
+        if (sl__yaml_len(&p->y) >= sizeof id->key_file) {
+            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "the path is longer than %zu bytes",
+                           sizeof id->key_file - 1);
+            break;
+        }
+        memcpy(id->key_file, s, sl__yaml_len(&p->y) + 1);
+        id->key_file_line = sl__yaml_line(&p->y);
+        break;
+    }
+    case AK_HEADER:
+        get_header_name(p, path, id->key_header, true);
+        break;
+    case AK_BEARER:
+        if (sl__yaml_bool(&p->y, path, &flag)) id->key_bearer = flag;
+        break;
+    case AK_QUERY: {
+        const char *s =
+            sl__yaml_scalar(&p->y, path, "a query parameter name such as api_key, or off");
+        if (!s) break;
+        size_t n = sl__yaml_len(&p->y);
+        bool ok = n > 0 && n <= SL_HEADER_NAME_MAX;
+        for (size_t i = 0; ok && i < n; i++)
+            ok = name_char((char)(s[i] | ((s[i] >= 'A' && s[i] <= 'Z') ? 0x20 : 0)));
+        if (strcmp(s, "off") == 0) {
+            id->key_query[0] = '\0';
+        } else if (!ok) {
+            char q[64];
+            sl__yaml_quote(q, sizeof q, s, n);
+            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
+                           "%s is not a parameter name (1 to %d letters, digits or _ . -)", q,
+                           SL_HEADER_NAME_MAX);
+        } else {
+            memcpy(id->key_query, s, n + 1);
+        }
+        break;
+    }
+    case AK_REQUIRED:
+        if (sl__yaml_bool(&p->y, path, &flag)) id->key_required = flag;
+        p->ident->required_line = p->y.key_line;
+        break;
+    }
+}
+
+static void identity_value(sl__yaml *y, void *obj, int key, const char *path) {
+    sl__config_parser *p = y->user;
+    (void)obj;
+    sl_identity_config *id = &p->cfg->identity;
+    uint64_t u;
+    switch (key) {
+    case ID_TRUSTED:
+        cidr_list(p, path, &id->trusted, &id->ntrusted);
+        break;
+    case ID_FORWARDED: {
+        const char *s = sl__yaml_scalar(&p->y, path, "X-Forwarded-For or Forwarded");
+        if (!s) break;
+        if (strcasecmp(s, "x-forwarded-for") == 0) {
+            id->forwarded = SL_FWD_XFF;
+        } else if (strcasecmp(s, "forwarded") == 0) {
+            id->forwarded = SL_FWD_FORWARDED;
+        } else {
+            char q[64];
+            sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
+            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
+                           "unknown header %s (expected X-Forwarded-For or Forwarded, RFC 7239)",
+                           q);
+        }
+        break;
+    }
+    case ID_V4:
+        if (sl__yaml_uint(&p->y, path, "a prefix length from 1 to 32", 1, 32, &u))
+            id->ipv4_prefix = (unsigned)u;
+        break;
+    case ID_V6:
+        if (sl__yaml_uint(&p->y, path, "a prefix length from 1 to 128", 1, 128, &u))
+            id->ipv6_prefix = (unsigned)u;
+        break;
+    case ID_CLIENT_IP_HEADER:
+        get_header_name(p, path, id->client_ip_header, false);
+        break;
+    case ID_METHOD_HEADER:
+        get_header_name(p, path, id->method_header, false);
+        break;
+    case ID_URI_HEADER:
+        get_header_name(p, path, id->uri_header, false);
+        break;
+    case ID_API_KEYS: {
+        int seen[COUNT(api_keys_keys)] = {0};
+        sl__yaml_section(&p->y, path, api_keys_keys, COUNT(api_keys_keys), api_keys_value, NULL,
+                         seen, "a mapping of file, header, bearer, query, required");
+        break;
+    }
+    }
+}
+
+static void exempt_path(sl__yaml *y, void *obj, size_t i, const char *item) {
+    sl__config_parser *p = y->user;
+    sl_exempt_config *ex = obj;
+    (void)i;
+    sl_route_match *m = &ex->paths[ex->npaths];
+    memset(m, 0, sizeof *m);
+    m->path[0] = '\x01'; /* unset until sl__config_pattern succeeds */
+    sl__config_pattern(p, item, m->path);
+    if (m->path[0] != '\x01') ex->npaths++;
+}
+
+static void exempt_tier(sl__yaml *y, void *obj, size_t i, const char *item) {
+    sl__config_parser *p = y->user;
+    sl__config_ident *ip = obj;
+    (void)i;
+    const char *s = sl__yaml_scalar(y, item, "a tier name");
+    if (!s || !sl__config_check_name(p, sl__yaml_line(y), item, s, sl__yaml_len(y))) return;
+    memcpy(ip->tier_names[ip->ntier_names], s, sl__yaml_len(y) + 1);
+    ip->tier_lines[ip->ntier_names++] = sl__yaml_line(y);
+}
+
+static void exempt_value(sl__yaml *y, void *obj, int key, const char *path) {
+    sl__config_parser *p = y->user;
+    (void)obj;
+    sl_exempt_config *ex = &p->cfg->exempt;
+    static const sl__yaml_list paths = {
+        .what = "a list of paths such as [/healthz, /readyz]",
+        .max = SL_CONFIG_MAX_EXEMPT,
+        .many = "entries",
+    };
+    static const sl__yaml_list tiers = {
+        .what = "a list of tier names such as [admin]",
+        .max = MAX_TIER_REFS,
+        .many = "entries",
+    };
+    if (key == EX_CIDRS)
+        cidr_list(p, path, &ex->cidrs, &ex->ncidrs);
+    else if (key == EX_PATHS)
+        sl__yaml_each_item(y, path, &paths, exempt_path, ex);
+    else
+        sl__yaml_each_item(y, path, &tiers, exempt_tier, p->ident);
+}
+
+int sl__config_tier(const sl_config *c, const char *name, size_t len) {
+    for (size_t i = 0; c && i < c->ntiers; i++)
+        if (strlen(c->tiers[i].name) == len && memcmp(c->tiers[i].name, name, len) == 0)
+            return (int)i;
+    return -1;
+}
+
+typedef struct keyfile_ctx {
+    sl__config_parser *p;
+    char names[200];
+} keyfile_ctx;
+
+static int keyfile_tier(void *ctx, const char *name, size_t len, const char **names) {
+    keyfile_ctx *k = ctx;
+    *names = k->names;
+    return sl__config_tier(k->p->cfg, name, len);
+}
+
+static void keyfile_error(void *ctx, int line, const char *msg) {
+    keyfile_ctx *k = ctx;
+    sl__config_parser *p = k->p;
+    const char *file = p->cfg->identity.key_file;
+    if (line > 0)
+        sl__yaml_error(&p->y, p->cfg->identity.key_file_line, "identity.api_keys.file", "%s:%d: %s",
+                       file, line, msg);
+    else
+        sl__yaml_error(&p->y, p->cfg->identity.key_file_line, "identity.api_keys.file", "%s: %s",
+                       file, msg);
+}
+
+static void load_key_file(sl__config_parser *p) {
+    sl_identity_config *id = &p->cfg->identity;
+    char path[1024];
+    const char *slash = strrchr(p->y.source, '/');
+    if (id->key_file[0] == '/' || !slash)
+        snprintf(path, sizeof path, "%s", id->key_file);
+    else
+        snprintf(path, sizeof path, "%.*s/%s", (int)(slash - p->y.source), p->y.source,
+                 id->key_file);
+    keyfile_ctx k = {.p = p};
+    const char *names[SL_CONFIG_MAX_TIERS];
+    for (size_t i = 0; i < p->cfg->ntiers; i++) names[i] = p->cfg->tiers[i].name;
+    sl__yaml_join_names(k.names, sizeof k.names, names, p->cfg->ntiers);
+    sl__apikeys_load(path, keyfile_tier, &k, keyfile_error, &k, &id->keys);
+}
+
+static const sl_policy_config *find_policy(const sl_config *c, const char *name) {
+    return sl__config_policy(c, name, strlen(name));
+}
+
+void sl__config_check_identity(sl__config_parser *p) {
+    sl_config *c = p->cfg;
+    char field[SL__YAML_PATH_SIZE + 64];
+    for (size_t i = 0; i < c->nrules; i++) {
+        const sl_rule_config *r = &c->rules[i];
+        for (unsigned j = 0; j < r->nlimits; j++) {
+            const sl_limit_config *l = &r->limits[j];
+            snprintf(field, sizeof field, "rules[%zu].limits[%u].policy", i, j);
+            if (l->policy[0] && !find_policy(c, l->policy))
+                sl__yaml_error(&p->y, l->line, field, "no policy or quota named \"%s\"", l->policy);
+            for (unsigned k = 0; k < l->nby; k++) {
+                if ((l->by[k] == SL_SRC_API_KEY || l->by[k] == SL_SRC_ORG) &&
+                    !c->identity.key_file[0]) {
+                    snprintf(field, sizeof field, "rules[%zu].limits[%u].by", i, j);
+                    sl__yaml_error(&p->y, l->line, field,
+                                   "%s needs API keys: set identity.api_keys.file",
+                                   l->by[k] == SL_SRC_API_KEY ? "api_key" : "org");
+                    break;
+                }
+            }
+        }
+    }
+    for (size_t i = 0; i < c->ntiers; i++) {
+        const sl_tier_config *t = &c->tiers[i];
+        for (size_t j = 0; j < t->noverrides; j++) {
+            const sl_tier_override *o = &t->overrides[j];
+            snprintf(field, sizeof field, "tiers.%s.%s", t->name, o->policy);
+            const sl_policy_config *pc = find_policy(c, o->policy);
+            if (!pc) {
+                sl__yaml_error(&p->y, o->line, field, "no policy or quota named \"%s\"", o->policy);
+                continue;
+            }
+            if (strlen(pc->name) + 1 + strlen(t->name) > SL_POLICY_NAME_MAX) {
+                sl__yaml_error(
+                    &p->y, o->line, field,
+                    "%s:%s is longer than %d characters (its table's name): use a shorter "
+                    "tier or policy name",
+                    pc->name, t->name, SL_POLICY_NAME_MAX);
+                continue;
+            }
+            if (pc->quota && (o->have_rate || o->have_burst)) {
+                sl__yaml_error(&p->y, o->line, field, "%s is a quota: a tier sets its limit",
+                               pc->name);
+                continue;
+            }
+            if (!pc->quota && o->have_limit) {
+                sl__yaml_error(&p->y, o->line, field,
+                               "%s is a policy: a tier sets its rate and burst", pc->name);
+                continue;
+            }
+            if (!o->have_rate && !o->have_burst && !o->have_limit) {
+                sl__yaml_error(&p->y, o->line, field, "empty: set %s",
+                               pc->quota ? "limit" : "rate or burst");
+                continue;
+            }
+            sl_params pp = pc->params;
+            if (o->have_rate) pp.rate = o->rate;
+            if (o->have_burst) pp.burst = sl__config_is_bucket(pp.algorithm) ? o->burst : 0;
+            if (o->have_limit) pp.rate.limit = o->limit;
+            int rc = sl_params_validate(&pp);
+            if (rc != SL_OK) sl__yaml_error(&p->y, o->line, field, "%s", sl_strerror(rc));
+        }
+    }
+    sl__config_ident *ip = p->ident;
+    for (size_t i = 0; i < ip->ntier_names; i++) {
+        int t = sl__config_tier(c, ip->tier_names[i], strlen(ip->tier_names[i]));
+        snprintf(field, sizeof field, "exempt.tiers[%zu]", i);
+        if (t < 0)
+            sl__yaml_error(&p->y, ip->tier_lines[i], field,
+                           "no tier named \"%s\" (declare it under tiers:)", ip->tier_names[i]);
+        else
+            c->exempt.tiers |= UINT64_C(1) << t;
+    }
+    if (c->identity.key_required && !c->identity.key_file[0])
+        sl__yaml_error(&p->y, p->ident->required_line, "identity.api_keys.required",
+                       "every key would be unknown: set identity.api_keys.file");
+    if (c->identity.key_file[0] && p->y.errs->n == 0) load_key_file(p);
+}
+
+void sl__config_free_identity(sl_config *c) {
+    free(c->identity.trusted);
+    sl__apikeys_release(c->identity.keys);
+    for (size_t i = 0; i < c->ntiers; i++) free(c->tiers[i].overrides);
+    free(c->tiers);
+    free(c->rules);
+    free(c->costs);
+    free(c->exempt.cidrs);
+}
+
+void sl__config_identity(sl__config_parser *p, const char *path) {
+    int seen[COUNT(identity_keys)] = {0};
+    sl__yaml_section(&p->y, path, identity_keys, COUNT(identity_keys), identity_value, NULL, seen,
+                     "a mapping of trusted_proxies, api_keys, ...");
+}
+
+void sl__config_exempt(sl__config_parser *p, const char *path) {
+    int seen[COUNT(exempt_keys)] = {0};
+    sl__yaml_section(&p->y, path, exempt_keys, COUNT(exempt_keys), exempt_value, NULL, seen,
+                     "a mapping of paths, cidrs and tiers");
+}
+
+/* ---- rules (moves to config_rules.c) ---- */
+
+enum { CO_METHOD, CO_PATH, CO_COST };
+
+static const char *const cost_keys[] = {"method", "path", "cost"};
+
+enum { RU_NAME, RU_METHOD, RU_PATH, RU_SHADOW, RU_LIMITS, RU_NKEYS };
+
+static const char *const rule_keys[] = {"name", "method", "path", "shadow", "limits"};
+
+enum { LI_POLICY, LI_BY, LI_COST, LI_NKEYS };
+
+static const char *const limit_keys[] = {"policy", "by", "cost"};
+
+enum { TO_RATE, TO_BURST, TO_LIMIT };
+
+static const char *const override_keys[] = {"rate", "burst", "limit"};
+
+static const char *const source_names[] = {"api_key", "org", "ip", "route", "global"};
+
+static const uint8_t source_values[] = {SL_SRC_API_KEY, SL_SRC_ORG, SL_SRC_IP, SL_SRC_ROUTE,
+                                        SL_SRC_GLOBAL};
+
+#define COST_MAX INT64_C(1000000000000) /* as /v1/check's cost */
+
+static void override_value(sl__yaml *y, void *obj, int key, const char *path) {
+    sl__config_parser *p = y->user;
+    sl_tier_override *o = obj;
+    uint64_t u;
+    switch (key) {
+    case TO_RATE: {
+        const char *s = sl__yaml_scalar(&p->y, path, "a rate such as 50/s");
+        if (!s) break;
+        int rc = sl_rate_parse(s, &o->rate);
+        if (rc != SL_OK) {
+            char q[64];
+            sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
+            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
+                           "cannot parse %s (expected N/s, N/m, N/h, N/d or N/<duration> such as "
+                           "100/10s)",
+                           q);
+        } else {
+            o->have_rate = true;
+        }
+        break;
+    }
+    case TO_BURST:
+        if (sl__yaml_uint(&p->y, path, "a whole number of requests", 1, INT64_MAX, &u)) {
+            o->burst = (int64_t)u;
+            o->have_burst = true;
+        }
+        break;
+    case TO_LIMIT:
+        if (sl__yaml_uint(&p->y, path, "a whole number of requests", 1, (uint64_t)QUOTA_MAX, &u)) {
+            o->limit = (int64_t)u;
+            o->have_limit = true;
+        }
+        break;
+    }
+}
+
+static void tier_policy(sl__yaml *y, void *obj, const char *key, size_t len, int line,
+                        const char *path) {
+    sl__config_parser *p = y->user;
+    sl_tier_config *t = obj;
+    if (!sl__config_check_name(p, line, path, key, len)) {
+        sl__yaml_skip(&p->y);
+        return;
+    }
+    for (size_t i = 0; i < t->noverrides; i++) {
+        if (strcmp(t->overrides[i].policy, key) == 0) {
+            sl__yaml_error(&p->y, line, path, "duplicate key (first at line %d)",
+                           t->overrides[i].line);
+            sl__yaml_skip(&p->y);
+            return;
+        }
+    }
+    if (!sl__yaml_is_map(&p->y)) {
+        sl__yaml_expected(&p->y, path, "a mapping of rate and burst (a policy) or limit (a quota)");
+        return;
+    }
+    sl_tier_override *no = realloc(t->overrides, (t->noverrides + 1) * sizeof *no);
+    if (!no) {
+        sl__yaml_error(&p->y, line, path, "out of memory");
+        p->y.fatal = true;
+        return;
+    }
+    t->overrides = no;
+    sl_tier_override *o = &t->overrides[t->noverrides++];
+    memset(o, 0, sizeof *o);
+    memcpy(o->policy, key, len + 1);
+    o->line = line;
+    int seen[COUNT(override_keys)] = {0};
+    sl__yaml_each_key(&p->y, path, override_keys, COUNT(override_keys), override_value, o, seen);
+}
+
+static void tier_entry(sl__yaml *y, void *obj, const char *key, size_t len, int line,
+                       const char *path) {
+    sl__config_parser *p = y->user;
+    sl__config_ident *ip = obj;
+    sl_config *c = p->cfg;
+    if (!sl__config_check_name(p, line, path, key, len)) {
+        sl__yaml_skip(&p->y);
+        return;
+    }
+    for (size_t i = 0; i < c->ntiers; i++) {
+        if (strcmp(c->tiers[i].name, key) == 0) {
+            sl__yaml_error(&p->y, line, path, "duplicate tier (first at line %d)",
+                           c->tiers[i].line);
+            sl__yaml_skip(&p->y);
+            return;
+        }
+    }
+    if (c->ntiers == SL_CONFIG_MAX_TIERS) {
+        sl__yaml_error(&p->y, line, path, "too many tiers (at most %d)", SL_CONFIG_MAX_TIERS);
+        sl__yaml_skip(&p->y);
+        return;
+    }
+    sl_tier_config *tiers =
+        sl__yaml_grow(&p->y, c->tiers, &ip->tiers_cap, c->ntiers, sizeof *c->tiers, 4, line, path);
+    if (!tiers) return;
+    c->tiers = tiers;
+    sl_tier_config *t = &c->tiers[c->ntiers++];
+    memset(t, 0, sizeof *t);
+    memcpy(t->name, key, len + 1);
+    t->line = line;
+    if (sl__yaml_is_null(&p->y)) return; /* a tier without overrides (admin: ~) */
+    if (!sl__yaml_is_map(&p->y)) {
+        sl__yaml_expected(&p->y, path, "a mapping of policy names to their rate, burst or limit");
+        return;
+    }
+    sl__yaml_each_named(&p->y, path, tier_policy, t);
+}
+
+void sl__config_tiers(sl__config_parser *p, const char *path) {
+    if (sl__yaml_is_null(&p->y)) return;
+    if (!sl__yaml_is_map(&p->y)) {
+        sl__yaml_expected(&p->y, path, "a mapping of tier names (free: {api: {rate: 5/s}}, ...)");
+        return;
+    }
+    sl__yaml_each_named(&p->y, path, tier_entry, p->ident);
+}
+
+static void cost_value(sl__yaml *y, void *obj, int key, const char *path) {
+    sl__config_parser *p = y->user;
+    sl_cost_config *c = obj;
+    uint64_t u;
+    switch (key) {
+    case CO_METHOD:
+        sl__config_methods(p, path, &c->match.methods);
+        break;
+    case CO_PATH:
+        sl__config_pattern(p, path, c->match.path);
+        break;
+    case CO_COST:
+        if (sl__yaml_uint(&p->y, path, "a cost from 0 to 10^12", 0, (uint64_t)COST_MAX, &u))
+            c->cost = (int64_t)u;
+        break;
+    }
+}
+
+static void cost_item(sl__yaml *y, void *obj, size_t i, const char *item) {
+    sl__config_parser *p = y->user;
+    sl_config *cfg = p->cfg;
+    (void)obj, (void)i;
+    sl_cost_config *costs = sl__yaml_grow(y, cfg->costs, &p->ident->costs_cap, cfg->ncosts,
+                                          sizeof *cfg->costs, 8, sl__yaml_line(y), item);
+    if (!costs) return;
+    cfg->costs = costs;
+    int line = sl__yaml_line(y);
+    sl_cost_config *c = &cfg->costs[cfg->ncosts++];
+    memset(c, 0, sizeof *c);
+    c->line = line;
+    int seen[COUNT(cost_keys)] = {0};
+    sl__yaml_each_key(y, item, cost_keys, COUNT(cost_keys), cost_value, c, seen);
+    static const sl__yaml_required required[] = {{CO_COST, "what a matching request costs"}};
+    sl__yaml_missing(y, line, item, cost_keys, seen, required, COUNT(required));
+}
+
+void sl__config_costs(sl__config_parser *p, const char *path) {
+    static const sl__yaml_list list = {
+        .what = "a list of costs (- {method: POST, path: /exports, cost: 50})",
+        .item = "a cost (a mapping of method, path and cost)",
+        .max = SL_CONFIG_MAX_COSTS,
+        .many = "costs",
+    };
+    sl__yaml_each_item(&p->y, path, &list, cost_item, NULL);
+}
+
+typedef struct rule_build {
+    sl_rule_config *r;
+    size_t index;
+} rule_build;
+
+static void limit_by(sl__config_parser *p, sl_limit_config *l, const char *path) {
+    bool seq = sl__yaml_is_seq(&p->y);
+    const char *list = "api_key, org, ip, route, header:NAME or global";
+    for (size_t i = 0;; i++) {
+        char item[SL__YAML_PATH_SIZE];
+        if (seq) {
+            if (!sl__yaml_next_item(&p->y)) break;
+            snprintf(item, sizeof item, "%s[%zu]", path, i);
+        } else {
+            snprintf(item, sizeof item, "%s", path);
+        }
+        const char *s = sl__yaml_scalar(&p->y, item, list);
+        if (s) {
+            size_t n = sl__yaml_len(&p->y);
+            char q[64];
+            sl__yaml_quote(q, sizeof q, s, n);
+            uint8_t src = 0;
+            for (size_t k = 0; k < COUNT(source_names); k++)
+                if (strcmp(s, source_names[k]) == 0) src = source_values[k];
+            if (!src && strncmp(s, "header:", 7) == 0) {
+                const char *h = s + 7;
+                size_t hn = n - 7;
+                bool ok = hn > 0 && hn <= SL_HEADER_NAME_MAX;
+                for (size_t k = 0; ok && k < hn; k++) {
+                    unsigned char c = (unsigned char)h[k];
+                    ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                         (c >= '0' && c <= '9') || strchr("!#$%&'*+-.^_`|~", c) != NULL;
+                }
+                if (!ok) {
+                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
+                                   "%s: expected header:NAME with a header name", q);
+                } else if (l->header[0]) {
+                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item, "%s: one header per limit",
+                                   q);
+                } else {
+                    memcpy(l->header, h, hn + 1);
+                    src = SL_SRC_HEADER;
+                }
+                if (!src) goto next_item;
+            }
+            if (!src) {
+                const char *near = sl__yaml_suggest(s, n, source_names, COUNT(source_names));
+                if (near)
+                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
+                                   "unknown key source %s (did you mean %s?)", q, near);
+                else
+                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
+                                   "unknown key source %s (expected %s)", q, list);
+            } else if (l->nby == SL_LIMIT_MAX_SOURCES) {
+                sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
+                               "at most %d key sources per limit", SL_LIMIT_MAX_SOURCES);
+            } else {
+                bool dup = false;
+                for (unsigned k = 0; k < l->nby; k++) dup |= l->by[k] == src;
+                if (dup && src != SL_SRC_HEADER)
+                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item, "%s is listed twice", q);
+                else
+                    l->by[l->nby++] = src;
+            }
+        }
+    next_item:
+        if (!seq) break;
+    }
+    if (l->nby == 0 && !p->y.fatal) return;
+    /* global with anything else is the other thing alone: refuse the confusion */
+    for (unsigned k = 0; k < l->nby; k++)
+        if (l->by[k] == SL_SRC_GLOBAL && l->nby > 1)
+            sl__yaml_error(&p->y, p->y.key_line, path,
+                           "global is one key for everyone: use it alone");
+}
+
+static void limit_value(sl__yaml *y, void *obj, int key, const char *path) {
+    sl__config_parser *p = y->user;
+    sl_limit_config *l = obj;
+    uint64_t u;
+    switch (key) {
+    case LI_POLICY: {
+        const char *s = sl__yaml_scalar(&p->y, path, "the name of a policy or quota");
+        if (s && sl__config_check_name(p, sl__yaml_line(&p->y), path, s, sl__yaml_len(&p->y)))
+            memcpy(l->policy, s, sl__yaml_len(&p->y) + 1);
+        break;
+    }
+    case LI_BY:
+        limit_by(p, l, path);
+        break;
+    case LI_COST:
+        if (sl__yaml_uint(&p->y, path, "a cost from 0 to 10^12", 0, (uint64_t)COST_MAX, &u))
+            l->cost = (int64_t)u;
+        break;
+    }
+}
+
+static void limit_item(sl__yaml *y, void *obj, size_t i, const char *item) {
+    sl_rule_config *r = obj;
+    (void)i;
+    int line = sl__yaml_line(y);
+    sl_limit_config *l = &r->limits[r->nlimits++];
+    memset(l, 0, sizeof *l);
+    l->line = line;
+    l->cost = -1;
+    int seen[LI_NKEYS] = {0};
+    sl__yaml_each_key(y, item, limit_keys, COUNT(limit_keys), limit_value, l, seen);
+    if (y->fatal) return;
+    static const sl__yaml_required required[] = {
+        {LI_POLICY, "the policy or quota this limit checks"},
+        {LI_BY, "what the limit counts by: api_key, org, ip, route, header:NAME or global"}};
+    sl__yaml_missing(y, line, item, limit_keys, seen, required, COUNT(required));
+}
+
+static void rule_limits(sl__config_parser *p, sl_rule_config *r, const char *path) {
+    static const sl__yaml_list list = {
+        .what = "a list of limits (- {policy: api, by: api_key})",
+        .item = "a limit (a mapping of policy, by and cost)",
+        .max = SL_RULE_MAX_LIMITS,
+        .many = "limits",
+        .why = ": one request checks at most that many",
+    };
+    sl__yaml_each_item(&p->y, path, &list, limit_item, r);
+}
+
+static void rule_value(sl__yaml *y, void *obj, int key, const char *path) {
+    sl__config_parser *p = y->user;
+    rule_build *b = obj;
+    sl_rule_config *r = b->r;
+    bool flag;
+    switch (key) {
+    case RU_NAME: {
+        const char *s = sl__yaml_scalar(&p->y, path, "a name such as api ([a-z0-9_.-]+)");
+        if (!s || !sl__config_check_name(p, sl__yaml_line(&p->y), path, s, sl__yaml_len(&p->y)))
+            break;
+        for (size_t i = 0; i < b->index; i++) {
+            if (strcmp(p->cfg->rules[i].name, s) == 0) {
+                char q[64];
+                sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
+                sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
+                               "duplicate rule name %s (first at line %d)", q,
+                               p->cfg->rules[i].line);
+                return;
+            }
+        }
+        memcpy(r->name, s, sl__yaml_len(&p->y) + 1);
+        break;
+    }
+    case RU_METHOD:
+        sl__config_methods(p, path, &r->match.methods);
+        break;
+    case RU_PATH:
+        sl__config_pattern(p, path, r->match.path);
+        break;
+    case RU_SHADOW:
+        if (sl__yaml_bool(&p->y, path, &flag)) r->shadow = flag;
+        break;
+    case RU_LIMITS:
+        rule_limits(p, r, path);
+        break;
+    }
+}
+
+static void rule_item(sl__yaml *y, void *obj, size_t i, const char *item) {
+    sl__config_parser *p = y->user;
+    sl_config *cfg = p->cfg;
+    (void)obj, (void)i;
+    sl_rule_config *rules = sl__yaml_grow(y, cfg->rules, &p->ident->rules_cap, cfg->nrules,
+                                          sizeof *cfg->rules, 4, sl__yaml_line(y), item);
+    if (!rules) return;
+    cfg->rules = rules;
+    int line = sl__yaml_line(y);
+    rule_build b = {.r = &cfg->rules[cfg->nrules], .index = cfg->nrules};
+    cfg->nrules++;
+    memset(b.r, 0, sizeof *b.r);
+    b.r->line = line;
+    int seen[RU_NKEYS] = {0};
+    sl__yaml_each_key(y, item, rule_keys, COUNT(rule_keys), rule_value, &b, seen);
+    if (y->fatal) return;
+    static const sl__yaml_required required[] = {
+        {RU_NAME, "every rule needs a name"},
+        {RU_LIMITS, "the limits a matching request must pass"}};
+    sl__yaml_missing(y, line, item, rule_keys, seen, required, COUNT(required));
+}
+
+void sl__config_rules(sl__config_parser *p, const char *path) {
+    static const sl__yaml_list list = {
+        .what = "a list of rules (- name: ..., path: ..., limits: [...])",
+        .item = "a rule (a mapping of name, method, path, limits, shadow)",
+        .max = SL_CONFIG_MAX_RULES,
+        .many = "rules",
+    };
+    sl__yaml_each_item(&p->y, path, &list, rule_item, NULL);
+}
 
 enum {
     TOP_LISTEN,
@@ -78,76 +1320,11 @@ enum {
     TOP_SHADOW,
     TOP_ADMIN
 };
+
 static const char *const top_keys[] = {"listen", "workers",   "store",    "domains", "policies",
                                        "limits", "log_level", "identity", "tiers",   "quotas",
                                        "costs",  "exempt",    "rules",    "shadow",  "admin"};
 
-/* who may use the admin endpoints (docs/configuration.md, `admin`) */
-enum { ADMIN_RELOAD, ADMIN_RELOAD_TOKEN };
-static const char *const admin_keys[] = {"reload", "reload_token"};
-static const char *const reload_modes[] = {"loopback", "off", "token"}; /* = SL_RELOAD_* */
-
-enum { LISTEN_HTTP, LISTEN_GRPC, LISTEN_RESP };
-static const char *const listen_keys[] = {"http", "grpc", "resp"};
-
-enum { STORE_TYPE, STORE_MAX_MEMORY, STORE_REDIS };
-static const char *const store_keys[] = {"type", "max_memory", "redis"};
-
-enum {
-    REDIS_URL,
-    REDIS_CLUSTER,
-    REDIS_TIMEOUT,
-    REDIS_ON_FAILURE,
-    REDIS_INSTANCES,
-    REDIS_SYNC,
-    REDIS_SYNC_INTERVAL,
-    REDIS_PREFIX,
-    REDIS_BREAKER_FAILURES,
-    REDIS_BREAKER_COOLDOWN,
-    REDIS_DENY_CACHE,
-    REDIS_BREAKER_WINDOW
-};
-static const char *const redis_keys[] = {
-    "url",        "cluster",       "timeout", "on_failure",       "expected_instances",
-    "sync",       "sync_interval", "prefix",  "breaker_failures", "breaker_cooldown",
-    "deny_cache", "breaker_window"};
-
-enum {
-    POL_NAME,
-    POL_ALGORITHM,
-    POL_RATE,
-    POL_BURST,
-    POL_COUNT_REJECTED,
-    POL_START,
-    POL_SHADOW,
-    POL_ON_FAILURE,
-    POL_NKEYS
-};
-static const char *const policy_keys[] = {"name",           "algorithm", "rate",   "burst",
-                                          "count_rejected", "start",     "shadow", "on_failure"};
-
-enum {
-    LIM_HEADER,
-    LIM_BODY,
-    LIM_RESP_FRAME,
-    LIM_CONNECTIONS,
-    LIM_IDLE,
-    LIM_HEADER_TIMEOUT,
-    LIM_COMMAND_TIMEOUT,
-    LIM_OUTPUT,
-    LIM_OUTPUT_TOTAL,
-};
-static const char *const limits_keys[] = {
-    "max_header_bytes", "max_body_bytes",     "max_resp_frame",
-    "max_connections",  "idle_timeout",       "header_timeout",
-    "command_timeout",  "max_pending_output", "max_pending_output_total"};
-
-static const char *const algorithm_names[] = {"fixed_window", "sliding_log", "sliding_window",
-                                              "token_bucket", "gcra",        "leaky_queue"};
-static const char *const store_types[] = {"memory", "redis"};
-static const char *const start_names[] = {"full", "empty"};
-static const char *const failure_modes[] = {"open", "closed", "local"};
-static const char *const sync_modes[] = {"exact", "batched"};
 static const char *const log_levels[] = {"error", "warn", "info", "debug"};
 
 /* Where a key that is unknown in one place does belong (for the message). */
@@ -221,1668 +1398,90 @@ static const sl__yaml_home key_homes[] = {
     {"reload_token", "under admin"},
 };
 
-/* ---- the parser state ------------------------------------------------------ */
-
-typedef struct parser {
-    sl__yaml y; /* the reader; y.user is this parser */
-    sl_config *cfg;
-    size_t policies_cap;
-    int listen_line[3];                /* where each listener was set (0: default) */
-    bool listen_bad[3];                /* its value was refused: no clash check */
-    int store_type_line, redis_line;   /* of store.type and store.redis (0: not given) */
-    int admin_line, reload_token_line; /* of admin: and admin.reload_token (0: not given) */
-    struct ident_parse *ident;         /* identity sections (see there) */
-} parser;
-
-/* What other tools call our algorithms, for "did you mean". */
-static const sl__yaml_alias algorithm_aliases[] = {
-    {"leaky_bucket", "gcra (the leaky bucket as a meter) or leaky_queue (as a queue)"},
-    {"sliding_window_log", "sliding_log"},
-    {"sliding_window_counter", "sliding_window"},
-    {"generic_cell_rate", "gcra"},
-    {"cell", "gcra"},
-};
-
-/* ---- listeners ------------------------------------------------------------- */
-
-/* "host:port" or "[v6]:port" with a numeric host, stored canonically.
- * False with the reason in `why`. */
-static bool parse_listen(const char *s, sl_listen_config *out, const char **why) {
-    char host[80];
-    const char *port;
-    int family;
-    if (s[0] == '[') {
-        const char *close = strchr(s, ']');
-        if (!close || close[1] != ':') return *why = "expected [IPv6 address]:port", false;
-        size_t n = (size_t)(close - s - 1);
-        if (n == 0 || n >= sizeof host) return *why = "expected [IPv6 address]:port", false;
-        memcpy(host, s + 1, n);
-        host[n] = '\0';
-        port = close + 2;
-        family = AF_INET6;
-    } else {
-        const char *colon = strrchr(s, ':');
-        if (!colon) return *why = "expected host:port (such as 127.0.0.1:8080) or off", false;
-        size_t n = (size_t)(colon - s);
-        if (memchr(s, ':', n))
-            return *why = "an IPv6 address needs brackets and quotes, such as \"[::1]:8080\"",
-                   false;
-        if (n == 0) return *why = "the host is missing (0.0.0.0 listens on every interface)", false;
-        if (n >= sizeof host) return *why = "the host is too long", false;
-        memcpy(host, s, n);
-        host[n] = '\0';
-        port = colon + 1;
-        family = AF_INET;
-    }
-    unsigned char addr[16];
-    if (inet_pton(family, host, addr) != 1)
-        return *why = family == AF_INET6
-                          ? "not a numeric IPv6 address"
-                          : "the host must be a numeric IP address (names such as localhost are "
-                            "not resolved: use 127.0.0.1 or \"[::1]\")",
-               false;
-    uint64_t pv;
-    if (!sl__yaml_parse_u64(port, &pv) || pv > 65535)
-        return *why = "the port must be a number from 0 to 65535 (0: any free port)", false;
-    char canon[INET6_ADDRSTRLEN];
-    if (!inet_ntop(family, addr, canon, sizeof canon) || strlen(canon) >= sizeof out->host)
-        return *why = "the host is too long", false;
-    out->enabled = true;
-    snprintf(out->host, sizeof out->host, "%s", canon);
-    out->port = (uint16_t)pv;
-    return true;
-}
-
-static bool is_wildcard(const char *host) {
-    return strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0;
-}
-
-/* Two enabled listeners on the same port of the same (or every) address
- * would both bind with SO_REUSEPORT and share connections: refuse. */
-static void check_listeners(parser *p) {
-    const sl_listen_config *l[3] = {&p->cfg->http, &p->cfg->grpc, &p->cfg->resp};
-    for (int i = 0; i < 3; i++) {
-        for (int j = 0; j < i; j++) {
-            if (!l[i]->enabled || !l[j]->enabled || l[i]->port == 0 || l[i]->port != l[j]->port ||
-                p->listen_bad[i] || p->listen_bad[j])
-                continue;
-            if (strcmp(l[i]->host, l[j]->host) != 0 && !is_wildcard(l[i]->host) &&
-                !is_wildcard(l[j]->host))
-                continue;
-            int line = p->listen_line[i] ? p->listen_line[i] : p->listen_line[j];
-            char path[32];
-            snprintf(path, sizeof path, "listen.%s", listen_keys[p->listen_line[i] ? i : j]);
-            sl__yaml_error(&p->y, line, path, "port %u is already used by listen.%s",
-                           (unsigned)l[i]->port, listen_keys[p->listen_line[i] ? j : i]);
-        }
-    }
-}
-
-/* ---- sections -------------------------------------------------------------- */
-
-static void listen_value(sl__yaml *y, void *obj, int key, const char *path) {
-    parser *p = y->user;
-    (void)obj;
-    sl_listen_config *l[3] = {&p->cfg->http, &p->cfg->grpc, &p->cfg->resp};
-    if (sl__yaml_is_seq(&p->y)) {
-        sl__yaml_expected(&p->y, path,
-                          "host:port or off (write an IPv6 listener in quotes: \"[::1]:8080\")");
-        return;
-    }
-    p->listen_bad[key] = true; /* until proven otherwise */
-    const char *s = sl__yaml_scalar(&p->y, path, "host:port (such as 127.0.0.1:8080) or off");
-    if (!s) return;
-    p->listen_line[key] = sl__yaml_line(&p->y);
-    if (strcmp(s, "off") == 0) {
-        *l[key] = (sl_listen_config){.enabled = false};
-        p->listen_bad[key] = false;
-        return;
-    }
-    const char *why = "";
-    sl_listen_config v = {0};
-    if (!parse_listen(s, &v, &why)) {
-        char q[64];
-        sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
-        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "cannot use %s: %s", q, why);
-        return;
-    }
-    *l[key] = v;
-    p->listen_bad[key] = false;
-}
-
-/* "host:port" (the port required unless def_port) or "[v6]:port" into a. */
-static bool parse_host_port(const char *s, size_t len, uint16_t def_port, sl_redis_addr *a) {
-    const char *end = s + len, *hs = s, *he, *colon = NULL;
-    if (len && *s == '[') {
-        hs = s + 1;
-        he = memchr(hs, ']', (size_t)(end - hs));
-        if (!he) return false;
-        if (he + 1 < end) {
-            if (he[1] != ':') return false;
-            colon = he + 1;
-        }
-    } else {
-        colon = memrchr(s, ':', len);
-        he = colon ? colon : end;
-        if (colon && memchr(s, ':', (size_t)(colon - s))) return false; /* v6 needs brackets */
-    }
-    size_t hl = (size_t)(he - hs);
-    if (hl == 0 || hl > SL_REDIS_HOST_MAX) return false;
-    uint64_t port = def_port;
-    if (colon) {
-        char num[8];
-        size_t nl = (size_t)(end - colon - 1);
-        if (nl == 0 || nl >= sizeof num) return false;
-        memcpy(num, colon + 1, nl);
-        num[nl] = '\0';
-        if (!sl__yaml_parse_u64(num, &port)) return false;
-    }
-    if (port == 0 || port > 65535) return false;
-    memcpy(a->host, hs, hl);
-    a->host[hl] = '\0';
-    a->port = (uint16_t)port;
-    return true;
-}
-
-/* redis://[[user]:password@]host[:port][/db] or unix://path. */
-static bool parse_redis_url(const char *s, sl_redis_config *r, const char **why) {
-    if (strncmp(s, "rediss://", 9) == 0) {
-        *why = "TLS (rediss://) is not supported: hiredis 0.14's async API has no TLS; use a "
-               "local TLS tunnel and redis://";
-        return false;
-    }
-    if (strncmp(s, "unix://", 7) == 0) {
-        size_t n = strlen(s + 7);
-        if (n == 0 || n >= sizeof r->unix_path) return (*why = "bad socket path"), false;
-        memcpy(r->unix_path, s + 7, n + 1);
-        r->addr.host[0] = '\0';
-        return true;
-    }
-    if (strncmp(s, "redis://", 8) != 0) {
-        *why = "expected redis://host:port/db or unix://path";
-        return false;
-    }
-    const char *p = s + 8;
-    const char *at = strrchr(p, '@');
-    if (at) {
-        const char *colon = memchr(p, ':', (size_t)(at - p));
-        if (!colon) return (*why = "credentials must be user:password or :password"), false;
-        size_t ul = (size_t)(colon - p), pl = (size_t)(at - colon - 1);
-        if (ul >= sizeof r->user || pl >= sizeof r->password || pl == 0)
-            return (*why = "credentials too long or empty password"), false;
-        memcpy(r->user, p, ul);
-        r->user[ul] = '\0';
-        memcpy(r->password, colon + 1, pl);
-        r->password[pl] = '\0';
-        p = at + 1;
-    }
-    const char *slash = strchr(p, '/');
-    size_t hl = slash ? (size_t)(slash - p) : strlen(p);
-    if (!parse_host_port(p, hl, 6379, &r->addr)) return (*why = "bad host:port"), false;
-    r->db = 0;
-    if (slash && slash[1]) {
-        uint64_t db;
-        if (!sl__yaml_parse_u64(slash + 1, &db) || db > 65535)
-            return (*why = "bad database number"), false;
-        r->db = (unsigned)db;
-    }
-    r->unix_path[0] = '\0';
-    return true;
-}
-
-static void redis_value(sl__yaml *y, void *obj, int key, const char *path) {
-    parser *p = y->user;
-    (void)obj;
-    sl_redis_config *r = &p->cfg->redis;
+/* workers: auto or a number */
+static void top_workers(sl__config_parser *p, const char *path) {
     uint64_t u;
-    int64_t d;
-    switch (key) {
-    case REDIS_URL: {
-        const char *s = sl__yaml_scalar(&p->y, path, "a URL such as redis://127.0.0.1:6379/0");
-        const char *why = "";
-        if (s && !parse_redis_url(s, r, &why)) {
-            char q[64];
-            sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "cannot use %s: %s", q, why);
-        }
-        break;
-    }
-    case REDIS_CLUSTER:
-        if (!sl__yaml_is_seq(&p->y)) {
-            sl__yaml_expected(&p->y, path, "a list of host:port");
-            break;
-        }
-        r->cluster = true;
-        r->nseeds = 0;
-        for (size_t i = 0;; i++) {
-            if (!sl__yaml_next_item(&p->y)) break;
-            char item[SL__YAML_PATH_SIZE];
-            snprintf(item, sizeof item, "%s[%zu]", path, i);
-            const char *s = sl__yaml_scalar(&p->y, item, "host:port");
-            if (!s) continue;
-            if (r->nseeds == SL_REDIS_MAX_SEEDS) {
-                sl__yaml_error(&p->y, sl__yaml_line(&p->y), item, "at most %d seed nodes",
-                               SL_REDIS_MAX_SEEDS);
-                continue;
-            }
-            if (!parse_host_port(s, strlen(s), 0, &r->seeds[r->nseeds]))
-                sl__yaml_error(&p->y, sl__yaml_line(&p->y), item, "expected host:port");
-            else
-                r->nseeds++;
-        }
-        break;
-    case REDIS_TIMEOUT:
-        if (sl__yaml_duration(&p->y, path, NS_MS / 1000, 60 * NS_SEC, &d)) r->timeout = d;
-        break;
-    case REDIS_ON_FAILURE: {
-        int i = sl__yaml_enum(&p->y, path, "failure mode", failure_modes, COUNT(failure_modes));
-        if (i >= 0) r->on_failure = (sl_fail_mode)i;
-        break;
-    }
-    case REDIS_INSTANCES:
-        if (sl__yaml_uint(&p->y, path, "a number of instances", 1, 1024, &u))
-            r->expected_instances = (unsigned)u;
-        break;
-    case REDIS_SYNC: {
-        int i = sl__yaml_enum(&p->y, path, "sync mode", sync_modes, COUNT(sync_modes));
-        if (i >= 0) r->batched = i == 1;
-        break;
-    }
-    case REDIS_SYNC_INTERVAL:
-        if (sl__yaml_duration(&p->y, path, NS_MS, 60 * NS_SEC, &d)) r->sync_interval = d;
-        break;
-    case REDIS_PREFIX: {
-        const char *s = sl__yaml_scalar(&p->y, path, "a key prefix such as \"sluice:\"");
-        if (s && strlen(s) >= sizeof r->prefix)
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "at most %zu bytes",
-                           sizeof r->prefix - 1);
-        else if (s && (strchr(s, '{') || strchr(s, '}')))
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
-                           "must not contain { or } (the key's hash tag follows it)");
-        else if (s)
-            snprintf(r->prefix, sizeof r->prefix, "%s", s);
-        break;
-    }
-    case REDIS_BREAKER_FAILURES:
-        if (sl__yaml_uint(&p->y, path, "a number of failures", 1, 1000000, &u))
-            r->breaker_failures = (unsigned)u;
-        break;
-    case REDIS_BREAKER_COOLDOWN:
-        if (sl__yaml_duration(&p->y, path, NS_MS, 3600 * NS_SEC, &d)) r->breaker_cooldown = d;
-        break;
-    case REDIS_BREAKER_WINDOW:
-        if (sl__yaml_duration(&p->y, path, 0, 3600 * NS_SEC, &d)) r->breaker_window = d;
-        break;
-    case REDIS_DENY_CACHE:
-        if (sl__yaml_uint(&p->y, path, "a number of entries (0 = off)", 0, 1u << 24, &u))
-            r->deny_cache = (size_t)u;
-        break;
-    }
+    if (sl__yaml_is_scalar(&p->y) && strcmp(sl__yaml_text(&p->y), "auto") == 0)
+        p->cfg->workers = 0;
+    else if (sl__yaml_uint(&p->y, path, "auto or a number from 1 to 256", 1, 256, &u))
+        p->cfg->workers = (unsigned)u;
 }
 
-static void store_value(sl__yaml *y, void *obj, int key, const char *path) {
-    parser *p = y->user;
-    (void)obj;
+/* envoyproxy/ratelimit rule files: loaded and checked at the end of the
+ * parse (sl__domain_rules_load). A relative path is relative to the config
+ * file's directory. */
+static void top_domains(sl__config_parser *p, const char *path) {
     sl_config *c = p->cfg;
-    switch (key) {
-    case STORE_TYPE: {
-        int t = sl__yaml_enum(&p->y, path, "store type", store_types, COUNT(store_types));
-        if (t >= 0) {
-            snprintf(c->store_type, sizeof c->store_type, "%s", store_types[t]);
-            p->store_type_line = sl__yaml_line(&p->y);
-        }
-        break;
-    }
-    case STORE_MAX_MEMORY: {
-        uint64_t v;
-        if (sl__yaml_size(&p->y, path, MiB, TiB, &v)) c->max_memory = (size_t)v;
-        break;
-    }
-    case STORE_REDIS: {
-        int seen[COUNT(redis_keys)] = {0};
-        if (sl__yaml_is_null(&p->y)) break;
-        p->redis_line = p->y.key_line;
-        sl__yaml_section(&p->y, path, redis_keys, COUNT(redis_keys), redis_value, NULL, seen,
-                         "a mapping (url, timeout, on_failure, ...)");
-        if (seen[REDIS_URL] && seen[REDIS_CLUSTER])
-            sl__yaml_error(&p->y, p->redis_line, path,
-                           "give either url (one Redis) or cluster (seed nodes), not both");
-        break;
-    }
-    }
-}
-
-static void limits_value(sl__yaml *y, void *obj, int key, const char *path) {
-    parser *p = y->user;
-    (void)obj;
-    sl_limits_config *l = &p->cfg->limits;
-    uint64_t v;
-    int64_t d;
-    switch (key) {
-    case LIM_HEADER:
-        if (sl__yaml_size(&p->y, path, KiB, MiB, &v)) l->max_header_bytes = (size_t)v;
-        break;
-    case LIM_BODY:
-        if (sl__yaml_size(&p->y, path, KiB, 16 * MiB, &v)) l->max_body_bytes = (size_t)v;
-        break;
-    case LIM_RESP_FRAME:
-        if (sl__yaml_size(&p->y, path, KiB, 16 * MiB, &v)) l->max_resp_frame = (size_t)v;
-        break;
-    case LIM_CONNECTIONS:
-        if (sl__yaml_uint(&p->y, path, "a number of connections", 1, 1000000, &v))
-            l->max_connections = (unsigned)v;
-        break;
-    case LIM_IDLE:
-        if (sl__yaml_duration(&p->y, path, NS_MS, NS_DAY, &d)) l->idle_timeout = d;
-        break;
-    case LIM_HEADER_TIMEOUT:
-        if (sl__yaml_duration(&p->y, path, NS_MS, 3600 * NS_SEC, &d)) l->header_timeout = d;
-        break;
-    case LIM_COMMAND_TIMEOUT:
-        if (sl__yaml_duration(&p->y, path, NS_MS, 3600 * NS_SEC, &d)) l->command_timeout = d;
-        break;
-    case LIM_OUTPUT:
-        if (sl__yaml_size(&p->y, path, 4 * KiB, GiB, &v)) l->max_pending_output = (size_t)v;
-        break;
-    case LIM_OUTPUT_TOTAL:
-        if (sl__yaml_size(&p->y, path, MiB, TiB, &v)) l->max_pending_output_total = (uint64_t)v;
-        break;
-    }
-}
-
-/* ---- admin ----------------------------------------------------------------- */
-
-static void admin_value(sl__yaml *y, void *obj, int key, const char *path) {
-    parser *p = y->user;
-    (void)obj;
-    sl_admin_config *a = &p->cfg->admin;
-    int i;
-    switch (key) {
-    case ADMIN_RELOAD:
-        i = sl__yaml_enum(&p->y, path, "reload mode", reload_modes, COUNT(reload_modes));
-        if (i >= 0) a->reload = (uint8_t)i;
-        break;
-    case ADMIN_RELOAD_TOKEN: {
-        /* a bearer token: printable ASCII without spaces, long enough not to
-           be guessed, bounded so that comparing it costs nothing */
-        const char *s = sl__yaml_scalar(&p->y, path, "a token of 16 to 256 printable characters");
-        if (!s) break;
-        size_t n = sl__yaml_len(&p->y);
-        bool printable = true;
-        for (size_t k = 0; k < n; k++)
-            if (s[k] < 0x21 || s[k] > 0x7e) printable = false;
-        if (n < 16 || n > SL_ADMIN_TOKEN_MAX || !printable) {
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
-                           "expected a token of 16 to %d printable characters without spaces, got "
-                           "%zu bytes%s",
-                           SL_ADMIN_TOKEN_MAX, n, printable ? "" : " with a space or control byte");
-            break;
-        }
-        memcpy(a->reload_token, s, n);
-        a->reload_token[n] = '\0';
-        p->reload_token_line = sl__yaml_line(&p->y);
-        break;
-    }
-    }
-}
-
-/* ---- policies -------------------------------------------------------------- */
-
-typedef struct policy_build {
-    sl_policy_config *pc;
-    size_t index;
-    int seen[POL_NKEYS];
-    bool have_algorithm;
-} policy_build;
-
-static bool is_bucket(sl_algorithm a) {
-    return a == SL_TOKEN_BUCKET || a == SL_GCRA || a == SL_LEAKY_QUEUE;
-}
-
-static void policy_name(parser *p, policy_build *b, const char *path) {
-    const char *s = sl__yaml_scalar(&p->y, path, "a name such as api ([a-z0-9_.-]+)");
+    const char *s = sl__yaml_scalar(&p->y, path, "a directory or file of rule files");
     if (!s) return;
-    size_t n = sl__yaml_len(&p->y);
-    char q[64];
-    sl__yaml_quote(q, sizeof q, s, n);
-    if (n == 0) {
-        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "the name is empty");
-        return;
-    }
-    if (n > SL_POLICY_NAME_MAX) {
-        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "%s is longer than %d characters", q,
-                       SL_POLICY_NAME_MAX);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' ||
-              ch == '-')) {
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
-                           "%s: a name uses only lower-case letters, digits, _ . and -", q);
-            return;
-        }
-    }
-    for (size_t i = 0; i < b->index; i++) {
-        const sl_policy_config *o = &p->cfg->policies[i];
-        if (strcmp(o->name, s) == 0) {
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
-                           "duplicate policy name %s (first at line %d)", q, o->line);
-            return;
-        }
-    }
-    memcpy(b->pc->name, s, n + 1);
-}
-
-static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
-    parser *p = y->user;
-    policy_build *b = obj;
-    sl_policy_config *pc = b->pc;
-    uint64_t u;
-    bool flag;
-    int i;
-    switch (key) {
-    case POL_NAME:
-        policy_name(p, b, path);
-        break;
-    case POL_ALGORITHM:
-        i = sl__yaml_enum_aliased(&p->y, path, "algorithm", algorithm_names, COUNT(algorithm_names),
-                                  algorithm_aliases, COUNT(algorithm_aliases));
-        if (i >= 0 && sl_algorithm_parse(algorithm_names[i], &pc->params.algorithm) == SL_OK)
-            b->have_algorithm = true;
-        break;
-    case POL_RATE: {
-        const char *s = sl__yaml_scalar(&p->y, path, "a rate such as 5/s");
-        if (!s) break;
-        char q[64];
-        sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
-        int rc = sl_rate_parse(s, &pc->params.rate);
-        if (rc == SL_EPARSE)
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
-                           "cannot parse %s (expected N/s, N/m, N/h, N/d or N/<duration> such as "
-                           "100/10s)",
-                           q);
-        else if (rc == SL_EOVERFLOW)
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "%s: a number is too large", q);
-        else if (rc != SL_OK)
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "%s: %s", q, sl_strerror(rc));
-        break;
-    }
-    case POL_BURST:
-        if (sl__yaml_uint(&p->y, path, "a whole number of requests", 1, INT64_MAX, &u))
-            pc->params.burst = (int64_t)u;
-        break;
-    case POL_COUNT_REJECTED:
-        if (sl__yaml_bool(&p->y, path, &flag) && flag) pc->params.flags |= SL_COUNT_REJECTED;
-        break;
-    case POL_START:
-        if (sl__yaml_enum(&p->y, path, "start", start_names, COUNT(start_names)) == 1)
-            pc->params.flags |= SL_START_EMPTY; /* origin: set by the server at load */
-        break;
-    case POL_SHADOW:
-        if (sl__yaml_bool(&p->y, path, &flag)) pc->shadow = flag;
-        break;
-    case POL_ON_FAILURE:
-        i = sl__yaml_enum(&p->y, path, "failure mode", failure_modes, COUNT(failure_modes));
-        if (i >= 0) snprintf(pc->on_failure, sizeof pc->on_failure, "%s", failure_modes[i]);
-        break;
-    }
-}
-
-/* Checks a parsed policy as a whole (required fields, sl_params_validate). */
-static void policy_finish(parser *p, policy_build *b, const char *path, int line,
-                          size_t errors_before) {
-    sl_policy_config *pc = b->pc;
-    char field[SL__YAML_PATH_SIZE + 32];
-    static const sl__yaml_required required[] = {
-        {POL_NAME, "every policy needs a name"},
-        {POL_ALGORITHM, "every policy needs an algorithm"},
-        {POL_RATE, "every policy needs a rate such as 5/s"}};
-    sl__yaml_missing(&p->y, line, path, policy_keys, b->seen, required, COUNT(required));
-    if (b->have_algorithm && is_bucket(pc->params.algorithm) && !b->seen[POL_BURST]) {
-        snprintf(field, sizeof field, "%s.burst", path);
-        sl__yaml_error(&p->y, line, field, "missing (%s needs a burst: %s)",
-                       sl_algorithm_name(pc->params.algorithm),
-                       pc->params.algorithm == SL_LEAKY_QUEUE ? "how many requests may wait"
-                                                              : "the bucket size");
-    }
-    if (b->have_algorithm && !is_bucket(pc->params.algorithm)) pc->params.burst = 0;
-    if (p->y.errs->n != errors_before) return; /* nothing to validate, or cascades */
-
-    int rc = sl_params_validate(&pc->params);
-    if (rc == SL_OK) return;
-    /* Blame the burst only if the rate alone is fine. */
-    sl_params alone = pc->params;
-    if (is_bucket(alone.algorithm)) alone.burst = 1;
-    int key = rc == SL_EBURST || sl_params_validate(&alone) == SL_OK ? POL_BURST : POL_RATE;
-    snprintf(field, sizeof field, "%s.%s", path, policy_keys[key]);
-    char rate[48];
-    sl_rate_format(pc->params.rate, rate, sizeof rate);
-    int at = b->seen[key] ? b->seen[key] : line;
-    if (rc == SL_EINVAL && pc->params.algorithm == SL_SLIDING_LOG)
-        sl__yaml_error(&p->y, at, field,
-                       "%s: a sliding_log keeps every request of its period, at most %d (use "
-                       "sliding_window for larger limits)",
-                       rate, SL_SLIDING_LOG_MAX);
-    else if (rc == SL_EOVERFLOW && key == POL_BURST)
-        sl__yaml_error(
-            &p->y, at, field,
-            "%lld with rate %s: %s (use a smaller burst, or a period that shares factors "
-            "with the limit)",
-            (long long)pc->params.burst, rate, sl_strerror(rc));
-    else if (rc == SL_EOVERFLOW && is_bucket(pc->params.algorithm) &&
-             pc->params.rate.limit <= (INT64_C(1) << 61) &&
-             pc->params.rate.period <= 36600 * NS_DAY)
-        /* a period the rate allows, too long for a bucket even at burst 1 */
-        sl__yaml_error(
-            &p->y, at, field,
-            "%s: %s (for a bucket, burst x period / gcd(N, period) is at most 2^61 ns: at "
-            "burst 1, a period of at most 26687d; windows take up to 36600d)",
-            rate, sl_strerror(rc));
-    else if (rc == SL_EOVERFLOW)
-        sl__yaml_error(&p->y, at, field, "%s: %s (at most 2^61 per period of at most 36600d)", rate,
-                       sl_strerror(rc));
-    else
-        sl__yaml_error(&p->y, at, field, "%s", sl_strerror(rc));
-}
-
-static sl_policy_config *new_policy(parser *p) {
-    sl_config *c = p->cfg;
-    if (c->npolicies == p->policies_cap) {
-        size_t cap = p->policies_cap ? 2 * p->policies_cap : 8;
-        if (cap > SL_CONFIG_MAX_POLICIES) cap = SL_CONFIG_MAX_POLICIES;
-        sl_policy_config *np = realloc(c->policies, cap * sizeof *np);
-        if (!np) return NULL;
-        c->policies = np;
-        p->policies_cap = cap;
-    }
-    sl_policy_config *pc = &c->policies[c->npolicies++];
-    memset(pc, 0, sizeof *pc);
-    return pc;
-}
-
-static void policy_item(sl__yaml *y, void *obj, size_t i, const char *item) {
-    parser *p = y->user;
-    (void)obj, (void)i;
-    int line = sl__yaml_line(y);
-    size_t errors_before = y->errs->n;
-    policy_build b = {.index = p->cfg->npolicies};
-    b.pc = new_policy(p);
-    if (!b.pc) {
-        sl__yaml_error(y, line, item, "out of memory");
-        y->fatal = true;
-        return;
-    }
-    b.pc->line = line;
-    sl__yaml_each_key(y, item, policy_keys, COUNT(policy_keys), policy_value, &b, b.seen);
-    if (y->fatal) return;
-    policy_finish(p, &b, item, line, errors_before);
-}
-
-static void parse_policies(parser *p, const char *path) {
-    static const sl__yaml_list list = {
-        .what = "a list of policies (- name: ...)",
-        .item = "a policy (a mapping of name, algorithm, rate, ...)",
-        .max = SL_CONFIG_MAX_POLICIES,
-        .many = "policies",
-    };
-    sl__yaml_each_item(&p->y, path, &list, policy_item, NULL);
-}
-
-/* ---- identity, tiers, quotas, costs, exemptions, rules (docs/identity.md) ---- */
-
-enum {
-    ID_TRUSTED,
-    ID_FORWARDED,
-    ID_V4,
-    ID_V6,
-    ID_CLIENT_IP_HEADER,
-    ID_METHOD_HEADER,
-    ID_URI_HEADER,
-    ID_API_KEYS
-};
-static const char *const identity_keys[] = {"trusted_proxies", "forwarded_header", "ipv4_prefix",
-                                            "ipv6_prefix",     "client_ip_header", "method_header",
-                                            "uri_header",      "api_keys"};
-
-enum { AK_FILE, AK_HEADER, AK_BEARER, AK_QUERY, AK_REQUIRED };
-static const char *const api_keys_keys[] = {"file", "header", "bearer", "query", "required"};
-
-enum { QU_NAME, QU_LIMIT, QU_PER, QU_SHADOW, QU_NKEYS };
-static const char *const quota_keys[] = {"name", "limit", "per", "shadow"};
-static const char *const quota_periods[] = {"day", "month"};
-
-enum { CO_METHOD, CO_PATH, CO_COST };
-static const char *const cost_keys[] = {"method", "path", "cost"};
-
-enum { EX_PATHS, EX_CIDRS, EX_TIERS };
-static const char *const exempt_keys[] = {"paths", "cidrs", "tiers"};
-
-enum { RU_NAME, RU_METHOD, RU_PATH, RU_SHADOW, RU_LIMITS, RU_NKEYS };
-static const char *const rule_keys[] = {"name", "method", "path", "shadow", "limits"};
-
-enum { LI_POLICY, LI_BY, LI_COST, LI_NKEYS };
-static const char *const limit_keys[] = {"policy", "by", "cost"};
-
-enum { TO_RATE, TO_BURST, TO_LIMIT };
-static const char *const override_keys[] = {"rate", "burst", "limit"};
-
-static const char *const method_names[] = {"GET",   "HEAD",   "POST",   "PUT",
-                                           "PATCH", "DELETE", "OPTIONS"};
-static const char *const source_names[] = {"api_key", "org", "ip", "route", "global"};
-static const uint8_t source_values[] = {SL_SRC_API_KEY, SL_SRC_ORG, SL_SRC_IP, SL_SRC_ROUTE,
-                                        SL_SRC_GLOBAL};
-
-#define COST_MAX      INT64_C(1000000000000) /* as /v1/check's cost */
-#define QUOTA_MAX     (INT64_C(1) << 61)
-#define MONTH_PERIOD  (31 * NS_DAY) /* a calendar quota's table period, see policy.c */
-#define MAX_TIER_REFS SL_CONFIG_MAX_TIERS
-
-/* What the identity sections keep until the whole file is read: exempt.tiers
- * names can only be resolved once tiers: is known, wherever it is. */
-typedef struct ident_parse {
-    char tier_names[MAX_TIER_REFS][SL_POLICY_NAME_MAX + 1];
-    int tier_lines[MAX_TIER_REFS];
-    size_t ntier_names;
-    size_t rules_cap, costs_cap, tiers_cap;
-    int required_line;
-} ident_parse;
-
-static bool name_char(char ch) {
-    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' ||
-           ch == '-';
-}
-
-/* A name as policies have them: [a-z0-9_.-], 1 to 63 bytes. False after
- * reporting. */
-static bool check_name(parser *p, int line, const char *path, const char *s, size_t n) {
-    char q[64];
-    sl__yaml_quote(q, sizeof q, s, n);
-    if (n == 0) return sl__yaml_error(&p->y, line, path, "the name is empty"), false;
-    if (n > SL_POLICY_NAME_MAX)
-        return sl__yaml_error(&p->y, line, path, "%s is longer than %d characters", q,
-                              SL_POLICY_NAME_MAX),
-               false;
-    for (size_t i = 0; i < n; i++)
-        if (!name_char(s[i]))
-            return sl__yaml_error(&p->y, line, path,
-                                  "%s: a name uses only lower-case letters, digits, _ . and -", q),
-                   false;
-    return true;
-}
-
-/* A header field name (RFC 9110 token), into out. */
-static void get_header_name(parser *p, const char *path, char *out, bool may_be_off) {
-    const char *s = sl__yaml_scalar(&p->y, path,
-                                    may_be_off ? "a header name such as X-API-Key, or off"
-                                               : "a header name such as X-Real-IP");
-    if (!s) return;
-    size_t n = sl__yaml_len(&p->y);
-    if (may_be_off && strcmp(s, "off") == 0) {
-        out[0] = '\0';
-        return;
-    }
-    char q[64];
-    sl__yaml_quote(q, sizeof q, s, n);
-    bool ok = n > 0 && n <= SL_HEADER_NAME_MAX;
-    for (size_t i = 0; ok && i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-             strchr("!#$%&'*+-.^_`|~", c) != NULL;
-    }
-    if (!ok) {
-        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
-                       "%s is not a header name (1 to %d letters, digits or - _ .)", q,
-                       SL_HEADER_NAME_MAX);
-        return;
-    }
-    memcpy(out, s, n + 1);
-}
-
-typedef struct cidr_build {
-    sl_cidr **arr;
-    size_t *n, cap;
-} cidr_build;
-
-static void cidr_item(sl__yaml *y, void *obj, size_t i, const char *item) {
-    cidr_build *b = obj;
-    (void)i;
-    const char *s = sl__yaml_scalar(y, item, "a CIDR block such as 10.0.0.0/8");
-    if (!s) return;
-    sl_cidr c;
-    const char *why = "";
-    if (sl__cidr_parse(s, sl__yaml_len(y), &c, &why) != 0) {
-        char q[64];
-        sl__yaml_quote(q, sizeof q, s, sl__yaml_len(y));
-        sl__yaml_error(y, sl__yaml_line(y), item, "cannot use %s: %s", q, why);
-        return;
-    }
-    sl_cidr *na =
-        sl__yaml_grow(y, *b->arr, &b->cap, *b->n, sizeof **b->arr, 8, sl__yaml_line(y), item);
-    if (!na) return;
-    *b->arr = na;
-    (*b->arr)[(*b->n)++] = c;
-}
-
-/* A list of CIDR blocks, appended to *arr. */
-static void cidr_list(parser *p, const char *path, sl_cidr **arr, size_t *n) {
-    static const sl__yaml_list list = {
-        .what = "a list of CIDR blocks such as [10.0.0.0/8, \"2001:db8::/32\"]",
-        .max = SL_CONFIG_MAX_CIDRS,
-        .many = "blocks",
-    };
-    cidr_build b = {.arr = arr, .n = n, .cap = *n};
-    sl__yaml_each_item(&p->y, path, &list, cidr_item, &b);
-}
-
-/* A method or a list of methods, as a mask. */
-static void get_methods(parser *p, const char *path, unsigned *mask) {
-    char list[96];
-    sl__yaml_join_names(list, sizeof list, method_names, COUNT(method_names));
-    bool seq = sl__yaml_is_seq(&p->y);
-    for (size_t i = 0;; i++) {
-        char item[SL__YAML_PATH_SIZE];
-        if (seq) {
-            if (!sl__yaml_next_item(&p->y)) return;
-            snprintf(item, sizeof item, "%s[%zu]", path, i);
-        } else {
-            snprintf(item, sizeof item, "%s", path);
-        }
-        const char *s = sl__yaml_scalar(&p->y, item, list);
-        if (s) {
-            size_t k = 0;
-            while (k < COUNT(method_names) && strcmp(s, method_names[k]) != 0) k++;
-            if (k < COUNT(method_names)) {
-                *mask |= 1u << k;
-            } else {
-                char q[64];
-                sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
-                const char *near =
-                    sl__yaml_suggest(s, sl__yaml_len(&p->y), method_names, COUNT(method_names));
-                if (near)
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
-                                   "unknown method %s (did you mean %s?)", q, near);
-                else
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
-                                   "unknown method %s (expected %s)", q, list);
-            }
-        }
-        if (!seq) return;
-    }
-}
-
-/* A path pattern: a star (any), "/exact", a subtree "/tree/" + star, or a
- * prefix "/prefix" + star (docs/identity.md). */
-static void get_pattern(parser *p, const char *path, char *out) {
-    const char *s = sl__yaml_scalar(&p->y, path, "a path such as /login, /api/* or *");
-    if (!s) return;
-    size_t n = sl__yaml_len(&p->y);
-    char q[64];
-    sl__yaml_quote(q, sizeof q, s, n);
-    if (n == 1 && s[0] == '*') {
-        out[0] = '\0';
-        return;
-    }
-    const char *why = NULL;
-    if (n == 0 || s[0] != '/')
-        why = "a path starts with / (or is * for every path)";
-    else if (n > SL_PATTERN_MAX)
-        why = "longer than 255 bytes";
-    for (size_t i = 0; !why && i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c <= 0x20 || c >= 0x7f || c == '?' || c == '#')
-            why = "a path has no spaces, control characters, ? or #";
-        else if (c == '*' && i + 1 != n)
-            why = "* may only end a path (/api/* or /api*)";
-    }
-    if (why) {
-        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "cannot use %s: %s", q, why);
-        return;
-    }
-    memcpy(out, s, n + 1);
-}
-
-static void api_keys_value(sl__yaml *y, void *obj, int key, const char *path) {
-    parser *p = y->user;
-    (void)obj;
-    sl_identity_config *id = &p->cfg->identity;
-    bool flag;
-    switch (key) {
-    case AK_FILE: {
-        const char *s = sl__yaml_scalar(&p->y, path, "the path of a key file");
-        if (!s) break;
-        if (sl__yaml_len(&p->y) >= sizeof id->key_file) {
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "the path is longer than %zu bytes",
-                           sizeof id->key_file - 1);
-            break;
-        }
-        memcpy(id->key_file, s, sl__yaml_len(&p->y) + 1);
-        id->key_file_line = sl__yaml_line(&p->y);
-        break;
-    }
-    case AK_HEADER:
-        get_header_name(p, path, id->key_header, true);
-        break;
-    case AK_BEARER:
-        if (sl__yaml_bool(&p->y, path, &flag)) id->key_bearer = flag;
-        break;
-    case AK_QUERY: {
-        const char *s =
-            sl__yaml_scalar(&p->y, path, "a query parameter name such as api_key, or off");
-        if (!s) break;
-        size_t n = sl__yaml_len(&p->y);
-        bool ok = n > 0 && n <= SL_HEADER_NAME_MAX;
-        for (size_t i = 0; ok && i < n; i++)
-            ok = name_char((char)(s[i] | ((s[i] >= 'A' && s[i] <= 'Z') ? 0x20 : 0)));
-        if (strcmp(s, "off") == 0) {
-            id->key_query[0] = '\0';
-        } else if (!ok) {
-            char q[64];
-            sl__yaml_quote(q, sizeof q, s, n);
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
-                           "%s is not a parameter name (1 to %d letters, digits or _ . -)", q,
-                           SL_HEADER_NAME_MAX);
-        } else {
-            memcpy(id->key_query, s, n + 1);
-        }
-        break;
-    }
-    case AK_REQUIRED:
-        if (sl__yaml_bool(&p->y, path, &flag)) id->key_required = flag;
-        p->ident->required_line = p->y.key_line;
-        break;
-    }
-}
-
-static void identity_value(sl__yaml *y, void *obj, int key, const char *path) {
-    parser *p = y->user;
-    (void)obj;
-    sl_identity_config *id = &p->cfg->identity;
-    uint64_t u;
-    switch (key) {
-    case ID_TRUSTED:
-        cidr_list(p, path, &id->trusted, &id->ntrusted);
-        break;
-    case ID_FORWARDED: {
-        const char *s = sl__yaml_scalar(&p->y, path, "X-Forwarded-For or Forwarded");
-        if (!s) break;
-        if (strcasecmp(s, "x-forwarded-for") == 0) {
-            id->forwarded = SL_FWD_XFF;
-        } else if (strcasecmp(s, "forwarded") == 0) {
-            id->forwarded = SL_FWD_FORWARDED;
-        } else {
-            char q[64];
-            sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
-                           "unknown header %s (expected X-Forwarded-For or Forwarded, RFC 7239)",
-                           q);
-        }
-        break;
-    }
-    case ID_V4:
-        if (sl__yaml_uint(&p->y, path, "a prefix length from 1 to 32", 1, 32, &u))
-            id->ipv4_prefix = (unsigned)u;
-        break;
-    case ID_V6:
-        if (sl__yaml_uint(&p->y, path, "a prefix length from 1 to 128", 1, 128, &u))
-            id->ipv6_prefix = (unsigned)u;
-        break;
-    case ID_CLIENT_IP_HEADER:
-        get_header_name(p, path, id->client_ip_header, false);
-        break;
-    case ID_METHOD_HEADER:
-        get_header_name(p, path, id->method_header, false);
-        break;
-    case ID_URI_HEADER:
-        get_header_name(p, path, id->uri_header, false);
-        break;
-    case ID_API_KEYS: {
-        int seen[COUNT(api_keys_keys)] = {0};
-        sl__yaml_section(&p->y, path, api_keys_keys, COUNT(api_keys_keys), api_keys_value, NULL,
-                         seen, "a mapping of file, header, bearer, query, required");
-        break;
-    }
-    }
-}
-
-/* ---- tiers ---- */
-
-static void override_value(sl__yaml *y, void *obj, int key, const char *path) {
-    parser *p = y->user;
-    sl_tier_override *o = obj;
-    uint64_t u;
-    switch (key) {
-    case TO_RATE: {
-        const char *s = sl__yaml_scalar(&p->y, path, "a rate such as 50/s");
-        if (!s) break;
-        int rc = sl_rate_parse(s, &o->rate);
-        if (rc != SL_OK) {
-            char q[64];
-            sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
-                           "cannot parse %s (expected N/s, N/m, N/h, N/d or N/<duration> such as "
-                           "100/10s)",
-                           q);
-        } else {
-            o->have_rate = true;
-        }
-        break;
-    }
-    case TO_BURST:
-        if (sl__yaml_uint(&p->y, path, "a whole number of requests", 1, INT64_MAX, &u)) {
-            o->burst = (int64_t)u;
-            o->have_burst = true;
-        }
-        break;
-    case TO_LIMIT:
-        if (sl__yaml_uint(&p->y, path, "a whole number of requests", 1, (uint64_t)QUOTA_MAX, &u)) {
-            o->limit = (int64_t)u;
-            o->have_limit = true;
-        }
-        break;
-    }
-}
-
-static void tier_policy(sl__yaml *y, void *obj, const char *key, size_t len, int line,
-                        const char *path) {
-    parser *p = y->user;
-    sl_tier_config *t = obj;
-    if (!check_name(p, line, path, key, len)) {
-        sl__yaml_skip(&p->y);
-        return;
-    }
-    for (size_t i = 0; i < t->noverrides; i++) {
-        if (strcmp(t->overrides[i].policy, key) == 0) {
-            sl__yaml_error(&p->y, line, path, "duplicate key (first at line %d)",
-                           t->overrides[i].line);
-            sl__yaml_skip(&p->y);
-            return;
-        }
-    }
-    if (!sl__yaml_is_map(&p->y)) {
-        sl__yaml_expected(&p->y, path, "a mapping of rate and burst (a policy) or limit (a quota)");
-        return;
-    }
-    sl_tier_override *no = realloc(t->overrides, (t->noverrides + 1) * sizeof *no);
-    if (!no) {
-        sl__yaml_error(&p->y, line, path, "out of memory");
-        p->y.fatal = true;
-        return;
-    }
-    t->overrides = no;
-    sl_tier_override *o = &t->overrides[t->noverrides++];
-    memset(o, 0, sizeof *o);
-    memcpy(o->policy, key, len + 1);
-    o->line = line;
-    int seen[COUNT(override_keys)] = {0};
-    sl__yaml_each_key(&p->y, path, override_keys, COUNT(override_keys), override_value, o, seen);
-}
-
-static void tier_entry(sl__yaml *y, void *obj, const char *key, size_t len, int line,
-                       const char *path) {
-    parser *p = y->user;
-    ident_parse *ip = obj;
-    sl_config *c = p->cfg;
-    if (!check_name(p, line, path, key, len)) {
-        sl__yaml_skip(&p->y);
-        return;
-    }
-    for (size_t i = 0; i < c->ntiers; i++) {
-        if (strcmp(c->tiers[i].name, key) == 0) {
-            sl__yaml_error(&p->y, line, path, "duplicate tier (first at line %d)",
-                           c->tiers[i].line);
-            sl__yaml_skip(&p->y);
-            return;
-        }
-    }
-    if (c->ntiers == SL_CONFIG_MAX_TIERS) {
-        sl__yaml_error(&p->y, line, path, "too many tiers (at most %d)", SL_CONFIG_MAX_TIERS);
-        sl__yaml_skip(&p->y);
-        return;
-    }
-    sl_tier_config *tiers =
-        sl__yaml_grow(&p->y, c->tiers, &ip->tiers_cap, c->ntiers, sizeof *c->tiers, 4, line, path);
-    if (!tiers) return;
-    c->tiers = tiers;
-    sl_tier_config *t = &c->tiers[c->ntiers++];
-    memset(t, 0, sizeof *t);
-    memcpy(t->name, key, len + 1);
-    t->line = line;
-    if (sl__yaml_is_null(&p->y)) return; /* a tier without overrides (admin: ~) */
-    if (!sl__yaml_is_map(&p->y)) {
-        sl__yaml_expected(&p->y, path, "a mapping of policy names to their rate, burst or limit");
-        return;
-    }
-    sl__yaml_each_named(&p->y, path, tier_policy, t);
-}
-
-static void parse_tiers(parser *p, const char *path) {
-    if (sl__yaml_is_null(&p->y)) return;
-    if (!sl__yaml_is_map(&p->y)) {
-        sl__yaml_expected(&p->y, path, "a mapping of tier names (free: {api: {rate: 5/s}}, ...)");
-        return;
-    }
-    sl__yaml_each_named(&p->y, path, tier_entry, p->ident);
-}
-
-/* ---- quotas ---- */
-
-typedef struct quota_build {
-    policy_build b;
-    int seen[QU_NKEYS];
-    int per;
-    int64_t limit;
-} quota_build;
-
-static void quota_value(sl__yaml *y, void *obj, int key, const char *path) {
-    parser *p = y->user;
-    quota_build *q = obj;
-    uint64_t u;
-    bool flag;
-    switch (key) {
-    case QU_NAME:
-        policy_name(p, &q->b, path);
-        break;
-    case QU_LIMIT:
-        if (sl__yaml_uint(&p->y, path, "a whole number of requests", 1, (uint64_t)QUOTA_MAX, &u))
-            q->limit = (int64_t)u;
-        break;
-    case QU_PER:
-        q->per = sl__yaml_enum(&p->y, path, "quota period", quota_periods, COUNT(quota_periods));
-        break;
-    case QU_SHADOW:
-        if (sl__yaml_bool(&p->y, path, &flag)) q->b.pc->shadow = flag;
-        break;
-    }
-}
-
-static void quota_item(sl__yaml *y, void *obj, size_t i, const char *item) {
-    parser *p = y->user;
-    (void)obj, (void)i;
-    if (p->cfg->npolicies >= SL_CONFIG_MAX_POLICIES) {
-        sl__yaml_error(y, sl__yaml_line(y), item, "too many policies and quotas (at most %d)",
-                       SL_CONFIG_MAX_POLICIES);
-        sl__yaml_skip(y);
-        return;
-    }
-    if (!sl__yaml_is_map(y)) {
-        sl__yaml_expected(y, item, "a quota (a mapping of name, limit and per)");
-        return;
-    }
-    int line = sl__yaml_line(y);
-    quota_build q = {.b = {.index = p->cfg->npolicies}, .per = -1};
-    q.b.pc = new_policy(p);
-    if (!q.b.pc) {
-        sl__yaml_error(y, line, item, "out of memory");
-        y->fatal = true;
-        return;
-    }
-    q.b.pc->line = line;
-    q.b.pc->quota = true;
-    sl__yaml_each_key(y, item, quota_keys, COUNT(quota_keys), quota_value, &q, q.seen);
-    if (y->fatal) return;
-    static const sl__yaml_required required[] = {
-        {QU_NAME, "every quota needs a name"},
-        {QU_LIMIT, "every quota needs a limit"},
-        {QU_PER, "every quota needs a period: per: day or per: month"}};
-    sl__yaml_missing(y, line, item, quota_keys, q.seen, required, COUNT(required));
-    sl_policy_config *pc = q.b.pc;
-    pc->params.algorithm = SL_FIXED_WINDOW;
-    pc->params.rate.limit = q.limit > 0 ? q.limit : 1;
-    /* A day is a fixed window aligned to the Unix epoch: midnight UTC. A
-     * month is a window on a calendar clock (policy.c) of 31 days. */
-    pc->params.rate.period = q.per == 1 ? MONTH_PERIOD : NS_DAY;
-    pc->calendar = q.per == 1 ? SL_CALENDAR_MONTH : SL_CALENDAR_NONE;
-}
-
-static void parse_quotas(parser *p, const char *path) {
-    /* the cap counts policies and quotas together: quota_item checks it */
-    static const sl__yaml_list list = {
-        .what = "a list of quotas (- name: ..., limit: ..., per: month)",
-        .max = SIZE_MAX,
-    };
-    sl__yaml_each_item(&p->y, path, &list, quota_item, NULL);
-}
-
-/* ---- costs ---- */
-
-static void cost_value(sl__yaml *y, void *obj, int key, const char *path) {
-    parser *p = y->user;
-    sl_cost_config *c = obj;
-    uint64_t u;
-    switch (key) {
-    case CO_METHOD:
-        get_methods(p, path, &c->match.methods);
-        break;
-    case CO_PATH:
-        get_pattern(p, path, c->match.path);
-        break;
-    case CO_COST:
-        if (sl__yaml_uint(&p->y, path, "a cost from 0 to 10^12", 0, (uint64_t)COST_MAX, &u))
-            c->cost = (int64_t)u;
-        break;
-    }
-}
-
-static void cost_item(sl__yaml *y, void *obj, size_t i, const char *item) {
-    parser *p = y->user;
-    sl_config *cfg = p->cfg;
-    (void)obj, (void)i;
-    sl_cost_config *costs = sl__yaml_grow(y, cfg->costs, &p->ident->costs_cap, cfg->ncosts,
-                                          sizeof *cfg->costs, 8, sl__yaml_line(y), item);
-    if (!costs) return;
-    cfg->costs = costs;
-    int line = sl__yaml_line(y);
-    sl_cost_config *c = &cfg->costs[cfg->ncosts++];
-    memset(c, 0, sizeof *c);
-    c->line = line;
-    int seen[COUNT(cost_keys)] = {0};
-    sl__yaml_each_key(y, item, cost_keys, COUNT(cost_keys), cost_value, c, seen);
-    static const sl__yaml_required required[] = {{CO_COST, "what a matching request costs"}};
-    sl__yaml_missing(y, line, item, cost_keys, seen, required, COUNT(required));
-}
-
-static void parse_costs(parser *p, const char *path) {
-    static const sl__yaml_list list = {
-        .what = "a list of costs (- {method: POST, path: /exports, cost: 50})",
-        .item = "a cost (a mapping of method, path and cost)",
-        .max = SL_CONFIG_MAX_COSTS,
-        .many = "costs",
-    };
-    sl__yaml_each_item(&p->y, path, &list, cost_item, NULL);
-}
-
-/* ---- exemptions ---- */
-
-static void exempt_path(sl__yaml *y, void *obj, size_t i, const char *item) {
-    parser *p = y->user;
-    sl_exempt_config *ex = obj;
-    (void)i;
-    sl_route_match *m = &ex->paths[ex->npaths];
-    memset(m, 0, sizeof *m);
-    m->path[0] = '\x01'; /* unset until get_pattern succeeds */
-    get_pattern(p, item, m->path);
-    if (m->path[0] != '\x01') ex->npaths++;
-}
-
-static void exempt_tier(sl__yaml *y, void *obj, size_t i, const char *item) {
-    parser *p = y->user;
-    ident_parse *ip = obj;
-    (void)i;
-    const char *s = sl__yaml_scalar(y, item, "a tier name");
-    if (!s || !check_name(p, sl__yaml_line(y), item, s, sl__yaml_len(y))) return;
-    memcpy(ip->tier_names[ip->ntier_names], s, sl__yaml_len(y) + 1);
-    ip->tier_lines[ip->ntier_names++] = sl__yaml_line(y);
-}
-
-static void exempt_value(sl__yaml *y, void *obj, int key, const char *path) {
-    parser *p = y->user;
-    (void)obj;
-    sl_exempt_config *ex = &p->cfg->exempt;
-    static const sl__yaml_list paths = {
-        .what = "a list of paths such as [/healthz, /readyz]",
-        .max = SL_CONFIG_MAX_EXEMPT,
-        .many = "entries",
-    };
-    static const sl__yaml_list tiers = {
-        .what = "a list of tier names such as [admin]",
-        .max = MAX_TIER_REFS,
-        .many = "entries",
-    };
-    if (key == EX_CIDRS)
-        cidr_list(p, path, &ex->cidrs, &ex->ncidrs);
-    else if (key == EX_PATHS)
-        sl__yaml_each_item(y, path, &paths, exempt_path, ex);
-    else
-        sl__yaml_each_item(y, path, &tiers, exempt_tier, p->ident);
-}
-
-/* ---- rules ---- */
-
-typedef struct rule_build {
-    sl_rule_config *r;
-    size_t index;
-} rule_build;
-
-static void limit_by(parser *p, sl_limit_config *l, const char *path) {
-    bool seq = sl__yaml_is_seq(&p->y);
-    const char *list = "api_key, org, ip, route, header:NAME or global";
-    for (size_t i = 0;; i++) {
-        char item[SL__YAML_PATH_SIZE];
-        if (seq) {
-            if (!sl__yaml_next_item(&p->y)) break;
-            snprintf(item, sizeof item, "%s[%zu]", path, i);
-        } else {
-            snprintf(item, sizeof item, "%s", path);
-        }
-        const char *s = sl__yaml_scalar(&p->y, item, list);
-        if (s) {
-            size_t n = sl__yaml_len(&p->y);
-            char q[64];
-            sl__yaml_quote(q, sizeof q, s, n);
-            uint8_t src = 0;
-            for (size_t k = 0; k < COUNT(source_names); k++)
-                if (strcmp(s, source_names[k]) == 0) src = source_values[k];
-            if (!src && strncmp(s, "header:", 7) == 0) {
-                const char *h = s + 7;
-                size_t hn = n - 7;
-                bool ok = hn > 0 && hn <= SL_HEADER_NAME_MAX;
-                for (size_t k = 0; ok && k < hn; k++) {
-                    unsigned char c = (unsigned char)h[k];
-                    ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                         (c >= '0' && c <= '9') || strchr("!#$%&'*+-.^_`|~", c) != NULL;
-                }
-                if (!ok) {
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
-                                   "%s: expected header:NAME with a header name", q);
-                } else if (l->header[0]) {
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item, "%s: one header per limit",
-                                   q);
-                } else {
-                    memcpy(l->header, h, hn + 1);
-                    src = SL_SRC_HEADER;
-                }
-                if (!src) goto next_item;
-            }
-            if (!src) {
-                const char *near = sl__yaml_suggest(s, n, source_names, COUNT(source_names));
-                if (near)
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
-                                   "unknown key source %s (did you mean %s?)", q, near);
-                else
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
-                                   "unknown key source %s (expected %s)", q, list);
-            } else if (l->nby == SL_LIMIT_MAX_SOURCES) {
-                sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
-                               "at most %d key sources per limit", SL_LIMIT_MAX_SOURCES);
-            } else {
-                bool dup = false;
-                for (unsigned k = 0; k < l->nby; k++) dup |= l->by[k] == src;
-                if (dup && src != SL_SRC_HEADER)
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item, "%s is listed twice", q);
-                else
-                    l->by[l->nby++] = src;
-            }
-        }
-    next_item:
-        if (!seq) break;
-    }
-    if (l->nby == 0 && !p->y.fatal) return;
-    /* global with anything else is the other thing alone: refuse the confusion */
-    for (unsigned k = 0; k < l->nby; k++)
-        if (l->by[k] == SL_SRC_GLOBAL && l->nby > 1)
-            sl__yaml_error(&p->y, p->y.key_line, path,
-                           "global is one key for everyone: use it alone");
-}
-
-static void limit_value(sl__yaml *y, void *obj, int key, const char *path) {
-    parser *p = y->user;
-    sl_limit_config *l = obj;
-    uint64_t u;
-    switch (key) {
-    case LI_POLICY: {
-        const char *s = sl__yaml_scalar(&p->y, path, "the name of a policy or quota");
-        if (s && check_name(p, sl__yaml_line(&p->y), path, s, sl__yaml_len(&p->y)))
-            memcpy(l->policy, s, sl__yaml_len(&p->y) + 1);
-        break;
-    }
-    case LI_BY:
-        limit_by(p, l, path);
-        break;
-    case LI_COST:
-        if (sl__yaml_uint(&p->y, path, "a cost from 0 to 10^12", 0, (uint64_t)COST_MAX, &u))
-            l->cost = (int64_t)u;
-        break;
-    }
-}
-
-static void limit_item(sl__yaml *y, void *obj, size_t i, const char *item) {
-    sl_rule_config *r = obj;
-    (void)i;
-    int line = sl__yaml_line(y);
-    sl_limit_config *l = &r->limits[r->nlimits++];
-    memset(l, 0, sizeof *l);
-    l->line = line;
-    l->cost = -1;
-    int seen[LI_NKEYS] = {0};
-    sl__yaml_each_key(y, item, limit_keys, COUNT(limit_keys), limit_value, l, seen);
-    if (y->fatal) return;
-    static const sl__yaml_required required[] = {
-        {LI_POLICY, "the policy or quota this limit checks"},
-        {LI_BY, "what the limit counts by: api_key, org, ip, route, header:NAME or global"}};
-    sl__yaml_missing(y, line, item, limit_keys, seen, required, COUNT(required));
-}
-
-static void rule_limits(parser *p, sl_rule_config *r, const char *path) {
-    static const sl__yaml_list list = {
-        .what = "a list of limits (- {policy: api, by: api_key})",
-        .item = "a limit (a mapping of policy, by and cost)",
-        .max = SL_RULE_MAX_LIMITS,
-        .many = "limits",
-        .why = ": one request checks at most that many",
-    };
-    sl__yaml_each_item(&p->y, path, &list, limit_item, r);
-}
-
-static void rule_value(sl__yaml *y, void *obj, int key, const char *path) {
-    parser *p = y->user;
-    rule_build *b = obj;
-    sl_rule_config *r = b->r;
-    bool flag;
-    switch (key) {
-    case RU_NAME: {
-        const char *s = sl__yaml_scalar(&p->y, path, "a name such as api ([a-z0-9_.-]+)");
-        if (!s || !check_name(p, sl__yaml_line(&p->y), path, s, sl__yaml_len(&p->y))) break;
-        for (size_t i = 0; i < b->index; i++) {
-            if (strcmp(p->cfg->rules[i].name, s) == 0) {
-                char q[64];
-                sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
-                sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
-                               "duplicate rule name %s (first at line %d)", q,
-                               p->cfg->rules[i].line);
-                return;
-            }
-        }
-        memcpy(r->name, s, sl__yaml_len(&p->y) + 1);
-        break;
-    }
-    case RU_METHOD:
-        get_methods(p, path, &r->match.methods);
-        break;
-    case RU_PATH:
-        get_pattern(p, path, r->match.path);
-        break;
-    case RU_SHADOW:
-        if (sl__yaml_bool(&p->y, path, &flag)) r->shadow = flag;
-        break;
-    case RU_LIMITS:
-        rule_limits(p, r, path);
-        break;
-    }
-}
-
-static void rule_item(sl__yaml *y, void *obj, size_t i, const char *item) {
-    parser *p = y->user;
-    sl_config *cfg = p->cfg;
-    (void)obj, (void)i;
-    sl_rule_config *rules = sl__yaml_grow(y, cfg->rules, &p->ident->rules_cap, cfg->nrules,
-                                          sizeof *cfg->rules, 4, sl__yaml_line(y), item);
-    if (!rules) return;
-    cfg->rules = rules;
-    int line = sl__yaml_line(y);
-    rule_build b = {.r = &cfg->rules[cfg->nrules], .index = cfg->nrules};
-    cfg->nrules++;
-    memset(b.r, 0, sizeof *b.r);
-    b.r->line = line;
-    int seen[RU_NKEYS] = {0};
-    sl__yaml_each_key(y, item, rule_keys, COUNT(rule_keys), rule_value, &b, seen);
-    if (y->fatal) return;
-    static const sl__yaml_required required[] = {
-        {RU_NAME, "every rule needs a name"},
-        {RU_LIMITS, "the limits a matching request must pass"}};
-    sl__yaml_missing(y, line, item, rule_keys, seen, required, COUNT(required));
-}
-
-static void parse_rules(parser *p, const char *path) {
-    static const sl__yaml_list list = {
-        .what = "a list of rules (- name: ..., path: ..., limits: [...])",
-        .item = "a rule (a mapping of name, method, path, limits, shadow)",
-        .max = SL_CONFIG_MAX_RULES,
-        .many = "rules",
-    };
-    sl__yaml_each_item(&p->y, path, &list, rule_item, NULL);
-}
-
-/* ---- checks across sections, and the key file ---- */
-
-int sl__config_tier(const sl_config *c, const char *name, size_t len) {
-    for (size_t i = 0; c && i < c->ntiers; i++)
-        if (strlen(c->tiers[i].name) == len && memcmp(c->tiers[i].name, name, len) == 0)
-            return (int)i;
-    return -1;
-}
-
-typedef struct keyfile_ctx {
-    parser *p;
-    char names[200];
-} keyfile_ctx;
-
-static int keyfile_tier(void *ctx, const char *name, size_t len, const char **names) {
-    keyfile_ctx *k = ctx;
-    *names = k->names;
-    return sl__config_tier(k->p->cfg, name, len);
-}
-
-static void keyfile_error(void *ctx, int line, const char *msg) {
-    keyfile_ctx *k = ctx;
-    parser *p = k->p;
-    const char *file = p->cfg->identity.key_file;
-    if (line > 0)
-        sl__yaml_error(&p->y, p->cfg->identity.key_file_line, "identity.api_keys.file", "%s:%d: %s",
-                       file, line, msg);
-    else
-        sl__yaml_error(&p->y, p->cfg->identity.key_file_line, "identity.api_keys.file", "%s: %s",
-                       file, msg);
-}
-
-static void load_key_file(parser *p) {
-    sl_identity_config *id = &p->cfg->identity;
-    char path[1024];
+    c->domains_line = p->y.key_line;
     const char *slash = strrchr(p->y.source, '/');
-    if (id->key_file[0] == '/' || !slash)
-        snprintf(path, sizeof path, "%s", id->key_file);
-    else
-        snprintf(path, sizeof path, "%.*s/%s", (int)(slash - p->y.source), p->y.source,
-                 id->key_file);
-    keyfile_ctx k = {.p = p};
-    const char *names[SL_CONFIG_MAX_TIERS];
-    for (size_t i = 0; i < p->cfg->ntiers; i++) names[i] = p->cfg->tiers[i].name;
-    sl__yaml_join_names(k.names, sizeof k.names, names, p->cfg->ntiers);
-    sl__apikeys_load(path, keyfile_tier, &k, keyfile_error, &k, &id->keys);
-}
-
-static const sl_policy_config *find_policy(const sl_config *c, const char *name) {
-    return sl__config_policy(c, name, strlen(name));
-}
-
-static void check_identity(parser *p) {
-    sl_config *c = p->cfg;
-    char field[SL__YAML_PATH_SIZE + 64];
-    for (size_t i = 0; i < c->nrules; i++) {
-        const sl_rule_config *r = &c->rules[i];
-        for (unsigned j = 0; j < r->nlimits; j++) {
-            const sl_limit_config *l = &r->limits[j];
-            snprintf(field, sizeof field, "rules[%zu].limits[%u].policy", i, j);
-            if (l->policy[0] && !find_policy(c, l->policy))
-                sl__yaml_error(&p->y, l->line, field, "no policy or quota named \"%s\"", l->policy);
-            for (unsigned k = 0; k < l->nby; k++) {
-                if ((l->by[k] == SL_SRC_API_KEY || l->by[k] == SL_SRC_ORG) &&
-                    !c->identity.key_file[0]) {
-                    snprintf(field, sizeof field, "rules[%zu].limits[%u].by", i, j);
-                    sl__yaml_error(&p->y, l->line, field,
-                                   "%s needs API keys: set identity.api_keys.file",
-                                   l->by[k] == SL_SRC_API_KEY ? "api_key" : "org");
-                    break;
-                }
-            }
-        }
+    int dir = s[0] != '/' && p->y.source[0] != '<' && slash ? (int)(slash - p->y.source + 1) : 0;
+    if ((size_t)snprintf(c->domains, sizeof c->domains, "%.*s%s", dir, p->y.source, s) >=
+        sizeof c->domains) {
+        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
+                       "the path is too long (at most %zu bytes)", sizeof c->domains - 1);
+        c->domains[0] = '\0';
     }
-    for (size_t i = 0; i < c->ntiers; i++) {
-        const sl_tier_config *t = &c->tiers[i];
-        for (size_t j = 0; j < t->noverrides; j++) {
-            const sl_tier_override *o = &t->overrides[j];
-            snprintf(field, sizeof field, "tiers.%s.%s", t->name, o->policy);
-            const sl_policy_config *pc = find_policy(c, o->policy);
-            if (!pc) {
-                sl__yaml_error(&p->y, o->line, field, "no policy or quota named \"%s\"", o->policy);
-                continue;
-            }
-            if (strlen(pc->name) + 1 + strlen(t->name) > SL_POLICY_NAME_MAX) {
-                sl__yaml_error(
-                    &p->y, o->line, field,
-                    "%s:%s is longer than %d characters (its table's name): use a shorter "
-                    "tier or policy name",
-                    pc->name, t->name, SL_POLICY_NAME_MAX);
-                continue;
-            }
-            if (pc->quota && (o->have_rate || o->have_burst)) {
-                sl__yaml_error(&p->y, o->line, field, "%s is a quota: a tier sets its limit",
-                               pc->name);
-                continue;
-            }
-            if (!pc->quota && o->have_limit) {
-                sl__yaml_error(&p->y, o->line, field,
-                               "%s is a policy: a tier sets its rate and burst", pc->name);
-                continue;
-            }
-            if (!o->have_rate && !o->have_burst && !o->have_limit) {
-                sl__yaml_error(&p->y, o->line, field, "empty: set %s",
-                               pc->quota ? "limit" : "rate or burst");
-                continue;
-            }
-            sl_params pp = pc->params;
-            if (o->have_rate) pp.rate = o->rate;
-            if (o->have_burst) pp.burst = is_bucket(pp.algorithm) ? o->burst : 0;
-            if (o->have_limit) pp.rate.limit = o->limit;
-            int rc = sl_params_validate(&pp);
-            if (rc != SL_OK) sl__yaml_error(&p->y, o->line, field, "%s", sl_strerror(rc));
-        }
-    }
-    ident_parse *ip = p->ident;
-    for (size_t i = 0; i < ip->ntier_names; i++) {
-        int t = sl__config_tier(c, ip->tier_names[i], strlen(ip->tier_names[i]));
-        snprintf(field, sizeof field, "exempt.tiers[%zu]", i);
-        if (t < 0)
-            sl__yaml_error(&p->y, ip->tier_lines[i], field,
-                           "no tier named \"%s\" (declare it under tiers:)", ip->tier_names[i]);
-        else
-            c->exempt.tiers |= UINT64_C(1) << t;
-    }
-    if (c->identity.key_required && !c->identity.key_file[0])
-        sl__yaml_error(&p->y, p->ident->required_line, "identity.api_keys.required",
-                       "every key would be unknown: set identity.api_keys.file");
-    if (c->identity.key_file[0] && p->y.errs->n == 0) load_key_file(p);
 }
-
-static void free_identity(sl_config *c) {
-    free(c->identity.trusted);
-    sl__apikeys_release(c->identity.keys);
-    for (size_t i = 0; i < c->ntiers; i++) free(c->tiers[i].overrides);
-    free(c->tiers);
-    free(c->rules);
-    free(c->costs);
-    free(c->exempt.cidrs);
-}
-
-/* ---- the document ---------------------------------------------------------- */
 
 static void top_value(sl__yaml *y, void *obj, int key, const char *path) {
-    parser *p = y->user;
-    (void)obj;
+    sl__config_parser *p = y->user;
     sl_config *c = p->cfg;
-    int listen_seen[COUNT(listen_keys)] = {0};
-    int store_seen[COUNT(store_keys)] = {0};
-    int limits_seen[COUNT(limits_keys)] = {0};
-    uint64_t u;
+    (void)obj;
     int i;
+    bool flag;
     switch (key) {
     case TOP_LISTEN:
-        sl__yaml_section(&p->y, path, listen_keys, COUNT(listen_keys), listen_value, NULL,
-                         listen_seen, "a mapping of http, grpc and resp");
+        sl__config_listen(p, path);
         break;
     case TOP_WORKERS:
-        if (sl__yaml_is_scalar(&p->y) && strcmp(sl__yaml_text(&p->y), "auto") == 0)
-            c->workers = 0;
-        else if (sl__yaml_uint(&p->y, path, "auto or a number from 1 to 256", 1, 256, &u))
-            c->workers = (unsigned)u;
+        top_workers(p, path);
         break;
     case TOP_STORE:
-        sl__yaml_section(&p->y, path, store_keys, COUNT(store_keys), store_value, NULL, store_seen,
-                         "a mapping of type, max_memory, ...");
-        if (p->y.fatal) break;
-        if (c->redis.cluster && c->redis.nseeds == 0)
-            sl__yaml_error(&p->y, p->redis_line, "store.redis.cluster",
-                           "give at least one seed node");
-        if (strcmp(c->store_type, "redis") == 0 && c->redis.cluster && c->redis.db != 0)
-            sl__yaml_error(&p->y, p->redis_line, "store.redis",
-                           "Redis Cluster has only database 0");
+        sl__config_store(p, path);
         break;
-    case TOP_DOMAINS: {
-        /* envoyproxy/ratelimit rule files: loaded and checked at the end of
-         * the parse (sl__domain_rules_load). A relative path is relative to
-         * the config file's directory. */
-        const char *s = sl__yaml_scalar(&p->y, path, "a directory or file of rule files");
-        if (!s) break;
-        c->domains_line = p->y.key_line;
-        const char *slash = strrchr(p->y.source, '/');
-        int dir =
-            s[0] != '/' && p->y.source[0] != '<' && slash ? (int)(slash - p->y.source + 1) : 0;
-        if ((size_t)snprintf(c->domains, sizeof c->domains, "%.*s%s", dir, p->y.source, s) >=
-            sizeof c->domains) {
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
-                           "the path is too long (at most %zu bytes)", sizeof c->domains - 1);
-            c->domains[0] = '\0';
-        }
+    case TOP_DOMAINS:
+        top_domains(p, path);
         break;
-    }
     case TOP_POLICIES:
-        parse_policies(p, path);
+        sl__config_policies(p, path);
         break;
     case TOP_LIMITS:
-        sl__yaml_section(&p->y, path, limits_keys, COUNT(limits_keys), limits_value, NULL,
-                         limits_seen, "a mapping of max_header_bytes, idle_timeout, ...");
+        sl__config_limits(p, path);
         break;
     case TOP_LOG_LEVEL:
-        i = sl__yaml_enum(&p->y, path, "log level", log_levels, COUNT(log_levels));
+        i = sl__yaml_enum(y, path, "log level", log_levels, COUNT(log_levels));
         if (i >= 0) snprintf(c->log_level, sizeof c->log_level, "%s", log_levels[i]);
         break;
-    case TOP_IDENTITY: {
-        int seen[COUNT(identity_keys)] = {0};
-        sl__yaml_section(&p->y, path, identity_keys, COUNT(identity_keys), identity_value, NULL,
-                         seen, "a mapping of trusted_proxies, api_keys, ...");
+    case TOP_IDENTITY:
+        sl__config_identity(p, path);
         break;
-    }
     case TOP_TIERS:
-        parse_tiers(p, path);
+        sl__config_tiers(p, path);
         break;
     case TOP_QUOTAS:
-        parse_quotas(p, path);
+        sl__config_quotas(p, path);
         break;
     case TOP_COSTS:
-        parse_costs(p, path);
+        sl__config_costs(p, path);
         break;
-    case TOP_EXEMPT: {
-        int seen[COUNT(exempt_keys)] = {0};
-        sl__yaml_section(&p->y, path, exempt_keys, COUNT(exempt_keys), exempt_value, NULL, seen,
-                         "a mapping of paths, cidrs and tiers");
+    case TOP_EXEMPT:
+        sl__config_exempt(p, path);
         break;
-    }
     case TOP_RULES:
-        parse_rules(p, path);
+        sl__config_rules(p, path);
         break;
-    case TOP_SHADOW: {
-        bool flag;
-        if (sl__yaml_bool(&p->y, path, &flag)) c->shadow = flag;
+    case TOP_SHADOW:
+        if (sl__yaml_bool(y, path, &flag)) c->shadow = flag;
         break;
-    }
-    case TOP_ADMIN: {
-        int seen[COUNT(admin_keys)] = {0};
-        p->admin_line = p->y.key_line;
-        sl__yaml_section(&p->y, path, admin_keys, COUNT(admin_keys), admin_value, NULL, seen,
-                         "a mapping of reload and reload_token");
-        if (p->y.fatal) break;
-        if (c->admin.reload == SL_RELOAD_TOKEN && !c->admin.reload_token[0] && !seen[1])
-            sl__yaml_error(&p->y, seen[0] ? seen[0] : p->admin_line, "admin.reload",
-                           "reload: token needs admin.reload_token (the bearer token to ask for)");
-        else if (c->admin.reload != SL_RELOAD_TOKEN && c->admin.reload_token[0])
-            sl__yaml_error(&p->y, p->reload_token_line, "admin.reload_token",
-                           "only used with reload: token (set admin.reload: token, or remove it)");
+    case TOP_ADMIN:
+        sl__config_admin(p, path);
         break;
-    }
     }
 }
 
-static void parse_stream(parser *p) {
+static void parse_stream(sl__config_parser *p) {
     if (!sl__yaml_next(&p->y) || !sl__yaml_next(&p->y))
         return; /* STREAM_START, then DOCUMENT_START or STREAM_END */
     const char *empty = "the config is empty (expected a mapping of listen, store, policies, ...)";
@@ -1955,7 +1554,7 @@ static void set_defaults(sl_config *c, const char *source) {
 /* The rule files named by domains: (policy/domains.c), loaded with the
  * config. Their errors are reported at the domains: line, each naming its
  * rule file and line: "sluice.yaml:9: domains: rules/a.yaml:4: field: ...". */
-static void load_domain_rules(parser *p) {
+static void load_domain_rules(sl__config_parser *p) {
     sl_config *c = p->cfg;
     sl_config_errors *rerrs = malloc(sizeof *rerrs);
     if (!rerrs) {
@@ -1971,81 +1570,6 @@ static void load_domain_rules(parser *p) {
     }
     free(rerrs);
 }
-
-/* Errors of the store check (sl__config_check_store), with their lines for
- * sort_errors when error_line is given. */
-__attribute__((format(printf, 5, 6))) static void store_error(sl_config_errors *errs,
-                                                              int *error_line, const char *source,
-                                                              int line, const char *fmt, ...) {
-    if (error_line && errs->n < SL_CONFIG_MAX_ERRORS) error_line[errs->n] = line;
-    va_list ap;
-    va_start(ap, fmt);
-    sl__errors_addv(errs, source, line, NULL, fmt, ap);
-    va_end(ap);
-}
-
-static const char *redis_limit_problem(const sl_policy_config *pc) {
-    int rc = sl__redis_script_check(&pc->params, pc->calendar == SL_CALENDAR_MONTH);
-    if (rc == SL_OK) return NULL;
-    return rc == SL_EOVERFLOW ? "too large for the Redis store (the limit, or burst x period in "
-                                "microseconds, must stay below 2^52)"
-                              : "the Redis store decides in whole microseconds: the period must "
-                                "be a whole number of microseconds";
-}
-
-/* With the Redis store, every policy and every tier variant must be a
- * limit the script decides exactly (whole microseconds; doubles exact to
- * 2^52: redis_script.h). The one place this is checked. */
-static size_t store_errors(const sl_config *c, sl_config_errors *errs, int *error_line) {
-    size_t before = errs->n;
-    if (strcmp(c->store_type, "redis") != 0) return 0;
-    for (size_t i = 0; i < c->npolicies; i++) {
-        const sl_policy_config *pc = &c->policies[i];
-        const char *why = redis_limit_problem(pc);
-        if (why)
-            store_error(errs, error_line, c->source, pc->line, "%s %s: %s",
-                        pc->quota ? "quota" : "policy", pc->name, why);
-    }
-    for (size_t t = 0; t < c->ntiers; t++) {
-        const sl_tier_config *tc = &c->tiers[t];
-        for (size_t j = 0; j < tc->noverrides; j++) {
-            sl_policy_config v;
-            if (sl__config_tier_variant(c, tc, &tc->overrides[j], &v) != 0) continue;
-            const char *why = redis_limit_problem(&v);
-            if (why)
-                store_error(errs, error_line, c->source, v.line, "tiers.%s.%s (policy %s): %s",
-                            tc->name, tc->overrides[j].policy, v.name, why);
-        }
-    }
-    return errs->n - before;
-}
-
-static void check_redis_limits(parser *p) {
-    store_errors(p->cfg, p->y.errs, p->y.error_line);
-}
-
-int sl__config_check_store(const sl_config *c, sl_config_errors *errs) {
-    return store_errors(c, errs, NULL) ? -1 : 0;
-}
-
-int sl__config_tier_variant(const sl_config *c, const sl_tier_config *t, const sl_tier_override *o,
-                            sl_policy_config *out) {
-    const sl_policy_config *base = sl__config_policy(c, o->policy, strlen(o->policy));
-    if (!base) return -1;
-    size_t bl = strlen(base->name), tl = strlen(t->name);
-    if (bl + 1 + tl > SL_POLICY_NAME_MAX) return -1; /* the loader refuses these */
-    *out = *base;
-    memcpy(out->name, base->name, bl);
-    out->name[bl] = ':';
-    memcpy(out->name + bl + 1, t->name, tl + 1);
-    if (o->have_rate) out->params.rate = o->rate;
-    if (o->have_burst && out->params.burst > 0) out->params.burst = o->burst;
-    if (o->have_limit) out->params.rate.limit = o->limit;
-    out->line = o->line;
-    return 0;
-}
-
-/* ---- the interface ---------------------------------------------------------- */
 
 int sl__config_parse(const char *text, size_t len, const char *source, sl_config **out,
                      sl_config_errors *errs) {
@@ -2073,8 +1597,8 @@ int sl__config_parse(const char *text, size_t len, const char *source, sl_config
     }
     set_defaults(c, source);
 
-    ident_parse ident = {0};
-    parser p = {.cfg = c, .ident = &ident};
+    sl__config_ident ident = {0};
+    sl__config_parser p = {.cfg = c, .ident = &ident};
     if (sl__yaml_open(&p.y, text, len, source, errs) != 0) {
         sl__errors_add(errs, source, 0, NULL, "out of memory");
         free(c);
@@ -2085,10 +1609,10 @@ int sl__config_parse(const char *text, size_t len, const char *source, sl_config
     p.y.nhomes = COUNT(key_homes);
     parse_stream(&p);
     sl__yaml_close(&p.y);
-    if (!p.y.fatal) check_listeners(&p);
-    if (!p.y.fatal) check_identity(&p);
+    if (!p.y.fatal) sl__config_check_listeners(&p);
+    if (!p.y.fatal) sl__config_check_identity(&p);
     if (!p.y.fatal && c->domains[0]) load_domain_rules(&p);
-    if (!p.y.fatal) check_redis_limits(&p);
+    if (!p.y.fatal) sl__config_check_redis_limits(&p);
     sl__yaml_sort_errors(&p.y);
 
     if (errs->n) {
@@ -2165,7 +1689,7 @@ void sl__config_free(sl_config *c) {
     if (!c) return;
     sl__domain_rules_free(c->domain_rules);
     free(c->policies);
-    free_identity(c);
+    sl__config_free_identity(c);
     free(c);
 }
 

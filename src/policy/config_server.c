@@ -250,6 +250,33 @@ static bool parse_redis_url(const char *s, sl_redis_config *r, const char **why)
     return true;
 }
 
+/* store.redis.cluster: a list of seed nodes (host:port); null is an error
+ * here (a cluster without seeds). */
+static void redis_cluster(sl__config_parser *p, sl_redis_config *r, const char *path) {
+    if (!sl__yaml_is_seq(&p->y)) {
+        sl__yaml_expected(&p->y, path, "a list of host:port");
+        return;
+    }
+    r->cluster = true;
+    r->nseeds = 0;
+    for (size_t i = 0;; i++) {
+        if (!sl__yaml_next_item(&p->y)) return;
+        char item[SL__YAML_PATH_SIZE];
+        snprintf(item, sizeof item, "%s[%zu]", path, i);
+        const char *s = sl__yaml_scalar(&p->y, item, "host:port");
+        if (!s) continue;
+        if (r->nseeds == SL_REDIS_MAX_SEEDS) {
+            sl__yaml_error(&p->y, sl__yaml_line(&p->y), item, "at most %d seed nodes",
+                           SL_REDIS_MAX_SEEDS);
+            continue;
+        }
+        if (!parse_host_port(s, strlen(s), 0, &r->seeds[r->nseeds]))
+            sl__yaml_error(&p->y, sl__yaml_line(&p->y), item, "expected host:port");
+        else
+            r->nseeds++;
+    }
+}
+
 static void redis_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
     (void)obj;
@@ -268,28 +295,7 @@ static void redis_value(sl__yaml *y, void *obj, int key, const char *path) {
         break;
     }
     case REDIS_CLUSTER:
-        if (!sl__yaml_is_seq(&p->y)) {
-            sl__yaml_expected(&p->y, path, "a list of host:port");
-            break;
-        }
-        r->cluster = true;
-        r->nseeds = 0;
-        for (size_t i = 0;; i++) {
-            if (!sl__yaml_next_item(&p->y)) break;
-            char item[SL__YAML_PATH_SIZE];
-            snprintf(item, sizeof item, "%s[%zu]", path, i);
-            const char *s = sl__yaml_scalar(&p->y, item, "host:port");
-            if (!s) continue;
-            if (r->nseeds == SL_REDIS_MAX_SEEDS) {
-                sl__yaml_error(&p->y, sl__yaml_line(&p->y), item, "at most %d seed nodes",
-                               SL_REDIS_MAX_SEEDS);
-                continue;
-            }
-            if (!parse_host_port(s, strlen(s), 0, &r->seeds[r->nseeds]))
-                sl__yaml_error(&p->y, sl__yaml_line(&p->y), item, "expected host:port");
-            else
-                r->nseeds++;
-        }
+        redis_cluster(p, r, path);
         break;
     case REDIS_TIMEOUT:
         if (sl__yaml_duration(&p->y, path, NS_MS / 1000, 60 * NS_SEC, &d)) r->timeout = d;

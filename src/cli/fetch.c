@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/args.h"
 #include "sluice/client.h"
 #include "sluice/sluice.h"
+#include "util/file_read.h"
 
 #define MAX_HEADERS    64
 #define MAX_DATA_BYTES ((size_t)64 << 20)
@@ -168,51 +170,30 @@ static int next_arg(cli_args *a, bool *only_positional, int *idx, const char **v
     return 1;
 }
 
-/* Reads all of a file (or stdin for "-") into a new buffer. */
+/* Reads all of a file (or stdin for "-") into a new buffer (refused from
+ * MAX_DATA_BYTES bytes on). */
 static int read_all(const char *cmd, const char *path, char **out, size_t *len) {
-    FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!fp) {
-        fprintf(stderr, "%s: -d @%s: %s\n", cmd, path, strerror(errno));
+    int err_no = 0, rc;
+    if (strcmp(path, "-") == 0)
+        rc = sl__file_read_fd(STDIN_FILENO, MAX_DATA_BYTES - 1, 0, out, len, &err_no);
+    else
+        rc = sl__file_read(path, MAX_DATA_BYTES - 1, 0, out, len, &err_no);
+    switch (rc) {
+    case SL__FILE_OK:
+        return 0;
+    case SL__FILE_EOPEN:
+        fprintf(stderr, "%s: -d @%s: %s\n", cmd, path, strerror(err_no));
         return -1;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    int rc = 0;
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, fp);
-        n += got;
-        if (got == 0) break;
-        if (n == cap) {
-            if (cap >= MAX_DATA_BYTES) {
-                fprintf(stderr, "%s: -d @%s: larger than 64 MiB\n", cmd, path);
-                rc = -1;
-                break;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    if (!buf) {
-        fprintf(stderr, "%s: -d @%s: out of memory\n", cmd, path);
-        rc = -1;
-    } else if (ferror(fp)) {
+    case SL__FILE_ETOOLARGE:
+        fprintf(stderr, "%s: -d @%s: larger than 64 MiB\n", cmd, path);
+        return -1;
+    case SL__FILE_EIO:
         fprintf(stderr, "%s: -d @%s: read error\n", cmd, path);
-        rc = -1;
-    }
-    if (fp != stdin) fclose(fp);
-    if (rc) {
-        free(buf);
+        return -1;
+    default:
+        fprintf(stderr, "%s: -d @%s: out of memory\n", cmd, path);
         return -1;
     }
-    *out = buf;
-    *len = n;
-    return 0;
 }
 
 /* "1.484s": ns rounded to the millisecond, as the seed prints waits. */

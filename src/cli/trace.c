@@ -11,6 +11,7 @@
 
 #include "cli/args.h"
 #include "cli/prng.h"
+#include "util/file_read.h"
 
 /* A file can hold at most this many bytes: TRACE_MAX_REQUESTS lines of a
  * typical length, plus comments. */
@@ -362,35 +363,25 @@ int trace_parse(const char *name, const char *text, size_t len, trace *out, char
 
 int trace_load_file(const char *path, trace *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    int rc = buf ? 0 : fail(err, errlen, "%s: out of memory", path);
-    while (rc == 0) {
-        if (len == cap) {
-            if ((int64_t)cap >= TRACE_MAX_FILE) {
-                rc = fail(err, errlen, "%s: larger than %lld MiB", path,
-                          (long long)(TRACE_MAX_FILE >> 20));
-                break;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                rc = fail(err, errlen, "%s: out of memory", path);
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + len, 1, cap - len, fp);
-        len += got;
-        if (got == 0) {
-            if (ferror(fp)) rc = fail(err, errlen, "%s: read error: %s", path, strerror(errno));
-            break;
-        }
+    char *buf;
+    size_t len;
+    int err_no = 0;
+    /* a trace is refused from TRACE_MAX_FILE bytes on */
+    int rc = sl__file_read(path, (size_t)TRACE_MAX_FILE - 1, 0, &buf, &len, &err_no);
+    switch (rc) {
+    case SL__FILE_OK:
+        break;
+    case SL__FILE_EOPEN:
+        return fail(err, errlen, "%s: cannot open: %s", path, strerror(err_no));
+    case SL__FILE_ETOOLARGE:
+        return fail(err, errlen, "%s: larger than %lld MiB", path,
+                    (long long)(TRACE_MAX_FILE >> 20));
+    case SL__FILE_EIO:
+        return fail(err, errlen, "%s: read error: %s", path, strerror(err_no));
+    default:
+        return fail(err, errlen, "%s: out of memory", path);
     }
-    fclose(fp);
-    if (rc == 0) rc = trace_parse(path, buf, len, out, err, errlen);
+    rc = trace_parse(path, buf, len, out, err, errlen);
     free(buf);
     return rc;
 }

@@ -5,17 +5,14 @@
  * per table: the keys looked up are chosen by clients. */
 #include "policy/apikeys.h"
 
-#include <errno.h>
 #include <stdarg.h>
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/hash.h"
+#include "util/file_read.h"
 
 #define EMPTY UINT32_MAX
 
@@ -254,65 +251,15 @@ int sl__apikeys_load(const char *path, sl_apikeys_tier_fn tier, void *tier_ctx,
                      sl_apikeys_error_fn err, void *err_ctx, sl_apikeys **out) {
     loader l = {err, err_ctx, 0};
     *out = NULL;
-    /* O_NONBLOCK: a FIFO named by mistake must not hang a reload. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        report(&l, 0, "cannot open: %s", strerror(errno));
+    /* SL__FILE_REGULAR: a FIFO named by mistake must not hang a reload. */
+    char *buf, msg[160];
+    size_t len;
+    int err_no = 0;
+    int rc = sl__file_read(path, SL_APIKEYS_MAX_BYTES, SL__FILE_REGULAR, &buf, &len, &err_no);
+    if (rc != SL__FILE_OK) {
+        report(&l, 0, "%s", sl__file_strerror(rc, err_no, SL_APIKEYS_MAX_BYTES, msg, sizeof msg));
         return -1;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        report(&l, 0, "not a regular file");
-        close(fd);
-        return -1;
-    }
-    if ((uint64_t)st.st_size > SL_APIKEYS_MAX_BYTES) {
-        report(&l, 0, "larger than %u bytes: refused", SL_APIKEYS_MAX_BYTES);
-        close(fd);
-        return -1;
-    }
-    /* Read at most one byte more than allowed: the size may change under us. */
-    size_t cap = (size_t)st.st_size + 1, len = 0;
-    char *buf = malloc(cap + 1);
-    if (!buf) {
-        report(&l, 0, "out of memory");
-        close(fd);
-        return -1;
-    }
-    for (;;) {
-        if (len == cap) {
-            if (cap > SL_APIKEYS_MAX_BYTES) break;
-            size_t ncap = 2 * cap > (size_t)SL_APIKEYS_MAX_BYTES + 1
-                              ? (size_t)SL_APIKEYS_MAX_BYTES + 1
-                              : 2 * cap;
-            char *nb = realloc(buf, ncap + 1);
-            if (!nb) {
-                free(buf);
-                close(fd);
-                report(&l, 0, "out of memory");
-                return -1;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        ssize_t r = read(fd, buf + len, cap - len);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            report(&l, 0, "cannot read: %s", strerror(errno));
-            free(buf);
-            close(fd);
-            return -1;
-        }
-        if (r == 0) break;
-        len += (size_t)r;
-    }
-    close(fd);
-    if (len > SL_APIKEYS_MAX_BYTES) {
-        free(buf);
-        report(&l, 0, "larger than %u bytes: refused", SL_APIKEYS_MAX_BYTES);
-        return -1;
-    }
-    buf[len] = '\0';
     return build(buf, len, tier, tier_ctx, &l, out);
 }
 

@@ -28,19 +28,17 @@
  *   the config owns them. */
 #include "policy/config.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <yaml.h>
 
 #include "policy/apikeys.h"
 #include "policy/config_parse.h"
 #include "policy/domains.h"
 #include "sluice/error.h"
+#include "util/file_read.h"
 
 #define DEFAULT_SOURCE "<embedded default>"
 
@@ -374,51 +372,17 @@ int sl__config_load(const char *path, sl_config **out, sl_config_errors *errs) {
         sl__errors_add(errs, "<config>", 0, NULL, "no file name");
         return -1;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        sl__errors_add(errs, path, 0, NULL, "cannot open: %s", strerror(errno));
+    char *buf, msg[160];
+    size_t len;
+    int err_no = 0;
+    int rc = sl__file_read(path, SL_CONFIG_MAX_BYTES, 0, &buf, &len, &err_no);
+    if (rc != SL__FILE_OK) {
+        sl__errors_add(errs, path, 0, NULL, "%s",
+                       sl__file_strerror(rc, err_no, SL_CONFIG_MAX_BYTES, msg, sizeof msg));
         return -1;
     }
-    /* Read at most one byte more than allowed: works for pipes and
-     * /dev/stdin too, and never trusts a size reported in advance. */
-    size_t cap = 64 * 1024, len = 0;
-    char *buf = malloc(cap);
-    int rc = -1;
-    if (!buf) {
-        sl__errors_add(errs, path, 0, NULL, "out of memory");
-        goto done;
-    }
-    for (;;) {
-        if (len == cap) {
-            if (cap > SL_CONFIG_MAX_BYTES) break;
-            size_t ncap = 2 * cap > (size_t)SL_CONFIG_MAX_BYTES + 1
-                              ? (size_t)SL_CONFIG_MAX_BYTES + 1
-                              : 2 * cap;
-            char *nb = realloc(buf, ncap);
-            if (!nb) {
-                sl__errors_add(errs, path, 0, NULL, "out of memory");
-                goto done;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        ssize_t n = read(fd, buf + len, cap - len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            sl__errors_add(errs, path, 0, NULL, "cannot read: %s", strerror(errno));
-            goto done;
-        }
-        if (n == 0) break;
-        len += (size_t)n;
-    }
-    if (len > SL_CONFIG_MAX_BYTES) {
-        sl__errors_add(errs, path, 0, NULL, "larger than %u bytes: refused", SL_CONFIG_MAX_BYTES);
-        goto done;
-    }
     rc = sl__config_parse(buf, len, path, out, errs);
-done:
     free(buf);
-    close(fd);
     return rc;
 }
 

@@ -4,9 +4,9 @@
  * is read): keep them in step.
  *
  * The text is read as a stream of libyaml events and checked against the
- * schema as it goes. No document tree is built: memory is the policies plus
- * a reader whose nesting is bounded by SL__YAML_MAX_DEPTH (yaml_reader.h), and the
- * work is linear in the input, whatever the input. Every problem becomes one
+ * schema as it goes (yaml_reader.h). No document tree is built: memory is
+ * the policies plus a reader whose nesting is bounded by SL__YAML_MAX_DEPTH,
+ * and the work is linear in the input, whatever the input. Every problem becomes one
  * "file:line: field: message" (the line of the offending node, 1-based) and
  * parsing goes on, so one run reports all of them; only a YAML syntax error,
  * too deep a nesting or an allocation failure stops it.
@@ -19,9 +19,8 @@
  *   absent key for sections; a scalar field with no value is an error.
  * - Unknown keys, duplicate keys and aliases (*ref) are errors; anchors
  *   without aliases are harmless and ignored.
- * - Keys of features that are not built yet (store.redis) are checked like
- *   the others, then refused with "not supported yet": a config never
- *   silently means less than it says.
+ * - A key is either read and used or refused: a config never silently
+ *   means less than it says.
  * - `domains:` names envoyproxy/ratelimit rule files; they are loaded and
  *   checked with the config (policy/domains.c), each of their errors
  *   reported at the domains: line as "rule-file:line: field: message", and

@@ -13,16 +13,7 @@
 #include "sluice/error.h"
 #include "sluice/limit.h"
 
-#define KiB (UINT64_C(1) << 10)
-#define MiB (UINT64_C(1) << 20)
-#define GiB (UINT64_C(1) << 30)
-#define TiB (UINT64_C(1) << 40)
-
-#define NS_MS  SL_NS_PER_MS
-#define NS_SEC SL_NS_PER_SEC
-#define NS_DAY (86400 * SL_NS_PER_SEC)
-
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#define NITEMS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- the error list and the cursor ---------------------------------------- */
 
@@ -458,7 +449,12 @@ int sl__yaml_enum(sl__yaml *y, const char *path, const char *what, const char *c
 static const struct {
     const char *name;
     uint64_t bytes;
-} size_units[] = {{"", 1}, {"B", 1}, {"KiB", KiB}, {"MiB", MiB}, {"GiB", GiB}, {"TiB", TiB}};
+} size_units[] = {{"", 1},
+                  {"B", 1},
+                  {"KiB", UINT64_C(1) << 10},
+                  {"MiB", UINT64_C(1) << 20},
+                  {"GiB", UINT64_C(1) << 30},
+                  {"TiB", UINT64_C(1) << 40}};
 
 /* "1048576", "64KiB", "256 MiB", "1GiB": 1024-based units only, so that a
  * size never means two things (decimal MB is refused with a hint). */
@@ -473,7 +469,7 @@ static bool parse_size(const char *s, uint64_t *out, bool *overflow) {
     }
     if (i == 0) return false;
     while (s[i] == ' ') i++;
-    for (size_t u = 0; u < COUNT(size_units); u++) {
+    for (size_t u = 0; u < NITEMS(size_units); u++) {
         if (strcmp(s + i, size_units[u].name) != 0) continue;
         if (*overflow || v > UINT64_MAX / size_units[u].bytes) return *overflow = true, false;
         *out = v * size_units[u].bytes;
@@ -484,7 +480,7 @@ static bool parse_size(const char *s, uint64_t *out, bool *overflow) {
 
 /* The shortest exact text of a size: "256MiB", "1500". */
 static void format_size(char *out, size_t size, uint64_t v) {
-    for (size_t u = COUNT(size_units); u-- > 2;) {
+    for (size_t u = NITEMS(size_units); u-- > 2;) {
         if (v && v % size_units[u].bytes == 0) {
             snprintf(out, size, "%llu%s", (unsigned long long)(v / size_units[u].bytes),
                      size_units[u].name);
@@ -527,9 +523,14 @@ static void format_duration(char *out, size_t size, int64_t ns) {
     static const struct {
         const char *name;
         int64_t ns;
-    } units[] = {{"d", NS_DAY}, {"h", 3600 * NS_SEC}, {"m", 60 * NS_SEC}, {"s", NS_SEC},
-                 {"ms", NS_MS}, {"us", 1000},         {"ns", 1}};
-    for (size_t u = 0; u < COUNT(units); u++) {
+    } units[] = {{"d", 86400 * SL_NS_PER_SEC},
+                 {"h", 3600 * SL_NS_PER_SEC},
+                 {"m", 60 * SL_NS_PER_SEC},
+                 {"s", SL_NS_PER_SEC},
+                 {"ms", SL_NS_PER_MS},
+                 {"us", 1000},
+                 {"ns", 1}};
+    for (size_t u = 0; u < NITEMS(units); u++) {
         if (ns % units[u].ns == 0) {
             snprintf(out, size, "%lld%s", (long long)(ns / units[u].ns), units[u].name);
             return;

@@ -63,26 +63,9 @@ static void policy_name(sl__config_parser *p, policy_build *b, const char *path)
     const char *s = sl__yaml_scalar(&p->y, path, "a name such as api ([a-z0-9_.-]+)");
     if (!s) return;
     size_t n = sl__yaml_len(&p->y);
+    if (!sl__config_check_name(p, sl__yaml_line(&p->y), path, s, n)) return;
     char q[64];
     sl__yaml_quote(q, sizeof q, s, n);
-    if (n == 0) {
-        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "the name is empty");
-        return;
-    }
-    if (n > SL_POLICY_NAME_MAX) {
-        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "%s is longer than %d characters", q,
-                       SL_POLICY_NAME_MAX);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' ||
-              ch == '-')) {
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
-                           "%s: a name uses only lower-case letters, digits, _ . and -", q);
-            return;
-        }
-    }
     for (size_t i = 0; i < b->index; i++) {
         const sl_policy_config *o = &p->cfg->policies[i];
         if (strcmp(o->name, s) == 0) {

@@ -490,31 +490,39 @@ static void format_size(char *out, size_t size, uint64_t v) {
     snprintf(out, size, "%llu", (unsigned long long)v);
 }
 
+/* How a size or a duration parsed. */
+typedef enum { PARSED, NOT_PARSED, TOO_LARGE } parsed;
+
+/* The end of sl__yaml_size and sl__yaml_duration: false after reporting a
+ * value (quoted q) that did not parse (`expected` says what would have), is
+ * too large, or is not in range (from lo to hi). */
+static bool value_ok(sl__yaml *y, const char *path, const char *q, parsed r, const char *expected,
+                     bool in_range, const char *lo, const char *hi) {
+    if (r == TOO_LARGE)
+        sl__yaml_error(y, sl__yaml_line(y), path, "%s is too large", q);
+    else if (r == NOT_PARSED)
+        sl__yaml_error(y, sl__yaml_line(y), path, "cannot parse %s (%s)", q, expected);
+    else if (!in_range)
+        sl__yaml_error(y, sl__yaml_line(y), path, "%s is out of range (%s to %s)", q, lo, hi);
+    return r == PARSED && in_range;
+}
+
 bool sl__yaml_size(sl__yaml *y, const char *path, uint64_t min, uint64_t max, uint64_t *out) {
-    const char *what = "a size such as 64KiB, 256MiB, 1GiB or a number of bytes";
-    const char *s = sl__yaml_scalar(y, path, what);
+    const char *s =
+        sl__yaml_scalar(y, path, "a size such as 64KiB, 256MiB, 1GiB or a number of bytes");
     if (!s) return false;
     char q[64], lo[32], hi[32];
     sl__yaml_quote(q, sizeof q, s, sl__yaml_len(y));
-    uint64_t v;
+    format_size(lo, sizeof lo, min);
+    format_size(hi, sizeof hi, max);
+    uint64_t v = 0;
     bool overflow;
-    if (!parse_size(s, &v, &overflow)) {
-        if (overflow)
-            sl__yaml_error(y, sl__yaml_line(y), path, "%s is too large", q);
-        else
-            sl__yaml_error(
-                y, sl__yaml_line(y), path,
-                "cannot parse %s (expected a size such as 64KiB, 256MiB, 1GiB or a number "
-                "of bytes; units are 1024-based: KiB, MiB, GiB, TiB)",
-                q);
+    parsed r = parse_size(s, &v, &overflow) ? PARSED : overflow ? TOO_LARGE : NOT_PARSED;
+    if (!value_ok(y, path, q, r,
+                  "expected a size such as 64KiB, 256MiB, 1GiB or a number of bytes; units are "
+                  "1024-based: KiB, MiB, GiB, TiB",
+                  v >= min && v <= max, lo, hi))
         return false;
-    }
-    if (v < min || v > max) {
-        format_size(lo, sizeof lo, min);
-        format_size(hi, sizeof hi, max);
-        sl__yaml_error(y, sl__yaml_line(y), path, "%s is out of range (%s to %s)", q, lo, hi);
-        return false;
-    }
     *out = v;
     return true;
 }
@@ -544,26 +552,15 @@ bool sl__yaml_duration(sl__yaml *y, const char *path, int64_t min, int64_t max, 
     if (!s) return false;
     char q[64], lo[32], hi[32];
     sl__yaml_quote(q, sizeof q, s, sl__yaml_len(y));
-    int64_t v;
+    format_duration(lo, sizeof lo, min);
+    format_duration(hi, sizeof hi, max);
+    int64_t v = 0;
     int rc = sl_duration_parse(s, &v);
-    if (rc == SL_EOVERFLOW) {
-        sl__yaml_error(y, sl__yaml_line(y), path, "%s is too large", q);
+    parsed r = rc == SL_OK ? PARSED : rc == SL_EOVERFLOW ? TOO_LARGE : NOT_PARSED;
+    if (!value_ok(y, path, q, r,
+                  "expected a number and a unit: ns, us, ms, s, m, h or d, such as 10s or 500ms",
+                  v >= min && v <= max, lo, hi))
         return false;
-    }
-    if (rc != SL_OK) {
-        sl__yaml_error(
-            y, sl__yaml_line(y), path,
-            "cannot parse %s (expected a number and a unit: ns, us, ms, s, m, h or d, such "
-            "as 10s or 500ms)",
-            q);
-        return false;
-    }
-    if (v < min || v > max) {
-        format_duration(lo, sizeof lo, min);
-        format_duration(hi, sizeof hi, max);
-        sl__yaml_error(y, sl__yaml_line(y), path, "%s is out of range (%s to %s)", q, lo, hi);
-        return false;
-    }
     *out = v;
     return true;
 }

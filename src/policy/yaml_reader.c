@@ -601,24 +601,30 @@ static void unknown_key(sl__yaml *y, int line, const char *path, const char *key
         sl__yaml_error(y, line, path, "unknown key (expected %s)", list);
 }
 
+/* Inside a mapping: advances to the next key. True when it is a scalar
+ * (the current event); a key of another kind is reported and skipped with
+ * its value. False at the mapping's end or when reading must stop. */
+static bool next_key(sl__yaml *y, const char *parent) {
+    for (;;) {
+        if (!sl__yaml_next(y) || y->ev.type == YAML_MAPPING_END_EVENT) return false;
+        if (y->ev.type == YAML_SCALAR_EVENT) return true;
+        char got[96];
+        sl__yaml_describe(y, got, sizeof got);
+        sl__yaml_error(y, sl__yaml_line(y), parent, "a key must be a plain word, got %s", got);
+        sl__yaml_skip(y);
+        if (!sl__yaml_next(y)) return false;
+        sl__yaml_skip(y);
+    }
+}
+
 /* The current event is MAPPING_START: calls fn for each known key with the
  * value as the current event (fn consumes the value node); reports unknown
  * and duplicate keys. seen[i] gets the line of key i (0: absent). */
 void sl__yaml_each_key(sl__yaml *y, const char *parent, const char *const *keys, size_t nkeys,
                        sl__yaml_value_fn fn, void *obj, int *seen) {
-    for (;;) {
-        if (!sl__yaml_next(y) || y->ev.type == YAML_MAPPING_END_EVENT) return;
+    while (next_key(y, parent)) {
         int line = sl__yaml_line(y);
         char path[SL__YAML_PATH_SIZE];
-        if (y->ev.type != YAML_SCALAR_EVENT) {
-            char got[96];
-            sl__yaml_describe(y, got, sizeof got);
-            sl__yaml_error(y, line, parent, "a key must be a plain word, got %s", got);
-            sl__yaml_skip(y);
-            if (!sl__yaml_next(y)) return;
-            sl__yaml_skip(y);
-            continue;
-        }
         char key[SL__YAML_SHOW_MAX + 1];
         size_t len = sl__yaml_len(y);
         memcpy(key, sl__yaml_text(y), len < SL__YAML_SHOW_MAX ? len : SL__YAML_SHOW_MAX);
@@ -657,18 +663,8 @@ void sl__yaml_section(sl__yaml *y, const char *path, const char *const *keys, si
 /* A mapping whose keys are names the user chose (tiers, policies in a tier):
  * calls fn for each with the value as the current event. */
 void sl__yaml_each_named(sl__yaml *y, const char *parent, sl__yaml_named_fn fn, void *obj) {
-    for (;;) {
-        if (!sl__yaml_next(y) || y->ev.type == YAML_MAPPING_END_EVENT) return;
+    while (next_key(y, parent)) {
         int line = sl__yaml_line(y);
-        if (y->ev.type != YAML_SCALAR_EVENT) {
-            char got[96];
-            sl__yaml_describe(y, got, sizeof got);
-            sl__yaml_error(y, line, parent, "a key must be a plain word, got %s", got);
-            sl__yaml_skip(y);
-            if (!sl__yaml_next(y)) return;
-            sl__yaml_skip(y);
-            continue;
-        }
         char key[SL_POLICY_NAME_MAX + 2];
         size_t len = sl__yaml_len(y);
         size_t keep = len < sizeof key - 1 ? len : sizeof key - 1;

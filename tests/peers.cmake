@@ -1,0 +1,14 @@
+# peers.cmake: sluice against its peers, as they are (issue 15).
+# - xrate_diff (label unit, so also under ASan+UBSan): sl_limiter against the
+#   real golang.org/x/time/rate on thousands of seeded random traces
+#   (tests/peers/xrate_trace.go prints x/time/rate's answers,
+#   tests/peers/xrate_replay.c replays them through sl_limiter);
+# - peers_integration: CL.THROTTLE as redis-cell answers it (error texts,
+#   COMMAND INFO / GETKEYS) on the real sluiced.
+add_executable(xrate_replay peers/xrate_replay.c)
+target_link_libraries(xrate_replay PRIVATE sluice_static m)
+add_test(NAME xrate_diff
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/peers/xrate_diff.sh $<TARGET_FILE:xrate_replay>
+          ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/xrate)
+set_tests_properties(xrate_diff PROPERTIES LABELS unit TIMEOUT 300)
+

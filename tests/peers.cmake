@@ -12,3 +12,10 @@ add_test(NAME xrate_diff
           ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/xrate)
 set_tests_properties(xrate_diff PROPERTIES LABELS unit TIMEOUT 300)
 
+
+if(TARGET sluiced)
+  add_test(NAME peers_integration
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/peers_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(peers_integration PROPERTIES LABELS integration TIMEOUT 180)
+endif()

@@ -3,8 +3,12 @@
 #   real golang.org/x/time/rate on thousands of seeded random traces
 #   (tests/peers/xrate_trace.go prints x/time/rate's answers,
 #   tests/peers/xrate_replay.c replays them through sl_limiter);
+# - test_nginx_delay (unit): the leaky queue's delay_after against nginx's
+#   two-stage limit_req (burst=B delay=D), transcribed, on random traces;
 # - peers_integration: CL.THROTTLE as redis-cell answers it (error texts,
 #   COMMAND INFO / GETKEYS) on the real sluiced.
+sluice_unit_test(test_nginx_delay)
+
 add_executable(xrate_replay peers/xrate_replay.c)
 target_link_libraries(xrate_replay PRIVATE sluice_static m)
 add_test(NAME xrate_diff

@@ -124,10 +124,12 @@ enum {
     POL_START,
     POL_SHADOW,
     POL_ON_FAILURE,
+    POL_DELAY_AFTER,
     POL_NKEYS
 };
-static const char *const policy_keys[] = {"name",           "algorithm", "rate",   "burst",
-                                          "count_rejected", "start",     "shadow", "on_failure"};
+static const char *const policy_keys[] = {"name",   "algorithm",      "rate",
+                                          "burst",  "count_rejected", "start",
+                                          "shadow", "on_failure",     "delay_after"};
 
 enum {
     LIM_HEADER,
@@ -183,6 +185,7 @@ static const struct {
     {"count_rejected", "in a policy (policies: - name: ...)"},
     {"start", "in a policy (policies: - name: ...)"},
     {"shadow", "in a policy (policies: - name: ...)"},
+    {"delay_after", "in a leaky_queue policy (policies: - name: ...)"},
     {"max_header_bytes", "under limits"},
     {"max_body_bytes", "under limits"},
     {"max_resp_frame", "under limits"},
@@ -1312,6 +1315,10 @@ static void policy_value(parser *p, void *obj, int key, const char *path) {
         if (get_uint(p, path, "a whole number of requests", 1, INT64_MAX, &u))
             pc->params.burst = (int64_t)u;
         break;
+    case POL_DELAY_AFTER:
+        if (get_uint(p, path, "a whole number of requests", 0, INT64_MAX, &u))
+            pc->params.delay_after = (int64_t)u;
+        break;
     case POL_COUNT_REJECTED:
         if (get_bool(p, path, &flag) && flag) pc->params.flags |= SL_COUNT_REJECTED;
         break;
@@ -1354,6 +1361,19 @@ static void policy_finish(parser *p, policy_build *b, const char *path, int line
     }
     if (b->have_algorithm && !is_bucket(pc->params.algorithm)) pc->params.burst = 0;
     if (p->errs->n != errors_before) return; /* nothing to validate, or cascades */
+    if (b->seen[POL_DELAY_AFTER] && pc->params.delay_after != 0 &&
+        (pc->params.algorithm != SL_LEAKY_QUEUE || pc->params.delay_after >= pc->params.burst)) {
+        snprintf(field, sizeof field, "%s.delay_after", path);
+        if (pc->params.algorithm != SL_LEAKY_QUEUE)
+            error_at(p, b->seen[POL_DELAY_AFTER], field,
+                     "only a leaky_queue delays requests (nginx's delay=D is leaky_queue, "
+                     "burst B+1, delay_after D)");
+        else
+            error_at(p, b->seen[POL_DELAY_AFTER], field,
+                     "%lld: must be below the burst (%lld; burst - 1 delays nothing)",
+                     (long long)pc->params.delay_after, (long long)pc->params.burst);
+        return;
+    }
 
     int rc = sl_params_validate(&pc->params);
     if (rc == SL_OK) return;
@@ -2663,6 +2683,8 @@ __attribute__((format(printf, 5, 6))) static void store_error(sl_config_errors *
 }
 
 static const char *redis_limit_problem(const sl_policy_config *pc) {
+    if (pc->params.delay_after != 0)
+        return "delay_after is decided by the memory store only (not yet by the Redis store)";
     int rc = sl__redis_script_check(&pc->params, pc->calendar == SL_CALENDAR_MONTH);
     if (rc == SL_OK) return NULL;
     return rc == SL_EOVERFLOW ? "too large for the Redis store (the limit, or burst x period in "

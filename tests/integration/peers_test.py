@@ -11,8 +11,12 @@ with the Redis store (a redis-server of its own on a free loopback port):
 - `COMMAND INFO cl.throttle` as Redis 7 answers it with the module loaded
   (arity -1, flags write and module, key 1/1/1 and its key spec) and
   `COMMAND GETKEYS`, so cluster-aware clients and proxies route the command
-  by its key; SL.CHECK's key is its second argument.
-Raw sockets (cell_test.Conn), standard library only."""
+  by its key; SL.CHECK's key is its second argument;
+- nginx's `limit_req burst=3 delay=2` as a leaky_queue policy (burst 4,
+  delay_after 2) through /v1/check: the first three at once, the fourth
+  delayed, the fifth refused.
+Raw sockets (cell_test.Conn, harness.Pipe), standard library only."""
+import json
 import os
 import sys
 import unittest
@@ -121,6 +125,44 @@ class Base:
             "-ERR Invalid command specified",
             "-ERR wrong number of arguments for 'command|getkeys' command",
         ])
+
+
+NGINX_CONFIG = """
+listen:
+  http: 127.0.0.1:0
+  grpc: "off"
+  resp: 127.0.0.1:0
+workers: 1
+policies:
+  - name: web
+    algorithm: leaky_queue
+    rate: 1/m
+    burst: 4
+    delay_after: 2
+"""
+
+
+class NginxDelay(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = sluiced_test.Server(NGINX_CONFIG)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_two_stage_burst(self):
+        pipe = harness.Pipe(self.server.http_port)
+        req = (b"GET /v1/check?policy=web&key=k HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = pipe.run([req] * 5)
+        pipe.close()
+        bodies = [json.loads(body) for _, _, body in got]
+        self.assertEqual([status for status, _, _ in got], [200, 200, 200, 200, 429], bodies)
+        for b in bodies[:3]:  # the first delay_after + 1 go at once
+            self.assertNotIn("delay_ms", b, bodies)
+        # the fourth waits one emission interval (60 s) less what has passed
+        self.assertGreater(bodies[3].get("delay_ms", 0), 0, bodies)
+        self.assertLessEqual(bodies[3]["delay_ms"], 60000, bodies)
 
 
 class Memory(Base, unittest.TestCase):

@@ -15,6 +15,7 @@ packages=(
     libhiredis-dev redis-server        # the Redis store; real Redis (and Cluster) in its tests
     nginx-light                        # integration tests: nginx in front, sluiced behind auth_request
     libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler nghttp2-client  # gRPC: HTTP/2, protobuf, h2load
+    golang-go golang-golang-x-time-dev  # xrate_diff: sl_limiter against the real x/time/rate
 )
 # the gRPC integration test's client (@grpc/grpc-js from npm); any existing node + npm will do
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)

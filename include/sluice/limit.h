@@ -65,13 +65,20 @@ typedef struct sl_rate {
  * burst >= 1 for buckets, sliding_log limit <= SL_SLIDING_LOG_MAX,
  * burst * period / gcd(limit, period) <= 2^61 for buckets (exact arithmetic;
  * so a bucket's period is at most 2^61 ns, 26,687 days, even at burst 1),
- * 0 <= origin <= SL_TIME_MAX. */
+ * 0 <= origin <= SL_TIME_MAX.
+ *
+ * delay_after (leaky_queue only, else 0): the first delay_after requests
+ * waiting in the queue are released at once, later ones are delayed as
+ * usual, by delay_after emission intervals less: nginx's two-stage
+ * `limit_req burst=B delay=D` is leaky_queue burst B+1, delay_after D.
+ * 0 <= delay_after < burst (burst - 1 delays nothing: GCRA's decisions). */
 typedef struct sl_params {
     sl_algorithm algorithm;
     sl_rate rate;
     int64_t burst;
     unsigned flags;
     int64_t origin;
+    int64_t delay_after;
 } sl_params;
 
 #define SL_SLIDING_LOG_MAX 100000
@@ -86,7 +93,8 @@ typedef struct sl_params {
  * reset_after: time until the key's state is back to fresh (full bucket,
  *              empty window), rounded up.
  * delay:       leaky_queue only: how long an accepted request must wait
- *              before it proceeds (rounded up); 0 otherwise. */
+ *              before it proceeds (rounded up; less delay_after emission
+ *              intervals, at least 0); 0 otherwise. */
 typedef struct sl_decision {
     bool allowed;
     int64_t limit;

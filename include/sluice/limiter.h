@@ -28,7 +28,9 @@ SL_API int sl_limiter_create(sl_rate rate, int64_t burst, unsigned flags, int64_
 SL_API void sl_limiter_destroy(sl_limiter *l);
 
 /* Takes n tokens at `now` if they are there; never waits, never goes into
- * debt. false also for n > burst or n < 0. n == 0 is always true. */
+ * debt. false also for n > burst or n < 0. n == 0 is always true (a peek
+ * that changes nothing, also while in debt). A `now` older than the latest
+ * time the limiter has seen takes the tokens that are there at that time. */
 SL_API bool sl_limiter_allow(sl_limiter *l, int64_t n, int64_t now);
 
 /* A booked slot. Fill by sl_limiter_reserve; read-only for the caller. */
@@ -37,24 +39,29 @@ typedef struct sl_reservation {
     int64_t tokens;      /* n */
     int64_t time_to_act; /* when the caller may act (== now if no wait) */
     int64_t delay;       /* time_to_act - now at reservation time */
+    sl_rate rate;        /* the rate when booked (reduced): sl_limiter_cancel uses it */
 } sl_reservation;
 
 /* Books n tokens at `now`, going into debt if needed, and says how long to
  * wait. A `now` older than the latest time the limiter has seen (threads'
- * clock readings race) takes the tokens that are there, and a wait counts
- * from that latest time: no slot comes before its tokens exist.
+ * clock readings race) takes the tokens that are there, and its slot counts
+ * from that latest time (time_to_act = latest + debt / rate, delay includes
+ * the step back): no slot comes before its tokens exist.
  * With max_wait >= 0, a slot further than max_wait away is not booked
  * (out->ok false, state unchanged, returns SL_EDEADLINE); max_wait < 0 means
  * no bound. Returns 0, SL_EINVAL (now outside 0..SL_TIME_MAX), SL_ECOST
- * (n < 0 or n > burst: never possible), SL_EDEADLINE, SL_EOVERFLOW (debt
- * would exceed 100 years). */
+ * (n < 0 or n > burst: never possible), SL_EDEADLINE, SL_EOVERFLOW (paying
+ * the debt back would take more than 100 years at the current rate). */
 SL_API int sl_limiter_reserve(sl_limiter *l, int64_t n, int64_t now, int64_t max_wait,
                               sl_reservation *out);
 
 /* Gives back what `r` booked, as far as possible: nothing if r was not ok or
- * its time has come (time_to_act <= now); otherwise its tokens minus those
- * that later reservations already count on (the x/time/rate rule). Marks r
- * as no longer ok, so cancelling twice gives back nothing more. */
+ * its time has come (time_to_act <= now); otherwise the x/time/rate rule, at
+ * the rate r was booked at (r->rate): r's tokens minus (T - r's
+ * time_to_act) * that rate, where T is the slot of the most recent
+ * reservation (so after a rate change it may give back more than r's
+ * tokens), rounded down, the bucket capped at its burst. Marks r as no
+ * longer ok, so cancelling twice gives back nothing more. */
 SL_API void sl_limiter_cancel(sl_limiter *l, sl_reservation *r, int64_t now);
 
 /* Waits for n tokens: reserves with max_wait = deadline - clock->now(), and

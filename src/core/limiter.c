@@ -1,11 +1,12 @@
 /* limiter.c: one token bucket with the x/time/rate verbs (see
  * sluice/limiter.h). Tokens are scaled by p (rate = n tokens per p ns,
  * reduced), may go negative while reservations are outstanding (debt), and
- * are refilled exactly. The debt is bounded so every wait fits 100 years.
+ * are refilled exactly. The debt is bounded by time only: paying it back
+ * takes at most 100 years at the current rate (so it is kept in 128 bits).
  * Tokens are known at `last` (the latest time seen): a reservation made at
- * an earlier `now` takes what is there, and a wait it books counts from
- * `last` (its slot is max(now, last) + debt / rate), so threads with clock
- * readings a little apart never book a slot before its tokens exist. */
+ * an earlier `now` takes what is there and is timed as of `last` (its slot
+ * is max(now, last) + debt / rate), so threads with clock readings a little
+ * apart never book a slot before its tokens exist. */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -21,10 +22,10 @@ struct sl_limiter {
     sl_rate rate;
     int64_t n, p; /* rate reduced */
     int64_t burst;
-    int64_t full;   /* burst * p */
-    int64_t tokens; /* scaled by p; negative = debt */
+    int64_t full;    /* burst * p <= 2^61 */
+    sl__i128 tokens; /* scaled by p; negative = debt, >= -MAX_WAIT * n */
     int64_t last;
-    int64_t last_event; /* latest time_to_act booked */
+    int64_t last_event; /* time_to_act of the most recent reservation */
 };
 
 static bool bad_time(int64_t t) {
@@ -42,10 +43,16 @@ static int reduce(sl_rate rate, int64_t burst, int64_t *n, int64_t *p) {
 }
 
 /* Tokens at now, exact, capped at full; a clock going back adds nothing. */
-static int64_t advance(const sl_limiter *l, int64_t now) {
+static sl__i128 advance(const sl_limiter *l, int64_t now) {
     if (now <= l->last || l->tokens >= l->full) return l->tokens;
-    sl__i128 t = (sl__i128)l->tokens + (sl__i128)(now - l->last) * l->n;
-    return t >= l->full ? l->full : (int64_t)t;
+    sl__i128 t = l->tokens + (sl__i128)(now - l->last) * l->n;
+    return t >= l->full ? l->full : t;
+}
+
+/* floor(a / b) for b > 0. */
+static sl__i128 floor_div128(sl__i128 a, sl__i128 b) {
+    sl__i128 q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
 int sl_limiter_create(sl_rate rate, int64_t burst, unsigned flags, int64_t now, sl_limiter **out) {
@@ -74,67 +81,81 @@ void sl_limiter_destroy(sl_limiter *l) {
     free(l);
 }
 
+/* The reservation of sl_limiter_reserve and sl_limiter_allow, under the
+ * lock. Books n tokens if the slot is at most max_wait after now (max_wait
+ * < 0: no bound) or, for allow, if it needs no wait as of `last`. */
+static int reserve_locked(sl_limiter *l, int64_t n, int64_t now, int64_t max_wait, bool allow,
+                          sl_reservation *out) {
+    if (n < 0 || n > l->burst) return SL_ECOST;
+    sl__i128 after = advance(l, now) - (sl__i128)n * l->p;
+    /* Tokens are known as of `last`: a reading older than that is timed
+     * from `last` (the step back is added to the delay), so no slot comes
+     * before its tokens exist, nor before one booked from a newer reading. */
+    int64_t base = sl__max64(now, l->last);
+    int64_t time_to_act = base;
+    if (after < 0) {
+        sl__i128 w = (-after + l->n - 1) / l->n;
+        if (w > MAX_WAIT) return SL_EOVERFLOW;
+        time_to_act = base + (int64_t)w;
+    }
+    if (allow ? time_to_act > base : (max_wait >= 0 && time_to_act - now > max_wait))
+        return SL_EDEADLINE;
+    l->tokens = after;
+    l->last = base;
+    l->last_event = time_to_act;
+    out->ok = true;
+    out->time_to_act = time_to_act;
+    out->delay = time_to_act - now;
+    out->rate = (sl_rate){l->n, l->p};
+    return SL_OK;
+}
+
 int sl_limiter_reserve(sl_limiter *l, int64_t n, int64_t now, int64_t max_wait,
                        sl_reservation *out) {
-    out->ok = false;
-    out->tokens = n;
-    out->time_to_act = now;
-    out->delay = 0;
+    *out = (sl_reservation){.ok = false, .tokens = n, .time_to_act = now};
     if (bad_time(now)) return SL_EINVAL;
     pthread_mutex_lock(&l->mu);
-    if (n < 0 || n > l->burst) {
-        pthread_mutex_unlock(&l->mu);
-        return SL_ECOST;
-    }
-    sl__i128 after = (sl__i128)advance(l, now) - (sl__i128)n * l->p;
-    int64_t wait = 0;
-    if (after < 0) {
-        /* The debt is paid from `last` on, not from an earlier `now` (a
-         * thread whose clock reading is older than another's): counted from
-         * now, the slot would come before its tokens exist. */
-        sl__i128 w = (-after + l->n - 1) / l->n + (now < l->last ? l->last - now : 0);
-        if (after < -MAX_SCALED || w > MAX_WAIT) {
-            pthread_mutex_unlock(&l->mu);
-            return SL_EOVERFLOW;
-        }
-        wait = (int64_t)w;
-    }
-    if (max_wait >= 0 && wait > max_wait) {
-        pthread_mutex_unlock(&l->mu);
-        return SL_EDEADLINE;
-    }
-    l->tokens = (int64_t)after;
-    l->last = sl__max64(l->last, now);
-    l->last_event = sl__max64(l->last_event, now + wait);
+    int rc = reserve_locked(l, n, now, max_wait, false, out);
     pthread_mutex_unlock(&l->mu);
-    out->ok = true;
-    out->time_to_act = now + wait;
-    out->delay = wait;
-    return SL_OK;
+    return rc;
 }
 
 bool sl_limiter_allow(sl_limiter *l, int64_t n, int64_t now) {
     if (n == 0) return true;
-    sl_reservation r;
-    return sl_limiter_reserve(l, n, now, 0, &r) == SL_OK && r.ok;
+    if (bad_time(now)) return false;
+    sl_reservation r = {.ok = false};
+    pthread_mutex_lock(&l->mu);
+    int rc = reserve_locked(l, n, now, 0, true, &r);
+    pthread_mutex_unlock(&l->mu);
+    return rc == SL_OK && r.ok;
 }
 
 void sl_limiter_cancel(sl_limiter *l, sl_reservation *r, int64_t now) {
-    if (!r || !r->ok || r->tokens <= 0 || bad_time(now)) return;
+    if (!r || !r->ok || bad_time(now)) return;
     pthread_mutex_lock(&l->mu);
     r->ok = false;
-    if (r->time_to_act > now) {
-        /* Tokens that reservations made after r already count on stay spent. */
-        sl__i128 restore =
-            (sl__i128)r->tokens * l->p - (sl__i128)(l->last_event - r->time_to_act) * l->n;
-        if (restore > 0) {
-            sl__i128 t = (sl__i128)advance(l, now) + restore;
-            l->tokens = t > l->full ? l->full : (int64_t)t;
-            l->last = sl__max64(l->last, now);
-            if (r->time_to_act == l->last_event) {
-                int64_t prev = r->time_to_act - (int64_t)((sl__i128)r->tokens * l->p / l->n);
-                if (prev >= now) l->last_event = prev;
-            }
+    int64_t nr = r->rate.limit, pr = r->rate.period;
+    if (r->tokens <= 0 || r->time_to_act <= now || nr <= 0 || pr <= 0) {
+        pthread_mutex_unlock(&l->mu);
+        return;
+    }
+    /* x/time/rate's rule, at the rate r was booked at: r's tokens minus
+     * those the reservations after it count on, (last_event - time_to_act)
+     * * rate; last_event is the most recent reservation's slot, which may
+     * be before r's after a rate change (then more than r's are restored,
+     * at most a full bucket). Scaled by pr here. */
+    sl__i128 x = (sl__i128)r->tokens * pr - ((sl__i128)l->last_event - r->time_to_act) * nr;
+    if (x > 0) {
+        sl__i128 t = advance(l, now);
+        sl__i128 room = l->full - t; /* >= 0 */
+        /* x * p / pr rounded down (never credit a fraction), capped at room */
+        sl__i128 q = x / pr, rem = x % pr;
+        sl__i128 add = q > room / l->p ? room : q * l->p + rem * l->p / pr;
+        l->tokens = t + (add > room ? room : add);
+        l->last = sl__max64(l->last, now);
+        if (r->time_to_act == l->last_event) {
+            int64_t prev = r->time_to_act - (int64_t)((sl__i128)r->tokens * pr / nr);
+            if (prev >= now) l->last_event = prev;
         }
     }
     pthread_mutex_unlock(&l->mu);
@@ -161,13 +182,14 @@ int sl_limiter_set_rate(sl_limiter *l, sl_rate rate, int64_t now) {
     int64_t n, p;
     int rc = reduce(rate, l->burst, &n, &p);
     if (rc == SL_OK) {
-        int64_t t = advance(l, now);
-        /* rescale to the new unit, rounding toward minus infinity */
-        sl__i128 num = (sl__i128)t * p;
-        sl__i128 q = num / l->p;
-        if (num % l->p != 0 && num < 0) q--;
+        sl__i128 t = advance(l, now);
+        /* rescale to the new unit, rounding toward minus infinity, keeping
+         * the debt within 100 years at the new rate */
+        sl__i128 min = -(sl__i128)MAX_WAIT * n;
+        sl__i128 whole = floor_div128(t, l->p), rem = t - whole * l->p;
+        sl__i128 q = whole < min / p - 1 ? min : whole * p + rem * p / l->p;
         int64_t full = l->burst * p;
-        l->tokens = q > full ? full : (q < -MAX_SCALED ? -MAX_SCALED : (int64_t)q);
+        l->tokens = q > full ? full : (q < min ? min : q);
         l->last = sl__max64(l->last, now);
         l->rate = rate;
         l->n = n;
@@ -184,7 +206,7 @@ int sl_limiter_set_burst(sl_limiter *l, int64_t burst, int64_t now) {
     int64_t n, p;
     int rc = reduce(l->rate, burst, &n, &p);
     if (rc == SL_OK) {
-        int64_t t = advance(l, now);
+        sl__i128 t = advance(l, now);
         l->full = burst * l->p;
         l->tokens = t > l->full ? l->full : t;
         l->last = sl__max64(l->last, now);
@@ -211,7 +233,7 @@ int64_t sl_limiter_burst(sl_limiter *l) {
 int64_t sl_limiter_tokens(sl_limiter *l, int64_t now) {
     now = sl__max64(0, sl__min64(now, SL_TIME_MAX));
     pthread_mutex_lock(&l->mu);
-    int64_t t = sl__floor_div(advance(l, now), l->p);
+    sl__i128 t = floor_div128(advance(l, now), l->p);
     pthread_mutex_unlock(&l->mu);
-    return t;
+    return t < INT64_MIN ? INT64_MIN : (int64_t)t;
 }

@@ -45,7 +45,9 @@ struct sl_cell {
     sl_table *table; /* any-rate GCRA: every CL.THROTTLE key */
 };
 
-static const char ERR_ZERO[] = "Cell error: Zero rates are not supported";
+/* redis-cell's generic errors read "Cell error: Store error: <message>" (its
+ * GenericError's text); the other Cell errors are sluiced's own cases. */
+static const char ERR_ZERO[] = "Cell error: Store error: Zero rates are not supported";
 static const char ERR_NEG_RATE[] = "Cell error: Negative rates are not supported";
 static const char ERR_NEG_BURST[] = "Cell error: max_burst must not be negative";
 static const char ERR_NEG_QTY[] = "Cell error: quantity must not be negative";

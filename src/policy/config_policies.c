@@ -20,11 +20,13 @@ enum {
     POL_START,
     POL_SHADOW,
     POL_ON_FAILURE,
+    POL_DELAY_AFTER,
     POL_NKEYS
 };
 
-static const char *const policy_keys[] = {"name",           "algorithm", "rate",   "burst",
-                                          "count_rejected", "start",     "shadow", "on_failure"};
+static const char *const policy_keys[] = {"name",   "algorithm",      "rate",
+                                          "burst",  "count_rejected", "start",
+                                          "shadow", "on_failure",     "delay_after"};
 
 static const char *const algorithm_names[] = {"fixed_window", "sliding_log", "sliding_window",
                                               "token_bucket", "gcra",        "leaky_queue"};
@@ -115,6 +117,10 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
         if (sl__yaml_uint(&p->y, path, "a whole number of requests", 1, INT64_MAX, &u))
             pc->params.burst = (int64_t)u;
         break;
+    case POL_DELAY_AFTER:
+        if (sl__yaml_uint(&p->y, path, "a whole number of requests", 0, INT64_MAX, &u))
+            pc->params.delay_after = (int64_t)u;
+        break;
     case POL_COUNT_REJECTED:
         if (sl__yaml_bool(&p->y, path, &flag) && flag) pc->params.flags |= SL_COUNT_REJECTED;
         break;
@@ -153,6 +159,19 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
     }
     if (b->have_algorithm && !sl__config_is_bucket(pc->params.algorithm)) pc->params.burst = 0;
     if (p->y.errs->n != errors_before) return; /* nothing to validate, or cascades */
+    if (b->seen[POL_DELAY_AFTER] && pc->params.delay_after != 0 &&
+        (pc->params.algorithm != SL_LEAKY_QUEUE || pc->params.delay_after >= pc->params.burst)) {
+        snprintf(field, sizeof field, "%s.delay_after", path);
+        if (pc->params.algorithm != SL_LEAKY_QUEUE)
+            sl__yaml_error(&p->y, b->seen[POL_DELAY_AFTER], field,
+                           "only a leaky_queue delays requests (nginx's delay=D is leaky_queue, "
+                           "burst B+1, delay_after D)");
+        else
+            sl__yaml_error(&p->y, b->seen[POL_DELAY_AFTER], field,
+                           "%lld: must be below the burst (%lld; burst - 1 delays nothing)",
+                           (long long)pc->params.delay_after, (long long)pc->params.burst);
+        return;
+    }
 
     int rc = sl_params_validate(&pc->params);
     if (rc == SL_OK) return;
@@ -324,6 +343,8 @@ __attribute__((format(printf, 5, 6))) static void store_error(sl_config_errors *
 }
 
 static const char *redis_limit_problem(const sl_policy_config *pc) {
+    if (pc->params.delay_after != 0)
+        return "delay_after is decided by the memory store only (not yet by the Redis store)";
     int rc = sl__redis_script_check(&pc->params, pc->calendar == SL_CALENDAR_MONTH);
     if (rc == SL_OK) return NULL;
     return rc == SL_EOVERFLOW ? "too large for the Redis store (the limit, or burst x period in "

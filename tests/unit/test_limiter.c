@@ -223,11 +223,13 @@ static void reserve_overflow(void **state) {
     sl_limiter *l = make_limiter(1, fifty_years, 1, SL_START_EMPTY, T0);
     sl_reservation r = reserve(l, 1, T0);
     assert_i64(r.delay, fifty_years);
-    sl_reservation r2;
-    int rc = sl_limiter_reserve(l, 1, T0, -1, &r2);
+    sl_reservation r2 = reserve(l, 1, T0); /* exactly 100 years: the bound */
+    assert_i64(r2.delay, 2 * fifty_years);
+    sl_reservation r3;
+    int rc = sl_limiter_reserve(l, 1, T0, -1, &r3);
     assert_int_equal(rc, SL_EOVERFLOW);
-    assert_false(r2.ok);
-    assert_i64(sl_limiter_tokens(l, T0), -1);
+    assert_false(r3.ok);
+    assert_i64(sl_limiter_tokens(l, T0), -2);
     sl_limiter_destroy(l);
 }
 
@@ -409,13 +411,16 @@ static void wait_booked_at_an_older_now(void **state) {
     assert_int_equal(sl_limiter_reserve(l, 1, B + MS, 5 * MS, &q), SL_EDEADLINE);
     assert_int_equal(sl_limiter_reserve(l, 1, B + MS, 6 * MS, &q), SL_OK);
     assert_i64(q.time_to_act, B + 7 * MS);
-    /* a take that needs no wait is unchanged: the tokens are there */
+    /* a take that needs no wait takes the tokens that are there, and its
+     * slot is the latest time seen (issue 15, S3); allow takes them too */
     sl_limiter_destroy(l);
-    l = make_limiter(1000, SEC, 2, 0, B);
+    l = make_limiter(1000, SEC, 3, 0, B);
     assert_true(sl_limiter_allow(l, 1, B + 5 * MS));
     r = reserve(l, 1, B);
-    assert_i64(r.delay, 0);
-    assert_i64(r.time_to_act, B);
+    assert_i64(r.delay, 5 * MS);
+    assert_i64(r.time_to_act, B + 5 * MS);
+    assert_true(sl_limiter_allow(l, 1, B));
+    assert_false(sl_limiter_allow(l, 1, B));
     sl_limiter_destroy(l);
 }
 
@@ -517,6 +522,91 @@ static void cancel_twice_restores_once(void **state) {
     assert_i64(twice, 0);
 }
 
+/* ---- issue 15: S1-S4, each the minimal case found on random traces ---------- */
+
+/* S1: cancel counts the span of later reservations at the rate r was booked
+ * at, not the current one. 10/s burst 1: r0, r1 (+100 ms), r2 (+200 ms),
+ * set_rate 1/s, cancel r1: r2 counts on all of r1 (100 ms at 10/s), so
+ * nothing comes back and the next token is 3 s away (2.1 s before). */
+static void s1_cancel_uses_the_booking_rate(void **state) {
+    (void)state;
+    sl_limiter *l = make_limiter(10, SEC, 1, 0, T0);
+    reserve(l, 1, T0);
+    sl_reservation r1 = reserve(l, 1, T0);
+    sl_reservation r2 = reserve(l, 1, T0);
+    assert_i64(r1.time_to_act, T0 + 100 * MS);
+    assert_i64(r2.time_to_act, T0 + 200 * MS);
+    assert_int_equal(sl_limiter_set_rate(l, (sl_rate){1, SEC}, T0), SL_OK);
+    sl_limiter_cancel(l, &r1, T0);
+    sl_reservation r3 = reserve(l, 1, T0);
+    assert_i64(r3.delay, 3 * SEC);
+    sl_limiter_destroy(l);
+}
+
+/* S2: last_event is the most recent reservation's slot, not the latest
+ * one. 1/s burst 1: r0, r1 (+1 s), set_rate 10/s, r2 (+200 ms), cancel r2:
+ * no reservation came after r2, so its token comes back (nothing before). */
+static void s2_last_event_is_the_most_recent(void **state) {
+    (void)state;
+    sl_limiter *l = make_limiter(1, SEC, 1, 0, T0);
+    reserve(l, 1, T0);
+    sl_reservation r1 = reserve(l, 1, T0);
+    assert_i64(r1.time_to_act, T0 + SEC);
+    assert_int_equal(sl_limiter_set_rate(l, (sl_rate){10, SEC}, T0), SL_OK);
+    sl_reservation r2 = reserve(l, 1, T0);
+    assert_i64(r2.time_to_act, T0 + 200 * MS);
+    sl_limiter_cancel(l, &r2, T0);
+    sl_reservation r3 = reserve(l, 1, T0);
+    assert_i64(r3.delay, 200 * MS); /* 300 ms before */
+    sl_limiter_destroy(l);
+}
+
+/* S3: a reading older than the last update is timed as of that update,
+ * also when no wait is needed: 1/s burst 1, r0 at 0, a burst change at 1 s
+ * (the bucket is full again there), then a reservation read at 0: its slot
+ * is 1 s, not 0 (two events at 0 with burst 1 before). allow at an old
+ * reading still takes the tokens that are there (as the table does). */
+static void s3_older_reading_timed_from_last(void **state) {
+    (void)state;
+    sl_limiter *l = make_limiter(1, SEC, 1, 0, T0);
+    sl_reservation r0 = reserve(l, 1, T0);
+    assert_i64(r0.time_to_act, T0);
+    assert_int_equal(sl_limiter_set_burst(l, 1, T0 + SEC), SL_OK);
+    sl_reservation r1 = reserve(l, 1, T0);
+    assert_i64(r1.time_to_act, T0 + SEC);
+    assert_i64(r1.delay, SEC);
+    sl_reservation q;
+    assert_int_equal(sl_limiter_reserve(l, 1, T0, 2 * SEC - 1, &q), SL_EDEADLINE);
+    assert_int_equal(sl_limiter_reserve(l, 1, T0, 2 * SEC, &q), SL_OK);
+    assert_i64(q.time_to_act, T0 + 2 * SEC);
+    sl_limiter_destroy(l);
+
+    l = make_limiter(1, SEC, 1, 0, T0);
+    assert_true(sl_limiter_allow(l, 1, T0));
+    assert_int_equal(sl_limiter_set_rate(l, (sl_rate){1, SEC}, T0 + SEC), SL_OK);
+    assert_true(sl_limiter_allow(l, 1, T0)); /* the token is there as of T0 + 1 s */
+    assert_false(sl_limiter_allow(l, 1, T0 + SEC));
+    sl_limiter_destroy(l);
+}
+
+/* S4: the debt is bounded by 100 years of waiting only, whatever the
+ * scaled size: 1/year burst 10, reserving 10 at a time, the 9th reservation
+ * waits 80 years (refused before), the 11th 100, the 12th is refused. */
+static void s4_debt_bound_is_100_years(void **state) {
+    (void)state;
+    const int64_t year = INT64_C(365) * 86400 * SEC;
+    sl_limiter *l = make_limiter(1, year, 10, 0, T0);
+    for (int i = 1; i <= 11; i++) {
+        sl_reservation r = reserve(l, 10, T0);
+        assert_i64(r.delay, (int64_t)(i - 1) * 10 * year);
+    }
+    sl_reservation r;
+    assert_int_equal(sl_limiter_reserve(l, 10, T0, -1, &r), SL_EOVERFLOW);
+    assert_false(r.ok);
+    assert_i64(sl_limiter_tokens(l, T0), -100);
+    sl_limiter_destroy(l);
+}
+
 /* ---- exact rates --------------------------------------------------------------- */
 
 /* ceil(k * 2 s / 41) without overflow */
@@ -572,6 +662,10 @@ int main(void) {
         cmocka_unit_test(cancel_with_later_reservations),
         cmocka_unit_test(cancel_twice_restores_once),
         cmocka_unit_test(exact_fractional_rates),
+        cmocka_unit_test(s1_cancel_uses_the_booking_rate),
+        cmocka_unit_test(s2_last_event_is_the_most_recent),
+        cmocka_unit_test(s3_older_reading_timed_from_last),
+        cmocka_unit_test(s4_debt_bound_is_100_years),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -586,8 +586,8 @@ static void test_cell_rounding(void **state) {
 static void test_cell_errors(void **state) {
     (void)state;
     sl_cell *c = make_cell();
-    throttle_error(c, 1, 0, 1, 1, "Cell error: Zero rates are not supported");
-    throttle_error(c, 1, 1, 0, 1, "Cell error: Zero rates are not supported");
+    throttle_error(c, 1, 0, 1, 1, "Cell error: Store error: Zero rates are not supported");
+    throttle_error(c, 1, 1, 0, 1, "Cell error: Store error: Zero rates are not supported");
     throttle_error(c, 1, -1, 1, 1, "Cell error: Negative rates are not supported");
     throttle_error(c, 1, 1, -5, 1, "Cell error: Negative rates are not supported");
     throttle_error(c, -1, 1, 1, 1, "Cell error: max_burst must not be negative");
@@ -754,21 +754,24 @@ static void test_cmd_throttle(void **state) {
     expect_reply(&ctx, "CL.THROTTLE user123 15 30 60 2\r\n",
                  "*5\r\n:1\r\n:16\r\n:1\r\n:2\r\n:30\r\n");
 
-    const char *usage = "-Cell error: Usage: cl.throttle <key> <max_burst> <count per period> "
-                        "<period> [<quantity>]\r\n";
+    const char *usage =
+        "-Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> "
+        "<period> [<quantity>]\r\n";
     expect_reply(&ctx, "CL.THROTTLE\r\n", usage);
     expect_reply(&ctx, "CL.THROTTLE k 1 2\r\n", usage);
     expect_reply(&ctx, "CL.THROTTLE k 1 2 3 4 5\r\n", usage);
-    expect_reply(&ctx, "CL.THROTTLE k x 2 3\r\n", "-Cell error: Couldn't parse as integer: x\r\n");
+    expect_reply(&ctx, "CL.THROTTLE k x 2 3\r\n",
+                 "-Cell error: Store error: Couldn't parse as integer: x\r\n");
     expect_reply(&ctx, "CL.THROTTLE k 1 2.5 3\r\n",
-                 "-Cell error: Couldn't parse as integer: 2.5\r\n");
+                 "-Cell error: Store error: Couldn't parse as integer: 2.5\r\n");
     expect_reply(&ctx, "CL.THROTTLE k 1 2 3 \"\"\r\n",
-                 "-Cell error: Couldn't parse as integer: \r\n");
+                 "-Cell error: Store error: Couldn't parse as integer: \r\n");
     expect_reply(&ctx, "CL.THROTTLE k 1 2 9223372036854775808\r\n",
-                 "-Cell error: Couldn't parse as integer: 9223372036854775808\r\n");
+                 "-Cell error: Store error: Couldn't parse as integer: 9223372036854775808\r\n");
     expect_reply(&ctx, "CL.THROTTLE k 1 2 -9223372036854775808\r\n",
                  "-Cell error: Negative rates are not supported\r\n");
-    expect_reply(&ctx, "CL.THROTTLE k 1 0 3\r\n", "-Cell error: Zero rates are not supported\r\n");
+    expect_reply(&ctx, "CL.THROTTLE k 1 0 3\r\n",
+                 "-Cell error: Store error: Zero rates are not supported\r\n");
     sl__cell_destroy(c);
 
     ctx.cell = NULL;
@@ -839,7 +842,7 @@ static void test_cmd_command_and_config(void **state) {
     /* COMMAND: an array of count entries of 10 fields each */
     run(&ctx, "COMMAND\r\n", 9, &s);
     char head[64];
-    snprintf(head, sizeof head, "*%ld\r\n*10\r\n$11\r\ncl.throttle\r\n:-5\r\n", count);
+    snprintf(head, sizeof head, "*%ld\r\n*10\r\n$11\r\ncl.throttle\r\n:-1\r\n", count);
     assert_memory_equal(text(&s.out), head, strlen(head));
     sl__buf_free(&s.out);
 

@@ -1,7 +1,8 @@
 /* resp_commands.c: the commands sluiced answers over RESP (see resp.h and
  * docs/resp.md): CL.THROTTLE (redis-cell), SL.CHECK (policies), and what
  * redis-cli, redis-benchmark and the usual client libraries send on their
- * own: PING, ECHO, QUIT, INFO, COMMAND [COUNT|DOCS|INFO|LIST], CONFIG GET,
+ * own: PING, ECHO, QUIT, INFO, COMMAND [COUNT|DOCS|INFO|LIST|GETKEYS|
+ * GETKEYSANDFLAGS], CONFIG GET,
  * HELLO (RESP2 only), AUTH, SELECT 0, CLIENT SETNAME|SETINFO|GETNAME.
  *
  * Dispatch walks a small table comparing the length first and then the bytes
@@ -9,7 +10,10 @@
  * SL.CHECK) allocates nothing: integers are parsed in place and the reply is
  * written with one reservation. Error texts follow Redis ("ERR wrong number
  * of arguments for 'x' command", "ERR unknown command ...") and redis-cell
- * ("Cell error: ..."), so clients and their users see what they know. */
+ * ("Cell error: Store error: ..." for its generic errors), so clients and
+ * their users see what they know. COMMAND INFO and COMMAND GETKEYS describe
+ * CL.THROTTLE as Redis 7 does with the redis-cell module loaded (arity -1,
+ * flags write and module, key 1/1/1), so cluster-aware clients route it. */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -146,9 +150,9 @@ static const arg_doc client_args[] = {{"subcommand", "string", false}};
 
 static const cmd_def commands[] = {
     {NAME("cl.throttle"),
-     -5,
+     -1, /* what Redis reports for every module command */
      true,
-     {"write", "fast"},
+     {"write", "module"}, /* redis-cell registers "write"; Redis adds "module" */
      1,
      1,
      1,
@@ -332,15 +336,15 @@ int sl__resp_execute(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_
 
 static int cmd_throttle(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
     if (cmd->argc != 5 && cmd->argc != 6) {
-        sl__resp_error(out, "Cell error: Usage: cl.throttle <key> <max_burst> <count per period> "
-                            "<period> [<quantity>]");
+        sl__resp_error(out, "Cell error: Store error: Usage: cl.throttle <key> <max_burst> "
+                            "<count per period> <period> [<quantity>]");
         return 0;
     }
     int64_t v[4] = {0, 0, 0, 1}; /* max_burst, count, period, quantity */
     for (size_t i = 2; i < cmd->argc; i++) {
         if (!parse_i64(cmd->argv[i], cmd->argl[i], &v[i - 2])) {
-            errorf(out, "Cell error: Couldn't parse as integer: %.*s", echo_len(cmd->argl[i]),
-                   cmd->argv[i]);
+            errorf(out, "Cell error: Store error: Couldn't parse as integer: %.*s",
+                   echo_len(cmd->argl[i]), cmd->argv[i]);
             return 0;
         }
     }
@@ -601,6 +605,75 @@ static size_t nflags(const cmd_def *d) {
     return n;
 }
 
+/* The key flags of every command here with a key: it reads and updates the
+ * key's state (Redis's CMD_KEY_FULL_ACCESS, what a module command with
+ * first/last/step gets). */
+static const char *const key_flags[] = {"RW", "access", "update"};
+#define NKEY_FLAGS (sizeof key_flags / sizeof key_flags[0])
+
+static void key_flags_reply(sl_buf *out) {
+    sl__resp_array(out, NKEY_FLAGS);
+    for (size_t i = 0; i < NKEY_FLAGS; i++) sl__resp_simple(out, key_flags[i]);
+}
+
+/* The one key spec of a command with a key at first_key (Redis 7's legacy
+ * range spec, RESP2 form: maps flattened). */
+static void key_spec(sl_buf *out, const cmd_def *d) {
+    sl__resp_array(out, 6);
+    bulk_str(out, "flags");
+    key_flags_reply(out);
+    bulk_str(out, "begin_search");
+    sl__resp_array(out, 4);
+    bulk_str(out, "type");
+    bulk_str(out, "index");
+    bulk_str(out, "spec");
+    sl__resp_array(out, 2);
+    bulk_str(out, "index");
+    sl__resp_int(out, d->first_key);
+    bulk_str(out, "find_keys");
+    sl__resp_array(out, 4);
+    bulk_str(out, "type");
+    bulk_str(out, "range");
+    bulk_str(out, "spec");
+    sl__resp_array(out, 6);
+    bulk_str(out, "lastkey");
+    sl__resp_int(out, d->last_key - d->first_key);
+    bulk_str(out, "keystep");
+    sl__resp_int(out, d->key_step);
+    bulk_str(out, "limit");
+    sl__resp_int(out, 0);
+}
+
+/* COMMAND GETKEYS / GETKEYSANDFLAGS name arg...: the keys of that command
+ * line, with Redis 7's errors. Every command here has at most one key. */
+static void command_getkeys(sl_buf *out, const sl_resp_command *cmd, bool with_flags) {
+    if (cmd->argc < 4) {
+        wrong_args(out, with_flags ? "command|getkeysandflags" : "command|getkeys");
+        return;
+    }
+    const cmd_def *d = find_command(cmd->argv[2], cmd->argl[2]);
+    size_t n = cmd->argc - 2; /* the command line asked about */
+    if (!d) {
+        sl__resp_error(out, "ERR Invalid command specified");
+    } else if (d->first_key <= 0) {
+        sl__resp_error(out, "ERR The command has no key arguments");
+    } else if (d->arity > 0 ? n != (size_t)d->arity : n < (size_t)-d->arity) {
+        sl__resp_error(out, "ERR Invalid number of arguments specified for command");
+    } else if ((size_t)d->first_key >= n) {
+        sl__resp_error(out, "ERR Invalid arguments specified for command");
+    } else {
+        size_t k = 2 + (size_t)d->first_key;
+        sl__resp_array(out, 1);
+        if (with_flags) {
+            sl__resp_array(out, 2);
+            sl__resp_bulk(out, cmd->argv[k], cmd->argl[k]);
+            key_flags_reply(out);
+        } else {
+            sl__resp_bulk(out, cmd->argv[k], cmd->argl[k]);
+        }
+    }
+}
+
 /* COMMAND INFO's 10-field entry (Redis 7). */
 static void command_info(sl_buf *out, const cmd_def *d) {
     sl__resp_array(out, 10);
@@ -614,7 +687,12 @@ static void command_info(sl_buf *out, const cmd_def *d) {
     sl__resp_int(out, d->key_step);
     sl__resp_array(out, 0); /* ACL categories */
     sl__resp_array(out, 0); /* tips */
-    sl__resp_array(out, 0); /* key specs */
+    if (d->first_key > 0) {
+        sl__resp_array(out, 1);
+        key_spec(out, d);
+    } else {
+        sl__resp_array(out, 0);
+    }
     sl__resp_array(out, 0); /* subcommands */
 }
 
@@ -677,6 +755,10 @@ static int cmd_command(const sl_resp_context *ctx, const sl_resp_command *cmd, s
                     sl__resp_null(out);
             }
         }
+    } else if (IEQ(sub, n, "getkeys")) {
+        command_getkeys(out, cmd, false);
+    } else if (IEQ(sub, n, "getkeysandflags")) {
+        command_getkeys(out, cmd, true);
     } else if (IEQ(sub, n, "docs")) {
         if (cmd->argc == 2) {
             sl__resp_array(out, 2 * NCOMMANDS);

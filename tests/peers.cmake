@@ -1,0 +1,25 @@
+# peers.cmake: sluice against its peers, as they are (issue 15).
+# - xrate_diff (label unit, so also under ASan+UBSan): sl_limiter against the
+#   real golang.org/x/time/rate on thousands of seeded random traces
+#   (tests/peers/xrate_trace.go prints x/time/rate's answers,
+#   tests/peers/xrate_replay.c replays them through sl_limiter);
+# - test_nginx_delay (unit): the leaky queue's delay_after against nginx's
+#   two-stage limit_req (burst=B delay=D), transcribed, on random traces;
+# - peers_integration: CL.THROTTLE as redis-cell answers it (error texts,
+#   COMMAND INFO / GETKEYS) on the real sluiced.
+sluice_unit_test(test_nginx_delay)
+
+add_executable(xrate_replay peers/xrate_replay.c)
+target_link_libraries(xrate_replay PRIVATE sluice_static m)
+add_test(NAME xrate_diff
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/peers/xrate_diff.sh $<TARGET_FILE:xrate_replay>
+          ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/xrate)
+set_tests_properties(xrate_diff PROPERTIES LABELS unit TIMEOUT 300)
+
+
+if(TARGET sluiced)
+  add_test(NAME peers_integration
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/peers_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(peers_integration PROPERTIES LABELS integration TIMEOUT 180)
+endif()

@@ -299,6 +299,11 @@ usec_delta() {
   awk -F'[:=,]' '/^cmdstat_/ {c = substr($1, 9); if (c == "info" || c == "flushall") next
     if (FILENAME == ARGV[1]) b += $5; else a += $5} END {print a - b}' "$1" "$2"
 }
+# script_calls BEFORE AFTER: EVAL, EVALSHA, FCALL and FCALL_RO calls between two INFO files
+script_calls() {
+  awk -F'[:=,]' '/^cmdstat_(eval|evalsha|eval_ro|evalsha_ro|fcall|fcall_ro):/ {
+    if (FILENAME == ARGV[1]) b += $3; else a += $3} END {print a - b}' "$1" "$2"
+}
 # calls_now: commands processed so far, INFO and FLUSHALL left out
 calls_now() {
   redis-cli -p "$rd_port" INFO commandstats | tr -d '\r' |
@@ -374,7 +379,7 @@ for s in $subjects; do
 done
 [ -n "${mode[batched]:-}" ] && quiet
 
-declare -A rd_us cs_us cmds sl_us bad mem mem_detail
+declare -A rd_us cs_us cmds sl_us bad mem mem_detail per_call
 measure() { # SUBJECT ROUND
   local s=$1 r=$2 f=$out/$1-$2 c0 c1 s0=0 s1=0 n=$decisions b f0 f1 spid=
   redis-cli -p "$rd_port" FLUSHALL >/dev/null
@@ -385,6 +390,7 @@ measure() { # SUBJECT ROUND
     cs_us[$s]+="$(kv "$f.txt" redis_usec_per_decision) "
     cmds[$s]+="$(kv "$f.txt" redis_commands_per_decision) "
     sl_us[$s]+="$(kv "$f.txt" node_cpu_us_per_decision) "
+    per_call[$s]+="$(awk -v x="$(kv "$f.txt" redis_scripts_per_decision)" 'BEGIN {if (x > 0) printf "%.1f", 1 / x; else print "nan"}') "
   else
     redis_info "$f-info0.txt"
     c0=$(cpu_ticks "$rd_pid")
@@ -398,6 +404,8 @@ measure() { # SUBJECT ROUND
     cs_us[$s]+="$(per "$(usec_delta "$f-info0.txt" "$f-info1.txt")" "$n") "
     b=$(($(field "$f-info1.txt" total_commands_processed) - $(field "$f-info0.txt" total_commands_processed) - 1))
     cmds[$s]+="$(per "$b" "$n" %.3f) "
+    b=$(script_calls "$f-info0.txt" "$f-info1.txt")
+    [ "$b" -gt 0 ] && per_call[$s]+="$(per "$n" "$b" %.1f) "
     [ -n "$spid" ] && sl_us[$s]+="$(per $(((s1 - s0) * 1000000 / hz)) "$n") "
   fi
   if [ -n "$spid" ]; then
@@ -476,6 +484,7 @@ done
   echo
   for s in $subjects; do
     d="Redis CPU $(echo ${rd_us[$s]}); commandstats $(echo ${cs_us[$s]})"
+    [ -n "${per_call[$s]:-}" ] && d+="; decisions per script call $(m_med "${per_call[$s]}")"
     [ -n "${sl_us[$s]:-}" ] && d+="; $([ "$s" = flexible ] && echo node || echo sluiced) CPU us/decision $(m_med "${sl_us[$s]}")"
     [ -n "${mem_detail[$s]:-}" ] && d+="; memory: ${mem_detail[$s]}"
     [ -n "${mode[$s]:-}" ] && d+="; failed Redis calls: ${bad[$s]:-0}"

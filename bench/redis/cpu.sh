@@ -379,7 +379,7 @@ for s in $subjects; do
 done
 [ -n "${mode[batched]:-}" ] && quiet
 
-declare -A rd_us cs_us cmds sl_us bad mem mem_detail per_call
+declare -A rd_us cs_us cmds sl_us bad mem mem_detail mem_note per_call
 measure() { # SUBJECT ROUND
   local s=$1 r=$2 f=$out/$1-$2 c0 c1 s0=0 s1=0 n=$decisions b f0 f1 spid=
   redis-cli -p "$rd_port" FLUSHALL >/dev/null
@@ -442,6 +442,12 @@ if [ "$memory" = 1 ]; then
     fi
     mem[$s]=$(per "$d" "$mem_keys" %.0f)
     mem_detail[$s]="used_memory +$d, $k Redis keys"
+    # one Redis key per client key for every subject: fewer means some
+    # expired during the load (a fixed window's day ends at 00:00 UTC)
+    if [ "$k" -lt "$mem_keys" ]; then
+      echo "cpu.sh: WARNING: $s: $k Redis keys after $mem_keys distinct keys: some expired, the figure is low" >&2
+      mem_note[$s]=" (only $k keys left)"
+    fi
     echo "memory $s: ${mem[$s]} B/key (${mem_detail[$s]})"
   done
 fi
@@ -465,7 +471,7 @@ for s in $subjects; do
   tc=-
   [ "$t" != - ] && tc="<= ${t}x: $(verdict "${rat%x}" "$t")"
   [ "$t" != - ] && [ -z "${rd_us[incr]:-}" ] && tc="<= ${t}x: - (no INCR row)"
-  mc=${mem[$s]:-n/a}
+  mc=${mem[$s]:-n/a}${mem_note[$s]:-}
   [ "$mt" != - ] && mc="$mc (<= $mt: $(verdict "${mem[$s]:-nan}" "$mt"))"
   inv=
   [ "${bad[$s]:-0}" != 0 ] && inv=" **INVALID: ${bad[$s]} failed Redis calls**"

@@ -79,6 +79,7 @@ memory=1
 out=
 cache=
 warmup=1
+rd_timeout=5s # sluiced's store.redis.timeout: generous, a timed-out call makes a run INVALID
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift ;;
@@ -90,7 +91,7 @@ while [ $# -gt 0 ]; do
     --workers) workers=$2; shift ;;
     --only) only=$2; shift ;;
     --no-memory) memory=0 ;;
-    --quick) runs=1; decisions=2000; keys=1000; mem_keys=2000; warmup=0.2 ;;
+    --quick) runs=1; decisions=2000; keys=1000; mem_keys=2000; warmup=0.2; rd_timeout=30s ;;
     --node-cache) cache=$2; shift ;;
     --out) out=$2; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -234,7 +235,7 @@ store:
   type: redis
   redis:
     url: redis://127.0.0.1:$rd_port/0
-    timeout: 2s
+    timeout: $rd_timeout
     on_failure: open
     sync: $m
 $extra

@@ -286,7 +286,7 @@ set_subject() { # SUBJECT: label, port and command of one subject
 # ---- numbers -----------------------------------------------------------------------
 
 median() { sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-m_med() { tr ' ' '\n' <<<"$1" | grep . | median; }
+m_med() { tr ' ' '\n' <<<"$1" | { grep . || true; } | median; } # nan for an empty list
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "nan" || b == "nan" || a == "" || b + 0 <= 0) print "nan"; else printf "%.2f", a / b}'; }
 per() { awk -v a="$1" -v n="$2" -v f="${3:-%.2f}" 'BEGIN {if (n > 0) printf f, a / n; else print "nan"}'; }
 kv() { tr ' ' '\n' <"$1" | sed -n "s/^$2=//p"; } # a key=value of loadgen's or flexible.js's output
@@ -310,8 +310,9 @@ calls_now() {
   redis-cli -p "$rd_port" INFO commandstats | tr -d '\r' |
     awk -F'[:=,]' '/^cmdstat_/ && $1 != "cmdstat_info" && $1 != "cmdstat_flushall" {s += $3} END {print s + 0}'
 }
-# quiet: waits until redis-server ran no command for 3 sync intervals (a
-# batched sluiced pushes what it holds within a few intervals), at most 60 s
+# quiet: waits until redis-server ran no command for 1 s (10 sync intervals:
+# a batched sluiced pushes at most 4096 keys per interval, and a loaded
+# machine can delay an interval), at most 60 s
 quiet() {
   local last now same=0 n
   last=$(calls_now)
@@ -320,7 +321,7 @@ quiet() {
     now=$(calls_now)
     if [ "$now" = "$last" ]; then
       same=$((same + 1))
-      [ "$same" -ge 3 ] && return 0
+      [ "$same" -ge 10 ] && return 0
     else
       same=0 last=$now
     fi
@@ -436,7 +437,14 @@ if [ "$memory" = 1 ]; then
       redis-cli -p "$rd_port" FLUSHALL >/dev/null
       redis_info "$f-info0.txt"
       load "$s" "$mem_keys" "$mem_keys" "$f.txt" --sequential
-      [ "${mode[$s]:-}" = batched ] && quiet
+      if [ "${mode[$s]:-}" = batched ]; then
+        # its pushes take M / 4096 intervals: wait for every key, then quiet
+        for _ in $(seq 600); do
+          [ "$(redis-cli -p "$rd_port" DBSIZE)" -ge "$mem_keys" ] && break
+          sleep 0.1
+        done
+        quiet
+      fi
       redis_info "$f-info1.txt"
       d=$(($(field "$f-info1.txt" used_memory) - $(field "$f-info0.txt" used_memory)))
       k=$(redis-cli -p "$rd_port" DBSIZE)

@@ -451,10 +451,11 @@ if [ "$memory" = 1 ]; then
     fi
     mem[$s]=$(per "$d" "$mem_keys" %.0f)
     mem_detail[$s]="used_memory +$d, $k Redis keys"
-    # one Redis key per client key for every subject: fewer means some
-    # expired during the load (a fixed window's day ends at 00:00 UTC)
+    # one Redis key per client key for every subject today: fewer means some
+    # expired during the load (a fixed window's day ends at 00:00 UTC), or a
+    # store that shares Redis keys between client keys
     if [ "$k" -lt "$mem_keys" ]; then
-      echo "cpu.sh: WARNING: $s: $k Redis keys after $mem_keys distinct keys: some expired, the figure is low" >&2
+      echo "cpu.sh: WARNING: $s: $k Redis keys after $mem_keys distinct keys: some expired (the figure is then low), or the store shares keys" >&2
       mem_note[$s]=" (only $k keys left)"
     fi
     echo "memory $s: ${mem[$s]} B/key (${mem_detail[$s]})"

@@ -72,9 +72,12 @@ fuzz:
 	@$(MAKE) test-fuzz FUZZ_SECONDS=600
 
 # Benchmarks: long, noisy-machine aware; never part of make test. libsluice,
-# then sluiced with the Redis store against rate-limiter-flexible (about 4 min).
+# then the Redis store: Redis CPU per decision and memory per key against INCR
+# and the peers (issue 13, 4-7 min), then decisions per second against
+# rate-limiter-flexible (about 4 min).
 bench: deps build
 	@bench/run.sh
+	@bench/redis/cpu.sh $(BUILD)
 	@bench/redis/run.sh $(BUILD)
 
 format:

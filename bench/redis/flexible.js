@@ -11,6 +11,13 @@
 // Usage: node flexible.js --port P [--host 127.0.0.1] [--concurrency 50]
 //          [--seconds 5] [--warmup 1] [--keys 100000] [--points 1000000]
 //          [--duration 1] [--redis-pid PID]
+//          [--decisions N [--sequential 1] [--flush 1]]
+// Keys are "key:" and 7 digits (the key bytes of bench/redis/loadgen.c).
+// With --decisions, the measured window is N consume() calls instead of
+// --seconds (bench/redis/cpu.sh): keys drawn from --keys, or with
+// --sequential 1 the keys 0..N-1 in turn; --flush 1 sends FLUSHALL after the
+// warm-up, before the window opens (the script stays loaded), so that the
+// output's used_memory_delta and dbsize are those of the window's keys.
 // Needs NODE_PATH to hold rate-limiter-flexible and ioredis (run.sh installs
 // them from bench/redis/package.json).
 //
@@ -30,11 +37,13 @@ function parseArgs(argv) {
   const o = {
     host: '127.0.0.1', port: 0, concurrency: 50, seconds: 5, warmup: 1,
     keys: 100000, points: 1000000, duration: 1, redisPid: 0,
+    decisions: 0, sequential: 0, flush: 0,
   };
   const names = {
     '--host': 'host', '--port': 'port', '--concurrency': 'concurrency', '--seconds': 'seconds',
     '--warmup': 'warmup', '--keys': 'keys', '--points': 'points', '--duration': 'duration',
-    '--redis-pid': 'redisPid',
+    '--redis-pid': 'redisPid', '--decisions': 'decisions', '--sequential': 'sequential',
+    '--flush': 'flush',
   };
   for (let i = 2; i < argv.length; i += 2) {
     const k = names[argv[i]];
@@ -66,10 +75,12 @@ const hz = 100; // sysconf(_SC_CLK_TCK) is 100 on Linux (USER_HZ)
 // INFO stats + commandstats -> {total, calls: {cmd: n}}
 async function redisCounters(admin) {
   const text = await admin.info('everything');
-  const c = { total: 0, calls: {}, usec: {} };
+  const c = { total: 0, calls: {}, usec: {}, memory: 0 };
   for (const line of text.split('\r\n')) {
     let m = /^total_commands_processed:(\d+)/.exec(line);
     if (m) c.total = Number(m[1]);
+    m = /^used_memory:(\d+)/.exec(line);
+    if (m) c.memory = Number(m[1]);
     m = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line);
     if (m) {
       c.calls[m[1]] = Number(m[2]);
@@ -103,10 +114,21 @@ async function main() {
   const n = { allowed: 0, refused: 0, errors: 0, inWindow: 0, all: 0 };
   let firstError = null;
 
+  const keyName = (i) => 'key:' + String(i).padStart(7, '0');
+  let issued = 0; // consume() calls started in the window (--decisions)
+  let windowDone = null; // resolves when the --decisions window has all started
   async function loop() {
     while (phase !== 'stop') {
       const counted = phase === 'measure';
-      const key = 'key:' + Math.floor(Math.random() * o.keys);
+      if (counted && o.decisions) {
+        if (issued >= o.decisions) {
+          if (windowDone) windowDone();
+          break;
+        }
+        issued++;
+      }
+      const idx = counted && o.decisions && o.sequential ? issued - 1 : Math.floor(Math.random() * o.keys);
+      const key = keyName(idx);
       try {
         await limiter.consume(key);
         n.all++;
@@ -131,17 +153,32 @@ async function main() {
   // The window opens: counters first, then the flag. The loops that are
   // waiting on a warm-up consume() finish it uncounted; their commands (at
   // most C) were sent before the INFO and are not in the delta either.
+  // With --decisions the warm-up ends before the window instead (every
+  // loop stops, then starts again), so that the window is exactly N calls.
+  if (o.decisions) {
+    phase = 'stop';
+    await Promise.all(loops);
+    loops.length = 0;
+    if (o.flush) await admin.flushall();
+  }
   const r0 = await redisCounters(admin);
   const rcpu0 = o.redisPid ? procCpu(o.redisPid) : NaN;
   const self0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   phase = 'measure';
-  await new Promise((r) => setTimeout(r, o.seconds * 1000));
+  if (o.decisions) {
+    const started = new Promise((r) => { windowDone = r; });
+    for (let i = 0; i < o.concurrency; i++) loops.push(loop());
+    await started;
+  } else {
+    await new Promise((r) => setTimeout(r, o.seconds * 1000));
+  }
   const t1 = process.hrtime.bigint();
   const inWindow = n.inWindow;
   phase = 'stop';
   await Promise.all(loops); // drain: every consume() issued in the window settles
   const r1 = await redisCounters(admin);
+  const dbsize = await admin.dbsize();
   const rcpu1 = o.redisPid ? procCpu(o.redisPid) : NaN;
   const self1 = process.cpuUsage(self0);
 
@@ -170,6 +207,10 @@ async function main() {
     redis_inner_per_decision: inner || '-',
     redis_us_per_script: top > 0 ? ((usecOf('evalsha') + usecOf('eval')) / top).toFixed(1) : 'nan',
     redis_cpu_us_per_decision: perDecision((rcpu1 - rcpu0) * 1e6),
+    redis_usec_per_decision: perDecision(
+      Object.keys(r1.usec).filter((c) => !['info', 'flushall'].includes(c)).reduce((a, c) => a + usecOf(c), 0)),
+    used_memory_delta: r1.memory - r0.memory,
+    dbsize,
     node_cpu_us_per_decision: perDecision((self1.user + self1.system)),
   };
   process.stdout.write(Object.entries(out).map(([k, v]) => `${k}=${v}`).join(' ') + '\n');

@@ -1,0 +1,511 @@
+#!/usr/bin/env bash
+# bench/redis/cpu.sh: Redis CPU per decision and Redis memory per key (issue 13,
+# item 4), in one run on one redis-server, for:
+#   incr      Redis INCR
+#   incrby    INCRBY + EXPIRE pipelined (what envoyproxy/ratelimit's fixed window sends)
+#   lua       the seed's token-bucket Lua script (bench/server/token_bucket.lua, EVALSHA)
+#   flexible  node-rate-limiter-flexible RateLimiterRedis (npm, bench/redis/flexible.js)
+#   tb gc lq fw sw sl   sluiced exact mode, SL.CHECK of each algorithm (token bucket,
+#             GCRA, leaky queue, fixed window, sliding window, sliding log)
+#   cell      sluiced exact mode, CL.THROTTLE (Redis mode)
+#   batched   sluiced batched mode (sync_interval 100ms), SL.CHECK token bucket
+# and redis-cell's CL.THROTTLE as a quoted figure (6.8 us, issue 13: not packaged
+# for Debian, not measured here). sluiced is driven from outside only: its
+# config and RESP.
+#
+# The load is the same for every subject: bench/redis/loadgen.c (built here with
+# cc) on C connections, each writing P decisions at once and waiting for their
+# replies (as redis-benchmark -P), N decisions, keys drawn uniformly from K,
+# every key "key:" and 7 digits. It talks to redis-server directly (incr, incrby,
+# lua) or to sluiced's RESP port (sluiced then calls Redis). rate-limiter-flexible
+# runs inside node (bench/redis/flexible.js, C x P async loops on one ioredis
+# connection: the same number of decisions in flight). The limit is the same
+# for every subject and refuses nothing: 1000 per day, burst 1000 (INCRBY's
+# EXPIRE and rate-limiter-flexible's duration 86400 s; CL.THROTTLE k 999 1000
+# 86400 1; the Lua script's rate 1000/86400 per second), so state outlives a run.
+#
+# One measured run of a subject: FLUSHALL, then INFO and redis-server's
+# utime+stime (/proc/PID/stat, all threads), the load, (batched: until Redis
+# is quiet), INFO and utime+stime again. Redis CPU per decision = the CPU time
+# delta / N; cross-check: the usec of INFO commandstats (every command but
+# INFO and FLUSHALL) / N. Subjects take turns within a round, the order
+# reversed every other round; the table gives medians of --runs runs and the
+# ratio to INCR's median. Memory per key: after every CPU run, per subject,
+# FLUSHALL, used_memory, M distinct keys once each (keys 0..M-1, the same key
+# bytes for every subject), used_memory again; (delta) / M. sluiced's runs
+# whose /metrics show a failed Redis call (sluice_redis_calls_total with a
+# result other than ok) are marked INVALID (on_failure: open answers without
+# Redis).
+#
+# Usage: bench/redis/cpu.sh BUILD_DIR [options]     (after `make build`)
+#   --runs N          measured runs per subject (default 3; medians)
+#   --decisions N     decisions per run (default 500000: at 1 us per decision, a run
+#                     is 50 ticks of /proc/PID/stat's 10 ms)
+#   --keys K          keys drawn from K (default 100000)
+#   --conns C         connections (default 50)
+#   --pipeline P      decisions written at once per connection (default 16)
+#   --mem-keys M      distinct keys of the memory measurement (default 500000)
+#   --workers W       sluiced workers (default 2)
+#   --only LIST       comma-separated subset of the subjects above (default all)
+#   --no-memory       leave the memory measurement out
+#   --quick           a smoke run: --runs 1 --decisions 2000 --keys 1000 --mem-keys 2000
+#                     (too few for figures: it checks that every subject runs)
+#   --node-cache DIR  where the peer is installed from npm (default BUILD_DIR/bench-redis-node)
+#   --out DIR         raw outputs and results.md (default BUILD_DIR/bench-redis-cpu)
+# Exit status: 0, 1 on a failure, 2 on bad arguments, 3 when npm cannot
+# install the peer (offline: the smoke test skips then).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+
+usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
+
+[ $# -ge 1 ] || { usage >&2; exit 2; }
+case $1 in -h|--help) usage; exit 0 ;; esac
+build=$(cd "$1" && pwd)
+shift
+all_subjects="incr incrby lua flexible tb gc lq fw sw sl cell batched"
+runs=3
+decisions=500000
+keys=100000
+conns=50
+pipeline=16
+mem_keys=500000
+workers=2
+sync_interval=100ms
+only=
+memory=1
+out=
+cache=
+warmup=1
+rd_timeout=5s # sluiced's store.redis.timeout: generous, a timed-out call makes a run INVALID
+while [ $# -gt 0 ]; do
+  case $1 in
+    --runs) runs=$2; shift ;;
+    --decisions) decisions=$2; shift ;;
+    --keys) keys=$2; shift ;;
+    --conns) conns=$2; shift ;;
+    --pipeline) pipeline=$2; shift ;;
+    --mem-keys) mem_keys=$2; shift ;;
+    --workers) workers=$2; shift ;;
+    --only) only=$2; shift ;;
+    --no-memory) memory=0 ;;
+    --quick) runs=1; decisions=2000; keys=1000; mem_keys=2000; warmup=0.2; rd_timeout=30s ;;
+    --node-cache) cache=$2; shift ;;
+    --out) out=$2; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "cpu.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+out=${out:-$build/bench-redis-cpu}
+die() { echo "cpu.sh: $*" >&2; exit 1; }
+subjects=
+for s in $all_subjects; do
+  [ -z "$only" ] || [[ ",$only," == *",$s,"* ]] && subjects+="$s "
+done
+for s in ${only//,/ }; do [[ " $all_subjects " == *" $s "* ]] || die "unknown subject $s (--only takes: $all_subjects)"; done
+[ -n "$subjects" ] || die "nothing to measure"
+sluiced_subject() { [[ " tb gc lq fw sw sl cell batched " == *" $1 "* ]]; }
+need_sluiced=0 need_node=0
+for s in $subjects; do
+  sluiced_subject "$s" && need_sluiced=1
+  [ "$s" = flexible ] && need_node=1
+done
+
+for t in redis-server redis-cli cc python3 curl; do
+  command -v $t >/dev/null || die "$t not found (scripts/install-deps.sh installs it)"
+done
+if [ "$need_node" = 1 ]; then
+  for t in node npm; do command -v $t >/dev/null || die "$t not found (scripts/install-deps.sh installs it)"; done
+fi
+[ "$need_sluiced" = 0 ] || [ -x "$build/sluiced" ] || die "$build/sluiced not found (run make build)"
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-cpu.XXXXXX")
+
+# ---- tools: the load generator, the peer from npm (cached as run.sh does) ------------
+
+cc -O2 -o "$tmp/loadgen" "$here/loadgen.c" || die "cannot build bench/redis/loadgen.c"
+if [ "$need_node" = 1 ]; then
+  cache=${cache:-$build/bench-redis-node}
+  mkdir -p "$cache"
+  cache=$(cd "$cache" && pwd)
+  pkg=$here/package.json
+  mkdir -p "$cache"
+  (
+    if command -v flock >/dev/null; then
+      exec 9>"$cache/.lock"
+      flock 9
+    fi
+    if [ ! -d "$cache/node_modules/rate-limiter-flexible" ] || [ ! -d "$cache/node_modules/ioredis" ] ||
+       ! cmp -s "$pkg" "$cache/package.json"; then
+      echo "cpu.sh: installing the peer from npm into $cache" >&2
+      rm -rf "$cache/node_modules" "$cache/package.json"
+      cp "$pkg" "$cache/package.json.new"
+      mv "$cache/package.json.new" "$cache/package.json"
+      if ! (cd "$cache" && npm install --no-audit --no-fund --no-package-lock --loglevel=error >npm.log 2>&1); then
+        cat "$cache/npm.log" >&2
+        rm -rf "$cache/node_modules" "$cache/package.json"
+        exit 1
+      fi
+    fi
+  ) || { echo "cpu.sh: cannot install the peer from npm (see above)" >&2; exit 3; }
+  export NODE_PATH=$cache/node_modules
+fi
+pkgver() { node -p "require('$cache/node_modules/$1/package.json').version"; }
+if [ "$need_sluiced" = 1 ]; then
+  # a private copy: a rebuild of BUILD_DIR during the run changes nothing
+  cp "$build/sluiced" "$tmp/sluiced"
+fi
+
+# ---- processes -------------------------------------------------------------------
+
+pids=() # every process started here and still running; cleanup stops them
+untrack() {
+  local p keep=()
+  for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+  pids=("${keep[@]}")
+}
+# Stops one process started here: SIGTERM, SIGKILL after 10 s.
+stop_pid() {
+  local pid=$1 n
+  kill -TERM "$pid" 2>/dev/null || true
+  for n in $(seq 100); do
+    kill -0 "$pid" 2>/dev/null || break
+    [ "$n" = 100 ] && kill -KILL "$pid" 2>/dev/null
+    sleep 0.1
+  done
+  wait "$pid" 2>/dev/null || true
+  untrack "$pid"
+}
+cleanup() {
+  local p
+  trap - EXIT INT TERM
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do stop_pid "$p"; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'echo "cpu.sh: interrupted" >&2; exit 130' INT TERM
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+hz=$(getconf CLK_TCK)
+
+# start_redis: a redis-server without persistence; sets rd_pid, rd_port
+# (redis-server cannot listen on port 0: retried with a new port).
+start_redis() {
+  local dir=$tmp/redis attempt n
+  mkdir -p "$dir"
+  for attempt in 1 2 3 4 5; do
+    rd_port=$(free_port)
+    redis-server --bind 127.0.0.1 --port "$rd_port" --save "" --appendonly no \
+      --dir "$dir" --logfile "$dir/redis.log" --daemonize no --protected-mode yes &
+    rd_pid=$!
+    pids+=("$rd_pid")
+    for n in $(seq 100); do
+      [ "$(redis-cli -p "$rd_port" PING 2>/dev/null)" = PONG ] && return 0
+      kill -0 "$rd_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    echo "cpu.sh: redis-server on port $rd_port: attempt $attempt failed" >&2
+    stop_pid "$rd_pid"
+  done
+  cat "$dir/redis.log" >&2
+  die "redis-server did not start"
+}
+
+# start_sluiced MODE: sluiced in sync MODE (exact or batched) on the shared
+# redis-server; sets sl_pid[MODE], sl_resp[MODE], sl_http[MODE].
+declare -A sl_pid sl_resp sl_http
+start_sluiced() {
+  local m=$1 conf=$tmp/sluiced-$1.yaml log=$tmp/sluiced-$1.log n extra=
+  [ "$m" = batched ] && extra="    sync_interval: $sync_interval"
+  # the same limit for every algorithm; two-letter names (the same key
+  # lengths); 1 token refills in 86.4 s, so state outlives a run
+  cat >"$conf" <<EOF
+listen: {http: 127.0.0.1:0, grpc: "off", resp: 127.0.0.1:0}
+workers: $workers
+store:
+  type: redis
+  redis:
+    url: redis://127.0.0.1:$rd_port/0
+    timeout: $rd_timeout
+    on_failure: open
+    sync: $m
+$extra
+policies:
+  - {name: tb, algorithm: token_bucket, rate: 1000/d, burst: 1000}
+  - {name: gc, algorithm: gcra, rate: 1000/d, burst: 1000}
+  - {name: lq, algorithm: leaky_queue, rate: 1000/d, burst: 1000}
+  - {name: fw, algorithm: fixed_window, rate: 1000/d}
+  - {name: sw, algorithm: sliding_window, rate: 1000/d}
+  - {name: sl, algorithm: sliding_log, rate: 1000/d}
+EOF
+  cp "$conf" "$out/sluiced-$m.yaml"
+  "$tmp/sluiced" -c "$conf" 2>"$log" &
+  sl_pid[$m]=$!
+  pids+=("${sl_pid[$m]}")
+  for n in $(seq 200); do
+    grep -q ' ready' "$log" 2>/dev/null && break
+    kill -0 "${sl_pid[$m]}" 2>/dev/null || { cat "$log" >&2; die "sluiced ($m) did not start"; }
+    sleep 0.1
+  done
+  sl_resp[$m]=$(sed -n 's/.*listening resp on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)
+  sl_http[$m]=$(sed -n 's/.*listening http on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)
+  [ -n "${sl_resp[$m]}" ] && [ -n "${sl_http[$m]}" ] || { cat "$log" >&2; die "sluiced ($m): no ports in its log"; }
+}
+
+# ---- subjects ----------------------------------------------------------------------
+
+declare -A label port cmd mode
+set_subject() { # SUBJECT: label, port and command of one subject
+  local s=$1
+  case $s in
+    incr) label[$s]="Redis \`INCR\`"; port[$s]=$rd_port; cmd[$s]="INCR {k}" ;;
+    incrby) label[$s]="Redis \`INCRBY\` + \`EXPIRE\` pipelined (envoyproxy/ratelimit's fixed window)"
+      port[$s]=$rd_port; cmd[$s]="INCRBY {k} 1 ;; EXPIRE {k} 86400" ;;
+    lua) label[$s]="the seed's token-bucket Lua script (\`EVALSHA\`)"; port[$s]=$rd_port
+      cmd[$s]="EVALSHA $sha 1 {k} 0.011574074 1000 1" ;;
+    flexible) label[$s]="node-rate-limiter-flexible \`RateLimiterRedis\` $(pkgver rate-limiter-flexible) (ioredis $(pkgver ioredis))" ;;
+    tb | gc | lq | fw | sw | sl)
+      local -A names=([tb]="token bucket" [gc]=GCRA [lq]="leaky queue" [fw]="fixed window" [sw]="sliding window" [sl]="sliding log")
+      label[$s]="sluiced exact, ${names[$s]} (\`SL.CHECK $s\`)"; mode[$s]=exact; cmd[$s]="SL.CHECK $s {k}" ;;
+    cell) label[$s]="sluiced exact, \`CL.THROTTLE\` (Redis mode)"; mode[$s]=exact; cmd[$s]="CL.THROTTLE {k} 999 1000 86400 1" ;;
+    batched) label[$s]="sluiced batched ($sync_interval), token bucket (\`SL.CHECK tb\`)"; mode[$s]=batched; cmd[$s]="SL.CHECK tb {k}" ;;
+  esac
+  [ -n "${mode[$s]:-}" ] && port[$s]=${sl_resp[${mode[$s]}]}
+  return 0
+}
+
+# ---- numbers -----------------------------------------------------------------------
+
+median() { sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+m_med() { tr ' ' '\n' <<<"$1" | { grep . || true; } | median; } # nan for an empty list
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "nan" || b == "nan" || a == "" || b + 0 <= 0) print "nan"; else printf "%.2f", a / b}'; }
+per() { awk -v a="$1" -v n="$2" -v f="${3:-%.2f}" 'BEGIN {if (n > 0) printf f, a / n; else print "nan"}'; }
+kv() { tr ' ' '\n' <"$1" | sed -n "s/^$2=//p"; } # a key=value of loadgen's or flexible.js's output
+
+# redis_info FILE: INFO everything of the shared redis-server into FILE
+redis_info() { redis-cli -p "$rd_port" INFO everything | tr -d '\r' >"$1"; }
+field() { sed -n "s/^$2://p" "$1"; }
+# usec_delta BEFORE AFTER: the usec of INFO commandstats between two INFO
+# files, every command but INFO and FLUSHALL
+usec_delta() {
+  awk -F'[:=,]' '/^cmdstat_/ {c = substr($1, 9); if (c == "info" || c == "flushall") next
+    if (FILENAME == ARGV[1]) b += $5; else a += $5} END {print a - b}' "$1" "$2"
+}
+# script_calls BEFORE AFTER: EVAL, EVALSHA, FCALL and FCALL_RO calls between two INFO files
+script_calls() {
+  awk -F'[:=,]' '/^cmdstat_(eval|evalsha|eval_ro|evalsha_ro|fcall|fcall_ro):/ {
+    if (FILENAME == ARGV[1]) b += $3; else a += $3} END {print a - b}' "$1" "$2"
+}
+# calls_now: commands processed so far, INFO and FLUSHALL left out
+calls_now() {
+  redis-cli -p "$rd_port" INFO commandstats | tr -d '\r' |
+    awk -F'[:=,]' '/^cmdstat_/ && $1 != "cmdstat_info" && $1 != "cmdstat_flushall" {s += $3} END {print s + 0}'
+}
+# quiet: waits until redis-server ran no command for 1 s (10 sync intervals:
+# a batched sluiced pushes at most 4096 keys per interval, and a loaded
+# machine can delay an interval), at most 60 s
+quiet() {
+  local last now same=0 n
+  last=$(calls_now)
+  for n in $(seq 600); do
+    sleep 0.1
+    now=$(calls_now)
+    if [ "$now" = "$last" ]; then
+      same=$((same + 1))
+      [ "$same" -ge 10 ] && return 0
+    else
+      same=0 last=$now
+    fi
+  done
+  echo "cpu.sh: WARNING: redis-server still busy 60 s after the load" >&2
+}
+# failed_calls MODE: sluiced's failed Redis calls so far (every result but ok)
+failed_calls() {
+  curl -s "http://127.0.0.1:${sl_http[$1]}/metrics" |
+    awk '/^sluice_redis_calls_total\{/ && $1 !~ /result="ok"/ {b += $2} END {printf "%d\n", b}'
+}
+
+# load SUBJECT N KEYS FILE [--sequential]: N decisions of SUBJECT
+load() {
+  local s=$1 n=$2 k=$3 f=$4 seq=${5:-}
+  if [ "$s" = flexible ]; then
+    node "$here/flexible.js" --port "$rd_port" --redis-pid "$rd_pid" --concurrency $((conns * pipeline)) \
+      --warmup "$warmup" --decisions "$n" --keys "$k" --sequential "$([ -n "$seq" ] && echo 1 || echo 0)" --flush 1 \
+      --points 1000 --duration 86400 >"$f" 2>"$f.err" || { cat "$f" "$f.err" >&2; die "flexible.js failed"; }
+    [ "$(kv "$f" errors)" = 0 ] || { cat "$f" "$f.err" >&2; die "flexible.js: Redis errors"; }
+    [ "$(kv "$f" refused)" = 0 ] || { cat "$f" >&2; die "flexible.js: refusals (the limit must refuse nothing)"; }
+    return
+  fi
+  # shellcheck disable=SC2086 # cmd is a word list
+  "$tmp/loadgen" -p "${port[$s]}" -c "$conns" -P "$pipeline" -n "$n" -k "$k" $seq --seed "$RANDOM" -- ${cmd[$s]} \
+    >"$f" 2>"$f.err" || { cat "$f" "$f.err" >&2; die "loadgen failed ($s)"; }
+  [ "$(kv "$f" errors)" = 0 ] || { cat "$f" >&2; die "$s: error replies"; }
+}
+
+# ---- the run ---------------------------------------------------------------------------
+
+start_redis
+sha=$(redis-cli -p "$rd_port" SCRIPT LOAD "$(cat "$root/bench/server/token_bucket.lua")")
+[[ $sha =~ ^[0-9a-f]{40}$ ]] || die "SCRIPT LOAD failed: $sha"
+for s in $subjects; do
+  case $s in batched) [ -n "${sl_pid[batched]:-}" ] || start_sluiced batched ;;
+    tb | gc | lq | fw | sw | sl | cell) [ -n "${sl_pid[exact]:-}" ] || start_sluiced exact ;; esac
+done
+for s in $subjects; do set_subject "$s"; done
+
+started=$(date -u '+%Y-%m-%d %H:%M UTC')
+{
+  echo "# sluice: Redis CPU per decision and memory per key, $started"
+  echo "# commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+  echo "# cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs online, $(grep -qw hypervisor /proc/cpuinfo && echo 'virtual machine' || echo 'bare metal'); kernel $(uname -r)"
+  [ "$need_sluiced" = 1 ] && echo "# sluiced: $("$tmp/sluiced" --version 2>&1 | head -1) ($build, CMAKE_BUILD_TYPE=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null || echo '?'), sha256 $(sha256sum "$tmp/sluiced" | cut -c1-12)), $workers workers"
+  [ "$need_node" = 1 ] && echo "# peer: node $(node --version), rate-limiter-flexible $(pkgver rate-limiter-flexible), ioredis $(pkgver ioredis)"
+  echo "# $(redis-server --version)"
+  echo "# load: $conns connections x $pipeline pipelined, $decisions decisions per run, keys from $keys, $runs runs (median); memory: $mem_keys keys; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$out/machine.txt"
+
+# warm-up: connections, scripts loaded, sluiced's first calls
+echo "== warm-up =="
+for s in $subjects; do
+  redis-cli -p "$rd_port" FLUSHALL >/dev/null
+  load "$s" 2000 "$keys" "$out/warmup-$s.txt"
+done
+[ -n "${mode[batched]:-}" ] && quiet
+
+declare -A rd_us cs_us cmds sl_us bad mem mem_detail mem_note per_call
+measure() { # SUBJECT ROUND
+  local s=$1 r=$2 f=$out/$1-$2 c0 c1 s0=0 s1=0 n=$decisions b f0 f1 spid=
+  redis-cli -p "$rd_port" FLUSHALL >/dev/null
+  [ -n "${mode[$s]:-}" ] && { spid=${sl_pid[${mode[$s]}]}; f0=$(failed_calls "${mode[$s]}"); }
+  if [ "$s" = flexible ]; then
+    load "$s" "$n" "$keys" "$f.txt"
+    rd_us[$s]+="$(kv "$f.txt" redis_cpu_us_per_decision) "
+    cs_us[$s]+="$(kv "$f.txt" redis_usec_per_decision) "
+    cmds[$s]+="$(kv "$f.txt" redis_commands_per_decision) "
+    sl_us[$s]+="$(kv "$f.txt" node_cpu_us_per_decision) "
+    per_call[$s]+="$(awk -v x="$(kv "$f.txt" redis_scripts_per_decision)" 'BEGIN {if (x > 0) printf "%.1f", 1 / x; else print "nan"}') "
+  else
+    redis_info "$f-info0.txt"
+    c0=$(cpu_ticks "$rd_pid")
+    [ -n "$spid" ] && s0=$(cpu_ticks "$spid")
+    load "$s" "$n" "$keys" "$f.txt"
+    [ "${mode[$s]:-}" = batched ] && quiet
+    c1=$(cpu_ticks "$rd_pid")
+    [ -n "$spid" ] && s1=$(cpu_ticks "$spid")
+    redis_info "$f-info1.txt"
+    rd_us[$s]+="$(per $(((c1 - c0) * 1000000 / hz)) "$n") "
+    cs_us[$s]+="$(per "$(usec_delta "$f-info0.txt" "$f-info1.txt")" "$n") "
+    b=$(($(field "$f-info1.txt" total_commands_processed) - $(field "$f-info0.txt" total_commands_processed) - 1))
+    cmds[$s]+="$(per "$b" "$n" %.3f) "
+    b=$(script_calls "$f-info0.txt" "$f-info1.txt")
+    [ "$b" -gt 0 ] && per_call[$s]+="$(per "$n" "$b" %.1f) "
+    [ -n "$spid" ] && sl_us[$s]+="$(per $(((s1 - s0) * 1000000 / hz)) "$n") "
+  fi
+  if [ -n "$spid" ]; then
+    f1=$(failed_calls "${mode[$s]}")
+    bad[$s]=$((${bad[$s]:-0} + f1 - f0))
+  fi
+  printf 'run %d %-9s Redis CPU %6s us/decision (commandstats %s), %s decisions/s\n' "$r" "$s" \
+    "$(tr ' ' '\n' <<<"${rd_us[$s]}" | grep . | tail -1)" "$(tr ' ' '\n' <<<"${cs_us[$s]}" | grep . | tail -1)" \
+    "$(kv "$f.txt" rate)$(kv "$f.txt" decisions_per_s)"
+}
+
+echo "== CPU: $runs x $decisions decisions per subject, $conns connections x $pipeline pipelined, keys from $keys =="
+for r in $(seq "$runs"); do
+  order=$subjects
+  [ $((r % 2)) = 0 ] && order=$(tr ' ' '\n' <<<"$subjects" | grep . | tac | tr '\n' ' ')
+  for s in $order; do measure "$s" "$r"; done
+done
+
+if [ "$memory" = 1 ]; then
+  echo "== memory: $mem_keys distinct keys per subject =="
+  for s in $subjects; do
+    f=$out/mem-$s
+    if [ "$s" = flexible ]; then
+      load "$s" "$mem_keys" "$mem_keys" "$f.txt" --sequential
+      d=$(kv "$f.txt" used_memory_delta) k=$(kv "$f.txt" dbsize)
+    else
+      redis-cli -p "$rd_port" FLUSHALL >/dev/null
+      redis_info "$f-info0.txt"
+      load "$s" "$mem_keys" "$mem_keys" "$f.txt" --sequential
+      if [ "${mode[$s]:-}" = batched ]; then
+        # its pushes take M / 4096 intervals: wait for every key, then quiet
+        for _ in $(seq 600); do
+          [ "$(redis-cli -p "$rd_port" DBSIZE)" -ge "$mem_keys" ] && break
+          sleep 0.1
+        done
+        quiet
+      fi
+      redis_info "$f-info1.txt"
+      d=$(($(field "$f-info1.txt" used_memory) - $(field "$f-info0.txt" used_memory)))
+      k=$(redis-cli -p "$rd_port" DBSIZE)
+    fi
+    mem[$s]=$(per "$d" "$mem_keys" %.0f)
+    mem_detail[$s]="used_memory +$d, $k Redis keys"
+    # one Redis key per client key for every subject today: fewer means some
+    # expired during the load (a fixed window's day ends at 00:00 UTC), or a
+    # store that shares Redis keys between client keys
+    if [ "$k" -lt "$mem_keys" ]; then
+      echo "cpu.sh: WARNING: $s: $k Redis keys after $mem_keys distinct keys: some expired (the figure is then low), or the store shares keys" >&2
+      mem_note[$s]=" (only $k keys left)"
+    fi
+    echo "memory $s: ${mem[$s]} B/key (${mem_detail[$s]})"
+  done
+fi
+
+# ---- the table ---------------------------------------------------------------------------
+
+# target SUBJECT: the issue's CPU target (x INCR) and memory target (B/key)
+cpu_target() { case $1 in tb | gc | lq | fw | cell) echo 1 ;; sw) echo 1.5 ;; sl) echo 3 ;; *) echo - ;; esac; }
+mem_target() { case $1 in tb | gc) echo 90 ;; *) echo - ;; esac; }
+verdict() { # VALUE TARGET
+  awk -v v="$1" -v t="$2" 'BEGIN {if (t == "-" || v == "nan" || v == "n/a" || v == "") print "-"; else if (v <= t) print "pass"; else printf "**miss** (%.1fx the target)", v / t}'
+}
+incr_med=$(m_med "${rd_us[incr]:-}")
+rows=()
+for s in $subjects; do
+  med=$(m_med "${rd_us[$s]}")
+  rat=-
+  [ -n "${rd_us[incr]:-}" ] && rat="$(ratio "$med" "$incr_med")x"
+  [ "$rat" = nanx ] && rat=n/a
+  t=$(cpu_target "$s") mt=$(mem_target "$s")
+  tc=-
+  [ "$t" != - ] && tc="<= ${t}x: $(verdict "${rat%x}" "$t")"
+  [ "$t" != - ] && [ -z "${rd_us[incr]:-}" ] && tc="<= ${t}x: - (no INCR row)"
+  mc=${mem[$s]:-n/a}${mem_note[$s]:-}
+  [ "$mt" != - ] && mc="$mc (<= $mt: $(verdict "${mem[$s]:-nan}" "$mt"))"
+  inv=
+  [ "${bad[$s]:-0}" != 0 ] && inv=" **INVALID: ${bad[$s]} failed Redis calls**"
+  rows+=("| ${label[$s]}$inv | **$med** ($(echo ${rd_us[$s]})) | $rat | $(m_med "${cs_us[$s]}") | $(m_med "${cmds[$s]}") | $mc | $tc |")
+done
+{
+  echo
+  echo "## Redis CPU per decision: $started, median of $runs runs of $decisions decisions"
+  echo
+  echo "| subject | Redis CPU us / decision (runs) | vs INCR | commandstats us / decision | Redis commands / decision | Redis memory B / key | CPU target |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: | --- |"
+  printf '%s\n' "${rows[@]}"
+  echo "| redis-cell \`CL.THROTTLE\` (native module) | 6.8, quoted from issue 13: **not measured here** (not packaged for Debian) | $(r=$(ratio 6.8 "$incr_med"); [ "$r" = nan ] && echo n/a || echo "${r}x") | | | | |"
+  echo
+  echo "Load: bench/redis/loadgen.c, $conns connections x $pipeline pipelined, keys \"key:\" + 7 digits from $keys, $decisions decisions per run; rate-limiter-flexible: flexible.js, $((conns * pipeline)) async loops on one ioredis connection. Memory: used_memory delta / $mem_keys distinct keys (after FLUSHALL). Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo
+  for s in $subjects; do
+    d="Redis CPU $(echo ${rd_us[$s]}); commandstats $(echo ${cs_us[$s]})"
+    [ -n "${per_call[$s]:-}" ] && d+="; decisions per script call $(m_med "${per_call[$s]}")"
+    [ -n "${sl_us[$s]:-}" ] && d+="; $([ "$s" = flexible ] && echo node || echo sluiced) CPU us/decision $(m_med "${sl_us[$s]}")"
+    [ -n "${mem_detail[$s]:-}" ] && d+="; memory: ${mem_detail[$s]}"
+    [ -n "${mode[$s]:-}" ] && d+="; failed Redis calls: ${bad[$s]:-0}"
+    echo "- $s: $d"
+  done
+} | tee "$out/results.md"
+echo
+echo "raw outputs in $out"

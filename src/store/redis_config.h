@@ -39,6 +39,12 @@ typedef struct sl_redis_config {
     int64_t breaker_window;      /* ns they must span at least (default 500 ms) */
     int64_t breaker_cooldown;    /* ns before a probe call (default 1 s) */
     size_t deny_cache;           /* entries per worker; 0 = off (default 65536) */
+    /* Tests only, not reachable from the config file (the loader leaves it
+       false): send each script call the worker's clock of its first request
+       (sl_store_call.now, ns, rounded down to whole us; must be >= 1 us)
+       instead of 0 (= Redis TIME), so that a test can drive the Redis store
+       with a fake clock (tests/unit/test_differential.c). */
+    bool script_now;
 } sl_redis_config;
 
 #endif

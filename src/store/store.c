@@ -323,7 +323,9 @@ static void flight_send(flight *f) {
     }
     flight_items(f, si);
     sl__buf_reset(&sw->cmd);
-    sl__redis_script_format(&sw->cmd, f->with_source, si, f->nitems, 0);
+    /* Redis TIME, or (tests: script_now) the clock of the call's first request */
+    int64_t now_us = sw->cfg->script_now ? f->parts[0]->c->now / 1000 : 0;
+    sl__redis_script_format(&sw->cmd, f->with_source, si, f->nitems, now_us);
     free(si);
     if (sw->cmd.failed) {
         sl__buf_free(&sw->cmd);

@@ -3,7 +3,10 @@
  * Included by one test file each (static functions, one server per test
  * executable): redis_fixture_start / redis_fixture_stop are cmocka group
  * setup and teardown; the server listens only on a Unix socket in a fresh
- * temporary directory, which teardown removes. `rc` is the connection. */
+ * temporary directory, which teardown removes. `rc` is the connection.
+ * redis_fixture_preload (set before the start, NULL by default) is a
+ * library the server runs with in LD_PRELOAD (test_differential: a frozen
+ * wall clock). */
 #ifndef SLUICE_TESTS_REDIS_FIXTURE_H
 #define SLUICE_TESTS_REDIS_FIXTURE_H
 
@@ -27,6 +30,7 @@ static char tmpdir[64];
 static char sock_path[128];
 static char log_path[160];
 static redisContext *rc;
+static const char *redis_fixture_preload;
 
 static int64_t mono_ms(void) {
     struct timespec ts;
@@ -56,6 +60,7 @@ static int redis_fixture_start(void **state) {
     redis_pid = fork();
     if (redis_pid < 0) return -1;
     if (redis_pid == 0) {
+        if (redis_fixture_preload) setenv("LD_PRELOAD", redis_fixture_preload, 1);
         execl("/usr/bin/redis-server", "redis-server", "--port", "0", "--unixsocket", sock_path,
               "--save", "", "--appendonly", "no", "--dir", tmpdir, "--logfile", log_path,
               (char *)NULL);

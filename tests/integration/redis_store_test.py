@@ -9,9 +9,10 @@ ephemeral loopback ports, driven by the harness of distributed_test.py:
                       timeout and breaker, 200 connections for 3 s: fewer
                       than 0.1 % of the decisions answered by the fail mode,
                       and exactly the limit admitted on the hot key (item 8)
-  stall_breaker       one 33 ms stall of Redis with a 5 ms timeout: the calls
-                      in flight time out, but the breaker (sustained failure
-                      only) does not open (item 8)
+  stall_breaker       one 400 ms stall of Redis with a 100 ms timeout: the
+                      calls in flight time out, but the breaker (sustained
+                      failure only) does not open; with breaker_window 0 (the
+                      control) the same stall opens it (item 8)
   first_decision      the first decisions after startup come from Redis: with
                       Redis held up (SIGSTOP) while sluiced starts, the first
                       requests wait for the connection and the script instead
@@ -148,37 +149,87 @@ def healthy_load():
 
 
 def stall_breaker():
-    """The breaker opens on sustained failure only. One sluiced with the old
-    5 ms timeout, 100 connections, Redis stalled once for 33 ms: the calls
-    in flight time out together (and are answered by the fail mode), but
-    with successes right before and after they are not a sustained failure:
-    no breaker opens (no call refused as "open", no breaker in the log)."""
+    """The breaker opens on sustained failure only. Two sluiced on one Redis,
+    50 connections each, Redis stopped once for STALL_S (SIGSTOP, SIGCONT from
+    a helper process): the calls in flight and those sent during the stall
+    time out together (and are answered by the fail mode), but with successes
+    right before and after they are not a sustained failure: sluiced-a
+    (breaker_window STALL_WINDOW) opens no breaker (no call refused as
+    "open", no breaker in the log). sluiced-b, the control, has
+    breaker_window 0 ("breaker_failures in a row"): the same stall opens its
+    breaker, which shows the stall was long enough to matter.
+
+    Nothing here depends on the machine being quick: the timeout (100 ms) is
+    far above a healthy call, so only the stall makes calls fail; the stall
+    (400 ms) is 4 timeouts long, so every worker sees dozens of timeouts
+    whatever the scheduling; the failures of one stall span about
+    STALL_S - timeout, and breaker_window is 3 s, so a machine that holds
+    Redis or the helper up by a further 2 s still does not make them
+    "sustained". (The default 500 ms window leaves too little room on a
+    loaded machine; healthy_load runs the defaults.) A stall that the
+    helper could not keep under STALL_MAX_S (the machine held it up) does
+    not test the premise: the case is run again, at most 3 times."""
     pols = [{"name": "wide", "algorithm": "token_bucket", "rate": "1000000/s",
              "burst": 1000000, "on_failure": "open"}]
-    with dt.Env("stall") as env:
-        redis = env.redis()
-        d = env.sluiced("sluiced-a", config(redis.url, pols, timeout="5ms"))
-        dt.wait_ready([d])
-        m0 = d.metrics()
-        stamp = time.time_ns()
-        load = dt.Load(dt.targets_of([d], resp_share=False), 100,
-                       lambda i, n: ("wide", "w%d-%d" % (i, stamp)))
-        time.sleep(0.7)
-        stall = stall_redis(redis, 0.033)
-        time.sleep(1.0)
-        load.stop()
-        answers = load.join()
-        dt.assert_all_answered(answers, "stall_breaker")
-        m = d.metrics()
-        calls = {r: metric_delta(m, m0, "sluice_redis_calls_total", result=r)
-                 for r in ("ok", "error", "timeout", "open")}
-        fb = sum(1 for x in answers if x.fallback)
-        print("  %d decisions, Redis stalled once for %.1f ms: calls %s, %d fallbacks"
-              % (len(answers), stall * 1000, calls, fb))
-        assert calls["open"] == 0 and "breaker open" not in d.log_text(), (
-            "one stall of %.1f ms opened the circuit breaker of a healthy Redis (calls %s):\n%s"
-            % (stall * 1000, calls, "\n".join(l for l in d.log_text().splitlines()
-                                               if "breaker" in l)))
+    for attempt in range(3):
+        with dt.Env("stall") as env:
+            redis = env.redis()
+            a = env.sluiced("sluiced-a", config(redis.url, pols, timeout="100ms",
+                                                breaker_window=STALL_WINDOW))
+            b = env.sluiced("sluiced-b", config(redis.url, pols, timeout="100ms",
+                                                breaker_window="0ms"))
+            dt.wait_ready([a, b])
+            m0 = {d.name: d.metrics() for d in (a, b)}
+            stamp = time.time_ns()
+            load = dt.Load(dt.targets_of([a, b], resp_share=False), 100,
+                           lambda i, n: ("wide", "w%d-%d" % (i, stamp)))
+            try:
+                # successes before the stall, polled for (not a fixed sleep)
+                harness.wait_until(lambda: sum(1 for x in list(load.answers)
+                                               if x.allowed and not x.fallback) >= 200,
+                                   60, "no answers from Redis before the stall")
+                stall = stall_redis(redis, STALL_S)
+                # successes after it, on both instances
+                t_back = time.monotonic()
+                harness.wait_until(lambda: {x.target for x in list(load.answers)
+                                            if x.t0 > t_back and not x.fallback} >= {
+                                                "sluiced-a", "sluiced-b"},
+                                   60, "no answers from Redis after the stall")
+            finally:
+                load.stop()
+            answers = load.join()
+            dt.assert_all_answered(answers, "stall_breaker")
+            calls = {}
+            for d in (a, b):
+                m = d.metrics()
+                calls[d.name] = {r: metric_delta(m, m0[d.name], "sluice_redis_calls_total",
+                                                 result=r)
+                                 for r in ("ok", "error", "timeout", "open")}
+            fb = sum(1 for x in answers if x.fallback)
+            print("  %d decisions, Redis stalled once for %.1f ms: calls %s, %d fallbacks"
+                  % (len(answers), stall * 1000, calls, fb))
+            if stall > STALL_MAX_S:
+                print("  the stall lasted %.0f ms (the machine held the helper up), over %.0f "
+                      "ms: not the case under test, again" % (stall * 1000, STALL_MAX_S * 1000))
+                continue
+            breaker_lines = "\n".join(l for l in a.log_text().splitlines() if "breaker" in l)
+            assert calls["sluiced-a"]["open"] == 0 and "breaker open" not in a.log_text(), (
+                "one stall of %.1f ms opened the circuit breaker of a healthy Redis (calls %s):\n%s"
+                % (stall * 1000, calls["sluiced-a"], breaker_lines))
+            assert calls["sluiced-a"]["timeout"] >= 10, (
+                "a stall of %.1f ms with a 100 ms timeout should time out the calls in flight "
+                "(calls %s)" % (stall * 1000, calls["sluiced-a"]))
+            assert "breaker open" in b.log_text(), (
+                "control: with breaker_window 0 the same stall (%.1f ms) should open a breaker "
+                "(calls %s)" % (stall * 1000, calls["sluiced-b"]))
+            return
+    raise AssertionError("the machine held every stall helper up past %.0f ms" % (
+        STALL_MAX_S * 1000))
+
+
+STALL_S = 0.4        # how long stall_breaker stops Redis
+STALL_WINDOW = "3s"  # its breaker_window: the stall's failures span about 0.3 s
+STALL_MAX_S = 1.5    # a stall longer than this (a held-up helper) is run again
 
 
 # ---------------------------------------------------------------- item 11

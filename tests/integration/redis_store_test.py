@@ -243,48 +243,69 @@ def first_decision():
     is decided by Redis (closed: allowed, no "fallback"), and no call is
     counted as a timeout. /readyz is 503 while the script is not loaded.
     Then the same without the pause, with the default timeout: the very
-    first request comes from Redis too."""
+    first request comes from Redis too.
+
+    Calls wait for the first connection up to 2 s from sluiced's start
+    (docs/distributed.md, Startup). When the machine held this script up so
+    that Redis was resumed later than FIRST_BUDGET_S after sluiced was
+    started, the case is not the one under test (a timeout would then be
+    right): it is run again, at most 3 times."""
     pols = [{"name": "fc", "algorithm": "token_bucket", "rate": "100/s", "burst": 100,
              "on_failure": "closed"},
             {"name": "fo", "algorithm": "token_bucket", "rate": "100/s", "burst": 100,
              "on_failure": "open"}]
-    with dt.Env("first") as env:
-        redis = env.redis()
-        redis.pause()
-        try:
-            d = env.sluiced("sluiced-a", config(redis.url, pols, timeout="50ms"))
-            st, body = d.readyz()
-            assert st == 503, "/readyz %d before Redis answered: %s" % (st, body)
-            results = [None] * 4
-            key = "first-%d" % time.time_ns()
+    for attempt in range(3):
+        with dt.Env("first") as env:
+            redis = env.redis()
+            redis.pause()
+            try:
+                t_spawn = time.monotonic()
+                d = env.sluiced("sluiced-a", config(redis.url, pols, timeout="50ms"))
+                st, body = d.readyz()
+                assert st == 503, "/readyz %d before Redis answered: %s" % (st, body)
+                results = [None] * 4
+                key = "first-%d" % time.time_ns()
 
-            def ask(i):
-                results[i] = d.check(("fc", "fo")[i % 2], "%s-%d" % (key, i))
+                def ask(i):
+                    results[i] = d.check(("fc", "fo")[i % 2], "%s-%d" % (key, i))
 
-            threads = [threading.Thread(target=ask, args=(i,)) for i in range(4)]
+                threads = [threading.Thread(target=ask, args=(i,)) for i in range(4)]
+                for t in threads:
+                    t.start()
+                time.sleep(0.3)
+            finally:
+                redis.resume()
+                waited = time.monotonic() - t_spawn
             for t in threads:
-                t.start()
-            time.sleep(0.3)
-        finally:
-            redis.resume()
-        for t in threads:
-            t.join(10)
-        bad = [(i, r) for i, r in enumerate(results)
-               if r is None or r[0] != 200 or "fallback" in r[2]]
-        assert not bad, ("the first decisions after startup (Redis slow to answer) did not "
-                         "come from Redis: %s" % bad)
-        m = d.metrics()
-        assert (m.total("sluice_redis_calls_total", result="timeout") or 0) == 0, (
-            "Redis calls timed out at startup: %s"
-            % [l for l in m.text.splitlines() if "sluice_redis_calls" in l])
-        dt.wait_ready([d], within=5)
-        # the default timeout, no pause: the very first request
-        d2 = env.sluiced("sluiced-b", config(redis.url, pols))
-        st, _, body = d2.check("fc", key + "-b")
-        assert st == 200 and "fallback" not in body, "first request: %d %s" % (st, body)
-        m = d2.metrics()
-        assert (m.total("sluice_redis_calls_total", result="timeout") or 0) == 0, m.text
-        print("  first decisions from Redis: %s" % [r[2] for r in results])
+                t.join(10)
+            if waited > FIRST_BUDGET_S:
+                print("  Redis resumed %.2f s after sluiced was started (the machine held the "
+                      "test up), over %.1f s: not the case under test, again"
+                      % (waited, FIRST_BUDGET_S))
+                continue
+            bad = [(i, r) for i, r in enumerate(results)
+                   if r is None or r[0] != 200 or "fallback" in r[2]]
+            assert not bad, ("the first decisions after startup (Redis slow to answer, resumed "
+                             "%.2f s after sluiced was started) did not come from Redis: %s"
+                             % (waited, bad))
+            m = d.metrics()
+            assert (m.total("sluice_redis_calls_total", result="timeout") or 0) == 0, (
+                "Redis calls timed out at startup: %s"
+                % [l for l in m.text.splitlines() if "sluice_redis_calls" in l])
+            dt.wait_ready([d], within=30)
+            # the default timeout, no pause: the very first request
+            d2 = env.sluiced("sluiced-b", config(redis.url, pols))
+            st, _, body = d2.check("fc", key + "-b")
+            assert st == 200 and "fallback" not in body, "first request: %d %s" % (st, body)
+            m = d2.metrics()
+            assert (m.total("sluice_redis_calls_total", result="timeout") or 0) == 0, m.text
+            print("  first decisions from Redis (Redis resumed %.2f s after sluiced was "
+                  "started): %s" % (waited, [r[2] for r in results]))
+            return
+    raise AssertionError("the machine held every attempt up past %.1f s" % FIRST_BUDGET_S)
+
+
+FIRST_BUDGET_S = 1.5  # of the 2 s that calls wait for a first connection
 
 
 # ---------------------------------------------------------------- item 10
@@ -391,7 +412,7 @@ def cluster_failover():
             assert resumed, "decisions on the dead master's slots did not come back in 60 s"
             cluster.wait_failover()
             ready = None
-            deadline = resumed + 5
+            deadline = resumed + 20  # a few seconds; 20 for a loaded machine
             while time.monotonic() < deadline:
                 st, body = d.readyz()
                 m = d.metrics()
@@ -402,7 +423,7 @@ def cluster_failover():
                 time.sleep(0.05)
             print("  decisions from Redis %.2f s after the kill; /readyz 200 %s" % (
                 resumed - t_kill, "%.2f s later" % (ready - resumed) if ready else "never"))
-            assert ready, ("/readyz %d (%s), sluice_redis_up %s, breaker_open %s, 5 s after "
+            assert ready, ("/readyz %d (%s), sluice_redis_up %s, breaker_open %s, 20 s after "
                            "every decision came from Redis again after a failover"
                            % (st, body, m.need("sluice_redis_up"),
                               m.need("sluice_redis_breaker_open")))

@@ -28,6 +28,7 @@ ephemeral loopback ports, driven by the harness of distributed_test.py:
 
 Standard library only; every process is stopped at the end."""
 import argparse
+import json
 import math
 import os
 import subprocess
@@ -79,6 +80,40 @@ def stall_redis(redis, seconds):
     return float(out)
 
 
+WATCH = """import json, select, socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+slow = []
+while not select.select([sys.stdin], [], [], 0)[0]:  # until stdin is closed
+    t0 = time.monotonic()
+    s.sendall(b"PING\\r\\n")
+    got = b""
+    while not got.endswith(b"\\r\\n"):
+        got += s.recv(64)
+    t1 = time.monotonic()
+    if t1 - t0 > 0.02:
+        slow.append((t0, t1))
+    time.sleep(0.005)
+print(json.dumps(slow))
+"""
+
+
+class RedisWatch:
+    """A helper process that PINGs redis-server every 5 ms on a connection
+    of its own and records every PING that took over 20 ms (CLOCK_MONOTONIC
+    is the same in every process). stop() returns [(sent, answered)]: when
+    Redis (or the machine, for Redis or the helper) was slow, whatever
+    sluiced did. A separate process: this one's threads would hold it up."""
+
+    def __init__(self, redis):
+        self.p = subprocess.Popen([sys.executable, "-c", WATCH, str(redis.port)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def stop(self):
+        out, _ = self.p.communicate("", timeout=30)
+        return [tuple(x) for x in json.loads(out)]
+
+
 def metric_delta(m1, m0, name, **labels):
     return (m1.total(name, **labels) or 0) - (m0.total(name, **labels) or 0)
 
@@ -94,7 +129,16 @@ def healthy_load():
     helper process: what a fork, a slow fsync or a busy machine does to a
     healthy Redis). Fewer than 0.1 % of the decisions may come from the fail
     mode, and the hot key admits exactly 1000 (a fallback that admitted, or
-    a call that timed out after Redis counted it, would break that)."""
+    a call that timed out after Redis counted it, would break that).
+
+    Only what sluiced controls counts: a loaded machine can hold Redis up
+    for longer than the timeout, and then a fallback is the documented
+    answer. A RedisWatch process measures Redis from outside; a fallback
+    answer while a PING of it waited EXCUSE_S (half the timeout) or more is
+    excused, and then the hot key may be off by one per excused fallback on
+    it. (The 33 ms stall is far below EXCUSE_S: it excuses nothing.) The
+    load runs 3 s, and longer until the hot key had twice its limit in
+    requests (polled, not a throughput assumed)."""
     limit, seconds, nthreads = 1000, 3.0, 200
     pols = [{"name": "hot", "algorithm": "token_bucket", "rate": "%d/d" % limit,
              "burst": limit, "on_failure": "local"},
@@ -111,14 +155,28 @@ def healthy_load():
         def job(i, n):
             return ("hot", hot) if n % 2 == 0 else ("wide", "w%d-%d" % (i, stamp))
 
-        load = dt.Load(dt.targets_of(inst, resp_share=False), nthreads, job)
-        time.sleep(1.0)
-        stall = stall_redis(redis, 0.033)
-        time.sleep(seconds - 1.0)
-        load.stop()
-        answers = load.join()
+        watch = RedisWatch(redis)
+        try:
+            load = dt.Load(dt.targets_of(inst, resp_share=False), nthreads, job)
+            try:
+                time.sleep(1.0)
+                stall = stall_redis(redis, 0.033)
+                time.sleep(seconds - 1.0)
+                harness.wait_until(lambda: sum(1 for x in list(load.answers)
+                                               if x.policy == "hot") > 2 * limit, 60,
+                                   "the load did not reach %d hot requests" % (2 * limit))
+            finally:
+                load.stop()
+            answers = load.join()
+        finally:
+            slow = watch.stop()
         dt.assert_all_answered(answers, "healthy_load")
         fb = [x for x in answers if x.fallback]
+
+        def excused(x):
+            return any(t1 - t0 >= EXCUSE_S and t0 < x.t1 and t1 > x.t0 for t0, t1 in slow)
+        exc = [x for x in fb if excused(x)]
+        exc_hot = sum(1 for x in exc if x.policy == "hot")
         calls, fallbacks, opened = {}, 0, 0
         for d in inst:
             m = d.metrics()
@@ -130,22 +188,24 @@ def healthy_load():
         mine = [x for x in answers if x.policy == "hot"]
         ok = sum(1 for x in mine if x.allowed)
         lat = sorted(x.latency for x in answers)
+        t_run = max(x.t1 for x in answers) - min(x.t0 for x in answers)
         print("  %d decisions in %.1f s from %d connections (p50 %.1f ms, p99 %.1f ms), Redis "
-              "stalled once for %.1f ms; Redis calls %s; fallbacks %d in answers, %d in "
-              "metrics; hot key: %d of %d admitted"
-              % (len(answers), seconds, nthreads, lat[len(lat) // 2] * 1000,
-                 lat[int(len(lat) * 0.99)] * 1000, stall * 1000, calls, len(fb), fallbacks, ok,
-                 len(mine)))
-        assert len(mine) > 2 * limit, "the load (%d hot requests) should exceed the limit %d" % (
-            len(mine), limit)
-        share = max(len(fb), fallbacks) / len(answers)
+              "stalled once for %.1f ms; Redis calls %s; fallbacks %d in answers (%d excused), "
+              "%d in metrics; hot key: %d of %d admitted"
+              % (len(answers), t_run, nthreads, lat[len(lat) // 2] * 1000,
+                 lat[int(len(lat) * 0.99)] * 1000, stall * 1000, calls, len(fb), len(exc),
+                 fallbacks, ok, len(mine)))
+        print("  Redis seen from outside: %d PINGs over 20 ms, the longest %.0f ms"
+              % (len(slow), max([t1 - t0 for t0, t1 in slow] or [0]) * 1000))
+        share = (max(len(fb), fallbacks) - len(exc)) / len(answers)
         assert share < 0.001, (
-            "%.2f %% of the decisions (%d of %d) came from the fail mode with a healthy Redis "
-            "(one stall of %.1f ms; Redis calls %s), e.g.:\n  %s"
-            % (100 * share, max(len(fb), fallbacks), len(answers), stall * 1000, calls,
-               "\n  ".join(map(repr, fb[:5]))))
-        assert ok == limit, "the hot key admitted %d, want exactly %d (calls %s)" % (
-            ok, limit, calls)
+            "%.2f %% of the decisions (%d of %d, %d more excused by a slow Redis) came from the "
+            "fail mode with a healthy Redis (one stall of %.1f ms; Redis calls %s), e.g.:\n  %s"
+            % (100 * share, max(len(fb), fallbacks) - len(exc), len(answers), len(exc),
+               stall * 1000, calls, "\n  ".join(map(repr, [x for x in fb if x not in exc][:5]))))
+        assert abs(ok - limit) <= exc_hot, (
+            "the hot key admitted %d, want exactly %d (or within %d: fallbacks on it while "
+            "Redis was slow) (calls %s)" % (ok, limit, exc_hot, calls))
 
 
 def stall_breaker():
@@ -305,6 +365,7 @@ def first_decision():
     raise AssertionError("the machine held every attempt up past %.1f s" % FIRST_BUDGET_S)
 
 
+EXCUSE_S = 0.125  # healthy_load: half the default timeout of 250 ms
 FIRST_BUDGET_S = 1.5  # of the 2 s that calls wait for a first connection
 
 

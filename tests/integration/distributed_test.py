@@ -1219,23 +1219,35 @@ def deny_cache():
         st, _, body = a.check("dc", "other-" + key)
         assert st == 200 and "cached" not in body, "another key: %d %s" % (st, body)
         # a cached refusal lasts no longer than its retry_after. One
-        # connection: the deny cache may be per worker.
-        k2 = "fast-%d" % time.time_ns()
+        # connection: the deny cache may be per worker. "Right after" must
+        # be within the refusal's retry_after (250 ms at 4/s): when the
+        # machine held this up longer, the cache has rightly let go, and
+        # the case is run again on a new key (at most 3 times).
         c = HttpConn(Target("sluiced-a", "http", a.http_port), 5)
         try:
-            x = c.check("dcfast", k2)
-            assert x.status == 200, x
-            x = c.check("dcfast", k2)
-            assert x.status == 429 and "cached" not in x.body, x
-            retry = x.body["retry_after_ms"]
-            x = c.check("dcfast", k2)
-            assert x.status == 429 and x.body.get("cached") is True, \
-                "the refusal right after a refusal should come from the cache: %r" % x
-            time.sleep(retry / 1000 + 0.1)
-            x = c.check("dcfast", k2)
-            assert x.status == 200, ("%d ms after a refusal with retry_after_ms %d the key should "
-                                     "pass again (the cache must not outlive it): %r"
-                                     % (retry + 100, retry, x))
+            for attempt in range(3):
+                k2 = "fast-%d" % time.time_ns()
+                x = c.check("dcfast", k2)
+                assert x.status == 200, x
+                x2 = c.check("dcfast", k2)
+                assert x2.status == 429 and "cached" not in x2.body, x2
+                retry = x2.body["retry_after_ms"]
+                x = c.check("dcfast", k2)
+                if x.t1 - x2.t0 > retry / 1000 - 0.05:
+                    print("  the cached refusal was asked for %.0f ms after the refusal "
+                          "(retry_after_ms %d): held up, again" % ((x.t1 - x2.t0) * 1000, retry))
+                    time.sleep(retry / 1000 + 0.1)
+                    continue
+                assert x.status == 429 and x.body.get("cached") is True, \
+                    "the refusal right after a refusal should come from the cache: %r" % x
+                time.sleep(retry / 1000 + 0.1)  # at least that: a lower bound holds anywhere
+                x = c.check("dcfast", k2)
+                assert x.status == 200, ("%d ms after a refusal with retry_after_ms %d the key "
+                                         "should pass again (the cache must not outlive it): %r"
+                                         % (retry + 100, retry, x))
+                break
+            else:
+                raise AssertionError("the machine held every try up past the retry_after")
         finally:
             c.close()
 

@@ -1108,8 +1108,9 @@ def _redis_outage(how):
                 got = [d.check("fo", "after-%d" % time.time_ns()) for _ in range(8)]
                 last[:] = [(st, body) for st, _, body in got if st != 200 or "fallback" in body]
                 return not last and settled(d)
-            wait_until(eight_from_redis, 30, "%s: no 8 answers in a row from Redis after "
-                       "recovery; the last try: %s" % (d.name, last))
+            assert harness.poll(eight_from_redis, within=30), (
+                "%s: no 8 answers in a row from Redis within 30 s of recovery; the last "
+                "try: %s" % (d.name, last))
         # every request answered, none slower than the timeout allows
         assert_all_answered(answers, "load through the outage")
         slow = sorted((x for x in answers if x.latency > bound), key=lambda x: -x.latency)

@@ -31,6 +31,7 @@ Standard library only. Every process started is stopped at the end, even on
 failure (and, through setpriv --pdeathsig, if this script itself is killed).
 KEEP_TMP=1 keeps the temporary directories (logs, configs)."""
 import argparse
+import functools
 import http.client
 import http.server
 import json
@@ -648,8 +649,68 @@ def assert_all_answered(answers, what):
         what, len(errors), len(answers), "\n  ".join(map(repr, errors[:8])))
 
 
-def assert_no_fallback(answers, what):
+WATCH = """import json, select, socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+slow = []
+while not select.select([sys.stdin], [], [], 0)[0]:  # until stdin is closed
+    t0 = time.monotonic()
+    s.sendall(b"PING\\r\\n")
+    got = b""
+    while not got.endswith(b"\\r\\n"):
+        got += s.recv(64)
+    t1 = time.monotonic()
+    if t1 - t0 > 0.02:
+        slow.append((t0, t1))
+    time.sleep(0.005)
+print(json.dumps(slow))
+"""
+
+
+class RedisWatch:
+    """A helper process that PINGs redis-server every 5 ms on a connection
+    of its own and records every PING that took over 20 ms (CLOCK_MONOTONIC
+    is the same in every process). stop() returns [(sent, answered)]: when
+    Redis (or the machine, for Redis or the helper) was slow, whatever
+    sluiced did. A separate process: this one's threads would hold it up."""
+
+    def __init__(self, redis):
+        self.p = subprocess.Popen([sys.executable, "-c", WATCH, str(redis.port)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def stop(self):
+        out, _ = self.p.communicate("", timeout=30)
+        return [tuple(x) for x in json.loads(out)]
+
+
+class HeldUp(Exception):
+    """The machine broke a test's premise (Redis itself held up past the
+    timeout, as a RedisWatch saw): the case is run again, not failed."""
+
+
+def rerun_when_held_up(test):
+    """Runs test up to 3 times while it raises HeldUp."""
+    @functools.wraps(test)
+    def run():
+        for attempt in range(3):
+            try:
+                return test()
+            except HeldUp as e:
+                print("  held up (%s): again" % e)
+        raise AssertionError("the machine held Redis up in every one of 3 tries")
+    return run
+
+
+def assert_no_fallback(answers, what, slow=None, timeout_s=None):
+    """No answer came from the fail mode. With slow (RedisWatch.stop()) and
+    the Redis timeout: fallbacks that all came while Redis took half the
+    timeout or more raise HeldUp instead (exactness is not defined then)."""
     fb = [a for a in answers if a.fallback]
+    if fb and slow is not None and all(
+            any(t1 - t0 >= timeout_s / 2 and t0 < a.t1 and t1 > a.t0 for t0, t1 in slow)
+            for a in fb):
+        raise HeldUp("%s: %d fallbacks, each while Redis took over %.0f ms to answer a PING"
+                     % (what, len(fb), timeout_s / 2 * 1000))
     assert not fb, ("%s: %d answers did not come from Redis (a call failed or timed out with "
                     "Redis up, so exactness cannot hold), e.g.:\n  %s"
                     % (what, len(fb), "\n  ".join(map(repr, fb[:5]))))
@@ -734,6 +795,7 @@ def two_instances(env, config):
 
 # -------------------------------------------------------------------- tests
 
+@rerun_when_held_up
 def exact_one_key():
     """Every algorithm: 3x the limit of 100 on one key from 200 threads split
     over both instances (one in four on RESP): exactly 100 admitted. For the
@@ -745,7 +807,8 @@ def exact_one_key():
     The Redis timeout is 1 s here: a call that times out under CPU load
     falls back while its script may still run in Redis, and exactness is
     not defined then (such answers carry "fallback" and fail the test with
-    that message)."""
+    that message, unless a RedisWatch saw Redis itself that slow: then the
+    case is run again)."""
     limit = 100
     pols = exact_policies(limit, "")
     with Env("exact1") as env:
@@ -754,12 +817,16 @@ def exact_one_key():
         jobs = [(p["name"], key) for _ in range(3 * limit) for p in pols]
         random.Random(7).shuffle(jobs)  # every policy from every thread, both instances
         t = time.monotonic()
-        answers = run_jobs(targets_of([a, b]), jobs, 200)
+        watch = RedisWatch(redis)
+        try:
+            answers = run_jobs(targets_of([a, b]), jobs, 200)
+        finally:
+            slow = watch.stop()
         print("  %d requests from 200 threads in %.2f s (%s)"
               % (len(answers), time.monotonic() - t, by_target(answers)))
         assert len(answers) == len(jobs), "%d answers for %d requests" % (len(answers), len(jobs))
         assert_all_answered(answers, "exact_one_key")
-        assert_no_fallback(answers, "exact_one_key")
+        assert_no_fallback(answers, "exact_one_key", slow, 1.0)
         bad = []
         for p in pols:
             mine = [x for x in answers if x.policy == p["name"]]
@@ -785,6 +852,7 @@ def exact_one_key():
             d.assert_alive()
 
 
+@rerun_when_held_up
 def exact_many_keys():
     """Every algorithm, 16 keys at once, limit 10 each, 3x the requests from
     200 threads in random order: exactly 10 per key."""
@@ -797,12 +865,16 @@ def exact_many_keys():
         jobs = [(p["name"], k) for p in pols for k in keys for _ in range(3 * limit)]
         random.Random(7).shuffle(jobs)
         t = time.monotonic()
-        answers = run_jobs(targets_of([a, b]), jobs, 200)
+        watch = RedisWatch(redis)
+        try:
+            answers = run_jobs(targets_of([a, b]), jobs, 200)
+        finally:
+            slow = watch.stop()
         print("  %d requests on %d keys from 200 threads in %.2f s"
               % (len(answers), len(pols) * nkeys, time.monotonic() - t))
         assert len(answers) == len(jobs)
         assert_all_answered(answers, "exact_many_keys")
-        assert_no_fallback(answers, "exact_many_keys")
+        assert_no_fallback(answers, "exact_many_keys", slow, 1.0)
         count = {}
         for x in answers:
             count[(x.policy, x.key)] = count.get((x.policy, x.key), 0) + bool(x.allowed)
@@ -1301,6 +1373,7 @@ def batched():
             % (total, scripts, len(answers)))
 
 
+@rerun_when_held_up
 def example_nginx():
     """examples/distributed/: the two sluiced configs and nginx.conf, loaded
     with only the ports (and the Redis timeout, see below) replaced. 300
@@ -1346,9 +1419,13 @@ def example_nginx():
         before = {d.name: d.metrics().total("sluice_decisions_total", policy="signup") or 0
                   for d in daemons}
         key = "alice-%d" % time.time_ns()
-        answers = run_jobs([Target("nginx", "http", port)], [("signup", key)] * 300, 100)
+        watch = RedisWatch(redis)
+        try:
+            answers = run_jobs([Target("nginx", "http", port)], [("signup", key)] * 300, 100)
+        finally:
+            slow = watch.stop()
         assert_all_answered(answers, "through nginx")
-        assert_no_fallback(answers, "through nginx")
+        assert_no_fallback(answers, "through nginx", slow, 1.0)
         ok = sum(1 for x in answers if x.allowed)
         per = {d.name: d.metrics().need("sluice_decisions_total", policy="signup") - before[d.name]
                for d in daemons}

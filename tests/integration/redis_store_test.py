@@ -28,7 +28,6 @@ ephemeral loopback ports, driven by the harness of distributed_test.py:
 
 Standard library only; every process is stopped at the end."""
 import argparse
-import json
 import math
 import os
 import subprocess
@@ -80,40 +79,6 @@ def stall_redis(redis, seconds):
     return float(out)
 
 
-WATCH = """import json, select, socket, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-slow = []
-while not select.select([sys.stdin], [], [], 0)[0]:  # until stdin is closed
-    t0 = time.monotonic()
-    s.sendall(b"PING\\r\\n")
-    got = b""
-    while not got.endswith(b"\\r\\n"):
-        got += s.recv(64)
-    t1 = time.monotonic()
-    if t1 - t0 > 0.02:
-        slow.append((t0, t1))
-    time.sleep(0.005)
-print(json.dumps(slow))
-"""
-
-
-class RedisWatch:
-    """A helper process that PINGs redis-server every 5 ms on a connection
-    of its own and records every PING that took over 20 ms (CLOCK_MONOTONIC
-    is the same in every process). stop() returns [(sent, answered)]: when
-    Redis (or the machine, for Redis or the helper) was slow, whatever
-    sluiced did. A separate process: this one's threads would hold it up."""
-
-    def __init__(self, redis):
-        self.p = subprocess.Popen([sys.executable, "-c", WATCH, str(redis.port)],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-
-    def stop(self):
-        out, _ = self.p.communicate("", timeout=30)
-        return [tuple(x) for x in json.loads(out)]
-
-
 def metric_delta(m1, m0, name, **labels):
     return (m1.total(name, **labels) or 0) - (m0.total(name, **labels) or 0)
 
@@ -133,7 +98,7 @@ def healthy_load():
 
     Only what sluiced controls counts: a loaded machine can hold Redis up
     for longer than the timeout, and then a fallback is the documented
-    answer. A RedisWatch process measures Redis from outside; a fallback
+    answer. A dt.RedisWatch process measures Redis from outside; a fallback
     answer while a PING of it waited EXCUSE_S (half the timeout) or more is
     excused, and then the hot key may be off by one per excused fallback on
     it. (The 33 ms stall is far below EXCUSE_S: it excuses nothing.) The
@@ -155,7 +120,7 @@ def healthy_load():
         def job(i, n):
             return ("hot", hot) if n % 2 == 0 else ("wide", "w%d-%d" % (i, stamp))
 
-        watch = RedisWatch(redis)
+        watch = dt.RedisWatch(redis)
         try:
             load = dt.Load(dt.targets_of(inst, resp_share=False), nthreads, job)
             try:

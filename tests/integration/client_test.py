@@ -141,10 +141,12 @@ class AgainstScript(unittest.TestCase):
         self.assertRegex(err, r"final: 200 after \d+\.\d{3}s \(3 attempts\)")
         reqs = self.seen(path)
         self.assertEqual(len(reqs), 3)
-        # measured at the server: each retry came 1 to 2 s after the 429
+        # measured at the server: each retry came at least the wait after
+        # the 429, and not much later (the wait, at most 2 s, plus up to 5 s
+        # of a loaded machine holding the client or this server up)
         for before, after in zip(reqs, reqs[1:]):
             self.assertGreaterEqual(after[0] - before[0], 0.99)
-            self.assertLess(after[0] - before[0], 3.0)  # 2 s at most, plus a loaded machine
+            self.assertLess(after[0] - before[0], 7.0)
         self.assertEqual(len({r[2] for r in reqs}), 1, "one connection, reused")
         self.assertTrue(reqs[0][3]["User-Agent"].startswith("sluice-client/"))
         self.assertLess(secs, 15)  # two waits of 1-2 s; generous for loaded machines

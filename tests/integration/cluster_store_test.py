@@ -22,9 +22,9 @@ in front, driven over HTTP (GET /v1/check). In order, on one cluster:
                                     counts (the replica had them: WAIT). A key
                                     written in the last moment before the kill
                                     may lose its last increments (asynchronous
-                                    replication): allowed, at most a few, and
-                                    the number is printed; never more counted
-                                    than was sent.
+                                    replication): allowed, any of the ones
+                                    sent after WAIT, and the number is
+                                    printed; never more counted than was sent.
 
 Exactness with a 50 ms timeout: on a loaded machine a call now and then
 times out and sluiced answers from the fail mode (closed: refused). Redis may
@@ -57,6 +57,7 @@ from harness import tail  # noqa: E402
 SLUICED = None
 SRC = None
 LIMIT = 100
+LAST_SENT = 20  # increments of the last-moment key, after WAIT, right before the kill
 TIMEOUT = os.environ.get("SLUICE_CLUSTER_TIMEOUT", "50ms")  # store.redis.timeout
 # Fail-mode answers tolerated while the cluster is healthy (timeouts of a
 # loaded machine): at most this share of the requests, or this many.
@@ -482,7 +483,7 @@ class ClusterStore(unittest.TestCase):
         # before the kill (asynchronous replication)
         last_key = self.keys_on(victim, 1, "fo-last-")[0]
         probe = self.keys_on(victim, 1, "fo-probe-")[0]  # before the kill: the map changes
-        self.hit(last_key, 20)
+        self.hit(last_key, LAST_SENT)
         c.stop_master(victim)  # SIGKILL
         t_kill = time.monotonic()
         self.log("killed master %s" % victim)
@@ -531,7 +532,11 @@ class ClusterStore(unittest.TestCase):
         self.log("last-moment key: %d of %d increments lost in the failover"
                  % (max(lost, 0), self.sent[last_key]))
         self.assertGreaterEqual(lost, -maybe, "more counted than sent: %r" % a)
-        self.assertLessEqual(lost, 5, "more than a few increments lost: %r" % a)
+        # Redis's guarantee: what WAIT acknowledged survives; the 20 sent
+        # after it may not (how many depends on how quickly the replica read
+        # them, which a loaded machine decides: a bound of "a few" flaked)
+        self.assertLessEqual(lost, LAST_SENT, "more increments lost than were sent after "
+                             "the replica acknowledged (WAIT): %r" % a)
         self.sent[last_key] = counted_before + 1
         self.hit(last_key, 5)
 

@@ -32,7 +32,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sluiced_test  # noqa: E402
 import harness  # noqa: E402
-from harness import poll, read_response, read_to_eof  # noqa: E402
+from harness import poll, read_response, read_to_eof, tail  # noqa: E402
 
 BASE = """
 listen:
@@ -205,10 +205,15 @@ class OutputBound(unittest.TestCase):
             self.assertLess(grown, 160, "RSS grew by %d MiB (base %d KiB, peak %d KiB)" %
                             (grown, base, peak))
             # generous: before the bound, honest clients waited for seconds
-            # (or timed out) while the workers built gigabytes of answers;
-            # a sanitizer makes every answer several times slower
-            self.assertLess(lat[-1], 5.0 if sanitized() else 1.5,
-                            "slowest honest answers: %r" % lat[-5:])
+            # (or timed out) while the workers built gigabytes of answers,
+            # every answer of them; a sanitizer makes every answer several
+            # times slower. The median, not the slowest: a loaded machine
+            # stalls the test or sluiced now and then, which a few answers
+            # show and the bound is not about.
+            median = lat[len(lat) // 2]
+            self.assertLess(median, 5.0 if sanitized() else 1.5,
+                            "median of the honest answers %.3f s; slowest: %r"
+                            % (median, lat[-5:]))
             self.assertLessEqual(queued, 64 * 1024 * 1024 + self.ATTACKERS * 64 * 1024)
             for a, _ in socks:
                 a.close()
@@ -427,15 +432,16 @@ class FdLimit(unittest.TestCase):
                     w.connect(("127.0.0.1", s.http_port))  # completes in the backlog
                     w.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
                     waiting.append(w)
-                time.sleep(0.5)
+                # the worker has met EMFILE and said so (polled, not a fixed
+                # sleep: a busy machine may take a while to get there)
+                self.assertTrue(poll(lambda: accept_warnings(s)[0] > 0, within=30),
+                                tail(s.log_text()))
                 # existing connections are still served
                 for c in keep:
                     c.sendall(b"GET /v1/check?policy=api&key=k HTTP/1.1\r\nHost: x\r\n\r\n")
                 for c in keep:
                     self.assertEqual(read_response(c)[0], 200)
-                time.sleep(1)
                 lines, failures = accept_warnings(s)
-                self.assertGreater(lines, 0)
                 self.assertLessEqual(lines, int(time.time() - t0) + 2)
                 self.assertLess(failures, 1000)  # a worker spinning on accept: millions
             finally:

@@ -31,6 +31,7 @@ Standard library only. Every process started is stopped at the end, even on
 failure (and, through setpriv --pdeathsig, if this script itself is killed).
 KEEP_TMP=1 keeps the temporary directories (logs, configs)."""
 import argparse
+import functools
 import http.client
 import http.server
 import json
@@ -284,9 +285,12 @@ class RedisServer:
         self.paused = False
 
     def pause(self):
-        """SIGSTOP: connections stay open, nothing answers (a hung Redis)."""
+        """SIGSTOP: connections stay open, nothing answers (a hung Redis).
+        Returns once the kernel says the process is stopped (state T)."""
         self.proc.send_signal(signal.SIGSTOP)
         self.paused = True
+        wait_until(lambda: proc_state(self.proc.pid) in ("T", "t"), 10,
+                   "redis-server (pid %d) not stopped 10 s after SIGSTOP" % self.proc.pid)
 
     def resume(self):
         self.proc.send_signal(signal.SIGCONT)
@@ -294,6 +298,12 @@ class RedisServer:
 
     def stop(self):
         self.kill()  # nothing to persist; SIGKILL also ends a stopped process
+
+
+def proc_state(pid):
+    """The state letter of /proc/PID/stat (R, S, T for stopped, ...)."""
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rpartition(")")[2].split()[0]
 
 
 class Daemon:
@@ -639,8 +649,68 @@ def assert_all_answered(answers, what):
         what, len(errors), len(answers), "\n  ".join(map(repr, errors[:8])))
 
 
-def assert_no_fallback(answers, what):
+WATCH = """import json, select, socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+slow = []
+while not select.select([sys.stdin], [], [], 0)[0]:  # until stdin is closed
+    t0 = time.monotonic()
+    s.sendall(b"PING\\r\\n")
+    got = b""
+    while not got.endswith(b"\\r\\n"):
+        got += s.recv(64)
+    t1 = time.monotonic()
+    if t1 - t0 > 0.02:
+        slow.append((t0, t1))
+    time.sleep(0.005)
+print(json.dumps(slow))
+"""
+
+
+class RedisWatch:
+    """A helper process that PINGs redis-server every 5 ms on a connection
+    of its own and records every PING that took over 20 ms (CLOCK_MONOTONIC
+    is the same in every process). stop() returns [(sent, answered)]: when
+    Redis (or the machine, for Redis or the helper) was slow, whatever
+    sluiced did. A separate process: this one's threads would hold it up."""
+
+    def __init__(self, redis):
+        self.p = subprocess.Popen([sys.executable, "-c", WATCH, str(redis.port)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def stop(self):
+        out, _ = self.p.communicate("", timeout=30)
+        return [tuple(x) for x in json.loads(out)]
+
+
+class HeldUp(Exception):
+    """The machine broke a test's premise (Redis itself held up past the
+    timeout, as a RedisWatch saw): the case is run again, not failed."""
+
+
+def rerun_when_held_up(test):
+    """Runs test up to 3 times while it raises HeldUp."""
+    @functools.wraps(test)
+    def run():
+        for attempt in range(3):
+            try:
+                return test()
+            except HeldUp as e:
+                print("  held up (%s): again" % e)
+        raise AssertionError("the machine held Redis up in every one of 3 tries")
+    return run
+
+
+def assert_no_fallback(answers, what, slow=None, timeout_s=None):
+    """No answer came from the fail mode. With slow (RedisWatch.stop()) and
+    the Redis timeout: fallbacks that all came while Redis took half the
+    timeout or more raise HeldUp instead (exactness is not defined then)."""
     fb = [a for a in answers if a.fallback]
+    if fb and slow is not None and all(
+            any(t1 - t0 >= timeout_s / 2 and t0 < a.t1 and t1 > a.t0 for t0, t1 in slow)
+            for a in fb):
+        raise HeldUp("%s: %d fallbacks, each while Redis took over %.0f ms to answer a PING"
+                     % (what, len(fb), timeout_s / 2 * 1000))
     assert not fb, ("%s: %d answers did not come from Redis (a call failed or timed out with "
                     "Redis up, so exactness cannot hold), e.g.:\n  %s"
                     % (what, len(fb), "\n  ".join(map(repr, fb[:5]))))
@@ -725,6 +795,7 @@ def two_instances(env, config):
 
 # -------------------------------------------------------------------- tests
 
+@rerun_when_held_up
 def exact_one_key():
     """Every algorithm: 3x the limit of 100 on one key from 200 threads split
     over both instances (one in four on RESP): exactly 100 admitted. For the
@@ -736,7 +807,8 @@ def exact_one_key():
     The Redis timeout is 1 s here: a call that times out under CPU load
     falls back while its script may still run in Redis, and exactness is
     not defined then (such answers carry "fallback" and fail the test with
-    that message)."""
+    that message, unless a RedisWatch saw Redis itself that slow: then the
+    case is run again)."""
     limit = 100
     pols = exact_policies(limit, "")
     with Env("exact1") as env:
@@ -745,12 +817,16 @@ def exact_one_key():
         jobs = [(p["name"], key) for _ in range(3 * limit) for p in pols]
         random.Random(7).shuffle(jobs)  # every policy from every thread, both instances
         t = time.monotonic()
-        answers = run_jobs(targets_of([a, b]), jobs, 200)
+        watch = RedisWatch(redis)
+        try:
+            answers = run_jobs(targets_of([a, b]), jobs, 200)
+        finally:
+            slow = watch.stop()
         print("  %d requests from 200 threads in %.2f s (%s)"
               % (len(answers), time.monotonic() - t, by_target(answers)))
         assert len(answers) == len(jobs), "%d answers for %d requests" % (len(answers), len(jobs))
         assert_all_answered(answers, "exact_one_key")
-        assert_no_fallback(answers, "exact_one_key")
+        assert_no_fallback(answers, "exact_one_key", slow, 1.0)
         bad = []
         for p in pols:
             mine = [x for x in answers if x.policy == p["name"]]
@@ -776,6 +852,7 @@ def exact_one_key():
             d.assert_alive()
 
 
+@rerun_when_held_up
 def exact_many_keys():
     """Every algorithm, 16 keys at once, limit 10 each, 3x the requests from
     200 threads in random order: exactly 10 per key."""
@@ -788,12 +865,16 @@ def exact_many_keys():
         jobs = [(p["name"], k) for p in pols for k in keys for _ in range(3 * limit)]
         random.Random(7).shuffle(jobs)
         t = time.monotonic()
-        answers = run_jobs(targets_of([a, b]), jobs, 200)
+        watch = RedisWatch(redis)
+        try:
+            answers = run_jobs(targets_of([a, b]), jobs, 200)
+        finally:
+            slow = watch.stop()
         print("  %d requests on %d keys from 200 threads in %.2f s"
               % (len(answers), len(pols) * nkeys, time.monotonic() - t))
         assert len(answers) == len(jobs)
         assert_all_answered(answers, "exact_many_keys")
-        assert_no_fallback(answers, "exact_many_keys")
+        assert_no_fallback(answers, "exact_many_keys", slow, 1.0)
         count = {}
         for x in answers:
             count[(x.policy, x.key)] = count.get((x.policy, x.key), 0) + bool(x.allowed)
@@ -918,7 +999,15 @@ FAIL_TIMEOUT_MS = 50  # the per-call timeout under test: it must fire on a hung 
 # 50 ms rather than 20: on a loaded 2-core machine under ASan a healthy Redis
 # call can take 20 ms of scheduling delay, and these tests should fail for
 # the outage, not for the load before and after it.
-LATENCY_SLACK_MS = 200
+# What "no request hangs" means on a machine that may stall any process for
+# hundreds of ms: no request takes longer than LATENCY_FACTOR timeouts (2 s,
+# measured by the client, so it includes the client's and the machine's own
+# delays: up to 740 ms seen with both cores busy under ASan, at any moment
+# of the outage), while Redis stays away for at least OUTAGE_MIN_S: a
+# request that waited for Redis instead of its timeout would wait until
+# Redis came back, seconds later.
+LATENCY_FACTOR = 40
+OUTAGE_MIN_S = 6.0
 
 FAIL_POLICIES = [
     {"name": "fo", "algorithm": "token_bucket", "rate": "1000000/s", "burst": 1000000,
@@ -937,13 +1026,15 @@ def _redis_outage(how):
     """Two sluiced under load (16 threads, HTTP, policies fo/fc/fl in turn);
     Redis goes away (how: "kill" = SIGKILL, "pause" = SIGSTOP) and comes back
     (a new redis-server on the same port, or SIGCONT). Checks, in order:
-    requests keep being answered within timeout + 200 ms; /readyz 503 with
+    requests keep being answered within LATENCY_FACTOR timeouts; /readyz 503 with
     JSON; the local allowance (limit / expected_instances on each instance);
     the metrics (fallbacks counted per policy and mode; kill: redis_up 0;
     pause: timeouts counted and the breaker open); recovery of /readyz and
-    Redis-made answers within 5 s; then over the whole load: every request
-    answered, none slower than the bound, every answer during the outage in
-    its policy's fail mode, and (nearly) none before or after."""
+    Redis-made answers; then over the whole load: every request answered,
+    none slower than the bound, every answer during the outage in its
+    policy's fail mode. Redis stays away at least OUTAGE_MIN_S, so that a
+    request held up until Redis is back is far over the bound. Waits are
+    polls with generous deadlines."""
     with Env("fail-" + how) as env:
         redis, a, b = two_instances(env, lambda url: sluice_config(
             url, FAIL_POLICIES, timeout="%dms" % FAIL_TIMEOUT_MS, breaker_failures=5,
@@ -953,17 +1044,21 @@ def _redis_outage(how):
         load = Load(targets_of(inst, resp_share=False), 16,
                     lambda i, n: (cycle[(i + n) % 3], "load-%d" % i))
         try:
-            # some answers from Redis before the outage (checked at the end)
-            wait_until(lambda: len(load.answers) >= 50, 20, "the load got no answers")
+            # answers from Redis before the outage, polled for (on a busy
+            # machine a call may time out and fall back, rightly)
+            wait_until(lambda: sum(1 for x in list(load.answers)
+                                   if x.allowed and not x.fallback) >= 50, 60,
+                       "fewer than 50 answers from Redis before the outage")
             before = {d.name: d.metrics() for d in inst}
-            t_out = time.monotonic()
+            t_sig = time.monotonic()  # answers that ended before this were before the outage
             (redis.kill if how == "kill" else redis.pause)()
+            t_out = time.monotonic()  # requests sent after this cannot reach Redis
             # first of all: requests keep being answered, none hangs
-            bound = (FAIL_TIMEOUT_MS + LATENCY_SLACK_MS) / 1000
+            bound = LATENCY_FACTOR * FAIL_TIMEOUT_MS / 1000
             def answered_since():
-                got = [x for x in list(load.answers) if x.t0 > t_out + 0.05]
+                got = [x for x in list(load.answers) if x.t0 > t_out]
                 return got if len(got) >= 20 else None
-            done = wait_until(answered_since, 10, "fewer than 20 requests answered since Redis "
+            done = wait_until(answered_since, 20, "fewer than 20 requests answered since Redis "
                               "was %s" % ("killed" if how == "kill" else "stopped"))
             slow = [x for x in done if x.latency > bound]
             assert not slow, ("requests took longer than %d ms with Redis %s, e.g.:\n  %s"
@@ -1031,14 +1126,15 @@ def _redis_outage(how):
                     assert seen_breaker.get(d.name), (
                         "%s: sluice_redis_breaker_open never >= 1 with Redis hung under load"
                         % d.name)
-            # Redis comes back
+            # Redis comes back, after OUTAGE_MIN_S at least (see LATENCY_FACTOR)
+            time.sleep(max(0.0, t_out + OUTAGE_MIN_S - time.monotonic()))
             t_back = time.monotonic()
             if how == "kill":
                 redis.start()
             else:
                 redis.resume()
             recovered = {}
-            deadline = t_back + 5
+            deadline = t_back + 20
             while len(recovered) < 2 and time.monotonic() < deadline:
                 for d in inst:
                     if d.name in recovered:
@@ -1049,7 +1145,7 @@ def _redis_outage(how):
                         if st2 == 200 and "fallback" not in body:
                             recovered[d.name] = time.monotonic()
                 time.sleep(0.05)
-            assert len(recovered) == 2, ("normal service did not resume within 5 s of Redis "
+            assert len(recovered) == 2, ("normal service did not resume within 20 s of Redis "
                                          "coming back; recovered: %s" % list(recovered))
             t_rec = max(recovered.values())
             print("  recovered %.2f s after Redis came back (%s)"
@@ -1073,17 +1169,20 @@ def _redis_outage(how):
         for d in inst:
             wait_until(lambda: settled(d), 15, "%s: /readyz, sluice_redis_up or "
                        "sluice_redis_breaker_open not back after recovery" % d.name)
+        # then 8 answers in a row from Redis. Polled: with a 50 ms timeout a
+        # call held up by a busy machine rightly falls back now and then, so
+        # a fallback starts the count again instead of failing the test; a
+        # store that never recovers still fails it.
         for d in inst:
-            d.assert_alive()
-            st, body = d.readyz()
-            assert st == 200, "%s: /readyz %d after recovery: %s" % (d.name, st, body)
-            got = [d.check("fo", "after-%d" % time.time_ns()) for _ in range(8)]
-            bad = [(st, body) for st, _, body in got if st != 200 or "fallback" in body]
-            assert not bad, "%s: answers after recovery not from Redis: %s" % (d.name, bad)
-            m = d.metrics()
-            assert m.need("sluice_redis_up") == 1, "%s: sluice_redis_up not back to 1" % d.name
-            assert m.need("sluice_redis_breaker_open") == 0, \
-                "%s: sluice_redis_breaker_open not back to 0 after recovery" % d.name
+            last = []
+
+            def eight_from_redis():
+                got = [d.check("fo", "after-%d" % time.time_ns()) for _ in range(8)]
+                last[:] = [(st, body) for st, _, body in got if st != 200 or "fallback" in body]
+                return not last and settled(d)
+            assert harness.poll(eight_from_redis, within=30), (
+                "%s: no 8 answers in a row from Redis within 30 s of recovery; the last "
+                "try: %s" % (d.name, last))
         # every request answered, none slower than the timeout allows
         assert_all_answered(answers, "load through the outage")
         slow = sorted((x for x in answers if x.latency > bound), key=lambda x: -x.latency)
@@ -1091,12 +1190,18 @@ def _redis_outage(how):
         print("  %d requests, latency p50 %.1f ms, p99 %.1f ms, max %.1f ms"
               % (len(lat), lat[len(lat) // 2] * 1000, lat[int(len(lat) * 0.99)] * 1000,
                  lat[-1] * 1000))
-        assert not slow, "%d requests slower than %d ms (timeout + %d ms), e.g.:\n  %s" % (
-            len(slow), bound * 1000, LATENCY_SLACK_MS, "\n  ".join(map(repr, slow[:5])))
-        # the answers during the outage: each policy's fail mode. A request
-        # that started just as Redis went away may still have had its answer
-        # (SIGSTOP is not instant on another core): 50 ms of grace.
-        during = [x for x in answers if x.t0 > t_out + 0.05 and x.t1 < t_back]
+        print("  slowest: %s" % ", ".join(
+            "%.0f ms at %+.2f s" % (x.latency * 1000, x.t0 - t_out)
+            for x in sorted(answers, key=lambda x: -x.latency)[:4]))
+        print("  (Redis away from +0.00 s to %+.2f s)" % (t_back - t_out))
+        assert not slow, ("%d requests slower than %d ms (%d x the timeout; Redis was away "
+                          "%.1f s), e.g.:\n  %s" % (len(slow), bound * 1000, LATENCY_FACTOR,
+                                                   t_back - t_out,
+                                                   "\n  ".join(map(repr, slow[:5]))))
+        # the answers during the outage: each policy's fail mode. t_out is
+        # taken once Redis is dead or stopped (see RedisServer.pause), so a
+        # request sent after it cannot have had its answer from Redis.
+        during = [x for x in answers if x.t0 > t_out and x.t1 < t_back]
         assert len(during) > 20, "only %d requests during the outage" % len(during)
         wrong = []
         for x in during:
@@ -1111,16 +1216,17 @@ def _redis_outage(how):
                            % (len(wrong), len(during), "\n  ".join(map(repr, wrong[:6]))))
         counts = {p: sum(1 for x in during if x.policy == p) for p in cycle}
         print("  during the outage: %s answers per policy, all in their fail mode" % counts)
-        # Before the outage the answers came from Redis (most of them: a call
-        # that times out on a busy machine rightly falls back, see above).
-        for label, part in (("before the outage", [x for x in answers if x.t1 < t_out]),
+        # Before the outage answers came from Redis: at least the 50 waited
+        # for (not a share of them: a call that times out on a busy machine
+        # rightly falls back, see above).
+        for label, part in (("before the outage", [x for x in answers if x.t1 < t_sig]),
                             ("under load after recovery", [x for x in answers if x.t0 > t_rec])):
             fb = [x for x in part if x.fallback]
             print("  %s: %d answers, %d fallbacks" % (label, len(part), len(fb)))
-        before = [x for x in answers if x.t1 < t_out]
+        before = [x for x in answers if x.t1 < t_sig]
         clean = [x for x in before if not x.fallback]
-        assert len(clean) > len(before) / 2, ("before the outage only %d of %d answers came "
-                                              "from Redis" % (len(clean), len(before)))
+        assert len(clean) >= 50, ("before the outage only %d of %d answers came from Redis"
+                                  % (len(clean), len(before)))
 
 
 def redis_killed():
@@ -1186,23 +1292,35 @@ def deny_cache():
         st, _, body = a.check("dc", "other-" + key)
         assert st == 200 and "cached" not in body, "another key: %d %s" % (st, body)
         # a cached refusal lasts no longer than its retry_after. One
-        # connection: the deny cache may be per worker.
-        k2 = "fast-%d" % time.time_ns()
+        # connection: the deny cache may be per worker. "Right after" must
+        # be within the refusal's retry_after (250 ms at 4/s): when the
+        # machine held this up longer, the cache has rightly let go, and
+        # the case is run again on a new key (at most 3 times).
         c = HttpConn(Target("sluiced-a", "http", a.http_port), 5)
         try:
-            x = c.check("dcfast", k2)
-            assert x.status == 200, x
-            x = c.check("dcfast", k2)
-            assert x.status == 429 and "cached" not in x.body, x
-            retry = x.body["retry_after_ms"]
-            x = c.check("dcfast", k2)
-            assert x.status == 429 and x.body.get("cached") is True, \
-                "the refusal right after a refusal should come from the cache: %r" % x
-            time.sleep(retry / 1000 + 0.1)
-            x = c.check("dcfast", k2)
-            assert x.status == 200, ("%d ms after a refusal with retry_after_ms %d the key should "
-                                     "pass again (the cache must not outlive it): %r"
-                                     % (retry + 100, retry, x))
+            for attempt in range(3):
+                k2 = "fast-%d" % time.time_ns()
+                x = c.check("dcfast", k2)
+                assert x.status == 200, x
+                x2 = c.check("dcfast", k2)
+                assert x2.status == 429 and "cached" not in x2.body, x2
+                retry = x2.body["retry_after_ms"]
+                x = c.check("dcfast", k2)
+                if x.t1 - x2.t0 > retry / 1000 - 0.05:
+                    print("  the cached refusal was asked for %.0f ms after the refusal "
+                          "(retry_after_ms %d): held up, again" % ((x.t1 - x2.t0) * 1000, retry))
+                    time.sleep(retry / 1000 + 0.1)
+                    continue
+                assert x.status == 429 and x.body.get("cached") is True, \
+                    "the refusal right after a refusal should come from the cache: %r" % x
+                time.sleep(retry / 1000 + 0.1)  # at least that: a lower bound holds anywhere
+                x = c.check("dcfast", k2)
+                assert x.status == 200, ("%d ms after a refusal with retry_after_ms %d the key "
+                                         "should pass again (the cache must not outlive it): %r"
+                                         % (retry + 100, retry, x))
+                break
+            else:
+                raise AssertionError("the machine held every try up past the retry_after")
         finally:
             c.close()
 
@@ -1255,6 +1373,7 @@ def batched():
             % (total, scripts, len(answers)))
 
 
+@rerun_when_held_up
 def example_nginx():
     """examples/distributed/: the two sluiced configs and nginx.conf, loaded
     with only the ports (and the Redis timeout, see below) replaced. 300
@@ -1300,9 +1419,13 @@ def example_nginx():
         before = {d.name: d.metrics().total("sluice_decisions_total", policy="signup") or 0
                   for d in daemons}
         key = "alice-%d" % time.time_ns()
-        answers = run_jobs([Target("nginx", "http", port)], [("signup", key)] * 300, 100)
+        watch = RedisWatch(redis)
+        try:
+            answers = run_jobs([Target("nginx", "http", port)], [("signup", key)] * 300, 100)
+        finally:
+            slow = watch.stop()
         assert_all_answered(answers, "through nginx")
-        assert_no_fallback(answers, "through nginx")
+        assert_no_fallback(answers, "through nginx", slow, 1.0)
         ok = sum(1 for x in answers if x.allowed)
         per = {d.name: d.metrics().need("sluice_decisions_total", policy="signup") - before[d.name]
                for d in daemons}

@@ -105,9 +105,10 @@ def parse_head(head):
     return int(lines[0].split()[1]), headers
 
 
-def curl(*args, data=None, max_time=5, text=True):
+def curl(*args, data=None, max_time=20, text=True):
     """Runs curl -sS -i (data: bytes sent as the body from stdin); returns
-    (status, headers dict (lower-case), body: str, or bytes with text=False)."""
+    (status, headers dict (lower-case), body: str, or bytes with text=False).
+    max_time only guards against a hang: generous, for a loaded machine."""
     cmd = ["curl", "-sS", "-i", "--max-time", str(max_time)]
     if data is not None:
         cmd += ["--data-binary", "@-"]

@@ -9,9 +9,10 @@ ephemeral loopback ports, driven by the harness of distributed_test.py:
                       timeout and breaker, 200 connections for 3 s: fewer
                       than 0.1 % of the decisions answered by the fail mode,
                       and exactly the limit admitted on the hot key (item 8)
-  stall_breaker       one 33 ms stall of Redis with a 5 ms timeout: the calls
-                      in flight time out, but the breaker (sustained failure
-                      only) does not open (item 8)
+  stall_breaker       one 400 ms stall of Redis with a 100 ms timeout: the
+                      calls in flight time out, but the breaker (sustained
+                      failure only) does not open; with breaker_window 0 (the
+                      control) the same stall opens it (item 8)
   first_decision      the first decisions after startup come from Redis: with
                       Redis held up (SIGSTOP) while sluiced starts, the first
                       requests wait for the connection and the script instead
@@ -93,7 +94,16 @@ def healthy_load():
     helper process: what a fork, a slow fsync or a busy machine does to a
     healthy Redis). Fewer than 0.1 % of the decisions may come from the fail
     mode, and the hot key admits exactly 1000 (a fallback that admitted, or
-    a call that timed out after Redis counted it, would break that)."""
+    a call that timed out after Redis counted it, would break that).
+
+    Only what sluiced controls counts: a loaded machine can hold Redis up
+    for longer than the timeout, and then a fallback is the documented
+    answer. A dt.RedisWatch process measures Redis from outside; a fallback
+    answer while a PING of it waited EXCUSE_S (half the timeout) or more is
+    excused, and then the hot key may be off by one per excused fallback on
+    it. (The 33 ms stall is far below EXCUSE_S: it excuses nothing.) The
+    load runs 3 s, and longer until the hot key had twice its limit in
+    requests (polled, not a throughput assumed)."""
     limit, seconds, nthreads = 1000, 3.0, 200
     pols = [{"name": "hot", "algorithm": "token_bucket", "rate": "%d/d" % limit,
              "burst": limit, "on_failure": "local"},
@@ -110,14 +120,28 @@ def healthy_load():
         def job(i, n):
             return ("hot", hot) if n % 2 == 0 else ("wide", "w%d-%d" % (i, stamp))
 
-        load = dt.Load(dt.targets_of(inst, resp_share=False), nthreads, job)
-        time.sleep(1.0)
-        stall = stall_redis(redis, 0.033)
-        time.sleep(seconds - 1.0)
-        load.stop()
-        answers = load.join()
+        watch = dt.RedisWatch(redis)
+        try:
+            load = dt.Load(dt.targets_of(inst, resp_share=False), nthreads, job)
+            try:
+                time.sleep(1.0)
+                stall = stall_redis(redis, 0.033)
+                time.sleep(seconds - 1.0)
+                harness.wait_until(lambda: sum(1 for x in list(load.answers)
+                                               if x.policy == "hot") > 2 * limit, 60,
+                                   "the load did not reach %d hot requests" % (2 * limit))
+            finally:
+                load.stop()
+            answers = load.join()
+        finally:
+            slow = watch.stop()
         dt.assert_all_answered(answers, "healthy_load")
         fb = [x for x in answers if x.fallback]
+
+        def excused(x):
+            return any(t1 - t0 >= EXCUSE_S and t0 < x.t1 and t1 > x.t0 for t0, t1 in slow)
+        exc = [x for x in fb if excused(x)]
+        exc_hot = sum(1 for x in exc if x.policy == "hot")
         calls, fallbacks, opened = {}, 0, 0
         for d in inst:
             m = d.metrics()
@@ -129,56 +153,108 @@ def healthy_load():
         mine = [x for x in answers if x.policy == "hot"]
         ok = sum(1 for x in mine if x.allowed)
         lat = sorted(x.latency for x in answers)
+        t_run = max(x.t1 for x in answers) - min(x.t0 for x in answers)
         print("  %d decisions in %.1f s from %d connections (p50 %.1f ms, p99 %.1f ms), Redis "
-              "stalled once for %.1f ms; Redis calls %s; fallbacks %d in answers, %d in "
-              "metrics; hot key: %d of %d admitted"
-              % (len(answers), seconds, nthreads, lat[len(lat) // 2] * 1000,
-                 lat[int(len(lat) * 0.99)] * 1000, stall * 1000, calls, len(fb), fallbacks, ok,
-                 len(mine)))
-        assert len(mine) > 2 * limit, "the load (%d hot requests) should exceed the limit %d" % (
-            len(mine), limit)
-        share = max(len(fb), fallbacks) / len(answers)
+              "stalled once for %.1f ms; Redis calls %s; fallbacks %d in answers (%d excused), "
+              "%d in metrics; hot key: %d of %d admitted"
+              % (len(answers), t_run, nthreads, lat[len(lat) // 2] * 1000,
+                 lat[int(len(lat) * 0.99)] * 1000, stall * 1000, calls, len(fb), len(exc),
+                 fallbacks, ok, len(mine)))
+        print("  Redis seen from outside: %d PINGs over 20 ms, the longest %.0f ms"
+              % (len(slow), max([t1 - t0 for t0, t1 in slow] or [0]) * 1000))
+        share = (max(len(fb), fallbacks) - len(exc)) / len(answers)
         assert share < 0.001, (
-            "%.2f %% of the decisions (%d of %d) came from the fail mode with a healthy Redis "
-            "(one stall of %.1f ms; Redis calls %s), e.g.:\n  %s"
-            % (100 * share, max(len(fb), fallbacks), len(answers), stall * 1000, calls,
-               "\n  ".join(map(repr, fb[:5]))))
-        assert ok == limit, "the hot key admitted %d, want exactly %d (calls %s)" % (
-            ok, limit, calls)
+            "%.2f %% of the decisions (%d of %d, %d more excused by a slow Redis) came from the "
+            "fail mode with a healthy Redis (one stall of %.1f ms; Redis calls %s), e.g.:\n  %s"
+            % (100 * share, max(len(fb), fallbacks) - len(exc), len(answers), len(exc),
+               stall * 1000, calls, "\n  ".join(map(repr, [x for x in fb if x not in exc][:5]))))
+        assert abs(ok - limit) <= exc_hot, (
+            "the hot key admitted %d, want exactly %d (or within %d: fallbacks on it while "
+            "Redis was slow) (calls %s)" % (ok, limit, exc_hot, calls))
 
 
 def stall_breaker():
-    """The breaker opens on sustained failure only. One sluiced with the old
-    5 ms timeout, 100 connections, Redis stalled once for 33 ms: the calls
-    in flight time out together (and are answered by the fail mode), but
-    with successes right before and after they are not a sustained failure:
-    no breaker opens (no call refused as "open", no breaker in the log)."""
+    """The breaker opens on sustained failure only. Two sluiced on one Redis,
+    50 connections each, Redis stopped once for STALL_S (SIGSTOP, SIGCONT from
+    a helper process): the calls in flight and those sent during the stall
+    time out together (and are answered by the fail mode), but with successes
+    right before and after they are not a sustained failure: sluiced-a
+    (breaker_window STALL_WINDOW) opens no breaker (no call refused as
+    "open", no breaker in the log). sluiced-b, the control, has
+    breaker_window 0 ("breaker_failures in a row"): the same stall opens its
+    breaker, which shows the stall was long enough to matter.
+
+    Nothing here depends on the machine being quick: the timeout (100 ms) is
+    far above a healthy call, so only the stall makes calls fail; the stall
+    (400 ms) is 4 timeouts long, so every worker sees dozens of timeouts
+    whatever the scheduling; the failures of one stall span about
+    STALL_S - timeout, and breaker_window is 3 s, so a machine that holds
+    Redis or the helper up by a further 2 s still does not make them
+    "sustained". (The default 500 ms window leaves too little room on a
+    loaded machine; healthy_load runs the defaults.) A stall that the
+    helper could not keep under STALL_MAX_S (the machine held it up) does
+    not test the premise: the case is run again, at most 3 times."""
     pols = [{"name": "wide", "algorithm": "token_bucket", "rate": "1000000/s",
              "burst": 1000000, "on_failure": "open"}]
-    with dt.Env("stall") as env:
-        redis = env.redis()
-        d = env.sluiced("sluiced-a", config(redis.url, pols, timeout="5ms"))
-        dt.wait_ready([d])
-        m0 = d.metrics()
-        stamp = time.time_ns()
-        load = dt.Load(dt.targets_of([d], resp_share=False), 100,
-                       lambda i, n: ("wide", "w%d-%d" % (i, stamp)))
-        time.sleep(0.7)
-        stall = stall_redis(redis, 0.033)
-        time.sleep(1.0)
-        load.stop()
-        answers = load.join()
-        dt.assert_all_answered(answers, "stall_breaker")
-        m = d.metrics()
-        calls = {r: metric_delta(m, m0, "sluice_redis_calls_total", result=r)
-                 for r in ("ok", "error", "timeout", "open")}
-        fb = sum(1 for x in answers if x.fallback)
-        print("  %d decisions, Redis stalled once for %.1f ms: calls %s, %d fallbacks"
-              % (len(answers), stall * 1000, calls, fb))
-        assert calls["open"] == 0 and "breaker open" not in d.log_text(), (
-            "one stall of %.1f ms opened the circuit breaker of a healthy Redis (calls %s):\n%s"
-            % (stall * 1000, calls, "\n".join(l for l in d.log_text().splitlines()
-                                               if "breaker" in l)))
+    for attempt in range(3):
+        with dt.Env("stall") as env:
+            redis = env.redis()
+            a = env.sluiced("sluiced-a", config(redis.url, pols, timeout="100ms",
+                                                breaker_window=STALL_WINDOW))
+            b = env.sluiced("sluiced-b", config(redis.url, pols, timeout="100ms",
+                                                breaker_window="0ms"))
+            dt.wait_ready([a, b])
+            m0 = {d.name: d.metrics() for d in (a, b)}
+            stamp = time.time_ns()
+            load = dt.Load(dt.targets_of([a, b], resp_share=False), 100,
+                           lambda i, n: ("wide", "w%d-%d" % (i, stamp)))
+            try:
+                # successes before the stall, polled for (not a fixed sleep)
+                harness.wait_until(lambda: sum(1 for x in list(load.answers)
+                                               if x.allowed and not x.fallback) >= 200,
+                                   60, "no answers from Redis before the stall")
+                stall = stall_redis(redis, STALL_S)
+                # successes after it, on both instances
+                t_back = time.monotonic()
+                harness.wait_until(lambda: {x.target for x in list(load.answers)
+                                            if x.t0 > t_back and not x.fallback} >= {
+                                                "sluiced-a", "sluiced-b"},
+                                   60, "no answers from Redis after the stall")
+            finally:
+                load.stop()
+            answers = load.join()
+            dt.assert_all_answered(answers, "stall_breaker")
+            calls = {}
+            for d in (a, b):
+                m = d.metrics()
+                calls[d.name] = {r: metric_delta(m, m0[d.name], "sluice_redis_calls_total",
+                                                 result=r)
+                                 for r in ("ok", "error", "timeout", "open")}
+            fb = sum(1 for x in answers if x.fallback)
+            print("  %d decisions, Redis stalled once for %.1f ms: calls %s, %d fallbacks"
+                  % (len(answers), stall * 1000, calls, fb))
+            if stall > STALL_MAX_S:
+                print("  the stall lasted %.0f ms (the machine held the helper up), over %.0f "
+                      "ms: not the case under test, again" % (stall * 1000, STALL_MAX_S * 1000))
+                continue
+            breaker_lines = "\n".join(l for l in a.log_text().splitlines() if "breaker" in l)
+            assert calls["sluiced-a"]["open"] == 0 and "breaker open" not in a.log_text(), (
+                "one stall of %.1f ms opened the circuit breaker of a healthy Redis (calls %s):\n%s"
+                % (stall * 1000, calls["sluiced-a"], breaker_lines))
+            assert calls["sluiced-a"]["timeout"] >= 10, (
+                "a stall of %.1f ms with a 100 ms timeout should time out the calls in flight "
+                "(calls %s)" % (stall * 1000, calls["sluiced-a"]))
+            assert "breaker open" in b.log_text(), (
+                "control: with breaker_window 0 the same stall (%.1f ms) should open a breaker "
+                "(calls %s)" % (stall * 1000, calls["sluiced-b"]))
+            return
+    raise AssertionError("the machine held every stall helper up past %.0f ms" % (
+        STALL_MAX_S * 1000))
+
+
+STALL_S = 0.4        # how long stall_breaker stops Redis
+STALL_WINDOW = "3s"  # its breaker_window: the stall's failures span about 0.3 s
+STALL_MAX_S = 1.5    # a stall longer than this (a held-up helper) is run again
 
 
 # ---------------------------------------------------------------- item 11
@@ -192,48 +268,70 @@ def first_decision():
     is decided by Redis (closed: allowed, no "fallback"), and no call is
     counted as a timeout. /readyz is 503 while the script is not loaded.
     Then the same without the pause, with the default timeout: the very
-    first request comes from Redis too."""
+    first request comes from Redis too.
+
+    Calls wait for the first connection up to 2 s from sluiced's start
+    (docs/distributed.md, Startup). When the machine held this script up so
+    that Redis was resumed later than FIRST_BUDGET_S after sluiced was
+    started, the case is not the one under test (a timeout would then be
+    right): it is run again, at most 3 times."""
     pols = [{"name": "fc", "algorithm": "token_bucket", "rate": "100/s", "burst": 100,
              "on_failure": "closed"},
             {"name": "fo", "algorithm": "token_bucket", "rate": "100/s", "burst": 100,
              "on_failure": "open"}]
-    with dt.Env("first") as env:
-        redis = env.redis()
-        redis.pause()
-        try:
-            d = env.sluiced("sluiced-a", config(redis.url, pols, timeout="50ms"))
-            st, body = d.readyz()
-            assert st == 503, "/readyz %d before Redis answered: %s" % (st, body)
-            results = [None] * 4
-            key = "first-%d" % time.time_ns()
+    for attempt in range(3):
+        with dt.Env("first") as env:
+            redis = env.redis()
+            redis.pause()
+            try:
+                t_spawn = time.monotonic()
+                d = env.sluiced("sluiced-a", config(redis.url, pols, timeout="50ms"))
+                st, body = d.readyz()
+                assert st == 503, "/readyz %d before Redis answered: %s" % (st, body)
+                results = [None] * 4
+                key = "first-%d" % time.time_ns()
 
-            def ask(i):
-                results[i] = d.check(("fc", "fo")[i % 2], "%s-%d" % (key, i))
+                def ask(i):
+                    results[i] = d.check(("fc", "fo")[i % 2], "%s-%d" % (key, i))
 
-            threads = [threading.Thread(target=ask, args=(i,)) for i in range(4)]
+                threads = [threading.Thread(target=ask, args=(i,)) for i in range(4)]
+                for t in threads:
+                    t.start()
+                time.sleep(0.3)
+            finally:
+                redis.resume()
+                waited = time.monotonic() - t_spawn
             for t in threads:
-                t.start()
-            time.sleep(0.3)
-        finally:
-            redis.resume()
-        for t in threads:
-            t.join(10)
-        bad = [(i, r) for i, r in enumerate(results)
-               if r is None or r[0] != 200 or "fallback" in r[2]]
-        assert not bad, ("the first decisions after startup (Redis slow to answer) did not "
-                         "come from Redis: %s" % bad)
-        m = d.metrics()
-        assert (m.total("sluice_redis_calls_total", result="timeout") or 0) == 0, (
-            "Redis calls timed out at startup: %s"
-            % [l for l in m.text.splitlines() if "sluice_redis_calls" in l])
-        dt.wait_ready([d], within=5)
-        # the default timeout, no pause: the very first request
-        d2 = env.sluiced("sluiced-b", config(redis.url, pols))
-        st, _, body = d2.check("fc", key + "-b")
-        assert st == 200 and "fallback" not in body, "first request: %d %s" % (st, body)
-        m = d2.metrics()
-        assert (m.total("sluice_redis_calls_total", result="timeout") or 0) == 0, m.text
-        print("  first decisions from Redis: %s" % [r[2] for r in results])
+                t.join(10)
+            if waited > FIRST_BUDGET_S:
+                print("  Redis resumed %.2f s after sluiced was started (the machine held the "
+                      "test up), over %.1f s: not the case under test, again"
+                      % (waited, FIRST_BUDGET_S))
+                continue
+            bad = [(i, r) for i, r in enumerate(results)
+                   if r is None or r[0] != 200 or "fallback" in r[2]]
+            assert not bad, ("the first decisions after startup (Redis slow to answer, resumed "
+                             "%.2f s after sluiced was started) did not come from Redis: %s"
+                             % (waited, bad))
+            m = d.metrics()
+            assert (m.total("sluice_redis_calls_total", result="timeout") or 0) == 0, (
+                "Redis calls timed out at startup: %s"
+                % [l for l in m.text.splitlines() if "sluice_redis_calls" in l])
+            dt.wait_ready([d], within=30)
+            # the default timeout, no pause: the very first request
+            d2 = env.sluiced("sluiced-b", config(redis.url, pols))
+            st, _, body = d2.check("fc", key + "-b")
+            assert st == 200 and "fallback" not in body, "first request: %d %s" % (st, body)
+            m = d2.metrics()
+            assert (m.total("sluice_redis_calls_total", result="timeout") or 0) == 0, m.text
+            print("  first decisions from Redis (Redis resumed %.2f s after sluiced was "
+                  "started): %s" % (waited, [r[2] for r in results]))
+            return
+    raise AssertionError("the machine held every attempt up past %.1f s" % FIRST_BUDGET_S)
+
+
+EXCUSE_S = 0.125  # healthy_load: half the default timeout of 250 ms
+FIRST_BUDGET_S = 1.5  # of the 2 s that calls wait for a first connection
 
 
 # ---------------------------------------------------------------- item 10
@@ -340,7 +438,7 @@ def cluster_failover():
             assert resumed, "decisions on the dead master's slots did not come back in 60 s"
             cluster.wait_failover()
             ready = None
-            deadline = resumed + 5
+            deadline = resumed + 20  # a few seconds; 20 for a loaded machine
             while time.monotonic() < deadline:
                 st, body = d.readyz()
                 m = d.metrics()
@@ -351,7 +449,7 @@ def cluster_failover():
                 time.sleep(0.05)
             print("  decisions from Redis %.2f s after the kill; /readyz 200 %s" % (
                 resumed - t_kill, "%.2f s later" % (ready - resumed) if ready else "never"))
-            assert ready, ("/readyz %d (%s), sluice_redis_up %s, breaker_open %s, 5 s after "
+            assert ready, ("/readyz %d (%s), sluice_redis_up %s, breaker_open %s, 20 s after "
                            "every decision came from Redis again after a failover"
                            % (st, body, m.need("sluice_redis_up"),
                               m.need("sluice_redis_breaker_open")))

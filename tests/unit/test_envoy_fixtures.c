@@ -8,6 +8,7 @@
  *   gives (its words, where sluice keeps them);
  * - wildcards anywhere in a value, several times (wildcard.yaml), matched as
  *   the peer matches them: each '*' any run of bytes, the whole value;
+ *   (and against POSIX fnmatch on random patterns and values);
  * - share_threshold with those wildcards (share_threshold.yaml): one counter
  *   for every value under the pattern;
  * - quota_mode (per descriptor, and the config's top-level quota_mode) and
@@ -19,6 +20,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,6 +314,56 @@ static void test_wildcards_in_file_order_and_exact_first(void **state) {
     sl__domain_set_release(s);
 }
 
+/* Random patterns over {a, b, /, *} and values over {a, b, /}: a wildcard
+ * rule matches exactly when POSIX fnmatch (no flags: '*' any run of
+ * characters, '/' included) says the pattern matches the whole value. A
+ * fixed seed, so the same cases every run. */
+static void test_wildcards_against_fnmatch(void **state) {
+    (void)state;
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    static const char pat_chars[] = "ab/*", val_chars[] = "ab/";
+    for (int round = 0; round < 300; round++) {
+        char pat[16], text[256];
+        size_t pn = 0;
+        do {
+            pn = 0;
+            size_t len = 1 + (x >> 60) % 8;
+            for (size_t i = 0; i < len; i++) {
+                x = x * 6364136223846793005u + 1442695040888963407u;
+                pat[pn++] = pat_chars[(x >> 33) % 4];
+            }
+            pat[pn] = '\0';
+        } while (!strchr(pat, '*'));
+        snprintf(text, sizeof text,
+                 "domain: d\ndescriptors:\n  - {key: k, value: '%s', rate_limit: {unit: second, "
+                 "requests_per_unit: 1}}\n",
+                 pat);
+        sl_domain_rules *r = NULL;
+        errs.n = 0;
+        assert_int_equal(sl__domain_rules_parse(text, strlen(text), "r.yaml", &r, &errs), 0);
+        sl_domain_set *s = NULL;
+        char err[128];
+        assert_int_equal(sl__domain_set_build(r, 1u << 20, NULL, T0, &s, err, sizeof err), 0);
+        sl__domain_rules_free(r);
+        for (int v = 0; v < 40; v++) {
+            char val[16], spec[32];
+            x = x * 6364136223846793005u + 1442695040888963407u;
+            size_t vn = (x >> 59) % 10;
+            for (size_t i = 0; i < vn; i++) {
+                x = x * 6364136223846793005u + 1442695040888963407u;
+                val[i] = val_chars[(x >> 33) % 3];
+            }
+            val[vn] = '\0';
+            snprintf(spec, sizeof spec, "k=%s", val);
+            bool want = fnmatch(pat, val, 0) == 0;
+            bool got = rule_of(s, "d", spec, NULL) != NULL;
+            if (got != want)
+                fail_msg("pattern '%s' value '%s': matched %d, fnmatch %d", pat, val, got, want);
+        }
+        sl__domain_set_release(s);
+    }
+}
+
 /* ---- share_threshold with those wildcards ---------------------------------------------- */
 
 static void test_share_threshold_fixture(void **state) {
@@ -493,6 +545,7 @@ int main(void) {
         cmocka_unit_test(test_refused_fixtures_are_refused),
         cmocka_unit_test(test_wildcards_anywhere),
         cmocka_unit_test(test_wildcards_in_file_order_and_exact_first),
+        cmocka_unit_test(test_wildcards_against_fnmatch),
         cmocka_unit_test(test_share_threshold_fixture),
         cmocka_unit_test(test_quota_mode_and_metadata),
         cmocka_unit_test(test_metadata_as_struct_json),

@@ -585,6 +585,7 @@ static bool get_uint(walker *w, const ynode *v, const char *field, uint64_t max,
  * (null, true/false, integers and decimals as numbers); every other scalar,
  * and every quoted one, is a string. */
 #define METADATA_MAX_DEPTH 16
+#define METADATA_MAX_KEYS  1024 /* in one mapping (duplicates are looked for pairwise) */
 
 static void json_string(str *o, const char *p, size_t n) {
     static const char hex[] = "0123456789abcdef";
@@ -637,6 +638,11 @@ static bool metadata_value(walker *w, const ynode *v, const char *field, str *o,
         return false;
     }
     if (v->type == Y_MAP) {
+        if (v->n / 2 > METADATA_MAX_KEYS) {
+            add_error(w->errs, w->source, v->line, field,
+                      "more than %d keys in one metadata mapping", METADATA_MAX_KEYS);
+            return false;
+        }
         str_add(o, "{", 1);
         for (size_t i = 0; i + 1 < v->n; i += 2) {
             const ynode *k = v->kids[i];
@@ -644,6 +650,13 @@ static bool metadata_value(walker *w, const ynode *v, const char *field, str *o,
                 expected(w, k, field, "a string key");
                 return false;
             }
+            for (size_t j = 0; j < i; j += 2) /* as yaml.v2: "already defined" */
+                if (v->kids[j]->len == k->len && !memcmp(v->kids[j]->text, k->text, k->len)) {
+                    add_error(w->errs, w->source, k->line, field,
+                              "duplicate metadata key '%.*s' (first at line %d)", SHOW_MAX, k->text,
+                              v->kids[j]->line);
+                    return false;
+                }
             if (i) str_add(o, ",", 1);
             json_string(o, k->text, k->len);
             str_add(o, ":", 1);

@@ -516,6 +516,14 @@ static void test_metadata_as_struct_json(void **state) {
     assert_int_equal(errs.n, 1);
     assert_non_null(strstr(errs.msg[0], "r.yaml:4: descriptors[0].metadata: "));
     assert_non_null(strstr(errs.msg[0], "a mapping"));
+    /* a key twice in one mapping, as yaml.v2 refuses it */
+    static const char dup[] = "domain: d\ndescriptors:\n  - key: k\n    metadata:\n      a: 1\n"
+                              "      b: {a: 1}\n      a: 2\n";
+    errs.n = 0;
+    assert_int_equal(sl__domain_rules_parse(dup, sizeof dup - 1, "r.yaml", &r, &errs), -1);
+    assert_int_equal(errs.n, 1);
+    assert_string_equal(errs.msg[0], "r.yaml:7: descriptors[0].metadata: duplicate metadata key "
+                                     "'a' (first at line 5)");
     /* quota_mode is a boolean */
     static const char badq[] = "domain: d\ndescriptors:\n  - key: k\n    quota_mode: sometimes\n";
     errs.n = 0;

@@ -57,12 +57,13 @@ enum {
     TOP_EXEMPT,
     TOP_RULES,
     TOP_SHADOW,
-    TOP_ADMIN
+    TOP_ADMIN,
+    TOP_QUOTA_MODE
 };
 
-static const char *const top_keys[] = {"listen", "workers",   "store",    "domains", "policies",
-                                       "limits", "log_level", "identity", "tiers",   "quotas",
-                                       "costs",  "exempt",    "rules",    "shadow",  "admin"};
+static const char *const top_keys[] = {
+    "listen", "workers", "store", "domains", "policies", "limits", "log_level", "identity",
+    "tiers",  "quotas",  "costs", "exempt",  "rules",    "shadow", "admin",     "quota_mode"};
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug"};
 
@@ -217,6 +218,9 @@ static void top_value(sl__yaml *y, void *obj, int key, const char *path) {
         break;
     case TOP_ADMIN:
         sl__config_admin(p, path);
+        break;
+    case TOP_QUOTA_MODE:
+        if (sl__yaml_bool(y, path, &flag)) c->quota_mode = flag;
         break;
     }
 }

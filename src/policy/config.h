@@ -205,7 +205,8 @@ typedef struct sl_config {
     sl_cost_config *costs;
     size_t ncosts;
     sl_exempt_config exempt;
-    bool shadow; /* every policy decides, counts and logs, but allows */
+    bool shadow;     /* every policy decides, counts and logs, but allows */
+    bool quota_mode; /* every Envoy rule limit is in quota mode (docs/envoy.md) */
     sl_admin_config admin;
 } sl_config;
 

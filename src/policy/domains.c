@@ -14,11 +14,14 @@
  *
  * Matching is upstream's GetLimit: at each level of nested descriptors the
  * request entry is looked up as key+value, then against the wildcard values
- * (a value ending in '*', in file order), then as key only; a rule applies
- * when its depth equals the descriptor's length. Lookups are hash tables
- * (exact and key-only) plus a list of wildcards per level. Matching is on
- * (key, value) pairs: upstream compares joined "key_value" strings, which
- * differs only for keys that themselves contain '_' around a wildcard.
+ * (a value with '*' anywhere, each '*' any run of bytes, the whole value
+ * matched; in file order), then as key only; a rule applies when its depth
+ * equals the descriptor's length. Lookups are hash tables (exact and
+ * key-only) plus a list of wildcards per level. Matching is on (key, value)
+ * pairs: upstream compares joined "key_value" strings, which differs only
+ * for keys that themselves contain '_' or '*' around a wildcard. A
+ * descriptor's quota_mode and metadata are kept on its limit
+ * (sl__domain_set_match reports them); deciding does not use them yet.
  *
  * Deciding: every rule limit has one sl_table (created on first use; a
  * reload keeps the table of a rule whose domain, path and limit did not
@@ -304,6 +307,8 @@ typedef struct rdesc {
     size_t klen, vlen;
     rlimit *limit;
     bool shadow_mode, detailed_metric, value_to_metric, share_threshold;
+    bool quota_mode; /* upstream's soft limit, loaded and kept (docs/envoy.md) */
+    char *metadata;  /* the descriptor's `metadata` as a JSON object, or NULL */
     struct rdesc *kids;
     size_t nkids;
     int line;
@@ -336,6 +341,7 @@ static void rdescs_free(rdesc *d, size_t n) {
     for (size_t i = 0; i < n; i++) {
         free(d[i].key);
         free(d[i].value);
+        free(d[i].metadata);
         rlimit_free(d[i].limit);
         rdescs_free(d[i].kids, d[i].nkids);
     }
@@ -363,6 +369,31 @@ size_t sl__domain_rules_limits(const sl_domain_rules *r) {
 
 /* ---- walking a file against the schema ------------------------------------ */
 
+/* A growable byte string. */
+typedef struct str {
+    char *p;
+    size_t len, cap;
+    bool failed;
+} str;
+
+static void str_add(str *s, const char *p, size_t n) {
+    if (s->failed) return;
+    if (s->len + n + 1 > s->cap) {
+        size_t cap = s->cap ? s->cap : 128;
+        while (cap < s->len + n + 1) cap *= 2;
+        char *np = realloc(s->p, cap);
+        if (!np) {
+            s->failed = true;
+            return;
+        }
+        s->p = np;
+        s->cap = cap;
+    }
+    memcpy(s->p + s->len, p, n);
+    s->len += n;
+    s->p[s->len] = '\0';
+}
+
 typedef struct walker {
     const char *source;
     sl_config_errors *errs;
@@ -381,7 +412,8 @@ const char *sl__rls_unit_name(int unit) {
 static const char *const top_keys[] = {"domain", "descriptors"};
 static const char *const desc_keys[] = {
     "key",         "value",           "rate_limit",      "descriptors",
-    "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold"};
+    "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold",
+    "quota_mode",  "metadata"};
 static const char *const limit_keys[] = {"unit",     "requests_per_unit", "unlimited", "name",
                                          "replaces", "algorithm",         "burst"};
 
@@ -541,6 +573,140 @@ static bool get_uint(walker *w, const ynode *v, const char *field, uint64_t max,
         return false;
     }
     *out = x;
+    return true;
+}
+
+/* ---- descriptor metadata ----------------------------------------------------- */
+
+/* `metadata` is free-form YAML that upstream hands back to Envoy as the
+ * answer's dynamic_metadata (a google.protobuf.Struct). It is kept as the
+ * JSON text of that Struct: mappings become objects (keys must be strings),
+ * lists arrays, and plain scalars take YAML 1.1's types as yaml.v2 reads them
+ * (null, true/false, integers and decimals as numbers); every other scalar,
+ * and every quoted one, is a string. */
+#define METADATA_MAX_DEPTH 16
+#define METADATA_MAX_KEYS  1024 /* in one mapping (duplicates are looked for pairwise) */
+
+static void json_string(str *o, const char *p, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    str_add(o, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            str_add(o, e, 2);
+        } else if (c < 0x20) {
+            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            str_add(o, e, 6);
+        } else {
+            str_add(o, (const char *)&c, 1);
+        }
+    }
+    str_add(o, "\"", 1);
+}
+
+/* A JSON number as JSON writes it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool json_number(const char *s) {
+    if (*s == '-') s++;
+    if (*s == '0')
+        s++;
+    else if (*s >= '1' && *s <= '9')
+        while (*s >= '0' && *s <= '9') s++;
+    else
+        return false;
+    if (*s == '.') {
+        if (!(*++s >= '0' && *s <= '9')) return false;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-') s++;
+        if (!(*s >= '0' && *s <= '9')) return false;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    return *s == '\0';
+}
+
+static bool metadata_value(walker *w, const ynode *v, const char *field, str *o, int depth) {
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes",
+                                      "YES",  "on",   "On",   "ON"};
+    static const char *const no[] = {"false", "False", "FALSE", "no", "No",
+                                     "NO",    "off",   "Off",   "OFF"};
+    if (depth > METADATA_MAX_DEPTH) {
+        add_error(w->errs, w->source, v->line, field, "metadata nested more than %d deep",
+                  METADATA_MAX_DEPTH);
+        return false;
+    }
+    if (v->type == Y_MAP) {
+        if (v->n / 2 > METADATA_MAX_KEYS) {
+            add_error(w->errs, w->source, v->line, field,
+                      "more than %d keys in one metadata mapping", METADATA_MAX_KEYS);
+            return false;
+        }
+        str_add(o, "{", 1);
+        for (size_t i = 0; i + 1 < v->n; i += 2) {
+            const ynode *k = v->kids[i];
+            if (k->type != Y_SCALAR) {
+                expected(w, k, field, "a string key");
+                return false;
+            }
+            for (size_t j = 0; j < i; j += 2) /* as yaml.v2: "already defined" */
+                if (v->kids[j]->len == k->len && !memcmp(v->kids[j]->text, k->text, k->len)) {
+                    add_error(w->errs, w->source, k->line, field,
+                              "duplicate metadata key '%.*s' (first at line %d)", SHOW_MAX, k->text,
+                              v->kids[j]->line);
+                    return false;
+                }
+            if (i) str_add(o, ",", 1);
+            json_string(o, k->text, k->len);
+            str_add(o, ":", 1);
+            if (!metadata_value(w, v->kids[i + 1], field, o, depth + 1)) return false;
+        }
+        str_add(o, "}", 1);
+    } else if (v->type == Y_SEQ) {
+        str_add(o, "[", 1);
+        for (size_t i = 0; i < v->n; i++) {
+            if (i) str_add(o, ",", 1);
+            if (!metadata_value(w, v->kids[i], field, o, depth + 1)) return false;
+        }
+        str_add(o, "]", 1);
+    } else if (v->plain && v->null) {
+        str_add(o, "null", 4);
+    } else {
+        if (memchr(v->text, '\0', v->len)) {
+            add_error(w->errs, w->source, v->line, field, "a NUL byte is not allowed here");
+            return false;
+        }
+        const char *t = v->text;
+        for (size_t i = 0; v->plain && i < COUNT(yes); i++)
+            if (!strcmp(t, yes[i])) return str_add(o, "true", 4), true;
+        for (size_t i = 0; v->plain && i < COUNT(no); i++)
+            if (!strcmp(t, no[i])) return str_add(o, "false", 5), true;
+        const char *num = t[0] == '+' ? t + 1 : t;
+        if (v->plain && json_number(num))
+            str_add(o, num, strlen(num));
+        else
+            json_string(o, v->text, v->len);
+    }
+    return true;
+}
+
+/* A descriptor's metadata: a mapping (upstream decodes it into a map), kept
+ * as JSON in *out (malloc'd). False after reporting. */
+static bool get_metadata(walker *w, const ynode *v, const char *field, char **out) {
+    if (v->type == Y_SCALAR && v->plain && v->null) return true; /* metadata: (nothing) */
+    if (v->type != Y_MAP) {
+        expected(w, v, field, "a mapping");
+        return false;
+    }
+    str o = {0};
+    if (!metadata_value(w, v, field, &o, 1) || o.failed) {
+        if (o.failed) w->nomem = true;
+        free(o.p);
+        return false;
+    }
+    free(*out);
+    *out = o.p;
     return true;
 }
 
@@ -752,6 +918,12 @@ static void desc_value(walker *w, void *obj, int key, const ynode *v, const char
     case 7:
         get_bool(w, v, field, &d->share_threshold);
         break;
+    case 8:
+        get_bool(w, v, field, &d->quota_mode);
+        break;
+    case 9:
+        get_metadata(w, v, field, &d->metadata);
+        break;
     }
 }
 
@@ -819,11 +991,11 @@ static void walk_descs(walker *w, const ynode *v, const char *field, rdesc **out
         }
         if (x->value && !*x->value) free(x->value), x->value = NULL, x->vlen = 0;
         if (x->limit) w->rules->nlimits++;
-        if (x->share_threshold && !(x->value && x->value[x->vlen - 1] == '*')) {
+        if (x->share_threshold && !(x->value && memchr(x->value, '*', x->vlen))) {
             char sf[FIELD_MAX];
             join_field(sf, f, "share_threshold");
             add_error(w->errs, w->source, item->line, sf,
-                      "share_threshold can only be used with wildcard values (ending with '*')");
+                      "share_threshold can only be used with wildcard values (containing '*')");
         }
         /* nested descriptors, with the composite key for messages */
         for (size_t j = 0; j + 1 < item->n; j += 2) {
@@ -1123,6 +1295,8 @@ typedef struct climit {
     int unit;
     int64_t period; /* ns */
     bool unlimited, shadow;
+    bool quota;           /* quota_mode: kept, not yet decided on (docs/envoy.md) */
+    const char *metadata; /* the descriptor's metadata as JSON, or NULL */
     const char *name;
     int name_id; /* -1: no name */
     int *replaces;
@@ -1133,7 +1307,8 @@ struct clevel;
 
 typedef struct cnode {
     const char *key, *value; /* value NULL: key only */
-    size_t klen, vlen;       /* a wildcard's vlen excludes the '*' */
+    size_t klen, vlen;       /* a wildcard's vlen excludes a trailing '*' (its share key) */
+    size_t plen;             /* a wildcard's whole pattern, '*'s included */
     bool wildcard, share;
     climit *limit;
     struct clevel *kids;
@@ -1180,6 +1355,7 @@ struct sl_domain_set {
     uint64_t seed;
     size_t max_memory;
     bool shadow; /* the config's top-level shadow: every limit is a shadow limit */
+    bool quota;  /* the config's top-level quota_mode: every limit is in quota mode */
     cdomain *domains;
     size_t ndomains;
     uint32_t *dslots;
@@ -1292,31 +1468,6 @@ void sl__domain_set_release(sl_domain_set *s) {
 
 /* ---- compiling ------------------------------------------------------------- */
 
-/* A growable byte string. */
-typedef struct str {
-    char *p;
-    size_t len, cap;
-    bool failed;
-} str;
-
-static void str_add(str *s, const char *p, size_t n) {
-    if (s->failed) return;
-    if (s->len + n + 1 > s->cap) {
-        size_t cap = s->cap ? s->cap : 128;
-        while (cap < s->len + n + 1) cap *= 2;
-        char *np = realloc(s->p, cap);
-        if (!np) {
-            s->failed = true;
-            return;
-        }
-        s->p = np;
-        s->cap = cap;
-    }
-    memcpy(s->p + s->len, p, n);
-    s->len += n;
-    s->p[s->len] = '\0';
-}
-
 /* Open-addressing index of (bytes -> value) used while compiling. */
 typedef struct smap {
     struct {
@@ -1398,6 +1549,9 @@ static climit *compile_limit(builder *b, const rdesc *d, const char *domain, siz
     c->period = unit_seconds[r->unit] * NS_SEC;
     c->unlimited = r->unlimited;
     c->shadow = d->shadow_mode;
+    c->quota = d->quota_mode;
+    c->metadata = d->metadata ? arena_str(s, d->metadata, strlen(d->metadata)) : NULL;
+    if (d->metadata && !c->metadata) return NULL;
     c->name = r->name ? arena_str(s, r->name, strlen(r->name)) : NULL;
     c->name_id = r->name ? name_id(b, r->name) : -1;
     if (r->nreplaces) {
@@ -1463,8 +1617,9 @@ static bool compile_level(builder *b, const rdesc *d, size_t n, clevel *lv, cons
         if (x->value) {
             c->value = arena_str(s, x->value, x->vlen);
             c->vlen = x->vlen;
-            c->wildcard = x->value[x->vlen - 1] == '*';
-            if (c->wildcard) c->vlen--;
+            c->wildcard = memchr(x->value, '*', x->vlen) != NULL;
+            c->plen = x->vlen;
+            if (x->value[x->vlen - 1] == '*') c->vlen--;
         }
         if (!c->key || (x->value && !c->value)) return false;
         c->share = x->share_threshold && c->wildcard;
@@ -1568,11 +1723,16 @@ int sl__domain_set_create(const sl_config *cfg, sl_domain_set *prev, int64_t now
                           sl_domain_set **out, char *err, size_t errlen) {
     int rc = sl__domain_set_build(cfg->domain_rules, cfg->max_memory, prev, now, out, err, errlen);
     if (rc == 0) sl__domain_set_shadow(*out, cfg->shadow);
+    if (rc == 0) sl__domain_set_quota_mode(*out, cfg->quota_mode);
     return rc;
 }
 
 void sl__domain_set_shadow(sl_domain_set *s, bool shadow) {
     s->shadow = shadow;
+}
+
+void sl__domain_set_quota_mode(sl_domain_set *s, bool quota_mode) {
+    s->quota = quota_mode;
 }
 
 /* ---- matching ---------------------------------------------------------------- */
@@ -1602,6 +1762,30 @@ static dtop *dtop_for(const sl_domain_set *prev, const char *name, size_t len) {
     return t;
 }
 
+/* Whether value v matches pattern p, where each '*' stands for any run of
+ * bytes (none included) and everything else for itself: the whole value,
+ * as upstream matches wildcard values ("foo*" is a prefix, "bar*b" and
+ * "foo*bar*baz" more). The classic two-pointer walk: on a mismatch, the
+ * last '*' takes one more byte; O(|p|*|v|) at worst, linear for one '*'. */
+static bool glob_match(const char *p, size_t pn, const char *v, size_t vn) {
+    size_t i = 0, j = 0, star = SIZE_MAX, mark = 0;
+    while (j < vn) {
+        if (i < pn && p[i] == '*') {
+            star = i++;
+            mark = j;
+        } else if (i < pn && p[i] == v[j]) {
+            i++, j++;
+        } else if (star != SIZE_MAX) {
+            i = star + 1;
+            j = ++mark;
+        } else {
+            return false;
+        }
+    }
+    while (i < pn && p[i] == '*') i++;
+    return i == pn;
+}
+
 static const cnode *lookup(const sl_domain_set *s, const clevel *lv, const sl_rls_entry *e,
                            bool *via_share) {
     *via_share = false;
@@ -1618,8 +1802,8 @@ static const cnode *lookup(const sl_domain_set *s, const clevel *lv, const sl_rl
     /* wildcards, in file order */
     for (size_t i = 0; i < lv->nwild; i++) {
         const cnode *c = &lv->nodes[lv->wild[i]];
-        if (c->klen == e->key_len && c->vlen <= e->value_len && !memcmp(c->key, e->key, c->klen) &&
-            !memcmp(c->value, e->value, c->vlen)) {
+        if (c->klen == e->key_len && !memcmp(c->key, e->key, c->klen) &&
+            glob_match(c->value, c->plen, e->value, e->value_len)) {
             *via_share = c->share;
             return c;
         }
@@ -1650,6 +1834,25 @@ static const climit *match(const sl_domain_set *s, const cdomain *d, const sl_rl
         lv = c->kids;
     }
     return found;
+}
+
+bool sl__domain_set_match(const sl_domain_set *s, const char *domain, size_t dlen,
+                          const sl_rls_descriptor *q, sl_domain_match *out) {
+    const cdomain *d = find_domain(s, domain, dlen);
+    if (!d || !q->nentries || q->nentries > SL_RLS_MAX_ENTRIES) return false;
+    const cnode *via[SL_RLS_MAX_ENTRIES];
+    const climit *c = match(s, d, q, via);
+    if (!c) return false;
+    *out = (sl_domain_match){.rule = c->st->id + d->len + 1,
+                             .name = c->name,
+                             .metadata = c->metadata,
+                             .requests_per_unit = c->rpu,
+                             .unit = c->unit,
+                             .unlimited = c->unlimited,
+                             .shadow = c->shadow || s->shadow,
+                             .quota_mode = c->quota || s->quota};
+    for (size_t i = 0; i < q->nentries; i++) out->shared |= via[i] != NULL;
+    return true;
 }
 
 /* ---- deciding ------------------------------------------------------------------ */

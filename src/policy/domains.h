@@ -65,6 +65,29 @@ int sl__domain_set_build(const sl_domain_rules *rules, size_t max_memory, sl_dom
 /* Every limit of s decides and counts but never refuses (shadow), or only
  * those with shadow_mode (false, the default). Call before s is shared. */
 void sl__domain_set_shadow(sl_domain_set *s, bool shadow);
+/* quota_mode for every limit of s (the config's top-level `quota_mode:
+ * true`), or only for those with the descriptor key (false, the default).
+ * Kept and reported by sl__domain_set_match; deciding does not read it yet
+ * (docs/envoy.md). Call before s is shared. */
+void sl__domain_set_quota_mode(sl_domain_set *s, bool quota_mode);
+
+/* The rule a descriptor of domain matches (upstream's GetLimit, without
+ * limit overrides): true and *out filled, or false when no rule applies
+ * (unknown domain, no match, or a match at another depth). Strings live as
+ * long as the set. */
+typedef struct sl_domain_match {
+    const char *rule;     /* upstream's stats key below the domain, as in sl_domain_rule_stats */
+    const char *name;     /* rate_limit.name, or NULL */
+    const char *metadata; /* the descriptor's metadata as a JSON object, or NULL */
+    uint32_t requests_per_unit;
+    int unit; /* SL_RLS_UNIT_*; UNKNOWN when unlimited */
+    bool unlimited, shadow, quota_mode;
+    bool shared; /* an entry matched a share_threshold wildcard: one counter for its values */
+} sl_domain_match;
+struct sl_rls_descriptor;
+bool sl__domain_set_match(const sl_domain_set *s, const char *domain, size_t dlen,
+                          const struct sl_rls_descriptor *q, sl_domain_match *out);
+
 void sl__domain_set_retain(sl_domain_set *s);
 void sl__domain_set_release(sl_domain_set *s);
 

@@ -405,6 +405,8 @@ test('health: Check for the server and the rate limit service; unknown services 
   assert.deepStrictEqual(await call(health, 'Check', { service: '' }), { status: 'SERVING' });
   assert.deepStrictEqual(await call(health, 'Check', { service: 'envoy.service.ratelimit.v3.RateLimitService' }),
                          { status: 'SERVING' });
+  // envoyproxy/ratelimit's own health service name
+  assert.deepStrictEqual(await call(health, 'Check', { service: 'ratelimit' }), { status: 'SERVING' });
   await expectStatus(call(health, 'Check', { service: 'nope' }), grpc.status.NOT_FOUND);
   // Watch and List are not served: UNIMPLEMENTED tells clients not to retry
   await expectStatus(call(health, 'List', {}), grpc.status.UNIMPLEMENTED);

@@ -218,7 +218,7 @@ static void test_errors(void **state) {
                   "rate_limit");
     expect_errors("domain: d\ndescriptors:\n  - key: a\n    value: b\n    share_threshold: true\n",
                   "r.yaml:3: descriptors[0].share_threshold: share_threshold can only be used "
-                  "with wildcard values (ending with '*')");
+                  "with wildcard values (containing '*')");
     expect_errors("domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n"
                   "      requests_per_unit: 99999999999\n",
                   "r.yaml:6: descriptors[0].rate_limit.requests_per_unit: 99999999999 is too "

@@ -283,6 +283,12 @@ static void test_settings_and_health(void **state) {
         nghttp2_session_get_remote_settings(c.h2, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS), 128);
     assert_int_equal(
         nghttp2_session_get_remote_settings(c.h2, NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE), 8192);
+    /* "ratelimit": the name envoyproxy/ratelimit serves its health under */
+    uint8_t rl[] = {0x0a, 0x09, 'r', 'a', 't', 'e', 'l', 'i', 'm', 'i', 't'};
+    r = rpc(&c, HEALTH, rl, sizeof rl, 0);
+    assert_int_equal(r->grpc_status, 0);
+    assert_int_equal(r->data.len, 7);
+    assert_memory_equal(r->data.data, "\0\0\0\0\x02\x08\x01", 7); /* SERVING */
     /* unknown service */
     uint8_t m[] = {0x0a, 0x03, 'f', 'o', 'o'};
     r = rpc(&c, HEALTH, m, sizeof m, 0);

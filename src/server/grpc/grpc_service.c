@@ -369,7 +369,10 @@ static int health_check(const sl_grpc_call_env *env, const uint8_t *msg, size_t 
         *message = "cannot parse the HealthCheckRequest";
         return SL_GRPC_INTERNAL;
     }
-    if (req->service[0] && strcmp(req->service, SL_GRPC_RLS_SERVICE) != 0) {
+    /* "" (the server), the service's full name, and "ratelimit": the name
+     * envoyproxy/ratelimit registers its health service under */
+    if (req->service[0] && strcmp(req->service, SL_GRPC_RLS_SERVICE) != 0 &&
+        strcmp(req->service, "ratelimit") != 0) {
         *message = "unknown service";
         return SL_GRPC_NOT_FOUND;
     }

@@ -1,5 +1,6 @@
 /* http_api.c: the routes of sluiced's HTTP API (DESIGN.md section 2,
  * docs/http-api.md): /v1/check (GET, HEAD, POST), /healthz, /readyz,
+ * /healthcheck (envoyproxy/ratelimit's),
  * /metrics, /v1/top, /v1/reload. Every answer is complete in `out`; the
  * return value says whether the connection stays open. */
 #include <cjson/cJSON.h>
@@ -412,6 +413,14 @@ bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
             sl__buf_puts(&a.body, "{\"status\":\"ok\"}");
         else
             allow = "GET, HEAD";
+    } else if (path_is(r, "/healthcheck")) { /* envoyproxy/ratelimit's: OK, or 500 */
+        if (get) {
+            a.content_type = "text/plain; charset=utf-8";
+            if (w->draining) a.status = 500;
+            if (!w->draining) sl__buf_puts(&a.body, "OK");
+        } else {
+            allow = "GET, HEAD";
+        }
     } else if (path_is(r, "/readyz")) {
         if (get)
             readyz(w, &a);

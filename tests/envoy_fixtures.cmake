@@ -1,0 +1,19 @@
+# envoy_fixtures.cmake: envoyproxy/ratelimit's own rule files (issue 15),
+# copied into tests/peers/envoyproxy-ratelimit/ (peer/ verbatim, peer/SOURCE
+# names the commit; translated/ the configs of its Go tests):
+# - test_envoy_fixtures (unit, so also under ASan+UBSan): every file the peer
+#   accepts loads, every file it refuses is refused; wildcards anywhere in a
+#   value and share_threshold with them, matched as the peer matches;
+#   quota_mode and descriptor metadata kept;
+# - envoy_fixtures_integration: the same files through the real sluiced
+#   (--check-config), and the peer's health checks: GET /healthcheck and the
+#   gRPC health service "ratelimit".
+sluice_unit_test(test_envoy_fixtures)
+target_compile_definitions(test_envoy_fixtures PRIVATE SLUICE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+
+if(TARGET sluiced)
+  add_test(NAME envoy_fixtures_integration
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/envoy_fixtures_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(envoy_fixtures_integration PROPERTIES LABELS integration TIMEOUT 180)
+endif()

@@ -116,17 +116,16 @@ typedef struct sl_rules_answer {
     size_t used;
 } sl_rules_answer;
 
-/* Decides req at `now` (see the top of this file). Always fills a. */
-void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_rules_answer *a);
-
-/* The same in two steps, for limits decided in Redis: sl__rules_prepare
- * does steps 1-5 without deciding; when limits apply it returns a policy
- * call for them (NULL otherwise: a is then final), which the caller starts
- * (sl__policy_call_start) and, once decided, copies the items' outcome back
- * into a->items and calls sl__rules_finish(a, rc, refused). */
-sl_policy_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_policy_set *set,
-                                  sl_rules_answer *a);
-void sl__rules_finish(sl_rules_answer *a, int rc, size_t refused);
+/* Deciding req (see the top of this file) is two steps around the engine
+ * (decide.h): sl__rules_prepare does steps 1-5 and, when limits apply,
+ * returns the engine call for them (holding `set`; the caller sets done,
+ * starts it with sl__engine_decide, and frees it after); NULL otherwise: a is then
+ * final (no limit applies, an unknown key, or an error verdict). From the
+ * call's done, sl__rules_finish copies the items' outcome into a and sets
+ * the verdict. */
+sl_decide_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_policy_set *set,
+                                  sl_rules_answer *a, size_t user_bytes);
+void sl__rules_finish(sl_rules_answer *a, const sl_decide_call *c);
 
 /* Pure helpers, exposed for tests and the fuzz target. */
 

@@ -25,6 +25,8 @@
 #include "policy/domains.h"
 #include "sluice/sluice.h"
 
+#include "decide_helper.h"
+
 #ifndef SLUICE_SOURCE_DIR
 #error "SLUICE_SOURCE_DIR must name the source tree (tests/grpc.cmake)"
 #endif
@@ -119,7 +121,7 @@ static void build(req *r, const char *domain, const char *const *descs, size_t n
 }
 
 static int decide(sl_domain_set *s, req *r, int64_t now) {
-    sl_rls_error rc = sl__domain_decide(s, &r->q, now, r->st, &r->overall, &r->message);
+    sl_rls_error rc = domain_decide(s, &r->q, now, r->st, &r->overall, &r->message);
     assert_int_equal(rc, SL_RLS_DONE);
     return r->overall;
 }
@@ -511,7 +513,9 @@ static void test_replaces_unlimited_shadow(void **state) {
             found = true;
             assert_string_equal(st.domain, "d");
             assert_int_equal(st.allowed, 1);
-            assert_int_equal(st.shadow_limited, 2);
+            /* the third request was refused by the enforced limit: the
+             * shadow group was only looked at (the engine's one rule) */
+            assert_int_equal(st.shadow_limited, 1);
         }
     }
     assert_true(found);
@@ -555,13 +559,13 @@ static void test_hits_and_overrides(void **state) {
     assert_int_equal(decide(s, &r, T0), SL_RLS_OVER_LIMIT);
     assert_int_equal(r.st[0].limit_remaining, 1); /* the rule was not consumed */
     r.d[1].limit_unit = 0;
-    assert_int_equal(sl__domain_decide(s, &r.q, T0, r.st, &r.overall, &r.message), SL_RLS_EINVAL);
+    assert_int_equal(domain_decide(s, &r.q, T0, r.st, &r.overall, &r.message), SL_RLS_EINVAL);
     /* bad requests */
     build(&r, "", (const char *const[]){"k=a"}, 1);
-    assert_int_equal(sl__domain_decide(s, &r.q, T0, r.st, &r.overall, &r.message), SL_RLS_EINVAL);
+    assert_int_equal(domain_decide(s, &r.q, T0, r.st, &r.overall, &r.message), SL_RLS_EINVAL);
     assert_string_equal(r.message, "rate limit domain must not be empty");
     build(&r, "d", NULL, 0);
-    assert_int_equal(sl__domain_decide(s, &r.q, T0, r.st, &r.overall, &r.message), SL_RLS_EINVAL);
+    assert_int_equal(domain_decide(s, &r.q, T0, r.st, &r.overall, &r.message), SL_RLS_EINVAL);
     assert_string_equal(r.message, "rate limit descriptor list must not be empty");
     /* no set at all */
     build(&r, "d", (const char *const[]){"k=a"}, 1);

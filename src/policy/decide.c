@@ -223,6 +223,10 @@ static void decided(sl_store_call *sc) {
 }
 
 void sl__engine_decide(sl_decider *d, sl_decide_call *c, int64_t now) {
+    sl__engine_decide_on(d ? d->store : sl__memory_store(), c, now);
+}
+
+void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now) {
     sl_store_call *sc = &c->sc;
     sc->n = c->n;
     sc->now = now;
@@ -247,7 +251,7 @@ void sl__engine_decide(sl_decider *d, sl_decide_call *c, int64_t now) {
                                        .cost = it->cost,
                                        .group = shadow ? 1 : 0};
     }
-    sl__store_decide(d ? d->store : sl__memory_store(), sc);
+    sl__store_decide(store, sc);
 }
 
 /* ---- the engine ----------------------------------------------------------------- */

@@ -115,6 +115,9 @@ typedef struct sl_engine sl_engine;
  * exactly once, maybe before it returns (always, on the memory store).
  * `now`: the worker's clock. */
 void sl__engine_decide(sl_decider *d, sl_decide_call *c, int64_t now);
+/* The same on a given store (what sl__engine_decide does with d's; for
+ * tests that drive a store of their own). */
+void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now);
 
 /* A decider on the memory store, for whoever has no worker (tests, tools):
  * shared, never freed. */

@@ -249,8 +249,10 @@ unlock:
     return rc;
 }
 
-/* Item r's cost can never pass: refused for good, what it has now. */
-static void never(sl_store_item *items, size_t r, int64_t now) {
+/* Item r of the group idx[0..n) has a cost that can never pass: nothing
+ * was charged; it is refused for good, and every item says what it has. */
+static void never(sl_store_item *items, const size_t *idx, size_t n, size_t r, int64_t now) {
+    peek_all(items, idx, n, now);
     sl_store_item *it = &items[r];
     sl_decision d;
     if (table_check(it->limit, it->plan, it->key, it->keylen, 0, now, &d) == SL_OK)
@@ -275,7 +277,7 @@ void sl__memory_decide(sl_store_call *c) {
     size_t r;
     int rc = check_group(c->items, g0, n0, c->now, &r);
     if (rc == SL_ECOST && r != NONE) {
-        never(c->items, r, c->now);
+        never(c->items, g0, n0, r, c->now);
         rc = SL_OK;
     }
     if (rc != SL_OK) {
@@ -285,7 +287,7 @@ void sl__memory_decide(sl_store_call *c) {
         peek_all(c->items, g1, n1, c->now);
     } else if (n1) {
         rc = check_group(c->items, g1, n1, c->now, &r);
-        if (rc != SL_OK && r != NONE) never(c->items, r, c->now);
+        if (rc != SL_OK && r != NONE) never(c->items, g1, n1, r, c->now);
     }
     c->done(c);
 }

@@ -522,6 +522,42 @@ static void test_replaces_unlimited_shadow(void **state) {
     sl__domain_set_release(s);
 }
 
+/* Shadow limits are their own all-or-nothing group, as everywhere else
+ * (the engine's one rule; the memory path used to charge the other shadow
+ * limits of a request when one of them refused, the Redis path did not):
+ * when one refuses, the others keep what they had. */
+static void test_shadow_group_all_or_nothing(void **state) {
+    (void)state;
+    sl_domain_set *s = set_of("domain: d\ndescriptors:\n"
+                              "  - key: one\n"
+                              "    shadow_mode: true\n"
+                              "    rate_limit: {unit: minute, requests_per_unit: 1}\n"
+                              "  - key: five\n"
+                              "    shadow_mode: true\n"
+                              "    rate_limit: {unit: minute, requests_per_unit: 5}\n",
+                              NULL);
+    req r;
+    assert_int_equal(DECIDE(s, &r, T0, "d", "one=a", "five=a"), SL_RLS_OK);
+    assert_int_equal(r.st[0].limit_remaining, 0);
+    assert_int_equal(r.st[1].limit_remaining, 4);
+    /* `one` would refuse: the group charges nothing, `five` keeps 4 */
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(DECIDE(s, &r, T0, "d", "one=a", "five=a"), SL_RLS_OK);
+        assert_int_equal(r.st[0].code, SL_RLS_OK);
+        assert_int_equal(r.st[1].limit_remaining, 4);
+    }
+    /* alone, `five` is charged as usual */
+    assert_int_equal(DECIDE(s, &r, T0, "d", "five=a"), SL_RLS_OK);
+    assert_int_equal(r.st[0].limit_remaining, 3);
+    sl_domain_rule_stats st;
+    for (size_t i = 0; i < sl__domain_set_rule_count(s); i++) {
+        assert_true(sl__domain_set_rule_stats(s, i, &st));
+        if (!strcmp(st.rule, "one")) assert_int_equal(st.shadow_limited, 3);
+        if (!strcmp(st.rule, "five")) assert_int_equal(st.shadow_limited, 0);
+    }
+    sl__domain_set_release(s);
+}
+
 static void test_hits_and_overrides(void **state) {
     (void)state;
     sl_domain_set *s = set_of("domain: d\ndescriptors:\n  - key: k\n"
@@ -737,6 +773,7 @@ int main(void) {
         cmocka_unit_test(test_nested_and_all_or_nothing),
         cmocka_unit_test(test_specific_wildcard_and_zero),
         cmocka_unit_test(test_replaces_unlimited_shadow),
+        cmocka_unit_test(test_shadow_group_all_or_nothing),
         cmocka_unit_test(test_hits_and_overrides),
         cmocka_unit_test(test_algorithms),
         cmocka_unit_test(test_reload_keeps_state),

@@ -43,6 +43,45 @@ void sl__decide_limit_init(sl_decide_limit *l, bool shadow) {
 
 #define ALIGN(n) (((n) + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1))
 
+/* Calls of at most CACHED_BYTES are kept for reuse by the thread that freed
+ * them (a worker decides one after another: no allocator on the path). */
+#define CACHED_EXTRA (8 * 1024) /* keys, labels and user bytes of a cached call */
+#define CACHED_BYTES (ALIGN(sizeof(sl_decide_call)) + CACHED_EXTRA)
+#define CACHE_MAX    32
+
+typedef struct cached {
+    struct cached *next;
+} cached;
+
+static _Thread_local cached *cache;
+static _Thread_local unsigned ncache;
+
+static void *call_alloc(size_t bytes, size_t *cap) {
+    if (bytes <= CACHED_BYTES) {
+        *cap = CACHED_BYTES;
+        if (cache) {
+            cached *k = cache;
+            cache = k->next;
+            ncache--;
+            return k;
+        }
+        return malloc(CACHED_BYTES);
+    }
+    *cap = bytes;
+    return malloc(bytes);
+}
+
+static void call_release(sl_decide_call *c) {
+    if (c->cap == CACHED_BYTES && ncache < CACHE_MAX) {
+        cached *k = (cached *)(void *)c;
+        k->next = cache;
+        cache = k;
+        ncache++;
+        return;
+    }
+    free(c);
+}
+
 sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_decide_label_fn label,
                                     void *ctx, size_t user_bytes) {
     if (n > SL_CHECK_MAX) return NULL;
@@ -53,8 +92,10 @@ sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_de
         llen[i] = label ? label(ctx, i, lbuf[i], sizeof lbuf[i]) : 0;
         bytes += items[i].keylen + llen[i] + 1;
     }
-    sl_decide_call *c = malloc(bytes);
+    size_t cap;
+    sl_decide_call *c = call_alloc(bytes, &cap);
     if (!c) return NULL;
+    c->cap = cap;
     /* only what is used is cleared: items beyond n stay as they are */
     memset(c, 0, offsetof(sl_decide_call, items));
     c->n = n;
@@ -65,6 +106,8 @@ sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_de
     c->done = NULL;
     c->arg = NULL;
     c->set = NULL;
+    c->set_held = false;
+    c->inline_mark = NULL;
     c->on_free = NULL;
     c->on_free_arg = NULL;
     c->user = (char *)c + ALIGN(sizeof(sl_decide_call));
@@ -93,10 +136,12 @@ void *sl__decide_call_user(sl_decide_call *c) {
     return c->user;
 }
 
+/* The reference is taken only when the call outlives sl__engine_decide
+ * (the caller's set lives at least that long). */
 void sl__decide_call_hold(sl_decide_call *c, sl_policy_set *set) {
-    if (c->set) sl__policy_set_release(c->set);
+    if (c->set_held) sl__policy_set_release(c->set);
+    c->set_held = false;
     c->set = set;
-    if (set) sl__policy_set_retain(set);
 }
 
 void sl__decide_call_on_free(sl_decide_call *c, void (*fn)(void *arg), void *arg) {
@@ -107,8 +152,8 @@ void sl__decide_call_on_free(sl_decide_call *c, void (*fn)(void *arg), void *arg
 void sl__decide_call_free(sl_decide_call *c) {
     if (!c) return;
     if (c->on_free) c->on_free(c->on_free_arg);
-    if (c->set) sl__policy_set_release(c->set);
-    free(c);
+    if (c->set_held) sl__policy_set_release(c->set);
+    call_release(c);
 }
 
 /* ---- bookkeeping -------------------------------------------------------------- */
@@ -188,6 +233,7 @@ static void decided(sl_store_call *sc) {
         else
             enf[ne++] = i;
     }
+    if (c->inline_mark) *c->inline_mark = true; /* done runs inside sl__engine_decide_on */
     if (sc->rc != SL_OK) { /* a table error: nothing charged, nothing counted */
         c->rc = sc->rc;
         c->refused = sc->rc_item < n ? sc->rc_item : n;
@@ -251,7 +297,15 @@ void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now) {
                                        .cost = it->cost,
                                        .group = shadow ? 1 : 0};
     }
+    bool done_inline = false;
+    c->inline_mark = &done_inline;
     sl__store_decide(store, sc);
+    if (done_inline) return; /* c may be gone */
+    c->inline_mark = NULL;
+    if (c->set && !c->set_held) { /* the call outlives the caller's frame: hold its set */
+        sl__policy_set_retain(c->set);
+        c->set_held = true;
+    }
 }
 
 /* ---- the engine ----------------------------------------------------------------- */

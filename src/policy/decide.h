@@ -87,7 +87,10 @@ struct sl_decide_call {
     void *arg;
     /* internal */
     sl_store_call sc;
-    struct sl_policy_set *set; /* held (sl__decide_call_hold) */
+    size_t cap;                /* bytes allocated */
+    struct sl_policy_set *set; /* sl__decide_call_hold: held once the call outlives its start */
+    bool set_held;
+    bool *inline_mark; /* while starting: set when done ran inline */
     void (*on_free)(void *arg);
     void *on_free_arg;
     char *labels[SL_CHECK_MAX];
@@ -102,7 +105,9 @@ struct sl_decide_call {
 sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_decide_label_fn label,
                                     void *ctx, size_t user_bytes);
 void *sl__decide_call_user(sl_decide_call *c);
-/* The call holds a reference to set (its policies stay alive) until freed. */
+/* The call keeps set (its policies) alive until freed: set must be alive
+ * when sl__engine_decide starts the call, and a reference is taken only if
+ * the call does not complete inline. */
 void sl__decide_call_hold(sl_decide_call *c, struct sl_policy_set *set);
 /* fn(arg) runs when the call is freed (a domain call releases its set). */
 void sl__decide_call_on_free(sl_decide_call *c, void (*fn)(void *arg), void *arg);

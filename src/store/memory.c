@@ -156,10 +156,18 @@ static void peek_all(sl_store_item *items, const size_t *idx, size_t n, int64_t 
  * charged: holding the stripes, nobody else can have used them up. */
 static int check_group(sl_store_item *items, const size_t *idx, size_t n, int64_t now,
                        size_t *refused) {
+    *refused = NONE;
+    if (n == 1 && !items[idx[0]].limit->stripes) { /* the common case: one limit, no undo log */
+        sl_store_item *it = &items[idx[0]];
+        int rc =
+            table_check(it->limit, it->plan, it->key, it->keylen, it->cost, now, &it->decision);
+        it->decided = true;
+        if (rc != SL_OK || !it->decision.allowed) *refused = idx[0];
+        return rc;
+    }
     sl_check checks[SL_STORE_MAX_ITEMS];
     const struct sl__plan *plans[SL_STORE_MAX_ITEMS] = {0};
     size_t plain[SL_STORE_MAX_ITEMS], cal[SL_STORE_MAX_ITEMS], np = 0, nc = 0;
-    *refused = NONE;
     for (size_t k = 0; k < n; k++) {
         if (items[idx[k]].limit->stripes)
             cal[nc++] = idx[k];
@@ -169,14 +177,6 @@ static int check_group(sl_store_item *items, const size_t *idx, size_t n, int64_
     size_t r = 0;
     int rc;
     if (nc == 0) {
-        if (np == 1) { /* the common case: one limit, no undo log */
-            sl_store_item *it = &items[plain[0]];
-            rc =
-                table_check(it->limit, it->plan, it->key, it->keylen, it->cost, now, &it->decision);
-            it->decided = true;
-            if (rc != SL_OK || !it->decision.allowed) *refused = plain[0];
-            return rc;
-        }
         for (size_t k = 0; k < np; k++) fill(&checks[k], &plans[k], &items[plain[k]]);
         rc = sl__table_check_all_with(checks, plans, np, now, &r);
         copy_decisions(items, plain, checks, np, r < np);

@@ -3,6 +3,7 @@
  * constructors, the only place that knows which store a config selects. */
 #include "policy/decide.h"
 
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,23 @@ typedef struct cached {
 
 static _Thread_local cached *cache;
 static _Thread_local unsigned ncache;
+static _Thread_local bool cache_armed;
+static pthread_key_t cache_key; /* its destructor frees a thread's cache when it exits */
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_drop(void *unused) {
+    (void)unused;
+    while (cache) {
+        cached *k = cache;
+        cache = k->next;
+        free(k);
+    }
+    ncache = 0;
+}
+
+static void cache_init(void) {
+    pthread_key_create(&cache_key, cache_drop);
+}
 
 static void *call_alloc(size_t bytes, size_t *cap) {
     if (bytes <= CACHED_BYTES) {
@@ -73,6 +91,11 @@ static void *call_alloc(size_t bytes, size_t *cap) {
 
 static void call_release(sl_decide_call *c) {
     if (c->cap == CACHED_BYTES && ncache < CACHE_MAX) {
+        if (!cache_armed) { /* arm the destructor of this thread's cache */
+            pthread_once(&cache_once, cache_init);
+            pthread_setspecific(cache_key, (void *)1);
+            cache_armed = true;
+        }
         cached *k = (cached *)(void *)c;
         k->next = cache;
         cache = k;

@@ -1,7 +1,8 @@
 /* rules.h: from a real HTTP request to the limits it must pass. The config's
  * identity:, tiers:, quotas:, costs:, exempt: and rules: sections are
  * compiled against a policy set (policy.h) into an immutable sl_rules that
- * lives as long as the set; sl__rules_decide() then answers one request:
+ * lives as long as the set; sl__rules_prepare() then answers one request
+ * (its limits decided by the engine, decide.h, and sl__rules_finish()):
  *
  *   1. the path: health checks and other exempt paths skip everything;
  *   2. the client: the address the proxy saw, then X-Forwarded-For or
@@ -18,10 +19,11 @@
  *   5. the limits of every rule that matches (method and path), each with
  *      its key (API key, organisation, client prefix, rule, a header value,
  *      or global) and the table of the key's tier, checked all at once
- *      (sl__policy_check_all: all pass or none is charged; shadow rules and
+ *      (sl__engine_decide: all pass or none is charged; shadow rules and
  *      policies decide and count but never refuse).
  *
- * Deciding allocates nothing: keys are built in the answer's arena. */
+ * Preparing allocates one engine call: keys are built in the answer's arena
+ * and copied into the call. */
 #ifndef SLUICE_POLICY_RULES_H
 #define SLUICE_POLICY_RULES_H
 

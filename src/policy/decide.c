@@ -46,9 +46,10 @@ void sl__decide_limit_init(sl_decide_limit *l, bool shadow) {
 
 /* Calls of at most CACHED_BYTES are kept for reuse by the thread that freed
  * them (a worker decides one after another: no allocator on the path). */
-#define CACHED_EXTRA (8 * 1024) /* keys, labels and user bytes of a cached call */
+#define CACHED_EXTRA                                                                               \
+    (16 * 1024) /* keys, labels and user bytes of a cached call (a domain call: 10 KiB) */
 #define CACHED_BYTES (ALIGN(sizeof(sl_decide_call)) + CACHED_EXTRA)
-#define CACHE_MAX    32
+#define CACHE_MAX    16
 
 typedef struct cached {
     struct cached *next;

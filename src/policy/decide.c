@@ -335,9 +335,14 @@ void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now) {
 /* ---- the engine ----------------------------------------------------------------- */
 
 static sl_decider memory_decider;
+static pthread_once_t memory_once = PTHREAD_ONCE_INIT;
+
+static void memory_init(void) {
+    memory_decider.store = sl__memory_store();
+}
 
 sl_decider *sl__decider_memory(void) {
-    memory_decider.store = sl__memory_store();
+    pthread_once(&memory_once, memory_init);
     return &memory_decider;
 }
 

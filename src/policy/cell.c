@@ -34,7 +34,6 @@
 #include "core/table_any.h"
 #include "policy/cell.h"
 #include "sluice/sluice.h"
-#include "store/store.h"
 
 /* The key of a CL.THROTTLE state in Redis: "<prefix>{key}:cell:tat". The
  * colon keeps it apart from every policy's keys ("<prefix>{key}:<policy>",
@@ -42,7 +41,8 @@
 #define REDIS_NAME "cell:tat"
 
 struct sl_cell {
-    sl_table *table; /* any-rate GCRA: every CL.THROTTLE key */
+    sl_decide_limit lim; /* the engine's limit: its table is an any-rate GCRA of every key,
+                            also the Redis store's local fallback */
 };
 
 /* redis-cell's generic errors read "Cell error: Store error: <message>" (its
@@ -66,18 +66,25 @@ int sl__cell_create(size_t max_memory, sl_cell **out) {
     sl_table_options o = {
         .params = {.algorithm = SL_GCRA, .rate = {.limit = 1, .period = SL_NS_PER_SEC}, .burst = 1},
         .max_memory = max_memory};
-    int rc = sl__table_create_any_rate(&o, &c->table);
+    sl_table *t;
+    int rc = sl__table_create_any_rate(&o, &t);
     if (rc != SL_OK) {
         free(c);
         return rc == SL_ENOMEM ? SL_ENOMEM : SL_EINVAL;
     }
+    sl__decide_limit_init(&c->lim, false);
+    c->lim.store = (sl_store_limit){.name = REDIS_NAME,
+                                    .any_rate = true,
+                                    .table = t,
+                                    .fallback = t,
+                                    .on_failure = SL_FAIL_OPEN};
     *out = c;
     return SL_OK;
 }
 
 void sl__cell_destroy(sl_cell *c) {
     if (!c) return;
-    sl_table_destroy(c->table);
+    sl_table_destroy(c->lim.store.table);
     free(c);
 }
 
@@ -132,23 +139,52 @@ static void cell_reply(int64_t max_burst, const sl_decision *d, bool never, int6
     reply[4] = cell_seconds(d->reset_after);
 }
 
-int sl__cell_throttle(sl_cell *c, const char *key, size_t keylen, int64_t max_burst, int64_t count,
-                      int64_t period, int64_t quantity, int64_t now, int64_t reply[5],
-                      const char **err) {
-    static const char *unused;
-    if (!err) err = &unused;
-    sl__plan plan;
+void sl__cell_set_fail_mode(sl_cell *c, sl_fail_mode on_failure) {
+    c->lim.store.on_failure = on_failure;
+}
+
+/* What a CL.THROTTLE call keeps in its engine call: the items point at it. */
+typedef struct throttle {
     sl_params params;
-    if (cell_plan(max_burst, count, period, quantity, &plan, &params, err) != 0) return -1;
-    sl_decision d;
-    int rc = sl__table_check_with(c->table, &plan, key, keylen, quantity, now, &d);
-    bool never = false;
-    if (rc == SL_ECOST) { /* quantity > max_burst + 1: describe the key as it is */
-        never = true;
-        rc = sl__table_check_with(c->table, &plan, key, keylen, 0, now, &d);
+    sl__plan plan;
+    int64_t max_burst;
+} throttle;
+
+#define THROTTLE_BYTES ((sizeof(throttle) + 15) & ~(size_t)15)
+
+sl_decide_call *sl__cell_prepare(sl_cell *c, const char *key, size_t keylen, int64_t max_burst,
+                                 int64_t count, int64_t period, int64_t quantity, size_t user_bytes,
+                                 const char **err) {
+    throttle t;
+    if (cell_plan(max_burst, count, period, quantity, &t.plan, &t.params, err) != 0) return NULL;
+    if (keylen > SL_KEY_MAX) {
+        *err = ERR_KEY;
+        return NULL;
     }
-    switch (rc) {
+    t.max_burst = max_burst;
+    sl_decide_item it = {.limit = &c->lim, .key = key, .keylen = keylen, .cost = quantity};
+    sl_decide_call *call = sl__decide_call_new(&it, 1, NULL, NULL, THROTTLE_BYTES + user_bytes);
+    if (!call) {
+        *err = ERR_NOMEM;
+        return NULL;
+    }
+    throttle *u = sl__decide_call_user(call);
+    *u = t;
+    call->items[0].params = &u->params;
+    call->items[0].plan = &u->plan;
+    return call;
+}
+
+void *sl__cell_user(sl_decide_call *call) {
+    return (char *)sl__decide_call_user(call) + THROTTLE_BYTES;
+}
+
+int sl__cell_finish(sl_decide_call *call, int64_t reply[5], const char **err) {
+    const throttle *t = sl__decide_call_user(call);
+    const sl_decide_item *it = &call->items[0];
+    switch (call->rc) {
     case SL_OK:
+    case SL_ECOST: /* quantity > max_burst + 1: the key as it is, limited for good */
         break;
     case SL_EKEY:
         *err = ERR_KEY;
@@ -163,82 +199,22 @@ int sl__cell_throttle(sl_cell *c, const char *key, size_t keylen, int64_t max_bu
         *err = ERR_INTERNAL;
         return -1;
     }
-    cell_reply(max_burst, &d, never, reply);
+    if (!it->decided) {
+        *err = ERR_INTERNAL;
+        return -1;
+    }
+    cell_reply(t->max_burst, &it->decision, it->decision.retry_after < 0, reply);
     return 0;
-}
-
-/* ---- in the Redis store ------------------------------------------------------ */
-
-typedef struct store_throttle {
-    sl_params params; /* the call points at both */
-    sl__plan plan;
-    int64_t max_burst;
-    sl_cell_done_fn done;
-    void *arg;
-} store_throttle;
-
-static void store_throttle_done(sl_store_call *sc) {
-    store_throttle *t = sc->arg;
-    const sl_store_item *it = &sc->items[0];
-    int64_t reply[5];
-    if (it->decided) cell_reply(t->max_burst, &it->decision, it->decision.retry_after < 0, reply);
-    t->done(t->arg, reply, it->decided ? NULL : ERR_INTERNAL);
-    sl__store_call_free(sc);
-    free(t);
-}
-
-void sl__cell_throttle_store(sl_cell *c, sl_store_worker *sw, sl_fail_mode on_failure,
-                             const char *key, size_t keylen, int64_t max_burst, int64_t count,
-                             int64_t period, int64_t quantity, int64_t now, sl_cell_done_fn done,
-                             void *arg) {
-    const char *err = NULL;
-    store_throttle *t = malloc(sizeof *t);
-    if (!t) {
-        done(arg, NULL, ERR_NOMEM);
-        return;
-    }
-    if (cell_plan(max_burst, count, period, quantity, &t->plan, &t->params, &err) != 0) {
-        free(t);
-        done(arg, NULL, err ? err : ERR_INTERNAL);
-        return;
-    }
-    if (keylen > SL_KEY_MAX) {
-        free(t);
-        done(arg, NULL, ERR_KEY);
-        return;
-    }
-    sl_store_call *sc = sl__store_call_new(1, keylen);
-    if (!sc) {
-        free(t);
-        done(arg, NULL, ERR_NOMEM);
-        return;
-    }
-    t->max_burst = max_burst;
-    t->done = done;
-    t->arg = arg;
-    sc->items[0] = (sl_store_item){.params = &t->params,
-                                   .any_rate = true,
-                                   .policy = REDIS_NAME,
-                                   .local = c->table,
-                                   .local_plan = &t->plan,
-                                   .on_failure = on_failure,
-                                   .key = sl__store_call_key(sc, key, keylen),
-                                   .keylen = keylen,
-                                   .cost = quantity};
-    sc->now = now;
-    sc->done = store_throttle_done;
-    sc->arg = t;
-    sl__store_decide(sw, sc);
 }
 
 void sl__cell_stats(sl_cell *c, uint64_t *keys, uint64_t *bytes, uint64_t *evicted_live) {
     sl_table_stats st;
-    sl_table_stats_get(c->table, &st);
+    sl_table_stats_get(c->lim.store.table, &st);
     if (keys) *keys = st.keys;
     if (bytes) *bytes = st.bytes;
     if (evicted_live) *evicted_live = st.evicted_live;
 }
 
 size_t sl__cell_sweep(sl_cell *c, int64_t now, size_t max_visits) {
-    return sl_table_sweep(c->table, now, max_visits);
+    return sl_table_sweep(c->lim.store.table, now, max_visits);
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "policy/decide.h"
 #include "sluice/table.h"
 #include "store/redis_config.h"
 
@@ -23,30 +24,31 @@ typedef struct sl_cell sl_cell;
 int sl__cell_create(size_t max_memory, sl_cell **out);
 void sl__cell_destroy(sl_cell *c);
 
-/* CL.THROTTLE key max_burst count period quantity at now (Unix ns). On
- * success returns 0 and reply[] = {limited, limit, remaining, retry_after_s,
- * reset_after_s} exactly as redis-cell computes them (seconds rounded as
- * redis-cell does), with the key's state judged by this call's parameters.
- * On bad arguments returns -1 with *err a static redis-cell-compatible
+/* CL.THROTTLE key max_burst count period quantity, for the decision
+ * engine (decide.h), the same for every store. sl__cell_prepare validates
+ * the arguments and returns the engine call deciding the key (one any-rate
+ * item with this call's parameters and plan; the caller sets done, starts
+ * it with sl__engine_decide, and frees it after), with user_bytes for the caller
+ * (sl__cell_user); or NULL with *err a static redis-cell-compatible
  * message, ready for sl__resp_error ("Cell error: Zero rates are not
- * supported", ...). quantity 0 is a peek; a quantity above max_burst + 1 is
- * limited with retry_after -1, as in redis-cell. */
-int sl__cell_throttle(sl_cell *c, const char *key, size_t keylen, int64_t max_burst, int64_t count,
-                      int64_t period, int64_t quantity, int64_t now, int64_t reply[5],
-                      const char **err);
+ * supported", ...). In done, sl__cell_finish gives reply[] = {limited,
+ * limit, remaining, retry_after_s, reset_after_s} exactly as redis-cell
+ * computes them (seconds rounded as redis-cell does), with the key's state
+ * judged by this call's parameters, and returns 0; or -1 with *err.
+ * quantity 0 is a peek; a quantity above max_burst + 1 is limited with
+ * retry_after -1, as in redis-cell. In Redis the state is one key whatever
+ * the parameters ("<prefix>{key}:cell:tat", read by decide.lua with each
+ * call's parameters), the memory table its local fallback. */
+struct sl_decide_call;
+struct sl_decide_call *sl__cell_prepare(sl_cell *c, const char *key, size_t keylen,
+                                        int64_t max_burst, int64_t count, int64_t period,
+                                        int64_t quantity, size_t user_bytes, const char **err);
+void *sl__cell_user(struct sl_decide_call *call);
+int sl__cell_finish(struct sl_decide_call *call, int64_t reply[5], const char **err);
 
-/* CL.THROTTLE decided in the Redis store (store.type: redis): the same
- * validation and reply, the key's state in Redis under one key whatever the
- * parameters ("<prefix>{key}:cell:tat", read by decide.lua with each call's
- * parameters), the memory table as the local fallback. done is called
- * exactly once, maybe before this returns: with the reply, or with err (a
- * reply text as sl__cell_throttle's). */
-struct sl_store_worker;
-typedef void (*sl_cell_done_fn)(void *arg, const int64_t reply[5], const char *err);
-void sl__cell_throttle_store(sl_cell *c, struct sl_store_worker *sw, sl_fail_mode on_failure,
-                             const char *key, size_t keylen, int64_t max_burst, int64_t count,
-                             int64_t period, int64_t quantity, int64_t now, sl_cell_done_fn done,
-                             void *arg);
+/* The Redis store's fail mode for CL.THROTTLE (store.redis.on_failure;
+ * the memory table is the local fallback). Call before c is shared. */
+void sl__cell_set_fail_mode(sl_cell *c, sl_fail_mode on_failure);
 
 /* Keys held, bytes used (never above the cap) and live keys evicted at the
  * cap (for metrics and INFO). */

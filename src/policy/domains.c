@@ -40,7 +40,6 @@
  * and a shadow refusal is logged through the process-wide budget of
  * sl__log_limited, so a flood cannot fill the disk. */
 #include "policy/domains.h"
-#include "store/store.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -58,6 +57,7 @@
 
 #include "core/hash.h"
 #include "core/topk.h"
+#include "policy/decide.h"
 #include "sluice/error.h"
 #include "sluice/table.h"
 #include "util/log.h"
@@ -1277,16 +1277,19 @@ int sl__domain_rules_load(const char *path, sl_domain_rules **out, sl_config_err
 
 /* ---- the compiled set ---------------------------------------------------- */
 
-/* The state of one limit: its table and counters. Shared by the sets of
- * successive reloads while the limit does not change. */
+/* The state of one limit: the engine's limit (its table, counters, fail
+ * mode; decide.h). Shared by the sets of successive reloads while the limit
+ * does not change. */
 typedef struct lstate {
+    sl_decide_limit lim; /* first */
     atomic_int refs;
     char *id; /* domain NUL rule-path NUL */
     size_t idlen;
     sl_params params; /* algorithm 0: no table (unlimited, or 0 requests per unit) */
     size_t max_memory;
-    _Atomic(sl_table *) table; /* created on first use */
-    atomic_uint_fast64_t allowed, limited, shadow_limited;
+    uint32_t rpu; /* for the shadow log */
+    int unit;
+    char rname[96]; /* the Redis keys' namespace: "rls:<domain>:<rule>" */
 } lstate;
 
 typedef struct climit {
@@ -1354,8 +1357,9 @@ struct sl_domain_set {
     atomic_int refs;
     uint64_t seed;
     size_t max_memory;
-    bool shadow; /* the config's top-level shadow: every limit is a shadow limit */
-    bool quota;  /* the config's top-level quota_mode: every limit is in quota mode */
+    bool shadow;             /* the config's top-level shadow: every limit is a shadow limit */
+    bool quota;              /* the config's top-level quota_mode: every limit is in quota mode */
+    sl_fail_mode on_failure; /* the Redis store's, for every limit */
     cdomain *domains;
     size_t ndomains;
     uint32_t *dslots;
@@ -1394,12 +1398,17 @@ static const char *arena_str(sl_domain_set *s, const char *src, size_t n) {
 
 static void lstate_release(lstate *st) {
     if (!st || atomic_fetch_sub(&st->refs, 1) != 1) return;
-    sl_table_destroy(atomic_load(&st->table));
+    sl_table_destroy(atomic_load(&st->lim.store.table));
     free(st->id);
     free(st);
 }
 
-static lstate *lstate_new(const char *id, size_t idlen, const sl_params *p, size_t max_memory) {
+static void log_shadow(const sl_decide_limit *l, const char *label, size_t len,
+                       const sl_decision *d, int64_t now);
+
+/* A limit's state; `top` is its domain's sketch of refused descriptors. */
+static lstate *lstate_new(const char *id, size_t idlen, const sl_params *p, size_t max_memory,
+                          sl_fail_mode on_failure, sl__topk *top, uint32_t rpu, int unit) {
     lstate *st = calloc(1, sizeof *st);
     if (!st || !(st->id = malloc(idlen + 1))) {
         free(st);
@@ -1410,26 +1419,36 @@ static lstate *lstate_new(const char *id, size_t idlen, const sl_params *p, size
     st->idlen = idlen;
     st->params = *p;
     st->max_memory = max_memory;
+    st->rpu = rpu;
+    st->unit = unit;
+    const char *rule = st->id + strlen(st->id) + 1;
+    snprintf(st->rname, sizeof st->rname, "rls:%s:%s", st->id, rule);
     atomic_init(&st->refs, 1);
-    atomic_init(&st->table, NULL);
-    atomic_init(&st->allowed, 0);
-    atomic_init(&st->limited, 0);
-    atomic_init(&st->shadow_limited, 0);
+    sl__decide_limit_init(&st->lim, false);
+    st->lim.top = top;
+    st->lim.log_shadow = log_shadow;
+    st->lim.store.name = st->rname;
+    st->lim.store.params = &st->params;
+    st->lim.store.on_failure = on_failure;
+    atomic_init(&st->lim.store.table, NULL);
+    atomic_init(&st->lim.store.fallback, NULL);
     return st;
 }
 
-/* The table, created on first use (several threads may race: one wins). */
+/* The table, created on first use (several threads may race: one wins). It
+ * is also the Redis store's local fallback. */
 static sl_table *lstate_table(lstate *st) {
-    sl_table *t = atomic_load_explicit(&st->table, memory_order_acquire);
+    sl_table *t = atomic_load_explicit(&st->lim.store.table, memory_order_acquire);
     if (t || !st->params.algorithm) return t;
     sl_table_options o = {.params = st->params, .max_memory = st->max_memory};
     if (sl_table_create(&o, &t) != SL_OK) return NULL;
     sl_table *expected = NULL;
-    if (!atomic_compare_exchange_strong_explicit(&st->table, &expected, t, memory_order_acq_rel,
-                                                 memory_order_acquire)) {
+    if (!atomic_compare_exchange_strong_explicit(&st->lim.store.table, &expected, t,
+                                                 memory_order_acq_rel, memory_order_acquire)) {
         sl_table_destroy(t);
         t = expected;
     }
+    atomic_store_explicit(&st->lim.store.fallback, t, memory_order_release);
     return t;
 }
 
@@ -1516,8 +1535,9 @@ static void *smap_get(const smap *m, const char *k, size_t n) {
 
 typedef struct builder {
     sl_domain_set *s;
-    smap prev;  /* id -> lstate of the previous set */
-    smap names; /* rate_limit name -> id + 1 */
+    sl__topk *top; /* the sketch of the domain being compiled */
+    smap prev;     /* id -> lstate of the previous set */
+    smap names;    /* rate_limit name -> id + 1 */
     int nnames;
     size_t states_cap;
     char *err;
@@ -1575,11 +1595,12 @@ static climit *compile_limit(builder *b, const rdesc *d, const char *domain, siz
     if (id.failed) return free(id.p), NULL;
     lstate *old = smap_get(&b->prev, id.p, id.len);
     lstate *st;
-    if (old && same_params(&old->params, &p) && old->max_memory == s->max_memory) {
+    if (old && same_params(&old->params, &p) && old->max_memory == s->max_memory &&
+        old->lim.store.on_failure == s->on_failure) {
         atomic_fetch_add(&old->refs, 1);
         st = old;
     } else {
-        st = lstate_new(id.p, id.len, &p, s->max_memory);
+        st = lstate_new(id.p, id.len, &p, s->max_memory, s->on_failure, b->top, c->rpu, c->unit);
     }
     free(id.p);
     if (!st) return NULL;
@@ -1648,9 +1669,8 @@ static bool compile_level(builder *b, const rdesc *d, size_t n, clevel *lv, cons
     return true;
 }
 
-int sl__domain_set_build(const sl_domain_rules *rules, size_t max_memory, sl_domain_set *prev,
-                         int64_t now, sl_domain_set **out, char *err, size_t errlen) {
-    (void)now;
+static int build(const sl_domain_rules *rules, size_t max_memory, sl_fail_mode on_failure,
+                 sl_domain_set *prev, sl_domain_set **out, char *err, size_t errlen) {
     *out = NULL;
     sl_domain_set *s = calloc(1, sizeof *s);
     if (!s) {
@@ -1662,6 +1682,7 @@ int sl__domain_set_build(const sl_domain_rules *rules, size_t max_memory, sl_dom
     pthread_mutex_init(&s->ov_lock, NULL);
     s->seed = sl__random_seed();
     s->max_memory = max_memory;
+    s->on_failure = on_failure;
     builder b = {.s = s, .err = err, .errlen = errlen};
     size_t nd = rules ? rules->n : 0;
     bool ok = smap_init(&b.names, 64) && smap_init(&b.prev, prev ? prev->nstates : 0);
@@ -1689,6 +1710,7 @@ int sl__domain_set_build(const sl_domain_rules *rules, size_t max_memory, sl_dom
         while (s->dslots[j]) j = (j + 1) & s->dmask;
         s->dslots[j] = (uint32_t)i + 1;
         path.len = 0;
+        b.top = ok ? c->refused->top : NULL;
         ok = ok && compile_level(&b, r->descs, r->n, &c->top, r->name, r->len, &path);
     }
     free(path.p);
@@ -1698,7 +1720,8 @@ int sl__domain_set_build(const sl_domain_rules *rules, size_t max_memory, sl_dom
         for (size_t i = 0; i < nov; i++) {
             const cdomain *pd = &prev->domains[prev->ov[i].domain];
             for (size_t j = 0; j < s->ndomains; j++) {
-                if (s->domains[j].len != pd->len || memcmp(s->domains[j].name, pd->name, pd->len))
+                if (s->domains[j].len != pd->len || memcmp(s->domains[j].name, pd->name, pd->len) ||
+                    prev->ov[i].st->lim.store.on_failure != on_failure)
                     continue;
                 s->ov[k] = prev->ov[i];
                 s->ov[k].domain = j;
@@ -1719,9 +1742,17 @@ int sl__domain_set_build(const sl_domain_rules *rules, size_t max_memory, sl_dom
     return 0;
 }
 
+int sl__domain_set_build(const sl_domain_rules *rules, size_t max_memory, sl_domain_set *prev,
+                         int64_t now, sl_domain_set **out, char *err, size_t errlen) {
+    (void)now;
+    return build(rules, max_memory, SL_FAIL_OPEN, prev, out, err, errlen);
+}
+
 int sl__domain_set_create(const sl_config *cfg, sl_domain_set *prev, int64_t now,
                           sl_domain_set **out, char *err, size_t errlen) {
-    int rc = sl__domain_set_build(cfg->domain_rules, cfg->max_memory, prev, now, out, err, errlen);
+    (void)now;
+    int rc =
+        build(cfg->domain_rules, cfg->max_memory, cfg->redis.on_failure, prev, out, err, errlen);
     if (rc == 0) sl__domain_set_shadow(*out, cfg->shadow);
     if (rc == 0) sl__domain_set_quota_mode(*out, cfg->quota_mode);
     return rc;
@@ -1884,7 +1915,8 @@ static lstate *override_state(sl_domain_set *s, const cdomain *d, uint32_t rpu, 
         int k = snprintf(id, sizeof id, "%.*s%climit_override.%u_per_%s",
                          (int)(d->len < FIELD_MAX ? d->len : FIELD_MAX), d->name, '\0', rpu,
                          unit_names[unit]);
-        st = lstate_new(id, (size_t)k, &p, s->max_memory);
+        st =
+            lstate_new(id, (size_t)k, &p, s->max_memory, s->on_failure, d->refused->top, rpu, unit);
         if (st) {
             s->ov[n] = (override){.domain = di, .rpu = rpu, .unit = unit, .st = st};
             atomic_store_explicit(&s->nov, n + 1, memory_order_release);
@@ -1904,6 +1936,7 @@ typedef struct item {
     int64_t cost;
     bool shadow, share;
     bool refused;    /* over the limit (for a shadow limit: would have been) */
+    bool counted;    /* counted already (a table limit: by the engine) */
     sl_decision dec; /* table limits: what the limit answered */
 } item;
 
@@ -1917,16 +1950,7 @@ static void put_varint(str *k, size_t v) {
     str_add(k, b, n);
 }
 
-static void count_outcome(lstate *st, bool refused, bool shadow) {
-    atomic_uint_fast64_t *c = !refused ? &st->allowed : shadow ? &st->shadow_limited : &st->limited;
-    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
-}
-
 /* What a limit says without consuming anything. */
-static void peek(sl_check *c, int64_t now, sl_decision *out) {
-    if (sl_table_check(c->table, c->key, c->keylen, 0, now, out) != SL_OK) out->allowed = true;
-}
-
 /* printable ASCII of s[0..n) at buf[o..cap): other bytes become '?'. */
 static size_t put_text(char *buf, size_t o, size_t cap, const char *s, size_t n) {
     for (size_t i = 0; i < n && o < cap; i++) {
@@ -1953,39 +1977,61 @@ static size_t descriptor_label(const item *it, const sl_rls_descriptor *q, char 
     return o;
 }
 
-/* The request's limits, between sl__domain_prepare and sl__domain_finish. */
-struct sl_domain_call {
+/* A domain limit's shadow log line: its domain and rule, the descriptor
+ * (from the sketch label: rule TOP_SEP entries) and its rate. */
+static void log_shadow(const sl_decide_limit *l, const char *label, size_t n, const sl_decision *d,
+                       int64_t now) {
+    (void)d;
+    const lstate *st = (const lstate *)(const void *)l;
+    char dom[SHOW_MAX + 1];
+    dom[put_text(dom, 0, SHOW_MAX, st->id, strlen(st->id))] = '\0';
+    size_t sep = 0;
+    while (sep < n && label[sep] != TOP_SEP) sep++;
+    const char *what = sep < n ? label + sep + 1 : "";
+    sl__log_limited(now, SL_LOG_INFO,
+                    "shadow: domain %s rule %.*s would have refused %.*s (%u per %s)", dom,
+                    (int)sep, label, (int)(sep < n ? n - sep - 1 : 0), what, (unsigned)st->rpu,
+                    sl__rls_unit_name(st->unit));
+}
+
+/* A request's limits while the engine decides them (the call's user area;
+ * the caller's bytes follow). */
+typedef struct dstate {
     sl_domain_set *set; /* held */
     const cdomain *domain;
     item items[SL_RLS_MAX_DESCRIPTORS];
-    char labels[SL_RLS_MAX_DESCRIPTORS][SL_TOPK_KEY_MAX]; /* descriptor_label of each item */
-    uint8_t label_len[SL_RLS_MAX_DESCRIPTORS];
     size_t nitems;
-    size_t map[SL_CHECK_MAX]; /* store item -> items index */
+    size_t map[SL_CHECK_MAX]; /* engine item -> items index */
     size_t nactive;
     int64_t now;
-    char names[SL_CHECK_MAX][96]; /* the Redis keys' namespaces: "rls:<domain>:<rule>" */
-    sl_store_call *sc;
-    void (*done)(sl_domain_call *c, void *arg);
-    void *done_arg;
-};
+    size_t ndesc;
+    sl_rls_status statuses[SL_RLS_MAX_DESCRIPTORS]; /* those final before deciding */
+} dstate;
 
-/* Where statuses_of finds the labels of refused descriptors: computed from
- * the request (memory store), or prepared in the call (Redis store). */
-typedef struct labels {
+#define DSTATE_BYTES ((sizeof(dstate) + 15) & ~(size_t)15)
+
+typedef struct label_ctx {
+    const item *items;
+    const size_t *map;
     const sl_rls_request *req;
-    const sl_domain_call *call;
-} labels;
+} label_ctx;
 
-static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t now, const labels *lb,
-                        sl_rls_status *statuses, int *overall);
+static size_t label_of(void *ctx, size_t a, char *buf, size_t size) {
+    (void)size; /* SL_TOPK_KEY_MAX */
+    const label_ctx *lc = ctx;
+    const item *it = &lc->items[lc->map[a]];
+    return descriptor_label(it, &lc->req->descriptors[it->desc], buf);
+}
 
-/* Steps 1-5 of a decision. With `call` (the Redis store) the table limits
- * are not decided here: they are handed back as a store call. */
+static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t now,
+                        const sl_rls_request *req, sl_rls_status *statuses, int *overall);
+static void note_refusal(const cdomain *d, const item *it, const sl_rls_request *req, int64_t now);
+
+/* Steps 1-5 of a decision; the table limits go into an engine call. */
 static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t now,
                            sl_rls_status *statuses, int *overall, const char **message,
-                           sl_fail_mode on_failure, sl_domain_call **call) {
-    if (call) *call = NULL;
+                           size_t user_bytes, sl_decide_call **call) {
+    *call = NULL;
     *overall = SL_RLS_OK;
     *message = NULL;
     if (!req->domain_len) return *message = "rate limit domain must not be empty", SL_RLS_EINVAL;
@@ -2049,7 +2095,7 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
             continue; /* no rule: OK, nothing else said (upstream) */
         } else if (c->unlimited) {
             statuses[i].limit_remaining = UINT32_MAX;
-            count_outcome(c->st, false, false);
+            atomic_fetch_add_explicit(&c->st->lim.allowed, 1, memory_order_relaxed);
             continue;
         } else {
             it.cl = c;
@@ -2075,7 +2121,7 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
     char stack[KEY_STACK_BYTES];
     str keys = {.p = stack, .cap = sizeof stack};
     if (need > sizeof stack) keys = (str){0};
-    sl_check active[SL_CHECK_MAX];
+    sl_decide_item active[SL_CHECK_MAX];
     size_t map[SL_CHECK_MAX], nactive = 0;
     bool blocked = false; /* an enforced limit of 0 refuses the request */
     sl_rls_error rc = SL_RLS_DONE;
@@ -2112,144 +2158,75 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
             *message = "out of memory";
             goto out;
         }
+        (void)t;
         /* the key's bytes: an offset now, a pointer once the buffer stops moving */
-        active[nactive] = (sl_check){.table = t, .keylen = keys.len - off, .cost = it->cost};
+        active[nactive] = (sl_decide_item){.limit = &it->st->lim,
+                                           .keylen = keys.len - off,
+                                           .cost = it->cost,
+                                           .shadow = it->shadow};
         active[nactive].key = (const void *)(uintptr_t)off;
         map[nactive++] = k;
     }
-    for (size_t a = 0; a < nactive; a++) active[a].key = keys.p + (uintptr_t)active[a].key;
+    for (size_t a = 0; a < nactive; a++) {
+        active[a].key = keys.p + (uintptr_t)active[a].key;
+        if (blocked) active[a].cost = 0; /* refused anyway: the others are only looked at */
+    }
 
-    if (call && nactive) { /* the Redis store decides the table limits */
-        size_t key_bytes = 0;
-        for (size_t a = 0; a < nactive; a++) key_bytes += active[a].keylen;
-        sl_domain_call *dc = calloc(1, sizeof *dc);
-        sl_store_call *sc = dc ? sl__store_call_new(nactive, key_bytes) : NULL;
-        if (!sc) {
-            free(dc);
+    /* 5. the table limits: one engine call, all or nothing, shadow limits
+     * as their own group */
+    if (nactive) {
+        label_ctx lc = {.items = items, .map = map, .req = req};
+        sl_decide_call *c =
+            sl__decide_call_new(active, nactive, label_of, &lc, DSTATE_BYTES + user_bytes);
+        if (!c) {
             rc = SL_RLS_EEXHAUSTED;
             *message = "out of memory";
             goto out;
         }
-        dc->set = s;
-        dc->domain = d;
-        sl__domain_set_retain(s);
-        memcpy(dc->items, items, nitems * sizeof *items);
-        for (size_t k = 0; k < nitems; k++)
-            if (items[k].st)
-                dc->label_len[k] = (uint8_t)descriptor_label(
-                    &items[k], &req->descriptors[items[k].desc], dc->labels[k]);
-        dc->nitems = nitems;
-        dc->nactive = nactive;
-        dc->now = now;
-        dc->sc = sc;
-        for (size_t a = 0; a < nactive; a++) {
-            item *it = &dc->items[map[a]];
-            const char *id = it->st->id, *rule = id + strlen(id) + 1;
-            snprintf(dc->names[a], sizeof dc->names[a], "rls:%s:%s", id, rule);
-            dc->map[a] = map[a];
-            sc->items[a] =
-                (sl_store_item){.params = &it->st->params,
-                                .policy = dc->names[a],
-                                .local = active[a].table,
-                                .on_failure = on_failure,
-                                .key = sl__store_call_key(sc, active[a].key, active[a].keylen),
-                                .keylen = active[a].keylen,
-                                .cost = blocked ? 0 : it->cost,
-                                .group = it->shadow ? 1 : 0};
+        /* limits of 0 are counted now (their labels need the request) */
+        for (size_t k = 0; k < nitems; k++) {
+            item *it = &items[k];
+            if (it->rpu || !it->st) continue;
+            atomic_fetch_add_explicit(!it->refused ? &it->st->lim.allowed
+                                      : it->shadow ? &it->st->lim.shadow_limited
+                                                   : &it->st->lim.limited,
+                                      1, memory_order_relaxed);
+            if (it->refused) note_refusal(d, it, req, now);
+            it->counted = true;
         }
-        *call = dc;
+        dstate *ds = sl__decide_call_user(c);
+        ds->set = s;
+        sl__domain_set_retain(s);
+        ds->domain = d;
+        memcpy(ds->items, items, nitems * sizeof *items);
+        ds->nitems = nitems;
+        memcpy(ds->map, map, nactive * sizeof *map);
+        ds->nactive = nactive;
+        ds->now = now;
+        ds->ndesc = req->ndescriptors;
+        memcpy(ds->statuses, statuses, req->ndescriptors * sizeof *statuses);
+        *call = c;
         goto out;
     }
-
-    /* 5. decide all table limits at once; a shadow limit that refuses is
-     * taken out and the rest decided again */
-    if (blocked) {
-        for (size_t a = 0; a < nactive; a++) peek(&active[a], now, &items[map[a]].dec);
-    } else {
-        for (;;) {
-            size_t r = nactive;
-            int trc;
-            if (nactive == 1) { /* the common case: one limit, no undo log needed */
-                trc = sl_table_check(active[0].table, active[0].key, active[0].keylen,
-                                     active[0].cost, now, &active[0].decision);
-                r = trc == SL_OK && active[0].decision.allowed ? 1 : 0;
-            } else {
-                trc = sl_table_check_all(active, nactive, now, &r);
-            }
-            if (trc == SL_OK && r == nactive) {
-                for (size_t a = 0; a < nactive; a++) items[map[a]].dec = active[a].decision;
-                break;
-            }
-            if ((trc != SL_OK && trc != SL_ECOST) || r >= nactive) {
-                rc = trc == SL_EKEY ? SL_RLS_EINVAL : SL_RLS_EEXHAUSTED;
-                *message =
-                    trc == SL_EKEY ? "a descriptor is longer than 65535 bytes" : "out of memory";
-                goto out;
-            }
-            item *it = &items[map[r]];
-            it->refused = true;
-            if (trc == SL_ECOST) { /* a cost that can never pass */
-                peek(&active[r], now, &it->dec);
-                it->dec.allowed = false;
-            } else {
-                it->dec = active[r].decision;
-            }
-            if (it->shadow) {
-                for (size_t a = r; a + 1 < nactive; a++)
-                    active[a] = active[a + 1], map[a] = map[a + 1];
-                nactive--;
-                continue;
-            }
-            /* the request is refused and consumed nothing: the other limits
-             * report what they have left now */
-            for (size_t a = 0; a < nactive; a++) {
-                if (a == r) continue;
-                sl_decision *dd = &items[map[a]].dec;
-                peek(&active[a], now, dd);
-                if (trc == SL_OK && !active[a].decision.allowed) { /* it refuses as well */
-                    dd->allowed = false;
-                    dd->retry_after = active[a].decision.retry_after;
-                }
-            }
-            break;
-        }
-    }
-
-    labels lb = {.req = req};
-    statuses_of(d, items, nitems, now, &lb, statuses, overall);
+    statuses_of(d, items, nitems, now, req, statuses, overall);
 out:
     if (keys.p != stack) free(keys.p);
     return rc;
 }
 
-/* A refused descriptor (for a shadow limit: one that would have been):
- * into the domain's sketch, and for a shadow limit into the log. */
-static void note_refusal(const cdomain *d, const item *it, size_t k, const labels *lb,
-                         int64_t now) {
+/* A refused descriptor the engine did not see (a limit of 0 requests): into
+ * the domain's sketch, and for a shadow limit into the log. */
+static void note_refusal(const cdomain *d, const item *it, const sl_rls_request *req, int64_t now) {
     char buf[SL_TOPK_KEY_MAX];
-    size_t n;
-    if (lb->req) {
-        n = descriptor_label(it, &lb->req->descriptors[it->desc], buf);
-    } else {
-        n = lb->call->label_len[k];
-        memcpy(buf, lb->call->labels[k], n);
-    }
+    size_t n = descriptor_label(it, &req->descriptors[it->desc], buf);
     sl__topk_add(d->refused->top, buf, n, 1);
-    if (!it->shadow) return;
-    char dom[SHOW_MAX + 1];
-    dom[put_text(dom, 0, SHOW_MAX, d->name, d->len)] = '\0';
-    size_t sep = 0;
-    while (sep < n && buf[sep] != TOP_SEP) sep++;
-    const char *what = sep < n ? buf + sep + 1 : "";
-    sl__log_limited(now, SL_LOG_INFO,
-                    "shadow: domain %s rule %.*s would have refused %.*s (%u per %s)", dom,
-                    (int)sep, buf, (int)(sep < n ? n - sep - 1 : 0), what, (unsigned)it->rpu,
-                    sl__rls_unit_name(it->unit));
+    if (it->shadow) log_shadow(&it->st->lim, buf, n, &it->dec, now);
 }
 
-/* 6. the statuses, in the descriptors' order */
-static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t now, const labels *lb,
-                        sl_rls_status *statuses, int *overall) {
+/* 6. the statuses, in the descriptors' order (req: for the labels of
+ * refusals the engine did not see; NULL when there are none) */
+static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t now,
+                        const sl_rls_request *req, sl_rls_status *statuses, int *overall) {
     for (size_t k = 0; k < nitems; k++) {
         item *it = &items[k];
         sl_rls_status *st = &statuses[it->desc];
@@ -2274,61 +2251,58 @@ static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t no
             st->code = SL_RLS_OVER_LIMIT;
             *overall = SL_RLS_OVER_LIMIT;
         }
-        if (it->st) {
-            count_outcome(it->st, it->refused, it->shadow);
-            if (it->refused) note_refusal(d, it, k, lb, now);
+        if (it->st && !it->counted) { /* a limit of 0: counted here */
+            atomic_uint_fast64_t *c = !it->refused ? &it->st->lim.allowed
+                                      : it->shadow ? &it->st->lim.shadow_limited
+                                                   : &it->st->lim.limited;
+            atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+            if (it->refused && req) note_refusal(d, it, req, now);
         }
     }
 }
 
-sl_rls_error sl__domain_decide(sl_domain_set *s, const sl_rls_request *req, int64_t now,
-                               sl_rls_status *statuses, int *overall, const char **message) {
-    return decide(s, req, now, statuses, overall, message, SL_FAIL_OPEN, NULL);
+static void dstate_release(void *arg) {
+    dstate *ds = arg;
+    sl__domain_set_release(ds->set);
 }
 
 sl_rls_error sl__domain_prepare(sl_domain_set *s, const sl_rls_request *req, int64_t now,
                                 sl_rls_status *statuses, int *overall, const char **message,
-                                sl_fail_mode on_failure, sl_domain_call **call) {
-    return decide(s, req, now, statuses, overall, message, on_failure, call);
+                                size_t user_bytes, sl_decide_call **call) {
+    sl_rls_error rc = decide(s, req, now, statuses, overall, message, user_bytes, call);
+    if (*call) sl__decide_call_on_free(*call, dstate_release, sl__decide_call_user(*call));
+    return rc;
 }
 
-static void call_decided(sl_store_call *sc) {
-    sl_domain_call *c = sc->arg;
-    c->done(c, c->done_arg);
+void *sl__domain_user(sl_decide_call *c) {
+    return (char *)sl__decide_call_user(c) + DSTATE_BYTES;
 }
 
-void sl__domain_call_start(sl_store_worker *sw, sl_domain_call *c,
-                           void (*done)(sl_domain_call *c, void *arg), void *arg) {
-    c->done = done;
-    c->done_arg = arg;
-    c->sc->now = c->now;
-    c->sc->done = call_decided;
-    c->sc->arg = c;
-    sl__store_decide(sw, c->sc);
-}
-
-void sl__domain_finish(sl_domain_call *c, sl_rls_status *statuses, int *overall) {
-    sl_store_call *sc = c->sc;
-    for (size_t a = 0; a < c->nactive; a++) {
-        item *it = &c->items[c->map[a]];
-        const sl_store_item *si = &sc->items[a];
-        if (si->decided) {
-            it->dec = si->decision;
-            if (!si->decision.allowed) it->refused = true;
+sl_rls_error sl__domain_finish(sl_decide_call *c, sl_rls_status *statuses, size_t *n, int *overall,
+                               const char **message) {
+    dstate *ds = sl__decide_call_user(c);
+    *overall = SL_RLS_OK;
+    *message = NULL;
+    *n = ds->ndesc;
+    if (c->rc != SL_OK && c->rc != SL_ECOST) {
+        *message = c->rc == SL_EKEY ? "a descriptor is longer than 65535 bytes" : "out of memory";
+        return c->rc == SL_EKEY ? SL_RLS_EINVAL : SL_RLS_EEXHAUSTED;
+    }
+    memcpy(statuses, ds->statuses, ds->ndesc * sizeof *statuses);
+    for (size_t a = 0; a < ds->nactive; a++) {
+        item *it = &ds->items[ds->map[a]];
+        const sl_decide_item *di = &c->items[a];
+        it->counted = true;
+        if (di->decided) {
+            it->dec = di->decision;
+            if (!di->decision.allowed || di->shadowed) it->refused = true;
         } else { /* not decided (the deny cache or a fail mode decided another) */
             it->dec = (sl_decision){.allowed = true, .limit = it->rpu, .remaining = it->rpu};
         }
         if (it->dec.retry_after < 0) it->dec.retry_after = 0; /* a cost that never passes */
     }
-    labels lb = {.call = c};
-    statuses_of(c->domain, c->items, c->nitems, c->now, &lb, statuses, overall);
-}
-
-void sl__domain_call_free(sl_domain_call *c) {
-    if (!c) return;
-    sl__store_call_free(c->sc);
-    sl__domain_set_release(c->set);
-    free(c);
+    statuses_of(ds->domain, ds->items, ds->nitems, ds->now, NULL, statuses, overall);
+    return SL_RLS_DONE;
 }
 
 /* ---- statistics --------------------------------------------------------------- */
@@ -2348,10 +2322,10 @@ bool sl__domain_set_rule_stats(const sl_domain_set *s, size_t i, sl_domain_rule_
         return false;
     out->domain = st->id;
     out->rule = st->id + strlen(st->id) + 1;
-    out->allowed = atomic_load_explicit(&st->allowed, memory_order_relaxed);
-    out->limited = atomic_load_explicit(&st->limited, memory_order_relaxed);
-    out->shadow_limited = atomic_load_explicit(&st->shadow_limited, memory_order_relaxed);
-    sl_table *t = atomic_load_explicit(&st->table, memory_order_acquire);
+    out->allowed = atomic_load_explicit(&st->lim.allowed, memory_order_relaxed);
+    out->limited = atomic_load_explicit(&st->lim.limited, memory_order_relaxed);
+    out->shadow_limited = atomic_load_explicit(&st->lim.shadow_limited, memory_order_relaxed);
+    sl_table *t = atomic_load_explicit(&st->lim.store.table, memory_order_acquire);
     out->keys = 0;
     if (t) {
         sl_table_stats ts;

@@ -9,7 +9,7 @@
  *   rule-file errors as "file:line: field: message"; the config owns them).
  * - sl_domain_set: the rules compiled for matching, with one sl_table per
  *   limit, built by the server from the config (sl__domain_set_create) and
- *   shared by the workers. Deciding a request (sl__domain_decide) is
+ *   shared by the workers. Deciding a request (sl__domain_prepare) is
  *   envoyproxy/ratelimit's ShouldRateLimit in the protocol-neutral structs
  *   below; gRPC and POST /json translate their messages to and from them. */
 #ifndef SLUICE_POLICY_DOMAINS_H
@@ -151,32 +151,29 @@ typedef enum sl_rls_error {
     SL_RLS_EEXHAUSTED /* a bound was reached (too many overrides, no memory): RESOURCE_EXHAUSTED */
 } sl_rls_error;
 
-/* Decides a request: statuses[i] for descriptors[i] (the caller provides
- * ndescriptors of them), *overall SL_RLS_OK or SL_RLS_OVER_LIMIT. All
- * enforced limits of the request are decided at once (sl_table_check_all):
- * if one refuses, nothing is consumed from any. On an error nothing is
- * consumed and *message says why (static text). `s` may be NULL (no rules). */
-sl_rls_error sl__domain_decide(sl_domain_set *s, const sl_rls_request *req, int64_t now,
-                               sl_rls_status *statuses, int *overall, const char **message);
-
-/* The same in two steps, for the Redis store: sl__domain_prepare validates,
- * matches and builds the keys; when table limits apply it returns
- * SL_RLS_DONE with *call set (else the statuses are final). The caller
- * starts the call (sl__domain_call_start: enforced limits and shadow limits
- * decided in the store, each limit's local fallback its own table), and
- * from `done` writes the statuses with sl__domain_finish (as
- * sl__domain_decide would) and frees the call. The call holds a reference
- * to the set. */
-typedef struct sl_domain_call sl_domain_call;
-struct sl_store_worker;
+/* Deciding a request is two steps around the decision engine (decide.h),
+ * the same for every store. sl__domain_prepare validates, matches and builds
+ * the keys, writing statuses[i] for descriptors[i] (the caller provides
+ * ndescriptors of them) and *overall (SL_RLS_OK or SL_RLS_OVER_LIMIT). When
+ * table limits apply it returns SL_RLS_DONE with *call set: the engine call
+ * deciding them all at once (enforced limits all or nothing: if one
+ * refuses, nothing is consumed from any; shadow limits as their own group;
+ * each limit's table is also its local fallback in Redis), holding the set,
+ * with user_bytes for the caller (sl__domain_user). The caller sets done,
+ * starts it (sl__engine_decide), and in done calls sl__domain_finish, which
+ * writes every status (*n of them) and *overall, then frees the call.
+ * Without *call the statuses are final. On an error (the request is
+ * malformed: SL_RLS_EINVAL; a bound was reached: SL_RLS_EEXHAUSTED) nothing
+ * is consumed and *message says why (static text). `s` may be NULL (no
+ * rules). Every decision is counted per limit (sl_domain_rule_stats) and
+ * its refusals go to the domain's sketch. */
+struct sl_decide_call;
 sl_rls_error sl__domain_prepare(sl_domain_set *s, const sl_rls_request *req, int64_t now,
                                 sl_rls_status *statuses, int *overall, const char **message,
-                                sl_fail_mode on_failure, sl_domain_call **call);
-/* done is called exactly once, maybe before this returns. */
-void sl__domain_call_start(struct sl_store_worker *sw, sl_domain_call *c,
-                           void (*done)(sl_domain_call *c, void *arg), void *arg);
-void sl__domain_finish(sl_domain_call *c, sl_rls_status *statuses, int *overall);
-void sl__domain_call_free(sl_domain_call *c);
+                                size_t user_bytes, struct sl_decide_call **call);
+void *sl__domain_user(struct sl_decide_call *c);
+sl_rls_error sl__domain_finish(struct sl_decide_call *c, sl_rls_status *statuses, size_t *n,
+                               int *overall, const char **message);
 
 /* Unit names as rls.proto spells them ("SECOND", ...), or "UNKNOWN". */
 const char *sl__rls_unit_name(int unit);

@@ -14,9 +14,10 @@
  * [m * 31d, m * 31d + length of m): a window is exactly a calendar month,
  * time inside a month runs at the real rate, and a shorter month's unused
  * days are skipped at its end (retry and reset times are corrected for
- * them). All users of such a table lock one of its key stripes, so that a
- * layered check can look at the quota, decide the other limits, and then
- * charge the quota without a race (see sl__policy_check_all). */
+ * them); store/memory.h decides them.
+ *
+ * Deciding is the engine's (decide.h): a request's uses of policies
+ * (sl__policy_use) go into one call. */
 #ifndef SLUICE_POLICY_POLICY_H
 #define SLUICE_POLICY_POLICY_H
 
@@ -27,34 +28,23 @@
 
 #include "core/topk.h"
 #include "policy/config.h"
+#include "policy/decide.h"
 #include "sluice/table.h"
-#include "store/store.h"
+#include "store/memory.h"
 
-#define SL_POLICY_STRIPES   64 /* key stripes of a calendar quota */
 #define SL_POLICY_RATE_TEXT 48 /* "N/P" of any rate, or "N/month", and a NUL */
 
 typedef struct sl_policy {
+    /* first: the policy as the decision engine sees it (decide.h): its
+       table, its sketch of rejected keys, its counters, its shadow flag (cfg.shadow
+       or the config's global shadow, as of the latest reload: may change
+       without a new table), and for the Redis store its fail mode, local
+       fallback table (limit / expected_instances; NULL unless on_failure
+       is local) and how often each fail mode answered */
+    sl_decide_limit lim;
     sl_policy_config cfg; /* a tier variant's name is "policy:tier" */
-    sl_table *table;
-    sl__topk *top; /* heavy hitters among rejected keys */
-    atomic_uint_fast64_t allowed, limited, shadow_limited;
-    atomic_bool shadow; /* cfg.shadow or the config's global shadow, as of the latest reload
-                           (may change without a new table) */
     atomic_int refs;
-    size_t base_len;          /* cfg.name[0..base_len): the name as configured */
-    pthread_mutex_t *stripes; /* SL_POLICY_STRIPES locks for calendar quotas, else NULL */
-    /* the Redis store: what to do when Redis fails, the local fallback
-       table (limit / expected_instances; NULL unless on_failure is local),
-       and how often each fail mode answered */
-    sl_fail_mode on_failure;
-    sl_table *fallback;
-    atomic_uint_fast64_t from[SL_FROM_COUNT];
-    /* batched mode: told of every local charge, and asked whether a key owes
-       the fleet (sl__policy_set_observe) */
-    void (*charged)(void *ctx, const char *policy, const void *key, size_t keylen, int64_t cost);
-    bool (*owes)(void *ctx, const char *policy, const void *key, size_t keylen);
-    void *charged_ctx;
-    int64_t owes_retry; /* ns: what a refusal for a debt says (the sync interval) */
+    size_t base_len;                     /* cfg.name[0..base_len): the name as configured */
     char rate_text[SL_POLICY_RATE_TEXT]; /* sl__policy_rate_format of cfg, made once */
 } sl_policy;
 
@@ -79,13 +69,8 @@ sl_policy *sl__policy_find(const sl_policy_set *s, const char *name, size_t len)
  * rules gives rules that match nothing). Lives as long as the set. */
 const struct sl_rules *sl__policy_set_rules(const sl_policy_set *s);
 
-/* Decides one request: the table's decision, then shadow mode (a limited
- * request of a shadow policy is allowed and *shadowed set), outcome counters
- * and the rejected-keys sketch. Returns sl_table_check's code. */
-int sl__policy_check(sl_policy *p, const char *key, size_t keylen, int64_t cost, int64_t now,
-                     sl_decision *d, bool *shadowed);
-
-/* One limit of a layered check. */
+/* One use of a policy in a rules answer (rules.h): the limit, its key and
+ * cost, and what the engine said (sl_decide_item's fields of that name). */
 typedef struct sl_policy_item {
     sl_policy *policy;
     const void *key; /* table key; lives for the call */
@@ -97,85 +82,20 @@ typedef struct sl_policy_item {
     bool shadowed;        /* out: refused, but allowed because shadow */
 } sl_policy_item;
 
-/* Writes a human label for item i's key (for /v1/top; no API key in clear)
- * into buf (size bytes) and returns its length. Called only for refusals. */
-typedef size_t (*sl_policy_label_fn)(void *ctx, size_t i, char *buf, size_t size);
+typedef sl_decide_label_fn sl_policy_label_fn;
 
-/* Decides n (at most SL_CHECK_MAX) limits as one request: it passes only if
- * every enforced limit passes, and then all of them are charged; if one
- * refuses, none is charged (tables counting rejections excepted). Shadow
- * limits (the item's or the policy's flag) are decided after the enforced
- * ones passed, as their own all-or-nothing group, and never refuse: a
- * refusal among them is counted as shadow_limited, and nothing of that group
- * is charged. When the enforced group refuses, shadow limits are only looked
- * at (cost 0) for their state. Counters and the rejected-keys sketch are
- * updated as in sl__policy_check (label gives the sketch's key; NULL: the
- * table key).
- *
- * When the request is refused, an allowed decision of another limit says
- * what that limit has now (nothing was charged).
- *
- * *refused is the index of the limit that refused (the first one), or n.
- * Returns 0, or an error (SL_ECOST: that item's cost can never pass; others:
- * a table error), with *refused naming the item; nothing is charged then. */
-int sl__policy_check_all(sl_policy_item *items, size_t n, int64_t now, sl_policy_label_fn label,
-                         void *ctx, size_t *refused);
+/* The policy a limit of the engine belongs to (for limits that are a
+ * policy's lim). */
+static inline sl_policy *sl__policy_of(sl_decide_limit *l) {
+    return (sl_policy *)(void *)l; /* lim is the first member */
+}
 
-/* ---- batched mode (store.redis.sync: batched, store/batch.h) ------------------ */
-
-/* Every charge the set's policies make from now on (a request allowed with
- * cost > 0, by sl__policy_check or sl__policy_check_all) is reported to
- * `charged`; and a key for which `owes` says true is refused (retry_after
- * `retry`) without looking at its table. Call before the set is handed to
- * the workers. */
-void sl__policy_set_observe(sl_policy_set *s,
-                            void (*charged)(void *ctx, const char *policy, const void *key,
-                                            size_t keylen, int64_t cost),
-                            bool (*owes_fn)(void *ctx, const char *policy, const void *key,
-                                            size_t keylen),
-                            void *ctx, int64_t retry);
-
-/* Charges n units that other servers consumed to p's state of key, as far
- * as the state can take them now (never beyond empty). Returns the rest:
- * the debt to carry, for every algorithm (a window's debt is paid from the
- * next windows, as a bucket's from its refill), at most `others` x the
- * limit (others: the other servers there may be, at least 1), so that a
- * wrong count cannot lock a key for long. */
-int64_t sl__policy_charge_shared(sl_policy *p, const char *key, size_t keylen, int64_t n,
-                                 int64_t now, unsigned others);
-
-/* ---- deciding in Redis (store.type: redis) ------------------------------------
-
- * The same layered check as sl__policy_check_all, decided by the store
- * asynchronously: a call copies the items' keys (and their /v1/top labels),
- * holds a reference to the policy set, and calls `done` exactly once, maybe
- * before sl__policy_call_start returns. The outcome fields mean what
- * sl__policy_check_all's do. */
-typedef struct sl_policy_call sl_policy_call;
-typedef void (*sl_policy_call_fn)(sl_policy_call *pc);
-
-struct sl_policy_call {
-    sl_policy_item items[SL_CHECK_MAX]; /* keys point into the call */
-    size_t n;
-    int rc;               /* out */
-    size_t refused;       /* out: the refusing item, or n */
-    sl_store_from from;   /* out: where the decision came from */
-    int64_t retry_closed; /* out, SL_FROM_CLOSED: ns until Redis is tried again */
-    sl_policy_call_fn done;
-    void *arg;
-    /* internal */
-    sl_policy_set *set;
-    sl_store_call *sc;
-    char *labels[SL_CHECK_MAX];
-    size_t label_len[SL_CHECK_MAX];
-};
-
-/* Copies items[0..n) (their keys, and their labels when label is given).
- * NULL: out of memory or n > SL_CHECK_MAX. */
-sl_policy_call *sl__policy_call_new(sl_policy_set *set, const sl_policy_item *items, size_t n,
-                                    sl_policy_label_fn label, void *ctx);
-void sl__policy_call_start(sl_store_worker *sw, sl_policy_call *pc, int64_t now);
-void sl__policy_call_free(sl_policy_call *pc);
+/* The engine's item for one use of p (decide.h). */
+static inline sl_decide_item sl__policy_use(sl_policy *p, const void *key, size_t keylen,
+                                            int64_t cost, bool shadow) {
+    return (sl_decide_item){
+        .limit = &p->lim, .key = key, .keylen = keylen, .cost = cost, .shadow = shadow};
+}
 
 /* What a policy says of itself in a RateLimit-Policy field, the same for
  * every protocol that writes one (/v1/check, /v1/auth): the one
@@ -191,9 +111,6 @@ void sl__policy_quota(const sl_policy *p, int64_t now, uint64_t *q, uint64_t *w)
  * always enough); returns the length. A policy keeps its own in rate_text. */
 size_t sl__policy_rate_format(const sl_policy_config *cfg, char *buf, size_t size);
 
-/* Calendar arithmetic (UTC, proleptic Gregorian), exposed for tests:
- * the month containing `now` (ns since the Unix epoch): its index (months
- * since January 1970), its start and its length in ns. */
-void sl__calendar_month(int64_t now, int64_t *index, int64_t *start, int64_t *length);
+/* sl__calendar_month (the calendar arithmetic): store/memory.h. */
 
 #endif

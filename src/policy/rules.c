@@ -742,7 +742,14 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
     return a->n > 0;
 }
 
-void sl__rules_finish(sl_rules_answer *a, int rc, size_t refused) {
+void sl__rules_finish(sl_rules_answer *a, const sl_decide_call *c) {
+    for (size_t i = 0; i < a->n && i < c->n; i++) {
+        a->items[i].decision = c->items[i].decision;
+        a->items[i].decided = c->items[i].decided;
+        a->items[i].shadowed = c->items[i].shadowed;
+    }
+    int rc = c->rc;
+    size_t refused = c->refused;
     a->refused = refused;
     if (rc == SL_OK) {
         if (refused < a->n)
@@ -760,28 +767,23 @@ void sl__rules_finish(sl_rules_answer *a, int rc, size_t refused) {
     verdict(a, SL_VERDICT_ERROR, "internal", sl_strerror(rc));
 }
 
-void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_rules_answer *a) {
-    item_meta metas[SL_CHECK_MAX];
-    if (!collect(r, req, a, metas)) return;
-    for (size_t i = 0; i < a->n; i++) a->meta[i] = &metas[i];
-    label_ctx lc = {r, a};
-    size_t refused;
-    int rc = sl__policy_check_all(a->items, a->n, now, label_fn, &lc, &refused);
-    for (size_t i = 0; i < a->n; i++) a->meta[i] = NULL; /* metas die with this call */
-    sl__rules_finish(a, rc, refused);
-}
-
-sl_policy_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_policy_set *set,
-                                  sl_rules_answer *a) {
+sl_decide_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_policy_set *set,
+                                  sl_rules_answer *a, size_t user_bytes) {
     item_meta metas[SL_CHECK_MAX];
     if (!collect(r, req, a, metas)) return NULL;
     for (size_t i = 0; i < a->n; i++) a->meta[i] = &metas[i];
     label_ctx lc = {r, a};
-    sl_policy_call *pc = sl__policy_call_new(set, a->items, a->n, label_fn, &lc);
-    for (size_t i = 0; i < a->n; i++) a->meta[i] = NULL;
-    if (!pc) {
+    sl_decide_item items[SL_CHECK_MAX];
+    for (size_t i = 0; i < a->n; i++)
+        items[i] = sl__policy_use(a->items[i].policy, a->items[i].key, a->items[i].keylen,
+                                  a->items[i].cost, a->items[i].shadow);
+    sl_decide_call *c = sl__decide_call_new(items, a->n, label_fn, &lc, user_bytes);
+    for (size_t i = 0; i < a->n; i++) a->meta[i] = NULL; /* metas die with this call */
+    if (!c) {
         verdict(a, SL_VERDICT_ERROR, "internal", "out of memory");
         a->n = 0;
+        return NULL;
     }
-    return pc;
+    sl__decide_call_hold(c, set);
+    return c;
 }

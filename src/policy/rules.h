@@ -1,7 +1,8 @@
 /* rules.h: from a real HTTP request to the limits it must pass. The config's
  * identity:, tiers:, quotas:, costs:, exempt: and rules: sections are
  * compiled against a policy set (policy.h) into an immutable sl_rules that
- * lives as long as the set; sl__rules_decide() then answers one request:
+ * lives as long as the set; sl__rules_prepare() then answers one request
+ * (its limits decided by the engine, decide.h, and sl__rules_finish()):
  *
  *   1. the path: health checks and other exempt paths skip everything;
  *   2. the client: the address the proxy saw, then X-Forwarded-For or
@@ -18,10 +19,11 @@
  *   5. the limits of every rule that matches (method and path), each with
  *      its key (API key, organisation, client prefix, rule, a header value,
  *      or global) and the table of the key's tier, checked all at once
- *      (sl__policy_check_all: all pass or none is charged; shadow rules and
+ *      (sl__engine_decide: all pass or none is charged; shadow rules and
  *      policies decide and count but never refuse).
  *
- * Deciding allocates nothing: keys are built in the answer's arena. */
+ * Preparing allocates one engine call: keys are built in the answer's arena
+ * and copied into the call. */
 #ifndef SLUICE_POLICY_RULES_H
 #define SLUICE_POLICY_RULES_H
 
@@ -116,17 +118,16 @@ typedef struct sl_rules_answer {
     size_t used;
 } sl_rules_answer;
 
-/* Decides req at `now` (see the top of this file). Always fills a. */
-void sl__rules_decide(const sl_rules *r, const sl_request *req, int64_t now, sl_rules_answer *a);
-
-/* The same in two steps, for limits decided in Redis: sl__rules_prepare
- * does steps 1-5 without deciding; when limits apply it returns a policy
- * call for them (NULL otherwise: a is then final), which the caller starts
- * (sl__policy_call_start) and, once decided, copies the items' outcome back
- * into a->items and calls sl__rules_finish(a, rc, refused). */
-sl_policy_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_policy_set *set,
-                                  sl_rules_answer *a);
-void sl__rules_finish(sl_rules_answer *a, int rc, size_t refused);
+/* Deciding req (see the top of this file) is two steps around the engine
+ * (decide.h): sl__rules_prepare does steps 1-5 and, when limits apply,
+ * returns the engine call for them (holding `set`; the caller sets done,
+ * starts it with sl__engine_decide, and frees it after); NULL otherwise: a is then
+ * final (no limit applies, an unknown key, or an error verdict). From the
+ * call's done, sl__rules_finish copies the items' outcome into a and sets
+ * the verdict. */
+sl_decide_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_policy_set *set,
+                                  sl_rules_answer *a, size_t user_bytes);
+void sl__rules_finish(sl_rules_answer *a, const sl_decide_call *c);
 
 /* Pure helpers, exposed for tests and the fuzz target. */
 

@@ -619,8 +619,7 @@ static size_t handle_resp(conn *c, const char *data, size_t len, bool *completed
                            .now = sl__worker_now(w),
                            .info = sl__resp_info,
                            .info_ctx = w,
-                           .check_async = w->store ? sl__resp_check_async : NULL,
-                           .throttle_async = w->store ? sl__resp_throttle_async : NULL,
+                           .decider = w->decider,
                            .worker = w};
     size_t off = 0, produced = 0;
     uint64_t answered = 0;
@@ -718,6 +717,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 
 /* ---- answers that come later -------------------------------------------------- */
 
+static void answered_later(conn *c);
+
 sl_deferred *sl__conn_defer(sl_worker *w) {
     conn *c = w->current_conn;
     if (!c) return NULL;
@@ -764,6 +765,11 @@ void sl__deferred_done(sl_deferred *d) {
         }
         deferred_free(h);
     }
+    answered_later(c);
+}
+
+/* An awaited answer came: free a connection closed meanwhile, or write. */
+static void answered_later(conn *c) {
     if (c->freed) {
         if (c->ndeferred == 0) conn_free(c);
         return;
@@ -869,5 +875,60 @@ void sl__conn_close_all(sl_worker *w) {
     for (conn *c = w->conns, *next; c; c = next) {
         next = c->next;
         conn_close(c);
+    }
+}
+
+/* ---- where a decision's answer goes (reply.h) ------------------------------------ */
+
+void sl__reply_begin(sl_reply *r, sl_worker *w, sl_buf *out, bool *answered) {
+    *r = (sl_reply){.w = w, .out = out, .answered = answered};
+    sl__buf_init(&r->scratch);
+    *answered = false;
+}
+
+bool sl__reply_hold(sl_reply *r) {
+    r->answered = NULL;
+    r->out = NULL;
+    conn *c = r->w ? r->w->current_conn : NULL;
+    if (!c) return false;
+    c->ndeferred++; /* counted as an awaited answer: the connection stays */
+    r->held = c;
+    return true;
+}
+
+bool sl__reply_wait(sl_reply *r) {
+    r->answered = NULL; /* the handler returns: done runs later */
+    r->out = NULL;
+    r->d = r->w ? sl__conn_defer(r->w) : NULL;
+    if (!r->d) r->lost = true;
+    return r->d != NULL;
+}
+
+sl_buf *sl__reply_out(sl_reply *r) {
+    if (r->answered) return r->out;
+    if (r->d) return sl__deferred_out(r->d);
+    return &r->scratch;
+}
+
+bool sl__reply_keep(sl_reply *r, bool keep) {
+    return r->d ? sl__deferred_keep(r->d, keep) : keep;
+}
+
+void sl__reply_end(sl_reply *r) {
+    if (r->answered) {
+        *r->answered = true;
+        r->answered = NULL;
+    }
+    sl__buf_free(&r->scratch);
+    if (r->held) {
+        conn *c = r->held;
+        r->held = NULL;
+        c->ndeferred--;
+        answered_later(c);
+    }
+    if (r->d) {
+        sl_deferred *d = r->d;
+        r->d = NULL;
+        sl__deferred_done(d);
     }
 }

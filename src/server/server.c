@@ -23,7 +23,6 @@
 #include "server/reload.h"
 #include "server/server.h"
 #include "sluice/clock.h"
-#include "store/batch.h"
 #include "util/log.h"
 
 static int parse_addr(const sl_listen_config *l, struct sockaddr_storage *ss, socklen_t *len) {
@@ -73,15 +72,6 @@ static int bind_listener(const sl_listen_config *l, uint16_t *port) {
     return fd;
 }
 
-void sl__batch_observer(void *ctx, const char *policy, const void *key, size_t keylen,
-                        int64_t cost) {
-    sl__batch_add(ctx, policy, key, keylen, cost);
-}
-
-static bool batch_owes(void *ctx, const char *policy, const void *key, size_t keylen) {
-    return sl__batch_in_debt(ctx, policy, key, keylen);
-}
-
 int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path, uv_loop_t *main_loop) {
     memset(s, 0, sizeof *s);
     s->config = cfg;
@@ -92,25 +82,14 @@ int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path, uv_l
         return -1;
     }
     s->started_at = sl_now();
-    s->redis = strcmp(cfg->store_type, "redis") == 0;
-    s->redis_cfg = cfg->redis;
     char err[256];
     if (sl__policy_set_create(cfg, NULL, s->started_at, &s->policies, err, sizeof err) != 0) {
         sl__log_error("%s", err);
         return -1;
     }
-    if (s->redis && s->redis_cfg.batched) {
-        /* A sync is not on any request's path, and the next one waits for it:
-         * it may take a few intervals before it counts as failed. */
-        s->batch_cfg = s->redis_cfg;
-        if (s->batch_cfg.timeout < 4 * s->batch_cfg.sync_interval)
-            s->batch_cfg.timeout = 4 * s->batch_cfg.sync_interval;
-        if (!(s->batch = sl__batch_new(&s->redis_cfg))) {
-            sl__log_error("out of memory");
-            return -1;
-        }
-        sl__policy_set_observe(s->policies, sl__batch_observer, batch_owes, s->batch,
-                               s->redis_cfg.sync_interval);
+    if (!(s->engine = sl__engine_new(cfg))) {
+        sl__log_error("out of memory");
+        return -1;
     }
     if (sl__domain_set_create(cfg, NULL, s->started_at, &s->domains, err, sizeof err) != 0) {
         sl__log_error("%s", err);
@@ -123,6 +102,7 @@ int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path, uv_l
         sl__log_error("out of memory");
         return -1;
     }
+    sl__cell_set_fail_mode(s->cell, cfg->redis.on_failure);
 
     unsigned n = cfg->workers;
     if (n == 0) {
@@ -254,9 +234,6 @@ int sl__server_reload(sl_server *s, sl_reload_result *r) {
         reload_failed(s, r);
         return -1;
     }
-    if (s->batch)
-        sl__policy_set_observe(next, sl__batch_observer, batch_owes, s->batch,
-                               s->redis_cfg.sync_interval);
     if (strcmp(cfg->http.host, s->config->http.host) || cfg->http.port != s->config->http.port ||
         strcmp(cfg->resp.host, s->config->resp.host) || cfg->resp.port != s->config->resp.port ||
         strcmp(cfg->grpc.host, s->config->grpc.host) || cfg->grpc.port != s->config->grpc.port ||
@@ -301,7 +278,7 @@ void sl__server_drain_and_stop(sl_server *s, int64_t grace) {
     sl__policy_set_release(s->policies);
     sl__domain_set_release(s->domains);
     sl__cell_destroy(s->cell);
-    sl__batch_free(s->batch);
+    sl__engine_free(s->engine);
     sl__config_free(s->config);
     free(s->config_path);
     pthread_mutex_destroy(&s->reload_lock);

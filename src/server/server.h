@@ -12,10 +12,11 @@
 
 #include "policy/cell.h"
 #include "policy/config.h"
+#include "policy/decide.h"
 #include "policy/domains.h"
 #include "policy/policy.h"
 #include "server/admin/prom.h"
-#include "store/store.h"
+#include "server/reply.h"
 #include "util/buf.h"
 
 #define SL_MAX_WORKERS 256
@@ -74,10 +75,7 @@ typedef struct sl_worker {
     char *read_buf; /* shared by the worker's connections for reads */
     sl_worker_stats stats;
     void *current_conn;            /* the connection whose request is being handled (conn.c) */
-    struct sl_store_worker *store; /* store.type redis: this worker's Redis side, else NULL */
-    sl_store_stats store_stats;    /* its counters */
-    sl_redis_stats redis_stats;
-    struct sl_redis *batch_redis;  /* batched mode, worker 0: the syncs' connection */
+    sl_decider *decider;           /* this worker's handle on the engine (its store) */
     struct sl_reload_ask *answers; /* reloads done for this worker's clients (reload.c),
                                       under the server's ask_lock */
     int start_error;               /* listener setup result, for the main thread */
@@ -105,10 +103,7 @@ typedef struct sl_server {
     int64_t started_at;
     int64_t drain_grace;                 /* ns, set by sl__server_drain_and_stop */
     uint16_t bound_port[SL_PROTO_COUNT]; /* the ports actually bound (for port 0) */
-    bool redis;                          /* store.type: redis (fixed at start) */
-    sl_redis_config redis_cfg;           /* its settings, for the workers' store */
-    struct sl_batch *batch;              /* sync: batched (else NULL) */
-    sl_redis_config batch_cfg;           /* redis_cfg with the syncs' timeout */
+    sl_engine *engine;                   /* the decision engine for the store (fixed at start) */
     /* reloads asked over HTTP (reload.c): run on the main loop only */
     uv_async_t reload_async; /* on the main loop: asks are waiting */
     bool reload_async_open;
@@ -158,10 +153,6 @@ int sl__conn_peer(sl_worker *w, struct sockaddr_storage *out);
  * when no connection is being handled. */
 bool sl__conn_stop_input(sl_worker *w);
 
-/* Batched mode: the policies' charge observer (server.c). */
-void sl__batch_observer(void *ctx, const char *policy, const void *key, size_t keylen,
-                        int64_t cost);
-
 /* Records one answered request or command and how long it took (conn.c). */
 void sl__worker_record(sl_worker *w, sl_proto proto, int64_t ns);
 
@@ -181,12 +172,13 @@ void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto);
 void sl__conn_drain_all(sl_worker *w);
 void sl__conn_close_all(sl_worker *w);
 
-/* An answer that comes later (a decision in Redis): a protocol handler
- * reserves its place among the connection's answers with sl__conn_defer
- * (for the request being handled on w right now), writes it into
- * sl__deferred_out when ready, and calls sl__deferred_done, which releases
- * it (and the answers that followed) in request order. Returns NULL when out
- * of memory. If the connection closed meanwhile, the answer is dropped. */
+/* An answer that comes later (a decision that did not complete inline):
+ * its place among the connection's answers is reserved with sl__conn_defer
+ * (for the request being handled on w right now), written into
+ * sl__deferred_out when ready, and sl__deferred_done releases it (and the
+ * answers that followed) in request order. Returns NULL when out of memory.
+ * If the connection closed meanwhile, the answer is dropped. Handlers use
+ * them through reply.h. */
 typedef struct sl_deferred sl_deferred;
 sl_deferred *sl__conn_defer(sl_worker *w);
 sl_buf *sl__deferred_out(sl_deferred *d);
@@ -207,12 +199,6 @@ bool sl__http_api_handle(sl_worker *w, const struct sl_http_request *req, sl_buf
 bool sl__http_auth_handle(sl_worker *w, const struct sl_http_request *req, sl_buf *out, bool keep);
 bool sl__http_json_handle(sl_worker *w, const struct sl_http_request *req, sl_buf *out, bool keep);
 void sl__metrics_write(sl_server *s, sl_buf *out);
-/* SL.CHECK decided in Redis (resp_async.c): the resp context's check_async. */
-struct sl_policy;
-bool sl__resp_check_async(sl_worker *w, struct sl_policy *p, const char *key, size_t keylen,
-                          int64_t cost, sl_buf *out);
-void sl__resp_throttle_async(sl_worker *w, const char *key, size_t keylen, int64_t max_burst,
-                             int64_t count, int64_t period, int64_t quantity, sl_buf *out);
 void sl__resp_info(void *worker, sl_buf *out);
 
 #endif

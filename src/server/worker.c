@@ -23,8 +23,6 @@
 #include "server/reload.h"
 #include "server/server.h"
 #include "sluice/clock.h"
-#include "store/batch.h"
-#include "store/store.h"
 #include "util/counter.h"
 #include "util/log.h"
 
@@ -199,44 +197,13 @@ static void close_walk(uv_handle_t *h, void *arg) {
 
 static void stop_store(sl_worker *w) {
     /* calls still in flight are answered by their fail modes */
-    sl__store_worker_free(w->store);
-    w->store = NULL;
-    if (w->batch_redis) {
-        sl__batch_stop(w->server->batch);
-        sl__redis_free(w->batch_redis);
-        w->batch_redis = NULL;
-    }
-}
-
-/* Batched mode: charges what the rest of the fleet consumed to this
- * worker's (the server's) tables; returns the debt to carry. */
-static int64_t batch_charge(void *ctx, const char *policy, const char *key, size_t keylen,
-                            int64_t n) {
-    sl_worker *w = ctx;
-    sl_policy *p = w->policies ? sl__policy_find(w->policies, policy, strlen(policy)) : NULL;
-    unsigned n_inst = w->server->redis_cfg.expected_instances;
-    return p ? sl__policy_charge_shared(p, key, keylen, n, sl__worker_now(w),
-                                        n_inst > 1 ? n_inst - 1 : 1)
-             : 0;
+    sl__decider_free(w->decider);
+    w->decider = NULL;
 }
 
 static int start_store(sl_worker *w) {
-    sl_server *s = w->server;
-    if (!s->redis) return 0;
-    if (!s->batch) {
-        w->store = sl__store_worker_new(&w->loop, &s->redis_cfg, &w->store_stats, &w->redis_stats);
-        return w->store ? 0 : -1;
-    }
-    if (w->id != 0) { /* only worker 0 talks to Redis in batched mode */
-        atomic_store(&w->redis_stats.up, 1);
-        return 0;
-    }
-    w->batch_redis = sl__redis_new(&w->loop, &s->batch_cfg, &w->redis_stats);
-    if (!w->batch_redis) return -1;
-    sl__store_preamble(w->batch_redis);
-    sl_batch_hooks hooks = {.charge = batch_charge, .ctx = w};
-    sl__batch_start(s->batch, &w->loop, w->batch_redis, &hooks);
-    return 0;
+    w->decider = sl__engine_worker_new(w->server->engine, &w->loop, w->id, &w->policies);
+    return w->decider ? 0 : -1;
 }
 
 static void close_dups(sl_worker *w) {
@@ -314,7 +281,7 @@ void *sl__worker_main(void *arg) {
     w->yield_idle.data = w;
     w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (start_store(w) != 0) {
-        sl__log_error("worker %u: cannot set up the Redis store", w->id);
+        sl__log_error("worker %u: cannot set up its store", w->id);
         w->start_error = -1;
     }
     for (int p = 0; p < SL_PROTO_COUNT; p++) {

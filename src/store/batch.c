@@ -13,7 +13,9 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "store/memory.h"
 #include "store/redis_cluster.h"
+#include "store/redis_store.h"
 #include "store/redis_script.h"
 #include "util/buf.h"
 #include "util/log.h"
@@ -358,4 +360,106 @@ void sl__batch_stop(sl_batch *b) {
     if (!b || !b->started) return;
     b->started = false;
     uv_close((uv_handle_t *)&b->timer, NULL);
+}
+
+/* ---- the batched store ------------------------------------------------------- */
+
+typedef struct batch_store {
+    sl_store base; /* first: the store interface */
+    sl_batch *b;
+    int64_t owes_retry; /* what a refusal for a debt says (the sync interval) */
+    sl_redis *rc;       /* the syncer's client, or NULL */
+} batch_store;
+
+static void done_nothing(sl_store_call *c) {
+    (void)c;
+}
+
+/* Did the items idx[0..n) pass (as their group)? */
+static bool passed(const sl_store_call *c, const size_t *idx, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (!c->items[idx[k]].decided || !c->items[idx[k]].decision.allowed) return false;
+    return true;
+}
+
+static void record(sl_batch *b, const sl_store_call *c, const size_t *idx, size_t n) {
+    for (size_t k = 0; k < n; k++) {
+        const sl_store_item *it = &c->items[idx[k]];
+        if (it->cost > 0) sl__batch_add(b, it->limit->name, it->key, it->keylen, it->cost);
+    }
+}
+
+static void batch_decide(sl_store *s, sl_store_call *c) {
+    batch_store *bs = (batch_store *)s;
+    size_t g0[SL_STORE_MAX_ITEMS] = {0}, g1[SL_STORE_MAX_ITEMS] = {0}, n0 = 0, n1 = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->items[i].group)
+            g1[n1++] = i;
+        else
+            g0[n0++] = i;
+    }
+    /* a limit whose key owes the fleet refuses, its table untouched (looked at) */
+    for (size_t k = 0; k < n0; k++) {
+        sl_store_item *it = &c->items[g0[k]];
+        if (it->cost <= 0 || !sl__batch_in_debt(bs->b, it->limit->name, it->key, it->keylen))
+            continue;
+        c->from = SL_FROM_REDIS;
+        c->rc = 0;
+        c->rc_item = c->n;
+        for (size_t i = 0; i < c->n; i++) {
+            sl_store_item *x = &c->items[i];
+            x->decided = sl__memory_peek(x->limit, x->key, x->keylen, c->now, &x->decision) == 0;
+        }
+        sl_decision *d = &it->decision;
+        if (!it->decided) *d = (sl_decision){0};
+        it->decided = true;
+        d->allowed = false;
+        d->remaining = 0;
+        if (d->retry_after < bs->owes_retry) d->retry_after = bs->owes_retry;
+        if (d->reset_after < d->retry_after) d->reset_after = d->retry_after;
+        c->done(c);
+        return;
+    }
+    /* the memory store decides (inline); then the charges are recorded */
+    sl_store_done_fn done = c->done;
+    c->done = done_nothing;
+    sl__memory_decide(c);
+    c->done = done;
+    if (c->rc == 0 && passed(c, g0, n0)) {
+        record(bs->b, c, g0, n0);
+        if (passed(c, g1, n1)) record(bs->b, c, g1, n1);
+    }
+    c->done(c);
+}
+
+static void batch_store_free(sl_store *s) {
+    batch_store *bs = (batch_store *)s;
+    if (bs->rc) {
+        sl__batch_stop(bs->b);
+        sl__redis_free(bs->rc);
+    }
+    free(bs);
+}
+
+static const sl_store_ops batch_ops = {.decide = batch_decide, .free = batch_store_free};
+
+sl_store *sl__batch_store_new(sl_batch *b, uv_loop_t *loop, const sl_redis_config *sync_cfg,
+                              sl_redis_stats *stats, const sl_batch_hooks *hooks) {
+    batch_store *bs = calloc(1, sizeof *bs);
+    if (!bs) return NULL;
+    bs->base.ops = &batch_ops;
+    bs->b = b;
+    bs->owes_retry = b->cfg->sync_interval;
+    if (!hooks) { /* not the syncer: it never talks to Redis */
+        atomic_store(&stats->up, 1);
+        return &bs->base;
+    }
+    bs->rc = sl__redis_new(loop, sync_cfg, stats);
+    if (!bs->rc) {
+        free(bs);
+        return NULL;
+    }
+    sl__store_preamble(bs->rc);
+    sl__batch_start(b, loop, bs->rc, hooks);
+    return &bs->base;
 }

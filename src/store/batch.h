@@ -25,8 +25,9 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "store/redis_config.h"
 #include "store/redis_client.h"
+#include "store/redis_config.h"
+#include "store/store.h"
 
 typedef struct sl_batch sl_batch;
 
@@ -60,5 +61,16 @@ void sl__batch_add(sl_batch *b, const char *policy, const void *key, size_t keyl
 void sl__batch_start(sl_batch *b, uv_loop_t *loop, sl_redis *rc, const sl_batch_hooks *hooks);
 /* Stops the timer (the loop must run afterwards to close it). */
 void sl__batch_stop(sl_batch *b);
+
+/* A worker's batched store (store.h): the memory store (memory.h), plus
+ * what batched mode adds around it: an enforced limit whose key owes the
+ * fleet is refused (retry_after at least the sync interval) without
+ * charging anything, and every charge of a group that passed is recorded
+ * in b. With hooks (one worker), it also runs the syncs on `loop`, with a
+ * Redis client of its own (sync_cfg: the syncs' settings; stats: its
+ * counters); without, it never talks to Redis and says so in stats->up.
+ * b, sync_cfg and stats must outlive it. NULL: out of memory. */
+sl_store *sl__batch_store_new(sl_batch *b, uv_loop_t *loop, const sl_redis_config *sync_cfg,
+                              sl_redis_stats *stats, const sl_batch_hooks *hooks);
 
 #endif

@@ -1,34 +1,54 @@
-/* store.h: deciding limits in Redis (store.type: redis), asynchronously on
- * a worker's loop, with what a user expects around it:
+/* store.h: the store interface: one way to decide a group of limits, one
+ * completion contract, whatever keeps the state.
  *
- * - exact mode: every decision is one script call (redis_script.h) through
- *   the worker's connections (redis_client.h);
- * - the deny cache: once Redis refuses a key until T, the worker refuses it
- *   locally until T without asking (bounded, counted);
- * - fail modes, decided in advance per limit: open (allow), closed (refuse),
- *   local (an in-memory table at limit / expected_instances), used when
- *   Redis fails, times out, or its circuit breaker is open.
+ * A store decides a call: n items, each one configured limit (an
+ * sl_store_limit, bound when its policy set, domain set or CL.THROTTLE
+ * table is built) used with a key and a cost, in group 0 (enforced) or 1
+ * (shadow). The contract, the same for every store:
+ * - sl__store_decide calls c->done exactly once, maybe before it returns
+ *   (the memory store always does; the Redis store when its deny cache or
+ *   its breaker answers);
+ * - group 0 is all-or-nothing: it passes only if every item passes, and
+ *   then every item is charged; if it refuses nothing is charged
+ *   (count_rejected tables excepted);
+ * - if group 0 passed, group 1 is decided as its own all-or-nothing group;
+ *   if group 0 refused, group 1 is only looked at (cost 0);
+ * - when a group refuses, an allowed item reports what its limit has now
+ *   (nothing was charged);
+ * - a cost that can never pass (above the limit of a window, the burst of
+ *   a bucket) refuses its group with nothing charged, and that item's
+ *   decision is allowed 0, remaining 0, retry_after -1;
+ * - c->from says where the decision came from (the memory store: always
+ *   SL_FROM_REDIS, "the store itself"); c->rc is 0, or a table error
+ *   (SL_EKEY, SL_ENOMEM, SL_EINVAL) of item c->rc_item, nothing charged.
+ * redis_script.h states the same groups for the script.
  *
- * The memory store needs none of this: the policy layer decides in its
- * tables synchronously. Batched mode (batch.h) decides locally too. */
+ * The stores (each behind sl_store_ops, built by the engine only,
+ * policy/decide.h):
+ * - memory.h: the limits' own tables, decided inline;
+ * - redis_store.h: Redis (exact mode), with the deny cache, fail modes,
+ *   breaker and per-slot flights;
+ * - batch.h: batched mode, the memory store plus the records of what this
+ *   server charged and owes the fleet. */
 #ifndef SLUICE_STORE_STORE_H
 #define SLUICE_STORE_STORE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <uv.h>
 
-#include "store/redis_config.h"
 #include "sluice/table.h"
 #include "store/redis_client.h"
+#include "store/redis_config.h"
 
 #define SL_STORE_MAX_ITEMS 16 /* = SL_CHECK_MAX */
+#define SL_STORE_STRIPES   64 /* key stripes of a calendar quota (memory store) */
 
 /* Where a decision came from. */
 typedef enum sl_store_from {
-    SL_FROM_REDIS = 0,
+    SL_FROM_REDIS = 0, /* the store itself (Redis, or the memory tables) */
     SL_FROM_DENY_CACHE,
     SL_FROM_OPEN,   /* Redis failed: allowed (fail open) */
     SL_FROM_CLOSED, /* Redis failed: refused (fail closed) */
@@ -36,20 +56,39 @@ typedef enum sl_store_from {
     SL_FROM_COUNT
 } sl_store_from;
 
+/* One configured limit as the stores see it. Filled by its owner (a
+ * policy, a domain limit, CL.THROTTLE's table), which keeps it alive while
+ * calls use it. */
+typedef struct sl_store_limit {
+    const char *name;        /* the Redis key namespace (a policy's name, "cell:tat", ...) */
+    const sl_params *params; /* NULL for an any-rate limit: each item brings its own */
+    bool calendar_month;     /* a calendar-month quota (fixed window of 31 days) */
+    bool any_rate;           /* GCRA whose state is read under any parameters (CL.THROTTLE) */
+    /* the memory store's state: set before the limit's first use (an owner
+       may create it then: Envoy rules' tables are made on first use) */
+    _Atomic(sl_table *) table;
+    pthread_mutex_t
+        *stripes;            /* calendar quotas: SL_STORE_STRIPES locks (sl__store_limit_stripes) */
+    sl_fail_mode on_failure; /* the Redis store: what to do when Redis fails */
+    _Atomic(sl_table *) fallback; /* ... and its local table (fail mode local), or NULL */
+    atomic_uint_fast64_t from[SL_FROM_COUNT]; /* decisions of its enforced uses, by origin */
+} sl_store_limit;
+
+/* Gives l the stripe locks of a calendar quota. Returns 0 or SL_ENOMEM. */
+int sl__store_limit_stripes(sl_store_limit *l);
+/* Destroys what sl__store_limit_stripes made (not the tables: their owner's). */
+void sl__store_limit_stripes_free(sl_store_limit *l);
+
 /* One limit of a call. */
 typedef struct sl_store_item {
     /* in */
-    const sl_params *params;
-    bool calendar_month;
-    bool any_rate;      /* GCRA whose state is read under any parameters (CL.THROTTLE) */
-    const char *policy; /* name: part of the Redis key */
-    sl_table *local;    /* fail mode local: the fallback table (limit / expected_instances) */
-    const struct sl__plan *local_plan; /* NULL, or the plan `local` decides with (any-rate) */
-    sl_fail_mode on_failure;
-    const char *key; /* owned by the call */
+    sl_store_limit *limit;
+    const sl_params *params;     /* any-rate: this call's parameters; else NULL (the limit's) */
+    const struct sl__plan *plan; /* any-rate: params compiled (core/table_any.h) */
+    const char *key;             /* lives until done */
     size_t keylen;
     int64_t cost;
-    unsigned group; /* 0 enforced, 1 shadow (see redis_script.h) */
+    unsigned group; /* 0 enforced, 1 shadow */
     /* out */
     sl_decision decision;
     bool decided;
@@ -61,52 +100,51 @@ typedef void (*sl_store_done_fn)(sl_store_call *c);
 struct sl_store_call {
     sl_store_item items[SL_STORE_MAX_ITEMS];
     size_t n;
-    int64_t now;          /* the worker's clock (deny cache, local fallback) */
+    int64_t now;          /* the worker's clock */
     sl_store_from from;   /* out */
     int64_t retry_closed; /* out, SL_FROM_CLOSED: ns until Redis is tried again */
+    int rc;               /* out: 0, or a table error of item rc_item (memory store) */
+    size_t rc_item;
     sl_store_done_fn done;
     void *arg;
-    /* internal */
-    struct sl_store_worker *sw;
-    void *state;    /* the script calls in flight */
-    int parts_left; /* how many */
+    /* the store's own, while deciding */
+    struct sl_store *store;
+    void *state;
+    int parts_left;
     bool failed;
-    size_t keys_len, keys_cap;
-    char keys[]; /* the items' keys */
 };
 
-/* Per-worker counters (written by the worker, read by /metrics). */
+/* A parameter set's params: the item's own (any-rate), else its limit's. */
+static inline const sl_params *sl__store_item_params(const sl_store_item *it) {
+    return it->params ? it->params : it->limit->params;
+}
+
+/* Counters of one worker's store (written by it, read by /metrics). */
 typedef struct sl_store_stats {
+    sl_redis_stats redis; /* its Redis client */
     atomic_uint_fast64_t deny_hits, deny_inserts;
     atomic_uint_fast64_t script_errors;
     atomic_uint_fast64_t noscript_reloads;
 } sl_store_stats;
 
-typedef struct sl_store_worker sl_store_worker;
+typedef struct sl_store sl_store;
+typedef struct sl_store_ops {
+    /* Decides c (the contract above). */
+    void (*decide)(sl_store *s, sl_store_call *c);
+    /* Frees the store: calls in flight are answered first (fail modes);
+     * the loop must run afterwards for what it closes. */
+    void (*free)(sl_store *s);
+} sl_store_ops;
 
-/* A worker's store: its Redis connections and deny cache. cfg and the
- * counters (kept by the worker, so /metrics can read them at any time) must
- * outlive it. Returns NULL on allocation failure. */
-sl_store_worker *sl__store_worker_new(uv_loop_t *loop, const sl_redis_config *cfg,
-                                      sl_store_stats *stats, sl_redis_stats *rstats);
-/* Fails calls in flight (through their fail modes) and closes connections;
- * the loop must run afterwards. */
-void sl__store_worker_free(sl_store_worker *sw);
+struct sl_store {
+    const sl_store_ops *ops;
+};
 
-/* Makes r load the decision script on every new connection (SCRIPT LOAD),
- * so that EVALSHA finds it without a NOSCRIPT round trip. */
-void sl__store_preamble(sl_redis *r);
-
-/* A call for n items whose keys take key_bytes in all; keys are copied in
- * with sl__store_call_key. NULL: out of memory or n too large. */
-sl_store_call *sl__store_call_new(size_t n, size_t key_bytes);
-/* Copies a key into the call and returns the copy (NULL: beyond key_bytes). */
-const char *sl__store_call_key(sl_store_call *c, const void *key, size_t len);
-void sl__store_call_free(sl_store_call *c);
-
-/* Decides the call's items (group semantics of redis_script.h) and calls
- * c->done exactly once, possibly before returning (deny cache, breaker
- * open). Items' decisions are filled when decided. */
-void sl__store_decide(sl_store_worker *sw, sl_store_call *c);
+static inline void sl__store_decide(sl_store *s, sl_store_call *c) {
+    s->ops->decide(s, c);
+}
+static inline void sl__store_free(sl_store *s) {
+    if (s) s->ops->free(s);
+}
 
 #endif

@@ -24,6 +24,7 @@
 #include "server/grpc/grpc.h"
 #include "server/grpc/grpc_service.h"
 #include "server/server.h"
+#include "../unit/decide_helper.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -157,7 +158,7 @@ static void rule_file(const uint8_t *data, size_t size) {
         sl_rls_status st[2];
         int overall;
         const char *message;
-        sl__domain_decide(s, &q, INT64_C(1700000000) * SL_NS_PER_SEC, st, &overall, &message);
+        domain_decide(s, &q, INT64_C(1700000000) * SL_NS_PER_SEC, st, &overall, &message);
         sl__domain_set_release(s);
     }
     sl__domain_rules_free(r);

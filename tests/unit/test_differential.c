@@ -51,9 +51,11 @@
 #include <uv.h>
 
 #include "policy/config.h"
+#include "policy/decide.h"
 #include "policy/policy.h"
 #include "sluice/sluice.h"
 #include "store/redis_script.h"
+#include "store/redis_store.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/log.h"
@@ -527,46 +529,62 @@ static void take_answer(answer *a, const sl_policy_item *items, size_t n, int co
     }
 }
 
-/* The memory store: the policy layer's tables. */
-static void decide_memory(stores *st, const greq *q, int64_t now, answer *a) {
-    sl_policy_item items[MAX_LIM];
-    char keys[MAX_LIM * KEY_MAX];
-    make_items(st, q, items, keys);
-    size_t refused = q->n;
-    int r = sl__policy_check_all(items, q->n, now, NULL, NULL, &refused);
-    take_answer(a, items, q->n, r, refused);
-}
-
-/* The Redis store: one worker on its own loop, on the fixture's socket. */
+/* One engine call for request q on `store` (NULL: the memory store), run
+ * until done: the memory store answers inline, the Redis store after its
+ * loop iteration has sent the script call and read the reply. */
 static uv_loop_t loop;
 static sl_redis_config rcfg;
 static sl_store_stats sstats;
-static sl_redis_stats rstats;
-static sl_store_worker *sw;
+static sl_store *redis;
 
-static void on_call_done(sl_policy_call *pc) {
-    *(bool *)pc->arg = true;
+static void on_call_done(sl_decide_call *c) {
+    *(bool *)c->arg = true;
 }
 
-static void decide_redis(stores *st, const greq *q, int64_t now, answer *a) {
+static void decide_on(sl_store *store, stores *st, const greq *q, int64_t now, answer *a) {
     sl_policy_item items[MAX_LIM];
     char keys[MAX_LIM * KEY_MAX];
     make_items(st, q, items, keys);
-    sl_policy_call *pc = sl__policy_call_new(st->set, items, q->n, NULL, NULL);
-    assert_non_null(pc);
+    sl_decide_item di[MAX_LIM];
+    for (size_t j = 0; j < q->n; j++)
+        di[j] = sl__policy_use(items[j].policy, items[j].key, items[j].keylen, items[j].cost,
+                               items[j].shadow);
+    sl_decide_call *c = sl__decide_call_new(di, q->n, NULL, NULL, 0);
+    assert_non_null(c);
     bool done = false;
-    pc->done = on_call_done;
-    pc->arg = &done;
-    sl__policy_call_start(sw, pc, now);
-    /* the store sends at the end of a loop iteration (uv_check): one that
-       does not wait, then iterations that wait for the answer */
-    uv_run(&loop, UV_RUN_NOWAIT);
-    while (!done) uv_run(&loop, UV_RUN_ONCE);
-    if (pc->from != SL_FROM_REDIS)
-        fail_msg("the Redis store answered without Redis (from %d): is redis-server alive?",
-                 (int)pc->from);
-    take_answer(a, pc->items, q->n, pc->rc, pc->refused);
-    sl__policy_call_free(pc);
+    c->done = on_call_done;
+    c->arg = &done;
+    if (store) {
+        sl__decide_call_hold(c, st->set);
+        sl__engine_decide_on(store, c, now);
+        /* the store sends at the end of a loop iteration (uv_check): one that
+           does not wait, then iterations that wait for the answer */
+        uv_run(&loop, UV_RUN_NOWAIT);
+        while (!done) uv_run(&loop, UV_RUN_ONCE);
+        if (c->from != SL_FROM_REDIS)
+            fail_msg("the Redis store answered without Redis (from %d): is redis-server alive?",
+                     (int)c->from);
+    } else {
+        sl__engine_decide(sl__decider_memory(), c, now);
+        assert_true(done); /* the memory store completes inline */
+    }
+    for (size_t j = 0; j < q->n; j++) {
+        items[j].decision = c->items[j].decision;
+        items[j].decided = c->items[j].decided;
+        items[j].shadowed = c->items[j].shadowed;
+    }
+    take_answer(a, items, q->n, c->rc, c->refused);
+    sl__decide_call_free(c);
+}
+
+/* The memory store: the policies' own tables. */
+static void decide_memory(stores *st, const greq *q, int64_t now, answer *a) {
+    decide_on(NULL, st, q, now, a);
+}
+
+/* The Redis store: one worker's, on its own loop, on the fixture's socket. */
+static void decide_redis(stores *st, const greq *q, int64_t now, answer *a) {
+    decide_on(redis, st, q, now, a);
 }
 
 static void stores_open(stores *st, const gseq *s) {
@@ -640,14 +658,14 @@ static int setup(void **state) {
                              .deny_cache = 0,
                              .script_now = true};
     snprintf(rcfg.unix_path, sizeof rcfg.unix_path, "%s", sock_path);
-    sw = sl__store_worker_new(&loop, &rcfg, &sstats, &rstats);
-    return sw ? 0 : -1;
+    redis = sl__redis_store_new(&loop, &rcfg, &sstats);
+    return redis ? 0 : -1;
 }
 
 static int teardown(void **state) {
-    if (sw) {
-        sl__store_worker_free(sw);
-        sw = NULL;
+    if (redis) {
+        sl__store_free(redis);
+        redis = NULL;
         uv_run(&loop, UV_RUN_DEFAULT);
         uv_loop_close(&loop);
     }

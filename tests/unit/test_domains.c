@@ -25,6 +25,8 @@
 #include "policy/domains.h"
 #include "sluice/sluice.h"
 
+#include "decide_helper.h"
+
 #ifndef SLUICE_SOURCE_DIR
 #error "SLUICE_SOURCE_DIR must name the source tree (tests/grpc.cmake)"
 #endif
@@ -119,7 +121,7 @@ static void build(req *r, const char *domain, const char *const *descs, size_t n
 }
 
 static int decide(sl_domain_set *s, req *r, int64_t now) {
-    sl_rls_error rc = sl__domain_decide(s, &r->q, now, r->st, &r->overall, &r->message);
+    sl_rls_error rc = domain_decide(s, &r->q, now, r->st, &r->overall, &r->message);
     assert_int_equal(rc, SL_RLS_DONE);
     return r->overall;
 }
@@ -511,10 +513,48 @@ static void test_replaces_unlimited_shadow(void **state) {
             found = true;
             assert_string_equal(st.domain, "d");
             assert_int_equal(st.allowed, 1);
-            assert_int_equal(st.shadow_limited, 2);
+            /* the third request was refused by the enforced limit: the
+             * shadow group was only looked at (the engine's one rule) */
+            assert_int_equal(st.shadow_limited, 1);
         }
     }
     assert_true(found);
+    sl__domain_set_release(s);
+}
+
+/* Shadow limits are their own all-or-nothing group, as everywhere else
+ * (the engine's one rule; the memory path used to charge the other shadow
+ * limits of a request when one of them refused, the Redis path did not):
+ * when one refuses, the others keep what they had. */
+static void test_shadow_group_all_or_nothing(void **state) {
+    (void)state;
+    sl_domain_set *s = set_of("domain: d\ndescriptors:\n"
+                              "  - key: one\n"
+                              "    shadow_mode: true\n"
+                              "    rate_limit: {unit: minute, requests_per_unit: 1}\n"
+                              "  - key: five\n"
+                              "    shadow_mode: true\n"
+                              "    rate_limit: {unit: minute, requests_per_unit: 5}\n",
+                              NULL);
+    req r;
+    assert_int_equal(DECIDE(s, &r, T0, "d", "one=a", "five=a"), SL_RLS_OK);
+    assert_int_equal(r.st[0].limit_remaining, 0);
+    assert_int_equal(r.st[1].limit_remaining, 4);
+    /* `one` would refuse: the group charges nothing, `five` keeps 4 */
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(DECIDE(s, &r, T0, "d", "one=a", "five=a"), SL_RLS_OK);
+        assert_int_equal(r.st[0].code, SL_RLS_OK);
+        assert_int_equal(r.st[1].limit_remaining, 4);
+    }
+    /* alone, `five` is charged as usual */
+    assert_int_equal(DECIDE(s, &r, T0, "d", "five=a"), SL_RLS_OK);
+    assert_int_equal(r.st[0].limit_remaining, 3);
+    sl_domain_rule_stats st;
+    for (size_t i = 0; i < sl__domain_set_rule_count(s); i++) {
+        assert_true(sl__domain_set_rule_stats(s, i, &st));
+        if (!strcmp(st.rule, "one")) assert_int_equal(st.shadow_limited, 3);
+        if (!strcmp(st.rule, "five")) assert_int_equal(st.shadow_limited, 0);
+    }
     sl__domain_set_release(s);
 }
 
@@ -555,13 +595,13 @@ static void test_hits_and_overrides(void **state) {
     assert_int_equal(decide(s, &r, T0), SL_RLS_OVER_LIMIT);
     assert_int_equal(r.st[0].limit_remaining, 1); /* the rule was not consumed */
     r.d[1].limit_unit = 0;
-    assert_int_equal(sl__domain_decide(s, &r.q, T0, r.st, &r.overall, &r.message), SL_RLS_EINVAL);
+    assert_int_equal(domain_decide(s, &r.q, T0, r.st, &r.overall, &r.message), SL_RLS_EINVAL);
     /* bad requests */
     build(&r, "", (const char *const[]){"k=a"}, 1);
-    assert_int_equal(sl__domain_decide(s, &r.q, T0, r.st, &r.overall, &r.message), SL_RLS_EINVAL);
+    assert_int_equal(domain_decide(s, &r.q, T0, r.st, &r.overall, &r.message), SL_RLS_EINVAL);
     assert_string_equal(r.message, "rate limit domain must not be empty");
     build(&r, "d", NULL, 0);
-    assert_int_equal(sl__domain_decide(s, &r.q, T0, r.st, &r.overall, &r.message), SL_RLS_EINVAL);
+    assert_int_equal(domain_decide(s, &r.q, T0, r.st, &r.overall, &r.message), SL_RLS_EINVAL);
     assert_string_equal(r.message, "rate limit descriptor list must not be empty");
     /* no set at all */
     build(&r, "d", (const char *const[]){"k=a"}, 1);
@@ -733,6 +773,7 @@ int main(void) {
         cmocka_unit_test(test_nested_and_all_or_nothing),
         cmocka_unit_test(test_specific_wildcard_and_zero),
         cmocka_unit_test(test_replaces_unlimited_shadow),
+        cmocka_unit_test(test_shadow_group_all_or_nothing),
         cmocka_unit_test(test_hits_and_overrides),
         cmocka_unit_test(test_algorithms),
         cmocka_unit_test(test_reload_keeps_state),

@@ -31,6 +31,8 @@
 #include "policy/domains.h"
 #include "sluice/sluice.h"
 
+#include "decide_helper.h"
+
 #ifndef SLUICE_SOURCE_DIR
 #error "SLUICE_SOURCE_DIR must name the source tree (tests/envoy_fixtures.cmake)"
 #endif
@@ -137,7 +139,7 @@ static int decide_one(sl_domain_set *s, const char *domain, const char *spec, in
     sl_rls_status st;
     int overall = 0;
     const char *message = NULL;
-    assert_int_equal(sl__domain_decide(s, &q, now, &st, &overall, &message), SL_RLS_DONE);
+    assert_int_equal(domain_decide(s, &q, now, &st, &overall, &message), SL_RLS_DONE);
     return st.code;
 }
 

@@ -491,7 +491,7 @@ static void throttle_error(sl_cell *c, int64_t b, int64_t n, int64_t p, int64_t 
                            const char *msg) {
     int64_t r[5];
     const char *err = NULL;
-    assert_int_equal(sl__cell_throttle(c, "k", 1, b, n, p, q, T0, r, &err), -1);
+    assert_int_equal(cell_throttle(c, "k", 1, b, n, p, q, T0, r, &err), -1);
     assert_non_null(err);
     assert_string_equal(err, msg);
 }
@@ -602,10 +602,10 @@ static void test_cell_errors(void **state) {
 
     int64_t r[5];
     const char *err;
-    assert_int_equal(sl__cell_throttle(c, "k", 1, 1, 1, 1, 1, -1, r, &err), -1);
+    assert_int_equal(cell_throttle(c, "k", 1, 1, 1, 1, 1, -1, r, &err), -1);
     assert_string_equal(err, "ERR clock out of range");
     char *longkey = calloc(1, SL_KEY_MAX + 1);
-    assert_int_equal(sl__cell_throttle(c, longkey, SL_KEY_MAX + 1, 1, 1, 1, 1, T0, r, &err), -1);
+    assert_int_equal(cell_throttle(c, longkey, SL_KEY_MAX + 1, 1, 1, 1, 1, T0, r, &err), -1);
     assert_string_equal(err, "ERR key too long");
     free(longkey);
     sl__cell_destroy(c);
@@ -628,12 +628,12 @@ static void *race(void *p) {
         char key[16];
         snprintf(key, sizeof key, "k%d", i % 7);
         /* 24 parameter sets on the same keys at one instant */
-        if (sl__cell_throttle(a->c, key, strlen(key), i % 24, 100, 1, 1, T0, r, &err) != 0)
+        if (cell_throttle(a->c, key, strlen(key), i % 24, 100, 1, 1, T0, r, &err) != 0)
             a->errors++;
         else if (r[0] == 0)
             a->allowed[i % 7]++;
         if (i % 50 == 0) {
-            if (sl__cell_throttle(a->c, "shared", 6, 0, 1, 60, 1, T0, r, &err) != 0)
+            if (cell_throttle(a->c, "shared", 6, 0, 1, 60, 1, T0, r, &err) != 0)
                 a->errors++;
             else if (r[0] == 0)
                 a->shared_allowed++;
@@ -920,7 +920,7 @@ static void test_cmd_check(void **state) {
     ctx.now = T0;
     expect_reply(&ctx, "SL.CHECK shadowed k\r\n", "*5\r\n:1\r\n:1\r\n:0\r\n:0\r\n:40000\r\n");
     expect_reply(&ctx, "SL.CHECK shadowed k\r\n", "*5\r\n:1\r\n:1\r\n:0\r\n:0\r\n:40000\r\n");
-    assert_i64(atomic_load(&sl__policy_find(ctx.policies, "shadowed", 8)->shadow_limited), 1);
+    assert_i64(atomic_load(&sl__policy_find(ctx.policies, "shadowed", 8)->lim.shadow_limited), 1);
 
     expect_reply(&ctx, "SL.CHECK nope k\r\n", "-ERR unknown policy 'nope'\r\n");
     /* a NUL in the name is not a prefix match (the echoed name stops at it) */

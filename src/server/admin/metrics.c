@@ -10,7 +10,6 @@
 
 #include "server/admin/prom.h"
 #include "server/server.h"
-#include "store/batch.h"
 #include "sluice/clock.h"
 #include "sluice/sluice.h"
 
@@ -41,9 +40,9 @@ static void policy_metrics(sl_policy_set *set, sl_buf *out) {
         const char *l0[] = {lab[0][0], lab[0][1], lab[0][2], lab[0][3], NULL};
         const char *l1[] = {lab[1][0], lab[1][1], lab[1][2], lab[1][3], NULL};
         const char *l2[] = {lab[2][0], lab[2][1], lab[2][2], lab[2][3], NULL};
-        sl__prom_sample(out, "sluice_decisions_total", l0, atomic_load(&p->allowed));
-        sl__prom_sample(out, "sluice_decisions_total", l1, atomic_load(&p->limited));
-        sl__prom_sample(out, "sluice_decisions_total", l2, atomic_load(&p->shadow_limited));
+        sl__prom_sample(out, "sluice_decisions_total", l0, atomic_load(&p->lim.allowed));
+        sl__prom_sample(out, "sluice_decisions_total", l1, atomic_load(&p->lim.limited));
+        sl__prom_sample(out, "sluice_decisions_total", l2, atomic_load(&p->lim.shadow_limited));
     }
     /* One snapshot per table for the four families below. A set holds the
      * configured policies and quotas (at most SL_CONFIG_MAX_POLICIES) plus
@@ -51,7 +50,8 @@ static void policy_metrics(sl_policy_set *set, sl_buf *out) {
      * array is sized by the set; without memory the families are empty. */
     sl_table_stats *st = n ? calloc(n, sizeof *st) : NULL;
     if (!st) n = 0;
-    for (size_t i = 0; i < n; i++) sl_table_stats_get(sl__policy_set_at(set, i)->table, &st[i]);
+    for (size_t i = 0; i < n; i++)
+        sl_table_stats_get(sl__policy_set_at(set, i)->lim.store.table, &st[i]);
     sl__prom_family(out, "sluice_table_keys", "gauge", "Keys held in the policy's table.");
     for (size_t i = 0; i < n; i++) {
         const char *l[] = {"policy", sl__policy_set_at(set, i)->cfg.name, NULL};
@@ -110,11 +110,6 @@ static void domain_metrics(const sl_domain_set *ds, sl_buf *out) {
     }
 }
 
-#define RSUM(s, field)                                                                             \
-    sum_at((s), offsetof(sl_worker, redis_stats) + offsetof(sl_redis_stats, field))
-#define SSUM(s, field)                                                                             \
-    sum_at((s), offsetof(sl_worker, store_stats) + offsetof(sl_store_stats, field))
-
 /* A family with one unlabelled sample. */
 static void single(sl_buf *out, const char *name, const char *type, const char *help, uint64_t v) {
     sl__prom_family(out, name, type, help);
@@ -122,12 +117,8 @@ static void single(sl_buf *out, const char *name, const char *type, const char *
 }
 
 /* The Redis store's health and work (store.type: redis). */
-static void redis_metrics(sl_server *s, sl_policy_set *set, sl_buf *out) {
-    int up = 1, open = 0;
-    for (unsigned i = 0; i < s->nworkers; i++) {
-        up &= atomic_load(&s->workers[i].redis_stats.up);
-        open += atomic_load(&s->workers[i].redis_stats.breaker_open);
-    }
+static void redis_metrics(const sl_engine_stats *es, sl_policy_set *set, sl_buf *out) {
+    int up = es->up, open = es->breakers_open;
     single(out, "sluice_redis_up", "gauge",
            "1 when every worker reaches Redis (every node, for a cluster).", (uint64_t)up);
     single(out, "sluice_redis_breaker_open", "gauge",
@@ -137,41 +128,38 @@ static void redis_metrics(sl_server *s, sl_policy_set *set, sl_buf *out) {
                     "timeout, open (not sent: breaker open).");
     const char *lok[] = {"result", "ok", NULL}, *ler[] = {"result", "error", NULL},
                *lto[] = {"result", "timeout", NULL}, *lop[] = {"result", "open", NULL};
-    sl__prom_sample(out, "sluice_redis_calls_total", lok, RSUM(s, ok));
-    sl__prom_sample(out, "sluice_redis_calls_total", ler, RSUM(s, errors));
-    sl__prom_sample(out, "sluice_redis_calls_total", lto, RSUM(s, timeouts));
-    sl__prom_sample(out, "sluice_redis_calls_total", lop, RSUM(s, rejected_open));
+    sl__prom_sample(out, "sluice_redis_calls_total", lok, es->ok);
+    sl__prom_sample(out, "sluice_redis_calls_total", ler, es->errors);
+    sl__prom_sample(out, "sluice_redis_calls_total", lto, es->timeouts);
+    sl__prom_sample(out, "sluice_redis_calls_total", lop, es->rejected_open);
     sl__prom_family(out, "sluice_redis_call_seconds_sum", "counter",
                     "Total time of answered Redis calls (divide by calls ok for the mean).");
-    sl__prom_sample_f(out, "sluice_redis_call_seconds_sum", NULL,
-                      (double)RSUM(s, latency_sum_us) / 1e6);
+    sl__prom_sample_f(out, "sluice_redis_call_seconds_sum", NULL, (double)es->latency_sum_us / 1e6);
     sl__prom_family(out, "sluice_redis_redirects_total", "counter",
                     "Redis Cluster redirections followed (MOVED, ASK).");
     const char *lmv[] = {"kind", "moved", NULL}, *lask[] = {"kind", "ask", NULL};
-    sl__prom_sample(out, "sluice_redis_redirects_total", lmv, RSUM(s, moved));
-    sl__prom_sample(out, "sluice_redis_redirects_total", lask, RSUM(s, ask));
-    single(out, "sluice_redis_connects_total", "counter", "Connection attempts.",
-           RSUM(s, reconnects));
+    sl__prom_sample(out, "sluice_redis_redirects_total", lmv, es->moved);
+    sl__prom_sample(out, "sluice_redis_redirects_total", lask, es->ask);
+    single(out, "sluice_redis_connects_total", "counter", "Connection attempts.", es->reconnects);
     single(out, "sluice_redis_slot_refreshes_total", "counter",
-           "Redis Cluster slot maps read (CLUSTER SLOTS).", RSUM(s, slot_refreshes));
+           "Redis Cluster slot maps read (CLUSTER SLOTS).", es->slot_refreshes);
     single(out, "sluice_redis_script_reloads_total", "counter",
-           "NOSCRIPT answers: the script was sent again with EVAL.", SSUM(s, noscript_reloads));
+           "NOSCRIPT answers: the script was sent again with EVAL.", es->noscript_reloads);
     single(out, "sluice_redis_script_errors_total", "counter",
-           "Script answers that could not be used (treated as a failure).", SSUM(s, script_errors));
+           "Script answers that could not be used (treated as a failure).", es->script_errors);
     single(out, "sluice_deny_cache_hits_total", "counter",
-           "Requests refused from the deny cache without asking Redis.", SSUM(s, deny_hits));
+           "Requests refused from the deny cache without asking Redis.", es->deny_hits);
     single(out, "sluice_deny_cache_inserts_total", "counter",
-           "Refusals remembered in the deny cache.", SSUM(s, deny_inserts));
-    if (s->batch) {
-        const sl_batch_stats *bs = sl__batch_stats(s->batch);
+           "Refusals remembered in the deny cache.", es->deny_inserts);
+    if (es->batched) {
         single(out, "sluice_batch_syncs_total", "counter",
-               "Batched mode: syncs with Redis completed.", atomic_load(&bs->syncs));
+               "Batched mode: syncs with Redis completed.", es->syncs);
         single(out, "sluice_batch_keys_synced_total", "counter",
                "Batched mode: keys pushed to Redis and charged with what the fleet used.",
-               atomic_load(&bs->keys_synced));
+               es->keys_synced);
         single(out, "sluice_batch_failed_syncs_total", "counter",
                "Batched mode: key pushes that failed (pushed again, unless timed out).",
-               atomic_load(&bs->failed_syncs));
+               es->failed_syncs);
     }
     static const char *const mode[SL_FROM_COUNT] = {
         [SL_FROM_OPEN] = "open", [SL_FROM_CLOSED] = "closed", [SL_FROM_LOCAL] = "local"};
@@ -182,7 +170,8 @@ static void redis_metrics(sl_server *s, sl_policy_set *set, sl_buf *out) {
         sl_policy *p = sl__policy_set_at(set, i);
         for (int m = SL_FROM_OPEN; m < SL_FROM_COUNT; m++) {
             const char *l[] = {"policy", p->cfg.name, "mode", mode[m], NULL};
-            sl__prom_sample(out, "sluice_store_fallback_total", l, atomic_load(&p->from[m]));
+            sl__prom_sample(out, "sluice_store_fallback_total", l,
+                            atomic_load(&p->lim.store.from[m]));
         }
     }
 }
@@ -201,7 +190,9 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
         if (pthread_equal(s->workers[i].thread, pthread_self())) self = &s->workers[i];
     policy_metrics(self ? self->policies : NULL, out);
     domain_metrics(self ? self->domains : NULL, out);
-    if (s->redis) redis_metrics(s, self ? self->policies : NULL, out);
+    sl_engine_stats es;
+    sl__engine_stats(s->engine, s->nworkers, &es);
+    if (es.redis) redis_metrics(&es, self ? self->policies : NULL, out);
 
     uint64_t keys = 0, bytes = 0, live = 0;
     sl__cell_stats(s->cell, &keys, &bytes, &live);

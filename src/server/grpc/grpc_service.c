@@ -7,6 +7,7 @@
  * gRPC message prefix; the RateLimitResponse is written by hand (see
  * sl__grpc_put_rls_response). */
 #include "server/grpc/grpc_service.h"
+#include "policy/decide.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -315,28 +316,9 @@ static int decode_rls(const sl_grpc_call_env *env, const uint8_t *msg, size_t le
     return SL_GRPC_OK;
 }
 
-static int should_rate_limit(const sl_grpc_call_env *env, const uint8_t *msg, size_t len,
-                             sl_buf *out, const char **message) {
-    sl_rls_descriptor ds[SL_RLS_MAX_DESCRIPTORS];
-    sl_rls_request q;
-    int code = decode_rls(env, msg, len, &q, ds, message);
-    if (code != SL_GRPC_OK) return code;
-    sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
-    int overall;
-    sl_rls_error rc = sl__domain_decide(env->domains, &q, env->now, st, &overall, message);
-    if (rc != SL_RLS_DONE)
-        return rc == SL_RLS_EINVAL ? SL_GRPC_INVALID_ARGUMENT : SL_GRPC_RESOURCE_EXHAUSTED;
-
-    if (sl__grpc_put_rls_response(out, overall, st, q.ndescriptors) != 0) {
-        *message = "out of memory";
-        return SL_GRPC_RESOURCE_EXHAUSTED;
-    }
-    return SL_GRPC_OK;
-}
-
 int sl__grpc_rls_prepare(const sl_grpc_call_env *env, const uint8_t *msg, size_t len,
-                         sl_fail_mode on_failure, sl_domain_call **call, sl_rls_status *st,
-                         size_t *n, sl_buf *out, const char **message) {
+                         size_t user_bytes, sl_decide_call **call, sl_buf *out,
+                         const char **message) {
     sl_rls_descriptor ds[SL_RLS_MAX_DESCRIPTORS];
     sl_rls_request q;
     *call = NULL;
@@ -344,17 +326,57 @@ int sl__grpc_rls_prepare(const sl_grpc_call_env *env, const uint8_t *msg, size_t
     env->arena->cap = ARENA_FIRST_BLOCK + len * ARENA_PER_BYTE;
     int code = decode_rls(env, msg, len, &q, ds, message);
     if (code != SL_GRPC_OK) return code;
+    sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
     int overall;
     sl_rls_error rc =
-        sl__domain_prepare(env->domains, &q, env->now, st, &overall, message, on_failure, call);
+        sl__domain_prepare(env->domains, &q, env->now, st, &overall, message, user_bytes, call);
     if (rc != SL_RLS_DONE)
         return rc == SL_RLS_EINVAL ? SL_GRPC_INVALID_ARGUMENT : SL_GRPC_RESOURCE_EXHAUSTED;
-    *n = q.ndescriptors;
     if (!*call && sl__grpc_put_rls_response(out, overall, st, q.ndescriptors) != 0) {
         *message = "out of memory";
         return SL_GRPC_RESOURCE_EXHAUSTED;
     }
     return SL_GRPC_OK;
+}
+
+int sl__grpc_rls_answer(sl_decide_call *call, sl_buf *out, const char **message) {
+    sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
+    size_t n;
+    int overall;
+    sl_rls_error rc = sl__domain_finish(call, st, &n, &overall, message);
+    if (rc != SL_RLS_DONE)
+        return rc == SL_RLS_EINVAL ? SL_GRPC_INVALID_ARGUMENT : SL_GRPC_RESOURCE_EXHAUSTED;
+    if (sl__grpc_put_rls_response(out, overall, st, n) != 0) {
+        *message = "out of memory";
+        return SL_GRPC_RESOURCE_EXHAUSTED;
+    }
+    return SL_GRPC_OK;
+}
+
+/* sl__grpc_call's ShouldRateLimit: on the memory store, which decides inline. */
+typedef struct inline_rls {
+    sl_buf *out;
+    const char **message;
+    int code;
+} inline_rls;
+
+static void inline_done(sl_decide_call *call) {
+    inline_rls *r = sl__domain_user(call);
+    r->code = sl__grpc_rls_answer(call, r->out, r->message);
+}
+
+static int should_rate_limit(const sl_grpc_call_env *env, const uint8_t *msg, size_t len,
+                             sl_buf *out, const char **message) {
+    sl_decide_call *call;
+    int code = sl__grpc_rls_prepare(env, msg, len, sizeof(inline_rls), &call, out, message);
+    if (code != SL_GRPC_OK || !call) return code;
+    inline_rls *r = sl__domain_user(call);
+    *r = (inline_rls){.out = out, .message = message, .code = SL_GRPC_INTERNAL};
+    call->done = inline_done;
+    sl__engine_decide(sl__decider_memory(), call, env->now);
+    code = r->code;
+    sl__decide_call_free(call);
+    return code;
 }
 
 /* ---- Health/Check ------------------------------------------------------------------ */

@@ -63,19 +63,23 @@ typedef struct sl_grpc_call_env {
 
 /* Runs method m on one message (msg, len). On SL_GRPC_OK the answer, as a
  * whole length-prefixed gRPC message, is appended to out; otherwise *message
- * says why (static text) and out is untouched. */
+ * says why (static text) and out is untouched. ShouldRateLimit is decided
+ * here on the memory store (tests, tools); sluiced's sessions decide it on
+ * their worker's store with sl__grpc_rls_prepare. */
 int sl__grpc_call(const sl_grpc_call_env *env, sl_grpc_method m, const uint8_t *msg, size_t len,
                   sl_buf *out, const char **message);
 
-/* ShouldRateLimit with the Redis store: decodes the message and prepares
- * the decision (sl__domain_prepare). When table limits apply, *call is set
- * (st[0..*n) hold the other statuses) and the caller decides it in Redis,
- * then finishes it (sl__domain_finish) and writes the response with
- * sl__grpc_put_rls_response; otherwise the response is appended to out.
- * Returns SL_GRPC_OK or a status with *message. */
+/* ShouldRateLimit: decodes the message and prepares the decision
+ * (sl__domain_prepare). When table limits apply, *call is set (with
+ * user_bytes for the caller: sl__domain_user) and the caller decides it
+ * (sl__engine_decide) and in its done appends the response to its output
+ * with sl__grpc_rls_answer (then frees the call); otherwise the response is
+ * appended to out. Returns SL_GRPC_OK or a status with *message (both). */
+struct sl_decide_call;
 int sl__grpc_rls_prepare(const sl_grpc_call_env *env, const uint8_t *msg, size_t len,
-                         sl_fail_mode on_failure, sl_domain_call **call, sl_rls_status *st,
-                         size_t *n, sl_buf *out, const char **message);
+                         size_t user_bytes, struct sl_decide_call **call, sl_buf *out,
+                         const char **message);
+int sl__grpc_rls_answer(struct sl_decide_call *call, sl_buf *out, const char **message);
 
 /* Appends a RateLimitResponse (overall_code, one DescriptorStatus per
  * status) as one length-prefixed gRPC message: the same bytes protobuf-c

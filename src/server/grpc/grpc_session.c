@@ -379,65 +379,59 @@ static void answer_ok(sl_grpc_session *s, stream *st, int64_t now) {
 
 static void pump(sl_grpc_session *s);
 
-/* ShouldRateLimit with the Redis store: the table limits are decided there
- * and the stream answered then (its connection is held until then). */
-typedef struct redis_rls {
+/* ShouldRateLimit: the table limits are decided by the worker's engine;
+ * the stream is answered in done, inline or later (its connection is held
+ * until then: reply.h). */
+typedef struct rls_ctx {
+    sl_reply reply;
     sl_grpc_session *s;
     stream *st;
-    sl_deferred *d;
-    sl_domain_call *call;
-    size_t n;
-    sl_rls_status statuses[SL_RLS_MAX_DESCRIPTORS];
-} redis_rls;
+} rls_ctx;
 
-static void rls_done(sl_domain_call *call, void *arg) {
-    (void)call;
-    redis_rls *rr = arg;
-    sl_grpc_session *s = rr->s;
-    stream *st = rr->st;
+static void rls_done(sl_decide_call *call) {
+    rls_ctx *rc = sl__domain_user(call);
+    sl_grpc_session *s = rc->s;
+    stream *st = rc->st;
     st->pending = false;
     if (st->orphan) {
         stream_free(s, st);
     } else {
-        int overall = SL_RLS_OK;
-        sl__domain_finish(rr->call, rr->statuses, &overall);
-        if (sl__grpc_put_rls_response(&st->resp, overall, rr->statuses, rr->n) != 0 ||
-            st->resp.failed)
-            answer_status(s, st, SL_GRPC_RESOURCE_EXHAUSTED, "out of memory");
-        else
+        const char *message = NULL;
+        int code = sl__grpc_rls_answer(call, &st->resp, &message);
+        if (code == SL_GRPC_OK && st->resp.failed) {
+            code = SL_GRPC_RESOURCE_EXHAUSTED;
+            message = "out of memory";
+        }
+        if (code == SL_GRPC_OK)
             answer_ok(s, st, mono_ns());
+        else
+            answer_status(s, st, code, message);
         if (!s->failed && !s->in_feed) pump(s); /* inside a feed, the feed pumps */
     }
-    sl__domain_call_free(rr->call);
-    sl__deferred_done(rr->d); /* writes what pump added, or frees a closed connection */
-    free(rr);
+    sl_reply r = rc->reply; /* the call goes first: ending may free the connection */
+    sl__decide_call_free(call);
+    sl__reply_end(&r);
 }
 
-static int in_redis(sl_grpc_session *s, stream *st, const sl_grpc_call_env *env, const uint8_t *msg,
-                    size_t len, const char **message) {
+/* Starts ShouldRateLimit. Returns SL_GRPC_OK with st->answered when it is
+ * answered (now or later), SL_GRPC_OK without when the answer is in
+ * st->resp, or a status with *message. */
+static int rls_start(sl_grpc_session *s, stream *st, const sl_grpc_call_env *env,
+                     const uint8_t *msg, size_t len, const char **message) {
     sl_worker *w = s->w;
-    redis_rls *rr = malloc(sizeof *rr);
-    if (!rr) return *message = "out of memory", SL_GRPC_RESOURCE_EXHAUSTED;
-    sl_domain_call *call = NULL;
-    int code = sl__grpc_rls_prepare(env, msg, len, w->server->redis_cfg.on_failure, &call,
-                                    rr->statuses, &rr->n, &st->resp, message);
-    if (code != SL_GRPC_OK || !call) {
-        free(rr);
-        return code;
-    }
-    sl_deferred *d = sl__conn_defer(w);
-    if (!d) {
-        sl__domain_call_free(call);
-        free(rr);
-        return *message = "out of memory", SL_GRPC_RESOURCE_EXHAUSTED;
-    }
-    rr->s = s;
-    rr->st = st;
-    rr->d = d;
-    rr->call = call;
+    sl_decide_call *call = NULL;
+    int code = sl__grpc_rls_prepare(env, msg, len, sizeof(rls_ctx), &call, &st->resp, message);
+    if (code != SL_GRPC_OK || !call) return code;
+    rls_ctx *rc = sl__domain_user(call);
+    rc->s = s;
+    rc->st = st;
+    call->done = rls_done;
     st->pending = true;
     st->answered = true; /* nothing else answers it meanwhile (deadlines included) */
-    sl__domain_call_start(w->store, call, rls_done, rr);
+    bool answered;
+    sl__reply_begin(&rc->reply, w, &st->resp, &answered);
+    sl__engine_decide(w->decider, call, env->now);
+    if (!answered) sl__reply_hold(&rc->reply); /* the handler's connection: never fails */
     return SL_GRPC_OK;
 }
 
@@ -502,8 +496,8 @@ static void finish(sl_grpc_session *s, stream *st) {
                                 .arena = &s->arena};
         sl__buf_reset(&st->resp);
         st->resp_off = 0;
-        if (w->store && st->method == SL_GRPC_M_SHOULD_RATE_LIMIT) {
-            code = in_redis(s, st, &env, b + PREFIX_BYTES, st->msg_len, &message);
+        if (st->method == SL_GRPC_M_SHOULD_RATE_LIMIT) {
+            code = rls_start(s, st, &env, b + PREFIX_BYTES, st->msg_len, &message);
             if (code == SL_GRPC_OK && st->answered) { /* answered later, or already */
                 sl__worker_record(w, SL_PROTO_GRPC, mono_ns() - t0);
                 return;

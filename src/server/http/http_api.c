@@ -13,7 +13,6 @@
 #include "server/reload.h"
 #include "server/server.h"
 #include "sluice/error.h"
-#include "store/store.h"
 
 #define KEY_MAX  1024
 #define COST_MAX INT64_C(1000000000000)
@@ -215,43 +214,22 @@ static void write_decision(sl_buf *out, bool head, bool keep, const sl_policy *p
     sl__buf_free(&a.body);
 }
 
-/* /v1/check with the Redis store: the answer is written when Redis (or a
- * fail mode, or the deny cache) has decided. */
-typedef struct redis_check {
-    sl_deferred *d;
+/* /v1/check: one item of a policy, decided by the engine; the answer is
+ * written in done (reply.h). */
+typedef struct check_ctx {
+    sl_reply reply;
     bool keep, head;
     int64_t now; /* when the request was decided (a monthly quota's w depends on it) */
-} redis_check;
+} check_ctx;
 
-static void redis_check_done(sl_policy_call *pc) {
-    redis_check *rc = pc->arg;
-    const sl_policy_item *it = &pc->items[0];
-    write_decision(sl__deferred_out(rc->d), rc->head, sl__deferred_keep(rc->d, rc->keep),
-                   it->policy, pc->rc, &it->decision, it->shadowed, it->cost, pc->from, rc->now);
-    sl__deferred_done(rc->d);
-    sl__policy_call_free(pc);
-    free(rc);
-}
-
-static void check_in_redis(sl_worker *w, const sl_http_request *r, sl_policy *p,
-                           const check_args *c, sl_buf *out, bool keep) {
-    sl_policy_item item = {.policy = p, .key = c->key, .keylen = c->key_len, .cost = c->cost};
-    redis_check *rc = malloc(sizeof *rc);
-    sl_policy_call *pc = rc ? sl__policy_call_new(w->policies, &item, 1, NULL, NULL) : NULL;
-    sl_deferred *d = pc ? sl__conn_defer(w) : NULL;
-    if (!d) {
-        sl__policy_call_free(pc);
-        free(rc);
-        sl_decision none = {0};
-        write_decision(out, r->method == SL_HTTP_HEAD, keep, p, SL_ENOMEM, &none, false, c->cost,
-                       SL_FROM_REDIS, 0);
-        return;
-    }
-    int64_t now = sl__worker_now(w);
-    *rc = (redis_check){.d = d, .keep = keep, .head = r->method == SL_HTTP_HEAD, .now = now};
-    pc->done = redis_check_done;
-    pc->arg = rc;
-    sl__policy_call_start(w->store, pc, now);
+static void check_done(sl_decide_call *c) {
+    check_ctx *cc = sl__decide_call_user(c);
+    const sl_decide_item *it = &c->items[0];
+    sl_buf *out = sl__reply_out(&cc->reply);
+    write_decision(out, cc->head, sl__reply_keep(&cc->reply, cc->keep), sl__policy_of(it->limit),
+                   c->rc, &it->decision, it->shadowed, it->cost, c->from, cc->now);
+    sl__reply_end(&cc->reply);
+    sl__decide_call_free(c);
 }
 
 static void handle_check(sl_worker *w, const sl_http_request *r, sl_buf *out, bool keep) {
@@ -273,18 +251,29 @@ static void handle_check(sl_worker *w, const sl_http_request *r, sl_buf *out, bo
         sl__buf_free(&a.body);
         return;
     }
-    if (w->store) {
-        check_in_redis(w, r, p, &c, out, keep);
-        sl__buf_free(&a.body);
+    sl__buf_free(&a.body);
+    bool head = r->method == SL_HTTP_HEAD;
+    sl_decide_item item = sl__policy_use(p, c.key, c.key_len, c.cost, false);
+    sl_decide_call *call = sl__decide_call_new(&item, 1, NULL, NULL, sizeof(check_ctx));
+    if (!call) {
+        sl_decision none = {0};
+        write_decision(out, head, keep, p, SL_ENOMEM, &none, false, c.cost, SL_FROM_REDIS, 0);
         return;
     }
-    sl_decision d;
-    bool shadowed = false;
     int64_t now = sl__worker_now(w);
-    int rc = sl__policy_check(p, c.key, c.key_len, c.cost, now, &d, &shadowed);
-    write_decision(out, r->method == SL_HTTP_HEAD, keep, p, rc, &d, shadowed, c.cost, SL_FROM_REDIS,
-                   now);
-    sl__buf_free(&a.body);
+    check_ctx *cc = sl__decide_call_user(call);
+    cc->keep = keep;
+    cc->head = head;
+    cc->now = now;
+    sl__decide_call_hold(call, w->policies);
+    call->done = check_done;
+    bool answered;
+    sl__reply_begin(&cc->reply, w, out, &answered);
+    sl__engine_decide(w->decider, call, now);
+    if (!answered && !sl__reply_wait(&cc->reply)) {
+        sl_decision none = {0};
+        write_decision(out, head, keep, p, SL_ENOMEM, &none, false, c.cost, SL_FROM_REDIS, 0);
+    }
 }
 
 /* /v1/top's n (how many keys, default 20); false when it is not 1..TOP_MAX. */
@@ -343,7 +332,7 @@ static void handle_top(sl_worker *w, const sl_http_request *r, answer *a) {
     int64_t want;
     if (!top_n(r, &want)) return json_error(a, 400, "bad_n", "n must be an integer from 1 to 100");
     sl__topk_item items[TOP_MAX];
-    size_t k = sl__topk_list(p->top, items, (size_t)want);
+    size_t k = sl__topk_list(p->lim.top, items, (size_t)want);
     sl__buf_puts(&a->body, "{\"policy\":");
     sl__http_json_string(&a->body, p->cfg.name, strlen(p->cfg.name));
     sl__buf_puts(&a->body, ",\"top\":[");
@@ -370,16 +359,13 @@ static void readyz(sl_worker *w, answer *a) {
         return;
     }
     sl_server *s = w->server;
-    if (!s->redis) {
+    sl_engine_stats es;
+    sl__engine_stats(s->engine, s->nworkers, &es);
+    if (!es.redis) {
         sl__buf_puts(&a->body, "{\"status\":\"ready\",\"store\":\"memory\"}");
         return;
     }
-    int up = 1, open = 0;
-    for (unsigned i = 0; i < s->nworkers; i++) {
-        const sl_redis_stats *rs = &s->workers[i].redis_stats;
-        up &= atomic_load(&rs->up);
-        open += atomic_load(&rs->breaker_open);
-    }
+    int up = es.up, open = es.breakers_open;
     a->status = up ? 200 : 503;
     sl__buf_printf(&a->body,
                    "{\"status\":\"%s\",\"store\":\"redis\",\"redis\":\"%s\",\"breakers_open\":%d}",

@@ -16,9 +16,10 @@
  *   400  the subrequest lacks what the rules need (nginx answers 500)
  *   500  an internal error
  *
- * With the memory store nothing is allocated per request beyond the output
- * buffer: the rules' answer (keys included) lives on this stack frame. With
- * the Redis store it lives on the heap until Redis has decided. */
+ * The rules' answer lives on this stack frame; the engine call (one
+ * allocation) copies the keys. When the decision does not complete inline
+ * (the Redis store), the answer is copied to the heap until it has (its
+ * keys in the arena are not used after preparing). */
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -81,7 +82,7 @@ static void fw_name(fw *w, const sl_policy *p) {
  * limit is a dry run: never shown), and the first item of its policy. */
 static bool shown(const sl_rules_answer *a, size_t i) {
     const sl_policy_item *it = &a->items[i];
-    if (!it->decided || it->shadow || atomic_load(&it->policy->shadow)) return false;
+    if (!it->decided || it->shadow || atomic_load(&it->policy->lim.shadow)) return false;
     for (size_t j = 0; j < i; j++)
         if (a->items[j].policy == it->policy && a->items[j].decided && !a->items[j].shadow)
             return false;
@@ -312,28 +313,40 @@ static void count_key_refusal(sl_worker *w, const sl_rules_answer *a) {
         atomic_fetch_add_explicit(&w->stats.missing_keys, 1, memory_order_relaxed);
 }
 
-/* /v1/auth with the Redis store: the request's limits are decided in Redis
- * and the answer written then. */
-typedef struct redis_auth {
-    sl_deferred *d;
+/* /v1/auth: the rules' answer and where it goes, kept with the engine
+ * call (its keys live in the call, its arena only while preparing). */
+typedef struct auth_ctx {
+    sl_reply reply;
     bool keep, head;
     int64_t now;
-    sl_rules_answer a;
-} redis_auth;
+    sl_rules_answer *a; /* the handler's, or a heap copy once waiting */
+    bool heap;
+} auth_ctx;
 
-static void redis_auth_done(sl_policy_call *pc) {
-    redis_auth *ra = pc->arg;
-    for (size_t i = 0; i < pc->n && i < ra->a.n; i++) {
-        ra->a.items[i].decision = pc->items[i].decision;
-        ra->a.items[i].decided = pc->items[i].decided;
-        ra->a.items[i].shadowed = pc->items[i].shadowed;
+static void auth_error(sl_rules_answer *a, const char *message) {
+    a->verdict = SL_VERDICT_ERROR;
+    a->reason = "internal";
+    a->message = message;
+    a->n = a->refused = 0;
+}
+
+static void auth_done(sl_decide_call *c) {
+    auth_ctx *ac = sl__decide_call_user(c);
+    if (!ac->a) { /* there was no memory to keep the answer */
+        sl_rules_answer e;
+        auth_error(&e, "out of memory");
+        write_auth(sl__reply_out(&ac->reply), &e, sl__reply_keep(&ac->reply, ac->keep), ac->head,
+                   ac->now, c->from);
+        sl__reply_end(&ac->reply);
+        sl__decide_call_free(c);
+        return;
     }
-    sl__rules_finish(&ra->a, pc->rc, pc->refused);
-    write_auth(sl__deferred_out(ra->d), &ra->a, sl__deferred_keep(ra->d, ra->keep), ra->head,
-               ra->now, pc->from);
-    sl__deferred_done(ra->d);
-    sl__policy_call_free(pc);
-    free(ra);
+    sl__rules_finish(ac->a, c);
+    write_auth(sl__reply_out(&ac->reply), ac->a, sl__reply_keep(&ac->reply, ac->keep), ac->head,
+               ac->now, c->from);
+    sl__reply_end(&ac->reply);
+    if (ac->heap) free(ac->a);
+    sl__decide_call_free(c);
 }
 
 bool sl__http_auth_handle(sl_worker *w, const sl_http_request *req, sl_buf *out, bool keep) {
@@ -345,48 +358,35 @@ bool sl__http_auth_handle(sl_worker *w, const sl_http_request *req, sl_buf *out,
                                 req->headers[i].name_len, req->headers[i].value_len};
     int64_t now = sl__worker_now(w);
     bool head = req->method == SL_HTTP_HEAD;
-    if (rules && w->store) {
-        redis_auth *ra = malloc(sizeof *ra);
-        if (ra) {
-            sl_request r;
-            sl__rules_from_proxy(rules, hs, nh, &r);
-            sl_policy_call *pc = sl__rules_prepare(rules, &r, w->policies, &ra->a);
-            count_key_refusal(w, &ra->a);
-            sl_deferred *d = pc ? sl__conn_defer(w) : NULL;
-            if (!d) {
-                if (pc) { /* out of memory */
-                    sl__policy_call_free(pc);
-                    ra->a.verdict = SL_VERDICT_ERROR;
-                    ra->a.reason = "internal";
-                    ra->a.message = "out of memory";
-                    ra->a.n = ra->a.refused = 0;
-                }
-                write_auth(out, &ra->a, keep, head, now, SL_FROM_REDIS);
-                free(ra);
-                return keep;
-            }
-            ra->d = d;
-            ra->keep = keep;
-            ra->head = head;
-            ra->now = now;
-            pc->done = redis_auth_done;
-            pc->arg = ra;
-            sl__policy_call_start(w->store, pc, now);
-            return keep;
-        }
-    }
     sl_rules_answer a;
-    if (!rules || w->store) {
-        a.verdict = SL_VERDICT_ERROR;
-        a.reason = "internal";
-        a.message = rules ? "out of memory" : "no policy set";
-        a.n = a.refused = 0;
-    } else {
-        sl_request r;
-        sl__rules_from_proxy(rules, hs, nh, &r);
-        sl__rules_decide(rules, &r, now, &a);
-        count_key_refusal(w, &a);
+    if (!rules) {
+        auth_error(&a, "no policy set");
+        write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
+        return keep;
     }
-    write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
+    sl_request r;
+    sl__rules_from_proxy(rules, hs, nh, &r);
+    sl_decide_call *c = sl__rules_prepare(rules, &r, w->policies, &a, sizeof(auth_ctx));
+    count_key_refusal(w, &a);
+    if (!c) { /* the answer is final: nothing to decide, or an error */
+        write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
+        return keep;
+    }
+    auth_ctx *ac = sl__decide_call_user(c);
+    *ac = (auth_ctx){.keep = keep, .head = head, .now = now, .a = &a};
+    c->done = auth_done;
+    bool answered;
+    sl__reply_begin(&ac->reply, w, out, &answered);
+    sl__engine_decide(w->decider, c, now);
+    if (answered) return keep;
+    /* done comes later: the answer moves to the heap */
+    sl_rules_answer *copy = malloc(sizeof *copy);
+    if (copy) memcpy(copy, &a, sizeof a);
+    ac->a = copy;
+    ac->heap = copy != NULL;
+    if (!sl__reply_wait(&ac->reply)) {
+        auth_error(&a, "out of memory");
+        write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
+    }
     return keep;
 }

@@ -2,7 +2,7 @@
  * ShouldRateLimit: a RateLimitRequest in the proto3 JSON mapping in, a
  * RateLimitResponse in the proto3 JSON mapping out, 200 when the overall code
  * is OK and 429 when it is OVER_LIMIT. The decision is the gRPC one
- * (sl__domain_decide on the worker's rule set).
+ * (sl__domain_prepare on the worker's rule set, decided by its engine).
  *
  * Input: field names in lowerCamelCase or as in the .proto ("hitsAddend" or
  * "hits_addend"); unknown fields are refused, as protojson does; enums as
@@ -213,41 +213,30 @@ static void write_answer(sl_buf *out, bool keep, int overall, const sl_rls_statu
     sl__buf_free(&body);
 }
 
-/* With the Redis store: the table limits are decided there and the answer
- * written then. */
-typedef struct redis_json {
-    sl_deferred *d;
-    sl_domain_call *call;
+/* The table limits are decided by the worker's engine; the answer is
+ * written in done (reply.h). */
+typedef struct json_ctx {
+    sl_reply reply;
     bool keep;
-    size_t n;
+} json_ctx;
+
+static void json_done(sl_decide_call *call) {
+    json_ctx *jc = sl__domain_user(call);
     sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
-} redis_json;
-
-static void json_done(sl_domain_call *call, void *arg) {
-    (void)call;
-    redis_json *rj = arg;
-    int overall = SL_RLS_OK;
-    sl__domain_finish(rj->call, rj->st, &overall);
-    write_answer(sl__deferred_out(rj->d), sl__deferred_keep(rj->d, rj->keep), overall, rj->st,
-                 rj->n);
-    sl__deferred_done(rj->d);
-    sl__domain_call_free(rj->call);
-    free(rj);
-}
-
-static void json_in_redis(sl_worker *w, sl_domain_call *call, const sl_rls_status *st, size_t n,
-                          sl_buf *out, bool keep) {
-    redis_json *rj = malloc(sizeof *rj);
-    sl_deferred *d = rj ? sl__conn_defer(w) : NULL;
-    if (!d) {
-        free(rj);
-        sl__domain_call_free(call);
-        error_answer(out, keep, 500, "internal", "out of memory");
-        return;
-    }
-    *rj = (redis_json){.d = d, .call = call, .keep = keep, .n = n};
-    memcpy(rj->st, st, n * sizeof *st);
-    sl__domain_call_start(w->store, call, json_done, rj);
+    size_t n;
+    int overall;
+    const char *message;
+    sl_buf *out = sl__reply_out(&jc->reply);
+    bool keep = sl__reply_keep(&jc->reply, jc->keep);
+    sl_rls_error rc = sl__domain_finish(call, st, &n, &overall, &message);
+    if (rc == SL_RLS_DONE)
+        write_answer(out, keep, overall, st, n);
+    else if (rc == SL_RLS_EINVAL)
+        error_answer(out, keep, 400, "bad_request", message);
+    else
+        error_answer(out, keep, 500, "internal", message);
+    sl__reply_end(&jc->reply);
+    sl__decide_call_free(call);
 }
 
 bool sl__http_json_handle(sl_worker *w, const sl_http_request *req, sl_buf *out, bool keep) {
@@ -271,11 +260,10 @@ bool sl__http_json_handle(sl_worker *w, const sl_http_request *req, sl_buf *out,
     sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
     int overall;
     const char *message;
-    sl_domain_call *call = NULL;
-    sl_rls_error rc =
-        w->store ? sl__domain_prepare(w->domains, &p.req, sl__worker_now(w), st, &overall, &message,
-                                      w->server->redis_cfg.on_failure, &call)
-                 : sl__domain_decide(w->domains, &p.req, sl__worker_now(w), st, &overall, &message);
+    sl_decide_call *call = NULL;
+    int64_t now = sl__worker_now(w);
+    sl_rls_error rc = sl__domain_prepare(w->domains, &p.req, now, st, &overall, &message,
+                                         sizeof(json_ctx), &call);
     if (rc != SL_RLS_DONE) {
         cJSON_Delete(root);
         return rc == SL_RLS_EINVAL ? error_answer(out, keep, 400, "bad_request", message)
@@ -284,7 +272,14 @@ bool sl__http_json_handle(sl_worker *w, const sl_http_request *req, sl_buf *out,
     size_t n = p.req.ndescriptors;
     cJSON_Delete(root);
     if (call) {
-        json_in_redis(w, call, st, n, out, keep);
+        json_ctx *jc = sl__domain_user(call);
+        jc->keep = keep;
+        call->done = json_done;
+        bool answered;
+        sl__reply_begin(&jc->reply, w, out, &answered);
+        sl__engine_decide(w->decider, call, now);
+        if (!answered && !sl__reply_wait(&jc->reply))
+            error_answer(out, keep, 500, "internal", "out of memory");
         return keep;
     }
     write_answer(out, keep, overall, st, n);

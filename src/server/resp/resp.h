@@ -56,13 +56,11 @@ typedef struct sl_resp_context {
      * written by sl__resp_execute itself before calling this; may be NULL. */
     void (*info)(void *ctx, sl_buf *out);
     void *info_ctx;
-    /* SL.CHECK with the Redis store: takes the check over and answers it
-       later (returns true), or returns false to decide in memory. NULL: memory. */
-    bool (*check_async)(struct sl_worker *w, struct sl_policy *p, const char *key, size_t keylen,
-                        int64_t cost, sl_buf *out);
-    /* CL.THROTTLE with the Redis store: decided and answered later. */
-    void (*throttle_async)(struct sl_worker *w, const char *key, size_t keylen, int64_t max_burst,
-                           int64_t count, int64_t period, int64_t quantity, sl_buf *out);
+    /* SL.CHECK and CL.THROTTLE decide with it (policy/decide.h; NULL: the
+       memory store's), and answer when it has decided (server/reply.h): at
+       once when it decided inline, else in the reserved place of this
+       request on worker's connection (worker NULL: no connection, tests). */
+    struct sl_decider *decider;
     struct sl_worker *worker;
 } sl_resp_context;
 

@@ -20,8 +20,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "policy/policy.h"
 #include "policy/cell.h"
+#include "policy/decide.h"
+#include "policy/policy.h"
+#include "server/reply.h"
 #include "server/resp/resp.h"
 #include "sluice/sluice.h"
 
@@ -334,6 +336,31 @@ int sl__resp_execute(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_
 
 /* ---- CL.THROTTLE and SL.CHECK ---------------------------------------------------- */
 
+static sl_decider *decider_of(const sl_resp_context *ctx) {
+    return ctx->decider ? ctx->decider : sl__decider_memory();
+}
+
+static void throttle_done(sl_decide_call *call) {
+    sl_reply *r = sl__cell_user(call);
+    int64_t reply[5];
+    const char *err = NULL;
+    if (sl__cell_finish(call, reply, &err) != 0)
+        sl__resp_error(sl__reply_out(r), err ? err : "ERR internal error");
+    else
+        sl__resp_ints(sl__reply_out(r), reply, 5);
+    sl__reply_end(r);
+    sl__decide_call_free(call);
+}
+
+static void check_done(sl_decide_call *call) {
+    sl_reply *r = sl__decide_call_user(call);
+    const sl_decide_item *it = &call->items[0];
+    sl__resp_check_reply(sl__reply_out(r), sl__policy_of(it->limit), call->rc, &it->decision,
+                         it->cost);
+    sl__reply_end(r);
+    sl__decide_call_free(call);
+}
+
 static int cmd_throttle(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
     if (cmd->argc != 5 && cmd->argc != 6) {
         sl__resp_error(out, "Cell error: Store error: Usage: cl.throttle <key> <max_burst> "
@@ -352,18 +379,19 @@ static int cmd_throttle(const sl_resp_context *ctx, const sl_resp_command *cmd, 
         sl__resp_error(out, "ERR CL.THROTTLE is not enabled on this server");
         return 0;
     }
-    if (ctx->throttle_async) { /* the Redis store: answered when decided */
-        ctx->throttle_async(ctx->worker, cmd->argv[1], cmd->argl[1], v[0], v[1], v[2], v[3], out);
-        return 0;
-    }
-    int64_t reply[5];
     const char *err = NULL;
-    if (sl__cell_throttle(ctx->cell, cmd->argv[1], cmd->argl[1], v[0], v[1], v[2], v[3], ctx->now,
-                          reply, &err) != 0) {
+    sl_decide_call *call = sl__cell_prepare(ctx->cell, cmd->argv[1], cmd->argl[1], v[0], v[1], v[2],
+                                            v[3], sizeof(sl_reply), &err);
+    if (!call) {
         sl__resp_error(out, err ? err : "ERR internal error");
         return 0;
     }
-    sl__resp_ints(out, reply, 5);
+    sl_reply *r = sl__cell_user(call);
+    call->done = throttle_done;
+    bool answered;
+    sl__reply_begin(r, ctx->worker, out, &answered);
+    sl__engine_decide(decider_of(ctx), call, ctx->now);
+    if (!answered && !sl__reply_wait(r)) sl__resp_error(out, "ERR out of memory");
     return 0;
 }
 
@@ -391,12 +419,19 @@ static int cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_
         sl__resp_error(out, "ERR cost must be an integer >= 0");
         return 0;
     }
-    if (ctx->check_async && ctx->check_async(ctx->worker, p, cmd->argv[2], cmd->argl[2], cost, out))
+    sl_decide_item item = sl__policy_use(p, cmd->argv[2], cmd->argl[2], cost, false);
+    sl_decide_call *call = sl__decide_call_new(&item, 1, NULL, NULL, sizeof(sl_reply));
+    if (!call) {
+        sl__resp_error(out, "ERR out of memory");
         return 0;
-    sl_decision d;
-    bool shadowed = false;
-    int rc = sl__policy_check(p, cmd->argv[2], cmd->argl[2], cost, ctx->now, &d, &shadowed);
-    sl__resp_check_reply(out, p, rc, &d, cost);
+    }
+    sl_reply *r = sl__decide_call_user(call);
+    sl__decide_call_hold(call, ctx->policies);
+    call->done = check_done;
+    bool answered;
+    sl__reply_begin(r, ctx->worker, out, &answered);
+    sl__engine_decide(decider_of(ctx), call, ctx->now);
+    if (!answered && !sl__reply_wait(r)) sl__resp_error(out, "ERR out of memory");
     return 0;
 }
 

@@ -1,7 +1,8 @@
-/* store.c: decisions in Redis for one worker (see store.h): the deny cache
- * in front, one script call per request (per cluster slot when a request's
- * keys fall in several), and the fail modes behind. */
-#include "store/store.h"
+/* redis_store.c: the Redis store of one worker (see redis_store.h) behind
+ * the store interface (store.h): the deny cache in front, one script call
+ * per request (per cluster slot when a request's keys fall in several),
+ * and the fail modes behind. */
+#include "store/redis_store.h"
 
 #include <hiredis/hiredis.h>
 #include <stdlib.h>
@@ -28,7 +29,8 @@ typedef struct deny_entry {
     int64_t cost; /* the refused cost: a smaller one may pass sooner, so it is not refused here */
 } deny_entry;
 
-struct sl_store_worker {
+typedef struct sl_store_worker {
+    sl_store base; /* first: the store interface */
     uv_loop_t *loop;
     const sl_redis_config *cfg;
     sl_redis *redis;
@@ -44,7 +46,7 @@ struct sl_store_worker {
     size_t nopen;
     uv_check_t check;
     bool check_on;
-};
+} sl_store_worker;
 
 /* A call's items of one cluster slot: one request of a script call. */
 typedef struct part {
@@ -85,12 +87,16 @@ void sl__store_preamble(sl_redis *r) {
     sl__buf_free(&b);
 }
 
-sl_store_worker *sl__store_worker_new(uv_loop_t *loop, const sl_redis_config *cfg,
-                                      sl_store_stats *stats, sl_redis_stats *rstats) {
+static void redis_decide(sl_store *s, sl_store_call *c);
+static void redis_free(sl_store *s);
+static const sl_store_ops redis_ops = {.decide = redis_decide, .free = redis_free};
+
+sl_store *sl__redis_store_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_store_stats *stats) {
     sl_store_worker *sw = calloc(1, sizeof *sw);
     if (!sw) return NULL;
+    sw->base.ops = &redis_ops;
     sw->stats = stats;
-    sw->rstats = rstats;
+    sw->rstats = &stats->redis;
     sw->loop = loop;
     sw->cfg = cfg;
     sl__buf_init(&sw->cmd);
@@ -115,7 +121,7 @@ sl_store_worker *sl__store_worker_new(uv_loop_t *loop, const sl_redis_config *cf
     sl__store_preamble(sw->redis);
     uv_check_init(loop, &sw->check);
     sw->check.data = sw;
-    return sw;
+    return &sw->base;
 }
 
 static void flight_fail(flight *f);
@@ -127,8 +133,8 @@ static void on_check_closed(uv_handle_t *h) {
     free(sw);
 }
 
-void sl__store_worker_free(sl_store_worker *sw) {
-    if (!sw) return;
+static void redis_free(sl_store *s) {
+    sl_store_worker *sw = (sl_store_worker *)s;
     /* requests not sent yet, then those in flight: their fail modes answer */
     while (sw->nopen) flight_fail(sw->open[--sw->nopen]);
     sl__redis_free(sw->redis);
@@ -137,36 +143,11 @@ void sl__store_worker_free(sl_store_worker *sw) {
 
 /* ---- calls -------------------------------------------------------------------- */
 
-sl_store_call *sl__store_call_new(size_t n, size_t key_bytes) {
-    if (n > SL_STORE_MAX_ITEMS) return NULL;
-    size_t cap = key_bytes + n + 1;
-    sl_store_call *c = calloc(1, sizeof *c + cap);
-    if (!c) return NULL;
-    c->n = n;
-    c->keys_cap = cap;
-    return c;
-}
-
-const char *sl__store_call_key(sl_store_call *c, const void *key, size_t len) {
-    if (c->keys_cap - c->keys_len < len + 1) return NULL;
-    char *p = c->keys + c->keys_len;
-    memcpy(p, key, len);
-    p[len] = '\0';
-    c->keys_len += len + 1;
-    return p;
-}
-
 static void state_free(sl_store_call *c) {
     call_state *st = c->state;
     if (st) free(st->rkeys);
     free(st);
     c->state = NULL;
-}
-
-void sl__store_call_free(sl_store_call *c) {
-    if (!c) return;
-    state_free(c);
-    free(c);
 }
 
 /* ---- deny cache ------------------------------------------------------------------- */
@@ -191,14 +172,14 @@ static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
     /* closed: the first enforced limit that fails closed refuses the request */
     for (size_t i = 0; i < c->n; i++) {
         sl_store_item *it = &c->items[i];
-        if (it->group != 0 || it->on_failure != SL_FAIL_CLOSED) continue;
+        if (it->group != 0 || it->limit->on_failure != SL_FAIL_CLOSED) continue;
         const call_state *st = c->state; /* the breaker of the key's node says when */
         uint64_t at = sl__redis_retry_at(sw->redis, st ? st->parts[0].slot : 0);
         uint64_t now = uv_now(sw->loop);
         int64_t retry = at > now ? (int64_t)(at - now) * 1000000 : sw->cfg->breaker_cooldown;
         if (retry < 1000000) retry = 1000000;
         it->decision = (sl_decision){.allowed = false,
-                                     .limit = limit_of(it->params),
+                                     .limit = limit_of(sl__store_item_params(it)),
                                      .remaining = 0,
                                      .retry_after = retry,
                                      .reset_after = retry};
@@ -215,14 +196,16 @@ static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
     for (size_t i = 0; i < c->n; i++) {
         sl_store_item *it = &c->items[i];
         if (it->group != 0) continue;
-        if (it->on_failure == SL_FAIL_LOCAL && it->local) {
-            checks[nl] = (sl_check){
-                .table = it->local, .key = it->key, .keylen = it->keylen, .cost = it->cost};
-            plans[nl] = it->local_plan;
+        if (it->limit->on_failure == SL_FAIL_LOCAL && it->limit->fallback) {
+            checks[nl] = (sl_check){.table = it->limit->fallback,
+                                    .key = it->key,
+                                    .keylen = it->keylen,
+                                    .cost = it->cost};
+            plans[nl] = it->plan;
             idx[nl++] = i;
             c->from = SL_FROM_LOCAL;
         } else {
-            int64_t l = limit_of(it->params);
+            int64_t l = limit_of(sl__store_item_params(it));
             it->decision = (sl_decision){.allowed = true, .limit = l, .remaining = l};
             it->decided = true;
         }
@@ -244,7 +227,7 @@ static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
 /* ---- script calls -------------------------------------------------------------------- */
 
 static void complete(sl_store_call *c) {
-    sl_store_worker *sw = c->sw;
+    sl_store_worker *sw = (sl_store_worker *)c->store;
     call_state *st = c->state;
     if (c->failed) {
         decide_without_redis(sw, c);
@@ -256,8 +239,8 @@ static void complete(sl_store_call *c) {
             /* an any-rate key (CL.THROTTLE) may be charged meanwhile under
              * other parameters, and be allowed under others: never cached */
             if (it->group != 0 || !it->decided || it->decision.allowed ||
-                it->decision.retry_after <= 0 || it->cost <= 0 || it->any_rate ||
-                (it->params->flags & SL_COUNT_REJECTED))
+                it->decision.retry_after <= 0 || it->cost <= 0 || it->limit->any_rate ||
+                (sl__store_item_params(it)->flags & SL_COUNT_REJECTED))
                 continue;
             uint64_t h1, h2;
             deny_entry *e = deny_slot(sw, st->rkey[i], st->rkeylen[i], &h1, &h2);
@@ -278,9 +261,9 @@ static void script_items(const sl_store_call *c, const part *pt, sl_script_item 
     const call_state *st = c->state;
     for (size_t k = 0; k < pt->n; k++) {
         const sl_store_item *it = &c->items[pt->idx[k]];
-        si[k] = (sl_script_item){.params = it->params,
-                                 .calendar_month = it->calendar_month,
-                                 .any_rate = it->any_rate,
+        si[k] = (sl_script_item){.params = sl__store_item_params(it),
+                                 .calendar_month = it->limit->calendar_month,
+                                 .any_rate = it->limit->any_rate,
                                  .rkey = st->rkey[pt->idx[k]],
                                  .rkeylen = st->rkeylen[pt->idx[k]],
                                  .cost = it->cost,
@@ -421,8 +404,11 @@ static void send_part(sl_store_worker *sw, part *pt) {
     }
 }
 
-void sl__store_decide(sl_store_worker *sw, sl_store_call *c) {
-    c->sw = sw;
+static void redis_decide(sl_store *s, sl_store_call *c) {
+    sl_store_worker *sw = (sl_store_worker *)s;
+    c->store = s;
+    c->rc = 0;
+    c->rc_item = c->n;
     c->failed = false;
     c->from = SL_FROM_REDIS;
     /* the Redis keys, built once into one buffer that the call state owns */
@@ -433,7 +419,7 @@ void sl__store_decide(sl_store_worker *sw, sl_store_call *c) {
     for (size_t i = 0; st && i < c->n; i++) {
         c->items[i].decided = false;
         off[i] = kb.len;
-        sl__redis_key(&kb, sw->cfg->prefix, c->items[i].policy, c->items[i].key,
+        sl__redis_key(&kb, sw->cfg->prefix, c->items[i].limit->name, c->items[i].key,
                       c->items[i].keylen);
     }
     if (!st || kb.failed || !kb.data) {
@@ -454,7 +440,7 @@ void sl__store_decide(sl_store_worker *sw, sl_store_call *c) {
     /* the deny cache: an enforced limit that Redis refused until later */
     for (size_t i = 0; sw->deny && i < c->n; i++) {
         sl_store_item *it = &c->items[i];
-        if (it->group != 0 || it->cost <= 0 || it->any_rate) continue;
+        if (it->group != 0 || it->cost <= 0 || it->limit->any_rate) continue;
         uint64_t h1, h2;
         deny_entry *e = deny_slot(sw, st->rkey[i], st->rkeylen[i], &h1, &h2);
         /* a smaller cost may pass sooner; one above the limit never passes (Redis says so) */

@@ -1,0 +1,456 @@
+/* decide.c: the one decision engine (see decide.h): calls, the grouping
+ * and bookkeeping around the store's decision, and the engine's
+ * constructors, the only place that knows which store a config selects. */
+#include "policy/decide.h"
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/policy.h"
+#include "sluice/clock.h"
+#include "sluice/error.h"
+#include "store/batch.h"
+#include "store/memory.h"
+#include "store/redis_store.h"
+#include "util/log.h"
+
+enum { STORE_MEMORY, STORE_REDIS, STORE_BATCHED };
+
+struct sl_engine {
+    int kind;
+    sl_redis_config cfg;       /* store.redis */
+    sl_redis_config batch_cfg; /* with the syncs' timeout */
+    sl_batch *batch;           /* sync: batched */
+    sl_store_stats stats[SL_ENGINE_MAX_WORKERS];
+};
+
+struct sl_decider {
+    sl_engine *e;
+    sl_store *store;
+    sl_policy_set *const *policies;
+};
+
+void sl__decide_limit_init(sl_decide_limit *l, bool shadow) {
+    atomic_init(&l->allowed, 0);
+    atomic_init(&l->limited, 0);
+    atomic_init(&l->shadow_limited, 0);
+    atomic_init(&l->shadow, shadow);
+    for (int i = 0; i < SL_FROM_COUNT; i++) atomic_init(&l->store.from[i], 0);
+}
+
+/* ---- calls ------------------------------------------------------------------ */
+
+#define ALIGN(n) (((n) + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1))
+
+/* Calls of at most CACHED_BYTES are kept for reuse by the thread that freed
+ * them (a worker decides one after another: no allocator on the path). */
+#define CACHED_EXTRA                                                                               \
+    (16 * 1024) /* keys, labels and user bytes of a cached call (a domain call: 10 KiB) */
+#define CACHED_BYTES (ALIGN(sizeof(sl_decide_call)) + CACHED_EXTRA)
+#define CACHE_MAX    16
+
+typedef struct cached {
+    struct cached *next;
+} cached;
+
+static _Thread_local cached *cache;
+static _Thread_local unsigned ncache;
+static _Thread_local bool cache_armed;
+static pthread_key_t cache_key; /* its destructor frees a thread's cache when it exits */
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_drop(void *unused) {
+    (void)unused;
+    while (cache) {
+        cached *k = cache;
+        cache = k->next;
+        free(k);
+    }
+    ncache = 0;
+}
+
+static void cache_init(void) {
+    pthread_key_create(&cache_key, cache_drop);
+}
+
+static void *call_alloc(size_t bytes, size_t *cap) {
+    if (bytes <= CACHED_BYTES) {
+        *cap = CACHED_BYTES;
+        if (cache) {
+            cached *k = cache;
+            cache = k->next;
+            ncache--;
+            return k;
+        }
+        return malloc(CACHED_BYTES);
+    }
+    *cap = bytes;
+    return malloc(bytes);
+}
+
+static void call_release(sl_decide_call *c) {
+    if (c->cap == CACHED_BYTES && ncache < CACHE_MAX) {
+        if (!cache_armed) { /* arm the destructor of this thread's cache */
+            pthread_once(&cache_once, cache_init);
+            pthread_setspecific(cache_key, (void *)1);
+            cache_armed = true;
+        }
+        cached *k = (cached *)(void *)c;
+        k->next = cache;
+        cache = k;
+        ncache++;
+        return;
+    }
+    free(c);
+}
+
+sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_decide_label_fn label,
+                                    void *ctx, size_t user_bytes) {
+    if (n > SL_CHECK_MAX) return NULL;
+    char lbuf[SL_CHECK_MAX][SL_TOPK_KEY_MAX];
+    size_t llen[SL_CHECK_MAX];
+    size_t bytes = ALIGN(sizeof(sl_decide_call)) + ALIGN(user_bytes);
+    for (size_t i = 0; i < n; i++) {
+        llen[i] = label ? label(ctx, i, lbuf[i], sizeof lbuf[i]) : 0;
+        bytes += items[i].keylen + llen[i] + 1;
+    }
+    size_t cap;
+    sl_decide_call *c = call_alloc(bytes, &cap);
+    if (!c) return NULL;
+    c->cap = cap;
+    /* only what is used is cleared: items beyond n stay as they are */
+    memset(c, 0, offsetof(sl_decide_call, items));
+    c->n = n;
+    c->rc = SL_OK;
+    c->refused = n;
+    c->from = SL_FROM_REDIS;
+    c->retry_closed = 0;
+    c->done = NULL;
+    c->arg = NULL;
+    c->set = NULL;
+    c->set_held = false;
+    c->inline_mark = NULL;
+    c->on_free = NULL;
+    c->on_free_arg = NULL;
+    c->user = (char *)c + ALIGN(sizeof(sl_decide_call));
+    memset(c->user, 0, user_bytes);
+    char *p = (char *)c->user + ALIGN(user_bytes);
+    for (size_t i = 0; i < n; i++) {
+        c->items[i] = items[i];
+        c->items[i].decided = c->items[i].shadowed = false;
+        if (items[i].keylen) memcpy(p, items[i].key, items[i].keylen);
+        c->items[i].key = p;
+        p += items[i].keylen;
+        c->labels[i] = NULL;
+        c->label_len[i] = 0;
+        if (label) {
+            memcpy(p, lbuf[i], llen[i]);
+            c->labels[i] = p;
+            c->label_len[i] = (uint16_t)llen[i];
+            p += llen[i];
+        }
+        *p++ = '\0';
+    }
+    return c;
+}
+
+void *sl__decide_call_user(sl_decide_call *c) {
+    return c->user;
+}
+
+/* The reference is taken only when the call outlives sl__engine_decide
+ * (the caller's set lives at least that long). */
+void sl__decide_call_hold(sl_decide_call *c, sl_policy_set *set) {
+    if (c->set_held) sl__policy_set_release(c->set);
+    c->set_held = false;
+    c->set = set;
+}
+
+void sl__decide_call_on_free(sl_decide_call *c, void (*fn)(void *arg), void *arg) {
+    c->on_free = fn;
+    c->on_free_arg = arg;
+}
+
+void sl__decide_call_free(sl_decide_call *c) {
+    if (!c) return;
+    if (c->on_free) c->on_free(c->on_free_arg);
+    if (c->set_held) sl__policy_set_release(c->set);
+    call_release(c);
+}
+
+/* ---- bookkeeping -------------------------------------------------------------- */
+
+/* Shadow mode says in the log what it would have refused: the key as in
+ * the sketch (a rule's label, never an API key in clear), printable ASCII,
+ * at most SL_TOPK_KEY_MAX bytes, through sl__log_limited's budget. */
+static void log_shadow(const sl_decide_limit *l, const char *key, size_t keylen,
+                       const sl_decision *d, int64_t now) {
+    if (l->log_shadow) {
+        l->log_shadow(l, key, keylen, d, now);
+        return;
+    }
+    char text[SL_TOPK_KEY_MAX + 1];
+    size_t n = keylen < SL_TOPK_KEY_MAX ? keylen : SL_TOPK_KEY_MAX;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)key[i];
+        text[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    text[n] = '\0';
+    int64_t ms = d->retry_after < 0 ? -1 : (d->retry_after + SL_NS_PER_MS - 1) / SL_NS_PER_MS;
+    if (ms < 0)
+        sl__log_limited(now, SL_LOG_INFO,
+                        "shadow: policy %s would have refused %s (its cost can never pass)",
+                        l->store.name, text);
+    else
+        sl__log_limited(now, SL_LOG_INFO,
+                        "shadow: policy %s would have refused %s (retry after %lld ms)",
+                        l->store.name, text, (long long)ms);
+}
+
+/* Counts the items idx[0..n) of one group: every one as allowed when the
+ * group passed; else only those that said no (as limited, or as
+ * shadow_limited for the shadow group, which then reports them allowed). */
+static void count_group(sl_decide_call *c, const size_t *idx, size_t n, bool refused, bool shadow,
+                        int64_t now) {
+    for (size_t k = 0; k < n; k++) {
+        sl_decide_item *it = &c->items[idx[k]];
+        if (!it->decided) continue;
+        sl_decide_limit *l = it->limit;
+        if (!refused) {
+            atomic_fetch_add_explicit(&l->allowed, 1, memory_order_relaxed);
+            continue;
+        }
+        if (it->decision.allowed) continue;
+        const char *label = c->labels[idx[k]] ? c->labels[idx[k]] : it->key;
+        size_t len = c->labels[idx[k]] ? c->label_len[idx[k]] : it->keylen;
+        if (l->top) sl__topk_add(l->top, label, len, 1);
+        if (shadow) {
+            atomic_fetch_add_explicit(&l->shadow_limited, 1, memory_order_relaxed);
+            log_shadow(l, label, len, &it->decision, now);
+            it->shadowed = true;
+            it->decision.allowed = true;
+            it->decision.retry_after = 0;
+        } else {
+            atomic_fetch_add_explicit(&l->limited, 1, memory_order_relaxed);
+        }
+    }
+}
+
+/* The store decided: counters, the sketch, shadow mode, rc and refused. */
+static void decided(sl_store_call *sc) {
+    sl_decide_call *c = sc->arg;
+    size_t n = c->n;
+    size_t enf[SL_CHECK_MAX], sha[SL_CHECK_MAX], ne = 0, ns = 0;
+    c->from = sc->from;
+    c->retry_closed = sc->retry_closed;
+    c->rc = SL_OK;
+    c->refused = n;
+    for (size_t i = 0; i < n; i++) {
+        sl_decide_item *it = &c->items[i];
+        it->decision = sc->items[i].decision;
+        it->decided = sc->items[i].decided;
+        it->shadowed = false;
+        if (sc->items[i].group)
+            sha[ns++] = i;
+        else
+            enf[ne++] = i;
+    }
+    if (c->inline_mark) *c->inline_mark = true; /* done runs inside sl__engine_decide_on */
+    if (sc->rc != SL_OK) { /* a table error: nothing charged, nothing counted */
+        c->rc = sc->rc;
+        c->refused = sc->rc_item < n ? sc->rc_item : n;
+        c->done(c);
+        return;
+    }
+    if (sc->from >= SL_FROM_OPEN)
+        for (size_t k = 0; k < ne; k++)
+            atomic_fetch_add_explicit(&c->items[enf[k]].limit->store.from[sc->from], 1,
+                                      memory_order_relaxed);
+    for (size_t k = 0; k < ne; k++) {
+        sl_decide_item *it = &c->items[enf[k]];
+        if (!it->decided || it->decision.allowed) continue;
+        if (c->refused == n) c->refused = enf[k];
+        if (it->decision.retry_after < 0) { /* its cost can never pass */
+            c->rc = SL_ECOST;
+            c->refused = enf[k];
+            break;
+        }
+    }
+    if (c->rc != SL_OK) {
+        c->done(c);
+        return;
+    }
+    count_group(c, enf, ne, c->refused != n, false, sc->now);
+    if (c->refused == n) { /* the shadow group, decided after the enforced one passed */
+        bool no = false;
+        for (size_t k = 0; k < ns; k++)
+            no |= c->items[sha[k]].decided && !c->items[sha[k]].decision.allowed;
+        count_group(c, sha, ns, no, true, sc->now);
+    }
+    c->done(c);
+}
+
+void sl__engine_decide(sl_decider *d, sl_decide_call *c, int64_t now) {
+    sl__engine_decide_on(d ? d->store : sl__memory_store(), c, now);
+}
+
+void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now) {
+    sl_store_call *sc = &c->sc;
+    sc->n = c->n;
+    sc->now = now;
+    sc->from = SL_FROM_REDIS;
+    sc->retry_closed = 0;
+    sc->rc = SL_OK;
+    sc->rc_item = c->n;
+    sc->done = decided;
+    sc->arg = c;
+    sc->store = NULL;
+    sc->state = NULL;
+    sc->parts_left = 0;
+    sc->failed = false;
+    for (size_t i = 0; i < c->n; i++) {
+        const sl_decide_item *it = &c->items[i];
+        bool shadow = it->shadow || atomic_load_explicit(&it->limit->shadow, memory_order_relaxed);
+        sc->items[i] = (sl_store_item){.limit = &it->limit->store,
+                                       .params = it->params,
+                                       .plan = it->plan,
+                                       .key = it->key,
+                                       .keylen = it->keylen,
+                                       .cost = it->cost,
+                                       .group = shadow ? 1 : 0};
+    }
+    bool done_inline = false;
+    c->inline_mark = &done_inline;
+    sl__store_decide(store, sc);
+    if (done_inline) return; /* c may be gone */
+    c->inline_mark = NULL;
+    if (c->set && !c->set_held) { /* the call outlives the caller's frame: hold its set */
+        sl__policy_set_retain(c->set);
+        c->set_held = true;
+    }
+}
+
+/* ---- the engine ----------------------------------------------------------------- */
+
+static sl_decider memory_decider;
+static pthread_once_t memory_once = PTHREAD_ONCE_INIT;
+
+static void memory_init(void) {
+    memory_decider.store = sl__memory_store();
+}
+
+sl_decider *sl__decider_memory(void) {
+    pthread_once(&memory_once, memory_init);
+    return &memory_decider;
+}
+
+sl_engine *sl__engine_new(const sl_config *cfg) {
+    sl_engine *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->cfg = cfg->redis;
+    e->kind = strcmp(cfg->store_type, "redis") != 0 ? STORE_MEMORY
+              : cfg->redis.batched                  ? STORE_BATCHED
+                                                    : STORE_REDIS;
+    if (e->kind == STORE_BATCHED) {
+        /* A sync is not on any request's path, and the next one waits for it:
+         * it may take a few intervals before it counts as failed. */
+        e->batch_cfg = e->cfg;
+        if (e->batch_cfg.timeout < 4 * e->batch_cfg.sync_interval)
+            e->batch_cfg.timeout = 4 * e->batch_cfg.sync_interval;
+        if (!(e->batch = sl__batch_new(&e->cfg))) {
+            free(e);
+            return NULL;
+        }
+    }
+    return e;
+}
+
+void sl__engine_free(sl_engine *e) {
+    if (!e) return;
+    sl__batch_free(e->batch);
+    free(e);
+}
+
+/* Batched mode: charges what the rest of the fleet consumed to this
+ * worker's (the server's) tables; returns the debt to carry. */
+static int64_t batch_charge(void *ctx, const char *policy, const char *key, size_t keylen,
+                            int64_t n) {
+    sl_decider *d = ctx;
+    sl_policy_set *set = *d->policies;
+    sl_policy *p = set ? sl__policy_find(set, policy, strlen(policy)) : NULL;
+    unsigned n_inst = d->e->cfg.expected_instances;
+    /* the worker's clock is not at hand here: the real one, as the sync's */
+    return p ? sl__memory_charge_shared(&p->lim.store, key, keylen, n, sl_now(),
+                                        n_inst > 1 ? n_inst - 1 : 1)
+             : 0;
+}
+
+sl_decider *sl__engine_worker_new(sl_engine *e, uv_loop_t *loop, unsigned id,
+                                  sl_policy_set *const *policies) {
+    if (id >= SL_ENGINE_MAX_WORKERS) return NULL;
+    sl_decider *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->e = e;
+    d->policies = policies;
+    sl_store_stats *st = &e->stats[id];
+    switch (e->kind) {
+    case STORE_MEMORY:
+        atomic_store(&st->redis.up, 1);
+        d->store = sl__memory_store();
+        break;
+    case STORE_REDIS:
+        d->store = sl__redis_store_new(loop, &e->cfg, st);
+        break;
+    default: {
+        sl_batch_hooks hooks = {.charge = batch_charge, .ctx = d};
+        d->store =
+            sl__batch_store_new(e->batch, loop, &e->batch_cfg, &st->redis, id == 0 ? &hooks : NULL);
+        break;
+    }
+    }
+    if (!d->store) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+void sl__decider_free(sl_decider *d) {
+    if (!d) return;
+    sl__store_free(d->store);
+    free(d);
+}
+
+void sl__engine_stats(const sl_engine *e, unsigned nworkers, sl_engine_stats *out) {
+    memset(out, 0, sizeof *out);
+    out->redis = e->kind != STORE_MEMORY;
+    out->batched = e->kind == STORE_BATCHED;
+    out->up = 1;
+    if (nworkers > SL_ENGINE_MAX_WORKERS) nworkers = SL_ENGINE_MAX_WORKERS;
+    for (unsigned i = 0; i < nworkers; i++) {
+        const sl_store_stats *s = &e->stats[i];
+        out->up &= atomic_load(&s->redis.up);
+        out->breakers_open += atomic_load(&s->redis.breaker_open);
+        out->ok += atomic_load(&s->redis.ok);
+        out->errors += atomic_load(&s->redis.errors);
+        out->timeouts += atomic_load(&s->redis.timeouts);
+        out->rejected_open += atomic_load(&s->redis.rejected_open);
+        out->latency_sum_us += atomic_load(&s->redis.latency_sum_us);
+        out->moved += atomic_load(&s->redis.moved);
+        out->ask += atomic_load(&s->redis.ask);
+        out->reconnects += atomic_load(&s->redis.reconnects);
+        out->slot_refreshes += atomic_load(&s->redis.slot_refreshes);
+        out->noscript_reloads += atomic_load(&s->noscript_reloads);
+        out->script_errors += atomic_load(&s->script_errors);
+        out->deny_hits += atomic_load(&s->deny_hits);
+        out->deny_inserts += atomic_load(&s->deny_inserts);
+    }
+    if (e->batch) {
+        const sl_batch_stats *bs = sl__batch_stats(e->batch);
+        out->syncs = atomic_load(&bs->syncs);
+        out->keys_synced = atomic_load(&bs->keys_synced);
+        out->failed_syncs = atomic_load(&bs->failed_syncs);
+    }
+}

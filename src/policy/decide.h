@@ -1,0 +1,158 @@
+/* decide.h: the one decision engine. Every protocol's decision (/v1/check,
+ * SL.CHECK, /v1/auth rules, Envoy descriptors over gRPC and POST /json,
+ * CL.THROTTLE) is "decide these limits, all or nothing, shadow limits as
+ * their own group": a call of items, sl__engine_decide, and the caller's done.
+ *
+ * The engine is written once for every store (store/store.h): it groups
+ * the items (an item is shadow if its use says so or its limit is in
+ * shadow mode), hands them to the worker's store, and when the store has
+ * decided it counts (allowed / limited / shadow_limited per limit, the
+ * `from` counters of fail modes), feeds the rejected-keys sketch (with the
+ * call's labels), writes the shadow log, and sets rc / refused. A shadow
+ * limit that refused is reported allowed with retry_after 0 (shadowed).
+ *
+ * Process-wide, sl__engine_new builds what the config's store needs
+ * (batched mode's records, the Redis settings, the counters); per worker,
+ * sl__engine_worker_new gives the worker its decider (its store: the
+ * memory store, its Redis store, or its batched store). Nothing above this
+ * header knows which store it is. */
+#ifndef SLUICE_POLICY_DECIDE_H
+#define SLUICE_POLICY_DECIDE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/topk.h"
+#include "policy/config.h"
+#include "sluice/table.h"
+#include "store/store.h"
+
+#define SL_ENGINE_MAX_WORKERS 256
+
+/* A limit as the engine sees it: what the stores see, and its counters. */
+typedef struct sl_decide_limit {
+    sl_store_limit store; /* first */
+    atomic_uint_fast64_t allowed, limited, shadow_limited;
+    atomic_bool shadow; /* every use of it is a dry run (may change without new state) */
+    sl__topk *top;      /* the rejected keys (labels), or NULL */
+    /* the shadow log's line for a refusal it would have made (label: as in
+       the sketch); NULL: "shadow: policy <name> would have refused <label>" */
+    void (*log_shadow)(const struct sl_decide_limit *l, const char *label, size_t len,
+                       const sl_decision *d, int64_t now);
+} sl_decide_limit;
+
+/* Zeroes l's counters and flags (the store part is the owner's to fill). */
+void sl__decide_limit_init(sl_decide_limit *l, bool shadow);
+
+/* One limit of a call. */
+typedef struct sl_decide_item {
+    /* in */
+    sl_decide_limit *limit;
+    const void *key; /* copied into the call by sl__decide_call_new */
+    size_t keylen;
+    int64_t cost;
+    bool shadow;                 /* a dry run for this use (a shadow rule), besides the limit's */
+    const sl_params *params;     /* any-rate limits: this call's parameters */
+    const struct sl__plan *plan; /* ... compiled */
+    /* out */
+    sl_decision decision;
+    bool decided;  /* decision is meaningful */
+    bool shadowed; /* refused, but allowed because shadow */
+} sl_decide_item;
+
+/* Writes a human label for item i's key (the sketch's key; no API key in
+ * clear) into buf (size bytes) and returns its length. */
+typedef size_t (*sl_decide_label_fn)(void *ctx, size_t i, char *buf, size_t size);
+
+typedef struct sl_decide_call sl_decide_call;
+typedef void (*sl_decide_fn)(sl_decide_call *c);
+
+/* A decision in progress. Outcome (valid in done):
+ * - rc 0: decided; refused is the index of the enforced item that refused
+ *   (the first), or n when the request passes;
+ * - rc SL_ECOST: item `refused`'s cost can never pass; other rc: a table
+ *   error of item `refused` (or n); nothing was charged, nothing counted;
+ * - from / retry_closed: where the decision came from (store.h). */
+struct sl_decide_call {
+    sl_decide_item items[SL_CHECK_MAX];
+    size_t n;
+    int rc;
+    size_t refused;
+    sl_store_from from;
+    int64_t retry_closed;
+    sl_decide_fn done; /* set by the caller before sl__engine_decide */
+    void *arg;
+    /* internal */
+    sl_store_call sc;
+    size_t cap;                /* bytes allocated */
+    struct sl_policy_set *set; /* sl__decide_call_hold: held once the call outlives its start */
+    bool set_held;
+    bool *inline_mark; /* while starting: set when done ran inline */
+    void (*on_free)(void *arg);
+    void *on_free_arg;
+    char *labels[SL_CHECK_MAX];
+    uint16_t label_len[SL_CHECK_MAX];
+    void *user;
+};
+
+/* A call for items[0..n) (n at most SL_CHECK_MAX): copies them, their keys
+ * and (label given) their labels, and reserves `user_bytes` for the
+ * caller (sl__decide_call_user, aligned for any type, zeroed). One
+ * allocation. NULL: out of memory, or n too large. */
+sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_decide_label_fn label,
+                                    void *ctx, size_t user_bytes);
+void *sl__decide_call_user(sl_decide_call *c);
+/* The call keeps set (its policies) alive until freed: set must be alive
+ * when sl__engine_decide starts the call, and a reference is taken only if
+ * the call does not complete inline. */
+void sl__decide_call_hold(sl_decide_call *c, struct sl_policy_set *set);
+/* fn(arg) runs when the call is freed (a domain call releases its set). */
+void sl__decide_call_on_free(sl_decide_call *c, void (*fn)(void *arg), void *arg);
+void sl__decide_call_free(sl_decide_call *c);
+
+typedef struct sl_decider sl_decider;
+typedef struct sl_engine sl_engine;
+
+/* Decides c on d's store (NULL: the memory store) and calls c->done
+ * exactly once, maybe before it returns (always, on the memory store).
+ * `now`: the worker's clock. */
+void sl__engine_decide(sl_decider *d, sl_decide_call *c, int64_t now);
+/* The same on a given store (what sl__engine_decide does with d's; for
+ * tests that drive a store of their own). */
+void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now);
+
+/* A decider on the memory store, for whoever has no worker (tests, tools):
+ * shared, never freed. */
+sl_decider *sl__decider_memory(void);
+
+/* The process-wide engine for cfg's store (copies what it needs of cfg).
+ * NULL: out of memory. */
+sl_engine *sl__engine_new(const sl_config *cfg);
+/* After every decider is freed (and their loops ran). */
+void sl__engine_free(sl_engine *e);
+/* Worker `id`'s decider (id < SL_ENGINE_MAX_WORKERS), on its loop.
+ * *policies is the worker's current policy set, read on that loop (batched
+ * mode's syncs charge the fleet's use to it). NULL: out of memory or a
+ * connection that could not be set up. */
+sl_decider *sl__engine_worker_new(sl_engine *e, uv_loop_t *loop, unsigned id,
+                                  struct sl_policy_set *const *policies);
+/* Calls in flight are answered first (fail modes); the loop must run
+ * afterwards for what it closes. NULL is fine. */
+void sl__decider_free(sl_decider *d);
+
+/* What /metrics, /readyz and INFO print of the store (summed over workers). */
+typedef struct sl_engine_stats {
+    bool redis, batched; /* store.type redis; sync: batched */
+    int up;              /* 1: every worker reaches Redis (always 1 in memory) */
+    int breakers_open;
+    uint64_t ok, errors, timeouts, rejected_open, latency_sum_us;
+    uint64_t moved, ask, reconnects, slot_refreshes;
+    uint64_t noscript_reloads, script_errors, deny_hits, deny_inserts;
+    uint64_t syncs, keys_synced, failed_syncs; /* batched mode */
+} sl_engine_stats;
+void sl__engine_stats(const sl_engine *e, unsigned nworkers, sl_engine_stats *out);
+
+#endif

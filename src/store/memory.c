@@ -1,0 +1,332 @@
+/* memory.c: the memory store (see memory.h): a group is sl_table_check_all
+ * over the limits' tables, plus the calendar quotas' stripes and clock, and
+ * the group contract of store.h (shadow group after the enforced one, a
+ * look at everything when a group refuses). */
+#include "store/memory.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hash.h"
+#include "core/table_any.h"
+#include "sluice/error.h"
+
+#define NS_DAY       (86400 * SL_NS_PER_SEC)
+#define MONTH_PERIOD (31 * NS_DAY) /* the calendar clock's month (config.c makes the tables) */
+#define STRIPE_SEED  UINT64_C(0x736c7569636571)
+#define NONE         SIZE_MAX
+
+int sl__store_limit_stripes(sl_store_limit *l) {
+    l->stripes = malloc(SL_STORE_STRIPES * sizeof *l->stripes);
+    if (!l->stripes) return SL_ENOMEM;
+    for (int i = 0; i < SL_STORE_STRIPES; i++) pthread_mutex_init(&l->stripes[i], NULL);
+    return SL_OK;
+}
+
+void sl__store_limit_stripes_free(sl_store_limit *l) {
+    if (!l->stripes) return;
+    for (int i = 0; i < SL_STORE_STRIPES; i++) pthread_mutex_destroy(&l->stripes[i]);
+    free(l->stripes);
+    l->stripes = NULL;
+}
+
+/* ---- calendar months -------------------------------------------------------- */
+
+/* Days since 1970-01-01 of a proleptic Gregorian date, and back (H. Hinnant's
+ * algorithms, integer only). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m) {
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+void sl__calendar_month(int64_t now, int64_t *index, int64_t *start, int64_t *length) {
+    int64_t days = now >= 0 ? now / NS_DAY : -1 - (-(now + 1) / NS_DAY); /* floor */
+    int64_t y;
+    unsigned m;
+    civil_from_days(days, &y, &m);
+    int64_t first = days_from_civil(y, m, 1);
+    int64_t next = m == 12 ? days_from_civil(y + 1, 1, 1) : days_from_civil(y, m + 1, 1);
+    *index = (y - 1970) * 12 + (int64_t)m - 1;
+    *start = first * NS_DAY;
+    *length = (next - first) * NS_DAY;
+}
+
+/* The calendar clock at `now`, and the days it skips at the end of this
+ * month (31 days minus its length). */
+static int64_t calendar_now(int64_t now, int64_t *slack) {
+    int64_t index, start, length;
+    sl__calendar_month(now, &index, &start, &length);
+    *slack = MONTH_PERIOD - length;
+    if (index < 0) return -1; /* before 1970: refused by the table as SL_EINVAL */
+    return index * MONTH_PERIOD + (now - start);
+}
+
+/* Turns durations on the calendar clock into real ones: the end of a
+ * window is `slack` nearer in real time. */
+static void calendar_fix(sl_decision *d, int64_t slack) {
+    if (d->retry_after > slack) d->retry_after -= slack;
+    if (d->reset_after > slack) d->reset_after -= slack;
+}
+
+static pthread_mutex_t *stripe(const sl_store_limit *l, const void *key, size_t keylen) {
+    return &l->stripes[sl__hash(key, keylen, STRIPE_SEED) & (SL_STORE_STRIPES - 1)];
+}
+
+/* sl_table_check (with the item's plan, any-rate) and the calendar clock
+ * for calendar quotas. */
+static int table_check(sl_store_limit *l, const struct sl__plan *plan, const void *key,
+                       size_t keylen, int64_t cost, int64_t now, sl_decision *d) {
+    if (plan) return sl__table_check_with(l->table, plan, key, keylen, cost, now, d);
+    if (!l->stripes) return sl_table_check(l->table, key, keylen, cost, now, d);
+    pthread_mutex_t *m = stripe(l, key, keylen);
+    int64_t slack;
+    int64_t cnow = calendar_now(now, &slack);
+    pthread_mutex_lock(m);
+    int rc = sl_table_check(l->table, key, keylen, cost, cnow, d);
+    pthread_mutex_unlock(m);
+    calendar_fix(d, slack);
+    return rc;
+}
+
+int sl__memory_peek(sl_store_limit *l, const void *key, size_t keylen, int64_t now,
+                    sl_decision *d) {
+    return table_check(l, NULL, key, keylen, 0, now, d);
+}
+
+/* ---- groups ------------------------------------------------------------------- */
+
+static int cmp_ptr(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t) * (pthread_mutex_t *const *)a;
+    uintptr_t y = (uintptr_t) * (pthread_mutex_t *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool same_key(const sl_store_item *a, const sl_store_item *b) {
+    return a->limit == b->limit && a->keylen == b->keylen && memcmp(a->key, b->key, a->keylen) == 0;
+}
+
+static void fill(sl_check *c, const struct sl__plan **plan, const sl_store_item *it) {
+    *c = (sl_check){
+        .table = it->limit->table, .key = it->key, .keylen = it->keylen, .cost = it->cost};
+    *plan = it->plan;
+}
+
+/* Copies sl_table_check_all's decisions. When the group was refused, an
+ * allowed decision describes the state after a charge that did not happen:
+ * its remaining gets the cost back (exact: remaining is the floor of what is
+ * left, and costs are whole), so that it says what the limit has now. */
+static void copy_decisions(sl_store_item *items, const size_t *idx, const sl_check *checks,
+                           size_t n, bool refused) {
+    for (size_t k = 0; k < n; k++) {
+        sl_store_item *it = &items[idx[k]];
+        it->decision = checks[k].decision;
+        it->decided = true;
+        if (refused && it->decision.allowed && it->decision.remaining <= INT64_MAX - it->cost)
+            it->decision.remaining += it->cost;
+    }
+}
+
+static void peek_all(sl_store_item *items, const size_t *idx, size_t n, int64_t now) {
+    for (size_t k = 0; k < n; k++) {
+        sl_store_item *it = &items[idx[k]];
+        it->decided =
+            table_check(it->limit, it->plan, it->key, it->keylen, 0, now, &it->decision) == SL_OK;
+    }
+}
+
+/* Decides the items idx[0..n) as one all-or-nothing group. *refused gets the
+ * item index of the refusal, or NONE. With calendar quotas in the group, their
+ * stripes are locked first (in address order), the quotas are looked at
+ * (cost 0), the other limits decided and charged, and only then the quotas
+ * charged: holding the stripes, nobody else can have used them up. */
+static int check_group(sl_store_item *items, const size_t *idx, size_t n, int64_t now,
+                       size_t *refused) {
+    *refused = NONE;
+    if (n == 1 && !items[idx[0]].limit->stripes) { /* the common case: one limit, no undo log */
+        sl_store_item *it = &items[idx[0]];
+        int rc =
+            table_check(it->limit, it->plan, it->key, it->keylen, it->cost, now, &it->decision);
+        it->decided = true;
+        if (rc != SL_OK || !it->decision.allowed) *refused = idx[0];
+        return rc;
+    }
+    sl_check checks[SL_STORE_MAX_ITEMS];
+    const struct sl__plan *plans[SL_STORE_MAX_ITEMS] = {0};
+    size_t plain[SL_STORE_MAX_ITEMS], cal[SL_STORE_MAX_ITEMS], np = 0, nc = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (items[idx[k]].limit->stripes)
+            cal[nc++] = idx[k];
+        else
+            plain[np++] = idx[k];
+    }
+    size_t r = 0;
+    int rc;
+    if (nc == 0) {
+        for (size_t k = 0; k < np; k++) fill(&checks[k], &plans[k], &items[plain[k]]);
+        rc = sl__table_check_all_with(checks, plans, np, now, &r);
+        copy_decisions(items, plain, checks, np, r < np);
+        if (r < np) *refused = plain[r];
+        return rc;
+    }
+
+    pthread_mutex_t *locks[SL_STORE_MAX_ITEMS];
+    size_t nl = 0;
+    for (size_t k = 0; k < nc; k++) {
+        const sl_store_item *it = &items[cal[k]];
+        locks[nl++] = stripe(it->limit, it->key, it->keylen);
+    }
+    qsort(locks, nl, sizeof *locks, cmp_ptr);
+    size_t u = 0;
+    for (size_t k = 0; k < nl; k++)
+        if (k == 0 || locks[k] != locks[u - 1]) locks[u++] = locks[k];
+    nl = u;
+    for (size_t k = 0; k < nl; k++) pthread_mutex_lock(locks[k]);
+
+    int64_t slack;
+    int64_t cnow = calendar_now(now, &slack);
+    rc = SL_OK;
+    /* 1. the quotas, looked at (the same key twice adds up its costs) */
+    for (size_t k = 0; k < nc && rc == SL_OK; k++) {
+        sl_store_item *it = &items[cal[k]];
+        sl_decision d;
+        rc = sl_table_check(it->limit->table, it->key, it->keylen, 0, cnow, &d);
+        if (rc != SL_OK) {
+            *refused = cal[k];
+            break;
+        }
+        int64_t want = it->cost;
+        for (size_t j = 0; j < k; j++)
+            if (same_key(&items[cal[j]], it)) want += items[cal[j]].cost;
+        if (it->cost > d.limit) {
+            d.allowed = false;
+            d.retry_after = -1;
+            rc = SL_ECOST;
+            *refused = cal[k];
+        } else if (want > d.remaining) {
+            d.allowed = false;
+            d.retry_after = d.reset_after; /* the window's end: then it is empty */
+            if (*refused == NONE) *refused = cal[k];
+        }
+        calendar_fix(&d, slack);
+        it->decision = d;
+        it->decided = true;
+    }
+    if (rc != SL_OK || *refused != NONE) {
+        peek_all(items, plain, np, now); /* the other limits' state, nothing charged */
+        goto unlock;
+    }
+    /* 2. the other limits, decided and charged together */
+    for (size_t k = 0; k < np; k++) fill(&checks[k], &plans[k], &items[plain[k]]);
+    rc = sl__table_check_all_with(checks, plans, np, now, &r);
+    copy_decisions(items, plain, checks, np, r < np);
+    if (r < np) *refused = plain[r];
+    if (rc != SL_OK || *refused != NONE) goto unlock;
+    /* 3. the quotas, charged: they pass, their stripes were held throughout */
+    for (size_t k = 0; k < nc; k++) fill(&checks[k], &plans[k], &items[cal[k]]);
+    rc = sl_table_check_all(checks, nc, cnow, &r);
+    for (size_t k = 0; k < nc; k++) {
+        calendar_fix(&checks[k].decision, slack);
+        items[cal[k]].decision = checks[k].decision;
+    }
+    if (r < nc) *refused = cal[r];
+unlock:
+    for (size_t k = nl; k-- > 0;) pthread_mutex_unlock(locks[k]);
+    return rc;
+}
+
+/* Item r of the group idx[0..n) has a cost that can never pass: nothing
+ * was charged; it is refused for good (allowed 0, remaining 0, retry_after
+ * -1, reset_after 0: the contract of store.h), and every other item says
+ * what it has. An any-rate item (CL.THROTTLE) describes its key as it is
+ * instead, as redis-cell does. */
+static void never(sl_store_item *items, const size_t *idx, size_t n, size_t r, int64_t now) {
+    peek_all(items, idx, n, now);
+    sl_store_item *it = &items[r];
+    sl_decision d;
+    if (table_check(it->limit, it->plan, it->key, it->keylen, 0, now, &d) == SL_OK) {
+        it->decision = d;
+        if (!it->limit->any_rate) {
+            it->decision.remaining = 0;
+            it->decision.reset_after = 0;
+            it->decision.delay = 0;
+        }
+    }
+    it->decision.allowed = false;
+    it->decision.retry_after = -1;
+    it->decided = true;
+}
+
+void sl__memory_decide(sl_store_call *c) {
+    size_t g0[SL_STORE_MAX_ITEMS], g1[SL_STORE_MAX_ITEMS], n0 = 0, n1 = 0;
+    c->from = SL_FROM_REDIS;
+    c->rc = SL_OK;
+    c->rc_item = c->n;
+    for (size_t i = 0; i < c->n; i++) {
+        c->items[i].decided = false;
+        if (c->items[i].group)
+            g1[n1++] = i;
+        else
+            g0[n0++] = i;
+    }
+    size_t r;
+    int rc = check_group(c->items, g0, n0, c->now, &r);
+    if (rc == SL_ECOST && r != NONE) {
+        never(c->items, g0, n0, r, c->now);
+        rc = SL_OK;
+    }
+    if (rc != SL_OK) {
+        c->rc = rc;
+        c->rc_item = r == NONE ? c->n : r;
+    } else if (r != NONE) {
+        peek_all(c->items, g1, n1, c->now);
+    } else if (n1) {
+        rc = check_group(c->items, g1, n1, c->now, &r);
+        if (rc != SL_OK && r != NONE) never(c->items, g1, n1, r, c->now);
+    }
+    c->done(c);
+}
+
+static void memory_decide(sl_store *s, sl_store_call *c) {
+    (void)s;
+    sl__memory_decide(c);
+}
+
+static void memory_free(sl_store *s) {
+    (void)s;
+}
+
+static const sl_store_ops memory_ops = {.decide = memory_decide, .free = memory_free};
+static sl_store memory_store = {.ops = &memory_ops};
+
+sl_store *sl__memory_store(void) {
+    return &memory_store;
+}
+
+int64_t sl__memory_charge_shared(sl_store_limit *l, const void *key, size_t keylen, int64_t n,
+                                 int64_t now, unsigned others) {
+    sl_decision d;
+    if (n <= 0 || table_check(l, NULL, key, keylen, 0, now, &d) != SL_OK) return 0;
+    int64_t take = n < d.remaining ? n : d.remaining;
+    if (take > 0 && table_check(l, NULL, key, keylen, take, now, &d) == SL_OK && !d.allowed)
+        take = 0;
+    int64_t left = n - take;
+    int64_t limit = d.limit > 0 ? d.limit : 1;
+    int64_t cap =
+        limit > INT64_MAX / (others ? others : 1) ? INT64_MAX : limit * (others ? others : 1);
+    return left < cap ? left : cap;
+}

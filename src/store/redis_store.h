@@ -1,0 +1,32 @@
+/* redis_store.h: the Redis store (store.type: redis, exact mode) behind the
+ * store interface (store.h), asynchronously on a worker's loop, with what a
+ * user expects around it:
+ *
+ * - every decision is one script call (redis_script.h) through the
+ *   worker's connections (redis_client.h); the decisions of one loop
+ *   iteration go out together, one script call per cluster slot;
+ * - the deny cache: once Redis refuses a key until T, the worker refuses it
+ *   locally until T without asking (bounded, counted);
+ * - fail modes, bound per limit (sl_store_limit.on_failure): open (allow),
+ *   closed (refuse), local (the limit's fallback table at limit /
+ *   expected_instances), used when Redis fails, times out, or its circuit
+ *   breaker is open. */
+#ifndef SLUICE_STORE_REDIS_STORE_H
+#define SLUICE_STORE_REDIS_STORE_H
+
+#include <uv.h>
+
+#include "store/redis_client.h"
+#include "store/redis_config.h"
+#include "store/store.h"
+
+/* A worker's Redis store: its connections and deny cache. cfg and stats
+ * (kept by the engine, so /metrics can read them at any time) must outlive
+ * it. Returns NULL on allocation failure. */
+sl_store *sl__redis_store_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_store_stats *stats);
+
+/* Makes r load the decision script on every new connection (SCRIPT LOAD),
+ * so that EVALSHA finds it without a NOSCRIPT round trip. */
+void sl__store_preamble(sl_redis *r);
+
+#endif

@@ -1,0 +1,113 @@
+/* decide_helper.h: the engine's calls (src/policy/decide.h) run on the
+ * memory store, which decides inline, as one function each: what the unit
+ * tests and fuzz targets use instead of synchronous copies of the engine.
+ * Include after the headers of what is used (policy.h, rules.h, cell.h,
+ * domains.h); each helper exists when its header was included. */
+#ifndef SLUICE_TESTS_DECIDE_HELPER_H
+#define SLUICE_TESTS_DECIDE_HELPER_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/decide.h"
+#include "sluice/error.h"
+
+static void helper_done_nothing(sl_decide_call *c) {
+    (void)c;
+}
+
+/* Runs c on the memory store (inline) and leaves its outcome in c. */
+static inline void helper_run(sl_decide_call *c, int64_t now) {
+    c->done = helper_done_nothing;
+    sl__engine_decide(sl__decider_memory(), c, now);
+}
+
+#ifdef SLUICE_POLICY_POLICY_H
+/* One request of one policy: hrc of the engine (SL_ECOST: never passes),
+ * the decision, and whether shadow mode allowed a refusal. */
+static inline int policy_check(sl_policy *p, const char *key, size_t keylen, int64_t cost,
+                               int64_t now, sl_decision *d, bool *shadowed) {
+    *d = (sl_decision){0};
+    *shadowed = false;
+    sl_decide_item it = sl__policy_use(p, key, keylen, cost, false);
+    sl_decide_call *c = sl__decide_call_new(&it, 1, NULL, NULL, 0);
+    if (!c) return SL_ENOMEM;
+    helper_run(c, now);
+    *d = c->items[0].decision;
+    *shadowed = c->items[0].shadowed;
+    int hrc = c->rc;
+    sl__decide_call_free(c);
+    return hrc;
+}
+
+/* n uses of policies decided as one request (the engine's groups); the
+ * outcome goes back into items; *refused as the call's. */
+static inline int policy_check_all(sl_policy_item *items, size_t n, int64_t now,
+                                   sl_policy_label_fn label, void *ctx, size_t *refused) {
+    sl_decide_item di[SL_CHECK_MAX];
+    *refused = n;
+    if (n > SL_CHECK_MAX) return SL_ETOOMANY;
+    for (size_t i = 0; i < n; i++)
+        di[i] = sl__policy_use(items[i].policy, items[i].key, items[i].keylen, items[i].cost,
+                               items[i].shadow);
+    sl_decide_call *c = sl__decide_call_new(di, n, label, ctx, 0);
+    if (!c) return SL_ENOMEM;
+    helper_run(c, now);
+    for (size_t i = 0; i < n; i++) {
+        items[i].decision = c->items[i].decision;
+        items[i].decided = c->items[i].decided;
+        items[i].shadowed = c->items[i].shadowed;
+    }
+    *refused = c->refused;
+    int hrc = c->rc;
+    sl__decide_call_free(c);
+    return hrc;
+}
+#endif
+
+#ifdef SLUICE_POLICY_RULES_H
+/* sl__rules_prepare, the engine, sl__rules_finish. */
+static inline void rules_decide(const sl_rules *r, const sl_request *req, int64_t now,
+                                sl_rules_answer *a) {
+    sl_decide_call *c = sl__rules_prepare(r, req, NULL, a, 0);
+    if (!c) return;
+    helper_run(c, now);
+    sl__rules_finish(a, c);
+    sl__decide_call_free(c);
+}
+#endif
+
+#ifdef SLUICE_POLICY_CELL_H
+/* CL.THROTTLE: 0 and reply[], or -1 and *err. */
+static inline int cell_throttle(sl_cell *cell, const char *key, size_t keylen, int64_t max_burst,
+                                int64_t count, int64_t period, int64_t quantity, int64_t now,
+                                int64_t reply[5], const char **err) {
+    static const char *unused;
+    if (!err) err = &unused;
+    sl_decide_call *c =
+        sl__cell_prepare(cell, key, keylen, max_burst, count, period, quantity, 0, err);
+    if (!c) return -1;
+    helper_run(c, now);
+    int hrc = sl__cell_finish(c, reply, err);
+    sl__decide_call_free(c);
+    return hrc;
+}
+#endif
+
+#ifdef SLUICE_POLICY_DOMAINS_H
+/* ShouldRateLimit in the protocol-neutral structs. */
+static inline sl_rls_error domain_decide(sl_domain_set *s, const sl_rls_request *req, int64_t now,
+                                         sl_rls_status *statuses, int *overall,
+                                         const char **message) {
+    sl_decide_call *c = NULL;
+    sl_rls_error hrc = sl__domain_prepare(s, req, now, statuses, overall, message, 0, &c);
+    if (hrc != SL_RLS_DONE || !c) return hrc;
+    helper_run(c, now);
+    size_t n;
+    hrc = sl__domain_finish(c, statuses, &n, overall, message);
+    sl__decide_call_free(c);
+    return hrc;
+}
+#endif
+
+#endif

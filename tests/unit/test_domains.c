@@ -580,7 +580,7 @@ static void test_hits_and_overrides(void **state) {
     assert_int_equal(r.st[0].limit_remaining, 2);
     r.d[0].hits = UINT64_MAX; /* can never pass */
     assert_int_equal(decide(s, &r, T0), SL_RLS_OVER_LIMIT);
-    assert_int_equal(r.st[0].limit_remaining, 2);
+    assert_int_equal(r.st[0].limit_remaining, 0); /* the store contract, and what the peer sends */
     assert_int_equal(r.st[0].reset_seconds, 3600 - 10);
     /* a limit override: a table of its own per (rate, unit), fixed windows */
     build(&r, "d", (const char *const[]){"k=a", "other=b"}, 2);

@@ -69,17 +69,18 @@ for _ in $(seq 100); do rcli PING >/dev/null 2>&1 && break; sleep 0.1; done
 # the script(s) as the build embeds them
 sha=$(rcli SCRIPT LOAD "$(cat "$root/src/store/decide.lua")")
 
-# Per algorithm: the 8 item arguments after the key (alg limit period_us
-# burst cost flags origin); the group is appended per request.
-item_args() {
+# Per algorithm: the parameter set's 7 arguments (alg limit period_us burst
+# flags origin tag); the items then name it (1), their cost (1) and group
+# (2r: request r of the call). As redis_script.c formats them.
+set_args() {
   case $1 in
-    fw) echo "1 1000 1000000 0 1 0 0" ;;
-    slog) echo "2 100 1000000 0 1 0 0" ;;
-    sw) echo "3 1000 1000000 0 1 0 0" ;;
-    tb) echo "4 1000 1000000 1000 1 0 0" ;;
-    gcra) echo "5 1000 1000000 1000 1 0 0" ;;
-    lq) echo "6 1000 1000000 1000 1 0 0" ;;
-    cell) echo "5 100 1000000 200 1 512 0" ;;
+    fw) echo "1 1000 1000000 0 0 0 fw" ;;
+    slog) echo "2 100 1000000 0 0 0 slog" ;;
+    sw) echo "3 1000 1000000 0 0 0 sw" ;;
+    tb) echo "4 1000 1000000 1000 0 0 tb" ;;
+    gcra) echo "5 1000 1000000 1000 0 0 gcra" ;;
+    lq) echo "6 1000 1000000 1000 0 0 lq" ;;
+    cell) echo "5 100 1000000 200 512 0 cell" ;;
   esac
 }
 
@@ -107,12 +108,12 @@ incr=$us_dec
 printf '| INCR | 1 | %s | 1.00 | %s |\n' "$incr" "$usec"
 
 for alg in $only; do
-  a=$(item_args "$alg")
+  a=$(set_args "$alg")
   for b in $batches; do
     args=(EVALSHA "$sha" "$b")
     for ((i = 0; i < b; i++)); do args+=("sluice:{k:__rand_int__}:$alg"); done
-    args+=(0)
-    for ((i = 0; i < b; i++)); do args+=($a $((2 * i))); done
+    args+=(0 1 $a)
+    for ((i = 0; i < b; i++)); do args+=(1 1 $((2 * i))); done
     measure "$b" "${args[@]}"
     printf '| script %s | %s | %s | %s | %s |\n' "$alg" "$b" "$us_dec" \
       "$(awk -v a="$us_dec" -v b="$incr" 'BEGIN { printf "%.2f", a / b }')" "$usec"
@@ -168,7 +169,7 @@ fi
 
 if [ "$mem" -gt 0 ]; then
   for alg in tb gcra; do
-    a=$(item_args "$alg")
+    a=$(set_args "$alg")
     rcli FLUSHALL >/dev/null
     m0=$(rcli INFO memory | tr -d '\r' | awk -F: '/^used_memory:/ { print $2 }')
     python3 - "$sha" "$mem" "$a" >"$tmp/mem.resp" <<'EOF'
@@ -176,7 +177,7 @@ import sys
 sha, m, a = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
 out = sys.stdout
 for i in range(m):
-    args = ["EVALSHA", sha, "1", "sluice:{key:%d}:api" % i, "0"] + a + ["0"]
+    args = ["EVALSHA", sha, "1", "sluice:{key:%d}:api" % i, "0", "1"] + a + ["1", "1", "0"]
     out.write("*%d\r\n" % len(args))
     for x in args:
         out.write("$%d\r\n%s\r\n" % (len(x), x))

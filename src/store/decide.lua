@@ -304,17 +304,22 @@ for j = 1, nsets do
   sets[j] = ps
 end
 
+-- the items: 3 arguments each, checked without building a message unless
+-- one is bad
 local items = {}
 local ib = 2 + 7 * nsets
 for i = 1, nkeys do
   local b = ib + (i - 1) * 3
-  local who = 'item ' .. i
-  items[i] = {
-    key = KEYS[i],
-    ps = sets[int(b + 1, 1, nsets, 'parameter set', who)],
-    cost = int(b + 2, 0, CMAX, 'cost', who),
-    group = int(b + 3, 0, 511, 'group', who),
-  }
+  local j, cost, group = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  local ps = sets[j]
+  if not ps or j ~= floor(j) then int(b + 1, 1, nsets, 'parameter set', 'item ' .. i) end
+  if not cost or cost ~= floor(cost) or cost < 0 or cost > CMAX then
+    int(b + 2, 0, CMAX, 'cost', 'item ' .. i)
+  end
+  if not group or group ~= floor(group) or group < 0 or group > 511 then
+    int(b + 3, 0, 511, 'group', 'item ' .. i)
+  end
+  items[i] = {key = KEYS[i], ps = ps, cost = cost, group = group}
 end
 
 -- ---- the algorithms: decide(ps, s, cost, mode, cr) -> reply array
@@ -811,9 +816,14 @@ for _, k in ipairs(order) do
   local s, ps = states[k], first_item[k].ps
   if s and s.dirty then
     if ps.alg == SLOG then slog_drop(s, slog_gone(s, now - ps.P)) end
+    -- the state's reset_after (what decide(ps, s, 0, PEEK) says), directly
+    -- for the common algorithms
     local ttl
-    if ps.any then -- fresh once tat + frac/n <= now, whatever n (no rebasing here)
+    local alg = ps.alg
+    if alg == GCRA or alg == LQ then -- fresh once tat + frac/n <= now (any rate: whatever n)
       ttl = s[1] - now + (s[2] > 0 and 1 or 0)
+    elseif alg == TB then -- s[2] >= now here: full after ceil((full - tokens) / n) us
+      ttl = s[2] - now + ceil_div(ps.full - s[1], ps.n)
     else
       ttl = decide(ps, s, 0, PEEK, false)[5]
     end

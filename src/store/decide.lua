@@ -259,46 +259,54 @@ if now == 0 then
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- the parameter sets, checked once per call
+-- the parameter sets, checked once per call (a message is built only for
+-- a bad one)
 local sets = {}
 for j = 1, nsets do
   local b = 2 + (j - 1) * 7
-  local who = 'parameter set ' .. j
-  local flags = int(b + 5, 0, 1023, 'flags', who)
-  local hi = floor(flags / 256)
+  local alg, N, P = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  local B, flags, origin = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6])
+  if not (alg and N and P and B and flags and origin) or alg ~= floor(alg) or alg < FW or
+      alg > LQ or N ~= floor(N) or N < 1 or N > MAXV or P ~= floor(P) or P < 1 or P > PMAX or
+      B ~= floor(B) or B < 0 or B > MAXV or flags ~= floor(flags) or flags < 0 or
+      flags > 1023 or origin ~= floor(origin) or origin < 0 or origin > TMAX then
+    local who = 'parameter set ' .. j
+    int(b + 1, FW, LQ, 'algorithm', who)
+    int(b + 2, 1, MAXV, 'limit', who)
+    int(b + 3, 1, PMAX, 'period', who)
+    int(b + 4, 0, MAXV, 'burst', who)
+    int(b + 5, 0, 1023, 'flags', who)
+    int(b + 6, 0, TMAX, 'origin', who)
+  end
+  local low, hi = flags % 256, floor(flags / 256)
   -- one constructor: the table is sized once
   local ps = {
-    alg = int(b + 1, FW, LQ, 'algorithm', who),
-    N = int(b + 2, 1, MAXV, 'limit', who),
-    P = int(b + 3, 1, PMAX, 'period', who),
-    B = int(b + 4, 0, MAXV, 'burst', who),
-    origin = int(b + 6, 0, TMAX, 'origin', who),
+    alg = alg, N = N, P = P, B = B, origin = origin,
     fp = ARGV[b + 7],
     cal = hi % 2 == 1,
     any = hi >= 2,
-    empty = flags % 2 == 1,
-    cr = flags % 256 >= 2,
-    n = 0, p = 0, full = 0, maxcost = 0, limit = 0,
+    empty = low % 2 == 1,
+    cr = low >= 2,
+    n = 0, p = 0, full = 0, maxcost = N, limit = N,
   }
-  if flags % 256 > 3 then fail(who .. ': bad flags') end
-  if #ps.fp < 1 or #ps.fp > 16 or ps.fp:find('[^%w]') then fail(who .. ': bad tag') end
-  local g = gcd(ps.N, ps.P)
-  ps.n, ps.p = ps.N / g, ps.P / g
-  if ps.alg >= TB then
-    if ps.B < 1 or ps.B * ps.p > MAXV then
-      fail(who .. ': burst must be 1..2^52/(period/gcd(limit, period))')
-    end
-    ps.full = ps.B * ps.p
-    ps.maxcost = ps.B
-    ps.limit = ps.B
-  else
-    ps.maxcost = ps.N
-    ps.limit = ps.N
-    if ps.alg == SLOG and ps.N > LOGMAX then fail(fmt('%s: sliding log limit > %d', who, LOGMAX)) end
+  -- the tag only has to tell parameter sets apart: one that is no word
+  -- never matches a state (every key reads as fresh)
+  if low > 3 or #ps.fp < 1 or #ps.fp > 16 then
+    fail(fmt('parameter set %d: bad flags or tag', j))
   end
-  if ps.cal and ps.alg ~= FW then fail(who .. ': a calendar month needs a fixed window') end
+  local g = gcd(N, P)
+  ps.n, ps.p = N / g, P / g
+  if alg >= TB then
+    if B < 1 or B * ps.p > MAXV then
+      fail(fmt('parameter set %d: burst must be 1..2^52/(period/gcd(limit, period))', j))
+    end
+    ps.full, ps.maxcost, ps.limit = B * ps.p, B, B
+  elseif alg == SLOG and N > LOGMAX then
+    fail(fmt('parameter set %d: sliding log limit > %d', j, LOGMAX))
+  end
+  if ps.cal and alg ~= FW then fail(fmt('parameter set %d: a calendar month needs a fixed window', j)) end
   if ps.any then
-    if ps.alg ~= GCRA or flags % 256 ~= 0 then fail(who .. ': any rate needs a gcra without flags') end
+    if alg ~= GCRA or low ~= 0 then fail(fmt('parameter set %d: any rate needs a gcra without flags', j)) end
     ps.fp = 'cell'
   end
   sets[j] = ps

@@ -721,9 +721,10 @@ static void test_bad_arguments(void **state) {
     assert_int_equal(r->type, REDIS_REPLY_ERROR);
     assert_non_null(strstr(r->str, "item 1: bad parameter set"));
     freeReplyObject(r);
-    r = cmd("EVAL %s 1 %s 1 1 4 5 1000000 5 0 0 a|b 1 1 0", sl__redis_script_source(), k);
+    r = cmd("EVAL %s 1 %s 1 1 4 5 1000000 5 0 0 0123456789abcdefX 1 1 0", sl__redis_script_source(),
+            k);
     assert_int_equal(r->type, REDIS_REPLY_ERROR);
-    assert_non_null(strstr(r->str, "parameter set 1: bad tag"));
+    assert_non_null(strstr(r->str, "parameter set 1: bad flags or tag"));
     freeReplyObject(r);
 
     sl_params ok = {

@@ -16,7 +16,8 @@
 # subject, divided by the decisions made (or INCRs). Also printed: the
 # script's usec_per_call from INFO commandstats (Redis's own timing of the
 # script alone, without reading the command). Memory: used_memory delta over
-# M fresh keys of each bucket algorithm (one decision each), per key.
+# M fresh keys "sluice:{key:N}:api" of each bucket algorithm (one decision
+# each at 100 per hour, burst 100), per key.
 #
 # Usage: bench/redis/cpu.sh BUILD_DIR [--n N] [--keys K] [--batch "1 16 64"]
 #                           [--only "tb gcra lq fw sw slog cell"] [--sluiced]
@@ -169,7 +170,10 @@ fi
 
 if [ "$mem" -gt 0 ]; then
   for alg in tb gcra; do
-    a=$(set_args "$alg")
+    # 100 per hour, burst 100: one decision leaves a TTL of 36 s, so every key
+    # is still there when used_memory is read
+    a="${alg/tb/4}"
+    a="${a/gcra/5} 100 3600000000 100 0 0 $alg"
     rcli FLUSHALL >/dev/null
     m0=$(rcli INFO memory | tr -d '\r' | awk -F: '/^used_memory:/ { print $2 }')
     python3 - "$sha" "$mem" "$a" >"$tmp/mem.resp" <<'EOF'

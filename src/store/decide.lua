@@ -61,6 +61,12 @@ zeros (string.format %x: exact below 2^53, 13 digits for a time in us):
   sliding window   "<tag>|<window>:<prev>:<curr>"
   token bucket     "<tag>|<tokens*p>:<last_us>"
   gcra, leaky q.   "<tag>|<tat_us>:<frac>"   (tat + frac/n us)
+                   or, when n is 1 (the emission interval P/N is a whole
+                   us: frac is always 0), "<tat_us><t3>" in decimal, one
+                   integer below 2^63 that Redis stores as a number (32
+                   bytes less per key): t3 is the tag's value mod 1000 in
+                   3 digits (a changed policy reads its old state with odds
+                   of 1/1000 then)
   gcra, any rate   "cell|<tat_us>:<frac>:<n>"
   sliding log      list of the times (us, decimal) of the counted requests,
                    oldest first, one element per unit of cost
@@ -108,7 +114,7 @@ Differences from the memory store, on purpose:
 
 local KEYS, ARGV = KEYS, ARGV
 local floor, fmt, tonumber, call = math.floor, string.format, tonumber, redis.call
-local insert = table.insert
+local insert, match = table.insert, string.match
 
 local MAXV = 4503599627370496 -- 2^52: every count, size and scaled value
 local TMAX = 4611686018427387 -- SL_TIME_MAX (2^62 ns) in us
@@ -308,6 +314,11 @@ for j = 1, nsets do
   if ps.any then
     if alg ~= GCRA or low ~= 0 then fail(fmt('parameter set %d: any rate needs a gcra without flags', j)) end
     ps.fp = 'cell'
+  elseif alg >= GCRA and ps.n == 1 then
+    -- frac is always 0: the state is one integer, tat and a 3-digit tag
+    -- (Redis keeps it as a number, 32 bytes less than a string)
+    local h = tonumber(ps.fp, 16)
+    ps.t3 = fmt('%03d', h and h % 1000 or 0)
   end
   sets[j] = ps
 end
@@ -649,9 +660,15 @@ if #skeys > 0 then
   for j = 1, #skeys do raw[skeys[j]] = vals[j] end
 end
 
--- "<tag>|<a>:<b>[:<c>]" (hex) written under ps's tag, or nil.
+-- "<tag>|<a>:<b>[:<c>]" (hex) written under ps's tag (or "<tat><t3>",
+-- decimal, for a gcra whose n is 1), or nil.
 local function parse_state(ps, v)
   if type(v) ~= 'string' then return nil end
+  if ps.t3 then
+    local a, t = match(v, '^(%d+)(%d%d%d)$')
+    if t ~= ps.t3 then return nil end
+    return {tonumber(a), 0}
+  end
   local t, a, b, c = v:match('^(%w+)|(%x+):(%x+):?(%x*)$')
   if t ~= ps.fp then return nil end
   if ps.alg == SW or ps.any then
@@ -853,8 +870,14 @@ for _, k in ipairs(order) do
       if ttl <= 0 then
         call('DEL', k)
       else
-        local v = s[3] and fmt('%s|%x:%x:%x', ps.fp, s[1], s[2], s[3])
-          or fmt('%s|%x:%x', ps.fp, s[1], s[2])
+        local v
+        if ps.t3 then
+          v = fmt('%.0f%s', s[1], ps.t3)
+        elseif s[3] then
+          v = fmt('%s|%x:%x:%x', ps.fp, s[1], s[2], s[3])
+        else
+          v = fmt('%s|%x:%x', ps.fp, s[1], s[2])
+        end
         call('SET', k, v, 'PX', ms)
       end
     elseif ttl <= 0 or slog_len(s) == 0 then

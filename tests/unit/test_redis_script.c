@@ -781,6 +781,34 @@ static void test_foreign_state(void **state) {
     assert_string_equal(r->str, "string");
     freeReplyObject(r);
 
+    /* a gcra whose emission interval is a whole us (n = 1) keeps one
+     * integer, tat and the tag mod 1000: Redis stores it as a number */
+    sl_params g5 = {.algorithm = SL_GCRA, .rate = {5, SL_NS_PER_SEC}, .burst = 5};
+    sl_params g10 = g5;
+    g10.burst = 10;
+    cmd_ok("DEL %s", k);
+    it = item(&g5, k, 1, 0);
+    run(&it, 1, T0_US);
+    assert_i64(it.decision.remaining, 4);
+    r = cmd("GET %s", k);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    /* tat = T0 + 200000 us; tag b0c1c2cd = 2965488333: 333 */
+    assert_string_equal(r->str, "1700000000200000333");
+    freeReplyObject(r);
+    r = cmd("OBJECT ENCODING %s", k);
+    assert_string_equal(r->str, "int");
+    freeReplyObject(r);
+    it = item(&g5, k, 1, 0);
+    run(&it, 1, T0_US);
+    assert_i64(it.decision.remaining, 3); /* read back */
+    it = item(&g10, k, 1, 0);             /* tag 70d32a02: 042, another policy: fresh */
+    run(&it, 1, T0_US);
+    assert_i64(it.decision.remaining, 9);
+    cmd_ok("SET %s 12", k); /* too short for tat and tag: fresh */
+    it = item(&g5, k, 1, 0);
+    run(&it, 1, T0_US);
+    assert_i64(it.decision.remaining, 4);
+
     /* the same key with two different limits in one call is refused */
     sl_script_item two[2] = {item(&tb, k, 1, 0), item(&tb10, k, 1, 0)};
     r = eval_raw(two, 2, T0_US, true);

@@ -1,14 +1,19 @@
 --[[ decide.lua: sluice's rate-limit decisions inside Redis, one atomic script
-call per request, for every algorithm of docs/semantics.md. Embedded in the
-build (scripts/embed.cmake) and called by src/store/redis_script.c as
+call for every decision a worker has in one loop iteration, for every
+algorithm of docs/semantics.md. Embedded in the build (scripts/embed.cmake)
+and called by src/store/redis_script.c as
 
-  EVALSHA <sha> <n> <key_1..key_n> <now_us> <8 arguments per item x n>
+  EVALSHA <sha> <n> <key_1..key_n> <now_us> <m> <7 arguments per parameter
+          set x m> <3 arguments per item x n>
 
 now_us: 0 = use Redis TIME (the one clock of the whole fleet), else that
-time (tests). Per item: algorithm (sl_algorithm number), limit, period_us,
-burst, cost, flags (1 start empty, 2 count rejected, 256 calendar month, 512
-any rate), origin_us, group (0 enforced, 1 shadow). Every argument is a
-decimal integer.
+time (tests). Parameter sets (the distinct limits of the call, checked once
+per call however many items use them): algorithm (sl_algorithm number),
+limit, period_us, burst, flags (1 start empty, 2 count rejected, 256
+calendar month, 512 any rate), origin_us, tag (the state's tag: a short
+hash of algorithm, limit, period_us, burst and calendar month, written by
+the C side; "cell" for any rate). Per item: its parameter set (1..m), cost,
+group (0 enforced, 1 shadow). Every other argument is a decimal integer.
 
 Several requests in one call: group 2r + g is group g (0 enforced, 1
 shadow) of request r (0 to 255). The requests are decided one after the
@@ -17,10 +22,10 @@ call of its own at the same time (a later request sees what an earlier one
 charged). sluiced sends every decision a worker has to make in one loop
 iteration as one call: one Redis call for many decisions.
 
-Reply: one array per item of 6 integers: allowed (0/1), limit, remaining,
-retry_after_us (-1: never), reset_after_us, delay_us (leaky queue). An
-argument out of range is an error reply "ERR sluice: ..." and nothing is
-changed.
+Reply: one flat array of 6 integers per item, in item order: allowed
+(0/1), limit, remaining, retry_after_us (-1: never), reset_after_us,
+delay_us (leaky queue). An argument out of range is an error reply
+"ERR sluice: ..." and nothing is changed.
 
 Groups (sl__policy_check_all): group 0 is decided all-or-nothing, in order:
 each item sees the charges of the items before it (the same key twice adds
@@ -48,18 +53,28 @@ nanoseconds: retry_after, reset_after and delay up (never early), remaining
 down. With a period and an emission interval P/N that are whole microseconds
 and whole-microsecond times, every value equals the C core's exactly.
 
-State per key (its Redis key is KEYS[i], nothing derived from it):
-  fixed window     string "<fp>|<window>:<count>" (window: index, or months
+State per key (its Redis key is KEYS[i], nothing derived from it), one
+compact string; every number in lower-case hexadecimal without leading
+zeros (string.format %x: exact below 2^53, 13 digits for a time in us):
+  fixed window     "<tag>|<window>:<count>" (window: index, or months
                    since 1970-01 for a calendar month)
-  sliding window   string "<fp>|<window>:<prev>:<curr>"
-  token bucket     string "<fp>|<tokens*p>:<last_us>"
-  gcra, leaky q.   string "<fp>|<tat_us>:<frac>"   (tat + frac/n us)
-  gcra, any rate   string "cell|<tat_us>:<frac>:<n>"
-  sliding log      list of the times (us) of the counted requests, oldest
-                   first, one element per unit of cost
-<fp> is "algorithm,limit,period_us[,burst][,m]" (the argument strings): a
-state written under other parameters (a changed policy) is read as a fresh
-key, as a reload gives a new table in memory. The sliding log has no <fp>:
+  sliding window   "<tag>|<window>:<prev>:<curr>"
+  token bucket     "<tag>|<tokens*p>:<last_us>"
+  gcra, leaky q.   "<tag>|<tat_us>:<frac>"   (tat + frac/n us)
+                   or, when n is 1 (the emission interval P/N is a whole
+                   us: frac is always 0), "<tat_us><t3>" in decimal, one
+                   integer below 2^63 that Redis stores as a number (32
+                   bytes less per key): t3 is the tag's value mod 1000 in
+                   3 digits (a changed policy reads its old state with odds
+                   of 1/1000 then)
+  gcra, any rate   "cell|<tat_us>:<frac>:<n>"
+  sliding log      list of the times (us, decimal) of the counted requests,
+                   oldest first, one element per unit of cost
+<tag> is the parameter set's tag argument, a 32-bit FNV-1a hash of
+"algorithm,limit,period_us,burst,calendar" in hex (redis_script.c): a state
+written under other parameters (a changed policy) is read as a fresh key,
+as a reload gives a new table in memory (two parameter sets of one policy
+name share a tag with odds of 2^-32). The sliding log has no tag:
 its list is the times of past requests, meaningful under any parameters
 (after a lowered limit, a request that finds more than N live entries keeps
 the newest N). A key holding another type is read as fresh and replaced.
@@ -67,7 +82,7 @@ The same key twice in one call must come with the same parameters (else an
 error reply).
 Any rate (flag 512, gcra only; CL.THROTTLE): redis-cell's model, one tat per
 key whatever the parameters, judged with the parameters of each item. The
-state has no <fp> (it is "cell") and records the n its frac is counted in;
+state has no tag (it is "cell") and records the n its frac is counted in;
 an item with another n first moves frac to its own, rounded up (at most
 1/n us later: never a credit). Such a key may come several times in one
 call with different parameters.
@@ -99,7 +114,7 @@ Differences from the memory store, on purpose:
 
 local KEYS, ARGV = KEYS, ARGV
 local floor, fmt, tonumber, call = math.floor, string.format, tonumber, redis.call
-local insert = table.insert
+local insert, match = table.insert, string.match
 
 local MAXV = 4503599627370496 -- 2^52: every count, size and scaled value
 local TMAX = 4611686018427387 -- SL_TIME_MAX (2^62 ns) in us
@@ -230,96 +245,120 @@ end
 -- ---- arguments ----
 
 local nkeys = #KEYS
-if #ARGV ~= 1 + 8 * nkeys then
-  fail(fmt('expected %d arguments after the keys, got %d', 1 + 8 * nkeys, #ARGV))
+local nsets = tonumber(ARGV[2])
+if not nsets or nsets ~= floor(nsets) or nsets < 0 or nsets > nkeys or
+    #ARGV ~= 2 + 7 * nsets + 3 * nkeys then
+  fail(fmt('expected 2 + 7 x m + 3 x %d arguments after the keys, got %d', nkeys, #ARGV))
 end
 
-local function int(i, lo, hi, what)
+local function int(i, lo, hi, what, whose)
   local v = tonumber(ARGV[i])
   if not v or v ~= floor(v) or v < lo or v > hi then
-    fail(fmt('item %d: bad %s %q', floor((i - 2) / 8) + 1, what, tostring(ARGV[i])))
+    fail(fmt('%s: bad %s %q', whose, what, tostring(ARGV[i])))
   end
   return v
 end
 
-local now = int(1, 0, TMAX, 'now_us')
+local now = int(1, 0, TMAX, 'now_us', 'call')
 if now == 0 then
   local t = call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
-local items = {}
-for i = 1, nkeys do
-  local b = 1 + (i - 1) * 8
-  local flags = int(b + 6, 0, 1023, 'flags')
-  local hi = floor(flags / 256)
-  -- one constructor: the table is sized once (adding fields one by one
-  -- would rehash it several times, a measurable part of a call)
-  local it = {
-    key = KEYS[i],
-    alg = int(b + 1, FW, LQ, 'algorithm'),
-    N = int(b + 2, 1, MAXV, 'limit'),
-    P = int(b + 3, 1, PMAX, 'period'),
-    B = int(b + 4, 0, MAXV, 'burst'),
-    cost = int(b + 5, 0, CMAX, 'cost'),
-    origin = int(b + 7, 0, TMAX, 'origin'),
-    group = int(b + 8, 0, 511, 'group'),
+-- the parameter sets, checked once per call (a message is built only for
+-- a bad one)
+local sets = {}
+for j = 1, nsets do
+  local b = 2 + (j - 1) * 7
+  local alg, N, P = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  local B, flags, origin = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6])
+  if not (alg and N and P and B and flags and origin) or alg ~= floor(alg) or alg < FW or
+      alg > LQ or N ~= floor(N) or N < 1 or N > MAXV or P ~= floor(P) or P < 1 or P > PMAX or
+      B ~= floor(B) or B < 0 or B > MAXV or flags ~= floor(flags) or flags < 0 or
+      flags > 1023 or origin ~= floor(origin) or origin < 0 or origin > TMAX then
+    local who = 'parameter set ' .. j
+    int(b + 1, FW, LQ, 'algorithm', who)
+    int(b + 2, 1, MAXV, 'limit', who)
+    int(b + 3, 1, PMAX, 'period', who)
+    int(b + 4, 0, MAXV, 'burst', who)
+    int(b + 5, 0, 1023, 'flags', who)
+    int(b + 6, 0, TMAX, 'origin', who)
+  end
+  local low, hi = flags % 256, floor(flags / 256)
+  -- one constructor: the table is sized once
+  local ps = {
+    alg = alg, N = N, P = P, B = B, origin = origin,
+    fp = ARGV[b + 7],
     cal = hi % 2 == 1,
     any = hi >= 2,
-    empty = flags % 2 == 1,
-    cr = flags % 256 >= 2,
-    n = 0, p = 0, full = 0, maxcost = 0, limit = 0, fp = '',
+    empty = low % 2 == 1,
+    cr = low >= 2,
+    n = 0, p = 0, full = 0, maxcost = N, limit = N,
   }
-  if flags % 256 > 3 then fail(fmt('item %d: bad flags', i)) end
-  local g = gcd(it.N, it.P)
-  it.n, it.p = it.N / g, it.P / g
-  -- the fingerprint of the parameters, from the argument strings as given
-  -- (the C side writes canonical decimals)
-  local fp = ARGV[b + 1] .. ',' .. ARGV[b + 2] .. ',' .. ARGV[b + 3]
-  if it.alg >= TB then
-    if it.B < 1 or it.B * it.p > MAXV then
-      fail(fmt('item %d: burst must be 1..2^52/(period/gcd(limit, period))', i))
+  -- the tag only has to tell parameter sets apart: one that is no word
+  -- never matches a state (every key reads as fresh)
+  if low > 3 or #ps.fp < 1 or #ps.fp > 16 then
+    fail(fmt('parameter set %d: bad flags or tag', j))
+  end
+  local g = gcd(N, P)
+  ps.n, ps.p = N / g, P / g
+  if alg >= TB then
+    if B < 1 or B * ps.p > MAXV then
+      fail(fmt('parameter set %d: burst must be 1..2^52/(period/gcd(limit, period))', j))
     end
-    it.full = it.B * it.p
-    it.maxcost = it.B
-    it.limit = it.B
-    fp = fp .. ',' .. ARGV[b + 4]
-  else
-    it.maxcost = it.N
-    it.limit = it.N
-    if it.alg == SLOG and it.N > LOGMAX then fail(fmt('item %d: sliding log limit > %d', i, LOGMAX)) end
+    ps.full, ps.maxcost, ps.limit = B * ps.p, B, B
+  elseif alg == SLOG and N > LOGMAX then
+    fail(fmt('parameter set %d: sliding log limit > %d', j, LOGMAX))
   end
-  if it.cal then
-    if it.alg ~= FW then fail(fmt('item %d: a calendar month needs a fixed window', i)) end
-    fp = fp .. ',m'
+  if ps.cal and alg ~= FW then fail(fmt('parameter set %d: a calendar month needs a fixed window', j)) end
+  if ps.any then
+    if alg ~= GCRA or low ~= 0 then fail(fmt('parameter set %d: any rate needs a gcra without flags', j)) end
+    ps.fp = 'cell'
+  elseif alg >= GCRA and ps.n == 1 then
+    -- frac is always 0: the state is one integer, tat and a 3-digit tag
+    -- (Redis keeps it as a number, 32 bytes less than a string)
+    local h = tonumber(ps.fp, 16)
+    ps.t3 = fmt('%03d', h and h % 1000 or 0)
   end
-  if it.any then
-    if it.alg ~= GCRA or flags % 256 ~= 0 then
-      fail(fmt('item %d: any rate needs a gcra without flags', i))
-    end
-    fp = 'cell'
-  end
-  it.fp = fp
-  items[i] = it
+  sets[j] = ps
 end
 
--- ---- the algorithms: decide(it, s, cost, mode, cr) -> reply array ----
+-- the items: 3 arguments each, checked without building a message unless
+-- one is bad
+local items = {}
+local ib = 2 + 7 * nsets
+for i = 1, nkeys do
+  local b = ib + (i - 1) * 3
+  local j, cost, group = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  local ps = sets[j]
+  if not ps or j ~= floor(j) then int(b + 1, 1, nsets, 'parameter set', 'item ' .. i) end
+  if not cost or cost ~= floor(cost) or cost < 0 or cost > CMAX then
+    int(b + 2, 0, CMAX, 'cost', 'item ' .. i)
+  end
+  if not group or group ~= floor(group) or group < 0 or group > 511 then
+    int(b + 3, 0, 511, 'group', 'item ' .. i)
+  end
+  items[i] = {key = KEYS[i], ps = ps, cost = cost, group = group}
+end
+
+-- ---- the algorithms: decide(ps, s, cost, mode, cr) -> reply array
+-- (ps: the parameter set) ----
 -- Mirrors src/core/*.c; s is the key's state (changed only when the decision
--- changes it, then marked dirty).
+-- changes ps, then marked dirty).
 
-local function fw_window(it, t)
-  if it.cal then return month_index(t) end
-  return idiv(t, it.P)
+local function fw_window(ps, t)
+  if ps.cal then return month_index(t) end
+  return idiv(t, ps.P)
 end
 
-local function fw_end(it, w)
-  if it.cal then return month_start(w + 1) end
-  return (w + 1) * it.P
+local function fw_end(ps, w)
+  if ps.cal then return month_start(w + 1) end
+  return (w + 1) * ps.P
 end
 
-local function fixed_window(it, s, cost, mode, cr)
-  local N = it.N
-  local w = fw_window(it, now)
+local function fixed_window(ps, s, cost, mode, cr)
+  local N = ps.N
+  local w = fw_window(ps, now)
   if w < s[1] then w = s[1] end -- clock went back: stay in the later window
   local count = w == s[1] and s[2] or 0
   local allowed = count + cost <= N
@@ -328,12 +367,12 @@ local function fixed_window(it, s, cost, mode, cr)
   if mode ~= PEEK and after ~= count then
     s[1], s[2], s.dirty = w, after, true
   end
-  local left = fw_end(it, w) - now
+  local left = fw_end(ps, w) - now
   return {allowed and 1 or 0, N, N - after, allowed and 0 or left, after > 0 and left or 0, 0}
 end
 
-local function sliding_window(it, s, cost, mode, cr)
-  local N, P = it.N, it.P
+local function sliding_window(ps, s, cost, mode, cr)
+  local N, P = ps.N, ps.P
   local w = idiv(now, P)
   local elapsed = now - w * P
   if w < s[1] then w, elapsed = s[1], 0 end
@@ -375,8 +414,8 @@ local function sliding_window(it, s, cost, mode, cr)
   return {allowed and 1 or 0, N, remaining, retry, reset, 0}
 end
 
-local function token_bucket(it, s, cost, mode, cr)
-  local full, n, p = it.full, it.n, it.p
+local function token_bucket(ps, s, cost, mode, cr)
+  local full, n, p = ps.full, ps.n, ps.p
   local tokens, last = s[1], s[2]
   if now > last and tokens < full then
     if now - last >= ceil_div(full - tokens, n) then
@@ -397,18 +436,18 @@ local function token_bucket(it, s, cost, mode, cr)
   local retry, reset = 0, 0
   if not allowed then retry = behind + ceil_div(need - after, n) end
   if after < full then reset = behind + ceil_div(full - after, n) end
-  return {allowed and 1 or 0, it.B, idiv(after, p), retry, reset, 0}
+  return {allowed and 1 or 0, ps.B, idiv(after, p), retry, reset, 0}
 end
 
 -- (t - now) * n + f <= x, for x >= 0 and 0 <= f < n.
-local function ahead_le(it, t, f, x)
+local function ahead_le(ps, t, f, x)
   if t < now then return true end
-  return x >= f and t - now <= idiv(x - f, it.n)
+  return x >= f and t - now <= idiv(x - f, ps.n)
 end
 
-local function gcra(it, s, cost, mode, cr)
-  local n, p, full = it.n, it.p, it.full
-  if it.any and s[3] ~= n then
+local function gcra(ps, s, cost, mode, cr)
+  local n, p, full = ps.n, ps.p, ps.full
+  if ps.any and s[3] ~= n then
     -- the state in this item's n: ceil(frac * n / n_old) <= n as frac < n_old
     local f = s[2] > 0 and muldiv_up(s[2], n, s[3]) or 0
     if f >= n then s[1], f = s[1] + 1, f - n end
@@ -421,7 +460,7 @@ local function gcra(it, s, cost, mode, cr)
   local q = idiv(step, n)
   local nt, nf = bt + q, bf + (step - q * n)
   if nf >= n then nt, nf = nt + 1, nf - n end
-  local allowed = ahead_le(it, nt, nf, full)
+  local allowed = ahead_le(ps, nt, nf, full)
   local at, af = bt, bf
   if allowed then
     at, af = nt, nf
@@ -436,11 +475,11 @@ local function gcra(it, s, cost, mode, cr)
   end
   local d = at - now
   local remaining = 0
-  if ahead_le(it, at, af, full) then remaining = idiv(full - (d * n + af), p) end
+  if ahead_le(ps, at, af, full) then remaining = idiv(full - (d * n + af), p) end
   local retry = 0
   if not allowed then retry = max(0, d + ceil_signed(af + step - full, n)) end
-  if it.alg ~= LQ or not (allowed or cost == 0) then delay = 0 end
-  return {allowed and 1 or 0, it.B, remaining, retry, d + (af > 0 and 1 or 0), delay}
+  if ps.alg ~= LQ or not (allowed or cost == 0) then delay = 0 end
+  return {allowed and 1 or 0, ps.B, remaining, retry, d + (af > 0 and 1 or 0), delay}
 end
 
 -- The sliding log's state is its Redis list, read lazily (a few elements
@@ -460,7 +499,7 @@ local function slog_len(s)
   return s.blen - s.drop + s.radd
 end
 
--- The i-th (0-based) entry of the log as it is now.
+-- The i-th (0-based) entry of the log as ps is now.
 local function slog_at(s, i)
   local j = s.drop + i
   if j < s.blen then return slog_base(s, j) end
@@ -534,8 +573,8 @@ local function slog_newest(s)
   return 0
 end
 
-local function sliding_log(it, s, cost, mode, cr)
-  local N, P = it.N, it.P
+local function sliding_log(ps, s, cost, mode, cr)
+  local N, P = ps.N, ps.P
   local gone = slog_gone(s, now - P)
   local live = slog_len(s) - gone
   local allowed = live + cost <= N
@@ -581,9 +620,9 @@ end
 
 local algorithms = {fixed_window, sliding_log, sliding_window, token_bucket, gcra, gcra}
 
-local function decide(it, s, cost, mode, cr)
+local function decide(ps, s, cost, mode, cr)
   if cost == 0 then mode = PEEK end
-  local d = algorithms[it.alg](it, s, cost, mode, cr)
+  local d = algorithms[ps.alg](ps, s, cost, mode, cr)
   if cost == 0 then d[1], d[4] = 1, 0 end
   return d
 end
@@ -591,16 +630,16 @@ end
 -- ---- states ----
 
 -- A brand-new key's state at now: fresh, or exhausted at the origin.
-local function init(it)
-  local alg, t = it.alg, it.empty and it.origin or now
-  if alg == FW then return {fw_window(it, t), it.empty and it.N or 0} end
-  if alg == SW then return {idiv(t, it.P), 0, it.empty and it.N or 0} end
-  if alg == TB then return {it.empty and 0 or it.full, t} end
-  if it.empty then -- gcra, leaky queue: tat = origin + B*T
-    local q = idiv(it.full, it.n)
-    return {t + q, it.full - q * it.n}
+local function init(ps)
+  local alg, t = ps.alg, ps.empty and ps.origin or now
+  if alg == FW then return {fw_window(ps, t), ps.empty and ps.N or 0} end
+  if alg == SW then return {idiv(t, ps.P), 0, ps.empty and ps.N or 0} end
+  if alg == TB then return {ps.empty and 0 or ps.full, t} end
+  if ps.empty then -- gcra, leaky queue: tat = origin + B*T
+    local q = idiv(ps.full, ps.n)
+    return {t + q, ps.full - q * ps.n}
   end
-  if it.any then return {t, 0, it.n} end
+  if ps.any then return {t, 0, ps.n} end
   return {t, 0}
 end
 
@@ -609,38 +648,44 @@ local skeys = {}
 for _, it in ipairs(items) do
   local f = first_item[it.key]
   if f then
-    if f.fp ~= it.fp then fail('key ' .. it.key .. ' given with two different limits') end
+    if f.ps.fp ~= it.ps.fp then fail('key ' .. it.key .. ' given with two different limits') end
   else
     first_item[it.key] = it
-    insert(order, it.key)
-    if it.alg ~= SLOG then insert(skeys, it.key) end
+    order[#order + 1] = it.key
+    if it.ps.alg ~= SLOG then skeys[#skeys + 1] = it.key end
   end
 end
 if #skeys > 0 then
   local vals = call('MGET', unpack(skeys))
-  for j, k in ipairs(skeys) do raw[k] = vals[j] end
+  for j = 1, #skeys do raw[skeys[j]] = vals[j] end
 end
 
-local function parse_state(it, v)
+-- "<tag>|<a>:<b>[:<c>]" (hex) written under ps's tag (or "<tat><t3>",
+-- decimal, for a gcra whose n is 1), or nil.
+local function parse_state(ps, v)
   if type(v) ~= 'string' then return nil end
-  local fp = it.fp .. '|'
-  if v:sub(1, #fp) ~= fp then return nil end
-  local a, b, c = v:match('^(%d+):(%d+):?(%d*)$', #fp + 1)
-  if not a then return nil end
-  if it.alg == SW or it.any then
+  if ps.t3 then
+    local a, t = match(v, '^(%d+)(%d%d%d)$')
+    if t ~= ps.t3 then return nil end
+    return {tonumber(a), 0}
+  end
+  local t, a, b, c = v:match('^(%w+)|(%x+):(%x+):?(%x*)$')
+  if t ~= ps.fp then return nil end
+  if ps.alg == SW or ps.any then
     if c == '' then return nil end
-    local s = {tonumber(a), tonumber(b), tonumber(c)}
-    if it.any and (s[3] < 1 or s[3] > MAXV or s[2] >= s[3]) then return nil end
+    local s = {tonumber(a, 16), tonumber(b, 16), tonumber(c, 16)}
+    if ps.any and (s[3] < 1 or s[3] > MAXV or s[2] >= s[3]) then return nil end
     return s
   end
   if c ~= '' then return nil end
-  return {tonumber(a), tonumber(b)}
+  return {tonumber(a, 16), tonumber(b, 16)}
 end
 
 local function state(it)
   local s = states[it.key]
   if s then return s end
-  if it.alg == SLOG then
+  local ps = it.ps
+  if ps.alg == SLOG then
     s = {key = it.key, blen = 0, drop = 0, radd = 0, runs = {}, cache = {}, exists = false}
     local r = redis.pcall('LLEN', it.key)
     if type(r) == 'table' then
@@ -648,9 +693,9 @@ local function state(it)
     else
       s.blen, s.exists = r, r > 0
     end
-    if s.blen == 0 and it.empty then s.vt, s.blen = it.origin, it.N end
+    if s.blen == 0 and ps.empty then s.vt, s.blen = ps.origin, ps.N end
   else
-    s = parse_state(it, raw[it.key]) or init(it)
+    s = parse_state(ps, raw[it.key]) or init(ps)
   end
   states[it.key] = s
   return s
@@ -671,13 +716,13 @@ end
 
 local dec = {}
 
-local function deny(it)
-  return {0, it.limit, 0, -1, 0, 0}
+local function deny(ps)
+  return {0, ps.limit, 0, -1, 0, 0}
 end
 
--- What item i's limit says at its cost with nothing charged.
+-- What item it's limit says at its cost with nothing charged.
 local function look(it)
-  local d = decide(it, state(it), it.cost, PEEK, it.cr)
+  local d = decide(it.ps, state(it), it.cost, PEEK, it.ps.cr)
   if d[1] == 1 then d[3] = d[3] + it.cost end
   return d
 end
@@ -685,31 +730,46 @@ end
 -- Decides the items list[] as one all-or-nothing group; true if it passed
 -- (and was charged).
 local function run_group(list)
-  if #list == 0 then return true end
+  local nl = #list
+  if nl == 0 then return true end
+  if nl == 1 then -- one item alone: its own decision (it changes nothing when it refuses)
+    local i = list[1]
+    local it = items[i]
+    local ps = it.ps
+    if it.cost > ps.maxcost then
+      dec[i] = deny(ps)
+      return false
+    end
+    local d = decide(ps, state(it), it.cost, APPLY, false)
+    if d[1] == 1 then
+      dec[i] = d
+      return true
+    end
+    if ps.cr then d = decide(ps, state(it), it.cost, CHARGE, true) end
+    dec[i] = d
+    return false
+  end
   local impossible = false
   for _, i in ipairs(list) do
-    if items[i].cost > items[i].maxcost then impossible = true end
+    if items[i].cost > items[i].ps.maxcost then impossible = true end
   end
   if impossible then
     for _, i in ipairs(list) do
       local it = items[i]
-      dec[i] = it.cost > it.maxcost and deny(it) or look(it)
+      dec[i] = it.cost > it.ps.maxcost and deny(it.ps) or look(it)
     end
     return false
   end
-  -- the states as they were, to undo a refused group (one item alone
-  -- changes nothing when it refuses: no copy)
+  -- the states as they were, to undo a refused group
   local saved = {}
-  if #list > 1 then
-    for _, i in ipairs(list) do
-      local k = items[i].key
-      if not saved[k] then saved[k] = copy(state(items[i])) end
-    end
+  for _, i in ipairs(list) do
+    local k = items[i].key
+    if not saved[k] then saved[k] = copy(state(items[i])) end
   end
   local refused
   for _, i in ipairs(list) do
     local it = items[i]
-    dec[i] = decide(it, state(it), it.cost, APPLY, false)
+    dec[i] = decide(it.ps, state(it), it.cost, APPLY, false)
     if dec[i][1] == 0 then
       refused = i
       break
@@ -722,36 +782,52 @@ local function run_group(list)
   end
   for _, i in ipairs(list) do
     local it = items[i]
-    if it.cr then dec[i] = decide(it, state(it), it.cost, CHARGE, true) end
+    if it.ps.cr then dec[i] = decide(it.ps, state(it), it.cost, CHARGE, true) end
   end
   return false
 end
 
--- the requests, in the order of their first items; each is its two groups
-local reqs, req_of = {}, {}
-for i, it in ipairs(items) do
-  local r = floor(it.group / 2)
-  local q = req_of[r]
-  if not q then
-    q = {{}, {}}
-    req_of[r] = q
-    insert(reqs, q)
-  end
-  insert(q[it.group % 2 + 1], i)
-end
-for _, q in ipairs(reqs) do
-  local g0, g1 = q[1], q[2]
-  if run_group(g0) then
-    run_group(g1)
+-- the requests, in the order of their first items; each is its enforced
+-- group and its shadow group (made only when it has one)
+local reqs, req_of, shadow_of = {}, {}, {}
+for i = 1, nkeys do
+  local g = items[i].group
+  local r = floor(g / 2)
+  if g % 2 == 0 then
+    local q = req_of[r]
+    if q then
+      q[#q + 1] = i
+    else
+      q = {i}
+      req_of[r] = q
+      reqs[#reqs + 1] = r
+    end
   else
-    for _, i in ipairs(g1) do dec[i] = decide(items[i], state(items[i]), 0, PEEK, false) end
+    if not req_of[r] then
+      req_of[r] = {}
+      reqs[#reqs + 1] = r
+    end
+    local q = shadow_of[r]
+    if q then
+      q[#q + 1] = i
+    else
+      shadow_of[r] = {i}
+    end
+  end
+end
+for _, r in ipairs(reqs) do
+  local g1 = shadow_of[r]
+  if run_group(req_of[r]) then
+    if g1 then run_group(g1) end
+  elseif g1 then
+    for _, i in ipairs(g1) do dec[i] = decide(items[i].ps, state(items[i]), 0, PEEK, false) end
   end
 end
 
 -- ---- write back what changed, with its TTL ----
 
 local function rpush(key, t, c)
-  local ts = fmt('%.0f', t)
+  local ts = fmt('%d', t)
   while c > 0 do
     local m = min(c, 1000)
     local args = {}
@@ -762,36 +838,50 @@ local function rpush(key, t, c)
 end
 
 for _, k in ipairs(order) do
-  local s, it = states[k], first_item[k]
+  local s, ps = states[k], first_item[k].ps
   if s and s.dirty then
-    if it.alg == SLOG then slog_drop(s, slog_gone(s, now - it.P)) end
+    if ps.alg == SLOG then slog_drop(s, slog_gone(s, now - ps.P)) end
+    -- the state's reset_after (what decide(ps, s, 0, PEEK) says), directly
+    -- for the common algorithms
     local ttl
-    if it.any then -- fresh once tat + frac/n <= now, whatever n (no rebasing here)
+    local alg = ps.alg
+    if alg == GCRA or alg == LQ then -- fresh once tat + frac/n <= now (any rate: whatever n)
       ttl = s[1] - now + (s[2] > 0 and 1 or 0)
+    elseif alg == TB then -- s[2] >= now here: full after ceil((full - tokens) / n) us
+      ttl = s[2] - now + ceil_div(ps.full - s[1], ps.n)
     else
-      ttl = decide(it, s, 0, PEEK, false)[5]
+      ttl = decide(ps, s, 0, PEEK, false)[5]
     end
-    if it.empty then -- until then a fresh key is still exhausted at the origin
+    if ps.empty then -- until then a fresh key is still exhausted at the origin
       local e
-      if it.alg == SLOG then
-        e = {key = k, blen = it.N, drop = 0, radd = 0, runs = {}, vt = it.origin}
+      if ps.alg == SLOG then
+        e = {key = k, blen = ps.N, drop = 0, radd = 0, runs = {}, vt = ps.origin}
       else
-        e = init(it)
+        e = init(ps)
       end
       local was = now
-      now = it.origin
-      local until_ = it.origin + decide(it, e, 0, PEEK, false)[5]
+      now = ps.origin
+      local until_ = ps.origin + decide(ps, e, 0, PEEK, false)[5]
       now = was
       ttl = max(ttl, until_ - now)
     end
+    -- integers are written with %d (string.format's integer path): a Lua
+    -- number given to redis.call, or %.0f, goes through the C library's
+    -- floating-point printing, a few % of Redis's time in a profile
     local ms = floor((ttl + 999) / 1000)
-    if it.alg ~= SLOG then
+    if ps.alg ~= SLOG then
       if ttl <= 0 then
         call('DEL', k)
       else
-        local v = s[3] and fmt('%s|%.0f:%.0f:%.0f', it.fp, s[1], s[2], s[3])
-          or fmt('%s|%.0f:%.0f', it.fp, s[1], s[2])
-        call('SET', k, v, 'PX', ms)
+        local v
+        if ps.t3 then
+          v = fmt('%d%s', s[1], ps.t3)
+        elseif s[3] then
+          v = fmt('%s|%x:%x:%x', ps.fp, s[1], s[2], s[3])
+        else
+          v = fmt('%s|%x:%x', ps.fp, s[1], s[2])
+        end
+        call('SET', k, v, 'PX', fmt('%d', ms))
       end
     elseif ttl <= 0 or slog_len(s) == 0 then
       if s.exists then call('DEL', k) end
@@ -803,9 +893,16 @@ for _, k in ipairs(order) do
         call('LTRIM', k, s.drop, -1)
       end
       for _, r in ipairs(s.runs) do rpush(k, r.t, r.c) end
-      call('PEXPIRE', k, ms)
+      call('PEXPIRE', k, fmt('%d', ms))
     end
   end
 end
 
-return dec
+-- one flat array: Redis converts it much faster than one array per item
+local out = {}
+for i = 1, nkeys do
+  local d, o = dec[i], (i - 1) * 6
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6] =
+    d[1], d[2], d[3], d[4], d[5], d[6]
+end
+return out

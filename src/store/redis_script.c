@@ -2,6 +2,7 @@
  * redis_script.h and src/store/decide.lua): formats its EVALSHA / EVAL
  * commands straight into RESP, reads its replies back into decisions, and
  * says which parameters the script can decide exactly. Pure: no sockets. */
+#include <stdlib.h>
 #include <string.h>
 
 #include <hiredis/hiredis.h>
@@ -74,15 +75,112 @@ static int64_t us_up(int64_t ns) {
     return ns / NS_PER_US + (ns % NS_PER_US != 0);
 }
 
+/* The script's flags for an item. */
+static unsigned item_flags(const sl_script_item *it) {
+    unsigned flags = it->params->flags & (SL_START_EMPTY | SL_COUNT_REJECTED);
+    if (it->calendar_month) flags |= SL_SCRIPT_CALENDAR_MONTH;
+    if (it->any_rate) flags |= SL_SCRIPT_ANY_RATE;
+    return flags;
+}
+
+/* A parameter set as the script reads it (decide.lua). */
+typedef struct pset {
+    int64_t
+        v[SL_SCRIPT_ARGS_PER_SET - 1]; /* algorithm, limit, period_us, burst, flags, origin_us */
+    uint32_t tag;
+} pset;
+
+static void pset_of(const sl_script_item *it, pset *s) {
+    const sl_params *pa = it->params;
+    unsigned flags = item_flags(it);
+    s->v[0] = (int64_t)pa->algorithm;
+    s->v[1] = pa->rate.limit;
+    s->v[2] = us_up(pa->rate.period);
+    s->v[3] = pa->burst;
+    s->v[4] = (int64_t)flags;
+    s->v[5] = flags & SL_START_EMPTY ? us_up(pa->origin) : 0;
+    /* the state's tag: FNV-1a of what the state's meaning depends on (not
+       the flags start-empty and count-rejected, nor the origin) */
+    uint32_t h = 2166136261u;
+    int64_t parts[5] = {s->v[0], s->v[1], s->v[2], s->v[3], it->calendar_month};
+    for (size_t k = 0; k < 5; k++) {
+        uint64_t u = (uint64_t)parts[k];
+        for (size_t b = 0; b < 8; b++) {
+            h ^= (uint32_t)(u >> (8 * b)) & 0xffu;
+            h *= 16777619u;
+        }
+    }
+    s->tag = h;
+}
+
+/* The tag in lower-case hex, into p (at least 8 bytes); returns its length. */
+static size_t tag_hex(char *p, uint32_t tag) {
+    static const char hex[] = "0123456789abcdef";
+    char tmp[8];
+    size_t n = 0;
+    do {
+        tmp[n++] = hex[tag & 0xfu];
+        tag >>= 4;
+    } while (tag);
+    for (size_t k = 0; k < n; k++) p[k] = tmp[n - 1 - k];
+    return n;
+}
+
+#define SET_TABLE (2 * SL_SCRIPT_MAX_ITEMS) /* open addressing, at most half full */
+
+/* Finds or adds item i's parameter set; returns its index (0-based). */
+static size_t pset_index(pset *sets, size_t *nsets, uint16_t *table, const pset *s) {
+    uint64_t h = s->tag;
+    for (size_t k = 0; k < 6; k++) h = (h ^ (uint64_t)s->v[k]) * UINT64_C(0x100000001b3);
+    size_t j = (size_t)(h ^ (h >> 29)) & (SET_TABLE - 1);
+    for (;; j = (j + 1) & (SET_TABLE - 1)) {
+        if (table[j] == 0) {
+            sets[*nsets] = *s;
+            table[j] = (uint16_t)(++*nsets);
+            return *nsets - 1;
+        }
+        const pset *o = &sets[table[j] - 1];
+        if (o->tag == s->tag && memcmp(o->v, s->v, sizeof s->v) == 0) return table[j] - 1u;
+    }
+}
+
 void sl__redis_script_format(sl_buf *out, bool with_source, const sl_script_item *items, size_t n,
                              int64_t now_us) {
+    if (n > SL_SCRIPT_MAX_ITEMS) {
+        out->failed = true;
+        return;
+    }
+    pset *sets = malloc((n ? n : 1) * sizeof *sets);
+    uint32_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    uint16_t *table = calloc(SET_TABLE, sizeof *table);
+    if (!sets || !idx || !table) {
+        free(sets);
+        free(idx);
+        free(table);
+        out->failed = true;
+        return;
+    }
+    size_t nsets = 0;
+    for (size_t i = 0; i < n; i++) {
+        pset s;
+        pset_of(&items[i], &s);
+        idx[i] = (uint32_t)pset_index(sets, &nsets, table, &s);
+    }
+    free(table);
+
     const char *body = with_source ? sl__decide_lua_text : sl__decide_lua_text_sha1;
     size_t body_len = strlen(body);
-    size_t argc = 3 + n + 1 + n * SL_SCRIPT_ARGS_PER_ITEM;
-    size_t need = INT_FIELD_BYTES * (5 + n * SL_SCRIPT_ARGS_PER_ITEM) + body_len;
+    size_t argc = 3 + n + 2 + nsets * SL_SCRIPT_ARGS_PER_SET + n * SL_SCRIPT_ARGS_PER_ITEM;
+    size_t need =
+        INT_FIELD_BYTES * (6 + nsets * SL_SCRIPT_ARGS_PER_SET + n * SL_SCRIPT_ARGS_PER_ITEM) +
+        body_len;
     for (size_t i = 0; i < n; i++) need += INT_FIELD_BYTES + items[i].rkeylen;
     char *start = sl__buf_reserve(out, need);
-    if (!start) return;
+    if (!start) {
+        free(sets);
+        free(idx);
+        return;
+    }
 
     char *p = put_line(start, '*', (int64_t)argc);
     p = with_source ? put_bulk(p, "EVAL", 4) : put_bulk(p, "EVALSHA", 7);
@@ -90,22 +188,20 @@ void sl__redis_script_format(sl_buf *out, bool with_source, const sl_script_item
     p = put_int(p, (int64_t)n);
     for (size_t i = 0; i < n; i++) p = put_bulk(p, items[i].rkey, items[i].rkeylen);
     p = put_int(p, now_us);
+    p = put_int(p, (int64_t)nsets);
+    for (size_t j = 0; j < nsets; j++) {
+        for (size_t k = 0; k < SL_SCRIPT_ARGS_PER_SET - 1; k++) p = put_int(p, sets[j].v[k]);
+        char tag[8];
+        p = put_bulk(p, tag, tag_hex(tag, sets[j].tag));
+    }
     for (size_t i = 0; i < n; i++) {
-        const sl_script_item *it = &items[i];
-        const sl_params *pa = it->params;
-        unsigned flags = pa->flags & (SL_START_EMPTY | SL_COUNT_REJECTED);
-        if (it->calendar_month) flags |= SL_SCRIPT_CALENDAR_MONTH;
-        if (it->any_rate) flags |= SL_SCRIPT_ANY_RATE;
-        p = put_int(p, (int64_t)pa->algorithm);
-        p = put_int(p, pa->rate.limit);
-        p = put_int(p, us_up(pa->rate.period));
-        p = put_int(p, pa->burst);
-        p = put_int(p, it->cost);
-        p = put_int(p, (int64_t)flags);
-        p = put_int(p, flags & SL_START_EMPTY ? us_up(pa->origin) : 0);
-        p = put_int(p, (int64_t)it->group);
+        p = put_int(p, (int64_t)idx[i] + 1);
+        p = put_int(p, items[i].cost);
+        p = put_int(p, (int64_t)items[i].group);
     }
     sl__buf_commit(out, (size_t)(p - start));
+    free(sets);
+    free(idx);
 }
 
 void sl__redis_key(sl_buf *out, const char *prefix, const char *policy, const void *key,
@@ -186,14 +282,12 @@ int sl__redis_script_parse(const struct redisReply *r, sl_script_item *items, si
         return fail(err, errlen, r->str, r->len);
     }
     if (r->type != REDIS_REPLY_ARRAY) return FAIL("script reply is not an array");
-    if (r->elements != n) return FAIL("script reply has the wrong number of items");
+    if (r->elements != n * SL_SCRIPT_REPLY_FIELDS)
+        return FAIL("script reply has the wrong number of fields");
     for (size_t i = 0; i < n; i++) {
-        const redisReply *e = r->element[i];
-        if (!e || e->type != REDIS_REPLY_ARRAY || e->elements != SL_SCRIPT_REPLY_FIELDS)
-            return FAIL("script reply item is not an array of 6");
         long long v[SL_SCRIPT_REPLY_FIELDS];
         for (size_t k = 0; k < SL_SCRIPT_REPLY_FIELDS; k++) {
-            const redisReply *x = e->element[k];
+            const redisReply *x = r->element[i * SL_SCRIPT_REPLY_FIELDS + k];
             if (!x || x->type != REDIS_REPLY_INTEGER)
                 return FAIL("script reply field is not an integer");
             v[k] = x->integer;

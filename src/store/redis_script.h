@@ -5,14 +5,18 @@
  * The script (src/store/decide.lua, embedded at build time; its top comment
  * has the state layout per algorithm, the TTL rule and the arithmetic) is
  * called as
- *   EVALSHA <sha> <n> <key_1..key_n> <now_us> <item args x n>
+ *   EVALSHA <sha> <n> <key_1..key_n> <now_us> <m> <set args x m> <item args x n>
  * now_us: "0" = use Redis TIME (the one clock of the fleet); tests pass an
- * explicit time. Per item, in order, 8 arguments:
- *   algorithm (sl_algorithm number), limit, period_us, burst, cost,
+ * explicit time. The m parameter sets are the distinct limits of the call
+ * (sl__redis_script_format finds them: the script checks each once per
+ * call, however many items share it), 7 arguments each:
+ *   algorithm (sl_algorithm number), limit, period_us, burst,
  *   flags (SL_START_EMPTY | SL_COUNT_REJECTED | SL_SCRIPT_CALENDAR_MONTH |
- *   SL_SCRIPT_ANY_RATE),
- *   origin_us, group (0 enforced, 1 shadow; 2r + g for group g of request r
- *   when one call carries several requests, see decide.lua).
+ *   SL_SCRIPT_ANY_RATE), origin_us, tag (the state's tag, a 32-bit hash in
+ *   hex: a state written under other parameters reads as a fresh key).
+ * Per item, in order, 3 arguments: its parameter set (1..m), cost, group
+ * (0 enforced, 1 shadow; 2r + g for group g of request r when one call
+ * carries several requests, see decide.lua).
  * The script works in whole microseconds: sl__redis_script_format rounds the
  * period and the origin up to whole us (never a shorter period or an earlier
  * origin); decisions come back in us and are returned in ns (x1000), so
@@ -36,7 +40,9 @@
  * Every key gets a TTL (PEXPIRE) of the time after which its state is the
  * same as a fresh key's, so idle keys vanish; a decision that changes
  * nothing writes nothing.
- * Reply: an array of n arrays of SL_SCRIPT_REPLY_FIELDS (6) integers:
+ * Reply: one flat array of n x SL_SCRIPT_REPLY_FIELDS (6) integers, item
+ * after item (Redis converts one flat Lua table much faster than n nested
+ * ones):
  *   allowed (0/1), limit, remaining, retry_after_us (-1: never, the cost
  *   exceeds the limit), reset_after_us, delay_us (leaky queue: how long an
  *   accepted request waits, rounded up; 0 for the other algorithms).
@@ -54,7 +60,9 @@
 
 #define SL_SCRIPT_CALENDAR_MONTH 0x100u /* flags: fixed window = the calendar month (UTC) */
 #define SL_SCRIPT_ANY_RATE       0x200u /* flags: GCRA state read under any parameters */
-#define SL_SCRIPT_ARGS_PER_ITEM  8
+#define SL_SCRIPT_ARGS_PER_SET   7      /* per parameter set */
+#define SL_SCRIPT_ARGS_PER_ITEM  3      /* per item: parameter set, cost, group */
+#define SL_SCRIPT_MAX_ITEMS      512    /* items in one call (store.c sends at most as many) */
 #define SL_SCRIPT_REPLY_FIELDS   6
 
 /* One limit of a script call. */
@@ -74,10 +82,12 @@ typedef struct sl_script_item {
 const char *sl__redis_script_source(void);
 const char *sl__redis_script_sha(void);
 
-/* Appends the RESP command "EVALSHA sha n keys... now_us args..." (or, when
- * with_source, "EVAL <source> ...") for items[0..n) to out, in one reserve
- * (out->failed on allocation failure). now_us 0 = Redis TIME. Periods and
- * start-empty origins are sent in us, rounded up. */
+/* Appends the RESP command "EVALSHA sha n keys... now_us m sets... items..."
+ * (or, when with_source, "EVAL <source> ...") for items[0..n) to out, in one
+ * reserve (out->failed on allocation failure, or n above
+ * SL_SCRIPT_MAX_ITEMS). now_us 0 = Redis TIME. Items with the same
+ * parameters share one parameter set. Periods and start-empty origins are
+ * sent in us, rounded up. */
 void sl__redis_script_format(sl_buf *out, bool with_source, const sl_script_item *items, size_t n,
                              int64_t now_us);
 

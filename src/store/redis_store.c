@@ -19,7 +19,7 @@
 
 #define MAX_OPEN        16  /* script calls being filled at once (cluster: one per slot) */
 #define FLIGHT_REQUESTS 128 /* requests in one script call (decide.lua allows 256) */
-#define FLIGHT_ITEMS    512 /* limits in one script call */
+#define FLIGHT_ITEMS    SL_SCRIPT_MAX_ITEMS /* limits in one script call */
 
 typedef struct deny_entry {
     uint64_t h1, h2; /* the Redis key's fingerprint (two seeded hashes) */

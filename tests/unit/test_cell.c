@@ -304,9 +304,9 @@ static void test_redis_params_change_keeps_state(void **state) {
     assert_i64(dbsize(), 1);
     redisReply *r = cmd("GET %s", RK);
     assert_int_equal(r->type, REDIS_REPLY_STRING);
-    /* tat (us), frac, n: 1 per 60 s is n = 1 */
+    /* tat (us), frac, n in hex (decide.lua): 1 per 60 s is n = 1 */
     char wantv[64];
-    snprintf(wantv, sizeof wantv, "cell|%lld:0:1", (long long)(T0_US + 120 * 1000000));
+    snprintf(wantv, sizeof wantv, "cell|%llx:0:1", (unsigned long long)(T0_US + 120 * 1000000));
     assert_string_equal(r->str, wantv);
     freeReplyObject(r);
 }

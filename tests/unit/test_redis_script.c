@@ -702,20 +702,29 @@ static void test_bad_arguments(void **state) {
     sl_script_item it = item(&big, k, 1, 0);
     redisReply *r = eval_raw(&it, 1, T0_US, true);
     assert_int_equal(sl__redis_script_parse(r, &it, 1, err, sizeof err), -1);
-    assert_non_null(strstr(err, "ERR sluice: item 1: burst"));
+    assert_non_null(strstr(err, "ERR sluice: parameter set 1: burst"));
     freeReplyObject(r);
     r = cmd("EXISTS %s", k);
     assert_int_equal(r->integer, 0);
     freeReplyObject(r);
 
     /* by hand: a bad algorithm, a wrong count of arguments */
-    r = cmd("EVAL %s 1 %s 1 9 5 1000000 5 1 0 0 0", sl__redis_script_source(), k);
+    r = cmd("EVAL %s 1 %s 1 1 9 5 1000000 5 0 0 t 1 1 0", sl__redis_script_source(), k);
     assert_int_equal(r->type, REDIS_REPLY_ERROR);
-    assert_non_null(strstr(r->str, "bad algorithm"));
+    assert_non_null(strstr(r->str, "parameter set 1: bad algorithm"));
     freeReplyObject(r);
-    r = cmd("EVAL %s 1 %s 1 4 5 1000000 5 1 0 0", sl__redis_script_source(), k);
+    r = cmd("EVAL %s 1 %s 1 1 4 5 1000000 5 0 0 t 1 1", sl__redis_script_source(), k);
     assert_int_equal(r->type, REDIS_REPLY_ERROR);
-    assert_non_null(strstr(r->str, "expected 9 arguments"));
+    assert_non_null(strstr(r->str, "expected 2 + 7 x m + 3 x 1 arguments"));
+    freeReplyObject(r);
+    r = cmd("EVAL %s 1 %s 1 1 4 5 1000000 5 0 0 t 2 1 0", sl__redis_script_source(), k);
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    assert_non_null(strstr(r->str, "item 1: bad parameter set"));
+    freeReplyObject(r);
+    r = cmd("EVAL %s 1 %s 1 1 4 5 1000000 5 0 0 0123456789abcdefX 1 1 0", sl__redis_script_source(),
+            k);
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    assert_non_null(strstr(r->str, "parameter set 1: bad flags or tag"));
     freeReplyObject(r);
 
     sl_params ok = {
@@ -747,7 +756,8 @@ static void test_foreign_state(void **state) {
     assert_i64(it.decision.remaining, 3);
     redisReply *r = cmd("GET %s", k);
     assert_int_equal(r->type, REDIS_REPLY_STRING);
-    assert_string_equal(r->str, "4,5,1000000,5|600000:1700000000000000");
+    /* "<tag>|<tokens*p>:<last_us>" in hex: 600000 and 1700000000000000 us */
+    assert_string_equal(r->str, "9a91dc78|927c0:60a24181e4000");
     freeReplyObject(r);
 
     it = item(&tb10, k, 2, 0); /* the limit changed: a fresh key, as a reload in memory */
@@ -770,6 +780,34 @@ static void test_foreign_state(void **state) {
     r = cmd("TYPE %s", k);
     assert_string_equal(r->str, "string");
     freeReplyObject(r);
+
+    /* a gcra whose emission interval is a whole us (n = 1) keeps one
+     * integer, tat and the tag mod 1000: Redis stores it as a number */
+    sl_params g5 = {.algorithm = SL_GCRA, .rate = {5, SL_NS_PER_SEC}, .burst = 5};
+    sl_params g10 = g5;
+    g10.burst = 10;
+    cmd_ok("DEL %s", k);
+    it = item(&g5, k, 1, 0);
+    run(&it, 1, T0_US);
+    assert_i64(it.decision.remaining, 4);
+    r = cmd("GET %s", k);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    /* tat = T0 + 200000 us; tag b0c1c2cd = 2965488333: 333 */
+    assert_string_equal(r->str, "1700000000200000333");
+    freeReplyObject(r);
+    r = cmd("OBJECT ENCODING %s", k);
+    assert_string_equal(r->str, "int");
+    freeReplyObject(r);
+    it = item(&g5, k, 1, 0);
+    run(&it, 1, T0_US);
+    assert_i64(it.decision.remaining, 3); /* read back */
+    it = item(&g10, k, 1, 0);             /* tag 70d32a02: 042, another policy: fresh */
+    run(&it, 1, T0_US);
+    assert_i64(it.decision.remaining, 9);
+    cmd_ok("SET %s 12", k); /* too short for tat and tag: fresh */
+    it = item(&g5, k, 1, 0);
+    run(&it, 1, T0_US);
+    assert_i64(it.decision.remaining, 4);
 
     /* the same key with two different limits in one call is refused */
     sl_script_item two[2] = {item(&tb, k, 1, 0), item(&tb10, k, 1, 0)};
@@ -914,6 +952,10 @@ static void test_calendar_month(void **state) {
 
 /* ---- the formatter and the parser, without Redis -------------------------------- */
 
+/* The tag of the token bucket 5 per 2 us, burst 7, calendar month: FNV-1a
+ * of (4, 5, 2, 7, 1) as 8-byte little-endian words (redis_script.c). */
+#define TAG_TB "a8431f40"
+
 static void test_format(void **state) {
     (void)state;
     sl_params p = {.algorithm = SL_TOKEN_BUCKET,
@@ -926,14 +968,42 @@ static void test_format(void **state) {
     sl_buf b;
     sl__buf_init(&b);
     sl__redis_script_format(&b, false, &it, 1, 12345);
-    char want[512];
+    char want[1024];
     snprintf(want, sizeof want,
-             "*13\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n1\r\n$6\r\nk{x}:p\r\n$5\r\n12345\r\n"
-             "$1\r\n4\r\n$1\r\n5\r\n$1\r\n2\r\n$1\r\n7\r\n$1\r\n3\r\n$3\r\n257\r\n$1\r\n3\r\n"
-             "$1\r\n1\r\n",
-             sl__redis_script_sha());
+             "*16\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n1\r\n$6\r\nk{x}:p\r\n$5\r\n12345\r\n"
+             "$1\r\n1\r\n" /* one parameter set: */
+             "$1\r\n4\r\n$1\r\n5\r\n$1\r\n2\r\n$1\r\n7\r\n$3\r\n257\r\n$1\r\n3\r\n"
+             "$%zu\r\n%s\r\n"                     /* its tag */
+             "$1\r\n1\r\n$1\r\n3\r\n$1\r\n1\r\n", /* the item: set 1, cost 3, group 1 */
+             sl__redis_script_sha(), strlen(TAG_TB), TAG_TB);
     assert_int_equal(b.len, strlen(want));
     assert_memory_equal(b.data, want, b.len);
+
+    /* items with the same parameters share a parameter set (flags and
+     * origin included); the tag ignores start-empty, count-rejected and the
+     * origin (they do not change what a state means) */
+    sl_params q = p;
+    q.flags = 0;
+    q.origin = 0;
+    sl_script_item three[3] = {item(&p, "a", 1, 0), item(&q, "b", 2, 2), item(&p, "c", 1, 4)};
+    for (size_t i = 0; i < 3; i++) three[i].calendar_month = true;
+    sl__buf_reset(&b);
+    sl__redis_script_format(&b, false, three, 3, 0);
+    redisReader *rd = redisReaderCreate();
+    redisReaderFeed(rd, b.data, b.len);
+    void *v = NULL;
+    assert_int_equal(redisReaderGetReply(rd, &v), REDIS_OK);
+    redisReaderFree(rd);
+    redisReply *c = v;
+    /* EVALSHA sha 3 a b c now 2 (7 x 2) (3 x 3) */
+    assert_int_equal(c->elements, 3 + 3 + 2 + 14 + 9);
+    assert_string_equal(c->element[7]->str, "2");
+    assert_string_equal(c->element[14]->str, c->element[21]->str); /* one tag */
+    assert_string_equal(c->element[12]->str, "257");
+    assert_string_equal(c->element[19]->str, "256");
+    const char *sets[3] = {"1", "2", "1"};
+    for (size_t i = 0; i < 3; i++) assert_string_equal(c->element[22 + 3 * i]->str, sets[i]);
+    freeReplyObject(c);
     sl__buf_reset(&b);
     sl__redis_key(&b, "sl:", "api", "a\0b", 3);
     assert_int_equal(b.len, 12);
@@ -956,8 +1026,8 @@ static void test_parse(void **state) {
     sl_params p = {.algorithm = SL_GCRA, .rate = {1, SL_NS_PER_SEC}, .burst = 1};
     sl_script_item it[2] = {item(&p, "a", 1, 0), item(&p, "b", 1, 0)};
     char err[64];
-    redisReply *r = read_reply("*2\r\n*6\r\n:1\r\n:5\r\n:4\r\n:0\r\n:200000\r\n:7\r\n"
-                               "*6\r\n:0\r\n:5\r\n:0\r\n:-1\r\n:0\r\n:0\r\n");
+    redisReply *r = read_reply("*12\r\n:1\r\n:5\r\n:4\r\n:0\r\n:200000\r\n:7\r\n"
+                               ":0\r\n:5\r\n:0\r\n:-1\r\n:0\r\n:0\r\n");
     assert_int_equal(sl__redis_script_parse(r, it, 2, err, sizeof err), 0);
     assert_true(it[0].decided && it[0].decision.allowed);
     assert_i64(it[0].decision.reset_after, 200000 * US);
@@ -970,14 +1040,15 @@ static void test_parse(void **state) {
         "-ERR boom\r\n",
         "$3\r\nabc\r\n",
         "*1\r\n:1\r\n",
-        "*1\r\n*5\r\n:1\r\n:5\r\n:4\r\n:0\r\n:0\r\n",
-        "*1\r\n*6\r\n:2\r\n:5\r\n:4\r\n:0\r\n:0\r\n:0\r\n",  /* allowed 2 */
-        "*1\r\n*6\r\n:1\r\n:5\r\n:-1\r\n:0\r\n:0\r\n:0\r\n", /* remaining < 0 */
-        "*1\r\n*6\r\n:1\r\n:5\r\n:4\r\n:-1\r\n:0\r\n:0\r\n", /* never, but allowed */
-        "*1\r\n*6\r\n:0\r\n:5\r\n:4\r\n:-2\r\n:0\r\n:0\r\n",
-        "*1\r\n*6\r\n:0\r\n:5\r\n:4\r\n:9223372036854776\r\n:0\r\n:0\r\n", /* overflows ns */
-        "*1\r\n*6\r\n:0\r\n:5\r\n:4\r\n:1\r\n$1\r\n0\r\n:0\r\n",
-        "*1\r\n*6\r\n:0\r\n:0\r\n:0\r\n:1\r\n:0\r\n:0\r\n", /* limit 0 */
+        "*5\r\n:1\r\n:5\r\n:4\r\n:0\r\n:0\r\n",
+        "*1\r\n*6\r\n:1\r\n:5\r\n:4\r\n:0\r\n:0\r\n:0\r\n", /* the old nested shape */
+        "*6\r\n:2\r\n:5\r\n:4\r\n:0\r\n:0\r\n:0\r\n",       /* allowed 2 */
+        "*6\r\n:1\r\n:5\r\n:-1\r\n:0\r\n:0\r\n:0\r\n",      /* remaining < 0 */
+        "*6\r\n:1\r\n:5\r\n:4\r\n:-1\r\n:0\r\n:0\r\n",      /* never, but allowed */
+        "*6\r\n:0\r\n:5\r\n:4\r\n:-2\r\n:0\r\n:0\r\n",
+        "*6\r\n:0\r\n:5\r\n:4\r\n:9223372036854776\r\n:0\r\n:0\r\n", /* overflows ns */
+        "*6\r\n:0\r\n:5\r\n:4\r\n:1\r\n$1\r\n0\r\n:0\r\n",
+        "*6\r\n:0\r\n:0\r\n:0\r\n:1\r\n:0\r\n:0\r\n", /* limit 0 */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         r = read_reply(bad[i]);

@@ -37,6 +37,14 @@ dpkg-deb -e "$deb" "$work/control"
 R=$work/root
 mkdir -p "$R/var/lib/dpkg/info" "$R/var/lib/dpkg/updates"
 touch "$R/var/lib/dpkg/status" "$R/var/lib/dpkg/available"
+# the maintainer scripts run on this machine (chrootless): they must see
+# DPKG_ROOT and call nothing; these stand-ins record any call
+mkdir -p "$work/fakebin"
+for c in systemctl deb-systemd-invoke deb-systemd-helper; do
+    printf '#!/bin/sh\necho "%s $*" >>"%s"\n' "$c" "$work/calls" >"$work/fakebin/$c"
+    chmod +x "$work/fakebin/$c"
+done
+export PATH=$work/fakebin:$PATH
 # --force-depends: the root holds no libraries; the host's run the binaries
 dpkg --root="$R" --log=/dev/null --force-depends --force-script-chrootless \
     -i "$deb" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg -i"; }
@@ -143,4 +151,5 @@ dpkg --root="$R" --log=/dev/null --force-script-chrootless -r sluice >"$work/dpk
 dpkg --root="$R" --log=/dev/null --force-script-chrootless -P sluice >"$work/dpkg.log" 2>&1 ||
     { cat "$work/dpkg.log"; fail "dpkg -P"; }
 [ ! -e "$R/etc/sluice/sluice.yaml" ] || fail "the conffile stayed after purge"
+[ ! -e "$work/calls" ] || { cat "$work/calls"; fail "maintainer scripts called systemd tools in DPKG_ROOT"; }
 echo "deb_test: ok ($(basename "$deb"), $(wc -l <<<"$listed") paths)"

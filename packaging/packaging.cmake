@@ -8,8 +8,12 @@
 # plain install (which must never write /etc), and packaged by CPack below.
 
 # ---- readiness: sd_notify from libsystemd, when it is there -----------------
-# Without libsystemd-dev sluiced builds and runs the same, minus READY=1.
-pkg_check_modules(SYSTEMD IMPORTED_TARGET libsystemd)
+# Without libsystemd-dev (or with -DSLUICE_SYSTEMD=OFF) sluiced builds and
+# runs the same, minus the notifications.
+option(SLUICE_SYSTEMD "sd_notify readiness for systemd (when libsystemd-dev is there)" ON)
+if(SLUICE_SYSTEMD)
+  pkg_check_modules(SYSTEMD IMPORTED_TARGET libsystemd)
+endif()
 if(TARGET sluiced AND SYSTEMD_FOUND)
   target_link_libraries(sluiced PRIVATE PkgConfig::SYSTEMD)
   target_compile_definitions(sluiced PRIVATE SLUICE_HAVE_SYSTEMD)

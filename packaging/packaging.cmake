@@ -57,6 +57,7 @@ install(FILES ${CMAKE_CURRENT_LIST_DIR}/sluiced.service DESTINATION /lib/systemd
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME sluice)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+# a placeholder until the project has a maintainer address
 set(CPACK_PACKAGE_CONTACT "sluice maintainers <sluice@example.org>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "rate limiting: library, decision server and command line")
 # CPack writes the summary as the synopsis and indents this as the long text
@@ -69,7 +70,6 @@ libsluice-client, with headers, static libraries and pkg-config files.")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
-set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://example.org/sluice")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)

@@ -1,6 +1,7 @@
 /* main.c: the sluiced program: arguments, --check-config, starting the
  * server on the given or the embedded default config, and the signals
- * (SIGTERM/SIGINT drain and exit 0, SIGHUP reloads). */
+ * (SIGTERM/SIGINT drain and exit 0, SIGHUP reloads), and systemd's readiness
+ * notifications around them (sd_notify). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@ SHELL   := /bin/bash
 MAKEFLAGS += --no-print-directory
 CMAKE_FLAGS ?=
 
-.PHONY: build-fuzz all deps build run test test-asan test-tsan test-integration test-fuzz fuzz bench format clean
+.PHONY: build-fuzz all deps build deb run test test-asan test-tsan test-integration test-fuzz fuzz bench format clean
 
 all: build
 
@@ -17,6 +17,12 @@ deps:
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_WERROR=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
+
+# The Debian package, build/sluice_VERSION_ARCH.deb, with CPack from build/
+# (packaging/packaging.cmake; docs/operations.md).
+deb: build
+	@cd $(BUILD) && cpack -G DEB >/dev/null
+	@ls $(BUILD)/sluice_*.deb
 
 # sluiced on its embedded default config (examples/sluice.yaml): memory store,
 # HTTP on 127.0.0.1:8080, RESP on 127.0.0.1:6380. Ctrl-C drains and stops it.

@@ -16,6 +16,8 @@ packages=(
     nginx-light                        # integration tests: nginx in front, sluiced behind auth_request
     libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler nghttp2-client  # gRPC: HTTP/2, protobuf, h2load
     golang-go golang-golang-x-time-dev  # xrate_diff: sl_limiter against the real x/time/rate
+    libsystemd-dev                     # sluiced: sd_notify readiness under systemd (optional at build time)
+    dpkg-dev lintian systemd           # make deb: dpkg-shlibdeps; its test: lintian, systemd-analyze
 )
 # the gRPC integration test's client (@grpc/grpc-js from npm); any existing node + npm will do
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)

@@ -1,11 +1,15 @@
 /* main.c: the sluiced program: arguments, --check-config, starting the
  * server on the given or the embedded default config, and the signals
- * (SIGTERM/SIGINT drain and exit 0, SIGHUP reloads). */
+ * (SIGTERM/SIGINT drain and exit 0, SIGHUP reloads), and systemd's readiness
+ * notifications around them (sd_notify). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
+#ifdef SLUICE_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include "policy/config.h"
 #include "policy/config_check.h"
@@ -16,6 +20,20 @@
 #define DRAIN_GRACE_NS (INT64_C(10) * SL_NS_PER_SEC)
 
 static sl_server server;
+
+/* ---- systemd readiness (Type=notify; docs/operations.md) -------------------
+ * Tells the service manager READY=1 once the listeners are bound, RELOADING=1
+ * then READY=1 around a SIGHUP reload, STOPPING=1 when draining. sd_notify
+ * does nothing (returns 0) when NOTIFY_SOCKET is unset, i.e. outside systemd;
+ * built without libsystemd, this is a no-op. Errors are ignored: readiness
+ * is advisory and the server runs either way. */
+static void notify(const char *state) {
+#ifdef SLUICE_HAVE_SYSTEMD
+    (void)sd_notify(0, state);
+#else
+    (void)state;
+#endif
+}
 
 static void usage(FILE *f) {
     fprintf(f, "usage: sluiced [-c FILE] [--log-level LEVEL]\n"
@@ -31,11 +49,14 @@ static void usage(FILE *f) {
 
 static void on_signal(uv_signal_t *h, int signum) {
     if (signum == SIGHUP) {
-        static sl_reload_result r;      /* 2 KiB: not on the stack; this is the main thread */
+        static sl_reload_result r; /* 2 KiB: not on the stack; this is the main thread */
+        notify("RELOADING=1");
         sl__server_reload(&server, &r); /* logged either way */
+        notify("READY=1");
         return;
     }
     sl__log_info("%s: draining", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    notify("STOPPING=1");
     uv_stop(h->loop);
 }
 
@@ -91,6 +112,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     sl__log_info("ready");
+    notify("READY=1");
     uv_run(loop, UV_RUN_DEFAULT);
     sl__server_drain_and_stop(&server, DRAIN_GRACE_NS);
     /* a second SIGTERM while we exit must not kill us with the default action */

@@ -680,8 +680,7 @@ static int check_all(sl_check *c, const check_opts *o, size_t n, int64_t now, si
                 if (o->contract)
                     look(pl[i], state_of(h[i].e), &c[i], at[i]);
                 else
-                    sl__decide(pl[i], state_of(h[i].e), c[i].cost, at[i], SL__PEEK,
-                               &c[i].decision);
+                    sl__decide(pl[i], state_of(h[i].e), c[i].cost, at[i], SL__PEEK, &c[i].decision);
             }
             for (size_t i = 0; i < n; i++) {
                 if (!pl[i]->count_rejected) continue;
@@ -711,8 +710,8 @@ int sl__table_check_all_with(sl_check *c, const sl__plan *const *plans, size_t n
     return check_all(c, &(check_opts){.plans = plans}, n, now, refused);
 }
 
-int sl__table_check_group(sl_check *c, const sl__plan *const *plans, const int64_t *nows,
-                          size_t n, size_t *refused) {
+int sl__table_check_group(sl_check *c, const sl__plan *const *plans, const int64_t *nows, size_t n,
+                          size_t *refused) {
     return check_all(c, &(check_opts){.plans = plans, .nows = nows, .contract = true}, n,
                      nows && n ? nows[0] : 0, refused);
 }

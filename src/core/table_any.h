@@ -46,7 +46,7 @@ int sl__table_check_all_with(sl_check *c, const sl__plan *const *plans, size_t n
  *   sl_table_check_all) and reports the decision of that charge: the state
  *   it is left in, as sl_table_check says for one check alone.
  * Other errors as sl_table_check_all (everything denied, nothing charged). */
-int sl__table_check_group(sl_check *c, const sl__plan *const *plans, const int64_t *nows,
-                          size_t n, size_t *refused);
+int sl__table_check_group(sl_check *c, const sl__plan *const *plans, const int64_t *nows, size_t n,
+                          size_t *refused);
 
 #endif

@@ -1,7 +1,7 @@
-/* memory.c: the memory store (see memory.h): a group is sl_table_check_all
- * over the limits' tables, plus the calendar quotas' stripes and clock, and
- * the group contract of store.h (shadow group after the enforced one, a
- * look at everything when a group refuses). */
+/* memory.c: the memory store (see memory.h): a group is
+ * sl__table_check_group over the limits' tables (the group contract of
+ * store.h, as the Redis script decides it), with the calendar quotas' clock;
+ * the shadow group after the enforced one, a look at it when that refuses. */
 #include "store/memory.h"
 
 #include <stdlib.h>

@@ -56,8 +56,8 @@ static lim *lim_flags(const char *name, sl_algorithm a, int64_t limit, int64_t p
 
 /* A calendar-month quota of n, as policy.c makes one: a fixed window of 31
  * days on the calendar clock, with its stripes. */
-#define DAY  (86400 * SEC)
-#define FEB  (28 * DAY) /* T0 is 2026-02-01 00:00 UTC */
+#define DAY (86400 * SEC)
+#define FEB (28 * DAY) /* T0 is 2026-02-01 00:00 UTC */
 static lim *quota_new(const char *name, int64_t n) {
     lim *x = lim_new(name, SL_FIXED_WINDOW, n, 31 * DAY, 0);
     x->l.store.calendar_month = true;

@@ -556,8 +556,25 @@ static int cmp_shard(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static int check_all(sl_check *c, const sl__plan *const *plans, size_t n, int64_t now,
-                     size_t *refused) {
+/* How check_all decides: sl_table_check_all's way, or the store contract's
+ * (sl__table_check_group: a time per check, the others of a cost that can
+ * never pass looked at, count_rejected charges reported). */
+typedef struct check_opts {
+    const sl__plan *const *plans; /* NULL, or per check (NULL: its table's plan) */
+    const int64_t *nows;          /* NULL, or per check: its time */
+    bool contract;
+} check_opts;
+
+/* A look at check i: its decision at its cost with nothing charged; when
+ * allowed, its remaining gets the cost back (remaining is the floor of what
+ * is left and costs are whole: exact), so that it says what the limit has. */
+static void look(const sl__plan *plan, void *st, sl_check *c, int64_t now) {
+    sl__decide(plan, st, c->cost, now, SL__PEEK, &c->decision);
+    if (c->decision.allowed && c->decision.remaining <= INT64_MAX - c->cost)
+        c->decision.remaining += c->cost;
+}
+
+static int check_all(sl_check *c, const check_opts *o, size_t n, int64_t now, size_t *refused) {
     size_t dummy;
     if (!refused) refused = &dummy;
     *refused = n;
@@ -566,8 +583,10 @@ static int check_all(sl_check *c, const sl__plan *const *plans, size_t n, int64_
 
     held h[SL_CHECK_MAX];
     const sl__plan *pl[SL_CHECK_MAX]; /* the plan each check is decided with */
+    int64_t at[SL_CHECK_MAX];         /* and its time */
     for (size_t i = 0; i < n; i++) {
-        pl[i] = plans && plans[i] ? plans[i] : &c[i].table->plan;
+        pl[i] = o->plans && o->plans[i] ? o->plans[i] : &c[i].table->plan;
+        at[i] = o->nows ? o->nows[i] : now;
         if (!plan_fits(c[i].table, pl[i])) {
             for (size_t j = 0; j < n; j++) deny(&c[j].decision, &c[j].table->plan);
             *refused = i;
@@ -577,9 +596,14 @@ static int check_all(sl_check *c, const sl__plan *const *plans, size_t n, int64_
     shard *order[SL_CHECK_MAX];
     uint64_t hash[SL_CHECK_MAX];
     size_t save_bytes = 0;
+    size_t never = n; /* contract: the first check whose cost can never pass */
+    bool bad[SL_CHECK_MAX] = {0};
     for (size_t i = 0; i < n; i++) {
-        int rc = check_args(pl[i], c[i].keylen, c[i].cost, now);
-        if (rc) {
+        int rc = check_args(pl[i], c[i].keylen, c[i].cost, at[i]);
+        if (rc == SL_ECOST && o->contract) {
+            bad[i] = true;
+            if (never == n) never = i;
+        } else if (rc) {
             for (size_t j = 0; j < n; j++) deny(&c[j].decision, pl[j]);
             *refused = i;
             return rc;
@@ -609,7 +633,7 @@ static int check_all(sl_check *c, const sl__plan *const *plans, size_t n, int64_
         uint32_t idx = find(h[i].t, h[i].s, hash[i], c[i].key, c[i].keylen);
         uint32_t used = META_REF;
         if (idx == NIL) {
-            rc = insert(h[i].t, h[i].s, hash[i], c[i].key, c[i].keylen, now, &idx);
+            rc = insert(h[i].t, h[i].s, hash[i], c[i].key, c[i].keylen, at[i], &idx);
             used = 0;
         }
         if (rc) {
@@ -620,7 +644,18 @@ static int check_all(sl_check *c, const sl__plan *const *plans, size_t n, int64_
         h[i].e->tagmeta |= META_PIN | used;
     }
 
-    if (rc == SL_OK) {
+    if (rc == SL_OK && never < n) {
+        /* contract: a cost that can never pass refuses the group, nothing
+           charged; every other check is looked at */
+        for (size_t i = 0; i < n; i++) {
+            if (bad[i])
+                deny(&c[i].decision, pl[i]);
+            else
+                look(pl[i], state_of(h[i].e), &c[i], at[i]);
+        }
+        *refused = never;
+        rc = SL_ECOST;
+    } else if (rc == SL_OK) {
         size_t off = 0, first = n;
         size_t offs[SL_CHECK_MAX];
         for (size_t i = 0; i < n; i++) {
@@ -631,7 +666,7 @@ static int check_all(sl_check *c, const sl__plan *const *plans, size_t n, int64_
             /* record only if allowed; rejections are charged below, once */
             sl__plan strict = *plan;
             strict.count_rejected = false;
-            sl__decide(&strict, state_of(h[i].e), c[i].cost, now, SL__APPLY, &c[i].decision);
+            sl__decide(&strict, state_of(h[i].e), c[i].cost, at[i], SL__APPLY, &c[i].decision);
             if (!c[i].decision.allowed) {
                 first = i;
                 break;
@@ -642,12 +677,16 @@ static int check_all(sl_check *c, const sl__plan *const *plans, size_t n, int64_
                 memcpy(state_of(h[i].e), saved + offs[i], pl[i]->state_size);
             for (size_t i = 0; i < n; i++) {
                 if (i == first) continue;
-                sl__decide(pl[i], state_of(h[i].e), c[i].cost, now, SL__PEEK, &c[i].decision);
+                if (o->contract)
+                    look(pl[i], state_of(h[i].e), &c[i], at[i]);
+                else
+                    sl__decide(pl[i], state_of(h[i].e), c[i].cost, at[i], SL__PEEK, &c[i].decision);
             }
             for (size_t i = 0; i < n; i++) {
                 if (!pl[i]->count_rejected) continue;
-                sl_decision ignored;
-                sl__decide(pl[i], state_of(h[i].e), c[i].cost, now, SL__CHARGE, &ignored);
+                sl_decision charged;
+                sl__decide(pl[i], state_of(h[i].e), c[i].cost, at[i], SL__CHARGE, &charged);
+                if (o->contract) c[i].decision = charged; /* the state it is left in */
             }
             *refused = first;
         }
@@ -663,12 +702,18 @@ static int check_all(sl_check *c, const sl__plan *const *plans, size_t n, int64_
 }
 
 int sl_table_check_all(sl_check *c, size_t n, int64_t now, size_t *refused) {
-    return check_all(c, NULL, n, now, refused);
+    return check_all(c, &(check_opts){0}, n, now, refused);
 }
 
 int sl__table_check_all_with(sl_check *c, const sl__plan *const *plans, size_t n, int64_t now,
                              size_t *refused) {
-    return check_all(c, plans, n, now, refused);
+    return check_all(c, &(check_opts){.plans = plans}, n, now, refused);
+}
+
+int sl__table_check_group(sl_check *c, const sl__plan *const *plans, const int64_t *nows, size_t n,
+                          size_t *refused) {
+    return check_all(c, &(check_opts){.plans = plans, .nows = nows, .contract = true}, n,
+                     nows && n ? nows[0] : 0, refused);
 }
 
 /* ---- maintenance ---------------------------------------------------------- */

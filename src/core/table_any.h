@@ -30,4 +30,23 @@ int sl__table_check_with(sl_table *t, const sl__plan *plan, const void *key, siz
 int sl__table_check_all_with(sl_check *c, const sl__plan *const *plans, size_t n, int64_t now,
                              size_t *refused);
 
+/* Decides the checks c[0..n) as one all-or-nothing group the way the
+ * store contract says (src/store/store.h; the Redis script decides the
+ * same), each with plans[i] (as sl__table_check_all_with) at its own time
+ * nows[i] (a calendar quota's clock next to the real one). It differs from
+ * sl_table_check_all when the group refuses:
+ * - a cost that can never pass (above the limit, the burst): that check
+ *   (and any other such) is denied (allowed 0, remaining 0, retry_after -1,
+ *   reset_after 0), nothing at all is charged (count_rejected neither),
+ *   every other check is looked at; returns SL_ECOST, *refused the first
+ *   such check;
+ * - a look (an allowed check that is not charged) says what its limit has
+ *   now: its decision at its cost, remaining with the cost given back;
+ * - a count_rejected check is charged as a rejection (as in
+ *   sl_table_check_all) and reports the decision of that charge: the state
+ *   it is left in, as sl_table_check says for one check alone.
+ * Other errors as sl_table_check_all (everything denied, nothing charged). */
+int sl__table_check_group(sl_check *c, const sl__plan *const *plans, const int64_t *nows, size_t n,
+                          size_t *refused);
+
 #endif

@@ -1,7 +1,7 @@
-/* memory.c: the memory store (see memory.h): a group is sl_table_check_all
- * over the limits' tables, plus the calendar quotas' stripes and clock, and
- * the group contract of store.h (shadow group after the enforced one, a
- * look at everything when a group refuses). */
+/* memory.c: the memory store (see memory.h): a group is
+ * sl__table_check_group over the limits' tables (the group contract of
+ * store.h, as the Redis script decides it), with the calendar quotas' clock;
+ * the shadow group after the enforced one, a look at it when that refuses. */
 #include "store/memory.h"
 
 #include <stdlib.h>
@@ -110,37 +110,6 @@ int sl__memory_peek(sl_store_limit *l, const void *key, size_t keylen, int64_t n
 
 /* ---- groups ------------------------------------------------------------------- */
 
-static int cmp_ptr(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t) * (pthread_mutex_t *const *)a;
-    uintptr_t y = (uintptr_t) * (pthread_mutex_t *const *)b;
-    return x < y ? -1 : x > y;
-}
-
-static bool same_key(const sl_store_item *a, const sl_store_item *b) {
-    return a->limit == b->limit && a->keylen == b->keylen && memcmp(a->key, b->key, a->keylen) == 0;
-}
-
-static void fill(sl_check *c, const struct sl__plan **plan, const sl_store_item *it) {
-    *c = (sl_check){
-        .table = it->limit->table, .key = it->key, .keylen = it->keylen, .cost = it->cost};
-    *plan = it->plan;
-}
-
-/* Copies sl_table_check_all's decisions. When the group was refused, an
- * allowed decision describes the state after a charge that did not happen:
- * its remaining gets the cost back (exact: remaining is the floor of what is
- * left, and costs are whole), so that it says what the limit has now. */
-static void copy_decisions(sl_store_item *items, const size_t *idx, const sl_check *checks,
-                           size_t n, bool refused) {
-    for (size_t k = 0; k < n; k++) {
-        sl_store_item *it = &items[idx[k]];
-        it->decision = checks[k].decision;
-        it->decided = true;
-        if (refused && it->decision.allowed && it->decision.remaining <= INT64_MAX - it->cost)
-            it->decision.remaining += it->cost;
-    }
-}
-
 static void peek_all(sl_store_item *items, const size_t *idx, size_t n, int64_t now) {
     for (size_t k = 0; k < n; k++) {
         sl_store_item *it = &items[idx[k]];
@@ -149,11 +118,11 @@ static void peek_all(sl_store_item *items, const size_t *idx, size_t n, int64_t 
     }
 }
 
-/* Decides the items idx[0..n) as one all-or-nothing group. *refused gets the
- * item index of the refusal, or NONE. With calendar quotas in the group, their
- * stripes are locked first (in address order), the quotas are looked at
- * (cost 0), the other limits decided and charged, and only then the quotas
- * charged: holding the stripes, nobody else can have used them up. */
+/* Decides the items idx[0..n) as one all-or-nothing group, the contract of
+ * store.h, in the order given (sl__table_check_group: every table's shards
+ * locked together, calendar quotas on their clock). *refused gets the item
+ * index of the refusal (of a cost that can never pass, with SL_ECOST; of a
+ * table error), or NONE. Returns 0 or the table error. */
 static int check_group(sl_store_item *items, const size_t *idx, size_t n, int64_t now,
                        size_t *refused) {
     *refused = NONE;
@@ -167,107 +136,45 @@ static int check_group(sl_store_item *items, const size_t *idx, size_t n, int64_
     }
     sl_check checks[SL_STORE_MAX_ITEMS];
     const struct sl__plan *plans[SL_STORE_MAX_ITEMS] = {0};
-    size_t plain[SL_STORE_MAX_ITEMS], cal[SL_STORE_MAX_ITEMS], np = 0, nc = 0;
+    int64_t nows[SL_STORE_MAX_ITEMS] = {0};
+    int64_t slack = 0, cnow = 0;
+    bool calendar = false;
     for (size_t k = 0; k < n; k++) {
-        if (items[idx[k]].limit->stripes)
-            cal[nc++] = idx[k];
-        else
-            plain[np++] = idx[k];
-    }
-    size_t r = 0;
-    int rc;
-    if (nc == 0) {
-        for (size_t k = 0; k < np; k++) fill(&checks[k], &plans[k], &items[plain[k]]);
-        rc = sl__table_check_all_with(checks, plans, np, now, &r);
-        copy_decisions(items, plain, checks, np, r < np);
-        if (r < np) *refused = plain[r];
-        return rc;
-    }
-
-    pthread_mutex_t *locks[SL_STORE_MAX_ITEMS];
-    size_t nl = 0;
-    for (size_t k = 0; k < nc; k++) {
-        const sl_store_item *it = &items[cal[k]];
-        locks[nl++] = stripe(it->limit, it->key, it->keylen);
-    }
-    qsort(locks, nl, sizeof *locks, cmp_ptr);
-    size_t u = 0;
-    for (size_t k = 0; k < nl; k++)
-        if (k == 0 || locks[k] != locks[u - 1]) locks[u++] = locks[k];
-    nl = u;
-    for (size_t k = 0; k < nl; k++) pthread_mutex_lock(locks[k]);
-
-    int64_t slack;
-    int64_t cnow = calendar_now(now, &slack);
-    rc = SL_OK;
-    /* 1. the quotas, looked at (the same key twice adds up its costs) */
-    for (size_t k = 0; k < nc && rc == SL_OK; k++) {
-        sl_store_item *it = &items[cal[k]];
-        sl_decision d;
-        rc = sl_table_check(it->limit->table, it->key, it->keylen, 0, cnow, &d);
-        if (rc != SL_OK) {
-            *refused = cal[k];
-            break;
+        const sl_store_item *it = &items[idx[k]];
+        checks[k] = (sl_check){
+            .table = it->limit->table, .key = it->key, .keylen = it->keylen, .cost = it->cost};
+        plans[k] = it->plan;
+        nows[k] = now;
+        if (it->limit->stripes) { /* a calendar quota: its table runs on the calendar clock */
+            if (!calendar) cnow = calendar_now(now, &slack);
+            calendar = true;
+            nows[k] = cnow;
         }
-        int64_t want = it->cost;
-        for (size_t j = 0; j < k; j++)
-            if (same_key(&items[cal[j]], it)) want += items[cal[j]].cost;
-        if (it->cost > d.limit) {
-            d.allowed = false;
-            d.retry_after = -1;
-            rc = SL_ECOST;
-            *refused = cal[k];
-        } else if (want > d.remaining) {
-            d.allowed = false;
-            d.retry_after = d.reset_after; /* the window's end: then it is empty */
-            if (*refused == NONE) *refused = cal[k];
-        }
-        calendar_fix(&d, slack);
-        it->decision = d;
+    }
+    size_t r = n;
+    int rc = sl__table_check_group(checks, plans, nows, n, &r);
+    for (size_t k = 0; k < n; k++) {
+        sl_store_item *it = &items[idx[k]];
+        it->decision = checks[k].decision;
         it->decided = true;
+        if (it->limit->stripes) calendar_fix(&it->decision, slack);
     }
-    if (rc != SL_OK || *refused != NONE) {
-        peek_all(items, plain, np, now); /* the other limits' state, nothing charged */
-        goto unlock;
-    }
-    /* 2. the other limits, decided and charged together */
-    for (size_t k = 0; k < np; k++) fill(&checks[k], &plans[k], &items[plain[k]]);
-    rc = sl__table_check_all_with(checks, plans, np, now, &r);
-    copy_decisions(items, plain, checks, np, r < np);
-    if (r < np) *refused = plain[r];
-    if (rc != SL_OK || *refused != NONE) goto unlock;
-    /* 3. the quotas, charged: they pass, their stripes were held throughout */
-    for (size_t k = 0; k < nc; k++) fill(&checks[k], &plans[k], &items[cal[k]]);
-    rc = sl_table_check_all(checks, nc, cnow, &r);
-    for (size_t k = 0; k < nc; k++) {
-        calendar_fix(&checks[k].decision, slack);
-        items[cal[k]].decision = checks[k].decision;
-    }
-    if (r < nc) *refused = cal[r];
-unlock:
-    for (size_t k = nl; k-- > 0;) pthread_mutex_unlock(locks[k]);
+    if (r < n) *refused = idx[r];
     return rc;
 }
 
-/* Item r of the group idx[0..n) has a cost that can never pass: nothing
- * was charged; it is refused for good (allowed 0, remaining 0, retry_after
- * -1, reset_after 0: the contract of store.h), and every other item says
- * what it has. An any-rate item (CL.THROTTLE) describes its key as it is
- * instead, as redis-cell does. */
-static void never(sl_store_item *items, const size_t *idx, size_t n, size_t r, int64_t now) {
-    peek_all(items, idx, n, now);
-    sl_store_item *it = &items[r];
+/* Item r has a cost that can never pass: the table denied it (allowed 0,
+ * remaining 0, retry_after -1, reset_after 0: store.h), the others of its
+ * group were looked at. An any-rate item (CL.THROTTLE) describes its key as
+ * it is instead, as redis-cell does. */
+static void never(sl_store_item *it, int64_t now) {
     sl_decision d;
-    if (table_check(it->limit, it->plan, it->key, it->keylen, 0, now, &d) == SL_OK) {
+    if (it->limit->any_rate &&
+        table_check(it->limit, it->plan, it->key, it->keylen, 0, now, &d) == SL_OK) {
         it->decision = d;
-        if (!it->limit->any_rate) {
-            it->decision.remaining = 0;
-            it->decision.reset_after = 0;
-            it->decision.delay = 0;
-        }
+        it->decision.allowed = false;
+        it->decision.retry_after = -1;
     }
-    it->decision.allowed = false;
-    it->decision.retry_after = -1;
     it->decided = true;
 }
 
@@ -286,7 +193,7 @@ void sl__memory_decide(sl_store_call *c) {
     size_t r;
     int rc = check_group(c->items, g0, n0, c->now, &r);
     if (rc == SL_ECOST && r != NONE) {
-        never(c->items, g0, n0, r, c->now);
+        never(&c->items[r], c->now);
         rc = SL_OK;
     }
     if (rc != SL_OK) {
@@ -296,7 +203,10 @@ void sl__memory_decide(sl_store_call *c) {
         peek_all(c->items, g1, n1, c->now);
     } else if (n1) {
         rc = check_group(c->items, g1, n1, c->now, &r);
-        if (rc != SL_OK && r != NONE) never(c->items, g1, n1, r, c->now);
+        if (rc == SL_ECOST && r != NONE)
+            never(&c->items[r], c->now);
+        else if (rc != SL_OK) /* a table error in the shadow group: it is only looked at */
+            peek_all(c->items, g1, n1, c->now);
     }
     c->done(c);
 }

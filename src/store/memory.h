@@ -1,10 +1,13 @@
 /* memory.h: the memory store (store.type: memory): every limit's state in
  * its own in-memory table (sl_store_limit.table), decided inline under the
  * group contract of store.h. Calendar-month quotas run on a calendar clock
- * that maps month m of UTC time to [m * 31d, m * 31d + length of m), and
- * every user of such a table locks one of its key stripes, so that a group
- * can look at the quota, decide the other limits, and then charge the
- * quota without a race. Also what batched mode (batch.h) decides with. */
+ * that maps month m of UTC time to [m * 31d, m * 31d + length of m); a
+ * group of several limits is one sl__table_check_group (core/table_any.h:
+ * every shard involved locked at once, each item at its own clock), in the
+ * order given, quotas like any other limit. A single check of a quota still
+ * takes one of its key stripes (sl_store_limit.stripes also marks a limit
+ * as a calendar quota), which groups no longer need. Also what batched mode
+ * (batch.h) decides with. */
 #ifndef SLUICE_STORE_MEMORY_H
 #define SLUICE_STORE_MEMORY_H
 

@@ -23,7 +23,10 @@
  * retry_after, reset_after and delay are rounded up to whole us where the C
  * core rounds them to whole ns. With a period and an emission interval
  * (period / limit) that are whole us, and whole-us times, every field is the
- * C core's exactly. sl__redis_script_check says which parameters the script
+ * C core's exactly, with one exception: a sliding window's retry_after is a
+ * fraction of the period even then (the first instant at which the
+ * previous window's weight lets the cost pass), and is the C core's
+ * rounded up to the us (never early). sl__redis_script_check says which parameters the script
  * decides exactly (use it when a config selects the Redis store).
  *
  * Groups (the semantics of sl__policy_check_all): group 0 is decided as one
@@ -32,10 +35,11 @@
  * nothing is charged (count_rejected tables excepted) and group 1 is only
  * looked at (cost 0). Items are decided in the order given; the same key may
  * come twice (its costs add up) but then with the same parameters. When a
- * group refuses, an allowed item reports what its limit has now (as
- * copy_decisions in policy.c), a count_rejected item the state its charge
- * left. A cost that can never pass (above the limit for windows, the burst
- * for buckets) refuses its group with nothing charged at all, and that
+ * group refuses (group 1 included), its count_rejected items are charged as
+ * a rejection; an allowed item reports what its limit has now (its cost
+ * given back in remaining), a count_rejected item the state its charge
+ * left: store.h's contract, which the memory store keeps too. A cost that can never pass (above the
+ * limit for windows, the burst for buckets) refuses its group with nothing charged at all, and that
  * item's decision is allowed 0, remaining 0, retry_after -1, reset_after 0.
  * Every key gets a TTL (PEXPIRE) of the time after which its state is the
  * same as a fresh key's, so idle keys vanish; a decision that changes

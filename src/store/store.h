@@ -8,20 +8,33 @@
  * - sl__store_decide calls c->done exactly once, maybe before it returns
  *   (the memory store always does; the Redis store when its deny cache or
  *   its breaker answers);
- * - group 0 is all-or-nothing: it passes only if every item passes, and
- *   then every item is charged; if it refuses nothing is charged
- *   (count_rejected tables excepted);
- * - if group 0 passed, group 1 is decided as its own all-or-nothing group;
- *   if group 0 refused, group 1 is only looked at (cost 0);
- * - when a group refuses, an allowed item reports what its limit has now
- *   (nothing was charged);
+ * - group 0 is all-or-nothing, its items decided in the order given (each
+ *   sees the charges of the items before it; the same key twice adds up;
+ *   calendar-month quotas like any other limit): it passes only if every
+ *   item passes, and then every item is charged; if one refuses, that
+ *   first refusing item is the group's refusal and nothing is charged,
+ *   count_rejected items excepted: they are charged as a rejection (never
+ *   beyond empty), in order;
+ * - if group 0 passed, group 1 is decided as its own all-or-nothing group,
+ *   the same way; its count_rejected items are charged as a rejection when
+ *   it refuses too (shadow mode is a dry run of enforcement: the limit
+ *   counts what it would count if enforced, docs/semantics.md); if group 0
+ *   refused, group 1 is only looked at (cost 0, nothing charged);
+ * - when a group refuses, the refusing item reports why (given the items
+ *   before it); every other item reports what its limit says at its cost
+ *   with nothing charged (a look: an allowed one has its cost given back in
+ *   remaining, its durations as after the charge); a count_rejected item
+ *   the decision of its charge instead (the state it is left in);
  * - a cost that can never pass (above the limit of a window, the burst of
- *   a bucket) refuses its group with nothing charged, and that item's
- *   decision is allowed 0, remaining 0, retry_after -1;
+ *   a bucket) refuses its group with nothing charged at all (count_rejected
+ *   neither): that item's decision is allowed 0, remaining 0, retry_after
+ *   -1, reset_after 0 (the first such item is the refusal); every other
+ *   item is a look as above;
  * - c->from says where the decision came from (the memory store: always
  *   SL_FROM_REDIS, "the store itself"); c->rc is 0, or a table error
  *   (SL_EKEY, SL_ENOMEM, SL_EINVAL) of item c->rc_item, nothing charged.
- * redis_script.h states the same groups for the script.
+ * redis_script.h states the same groups for the script; test_differential.c
+ * checks that both stores answer alike, field by field.
  *
  * The stores (each behind sl_store_ops, built by the engine only,
  * policy/decide.h):

@@ -41,7 +41,32 @@ static lim *lim_new(const char *name, sl_algorithm a, int64_t limit, int64_t per
     return x;
 }
 
+/* lim_new with flags (SL_COUNT_REJECTED, ...). */
+static lim *lim_flags(const char *name, sl_algorithm a, int64_t limit, int64_t period,
+                      int64_t burst, uint32_t flags) {
+    lim *x = lim_new(name, a, limit, period, burst);
+    sl_table_destroy(x->l.store.table);
+    x->p.flags = flags;
+    sl_table *t = NULL;
+    sl_table_options o = {.params = x->p};
+    assert_int_equal(sl_table_create(&o, &t), SL_OK);
+    x->l.store.table = t;
+    return x;
+}
+
+/* A calendar-month quota of n, as policy.c makes one: a fixed window of 31
+ * days on the calendar clock, with its stripes. */
+#define DAY (86400 * SEC)
+#define FEB (28 * DAY) /* T0 is 2026-02-01 00:00 UTC */
+static lim *quota_new(const char *name, int64_t n) {
+    lim *x = lim_new(name, SL_FIXED_WINDOW, n, 31 * DAY, 0);
+    x->l.store.calendar_month = true;
+    assert_int_equal(sl__store_limit_stripes(&x->l.store), SL_OK);
+    return x;
+}
+
 static void lim_free(lim *x) {
+    sl__store_limit_stripes_free(&x->l.store);
     sl_table_destroy(x->l.store.table);
     sl__topk_destroy(x->l.top);
     free(x);
@@ -205,6 +230,156 @@ static void test_any_rate(void **state) {
     free(x);
 }
 
+/* ---- the store contract where the memory store once differed from Redis -------
+ * (test_differential.c's former findings, each its shrunk case) */
+
+/* Finding 1: a shadow group with a cost that can never pass refuses with
+ * nothing charged; only that item is shadowed, the other says what its
+ * limit has at its cost (a look: reset_after as after the charge). */
+static void test_shadow_never_others(void **state) {
+    (void)state;
+    lim *a = lim_new("a", SL_FIXED_WINDOW, 5, 60 * SEC, 0);
+    sl_decide_item it[2] = {use(a, "k", 6, true), use(a, "k", 2, true)};
+    sl_decide_call *c = run(NULL, it, 2, T0);
+    assert_int_equal(c->rc, SL_OK);
+    assert_int_equal(c->refused, 2);
+    assert_true(c->items[0].shadowed);
+    assert_false(c->items[1].shadowed);
+    assert_true(c->items[1].decision.allowed);
+    assert_int_equal(c->items[1].decision.remaining, 5);
+    assert_int_equal(c->items[1].decision.reset_after, 60 * SEC);
+    sl__decide_call_free(c);
+    assert_int_equal(n_of(&a->l.shadow_limited), 1);
+    sl_decide_item one = use(a, "k", 1, false);
+    c = run(NULL, &one, 1, T0);
+    assert_int_equal(c->items[0].decision.remaining, 4); /* nothing was charged */
+    sl__decide_call_free(c);
+    lim_free(a);
+}
+
+/* Finding 2: SL_ECOST; the other items say what their limits have at their
+ * cost: allowed with the window's reset, or refused with its retry. */
+static void test_ecost_others(void **state) {
+    (void)state;
+    lim *a = lim_new("a", SL_TOKEN_BUCKET, 1, SEC, 3);
+    lim *b = lim_new("b", SL_FIXED_WINDOW, 5, 60 * SEC, 0);
+    sl_decide_item pre = use(b, "k", 3, false);
+    sl__decide_call_free(run(NULL, &pre, 1, T0));
+    sl_decide_item it[3] = {use(b, "k", 1, false), use(b, "k", 3, false), use(a, "k", 4, false)};
+    sl_decide_call *c = run(NULL, it, 3, T0);
+    assert_int_equal(c->rc, SL_ECOST);
+    assert_int_equal(c->refused, 2);
+    assert_true(c->items[0].decision.allowed);
+    assert_int_equal(c->items[0].decision.remaining, 2);
+    assert_int_equal(c->items[0].decision.reset_after, 60 * SEC);
+    assert_false(c->items[1].decision.allowed); /* 3 > 2 left: refused, not "never" */
+    assert_int_equal(c->items[1].decision.remaining, 2);
+    assert_int_equal(c->items[1].decision.retry_after, 60 * SEC);
+    assert_int_equal(c->items[2].decision.retry_after, -1);
+    assert_int_equal(c->items[2].decision.remaining, 0);
+    sl__decide_call_free(c);
+    lim_free(a);
+    lim_free(b);
+}
+
+/* Finding 3: a quota in a refused group is decided like any other limit:
+ * the same key twice (15 + 1 of 15) refuses the second with the month's
+ * end; a third use (cost 2) is a look (allowed, 15 left); a cost above the
+ * quota reports remaining 0. */
+static void test_quota_refused(void **state) {
+    (void)state;
+    lim *q = quota_new("q", 15);
+    sl_decide_item it[3] = {use(q, "k", 15, false), use(q, "k", 1, false), use(q, "k", 2, false)};
+    sl_decide_call *c = run(NULL, it, 3, T0);
+    assert_int_equal(c->rc, SL_OK);
+    assert_int_equal(c->refused, 1);
+    assert_false(c->items[1].decision.allowed);
+    assert_int_equal(c->items[1].decision.remaining, 0);
+    assert_int_equal(c->items[1].decision.retry_after, FEB);
+    assert_true(c->items[2].decision.allowed);
+    assert_int_equal(c->items[2].decision.remaining, 15);
+    assert_int_equal(c->items[2].decision.reset_after, FEB);
+    assert_true(c->items[0].decision.allowed);
+    assert_int_equal(c->items[0].decision.reset_after, FEB); /* as after the charge */
+    sl__decide_call_free(c);
+    lim *w = lim_new("w", SL_FIXED_WINDOW, 5, 60 * SEC, 0);
+    sl_decide_item big[2] = {use(w, "k", 1, false), use(q, "k", 16, false)};
+    c = run(NULL, big, 2, T0);
+    assert_int_equal(c->rc, SL_ECOST);
+    assert_int_equal(c->refused, 1);
+    assert_int_equal(c->items[1].decision.remaining, 0);
+    sl__decide_call_free(c);
+    lim_free(w);
+    lim_free(q);
+}
+
+/* Finding 6: items are decided in the order given, quotas included: an
+ * earlier limit that refuses, or whose cost can never pass, is the one
+ * named, not a quota after it. */
+static void test_quota_in_order(void **state) {
+    (void)state;
+    lim *q = quota_new("q", 12);
+    lim *g = lim_flags("g", SL_GCRA, 73, 730 * INT64_C(1000), 38, SL_COUNT_REJECTED);
+    lim *w = lim_new("w", SL_FIXED_WINDOW, 1, 60 * SEC, 0);
+    sl_decide_item pre[2] = {use(q, "k", 12, false), use(w, "k", 1, false)};
+    sl__decide_call_free(run(NULL, pre, 2, T0));
+    sl_decide_item it[2] = {use(w, "k", 1, false), use(q, "k", 1, false)};
+    sl_decide_call *c = run(NULL, it, 2, T0);
+    assert_int_equal(c->rc, SL_OK);
+    assert_int_equal(c->refused, 0);
+    sl__decide_call_free(c);
+    sl_decide_item never[2] = {use(g, "k", 40, false), use(q, "k", 1, false)};
+    c = run(NULL, never, 2, T0);
+    assert_int_equal(c->rc, SL_ECOST);
+    assert_int_equal(c->refused, 0);
+    sl__decide_call_free(c);
+    lim_free(q);
+    lim_free(g);
+    lim_free(w);
+}
+
+/* Finding 4: count_rejected items of a refused group are charged as a
+ * rejection and report the state that charge left; a later use of the same
+ * key sees it. */
+static void test_count_rejected_refused(void **state) {
+    (void)state;
+    lim *a = lim_flags("a", SL_FIXED_WINDOW, 5, 60 * SEC, 0, SL_COUNT_REJECTED);
+    sl_decide_item pre = use(a, "k", 3, false);
+    sl__decide_call_free(run(NULL, &pre, 1, T0));
+    sl_decide_item it[2] = {use(a, "k", 3, false), use(a, "k", 1, false)};
+    sl_decide_call *c = run(NULL, it, 2, T0);
+    assert_int_equal(c->refused, 0);
+    assert_int_equal(c->items[0].decision.remaining, 0);
+    assert_false(c->items[1].decision.allowed); /* the charge of item 0 filled it */
+    assert_int_equal(c->items[1].decision.remaining, 0);
+    sl__decide_call_free(c);
+    lim_free(a);
+}
+
+/* The shadow group is a dry run of enforcement: when it refuses, its
+ * count_rejected limits are charged as a rejection, as they would be if
+ * enforced (store.h), and nothing else of it. */
+static void test_shadow_count_rejected_charged(void **state) {
+    (void)state;
+    lim *s = lim_flags("s", SL_FIXED_WINDOW, 2, 60 * SEC, 0, SL_COUNT_REJECTED);
+    lim *o = lim_new("o", SL_FIXED_WINDOW, 5, 60 * SEC, 0);
+    sl_decide_item pre = use(s, "k", 1, true);
+    sl__decide_call_free(run(NULL, &pre, 1, T0));
+    sl_decide_item it[2] = {use(o, "k", 1, true), use(s, "k", 2, true)};
+    sl_decide_call *c = run(NULL, it, 2, T0);
+    assert_int_equal(c->refused, 2);
+    assert_true(c->items[1].shadowed);
+    assert_int_equal(c->items[1].decision.remaining, 0); /* charged: full */
+    assert_int_equal(c->items[0].decision.remaining, 5); /* not charged */
+    sl__decide_call_free(c);
+    sl_decide_item one = use(s, "k", 1, false);
+    c = run(NULL, &one, 1, T0);
+    assert_false(c->items[0].decision.allowed);
+    sl__decide_call_free(c);
+    lim_free(s);
+    lim_free(o);
+}
+
 /* ---- a store that answers later ---------------------------------------------- */
 
 typedef struct later_store {
@@ -287,6 +462,12 @@ int main(void) {
         cmocka_unit_test(test_refused_shadow_looked_at),
         cmocka_unit_test(test_cost_never_passes),
         cmocka_unit_test(test_any_rate),
+        cmocka_unit_test(test_shadow_never_others),
+        cmocka_unit_test(test_ecost_others),
+        cmocka_unit_test(test_quota_refused),
+        cmocka_unit_test(test_quota_in_order),
+        cmocka_unit_test(test_count_rejected_refused),
+        cmocka_unit_test(test_shadow_count_rejected_charged),
         cmocka_unit_test(test_later_and_fail_modes),
         cmocka_unit_test(test_batched_records),
     };

@@ -29,13 +29,10 @@
  * sequence i has seed DIFF_SEED + i. On a difference the test prints the
  * seed, the sequence shrunk to the fewest requests and limits that still
  * differ, and the first differing request with both answers; DIFF_SEED=<seed>
- * DIFF_COUNT=1 runs that sequence alone; DIFF_VERBOSE=1 also prints the
- * sequences that end on a known disagreement.
+ * DIFF_COUNT=1 runs that sequence alone.
  *
- * Known disagreements are skipped by the DIFF_KNOWN_* switches below (each
- * a finding, see its comment): most pass over the fields that differ when
- * both stores keep the same state; DIFF_KNOWN_QUOTA_FIRST ends a sequence
- * at a request of its class (counted), as the states may part there. */
+ * Every field is compared exactly, but for one rule (below: a sliding
+ * window's retry_after, in whole us on the Redis side). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -62,126 +59,27 @@
 
 #include "redis_fixture.h"
 
-/* ---- known disagreements (switch off after the one-engine merge) ---------------- */
+/* ---- the one field compared by a rule ------------------------------------------ */
 
-/* Finding 1: a shadow group with a cost that can never pass (a shadow use
- * of fixed_window 5/9345us with cost 6, and a second shadow use of the same
- * key with cost 2): the memory path marks every limit of the shadow group
- * refused (shadowed, counted as shadow_limited, decision allowed 0,
- * remaining 0, reset_after 0: sl_table_check_all's error answer for all),
- * the Redis path only the one whose cost can never pass, the others saying
- * what their limit has (remaining 5). policy.h: "a refusal among them is
- * counted as shadow_limited": the Redis path is right. Nothing is charged
- * on either side; with the switch on, the other shadow limits of such a
- * request are not compared.
- * (Issue 13's "two shadow limits of which one refuses: the memory path
- * charges the other" does not happen at sl__policy_check_all: neither path
- * charges the other one, which this test checks; it may live in a caller.) */
-#ifndef DIFF_KNOWN_SHADOW_GROUP
-#define DIFF_KNOWN_SHADOW_GROUP 1
-#endif
-
-/* Finding 2: a request with a cost that can never pass (rc SL_ECOST): both
- * name the same item and answer the same for it, but for the other items
- * the memory path reports the refusing item's decision (allowed 0,
- * remaining 0, retry_after -1 = "never") or nothing, while the Redis path
- * reports what each limit has now (redis_script.h: "an allowed item reports
- * what its limit has now"; policy.h says nothing of them). Nothing is
- * charged on either side, so the sequence goes on: with the switch on, the
- * other items of an SL_ECOST answer are not compared. */
-#ifndef DIFF_KNOWN_ECOST_OTHERS
-#define DIFF_KNOWN_ECOST_OTHERS 1
-#endif
-
-/* Finding 3: calendar-month quotas in a refused request: the memory path
- * decides them apart (policy.c check_group: looked at with cost 0, then
- * compared by hand) and reports them unlike every other limit, the Redis
- * path like every other limit:
- * - allowed, another limit refused: memory reports the quota as looked at
- *   (a fresh month: reset_after 0), Redis as after the charge that did not
- *   happen (reset_after: the month's end), as both do for the other
- *   algorithms (copy_decisions: remaining gets the cost back, the
- *   durations stay). policy.h's "says what that limit has now" is the
- *   memory path's quota answer, and neither path's durations for the
- *   other algorithms;
- * - refused because the same key comes twice (quota 15; k1 cost 15 + k1
- *   cost 1, a fresh month): memory says item 1 remaining 15, retry_after 0
- *   (a refusal that says "retry now"), Redis remaining 0, retry_after the
- *   month's end (what the other algorithms say, "given the checks before
- *   it"): Redis is right; and a third item k1 cost 2 is refused too on the
- *   memory path (every quota item past the remaining), allowed on the
- *   Redis path (only the first refusal refuses, the others say what their
- *   limit has, as sl_table_check_all does): Redis is right;
- * - a cost above the quota (SL_ECOST; quota 13, cost 14): memory says
- *   remaining 13, Redis remaining 0 (redis_script.h documents 0; so does
- *   the memory path for the other algorithms): Redis is right.
- * The same holds in a shadow group (quota 35, shadow: k2 cost 33 + 3 + 2:
- * memory shadows items 1 and 2, Redis item 1 only). Nothing is charged on
- * either side; with the switch on, allowed (of the items that did not
- * refuse), shadowed, remaining, retry_after and reset_after of a quota in a
- * refused group are not compared. */
-#ifndef DIFF_KNOWN_QUOTA_REFUSED
-#define DIFF_KNOWN_QUOTA_REFUSED 1
-#endif
-
-/* Finding 6: a calendar-month quota in a group with other limits: the
- * memory path decides the quotas first (policy.c check_group: looked at,
- * compared by hand) and the other limits only if the quotas pass; the Redis
- * path decides the items in the order given. When a quota refuses, the
- * memory path names it (rc 0) even if an earlier limit refuses or has a
- * cost that can never pass, and looks at the other limits with cost 0 (a
- * count_rejected limit is not charged, their durations are those of a look).
- * policy.h: "*refused is the index of the limit that refused (the first
- * one)", SL_ECOST when "that item's cost can never pass": the Redis path is
- * right. Example: quota 12, gcra 73/730us burst 38 count_rejected; quota k1
- * cost 3 at t0; at t0+846us gcra k0 cost 40 + quota k1 cost 12: memory rc 0,
- * refused 1; Redis rc SL_ECOST, refused 0. The states may differ after it
- * (count_rejected): with the switch on, a sequence ends at a differing
- * request in which a quota and another limit share a group and the memory
- * path has the quota refuse. */
-#ifndef DIFF_KNOWN_QUOTA_FIRST
-#define DIFF_KNOWN_QUOTA_FIRST 1
-#endif
-
-/* Finding 4: count_rejected limits of a refused group (the refusing one and
- * the allowed ones): both paths charge them as a rejection, but the memory
- * path (sl_table_check_all: decisions made with the rejection not charged,
- * then the charge) reports the state before that charge, the Redis path
- * the state it left (redis_script.h: "a count_rejected item the state its
- * charge left"; so does sl_table_check for a single limit, and so the
- * memory path's own sl__policy_check). Example: sliding_window 137/221837113us,
- * start empty, count_rejected, created at t0; one request of cost 137 at
- * t0+223719608us: memory remaining 121, retry_after 25436864000; Redis
- * remaining 0, retry_after 247273977000. Items after the refusing one on
- * the same key see the charge on the Redis path only: token_bucket 14/2184us,
- * burst 4, count_rejected; k1 cost 1 at t0, then k1 cost 4 + k1 cost 1 at
- * t0+1us: memory says item 1 allowed, remaining 3; Redis refused,
- * remaining 0. The same in a shadow group (sliding_log 16/4496us,
- * count_rejected, k2 cost 1 at t0+51604us; then shadow uses k2 cost 16 + k2
- * cost 3 at t0+55246us: memory says item 1 not refused, remaining 15;
- * Redis refused (shadowed), remaining 0). The states agree (both charge
- * count_rejected limits of a refused group, the shadow group included,
- * although policy.h says "nothing of that group is charged" for it); with
- * the switch on, allowed (of the items that did not refuse), shadowed,
- * remaining, retry_after, reset_after and delay of such items are not
- * compared. */
-#ifndef DIFF_KNOWN_CR_REFUSED
-#define DIFF_KNOWN_CR_REFUSED 1
-#endif
-
-/* Finding 5: the sliding window's retry_after is not a whole us even when
- * the period and the emission interval are: it is the first instant at
- * which prev * (P - e) <= (N - used) * P, e = P - floor((N - used) * P /
- * prev), a fraction of P / prev. The C core answers it in ns, the script
- * rounds it up to the us (as redis_script.h says), so redis_script.h's
- * "every field is the C core's exactly" does not hold for it. Example:
- * sliding_window 1903/6235893125us; k1 cost 1571 at t0+4329799108866us, k1
- * cost 741 16us later: memory retry_after 6210537915719, Redis
- * 6210537916000. With the switch on, a sliding window's retry_after may be
- * up to 999 ns later on the Redis path, never earlier. */
-#ifndef DIFF_KNOWN_SLIDING_RETRY_US
-#define DIFF_KNOWN_SLIDING_RETRY_US 1
-#endif
+/* A sliding window's retry_after is not a whole us even when the period
+ * and the emission interval are: it is the first instant at which
+ * prev * (P - e) <= (N - used) * P, a fraction of P / prev. The C core
+ * answers it in ns, the script in whole us rounded up (its unit, never
+ * early: redis_script.h names this exception). So that field is compared as
+ * "Redis = the memory answer rounded up to the us", every other field
+ * exactly. Example (once a known disagreement): sliding_window
+ * 1903/6235893125us; k1 cost 1571 at t0+4329799108866us, k1 cost 741 16us
+ * later: memory retry_after 6210537915719, Redis 6210537916000.
+ *
+ * Formerly known disagreements, all fixed in the memory store (store.h's
+ * contract; test_decide.c has each shrunk case): a shadow group with a
+ * cost that can never pass; the other items of an SL_ECOST answer;
+ * calendar-month quotas in a refused group, and decided before the other
+ * limits; count_rejected items of a refused group (the state their charge
+ * left, the shadow group included). */
+static int64_t up_to_us(int64_t ns) {
+    return ns <= 0 ? ns : (ns + 999) / 1000 * 1000;
+}
 
 /* ---- sizes and units ------------------------------------------------------------ */
 
@@ -408,8 +306,8 @@ typedef struct answer {
     sl_decision d[MAX_LIM];
 } answer;
 
-/* Says whether a difference in `field` of item i is a known one to pass over
- * (a switch below), with ctx the request. */
+/* Says whether a difference in `field` of item i is the one the rule
+ * allows (relax below), with ctx the request. */
 typedef bool (*relax_fn)(const void *ctx, const answer *m, const answer *r, size_t i,
                          const char *field);
 
@@ -674,91 +572,30 @@ static int teardown(void **state) {
 
 /* ---- running and judging a sequence ------------------------------------------------ */
 
-typedef enum outcome { SAME, DIFFERENT, KNOWN } outcome;
+typedef enum outcome { SAME, DIFFERENT } outcome;
 
 typedef struct result {
     outcome out;
     size_t at;         /* the request that differed */
     const char *field; /* its first differing field */
     size_t item;
-    const char *known; /* KNOWN: the switch */
-    bool differed;     /* KNOWN: the answers differed (else: the class was reached) */
     answer mem, red;
     size_t compared; /* requests compared */
 } result;
-
-static bool is_shadow(const gseq *s, const glimit *l) {
-    return l->shadow || s->p[l->pol].shadow;
-}
-
-/* The class of a known disagreement the request belongs to (its switch's
- * name), or NULL. */
-static const char *known_class(const gseq *s, size_t k, const answer *m) {
-    const greq *q = &s->r[k];
-    if (DIFF_KNOWN_QUOTA_FIRST) {
-        /* per group: a quota and another limit, the memory path's refusal a quota */
-        for (int g = 0; g < 2; g++) {
-            bool quota = false, other = false, quota_refused = false;
-            for (size_t j = 0; j < q->n; j++) {
-                if (is_shadow(s, &q->l[j]) != (g == 1)) continue;
-                bool cal = s->p[q->l[j].pol].calendar;
-                quota |= cal;
-                other |= !cal;
-                if (cal && (g == 0 ? m->refused == j : m->shadowed[j])) quota_refused = true;
-            }
-            if (quota && other && quota_refused) return "DIFF_KNOWN_QUOTA_FIRST";
-        }
-    }
-    return NULL;
-}
 
 typedef struct relax_ctx {
     const gseq *s;
     size_t k;
 } relax_ctx;
 
-/* Whether item i's group (enforced or shadow) refused, as m says. */
-static bool group_refused(const relax_ctx *rx, const answer *m, size_t i) {
-    const greq *q = &rx->s->r[rx->k];
-    if (!is_shadow(rx->s, &q->l[i])) return m->refused < m->n || m->rc != SL_OK;
-    for (size_t j = 0; j < q->n; j++)
-        if (is_shadow(rx->s, &q->l[j]) && m->shadowed[j]) return true;
-    return false;
-}
-
-/* Whether the shadow group of request rx has an item before or after i
- * whose cost can never pass (and i is not the first such item). */
-static bool shadow_impossible(const relax_ctx *rx, size_t i) {
-    const greq *q = &rx->s->r[rx->k];
-    for (size_t j = 0; j < q->n; j++) {
-        const glimit *l = &q->l[j];
-        if (is_shadow(rx->s, l) && l->cost > max_cost(&rx->s->p[l->pol])) return j != i;
-    }
-    return false;
-}
-
-/* Known differences that leave both stores in the same state (nothing
- * charged differently), so the sequence goes on past them. */
+/* The one rule: a sliding window's retry_after is the memory answer
+ * rounded up to the us on the Redis side, exactly that. */
 static bool relax(const void *ctx, const answer *m, const answer *r, size_t i, const char *field) {
     const relax_ctx *rx = ctx;
     const glimit *l = &rx->s->r[rx->k].l[i];
-    if (DIFF_KNOWN_SLIDING_RETRY_US && rx->s->p[l->pol].a == SL_SLIDING_WINDOW &&
-        strcmp(field, "retry_after") == 0 && m->d[i].retry_after > 0 &&
-        r->d[i].retry_after > m->d[i].retry_after && r->d[i].retry_after - m->d[i].retry_after < US)
-        return true;
-    if (DIFF_KNOWN_ECOST_OTHERS && m->rc == SL_ECOST && i != m->refused) return true;
-    if (DIFF_KNOWN_SHADOW_GROUP && is_shadow(rx->s, l) && shadow_impossible(rx, i)) return true;
-    if (DIFF_KNOWN_QUOTA_REFUSED && rx->s->p[l->pol].calendar && group_refused(rx, m, i) &&
-        ((strcmp(field, "allowed") == 0 && i != m->refused) || strcmp(field, "shadowed") == 0 ||
-         strcmp(field, "remaining") == 0 || strcmp(field, "reset_after") == 0 ||
-         strcmp(field, "retry_after") == 0))
-        return true;
-    if (DIFF_KNOWN_CR_REFUSED && rx->s->p[l->pol].count_rejected && group_refused(rx, m, i) &&
-        ((strcmp(field, "allowed") == 0 && i != m->refused) || strcmp(field, "shadowed") == 0 ||
-         strcmp(field, "remaining") == 0 || strcmp(field, "retry_after") == 0 ||
-         strcmp(field, "reset_after") == 0 || strcmp(field, "delay") == 0))
-        return true;
-    return false;
+    return rx->s->p[l->pol].a == SL_SLIDING_WINDOW && !rx->s->p[l->pol].calendar &&
+           strcmp(field, "retry_after") == 0 &&
+           r->d[i].retry_after == up_to_us(m->d[i].retry_after);
 }
 
 static void run_once(const gseq *s, result *res) {
@@ -772,16 +609,12 @@ static void run_once(const gseq *s, result *res) {
         decide_redis(&st, &s->r[k], now, &res->red);
         relax_ctx rx = {s, k};
         res->field = diff_field(&res->mem, &res->red, &res->item, relax, &rx);
-        bool same = *res->field == '\0';
-        /* a known class ends the sequence, differing or not: the states may
-           have parted without a visible difference yet */
-        const char *known = known_class(s, k, &res->mem);
-        if (same) res->compared++;
-        if (same && !known) continue;
+        if (*res->field == '\0') {
+            res->compared++;
+            continue;
+        }
         res->at = k;
-        res->known = known;
-        res->differed = !same;
-        res->out = known ? KNOWN : DIFFERENT;
+        res->out = DIFFERENT;
         break;
     }
     if (expired_keys() != expired)
@@ -847,7 +680,7 @@ static void test_differential(void **state) {
     (void)state;
     uint64_t seed = env_u64("DIFF_SEED", 1);
     uint64_t count = env_u64("DIFF_COUNT", 3000);
-    unsigned long long requests = 0, known = 0, known_differed = 0, different = 0;
+    unsigned long long requests = 0, different = 0;
     print_message("differential: DIFF_SEED=%" PRIu64 " DIFF_COUNT=%" PRIu64 "\n", seed, count);
     static gseq s;
     for (uint64_t i = 0; i < count; i++) {
@@ -855,15 +688,6 @@ static void test_differential(void **state) {
         result res;
         run_sequence(&s, &res);
         requests += res.compared;
-        if (res.out == KNOWN) {
-            known++;
-            known_differed += res.differed;
-            if (getenv("DIFF_VERBOSE")) {
-                print_message("known (%s):\n", res.known);
-                report(&s, &res);
-            }
-            continue;
-        }
         if (res.out != DIFFERENT) continue;
         different++;
         print_message("memory and Redis differ:\n");
@@ -874,10 +698,9 @@ static void test_differential(void **state) {
         report(&s, &res);
         if (different >= 3) break;
     }
-    print_message("differential: %llu sequences, %llu requests compared; %llu sequences ended "
-                  "on a known class (%llu of them differing there); %llu rates skipped (refused "
-                  "by sl__redis_script_check)\n",
-                  (unsigned long long)count, requests, known, known_differed, skipped_rates);
+    print_message("differential: %llu sequences, %llu requests compared; %llu rates skipped "
+                  "(refused by sl__redis_script_check)\n",
+                  (unsigned long long)count, requests, skipped_rates);
     if (different) fail_msg("%llu sequences differ", different);
 }
 

@@ -1070,8 +1070,13 @@ static void test_reload_keeps_state(void **state) {
 
 /* A monthly quota of 1000 and a rate limit, under 8 threads deciding layered
  * requests for one key and 2 more checking the quota alone (as /v1/check
- * does): exactly 1000 requests get through, never more, and every one that
- * the rate limit refused left the quota untouched. */
+ * does). Phase 1: the alone threads make 300 checks each while the layered
+ * threads run, so the quota always has room (at most 600 + 259 used) and
+ * every layered refusal is the rate's (burst 200 + 1/ms over 60 ms: at most
+ * 259 pass of 4800); phase 2 (after a barrier): the alone threads race on
+ * the quota until it is used up. Whatever the interleaving: exactly 1000
+ * requests get through, never more, so none that the rate refused touched
+ * the quota. */
 static const char busy[] =
     "policies:\n"
     "  - {name: rate, algorithm: token_bucket, rate: 1/ms, burst: 200}\n"
@@ -1081,7 +1086,11 @@ static const char busy[] =
     "  - name: all\n"
     "    limits: [{policy: rate, by: global}, {policy: monthly, by: global}]\n";
 
+#define BUSY_LAYERED 8
+#define BUSY_STEPS   600
+
 static atomic_int allowed_layered, allowed_alone;
+static pthread_barrier_t busy_phase;
 
 static void *busy_thread(void *arg) {
     intptr_t alone = (intptr_t)arg;
@@ -1089,18 +1098,23 @@ static void *busy_thread(void *arg) {
     const sl_rules *r = sl__policy_set_rules(set);
     sl_policy *m = sl__policy_find(set, "monthly", 7);
     sl_request req = {.method = "GET", .method_len = 3, .uri = "/", .uri_len = 1};
-    for (int i = 0; i < 600; i++) {
-        int64_t now = T0 + i * 100 * 1000; /* 0.1 ms apart: the rate refuses some */
-        if (alone) {
-            sl_decision d;
-            bool sh;
-            /* the key of "by: global": tag 'g', length 0 */
-            if (policy_check(m, "g\0\0", 3, 1, now, &d, &sh) == SL_OK && d.allowed)
-                atomic_fetch_add(&allowed_alone, 1);
-        } else {
-            rules_decide(r, &req, now, a);
-            if (a->verdict == SL_VERDICT_ALLOW) atomic_fetch_add(&allowed_layered, 1);
+    int steps = alone ? BUSY_STEPS / 2 : BUSY_STEPS;
+    for (int phase = 0; phase < 2; phase++) {
+        for (int i = 0; i < steps; i++) {
+            int64_t now = T0 + i * 100 * 1000; /* 0.1 ms apart: the rate refuses most */
+            if (alone) {
+                sl_decision d;
+                bool sh;
+                /* the key of "by: global": tag 'g', length 0 */
+                if (policy_check(m, "g\0\0", 3, 1, now, &d, &sh) == SL_OK && d.allowed)
+                    atomic_fetch_add(&allowed_alone, 1);
+            } else if (phase == 0) {
+                rules_decide(r, &req, now, a);
+                if (a->verdict == SL_VERDICT_ALLOW) atomic_fetch_add(&allowed_layered, 1);
+            }
         }
+        pthread_barrier_wait(&busy_phase); /* phase 2: the layered threads are done */
+        steps = alone ? BUSY_STEPS : 0;    /* 1200 checks: more than the quota can have left */
     }
     free(a);
     return NULL;
@@ -1109,18 +1123,26 @@ static void *busy_thread(void *arg) {
 static void test_concurrent_quota(void **state) {
     (void)state;
     load(busy, T0);
-    pthread_t th[10];
-    for (intptr_t i = 0; i < 10; i++)
-        pthread_create(&th[i], NULL, busy_thread, (void *)(intptr_t)(i >= 8));
-    for (int i = 0; i < 10; i++) pthread_join(th[i], NULL);
-    assert_int_equal(atomic_load(&allowed_layered) + atomic_load(&allowed_alone), 1000);
+    atomic_store(&allowed_layered, 0);
+    atomic_store(&allowed_alone, 0);
+    pthread_t th[BUSY_LAYERED + 2];
+    assert_int_equal(pthread_barrier_init(&busy_phase, NULL, BUSY_LAYERED + 2), 0);
+    for (intptr_t i = 0; i < BUSY_LAYERED + 2; i++)
+        pthread_create(&th[i], NULL, busy_thread, (void *)(intptr_t)(i >= BUSY_LAYERED));
+    for (int i = 0; i < BUSY_LAYERED + 2; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&busy_phase);
+    int n_layered = atomic_load(&allowed_layered);
+    assert_int_equal(n_layered + atomic_load(&allowed_alone), 1000);
     sl_policy *m = sl__policy_find(set, "monthly", 7);
     sl_decision d;
     bool sh;
     assert_int_equal(policy_check(m, "g\0\0", 3, 0, T0, &d, &sh), SL_OK);
     assert_int_equal(d.remaining, 0);
+    /* the rate's bound, and every layered refusal was the rate's (the
+       quota had room throughout phase 1) */
+    assert_true(n_layered <= 200 + 60);
     sl_policy *rate = sl__policy_find(set, "rate", 4);
-    assert_true(atomic_load(&rate->lim.limited) > 0); /* the rate did refuse some */
+    assert_int_equal(atomic_load(&rate->lim.limited), BUSY_LAYERED * BUSY_STEPS - n_layered);
     unload();
 }
 

@@ -6,8 +6,12 @@
  *             multiplier x page size, and multiplies what is under it;
  *   requests  GitHub's count: a connection needs one request per object of
  *             the connection above it (the product of the page sizes above).
- * `edges` and `nodes` directly under a connection, and `node` under its
- * `edges`, are the connection's own objects: they count nothing more.
+ * A connection is a field with first/last, a field named in
+ * sl_gql_options.connections, or a Relay connection: one whose selection set
+ * selects `edges` or `nodes`. In a Relay connection `edges` and `nodes`, and
+ * `node` under `edges`, are the connection's items (they count nothing
+ * more) and other objects directly under it (pageInfo) come once per
+ * connection; in any other connection what it selects is per item.
  * Integer arithmetic, saturating at UINT64_MAX; the walk is bounded by
  * max_expanded visits and max_depth levels. No allocation. */
 #include <string.h>
@@ -92,8 +96,10 @@ static int page_of(walk *w, const sl__gql_page *pg, bool *has, uint64_t *out) {
     return 0;
 }
 
-/* Whether field n is a connection, and its page size. */
-static int connection(walk *w, const sl__gql_node *n, bool *conn, uint64_t *page) {
+/* Whether field n is a connection, whether Relay-shaped (its selection set
+ * selects edges or nodes: the items are there, not directly under it), and
+ * its page size. */
+static int connection(walk *w, const sl__gql_node *n, bool *conn, bool *relay, uint64_t *page) {
     const sl_gql_doc *d = w->d;
     bool any = false;
     uint64_t best = 0;
@@ -104,21 +110,27 @@ static int connection(walk *w, const sl__gql_node *n, bool *conn, uint64_t *page
         if (has && (!any || v > best)) best = v;
         any = any || has;
     }
-    *conn = n->npage > 0;
+    *relay = false;
+    for (uint32_t c = n->child; !*relay && c; c = d->nodes[c].next) {
+        const sl__gql_node *ch = &d->nodes[c];
+        *relay = ch->kind == SL__GQL_FIELD && ch->child &&
+                 (is(d, ch->name_off, ch->name_len, "edges") ||
+                  is(d, ch->name_off, ch->name_len, "nodes"));
+    }
+    *conn = n->npage > 0 || *relay;
     for (const char *const *c = w->o->connections; !*conn && c && *c; c++)
         *conn = is(d, n->name_off, n->name_len, *c);
-    for (uint32_t c = n->child; !*conn && c; c = d->nodes[c].next) {
-        const sl__gql_node *ch = &d->nodes[c];
-        *conn = ch->kind == SL__GQL_FIELD && ch->child &&
-                (is(d, ch->name_off, ch->name_len, "edges") ||
-                 is(d, ch->name_off, ch->name_len, "nodes"));
-    }
     *page = any ? best : w->o->default_page;
     return 0;
 }
 
-static int walk_set(walk *w, uint32_t first, uint64_t mult, uint64_t above, int ctx,
-                    uint32_t depth) {
+/* Walks the selection set starting at `first`: its objects come `mult` times,
+ * the connections in it need `above` requests each. Directly under a
+ * connection (ctx CTX_CONNECTION), `outer` and `outer_above` are the
+ * connection's own multiplier and requests: fields other than edges and
+ * nodes (pageInfo) come once per connection, not once per item. */
+static int walk_set(walk *w, uint32_t first, uint64_t mult, uint64_t above, uint64_t outer,
+                    uint64_t outer_above, int ctx, uint32_t depth) {
     const sl_gql_doc *d = w->d;
     if (depth > d->lim.max_depth) {
         sl__gql_fail(w->err, SL_GQL_EDEPTH, first ? d->nodes[first].off : 0,
@@ -146,11 +158,12 @@ static int walk_set(walk *w, uint32_t first, uint64_t mult, uint64_t above, int 
                              (int)(n->name_len > 32 ? 32 : n->name_len), d->text + n->name_off);
                 return -1;
             }
-            if (walk_set(w, f->sel, mult, above, ctx, depth + 1) < 0) return -1;
+            if (walk_set(w, f->sel, mult, above, outer, outer_above, ctx, depth + 1) < 0) return -1;
             continue;
         }
         if (n->kind == SL__GQL_INLINE) {
-            if (walk_set(w, n->child, mult, above, ctx, depth + 1) < 0) return -1;
+            if (walk_set(w, n->child, mult, above, outer, outer_above, ctx, depth + 1) < 0)
+                return -1;
             continue;
         }
         if (!n->child) continue; /* a scalar: no object */
@@ -158,21 +171,23 @@ static int walk_set(walk *w, uint32_t first, uint64_t mult, uint64_t above, int 
         if ((ctx == CTX_CONNECTION && (edges || is(d, n->name_off, n->name_len, "nodes"))) ||
             (ctx == CTX_EDGES && is(d, n->name_off, n->name_len, "node"))) {
             int sub = ctx == CTX_CONNECTION && edges ? CTX_EDGES : CTX_PLAIN;
-            if (walk_set(w, n->child, mult, above, sub, depth + 1) < 0) return -1;
+            if (walk_set(w, n->child, mult, above, mult, above, sub, depth + 1) < 0) return -1;
             continue;
         }
-        bool conn;
+        uint64_t m0 = ctx == CTX_CONNECTION ? outer : mult;
+        uint64_t a0 = ctx == CTX_CONNECTION ? outer_above : above;
+        bool conn, relay;
         uint64_t page;
-        if (connection(w, n, &conn, &page) < 0) return -1;
+        if (connection(w, n, &conn, &relay, &page) < 0) return -1;
         if (conn) {
-            uint64_t m = sat_mul(mult, page);
+            uint64_t m = sat_mul(m0, page);
             w->objects = sat_add(w->objects, m);
-            w->requests = sat_add(w->requests, above);
-            if (walk_set(w, n->child, m, sat_mul(above, page), CTX_CONNECTION, depth + 1) < 0)
-                return -1;
+            w->requests = sat_add(w->requests, a0);
+            int sub = relay ? CTX_CONNECTION : CTX_PLAIN;
+            if (walk_set(w, n->child, m, sat_mul(a0, page), m0, a0, sub, depth + 1) < 0) return -1;
         } else {
-            w->objects = sat_add(w->objects, mult);
-            if (walk_set(w, n->child, mult, above, CTX_PLAIN, depth + 1) < 0) return -1;
+            w->objects = sat_add(w->objects, m0);
+            if (walk_set(w, n->child, m0, a0, m0, a0, CTX_PLAIN, depth + 1) < 0) return -1;
         }
     }
     return 0;
@@ -221,7 +236,7 @@ int sl_gql_cost(const sl_gql_doc *doc, const sl_gql_options *o, sl_gql_cost_resu
                          (unsigned)doc->nops);
         return SL_EPARSE;
     }
-    if (walk_set(&w, w.op->sel, 1, 1, CTX_PLAIN, 1) < 0) return SL_EPARSE;
+    if (walk_set(&w, w.op->sel, 1, 1, 1, 1, CTX_PLAIN, 1) < 0) return SL_EPARSE;
     out->objects = w.objects;
     out->requests = w.requests;
     uint64_t raw = o->scheme == SL_GQL_GITHUB ? w.requests : w.objects;

@@ -98,6 +98,13 @@ static void default_page_and_connections(void **state) {
     /* last, and the larger of first and last */
     assert_int_equal(cost("{ a(last: 7, first: 3) { b } }", &o, &r, &e), 0);
     assert_int_equal(r.objects, 7);
+    /* pageInfo comes once per connection, edges/node are its items */
+    assert_int_equal(cost("{ v { r(first: 50) { totalCount pageInfo { endCursor } edges { cursor "
+                          "node { i(first: 2) { pageInfo { x } nodes { t } } } } } } }",
+                          &o, &r, &e),
+                     0);
+    assert_int_equal(r.objects, 1 + 50 + 1 + 100 + 50);
+    assert_int_equal(r.requests, 1 + 50);
     /* first: null is the default page */
     assert_int_equal(cost("{ a(first: null) { b } }", &o, &r, &e), 0);
     assert_int_equal(r.objects, 10);

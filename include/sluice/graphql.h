@@ -59,7 +59,8 @@ typedef struct sl_gql_limits {
     uint32_t max_nodes;    /* fields, fragments, arguments, values, directives,
                               variable definitions (default 10000) */
     uint32_t max_expanded; /* selections visited by sl_gql_cost once fragments are
-                              expanded (default 100000) */
+                              expanded, plus one per 8 variable names compared
+                              (default 100000) */
 } sl_gql_limits;
 
 /* Largest accepted max_depth and max_nodes (each level of nesting costs

@@ -26,7 +26,7 @@ typedef struct walk {
     const sl__gql_def *op;
     sl_gql_error *err;
     uint64_t objects, requests;
-    uint32_t visits;
+    uint64_t visits;
 } walk;
 
 static uint64_t sat_add(uint64_t a, uint64_t b) {
@@ -47,6 +47,18 @@ static int fail_arg(walk *w, uint32_t off) {
     return -1;
 }
 
+/* Counts `compared` name comparisons against max_expanded, one visit per 8. */
+static int charge(walk *w, uint64_t compared, uint32_t off) {
+    w->visits += compared / 8;
+    if (w->visits > w->d->lim.max_expanded) {
+        sl__gql_fail(w->err, SL_GQL_ENODES, off,
+                     "More than %u selections once fragments are expanded.",
+                     (unsigned)w->d->lim.max_expanded);
+        return -1;
+    }
+    return 0;
+}
+
 /* One first/last argument's page size into *out (false: none, use the
  * default). */
 static int page_of(walk *w, const sl__gql_page *pg, bool *has, uint64_t *out) {
@@ -65,8 +77,12 @@ static int page_of(walk *w, const sl__gql_page *pg, bool *has, uint64_t *out) {
     default:
         return fail_arg(w, pg->off);
     }
+    /* names compared count against max_expanded (one visit per 8), so that
+     * thousands of variables times thousands of spreads stay bounded work */
+    uint32_t scanned = 0;
     const sl__gql_vardef *def = NULL;
     for (uint32_t k = 0; k < w->op->nvars; k++) {
+        scanned++;
         const sl__gql_vardef *v = &d->vars[w->op->var_first + k];
         if (v->name_len == pg->var_len &&
             memcmp(d->text + v->name_off, d->text + pg->var_off, pg->var_len) == 0) {
@@ -80,15 +96,18 @@ static int page_of(walk *w, const sl__gql_page *pg, bool *has, uint64_t *out) {
                      (int)(pg->var_len > 32 ? 32 : pg->var_len), d->text + pg->var_off);
         return -1;
     }
+    if (charge(w, scanned, pg->off) < 0) return -1;
     for (size_t k = 0; k < w->o->nvars; k++) {
         const sl_gql_var *v = &w->o->vars[k];
         if (v->name && is(d, pg->var_off, pg->var_len, v->name)) {
+            if (charge(w, k, pg->off) < 0) return -1;
             if (v->value < 0) return fail_arg(w, pg->off);
             *has = true;
             *out = (uint64_t)v->value;
             return 0;
         }
     }
+    if (charge(w, w->o->nvars, pg->off) < 0) return -1;
     if (def->def.kind == 0 || def->def.kind == SL__GQL_PAGE_NULL) return 0;
     if (def->def.kind != SL__GQL_PAGE_INT || def->def.negative) return fail_arg(w, def->def.off);
     *has = true;

@@ -180,6 +180,33 @@ static void exponential_fragments_are_bounded(void **state) {
     sl_gql_free(d);
 }
 
+static void many_variables_are_bounded(void **state) {
+    (void)state;
+    /* 2,000 variables, a fragment reading the last one spread 300 times: the
+     * name lookups count against max_expanded (without that, 901 visits) */
+    static char q[65536];
+    size_t n = (size_t)snprintf(q, sizeof q, "query(");
+    for (int i = 0; i < 2000; i++) n += (size_t)snprintf(q + n, sizeof q - n, "$v%d: Int ", i);
+    n += (size_t)snprintf(q + n, sizeof q - n, ") { x {");
+    for (int i = 0; i < 300; i++) n += (size_t)snprintf(q + n, sizeof q - n, " ...F");
+    snprintf(q + n, sizeof q - n, " } } fragment F on T { a(first: $v1999) { b } }");
+    sl_gql_limits l;
+    sl_gql_limits_init(&l);
+    l.max_expanded = 10000;
+    sl_gql_doc *d;
+    sl_gql_error e;
+    sl_gql_cost_result r;
+    assert_int_equal(sl_gql_parse(q, strlen(q), &l, &d, &e), 0);
+    assert_int_equal(sl_gql_cost(d, NULL, &r, &e), SL_EPARSE);
+    assert_int_equal(e.kind, SL_GQL_ENODES);
+    sl_gql_free(d);
+    l.max_expanded = 1000000; /* with room, it costs: 1 + 300 x 100 */
+    assert_int_equal(sl_gql_parse(q, strlen(q), &l, &d, &e), 0);
+    assert_int_equal(sl_gql_cost(d, NULL, &r, &e), 0);
+    assert_int_equal(r.objects, 1 + 300 * 100);
+    sl_gql_free(d);
+}
+
 static void saturates(void **state) {
     (void)state;
     sl_gql_cost_result r;
@@ -344,6 +371,7 @@ int main(void) {
         cmocka_unit_test(variables),
         cmocka_unit_test(fragments),
         cmocka_unit_test(exponential_fragments_are_bounded),
+        cmocka_unit_test(many_variables_are_bounded),
         cmocka_unit_test(saturates),
         cmocka_unit_test(operations),
         cmocka_unit_test(lexical),

@@ -3,8 +3,8 @@
  * query: a Relay-style dashboard page (viewer, repositories, issues, pull
  * requests, labels, comments), variables, two fragments and an inline
  * fragment, comments and whitespace as people write them. Prints, for
- * parse + cost (both schemes) and for parse alone, the median over runs of
- * the mean over iterations.
+ * parse + cost (both schemes) and for parse alone, the median (and the
+ * minimum) over runs of the mean over iterations.
  * Usage: bench_graphql [--quick] [--runs N] [--iters N] */
 #include "bench_common.h"
 
@@ -155,9 +155,14 @@ int main(int argc, char **argv) {
         both[k] = run(iters, 1);
         parse_only[k] = run(iters, 0);
     }
-    printf("parse + cost (both schemes): %.2f us per query (median of %d runs x %d)\n",
-           bench_median(both, runs) / 1000.0, runs, iters);
-    printf("parse alone:                 %.2f us per query\n",
-           bench_median(parse_only, runs) / 1000.0);
+    double both_min = both[0], parse_min = parse_only[0];
+    for (int k = 1; k < runs; k++) {
+        if (both[k] < both_min) both_min = both[k];
+        if (parse_only[k] < parse_min) parse_min = parse_only[k];
+    }
+    printf("parse + cost (both schemes): %.2f us per query, median of %d runs x %d (min %.2f)\n",
+           bench_median(both, runs) / 1000.0, runs, iters, both_min / 1000.0);
+    printf("parse alone:                 %.2f us per query (min %.2f)\n",
+           bench_median(parse_only, runs) / 1000.0, parse_min / 1000.0);
     return (int)(sink & 0);
 }

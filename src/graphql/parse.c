@@ -84,15 +84,89 @@ static int syntax(parser *p, size_t off, const char *msg) {
     return -1;
 }
 
+/* Character classes of the lexer, one table lookup per byte. */
+enum { C_IGNORED = 1, C_NAME_START = 2, C_NAME = 4, C_DIGIT = 8 };
+#define NAMES_(c) [c] = C_NAME_START | C_NAME
+static const uint8_t cls[256] = {
+    [' '] = C_IGNORED,
+    ['\t'] = C_IGNORED,
+    [','] = C_IGNORED,
+    ['\n'] = C_IGNORED,
+    ['\r'] = C_IGNORED,
+    ['_'] = C_NAME_START | C_NAME,
+    ['0'] = C_NAME | C_DIGIT,
+    ['1'] = C_NAME | C_DIGIT,
+    ['2'] = C_NAME | C_DIGIT,
+    ['3'] = C_NAME | C_DIGIT,
+    ['4'] = C_NAME | C_DIGIT,
+    ['5'] = C_NAME | C_DIGIT,
+    ['6'] = C_NAME | C_DIGIT,
+    ['7'] = C_NAME | C_DIGIT,
+    ['8'] = C_NAME | C_DIGIT,
+    ['9'] = C_NAME | C_DIGIT,
+    NAMES_('a'),
+    NAMES_('b'),
+    NAMES_('c'),
+    NAMES_('d'),
+    NAMES_('e'),
+    NAMES_('f'),
+    NAMES_('g'),
+    NAMES_('h'),
+    NAMES_('i'),
+    NAMES_('j'),
+    NAMES_('k'),
+    NAMES_('l'),
+    NAMES_('m'),
+    NAMES_('n'),
+    NAMES_('o'),
+    NAMES_('p'),
+    NAMES_('q'),
+    NAMES_('r'),
+    NAMES_('s'),
+    NAMES_('t'),
+    NAMES_('u'),
+    NAMES_('v'),
+    NAMES_('w'),
+    NAMES_('x'),
+    NAMES_('y'),
+    NAMES_('z'),
+    NAMES_('A'),
+    NAMES_('B'),
+    NAMES_('C'),
+    NAMES_('D'),
+    NAMES_('E'),
+    NAMES_('F'),
+    NAMES_('G'),
+    NAMES_('H'),
+    NAMES_('I'),
+    NAMES_('J'),
+    NAMES_('K'),
+    NAMES_('L'),
+    NAMES_('M'),
+    NAMES_('N'),
+    NAMES_('O'),
+    NAMES_('P'),
+    NAMES_('Q'),
+    NAMES_('R'),
+    NAMES_('S'),
+    NAMES_('T'),
+    NAMES_('U'),
+    NAMES_('V'),
+    NAMES_('W'),
+    NAMES_('X'),
+    NAMES_('Y'),
+    NAMES_('Z'),
+};
+#undef NAMES_
+
+/* c is a byte (0..255) or -1 past the end */
 static bool is_digit(int c) {
-    return c >= '0' && c <= '9';
+    return c >= 0 && (cls[c] & C_DIGIT);
 }
 static bool is_name_start(int c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    return c >= 0 && (cls[c] & C_NAME_START);
 }
-static bool is_name_cont(int c) {
-    return is_name_start(c) || is_digit(c);
-}
+
 static int at(const parser *p, size_t i) {
     return i < p->len ? (unsigned char)p->s[i] : -1;
 }
@@ -275,7 +349,7 @@ static int next(parser *p) {
             p->start = p->end = p->pos = p->len;
             return 0;
         }
-        if (c == ' ' || c == '\t' || c == ',' || c == '\n' || c == '\r') {
+        if (cls[c] & C_IGNORED) {
             i++;
             continue;
         }
@@ -349,8 +423,9 @@ static int next(parser *p) {
     default:
         if (is_digit(c) || c == '-') return read_number(p, i);
         if (is_name_start(c)) {
-            size_t b = i;
-            while (is_name_cont(at(p, i))) i++;
+            size_t b = i++;
+            const unsigned char *u = (const unsigned char *)p->s;
+            while (i < p->len && (cls[u[i]] & C_NAME)) i++;
             p->tok = T_NAME;
             p->start = b;
             p->end = p->pos = i;

@@ -562,7 +562,7 @@ static int value(parser *p, bool is_const, uint32_t depth, sl__gql_page *page) {
         TRY(next(p));
         if (is_const) {
             if (p->tok == T_NAME) return syntax(p, off, "Unexpected variable in constant value.");
-            return unexpected(p);
+            return syntax(p, off, "Unexpected \"$\"."); /* graphql-js: at the "$" */
         }
         if (p->tok != T_NAME) return expect(p, T_NAME);
         if (page) {
@@ -787,6 +787,10 @@ static int definition(parser *p) {
             for (size_t k = 0; k < sizeof sdl / sizeof *sdl; k++)
                 if (peek_kw(p, sdl[k]))
                     return syntax(p, p->start, "Type system definitions are not queries.");
+            if (p->start != off) /* as graphql-js: at the description */
+                return syntax(p, off,
+                              "Unexpected description, only GraphQL definitions "
+                              "support descriptions.");
         }
         return unexpected(p);
     }

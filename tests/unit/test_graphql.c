@@ -308,9 +308,12 @@ static void lexical(void **state) {
     REFUSE("{\xC3\xA9}", 1); /* names are ASCII */
     REFUSE("{a(x: $v)} extra", 11);
     REFUSE("query Q($v: Int = $w) { a }", 18); /* a variable in a constant */
+    REFUSE("query Q($v: Int = $ 1) { a }", 18);
     REFUSE("fragment on on T { a }", 9);
     REFUSE("fragment F T { a }", 11);
     REFUSE("type T { a: Int }", 0); /* SDL */
+    REFUSE("\"d\" { a }", 0);
+    REFUSE("\"d\" quer { a }", 0); /* graphql-js: at the description */
     REFUSE("\"d\" { a }", 0);
     REFUSE("{a(x:)}", 5);
     REFUSE("{a()}", 3);

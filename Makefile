@@ -59,7 +59,7 @@ test-integration: build
 # libFuzzer targets (clang, ASan+UBSan). FUZZ_SECONDS per target; the smoke
 # in `make test` is short, `make fuzz` runs longer.
 FUZZ_SECONDS ?= 10
-FUZZERS = fuzz_rate fuzz_decide fuzz_resp fuzz_http fuzz_config fuzz_identity fuzz_grpc fuzz_cluster fuzz_script_reply fuzz_headers fuzz_apikeys fuzz_domains
+FUZZERS = fuzz_rate fuzz_decide fuzz_resp fuzz_http fuzz_config fuzz_identity fuzz_grpc fuzz_cluster fuzz_script_reply fuzz_headers fuzz_apikeys fuzz_domains fuzz_graphql
 build-fuzz: deps
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=address \
 		-DSLUICE_FUZZ=ON -DSLUICE_TESTS=OFF -DSLUICE_BENCH=OFF -DSLUICE_WERROR=ON >/dev/null

@@ -7,6 +7,7 @@
 #                    1 and 2 threads, the hand-rolled peer in the same run;
 #                    back to back, then serialized (latency), then with keys
 #                    formatted byte by byte
+#   3d. bench_graphql us to parse and cost a typical 2 KB GraphQL query
 #   4. callgrind     instructions per hot-key decision (repeatable), if valgrind
 #                    is installed
 #
@@ -37,7 +38,7 @@ out=${out:-$build/results}
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSLUICE_TESTS=OFF -DSLUICE_BENCH=ON \
   >/dev/null
-cmake --build "$build" -j"$(nproc)" --target bench_decide bench_memory memlat >/dev/null
+cmake --build "$build" -j"$(nproc)" --target bench_decide bench_memory memlat bench_graphql >/dev/null
 mkdir -p "$out"
 bin=$build/bench
 
@@ -77,6 +78,10 @@ echo
 echo "== 3c. random keys formatted byte by byte just before the call (bench_decide --byte-keys) =="
 "$bin/bench_decide" "${quick[@]}" --byte-keys --workload random --threads 1 \
   --only token_bucket,gcra,peer,harness "${args[@]}" | tee "$out/decide-bytekeys.txt"
+
+echo
+echo "== 3d. GraphQL query cost: parse + cost of a typical 2 KB query (bench_graphql) =="
+"$bin/bench_graphql" "${quick[@]}" | tee "$out/graphql.txt"
 
 if [ "$callgrind" = 1 ] && command -v valgrind >/dev/null; then
   echo

@@ -11,6 +11,7 @@
 
 #include "sluice/clock.h"
 #include "sluice/error.h"
+#include "sluice/graphql.h"
 #include "sluice/limit.h"
 #include "sluice/limiter.h"
 #include "sluice/table.h"

@@ -326,11 +326,22 @@ end
 -- the items: 3 arguments each, checked without building a message unless
 -- one is bad
 -- (item i is KEYS[i], IPS[i], ICOST[i], IGROUP[i]: arrays, not a table per
--- item; x % 1 ~= 0 tests for a fraction without a call)
-local IPS, ICOST, IGROUP = {}, {}, {}
+-- item; x % 1 ~= 0 tests for a fraction without a call). A parameter set
+-- and a cost are mostly the same few strings: each is converted once
+-- (tonumber goes through strtod, a third of an item's decoding).
+local IPS, ICOST, IGROUP, NUM = {}, {}, {}, {}
 local ab = 2 + 7 * nsets
 for i = 1, nkeys do
-  local j, cost, group = tonumber(ARGV[ab + 1]), tonumber(ARGV[ab + 2]), tonumber(ARGV[ab + 3])
+  local sj, sc = ARGV[ab + 1], ARGV[ab + 2]
+  local j, cost, group = NUM[sj], NUM[sc], tonumber(ARGV[ab + 3])
+  if j == nil then
+    j = tonumber(sj)
+    NUM[sj] = j
+  end
+  if cost == nil then
+    cost = tonumber(sc)
+    NUM[sc] = cost
+  end
   local ps = sets[j]
   if not ps or j % 1 ~= 0 then int(ab + 1, 1, nsets, 'parameter set', 'item ' .. i) end
   if not cost or cost % 1 ~= 0 or cost < 0 or cost > CMAX then
@@ -430,9 +441,9 @@ local function token_bucket(ps, s, cost, mode, cr)
   local need = cost * p
   local allowed = tokens >= need
   local after = tokens
-  if allowed or cr or mode == CHARGE then after = max(0, tokens - need) end
+  if allowed or cr or mode == CHARGE then after = tokens > need and tokens - need or 0 end
   if mode ~= PEEK and after ~= tokens then
-    s[1], s[2], s.dirty = after, max(last, now), true
+    s[1], s[2], s.dirty = after, last > now and last or now, true
   end
   -- with the clock behind `last` the bucket is judged as of `last`
   local behind = last > now and last - now or 0
@@ -640,18 +651,20 @@ end
 
 -- ---- states ----
 
--- A brand-new key's state at now: fresh, or exhausted at the origin.
+-- A brand-new key's state at now: fresh, or exhausted at the origin. (Every
+-- state table is made with its dirty field: one allocation, no rehash when
+-- a decision sets it.)
 local function init(ps)
   local alg, t = ps.alg, ps.empty and ps.origin or now
-  if alg == FW then return {fw_window(ps, t), ps.empty and ps.N or 0} end
-  if alg == SW then return {idiv(t, ps.P), 0, ps.empty and ps.N or 0} end
-  if alg == TB then return {ps.empty and 0 or ps.full, t} end
+  if alg == FW then return {fw_window(ps, t), ps.empty and ps.N or 0, dirty = false} end
+  if alg == SW then return {idiv(t, ps.P), 0, ps.empty and ps.N or 0, dirty = false} end
+  if alg == TB then return {ps.empty and 0 or ps.full, t, dirty = false} end
   if ps.empty then -- gcra, leaky queue: tat = origin + B*T
     local q = idiv(ps.full, ps.n)
-    return {t + q, ps.full - q * ps.n}
+    return {t + q, ps.full - q * ps.n, dirty = false}
   end
-  if ps.any then return {t, 0, ps.n} end
-  return {t, 0}
+  if ps.any then return {t, 0, ps.n, dirty = false} end
+  return {t, 0, dirty = false}
 end
 
 local states, order, first_item, raw = {}, {}, {}, {}
@@ -684,18 +697,18 @@ local function parse_state(ps, v)
   if ps.t3 then
     local a, t = match(v, '^(%d+)(%d%d%d)$')
     if t ~= ps.t3 then return nil end
-    return {tonumber(a), 0}
+    return {tonumber(a), 0, dirty = false}
   end
   local t, a, b, c = match(v, '^(%w+)|(%x+):(%x+):?(%x*)$')
   if t ~= ps.fp then return nil end
   if ps.alg == SW or ps.any then
     if c == '' then return nil end
-    local s = {tonumber(a, 16), tonumber(b, 16), tonumber(c, 16)}
+    local s = {tonumber(a, 16), tonumber(b, 16), tonumber(c, 16), dirty = false}
     if ps.any and (s[3] < 1 or s[3] > MAXV or s[2] >= s[3]) then return nil end
     return s
   end
   if c ~= '' then return nil end
-  return {tonumber(a, 16), tonumber(b, 16)}
+  return {tonumber(a, 16), tonumber(b, 16), dirty = false}
 end
 
 -- item i's state (read once per key)

@@ -881,6 +881,10 @@ end
 
 -- ---- write back what changed, with its TTL ----
 
+-- the TTLs' strings, each formatted once per call (many states of a call
+-- share their TTL in ms)
+local PX = {}
+
 local function rpush(key, t, c)
   local ts = fmt('%d', t)
   while c > 0 do
@@ -939,7 +943,12 @@ for m = 1, norder do
         else
           v = fmt('%s|%x:%x', ps.fp, s[1], s[2])
         end
-        call('SET', k, v, 'PX', fmt('%d', ms))
+        local px = PX[ms]
+        if not px then
+          px = fmt('%d', ms)
+          PX[ms] = px
+        end
+        call('SET', k, v, 'PX', px)
       end
     elseif ttl <= 0 or slog_len(s) == 0 then
       if s.exists then call('DEL', k) end

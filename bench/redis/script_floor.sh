@@ -111,6 +111,12 @@ for ((i = 0; i < batch; i++)); do args+=(1 1 $((2 * i))); done
 
 measure() { # name sha
   rcli FLUSHALL >/dev/null
+  # one call first: a subject that answers an error is no measurement
+  local r
+  r=$(rcli EVALSHA "$2" "${args[@]}" 2>&1 | head -1)
+  case $r in
+    ERR* | *rror*) echo "script_floor.sh: $1 fails: $r" >&2; exit 1 ;;
+  esac
   rcli CONFIG RESETSTAT >/dev/null
   local c0 c1
   c0=$(cpu_ticks "$rpid")

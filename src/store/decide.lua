@@ -398,7 +398,8 @@ local function sliding_window(ps, s, cost, mode, cr)
   end
   -- prev * (P - elapsed) + (curr + cost) * P <= N * P, exactly
   local room = N - curr - cost
-  local allowed = room >= 0 and cmp_prod(prev, P - elapsed, room, P) <= 0
+  -- (no previous window, the common case: nothing to weigh)
+  local allowed = room >= 0 and (prev == 0 or cmp_prod(prev, P - elapsed, room, P) <= 0)
   local after = curr
   if allowed or cr or mode == CHARGE then after = min(curr + cost, N) end
   if mode ~= PEEK and after ~= curr then
@@ -406,7 +407,9 @@ local function sliding_window(ps, s, cost, mode, cr)
   end
   local to_end = (w + 1) * P - now
   -- floor((N*P - prev*(P-elapsed) - after*P) / P), at least 0
-  local remaining = max(0, N - after - muldiv_up(prev, P - elapsed, P))
+  local remaining = N - after
+  if prev > 0 then remaining = remaining - muldiv_up(prev, P - elapsed, P) end
+  if remaining < 0 then remaining = 0 end
   local reset = 0
   if after > 0 then
     reset = to_end + P

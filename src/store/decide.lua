@@ -325,24 +325,38 @@ end
 
 -- the items: 3 arguments each, checked without building a message unless
 -- one is bad
-local items = {}
-local ib = 2 + 7 * nsets
+-- (item i is KEYS[i], IPS[i], ICOST[i], IGROUP[i]: arrays, not a table per
+-- item; x % 1 ~= 0 tests for a fraction without a call). A parameter set
+-- and a cost are mostly the same few strings: each is converted once
+-- (tonumber goes through strtod, a third of an item's decoding).
+local IPS, ICOST, IGROUP, NUM = {}, {}, {}, {}
+local ab = 2 + 7 * nsets
 for i = 1, nkeys do
-  local b = ib + (i - 1) * 3
-  local j, cost, group = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  local sj, sc = ARGV[ab + 1], ARGV[ab + 2]
+  local j, cost, group = NUM[sj], NUM[sc], tonumber(ARGV[ab + 3])
+  if j == nil then
+    j = tonumber(sj)
+    NUM[sj] = j
+  end
+  if cost == nil then
+    cost = tonumber(sc)
+    NUM[sc] = cost
+  end
   local ps = sets[j]
-  if not ps or j ~= floor(j) then int(b + 1, 1, nsets, 'parameter set', 'item ' .. i) end
-  if not cost or cost ~= floor(cost) or cost < 0 or cost > CMAX then
-    int(b + 2, 0, CMAX, 'cost', 'item ' .. i)
+  if not ps or j % 1 ~= 0 then int(ab + 1, 1, nsets, 'parameter set', 'item ' .. i) end
+  if not cost or cost % 1 ~= 0 or cost < 0 or cost > CMAX then
+    int(ab + 2, 0, CMAX, 'cost', 'item ' .. i)
   end
-  if not group or group ~= floor(group) or group < 0 or group > 511 then
-    int(b + 3, 0, 511, 'group', 'item ' .. i)
+  if not group or group % 1 ~= 0 or group < 0 or group > 511 then
+    int(ab + 3, 0, 511, 'group', 'item ' .. i)
   end
-  items[i] = {key = KEYS[i], ps = ps, cost = cost, group = group}
+  IPS[i], ICOST[i], IGROUP[i] = ps, cost, group
+  ab = ab + 3
 end
 
--- ---- the algorithms: decide(ps, s, cost, mode, cr) -> reply array
--- (ps: the parameter set) ----
+-- ---- the algorithms: decide(ps, s, cost, mode, cr) -> the 6 reply
+-- integers as 6 return values (no table per decision; ps: the parameter
+-- set) ----
 -- Mirrors src/core/*.c; s is the key's state (changed only when the decision
 -- changes ps, then marked dirty).
 
@@ -368,7 +382,7 @@ local function fixed_window(ps, s, cost, mode, cr)
     s[1], s[2], s.dirty = w, after, true
   end
   local left = fw_end(ps, w) - now
-  return {allowed and 1 or 0, N, N - after, allowed and 0 or left, after > 0 and left or 0, 0}
+  return allowed and 1 or 0, N, N - after, allowed and 0 or left, after > 0 and left or 0, 0
 end
 
 local function sliding_window(ps, s, cost, mode, cr)
@@ -384,7 +398,8 @@ local function sliding_window(ps, s, cost, mode, cr)
   end
   -- prev * (P - elapsed) + (curr + cost) * P <= N * P, exactly
   local room = N - curr - cost
-  local allowed = room >= 0 and cmp_prod(prev, P - elapsed, room, P) <= 0
+  -- (no previous window, the common case: nothing to weigh)
+  local allowed = room >= 0 and (prev == 0 or cmp_prod(prev, P - elapsed, room, P) <= 0)
   local after = curr
   if allowed or cr or mode == CHARGE then after = min(curr + cost, N) end
   if mode ~= PEEK and after ~= curr then
@@ -392,7 +407,9 @@ local function sliding_window(ps, s, cost, mode, cr)
   end
   local to_end = (w + 1) * P - now
   -- floor((N*P - prev*(P-elapsed) - after*P) / P), at least 0
-  local remaining = max(0, N - after - muldiv_up(prev, P - elapsed, P))
+  local remaining = N - after
+  if prev > 0 then remaining = remaining - muldiv_up(prev, P - elapsed, P) end
+  if remaining < 0 then remaining = 0 end
   local reset = 0
   if after > 0 then
     reset = to_end + P
@@ -411,7 +428,7 @@ local function sliding_window(ps, s, cost, mode, cr)
       retry = to_end + P - muldiv(N - cost, P, after)
     end
   end
-  return {allowed and 1 or 0, N, remaining, retry, reset, 0}
+  return allowed and 1 or 0, N, remaining, retry, reset, 0
 end
 
 local function token_bucket(ps, s, cost, mode, cr)
@@ -427,16 +444,16 @@ local function token_bucket(ps, s, cost, mode, cr)
   local need = cost * p
   local allowed = tokens >= need
   local after = tokens
-  if allowed or cr or mode == CHARGE then after = max(0, tokens - need) end
+  if allowed or cr or mode == CHARGE then after = tokens > need and tokens - need or 0 end
   if mode ~= PEEK and after ~= tokens then
-    s[1], s[2], s.dirty = after, max(last, now), true
+    s[1], s[2], s.dirty = after, last > now and last or now, true
   end
   -- with the clock behind `last` the bucket is judged as of `last`
   local behind = last > now and last - now or 0
   local retry, reset = 0, 0
   if not allowed then retry = behind + ceil_div(need - after, n) end
   if after < full then reset = behind + ceil_div(full - after, n) end
-  return {allowed and 1 or 0, ps.B, idiv(after, p), retry, reset, 0}
+  return allowed and 1 or 0, ps.B, idiv(after, p), retry, reset, 0
 end
 
 -- (t - now) * n + f <= x, for x >= 0 and 0 <= f < n.
@@ -479,7 +496,7 @@ local function gcra(ps, s, cost, mode, cr)
   local retry = 0
   if not allowed then retry = max(0, d + ceil_signed(af + step - full, n)) end
   if ps.alg ~= LQ or not (allowed or cost == 0) then delay = 0 end
-  return {allowed and 1 or 0, ps.B, remaining, retry, d + (af > 0 and 1 or 0), delay}
+  return allowed and 1 or 0, ps.B, remaining, retry, d + (af > 0 and 1 or 0), delay
 end
 
 -- The sliding log's state is its Redis list, read lazily (a few elements
@@ -615,49 +632,65 @@ local function sliding_log(ps, s, cost, mode, cr)
     end
     s.dirty = true
   end
-  return {allowed and 1 or 0, N, N - after, retry, reset, 0}
+  return allowed and 1 or 0, N, N - after, retry, reset, 0
 end
 
 local algorithms = {fixed_window, sliding_log, sliding_window, token_bucket, gcra, gcra}
 
 local function decide(ps, s, cost, mode, cr)
-  if cost == 0 then mode = PEEK end
-  local d = algorithms[ps.alg](ps, s, cost, mode, cr)
-  if cost == 0 then d[1], d[4] = 1, 0 end
-  return d
+  if cost == 0 then
+    local _, l, r, _, re, de = algorithms[ps.alg](ps, s, 0, PEEK, cr)
+    return 1, l, r, 0, re, de
+  end
+  return algorithms[ps.alg](ps, s, cost, mode, cr)
+end
+
+-- the reply (one flat array of 6 integers per item), written in place
+local out = {}
+local function put(i, a, l, r, re, rs, de)
+  local o = i * 6 - 6
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6] = a, l, r, re, rs, de
 end
 
 -- ---- states ----
 
--- A brand-new key's state at now: fresh, or exhausted at the origin.
+-- A brand-new key's state at now: fresh, or exhausted at the origin. (Every
+-- state table is made with its dirty field: one allocation, no rehash when
+-- a decision sets it.)
 local function init(ps)
   local alg, t = ps.alg, ps.empty and ps.origin or now
-  if alg == FW then return {fw_window(ps, t), ps.empty and ps.N or 0} end
-  if alg == SW then return {idiv(t, ps.P), 0, ps.empty and ps.N or 0} end
-  if alg == TB then return {ps.empty and 0 or ps.full, t} end
+  if alg == FW then return {fw_window(ps, t), ps.empty and ps.N or 0, dirty = false} end
+  if alg == SW then return {idiv(t, ps.P), 0, ps.empty and ps.N or 0, dirty = false} end
+  if alg == TB then return {ps.empty and 0 or ps.full, t, dirty = false} end
   if ps.empty then -- gcra, leaky queue: tat = origin + B*T
     local q = idiv(ps.full, ps.n)
-    return {t + q, ps.full - q * ps.n}
+    return {t + q, ps.full - q * ps.n, dirty = false}
   end
-  if ps.any then return {t, 0, ps.n} end
-  return {t, 0}
+  if ps.any then return {t, 0, ps.n, dirty = false} end
+  return {t, 0, dirty = false}
 end
 
 local states, order, first_item, raw = {}, {}, {}, {}
 local skeys = {}
-for _, it in ipairs(items) do
-  local f = first_item[it.key]
+local norder, nskeys = 0, 0
+for i = 1, nkeys do
+  local k = KEYS[i]
+  local f = first_item[k]
   if f then
-    if f.ps.fp ~= it.ps.fp then fail('key ' .. it.key .. ' given with two different limits') end
+    if IPS[f].fp ~= IPS[i].fp then fail('key ' .. k .. ' given with two different limits') end
   else
-    first_item[it.key] = it
-    order[#order + 1] = it.key
-    if it.ps.alg ~= SLOG then skeys[#skeys + 1] = it.key end
+    first_item[k] = i
+    norder = norder + 1
+    order[norder] = k
+    if IPS[i].alg ~= SLOG then
+      nskeys = nskeys + 1
+      skeys[nskeys] = k
+    end
   end
 end
-if #skeys > 0 then
+if nskeys > 0 then
   local vals = call('MGET', unpack(skeys))
-  for j = 1, #skeys do raw[skeys[j]] = vals[j] end
+  for j = 1, nskeys do raw[skeys[j]] = vals[j] end
 end
 
 -- "<tag>|<a>:<b>[:<c>]" (hex) written under ps's tag (or "<tat><t3>",
@@ -667,27 +700,29 @@ local function parse_state(ps, v)
   if ps.t3 then
     local a, t = match(v, '^(%d+)(%d%d%d)$')
     if t ~= ps.t3 then return nil end
-    return {tonumber(a), 0}
+    return {tonumber(a), 0, dirty = false}
   end
-  local t, a, b, c = v:match('^(%w+)|(%x+):(%x+):?(%x*)$')
+  local t, a, b, c = match(v, '^(%w+)|(%x+):(%x+):?(%x*)$')
   if t ~= ps.fp then return nil end
   if ps.alg == SW or ps.any then
     if c == '' then return nil end
-    local s = {tonumber(a, 16), tonumber(b, 16), tonumber(c, 16)}
+    local s = {tonumber(a, 16), tonumber(b, 16), tonumber(c, 16), dirty = false}
     if ps.any and (s[3] < 1 or s[3] > MAXV or s[2] >= s[3]) then return nil end
     return s
   end
   if c ~= '' then return nil end
-  return {tonumber(a, 16), tonumber(b, 16)}
+  return {tonumber(a, 16), tonumber(b, 16), dirty = false}
 end
 
-local function state(it)
-  local s = states[it.key]
+-- item i's state (read once per key)
+local function state(i)
+  local k = KEYS[i]
+  local s = states[k]
   if s then return s end
-  local ps = it.ps
+  local ps = IPS[i]
   if ps.alg == SLOG then
-    s = {key = it.key, blen = 0, drop = 0, radd = 0, runs = {}, cache = {}, exists = false}
-    local r = redis.pcall('LLEN', it.key)
+    s = {key = k, blen = 0, drop = 0, radd = 0, runs = {}, cache = {}, exists = false}
+    local r = redis.pcall('LLEN', k)
     if type(r) == 'table' then
       s.exists, s.wrong = true, true -- another type: a fresh log replaces it
     else
@@ -695,9 +730,9 @@ local function state(it)
     end
     if s.blen == 0 and ps.empty then s.vt, s.blen = ps.origin, ps.N end
   else
-    s = parse_state(ps, raw[it.key]) or init(ps)
+    s = parse_state(ps, raw[k]) or init(ps)
   end
-  states[it.key] = s
+  states[k] = s
   return s
 end
 
@@ -714,117 +749,144 @@ end
 
 -- ---- groups ----
 
-local dec = {}
-
-local function deny(ps)
-  return {0, ps.limit, 0, -1, 0, 0}
+local function deny(i)
+  put(i, 0, IPS[i].limit, 0, -1, 0, 0)
 end
 
--- What item it's limit says at its cost with nothing charged.
-local function look(it)
-  local d = decide(it.ps, state(it), it.cost, PEEK, it.ps.cr)
-  if d[1] == 1 then d[3] = d[3] + it.cost end
-  return d
+-- What item i's limit says at its cost with nothing charged.
+local function look(i)
+  local ps, cost = IPS[i], ICOST[i]
+  local a, l, r, re, rs, de = decide(ps, state(i), cost, PEEK, ps.cr)
+  if a == 1 then r = r + cost end
+  put(i, a, l, r, re, rs, de)
 end
 
--- Decides the items list[] as one all-or-nothing group; true if it passed
--- (and was charged).
-local function run_group(list)
-  local nl = #list
-  if nl == 0 then return true end
-  if nl == 1 then -- one item alone: its own decision (it changes nothing when it refuses)
-    local i = list[1]
-    local it = items[i]
-    local ps = it.ps
-    if it.cost > ps.maxcost then
-      dec[i] = deny(ps)
-      return false
-    end
-    local d = decide(ps, state(it), it.cost, APPLY, false)
-    if d[1] == 1 then
-      dec[i] = d
-      return true
-    end
-    if ps.cr then d = decide(ps, state(it), it.cost, CHARGE, true) end
-    dec[i] = d
+-- Decides item i alone: its own decision (it changes nothing when it
+-- refuses); true if it passed.
+local function run_one(i)
+  local ps, cost = IPS[i], ICOST[i]
+  if cost > ps.maxcost then
+    deny(i)
     return false
   end
+  local a, l, r, re, rs, de = decide(ps, state(i), cost, APPLY, false)
+  if a == 1 then
+    put(i, a, l, r, re, rs, de)
+    return true
+  end
+  if ps.cr then
+    put(i, decide(ps, state(i), cost, CHARGE, true))
+  else
+    put(i, a, l, r, re, rs, de)
+  end
+  return false
+end
+
+-- Decides the items list[] (or the one item list, a number) as one
+-- all-or-nothing group; true if it passed (and was charged).
+local function run_group(list)
+  if type(list) == 'number' then return run_one(list) end
+  local nl = #list
+  if nl == 0 then return true end
+  if nl == 1 then return run_one(list[1]) end
   local impossible = false
-  for _, i in ipairs(list) do
-    if items[i].cost > items[i].ps.maxcost then impossible = true end
+  for m = 1, nl do
+    local i = list[m]
+    if ICOST[i] > IPS[i].maxcost then impossible = true end
   end
   if impossible then
-    for _, i in ipairs(list) do
-      local it = items[i]
-      dec[i] = it.cost > it.ps.maxcost and deny(it.ps) or look(it)
+    for m = 1, nl do
+      local i = list[m]
+      if ICOST[i] > IPS[i].maxcost then
+        deny(i)
+      else
+        look(i)
+      end
     end
     return false
   end
   -- the states as they were, to undo a refused group
   local saved = {}
-  for _, i in ipairs(list) do
-    local k = items[i].key
-    if not saved[k] then saved[k] = copy(state(items[i])) end
+  for m = 1, nl do
+    local i = list[m]
+    local k = KEYS[i]
+    if not saved[k] then saved[k] = copy(state(i)) end
   end
   local refused
-  for _, i in ipairs(list) do
-    local it = items[i]
-    dec[i] = decide(it.ps, state(it), it.cost, APPLY, false)
-    if dec[i][1] == 0 then
+  for m = 1, nl do
+    local i = list[m]
+    local a, l, r, re, rs, de = decide(IPS[i], state(i), ICOST[i], APPLY, false)
+    put(i, a, l, r, re, rs, de)
+    if a == 0 then
       refused = i
       break
     end
   end
   if not refused then return true end
-  for k, s in pairs(saved) do states[k] = s end
-  for _, i in ipairs(list) do
-    if i ~= refused then dec[i] = look(items[i]) end
+  for k, st in pairs(saved) do states[k] = st end
+  for m = 1, nl do
+    local i = list[m]
+    if i ~= refused then look(i) end
   end
-  for _, i in ipairs(list) do
-    local it = items[i]
-    if it.ps.cr then dec[i] = decide(it.ps, state(it), it.cost, CHARGE, true) end
+  for m = 1, nl do
+    local i = list[m]
+    local ps = IPS[i]
+    if ps.cr then put(i, decide(ps, state(i), ICOST[i], CHARGE, true)) end
   end
   return false
 end
 
 -- the requests, in the order of their first items; each is its enforced
--- group and its shadow group (made only when it has one)
-local reqs, req_of, shadow_of = {}, {}, {}
+-- group (one item: its number; more: a list) and its shadow group (made
+-- only when it has one)
+local reqs, req_of, shadow_of, nreqs = {}, {}, {}, 0
 for i = 1, nkeys do
-  local g = items[i].group
-  local r = floor(g / 2)
-  if g % 2 == 0 then
-    local q = req_of[r]
-    if q then
-      q[#q + 1] = i
+  local g = IGROUP[i]
+  local sh = g % 2
+  local r = (g - sh) / 2
+  local q = req_of[r]
+  if sh == 0 then
+    if q == nil then
+      req_of[r] = i
+      nreqs = nreqs + 1
+      reqs[nreqs] = r
+    elseif type(q) == 'number' then
+      req_of[r] = {q, i}
     else
-      q = {i}
-      req_of[r] = q
-      reqs[#reqs + 1] = r
+      q[#q + 1] = i
     end
   else
-    if not req_of[r] then
+    if q == nil then
       req_of[r] = {}
-      reqs[#reqs + 1] = r
+      nreqs = nreqs + 1
+      reqs[nreqs] = r
     end
-    local q = shadow_of[r]
-    if q then
-      q[#q + 1] = i
+    local q1 = shadow_of[r]
+    if q1 then
+      q1[#q1 + 1] = i
     else
       shadow_of[r] = {i}
     end
   end
 end
-for _, r in ipairs(reqs) do
+for m = 1, nreqs do
+  local r = reqs[m]
   local g1 = shadow_of[r]
   if run_group(req_of[r]) then
     if g1 then run_group(g1) end
   elseif g1 then
-    for _, i in ipairs(g1) do dec[i] = decide(items[i].ps, state(items[i]), 0, PEEK, false) end
+    for x = 1, #g1 do
+      local i = g1[x]
+      put(i, decide(IPS[i], state(i), 0, PEEK, false))
+    end
   end
 end
 
 -- ---- write back what changed, with its TTL ----
+
+-- the TTLs' strings, each formatted once per call (many states of a call
+-- share their TTL in ms)
+local PX = {}
 
 local function rpush(key, t, c)
   local ts = fmt('%d', t)
@@ -837,8 +899,9 @@ local function rpush(key, t, c)
   end
 end
 
-for _, k in ipairs(order) do
-  local s, ps = states[k], first_item[k].ps
+for m = 1, norder do
+  local k = order[m]
+  local s, ps = states[k], IPS[first_item[k]]
   if s and s.dirty then
     if ps.alg == SLOG then slog_drop(s, slog_gone(s, now - ps.P)) end
     -- the state's reset_after (what decide(ps, s, 0, PEEK) says), directly
@@ -850,7 +913,8 @@ for _, k in ipairs(order) do
     elseif alg == TB then -- s[2] >= now here: full after ceil((full - tokens) / n) us
       ttl = s[2] - now + ceil_div(ps.full - s[1], ps.n)
     else
-      ttl = decide(ps, s, 0, PEEK, false)[5]
+      local _
+      _, _, _, _, ttl = decide(ps, s, 0, PEEK, false)
     end
     if ps.empty then -- until then a fresh key is still exhausted at the origin
       local e
@@ -861,7 +925,8 @@ for _, k in ipairs(order) do
       end
       local was = now
       now = ps.origin
-      local until_ = ps.origin + decide(ps, e, 0, PEEK, false)[5]
+      local _, _, _, _, rs = decide(ps, e, 0, PEEK, false)
+      local until_ = ps.origin + rs
       now = was
       ttl = max(ttl, until_ - now)
     end
@@ -881,7 +946,12 @@ for _, k in ipairs(order) do
         else
           v = fmt('%s|%x:%x', ps.fp, s[1], s[2])
         end
-        call('SET', k, v, 'PX', fmt('%d', ms))
+        local px = PX[ms]
+        if not px then
+          px = fmt('%d', ms)
+          PX[ms] = px
+        end
+        call('SET', k, v, 'PX', px)
       end
     elseif ttl <= 0 or slog_len(s) == 0 then
       if s.exists then call('DEL', k) end
@@ -898,11 +968,6 @@ for _, k in ipairs(order) do
   end
 end
 
--- one flat array: Redis converts it much faster than one array per item
-local out = {}
-for i = 1, nkeys do
-  local d, o = dec[i], (i - 1) * 6
-  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6] =
-    d[1], d[2], d[3], d[4], d[5], d[6]
-end
+-- one flat array (out, filled by put): Redis converts it much faster than
+-- one array per item
 return out

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# bench/redis/script_floor.sh: the floor of a Lua decision store, in
+# redis-server's own CPU per item: EVALSHA calls of trivial scripts that do
+# for B keys what a decision script must at least do (one MGET, then one SET
+# per key), next to INCR and the real script (src/store/decide.lua, or any
+# variant of it given with --lua) called as sluiced calls it, in one run on
+# one redis-server (issue 13, item 3).
+#
+#   empty      the call alone: B keys and decide.lua's 2 + 7 + 3 x B arguments
+#   mget       one MGET of the B keys
+#   set        MGET, then per key SET k v (v formatted with string.format)
+#   set-px     MGET, then per key SET k v PX ttl (v and ttl formatted)
+#   set-px-pre MGET, then per key SET k v PX ttl (v and ttl precomputed
+#              once per call: no formatting per key)
+#   decide     src/store/decide.lua, B token-bucket decisions of B requests
+#   lua:FILE   (--lua FILE, repeatable) that file, called like decide
+# Redis CPU: utime + stime of redis-server (/proc/PID/stat) around each
+# subject, divided by the items (keys) it handled; random keys out of K,
+# redis-benchmark -c 50 -P 16 as bench/redis/script_cpu.sh.
+#
+# Usage: bench/redis/script_floor.sh [--n CALLS] [--batch B] [--keys K]
+#                                    [--alg tb|gcra|fw|sw|slog|cell]
+#                                    [--only "empty mget ..."] [--lua FILE]...
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+n=4000
+batch=100
+keys=100000
+alg=tb
+only="empty mget set set-px set-px-pre decide"
+luas=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --n) n=$2; shift ;;
+    --batch) batch=$2; shift ;;
+    --keys) keys=$2; shift ;;
+    --alg) alg=$2; shift ;;
+    --only) only=$2; shift ;;
+    --lua) luas+=("$2"); shift ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "script_floor.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-floor.XXXXXX")
+rpid=
+cleanup() {
+  if [ -n "$rpid" ]; then kill -TERM "$rpid" 2>/dev/null || true; wait "$rpid" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+
+port=$(free_port)
+redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no --dir "$tmp" \
+  --logfile "$tmp/redis.log" &
+rpid=$!
+rcli() { redis-cli -p "$port" "$@"; }
+for _ in $(seq 100); do rcli PING >/dev/null 2>&1 && break; sleep 0.1; done
+
+floor_lua() {
+  case $1 in
+    empty) echo 'return 0' ;;
+    mget) echo 'local v = redis.call("MGET", unpack(KEYS)) return #v' ;;
+    set) cat <<'L' ;;
+local call, fmt, KEYS = redis.call, string.format, KEYS
+local v = call('MGET', unpack(KEYS))
+local now = 1700000000000000
+for i = 1, #KEYS do call('SET', KEYS[i], fmt('%s|%x:%x', 'tb', now + i, i)) end
+return #v
+L
+    set-px) cat <<'L' ;;
+local call, fmt, KEYS = redis.call, string.format, KEYS
+local v = call('MGET', unpack(KEYS))
+local now = 1700000000000000
+for i = 1, #KEYS do
+  call('SET', KEYS[i], fmt('%s|%x:%x', 'tb', now + i, i), 'PX', fmt('%d', 1000 + i))
+end
+return #v
+L
+    set-px-pre) cat <<'L' ;;
+local call, KEYS = redis.call, KEYS
+local v = call('MGET', unpack(KEYS))
+for i = 1, #KEYS do call('SET', KEYS[i], 'tb|6098a5e8e4000:3e8', 'PX', '1000') end
+return #v
+L
+  esac
+}
+
+set_args() {
+  case $1 in
+    fw) echo "1 1000 1000000 0 0 0 fw" ;;
+    slog) echo "2 100 1000000 0 0 0 slog" ;;
+    sw) echo "3 1000 1000000 0 0 0 sw" ;;
+    tb) echo "4 1000 1000000 1000 0 0 tb" ;;
+    gcra) echo "5 1000 1000000 1000 0 0 gcra" ;;
+    lq) echo "6 1000 1000000 1000 0 0 lq" ;;
+    cell) echo "5 100 1000000 200 512 0 cell" ;;
+  esac
+}
+
+# one call: decide.lua's arguments for B requests of one decision each
+args=("$batch")
+for ((i = 0; i < batch; i++)); do args+=("sluice:{k:__rand_int__}:$alg"); done
+args+=(0 1 $(set_args "$alg"))
+for ((i = 0; i < batch; i++)); do args+=(1 1 $((2 * i))); done
+
+measure() { # name sha
+  rcli FLUSHALL >/dev/null
+  # one call first: a subject that answers an error is no measurement
+  local r
+  r=$(rcli EVALSHA "$2" "${args[@]}" 2>&1 | head -1)
+  case $r in
+    ERR* | *rror*) echo "script_floor.sh: $1 fails: $r" >&2; exit 1 ;;
+  esac
+  rcli CONFIG RESETSTAT >/dev/null
+  local c0 c1
+  c0=$(cpu_ticks "$rpid")
+  redis-benchmark -p "$port" -c 50 -P 16 -r "$keys" -n "$n" -q EVALSHA "$2" "${args[@]}" >/dev/null
+  c1=$(cpu_ticks "$rpid")
+  local usec
+  usec=$(rcli INFO commandstats | tr -d '\r' | awk -F'[=,]' '/^cmdstat_evalsha:/ { print $6; exit }')
+  printf '| %s | %s | %s | %s |\n' "$1" "$batch" \
+    "$(awk -v d=$((c1 - c0)) -v hz="$hz" -v n="$n" -v b="$batch" 'BEGIN { printf "%.2f", d / hz * 1e6 / (n * b) }')" \
+    "$(awk -v u="${usec:-0}" -v b="$batch" 'BEGIN { printf "%.2f", u / b }')"
+}
+
+printf '| subject (%s) | items per call | Redis CPU us per item | usec_per_call / items |\n' "$alg"
+printf '| --- | --- | --- | --- |\n'
+rcli FLUSHALL >/dev/null
+rcli CONFIG RESETSTAT >/dev/null
+c0=$(cpu_ticks "$rpid")
+redis-benchmark -p "$port" -c 50 -P 16 -r "$keys" -n $((n * batch / 4)) -q INCR key:__rand_int__ >/dev/null
+c1=$(cpu_ticks "$rpid")
+printf '| INCR | 1 | %s | |\n' "$(awk -v d=$((c1 - c0)) -v hz="$hz" -v n=$((n * batch / 4)) 'BEGIN { printf "%.2f", d / hz * 1e6 / n }')"
+for s in $only; do
+  if [ "$s" = decide ]; then
+    src=$(cat "$root/src/store/decide.lua")
+  else
+    src=$(floor_lua "$s")
+  fi
+  measure "$s" "$(rcli SCRIPT LOAD "$src")"
+done
+for f in "${luas[@]}"; do
+  measure "lua:$(basename "$f")" "$(rcli SCRIPT LOAD "$(cat "$f")")"
+done

@@ -96,21 +96,17 @@ reset_after, and with start empty at least until the origin's exhaustion
 has worn off, rounded up to whole milliseconds. So an expired key decides
 exactly as the state it replaced would have, and idle keys vanish.
 
-Differences from the memory store, on purpose:
+Differences from the memory store (src/store/memory.c), which follows the
+same group contract (store.h; checked field by field by
+tests/unit/test_differential.c):
 - A clock that goes backwards (Redis TIME is one clock; both never credit
   anything): the in-memory algorithms move their state forward (token
   bucket `last`, sliding log `seen`) even on an uncharged refusal; here
   nothing is written then, so a later call with an earlier time is judged
   at its own time (stricter), and the sliding log stamps new entries with
   max(now, its newest entry).
-- A count-rejected item of a refused group reports the state its charge
-  left (sl_table_check_all reports the state before the charge, so its
-  retry_after is too short); for one item alone this is what sl_table_check
-  says.
-- A cost that can never pass: the other items of its group report what
-  their limits have (sl_table_check_all denies them all with retry -1).
-- Calendar months are decided in order with the other items of their group
-  (policy.c looks at them first, under its stripe locks). ]]
+- A sliding window's retry_after is rounded up to the whole us (the C core
+  keeps its fraction of a us). ]]
 
 local KEYS, ARGV = KEYS, ARGV
 local floor, fmt, tonumber, call = math.floor, string.format, tonumber, redis.call

@@ -2247,8 +2247,10 @@ static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t no
             else
                 st->reset_seconds = ceil_seconds(it->dec.reset_after);
         }
-        if (it->refused && !it->shadow) {
+        if (it->refused && !it->shadow) { /* upstream never says more than 0 here (an Envoy
+                                             would show X-RateLimit-Remaining > 0 on a 429) */
             st->code = SL_RLS_OVER_LIMIT;
+            st->limit_remaining = 0;
             *overall = SL_RLS_OVER_LIMIT;
         }
         if (it->st && !it->counted) { /* a limit of 0: counted here */

@@ -548,7 +548,9 @@ test('hits_addend: request level (0 means 1), descriptor level (0 checks without
   assert.strictEqual(r.statuses[0].limit_remaining, 2, 'a check without consuming');
   r = await should('sluice', [{ ...d(['window', key]), hits_addend: { value: 3 } }]);
   assert.strictEqual(r.overall_code, 'OVER_LIMIT', '3 > 2 left');
-  assert.strictEqual(r.statuses[0].limit_remaining, 2, 'nothing consumed');
+  assert.strictEqual(r.statuses[0].limit_remaining, 0, 'OVER_LIMIT says 0 remaining, as upstream');
+  r = await should('sluice', [{ ...d(['window', key]), hits_addend: { value: 0 } }]);
+  assert.strictEqual(r.statuses[0].limit_remaining, 2, 'nothing consumed by the refusal');
   r = await should('sluice', [{ ...d(['window', key]), hits_addend: { value: 2 } }]);
   assert.strictEqual(r.overall_code, 'OK');
   assert.strictEqual(r.statuses[0].limit_remaining, 0);

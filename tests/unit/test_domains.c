@@ -577,7 +577,7 @@ static void test_hits_and_overrides(void **state) {
     assert_int_equal(r.st[0].limit_remaining, 2);
     r.d[0].hits = 3;
     assert_int_equal(decide(s, &r, T0), SL_RLS_OVER_LIMIT);
-    assert_int_equal(r.st[0].limit_remaining, 2);
+    assert_int_equal(r.st[0].limit_remaining, 0); /* OVER_LIMIT says 0, as upstream (2 are left) */
     r.d[0].hits = UINT64_MAX; /* can never pass: remaining 0 (store.h), nothing charged */
     assert_int_equal(decide(s, &r, T0), SL_RLS_OVER_LIMIT);
     assert_int_equal(r.st[0].limit_remaining, 0); /* the store contract, and what the peer sends */

@@ -119,9 +119,7 @@ sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_de
     size_t cap;
     sl_decide_call *c = call_alloc(bytes, &cap);
     if (!c) return NULL;
-    c->cap = cap;
-    /* only what is used is cleared: items beyond n stay as they are */
-    memset(c, 0, offsetof(sl_decide_call, items));
+    c->cap = cap; /* every field is set below; items beyond n stay as they are */
     c->n = n;
     c->rc = SL_OK;
     c->refused = n;

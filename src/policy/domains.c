@@ -2128,7 +2128,7 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
     for (size_t k = 0; k < nitems; k++) {
         item *it = &items[k];
         if (it->rpu == 0) {
-            it->refused = it->cost > 0; /* upstream: hits > 0 */
+            it->refused = true; /* a limit of 0 is always exhausted: a check (hits 0) too */
             blocked |= it->refused && !it->shadow;
             continue;
         }
@@ -2263,6 +2263,20 @@ static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t no
     }
 }
 
+/* A check (hits_addend 0) of an exhausted limit: Envoy checks on the request
+ * path with 0 and charges at the stream's end, so a check refuses when one
+ * more hit would (the peer's rule). The engine allowed it (a cost of 0 always
+ * passes), and counted it so when its group passed: counted as a refusal
+ * here instead. The request's
+ * other descriptors, if it has any, were charged (as the peer charges every
+ * descriptor). */
+static void refuse_check(item *it, bool shadow_group, bool counted_allowed) {
+    it->refused = true;
+    if (counted_allowed) atomic_fetch_sub_explicit(&it->st->lim.allowed, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(shadow_group ? &it->st->lim.shadow_limited : &it->st->lim.limited, 1,
+                              memory_order_relaxed);
+}
+
 static void dstate_release(void *arg) {
     dstate *ds = arg;
     sl__domain_set_release(ds->set);
@@ -2291,6 +2305,10 @@ sl_rls_error sl__domain_finish(sl_decide_call *c, sl_rls_status *statuses, size_
         return c->rc == SL_EKEY ? SL_RLS_EINVAL : SL_RLS_EEXHAUSTED;
     }
     memcpy(statuses, ds->statuses, ds->ndesc * sizeof *statuses);
+    /* which groups passed (the engine counted their items as allowed) */
+    bool enforced_passed = c->refused == c->n, shadow_passed = enforced_passed;
+    for (size_t a = 0; a < ds->nactive; a++)
+        if (c->sc.items[a].group && c->items[a].shadowed) shadow_passed = false;
     for (size_t a = 0; a < ds->nactive; a++) {
         item *it = &ds->items[ds->map[a]];
         const sl_decide_item *di = &c->items[a];
@@ -2298,6 +2316,9 @@ sl_rls_error sl__domain_finish(sl_decide_call *c, sl_rls_status *statuses, size_
         if (di->decided) {
             it->dec = di->decision;
             if (!di->decision.allowed || di->shadowed) it->refused = true;
+            else if (it->cost == 0 && it->dec.remaining < 1)
+                refuse_check(it, c->sc.items[a].group != 0,
+                             c->sc.items[a].group ? shadow_passed : enforced_passed);
         } else { /* not decided (the deny cache or a fail mode decided another) */
             it->dec = (sl_decision){.allowed = true, .limit = it->rpu, .remaining = it->rpu};
         }

@@ -433,11 +433,11 @@ static void test_specific_wildcard_and_zero(void **state) {
     assert_int_equal(DECIDE(s, &r, t, "d", "ip=50.0.0.5"), SL_RLS_OVER_LIMIT);
     assert_int_equal(r.st[0].requests_per_unit, 0);
     assert_int_equal(r.st[0].limit_remaining, 0);
-    /* ... except for a check without consuming */
+    /* ... a check without consuming too: a limit of 0 is always exhausted */
     build(&r, "d", (const char *const[]){"ip=50.0.0.5"}, 1);
     r.d[0].has_hits = true;
     r.d[0].hits = 0;
-    assert_int_equal(decide(s, &r, t), SL_RLS_OK);
+    assert_int_equal(decide(s, &r, t), SL_RLS_OVER_LIMIT);
     /* the wildcard wins over the key alone; a counter per value */
     for (int i = 0; i < 5; i++) assert_int_equal(DECIDE(s, &r, t, "d", "ip=10.0.0.1"), SL_RLS_OK);
     assert_int_equal(DECIDE(s, &r, t, "d", "ip=10.0.0.1"), SL_RLS_OVER_LIMIT);
@@ -609,6 +609,64 @@ static void test_hits_and_overrides(void **state) {
     sl__domain_set_release(s);
 }
 
+/* hits_addend 0 checks without charging (Envoy checks on the request path
+ * and charges at the stream's end): OK while one more hit would pass,
+ * OVER_LIMIT once the limit is exhausted; counted as what it answered. */
+static void test_check_only_hits_zero(void **state) {
+    (void)state;
+    sl_domain_set *s = set_of("domain: d\ndescriptors:\n"
+                              "  - key: k\n"
+                              "    rate_limit: {unit: hour, requests_per_unit: 2}\n"
+                              "  - key: sh\n"
+                              "    shadow_mode: true\n"
+                              "    rate_limit: {unit: hour, requests_per_unit: 1}\n",
+                              NULL);
+    req r;
+    build(&r, "d", (const char *const[]){"k=a"}, 1);
+    r.d[0].has_hits = true;
+    r.d[0].hits = 0;
+    assert_int_equal(decide(s, &r, T0), SL_RLS_OK);
+    assert_int_equal(r.st[0].limit_remaining, 2);
+    assert_int_equal(DECIDE(s, &r, T0, "d", "k=a"), SL_RLS_OK);
+    build(&r, "d", (const char *const[]){"k=a"}, 1);
+    r.d[0].has_hits = true;
+    r.d[0].hits = 0;
+    assert_int_equal(decide(s, &r, T0), SL_RLS_OK); /* one hit is left */
+    assert_int_equal(r.st[0].limit_remaining, 1);
+    assert_int_equal(DECIDE(s, &r, T0, "d", "k=a"), SL_RLS_OK);
+    build(&r, "d", (const char *const[]){"k=a"}, 1);
+    r.d[0].has_hits = true;
+    r.d[0].hits = 0;
+    assert_int_equal(decide(s, &r, T0), SL_RLS_OVER_LIMIT); /* exhausted */
+    assert_int_equal(r.st[0].code, SL_RLS_OVER_LIMIT);
+    assert_int_equal(r.st[0].limit_remaining, 0);
+    /* the next window: a check passes again */
+    build(&r, "d", (const char *const[]){"k=a"}, 1);
+    r.d[0].has_hits = true;
+    r.d[0].hits = 0;
+    assert_int_equal(decide(s, &r, T0 + 3600 * SEC), SL_RLS_OK);
+    /* a shadow limit exhausted: the check is shadow-limited, the request OK */
+    assert_int_equal(DECIDE(s, &r, T0, "d", "sh=x"), SL_RLS_OK);
+    build(&r, "d", (const char *const[]){"sh=x"}, 1);
+    r.d[0].has_hits = true;
+    r.d[0].hits = 0;
+    assert_int_equal(decide(s, &r, T0), SL_RLS_OK);
+    assert_int_equal(r.st[0].code, SL_RLS_OK);
+    /* the counters say what was answered */
+    sl_domain_rule_stats k = {0}, sh = {0};
+    for (size_t i = 0; i < sl__domain_set_rule_count(s); i++) {
+        sl_domain_rule_stats st;
+        assert_true(sl__domain_set_rule_stats(s, i, &st));
+        if (strstr(st.rule, "sh")) sh = st;
+        else k = st;
+    }
+    assert_int_equal(k.allowed, 5);
+    assert_int_equal(k.limited, 1);
+    assert_int_equal(sh.allowed, 1);
+    assert_int_equal(sh.shadow_limited, 1);
+    sl__domain_set_release(s);
+}
+
 static void test_algorithms(void **state) {
     (void)state;
     sl_domain_set *s = set_of("domain: d\ndescriptors:\n"
@@ -775,6 +833,7 @@ int main(void) {
         cmocka_unit_test(test_replaces_unlimited_shadow),
         cmocka_unit_test(test_shadow_group_all_or_nothing),
         cmocka_unit_test(test_hits_and_overrides),
+        cmocka_unit_test(test_check_only_hits_zero),
         cmocka_unit_test(test_algorithms),
         cmocka_unit_test(test_reload_keeps_state),
         cmocka_unit_test(test_envoy_example),

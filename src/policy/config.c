@@ -58,12 +58,14 @@ enum {
     TOP_RULES,
     TOP_SHADOW,
     TOP_ADMIN,
-    TOP_QUOTA_MODE
+    TOP_QUOTA_MODE,
+    TOP_CHARGE_REFUSED_HITS
 };
 
 static const char *const top_keys[] = {
     "listen", "workers", "store", "domains", "policies", "limits", "log_level", "identity",
-    "tiers",  "quotas",  "costs", "exempt",  "rules",    "shadow", "admin",     "quota_mode"};
+    "tiers",  "quotas",  "costs", "exempt",  "rules",    "shadow", "admin",     "quota_mode",
+    "charge_refused_hits"};
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug"};
 
@@ -221,6 +223,9 @@ static void top_value(sl__yaml *y, void *obj, int key, const char *path) {
         break;
     case TOP_QUOTA_MODE:
         if (sl__yaml_bool(y, path, &flag)) c->quota_mode = flag;
+        break;
+    case TOP_CHARGE_REFUSED_HITS:
+        if (sl__yaml_bool(y, path, &flag)) c->charge_refused_hits = flag;
         break;
     }
 }

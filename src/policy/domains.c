@@ -1360,6 +1360,7 @@ struct sl_domain_set {
     bool shadow;             /* the config's top-level shadow: every limit is a shadow limit */
     bool quota;              /* the config's top-level quota_mode: every limit is in quota mode */
     sl_fail_mode on_failure; /* the Redis store's, for every limit */
+    unsigned limit_flags;    /* SL_COUNT_REJECTED with charge_refused_hits, else 0 */
     cdomain *domains;
     size_t ndomains;
     uint32_t *dslots;
@@ -1586,6 +1587,7 @@ static climit *compile_limit(builder *b, const rdesc *d, const char *domain, siz
         p.rate.limit = r->rpu;
         p.rate.period = c->period;
         p.burst = p.algorithm >= SL_TOKEN_BUCKET ? (r->burst ? r->burst : r->rpu) : 0;
+        p.flags = s->limit_flags;
     }
     /* id: domain NUL path */
     str id = {0};
@@ -1670,7 +1672,8 @@ static bool compile_level(builder *b, const rdesc *d, size_t n, clevel *lv, cons
 }
 
 static int build(const sl_domain_rules *rules, size_t max_memory, sl_fail_mode on_failure,
-                 sl_domain_set *prev, sl_domain_set **out, char *err, size_t errlen) {
+                 unsigned limit_flags, sl_domain_set *prev, sl_domain_set **out, char *err,
+                 size_t errlen) {
     *out = NULL;
     sl_domain_set *s = calloc(1, sizeof *s);
     if (!s) {
@@ -1683,6 +1686,7 @@ static int build(const sl_domain_rules *rules, size_t max_memory, sl_fail_mode o
     s->seed = sl__random_seed();
     s->max_memory = max_memory;
     s->on_failure = on_failure;
+    s->limit_flags = limit_flags;
     builder b = {.s = s, .err = err, .errlen = errlen};
     size_t nd = rules ? rules->n : 0;
     bool ok = smap_init(&b.names, 64) && smap_init(&b.prev, prev ? prev->nstates : 0);
@@ -1721,7 +1725,8 @@ static int build(const sl_domain_rules *rules, size_t max_memory, sl_fail_mode o
             const cdomain *pd = &prev->domains[prev->ov[i].domain];
             for (size_t j = 0; j < s->ndomains; j++) {
                 if (s->domains[j].len != pd->len || memcmp(s->domains[j].name, pd->name, pd->len) ||
-                    prev->ov[i].st->lim.store.on_failure != on_failure)
+                    prev->ov[i].st->lim.store.on_failure != on_failure ||
+                    prev->ov[i].st->params.flags != limit_flags)
                     continue;
                 s->ov[k] = prev->ov[i];
                 s->ov[k].domain = j;
@@ -1745,14 +1750,15 @@ static int build(const sl_domain_rules *rules, size_t max_memory, sl_fail_mode o
 int sl__domain_set_build(const sl_domain_rules *rules, size_t max_memory, sl_domain_set *prev,
                          int64_t now, sl_domain_set **out, char *err, size_t errlen) {
     (void)now;
-    return build(rules, max_memory, SL_FAIL_OPEN, prev, out, err, errlen);
+    return build(rules, max_memory, SL_FAIL_OPEN, 0, prev, out, err, errlen);
 }
 
 int sl__domain_set_create(const sl_config *cfg, sl_domain_set *prev, int64_t now,
                           sl_domain_set **out, char *err, size_t errlen) {
     (void)now;
     int rc =
-        build(cfg->domain_rules, cfg->max_memory, cfg->redis.on_failure, prev, out, err, errlen);
+        build(cfg->domain_rules, cfg->max_memory, cfg->redis.on_failure,
+              cfg->charge_refused_hits ? SL_COUNT_REJECTED : 0, prev, out, err, errlen);
     if (rc == 0) sl__domain_set_shadow(*out, cfg->shadow);
     if (rc == 0) sl__domain_set_quota_mode(*out, cfg->quota_mode);
     return rc;
@@ -1910,7 +1916,8 @@ static lstate *override_state(sl_domain_set *s, const cdomain *d, uint32_t rpu, 
         if (s->ov[i].domain == di && s->ov[i].rpu == rpu && s->ov[i].unit == unit) st = s->ov[i].st;
     if (!st && n < SL_RLS_MAX_OVERRIDES) {
         sl_params p = {.algorithm = SL_FIXED_WINDOW,
-                       .rate = {.limit = rpu, .period = unit_seconds[unit] * NS_SEC}};
+                       .rate = {.limit = rpu, .period = unit_seconds[unit] * NS_SEC},
+                       .flags = s->limit_flags};
         char id[FIELD_MAX + 64];
         int k = snprintf(id, sizeof id, "%.*s%climit_override.%u_per_%s",
                          (int)(d->len < FIELD_MAX ? d->len : FIELD_MAX), d->name, '\0', rpu,

@@ -806,7 +806,7 @@ static void test_unknown_keys(void **state) {
                   "t.yaml:10: Policies: unknown key (did you mean policies?)",
                   "t.yaml:11: frobnicate: unknown key (expected "
                   "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
-                  "quotas, costs, exempt, rules, shadow, admin or quota_mode)",
+                  "quotas, costs, exempt, rules, shadow, admin, quota_mode or charge_refused_hits)",
                   "t.yaml:12: max_memory: unknown key here (max_memory belongs under store)",
                   "t.yaml:13: rate: unknown key here (rate belongs in a policy (policies: - "
                   "name: ...))");
@@ -817,12 +817,12 @@ static void test_unknown_keys(void **state) {
     expect_errors("base: &b {x: 1}\n<<: *b\n",
                   "t.yaml:1: base: unknown key (expected "
                   "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
-                  "quotas, costs, exempt, rules, shadow, admin or quota_mode)",
+                  "quotas, costs, exempt, rules, shadow, admin, quota_mode or charge_refused_hits)",
                   "t.yaml:2: <<: YAML merge keys (<<) are not supported");
     expect_errors("\"a\\x01b\": 1\n",
                   "t.yaml:1: a?b: unknown key (expected "
                   "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
-                  "quotas, costs, exempt, rules, shadow, admin or quota_mode)");
+                  "quotas, costs, exempt, rules, shadow, admin, quota_mode or charge_refused_hits)");
 }
 
 static void test_duplicate_keys(void **state) {
@@ -1025,7 +1025,7 @@ static void test_errors_sorted_and_all_collected(void **state) {
     assert_int_equal(e.n, n);
     assert_string_equal(e.msg[0], "t.yaml:1: bad0: unknown key (expected listen, workers, store, "
                                   "domains, policies, limits, log_level, identity, tiers, quotas, "
-                                  "costs, exempt, rules, shadow, admin or quota_mode)");
+                                  "costs, exempt, rules, shadow, admin, quota_mode or charge_refused_hits)");
     assert_non_null(strstr(e.msg[SL_CONFIG_MAX_ERRORS - 1], "t.yaml:64: bad63: unknown key"));
     free(text);
 }
@@ -1056,7 +1056,7 @@ static void test_bounds(void **state) {
     expect_errors(deep,
                   "t.yaml:1: x: unknown key (expected "
                   "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
-                  "quotas, costs, exempt, rules, shadow, admin or quota_mode)",
+                  "quotas, costs, exempt, rules, shadow, admin, quota_mode or charge_refused_hits)",
                   "t.yaml:1: mappings and lists nested more than 32 deep");
 
     /* Policy count. */

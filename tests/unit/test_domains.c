@@ -667,6 +667,42 @@ static void test_check_only_hits_zero(void **state) {
     sl__domain_set_release(s);
 }
 
+/* charge_refused_hits: the peer's way (every hit is charged, refused or
+ * not) as an opt-in; by default a refused request charges nothing. */
+static void test_charge_refused_hits(void **state) {
+    (void)state;
+    char rules[256], p[256];
+    snprintf(rules, sizeof rules, "%s/charge", tmpdir);
+    assert_int_equal(mkdir(rules, 0700), 0);
+    write_file(rules, "c.yaml",
+               "domain: c\ndescriptors:\n"
+               "  - {key: a, rate_limit: {unit: hour, requests_per_unit: 1}}\n"
+               "  - {key: b, rate_limit: {unit: hour, requests_per_unit: 5}}\n");
+    for (int charge = 0; charge <= 1; charge++) {
+        write_file(tmpdir, "charge.yaml",
+                   charge ? "domains: charge\ncharge_refused_hits: true\n" : "domains: charge\n");
+        snprintf(p, sizeof p, "%s/charge.yaml", tmpdir);
+        sl_config *c = NULL;
+        sl_config_errors e = {0};
+        if (sl__config_load(p, &c, &e) != 0) print_errors(&e);
+        assert_non_null(c);
+        assert_int_equal(c->charge_refused_hits, charge);
+        sl_domain_set *s = NULL;
+        char err[128];
+        assert_int_equal(sl__domain_set_create(c, NULL, T0, &s, err, sizeof err), 0);
+        req r;
+        assert_int_equal(DECIDE(s, &r, T0, "c", "a=1", "b=1"), SL_RLS_OK);
+        assert_int_equal(r.st[1].limit_remaining, 4);
+        assert_int_equal(DECIDE(s, &r, T0, "c", "a=1", "b=1"), SL_RLS_OVER_LIMIT);
+        assert_int_equal(r.st[0].code, SL_RLS_OVER_LIMIT);
+        /* b's count: charged by the refused request only when asked to */
+        assert_int_equal(DECIDE(s, &r, T0, "c", "b=1"), SL_RLS_OK);
+        assert_int_equal(r.st[0].limit_remaining, charge ? 2 : 3);
+        sl__domain_set_release(s);
+        sl__config_free(c);
+    }
+}
+
 static void test_algorithms(void **state) {
     (void)state;
     sl_domain_set *s = set_of("domain: d\ndescriptors:\n"
@@ -834,6 +870,7 @@ int main(void) {
         cmocka_unit_test(test_shadow_group_all_or_nothing),
         cmocka_unit_test(test_hits_and_overrides),
         cmocka_unit_test(test_check_only_hits_zero),
+        cmocka_unit_test_setup_teardown(test_charge_refused_hits, setup_dir, teardown_dir),
         cmocka_unit_test(test_algorithms),
         cmocka_unit_test(test_reload_keeps_state),
         cmocka_unit_test(test_envoy_example),

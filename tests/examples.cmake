@@ -12,3 +12,7 @@ endif()
 # The longest periods docs/configuration.md and docs/semantics.md promise
 # (buckets: 26687d at burst 1; windows: 36600d), and sluiced's message.
 sluice_unit_test(test_bucket_period)
+
+# A token bucket that refills in steps (refill: steps, Envoy's local rate
+# limit), against a reference model.
+sluice_unit_test(test_step_refill)

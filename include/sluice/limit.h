@@ -46,6 +46,7 @@ typedef struct sl_rate {
 /* Options (sl_params.flags). */
 #define SL_START_EMPTY    0x1u /* keys start exhausted at sl_params.origin, see below */
 #define SL_COUNT_REJECTED 0x2u /* a rejected request is charged too (never beyond empty) */
+#define SL_STEP_REFILL    0x4u /* token_bucket only: refills in steps, see below */
 
 /* Parameters of one limit.
  *
@@ -66,6 +67,13 @@ typedef struct sl_rate {
  * burst * period / gcd(limit, period) <= 2^61 for buckets (exact arithmetic;
  * so a bucket's period is at most 2^61 ns, 26,687 days, even at burst 1),
  * 0 <= origin <= SL_TIME_MAX.
+ *
+ * SL_STEP_REFILL (token_bucket only, else SL_EINVAL): the bucket gains
+ * rate.limit tokens at once at every multiple of rate.period (from the
+ * clock's 0, as windows are aligned), capped at burst, instead of
+ * continuously: Envoy's local rate limit (`tokens_per_fill` every
+ * `fill_interval`, `max_tokens`) is token_bucket rate
+ * tokens_per_fill/fill_interval, burst max_tokens, with this flag.
  *
  * delay_after (leaky_queue only, else 0): the first delay_after requests
  * waiting in the queue are released at once, later ones are delayed as

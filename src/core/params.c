@@ -48,7 +48,8 @@ int sl__plan_init(sl__plan *plan, const sl_params *params) {
     if (!sl_algorithm_name(p->algorithm)) return SL_EALGORITHM;
     if (p->rate.limit <= 0 || p->rate.period <= 0) return SL_ERATE;
     if (p->rate.period > SL__MAX_PERIOD || p->rate.limit > SL__MAX_COUNT) return SL_EOVERFLOW;
-    if (p->flags & ~(SL_START_EMPTY | SL_COUNT_REJECTED)) return SL_EINVAL;
+    if (p->flags & ~(SL_START_EMPTY | SL_COUNT_REJECTED | SL_STEP_REFILL)) return SL_EINVAL;
+    if ((p->flags & SL_STEP_REFILL) && p->algorithm != SL_TOKEN_BUCKET) return SL_EINVAL;
     if (p->origin > SL_TIME_MAX || p->origin < 0) return SL_EINVAL;
     if (p->delay_after != 0 &&
         (p->algorithm != SL_LEAKY_QUEUE || p->delay_after < 0 || p->delay_after >= p->burst))

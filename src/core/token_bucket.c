@@ -1,7 +1,15 @@
 /* token_bucket.c: rate r = n/p tokens per ns, size B, starts full. Tokens
  * are kept scaled by p (one token = p units), so refill is the exact integer
  * (now - last) * n and the full bucket is B * p <= 2^61. The clock going back
- * gives elapsed 0: nothing is credited twice. */
+ * gives elapsed 0: nothing is credited twice.
+ *
+ * Step refill (SL_STEP_REFILL): N = n g tokens arrive at once at every
+ * multiple of the period P = p g. With step(t) = t - t mod P, the elapsed
+ * time credited is step(now) - step(last) (a whole number of periods, each
+ * worth P n = N p units: N tokens), so the same integer formula holds. A
+ * refused request of need units with `after` in the bucket waits for
+ * k = ceil((need - after) / (P n)) steps: until step(t) + k P; the bucket is
+ * full after ceil((full - after) / (P n)) steps. */
 #include "core/algorithm.h"
 
 typedef struct tb_state {
@@ -20,11 +28,29 @@ void sl__token_bucket_init(const sl__plan *plan, void *state, int64_t now) {
     }
 }
 
+static bool steps(const sl__plan *plan) {
+    return (plan->params.flags & SL_STEP_REFILL) != 0;
+}
+
+/* The last step at or before t (t >= 0). */
+static int64_t step_of(const sl__plan *plan, int64_t t) {
+    return t - t % plan->period;
+}
+
 /* Tokens at now (scaled), exact, capped at full. */
 static int64_t refill(const sl__plan *plan, const tb_state *s, int64_t now) {
     if (now <= s->last || s->tokens >= plan->full) return s->tokens;
-    sl__i128 t = (sl__i128)s->tokens + (sl__i128)(now - s->last) * plan->n;
+    int64_t elapsed = steps(plan) ? step_of(plan, now) - step_of(plan, s->last) : now - s->last;
+    sl__i128 t = (sl__i128)s->tokens + (sl__i128)elapsed * plan->n;
     return t >= plan->full ? plan->full : (int64_t)t;
+}
+
+/* Time from t until `units` more scaled units have arrived (units > 0). */
+static int64_t wait_for(const sl__plan *plan, int64_t units, int64_t t) {
+    if (!steps(plan)) return sl__ceil_div128(units, plan->n);
+    sl__i128 per = (sl__i128)plan->period * plan->n; /* one step's units */
+    int64_t k = per >= units ? 1 : sl__ceil_div128(units, (int64_t)per);
+    return step_of(plan, t) + k * plan->period - t;
 }
 
 void sl__token_bucket_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
@@ -45,9 +71,9 @@ void sl__token_bucket_decide(const sl__plan *plan, void *state, int64_t cost, in
     /* With the clock behind `last`, the bucket is judged as of `last`, so
      * durations count from there. */
     int64_t behind = s->last > now ? s->last - now : 0;
-    d->retry_after = allowed ? 0 : behind + sl__ceil_div128(need - after, plan->n);
+    d->retry_after = allowed ? 0 : behind + wait_for(plan, need - after, now + behind);
     d->reset_after =
-        after >= plan->full ? 0 : behind + sl__ceil_div128(plan->full - after, plan->n);
+        after >= plan->full ? 0 : behind + wait_for(plan, plan->full - after, now + behind);
     d->delay = 0;
 }
 

@@ -97,6 +97,7 @@ static const sl__yaml_home key_homes[] = {
     {"start", "in a policy (policies: - name: ...)"},
     {"shadow", "in a policy (policies: - name: ...)"},
     {"delay_after", "in a leaky_queue policy (policies: - name: ...)"},
+    {"refill", "in a token_bucket policy (policies: - name: ...)"},
     {"max_header_bytes", "under limits"},
     {"max_body_bytes", "under limits"},
     {"max_resp_frame", "under limits"},

@@ -21,17 +21,20 @@ enum {
     POL_SHADOW,
     POL_ON_FAILURE,
     POL_DELAY_AFTER,
+    POL_REFILL,
     POL_NKEYS
 };
 
-static const char *const policy_keys[] = {"name",   "algorithm",      "rate",
-                                          "burst",  "count_rejected", "start",
-                                          "shadow", "on_failure",     "delay_after"};
+static const char *const policy_keys[] = {"name",           "algorithm", "rate",   "burst",
+                                          "count_rejected", "start",     "shadow", "on_failure",
+                                          "delay_after",    "refill"};
 
 static const char *const algorithm_names[] = {"fixed_window", "sliding_log", "sliding_window",
                                               "token_bucket", "gcra",        "leaky_queue"};
 
 static const char *const start_names[] = {"full", "empty"};
+
+static const char *const refill_names[] = {"continuous", "steps"};
 
 /* What other tools call our algorithms, for "did you mean". */
 static const sl__yaml_alias algorithm_aliases[] = {
@@ -124,6 +127,10 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
     case POL_COUNT_REJECTED:
         if (sl__yaml_bool(&p->y, path, &flag) && flag) pc->params.flags |= SL_COUNT_REJECTED;
         break;
+    case POL_REFILL:
+        if (sl__yaml_enum(&p->y, path, "refill", refill_names, COUNT(refill_names)) == 1)
+            pc->params.flags |= SL_STEP_REFILL;
+        break;
     case POL_START:
         if (sl__yaml_enum(&p->y, path, "start", start_names, COUNT(start_names)) == 1)
             pc->params.flags |= SL_START_EMPTY; /* origin: set by the server at load */
@@ -170,6 +177,13 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
             sl__yaml_error(&p->y, b->seen[POL_DELAY_AFTER], field,
                            "%lld: must be below the burst (%lld; burst - 1 delays nothing)",
                            (long long)pc->params.delay_after, (long long)pc->params.burst);
+        return;
+    }
+    if ((pc->params.flags & SL_STEP_REFILL) && pc->params.algorithm != SL_TOKEN_BUCKET) {
+        snprintf(field, sizeof field, "%s.refill", path);
+        sl__yaml_error(&p->y, b->seen[POL_REFILL], field,
+                       "steps: only a token_bucket refills in steps (Envoy's local rate limit: "
+                       "token_bucket, rate tokens_per_fill/fill_interval, burst max_tokens)");
         return;
     }
 
@@ -345,6 +359,8 @@ __attribute__((format(printf, 5, 6))) static void store_error(sl_config_errors *
 static const char *redis_limit_problem(const sl_policy_config *pc) {
     if (pc->params.delay_after != 0)
         return "delay_after is decided by the memory store only (not yet by the Redis store)";
+    if (pc->params.flags & SL_STEP_REFILL)
+        return "refill: steps is decided by the memory store only (not yet by the Redis store)";
     int rc = sl__redis_script_check(&pc->params, pc->calendar == SL_CALENDAR_MONTH);
     if (rc == SL_OK) return NULL;
     return rc == SL_EOVERFLOW ? "too large for the Redis store (the limit, or burst x period in "

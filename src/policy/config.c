@@ -22,7 +22,7 @@
  * - A key is either read and used or refused: a config never silently
  *   means less than it says.
  * - `domains:` names envoyproxy/ratelimit rule files; they are loaded and
- *   checked with the config (policy/domains.c), each of their errors
+ *   checked with the config (policy/domains_read.c), each of their errors
  *   reported at the domains: line as "rule-file:line: field: message", and
  *   the config owns them. */
 #include "policy/config.h"
@@ -301,7 +301,7 @@ static void set_defaults(sl_config *c, const char *source) {
     };
 }
 
-/* The rule files named by domains: (policy/domains.c), loaded with the
+/* The rule files named by domains: (policy/domains_read.c), loaded with the
  * config. Their errors are reported at the domains: line, each naming its
  * rule file and line: "sluice.yaml:9: domains: rules/a.yaml:4: field: ...". */
 static void load_domain_rules(sl__config_parser *p) {

@@ -66,13 +66,7 @@ build-fuzz: deps
 	@cmake --build build-fuzz -j$(JOBS)
 
 test-fuzz: build-fuzz
-	@for f in $(FUZZERS); do \
-		seeds=tests/fuzz/corpus/$${f#fuzz_}; work=$$(mktemp -d); \
-		echo "fuzz smoke: $$f for $(FUZZ_SECONDS) s"; \
-		build-fuzz/tests/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
-			-artifact_prefix=build-fuzz/ $$work $$seeds 2>&1 | grep -E '^(Done|==|SUMMARY)|ERROR' ; \
-		rc=$${PIPESTATUS[0]}; rm -rf $$work; [ $$rc -eq 0 ] || exit $$rc; \
-	done
+	@scripts/fuzz_smoke.sh $(FUZZ_SECONDS) $(JOBS) $(FUZZERS)
 
 fuzz:
 	@$(MAKE) test-fuzz FUZZ_SECONDS=600

@@ -14,6 +14,7 @@
 #include "sluice/graphql.h"
 #include "sluice/limit.h"
 #include "sluice/limiter.h"
+#include "sluice/shed.h"
 #include "sluice/table.h"
 
 #define SLUICE_VERSION "0.1.0"

@@ -177,6 +177,18 @@ void sl__batch_add(sl_batch *b, const char *policy, const void *key, size_t keyl
     pthread_mutex_unlock(&st->mu);
 }
 
+int64_t sl__batch_pending(sl_batch *b, const char *policy, const void *key, size_t keylen) {
+    size_t plen = strlen(policy);
+    uint64_t h = hash_of(b, policy, plen, key, keylen);
+    stripe *st = &b->s[h % STRIPES];
+    entry **head;
+    pthread_mutex_lock(&st->mu);
+    entry *e = find(b, h, policy, plen, key, keylen, &head);
+    int64_t n = e ? e->delta : 0;
+    pthread_mutex_unlock(&st->mu);
+    return n;
+}
+
 /* ---- syncing (on the syncing worker's loop) ---------------------------------- */
 
 static void set_debt(sl_batch *b, entry *e, int64_t debt) {
@@ -389,6 +401,30 @@ static void record(sl_batch *b, const sl_store_call *c, const size_t *idx, size_
     }
 }
 
+/* The charges of a refused group idx[0..n) (nothing but its count_rejected
+ * items are charged, as a rejection: an item that had room its cost, the
+ * refusing ones what they had left, never beyond empty; before[] is what
+ * each had left before the call; nothing at all when a cost can never
+ * pass). */
+static void record_rejected(sl_batch *b, const sl_store_call *c, const size_t *idx, size_t n,
+                            const int64_t *before) {
+    for (size_t k = 0; k < n; k++)
+        if (c->items[idx[k]].decided && c->items[idx[k]].decision.retry_after < 0) return;
+    for (size_t k = 0; k < n; k++) {
+        const sl_store_item *it = &c->items[idx[k]];
+        if (it->cost <= 0 || before[idx[k]] < 0 || !it->decided) continue;
+        int64_t charged = it->decision.allowed        ? it->cost
+                          : it->cost < before[idx[k]] ? it->cost
+                                                      : before[idx[k]];
+        if (charged > 0) sl__batch_add(b, it->limit->name, it->key, it->keylen, charged);
+    }
+}
+
+static bool counts_rejected(const sl_store_item *it) {
+    const sl_params *p = it->params ? it->params : it->limit->params;
+    return it->cost > 0 && p && (p->flags & SL_COUNT_REJECTED);
+}
+
 static void batch_decide(sl_store *s, sl_store_call *c) {
     batch_store *bs = (batch_store *)s;
     size_t g0[SL_STORE_MAX_ITEMS] = {0}, g1[SL_STORE_MAX_ITEMS] = {0}, n0 = 0, n1 = 0;
@@ -420,6 +456,16 @@ static void batch_decide(sl_store *s, sl_store_call *c) {
         c->done(c);
         return;
     }
+    /* what count_rejected items have left before (their charge when refused) */
+    int64_t before[SL_STORE_MAX_ITEMS];
+    for (size_t i = 0; i < c->n; i++) {
+        sl_store_item *x = &c->items[i];
+        sl_decision d;
+        before[i] =
+            counts_rejected(x) && sl__memory_peek(x->limit, x->key, x->keylen, c->now, &d) == 0
+                ? d.remaining
+                : -1;
+    }
     /* the memory store decides (inline); then the charges are recorded */
     sl_store_done_fn done = c->done;
     c->done = done_nothing;
@@ -427,7 +473,12 @@ static void batch_decide(sl_store *s, sl_store_call *c) {
     c->done = done;
     if (c->rc == 0 && passed(c, g0, n0)) {
         record(bs->b, c, g0, n0);
-        if (passed(c, g1, n1)) record(bs->b, c, g1, n1);
+        if (passed(c, g1, n1))
+            record(bs->b, c, g1, n1);
+        else
+            record_rejected(bs->b, c, g1, n1, before);
+    } else if (c->rc == 0) {
+        record_rejected(bs->b, c, g0, n0, before); /* group 1 was only looked at */
     }
     c->done(c);
 }

@@ -57,6 +57,9 @@ bool sl__batch_in_debt(sl_batch *b, const char *policy, const void *key, size_t 
 /* Records that this server charged `cost` to (policy, key). Thread-safe. */
 void sl__batch_add(sl_batch *b, const char *policy, const void *key, size_t keylen, int64_t cost);
 
+/* What this server charged to (policy, key) since the last sync (tests). */
+int64_t sl__batch_pending(sl_batch *b, const char *policy, const void *key, size_t keylen);
+
 /* Starts the syncs on one worker's loop (its Redis client: rc). */
 void sl__batch_start(sl_batch *b, uv_loop_t *loop, sl_redis *rc, const sl_batch_hooks *hooks);
 /* Stops the timer (the loop must run afterwards to close it). */
@@ -65,8 +68,9 @@ void sl__batch_stop(sl_batch *b);
 /* A worker's batched store (store.h): the memory store (memory.h), plus
  * what batched mode adds around it: an enforced limit whose key owes the
  * fleet is refused (retry_after at least the sync interval) without
- * charging anything, and every charge of a group that passed is recorded
- * in b. With hooks (one worker), it also runs the syncs on `loop`, with a
+ * charging anything, and every charge is recorded in b: those of a group
+ * that passed, and a refused group's count_rejected charges (an item with
+ * room its cost, a refusing one what it had left). With hooks (one worker), it also runs the syncs on `loop`, with a
  * Redis client of its own (sync_cfg: the syncs' settings; stats: its
  * counters); without, it never talks to Redis and says so in stats->up.
  * b, sync_cfg and stats must outlive it. NULL: out of memory. */

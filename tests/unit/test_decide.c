@@ -455,6 +455,47 @@ static void test_batched_records(void **state) {
     lim_free(a);
 }
 
+/* A refused group's count_rejected charges are recorded too (the fleet hears
+ * of them): an item with room its cost, the refusing one what it had left. */
+static void test_batched_records_rejected(void **state) {
+    (void)state;
+    sl_redis_config cfg = {.sync_interval = 100 * SL_NS_PER_MS};
+    sl_batch *b = sl__batch_new(&cfg);
+    sl_redis_stats rs = {0};
+    sl_store *st = sl__batch_store_new(b, NULL, NULL, &rs, NULL);
+    lim *tight = lim_flags("tight", SL_FIXED_WINDOW, 3, 60 * SEC, 0, SL_COUNT_REJECTED);
+    lim *wide = lim_flags("wide", SL_FIXED_WINDOW, 100, 60 * SEC, 0, SL_COUNT_REJECTED);
+    lim *plain = lim_new("plain", SL_FIXED_WINDOW, 100, 60 * SEC, 0);
+    sl_decide_item it[3] = {use(tight, "k", 2, false), use(wide, "k", 2, false),
+                            use(plain, "k", 2, false)};
+    sl_decide_call *c = sl__decide_call_new(it, 3, NULL, NULL, 0);
+    c->done = count_done;
+    sl__engine_decide_on(st, c, T0); /* passes: 2 each */
+    assert_int_equal(c->refused, 3);
+    sl__decide_call_free(c);
+    assert_int_equal(sl__batch_pending(b, "tight", "k", 1), 2);
+    c = sl__decide_call_new(it, 3, NULL, NULL, 0);
+    c->done = count_done;
+    sl__engine_decide_on(st, c, T0); /* tight has 1 left: refused */
+    assert_int_equal(c->refused, 0);
+    sl__decide_call_free(c);
+    assert_int_equal(sl__batch_pending(b, "tight", "k", 1), 3); /* + what it had left */
+    assert_int_equal(sl__batch_pending(b, "wide", "k", 1), 4);  /* + its cost */
+    assert_int_equal(sl__batch_pending(b, "plain", "k", 1), 2); /* nothing: not counted */
+    /* a cost that can never pass charges nothing at all */
+    sl_decide_item never[2] = {use(tight, "k", 4, false), use(wide, "k", 1, false)};
+    c = sl__decide_call_new(never, 2, NULL, NULL, 0);
+    c->done = count_done;
+    sl__engine_decide_on(st, c, T0);
+    sl__decide_call_free(c);
+    assert_int_equal(sl__batch_pending(b, "wide", "k", 1), 4);
+    sl__store_free(st);
+    sl__batch_free(b);
+    lim_free(tight);
+    lim_free(wide);
+    lim_free(plain);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_or_nothing),
@@ -470,6 +511,7 @@ int main(void) {
         cmocka_unit_test(test_shadow_count_rejected_charged),
         cmocka_unit_test(test_later_and_fail_modes),
         cmocka_unit_test(test_batched_records),
+        cmocka_unit_test(test_batched_records_rejected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

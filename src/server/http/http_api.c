@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "server/http/http.h"
+#include "server/http/http_ops.h"
 #include "server/reload.h"
 #include "server/server.h"
 #include "sluice/error.h"
@@ -431,6 +432,9 @@ bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
             return keep;
         }
         allow = "POST";
+    } else if (sl__http_ops_path(r)) { /* /v1/stats, /ui/ (http_ops.h) */
+        sl__buf_free(&a.body);
+        return sl__http_ops_handle(w, r, out, keep);
     } else {
         json_error(&a, 404, "not_found", "no such endpoint; see docs/http-api.md");
     }

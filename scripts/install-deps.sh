@@ -18,8 +18,11 @@ packages=(
     golang-go golang-golang-x-time-dev  # xrate_diff: sl_limiter against the real x/time/rate
     libsystemd-dev                     # sluiced: sd_notify readiness under systemd (optional at build time)
     dpkg-dev lintian systemd           # make deb: dpkg-shlibdeps; its test: lintian, systemd-analyze
+    chromium                           # ui_browser: the /ui/ dashboard in headless Chromium (playwright-core from npm)
+    prometheus                         # examples/prometheus: promtool check/test rules, a real Prometheus scraping sluiced
 )
-# the gRPC integration test's client (@grpc/grpc-js from npm); any existing node + npm will do
+# the gRPC integration test's client (@grpc/grpc-js from npm) and the browser test's
+# playwright-core; any existing node + npm will do
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()

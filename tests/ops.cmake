@@ -9,3 +9,15 @@ if(TARGET sluiced)
             $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} $<TARGET_FILE:sluice_cli>)
   set_tests_properties(ops_integration PROPERTIES LABELS "integration" TIMEOUT 300)
 endif()
+
+# The dashboard in a real browser: headless Chromium (Debian's chromium)
+# driven by playwright-core (tests/ui/package-lock.json, installed with npm ci
+# into the top-level build/ui-node once). Its screenshot is kept as a test
+# artefact: <build dir>/ui-artefacts/dashboard.png.
+if(TARGET sluiced)
+  add_test(NAME ui_browser
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/ui/browser_test.sh
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/build
+            ${PROJECT_BINARY_DIR}/ui-artefacts)
+  set_tests_properties(ui_browser PROPERTIES LABELS "integration" TIMEOUT 600 SKIP_RETURN_CODE 77)
+endif()

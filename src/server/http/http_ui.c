@@ -1,7 +1,7 @@
 /* http_ui.c: GET /ui/, the live dashboard (docs/operations.md, "The
  * dashboard"): three files compiled into sluiced from src/server/ui/
- * (index.html, app.js, app.css; src/server/ui/ui.cmake embeds them), no
- * other asset. The page reads GET /v1/stats every second and shows nothing
+ * (index.html, app.js, app.css; src/server/ui/ui.cmake embeds them) and
+ * its icon, no other asset. The page reads GET /v1/stats every second and shows nothing
  * that endpoint and /v1/top do not already give any client of the listener.
  * admin.ui decides who gets the page: off (404, the default), loopback
  * (403 for other peers) or on. Every answer carries a Content-Security-Policy
@@ -16,6 +16,12 @@
 #include "server/http/http_ops.h"
 
 extern const char sl__ui_index_html[], sl__ui_app_js[], sl__ui_app_css[];
+
+/* the page's icon (without one, a browser asks for /favicon.ico: a 404) */
+static const char icon_svg[] =
+    "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 16 16\">"
+    "<rect width=\"16\" height=\"16\" rx=\"3\" fill=\"#1d2330\"/>"
+    "<path d=\"M3 11h10M3 8h7M3 5h4\" stroke=\"#2f7d4f\" stroke-width=\"2\"/></svg>";
 
 #define UI_CSP                                                                                     \
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "                \
@@ -84,6 +90,8 @@ bool sl__http_ui_handle(sl_worker *w, const sl_http_request *r, sl_buf *out, boo
         answer(out, r, keep, 200, "text/javascript; charset=utf-8", sl__ui_app_js, NULL);
     else if (path_is(r, "/ui/app.css"))
         answer(out, r, keep, 200, "text/css; charset=utf-8", sl__ui_app_css, NULL);
+    else if (path_is(r, "/ui/icon.svg"))
+        answer(out, r, keep, 200, "image/svg+xml", icon_svg, NULL);
     else
         refuse(out, r, keep, 404, "not_found", "the dashboard has no such file");
     return keep;

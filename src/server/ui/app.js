@@ -1,13 +1,13 @@
 // app.js: sluiced's dashboard (GET /ui/app.js, embedded by ui.cmake). Reads
 // GET /v1/stats every second, turns two documents' counters into decisions
-// per second (their now_ms is a monotonic clock), keeps the last two minutes
+// per second (their now_ms is a monotonic clock), keeps the last minute
 // per policy and draws them as SVG lines. Everything from the server is
 // written with textContent or as SVG attributes of numbers: a key name is
 // never markup.
 'use strict';
 
 const KINDS = ['allowed', 'limited', 'shadow_limited', 'shed'];
-const HISTORY = 120; // samples kept per policy (about 2 minutes)
+const HISTORY = 60; // samples kept per policy (about a minute)
 const W = 320, H = 90;
 const SVG = 'http://www.w3.org/2000/svg';
 const history = new Map(); // policy name -> [{allowed, limited, ...} per second]

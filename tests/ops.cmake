@@ -21,3 +21,17 @@ if(TARGET sluiced)
             ${PROJECT_BINARY_DIR}/ui-artefacts)
   set_tests_properties(ui_browser PROPERTIES LABELS "integration" TIMEOUT 600 SKIP_RETURN_CODE 77)
 endif()
+
+# examples/prometheus as shipped: promtool check rules, promtool test rules
+# (each alert with input series) and check config; then a real Prometheus
+# (Debian's prometheus) scraping a live sluiced with those rules loaded, and
+# promtool check metrics on the live /metrics.
+add_test(NAME prometheus_rules
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/prometheus_rules.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(prometheus_rules PROPERTIES LABELS "unit" TIMEOUT 120)
+if(TARGET sluiced)
+  add_test(NAME prometheus_integration
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/prometheus_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(prometheus_integration PROPERTIES LABELS "integration" TIMEOUT 600)
+endif()

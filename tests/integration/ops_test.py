@@ -178,6 +178,90 @@ class StatsRedis(unittest.TestCase):
             redis.stop()
 
 
+class Top(unittest.TestCase):
+    """sluice top: --once frames, the live view's redraws, errors."""
+
+    def setUp(self):
+        if not SLUICE_CLI:
+            self.skipTest("no sluice CLI given")
+        self.s = sluiced_test.Server(config())
+
+    def tearDown(self):
+        self.s.stop()
+
+    def top(self, *args):
+        return subprocess.run([SLUICE_CLI, "top", self.s.url("")] + list(args),
+                              capture_output=True, text=True, timeout=120)
+
+    def test_once(self):
+        check(self.s, "api", "alice", 5)
+        check(self.s, "api", "%1b%5b2J%c2%9bevil", 4)  # ESC [ 2 J, then a C1 CSI: escaped
+        check(self.s, "dry", "carol", 3)
+        r = self.top("--once", "--interval", "0")
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertNotIn("\x1b", r.stdout)
+        self.assertNotIn("\u009b", r.stdout)
+        lines = r.stdout.splitlines()
+        self.assertRegex(lines[0], r"^sluiced 0\.1\.0 at http://127\.0\.0\.1:\d+ +up \d+ s +"
+                         r"store memory: up, 0 breakers open$")
+        i = lines.index("TOP REJECTED KEYS")
+        rows = {l.split()[0]: l.split() for l in lines[:i] if l.startswith(("api ", "dry "))}
+        # POLICY RATE four rates ("-": one read) ALLOWED LIMITED SHADOW SHED
+        self.assertEqual(rows["api"][1:], ["1/m", "-", "-", "-", "-", "6", "3", "0", "0"])
+        self.assertEqual(rows["dry"][1:], ["2/h", "-", "-", "-", "-", "2", "0", "1", "0"])
+        keys = [l.split() for l in lines[i + 2:i + 5]]
+        self.assertEqual(keys, [["api", "alice", "2"], ["api", "\\x1b[2J\\u009bevil", "1"],
+                                ["dry", "carol", "1"]])
+        j = lines.index("KEYS NEAR THEIR LIMIT")
+        self.assertEqual(lines[j + 2], "(none)")
+        r = self.top("--once", "--top", "1", "--interval", "0")
+        i = r.stdout.splitlines().index("TOP REJECTED KEYS")
+        self.assertEqual([l.split()[:2] for l in r.stdout.splitlines()[i + 2:i + 4]],
+                         [["api", "alice"], ["dry", "carol"]])
+
+    def test_rates(self):
+        check(self.s, "api", "alice", 2)
+        r = self.top("--once", "--interval", "100ms")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        row = [l for l in r.stdout.splitlines() if l.startswith("api ")][0].split()
+        for rate in row[2:6]:
+            self.assertRegex(rate, r"^\d+\.\d$")
+
+    def test_live_view(self):
+        path = os.path.join(self.s.dir, "top.out")
+        with open(path, "w") as f:
+            p = subprocess.Popen([SLUICE_CLI, "top", self.s.url(""), "--interval", "100ms"],
+                                 stdout=f, stderr=subprocess.STDOUT)
+        try:
+            def text():
+                with open(path) as f:
+                    return f.read()
+            # redrawn in place: home and clear before each frame
+            self.assertTrue(harness.poll(lambda: text().count("\033[H\033[2J") >= 2, within=60),
+                            text())
+            check(self.s, "api", "bob", 4)
+            self.assertTrue(harness.poll(lambda: "bob" in text(), within=60), text())
+        finally:
+            p.terminate()
+            self.assertEqual(p.wait(60), 0)
+
+    def test_errors(self):
+        r = subprocess.run([SLUICE_CLI, "top", "http://127.0.0.1:%d" % harness.free_port(),
+                            "--once"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("sluice top: http://127.0.0.1:", r.stderr)
+        r = subprocess.run([SLUICE_CLI, "top", self.s.url("/healthz#"), "--once"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        for args in (["--top", "0"], ["--top", "21"], ["--interval", "x"], ["--interval", "0"],
+                     ["--bogus"]):
+            r = self.top(*args)
+            self.assertEqual(r.returncode, 2, args)
+        r = subprocess.run([SLUICE_CLI, "top", "--help"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("--once", r.stdout)
+
+
 def other_address():
     """An address of this machine that is not on loopback, or None."""
     try:

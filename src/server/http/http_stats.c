@@ -6,8 +6,8 @@
  * monotonic clock) lets a client turn two documents into rates. Bounded:
  * at most SL_STATS_POLICIES_MAX policies and SL_STATS_TOP_MAX keys per list,
  * each key at most SL_TOPK_KEY_MAX bytes (as /v1/top), so a document is at
- * most about 2 MiB even for keys made of control bytes, and a few KiB for
- * the default config. It shows no key /v1/top does not already show. */
+ * most about 1 MiB even for keys made of control bytes (64 x 20 keys of
+ * 128 bytes written as \u00XX), and a few KiB for a usual config. It shows no key /v1/top does not already show. */
 #include <stdatomic.h>
 #include <string.h>
 

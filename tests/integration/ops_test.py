@@ -285,6 +285,19 @@ class Ui(unittest.TestCase):
         finally:
             s.stop()
 
+    def test_reload(self):
+        # admin.ui is read again on reload, like admin.reload
+        s = sluiced_test.Server(config())
+        try:
+            self.assertEqual(curl(s.url("/ui/"))[0], 404)
+            with open(s.config, "w") as f:
+                f.write(config(admin="admin:\n  ui: loopback").replace("{{", "{").replace("}}", "}"))
+            st, _, body = curl("-X", "POST", s.url("/v1/reload"))
+            self.assertEqual(st, 200, body)
+            self.check_page(s)
+        finally:
+            s.stop()
+
     def check_page(self, s):
         st, h, page = curl(s.url("/ui/"))
         self.assertEqual(st, 200)

@@ -7,7 +7,8 @@
  * at most SL_STATS_POLICIES_MAX policies and SL_STATS_TOP_MAX keys per list,
  * each key at most SL_TOPK_KEY_MAX bytes (as /v1/top), so a document is at
  * most about 1 MiB even for keys made of control bytes (64 x 20 keys of
- * 128 bytes written as \u00XX), and a few KiB for a usual config. It shows no key /v1/top does not already show. */
+ * 128 bytes written as \u00XX), and a few KiB for a usual config. It shows no key /v1/top does not
+ * already show. */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -80,24 +81,21 @@ static void store_entry(sl_buf *b, const sl_engine_stats *e) {
                    (unsigned long long)es.rejected_open, (unsigned long long)es.deny_hits);
 }
 
-bool sl__http_stats_write(sl_worker *w, unsigned top, sl_buf *b) {
-    sl_server *s = w->server;
+bool sl__http_stats_write(const sl_ops_view *v, unsigned top, sl_buf *b) {
     int64_t mono = sl_now_monotonic();
-    int64_t up = (sl_now() - s->started_at) / SL_NS_PER_SEC;
+    int64_t up = (sl_now() - v->started_at) / SL_NS_PER_SEC;
     sl__buf_printf(b,
                    "{\"version\":\"%s\",\"now_ms\":%lld,\"uptime_seconds\":%lld,\"workers\":%u,"
                    "\"draining\":%s,",
                    SLUICE_VERSION, (long long)(mono / 1000000), (long long)(up > 0 ? up : 0),
-                   s->nworkers, w->draining ? "true" : "false");
-    sl_engine_stats es;
-    sl__engine_stats(s->engine, s->nworkers, &es);
-    store_entry(b, &es);
-    size_t n = w->policies ? sl__policy_set_count(w->policies) : 0;
+                   v->workers, v->draining ? "true" : "false");
+    store_entry(b, &v->store);
+    size_t n = v->policies ? sl__policy_set_count(v->policies) : 0;
     size_t shown = n < SL_STATS_POLICIES_MAX ? n : SL_STATS_POLICIES_MAX;
     sl__buf_printf(b, ",\"policies_total\":%zu,\"policies\":[", n);
     for (size_t i = 0; i < shown; i++) {
         if (i) sl__buf_puts(b, ",");
-        policy_entry(b, sl__policy_set_at(w->policies, i), es.redis, top);
+        policy_entry(b, sl__policy_set_at(v->policies, i), v->store.redis, top);
     }
     sl__buf_puts(b, "]}");
     return !b->failed;

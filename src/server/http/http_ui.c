@@ -8,10 +8,7 @@
  * that allows only these files and requests to this origin, and
  * X-Content-Type-Options: nosniff; the page writes key names as text, never
  * as markup. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "server/http/http_ops.h"
 
@@ -30,19 +27,6 @@ static const char icon_svg[] =
 static bool path_is(const sl_http_request *r, const char *p) {
     size_t n = strlen(p);
     return r->path_len == n && memcmp(r->path, p, n) == 0;
-}
-
-static bool is_loopback(const struct sockaddr_storage *ss) {
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *v4 = (const struct sockaddr_in *)ss;
-        return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
-    }
-    if (ss->ss_family == AF_INET6) {
-        const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-        if (IN6_IS_ADDR_LOOPBACK(a)) return true;
-        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
-    }
-    return false;
 }
 
 /* One answer with the page's security headers. body may be NULL (none). */
@@ -70,14 +54,13 @@ static void refuse(sl_buf *out, const sl_http_request *r, bool keep, int status,
     sl__buf_free(&body);
 }
 
-bool sl__http_ui_handle(sl_worker *w, const sl_http_request *r, sl_buf *out, bool keep) {
-    if (w->admin.ui == SL_UI_OFF) {
+bool sl__http_ui_handle(const sl_ops_view *v, const sl_http_request *r, sl_buf *out, bool keep) {
+    if (v->ui == SL_UI_OFF) {
         refuse(out, r, keep, 404, "not_found",
                "the dashboard is off (admin.ui: off); see docs/operations.md");
         return keep;
     }
-    struct sockaddr_storage peer;
-    if (w->admin.ui == SL_UI_LOOPBACK && !(sl__conn_peer(w, &peer) == 0 && is_loopback(&peer))) {
+    if (v->ui == SL_UI_LOOPBACK && !v->peer_loopback) {
         refuse(out, r, keep, 403, "forbidden",
                "only clients on loopback may load the dashboard (admin.ui: loopback)");
         return keep;

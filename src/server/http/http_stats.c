@@ -18,15 +18,16 @@
 #include "sluice/sluice.h"
 #include "sluice/table.h"
 
-/* The keys of one list: [{"key":"...","rejected":N,"error":E},...]. */
-static void top_list(sl_buf *b, sl__topk *t, unsigned top) {
+/* The keys of one sketch: [{"key":"...","<count>":N,"error":E},...], as
+ * /v1/top writes them. */
+static void top_list(sl_buf *b, sl__topk *t, unsigned top, const char *count) {
     sl__topk_item items[SL_STATS_TOP_MAX];
     size_t k = t ? sl__topk_list(t, items, top) : 0;
     sl__buf_puts(b, "[");
     for (size_t i = 0; i < k; i++) {
         sl__buf_puts(b, i ? ",{\"key\":" : "{\"key\":");
         sl__http_json_string(b, items[i].key, items[i].keylen);
-        sl__buf_printf(b, ",\"rejected\":%llu,\"error\":%llu}", (unsigned long long)items[i].count,
+        sl__buf_printf(b, ",\"%s\":%llu,\"error\":%llu}", count, (unsigned long long)items[i].count,
                        (unsigned long long)items[i].error);
     }
     sl__buf_puts(b, "]");
@@ -60,8 +61,9 @@ static void policy_entry(sl_buf *b, sl_policy *p, bool redis, unsigned top) {
                        (unsigned long long)atomic_load(&p->lim.store.from[SL_FROM_CLOSED]),
                        (unsigned long long)atomic_load(&p->lim.store.from[SL_FROM_LOCAL]));
     sl__buf_puts(b, ",\"top_rejected\":");
-    top_list(b, p->lim.top, top);
-    /* the near-limit sketch (/v1/top?by=near) is not in this build yet */
+    top_list(b, p->lim.top, top, "rejected");
+    /* the keys allowed near their limit (/v1/top?by=near) are not in this
+       build yet: with them, top_list(b, p->lim.near, top, "near") */
     sl__buf_puts(b, ",\"top_near\":[]}");
 }
 

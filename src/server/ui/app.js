@@ -112,7 +112,7 @@ function render(doc) {
     { text: p.name }, { text: k.key, cls: 'key' }, n(k[count]),
   ]));
   fill(document.querySelector('#top-rejected tbody'), keys('top_rejected', 'rejected'));
-  fill(document.querySelector('#top-near tbody'), keys('top_near', 'count'));
+  fill(document.querySelector('#top-near tbody'), keys('top_near', 'near'));
 
   const s = doc.store;
   const rows = [['type', s.type], ['up', s.up ? 'yes' : 'no'], ['breakers open', s.breakers_open]];

@@ -10,10 +10,11 @@
 #include <strings.h>
 
 #include "server/http/http.h"
-#include "server/http/http_ops.h"
 #include "server/reload.h"
 #include "server/server.h"
 #include "sluice/error.h"
+
+#include "server/http/http_ops.h" /* /v1/stats, /ui/ */
 
 #define KEY_MAX  1024
 #define COST_MAX INT64_C(1000000000000)

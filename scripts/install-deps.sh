@@ -14,12 +14,16 @@ packages=(
     curl redis-tools python3           # integration tests: real clients, raw sockets
     libhiredis-dev redis-server        # the Redis store; real Redis (and Cluster) in its tests
     nginx-light                        # integration tests: nginx in front, sluiced behind auth_request
+    chromium                           # ui_browser: the /ui/ dashboard in headless Chromium (playwright-core from npm);
+                                       # prometheus (below): examples/prometheus's promtool and scrape tests too
     libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler nghttp2-client  # gRPC: HTTP/2, protobuf, h2load
     golang-go golang-golang-x-time-dev  # xrate_diff: sl_limiter against the real x/time/rate
     libsystemd-dev                     # sluiced: sd_notify readiness under systemd (optional at build time)
     dpkg-dev lintian systemd           # make deb: dpkg-shlibdeps; its test: lintian, systemd-analyze
+    prometheus                         # promtool: signals_integration checks the live /metrics
 )
-# the gRPC integration test's client (@grpc/grpc-js from npm); any existing node + npm will do
+# the gRPC integration test's client (@grpc/grpc-js from npm) and the browser test's
+# playwright-core; any existing node + npm will do
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()

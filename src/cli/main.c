@@ -1,6 +1,6 @@
 /* main.c: the `sluice` command line: dispatches subcommands (`sim
- * race|herd|aimd`, `fetch`, `check-config`), prints help, and turns misuse into a clear message and
- * exit code 2. Each subcommand parses its own options. */
+ * race|herd|aimd`, `fetch`, `top`, `check-config`), prints help, and turns misuse into a clear
+ * message and exit code 2. Each subcommand parses its own options. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/fetch.h"
 #include "cli/sim.h"
+#include "cli/top.h"
 #include "policy/config_check.h"
 #include "sluice/sluice.h"
 
@@ -20,6 +21,8 @@ static const char main_help[] =
     "  sim aimd    a client adapting its rate to a server's limit (AIMD)\n"
     "  fetch URL   send an HTTP request politely: Retry-After, backoff with jitter,\n"
     "              retry budget, AIMD (sluice fetch --help)\n"
+    "  top [URL]   a live view of a sluiced: decisions per second, top rejected\n"
+    "              and near-limit keys, store health (sluice top --help)\n"
     "  check-config FILE\n"
     "              check a sluiced config as sluiced --check-config does: exit 0,\n"
     "              or 1 with file:line: message for every error\n"
@@ -89,6 +92,7 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "sim") == 0) return sim_main(argc, argv);
     if (strcmp(cmd, "fetch") == 0) return fetch_main("sluice fetch", argc, argv, 2);
+    if (strcmp(cmd, "top") == 0) return top_main("sluice top", argc, argv, 2);
     if (strcmp(cmd, "check-config") == 0) {
         /* the same check, output and exit status as sluiced --check-config */
         if (argc == 3 && is_help(argv[2])) {

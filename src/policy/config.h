@@ -172,8 +172,15 @@ enum {
     SL_RELOAD_OFF,          /* never: 403 */
     SL_RELOAD_TOKEN         /* any client with Authorization: Bearer <reload_token> */
 };
+/* Who may load the dashboard, GET /ui/ (docs/operations.md). */
+enum {
+    SL_UI_OFF = 0,  /* default: 404 */
+    SL_UI_LOOPBACK, /* only clients connected from 127.0.0.0/8 or ::1 */
+    SL_UI_ON        /* any client of the HTTP listener */
+};
 typedef struct sl_admin_config {
     uint8_t reload;                            /* SL_RELOAD_* */
+    uint8_t ui;                                /* SL_UI_* */
     char reload_token[SL_ADMIN_TOKEN_MAX + 1]; /* with SL_RELOAD_TOKEN, else "" */
 } sl_admin_config;
 

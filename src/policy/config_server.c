@@ -12,9 +12,11 @@
 const char *const sl__config_failure_modes[3] = {"open", "closed", "local"};
 
 /* who may use the admin endpoints (docs/configuration.md, `admin`) */
-enum { ADMIN_RELOAD, ADMIN_RELOAD_TOKEN };
+enum { ADMIN_RELOAD, ADMIN_RELOAD_TOKEN, ADMIN_UI };
 
-static const char *const admin_keys[] = {"reload", "reload_token"};
+static const char *const admin_keys[] = {"reload", "reload_token", "ui"};
+
+static const char *const ui_modes[] = {"off", "loopback", "on"}; /* = SL_UI_* */
 
 static const char *const reload_modes[] = {"loopback", "off", "token"}; /* = SL_RELOAD_* */
 
@@ -426,6 +428,10 @@ static void admin_value(sl__yaml *y, void *obj, int key, const char *path) {
     case ADMIN_RELOAD:
         i = sl__yaml_enum(&p->y, path, "reload mode", reload_modes, COUNT(reload_modes));
         if (i >= 0) a->reload = (uint8_t)i;
+        break;
+    case ADMIN_UI:
+        i = sl__yaml_enum(&p->y, path, "dashboard mode", ui_modes, COUNT(ui_modes));
+        if (i >= 0) a->ui = (uint8_t)i;
         break;
     case ADMIN_RELOAD_TOKEN: {
         /* a bearer token: printable ASCII without spaces, long enough not to

@@ -14,6 +14,8 @@
 #include "server/server.h"
 #include "sluice/error.h"
 
+#include "server/http/http_ops.h" /* /v1/stats, /ui/ */
+
 #define KEY_MAX  1024
 #define COST_MAX INT64_C(1000000000000)
 #define TOP_MAX  100
@@ -431,6 +433,9 @@ bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
             return keep;
         }
         allow = "POST";
+    } else if (sl__http_ops_path(r)) { /* /v1/stats, /ui/ (http_ops.h) */
+        sl__buf_free(&a.body);
+        return sl__http_ops_handle(w, r, out, keep);
     } else {
         json_error(&a, 404, "not_found", "no such endpoint; see docs/http-api.md");
     }

@@ -1,0 +1,111 @@
+/* http_ops.c: routes the operator's endpoints (http_ops.h): GET /v1/stats
+ * here, /ui/ to http_ui.c. Only GET and HEAD; any other method is a 405.
+ * The one place of these pages that looks into the worker and the server:
+ * view_of gathers what they show into an sl_ops_view. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "server/http/http_ops.h"
+
+static bool path_is(const sl_http_request *r, const char *p) {
+    size_t n = strlen(p);
+    return r->path_len == n && memcmp(r->path, p, n) == 0;
+}
+
+bool sl__http_ops_path(const sl_http_request *r) {
+    return path_is(r, "/v1/stats") || path_is(r, "/ui") ||
+           (r->path_len >= 4 && memcmp(r->path, "/ui/", 4) == 0);
+}
+
+static bool is_loopback(const struct sockaddr_storage *ss) {
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)ss;
+        return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (ss->ss_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a)) return true;
+        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+    }
+    return false;
+}
+
+/* What the pages need of w and its server: the store's statistics only
+ * with `store` (they take a lock per worker), the peer only for /ui/ in
+ * loopback mode. */
+static void view_of(sl_worker *w, bool store, bool peer, sl_ops_view *v) {
+    sl_server *s = w->server;
+    memset(v, 0, sizeof *v);
+    v->policies = w->policies;
+    v->workers = s->nworkers;
+    v->started_at = s->started_at;
+    v->draining = w->draining;
+    v->ui = w->admin.ui;
+    if (store) sl__engine_stats(s->engine, s->nworkers, &v->store);
+    struct sockaddr_storage ss;
+    v->peer_loopback =
+        peer && v->ui == SL_UI_LOOPBACK && sl__conn_peer(w, &ss) == 0 && is_loopback(&ss);
+}
+
+/* A JSON error answer, complete. */
+static void error_answer(sl_buf *out, const sl_http_request *r, bool keep, int status,
+                         const char *code, const char *message) {
+    sl_buf body;
+    sl__buf_init(&body);
+    sl__http_error_json(&body, code, message);
+    sl__http_begin(out, status);
+    if (status == 405) sl__http_header_line(out, "Allow", "GET, HEAD");
+    sl__http_header_line(out, "X-Content-Type-Options", "nosniff");
+    sl__http_end(out, keep, "application/json", body.data, body.len);
+    if (r->method == SL_HTTP_HEAD) out->len -= body.len;
+    sl__buf_free(&body);
+}
+
+/* GET /v1/stats[?top=N]: N keys per list, 1..SL_STATS_TOP_MAX (default 5). */
+static void stats(const sl_ops_view *v, const sl_http_request *r, sl_buf *out, bool keep) {
+    char nbuf[8];
+    unsigned top = SL_STATS_TOP_DEFAULT;
+    long m = sl__http_query_param(r->query, r->query_len, "top", nbuf, sizeof nbuf);
+    if (m != -1) {
+        unsigned n = 0;
+        bool ok = m > 0 && m <= 2;
+        for (long i = 0; ok && i < m; i++) {
+            if (nbuf[i] < '0' || nbuf[i] > '9') ok = false;
+            n = n * 10 + (unsigned)(nbuf[i] - '0');
+        }
+        if (!ok || n < 1 || n > SL_STATS_TOP_MAX)
+            return error_answer(out, r, keep, 400, "bad_top",
+                                "top must be an integer from 1 to 20");
+        top = n;
+    }
+    sl_buf body;
+    sl__buf_init(&body);
+    if (!sl__http_stats_write(v, top, &body)) {
+        sl__buf_free(&body);
+        return error_answer(out, r, keep, 500, "internal", "out of memory");
+    }
+    sl__http_begin(out, 200);
+    sl__http_header_line(out, "Cache-Control", "no-store");
+    sl__http_header_line(out, "X-Content-Type-Options", "nosniff");
+    sl__http_end(out, keep, "application/json", body.data, body.len);
+    if (r->method == SL_HTTP_HEAD) out->len -= body.len;
+    sl__buf_free(&body);
+}
+
+bool sl__http_ops_handle(sl_worker *w, const sl_http_request *r, sl_buf *out, bool keep) {
+    if (r->method != SL_HTTP_GET && r->method != SL_HTTP_HEAD) {
+        error_answer(out, r, keep, 405, "method_not_allowed",
+                     "this endpoint does not take that method");
+        return keep;
+    }
+    bool is_stats = path_is(r, "/v1/stats");
+    sl_ops_view v;
+    view_of(w, is_stats, !is_stats, &v);
+    if (is_stats) {
+        stats(&v, r, out, keep);
+        return keep;
+    }
+    return sl__http_ui_handle(&v, r, out, keep);
+}

@@ -105,6 +105,7 @@ static const sl__yaml_home key_homes[] = {
     {"idle_timeout", "under limits"},
     {"header_timeout", "under limits"},
     {"command_timeout", "under limits"},
+    {"drain_timeout", "under limits"},
     {"max_pending_output", "under limits"},
     {"max_pending_output_total", "under limits"},
     {"listen", "at the top level"},
@@ -285,6 +286,7 @@ static void set_defaults(sl_config *c, const char *source) {
         .idle_timeout = 60 * NS_SEC,
         .header_timeout = 10 * NS_SEC,
         .command_timeout = 10 * NS_SEC,
+        .drain_timeout = 10 * NS_SEC,
         .max_pending_output = MiB,
         .max_pending_output_total = 64 * MiB,
     };

@@ -162,6 +162,8 @@ typedef struct sl_limits_config {
     uint64_t max_pending_output_total; /* the same, all connections of the process: beyond it,
                                           the connections with the most queued stop being read.
                                           default 64 MiB */
+    int64_t drain_timeout; /* ns SIGTERM gives the requests in flight and the answers queued
+                              before the last connections are closed. default 10 s */
 } sl_limits_config;
 
 /* Who may ask for a reload over HTTP (POST /v1/reload); SIGHUP always can.

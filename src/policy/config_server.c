@@ -58,12 +58,14 @@ enum {
     LIM_COMMAND_TIMEOUT,
     LIM_OUTPUT,
     LIM_OUTPUT_TOTAL,
+    LIM_DRAIN_TIMEOUT,
 };
 
 static const char *const limits_keys[] = {
     "max_header_bytes", "max_body_bytes",     "max_resp_frame",
     "max_connections",  "idle_timeout",       "header_timeout",
-    "command_timeout",  "max_pending_output", "max_pending_output_total"};
+    "command_timeout",  "max_pending_output", "max_pending_output_total",
+    "drain_timeout"};
 
 static const char *const store_types[] = {"memory", "redis"};
 
@@ -409,6 +411,9 @@ static void limits_value(sl__yaml *y, void *obj, int key, const char *path) {
         break;
     case LIM_COMMAND_TIMEOUT:
         if (sl__yaml_duration(&p->y, path, NS_MS, 3600 * NS_SEC, &d)) l->command_timeout = d;
+        break;
+    case LIM_DRAIN_TIMEOUT:
+        if (sl__yaml_duration(&p->y, path, NS_MS, 3600 * NS_SEC, &d)) l->drain_timeout = d;
         break;
     case LIM_OUTPUT:
         if (sl__yaml_size(&p->y, path, 4 * KiB, GiB, &v)) l->max_pending_output = (size_t)v;

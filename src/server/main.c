@@ -17,8 +17,6 @@
 #include "sluice/sluice.h"
 #include "util/log.h"
 
-#define DRAIN_GRACE_NS (INT64_C(10) * SL_NS_PER_SEC)
-
 static sl_server server;
 
 /* ---- systemd readiness (Type=notify; docs/operations.md) -------------------
@@ -114,7 +112,8 @@ int main(int argc, char **argv) {
     sl__log_info("ready");
     notify("READY=1");
     uv_run(loop, UV_RUN_DEFAULT);
-    sl__server_drain_and_stop(&server, DRAIN_GRACE_NS);
+    /* limits.drain_timeout of the config in force (a reload may have changed it) */
+    sl__server_drain_and_stop(&server, server.config->limits.drain_timeout);
     /* a second SIGTERM while we exit must not kill us with the default action */
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);

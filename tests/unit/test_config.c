@@ -277,6 +277,7 @@ static void test_defaults(void **state) {
     assert_int_equal(c->limits.idle_timeout, 60 * SEC);
     assert_int_equal(c->limits.header_timeout, 10 * SEC);
     assert_int_equal(c->limits.command_timeout, 10 * SEC);
+    assert_int_equal(c->limits.drain_timeout, 10 * SEC);
     assert_int_equal(c->limits.max_pending_output, MiB);
     assert_int_equal(c->limits.max_pending_output_total, 64 * MiB);
     assert_string_equal(c->log_level, "info");
@@ -490,11 +491,12 @@ static void test_limits(void **state) {
                   "t.yaml:8: limits.idle_timeout: duplicate key (first at line 6)",
                   "t.yaml:9: limits.max_sockets: unknown key (expected max_header_bytes, "
                   "max_body_bytes, max_resp_frame, max_connections, idle_timeout, "
-                  "header_timeout, command_timeout, max_pending_output or "
-                  "max_pending_output_total)");
+                  "header_timeout, command_timeout, max_pending_output, "
+                  "max_pending_output_total or drain_timeout)");
     c = parse_ok("limits:\n  command_timeout: 2s\n  max_pending_output: 256KiB\n"
-                 "  max_pending_output_total: 8MiB\n");
+                 "  max_pending_output_total: 8MiB\n  drain_timeout: 2m\n");
     assert_int_equal(c->limits.command_timeout, 2 * SEC);
+    assert_int_equal(c->limits.drain_timeout, 120 * SEC);
     assert_int_equal(c->limits.max_pending_output, 256 * KiB);
     assert_int_equal(c->limits.max_pending_output_total, 8 * MiB);
     sl__config_free(c);

@@ -25,6 +25,11 @@
  *
  *     k w_i Q - M  <  S  <  k w_i Q + M.
  *
+ * So over k rounds in which tenant i stays backlogged it is served more than
+ * k w_i Q - M, its weight's worth of every round minus one largest item,
+ * however much the others queue, and no tenant is served more than
+ * k w_j Q + M in k rounds.
+ *
  * While tenants i and j both stay backlogged, their visits alternate. Hence
  * over any stretch of pops during which both stay backlogged (and their
  * weights do not change), the service (sum of costs) they get satisfies
@@ -43,13 +48,15 @@
  * could use are skipped at once (every deficit credited r - 1 rounds, r the
  * fewest visits any tenant needs), so a pop costs at most about two passes
  * over the ring, and the order is exactly the visit-by-visit one. Push,
- * remove and the counts are O(1) (one hash lookup of the tenant).
+ * remove and the counts are O(1), amortized over the growth of the arrays
+ * (one hash lookup of the tenant).
  *
  * Bounds. Nothing grows without a bound: at most max_items items in all,
  * max_per_tenant per tenant, and max_tenants known tenants (a tenant is
  * known while it has items or a weight other than 1). A push beyond any of
  * them is refused (SL_ETOOMANY) and changes nothing. Memory grows with use,
- * in doubling steps, up to these bounds, and is given back at destroy.
+ * in doubling steps, up to these bounds; it is not shrunk, and is given back
+ * at destroy.
  *
  * No clock: the queue orders items, the caller decides when to pop (a
  * worker that is free, a release time that has come). Thread-safe: one lock

@@ -2,6 +2,7 @@
  * header; link with `pkg-config --libs sluice`.
  *
  *   limit.h    algorithms, parameters, decisions, rate parsing
+ *   fairq.h    weighted fair queue across tenants (deficit round robin)
  *   table.h    keyed table: a state per key, thread-safe, bounded memory
  *   limiter.h  one token bucket with allow / reserve / wait / set rate
  *   clock.h    clocks and the injectable clock used by waiting
@@ -11,6 +12,7 @@
 
 #include "sluice/clock.h"
 #include "sluice/error.h"
+#include "sluice/fairq.h"
 #include "sluice/graphql.h"
 #include "sluice/limit.h"
 #include "sluice/limiter.h"

@@ -1,5 +1,5 @@
 /* main.c: the `sluice` command line: dispatches subcommands (`sim
- * race|herd|aimd`, `fetch`, `top`, `check-config`), prints help, and turns misuse into a clear
+ * race|herd|aimd|fair`, `fetch`, `top`, `check-config`), prints help, and turns misuse into a clear
  * message and exit code 2. Each subcommand parses its own options. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +19,8 @@ static const char main_help[] =
     "  sim race    run every rate-limiting algorithm on the same traffic and compare\n"
     "  sim herd    many workers retrying after 429: with and without jitter\n"
     "  sim aimd    a client adapting its rate to a server's limit (AIMD)\n"
+    "  sim fair    one tenant's 10,000 jobs against small tenants' one each: FIFO\n"
+    "              against weighted fair queuing\n"
     "  fetch URL   send an HTTP request politely: Retry-After, backoff with jitter,\n"
     "              retry budget, AIMD (sluice fetch --help)\n"
     "  top [URL]   a live view of a sluiced: decisions per second, top rejected\n"
@@ -35,13 +37,15 @@ static const char main_help[] =
     "See docs/sim.md.\n";
 
 static const char sim_help[] =
-    "usage: sluice sim <race|herd|aimd> [options]\n"
+    "usage: sluice sim <race|herd|aimd|fair> [options]\n"
     "\n"
     "  race    every algorithm on one trace (built-in or CSV): allowed, rejected,\n"
     "          busiest interval, queue delays; --log FILE, --svg FILE\n"
     "  herd    --workers sharing one key retry after Retry-After plus --jitter;\n"
     "          sent, served, unserved, last served; --svg FILE\n"
     "  aimd    a client's rate over time: +a per success, x b per 429; --svg FILE\n"
+    "  fair    a dump of --jobs against --tenants small ones, FIFO vs weighted\n"
+    "          fair queuing: the small tenants' waits; --svg FILE\n"
     "\n"
     "Every simulation takes --format table|csv|json and --help.\n";
 
@@ -73,7 +77,9 @@ static int sim_main(int argc, char **argv) {
     if (strcmp(sub, "race") == 0) return sim_race_main("sluice sim race", argc, argv, 3);
     if (strcmp(sub, "herd") == 0) return sim_herd_main("sluice sim herd", argc, argv, 3);
     if (strcmp(sub, "aimd") == 0) return sim_aimd_main("sluice sim aimd", argc, argv, 3);
-    return usage_error("unknown simulation '%s' (race, herd or aimd; see sluice sim --help)", sub);
+    if (strcmp(sub, "fair") == 0) return sim_fair_main("sluice sim fair", argc, argv, 3);
+    return usage_error("unknown simulation '%s' (race, herd, aimd or fair; see sluice sim --help)",
+                       sub);
 }
 
 int main(int argc, char **argv) {

@@ -1,4 +1,4 @@
-/* sim.h: what the three simulations (race, herd, aimd) share: the entry
+/* sim.h: what the simulations (race, herd, aimd, fair) share: the entry
  * points main.c dispatches to, the time base that aligns the library's
  * windows with the simulation's t = 0, and deterministic tables. */
 #ifndef SLUICE_CLI_SIM_H
@@ -15,6 +15,7 @@
 int sim_race_main(const char *cmd, int argc, char **argv, int first);
 int sim_herd_main(const char *cmd, int argc, char **argv, int first);
 int sim_aimd_main(const char *cmd, int argc, char **argv, int first);
+int sim_fair_main(const char *cmd, int argc, char **argv, int first);
 
 /* The absolute time (ns) passed to libsluice for simulation time 0: a
  * multiple of `period`, so that window k of the library is exactly the

@@ -56,6 +56,9 @@ if [ "$mode" = quick ]; then
     json_ok "$tmp/out"; svg_ok "$tmp/aimd.svg"
     expect 0 "$sluice" sim aimd --format csv
     expect 0 "$sluice" sim aimd;          contains "$tmp/out" "second"
+    expect 0 "$sluice" sim fair --format json --svg "$tmp/fair.svg"
+    json_ok "$tmp/out"; svg_ok "$tmp/fair.svg"
+    expect 0 "$sluice" sim fair --weights 4,1 --format csv; contains "$tmp/out" "wfq,"
     [ "$fails" -eq 0 ] || { echo "sim_cli: $fails failure(s)" >&2; exit 1; }
     echo "sim_cli (quick): all passed"
     exit 0
@@ -76,6 +79,10 @@ expect 0 "$sluice" sim aimd --help
 for o in --start --increase --decrease --floor --cap --rate --burst --duration --format --svg; do
     contains "$tmp/out" "$o"
 done
+expect 0 "$sluice" sim fair --help
+for o in --jobs --tenants --spread --rate --weights --seed --format --svg; do
+    contains "$tmp/out" "$o"
+done
 expect 2 "$sluice"
 expect 2 "$sluice" frobnicate;            contains "$tmp/err" "unknown command 'frobnicate'"
 expect 2 "$sluice" sim
@@ -91,6 +98,9 @@ expect 2 "$sluice" sim herd --jitter -1
 expect 2 "$sluice" sim herd --workers 0
 expect 2 "$sluice" sim aimd --decrease 1.5
 expect 2 "$sluice" sim aimd --floor 10 --start 5
+expect 2 "$sluice" sim fair --weights 2;   contains "$tmp/err" "--weights: expected two weights"
+expect 2 "$sluice" sim fair --weights 0,1
+expect 2 "$sluice" sim fair --tenants 0
 
 # ---- race on every built-in trace, every format -----------------------------------
 for t in bursty edge steady poisson; do
@@ -168,12 +178,20 @@ cp "$tmp/out" "$tmp/aimd.json"; json_ok "$tmp/aimd.json"
 expect 0 "$sluice" sim aimd --format csv
 head -1 "$tmp/out" | grep -qx 'second,rate,min_rate,max_rate,sent,served,rejected' || fail "aimd CSV header"
 [ "$(wc -l <"$tmp/out")" -eq 31 ] || fail "aimd CSV: one row per second"
+expect 0 "$sluice" sim fair --format csv
+head -1 "$tmp/out" | grep -qx 'discipline,small_p50,small_p99,small_max,big_p50,big_max,done_at' ||
+    fail "fair CSV header"
+grep -qx 'wfq,0.000510796,0.000995536,0.00131165,5.052,10.099,10.099' "$tmp/out" || fail "fair wfq row"
+expect 0 "$sluice" sim fair --tenants 5 --format json
+cp "$tmp/out" "$tmp/fair.json"; json_ok "$tmp/fair.json"
+contains "$tmp/fair.json" '"tenant": "small-4"'
 
 # ---- SVG charts: well-formed, self-contained -----------------------------------------
 expect 0 "$sluice" sim race --trace bursty --svg "$tmp/race.svg"
 expect 0 "$sluice" sim herd --jitter 2 --svg "$tmp/herd.svg"
 expect 0 "$sluice" sim aimd --svg "$tmp/aimd.svg"
-for f in race herd aimd; do
+expect 0 "$sluice" sim fair --svg "$tmp/fair.svg"
+for f in race herd aimd fair; do
     svg_ok "$tmp/$f.svg"
     grep -qE '(href|<script|url\()' "$tmp/$f.svg" && fail "$f.svg refers to something outside itself"
 done
@@ -195,6 +213,7 @@ for f in table csv json; do
     determinism "race $f" sim race --trace poisson --seed 7 --format "$f" --log log.csv --svg race.svg
     determinism "herd $f" sim herd --jitter 1 --seed 7 --format "$f" --svg herd.svg
     determinism "aimd $f" sim aimd --format "$f" --svg aimd.svg
+    determinism "fair $f" sim fair --seed 7 --format "$f" --svg fair.svg
 done
 "$sluice" sim race --trace poisson --seed 1 >"$tmp/p1"
 "$sluice" sim race --trace poisson --seed 2 >"$tmp/p2"
@@ -212,6 +231,7 @@ for t in bursty edge steady poisson; do check_img "race-$t.svg" sim race --trace
 check_img herd-jitter0.svg sim herd --jitter 0
 check_img herd-jitter2.svg sim herd --jitter 2
 check_img aimd.svg sim aimd
+check_img fair.svg sim fair
 for f in "$img"/*.svg; do svg_ok "$f"; done
 
 [ "$fails" -eq 0 ] || { echo "sim_cli: $fails failure(s)" >&2; exit 1; }

@@ -36,12 +36,17 @@ static void policy_release(sl_policy *p) {
     free(p);
 }
 
-/* Same limit, so the state can be kept: algorithm, rate, burst, flags. */
+/* Same limit, so the state can be kept: algorithm, rate, burst, flags, and
+ * the graphql: block (read by POST /v1/graphql from the running policy). */
 static bool same_limit(const sl_policy_config *a, const sl_policy_config *b) {
     return a->params.algorithm == b->params.algorithm &&
            a->params.rate.limit == b->params.rate.limit &&
            a->params.rate.period == b->params.rate.period && a->params.burst == b->params.burst &&
-           a->params.flags == b->params.flags && a->calendar == b->calendar;
+           a->params.flags == b->params.flags && a->calendar == b->calendar &&
+           a->graphql.configured == b->graphql.configured &&
+           a->graphql.scheme == b->graphql.scheme && a->graphql.divisor == b->graphql.divisor &&
+           a->graphql.default_page == b->graphql.default_page &&
+           a->graphql.max_cost == b->graphql.max_cost;
 }
 
 /* The local fallback of a limit shared by `instances` servers: its rate

@@ -28,6 +28,39 @@ static uint64_t sum(sl_server *s, size_t offset) {
 
 #define SUM(s, field) sum((s), offsetof(sl_worker_stats, field))
 
+/* POST /v1/graphql by policy: policies with a graphql: block, and any
+ * other that answered a query (a policy without one uses the defaults). */
+static void graphql_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
+    static const char *const result[SL_GQL_RESULTS] = {[SL_GQL_RESULT_ALLOWED] = "allowed",
+                                                       [SL_GQL_RESULT_LIMITED] = "limited",
+                                                       [SL_GQL_RESULT_BAD_QUERY] = "bad_query",
+                                                       [SL_GQL_RESULT_TOO_COSTLY] = "too_costly",
+                                                       [SL_GQL_RESULT_TOO_LARGE] = "too_large"};
+    sl__prom_family(out, "sluice_graphql_queries_total", "counter",
+                    "POST /v1/graphql queries by policy and result (allowed, limited; bad_query, "
+                    "too_costly, too_large: refused before anything was charged).");
+    for (size_t i = 0; i < n; i++) {
+        sl_policy *p = sl__policy_set_at(set, i);
+        uint64_t v[SL_GQL_RESULTS], any = 0;
+        for (int r = 0; r < SL_GQL_RESULTS; r++) any |= v[r] = atomic_load(&p->gql[r]);
+        if (!any && !p->cfg.graphql.configured) continue;
+        for (int r = 0; r < SL_GQL_RESULTS; r++) {
+            const char *l[] = {"policy", p->cfg.name, "result", result[r], NULL};
+            sl__prom_sample(out, "sluice_graphql_queries_total", l, v[r]);
+        }
+    }
+    sl__prom_family(out, "sluice_graphql_cost_points_total", "counter",
+                    "Points charged to the policy by allowed POST /v1/graphql queries.");
+    for (size_t i = 0; i < n; i++) {
+        sl_policy *p = sl__policy_set_at(set, i);
+        uint64_t any = 0;
+        for (int r = 0; r < SL_GQL_RESULTS; r++) any |= atomic_load(&p->gql[r]);
+        if (!any && !p->cfg.graphql.configured) continue;
+        const char *l[] = {"policy", p->cfg.name, NULL};
+        sl__prom_sample(out, "sluice_graphql_cost_points_total", l, atomic_load(&p->gql_points));
+    }
+}
+
 static void policy_metrics(sl_policy_set *set, sl_buf *out) {
     size_t n = set ? sl__policy_set_count(set) : 0;
     sl__prom_family(out, "sluice_decisions_total", "counter",
@@ -44,6 +77,7 @@ static void policy_metrics(sl_policy_set *set, sl_buf *out) {
         sl__prom_sample(out, "sluice_decisions_total", l1, atomic_load(&p->lim.limited));
         sl__prom_sample(out, "sluice_decisions_total", l2, atomic_load(&p->lim.shadow_limited));
     }
+    graphql_metrics(set, n, out);
     /* One snapshot per table for the four families below. A set holds the
      * configured policies and quotas (at most SL_CONFIG_MAX_POLICIES) plus
      * one policy per tier override, so its size has no fixed bound: the

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "server/http/http.h"
+#include "server/http/http_graphql.h"
 #include "server/reload.h"
 #include "server/server.h"
 #include "sluice/error.h"
@@ -391,6 +392,9 @@ bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
     } else if (path_is(r, "/v1/auth")) {
         if (get) return sl__http_auth_handle(w, r, out, keep);
         allow = "GET, HEAD";
+    } else if (path_is(r, "/v1/graphql")) {
+        if (r->method == SL_HTTP_POST) return sl__http_graphql_handle(w, r, out, keep);
+        allow = "POST";
     } else if (path_is(r, "/json")) {
         if (r->method == SL_HTTP_POST) return sl__http_json_handle(w, r, out, keep);
         allow = "POST";

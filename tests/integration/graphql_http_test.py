@@ -20,7 +20,9 @@ redis-server of their own. Standard library only."""
 import json
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import unittest
 
 import harness
@@ -105,6 +107,26 @@ class Example(unittest.TestCase):
             self.assertEqual((b["cost"], b["requests"], b["limit"]), (1, 51, 5000))
         finally:
             self.assertEqual(s.stop(), 0)
+
+
+    def test_config_errors(self):
+        bad = ("policies:\n  - name: g\n    algorithm: fixed_window\n    rate: 10/s\n"
+               "    graphql:\n      scheme: shopify\n      divisor: 0\n"
+               "      default_page: 99999999999\n      max_cost: -1\n      maxcost: 3\n")
+        path = os.path.join(tempfile.mkdtemp(prefix="graphql-config-"), "bad.yaml")
+        with open(path, "w") as f:
+            f.write(bad)
+        r = subprocess.run([sluiced_test.SLUICED, "--check-config", path], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.stderr.replace(path, "F").splitlines(), [
+            'F:6: policies[0].graphql.scheme: unknown GraphQL cost scheme "shopify" (did you mean '
+            'objects (Shopify charges per object; set a divisor)?)',
+            "F:7: policies[0].graphql.divisor: 0 is out of range (1 to 1000000000000)",
+            "F:8: policies[0].graphql.default_page: 99999999999 is out of range (0 to 1000000000)",
+            'F:9: policies[0].graphql.max_cost: expected a number of points from 0 (no bound) to '
+            '10^12, got "-1"',
+            "F:10: policies[0].graphql.maxcost: unknown key (did you mean max_cost?)"])
 
 
 class Budget(unittest.TestCase):

@@ -17,3 +17,8 @@ if(TARGET sluiced)
                          TIMEOUT 120 ENVIRONMENT SLUICE_TEST_REDIS=1)
   endif()
 endif()
+
+# The engine's near-limit signals (policy/decide.h): the remaining-ratio
+# histogram's integer bounds and sum, the near-limit sketch (labels, groups,
+# shadow limits). Fake clock, memory store.
+sluice_unit_test(test_signals)

@@ -32,6 +32,7 @@ static void policy_release(sl_policy *p) {
     sl_table_destroy(p->lim.store.table);
     sl_table_destroy(p->lim.store.fallback);
     sl__topk_destroy(p->lim.top);
+    sl__topk_destroy(p->lim.near);
     sl__store_limit_stripes_free(&p->lim.store);
     free(p);
 }
@@ -89,6 +90,7 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool 
     int rc = sl_table_create(&o, &t);
     l->table = t;
     if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->lim.top) != 0) rc = SL_ENOMEM;
+    if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->lim.near) != 0) rc = SL_ENOMEM;
     l->on_failure = fail_mode(cfg, conf);
     if (rc == SL_OK && strcmp(conf->store_type, "redis") == 0 && l->on_failure == SL_FAIL_LOCAL) {
         sl_table_options f = {.params =

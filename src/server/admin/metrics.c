@@ -61,22 +61,65 @@ static void graphql_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
     }
 }
 
+/* The tier of a tier variant ("api:pro": "pro"), or NULL. */
+static const char *tier_of(const sl_policy *p) {
+    return p->cfg.name[p->base_len] == ':' ? p->cfg.name + p->base_len + 1 : NULL;
+}
+
+/* labels: policy, then tier (for a tier variant), then `name`="value" (or
+ * nothing more when name is NULL); NULL-terminated. */
+static void policy_labels(const char *l[7], const sl_policy *p, const char *name,
+                          const char *value) {
+    size_t i = 0;
+    l[i++] = "policy";
+    l[i++] = p->cfg.name;
+    const char *tier = tier_of(p);
+    if (tier) l[i++] = "tier", l[i++] = tier;
+    if (name) l[i++] = name, l[i++] = value;
+    l[i] = NULL;
+}
+
+/* The near-limit histogram (decide.h): remaining / limit after each
+ * decision, buckets SL_RATIO_BOUNDS / 100. */
+static void ratio_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
+    static const char *const le[SL_RATIO_BUCKETS] = {"0",    "0.01", "0.05", "0.1",
+                                                     "0.25", "0.5",  "1"};
+    sl__prom_family(out, "sluice_decision_remaining_ratio", "histogram",
+                    "Fraction of the limit left after each decision of the policy (remaining / "
+                    "limit): a key at 95% of its limit is in the le=\"0.05\" bucket.");
+    for (size_t i = 0; i < n; i++) {
+        sl_policy *p = sl__policy_set_at(set, i);
+        uint64_t counts[SL_RATIO_BUCKETS + 1];
+        for (int b = 0; b <= SL_RATIO_BUCKETS; b++) counts[b] = atomic_load(&p->lim.ratio[b]);
+        uint64_t sum = atomic_load(&p->lim.ratio_sum); /* millionths */
+        char text[32];
+        int k = snprintf(text, sizeof text, "%llu.%06llu", (unsigned long long)(sum / 1000000),
+                         (unsigned long long)(sum % 1000000));
+        while (k > 0 && text[k - 1] == '0') text[--k] = '\0';
+        if (k > 0 && text[k - 1] == '.') text[--k] = '\0';
+        const char *l[7];
+        policy_labels(l, p, NULL, NULL);
+        sl__prom_histogram_le(out, "sluice_decision_remaining_ratio", l, le, SL_RATIO_BUCKETS,
+                              counts, text);
+    }
+}
+
 static void policy_metrics(sl_policy_set *set, sl_buf *out) {
     size_t n = set ? sl__policy_set_count(set) : 0;
     sl__prom_family(out, "sluice_decisions_total", "counter",
-                    "Decisions by policy and outcome (allowed, limited, shadow_limited).");
+                    "Decisions by policy (tier, for a tier variant) and outcome (allowed, "
+                    "limited, shadow_limited).");
     for (size_t i = 0; i < n; i++) {
         sl_policy *p = sl__policy_set_at(set, i);
-        const char *lab[][4] = {{"policy", p->cfg.name, "outcome", "allowed"},
-                                {"policy", p->cfg.name, "outcome", "limited"},
-                                {"policy", p->cfg.name, "outcome", "shadow_limited"}};
-        const char *l0[] = {lab[0][0], lab[0][1], lab[0][2], lab[0][3], NULL};
-        const char *l1[] = {lab[1][0], lab[1][1], lab[1][2], lab[1][3], NULL};
-        const char *l2[] = {lab[2][0], lab[2][1], lab[2][2], lab[2][3], NULL};
+        const char *l0[7], *l1[7], *l2[7];
+        policy_labels(l0, p, "outcome", "allowed");
+        policy_labels(l1, p, "outcome", "limited");
+        policy_labels(l2, p, "outcome", "shadow_limited");
         sl__prom_sample(out, "sluice_decisions_total", l0, atomic_load(&p->lim.allowed));
         sl__prom_sample(out, "sluice_decisions_total", l1, atomic_load(&p->lim.limited));
         sl__prom_sample(out, "sluice_decisions_total", l2, atomic_load(&p->lim.shadow_limited));
     }
+    ratio_metrics(set, n, out);
     graphql_metrics(set, n, out);
     /* One snapshot per table for the four families below. A set holds the
      * configured policies and quotas (at most SL_CONFIG_MAX_POLICIES) plus

@@ -217,7 +217,10 @@ static void observe_ratio(sl_decide_limit *l, const sl_decision *d) {
     unsigned __int128 rem = d->remaining > 0 ? (unsigned __int128)d->remaining : 0;
     unsigned __int128 lim = (unsigned __int128)d->limit;
     int b = 0;
-    while (b < SL_RATIO_BUCKETS && rem * 100 > lim * bound[b]) b++;
+    if (rem * 2 > lim) /* the common case, more than half left: the two last buckets */
+        b = rem > lim ? SL_RATIO_BUCKETS : SL_RATIO_BUCKETS - 1;
+    else
+        while (b < SL_RATIO_BUCKETS && rem * 100 > lim * bound[b]) b++;
     atomic_fetch_add_explicit(&l->ratio[b], 1, memory_order_relaxed);
     if (!rem) return;
     /* 64-bit division when the product fits (any remaining below 2^44) */

@@ -18,6 +18,7 @@ packages=(
     golang-go golang-golang-x-time-dev  # xrate_diff: sl_limiter against the real x/time/rate
     libsystemd-dev                     # sluiced: sd_notify readiness under systemd (optional at build time)
     dpkg-dev lintian systemd           # make deb: dpkg-shlibdeps; its test: lintian, systemd-analyze
+    prometheus                         # promtool: signals_integration checks the live /metrics
 )
 # the gRPC integration test's client (@grpc/grpc-js from npm); any existing node + npm will do
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)

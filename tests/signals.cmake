@@ -22,3 +22,22 @@ endif()
 # histogram's integer bounds and sum, the near-limit sketch (labels, groups,
 # shadow limits). Fake clock, memory store.
 sluice_unit_test(test_signals)
+
+# Near-limit signals, labels and promtool through the real sluiced
+# (tests/integration/signals_test.py): sluice_decision_remaining_ratio's exact
+# buckets, /v1/top?by=near, sluice_rule_decisions_total by rule, policy and tier,
+# sluice_identity_refused_total, and `promtool check metrics` on the live /metrics
+# (skipped without promtool: Debian's prometheus, in scripts/install-deps.sh).
+if(TARGET sluiced)
+  add_test(NAME signals_integration
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/signals_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(signals_integration PROPERTIES LABELS "integration" TIMEOUT 120)
+  if(SLUICE_REDIS_SERVER_SIGNALS)
+    add_test(NAME signals_integration_redis
+      COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/signals_test.py
+              $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
+    set_tests_properties(signals_integration_redis PROPERTIES LABELS "integration"
+                         TIMEOUT 120 ENVIRONMENT SLUICE_TEST_REDIS=1)
+  endif()
+endif()

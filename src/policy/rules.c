@@ -37,6 +37,8 @@ typedef struct limit {
     char header[SL_HEADER_NAME_MAX + 1];
     size_t header_len;
     int64_t cost; /* -1: the request's */
+    /* decisions per tier slot (as by_tier): allowed, limited, shadow_limited */
+    atomic_uint_fast64_t (*counts)[3];
 } limit;
 
 typedef struct rule {
@@ -84,7 +86,12 @@ struct sl_rules {
     size_t nrules;
     char (*tier_names)[SL_POLICY_NAME_MAX + 1];
     size_t ntiers;
+    atomic_uint_fast64_t refused[SL_RULES_REFUSALS]; /* sl__rules_refusal_names */
 };
+
+const char *const sl__rules_refusal_names[SL_RULES_REFUSALS] = {
+    "unknown_key", "missing_key", "missing_client_address", "bad_client_address",
+    "missing_uri", "bad_uri",     "missing_method",         "bad_method"};
 
 /* ---- compiling ----------------------------------------------------------------- */
 
@@ -113,7 +120,10 @@ static void compile_pattern(const sl_route_match *m, pattern *p) {
 void sl__rules_free(sl_rules *r) {
     if (!r) return;
     for (size_t i = 0; i < r->nrules; i++) {
-        for (unsigned j = 0; j < r->rules[i].nlimits; j++) free(r->rules[i].limits[j].by_tier);
+        for (unsigned j = 0; j < r->rules[i].nlimits; j++) {
+            free(r->rules[i].limits[j].by_tier);
+            free(r->rules[i].limits[j].counts);
+        }
         free(r->rules[i].limits);
     }
     free(r->rules);
@@ -187,6 +197,7 @@ int sl__rules_compile(const sl_config *cfg, const sl_policy_set *set, sl_rules *
             const sl_limit_config *lc = &rc->limits[j];
             limit *l = &ru->limits[ru->nlimits++];
             if (!(l->by_tier = calloc(cfg->ntiers + 1, sizeof *l->by_tier))) goto oom;
+            if (!(l->counts = calloc(cfg->ntiers + 1, sizeof *l->counts))) goto oom;
             l->by_tier[0] = sl__policy_find(set, lc->policy, strlen(lc->policy));
             if (!l->by_tier[0]) {
                 snprintf(err, errlen, "rule %s: no policy %s", rc->name, lc->policy);
@@ -733,6 +744,7 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
                 return false;
             }
             metas[a->n] = (item_meta){ru, l, hval, hlen};
+            a->counts[a->n] = l->counts[tier_slot];
             a->items[a->n] = (sl_policy_item){
                 .policy = pol, .key = key, .keylen = keylen, .cost = cost, .shadow = ru->shadow};
             a->n++;
@@ -740,6 +752,44 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
     }
     if (a->n == 0 && a->key_refused != SL_KEY_ACCEPTED) unauthorized(a);
     return a->n > 0;
+}
+
+/* A refusal of the request itself (a 400 or 401 verdict), by reason. */
+static void count_refusal(const sl_rules *r, const sl_rules_answer *a) {
+    if (!r || !a->reason ||
+        (a->verdict != SL_VERDICT_BAD_REQUEST && a->verdict != SL_VERDICT_UNAUTHORIZED))
+        return;
+    for (size_t i = 0; i < SL_RULES_REFUSALS; i++)
+        if (strcmp(a->reason, sl__rules_refusal_names[i]) == 0) {
+            atomic_fetch_add_explicit((atomic_uint_fast64_t *)&r->refused[i], 1,
+                                      memory_order_relaxed);
+            return;
+        }
+}
+
+/* Each item's rule counters, counted as the engine counts its limits
+ * (decide.c count_group): a group that passed counts every item allowed; a
+ * refused group only its refusers (limited, or shadow_limited in the shadow
+ * group, decided only when the enforced group passed). */
+static void count_rules(const sl_rules_answer *a, const sl_decide_call *c) {
+    size_t n = a->n < c->n ? a->n : c->n;
+    bool shadow_refused = false;
+    for (size_t i = 0; i < n; i++) shadow_refused |= c->items[i].shadowed;
+    for (size_t i = 0; i < n; i++) {
+        atomic_uint_fast64_t *k = a->counts[i];
+        const sl_decide_item *it = &c->items[i];
+        if (!k || !it->decided) continue;
+        int slot = -1;
+        if (c->sc.items[i].group == 0) {
+            if (c->refused == c->n)
+                slot = 0;
+            else if (!it->decision.allowed)
+                slot = 1;
+        } else if (c->refused == c->n) {
+            slot = it->shadowed ? 2 : shadow_refused ? -1 : 0;
+        }
+        if (slot >= 0) atomic_fetch_add_explicit(&k[slot], 1, memory_order_relaxed);
+    }
 }
 
 void sl__rules_finish(sl_rules_answer *a, const sl_decide_call *c) {
@@ -752,10 +802,13 @@ void sl__rules_finish(sl_rules_answer *a, const sl_decide_call *c) {
     size_t refused = c->refused;
     a->refused = refused;
     if (rc == SL_OK) {
+        count_rules(a, c);
         if (refused < a->n)
             verdict(a, SL_VERDICT_LIMITED, "rate_limited", "rate limit exceeded");
-        else if (a->key_refused != SL_KEY_ACCEPTED)
+        else if (a->key_refused != SL_KEY_ACCEPTED) {
             unauthorized(a); /* the fence passed (and was charged): now the key's 401 */
+            count_refusal(a->rules, a);
+        }
         return;
     }
     if (rc == SL_ECOST && refused < a->n) {
@@ -770,7 +823,11 @@ void sl__rules_finish(sl_rules_answer *a, const sl_decide_call *c) {
 sl_decide_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_policy_set *set,
                                   sl_rules_answer *a, size_t user_bytes) {
     item_meta metas[SL_CHECK_MAX];
-    if (!collect(r, req, a, metas)) return NULL;
+    a->rules = r;
+    if (!collect(r, req, a, metas)) {
+        count_refusal(r, a);
+        return NULL;
+    }
     for (size_t i = 0; i < a->n; i++) a->meta[i] = &metas[i];
     label_ctx lc = {r, a};
     sl_decide_item items[SL_CHECK_MAX];
@@ -786,4 +843,31 @@ sl_decide_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_p
     }
     sl__decide_call_hold(c, set);
     return c;
+}
+
+/* ---- what /metrics prints ------------------------------------------------------ */
+
+void sl__rules_each_stat(const sl_rules *r, void (*fn)(void *ctx, const sl_rule_stats *st),
+                         void *ctx) {
+    for (size_t i = 0; r && i < r->nrules; i++) {
+        const rule *ru = &r->rules[i];
+        for (unsigned j = 0; j < ru->nlimits; j++) {
+            const limit *l = &ru->limits[j];
+            for (size_t t = 0; t <= r->ntiers; t++) {
+                sl_rule_stats st = {
+                    .rule = ru->name,
+                    .policy = l->by_tier[t]->cfg.name,
+                    .tier = t ? r->tier_names[t - 1] : NULL,
+                    .allowed = atomic_load_explicit(&l->counts[t][0], memory_order_relaxed),
+                    .limited = atomic_load_explicit(&l->counts[t][1], memory_order_relaxed),
+                    .shadow_limited = atomic_load_explicit(&l->counts[t][2], memory_order_relaxed)};
+                if (st.allowed + st.limited + st.shadow_limited) fn(ctx, &st);
+            }
+        }
+    }
+}
+
+void sl__rules_refusals(const sl_rules *r, uint64_t out[SL_RULES_REFUSALS]) {
+    for (size_t i = 0; i < SL_RULES_REFUSALS; i++)
+        out[i] = r ? atomic_load_explicit(&r->refused[i], memory_order_relaxed) : 0;
 }

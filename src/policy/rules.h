@@ -111,8 +111,12 @@ typedef struct sl_rules_answer {
                                    limit refused first (LIMITED) or the request failed */
     sl_addr client;             /* who the request was counted as (when have_client) */
     bool have_client;
-    /* private to rules.c: what built each item (for /v1/top labels) */
+    /* private to rules.c: what built each item (for /v1/top labels), the
+       counters of the rule, limit and tier each item counts in, and the
+       rules that prepared the answer (for sl__rules_finish's counts) */
     const void *meta[SL_CHECK_MAX];
+    void *counts[SL_CHECK_MAX];
+    const struct sl_rules *rules;
     const sl_apikey *key;
     char arena[SL_RULES_ARENA];
     size_t used;
@@ -128,6 +132,30 @@ typedef struct sl_rules_answer {
 sl_decide_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_policy_set *set,
                                   sl_rules_answer *a, size_t user_bytes);
 void sl__rules_finish(sl_rules_answer *a, const sl_decide_call *c);
+
+/* ---- what /metrics prints of the rules (issue 17) ----
+ * Counted by sl__rules_prepare / sl__rules_finish, in the compiled rules:
+ * they start at 0 when a reload compiles new ones. */
+
+/* Decisions of one limit of one rule, for keys of one tier, as the engine
+ * counts them (sl_decide_limit's allowed / limited / shadow_limited). */
+typedef struct sl_rule_stats {
+    const char *rule;   /* the rule's name (the route) */
+    const char *policy; /* the policy that decided (a tier variant "api:pro" for its tier) */
+    const char *tier;   /* the key's tier, or NULL (no key, or a key without a tier) */
+    uint64_t allowed, limited, shadow_limited;
+} sl_rule_stats;
+/* Calls fn for each (rule, limit, tier) that has decided at least once, in
+ * rule order. */
+void sl__rules_each_stat(const sl_rules *r, void (*fn)(void *ctx, const sl_rule_stats *st),
+                         void *ctx);
+
+/* Requests refused because who or what they are could not be established:
+ * 401s (unknown_key, missing_key) and 400s (missing_client_address,
+ * bad_client_address, missing_uri, bad_uri, missing_method, bad_method). */
+#define SL_RULES_REFUSALS 8
+extern const char *const sl__rules_refusal_names[SL_RULES_REFUSALS];
+void sl__rules_refusals(const sl_rules *r, uint64_t out[SL_RULES_REFUSALS]);
 
 /* Pure helpers, exposed for tests and the fuzz target. */
 

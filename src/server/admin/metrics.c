@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <stddef.h>
 
+#include "policy/rules.h"
 #include "server/admin/prom.h"
 #include "server/server.h"
 #include "sluice/clock.h"
@@ -187,6 +188,43 @@ static void domain_metrics(const sl_domain_set *ds, sl_buf *out) {
     }
 }
 
+/* The limits of rules: (/v1/auth) by rule, policy and tier (policy/rules.h):
+ * those that decided at least once since the rules were compiled. */
+static void rule_stat(void *ctx, const sl_rule_stats *st) {
+    sl_buf *out = ctx;
+    static const char *const outcome[3] = {"allowed", "limited", "shadow_limited"};
+    const uint64_t v[3] = {st->allowed, st->limited, st->shadow_limited};
+    for (int o = 0; o < 3; o++) {
+        const char *l[9];
+        size_t i = 0;
+        l[i++] = "rule", l[i++] = st->rule, l[i++] = "policy", l[i++] = st->policy;
+        if (st->tier) l[i++] = "tier", l[i++] = st->tier;
+        l[i++] = "outcome", l[i++] = outcome[o];
+        l[i] = NULL;
+        sl__prom_sample(out, "sluice_rule_decisions_total", l, v[o]);
+    }
+}
+
+static void rules_metrics(sl_policy_set *set, sl_buf *out) {
+    const sl_rules *r = set ? sl__policy_set_rules(set) : NULL;
+    sl__prom_family(out, "sluice_rule_decisions_total", "counter",
+                    "Decisions of the limits of rules: (GET /v1/auth) by rule (the route), policy, "
+                    "the key's tier and outcome; since the rules were last compiled (start or "
+                    "reload). Never by key.");
+    sl__rules_each_stat(r, rule_stat, out);
+    uint64_t refused[SL_RULES_REFUSALS];
+    sl__rules_refusals(r, refused);
+    sl__prom_family(out, "sluice_identity_refused_total", "counter",
+                    "GET /v1/auth requests refused because who or what they are could not be "
+                    "established: 401 (unknown_key, missing_key) and 400 (client address, "
+                    "original URI or method missing or malformed); since the rules were last "
+                    "compiled.");
+    for (size_t i = 0; i < SL_RULES_REFUSALS; i++) {
+        const char *l[] = {"reason", sl__rules_refusal_names[i], NULL};
+        sl__prom_sample(out, "sluice_identity_refused_total", l, refused[i]);
+    }
+}
+
 /* A family with one unlabelled sample. */
 static void single(sl_buf *out, const char *name, const char *type, const char *help, uint64_t v) {
     sl__prom_family(out, name, type, help);
@@ -209,9 +247,10 @@ static void redis_metrics(const sl_engine_stats *es, sl_policy_set *set, sl_buf 
     sl__prom_sample(out, "sluice_redis_calls_total", ler, es->errors);
     sl__prom_sample(out, "sluice_redis_calls_total", lto, es->timeouts);
     sl__prom_sample(out, "sluice_redis_calls_total", lop, es->rejected_open);
-    sl__prom_family(out, "sluice_redis_call_seconds_sum", "counter",
+    sl__prom_family(out, "sluice_redis_call_seconds_total", "counter",
                     "Total time of answered Redis calls (divide by calls ok for the mean).");
-    sl__prom_sample_f(out, "sluice_redis_call_seconds_sum", NULL, (double)es->latency_sum_us / 1e6);
+    sl__prom_sample_f(out, "sluice_redis_call_seconds_total", NULL,
+                      (double)es->latency_sum_us / 1e6);
     sl__prom_family(out, "sluice_redis_redirects_total", "counter",
                     "Redis Cluster redirections followed (MOVED, ASK).");
     const char *lmv[] = {"kind", "moved", NULL}, *lask[] = {"kind", "ask", NULL};
@@ -266,6 +305,7 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     for (unsigned i = 0; i < s->nworkers; i++)
         if (pthread_equal(s->workers[i].thread, pthread_self())) self = &s->workers[i];
     policy_metrics(self ? self->policies : NULL, out);
+    rules_metrics(self ? self->policies : NULL, out);
     domain_metrics(self ? self->domains : NULL, out);
     sl_engine_stats es;
     sl__engine_stats(s->engine, s->nworkers, &es);

@@ -96,14 +96,19 @@ typedef struct sl_limit_config {
     uint8_t by[SL_LIMIT_MAX_SOURCES];    /* sl_key_source, in order */
     unsigned nby;
     char header[SL_HEADER_NAME_MAX + 1]; /* for SL_SRC_HEADER (one per limit) */
-    int64_t cost;                        /* -1: the request's cost (costs:) */
+    int64_t cost; /* -1: the request's cost (costs:); SL_COST_GRAPHQL: the query's (graphql:) */
     int line;
 } sl_limit_config;
+
+/* A limit's `cost: graphql`: the points of the GraphQL query of POST
+ * /v1/graphql, costed with its rule's graphql: block (docs/graphql.md). */
+#define SL_COST_GRAPHQL INT64_C(-2)
 
 typedef struct sl_rule_config {
     char name[SL_POLICY_NAME_MAX + 1];
     sl_route_match match;
-    bool shadow; /* this rule's limits decide and count, but never refuse */
+    bool shadow;               /* this rule's limits decide and count, but never refuse */
+    sl_policy_graphql graphql; /* how its `cost: graphql` limits cost a query */
     sl_limit_config limits[SL_RULE_MAX_LIMITS];
     unsigned nlimits;
     int line;

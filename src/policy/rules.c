@@ -44,6 +44,7 @@ typedef struct limit {
 typedef struct rule {
     pattern match;
     bool shadow;
+    sl_policy_graphql graphql; /* how its cost: graphql limits cost a query */
     char name[SL_POLICY_NAME_MAX + 1];
     size_t name_len;
     limit *limits;
@@ -190,6 +191,7 @@ int sl__rules_compile(const sl_config *cfg, const sl_policy_set *set, sl_rules *
         rule *ru = &r->rules[r->nrules++];
         compile_pattern(&rc->match, &ru->match);
         ru->shadow = rc->shadow;
+        ru->graphql = rc->graphql;
         memcpy(ru->name, rc->name, sizeof ru->name);
         ru->name_len = strlen(ru->name);
         if (rc->nlimits && !(ru->limits = calloc(rc->nlimits, sizeof *ru->limits))) goto oom;
@@ -559,6 +561,42 @@ static const char *find_key(const sl_rules *r, const sl_request *req, const char
     return NULL;
 }
 
+/* The points of the request's GraphQL query under rule ru's graphql:
+ * block, or -1 with a BAD_REQUEST verdict (the first costing is kept in
+ * a->query_cost for the answer). */
+static int64_t query_points(const rule *ru, const sl_rules_query *q, sl_rules_answer *a) {
+    sl_gql_options o;
+    sl_gql_options_init(&o);
+    if (ru->graphql.configured) {
+        o.scheme = (sl_gql_scheme)ru->graphql.scheme;
+        o.divisor = ru->graphql.divisor;
+        o.default_page = ru->graphql.default_page;
+        o.max_cost = ru->graphql.max_cost;
+    }
+    o.operation = q->operation;
+    o.vars = q->vars;
+    o.nvars = q->nvars;
+    sl_gql_cost_result res;
+    sl_gql_error err = {0};
+    int rc = sl_gql_cost(q->doc, &o, &res, &err);
+    if (rc == SL_OK && res.points > (uint64_t)SL_GQL_POINTS_MAX) {
+        rc = SL_ECOST;
+        snprintf(err.message, sizeof err.message,
+                 "The query costs %llu points, more than any budget (10^12).",
+                 (unsigned long long)res.points);
+    }
+    if (rc == SL_OK || rc == SL_ECOST) {
+        if (!a->query_costed) a->query_cost = res;
+        a->query_costed = true;
+    }
+    if (rc == SL_OK) return (int64_t)res.points;
+    snprintf(a->query_message, sizeof a->query_message, "%s", err.message);
+    verdict(a, SL_VERDICT_BAD_REQUEST, rc == SL_ECOST ? "query_too_costly" : "bad_query",
+            a->query_message);
+    a->n = 0;
+    return -1;
+}
+
 /* Steps 1-5 up to deciding the limits. Returns true when a->items[0..n)
  * are to be decided (metas[i] says what built item i, for labels). */
 static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a,
@@ -573,6 +611,8 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
     a->key = NULL;
     a->key_refused = SL_KEY_ACCEPTED;
     a->used = 0;
+    a->query_costed = false;
+    a->query_message[0] = '\0';
 
     char path[URI_MAX];
     const char *query;
@@ -727,6 +767,9 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
             const char *key = a->arena + start;
             size_t keylen = a->used - start;
             int64_t cost = l->cost >= 0 ? l->cost : a->cost;
+            if (l->cost == SL_COST_GRAPHQL && req->query &&
+                (cost = query_points(ru, req->query, a)) < 0)
+                return false;
             size_t d = 0;
             while (d < a->n && !(a->items[d].policy == pol && a->items[d].keylen == keylen &&
                                  memcmp(a->items[d].key, key, keylen) == 0))

@@ -35,6 +35,7 @@
 #include "policy/config.h"
 #include "policy/identity.h"
 #include "policy/policy.h"
+#include "sluice/graphql.h"
 
 typedef struct sl_rules sl_rules;
 
@@ -51,6 +52,16 @@ typedef struct sl_req_header {
     size_t name_len, value_len;
 } sl_req_header;
 
+/* The GraphQL query of a request (POST /v1/graphql decided by rules):
+ * what the limits with `cost: graphql` are charged, costed with their
+ * rule's graphql: block. */
+typedef struct sl_rules_query {
+    const sl_gql_doc *doc;
+    const char *operation; /* or NULL */
+    const sl_gql_var *vars;
+    size_t nvars;
+} sl_rules_query;
+
 /* What is known about a request. Pointers live for the call. */
 typedef struct sl_request {
     const char *method; /* "GET", ... (NULL: unknown) */
@@ -63,6 +74,9 @@ typedef struct sl_request {
     const sl_req_header *headers; /* the original request's headers (API key, forwarded, ...) */
     size_t nheaders;
     unsigned repeated; /* SL_REQ_* of the proxy's headers that came twice: refused (400) */
+    /* the GraphQL query, or NULL (/v1/auth: limits with cost: graphql are then
+       charged the request's cost, as if they said nothing) */
+    const sl_rules_query *query;
 } sl_request;
 
 #define SL_REQ_METHOD 1u
@@ -111,6 +125,12 @@ typedef struct sl_rules_answer {
                                    limit refused first (LIMITED) or the request failed */
     sl_addr client;             /* who the request was counted as (when have_client) */
     bool have_client;
+    /* with a query: its cost by the first rule whose `cost: graphql` limit
+       applied (query_costed), and a costing refusal's text (the verdict's
+       message points here: reason "bad_query" or "query_too_costly") */
+    bool query_costed;
+    sl_gql_cost_result query_cost;
+    char query_message[160];
     /* private to rules.c: what built each item (for /v1/top labels), the
        counters of the rule, limit and tier each item counts in, and the
        rules that prepared the answer (for sl__rules_finish's counts) */

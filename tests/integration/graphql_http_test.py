@@ -127,6 +127,19 @@ class Example(unittest.TestCase):
             'F:9: policies[0].graphql.max_cost: expected a number of points from 0 (no bound) to '
             '10^12, got "-1"',
             "F:10: policies[0].graphql.maxcost: unknown key (did you mean max_cost?)"])
+        rules = ("policies:\n  - name: p\n    algorithm: fixed_window\n    rate: 10/s\n"
+                 "rules:\n  - name: g\n    graphql: {scheme: github, max_cost: x}\n"
+                 "    limits:\n      - {policy: p, by: global, cost: graphq}\n"
+                 "      - {policy: p, by: route, cost: graphql}\n")
+        with open(path, "w") as f:
+            f.write(rules)
+        r = subprocess.run([sluiced_test.SLUICED, "--check-config", path], capture_output=True,
+                           text=True)
+        self.assertEqual(r.stderr.replace(path, "F").splitlines(), [
+            'F:7: rules[0].graphql.max_cost: expected a number of points from 0 (no bound) to '
+            '10^12, got "x"',
+            'F:9: rules[0].limits[0].cost: expected a cost from 0 to 10^12, or graphql (the '
+            'query\'s points), got "graphq"'])
 
 
 class Budget(unittest.TestCase):
@@ -205,8 +218,8 @@ class Budget(unittest.TestCase):
     def test_request_errors(self):
         st, _, _ = post(self.s, "policy=nope&key=a", '{"query":"{ a }"}')
         self.assertEqual(st, 404)
-        st, _, _ = post(self.s, "key=a", '{"query":"{ a }"}')
-        self.assertEqual(st, 400)
+        st, _, body = post(self.s, "key=a", '{"query":"{ a }"}')  # no policy: by the rules
+        self.assertEqual((st, json.loads(body)["error"]), (400, "missing_uri"))
         st, _, _ = post(self.s, "policy=points", '{"query":"{ a }"}')
         self.assertEqual(st, 400)
         st, h, _ = curl(self.s.url("/v1/graphql?policy=points&key=a"))
@@ -227,6 +240,114 @@ class Budget(unittest.TestCase):
         self.assertGreaterEqual(metric(m, "sluice_graphql_cost_points_total", policy="points"), 1)
         self.assertIsNotNone(metric(m, "sluice_graphql_queries_total", policy="points",
                                     result="too_large"))
+
+
+RULES_CONFIG = """
+listen:
+  http: 127.0.0.1:0
+  grpc: "off"
+  resp: 127.0.0.1:0
+workers: 2
+{store}
+identity:
+  api_keys:
+    file: {keys}
+    header: X-API-Key
+policies:
+  - name: points
+    algorithm: token_bucket
+    rate: 1/h
+    burst: 100
+  - name: per_ip
+    algorithm: token_bucket
+    rate: 1/h
+    burst: 1000
+rules:
+  - name: graphql
+    method: POST
+    path: /graphql
+    graphql:
+      scheme: objects
+      divisor: 10
+      max_cost: 60
+    limits:
+      - {{policy: points, by: api_key, cost: graphql}}
+      - {{policy: per_ip, by: ip}}
+"""
+
+
+class Rules(unittest.TestCase):
+    """POST /v1/graphql without a policy: the rules decide, a limit with
+    cost: graphql is charged the query's points (its rule's graphql: block)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="graphql-rules-")
+        keys = os.path.join(cls.dir, "keys.txt")
+        with open(keys, "w") as f:
+            f.write("alice\nbob\ncarol\n")
+        cls.s = sluiced_test.Server(RULES_CONFIG, store=STORE, keys=keys)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.s.stop() == 0
+
+    def ask(self, key, query, uri="/graphql", method="POST"):
+        return curl("-X", "POST", "-H", "Content-Type: application/json",
+                    "-H", "X-Original-Method: " + method, "-H", "X-Original-URI: " + uri,
+                    "-H", "X-Real-IP: 203.0.113.7", "-H", "X-API-Key: " + key,
+                    self.s.url("/v1/graphql"), data=json.dumps({"query": query}).encode())
+
+    def test_charged_by_rule(self):
+        q = "{ a(first: 100) { b(first: 2) { id } } }"  # 300 objects: 30 points
+        st, h, body = self.ask("alice", q)
+        self.assertEqual(st, 200, body)
+        b = json.loads(body)
+        self.assertEqual((b["cost"], b["objects"]), (30, 300))
+        self.assertIn('"points";q=100;', h["ratelimit-policy"])
+        self.assertIn('"points";r=70;', h["ratelimit"])
+        self.assertIn('"per_ip";r=999;', h["ratelimit"])
+        st, _, body = self.ask("alice", q)
+        self.assertEqual(st, 200, body)
+        # 30 more is over what is left (40 - 30 = 10 after the next): refused, nothing charged
+        st, _, body = self.ask("alice", q)
+        self.assertEqual(st, 200, body)
+        st, h, body = self.ask("alice", q)
+        self.assertEqual(st, 403, body)
+        self.assertEqual(json.loads(body)["cost"], 30)
+        self.assertIn("retry-after", h)
+        st, h, body = self.ask("alice", "{ a(first: 100) { id } }")  # 10 points: all that is left
+        self.assertEqual(st, 200, body)
+        self.assertIn('"points";r=0;', h["ratelimit"])
+
+    def test_refused_by_rule(self):
+        st, _, body = self.ask("bob", "{ a(first: 1000) { id } }")  # 100 points > max_cost 60
+        self.assertEqual(st, 413, body)
+        self.assertEqual((json.loads(body)["error"], json.loads(body)["cost"]),
+                         ("query_too_costly", 100))
+        st, _, body = self.ask("bob", "{ a(first: $n) { id } }")
+        self.assertEqual((st, json.loads(body)["error"]), (400, "bad_query"))
+        st, _, body = self.ask("bob", "{ a(")
+        self.assertEqual((st, json.loads(body)["error"]), (400, "bad_query"))
+        st, _, body = self.ask("mallory", "{ a }")
+        self.assertEqual(st, 401, body)
+        # nothing was charged to bob: a query of 60 points (the most) passes
+        st, h, body = self.ask("bob", "{ a(first: 600) { id } }")
+        self.assertEqual(st, 200, body)
+        self.assertIn('"points";r=40;', h["ratelimit"])
+
+    def test_auth_without_a_query(self):
+        # GET /v1/auth has no query: a cost: graphql limit is charged the request's cost (1)
+        def auth(key):
+            return curl(self.s.url("/v1/auth"), "-H", "X-Original-Method: POST",
+                        "-H", "X-Original-URI: /graphql", "-H", "X-Real-IP: 203.0.113.8",
+                        "-H", "X-API-Key: " + key)
+        st, _, body = auth("mallory")
+        self.assertEqual(st, 401, body)
+        st, h, body = auth("carol")
+        self.assertEqual(st, 200, body)
+        self.assertIn('"points";r=99;', h["ratelimit"])
+        self.assertNotIn("cost", json.loads(body))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "server/http/http.h"
+#include "server/http/http_auth.h"
 #include "server/server.h"
 #include "sluice/error.h"
 #include "sluice/graphql.h"
@@ -223,40 +224,14 @@ static bool read_request(const sl_http_request *r, gql_request *q, sl_buf *out, 
     return true;
 }
 
-/* The query's cost under p's graphql: block; false after writing the
- * refusal (nothing is charged). */
-static bool query_cost(sl_policy *p, const gql_request *q, sl_gql_cost_result *cost, sl_buf *out,
-                       bool keep) {
-    sl_gql_doc *doc = NULL;
+/* Parses the query into *doc; false after writing the refusal (p, when
+ * given, counts it). */
+static bool parse_query(sl_policy *p, const gql_request *q, sl_gql_doc **doc, sl_buf *out,
+                        bool keep) {
     sl_gql_error err = {0};
-    int rc = sl_gql_parse(q->query, q->query_len, NULL, &doc, &err);
-    if (rc == SL_OK) {
-        sl_gql_options o;
-        sl_gql_options_init(&o);
-        const sl_policy_graphql *g = &p->cfg.graphql;
-        if (g->configured) {
-            o.scheme = (sl_gql_scheme)g->scheme;
-            o.divisor = g->divisor;
-            o.default_page = g->default_page;
-            o.max_cost = g->max_cost;
-        }
-        o.operation = q->operation;
-        o.vars = q->vars;
-        o.nvars = q->nvars;
-        rc = sl_gql_cost(doc, &o, cost, &err);
-        sl_gql_free(doc);
-    }
-    if (rc == SL_OK && cost->points > (uint64_t)SL_GQL_POINTS_MAX) {
-        rc = SL_ECOST;
-        snprintf(err.message, sizeof err.message,
-                 "The query costs %llu points, more than any budget (10^12).",
-                 (unsigned long long)cost->points);
-    }
+    int rc = sl_gql_parse(q->query, q->query_len, NULL, doc, &err);
     if (rc == SL_OK) return true;
-    if (rc == SL_ECOST) {
-        count(p, SL_GQL_RESULT_TOO_COSTLY);
-        send_error(out, keep, 413, "query_too_costly", err.message, NULL, cost);
-    } else if (rc == SL_EPARSE && err.kind == SL_GQL_ESIZE) {
+    if (rc == SL_EPARSE && err.kind == SL_GQL_ESIZE) {
         count(p, SL_GQL_RESULT_TOO_LARGE);
         send_error(out, keep, 413, "query_too_large", err.message, NULL, NULL);
     } else if (rc == SL_EPARSE) {
@@ -268,14 +243,68 @@ static bool query_cost(sl_policy *p, const gql_request *q, sl_gql_cost_result *c
     return false;
 }
 
+/* The query's cost under p's graphql: block; false after writing the
+ * refusal (nothing is charged). */
+static bool query_cost(sl_policy *p, const gql_request *q, sl_gql_cost_result *cost, sl_buf *out,
+                       bool keep) {
+    sl_gql_doc *doc = NULL;
+    if (!parse_query(p, q, &doc, out, keep)) return false;
+    sl_gql_error err = {0};
+    sl_gql_options o;
+    sl_gql_options_init(&o);
+    const sl_policy_graphql *g = &p->cfg.graphql;
+    if (g->configured) {
+        o.scheme = (sl_gql_scheme)g->scheme;
+        o.divisor = g->divisor;
+        o.default_page = g->default_page;
+        o.max_cost = g->max_cost;
+    }
+    o.operation = q->operation;
+    o.vars = q->vars;
+    o.nvars = q->nvars;
+    int rc = sl_gql_cost(doc, &o, cost, &err);
+    sl_gql_free(doc);
+    if (rc == SL_OK && cost->points > (uint64_t)SL_GQL_POINTS_MAX) {
+        rc = SL_ECOST;
+        snprintf(err.message, sizeof err.message,
+                 "The query costs %llu points, more than any budget (10^12).",
+                 (unsigned long long)cost->points);
+    }
+    if (rc == SL_OK) return true;
+    if (rc == SL_ECOST) {
+        count(p, SL_GQL_RESULT_TOO_COSTLY);
+        send_error(out, keep, 413, "query_too_costly", err.message, NULL, cost);
+    } else if (rc == SL_EPARSE) {
+        count(p, SL_GQL_RESULT_BAD_QUERY);
+        send_error(out, keep, 400, "bad_query", err.message, &err, NULL);
+    } else {
+        send_error(out, keep, 500, "internal", sl_strerror(rc), NULL, NULL);
+    }
+    return false;
+}
+
+/* POST /v1/graphql without a policy: the config's rules decide, from the
+ * headers a proxy sets, as /v1/auth does; their limits with cost: graphql
+ * are charged the query's points (policy/rules.h). */
+static bool by_rules(sl_worker *w, const sl_http_request *r, sl_buf *out, bool keep) {
+    static _Thread_local gql_request q; /* large (the variables): not on the stack */
+    memset(&q, 0, sizeof q);
+    sl_gql_doc *doc = NULL;
+    if (read_request(r, &q, out, keep, NULL) && parse_query(NULL, &q, &doc, out, keep)) {
+        sl_rules_query rq = {
+            .doc = doc, .operation = q.operation, .vars = q.vars, .nvars = q.nvars};
+        keep = sl__http_auth_decide(w, r, out, keep, &rq);
+    }
+    sl_gql_free(doc);
+    cJSON_Delete(q.json);
+    q.json = NULL;
+    return keep;
+}
+
 bool sl__http_graphql_handle(sl_worker *w, const sl_http_request *r, sl_buf *out, bool keep) {
     char policy[SL_POLICY_NAME_MAX + 2], key[KEY_MAX + 1];
     long n = sl__http_query_param(r->query, r->query_len, "policy", policy, sizeof policy);
-    if (n == -1) {
-        send_error(out, keep, 400, "missing_policy", "the policy parameter is required", NULL,
-                   NULL);
-        return keep;
-    }
+    if (n == -1) return by_rules(w, r, out, keep);
     if (n < 0 || n > SL_POLICY_NAME_MAX) {
         send_error(out, keep, 400, "bad_policy",
                    "the policy parameter is malformed (a bad %-escape, or %00) or longer than "

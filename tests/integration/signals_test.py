@@ -10,6 +10,8 @@
   policy and the key's tier, never by key; sluice_decisions_total and the
   histogram carry `tier` for a tier variant; 401s (unknown and missing keys) and
   400s (no original URI, a bad client address) in sluice_identity_refused_total.
+- Shadow decisions logged, bounded: of 300 would-be refusals at once, the lines
+  written plus sluice_log_lines_dropped_total are exactly 300.
 - The live /metrics passes `promtool check metrics` (Debian's prometheus
   package), after traffic of every kind (skipped when promtool is missing).
 
@@ -23,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import harness
@@ -181,6 +184,34 @@ class Signals(unittest.TestCase):
         for reason, n in [("unknown_key", 2), ("missing_uri", 1), ("bad_client_address", 1),
                           ("missing_key", 0), ("bad_method", 0)]:
             self.assertEqual(refused(after, reason) - refused(before, reason), n, reason)
+
+    def test_shadow_log_bounded_and_counted(self):
+        # 300 shadow refusals at once: at most 10 lines a second are written, and
+        # every other one is counted in sluice_log_lines_dropped_total (exactly:
+        # lines written + lines dropped = shadow refusals, however slow the machine)
+        before = self.metrics()
+        lines_before = self.s.log_text().count("would have refused")
+        req = b"GET /v1/check?policy=trial&key=flood HTTP/1.1\r\nHost: x\r\n\r\n"
+        p = harness.Pipe(self.s.http_port)
+        t0 = time.time()
+        answers = p.run([req] * 302)
+        elapsed = time.time() - t0
+        p.close()
+        self.assertEqual({a[0] for a in answers}, {200})
+        after = self.metrics()
+        refused = (metric(after, "sluice_decisions_total", policy="trial",
+                          outcome="shadow_limited") -
+                   (metric(before, "sluice_decisions_total", policy="trial",
+                           outcome="shadow_limited") or 0))
+        self.assertEqual(refused, 300)
+        dropped = (metric(after, "sluice_log_lines_dropped_total") -
+                   metric(before, "sluice_log_lines_dropped_total"))
+        written = self.s.log_text().count("would have refused") - lines_before
+        self.assertEqual(written + dropped, 300)
+        self.assertGreaterEqual(written, 1)
+        # the budget: 10 lines in each second the flood touched (a slower machine only
+        # spreads it over more seconds)
+        self.assertLessEqual(written, 10 * (int(elapsed) + 2))
 
     def test_promtool_check_metrics(self):
         promtool = shutil.which("promtool")

@@ -13,6 +13,7 @@
 #include "server/server.h"
 #include "sluice/clock.h"
 #include "sluice/sluice.h"
+#include "util/log.h"
 
 /* The sum over the workers of the counter at `offset` bytes into sl_worker. */
 static uint64_t sum_at(sl_server *s, size_t offset) {
@@ -376,6 +377,10 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     const char *luk[] = {"reason", "unknown_key", NULL}, *lmk[] = {"reason", "missing_key", NULL};
     sl__prom_sample(out, "sluice_api_key_refused_total", luk, SUM(s, unknown_keys));
     sl__prom_sample(out, "sluice_api_key_refused_total", lmk, SUM(s, missing_keys));
+    sl__prom_family(out, "sluice_log_lines_dropped_total", "counter",
+                    "Lines a client can cause (shadow mode's would-be refusals) not written: over "
+                    "SL_LOG_LIMITED_PER_SEC (10) a second in the process.");
+    sl__prom_sample(out, "sluice_log_lines_dropped_total", NULL, sl__log_limited_dropped());
     sl__prom_family(out, "sluice_reloads_total", "counter", "Successful config reloads.");
     sl__prom_sample(out, "sluice_reloads_total", NULL, atomic_load(&s->reloads));
     sl__prom_family(out, "sluice_reload_failures_total", "counter",

@@ -240,6 +240,13 @@ class Budget(unittest.TestCase):
         self.assertGreaterEqual(metric(m, "sluice_graphql_cost_points_total", policy="points"), 1)
         self.assertIsNotNone(metric(m, "sluice_graphql_queries_total", policy="points",
                                     result="too_large"))
+        # a cost the policy can never allow (no max_cost) counts as too_costly: not charged
+        before = metric(m, "sluice_graphql_queries_total", policy="objects", result="too_costly")
+        st, _, b = gql(self.s, "objects", "k6", "{ a(first: 101) { id } }")
+        self.assertEqual((st, b["error"]), (400, "cost_exceeds_limit"))
+        st, _, m = curl(self.s.url("/metrics"))
+        self.assertEqual(metric(m, "sluice_graphql_queries_total", policy="objects",
+                                result="too_costly"), before + 1)
 
 
 RULES_CONFIG = """

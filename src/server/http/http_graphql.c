@@ -79,6 +79,7 @@ static void gql_done(sl_decide_call *c) {
     bool keep = sl__reply_keep(&g->reply, g->keep);
     if (c->rc != SL_OK) {
         char msg[200];
+        if (c->rc == SL_ECOST) count(p, SL_GQL_RESULT_TOO_COSTLY); /* nothing charged */
         if (c->rc == SL_ECOST)
             snprintf(msg, sizeof msg,
                      "the query costs %lld points and can never pass: policy %s allows at most "

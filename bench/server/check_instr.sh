@@ -16,6 +16,9 @@
 #             the sketch's worst case)
 #   refused   one key, a fixed window of 1 an hour: refused (what bench/server/run.sh's
 #             wrk run mostly sees)
+#   graphql   POST /v1/graphql?policy=allowed&key=k with bench_graphql's 2 KB query
+#             (bench/server/dashboard.graphql, application/graphql): parse, cost, charge
+#             (the binary must have POST /v1/graphql; other binaries print n/a)
 #
 # Usage: bench/server/check_instr.sh SLUICED [SLUICED2 ...] [--requests N]
 #   each binary is measured on each workload, in turns; prints one table
@@ -36,6 +39,7 @@ for t in valgrind callgrind_control python3; do
   command -v $t >/dev/null || { echo "check_instr.sh: $t not found (apt-get install valgrind)" >&2; exit 1; }
 done
 
+here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d /tmp/sluice-check-instr.XXXXXX)
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"; }
@@ -63,21 +67,31 @@ policies:
     rate: 1/h
 EOF
 
-# client.py PORT POLICY N KEYMODE: N requests, one at a time, on one connection
+# client.py PORT POLICY N KEYMODE START [BODYFILE]: N requests, one at a time, on one
+# connection (with BODYFILE: POST /v1/graphql with it as the body)
 cat >"$dir/client.py" <<'EOF'
 import socket, sys
 port, policy, n, mode, start = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+body = open(sys.argv[6], "rb").read() if len(sys.argv) > 6 else None
 s = socket.create_connection(("127.0.0.1", port))
 buf = b""
 for i in range(start, start + n):
     key = "k%d" % i if mode == "new" else "k"
-    s.sendall(("GET /v1/check?policy=%s&key=%s HTTP/1.1\r\nHost: x\r\n\r\n" % (policy, key)).encode())
+    if body is None:
+        s.sendall(("GET /v1/check?policy=%s&key=%s HTTP/1.1\r\nHost: x\r\n\r\n" % (policy, key)).encode())
+    else:
+        s.sendall(("POST /v1/graphql?policy=%s&key=%s HTTP/1.1\r\nHost: x\r\n"
+                   "Content-Type: application/graphql\r\nContent-Length: %d\r\n\r\n"
+                   % (policy, key, len(body))).encode() + body)
     while True:
         head, sep, rest = buf.partition(b"\r\n\r\n")
         if sep:
             length = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0].split(b":")[1])
             if len(rest) >= length:
                 buf = rest[length:]
+                status = int(head.split(b" ")[1])
+                if status not in (200, 429):
+                    sys.exit("status %d: %r" % (status, rest[:length]))
                 break
         chunk = s.recv(65536)
         if not chunk:
@@ -86,8 +100,8 @@ for i in range(start, start + n):
 s.close()
 EOF
 
-measure() { # binary policy keymode -> instructions per request
-  local bin=$1 policy=$2 mode=$3 out="$dir/cg.out"
+measure() { # binary policy keymode [bodyfile] -> instructions per request
+  local bin=$1 policy=$2 mode=$3 body=${4:-} out="$dir/cg.out"
   rm -f "$dir"/cg.out* "$dir/log"
   valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" -c "$dir/sluice.yaml" \
     >"$dir/log" 2>&1 &
@@ -99,9 +113,15 @@ measure() { # binary policy keymode -> instructions per request
     sleep 0.1
   done
   [ -n "$port" ] || { cat "$dir/log" >&2; echo "check_instr.sh: sluiced did not start" >&2; exit 1; }
-  python3 "$dir/client.py" "$port" "$policy" 500 "$mode" 0 # warm-up
+  if [ -n "$body" ] && ! python3 "$dir/client.py" "$port" "$policy" 1 "$mode" 0 "$body" \
+      2>/dev/null; then
+    kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+    echo n/a
+    return
+  fi
+  python3 "$dir/client.py" "$port" "$policy" 500 "$mode" 0 $body # warm-up
   callgrind_control -z "$pid" >/dev/null 2>&1
-  python3 "$dir/client.py" "$port" "$policy" "$requests" "$mode" 1000
+  python3 "$dir/client.py" "$port" "$policy" "$requests" "$mode" 1000 $body
   callgrind_control -d "$pid" >/dev/null 2>&1
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
   # the dump made by -d is the file with the highest part number
@@ -114,10 +134,11 @@ measure() { # binary policy keymode -> instructions per request
 
 printf '| workload | %s |\n' "$(printf '%s | ' "${bins[@]}" | sed 's/ | $//')"
 printf '| --- |%s\n' "$(printf ' --- |%.0s' "${bins[@]}")"
-for w in allowed:same near:new refused:same; do
-  policy=${w%%:*} mode=${w##*:}
-  row="| $policy (instructions / request) |"
-  for b in "${bins[@]}"; do row+=" $(measure "$b" "$policy" "$mode") |"; done
+for w in allowed:same near:new refused:same graphql:same; do
+  name=${w%%:*} mode=${w##*:} policy=${w%%:*} body=
+  [ "$name" = graphql ] && policy=allowed body="$here/dashboard.graphql"
+  row="| $name (instructions / request) |"
+  for b in "${bins[@]}"; do row+=" $(measure "$b" "$policy" "$mode" $body) |"; done
   echo "$row"
 done
 echo "($requests requests each, after 500 of warm-up; callgrind, one worker)"

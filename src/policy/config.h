@@ -24,6 +24,17 @@ typedef struct sl_listen_config {
     uint16_t port; /* 0 = any free port (tests) */
 } sl_listen_config;
 
+/* A policy's `graphql:` block (config_graphql.c, docs/graphql.md): how
+ * POST /v1/graphql turns a query into points charged to the policy. */
+#define SL_GQL_POINTS_MAX INT64_C(1000000000000) /* divisor and max_cost: at most 10^12 */
+typedef struct sl_policy_graphql {
+    bool configured;       /* the block was given (else the defaults below) */
+    uint8_t scheme;        /* sl_gql_scheme: 0 objects (default), 1 github */
+    uint64_t divisor;      /* 0: the scheme's default (objects 1, github 100) */
+    uint64_t default_page; /* page size without first/last (default 100) */
+    uint64_t max_cost;     /* points above which a query is refused (0: none) */
+} sl_policy_graphql;
+
 typedef struct sl_policy_config {
     char name[SL_POLICY_NAME_MAX + 1];
     sl_params params;   /* algorithm, rate, burst, flags: SL_COUNT_REJECTED, SL_START_EMPTY.
@@ -35,6 +46,7 @@ typedef struct sl_policy_config {
     char on_failure[8]; /* "open" | "closed" | "local", or "" (inherit store.redis.on_failure) */
     bool quota;         /* declared under quotas: (a fixed_window of `limit` per day or month) */
     uint8_t calendar;   /* SL_CALENDAR_MONTH: windows are calendar months (UTC), see policy.h */
+    sl_policy_graphql graphql; /* POST /v1/graphql's cost scheme for this policy */
 } sl_policy_config;
 
 /* ---- identity, rules, tiers, quotas, costs, exemptions (docs/identity.md) ---- */
@@ -84,14 +96,19 @@ typedef struct sl_limit_config {
     uint8_t by[SL_LIMIT_MAX_SOURCES];    /* sl_key_source, in order */
     unsigned nby;
     char header[SL_HEADER_NAME_MAX + 1]; /* for SL_SRC_HEADER (one per limit) */
-    int64_t cost;                        /* -1: the request's cost (costs:) */
+    int64_t cost; /* -1: the request's cost (costs:); SL_COST_GRAPHQL: the query's (graphql:) */
     int line;
 } sl_limit_config;
+
+/* A limit's `cost: graphql`: the points of the GraphQL query of POST
+ * /v1/graphql, costed with its rule's graphql: block (docs/graphql.md). */
+#define SL_COST_GRAPHQL INT64_C(-2)
 
 typedef struct sl_rule_config {
     char name[SL_POLICY_NAME_MAX + 1];
     sl_route_match match;
-    bool shadow; /* this rule's limits decide and count, but never refuse */
+    bool shadow;               /* this rule's limits decide and count, but never refuse */
+    sl_policy_graphql graphql; /* how its `cost: graphql` limits cost a query */
     sl_limit_config limits[SL_RULE_MAX_LIMITS];
     unsigned nlimits;
     int line;

@@ -7,6 +7,7 @@
  *   config_identity.c  identity (and api_keys, the key file), exempt, the
  *                      checks across sections
  *   config_rules.c     tiers, costs, rules (and their limits)
+ *   config_graphql.c   a policy's graphql: block (POST /v1/graphql's costs)
  *
  * A section function gets the value of its key as the reader's current
  * event and consumes it (yaml_reader.h); it reports every problem and
@@ -76,6 +77,10 @@ void sl__config_quotas(sl__config_parser *p, const char *path);
 void sl__config_check_redis_limits(sl__config_parser *p);
 /* Token bucket, GCRA, leaky queue: the algorithms that take a burst. */
 bool sl__config_is_bucket(sl_algorithm a);
+
+/* ---- config_graphql.c ---- */
+/* A policy's graphql: block into *g (defaults first). */
+void sl__config_policy_graphql(sl__config_parser *p, const char *path, sl_policy_graphql *g);
 
 /* ---- config_identity.c ---- */
 void sl__config_identity(sl__config_parser *p, const char *path);

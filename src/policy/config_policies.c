@@ -22,12 +22,13 @@ enum {
     POL_ON_FAILURE,
     POL_DELAY_AFTER,
     POL_REFILL,
+    POL_GRAPHQL,
     POL_NKEYS
 };
 
 static const char *const policy_keys[] = {"name",           "algorithm", "rate",   "burst",
                                           "count_rejected", "start",     "shadow", "on_failure",
-                                          "delay_after",    "refill"};
+                                          "delay_after",    "refill",    "graphql"};
 
 static const char *const algorithm_names[] = {"fixed_window", "sliding_log", "sliding_window",
                                               "token_bucket", "gcra",        "leaky_queue"};
@@ -123,6 +124,9 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
     case POL_DELAY_AFTER:
         if (sl__yaml_uint(&p->y, path, "a whole number of requests", 0, INT64_MAX, &u))
             pc->params.delay_after = (int64_t)u;
+        break;
+    case POL_GRAPHQL:
+        sl__config_policy_graphql(p, path, &pc->graphql);
         break;
     case POL_COUNT_REJECTED:
         if (sl__yaml_bool(&p->y, path, &flag) && flag) pc->params.flags |= SL_COUNT_REJECTED;

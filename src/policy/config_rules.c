@@ -14,9 +14,9 @@ enum { CO_METHOD, CO_PATH, CO_COST };
 
 static const char *const cost_keys[] = {"method", "path", "cost"};
 
-enum { RU_NAME, RU_METHOD, RU_PATH, RU_SHADOW, RU_LIMITS, RU_NKEYS };
+enum { RU_NAME, RU_METHOD, RU_PATH, RU_SHADOW, RU_LIMITS, RU_GRAPHQL, RU_NKEYS };
 
-static const char *const rule_keys[] = {"name", "method", "path", "shadow", "limits"};
+static const char *const rule_keys[] = {"name", "method", "path", "shadow", "limits", "graphql"};
 
 enum { LI_POLICY, LI_BY, LI_COST, LI_NKEYS };
 
@@ -288,7 +288,13 @@ static void limit_value(sl__yaml *y, void *obj, int key, const char *path) {
         limit_by(p, l, path);
         break;
     case LI_COST:
-        if (sl__yaml_uint(&p->y, path, "a cost from 0 to 10^12", 0, (uint64_t)COST_MAX, &u))
+        if (sl__yaml_is_plain(&p->y) && sl__yaml_len(&p->y) == 7 &&
+            memcmp(sl__yaml_text(&p->y), "graphql", 7) == 0) {
+            l->cost = SL_COST_GRAPHQL; /* the query's points (POST /v1/graphql) */
+            break;
+        }
+        if (sl__yaml_uint(&p->y, path, "a cost from 0 to 10^12, or graphql (the query's points)", 0,
+                          (uint64_t)COST_MAX, &u))
             l->cost = (int64_t)u;
         break;
     }
@@ -356,6 +362,9 @@ static void rule_value(sl__yaml *y, void *obj, int key, const char *path) {
         break;
     case RU_LIMITS:
         rule_limits(p, r, path);
+        break;
+    case RU_GRAPHQL:
+        sl__config_policy_graphql(p, path, &r->graphql);
         break;
     }
 }

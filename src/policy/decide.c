@@ -37,6 +37,8 @@ void sl__decide_limit_init(sl_decide_limit *l, bool shadow) {
     atomic_init(&l->limited, 0);
     atomic_init(&l->shadow_limited, 0);
     atomic_init(&l->shadow, shadow);
+    for (int i = 0; i <= SL_RATIO_BUCKETS; i++) atomic_init(&l->ratio[i], 0);
+    atomic_init(&l->ratio_sum, 0);
     for (int i = 0; i < SL_FROM_COUNT; i++) atomic_init(&l->store.from[i], 0);
 }
 
@@ -207,6 +209,27 @@ static void log_shadow(const sl_decide_limit *l, const char *key, size_t keylen,
                         l->store.name, text, (long long)ms);
 }
 
+/* The near-limit histogram: remaining / limit of one decision, in integers
+ * (128-bit products: limits go up to 2^61). Two relaxed atomic adds. */
+static void observe_ratio(sl_decide_limit *l, const sl_decision *d) {
+    if (d->limit <= 0) return;
+    static const unsigned bound[SL_RATIO_BUCKETS] = SL_RATIO_BOUNDS;
+    unsigned __int128 rem = d->remaining > 0 ? (unsigned __int128)d->remaining : 0;
+    unsigned __int128 lim = (unsigned __int128)d->limit;
+    int b = 0;
+    if (rem * 2 > lim) /* the common case, more than half left: the two last buckets */
+        b = rem > lim ? SL_RATIO_BUCKETS : SL_RATIO_BUCKETS - 1;
+    else
+        while (b < SL_RATIO_BUCKETS && rem * 100 > lim * bound[b]) b++;
+    atomic_fetch_add_explicit(&l->ratio[b], 1, memory_order_relaxed);
+    if (!rem) return;
+    /* 64-bit division when the product fits (any remaining below 2^44) */
+    uint64_t millionths = rem < ((unsigned __int128)1 << 44)
+                              ? (uint64_t)rem * 1000000u / (uint64_t)d->limit
+                              : (uint64_t)(rem * 1000000u / lim);
+    atomic_fetch_add_explicit(&l->ratio_sum, millionths, memory_order_relaxed);
+}
+
 /* Counts the items idx[0..n) of one group: every one as allowed when the
  * group passed; else only those that said no (as limited, or as
  * shadow_limited for the shadow group, which then reports them allowed). */
@@ -216,13 +239,18 @@ static void count_group(sl_decide_call *c, const size_t *idx, size_t n, bool ref
         sl_decide_item *it = &c->items[idx[k]];
         if (!it->decided) continue;
         sl_decide_limit *l = it->limit;
+        observe_ratio(l, &it->decision);
+        const char *label = c->labels[idx[k]] ? c->labels[idx[k]] : it->key;
+        size_t len = c->labels[idx[k]] ? c->label_len[idx[k]] : it->keylen;
         if (!refused) {
             atomic_fetch_add_explicit(&l->allowed, 1, memory_order_relaxed);
+            /* near its limit: at most a tenth left (remaining <= limit / 10) */
+            if (l->near && it->decision.remaining <= it->decision.limit / SL_NEAR_DIVISOR &&
+                it->decision.limit > 0)
+                sl__topk_add(l->near, label, len, 1);
             continue;
         }
         if (it->decision.allowed) continue;
-        const char *label = c->labels[idx[k]] ? c->labels[idx[k]] : it->key;
-        size_t len = c->labels[idx[k]] ? c->label_len[idx[k]] : it->keylen;
         if (l->top) sl__topk_add(l->top, label, len, 1);
         if (shadow) {
             atomic_fetch_add_explicit(&l->shadow_limited, 1, memory_order_relaxed);

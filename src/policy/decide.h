@@ -7,8 +7,9 @@
  * the items (an item is shadow if its use says so or its limit is in
  * shadow mode), hands them to the worker's store, and when the store has
  * decided it counts (allowed / limited / shadow_limited per limit, the
- * `from` counters of fail modes), feeds the rejected-keys sketch (with the
- * call's labels), writes the shadow log, and sets rc / refused. A shadow
+ * `from` counters of fail modes, the near-limit histogram), feeds the
+ * rejected-keys and near-limit sketches (with the call's labels), writes
+ * the shadow log, and sets rc / refused. A shadow
  * limit that refused is reported allowed with retry_after 0 (shadowed).
  *
  * Process-wide, sl__engine_new builds what the config's store needs
@@ -32,12 +33,28 @@
 
 #define SL_ENGINE_MAX_WORKERS 256
 
+/* The near-limit histogram (sluice_decision_remaining_ratio): a decision
+ * falls in bucket b, the first whose bound k/100 it does not exceed
+ * (remaining * 100 <= limit * k, in integers), k in SL_RATIO_BOUNDS; one more
+ * bucket for anything above 1 (none today: remaining never exceeds limit). */
+#define SL_RATIO_BUCKETS 7
+#define SL_RATIO_BOUNDS                                                                            \
+    { 0, 1, 5, 10, 25, 50, 100 }
+/* An allowed decision is "near" its limit when it left at most a tenth of it
+ * (remaining * SL_NEAR_DIVISOR <= limit): the keys of /v1/top?by=near. */
+#define SL_NEAR_DIVISOR 10
+
 /* A limit as the engine sees it: what the stores see, and its counters. */
 typedef struct sl_decide_limit {
     sl_store_limit store; /* first */
     atomic_uint_fast64_t allowed, limited, shadow_limited;
     atomic_bool shadow; /* every use of it is a dry run (may change without new state) */
     sl__topk *top;      /* the rejected keys (labels), or NULL */
+    sl__topk *near;     /* the keys allowed near their limit (labels), or NULL */
+    /* remaining / limit after each decision: counts per bucket (not
+       cumulative; the last is above 1) and the sum in millionths */
+    atomic_uint_fast64_t ratio[SL_RATIO_BUCKETS + 1];
+    atomic_uint_fast64_t ratio_sum;
     /* the shadow log's line for a refusal it would have made (label: as in
        the sketch); NULL: "shadow: policy <name> would have refused <label>" */
     void (*log_shadow)(const struct sl_decide_limit *l, const char *label, size_t len,

@@ -32,16 +32,22 @@ static void policy_release(sl_policy *p) {
     sl_table_destroy(p->lim.store.table);
     sl_table_destroy(p->lim.store.fallback);
     sl__topk_destroy(p->lim.top);
+    sl__topk_destroy(p->lim.near);
     sl__store_limit_stripes_free(&p->lim.store);
     free(p);
 }
 
-/* Same limit, so the state can be kept: algorithm, rate, burst, flags. */
+/* Same limit, so the state can be kept: algorithm, rate, burst, flags, and
+ * the graphql: block (read by POST /v1/graphql from the running policy). */
 static bool same_limit(const sl_policy_config *a, const sl_policy_config *b) {
     return a->params.algorithm == b->params.algorithm &&
            a->params.rate.limit == b->params.rate.limit &&
            a->params.rate.period == b->params.rate.period && a->params.burst == b->params.burst &&
-           a->params.flags == b->params.flags && a->calendar == b->calendar;
+           a->params.flags == b->params.flags && a->calendar == b->calendar &&
+           a->graphql.configured == b->graphql.configured &&
+           a->graphql.scheme == b->graphql.scheme && a->graphql.divisor == b->graphql.divisor &&
+           a->graphql.default_page == b->graphql.default_page &&
+           a->graphql.max_cost == b->graphql.max_cost;
 }
 
 /* The local fallback of a limit shared by `instances` servers: its rate
@@ -84,6 +90,7 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool 
     int rc = sl_table_create(&o, &t);
     l->table = t;
     if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->lim.top) != 0) rc = SL_ENOMEM;
+    if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->lim.near) != 0) rc = SL_ENOMEM;
     l->on_failure = fail_mode(cfg, conf);
     if (rc == SL_OK && strcmp(conf->store_type, "redis") == 0 && l->on_failure == SL_FAIL_LOCAL) {
         sl_table_options f = {.params =

@@ -46,7 +46,20 @@ typedef struct sl_policy {
     atomic_int refs;
     size_t base_len;                     /* cfg.name[0..base_len): the name as configured */
     char rate_text[SL_POLICY_RATE_TEXT]; /* sl__policy_rate_format of cfg, made once */
+    /* POST /v1/graphql's outcomes for this policy (SL_GQL_RESULT_*) and the
+       points its allowed queries were charged (/metrics) */
+    atomic_uint_fast64_t gql[5];
+    atomic_uint_fast64_t gql_points;
 } sl_policy;
+
+enum {
+    SL_GQL_RESULT_ALLOWED,
+    SL_GQL_RESULT_LIMITED,
+    SL_GQL_RESULT_BAD_QUERY,
+    SL_GQL_RESULT_TOO_COSTLY,
+    SL_GQL_RESULT_TOO_LARGE,
+    SL_GQL_RESULTS
+};
 
 typedef struct sl_policy_set sl_policy_set;
 struct sl_rules;

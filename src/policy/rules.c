@@ -37,11 +37,14 @@ typedef struct limit {
     char header[SL_HEADER_NAME_MAX + 1];
     size_t header_len;
     int64_t cost; /* -1: the request's */
+    /* decisions per tier slot (as by_tier): allowed, limited, shadow_limited */
+    atomic_uint_fast64_t (*counts)[3];
 } limit;
 
 typedef struct rule {
     pattern match;
     bool shadow;
+    sl_policy_graphql graphql; /* how its cost: graphql limits cost a query */
     char name[SL_POLICY_NAME_MAX + 1];
     size_t name_len;
     limit *limits;
@@ -84,7 +87,12 @@ struct sl_rules {
     size_t nrules;
     char (*tier_names)[SL_POLICY_NAME_MAX + 1];
     size_t ntiers;
+    atomic_uint_fast64_t refused[SL_RULES_REFUSALS]; /* sl__rules_refusal_names */
 };
+
+const char *const sl__rules_refusal_names[SL_RULES_REFUSALS] = {
+    "unknown_key", "missing_key", "missing_client_address", "bad_client_address",
+    "missing_uri", "bad_uri",     "missing_method",         "bad_method"};
 
 /* ---- compiling ----------------------------------------------------------------- */
 
@@ -113,7 +121,10 @@ static void compile_pattern(const sl_route_match *m, pattern *p) {
 void sl__rules_free(sl_rules *r) {
     if (!r) return;
     for (size_t i = 0; i < r->nrules; i++) {
-        for (unsigned j = 0; j < r->rules[i].nlimits; j++) free(r->rules[i].limits[j].by_tier);
+        for (unsigned j = 0; j < r->rules[i].nlimits; j++) {
+            free(r->rules[i].limits[j].by_tier);
+            free(r->rules[i].limits[j].counts);
+        }
         free(r->rules[i].limits);
     }
     free(r->rules);
@@ -180,6 +191,7 @@ int sl__rules_compile(const sl_config *cfg, const sl_policy_set *set, sl_rules *
         rule *ru = &r->rules[r->nrules++];
         compile_pattern(&rc->match, &ru->match);
         ru->shadow = rc->shadow;
+        ru->graphql = rc->graphql;
         memcpy(ru->name, rc->name, sizeof ru->name);
         ru->name_len = strlen(ru->name);
         if (rc->nlimits && !(ru->limits = calloc(rc->nlimits, sizeof *ru->limits))) goto oom;
@@ -187,6 +199,7 @@ int sl__rules_compile(const sl_config *cfg, const sl_policy_set *set, sl_rules *
             const sl_limit_config *lc = &rc->limits[j];
             limit *l = &ru->limits[ru->nlimits++];
             if (!(l->by_tier = calloc(cfg->ntiers + 1, sizeof *l->by_tier))) goto oom;
+            if (!(l->counts = calloc(cfg->ntiers + 1, sizeof *l->counts))) goto oom;
             l->by_tier[0] = sl__policy_find(set, lc->policy, strlen(lc->policy));
             if (!l->by_tier[0]) {
                 snprintf(err, errlen, "rule %s: no policy %s", rc->name, lc->policy);
@@ -548,6 +561,42 @@ static const char *find_key(const sl_rules *r, const sl_request *req, const char
     return NULL;
 }
 
+/* The points of the request's GraphQL query under rule ru's graphql:
+ * block, or -1 with a BAD_REQUEST verdict (the first costing is kept in
+ * a->query_cost for the answer). */
+static int64_t query_points(const rule *ru, const sl_rules_query *q, sl_rules_answer *a) {
+    sl_gql_options o;
+    sl_gql_options_init(&o);
+    if (ru->graphql.configured) {
+        o.scheme = (sl_gql_scheme)ru->graphql.scheme;
+        o.divisor = ru->graphql.divisor;
+        o.default_page = ru->graphql.default_page;
+        o.max_cost = ru->graphql.max_cost;
+    }
+    o.operation = q->operation;
+    o.vars = q->vars;
+    o.nvars = q->nvars;
+    sl_gql_cost_result res;
+    sl_gql_error err = {0};
+    int rc = sl_gql_cost(q->doc, &o, &res, &err);
+    if (rc == SL_OK && res.points > (uint64_t)SL_GQL_POINTS_MAX) {
+        rc = SL_ECOST;
+        snprintf(err.message, sizeof err.message,
+                 "The query costs %llu points, more than any budget (10^12).",
+                 (unsigned long long)res.points);
+    }
+    if (rc == SL_OK || rc == SL_ECOST) {
+        if (!a->query_costed) a->query_cost = res;
+        a->query_costed = true;
+    }
+    if (rc == SL_OK) return (int64_t)res.points;
+    snprintf(a->query_message, sizeof a->query_message, "%s", err.message);
+    verdict(a, SL_VERDICT_BAD_REQUEST, rc == SL_ECOST ? "query_too_costly" : "bad_query",
+            a->query_message);
+    a->n = 0;
+    return -1;
+}
+
 /* Steps 1-5 up to deciding the limits. Returns true when a->items[0..n)
  * are to be decided (metas[i] says what built item i, for labels). */
 static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a,
@@ -562,6 +611,8 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
     a->key = NULL;
     a->key_refused = SL_KEY_ACCEPTED;
     a->used = 0;
+    a->query_costed = false;
+    a->query_message[0] = '\0';
 
     char path[URI_MAX];
     const char *query;
@@ -716,6 +767,9 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
             const char *key = a->arena + start;
             size_t keylen = a->used - start;
             int64_t cost = l->cost >= 0 ? l->cost : a->cost;
+            if (l->cost == SL_COST_GRAPHQL && req->query &&
+                (cost = query_points(ru, req->query, a)) < 0)
+                return false;
             size_t d = 0;
             while (d < a->n && !(a->items[d].policy == pol && a->items[d].keylen == keylen &&
                                  memcmp(a->items[d].key, key, keylen) == 0))
@@ -733,6 +787,7 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
                 return false;
             }
             metas[a->n] = (item_meta){ru, l, hval, hlen};
+            a->counts[a->n] = l->counts[tier_slot];
             a->items[a->n] = (sl_policy_item){
                 .policy = pol, .key = key, .keylen = keylen, .cost = cost, .shadow = ru->shadow};
             a->n++;
@@ -740,6 +795,44 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
     }
     if (a->n == 0 && a->key_refused != SL_KEY_ACCEPTED) unauthorized(a);
     return a->n > 0;
+}
+
+/* A refusal of the request itself (a 400 or 401 verdict), by reason. */
+static void count_refusal(const sl_rules *r, const sl_rules_answer *a) {
+    if (!r || !a->reason ||
+        (a->verdict != SL_VERDICT_BAD_REQUEST && a->verdict != SL_VERDICT_UNAUTHORIZED))
+        return;
+    for (size_t i = 0; i < SL_RULES_REFUSALS; i++)
+        if (strcmp(a->reason, sl__rules_refusal_names[i]) == 0) {
+            atomic_fetch_add_explicit((atomic_uint_fast64_t *)&r->refused[i], 1,
+                                      memory_order_relaxed);
+            return;
+        }
+}
+
+/* Each item's rule counters, counted as the engine counts its limits
+ * (decide.c count_group): a group that passed counts every item allowed; a
+ * refused group only its refusers (limited, or shadow_limited in the shadow
+ * group, decided only when the enforced group passed). */
+static void count_rules(const sl_rules_answer *a, const sl_decide_call *c) {
+    size_t n = a->n < c->n ? a->n : c->n;
+    bool shadow_refused = false;
+    for (size_t i = 0; i < n; i++) shadow_refused |= c->items[i].shadowed;
+    for (size_t i = 0; i < n; i++) {
+        atomic_uint_fast64_t *k = a->counts[i];
+        const sl_decide_item *it = &c->items[i];
+        if (!k || !it->decided) continue;
+        int slot = -1;
+        if (c->sc.items[i].group == 0) {
+            if (c->refused == c->n)
+                slot = 0;
+            else if (!it->decision.allowed)
+                slot = 1;
+        } else if (c->refused == c->n) {
+            slot = it->shadowed ? 2 : shadow_refused ? -1 : 0;
+        }
+        if (slot >= 0) atomic_fetch_add_explicit(&k[slot], 1, memory_order_relaxed);
+    }
 }
 
 void sl__rules_finish(sl_rules_answer *a, const sl_decide_call *c) {
@@ -752,10 +845,13 @@ void sl__rules_finish(sl_rules_answer *a, const sl_decide_call *c) {
     size_t refused = c->refused;
     a->refused = refused;
     if (rc == SL_OK) {
+        count_rules(a, c);
         if (refused < a->n)
             verdict(a, SL_VERDICT_LIMITED, "rate_limited", "rate limit exceeded");
-        else if (a->key_refused != SL_KEY_ACCEPTED)
+        else if (a->key_refused != SL_KEY_ACCEPTED) {
             unauthorized(a); /* the fence passed (and was charged): now the key's 401 */
+            count_refusal(a->rules, a);
+        }
         return;
     }
     if (rc == SL_ECOST && refused < a->n) {
@@ -770,7 +866,11 @@ void sl__rules_finish(sl_rules_answer *a, const sl_decide_call *c) {
 sl_decide_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_policy_set *set,
                                   sl_rules_answer *a, size_t user_bytes) {
     item_meta metas[SL_CHECK_MAX];
-    if (!collect(r, req, a, metas)) return NULL;
+    a->rules = r;
+    if (!collect(r, req, a, metas)) {
+        count_refusal(r, a);
+        return NULL;
+    }
     for (size_t i = 0; i < a->n; i++) a->meta[i] = &metas[i];
     label_ctx lc = {r, a};
     sl_decide_item items[SL_CHECK_MAX];
@@ -786,4 +886,31 @@ sl_decide_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_p
     }
     sl__decide_call_hold(c, set);
     return c;
+}
+
+/* ---- what /metrics prints ------------------------------------------------------ */
+
+void sl__rules_each_stat(const sl_rules *r, void (*fn)(void *ctx, const sl_rule_stats *st),
+                         void *ctx) {
+    for (size_t i = 0; r && i < r->nrules; i++) {
+        const rule *ru = &r->rules[i];
+        for (unsigned j = 0; j < ru->nlimits; j++) {
+            const limit *l = &ru->limits[j];
+            for (size_t t = 0; t <= r->ntiers; t++) {
+                sl_rule_stats st = {
+                    .rule = ru->name,
+                    .policy = l->by_tier[t]->cfg.name,
+                    .tier = t ? r->tier_names[t - 1] : NULL,
+                    .allowed = atomic_load_explicit(&l->counts[t][0], memory_order_relaxed),
+                    .limited = atomic_load_explicit(&l->counts[t][1], memory_order_relaxed),
+                    .shadow_limited = atomic_load_explicit(&l->counts[t][2], memory_order_relaxed)};
+                if (st.allowed + st.limited + st.shadow_limited) fn(ctx, &st);
+            }
+        }
+    }
+}
+
+void sl__rules_refusals(const sl_rules *r, uint64_t out[SL_RULES_REFUSALS]) {
+    for (size_t i = 0; i < SL_RULES_REFUSALS; i++)
+        out[i] = r ? atomic_load_explicit(&r->refused[i], memory_order_relaxed) : 0;
 }

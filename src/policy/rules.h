@@ -35,6 +35,7 @@
 #include "policy/config.h"
 #include "policy/identity.h"
 #include "policy/policy.h"
+#include "sluice/graphql.h"
 
 typedef struct sl_rules sl_rules;
 
@@ -51,6 +52,16 @@ typedef struct sl_req_header {
     size_t name_len, value_len;
 } sl_req_header;
 
+/* The GraphQL query of a request (POST /v1/graphql decided by rules):
+ * what the limits with `cost: graphql` are charged, costed with their
+ * rule's graphql: block. */
+typedef struct sl_rules_query {
+    const sl_gql_doc *doc;
+    const char *operation; /* or NULL */
+    const sl_gql_var *vars;
+    size_t nvars;
+} sl_rules_query;
+
 /* What is known about a request. Pointers live for the call. */
 typedef struct sl_request {
     const char *method; /* "GET", ... (NULL: unknown) */
@@ -63,6 +74,9 @@ typedef struct sl_request {
     const sl_req_header *headers; /* the original request's headers (API key, forwarded, ...) */
     size_t nheaders;
     unsigned repeated; /* SL_REQ_* of the proxy's headers that came twice: refused (400) */
+    /* the GraphQL query, or NULL (/v1/auth: limits with cost: graphql are then
+       charged the request's cost, as if they said nothing) */
+    const sl_rules_query *query;
 } sl_request;
 
 #define SL_REQ_METHOD 1u
@@ -111,8 +125,18 @@ typedef struct sl_rules_answer {
                                    limit refused first (LIMITED) or the request failed */
     sl_addr client;             /* who the request was counted as (when have_client) */
     bool have_client;
-    /* private to rules.c: what built each item (for /v1/top labels) */
+    /* with a query: its cost by the first rule whose `cost: graphql` limit
+       applied (query_costed), and a costing refusal's text (the verdict's
+       message points here: reason "bad_query" or "query_too_costly") */
+    bool query_costed;
+    sl_gql_cost_result query_cost;
+    char query_message[160];
+    /* private to rules.c: what built each item (for /v1/top labels), the
+       counters of the rule, limit and tier each item counts in, and the
+       rules that prepared the answer (for sl__rules_finish's counts) */
     const void *meta[SL_CHECK_MAX];
+    void *counts[SL_CHECK_MAX];
+    const struct sl_rules *rules;
     const sl_apikey *key;
     char arena[SL_RULES_ARENA];
     size_t used;
@@ -128,6 +152,30 @@ typedef struct sl_rules_answer {
 sl_decide_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_policy_set *set,
                                   sl_rules_answer *a, size_t user_bytes);
 void sl__rules_finish(sl_rules_answer *a, const sl_decide_call *c);
+
+/* ---- what /metrics prints of the rules (issue 17) ----
+ * Counted by sl__rules_prepare / sl__rules_finish, in the compiled rules:
+ * they start at 0 when a reload compiles new ones. */
+
+/* Decisions of one limit of one rule, for keys of one tier, as the engine
+ * counts them (sl_decide_limit's allowed / limited / shadow_limited). */
+typedef struct sl_rule_stats {
+    const char *rule;   /* the rule's name (the route) */
+    const char *policy; /* the policy that decided (a tier variant "api:pro" for its tier) */
+    const char *tier;   /* the key's tier, or NULL (no key, or a key without a tier) */
+    uint64_t allowed, limited, shadow_limited;
+} sl_rule_stats;
+/* Calls fn for each (rule, limit, tier) that has decided at least once, in
+ * rule order. */
+void sl__rules_each_stat(const sl_rules *r, void (*fn)(void *ctx, const sl_rule_stats *st),
+                         void *ctx);
+
+/* Requests refused because who or what they are could not be established:
+ * 401s (unknown_key, missing_key) and 400s (missing_client_address,
+ * bad_client_address, missing_uri, bad_uri, missing_method, bad_method). */
+#define SL_RULES_REFUSALS 8
+extern const char *const sl__rules_refusal_names[SL_RULES_REFUSALS];
+void sl__rules_refusals(const sl_rules *r, uint64_t out[SL_RULES_REFUSALS]);
 
 /* Pure helpers, exposed for tests and the fuzz target. */
 

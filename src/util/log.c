@@ -25,6 +25,7 @@ int sl__log_parse_level(const char *name) {
 }
 
 static atomic_uint_fast64_t limited_state, limited_dropped;
+static atomic_uint_fast64_t limited_dropped_total; /* never reset: for /metrics */
 
 __attribute__((format(printf, 3, 0))) static void vlog(sl_log_level level, const char *suffix,
                                                        const char *fmt, va_list ap) {
@@ -64,6 +65,7 @@ void sl__log_limited(int64_t now, sl_log_level level, const char *fmt, ...) {
             next = cur + 1;
         else {
             atomic_fetch_add_explicit(&limited_dropped, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&limited_dropped_total, 1, memory_order_relaxed);
             return;
         }
     } while (!atomic_compare_exchange_weak_explicit(&limited_state, &cur, next,
@@ -77,4 +79,8 @@ void sl__log_limited(int64_t now, sl_log_level level, const char *fmt, ...) {
     va_start(ap, fmt);
     vlog(level, suffix, fmt, ap);
     va_end(ap);
+}
+
+uint64_t sl__log_limited_dropped(void) {
+    return atomic_load_explicit(&limited_dropped_total, memory_order_relaxed);
 }

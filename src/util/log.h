@@ -23,6 +23,10 @@ void sl__log(sl_log_level level, const char *fmt, ...) __attribute__((format(pri
 void sl__log_limited(int64_t now, sl_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Lines sl__log_limited dropped since the process started (the budget was
+ * spent): with the lines it wrote, every line it was asked for. */
+uint64_t sl__log_limited_dropped(void);
+
 #define sl__log_error(...) sl__log(SL_LOG_ERROR, __VA_ARGS__)
 #define sl__log_warn(...)  sl__log(SL_LOG_WARN, __VA_ARGS__)
 #define sl__log_info(...)  sl__log(SL_LOG_INFO, __VA_ARGS__)

@@ -8,10 +8,12 @@
 #include <unistd.h>
 #include <stddef.h>
 
+#include "policy/rules.h"
 #include "server/admin/prom.h"
 #include "server/server.h"
 #include "sluice/clock.h"
 #include "sluice/sluice.h"
+#include "util/log.h"
 
 /* The sum over the workers of the counter at `offset` bytes into sl_worker. */
 static uint64_t sum_at(sl_server *s, size_t offset) {
@@ -28,22 +30,99 @@ static uint64_t sum(sl_server *s, size_t offset) {
 
 #define SUM(s, field) sum((s), offsetof(sl_worker_stats, field))
 
+/* POST /v1/graphql by policy: policies with a graphql: block, and any
+ * other that answered a query (a policy without one uses the defaults). */
+static void graphql_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
+    static const char *const result[SL_GQL_RESULTS] = {[SL_GQL_RESULT_ALLOWED] = "allowed",
+                                                       [SL_GQL_RESULT_LIMITED] = "limited",
+                                                       [SL_GQL_RESULT_BAD_QUERY] = "bad_query",
+                                                       [SL_GQL_RESULT_TOO_COSTLY] = "too_costly",
+                                                       [SL_GQL_RESULT_TOO_LARGE] = "too_large"};
+    sl__prom_family(out, "sluice_graphql_queries_total", "counter",
+                    "POST /v1/graphql queries by policy and result (allowed, limited; bad_query, "
+                    "too_costly, too_large: refused before anything was charged).");
+    for (size_t i = 0; i < n; i++) {
+        sl_policy *p = sl__policy_set_at(set, i);
+        uint64_t v[SL_GQL_RESULTS], any = 0;
+        for (int r = 0; r < SL_GQL_RESULTS; r++) any |= v[r] = atomic_load(&p->gql[r]);
+        if (!any && !p->cfg.graphql.configured) continue;
+        for (int r = 0; r < SL_GQL_RESULTS; r++) {
+            const char *l[] = {"policy", p->cfg.name, "result", result[r], NULL};
+            sl__prom_sample(out, "sluice_graphql_queries_total", l, v[r]);
+        }
+    }
+    sl__prom_family(out, "sluice_graphql_cost_points_total", "counter",
+                    "Points charged to the policy by allowed POST /v1/graphql queries.");
+    for (size_t i = 0; i < n; i++) {
+        sl_policy *p = sl__policy_set_at(set, i);
+        uint64_t any = 0;
+        for (int r = 0; r < SL_GQL_RESULTS; r++) any |= atomic_load(&p->gql[r]);
+        if (!any && !p->cfg.graphql.configured) continue;
+        const char *l[] = {"policy", p->cfg.name, NULL};
+        sl__prom_sample(out, "sluice_graphql_cost_points_total", l, atomic_load(&p->gql_points));
+    }
+}
+
+/* The tier of a tier variant ("api:pro": "pro"), or NULL. */
+static const char *tier_of(const sl_policy *p) {
+    return p->cfg.name[p->base_len] == ':' ? p->cfg.name + p->base_len + 1 : NULL;
+}
+
+/* labels: policy, then tier (for a tier variant), then `name`="value" (or
+ * nothing more when name is NULL); NULL-terminated. */
+static void policy_labels(const char *l[7], const sl_policy *p, const char *name,
+                          const char *value) {
+    size_t i = 0;
+    l[i++] = "policy";
+    l[i++] = p->cfg.name;
+    const char *tier = tier_of(p);
+    if (tier) l[i++] = "tier", l[i++] = tier;
+    if (name) l[i++] = name, l[i++] = value;
+    l[i] = NULL;
+}
+
+/* The near-limit histogram (decide.h): remaining / limit after each
+ * decision, buckets SL_RATIO_BOUNDS / 100. */
+static void ratio_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
+    static const char *const le[SL_RATIO_BUCKETS] = {"0",    "0.01", "0.05", "0.1",
+                                                     "0.25", "0.5",  "1"};
+    sl__prom_family(out, "sluice_decision_remaining_ratio", "histogram",
+                    "Fraction of the limit left after each decision of the policy (remaining / "
+                    "limit): a key at 95% of its limit is in the le=\"0.05\" bucket.");
+    for (size_t i = 0; i < n; i++) {
+        sl_policy *p = sl__policy_set_at(set, i);
+        uint64_t counts[SL_RATIO_BUCKETS + 1];
+        for (int b = 0; b <= SL_RATIO_BUCKETS; b++) counts[b] = atomic_load(&p->lim.ratio[b]);
+        uint64_t sum = atomic_load(&p->lim.ratio_sum); /* millionths */
+        char text[32];
+        int k = snprintf(text, sizeof text, "%llu.%06llu", (unsigned long long)(sum / 1000000),
+                         (unsigned long long)(sum % 1000000));
+        while (k > 0 && text[k - 1] == '0') text[--k] = '\0';
+        if (k > 0 && text[k - 1] == '.') text[--k] = '\0';
+        const char *l[7];
+        policy_labels(l, p, NULL, NULL);
+        sl__prom_histogram_le(out, "sluice_decision_remaining_ratio", l, le, SL_RATIO_BUCKETS,
+                              counts, text);
+    }
+}
+
 static void policy_metrics(sl_policy_set *set, sl_buf *out) {
     size_t n = set ? sl__policy_set_count(set) : 0;
     sl__prom_family(out, "sluice_decisions_total", "counter",
-                    "Decisions by policy and outcome (allowed, limited, shadow_limited).");
+                    "Decisions by policy (tier, for a tier variant) and outcome (allowed, "
+                    "limited, shadow_limited).");
     for (size_t i = 0; i < n; i++) {
         sl_policy *p = sl__policy_set_at(set, i);
-        const char *lab[][4] = {{"policy", p->cfg.name, "outcome", "allowed"},
-                                {"policy", p->cfg.name, "outcome", "limited"},
-                                {"policy", p->cfg.name, "outcome", "shadow_limited"}};
-        const char *l0[] = {lab[0][0], lab[0][1], lab[0][2], lab[0][3], NULL};
-        const char *l1[] = {lab[1][0], lab[1][1], lab[1][2], lab[1][3], NULL};
-        const char *l2[] = {lab[2][0], lab[2][1], lab[2][2], lab[2][3], NULL};
+        const char *l0[7], *l1[7], *l2[7];
+        policy_labels(l0, p, "outcome", "allowed");
+        policy_labels(l1, p, "outcome", "limited");
+        policy_labels(l2, p, "outcome", "shadow_limited");
         sl__prom_sample(out, "sluice_decisions_total", l0, atomic_load(&p->lim.allowed));
         sl__prom_sample(out, "sluice_decisions_total", l1, atomic_load(&p->lim.limited));
         sl__prom_sample(out, "sluice_decisions_total", l2, atomic_load(&p->lim.shadow_limited));
     }
+    ratio_metrics(set, n, out);
+    graphql_metrics(set, n, out);
     /* One snapshot per table for the four families below. A set holds the
      * configured policies and quotas (at most SL_CONFIG_MAX_POLICIES) plus
      * one policy per tier override, so its size has no fixed bound: the
@@ -110,6 +189,43 @@ static void domain_metrics(const sl_domain_set *ds, sl_buf *out) {
     }
 }
 
+/* The limits of rules: (/v1/auth) by rule, policy and tier (policy/rules.h):
+ * those that decided at least once since the rules were compiled. */
+static void rule_stat(void *ctx, const sl_rule_stats *st) {
+    sl_buf *out = ctx;
+    static const char *const outcome[3] = {"allowed", "limited", "shadow_limited"};
+    const uint64_t v[3] = {st->allowed, st->limited, st->shadow_limited};
+    for (int o = 0; o < 3; o++) {
+        const char *l[9];
+        size_t i = 0;
+        l[i++] = "rule", l[i++] = st->rule, l[i++] = "policy", l[i++] = st->policy;
+        if (st->tier) l[i++] = "tier", l[i++] = st->tier;
+        l[i++] = "outcome", l[i++] = outcome[o];
+        l[i] = NULL;
+        sl__prom_sample(out, "sluice_rule_decisions_total", l, v[o]);
+    }
+}
+
+static void rules_metrics(sl_policy_set *set, sl_buf *out) {
+    const sl_rules *r = set ? sl__policy_set_rules(set) : NULL;
+    sl__prom_family(out, "sluice_rule_decisions_total", "counter",
+                    "Decisions of the limits of rules: (GET /v1/auth) by rule (the route), policy, "
+                    "the key's tier and outcome; since the rules were last compiled (start or "
+                    "reload). Never by key.");
+    sl__rules_each_stat(r, rule_stat, out);
+    uint64_t refused[SL_RULES_REFUSALS];
+    sl__rules_refusals(r, refused);
+    sl__prom_family(out, "sluice_identity_refused_total", "counter",
+                    "GET /v1/auth requests refused because who or what they are could not be "
+                    "established: 401 (unknown_key, missing_key) and 400 (client address, "
+                    "original URI or method missing or malformed); since the rules were last "
+                    "compiled.");
+    for (size_t i = 0; i < SL_RULES_REFUSALS; i++) {
+        const char *l[] = {"reason", sl__rules_refusal_names[i], NULL};
+        sl__prom_sample(out, "sluice_identity_refused_total", l, refused[i]);
+    }
+}
+
 /* A family with one unlabelled sample. */
 static void single(sl_buf *out, const char *name, const char *type, const char *help, uint64_t v) {
     sl__prom_family(out, name, type, help);
@@ -132,9 +248,10 @@ static void redis_metrics(const sl_engine_stats *es, sl_policy_set *set, sl_buf 
     sl__prom_sample(out, "sluice_redis_calls_total", ler, es->errors);
     sl__prom_sample(out, "sluice_redis_calls_total", lto, es->timeouts);
     sl__prom_sample(out, "sluice_redis_calls_total", lop, es->rejected_open);
-    sl__prom_family(out, "sluice_redis_call_seconds_sum", "counter",
+    sl__prom_family(out, "sluice_redis_call_seconds_total", "counter",
                     "Total time of answered Redis calls (divide by calls ok for the mean).");
-    sl__prom_sample_f(out, "sluice_redis_call_seconds_sum", NULL, (double)es->latency_sum_us / 1e6);
+    sl__prom_sample_f(out, "sluice_redis_call_seconds_total", NULL,
+                      (double)es->latency_sum_us / 1e6);
     sl__prom_family(out, "sluice_redis_redirects_total", "counter",
                     "Redis Cluster redirections followed (MOVED, ASK).");
     const char *lmv[] = {"kind", "moved", NULL}, *lask[] = {"kind", "ask", NULL};
@@ -189,6 +306,7 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     for (unsigned i = 0; i < s->nworkers; i++)
         if (pthread_equal(s->workers[i].thread, pthread_self())) self = &s->workers[i];
     policy_metrics(self ? self->policies : NULL, out);
+    rules_metrics(self ? self->policies : NULL, out);
     domain_metrics(self ? self->domains : NULL, out);
     sl_engine_stats es;
     sl__engine_stats(s->engine, s->nworkers, &es);
@@ -259,6 +377,10 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     const char *luk[] = {"reason", "unknown_key", NULL}, *lmk[] = {"reason", "missing_key", NULL};
     sl__prom_sample(out, "sluice_api_key_refused_total", luk, SUM(s, unknown_keys));
     sl__prom_sample(out, "sluice_api_key_refused_total", lmk, SUM(s, missing_keys));
+    sl__prom_family(out, "sluice_log_lines_dropped_total", "counter",
+                    "Lines a client can cause (shadow mode's would-be refusals) not written: over "
+                    "SL_LOG_LIMITED_PER_SEC (10) a second in the process.");
+    sl__prom_sample(out, "sluice_log_lines_dropped_total", NULL, sl__log_limited_dropped());
     sl__prom_family(out, "sluice_reloads_total", "counter", "Successful config reloads.");
     sl__prom_sample(out, "sluice_reloads_total", NULL, atomic_load(&s->reloads));
     sl__prom_family(out, "sluice_reload_failures_total", "counter",

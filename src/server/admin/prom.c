@@ -165,3 +165,24 @@ void sl__prom_histogram(sl_buf *out, const char *name, const char *const *labels
     put_u64(out, cum);
     sl__buf_puts(out, "\n");
 }
+
+void sl__prom_histogram_le(sl_buf *out, const char *name, const char *const *labels,
+                           const char *const *le, size_t nle, const uint64_t *counts,
+                           const char *sum) {
+    uint64_t cum = 0;
+    for (size_t i = 0; i <= nle; i++) {
+        cum += counts[i];
+        put_series(out, name, "_bucket", labels, i < nle ? le[i] : "+Inf");
+        sl__buf_puts(out, " ");
+        put_u64(out, cum);
+        sl__buf_puts(out, "\n");
+    }
+    put_series(out, name, "_sum", labels, NULL);
+    sl__buf_puts(out, " ");
+    sl__buf_puts(out, sum);
+    sl__buf_puts(out, "\n");
+    put_series(out, name, "_count", labels, NULL);
+    sl__buf_puts(out, " ");
+    put_u64(out, cum);
+    sl__buf_puts(out, "\n");
+}

@@ -23,6 +23,13 @@ void sl__prom_sample_f(sl_buf *out, const char *name, const char *const *labels,
 extern const int64_t sl__prom_latency_bounds_ns[SL_PROM_LATENCY_BUCKETS];
 void sl__prom_histogram(sl_buf *out, const char *name, const char *const *labels,
                         const uint64_t counts[SL_PROM_LATENCY_BUCKETS + 1], uint64_t sum_ns);
+/* A histogram with nle bounds written as given (le[i], ascending, such as
+ * "0.05"): counts[0..nle] per bucket (not cumulative; counts[nle] is above
+ * the last bound), made cumulative with +Inf, _sum (the text `sum`) and
+ * _count. */
+void sl__prom_histogram_le(sl_buf *out, const char *name, const char *const *labels,
+                           const char *const *le, size_t nle, const uint64_t *counts,
+                           const char *sum);
 /* Index of the bucket for a latency. */
 int sl__prom_latency_bucket(int64_t ns);
 

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "server/http/http.h"
+#include "server/http/http_graphql.h"
 #include "server/reload.h"
 #include "server/server.h"
 #include "sluice/error.h"
@@ -333,15 +334,24 @@ static void handle_top(sl_worker *w, const sl_http_request *r, answer *a) {
     if (!p) return json_error(a, 404, "unknown_policy", "no such policy");
     int64_t want;
     if (!top_n(r, &want)) return json_error(a, 400, "bad_n", "n must be an integer from 1 to 100");
+    /* by=rejected (default): the rejected-keys sketch; by=near: the keys
+       allowed near their limit (decide.h, SL_NEAR_DIVISOR) */
+    char by[16];
+    long bn = sl__http_query_param(r->query, r->query_len, "by", by, sizeof by);
+    bool near = bn == 4 && memcmp(by, "near", 4) == 0;
+    if (bn != -1 && !near && !(bn == 8 && memcmp(by, "rejected", 8) == 0))
+        return json_error(a, 400, "bad_by", "by must be rejected or near");
     sl__topk_item items[TOP_MAX];
-    size_t k = sl__topk_list(p->lim.top, items, (size_t)want);
+    size_t k = sl__topk_list(near ? p->lim.near : p->lim.top, items, (size_t)want);
     sl__buf_puts(&a->body, "{\"policy\":");
     sl__http_json_string(&a->body, p->cfg.name, strlen(p->cfg.name));
-    sl__buf_puts(&a->body, ",\"top\":[");
+    sl__buf_puts(&a->body, near ? ",\"by\":\"near\",\"top\":[" : ",\"top\":[");
     for (size_t i = 0; i < k; i++) {
         sl__buf_puts(&a->body, i ? ",{\"key\":" : "{\"key\":");
         sl__http_json_string(&a->body, items[i].key, items[i].keylen);
-        sl__buf_printf(&a->body, ",\"rejected\":%llu,\"error\":%llu}",
+        sl__buf_printf(&a->body,
+                       near ? ",\"near\":%llu,\"error\":%llu}"
+                            : ",\"rejected\":%llu,\"error\":%llu}",
                        (unsigned long long)items[i].count, (unsigned long long)items[i].error);
     }
     sl__buf_puts(&a->body, "]}");
@@ -393,6 +403,9 @@ bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
     } else if (path_is(r, "/v1/auth")) {
         if (get) return sl__http_auth_handle(w, r, out, keep);
         allow = "GET, HEAD";
+    } else if (path_is(r, "/v1/graphql")) {
+        if (r->method == SL_HTTP_POST) return sl__http_graphql_handle(w, r, out, keep);
+        allow = "POST";
     } else if (path_is(r, "/json")) {
         if (r->method == SL_HTTP_POST) return sl__http_json_handle(w, r, out, keep);
         allow = "POST";

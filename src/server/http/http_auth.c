@@ -26,6 +26,7 @@
 
 #include "policy/rules.h"
 #include "server/http/http.h"
+#include "server/http/http_auth.h"
 #include "server/server.h"
 #include "sluice/error.h"
 
@@ -213,12 +214,24 @@ static void fw_json_text(fw *w, const char *s) {
 /* The body, without allocating: the decision of the binding limit in
  * /v1/check's form, {"allowed":true[,"exempt":"..."]} without one, or an
  * error. */
+/* POST /v1/graphql by rules (http_graphql.c): the query's cost. */
+static void query_cost(fw *w, const sl_rules_answer *a) {
+    if (!a->query_costed) return;
+    fw_str(w, ",\"cost\":");
+    fw_u64(w, a->query_cost.points);
+    fw_str(w, ",\"objects\":");
+    fw_u64(w, a->query_cost.objects);
+    fw_str(w, ",\"requests\":");
+    fw_u64(w, a->query_cost.requests);
+}
+
 static void json_answer(fw *w, const sl_rules_answer *a, size_t bind, int status) {
     if (status != 200 && status != 403) {
         fw_str(w, "{\"error\":");
         fw_json_text(w, a->reason ? a->reason : "internal");
         fw_str(w, ",\"message\":");
         fw_json_text(w, a->message ? a->message : "");
+        query_cost(w, a);
         fw_str(w, "}");
         return;
     }
@@ -228,6 +241,7 @@ static void json_answer(fw *w, const sl_rules_answer *a, size_t bind, int status
             fw_str(w, ",\"exempt\":");
             fw_json_text(w, a->reason);
         }
+        query_cost(w, a);
         fw_str(w, "}");
         return;
     }
@@ -259,6 +273,7 @@ static void json_answer(fw *w, const sl_rules_answer *a, size_t bind, int status
         fw_str(w, ",\"message\":");
         fw_json_text(w, a->message);
     }
+    query_cost(w, a);
     fw_str(w, "}");
 }
 
@@ -277,8 +292,8 @@ static void write_auth(sl_buf *out, sl_rules_answer *a, bool keep, bool head, in
     case SL_VERDICT_UNAUTHORIZED:
         status = 401;
         break;
-    case SL_VERDICT_BAD_REQUEST:
-        status = 400;
+    case SL_VERDICT_BAD_REQUEST: /* a GraphQL query over max_cost: 413, as by policy */
+        status = a->reason && strcmp(a->reason, "query_too_costly") == 0 ? 413 : 400;
         break;
     default:
         status = 500;
@@ -350,6 +365,11 @@ static void auth_done(sl_decide_call *c) {
 }
 
 bool sl__http_auth_handle(sl_worker *w, const sl_http_request *req, sl_buf *out, bool keep) {
+    return sl__http_auth_decide(w, req, out, keep, NULL);
+}
+
+bool sl__http_auth_decide(sl_worker *w, const sl_http_request *req, sl_buf *out, bool keep,
+                          const sl_rules_query *query) {
     const sl_rules *rules = w->policies ? sl__policy_set_rules(w->policies) : NULL;
     sl_req_header hs[SL_HTTP_MAX_HEADERS];
     size_t nh = req->nheaders < SL_HTTP_MAX_HEADERS ? req->nheaders : SL_HTTP_MAX_HEADERS;
@@ -366,6 +386,7 @@ bool sl__http_auth_handle(sl_worker *w, const sl_http_request *req, sl_buf *out,
     }
     sl_request r;
     sl__rules_from_proxy(rules, hs, nh, &r);
+    r.query = query;
     sl_decide_call *c = sl__rules_prepare(rules, &r, w->policies, &a, sizeof(auth_ctx));
     count_key_refusal(w, &a);
     if (!c) { /* the answer is final: nothing to decide, or an error */

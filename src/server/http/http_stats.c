@@ -62,9 +62,9 @@ static void policy_entry(sl_buf *b, sl_policy *p, bool redis, unsigned top) {
                        (unsigned long long)atomic_load(&p->lim.store.from[SL_FROM_LOCAL]));
     sl__buf_puts(b, ",\"top_rejected\":");
     top_list(b, p->lim.top, top, "rejected");
-    /* the keys allowed near their limit (/v1/top?by=near) are not in this
-       build yet: with them, top_list(b, p->lim.near, top, "near") */
-    sl__buf_puts(b, ",\"top_near\":[]}");
+    sl__buf_puts(b, ",\"top_near\":"); /* the keys allowed near their limit (/v1/top?by=near) */
+    top_list(b, p->lim.near, top, "near");
+    sl__buf_puts(b, "}");
 }
 
 static void store_entry(sl_buf *b, const sl_engine_stats *e) {

@@ -1,0 +1,18 @@
+/* http_graphql.h: POST /v1/graphql?policy=P&key=K, a GraphQL query's cost
+ * charged to a policy's points budget (http_graphql.c, docs/graphql.md). */
+#ifndef SLUICE_SERVER_HTTP_GRAPHQL_H
+#define SLUICE_SERVER_HTTP_GRAPHQL_H
+
+#include <stdbool.h>
+
+#include "util/buf.h"
+
+struct sl_worker;
+struct sl_http_request;
+
+/* Answers one POST /v1/graphql into out (now, or from the engine's done,
+ * reply.h). Returns whether the connection stays open (keep). */
+bool sl__http_graphql_handle(struct sl_worker *w, const struct sl_http_request *r, sl_buf *out,
+                             bool keep);
+
+#endif

@@ -863,7 +863,7 @@ static rlimit *walk_limit(walker *w, const ynode *v, const char *field) {
         sl_params p = {.algorithm = l->algorithm,
                        .rate = {.limit = l->rpu, .period = unit_seconds[l->unit] * NS_SEC},
                        .burst = l->burst ? l->burst : l->rpu};
-        if (p.algorithm < SL_TOKEN_BUCKET) p.burst = 0;
+        if (!sl_algorithm_is_bucket(p.algorithm)) p.burst = 0;
         int rc = sl_params_validate(&p);
         if (rc != SL_OK) {
             char rf[FIELD_MAX];
@@ -1585,7 +1585,7 @@ static climit *compile_limit(builder *b, const rdesc *d, const char *domain, siz
         p.algorithm = r->algorithm;
         p.rate.limit = r->rpu;
         p.rate.period = c->period;
-        p.burst = p.algorithm >= SL_TOKEN_BUCKET ? (r->burst ? r->burst : r->rpu) : 0;
+        p.burst = sl_algorithm_is_bucket(p.algorithm) ? (r->burst ? r->burst : r->rpu) : 0;
     }
     /* id: domain NUL path */
     str id = {0};

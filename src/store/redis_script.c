@@ -241,8 +241,7 @@ int sl__redis_script_check(const sl_params *p, bool calendar_month) {
     int64_t period_us = p->rate.period / NS_PER_US;
     if (p->rate.limit > SCRIPT_MAX) return SL_EOVERFLOW;
     if (p->algorithm == SL_SLIDING_LOG && p->rate.limit > SCRIPT_LOG_MAX) return SL_EINVAL;
-    if (p->algorithm == SL_TOKEN_BUCKET || p->algorithm == SL_GCRA ||
-        p->algorithm == SL_LEAKY_QUEUE) {
+    if (sl_algorithm_is_bucket(p->algorithm)) {
         int64_t pu = period_us / gcd64(p->rate.limit, period_us);
         if (p->burst > SCRIPT_MAX / pu) return SL_EOVERFLOW;
     }

@@ -15,6 +15,7 @@
 #include "cli/prng.h"
 #include "cli/sim.h"
 #include "cli/svg.h"
+#include "util/units.h"
 
 /* ---- engine ----------------------------------------------------------------- */
 
@@ -332,7 +333,7 @@ static int write_herd_svg(const char *path, const herd_config *cfg, const herd_r
     }
 
     svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
-    int64_t secs = (cfg->duration + SL_NS_PER_SEC - 1) / SL_NS_PER_SEC;
+    int64_t secs = sl__ceil_s(cfg->duration);
     int64_t tstep = round_step(secs * 6 / 12 + 1);
     for (int64_t sec = 0; sec * SL_NS_PER_SEC <= (int64_t)r->nbins * HERD_BIN; sec += tstep) {
         double x = left + bw * (double)(sec * SL_NS_PER_SEC / HERD_BIN);

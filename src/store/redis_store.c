@@ -159,7 +159,6 @@ static deny_entry *deny_slot(sl_store_worker *sw, const char *rkey, size_t len, 
     return &sw->deny[*h1 & sw->deny_mask];
 }
 
-
 /* ---- fail modes --------------------------------------------------------------------- */
 
 static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {

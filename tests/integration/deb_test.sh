@@ -17,7 +17,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "deb_test: FAIL: $*" >&2; exit 1; }
 
-version=$(sed -n 's/^#define SLUICE_VERSION "\(.*\)"$/\1/p' "$S/include/sluice/sluice.h")
+version=$(sed -n 's/^#define SLUICE_VERSION "\(.*\)"$/\1/p' "$B/include/sluice/version.h")
+[ -n "$version" ] || fail "no SLUICE_VERSION in $B/include/sluice/version.h"
 arch=$(dpkg --print-architecture)
 deb=$work/pkg/sluice_${version}_${arch}.deb
 
@@ -58,6 +59,7 @@ expected="/etc/sluice/sluice.yaml
 /usr/bin/sluiced
 /usr/include/sluice/client.h
 /usr/include/sluice/sluice.h
+/usr/include/sluice/version.h
 /usr/lib/libsluice-client.a
 /usr/lib/libsluice-client.so
 /usr/lib/libsluice-client.so.0

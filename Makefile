@@ -25,13 +25,15 @@ deb: build
 	@ls $(BUILD)/sluice_*.deb
 
 # sluiced on its embedded default config (examples/sluice.yaml): memory store,
-# HTTP on 127.0.0.1:8080, RESP on 127.0.0.1:6380. Ctrl-C drains and stops it.
+# HTTP on 127.0.0.1:8080, gRPC (Envoy's rate limit service) on 127.0.0.1:8081,
+# RESP on 127.0.0.1:6380. Ctrl-C drains and stops it.
 run: build
 	@echo "sluiced: starting on the embedded default config (examples/sluice.yaml). Try:"
 	@echo "  curl -i 'http://127.0.0.1:8080/v1/check?policy=api&key=alice'"
 	@echo "  redis-cli -p 6380 CL.THROTTLE user123 15 30 60"
 	@echo "  redis-cli -p 6380 SL.CHECK api alice"
 	@echo "  curl -s http://127.0.0.1:8080/metrics | grep sluice_decisions"
+	@echo "  gRPC (Envoy's rate limit service) on 127.0.0.1:8081: docs/envoy.md"
 	@exec $(BUILD)/sluiced
 
 # Everything CI runs: unit and integration tests under ASan+UBSan (sluiced and

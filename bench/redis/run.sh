@@ -166,7 +166,7 @@ EOF
 
 # start_sluiced MODE: sluiced on the config of MODE; sets sl_pid, sl_resp,
 # sl_http. Returns 3 (with the log in sl_log) when sluiced exits before it is
-# ready (the Redis store not built yet, for one).
+# ready (a config this build refuses, for one).
 sl_starts=0
 start_sluiced() {
   local n

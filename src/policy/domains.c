@@ -58,6 +58,7 @@
 #include "core/hash.h"
 #include "core/topk.h"
 #include "policy/decide.h"
+#include "policy/yaml_reader.h"
 #include "sluice/error.h"
 #include "sluice/table.h"
 #include "util/log.h"
@@ -73,28 +74,7 @@
 #define TOP_CAPACITY    64     /* counters of a domain's refused-descriptors sketch */
 #define TOP_SEP         '\x1f' /* between the rule and the descriptor in a sketch key */
 
-/* ---- errors -------------------------------------------------------------- */
-
-__attribute__((format(printf, 5, 6))) static void add_error(sl_config_errors *errs,
-                                                            const char *source, int line,
-                                                            const char *field, const char *fmt,
-                                                            ...) {
-    size_t i = errs->n++;
-    if (i >= SL_CONFIG_MAX_ERRORS) return;
-    char *m = errs->msg[i];
-    size_t cap = sizeof errs->msg[i];
-    int k = line > 0 ? snprintf(m, cap, "%s:%d: ", source, line) : snprintf(m, cap, "%s: ", source);
-    if (k < 0 || (size_t)k >= cap) return;
-    if (field && *field) {
-        int f = snprintf(m + k, cap - (size_t)k, "%s: ", field);
-        if (f < 0 || (size_t)f >= cap - (size_t)k) return;
-        k += f;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(m + k, cap - (size_t)k, fmt, ap);
-    va_end(ap);
-}
+/* ---- errors: added to the config's list with sl__errors_add (yaml_reader.h) */
 
 /* `s` quoted for a message: escaped, ASCII only, shortened. */
 static void quote(char *out, size_t size, const char *s, size_t len) {
@@ -160,17 +140,17 @@ static void yaml_syntax_error(const yaml_parser_t *y, const char *text, size_t l
                               const char *source, sl_config_errors *errs) {
     const char *problem = y->problem ? y->problem : "malformed YAML";
     if (y->error == YAML_MEMORY_ERROR)
-        add_error(errs, source, 0, NULL, "out of memory while parsing");
+        sl__errors_add(errs, source, 0, NULL, "out of memory while parsing");
     else if (y->error == YAML_READER_ERROR)
-        add_error(errs, source, line_of_offset(text, len, y->problem_offset), "yaml",
-                  "%s (at offset %zu)", problem, y->problem_offset);
+        sl__errors_add(errs, source, line_of_offset(text, len, y->problem_offset), "yaml",
+                       "%s (at offset %zu)", problem, y->problem_offset);
     else if (y->context)
-        add_error(errs, source, (int)y->problem_mark.line + 1, "yaml",
-                  "%s at column %d (%s at line %d)", problem, (int)y->problem_mark.column + 1,
-                  y->context, (int)y->context_mark.line + 1);
+        sl__errors_add(errs, source, (int)y->problem_mark.line + 1, "yaml",
+                       "%s at column %d (%s at line %d)", problem, (int)y->problem_mark.column + 1,
+                       y->context, (int)y->context_mark.line + 1);
     else
-        add_error(errs, source, (int)y->problem_mark.line + 1, "yaml", "%s at column %d", problem,
-                  (int)y->problem_mark.column + 1);
+        sl__errors_add(errs, source, (int)y->problem_mark.line + 1, "yaml", "%s at column %d",
+                       problem, (int)y->problem_mark.column + 1);
 }
 
 /* Parses one YAML document into a tree. NULL after reporting (an empty
@@ -178,7 +158,7 @@ static void yaml_syntax_error(const yaml_parser_t *y, const char *text, size_t l
 static ynode *yaml_tree(const char *text, size_t len, const char *source, sl_config_errors *errs) {
     yaml_parser_t yp;
     if (!yaml_parser_initialize(&yp)) {
-        add_error(errs, source, 0, NULL, "out of memory");
+        sl__errors_add(errs, source, 0, NULL, "out of memory");
         return NULL;
     }
     yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
@@ -202,27 +182,27 @@ static ynode *yaml_tree(const char *text, size_t len, const char *source, sl_con
             break;
         case YAML_DOCUMENT_START_EVENT:
             if (++docs > 1) {
-                add_error(errs, source, line, NULL,
-                          "only one YAML document per rule file (remove the second ---)");
+                sl__errors_add(errs, source, line, NULL,
+                               "only one YAML document per rule file (remove the second ---)");
                 ok = false;
             }
             break;
         case YAML_ALIAS_EVENT:
-            add_error(errs, source, line, "yaml", "aliases (*name) are not supported");
+            sl__errors_add(errs, source, line, "yaml", "aliases (*name) are not supported");
             ok = false;
             break;
         case YAML_SCALAR_EVENT:
         case YAML_MAPPING_START_EVENT:
         case YAML_SEQUENCE_START_EVENT:
             if (++nodes > YAML_MAX_NODES) {
-                add_error(errs, source, line, NULL, "too many YAML nodes (at most %u)",
-                          YAML_MAX_NODES);
+                sl__errors_add(errs, source, line, NULL, "too many YAML nodes (at most %u)",
+                               YAML_MAX_NODES);
                 ok = false;
                 break;
             }
             n = calloc(1, sizeof *n);
             if (!n) {
-                add_error(errs, source, line, NULL, "out of memory");
+                sl__errors_add(errs, source, line, NULL, "out of memory");
                 ok = false;
                 break;
             }
@@ -244,14 +224,14 @@ static ynode *yaml_tree(const char *text, size_t len, const char *source, sl_con
                 n->type = ev.type == YAML_MAPPING_START_EVENT ? Y_MAP : Y_SEQ;
             }
             if (n->type == Y_SCALAR && !n->text) {
-                add_error(errs, source, line, NULL, "out of memory");
+                sl__errors_add(errs, source, line, NULL, "out of memory");
                 ynode_free(n);
                 ok = false;
                 break;
             }
             if (depth > 0) {
                 if (!ynode_add(stack[depth - 1], n)) {
-                    add_error(errs, source, line, NULL, "out of memory");
+                    sl__errors_add(errs, source, line, NULL, "out of memory");
                     ynode_free(n);
                     ok = false;
                     break;
@@ -264,7 +244,8 @@ static ynode *yaml_tree(const char *text, size_t len, const char *source, sl_con
             }
             if (n->type != Y_SCALAR) {
                 if (depth == YAML_MAX_DEPTH) {
-                    add_error(errs, source, line, NULL, "nested more than %d deep", YAML_MAX_DEPTH);
+                    sl__errors_add(errs, source, line, NULL, "nested more than %d deep",
+                                   YAML_MAX_DEPTH);
                     ok = false;
                     break;
                 }
@@ -286,7 +267,8 @@ static ynode *yaml_tree(const char *text, size_t len, const char *source, sl_con
         return NULL;
     }
     if (!root)
-        add_error(errs, source, 1, NULL, "the file is empty (expected domain: and descriptors:)");
+        sl__errors_add(errs, source, 1, NULL,
+                       "the file is empty (expected domain: and descriptors:)");
     return root;
 }
 
@@ -432,7 +414,7 @@ static void describe(const ynode *n, char *out, size_t size) {
 static void expected(walker *w, const ynode *n, const char *field, const char *what) {
     char got[64];
     describe(n, got, sizeof got);
-    add_error(w->errs, w->source, n->line, field, "expected %s, got %s", what, got);
+    sl__errors_add(w->errs, w->source, n->line, field, "expected %s, got %s", what, got);
 }
 
 /* out = parent.key, truncated to FIELD_MAX - 1 bytes. */
@@ -467,9 +449,9 @@ static int key_index(walker *w, const ynode *k, const char *parent, const char *
     if (keys == desc_keys && k->len == 6 && !memcmp(k->text, "domain", 6))
         where = "belongs at the top of the file";
     if (where)
-        add_error(w->errs, w->source, k->line, field, "config error, key %s %s", q, where);
+        sl__errors_add(w->errs, w->source, k->line, field, "config error, key %s %s", q, where);
     else
-        add_error(w->errs, w->source, k->line, field, "config error, unknown key %s", q);
+        sl__errors_add(w->errs, w->source, k->line, field, "config error, unknown key %s", q);
     return -1;
 }
 
@@ -486,8 +468,8 @@ static void each_key(walker *w, const ynode *map, const char *parent, const char
         char field[FIELD_MAX];
         join_field(field, parent, keys[idx]);
         if (seen[idx]) {
-            add_error(w->errs, w->source, k->line, field, "duplicate key (first at line %d)",
-                      seen[idx]);
+            sl__errors_add(w->errs, w->source, k->line, field, "duplicate key (first at line %d)",
+                           seen[idx]);
             continue;
         }
         seen[idx] = k->line;
@@ -503,7 +485,7 @@ static bool get_string(walker *w, const ynode *v, const char *field, char **out,
         return false;
     }
     if (memchr(v->text, '\0', v->len)) {
-        add_error(w->errs, w->source, v->line, field, "a NUL byte is not allowed here");
+        sl__errors_add(w->errs, w->source, v->line, field, "a NUL byte is not allowed here");
         return false;
     }
     size_t n = v->null ? 0 : v->len;
@@ -569,8 +551,8 @@ static bool get_uint(walker *w, const ynode *v, const char *field, uint64_t max,
         return false;
     }
     if (big || x > max) {
-        add_error(w->errs, w->source, v->line, field, "%s is too large (at most %llu)", v->text,
-                  (unsigned long long)max);
+        sl__errors_add(w->errs, w->source, v->line, field, "%s is too large (at most %llu)",
+                       v->text, (unsigned long long)max);
         return false;
     }
     *out = x;
@@ -634,14 +616,14 @@ static bool metadata_value(walker *w, const ynode *v, const char *field, str *o,
     static const char *const no[] = {"false", "False", "FALSE", "no", "No",
                                      "NO",    "off",   "Off",   "OFF"};
     if (depth > METADATA_MAX_DEPTH) {
-        add_error(w->errs, w->source, v->line, field, "metadata nested more than %d deep",
-                  METADATA_MAX_DEPTH);
+        sl__errors_add(w->errs, w->source, v->line, field, "metadata nested more than %d deep",
+                       METADATA_MAX_DEPTH);
         return false;
     }
     if (v->type == Y_MAP) {
         if (v->n / 2 > METADATA_MAX_KEYS) {
-            add_error(w->errs, w->source, v->line, field,
-                      "more than %d keys in one metadata mapping", METADATA_MAX_KEYS);
+            sl__errors_add(w->errs, w->source, v->line, field,
+                           "more than %d keys in one metadata mapping", METADATA_MAX_KEYS);
             return false;
         }
         str_add(o, "{", 1);
@@ -653,9 +635,9 @@ static bool metadata_value(walker *w, const ynode *v, const char *field, str *o,
             }
             for (size_t j = 0; j < i; j += 2) /* as yaml.v2: "already defined" */
                 if (v->kids[j]->len == k->len && !memcmp(v->kids[j]->text, k->text, k->len)) {
-                    add_error(w->errs, w->source, k->line, field,
-                              "duplicate metadata key '%.*s' (first at line %d)", SHOW_MAX, k->text,
-                              v->kids[j]->line);
+                    sl__errors_add(w->errs, w->source, k->line, field,
+                                   "duplicate metadata key '%.*s' (first at line %d)", SHOW_MAX,
+                                   k->text, v->kids[j]->line);
                     return false;
                 }
             if (i) str_add(o, ",", 1);
@@ -675,7 +657,7 @@ static bool metadata_value(walker *w, const ynode *v, const char *field, str *o,
         str_add(o, "null", 4);
     } else {
         if (memchr(v->text, '\0', v->len)) {
-            add_error(w->errs, w->source, v->line, field, "a NUL byte is not allowed here");
+            sl__errors_add(w->errs, w->source, v->line, field, "a NUL byte is not allowed here");
             return false;
         }
         const char *t = v->text;
@@ -775,8 +757,8 @@ static void limit_value(walker *w, void *obj, int key, const ynode *v, const cha
                 if (!get_string(w, item->kids[j + 1], nf, &name, NULL)) b->bad = true;
             }
             if (!name || !*name) {
-                add_error(w->errs, w->source, item->line, f,
-                          "should not have an empty replaces entry");
+                sl__errors_add(w->errs, w->source, item->line, f,
+                               "should not have an empty replaces entry");
                 b->bad = true;
                 free(name);
                 continue;
@@ -795,10 +777,11 @@ static void limit_value(walker *w, void *obj, int key, const ynode *v, const cha
         if (sl_algorithm_parse(name, &l->algorithm) != SL_OK) {
             char q[64];
             quote(q, sizeof q, name, strlen(name));
-            add_error(w->errs, w->source, v->line, field,
-                      "unknown algorithm %s (expected fixed_window, sliding_log, sliding_window, "
-                      "token_bucket, gcra or leaky_queue)",
-                      q);
+            sl__errors_add(
+                w->errs, w->source, v->line, field,
+                "unknown algorithm %s (expected fixed_window, sliding_log, sliding_window, "
+                "token_bucket, gcra or leaky_queue)",
+                q);
             b->bad = true;
         }
         free(name);
@@ -810,7 +793,7 @@ static void limit_value(walker *w, void *obj, int key, const ynode *v, const cha
             l->burst = (int64_t)u;
         else {
             if (!b->bad && v->type == Y_SCALAR && v->plain && !strcmp(v->text, "0"))
-                add_error(w->errs, w->source, v->line, field, "must be at least 1");
+                sl__errors_add(w->errs, w->source, v->line, field, "must be at least 1");
             b->bad = true;
         }
         break;
@@ -843,22 +826,23 @@ static rlimit *walk_limit(walker *w, const ynode *v, const char *field) {
     }
     if (l->unlimited) {
         if (valid_unit)
-            add_error(w->errs, w->source, b.unit_line, uf,
-                      "should not specify rate limit unit when unlimited");
+            sl__errors_add(w->errs, w->source, b.unit_line, uf,
+                           "should not specify rate limit unit when unlimited");
     } else if (!valid_unit) {
         char q[64] = "''";
         if (b.unit_node) describe(b.unit_node, q, sizeof q);
-        add_error(w->errs, w->source, b.unit_node ? b.unit_line : v->line, uf,
-                  "invalid rate limit unit %s (expected second, minute, hour, day, week, month "
-                  "or year)",
-                  b.unit_node ? q : "''");
+        sl__errors_add(
+            w->errs, w->source, b.unit_node ? b.unit_line : v->line, uf,
+            "invalid rate limit unit %s (expected second, minute, hour, day, week, month "
+            "or year)",
+            b.unit_node ? q : "''");
     }
     for (size_t i = 0; i < l->nreplaces; i++)
         if (l->name && !strcmp(l->replaces[i], l->name)) {
             char rf[FIELD_MAX];
             join_field(rf, field, "replaces");
-            add_error(w->errs, w->source, v->line, rf,
-                      "replaces should not contain name of same descriptor");
+            sl__errors_add(w->errs, w->source, v->line, rf,
+                           "replaces should not contain name of same descriptor");
         }
     if (w->errs->n == errors && !l->unlimited && l->rpu > 0) {
         sl_params p = {.algorithm = l->algorithm,
@@ -871,11 +855,11 @@ static rlimit *walk_limit(walker *w, const ynode *v, const char *field) {
             bool burst = rc == SL_EBURST || (rc == SL_EOVERFLOW && l->burst);
             join_field(rf, field, burst ? "burst" : "requests_per_unit");
             int at = burst && b.burst_line ? b.burst_line : b.rpu_line ? b.rpu_line : v->line;
-            add_error(w->errs, w->source, at, rf, "%u per %s with %s: %s%s", l->rpu,
-                      unit_names[l->unit], sl_algorithm_name(l->algorithm), sl_strerror(rc),
-                      rc == SL_EINVAL && l->algorithm == SL_SLIDING_LOG
-                          ? " (a sliding_log keeps every request: at most 100000)"
-                          : "");
+            sl__errors_add(w->errs, w->source, at, rf, "%u per %s with %s: %s%s", l->rpu,
+                           unit_names[l->unit], sl_algorithm_name(l->algorithm), sl_strerror(rc),
+                           rc == SL_EINVAL && l->algorithm == SL_SLIDING_LOG
+                               ? " (a sliding_log keeps every request: at most 100000)"
+                               : "");
         }
     }
     return l;
@@ -957,8 +941,8 @@ static void walk_descs(walker *w, const ynode *v, const char *field, rdesc **out
         return;
     }
     if (depth > SL_DOMAINS_MAX_DEPTH) {
-        add_error(w->errs, w->source, v->line, field, "descriptors nested more than %d deep",
-                  SL_DOMAINS_MAX_DEPTH);
+        sl__errors_add(w->errs, w->source, v->line, field, "descriptors nested more than %d deep",
+                       SL_DOMAINS_MAX_DEPTH);
         return;
     }
     rdesc *d = calloc(v->n ? v->n : 1, sizeof *d);
@@ -973,8 +957,8 @@ static void walk_descs(walker *w, const ynode *v, const char *field, rdesc **out
         snprintf(f, sizeof f, "%s[%zu]", field, i);
         if (++w->rules->ndescs > SL_DOMAINS_MAX_RULES) {
             if (w->rules->ndescs == SL_DOMAINS_MAX_RULES + 1)
-                add_error(w->errs, w->source, item->line, f, "too many descriptors (at most %d)",
-                          SL_DOMAINS_MAX_RULES);
+                sl__errors_add(w->errs, w->source, item->line, f,
+                               "too many descriptors (at most %d)", SL_DOMAINS_MAX_RULES);
             continue;
         }
         if (item->type != Y_MAP) {
@@ -988,15 +972,16 @@ static void walk_descs(walker *w, const ynode *v, const char *field, rdesc **out
         if (!x->key || !*x->key) {
             char kf[FIELD_MAX];
             join_field(kf, f, "key");
-            add_error(w->errs, w->source, item->line, kf, "descriptor has empty key");
+            sl__errors_add(w->errs, w->source, item->line, kf, "descriptor has empty key");
         }
         if (x->value && !*x->value) free(x->value), x->value = NULL, x->vlen = 0;
         if (x->limit) w->rules->nlimits++;
         if (x->share_threshold && !(x->value && memchr(x->value, '*', x->vlen))) {
             char sf[FIELD_MAX];
             join_field(sf, f, "share_threshold");
-            add_error(w->errs, w->source, item->line, sf,
-                      "share_threshold can only be used with wildcard values (containing '*')");
+            sl__errors_add(
+                w->errs, w->source, item->line, sf,
+                "share_threshold can only be used with wildcard values (containing '*')");
         }
         /* nested descriptors, with the composite key for messages */
         for (size_t j = 0; j + 1 < item->n; j += 2) {
@@ -1026,10 +1011,10 @@ static void walk_descs(walker *w, const ynode *v, const char *field, rdesc **out
                 !memcmp(a->value ? a->value : "", b->value ? b->value : "", a->vlen)) {
                 char f[FIELD_MAX];
                 snprintf(f, sizeof f, "%s[%zu]", field, s[i].i);
-                add_error(w->errs, w->source, b->line, f,
-                          "duplicate descriptor composite key '%s%s%s%s' (first at line %d)",
-                          parent_key, b->key, b->value ? "_" : "", b->value ? b->value : "",
-                          a->line);
+                sl__errors_add(w->errs, w->source, b->line, f,
+                               "duplicate descriptor composite key '%s%s%s%s' (first at line %d)",
+                               parent_key, b->key, b->value ? "_" : "", b->value ? b->value : "",
+                               a->line);
             }
         }
         free(s);
@@ -1081,16 +1066,16 @@ static void walk_file(walker *w, const ynode *root) {
     top_build b = {.dom = dom};
     each_key(w, root, "", top_keys, COUNT(top_keys), top_value, &b);
     if (!dom->name || !*dom->name) {
-        add_error(w->errs, w->source, b.domain_line ? b.domain_line : root->line, "domain",
-                  "config file cannot have empty domain");
+        sl__errors_add(w->errs, w->source, b.domain_line ? b.domain_line : root->line, "domain",
+                       "config file cannot have empty domain");
     } else {
         dom->line = b.domain_line;
         for (size_t i = 0; i + 1 < r->n; i++)
             if (r->d[i].name && r->d[i].len == dom->len &&
                 !memcmp(r->d[i].name, dom->name, dom->len))
-                add_error(w->errs, w->source, b.domain_line, "domain",
-                          "duplicate domain '%s' in config file (first in %s:%d)", dom->name,
-                          r->d[i].file, r->d[i].line);
+                sl__errors_add(w->errs, w->source, b.domain_line, "domain",
+                               "duplicate domain '%s' in config file (first in %s:%d)", dom->name,
+                               r->d[i].file, r->d[i].line);
     }
     if (b.descriptors) {
         char pk[FIELD_MAX];
@@ -1107,7 +1092,7 @@ static int parse_into(sl_domain_rules *r, const char *text, size_t len, const ch
     walker w = {.source = source, .errs = errs, .rules = r};
     walk_file(&w, root);
     ynode_free(root);
-    if (w.nomem) add_error(errs, source, 0, NULL, "out of memory");
+    if (w.nomem) sl__errors_add(errs, source, 0, NULL, "out of memory");
     return errs->n == before ? 0 : -1;
 }
 
@@ -1116,11 +1101,12 @@ int sl__domain_rules_parse(const char *text, size_t len, const char *source, sl_
     *out = NULL;
     sl_domain_rules *r = calloc(1, sizeof *r);
     if (!r) {
-        add_error(errs, source, 0, NULL, "out of memory");
+        sl__errors_add(errs, source, 0, NULL, "out of memory");
         return -1;
     }
     if (len > SL_DOMAINS_MAX_FILE_SIZE) {
-        add_error(errs, source, 0, NULL, "larger than %u bytes: refused", SL_DOMAINS_MAX_FILE_SIZE);
+        sl__errors_add(errs, source, 0, NULL, "larger than %u bytes: refused",
+                       SL_DOMAINS_MAX_FILE_SIZE);
         sl__domain_rules_free(r);
         return -1;
     }
@@ -1136,12 +1122,12 @@ int sl__domain_rules_parse(const char *text, size_t len, const char *source, sl_
 static char *read_file(const char *path, size_t *len, sl_config_errors *errs) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
-        add_error(errs, path, 0, NULL, "cannot open: %s", strerror(errno));
+        sl__errors_add(errs, path, 0, NULL, "cannot open: %s", strerror(errno));
         return NULL;
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        add_error(errs, path, 0, NULL, "not a regular file");
+        sl__errors_add(errs, path, 0, NULL, "not a regular file");
         close(fd);
         return NULL;
     }
@@ -1162,7 +1148,7 @@ static char *read_file(const char *path, size_t *len, sl_config_errors *errs) {
         ssize_t k = read(fd, buf + n, cap - n);
         if (k < 0 && errno == EINTR) continue;
         if (k < 0) {
-            add_error(errs, path, 0, NULL, "cannot read: %s", strerror(errno));
+            sl__errors_add(errs, path, 0, NULL, "cannot read: %s", strerror(errno));
             free(buf);
             close(fd);
             return NULL;
@@ -1172,11 +1158,12 @@ static char *read_file(const char *path, size_t *len, sl_config_errors *errs) {
     }
     close(fd);
     if (!buf) {
-        add_error(errs, path, 0, NULL, "out of memory");
+        sl__errors_add(errs, path, 0, NULL, "out of memory");
         return NULL;
     }
     if (n > SL_DOMAINS_MAX_FILE_SIZE) {
-        add_error(errs, path, 0, NULL, "larger than %u bytes: refused", SL_DOMAINS_MAX_FILE_SIZE);
+        sl__errors_add(errs, path, 0, NULL, "larger than %u bytes: refused",
+                       SL_DOMAINS_MAX_FILE_SIZE);
         free(buf);
         return NULL;
     }
@@ -1200,12 +1187,12 @@ int sl__domain_rules_load(const char *path, sl_domain_rules **out, sl_config_err
     size_t before = errs->n;
     struct stat st;
     if (stat(path, &st) != 0) {
-        add_error(errs, path, 0, NULL, "cannot open: %s", strerror(errno));
+        sl__errors_add(errs, path, 0, NULL, "cannot open: %s", strerror(errno));
         return -1;
     }
     sl_domain_rules *r = calloc(1, sizeof *r);
     if (!r) {
-        add_error(errs, path, 0, NULL, "out of memory");
+        sl__errors_add(errs, path, 0, NULL, "out of memory");
         return -1;
     }
     if (!S_ISDIR(st.st_mode)) {
@@ -1216,7 +1203,7 @@ int sl__domain_rules_load(const char *path, sl_domain_rules **out, sl_config_err
     } else {
         DIR *dir = opendir(path);
         if (!dir) {
-            add_error(errs, path, 0, NULL, "cannot open: %s", strerror(errno));
+            sl__errors_add(errs, path, 0, NULL, "cannot open: %s", strerror(errno));
         } else {
             char **names = NULL;
             size_t n = 0, cap = 0;
@@ -1224,7 +1211,8 @@ int sl__domain_rules_load(const char *path, sl_domain_rules **out, sl_config_err
             for (struct dirent *e; (e = readdir(dir));) {
                 if (!rule_file_name(e->d_name)) continue;
                 if (n == SL_DOMAINS_MAX_FILES) {
-                    add_error(errs, path, 0, NULL, "more than %d rule files", SL_DOMAINS_MAX_FILES);
+                    sl__errors_add(errs, path, 0, NULL, "more than %d rule files",
+                                   SL_DOMAINS_MAX_FILES);
                     break;
                 }
                 if (n == cap) {
@@ -1243,14 +1231,14 @@ int sl__domain_rules_load(const char *path, sl_domain_rules **out, sl_config_err
                 n++;
             }
             closedir(dir);
-            if (nomem) add_error(errs, path, 0, NULL, "out of memory");
+            if (nomem) sl__errors_add(errs, path, 0, NULL, "out of memory");
             if (n) qsort(names, n, sizeof *names, cmp_str);
             size_t plen = strlen(path);
             for (size_t i = 0; i < n && !nomem; i++) {
                 size_t need = plen + strlen(names[i]) + 2;
                 char *file = malloc(need);
                 if (!file) {
-                    add_error(errs, path, 0, NULL, "out of memory");
+                    sl__errors_add(errs, path, 0, NULL, "out of memory");
                     break;
                 }
                 snprintf(file, need, "%s%s%s", path, plen && path[plen - 1] == '/' ? "" : "/",

@@ -6,16 +6,18 @@ SHELL   := /bin/bash
 MAKEFLAGS += --no-print-directory
 CMAKE_FLAGS ?=
 
-.PHONY: build-fuzz all deps build deb run test test-asan test-tsan test-integration test-fuzz fuzz bench format clean
+.PHONY: build-fuzz all deps build deb run test test-asan test-tsan test-integration test-fuzz fuzz bench format format-check tidy clean
 
 all: build
 
 deps:
 	@scripts/install-deps.sh
 
-# Release-with-debug-info build, warnings as errors.
+# Release-with-debug-info build, warnings as errors; compile_commands.json for
+# `make tidy` and editors.
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_WERROR=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_WERROR=ON \
+		-DCMAKE_EXPORT_COMPILE_COMMANDS=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
 # The Debian package, build/sluice_VERSION_ARCH.deb, with CPack from build/
@@ -25,19 +27,22 @@ deb: build
 	@ls $(BUILD)/sluice_*.deb
 
 # sluiced on its embedded default config (examples/sluice.yaml): memory store,
-# HTTP on 127.0.0.1:8080, RESP on 127.0.0.1:6380. Ctrl-C drains and stops it.
+# HTTP on 127.0.0.1:8080, gRPC (Envoy's rate limit service) on 127.0.0.1:8081,
+# RESP on 127.0.0.1:6380. Ctrl-C drains and stops it.
 run: build
 	@echo "sluiced: starting on the embedded default config (examples/sluice.yaml). Try:"
 	@echo "  curl -i 'http://127.0.0.1:8080/v1/check?policy=api&key=alice'"
 	@echo "  redis-cli -p 6380 CL.THROTTLE user123 15 30 60"
 	@echo "  redis-cli -p 6380 SL.CHECK api alice"
 	@echo "  curl -s http://127.0.0.1:8080/metrics | grep sluice_decisions"
+	@echo "  gRPC (Envoy's rate limit service) on 127.0.0.1:8081: docs/envoy.md"
 	@exec $(BUILD)/sluiced
 
-# Everything CI runs: unit and integration tests under ASan+UBSan (sluiced and
-# sluice included), concurrency tests under TSan, the installed library with
-# pkg-config, a fuzz smoke.
-test: deps test-asan test-tsan test-integration test-fuzz
+# Everything CI runs: the format check, unit and integration tests under
+# ASan+UBSan (sluiced and sluice included), concurrency tests under TSan, the
+# installed library with pkg-config, a fuzz smoke. (make tidy is not in it:
+# it takes far more than a minute on CI's 2 cores; DEVELOPERS.md.)
+test: deps format-check test-asan test-tsan test-integration test-fuzz
 	@echo "make test: all passed"
 
 test-asan: deps
@@ -82,6 +87,20 @@ bench: deps build
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+# The C of src/, include/ and tests/ as clang-format (.clang-format) writes it;
+# `make format` fixes what this finds.
+FORMAT_CHECKED = git ls-files 'src/*.[ch]' 'include/*.h' 'tests/*.[ch]'
+format-check:
+	@$(FORMAT_CHECKED) | xargs clang-format --dry-run -Werror || \
+		{ echo "make format-check: run make format" >&2; exit 1; }
+
+# clang-tidy's bugprone and static-analyzer checks (.clang-tidy) over src/,
+# on the normal build's compile_commands.json; fails on any finding.
+tidy: build
+	@out=$$(run-clang-tidy -p $(BUILD) -j$(JOBS) -quiet '$(CURDIR)/src/' 2>/dev/null); \
+		printf '%s\n' "$$out" | grep -E '(warning|error): ' && exit 1; \
+		echo "make tidy: no findings"
 
 clean:
 	@rm -rf build build-asan build-tsan build-bench build-fuzz

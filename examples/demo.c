@@ -1,4 +1,4 @@
-/* demo.c: what `make run` shows until sluiced exists: the seed's token
+/* demo.c: libsluice in a dozen lines (build/sluice-demo): the seed's token
  * bucket (2/s, burst 3) deciding five requests on a fake clock. */
 #include <stdio.h>
 

@@ -20,13 +20,17 @@ if(TARGET sluiced AND SYSTEMD_FOUND)
 endif()
 
 # ---- man pages, gzipped (-n: no name or time in the header, reproducible) ---
-set(SLUICE_MAN_PAGES sluiced.8 sluice.1)
+# One source each, plain roff written once: man/PAGE.in, with the version
+# substituted here (configure_file), so nothing is needed to build them but
+# gzip. tests/integration/man_test.py checks their option lists against
+# --help (and sluice.yaml(5)'s keys against the config loader).
+set(SLUICE_MAN_PAGES sluiced.8 sluice.1 sluice.yaml.5)
 set(SLUICE_MAN_GZ)
 foreach(page ${SLUICE_MAN_PAGES})
-  set(in ${CMAKE_CURRENT_LIST_DIR}/man/${page})
+  set(in ${CMAKE_CURRENT_BINARY_DIR}/man/${page})
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/man/${page}.in ${in} @ONLY)
   set(out ${CMAKE_CURRENT_BINARY_DIR}/man/${page}.gz)
   add_custom_command(OUTPUT ${out}
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/man
     COMMAND gzip -9n -c ${in} > ${out}
     DEPENDS ${in} VERBATIM)
   list(APPEND SLUICE_MAN_GZ ${out})
@@ -42,6 +46,7 @@ add_custom_command(OUTPUT ${SLUICE_CHANGELOG_GZ}
   DEPENDS ${CMAKE_CURRENT_LIST_DIR}/deb/changelog VERBATIM)
 add_custom_target(sluice_changelog ALL DEPENDS ${SLUICE_CHANGELOG_GZ})
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/DEVELOPERS.md
+  ${PROJECT_SOURCE_DIR}/CHANGELOG.md
   ${CMAKE_CURRENT_LIST_DIR}/deb/copyright ${SLUICE_CHANGELOG_GZ}
   DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)

@@ -7,6 +7,7 @@ packages=(
     build-essential cmake pkg-config   # compiler, build, pkg-config for sluice.pc
     libcmocka-dev                      # unit tests
     clang libclang-rt-14-dev           # libFuzzer and sanitizer runtimes
+    clang-format clang-tidy            # make format-check (in make test), make tidy
     libxml2-utils                      # xmllint: the sim tests check SVG charts are well-formed
     libuv1-dev libhttp-parser-dev      # sluiced: event loop, HTTP/1.1 parsing
     libyaml-dev libcjson-dev           # sluiced: config, JSON bodies

@@ -61,17 +61,12 @@ out=$(cd "$out" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-grpc.XXXXXX")
 cp "$build/sluiced" "$tmp/sluiced" # a rebuild during the run changes nothing
 
+bench_name=run.sh
+# processes, free_port, cpu_ticks, children_cpu; the traps that stop every
+# process and remove $tmp
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
 pid=
-cleanup() {
-  trap - EXIT INT TERM
-  if [ -n "$pid" ]; then
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'echo "run.sh: interrupted" >&2; exit 130' INT TERM
 
 # ---- the server ----------------------------------------------------------------------
 mkdir -p "$tmp/rules"
@@ -108,6 +103,7 @@ threads=$(( pin ? cpus - 1 : cpus ))
 [ "$threads" -le "$clients" ] || threads=$clients
 taskset -c "$server_cpus" "$tmp/sluiced" -c "$tmp/sluice.yaml" 2>"$tmp/sluiced.log" &
 pid=$!
+pids+=("$pid")
 for n in $(seq 100); do
   grep -q ' ready' "$tmp/sluiced.log" 2>/dev/null && break
   kill -0 "$pid" 2>/dev/null || { cat "$tmp/sluiced.log" >&2; die "sluiced did not start"; }
@@ -132,19 +128,7 @@ nghttp -v -d "$tmp/body.bin" -H 'content-type: application/grpc' -H 'te: trailer
   >"$out/sanity.txt" 2>&1 || true
 grep -q 'grpc-status: 0' "$out/sanity.txt" || { cat "$out/sanity.txt" >&2; die "no gRPC answer"; }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
-hz=$(getconf CLK_TCK)
-
-# CPU seconds of this shell's finished children (h2load): the `times`
-# builtin, run in this shell, not in a $(...) subshell.
-children_cpu() {
-  times >"$tmp/times"
-  gen_cpu=$(awk 'NR == 2 {
-    n = split($0, f, " "); s = 0
-    for (i = 1; i <= n; i++) { split(f[i], a, "m"); sub(/s$/, "", a[2]); s += a[1] * 60 + a[2] }
-    print s
-  }' "$tmp/times")
-}
+# sluiced's CPU (cpu_ticks) and h2load's (children_cpu): bench/lib.sh
 
 # run SIDE N: one h2load run; appends "side req_per_s decisions server_ticks client_seconds"
 # to $out/runs.txt
@@ -152,7 +136,7 @@ run() {
   local side=$1 i=$2 log=$out/$1-$2.txt t0 t1 rps done bad c0 c1
   children_cpu
   c0=$gen_cpu
-  t0=$(cpu_ticks)
+  t0=$(cpu_ticks "$pid")
   if [ "$side" = grpc ]; then
     taskset -c "$client_cpus" h2load -n "$requests" -c "$clients" -m "$streams" -t "$threads" \
       -d "$tmp/body.bin" -H 'content-type: application/grpc' -H 'te: trailers' "$rls" >"$log" 2>&1
@@ -160,7 +144,7 @@ run() {
     taskset -c "$client_cpus" h2load --h1 -n "$requests" -c "$clients" -m "$streams" \
       -t "$threads" "$check" >"$log" 2>&1
   fi
-  t1=$(cpu_ticks)
+  t1=$(cpu_ticks "$pid")
   children_cpu
   c1=$gen_cpu
   rps=$(sed -n 's/^finished in [0-9.]*m*s, \([0-9.]*\) req\/s.*/\1/p' "$log")
@@ -186,7 +170,6 @@ for i in $(seq "$runs"); do
   run http "$i"
 done
 
-median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 g_rps=$(awk '$1 == "grpc" {print $2}' "$out/runs.txt" | median)
 h_rps=$(awk '$1 == "http" {print $2}' "$out/runs.txt" | median)
 g_us=$(awk -v hz="$hz" '$1 == "grpc" {print $4 / hz * 1e6 / $3}' "$out/runs.txt" | median)

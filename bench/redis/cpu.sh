@@ -125,6 +125,10 @@ fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-cpu.XXXXXX")
+bench_name=cpu.sh
+# processes, free_port, start_redis, npm_peer, cpu_ticks; the traps that stop
+# every process and remove $tmp
+. "$here/../lib.sh"
 
 # ---- tools: the load generator, the peer from npm (cached as run.sh does) ------------
 
@@ -134,25 +138,7 @@ if [ "$need_node" = 1 ]; then
   mkdir -p "$cache"
   cache=$(cd "$cache" && pwd)
   pkg=$here/package.json
-  mkdir -p "$cache"
-  (
-    if command -v flock >/dev/null; then
-      exec 9>"$cache/.lock"
-      flock 9
-    fi
-    if [ ! -d "$cache/node_modules/rate-limiter-flexible" ] || [ ! -d "$cache/node_modules/ioredis" ] ||
-       ! cmp -s "$pkg" "$cache/package.json"; then
-      echo "cpu.sh: installing the peer from npm into $cache" >&2
-      rm -rf "$cache/node_modules" "$cache/package.json"
-      cp "$pkg" "$cache/package.json.new"
-      mv "$cache/package.json.new" "$cache/package.json"
-      if ! (cd "$cache" && npm install --no-audit --no-fund --no-package-lock --loglevel=error >npm.log 2>&1); then
-        cat "$cache/npm.log" >&2
-        rm -rf "$cache/node_modules" "$cache/package.json"
-        exit 1
-      fi
-    fi
-  ) || { echo "cpu.sh: cannot install the peer from npm (see above)" >&2; exit 3; }
+  npm_peer "$cache" "$pkg" || { echo "cpu.sh: cannot install the peer from npm (see above)" >&2; exit 3; }
   export NODE_PATH=$cache/node_modules
 fi
 pkgver() { node -p "require('$cache/node_modules/$1/package.json').version"; }
@@ -161,64 +147,7 @@ if [ "$need_sluiced" = 1 ]; then
   cp "$build/sluiced" "$tmp/sluiced"
 fi
 
-# ---- processes -------------------------------------------------------------------
-
-pids=() # every process started here and still running; cleanup stops them
-untrack() {
-  local p keep=()
-  for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
-  pids=("${keep[@]}")
-}
-# Stops one process started here: SIGTERM, SIGKILL after 10 s.
-stop_pid() {
-  local pid=$1 n
-  kill -TERM "$pid" 2>/dev/null || true
-  for n in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    [ "$n" = 100 ] && kill -KILL "$pid" 2>/dev/null
-    sleep 0.1
-  done
-  wait "$pid" 2>/dev/null || true
-  untrack "$pid"
-}
-cleanup() {
-  local p
-  trap - EXIT INT TERM
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do stop_pid "$p"; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'echo "cpu.sh: interrupted" >&2; exit 130' INT TERM
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-hz=$(getconf CLK_TCK)
-
-# start_redis: a redis-server without persistence; sets rd_pid, rd_port
-# (redis-server cannot listen on port 0: retried with a new port).
-start_redis() {
-  local dir=$tmp/redis attempt n
-  mkdir -p "$dir"
-  for attempt in 1 2 3 4 5; do
-    rd_port=$(free_port)
-    redis-server --bind 127.0.0.1 --port "$rd_port" --save "" --appendonly no \
-      --dir "$dir" --logfile "$dir/redis.log" --daemonize no --protected-mode yes &
-    rd_pid=$!
-    pids+=("$rd_pid")
-    for n in $(seq 100); do
-      [ "$(redis-cli -p "$rd_port" PING 2>/dev/null)" = PONG ] && return 0
-      kill -0 "$rd_pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    echo "cpu.sh: redis-server on port $rd_port: attempt $attempt failed" >&2
-    stop_pid "$rd_pid"
-  done
-  cat "$dir/redis.log" >&2
-  die "redis-server did not start"
-}
+# ---- processes: bench/lib.sh ----------------------------------------------------
 
 # start_sluiced MODE: sluiced in sync MODE (exact or batched) on the shared
 # redis-server; sets sl_pid[MODE], sl_resp[MODE], sl_http[MODE].
@@ -285,8 +214,6 @@ set_subject() { # SUBJECT: label, port and command of one subject
 
 # ---- numbers -----------------------------------------------------------------------
 
-median() { sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-m_med() { tr ' ' '\n' <<<"$1" | { grep . || true; } | median; } # nan for an empty list
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "nan" || b == "nan" || a == "" || b + 0 <= 0) print "nan"; else printf "%.2f", a / b}'; }
 per() { awk -v a="$1" -v n="$2" -v f="${3:-%.2f}" 'BEGIN {if (n > 0) printf f, a / n; else print "nan"}'; }
 kv() { tr ' ' '\n' <"$1" | sed -n "s/^$2=//p"; } # a key=value of loadgen's or flexible.js's output

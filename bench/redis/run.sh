@@ -112,31 +112,16 @@ si_ms=$(awk -v d="$sync_interval" 'BEGIN {
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-redis.XXXXXX")
+bench_name=run.sh
+# processes, free_port, start_redis, npm_peer, cpu_ticks, children_cpu; the
+# traps that stop every process and remove $tmp
+. "$here/../lib.sh"
 
 # ---- the peer: rate-limiter-flexible and ioredis from npm, cached ---------------------
 
 cache=$build/bench-redis-node
 pkg=$here/package.json
-mkdir -p "$cache"
-(
-  # one installer at a time (several runs may share the cache)
-  if command -v flock >/dev/null; then
-    exec 9>"$cache/.lock"
-    flock 9
-  fi
-  if [ ! -d "$cache/node_modules/rate-limiter-flexible" ] || [ ! -d "$cache/node_modules/ioredis" ] ||
-     ! cmp -s "$pkg" "$cache/package.json"; then
-    echo "run.sh: installing $(node -e 'const d = require(process.argv[1]).dependencies; console.log(Object.entries(d).map(([k, v]) => k + "@" + v).join(" "))' "$pkg") into $cache" >&2
-    rm -rf "$cache/node_modules" "$cache/package.json"
-    cp "$pkg" "$cache/package.json.new"
-    mv "$cache/package.json.new" "$cache/package.json"
-    if ! (cd "$cache" && npm install --no-audit --no-fund --no-package-lock --loglevel=error >npm.log 2>&1); then
-      cat "$cache/npm.log" >&2
-      rm -rf "$cache/node_modules" "$cache/package.json"
-      exit 1
-    fi
-  fi
-) || die "cannot install the peer from npm (see above)"
+npm_peer "$cache" "$pkg" || die "cannot install the peer from npm (see above)"
 export NODE_PATH=$cache/node_modules
 pkgver() { node -p "require('$cache/node_modules/$1/package.json').version"; }
 
@@ -147,82 +132,7 @@ if [ -n "$modes" ] || want control; then
 fi
 sluiced=$tmp/sluiced
 
-# ---- processes -------------------------------------------------------------------
-
-pids=() # every process started here and still running; cleanup stops them
-untrack() {
-  local p keep=()
-  for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
-  pids=("${keep[@]}")
-}
-
-# Stops one process started here: SIGTERM (or $2), SIGKILL after 10 s.
-stop_pid() {
-  local pid=$1 sig=${2:-TERM} n
-  kill -"$sig" "$pid" 2>/dev/null || true
-  for n in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    [ "$n" = 100 ] && kill -KILL "$pid" 2>/dev/null
-    sleep 0.1
-  done
-  wait "$pid" 2>/dev/null || true
-  untrack "$pid"
-}
-
-cleanup() {
-  local p
-  trap - EXIT INT TERM
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do stop_pid "$p"; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'echo "run.sh: interrupted" >&2; exit 130' INT TERM
-
-# A free loopback port (the kernel's pick). redis-server cannot listen on
-# port 0 and say which port it got, so another process could take it in
-# between: start_redis retries with a new port.
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# CPU time (utime + stime, clock ticks) of a process, all threads included.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-hz=$(getconf CLK_TCK)
-
-# CPU seconds used so far by this shell's finished children (the load
-# generators): the `times` builtin, which must run in this shell (not in a
-# $(...) subshell), so it is called as `children_cpu; x=$gen_cpu`.
-children_cpu() {
-  times >"$tmp/times"
-  gen_cpu=$(awk 'NR == 2 {
-    n = split($0, f, " "); s = 0
-    for (i = 1; i <= n; i++) { split(f[i], a, "m"); sub(/s$/, "", a[2]); s += a[1] * 60 + a[2] }
-    print s
-  }' "$tmp/times")
-}
-
-# start_redis: a redis-server without persistence; sets rd_pid, rd_port.
-start_redis() {
-  local dir=$tmp/redis attempt n
-  mkdir -p "$dir"
-  for attempt in 1 2 3 4 5; do
-    rd_port=$(free_port)
-    redis-server --bind 127.0.0.1 --port "$rd_port" --save "" --appendonly no \
-      --dir "$dir" --logfile "$dir/redis.log" --daemonize no --protected-mode yes &
-    rd_pid=$!
-    pids+=("$rd_pid")
-    for n in $(seq 100); do
-      [ "$(redis-cli -p "$rd_port" PING 2>/dev/null)" = PONG ] && return 0
-      kill -0 "$rd_pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    echo "run.sh: redis-server on port $rd_port: attempt $attempt failed" >&2
-    stop_pid "$rd_pid"
-  done
-  cat "$dir/redis.log" >&2
-  die "redis-server did not start"
-}
+# ---- processes: bench/lib.sh ----------------------------------------------------
 
 # write_conf MODE FILE: the sluiced config of one sync mode.
 write_conf() {
@@ -256,7 +166,7 @@ EOF
 
 # start_sluiced MODE: sluiced on the config of MODE; sets sl_pid, sl_resp,
 # sl_http. Returns 3 (with the log in sl_log) when sluiced exits before it is
-# ready (the Redis store not built yet, for one).
+# ready (a config this build refuses, for one).
 sl_starts=0
 start_sluiced() {
   local n
@@ -286,13 +196,9 @@ start_sluiced() {
 
 # ---- numbers -----------------------------------------------------------------------
 
-median() { sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-m_med() { tr ' ' '\n' <<<"$1" | grep . | median; } # median of a space-separated list
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "nan"}'; }
-fmt_int() { awk -v x="$1" 'BEGIN {printf "%.0f", x}'; }
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN {if (r == "nan") print "n/a"; else if (r >= t) printf "met"; else printf "missed: %.0f%% of the target", 100 * r / t}'; }
 per() { awk -v a="$1" -v n="$2" -v f="${3:-%.3f}" 'BEGIN {if (n > 0) printf f, a / n; else print "nan"}'; }
-list_int() { local x s=; for x in $1; do s+="$(fmt_int "$x") "; done; echo "${s% }"; }
 
 # redis_counters FILE: INFO of the shared redis-server into FILE; prints
 # total_commands_processed.

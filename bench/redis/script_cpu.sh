@@ -48,24 +48,14 @@ while [ $# -gt 0 ]; do
 done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-cpu.XXXXXX")
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-hz=$(getconf CLK_TCK)
+bench_name=script_cpu.sh
+# processes, free_port, start_redis, cpu_ticks; the traps that stop every
+# process and remove $tmp
+. "$here/../lib.sh"
 
-port=$(free_port)
-redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no --dir "$tmp" \
-  --logfile "$tmp/redis.log" &
-rpid=$!
-pids+=("$rpid")
+start_redis
+port=$rd_port rpid=$rd_pid
 rcli() { redis-cli -p "$port" "$@"; }
-for _ in $(seq 100); do rcli PING >/dev/null 2>&1 && break; sleep 0.1; done
 
 # the script(s) as the build embeds them
 sha=$(rcli SCRIPT LOAD "$(cat "$root/src/store/decide.lua")")

@@ -45,22 +45,14 @@ while [ $# -gt 0 ]; do
 done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-floor.XXXXXX")
-rpid=
-cleanup() {
-  if [ -n "$rpid" ]; then kill -TERM "$rpid" 2>/dev/null || true; wait "$rpid" 2>/dev/null || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-hz=$(getconf CLK_TCK)
+bench_name=script_floor.sh
+# processes, free_port, start_redis, cpu_ticks; the traps that stop every
+# process and remove $tmp
+. "$here/../lib.sh"
 
-port=$(free_port)
-redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no --dir "$tmp" \
-  --logfile "$tmp/redis.log" &
-rpid=$!
+start_redis
+port=$rd_port rpid=$rd_pid
 rcli() { redis-cli -p "$port" "$@"; }
-for _ in $(seq 100); do rcli PING >/dev/null 2>&1 && break; sleep 0.1; done
 
 floor_lua() {
   case $1 in

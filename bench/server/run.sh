@@ -83,6 +83,10 @@ fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-server.XXXXXX")
+bench_name=run.sh
+# processes, free_port, start_redis, cpu_ticks, rss_kib, children_cpu; the
+# traps that stop every process and remove $tmp
+. "$here/../lib.sh"
 # nginx's workers run as nobody when started as root: they must be able to
 # look under the prefix (try_files stats a file that does not exist).
 chmod 755 "$tmp"
@@ -91,78 +95,7 @@ chmod 755 "$tmp"
 cp "$build/sluiced" "$tmp/sluiced"
 sluiced=$tmp/sluiced
 
-# ---- processes -------------------------------------------------------------------
-
-pids=() # every process started here and still running; cleanup stops them
-untrack() {
-  local p keep=()
-  for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
-  pids=("${keep[@]}")
-}
-
-# Stops one process started here: SIGTERM (or $2), SIGKILL after 10 s.
-stop_pid() {
-  local pid=$1 sig=${2:-TERM} n
-  kill -"$sig" "$pid" 2>/dev/null || true
-  for n in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    [ "$n" = 100 ] && kill -KILL "$pid" 2>/dev/null
-    sleep 0.1
-  done
-  wait "$pid" 2>/dev/null || true
-  untrack "$pid"
-}
-
-cleanup() {
-  local p
-  trap - EXIT INT TERM
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do stop_pid "$p"; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'echo "run.sh: interrupted" >&2; exit 130' INT TERM
-
-# A free loopback port (the kernel's pick). redis-server and nginx cannot
-# listen on port 0 and say which port they got, so another process could take
-# it in between: the start functions retry with a new port.
-free_port() {
-  if command -v python3 >/dev/null; then
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-  else
-    local p
-    while :; do
-      p=$((32768 + RANDOM % 28000))
-      ss -Htan "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return; }
-    done
-  fi
-}
-
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
-
-# CPU time (user + system, clock ticks) of a process and of its child
-# processes (nginx's workers), all threads included.
-cpu_ticks() {
-  local p t=0 c
-  for p in "$1" $(cat /proc/"$1"/task/*/children 2>/dev/null); do
-    c=$(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)
-    t=$((t + c))
-  done
-  echo "$t"
-}
-hz=$(getconf CLK_TCK)
-
-# CPU seconds used so far by this shell's finished children (the load
-# generators): the `times` builtin, which must run in this shell (not in a
-# $(...) subshell), so it is called as `children_cpu; x=$gen_cpu`.
-children_cpu() {
-  times >"$tmp/times"
-  gen_cpu=$(awk 'NR == 2 {
-    n = split($0, f, " "); s = 0
-    for (i = 1; i <= n; i++) { split(f[i], a, "m"); sub(/s$/, "", a[2]); s += a[1] * 60 + a[2] }
-    print s
-  }' "$tmp/times")
-}
+# ---- processes: bench/lib.sh ----------------------------------------------------
 
 # start_sluiced NAME WORKERS: sluiced on its own config; sets sl_pid, sl_resp, sl_http.
 start_sluiced() {
@@ -182,28 +115,6 @@ start_sluiced() {
     cat "$log" >&2
     die "sluiced: no ports in its log"
   fi
-}
-
-# start_redis NAME: a redis-server without persistence; sets rd_pid, rd_port.
-start_redis() {
-  local dir=$tmp/$1 attempt n
-  mkdir -p "$dir"
-  for attempt in 1 2 3 4 5; do
-    rd_port=$(free_port)
-    redis-server --bind 127.0.0.1 --port "$rd_port" --save "" --appendonly no \
-      --dir "$dir" --logfile "$dir/redis.log" --daemonize no --protected-mode yes &
-    rd_pid=$!
-    pids+=("$rd_pid")
-    for n in $(seq 100); do
-      [ "$(redis-cli -p "$rd_port" PING 2>/dev/null)" = PONG ] && return 0
-      kill -0 "$rd_pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    echo "run.sh: redis-server on port $rd_port: attempt $attempt failed" >&2
-    stop_pid "$rd_pid"
-  done
-  cat "$dir/redis.log" >&2
-  die "redis-server did not start"
 }
 
 # start_nginx: nginx limit_req in the foreground (daemon off) with its own
@@ -263,13 +174,9 @@ EOF
 
 # ---- numbers -----------------------------------------------------------------------
 
-median() { sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-m_med() { tr ' ' '\n' <<<"$1" | grep . | median; } # median of a space-separated list
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "nan"}'; }
-fmt_int() { awk -v x="$1" 'BEGIN {printf "%.0f", x}'; }
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN {if (r >= t) printf "met"; else printf "missed: %.0f%% of the target", 100 * r / t}'; }
 per_req_us() { awk -v t="$1" -v hz="$hz" -v n="$2" 'BEGIN {if (n > 0) printf "%.2f", t / hz / n * 1e6; else print "nan"}'; }
-list_int() { local x s=; for x in $1; do s+="$(fmt_int "$x") "; done; echo "${s% }"; }
 
 # round_ratios ARRAY A B: median over the rounds r of ARRAY[A,r] / ARRAY[B,r]
 # (the two sides of a round ran next to each other, under the same

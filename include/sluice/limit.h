@@ -116,6 +116,16 @@ typedef struct sl_decision {
  * SL_EALGORITHM, SL_EINVAL, SL_EOVERFLOW. */
 SL_API int sl_params_validate(const sl_params *p);
 
+/* Whether `a` is a bucket (token_bucket, gcra, leaky_queue: sized by
+ * sl_params.burst) rather than a window (fixed_window, sliding_log,
+ * sliding_window: sized by rate.limit). False for an unknown algorithm. */
+SL_API bool sl_algorithm_is_bucket(sl_algorithm a);
+
+/* The size of the limit `p` describes, as sl_decision.limit reports it:
+ * burst for a bucket, rate.limit for a window (and for an unknown
+ * algorithm). p must not be NULL; p is not validated. */
+SL_API int64_t sl_params_limit(const sl_params *p);
+
 /* The canonical lower-case name ("token_bucket", ...), or NULL if unknown. */
 SL_API const char *sl_algorithm_name(sl_algorithm a);
 

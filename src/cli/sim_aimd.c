@@ -13,6 +13,7 @@
 #include "cli/output.h"
 #include "cli/sim.h"
 #include "cli/svg.h"
+#include "util/units.h"
 
 /* ---- engine ----------------------------------------------------------------- */
 
@@ -121,7 +122,7 @@ static int print_aimd(FILE *fp, out_format f, const aimd_config *cfg, const aimd
     out_table *tab = out_table_new(7, aimd_columns);
     if (!tab) return -1;
     char b1[40], b2[40], b3[40], b4[40], b5[40];
-    int64_t secs = (cfg->duration + SL_NS_PER_SEC - 1) / SL_NS_PER_SEC;
+    int64_t secs = sl__ceil_s(cfg->duration);
     int64_t rate = cfg->start;
     size_t i = 0;
     for (int64_t s = 0; s < secs; s++) {
@@ -306,7 +307,7 @@ static int write_aimd_svg(const char *path, const aimd_config *cfg, const aimd_r
     }
 
     svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
-    int64_t secs = (cfg->duration + SL_NS_PER_SEC - 1) / SL_NS_PER_SEC;
+    int64_t secs = sl__ceil_s(cfg->duration);
     int64_t tstep = nice_up((double)secs / 2.0);
     for (int64_t sec = 0; sec * SL_NS_PER_SEC <= cfg->duration; sec += tstep) {
         double x = ax(&c, sec * SL_NS_PER_SEC);

@@ -17,7 +17,7 @@
 
 #include "cli/args.h"
 #include "cli/output.h"
-#include "cli/prng.h"
+#include "client/prng.h"
 #include "cli/sim.h"
 #include "cli/svg.h"
 
@@ -182,10 +182,10 @@ int fair_run(const fair_config *cfg, fair_result *out, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         goto done;
     }
-    prng rng;
-    prng_seed(&rng, cfg->seed);
+    sl__prng rng;
+    sl__prng_seed(&rng, cfg->seed);
     for (size_t i = 0; i < n; i++) {
-        out->arrival[i] = (int64_t)prng_upto(&rng, (uint64_t)cfg->spread);
+        out->arrival[i] = (int64_t)sl__prng_upto(&rng, (uint64_t)cfg->spread);
         order[i] = (arrival_of){out->arrival[i], (int64_t)i};
     }
     qsort(order, n, sizeof *order, cmp_arrival);

@@ -12,9 +12,10 @@
 
 #include "cli/args.h"
 #include "cli/output.h"
-#include "cli/prng.h"
+#include "client/prng.h"
 #include "cli/sim.h"
 #include "cli/svg.h"
+#include "util/units.h"
 
 /* ---- engine ----------------------------------------------------------------- */
 
@@ -83,8 +84,8 @@ int herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen)
         herd_result_free(out);
         return -1;
     }
-    prng rng;
-    prng_seed(&rng, cfg->seed);
+    sl__prng rng;
+    sl__prng_seed(&rng, cfg->seed);
 
     size_t n = 0;
     for (int64_t w = 0; w < cfg->workers; w++) heap_push(heap, &n, (event){0, w});
@@ -116,7 +117,7 @@ int herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen)
             if (at > out->last_served_at) out->last_served_at = at;
         } else {
             out->rejected_bin[bin]++;
-            int64_t extra = cfg->jitter ? (int64_t)prng_upto(&rng, (uint64_t)cfg->jitter) : 0;
+            int64_t extra = cfg->jitter ? (int64_t)sl__prng_upto(&rng, (uint64_t)cfg->jitter) : 0;
             heap_push(heap, &n, (event){e.t + cfg->retry_after + extra, e.worker});
         }
     }
@@ -332,7 +333,7 @@ static int write_herd_svg(const char *path, const herd_config *cfg, const herd_r
     }
 
     svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
-    int64_t secs = (cfg->duration + SL_NS_PER_SEC - 1) / SL_NS_PER_SEC;
+    int64_t secs = sl__ceil_s(cfg->duration);
     int64_t tstep = round_step(secs * 6 / 12 + 1);
     for (int64_t sec = 0; sec * SL_NS_PER_SEC <= (int64_t)r->nbins * HERD_BIN; sec += tstep) {
         double x = left + bw * (double)(sec * SL_NS_PER_SEC / HERD_BIN);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli/args.h"
-#include "cli/prng.h"
+#include "client/prng.h"
 #include "util/file_read.h"
 
 /* A file can hold at most this many bytes: TRACE_MAX_REQUESTS lines of a
@@ -190,10 +190,10 @@ int trace_builtin_make(trace_builtin which, int64_t mean_rate_milli, uint64_t se
         /* Arrivals at ms resolution: each ms of the 10 s holds a request with
          * probability mean_rate / 1000 (a Bernoulli process, the integer
          * stand-in for Poisson arrivals). */
-        prng r;
-        prng_seed(&r, seed);
+        sl__prng r;
+        sl__prng_seed(&r, seed);
         for (int64_t ms = 0; ms < 10000 && rc == 0; ms++)
-            if ((int64_t)prng_upto(&r, 999999) < mean_rate_milli)
+            if ((int64_t)sl__prng_upto(&r, 999999) < mean_rate_milli)
                 rc = builder_add(&b, ms * 1000000, 0, 1, 0, NULL);
         break;
     }

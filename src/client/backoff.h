@@ -8,20 +8,7 @@
 
 #include <stdint.h>
 
-/* splitmix64 (Steele, Lea, Flood 2014): small, fast, good enough for
- * jitter, and the same sequence on every machine for a given seed. */
-typedef struct sl__prng {
-    uint64_t state;
-} sl__prng;
-
-void sl__prng_seed(sl__prng *r, uint64_t seed);
-uint64_t sl__prng_next(sl__prng *r);
-
-/* A uniform integer in [0, n), without modulo bias; 0 when n <= 0. */
-int64_t sl__prng_below(sl__prng *r, int64_t n);
-
-/* A seed from the operating system (getrandom), never 0. */
-uint64_t sl__jitter_seed(void);
+#include "client/prng.h"
 
 typedef struct sl__backoff {
     int64_t base;         /* ns, > 0: the bound after the first attempt */

@@ -24,6 +24,7 @@
 #include "sluice/limit.h"
 #include "sluice/limiter.h"
 #include "sluice/sluice.h"
+#include "util/units.h"
 
 #define MILLI_PERIOD     (1000 * SL_NS_PER_SEC) /* rate r milli-req/s = r per 1000 s */
 #define MAX_DURATION     (INT64_C(1000000000) * SL_NS_PER_SEC) /* ~31 years */
@@ -394,11 +395,10 @@ static int setup(xfer *x, struct curl_slist *headers, int64_t now) {
     if (x->deadline != SL_NO_DEADLINE) {
         int64_t left = x->deadline - now;
         if (left <= 0) return SL_EDEADLINE;
-        SETOPT(h, CURLOPT_TIMEOUT_MS, (long)((left + SL_NS_PER_MS - 1) / SL_NS_PER_MS));
+        SETOPT(h, CURLOPT_TIMEOUT_MS, (long)sl__ceil_ms(left));
     }
     if (c->o.connect_timeout > 0)
-        SETOPT(h, CURLOPT_CONNECTTIMEOUT_MS,
-               (long)((c->o.connect_timeout + SL_NS_PER_MS - 1) / SL_NS_PER_MS));
+        SETOPT(h, CURLOPT_CONNECTTIMEOUT_MS, (long)sl__ceil_ms(c->o.connect_timeout));
     return SL_OK;
 }
 

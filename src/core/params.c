@@ -38,8 +38,12 @@ int sl_algorithm_parse(const char *name, sl_algorithm *out) {
     return SL_EALGORITHM;
 }
 
-static bool is_bucket(sl_algorithm a) {
+bool sl_algorithm_is_bucket(sl_algorithm a) {
     return a == SL_TOKEN_BUCKET || a == SL_GCRA || a == SL_LEAKY_QUEUE;
+}
+
+int64_t sl_params_limit(const sl_params *p) {
+    return sl_algorithm_is_bucket(p->algorithm) ? p->burst : p->rate.limit;
 }
 
 int sl__plan_init(sl__plan *plan, const sl_params *params) {
@@ -65,7 +69,7 @@ int sl__plan_init(sl__plan *plan, const sl_params *params) {
     plan->start_empty = (p->flags & SL_START_EMPTY) != 0;
     plan->count_rejected = (p->flags & SL_COUNT_REJECTED) != 0;
 
-    if (is_bucket(p->algorithm)) {
+    if (sl_algorithm_is_bucket(p->algorithm)) {
         if (p->burst <= 0) return SL_EBURST;
         if (p->burst > SL__MAX_SCALED / plan->p) return SL_EOVERFLOW;
         plan->burst = p->burst;

@@ -16,10 +16,10 @@
 
 struct sl_shed {
     pthread_mutex_t lock;
-    sl__plan plan;                 /* a token bucket's: n, p, full */
-    int64_t floor[SL_PRIORITIES];  /* scaled units */
-    int64_t tokens;                /* scaled, <= full */
-    int64_t last;                  /* the latest time seen */
+    sl__plan plan;                /* a token bucket's: n, p, full */
+    int64_t floor[SL_PRIORITIES]; /* scaled units */
+    int64_t tokens;               /* scaled, <= full */
+    int64_t last;                 /* the latest time seen */
 };
 
 static const char *const names[SL_PRIORITIES] = {"critical", "default", "sheddable"};
@@ -31,8 +31,8 @@ int sl_shed_create(const sl_shed_options *o, int64_t now, sl_shed **out) {
     sl__plan plan;
     int rc = sl__plan_init(&plan, &params);
     if (rc != SL_OK) return rc;
-    if (o->reserve_critical < 0 || o->reserve_default < 0 ||
-        o->reserve_critical >= o->burst || o->reserve_default >= o->burst - o->reserve_critical)
+    if (o->reserve_critical < 0 || o->reserve_default < 0 || o->reserve_critical >= o->burst ||
+        o->reserve_default >= o->burst - o->reserve_critical)
         return SL_EINVAL;
     sl_shed *s = calloc(1, sizeof *s);
     if (!s) return SL_ENOMEM;

@@ -465,7 +465,7 @@ const sl_params *sl_table_params(const sl_table *t) {
 static void deny(sl_decision *d, const sl__plan *plan) {
     memset(d, 0, sizeof *d);
     d->allowed = false;
-    d->limit = plan->params.algorithm >= SL_TOKEN_BUCKET ? plan->burst : plan->limit;
+    d->limit = sl_params_limit(&plan->params);
     d->retry_after = -1;
 }
 

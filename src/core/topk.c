@@ -9,6 +9,7 @@
 
 #include "core/hash.h"
 #include "core/topk.h"
+#include "sluice/error.h"
 
 #define EMPTY UINT32_MAX
 
@@ -23,9 +24,9 @@ struct sl__topk {
 };
 
 int sl__topk_create(size_t capacity, sl__topk **out) {
-    if (capacity == 0 || capacity > (1u << 20)) return -1;
+    if (capacity == 0 || capacity > (1u << 20)) return SL_EINVAL;
     sl__topk *t = calloc(1, sizeof *t);
-    if (!t) return -1;
+    if (!t) return SL_ENOMEM;
     pthread_mutex_init(&t->mu, NULL);
     size_t slots = 4;
     while (slots < 2 * capacity) slots *= 2;
@@ -34,7 +35,7 @@ int sl__topk_create(size_t capacity, sl__topk **out) {
     t->index = malloc(slots * sizeof *t->index);
     if (!t->items || !t->hashes || !t->index) {
         sl__topk_destroy(t);
-        return -1;
+        return SL_ENOMEM;
     }
     memset(t->index, 0xff, slots * sizeof *t->index);
     t->cap = capacity;

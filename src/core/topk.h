@@ -20,6 +20,9 @@ typedef struct sl__topk_item {
     uint64_t error; /* count - error is a lower bound */
 } sl__topk_item;
 
+/* A sketch of `capacity` counters (1 to 2^20). Returns 0 and *out (free
+ * with sl__topk_destroy), SL_EINVAL (capacity out of range; *out untouched)
+ * or SL_ENOMEM. */
 int sl__topk_create(size_t capacity, sl__topk **out);
 void sl__topk_destroy(sl__topk *t);
 void sl__topk_add(sl__topk *t, const char *key, size_t keylen, uint64_t weight);

@@ -62,10 +62,23 @@ enum {
     TOP_CHARGE_REFUSED_HITS
 };
 
-static const char *const top_keys[] = {
-    "listen", "workers", "store", "domains", "policies", "limits", "log_level", "identity",
-    "tiers",  "quotas",  "costs", "exempt",  "rules",    "shadow", "admin",     "quota_mode",
-    "charge_refused_hits"};
+static const char *const top_keys[] = {"listen",
+                                       "workers",
+                                       "store",
+                                       "domains",
+                                       "policies",
+                                       "limits",
+                                       "log_level",
+                                       "identity",
+                                       "tiers",
+                                       "quotas",
+                                       "costs",
+                                       "exempt",
+                                       "rules",
+                                       "shadow",
+                                       "admin",
+                                       "quota_mode",
+                                       "charge_refused_hits"};
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug"};
 

@@ -231,9 +231,10 @@ typedef struct sl_config {
     sl_cost_config *costs;
     size_t ncosts;
     sl_exempt_config exempt;
-    bool shadow;     /* every policy decides, counts and logs, but allows */
-    bool quota_mode; /* every Envoy rule limit is in quota mode (docs/envoy.md) */
-    bool charge_refused_hits; /* Envoy rule limits charge refused hits, as the peer (docs/envoy.md) */
+    bool shadow;              /* every policy decides, counts and logs, but allows */
+    bool quota_mode;          /* every Envoy rule limit is in quota mode (docs/envoy.md) */
+    bool charge_refused_hits; /* Envoy rule limits charge refused hits, as the peer (docs/envoy.md)
+                               */
     sl_admin_config admin;
 } sl_config;
 

@@ -448,7 +448,7 @@ void sl__config_check_identity(sl__config_parser *p) {
             }
             sl_params pp = pc->params;
             if (o->have_rate) pp.rate = o->rate;
-            if (o->have_burst) pp.burst = sl__config_is_bucket(pp.algorithm) ? o->burst : 0;
+            if (o->have_burst) pp.burst = sl_algorithm_is_bucket(pp.algorithm) ? o->burst : 0;
             if (o->have_limit) pp.rate.limit = o->limit;
             int rc = sl_params_validate(&pp);
             if (rc != SL_OK) sl__yaml_error(&p->y, o->line, field, "%s", sl_strerror(rc));

@@ -75,8 +75,6 @@ void sl__config_policies(sl__config_parser *p, const char *path);
 void sl__config_quotas(sl__config_parser *p, const char *path);
 /* At the end: every policy and tier variant fits the Redis store, if used. */
 void sl__config_check_redis_limits(sl__config_parser *p);
-/* Token bucket, GCRA, leaky queue: the algorithms that take a burst. */
-bool sl__config_is_bucket(sl_algorithm a);
 
 /* ---- config_graphql.c ---- */
 /* A policy's graphql: block into *g (defaults first). */

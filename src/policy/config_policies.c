@@ -61,10 +61,6 @@ typedef struct policy_build {
     bool have_algorithm;
 } policy_build;
 
-bool sl__config_is_bucket(sl_algorithm a) {
-    return a == SL_TOKEN_BUCKET || a == SL_GCRA || a == SL_LEAKY_QUEUE;
-}
-
 static void policy_name(sl__config_parser *p, policy_build *b, const char *path) {
     const char *s = sl__yaml_scalar(&p->y, path, "a name such as api ([a-z0-9_.-]+)");
     if (!s) return;
@@ -161,14 +157,14 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
         {POL_ALGORITHM, "every policy needs an algorithm"},
         {POL_RATE, "every policy needs a rate such as 5/s"}};
     sl__yaml_missing(&p->y, line, path, policy_keys, b->seen, required, COUNT(required));
-    if (b->have_algorithm && sl__config_is_bucket(pc->params.algorithm) && !b->seen[POL_BURST]) {
+    if (b->have_algorithm && sl_algorithm_is_bucket(pc->params.algorithm) && !b->seen[POL_BURST]) {
         snprintf(field, sizeof field, "%s.burst", path);
         sl__yaml_error(&p->y, line, field, "missing (%s needs a burst: %s)",
                        sl_algorithm_name(pc->params.algorithm),
                        pc->params.algorithm == SL_LEAKY_QUEUE ? "how many requests may wait"
                                                               : "the bucket size");
     }
-    if (b->have_algorithm && !sl__config_is_bucket(pc->params.algorithm)) pc->params.burst = 0;
+    if (b->have_algorithm && !sl_algorithm_is_bucket(pc->params.algorithm)) pc->params.burst = 0;
     if (p->y.errs->n != errors_before) return; /* nothing to validate, or cascades */
     if (b->seen[POL_DELAY_AFTER] && pc->params.delay_after != 0 &&
         (pc->params.algorithm != SL_LEAKY_QUEUE || pc->params.delay_after >= pc->params.burst)) {
@@ -195,7 +191,7 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
     if (rc == SL_OK) return;
     /* Blame the burst only if the rate alone is fine. */
     sl_params alone = pc->params;
-    if (sl__config_is_bucket(alone.algorithm)) alone.burst = 1;
+    if (sl_algorithm_is_bucket(alone.algorithm)) alone.burst = 1;
     int key = rc == SL_EBURST || sl_params_validate(&alone) == SL_OK ? POL_BURST : POL_RATE;
     snprintf(field, sizeof field, "%s.%s", path, policy_keys[key]);
     char rate[48];
@@ -212,7 +208,7 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
             "%lld with rate %s: %s (use a smaller burst, or a period that shares factors "
             "with the limit)",
             (long long)pc->params.burst, rate, sl_strerror(rc));
-    else if (rc == SL_EOVERFLOW && sl__config_is_bucket(pc->params.algorithm) &&
+    else if (rc == SL_EOVERFLOW && sl_algorithm_is_bucket(pc->params.algorithm) &&
              pc->params.rate.limit <= (INT64_C(1) << 61) &&
              pc->params.rate.period <= 36600 * NS_DAY)
         /* a period the rate allows, too long for a bucket even at burst 1 */

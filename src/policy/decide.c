@@ -15,6 +15,7 @@
 #include "store/memory.h"
 #include "store/redis_store.h"
 #include "util/log.h"
+#include "util/units.h"
 
 enum { STORE_MEMORY, STORE_REDIS, STORE_BATCHED };
 
@@ -198,7 +199,7 @@ static void log_shadow(const sl_decide_limit *l, const char *key, size_t keylen,
         text[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
     }
     text[n] = '\0';
-    int64_t ms = d->retry_after < 0 ? -1 : (d->retry_after + SL_NS_PER_MS - 1) / SL_NS_PER_MS;
+    int64_t ms = d->retry_after < 0 ? -1 : sl__ceil_ms(d->retry_after);
     if (ms < 0)
         sl__log_limited(now, SL_LOG_INFO,
                         "shadow: policy %s would have refused %s (its cost can never pass)",

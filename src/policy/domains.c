@@ -32,6 +32,7 @@
 #include "policy/domains_internal.h"
 #include "sluice/error.h"
 #include "util/log.h"
+#include "util/units.h"
 
 /* ---- matching ---------------------------------------------------------------- */
 
@@ -132,10 +133,6 @@ bool sl__domain_set_match(const sl_domain_set *s, const char *domain, size_t dle
 
 static uint32_t clamp_u32(int64_t v) {
     return v <= 0 ? 0 : v >= (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-}
-
-static int64_t ceil_seconds(int64_t ns) {
-    return ns <= 0 ? 0 : (ns + NS_SEC - 1) / NS_SEC;
 }
 
 /* The override table for (domain, rpu, unit), created on first use. */
@@ -479,16 +476,16 @@ static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t no
         st->name = it->cl ? it->cl->name : NULL;
         int64_t window_left = it->period - now % it->period;
         if (it->rpu == 0) {
-            st->reset_seconds = ceil_seconds(window_left);
+            st->reset_seconds = sl__ceil_s(window_left);
         } else {
             it->refused |= !it->dec.allowed;
             st->limit_remaining = clamp_u32(it->dec.remaining);
             if (it->st->params.algorithm == SL_FIXED_WINDOW) /* upstream: the window's end */
-                st->reset_seconds = ceil_seconds(window_left);
+                st->reset_seconds = sl__ceil_s(window_left);
             else if (it->refused && it->dec.retry_after > 0)
-                st->reset_seconds = ceil_seconds(it->dec.retry_after);
+                st->reset_seconds = sl__ceil_s(it->dec.retry_after);
             else
-                st->reset_seconds = ceil_seconds(it->dec.reset_after);
+                st->reset_seconds = sl__ceil_s(it->dec.reset_after);
         }
         if (it->refused && !it->shadow) { /* upstream never says more than 0 here (an Envoy
                                              would show X-RateLimit-Remaining > 0 on a 429) */

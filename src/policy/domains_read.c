@@ -422,7 +422,7 @@ static rlimit *walk_limit(walker *w, const ynode *v, const char *field) {
         sl_params p = {.algorithm = l->algorithm,
                        .rate = {.limit = l->rpu, .period = sl__rls_unit_seconds[l->unit] * NS_SEC},
                        .burst = l->burst ? l->burst : l->rpu};
-        if (p.algorithm < SL_TOKEN_BUCKET) p.burst = 0;
+        if (!sl_algorithm_is_bucket(p.algorithm)) p.burst = 0;
         int rc = sl_params_validate(&p);
         if (rc != SL_OK) {
             char rf[FIELD_MAX];

@@ -237,7 +237,7 @@ static climit *compile_limit(builder *b, const rdesc *d, const char *domain, siz
         p.algorithm = r->algorithm;
         p.rate.limit = r->rpu;
         p.rate.period = c->period;
-        p.burst = p.algorithm >= SL_TOKEN_BUCKET ? (r->burst ? r->burst : r->rpu) : 0;
+        p.burst = sl_algorithm_is_bucket(p.algorithm) ? (r->burst ? r->burst : r->rpu) : 0;
         p.flags = s->limit_flags;
     }
     /* id: domain NUL path */

@@ -4,6 +4,7 @@
  * NUL-terminated), strict about forms that mean different things to
  * different parsers (leading zeros in IPv4), and cheap on the hot path. */
 #include "policy/identity.h"
+#include "util/units.h"
 
 #include <string.h>
 
@@ -160,12 +161,7 @@ int sl__addr_parse_node(const char *s, size_t n, sl_addr *out) {
 }
 
 static char *put_u(char *p, unsigned v) {
-    char tmp[4];
-    int k = 0;
-    do tmp[k++] = (char)('0' + v % 10);
-    while ((v /= 10) && k < 4);
-    while (k) *p++ = tmp[--k];
-    return p;
+    return p + sl__decimal_u64(p, v);
 }
 
 size_t sl__addr_format(const sl_addr *a, char *buf) {

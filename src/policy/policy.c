@@ -211,10 +211,6 @@ const sl_rules *sl__policy_set_rules(const sl_policy_set *s) {
 
 #define SF_INT_MAX INT64_C(999999999999999)
 
-static bool is_bucket(sl_algorithm a) {
-    return a == SL_TOKEN_BUCKET || a == SL_GCRA || a == SL_LEAKY_QUEUE;
-}
-
 void sl__policy_quota(const sl_policy *p, int64_t now, uint64_t *q, uint64_t *w) {
     const sl_params *pp = &p->cfg.params;
     int64_t limit = pp->rate.limit > 0 ? pp->rate.limit : 1;
@@ -226,7 +222,7 @@ void sl__policy_quota(const sl_policy *p, int64_t now, uint64_t *q, uint64_t *w)
     }
     unsigned __int128 num, den;
     int64_t qv;
-    if (is_bucket(pp->algorithm)) {
+    if (sl_algorithm_is_bucket(pp->algorithm)) {
         qv = pp->burst;
         num = (unsigned __int128)(uint64_t)(pp->burst > 0 ? pp->burst : 0) * (uint64_t)period;
         den = (unsigned __int128)(uint64_t)limit * (uint64_t)SL_NS_PER_SEC;

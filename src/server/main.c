@@ -38,11 +38,20 @@ static void usage(FILE *f) {
                "       sluiced --check-config FILE\n"
                "       sluiced --version | --help\n"
                "\n"
+               "options:\n"
+               "  -c FILE              run on the config in FILE (default: the embedded one)\n"
+               "  --check-config FILE  check FILE and exit: 0 when valid, 1 with one\n"
+               "                       file:line: message for every error\n"
+               "  --log-level LEVEL    error, warn, info or debug; overrides log_level\n"
+               "  --version            print the version and exit\n"
+               "  -h, --help           print this help and exit\n"
+               "\n"
                "Without -c, sluiced runs on its embedded default config (examples/sluice.yaml):\n"
-               "memory store, HTTP on 127.0.0.1:8080, RESP on 127.0.0.1:6380.\n"
+               "memory store, HTTP on 127.0.0.1:8080, gRPC (Envoy's rate limit service) on\n"
+               "127.0.0.1:8081, RESP on 127.0.0.1:6380.\n"
                "SIGHUP (or POST /v1/reload, from loopback unless admin.reload says otherwise)\n"
                "reloads the config; SIGTERM drains and exits 0.\n"
-               "Docs: docs/configuration.md, docs/http-api.md, docs/resp.md\n");
+               "Docs: docs/configuration.md, docs/http-api.md, docs/resp.md, docs/envoy.md\n");
 }
 
 static void on_signal(uv_signal_t *h, int signum) {
@@ -73,6 +82,13 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--check-config") ||
+                   !strcmp(argv[i], "--log-level")) {
+            /* the option is known; only its value is missing */
+            fprintf(stderr, "sluiced: %s needs %s\n", argv[i],
+                    strcmp(argv[i], "--log-level") ? "a file" : "a level");
+            usage(stderr);
+            return 2;
         } else {
             fprintf(stderr, "sluiced: unknown argument '%s'\n", argv[i]);
             usage(stderr);

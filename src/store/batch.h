@@ -70,10 +70,10 @@ void sl__batch_stop(sl_batch *b);
  * fleet is refused (retry_after at least the sync interval) without
  * charging anything, and every charge is recorded in b: those of a group
  * that passed, and a refused group's count_rejected charges (an item with
- * room its cost, a refusing one what it had left). With hooks (one worker), it also runs the syncs on `loop`, with a
- * Redis client of its own (sync_cfg: the syncs' settings; stats: its
- * counters); without, it never talks to Redis and says so in stats->up.
- * b, sync_cfg and stats must outlive it. NULL: out of memory. */
+ * room its cost, a refusing one what it had left). With hooks (one worker), it also runs the syncs
+ * on `loop`, with a Redis client of its own (sync_cfg: the syncs' settings; stats: its counters);
+ * without, it never talks to Redis and says so in stats->up. b, sync_cfg and stats must outlive it.
+ * NULL: out of memory. */
 sl_store *sl__batch_store_new(sl_batch *b, uv_loop_t *loop, const sl_redis_config *sync_cfg,
                               sl_redis_stats *stats, const sl_batch_hooks *hooks);
 

@@ -19,6 +19,7 @@
 #include "store/redis_cluster.h"
 #include "util/counter.h"
 #include "util/log.h"
+#include "util/units.h"
 
 #define MAX_NODES        SL_CLUSTER_MAX_NODES
 #define MAX_REDIRECTS    5
@@ -402,7 +403,7 @@ static void mark_ready_after(node *n) {
 /* How long calls wait for a node's first connection: STARTUP_WAIT_MS, or
  * the timeout when that is longer. */
 static uint64_t startup_wait(const sl_redis_config *cfg) {
-    uint64_t t = (uint64_t)((cfg->timeout + 999999) / 1000000);
+    uint64_t t = (uint64_t)sl__ceil_ms(cfg->timeout);
     return t > STARTUP_WAIT_MS ? t : STARTUP_WAIT_MS;
 }
 
@@ -586,7 +587,7 @@ void sl__redis_call(sl_redis *r, unsigned slot, const char *cmd, size_t len, sl_
     *c = (call){.r = r,
                 .fn = fn,
                 .arg = arg,
-                .deadline = uv_now(r->loop) + (uint64_t)((r->cfg->timeout + 999999) / 1000000),
+                .deadline = uv_now(r->loop) + (uint64_t)sl__ceil_ms(r->cfg->timeout),
                 .started = uv_hrtime(),
                 .slot = slot % SL_CLUSTER_SLOTS,
                 .len = len};
@@ -726,7 +727,7 @@ static void on_maint(uv_timer_t *t) {
             if (c) {
                 *c = (call){.r = r,
                             .fn = probe_done,
-                            .deadline = now + (uint64_t)((r->cfg->timeout + 999999) / 1000000),
+                            .deadline = now + (uint64_t)sl__ceil_ms(r->cfg->timeout),
                             .started = uv_hrtime(),
                             .len = sizeof ping - 1};
                 memcpy(c->cmd, ping, sizeof ping - 1);

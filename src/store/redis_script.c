@@ -9,6 +9,7 @@
 
 #include "sluice/error.h"
 #include "store/redis_script.h"
+#include "util/units.h"
 
 extern const char sl__decide_lua_text[], sl__decide_lua_text_sha1[];
 
@@ -27,25 +28,10 @@ const char *sl__redis_script_sha(void) {
 
 /* ---- formatting -------------------------------------------------------------- */
 
-/* Writes the decimal digits of v ending just before end; returns the start. */
-static char *digits(char *end, int64_t v) {
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        *--end = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0) *--end = '-';
-    return end;
-}
-
 /* "<c><v>\r\n" */
 static char *put_line(char *p, char c, int64_t v) {
-    char tmp[24];
-    char *s = digits(tmp + sizeof tmp, v);
-    size_t n = (size_t)(tmp + sizeof tmp - s);
     *p++ = c;
-    memcpy(p, s, n);
-    p += n;
+    p += sl__decimal_i64(p, v);
     *p++ = '\r';
     *p++ = '\n';
     return p;
@@ -63,16 +49,14 @@ static char *put_bulk(char *p, const void *s, size_t n) {
 
 /* An integer argument as a bulk string. */
 static char *put_int(char *p, int64_t v) {
-    char tmp[24];
-    char *s = digits(tmp + sizeof tmp, v);
-    return put_bulk(p, s, (size_t)(tmp + sizeof tmp - s));
+    char tmp[SL__DECIMAL_MAX];
+    return put_bulk(p, tmp, sl__decimal_i64(tmp, v));
 }
 
 /* ns -> us, rounded up: a period or an origin is never made shorter or
  * earlier (both would admit more than configured). */
 static int64_t us_up(int64_t ns) {
-    if (ns <= 0) return 0;
-    return ns / NS_PER_US + (ns % NS_PER_US != 0);
+    return sl__ceil_units(ns, NS_PER_US);
 }
 
 /* The script's flags for an item. */
@@ -241,8 +225,7 @@ int sl__redis_script_check(const sl_params *p, bool calendar_month) {
     int64_t period_us = p->rate.period / NS_PER_US;
     if (p->rate.limit > SCRIPT_MAX) return SL_EOVERFLOW;
     if (p->algorithm == SL_SLIDING_LOG && p->rate.limit > SCRIPT_LOG_MAX) return SL_EINVAL;
-    if (p->algorithm == SL_TOKEN_BUCKET || p->algorithm == SL_GCRA ||
-        p->algorithm == SL_LEAKY_QUEUE) {
+    if (sl_algorithm_is_bucket(p->algorithm)) {
         int64_t pu = period_us / gcd64(p->rate.limit, period_us);
         if (p->burst > SCRIPT_MAX / pu) return SL_EOVERFLOW;
     }

@@ -159,12 +159,6 @@ static deny_entry *deny_slot(sl_store_worker *sw, const char *rkey, size_t len, 
     return &sw->deny[*h1 & sw->deny_mask];
 }
 
-static int64_t limit_of(const sl_params *p) {
-    bool bucket = p->algorithm == SL_TOKEN_BUCKET || p->algorithm == SL_GCRA ||
-                  p->algorithm == SL_LEAKY_QUEUE;
-    return bucket ? p->burst : p->rate.limit;
-}
-
 /* ---- fail modes --------------------------------------------------------------------- */
 
 static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
@@ -179,7 +173,7 @@ static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
         int64_t retry = at > now ? (int64_t)(at - now) * 1000000 : sw->cfg->breaker_cooldown;
         if (retry < 1000000) retry = 1000000;
         it->decision = (sl_decision){.allowed = false,
-                                     .limit = limit_of(sl__store_item_params(it)),
+                                     .limit = sl_params_limit(sl__store_item_params(it)),
                                      .remaining = 0,
                                      .retry_after = retry,
                                      .reset_after = retry};
@@ -205,7 +199,7 @@ static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
             idx[nl++] = i;
             c->from = SL_FROM_LOCAL;
         } else {
-            int64_t l = limit_of(sl__store_item_params(it));
+            int64_t l = sl_params_limit(sl__store_item_params(it));
             it->decision = (sl_decision){.allowed = true, .limit = l, .remaining = l};
             it->decided = true;
         }

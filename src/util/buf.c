@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/buf.h"
+#include "util/units.h"
 
 void sl__buf_init(sl_buf *b) {
     memset(b, 0, sizeof *b);
@@ -75,15 +76,8 @@ void sl__buf_printf(sl_buf *b, const char *fmt, ...) {
 }
 
 void sl__buf_i64(sl_buf *b, int64_t v) {
-    char tmp[24];
-    char *e = tmp + sizeof tmp, *p = e;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        *--p = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0) *--p = '-';
-    sl__buf_append(b, p, (size_t)(e - p));
+    char *p = sl__buf_reserve(b, SL__DECIMAL_MAX);
+    if (p) sl__buf_commit(b, sl__decimal_i64(p, v));
 }
 
 void sl__buf_consume(sl_buf *b, size_t n) {

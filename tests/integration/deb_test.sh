@@ -17,7 +17,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "deb_test: FAIL: $*" >&2; exit 1; }
 
-version=$(sed -n 's/^#define SLUICE_VERSION "\(.*\)"$/\1/p' "$S/include/sluice/sluice.h")
+version=$(sed -n 's/^#define SLUICE_VERSION "\(.*\)"$/\1/p' "$B/include/sluice/version.h")
+[ -n "$version" ] || fail "no SLUICE_VERSION in $B/include/sluice/version.h"
 arch=$(dpkg --print-architecture)
 deb=$work/pkg/sluice_${version}_${arch}.deb
 
@@ -58,6 +59,7 @@ expected="/etc/sluice/sluice.yaml
 /usr/bin/sluiced
 /usr/include/sluice/client.h
 /usr/include/sluice/sluice.h
+/usr/include/sluice/version.h
 /usr/lib/libsluice-client.a
 /usr/lib/libsluice-client.so
 /usr/lib/libsluice-client.so.0
@@ -66,19 +68,21 @@ expected="/etc/sluice/sluice.yaml
 /usr/lib/libsluice.so.0
 /usr/lib/pkgconfig/sluice-client.pc
 /usr/lib/pkgconfig/sluice.pc
+/usr/share/doc/sluice/CHANGELOG.md
 /usr/share/doc/sluice/README.md
 /usr/share/doc/sluice/changelog.gz
 /usr/share/doc/sluice/copyright
 /usr/share/doc/sluice/docs/configuration.md
 /usr/share/doc/sluice/docs/operations.md
 /usr/share/man/man1/sluice.1.gz
+/usr/share/man/man5/sluice.yaml.5.gz
 /usr/share/man/man8/sluiced.8.gz"
 listed=$(dpkg --root="$R" -L sluice | sort)
 missing=$(comm -23 <(sort <<<"$expected") <(sort <<<"$listed"))
 [ -z "$missing" ] || fail "missing from the package: $missing"
 for f in $expected; do [ -e "$R$f" ] || fail "$f listed but not installed"; done
 # nothing outside the package's own places
-stray=$(grep -Ev '^/(\.|etc/sluice|lib/systemd/system|usr/(bin|include/sluice|lib|share/(doc/sluice|man/man[18])))(/|$)' <<<"$listed" || true)
+stray=$(grep -Ev '^/(\.|etc/sluice|lib/systemd/system|usr/(bin|include/sluice|lib|share/(doc/sluice|man/man[158])))(/|$)' <<<"$listed" || true)
 stray=$(grep -Ev '^/(etc|lib|lib/systemd|usr|usr/include|usr/share|usr/share/doc|usr/share/man)$' <<<"$stray" || true)
 [ -z "$stray" ] || fail "unexpected paths: $stray"
 
@@ -86,7 +90,7 @@ stray=$(grep -Ev '^/(etc|lib|lib/systemd|usr|usr/include|usr/share|usr/share/doc
 cmp -s "$R/etc/sluice/sluice.yaml" "$S/examples/sluice.yaml" || fail "sluice.yaml is not examples/sluice.yaml"
 listens=$(sed -n '/^listen:/,/^[^ #]/p' "$R/etc/sluice/sluice.yaml" | grep -E '^ +(http|grpc|resp):')
 [ "$(grep -c ' 127\.0\.0\.1:' <<<"$listens")" = 3 ] || fail "not loopback only: $listens"
-for m in man1/sluice.1 man8/sluiced.8; do
+for m in man1/sluice.1 man5/sluice.yaml.5 man8/sluiced.8; do
     gzip -t "$R/usr/share/man/$m.gz" || fail "$m.gz"
     w=$(zcat "$R/usr/share/man/$m.gz" | MANWIDTH=80 man --warnings -l - 2>&1 >/dev/null)
     [ -z "$w" ] || fail "man $m: $w"

@@ -50,26 +50,21 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import free_port, tail, wait_until  # noqa: E402
+from harness import Resp, RespError, free_port, tail, wait_until  # noqa: E402
 
 SLUICED = None
 SRC = None
 NGINX = None
 REDIS_SERVER = "/usr/bin/redis-server"
-SETPRIV = shutil.which("setpriv")
 
 ALL_PROCS = []  # every child process, for the last-resort cleanup in main()
 
 
 def spawn(cmd, log):
-    """Starts cmd with stdout and stderr to the open file log. With setpriv
-    (util-linux), the child gets SIGKILL if this script dies, so no
-    redis-server or sluiced outlives a killed test run."""
-    if SETPRIV:
-        cmd = [SETPRIV, "--pdeathsig", "KILL", "--"] + cmd
-    p = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
-    ALL_PROCS.append(p)
-    return p
+    """harness.spawn, every child kept in ALL_PROCS: with setpriv it gets
+    SIGKILL if this script dies, so no redis-server or sluiced outlives a
+    killed test run."""
+    return harness.spawn(cmd, log, ALL_PROCS)
 
 
 def window_period(margin=600):
@@ -84,69 +79,8 @@ def window_period(margin=600):
     raise AssertionError("no period found")  # cannot happen: ~2/3 of periods fit
 
 
-# ---------------------------------------------------------------- RESP client
-
-class RespError(Exception):
-    pass
-
-
-class Resp:
-    """A minimal RESP2 client on a raw socket (redis-server and sluiced's RESP
-    listener). call() sends one command and returns its reply: str for a
-    simple string, int, bytes or None for a bulk string, list for an array;
-    an error reply raises RespError."""
-
-    def __init__(self, port, timeout=5.0):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.f = self.sock.makefile("rb")
-
-    @staticmethod
-    def encode(args):
-        out = [b"*%d\r\n" % len(args)]
-        for a in args:
-            if not isinstance(a, bytes):
-                a = str(a).encode()
-            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-        return b"".join(out)
-
-    def read(self):
-        line = self.f.readline()
-        if not line.endswith(b"\r\n"):
-            raise ConnectionError("RESP connection closed")
-        t, rest = line[:1], line[1:-2]
-        if t == b"+":
-            return rest.decode()
-        if t == b"-":
-            raise RespError(rest.decode())
-        if t == b":":
-            return int(rest)
-        if t == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            data = self.f.read(n + 2)
-            if len(data) != n + 2:
-                raise ConnectionError("RESP connection closed in a bulk string")
-            return data[:-2]
-        if t == b"*":
-            n = int(rest)
-            return None if n < 0 else [self.read() for _ in range(n)]
-        raise ConnectionError("bad RESP reply line %r" % line)
-
-    def call(self, *args):
-        self.sock.sendall(self.encode(args))
-        return self.read()
-
-    def close(self):
-        try:
-            self.f.close()
-            self.sock.close()
-        except OSError:
-            pass
-
-
 # ----------------------------------------------------------------- processes
+# (the RESP client, Resp and RespError, is harness.py's)
 
 class Env:
     """One test's world: a temporary directory and the processes started in
@@ -257,13 +191,7 @@ class RedisServer:
 
     def info(self, section):
         """INFO section as a dict of strings."""
-        text = self.call("INFO", section).decode()
-        out = {}
-        for line in text.splitlines():
-            k, sep, v = line.partition(":")
-            if sep:
-                out[k] = v
-        return out
+        return harness.parse_info(self.call("INFO", section))
 
     def commands(self):
         """(total_commands_processed, script calls) so far. The total counts
@@ -317,21 +245,8 @@ class Daemon:
         log = open(self.log_path, "w")
         self.proc = spawn(cmd, log)
         log.close()
-        self.ports = {}
-        deadline = time.time() + 20  # ASan builds start slower
-        while time.time() < deadline:
-            text = self.log_text()
-            for proto in want:
-                m = re.search(r"listening %s on \S+:(\d+)" % proto, text)
-                if m:
-                    self.ports[proto] = int(m.group(1))
-            if len(self.ports) == len(want) and re.search(r"\bready\b", text):
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError("%s exited early (%s):\n%s"
-                                   % (name, self.proc.returncode, tail(text)))
-            time.sleep(0.03)
-        raise RuntimeError("%s did not start:\n%s" % (name, tail(self.log_text())))
+        # ASan builds start slower
+        self.ports = harness.wait_listening(self.proc, self.log_path, want, within=20, name=name)
 
     @property
     def http_port(self):
@@ -388,13 +303,8 @@ class Daemon:
             problems.append("%s had exited with %s before the end of the test"
                             % (self.name, self.proc.returncode))
         else:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
+            if not harness.stop_process(self.proc, signal.SIGTERM, 20):
                 problems.append("%s did not exit within 20 s of SIGTERM" % self.name)
-                self.proc.kill()
-                self.proc.wait()
             if self.proc.returncode != 0:
                 problems.append("%s exited with %s on SIGTERM" % (self.name, self.proc.returncode))
         text = self.log_text()
@@ -1462,13 +1372,7 @@ class Nginx:
             c.close()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGQUIT)  # graceful
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        harness.stop_process(self.proc, signal.SIGQUIT, 10)  # graceful
         self.log.close()
 
 

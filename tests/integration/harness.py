@@ -3,8 +3,13 @@ Standard library only; it imports no test file (sluiced itself is started by
 sluiced_test.Server, which the other unittest files import from there).
 
 - free_port, wait_port: loopback ports;
+- spawn, die_with_parent, stop_process, wait_listening: processes that die
+  with the test run, stopped with a signal then killed, and sluiced's ports
+  read from its log ("listening http on 127.0.0.1:PORT" ... "ready");
 - RedisServer, private_redis, redis_store: a redis-server of a test's own on
   a free port, and the store YAML that points sluiced at it;
+- Resp, RespError, resp_call, parse_info: a RESP2 client of the tests' own
+  (redis-server, Redis Cluster nodes, sluiced's RESP listener) and INFO text;
 - curl, parse_head, read_response, read_to_eof, raw, Pipe: HTTP with curl -i
   and on raw sockets;
 - serve_http: a threaded HTTP server of a test's own (an upstream, a script);
@@ -15,15 +20,19 @@ sluiced_test.Server, which the other unittest files import from there).
 - select_tests, run_tests: the main loop of the scripts that are not unittest
   (distributed_test.py, redis_store_test.py)."""
 import atexit
+import ctypes
 import http.server
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
 import threading
 import time
 import traceback
+
+HOST = "127.0.0.1"
 
 
 # ---- ports ------------------------------------------------------------------------------
@@ -48,6 +57,76 @@ def wait_port(port, within=10, step=0.05, proc=None):
             if time.time() > deadline or (proc is not None and proc.poll() is not None):
                 return False
             time.sleep(step)
+
+
+# ---- processes --------------------------------------------------------------------------
+
+SETPRIV = shutil.which("setpriv")
+_PR_SET_PDEATHSIG = 1
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+except OSError:  # pragma: no cover
+    _libc = None
+
+
+def die_with_parent():
+    """A preexec_fn (runs in the child between fork and exec): the child gets
+    SIGKILL when this Python process dies (a ctest timeout kills it with no
+    atexit). Only for a process with one thread; spawn() is for the others."""
+    if _libc is not None:
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def spawn(cmd, log, procs=None):
+    """Starts cmd with stdout and stderr to the open file log (stdin closed)
+    and appends it to the list procs, if given. With setpriv (util-linux) the
+    child gets SIGKILL if this script dies, so nothing outlives a killed test
+    run; no preexec_fn, so it is safe from a process with threads."""
+    if SETPRIV:
+        cmd = [SETPRIV, "--pdeathsig", "KILL", "--"] + list(cmd)
+    p = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    if procs is not None:
+        procs.append(p)
+    return p
+
+
+def stop_process(proc, sig=signal.SIGTERM, timeout=10):
+    """Sends sig to proc if it still runs and waits up to timeout s for it to
+    exit, then kills it. Returns True when it exited (or had exited) on its
+    own, False when it had to be killed."""
+    if proc.poll() is not None:
+        return True
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return False
+
+
+def wait_listening(proc, log_path, protos=("http", "resp"), within=20, name="sluiced"):
+    """Polls the log of proc (sluiced, or what logs the same way) until it has
+    said "listening PROTO on HOST:PORT" for each of protos and then "ready";
+    returns {proto: port}. Raises RuntimeError (with the log's end) when proc
+    exits first or after within s."""
+    deadline = time.time() + within
+    text = ""
+    while time.time() < deadline:
+        with open(log_path, errors="replace") as f:
+            text = f.read()
+        ports = {}
+        for proto in protos:
+            m = re.search(r"listening %s on \S+:(\d+)" % proto, text)
+            if m:
+                ports[proto] = int(m.group(1))
+        if len(ports) == len(protos) and re.search(r"\bready\b", text):
+            return ports
+        if proc.poll() is not None:
+            raise RuntimeError("%s exited early (%s):\n%s" % (name, proc.returncode, tail(text, 80)))
+        time.sleep(0.03)
+    raise RuntimeError("%s did not start within %d s:\n%s" % (name, within, tail(text, 80)))
 
 
 # ---- a redis-server of our own ----------------------------------------------------------
@@ -90,6 +169,109 @@ def redis_store(port, timeout, on_failure="closed"):
     if on_failure is not None:
         text += "\n    on_failure: %s" % on_failure
     return text
+
+
+# ---- RESP -------------------------------------------------------------------------------
+
+class RespError(Exception):
+    """An error reply (-ERR ..., -MOVED ..., -ASK ...). str(e) is its text."""
+
+
+class Resp:
+    """One RESP2 connection (redis-server, a Redis Cluster node, sluiced's RESP
+    listener). call() sends one command and returns its reply: str for
+    +simple, int for :integer, bytes for $bulk, None for nil, list for *array;
+    an -error reply raises RespError (or is returned as a RespError when
+    raise_errors=False; inside an array it is always returned). pipeline()
+    sends many commands in one write and reads all their replies."""
+
+    def __init__(self, port, timeout=5.0, host=HOST):
+        self.addr = (host, port)
+        self.sock = socket.create_connection(self.addr, timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.rf = self.sock.makefile("rb")
+
+    def close(self):
+        try:
+            self.rf.close()
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @staticmethod
+    def encode(*args):
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            if not isinstance(a, bytes):
+                a = str(a).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+        return b"".join(out)
+
+    def _line(self):
+        line = self.rf.readline()
+        if not line.endswith(b"\r\n"):
+            raise ConnectionError("connection to %s:%d closed" % self.addr)
+        return line[:-2]
+
+    def read(self):
+        line = self._line()
+        t, rest = line[:1], line[1:]
+        if t == b"+":
+            return rest.decode()
+        if t == b"-":
+            return RespError(rest.decode(errors="replace"))
+        if t == b":":
+            return int(rest)
+        if t == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self.rf.read(n + 2)
+            if len(data) != n + 2:
+                raise ConnectionError("connection to %s:%d closed" % self.addr)
+            return data[:-2]
+        if t == b"*":
+            n = int(rest)
+            if n < 0:
+                return None
+            return [self.read() for _ in range(n)]
+        raise ConnectionError("bad RESP from %s:%d: %r" % (self.addr + (line,)))
+
+    @staticmethod
+    def _raise(reply, raise_errors):
+        if raise_errors and isinstance(reply, RespError):
+            raise reply
+        return reply
+
+    def call(self, *args, raise_errors=True):
+        self.sock.sendall(self.encode(*args))
+        return self._raise(self.read(), raise_errors)
+
+    def pipeline(self, commands, raise_errors=True):
+        self.sock.sendall(b"".join(self.encode(*c) for c in commands))
+        return [self._raise(self.read(), raise_errors) for _ in commands]
+
+
+def resp_call(port, *args, timeout=5.0, raise_errors=True):
+    """One command on a fresh connection to the loopback port."""
+    with Resp(port, timeout=timeout) as r:
+        return r.call(*args, raise_errors=raise_errors)
+
+
+def parse_info(text):
+    """INFO (or CLUSTER INFO) text, str or bytes, as a dict of strings."""
+    out = {}
+    for line in (text.decode() if isinstance(text, bytes) else text).splitlines():
+        k, sep, v = line.partition(":")
+        if sep:
+            out[k.strip()] = v.strip()
+    return out
 
 
 # ---- HTTP -------------------------------------------------------------------------------

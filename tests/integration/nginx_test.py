@@ -28,7 +28,6 @@ import string
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 import harness
@@ -90,8 +89,8 @@ class Stack:
         self.sluiced = subprocess.Popen([SLUICED, "-c", os.path.join(self.dir, "sluice.yaml")],
                                         stdout=self.sluiced_log, stderr=self.sluiced_log)
         self.procs.append(self.sluiced)
-        self.sluiced_port = self.wait_log(os.path.join(self.dir, "sluiced.log"),
-                                          r"listening http on \S+:(\d+)", "ready", self.sluiced)
+        self.sluiced_port = harness.wait_listening(self.sluiced, os.path.join(self.dir, "sluiced.log"),
+                                                   ("http",), within=10)["http"]
         # the application
         self.app = harness.serve_http(Upstream)
         app_port = self.app.server_address[1]
@@ -135,30 +134,11 @@ class Stack:
         except OSError:
             return ""
 
-    def wait_log(self, path, pattern, ready, proc):
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            with open(path) as f:
-                text = f.read()
-            m = re.search(pattern, text)
-            if m and ready in text:
-                return int(m.group(1))
-            if proc.poll() is not None:
-                raise RuntimeError("exited early:\n" + text)
-            time.sleep(0.02)
-        raise RuntimeError("did not start:\n" + self.read(os.path.basename(path)))
-
     def stop(self):
         """Stops what was started (nginx gracefully, sluiced with SIGTERM);
         returns sluiced's exit status."""
         for p in reversed(self.procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM if p is self.procs[0] else signal.SIGQUIT)
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            harness.stop_process(p, signal.SIGTERM if p is self.procs[0] else signal.SIGQUIT, 10)
         if self.app:
             self.app.shutdown()
             self.app.server_close()

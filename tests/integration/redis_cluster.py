@@ -16,11 +16,10 @@ promoted, restart a node, and always stops every process: on stop_all(), on
 exceptions (use it as a context manager), at exit, and, through
 PR_SET_PDEATHSIG, when this Python process itself is killed.
 
-Also a minimal RESP2 client (Resp) for the tests' own commands, and
+The RESP2 client (Resp) is harness.py's, re-exported here; also
 keyslot(): CRC16/XMODEM with hash tags, checked against CLUSTER KEYSLOT by the
 self-test. Standard library only. Only loopback addresses are used."""
 import atexit
-import ctypes
 import os
 import random
 import re
@@ -32,7 +31,8 @@ import sys
 import tempfile
 import time
 
-HOST = "127.0.0.1"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import HOST, Resp, RespError, die_with_parent, parse_info  # noqa: E402
 REDIS_SERVER = "/usr/bin/redis-server"
 REDIS_CLI = "/usr/bin/redis-cli"
 SLOTS = 16384
@@ -89,98 +89,6 @@ def key_in_slot(slot, prefix="k", start=0):
 
 # ---- a minimal RESP2 client ------------------------------------------------------------
 
-class RespError(Exception):
-    """An error reply (-ERR ..., -MOVED ..., -ASK ...). str(e) is its text."""
-
-
-class Resp:
-    """One connection to one Redis node. call() sends one command and returns
-    its reply: str for +simple, int for :integer, bytes for $bulk, None for
-    nil, list for *array; an -error reply raises RespError (or is returned as
-    a RespError when raise_errors=False). pipeline() sends many commands in
-    one write and reads all their replies."""
-
-    def __init__(self, port, host=HOST, timeout=5.0):
-        self.addr = (host, port)
-        self.sock = socket.create_connection(self.addr, timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.rf = self.sock.makefile("rb")
-
-    def close(self):
-        try:
-            self.rf.close()
-            self.sock.close()
-        except OSError:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    @staticmethod
-    def encode(*args):
-        out = [b"*%d\r\n" % len(args)]
-        for a in args:
-            if isinstance(a, str):
-                a = a.encode()
-            elif isinstance(a, int):
-                a = str(a).encode()
-            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-        return b"".join(out)
-
-    def _line(self):
-        line = self.rf.readline()
-        if not line.endswith(b"\r\n"):
-            raise ConnectionError("connection to %s:%d closed" % self.addr)
-        return line[:-2]
-
-    def read(self):
-        line = self._line()
-        t, rest = line[:1], line[1:]
-        if t == b"+":
-            return rest.decode()
-        if t == b"-":
-            return RespError(rest.decode(errors="replace"))
-        if t == b":":
-            return int(rest)
-        if t == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            data = self.rf.read(n + 2)
-            if len(data) != n + 2:
-                raise ConnectionError("connection to %s:%d closed" % self.addr)
-            return data[:-2]
-        if t == b"*":
-            n = int(rest)
-            if n < 0:
-                return None
-            return [self._raise(self.read(), False) for _ in range(n)]
-        raise ConnectionError("bad RESP from %s:%d: %r" % (self.addr + (line,)))
-
-    @staticmethod
-    def _raise(reply, raise_errors):
-        if raise_errors and isinstance(reply, RespError):
-            raise reply
-        return reply
-
-    def call(self, *args, raise_errors=True):
-        self.sock.sendall(self.encode(*args))
-        return self._raise(self.read(), raise_errors)
-
-    def pipeline(self, commands, raise_errors=True):
-        self.sock.sendall(b"".join(self.encode(*c) for c in commands))
-        return [self._raise(self.read(), raise_errors) for _ in commands]
-
-
-def call(port, *args, timeout=5.0, raise_errors=True):
-    """One command on a fresh connection to HOST:port."""
-    with Resp(port, timeout=timeout) as r:
-        return r.call(*args, raise_errors=raise_errors)
-
-
 def parse_redirect(text):
     """('MOVED'|'ASK', slot, port) from an error text, or None."""
     m = re.fullmatch(r"(MOVED|ASK) (\d+) ([^ ]*):(\d+)", text)
@@ -192,15 +100,6 @@ def _port(node):
     if isinstance(node, int):
         return node
     return int(str(node).rsplit(":", 1)[1])
-
-
-def _info(text):
-    out = {}
-    for line in (text.decode() if isinstance(text, bytes) else text).splitlines():
-        k, sep, v = line.partition(":")
-        if sep:
-            out[k.strip()] = v.strip()
-    return out
 
 
 # ---- free ports -----------------------------------------------------------------------
@@ -238,18 +137,9 @@ def free_port(taken=()):
 
 # ---- processes die with us -------------------------------------------------------------
 
-_PR_SET_PDEATHSIG = 1
-try:
-    _libc = ctypes.CDLL(None, use_errno=True)
-except OSError:  # pragma: no cover
-    _libc = None
-
-
-def _die_with_parent():
-    # runs in the child between fork and exec: if the test runner kills this
-    # Python process (ctest timeout: SIGKILL, no atexit), redis-server follows
-    if _libc is not None:
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+# preexec_fn of every redis-server and redis-cli: if the test runner kills this
+# Python process (ctest timeout: SIGKILL, no atexit), they follow
+_die_with_parent = die_with_parent
 
 
 _LIVE = set()  # clusters not yet stopped, for atexit and signals
@@ -570,7 +460,7 @@ class Cluster:
         alive = self.alive_ports()
         views = {}
         for p in alive:
-            info = _info(self.call(p, "CLUSTER", "INFO"))
+            info = parse_info(self.call(p, "CLUSTER", "INFO"))
             if info.get("cluster_state") != "ok":
                 return "node %d: cluster_state %s" % (p, info.get("cluster_state"))
             if info.get("cluster_slots_ok") != str(SLOTS):
@@ -594,7 +484,7 @@ class Cluster:
             if role == "replica" and (master not in view or view[master][0] != "master"):
                 return "replica %d follows %s" % (p, master)
         for p in alive:
-            rep = _info(self.call(p, "INFO", "replication"))
+            rep = parse_info(self.call(p, "INFO", "replication"))
             role, master, _ = view[p]
             if role == "replica":
                 if (rep.get("role") != "slave" or rep.get("master_link_status") != "up"
@@ -866,7 +756,7 @@ def self_test(verbose=True):
 
         # the dead master comes back as a replica of its successor
         c.restart(victim)
-        role = _info(c.call(victim, "INFO", "replication"))
+        role = parse_info(c.call(victim, "INFO", "replication"))
         _check(role.get("role") == "slave" and int(role["master_port"]) == owner,
                "restarted node follows %d: %s" % (owner, role.get("master_port")))
         stamp("old master back as replica")

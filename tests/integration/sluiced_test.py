@@ -74,18 +74,9 @@ class Server:
         cmd = [SLUICED] + (args if args is not None else ["-c", self.config])
         self.proc = subprocess.Popen(cmd, stderr=self.log, stdout=self.log)
         self.http_port = self.resp_port = None
-        deadline = time.time() + 30  # a loaded machine under ASan starts slowly
-        while time.time() < deadline:
-            text = self.log_text()
-            h = re.search(r"listening http on \S+:(\d+)", text)
-            r = re.search(r"listening resp on \S+:(\d+)", text)
-            if h and r and "ready" in text:
-                self.http_port, self.resp_port = int(h.group(1)), int(r.group(1))
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError("sluiced exited early:\n" + text)
-            time.sleep(0.05)
-        raise RuntimeError("sluiced did not start:\n" + self.log_text())
+        # a loaded machine under ASan starts slowly
+        ports = harness.wait_listening(self.proc, self.log_path, ("http", "resp"), within=30)
+        self.http_port, self.resp_port = ports["http"], ports["resp"]
 
     def log_text(self):
         with open(self.log_path) as f:
@@ -95,13 +86,7 @@ class Server:
         return "http://127.0.0.1:%d%s" % (self.http_port, path)
 
     def stop(self, sig=signal.SIGTERM, timeout=15):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        harness.stop_process(self.proc, sig, timeout)
         self.log.close()
         return self.proc.returncode
 

@@ -196,6 +196,25 @@ static void test_full_jitter(void **state) {
     assert_int_equal(sl__prng_below(&r, 1), 0);
 }
 
+/* client/prng.h, the one PRNG (retry jitter and the simulator): splitmix64's
+ * reference outputs, and both bounded draws are the same draw. */
+static void test_prng(void **state) {
+    (void)state;
+    sl__prng r;
+    sl__prng_seed(&r, 0);
+    assert_true(sl__prng_next(&r) == UINT64_C(0xe220a8397b1dcdaf));
+    assert_true(sl__prng_next(&r) == UINT64_C(0x6e789e6aa1b965f4));
+    sl__prng a, b;
+    sl__prng_seed(&a, 99);
+    sl__prng_seed(&b, 99);
+    for (int64_t n = 1; n < 2000; n += 7)
+        assert_true((uint64_t)sl__prng_below(&a, n) == sl__prng_upto(&b, (uint64_t)n - 1));
+    sl__prng_seed(&a, 5);
+    sl__prng_seed(&b, 5);
+    assert_true(sl__prng_upto(&a, UINT64_MAX) == sl__prng_next(&b));
+    for (int i = 0; i < 1000; i++) assert_true(sl__prng_upto(&a, 3) <= 3);
+}
+
 static void test_budget(void **state) {
     (void)state;
     /* 10 % with a reserve of 10: the reserve, then one retry per 10 requests
@@ -469,12 +488,19 @@ static void test_options(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_http_date_forms), cmocka_unit_test(test_http_date_rejects),
-        cmocka_unit_test(test_retry_after),     cmocka_unit_test(test_backoff_bound),
-        cmocka_unit_test(test_hint_wait),       cmocka_unit_test(test_full_jitter),
-        cmocka_unit_test(test_budget),          cmocka_unit_test(test_aimd_step),
-        cmocka_unit_test(test_quota_read),      cmocka_unit_test(test_quota_pace),
-        cmocka_unit_test(test_response_fields), cmocka_unit_test(test_options),
+        cmocka_unit_test(test_http_date_forms),
+        cmocka_unit_test(test_http_date_rejects),
+        cmocka_unit_test(test_retry_after),
+        cmocka_unit_test(test_backoff_bound),
+        cmocka_unit_test(test_hint_wait),
+        cmocka_unit_test(test_full_jitter),
+        cmocka_unit_test(test_prng),
+        cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_aimd_step),
+        cmocka_unit_test(test_quota_read),
+        cmocka_unit_test(test_quota_pace),
+        cmocka_unit_test(test_response_fields),
+        cmocka_unit_test(test_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

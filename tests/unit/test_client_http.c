@@ -29,8 +29,9 @@
 #include "sluice/client.h"
 #include "sluice/sluice.h"
 
-#define S  SL_NS_PER_SEC
-#define MS SL_NS_PER_MS
+#include "helpers.h"
+
+#define S SL_NS_PER_SEC
 
 /* ---- a scripted HTTP server ------------------------------------------------ */
 
@@ -185,26 +186,12 @@ static char *url_of(const stub *s, const char *path, char *buf, size_t size) {
     return buf;
 }
 
-/* ---- a fake clock and an event recorder -------------------------------------- */
+/* ---- an event recorder (the fake clock is helpers.h's, strict) --------------- */
 
 typedef struct fake {
-    int64_t t;
-    int64_t sleeps[64];
-    int nsleeps;
     sl_client_event events[64];
     int nevents;
 } fake;
-
-static int64_t fake_now(void *ctx) {
-    return ((fake *)ctx)->t;
-}
-
-static void fake_sleep_until(void *ctx, int64_t t) {
-    fake *f = ctx;
-    assert_true(t > f->t); /* the client never sleeps for nothing */
-    if (f->nsleeps < 64) f->sleeps[f->nsleeps++] = t - f->t;
-    f->t = t;
-}
 
 static void record(void *ctx, const sl_client_event *e) {
     fake *f = ctx;
@@ -213,6 +200,7 @@ static void record(void *ctx, const sl_client_event *e) {
 
 typedef struct env {
     fake f;
+    fake_clock fc; /* strict: the client never sleeps for nothing */
     sl_clock clock;
     sl_client_options o;
     sl_client *c;
@@ -221,8 +209,9 @@ typedef struct env {
 /* A client on a fake clock starting at 1000 s, recording events. */
 static void env_init(env *e) {
     memset(e, 0, sizeof *e);
-    e->f.t = 1000 * S;
-    e->clock = (sl_clock){fake_now, fake_sleep_until, &e->f};
+    e->fc.now = 1000 * S;
+    e->fc.strict = true;
+    e->clock = fake_clock_of(&e->fc);
     sl_client_options_init(&e->o);
     e->o.clock = &e->clock;
     e->o.seed = 12345;
@@ -272,7 +261,7 @@ static void test_seed_example(void **state) {
     size_t len;
     assert_string_equal(sl_response_body(r, &len), "ok");
     assert_int_equal(e.f.nevents, 2);
-    assert_int_equal(e.f.nsleeps, 2);
+    assert_int_equal(e.fc.sleeps, 2);
     int64_t sum = 0;
     for (int i = 0; i < 2; i++) {
         const sl_client_event *ev = &e.f.events[i];
@@ -281,13 +270,13 @@ static void test_seed_example(void **state) {
         assert_int_equal(ev->status, 429);
         assert_int_equal(ev->hint, S);
         assert_true(ev->wait >= S && ev->wait < 2 * S);
-        assert_int_equal(e.f.sleeps[i], ev->wait); /* the fake clock slept exactly that */
+        assert_int_equal(e.fc.slept[i], ev->wait); /* the fake clock slept exactly that */
         sum += ev->wait;
     }
     assert_int_not_equal(e.f.events[0].wait, e.f.events[1].wait); /* jitter */
     assert_int_equal(info.waited, sum);
     assert_int_equal(info.elapsed, sum);
-    assert_int_equal(e.f.t, 1000 * S + sum);
+    assert_int_equal(e.fc.now, 1000 * S + sum);
     /* three requests, one connection: the 429 bodies were drained */
     assert_int_equal(stub_requests(s), 3);
     assert_int_equal(stub_conns(s), 1);
@@ -385,7 +374,7 @@ static void test_unsafe_not_retried(void **state) {
     assert_int_equal(e.f.nevents, 1);
     assert_int_equal(e.f.events[0].kind, SL_EVENT_GIVE_UP);
     assert_int_equal(e.f.events[0].stop, SL_STOP_UNSAFE);
-    assert_int_equal(e.f.nsleeps, 0);
+    assert_int_equal(e.fc.sleeps, 0);
     assert_int_equal(stub_requests(s), 1);
     pthread_mutex_lock(&s->mu);
     assert_string_equal(s->methods[0], "POST");
@@ -507,7 +496,7 @@ static void test_max_wait_and_deadline(void **state) {
     assert_int_equal(info.stop, SL_STOP_MAX_WAIT);
     assert_int_equal(info.attempts, 1);
     assert_int_equal(e.f.events[0].hint, 30 * S);
-    assert_int_equal(e.f.nsleeps, 0);
+    assert_int_equal(e.fc.sleeps, 0);
     sl_response_free(r);
     /* a wait that would end after the deadline is not started */
     sl_client_request req = {.url = url, .timeout = 1500 * MS};
@@ -515,7 +504,7 @@ static void test_max_wait_and_deadline(void **state) {
     sl_response_info_get(r, &info);
     assert_int_equal(info.stop, SL_STOP_DEADLINE);
     assert_int_equal(info.attempts, 1);
-    assert_int_equal(e.f.nsleeps, 0);
+    assert_int_equal(e.fc.sleeps, 0);
     sl_response_free(r);
     sl_client_destroy(e.c);
     stub_stop(s);
@@ -589,7 +578,7 @@ static void test_aimd(void **state) {
     /* the first request goes at once */
     assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
     sl_response_free(r);
-    assert_int_equal(e.f.nsleeps, 0);
+    assert_int_equal(e.fc.sleeps, 0);
     assert_int_equal(sl_client_host_rate(e.c, url), 3000); /* +1/s */
     /* the second waits one interval at 3/s: 1/3 s, rounded up to the ns */
     assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
@@ -651,22 +640,22 @@ static void test_pace_from_ratelimit(void **state) {
     sl_response *r;
     assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
     sl_response_free(r);
-    assert_int_equal(e.f.nsleeps, 0);
+    assert_int_equal(e.fc.sleeps, 0);
     /* nothing left, back in 2 s: the next request waits 2 s */
     assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
     sl_response_free(r);
-    assert_int_equal(e.f.nsleeps, 1);
-    assert_int_equal(e.f.sleeps[0], 2 * S);
+    assert_int_equal(e.fc.sleeps, 1);
+    assert_int_equal(e.fc.slept[0], 2 * S);
     assert_int_equal(e.f.events[0].kind, SL_EVENT_PACE);
     /* 4 of 5 left: no wait */
     assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
     sl_response_free(r);
-    assert_int_equal(e.f.nsleeps, 1);
+    assert_int_equal(e.fc.sleeps, 1);
     /* X-RateLimit says 60 s: the wait is capped by max_wait (10 s) */
     assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
     sl_response_free(r);
-    assert_int_equal(e.f.nsleeps, 2);
-    assert_int_equal(e.f.sleeps[1], 10 * S);
+    assert_int_equal(e.fc.sleeps, 2);
+    assert_int_equal(e.fc.slept[1], 10 * S);
     sl_client_destroy(e.c);
     stub_stop(s);
 }

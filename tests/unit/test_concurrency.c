@@ -31,8 +31,8 @@
 
 #include "sluice/sluice.h"
 
-#define SEC     SL_NS_PER_SEC
-#define MS      SL_NS_PER_MS
+#include "helpers.h"
+
 #define US      INT64_C(1000)
 #define THREADS 4
 #define CALLS   20000        /* per thread and run */
@@ -43,17 +43,6 @@
  * where a punctual one would pass, and at most THREADS - 1 calls are late at
  * any moment. */
 #define BUCKET_SLACK (4 * THREADS)
-
-#define assert_le(a, b)                                                                            \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (!(a_ <= b_)) fail_msg("%s <= %s failed: %lld > %lld", #a, #b, a_, b_);                 \
-    } while (0)
-#define assert_i64(a, b)                                                                           \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (a_ != b_) fail_msg("%s == %s failed: %lld != %lld", #a, #b, a_, b_);                   \
-    } while (0)
 
 static uint64_t rng_next(uint64_t *x) {
     *x ^= *x << 13;
@@ -69,20 +58,14 @@ static int cmp_i64(const void *a, const void *b) {
 
 /* ---- one hot key, every algorithm ------------------------------------------- */
 
-typedef struct vclock {
-    _Atomic int64_t now;
-} vclock;
-
-/* The next tick: what one call of one thread sees as now. */
-static int64_t tick(vclock *c, int64_t step) {
-    return atomic_fetch_add(&c->now, step) + step;
-}
+/* The shared virtual clock is helpers.h's fake_clock: each call takes its
+ * next tick (fake_clock_tick), what one call of one thread sees as now. */
 
 typedef struct hammer {
     sl_table *table;
     sl_algorithm alg;
     int64_t period, step;
-    vclock *clock;
+    fake_clock *clock;
     pthread_barrier_t *start;
     /* out */
     int64_t calls, admitted, errors;
@@ -94,7 +77,7 @@ static void *hammer_main(void *p) {
     hammer *h = p;
     pthread_barrier_wait(h->start);
     for (int i = 0; i < CALLS; i++) {
-        int64_t now = tick(h->clock, h->step);
+        int64_t now = fake_clock_tick(h->clock, h->step);
         sl_decision d;
         int rc = sl_table_check(h->table, "hot", 3, 1, now, &d);
         h->calls++;
@@ -135,7 +118,7 @@ static void run_hot_key(sl_algorithm alg, int64_t limit, int64_t period, int64_t
     assert_int_equal(sl_table_create(&o, &t), SL_OK);
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, THREADS + 1);
-    vclock clock = {T0};
+    fake_clock clock = {.now = T0};
     hammer h[THREADS];
     pthread_t th[THREADS];
     const int64_t t_start = T0;
@@ -232,23 +215,12 @@ static void hot_key_windows(void **state) {
 
 /* ---- the standalone limiter ------------------------------------------------- */
 
-/* The fake clock of sl_limiter_wait: now() reads the shared virtual clock,
- * sleep_until() moves it forward to t (never back). */
-static int64_t vclock_now(void *ctx) {
-    return atomic_load(&((vclock *)ctx)->now);
-}
-
-static void vclock_sleep_until(void *ctx, int64_t t) {
-    vclock *c = ctx;
-    int64_t cur = atomic_load(&c->now);
-    while (cur < t && !atomic_compare_exchange_weak(&c->now, &cur, t)) {
-    }
-}
-
+/* The fake clock of sl_limiter_wait (helpers.h): now() reads the shared
+ * virtual clock, sleep_until() moves it forward to t (never back). */
 typedef struct lim_arg {
     sl_limiter *l;
     pthread_barrier_t *start;
-    vclock *clock;
+    fake_clock *clock;
     int64_t end;
     bool wait; /* sl_limiter_wait on the fake clock instead of allow */
     int64_t calls, admitted, errors;
@@ -258,7 +230,7 @@ typedef struct lim_arg {
 
 static void *limiter_main(void *p) {
     lim_arg *a = p;
-    const sl_clock fake = {vclock_now, vclock_sleep_until, a->clock};
+    const sl_clock fake = fake_clock_of(a->clock);
     pthread_barrier_wait(a->start);
     for (int i = 0; i < CALLS; i++) {
         a->calls++;
@@ -271,7 +243,7 @@ static void *limiter_main(void *p) {
                 a->admitted++;
             else
                 a->errors++;
-        } else if (sl_limiter_allow(a->l, 1, tick(a->clock, LIM_STEP))) {
+        } else if (sl_limiter_allow(a->l, 1, fake_clock_tick(a->clock, LIM_STEP))) {
             a->admitted++;
         }
     }
@@ -281,7 +253,7 @@ static void *limiter_main(void *p) {
 static void run_limiter(bool wait) {
     const int64_t limit = 1000, burst = 20, run_ns = 300 * MS;
     const int64_t t_start = T0;
-    vclock clock = {T0};
+    fake_clock clock = {.now = T0};
     sl_limiter *l;
     assert_int_equal(sl_limiter_create((sl_rate){limit, SEC}, burst, 0, t_start, &l), SL_OK);
     pthread_barrier_t start;
@@ -454,7 +426,7 @@ static void check_all_overlapping(void **state) {
 typedef struct evict_arg {
     sl_table *table;
     pthread_barrier_t *start;
-    vclock *clock;
+    fake_clock *clock;
     _Atomic int *running;
     int id;
     int64_t inserted, errors;
@@ -466,7 +438,7 @@ static void *evict_main(void *p) {
     char k1[64], k2[64];
     uint64_t x = 0x2545f4914f6cdd1du * (uint64_t)(a->id + 1);
     for (int64_t i = 0; i < EVICT_CALLS; i++) {
-        int64_t now = tick(a->clock, US);
+        int64_t now = fake_clock_tick(a->clock, US);
         /* random keys (distinct: a thread prefix and 64 random bits); every
          * fifth one too long to be stored inline */
         unsigned long long r = rng_next(&x);
@@ -499,7 +471,7 @@ static void *evict_main(void *p) {
 typedef struct monitor_arg {
     sl_table *table;
     pthread_barrier_t *start;
-    vclock *clock;
+    fake_clock *clock;
     _Atomic int *running; /* inserting threads not done yet */
     int64_t samples, over_cap;
     uint64_t worst;
@@ -529,7 +501,7 @@ static void eviction_under_contention(void **state) {
     assert_int_equal(sl_table_create(&o, &t), SL_OK);
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, THREADS + 2);
-    vclock clock = {T0};
+    fake_clock clock = {.now = T0};
     _Atomic int running = THREADS;
     evict_arg a[THREADS];
     pthread_t th[THREADS + 1];

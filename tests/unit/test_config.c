@@ -20,23 +20,16 @@
 #include "policy/config.h"
 #include "sluice/sluice.h"
 
+#include "helpers.h"
+
 #ifndef SLUICE_SOURCE_DIR
 #error "SLUICE_SOURCE_DIR must name the source tree (tests/config.cmake)"
 #endif
 
-#define SEC SL_NS_PER_SEC
-#define MS  SL_NS_PER_MS
 #define MiB ((size_t)1 << 20)
 #define KiB ((size_t)1 << 10)
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
 /* ---- helpers --------------------------------------------------------------- */
-
-static void print_errors(const sl_config_errors *e) {
-    for (size_t i = 0; i < e->n && i < SL_CONFIG_MAX_ERRORS; i++)
-        print_message("  %s\n", e->msg[i]);
-}
 
 /* Parses `text` as "t.yaml"; it must load. */
 static sl_config *parse_ok(const char *text) {
@@ -59,21 +52,8 @@ static void expect_errors_(const char *text, const char *const *want, size_t n) 
     int rc = sl__config_parse(text, strlen(text), "t.yaml", &c, &e);
     assert_int_equal(rc, -1);
     assert_null(c);
-    bool same = e.n == n;
-    for (size_t i = 0; same && i < n; i++) same = strcmp(e.msg[i], want[i]) == 0;
-    if (!same) {
-        print_message("got %zu error(s):\n", e.n);
-        print_errors(&e);
-        print_message("wanted %zu:\n", n);
-        for (size_t i = 0; i < n; i++) print_message("  %s\n", want[i]);
-        fail_msg("unexpected errors for:\n%s", text);
-    }
+    expect_error_list(&e, want, n, NULL, text);
 }
-#define expect_errors(text, ...)                                                                   \
-    do {                                                                                           \
-        const char *const want_[] = {__VA_ARGS__};                                                 \
-        expect_errors_(text, want_, COUNT(want_));                                                 \
-    } while (0)
 
 /* Parses `text`: it must fail with one error containing `part`. */
 static void expect_error_with(const char *text, const char *part) {
@@ -821,10 +801,11 @@ static void test_unknown_keys(void **state) {
                   "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
                   "quotas, costs, exempt, rules, shadow, admin, quota_mode or charge_refused_hits)",
                   "t.yaml:2: <<: YAML merge keys (<<) are not supported");
-    expect_errors("\"a\\x01b\": 1\n",
-                  "t.yaml:1: a?b: unknown key (expected "
-                  "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
-                  "quotas, costs, exempt, rules, shadow, admin, quota_mode or charge_refused_hits)");
+    expect_errors(
+        "\"a\\x01b\": 1\n",
+        "t.yaml:1: a?b: unknown key (expected "
+        "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
+        "quotas, costs, exempt, rules, shadow, admin, quota_mode or charge_refused_hits)");
 }
 
 static void test_duplicate_keys(void **state) {
@@ -1025,9 +1006,10 @@ static void test_errors_sorted_and_all_collected(void **state) {
     assert_int_equal(sl__config_parse(text, o, "t.yaml", &c, &e), -1);
     assert_null(c);
     assert_int_equal(e.n, n);
-    assert_string_equal(e.msg[0], "t.yaml:1: bad0: unknown key (expected listen, workers, store, "
-                                  "domains, policies, limits, log_level, identity, tiers, quotas, "
-                                  "costs, exempt, rules, shadow, admin, quota_mode or charge_refused_hits)");
+    assert_string_equal(e.msg[0],
+                        "t.yaml:1: bad0: unknown key (expected listen, workers, store, "
+                        "domains, policies, limits, log_level, identity, tiers, quotas, "
+                        "costs, exempt, rules, shadow, admin, quota_mode or charge_refused_hits)");
     assert_non_null(strstr(e.msg[SL_CONFIG_MAX_ERRORS - 1], "t.yaml:64: bad63: unknown key"));
     free(text);
 }

@@ -26,22 +26,16 @@
 #include "sluice/sluice.h"
 
 #include "decide_helper.h"
+#include "helpers.h"
 
 #ifndef SLUICE_SOURCE_DIR
 #error "SLUICE_SOURCE_DIR must name the source tree (tests/grpc.cmake)"
 #endif
 
-#define SEC      SL_NS_PER_SEC
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 /* a fixed "now": 2024-01-01T00:00:10Z, 10 s into a minute, hour and day */
 #define T0 (INT64_C(1704067210) * SEC)
 
 /* ---- helpers ----------------------------------------------------------------- */
-
-static void print_errors(const sl_config_errors *e) {
-    for (size_t i = 0; i < e->n && i < SL_CONFIG_MAX_ERRORS; i++)
-        print_message("  %s\n", e->msg[i]);
-}
 
 static sl_domain_rules *rules_ok(const char *text) {
     sl_domain_rules *r = NULL;
@@ -61,21 +55,8 @@ static void expect_errors_(const char *text, const char *const *want, size_t n) 
     e.n = 0;
     assert_int_equal(sl__domain_rules_parse(text, strlen(text), "r.yaml", &r, &e), -1);
     assert_null(r);
-    bool same = e.n == n;
-    for (size_t i = 0; same && i < n; i++) same = strcmp(e.msg[i], want[i]) == 0;
-    if (!same) {
-        print_message("got %zu error(s):\n", e.n);
-        print_errors(&e);
-        print_message("wanted %zu:\n", n);
-        for (size_t i = 0; i < n; i++) print_message("  %s\n", want[i]);
-        fail_msg("unexpected errors for:\n%s", text);
-    }
+    expect_error_list(&e, want, n, NULL, text);
 }
-#define expect_errors(text, ...)                                                                   \
-    do {                                                                                           \
-        const char *const want_[] = {__VA_ARGS__};                                                 \
-        expect_errors_(text, want_, COUNT(want_));                                                 \
-    } while (0)
 
 static sl_domain_set *set_of(const char *text, sl_domain_set *prev) {
     sl_domain_rules *r = rules_ok(text);
@@ -657,8 +638,10 @@ static void test_check_only_hits_zero(void **state) {
     for (size_t i = 0; i < sl__domain_set_rule_count(s); i++) {
         sl_domain_rule_stats st;
         assert_true(sl__domain_set_rule_stats(s, i, &st));
-        if (strstr(st.rule, "sh")) sh = st;
-        else k = st;
+        if (strstr(st.rule, "sh"))
+            sh = st;
+        else
+            k = st;
     }
     assert_int_equal(k.allowed, 5);
     assert_int_equal(k.limited, 1);

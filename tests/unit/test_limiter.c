@@ -11,39 +11,14 @@
 
 #include "sluice/sluice.h"
 
-#define SEC SL_NS_PER_SEC
-#define MS  SL_NS_PER_MS
-#define T0  (1000 * SEC)
+#include "helpers.h"
 
-#define assert_i64(a, b)                                                                           \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (a_ != b_) fail_msg("%s == %s failed: %lld != %lld", #a, #b, a_, b_);                   \
-    } while (0)
-#define assert_le(a, b)                                                                            \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (!(a_ <= b_)) fail_msg("%s <= %s failed: %lld > %lld", #a, #b, a_, b_);                 \
-    } while (0)
+#define T0 (1000 * SEC)
 
-/* A fake clock: sleeping moves time to the wake-up time, at once. */
-typedef struct fake_clock {
-    int64_t now;
-    int sleeps;
-} fake_clock;
-
-static int64_t fake_now(void *ctx) {
-    return ((fake_clock *)ctx)->now;
-}
-
-static void fake_sleep_until(void *ctx, int64_t t) {
-    fake_clock *c = ctx;
-    c->sleeps++;
-    if (t > c->now) c->now = t;
-}
-
+/* The fake clock (helpers.h): sleeping moves time to the wake-up time, at
+ * once. */
 static sl_clock make_clock(fake_clock *c) {
-    return (sl_clock){.now = fake_now, .sleep_until = fake_sleep_until, .ctx = c};
+    return fake_clock_of(c);
 }
 
 static sl_limiter *make_limiter(int64_t limit, int64_t period, int64_t burst, unsigned flags,

@@ -645,6 +645,32 @@ static void rate_round_trips(void **state) {
 
 /* ---- algorithm names and error texts -------------------------------------------------------- */
 
+/* sl_algorithm_is_bucket and sl_params_limit: the size a decision reports. */
+static void bucket_query_and_limit(void **state) {
+    (void)state;
+    static const struct {
+        sl_algorithm a;
+        bool bucket;
+    } all[] = {{SL_FIXED_WINDOW, false}, {SL_SLIDING_LOG, false}, {SL_SLIDING_WINDOW, false},
+               {SL_TOKEN_BUCKET, true},  {SL_GCRA, true},         {SL_LEAKY_QUEUE, true}};
+    for (size_t i = 0; i < 6; i++) {
+        assert_int_equal(sl_algorithm_is_bucket(all[i].a), all[i].bucket);
+        sl_params p = {.algorithm = all[i].a, .rate = {7, SL_NS_PER_SEC}, .burst = 3};
+        assert_int_equal(sl_params_limit(&p), all[i].bucket ? 3 : 7);
+        sl_table *t = NULL;
+        sl_table_options o = {.params = p};
+        assert_int_equal(sl_table_create(&o, &t), 0);
+        sl_decision d;
+        assert_int_equal(sl_table_check(t, "k", 1, 1, 0, &d), 0);
+        assert_int_equal(d.limit, sl_params_limit(&p));
+        sl_table_destroy(t);
+    }
+    assert_false(sl_algorithm_is_bucket((sl_algorithm)0));
+    assert_false(sl_algorithm_is_bucket((sl_algorithm)7));
+    sl_params unknown = {.algorithm = (sl_algorithm)0, .rate = {7, SL_NS_PER_SEC}, .burst = 3};
+    assert_int_equal(sl_params_limit(&unknown), 7);
+}
+
 static void algorithm_names(void **state) {
     (void)state;
     static const struct {
@@ -737,6 +763,7 @@ int main(void) {
         cmocka_unit_test(rate_format_shortest),
         cmocka_unit_test(rate_format_truncates),
         cmocka_unit_test(rate_round_trips),
+        cmocka_unit_test(bucket_query_and_limit),
         cmocka_unit_test(algorithm_names),
         cmocka_unit_test(error_texts),
     };

@@ -32,13 +32,12 @@
 #include "sluice/sluice.h"
 
 #include "decide_helper.h"
+#include "helpers.h"
 
 #ifndef SLUICE_SOURCE_DIR
 #error "SLUICE_SOURCE_DIR must name the source tree (tests/identity.cmake)"
 #endif
 
-#define SEC SL_NS_PER_SEC
-#define MS  SL_NS_PER_MS
 #define DAY (86400 * SEC)
 
 /* 2026-02-01T00:00:00Z and 2026-03-01T00:00:00Z */
@@ -73,13 +72,8 @@ static int teardown(void **state) {
     return 0;
 }
 
-static void print_errors(const sl_config_errors *e) {
-    for (size_t i = 0; i < e->n && i < SL_CONFIG_MAX_ERRORS; i++)
-        print_message("  %s\n", e->msg[i]);
-}
-
 /* The text with every "KEYS" replaced by the key file's path. */
-static char *with_keys(const char *text) {
+static const char *with_keys(const char *text) {
     static char buf[16384];
     size_t o = 0;
     for (const char *s = text; *s && o + 80 < sizeof buf;) {
@@ -111,21 +105,8 @@ static void expect_errors_(const char *text, const char *const *want, size_t n) 
     const char *t = with_keys(text);
     int rc = sl__config_parse(t, strlen(t), "t.yaml", &c, &e);
     assert_int_equal(rc, -1);
-    bool same = e.n == n;
-    for (size_t i = 0; same && i < n; i++) same = strcmp(e.msg[i], with_keys(want[i])) == 0;
-    if (!same) {
-        print_message("got %zu error(s):\n", e.n);
-        print_errors(&e);
-        print_message("wanted %zu:\n", n);
-        for (size_t i = 0; i < n; i++) print_message("  %s\n", want[i]);
-        fail_msg("unexpected errors for:\n%s", t);
-    }
+    expect_error_list(&e, want, n, with_keys, t);
 }
-#define expect_errors(text, ...)                                                                   \
-    do {                                                                                           \
-        const char *const want_[] = {__VA_ARGS__};                                                 \
-        expect_errors_(text, want_, sizeof want_ / sizeof want_[0]);                               \
-    } while (0)
 
 /* ---- a running set ---------------------------------------------------------- */
 

@@ -24,10 +24,8 @@
 #define S  SL_NS_PER_SEC
 
 static sl_shed *make(int64_t limit, int64_t period, int64_t burst, int64_t rc, int64_t rd) {
-    sl_shed_options o = {.rate = {limit, period},
-                         .burst = burst,
-                         .reserve_critical = rc,
-                         .reserve_default = rd};
+    sl_shed_options o = {
+        .rate = {limit, period}, .burst = burst, .reserve_critical = rc, .reserve_default = rd};
     sl_shed *s = NULL;
     assert_int_equal(sl_shed_create(&o, 0, &s), SL_OK);
     return s;
@@ -192,10 +190,10 @@ static void against_reference(void **state) {
                 fail_msg("trace %d step %d (every %lld ns, burst %lld, reserves %lld %lld): %s "
                          "cost %lld at %lld: got %d avail %lld retry %lld, want %d avail %lld "
                          "retry %lld",
-                         trace, i, (long long)every, (long long)burst, (long long)rc,
-                         (long long)rd, sl_priority_name(p), (long long)cost, (long long)now,
-                         got.admitted, (long long)got.available, (long long)got.retry_after,
-                         want.admitted, (long long)want.available, (long long)want.retry_after);
+                         trace, i, (long long)every, (long long)burst, (long long)rc, (long long)rd,
+                         sl_priority_name(p), (long long)cost, (long long)now, got.admitted,
+                         (long long)got.available, (long long)got.retry_after, want.admitted,
+                         (long long)want.available, (long long)want.retry_after);
         }
         sl_shed_destroy(s);
     }
@@ -239,8 +237,8 @@ static void threads_never_exceed(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(lowest_first),     cmocka_unit_test(refund_and_clock),
-        cmocka_unit_test(bad_arguments),    cmocka_unit_test(against_reference),
+        cmocka_unit_test(lowest_first),         cmocka_unit_test(refund_and_clock),
+        cmocka_unit_test(bad_arguments),        cmocka_unit_test(against_reference),
         cmocka_unit_test(threads_never_exceed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/prng.h"
+#include "client/prng.h"
 #include "cli/sim_race.h"
 
 #define SEC INT64_C(1000000000)
@@ -54,18 +54,18 @@ static int64_t brute_busiest(const trace *t, const race_result *r, int64_t len) 
 
 static void busiest_matches_brute_force(void **state) {
     (void)state;
-    prng r;
-    prng_seed(&r, 42);
+    sl__prng r;
+    sl__prng_seed(&r, 42);
     for (int round = 0; round < 300; round++) {
-        size_t n = (size_t)prng_upto(&r, 40);
+        size_t n = (size_t)sl__prng_upto(&r, 40);
         int64_t times[41], weights[41];
         int64_t t = 0;
         for (size_t i = 0; i < n; i++) {
-            t += (int64_t)prng_upto(&r, 300);
+            t += (int64_t)sl__prng_upto(&r, 300);
             times[i] = t;
-            weights[i] = (int64_t)prng_upto(&r, 3);
+            weights[i] = (int64_t)sl__prng_upto(&r, 3);
         }
-        int64_t period = 1 + (int64_t)prng_upto(&r, 1000);
+        int64_t period = 1 + (int64_t)sl__prng_upto(&r, 1000);
         int64_t best = 0, best_at = n ? times[0] : 0;
         for (size_t i = 0; i < n; i++) {
             int64_t sum = 0;

@@ -15,22 +15,10 @@
 
 #include "sluice/sluice.h"
 
-#define SEC  SL_NS_PER_SEC
-#define MS   SL_NS_PER_MS
+#include "helpers.h"
+
 #define T0   (1000 * SEC) /* a time aligned to every window used here */
 #define HOUR (3600 * SEC)
-
-/* a <= b on int64 values, with both values in the failure message. */
-#define assert_le(a, b)                                                                            \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (!(a_ <= b_)) fail_msg("%s <= %s failed: %lld > %lld", #a, #b, a_, b_);                 \
-    } while (0)
-#define assert_i64(a, b)                                                                           \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (a_ != b_) fail_msg("%s == %s failed: %lld != %lld", #a, #b, a_, b_);                   \
-    } while (0)
 
 static const sl_algorithm all_algorithms[] = {SL_FIXED_WINDOW, SL_SLIDING_LOG, SL_SLIDING_WINDOW,
                                               SL_TOKEN_BUCKET, SL_GCRA,        SL_LEAKY_QUEUE};

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/topk.h"
+#include "sluice/error.h"
 
 static uint64_t rng = 0x853c49e6748fea9bu;
 static uint64_t next_rand(void) {
@@ -44,8 +45,8 @@ static unsigned index_of(const sl__topk_item *it) {
 static void test_create_bounds(void **state) {
     (void)state;
     sl__topk *t = NULL;
-    assert_int_equal(sl__topk_create(0, &t), -1);
-    assert_int_equal(sl__topk_create((1u << 20) + 1, &t), -1);
+    assert_int_equal(sl__topk_create(0, &t), SL_EINVAL);
+    assert_int_equal(sl__topk_create((1u << 20) + 1, &t), SL_EINVAL);
     assert_int_equal(sl__topk_create(1, &t), 0);
     sl__topk_item it[2];
     assert_int_equal(sl__topk_list(t, it, 2), 0); /* empty */

@@ -29,6 +29,7 @@
 #include "server/http/http_auth.h"
 #include "server/server.h"
 #include "sluice/error.h"
+#include "util/units.h"
 
 #define SF_INT_MAX INT64_C(999999999999999)
 #define FIELD_MAX  4096 /* one RateLimit-Policy or RateLimit value */
@@ -53,22 +54,12 @@ static void fw_str(fw *w, const char *s) {
 }
 
 static void fw_u64(fw *w, uint64_t v) {
-    char tmp[24];
-    int k = 0;
-    do tmp[k++] = (char)('0' + v % 10);
-    while ((v /= 10));
-    char out[24];
-    for (int i = 0; i < k; i++) out[i] = tmp[k - 1 - i];
-    fw_mem(w, out, (size_t)k);
+    char out[SL__DECIMAL_MAX];
+    fw_mem(w, out, sl__decimal_u64(out, v));
 }
 
 static uint64_t sf_int(int64_t v) {
     return v < 0 ? 0 : v > SF_INT_MAX ? (uint64_t)SF_INT_MAX : (uint64_t)v;
-}
-
-static int64_t ceil_s(int64_t ns) {
-    if (ns <= 0) return 0;
-    return ns / SL_NS_PER_SEC + (ns % SL_NS_PER_SEC != 0);
 }
 
 /* The policy's name as configured (a tier variant "api:pro" shows as "api"),
@@ -110,9 +101,9 @@ static void write_limits(sl_buf *out, const sl_rules_answer *a, bool limited, si
         fw_str(&wp, ";sluice-rate=\"");
         fw_str(&wp, it->policy->rate_text); /* the policy layer's, as /v1/check's */
         fw_str(&wp, "\"");
-        int64_t t = ceil_s(d->reset_after);
+        int64_t t = sl__ceil_s(d->reset_after);
         if (!d->allowed && d->retry_after >= 0) {
-            t = ceil_s(d->retry_after);
+            t = sl__ceil_s(d->retry_after);
             if (t < 1) t = 1;
         }
         if (ws.n) fw_str(&ws, ", ");
@@ -134,7 +125,7 @@ static void write_limits(sl_buf *out, const sl_rules_answer *a, bool limited, si
         sl__http_header_line(out, "X-RateLimit-Limit", num);
         snprintf(num, sizeof num, "%lld", (long long)(d->remaining > 0 ? d->remaining : 0));
         sl__http_header_line(out, "X-RateLimit-Remaining", num);
-        snprintf(num, sizeof num, "%lld", (long long)ceil_s(d->reset_after));
+        snprintf(num, sizeof num, "%lld", (long long)sl__ceil_s(d->reset_after));
         sl__http_header_line(out, "X-RateLimit-Reset", num);
         snprintf(name, sizeof name, "%.*s", (int)it->policy->base_len, it->policy->cfg.name);
         sl__http_header_line(out, "Sluice-Limit", name);
@@ -151,7 +142,7 @@ static void write_limits(sl_buf *out, const sl_rules_answer *a, bool limited, si
         }
         if (retry >= 0) {
             char num[24];
-            int64_t s = ceil_s(retry);
+            int64_t s = sl__ceil_s(retry);
             snprintf(num, sizeof num, "%lld", (long long)(s < 1 ? 1 : s));
             sl__http_header_line(out, "Retry-After", num);
         }

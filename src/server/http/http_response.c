@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "server/http/http.h"
+#include "util/units.h"
 
 #define SF_INT_MAX INT64_C(999999999999999)
 
@@ -29,22 +30,14 @@ static char *w_mem(char *p, const char *s, size_t n) {
     return p + n;
 }
 #define W_LIT(p, lit)  w_mem((p), (lit), sizeof(lit) - 1)
-#define U64_MAX_DIGITS 20
+#define U64_MAX_DIGITS SL__DECIMAL_MAX
 
 static char *w_u64(char *p, uint64_t v) {
-    char tmp[U64_MAX_DIGITS];
-    char *e = tmp + sizeof tmp, *d = e;
-    do {
-        *--d = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    return w_mem(p, d, (size_t)(e - d));
+    return p + sl__decimal_u64(p, v);
 }
 
 static char *w_i64(char *p, int64_t v) {
-    if (v >= 0) return w_u64(p, (uint64_t)v);
-    *p++ = '-';
-    return w_u64(p, (uint64_t)0 - (uint64_t)v);
+    return p + sl__decimal_i64(p, v);
 }
 
 /* ---- status line and framing ------------------------------------------------ */
@@ -157,12 +150,6 @@ void sl__http_end(sl_buf *out, bool keep_alive, const char *content_type, const 
 
 /* ---- rate-limit fields ------------------------------------------------------ */
 
-/* ceil(ns / unit) for ns >= 0; negative durations count as 0. */
-static int64_t ceil_div(int64_t ns, int64_t unit) {
-    if (ns <= 0) return 0;
-    return ns / unit + (ns % unit != 0);
-}
-
 static uint64_t sf_int(int64_t v) {
     return v < 0 ? 0 : v > SF_INT_MAX ? (uint64_t)SF_INT_MAX : (uint64_t)v;
 }
@@ -187,9 +174,9 @@ void sl__http_ratelimit_fields(sl_buf *out, const sl_http_policy_view *p, const 
     const char *name = p->name ? p->name : "", *rate = p->rate ? p->rate : "";
     size_t nl = strlen(name), rl = strlen(rate);
 
-    int64_t reset_s = ceil_div(d->reset_after, SL_NS_PER_SEC);
+    int64_t reset_s = sl__ceil_s(d->reset_after);
     bool retry = !d->allowed && d->retry_after >= 0;
-    int64_t retry_s = ceil_div(d->retry_after, SL_NS_PER_SEC);
+    int64_t retry_s = sl__ceil_s(d->retry_after);
     if (retry_s < 1) retry_s = 1;
     /* t: when limited, the Retry-After value (draft-10: Retry-After SHOULD
      * NOT be earlier than the reset); when allowed, the reset. */
@@ -315,7 +302,7 @@ void sl__http_json_string(sl_buf *out, const void *s, size_t n) {
 }
 
 static int64_t ms_up(int64_t ns) {
-    return ns < 0 ? -1 : ceil_div(ns, SL_NS_PER_MS);
+    return ns < 0 ? -1 : sl__ceil_ms(ns);
 }
 
 void sl__http_decision_json(sl_buf *out, const char *policy, const sl_decision *d, bool shadowed) {

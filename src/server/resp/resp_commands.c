@@ -26,6 +26,7 @@
 #include "server/reply.h"
 #include "server/resp/resp.h"
 #include "sluice/sluice.h"
+#include "util/units.h"
 
 /* Arguments echoed in error messages are cut to this many bytes, as Redis does. */
 #define ECHO_MAX 128
@@ -88,10 +89,6 @@ static bool parse_i64(const char *s, size_t n, int64_t *out) {
     }
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
     return true;
-}
-
-static int64_t ceil_ms(int64_t ns) {
-    return ns <= 0 ? 0 : ns / SL_NS_PER_MS + (ns % SL_NS_PER_MS != 0);
 }
 
 /* ---- the command table ---------------------------------------------------------- */
@@ -455,7 +452,7 @@ void sl__resp_check_reply(sl_buf *out, const sl_policy *p, int rc, const sl_deci
         return;
     }
     int64_t reply[5] = {d->allowed, d->limit, d->remaining,
-                        d->allowed ? 0 : ceil_ms(d->retry_after), ceil_ms(d->reset_after)};
+                        d->allowed ? 0 : sl__ceil_ms(d->retry_after), sl__ceil_ms(d->reset_after)};
     sl__resp_ints(out, reply, 5);
 }
 

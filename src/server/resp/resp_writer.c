@@ -6,28 +6,14 @@
 #include <string.h>
 
 #include "server/resp/resp.h"
-
-/* Writes v in decimal at p; returns the bytes written (at most 20). */
-static size_t put_i64(char *p, int64_t v) {
-    char tmp[24];
-    char *e = tmp + sizeof tmp, *q = e;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        *--q = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0) *--q = '-';
-    size_t n = (size_t)(e - q);
-    memcpy(p, q, n);
-    return n;
-}
+#include "util/units.h"
 
 /* <type><decimal>\r\n */
 static void typed_number(sl_buf *out, char type, int64_t v) {
     char *p = sl__buf_reserve(out, 24);
     if (!p) return;
     p[0] = type;
-    size_t n = 1 + put_i64(p + 1, v);
+    size_t n = 1 + sl__decimal_i64(p + 1, v);
     p[n++] = '\r';
     p[n++] = '\n';
     sl__buf_commit(out, n);
@@ -64,7 +50,7 @@ void sl__resp_bulk(sl_buf *out, const void *data, size_t n) {
     char *p = sl__buf_reserve(out, n + 26);
     if (!p) return;
     p[0] = '$';
-    size_t h = 1 + put_i64(p + 1, (int64_t)n);
+    size_t h = 1 + sl__decimal_i64(p + 1, (int64_t)n);
     p[h++] = '\r';
     p[h++] = '\n';
     if (n) memcpy(p + h, data, n);
@@ -87,12 +73,12 @@ void sl__resp_ints(sl_buf *out, const int64_t *v, size_t n) {
     if (!p) return;
     size_t k = 0;
     p[k++] = '*';
-    k += put_i64(p + k, (int64_t)n);
+    k += sl__decimal_i64(p + k, (int64_t)n);
     p[k++] = '\r';
     p[k++] = '\n';
     for (size_t i = 0; i < n; i++) {
         p[k++] = ':';
-        k += put_i64(p + k, v[i]);
+        k += sl__decimal_i64(p + k, v[i]);
         p[k++] = '\r';
         p[k++] = '\n';
     }

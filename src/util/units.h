@@ -1,0 +1,53 @@
+/* units.h: the two integer primitives every answer writer shares: a
+ * duration in nanoseconds rounded up to a coarser unit (milliseconds in
+ * RESP and JSON, seconds in HTTP headers and Envoy's reset, ms timeouts
+ * for libuv and curl), and an integer written in decimal by hand (no printf
+ * on the hot paths). Header-only, so libsluice-client and the CLI use the
+ * same code as the server without linking it. Integers only. */
+#ifndef SLUICE_UTIL_UNITS_H
+#define SLUICE_UTIL_UNITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ceil(ns / unit) for ns > 0; 0 for ns <= 0 (a negative duration counts as
+ * none). unit > 0. Never overflows. */
+static inline int64_t sl__ceil_units(int64_t ns, int64_t unit) {
+    return ns <= 0 ? 0 : ns / unit + (ns % unit != 0);
+}
+
+/* Whole milliseconds and seconds, rounded up (sl__ceil_units). */
+static inline int64_t sl__ceil_ms(int64_t ns) {
+    return sl__ceil_units(ns, INT64_C(1000000));
+}
+static inline int64_t sl__ceil_s(int64_t ns) {
+    return sl__ceil_units(ns, INT64_C(1000000000));
+}
+
+/* The most bytes sl__decimal_u64 / sl__decimal_i64 write ("-" and 19 digits,
+ * or 20 digits). No NUL is written. */
+#define SL__DECIMAL_MAX 20
+
+/* Writes v in decimal at p (room for SL__DECIMAL_MAX bytes); returns the
+ * bytes written. */
+static inline size_t sl__decimal_u64(char *p, uint64_t v) {
+    char tmp[SL__DECIMAL_MAX];
+    char *e = tmp + sizeof tmp, *d = e;
+    do {
+        *--d = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    size_t n = (size_t)(e - d);
+    memcpy(p, d, n);
+    return n;
+}
+
+/* The same for a signed value (INT64_MIN included). */
+static inline size_t sl__decimal_i64(char *p, int64_t v) {
+    if (v >= 0) return sl__decimal_u64(p, (uint64_t)v);
+    *p = '-';
+    return 1 + sl__decimal_u64(p + 1, (uint64_t)0 - (uint64_t)v);
+}
+
+#endif

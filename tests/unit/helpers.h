@@ -1,0 +1,116 @@
+/* helpers.h: what the cmocka unit tests share, so that each test file holds
+ * only its own cases: COUNT and the time units, integer asserts that print
+ * both values, a fake clock (sluice/clock.h's sl_clock, never the
+ * machine's), and the comparison of a config error list with the messages a
+ * case expects. Include it after <cmocka.h>; the error-list helpers are there
+ * when policy/config.h is included before this file. Everything is static
+ * inline or a macro: a test uses what it needs and nothing else is compiled
+ * in. */
+#ifndef SLUICE_TESTS_HELPERS_H
+#define SLUICE_TESTS_HELPERS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "sluice/clock.h"
+#include "sluice/limit.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#define SEC      SL_NS_PER_SEC
+#define MS       SL_NS_PER_MS
+
+/* ---- integer asserts: a == b, a <= b on int64 values, both values printed -- */
+
+#define assert_i64(a, b)                                                                           \
+    do {                                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
+        if (a_ != b_) fail_msg("%s == %s failed: %lld != %lld", #a, #b, a_, b_);                   \
+    } while (0)
+#define assert_le(a, b)                                                                            \
+    do {                                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
+        if (!(a_ <= b_)) fail_msg("%s <= %s failed: %lld > %lld", #a, #b, a_, b_);                 \
+    } while (0)
+
+/* ---- a fake clock ---------------------------------------------------------------
+ * `now` is the time (ns); nothing moves it but the test, fake_clock_tick and
+ * sleep_until. sleep_until(t) moves it forward to t at once (never back) and
+ * counts the call in `sleeps`. Safe from many threads (every field is
+ * atomic or only written by one), except in strict mode, for one thread:
+ * there every sleep must move time forward (a sleep for nothing fails the
+ * test) and the first FAKE_CLOCK_LOG sleeps' lengths are kept in slept[]. */
+#define FAKE_CLOCK_LOG 64
+
+typedef struct fake_clock {
+    _Atomic int64_t now;
+    _Atomic int sleeps;
+    bool strict;
+    int64_t slept[FAKE_CLOCK_LOG];
+} fake_clock;
+
+static inline int64_t fake_clock_now(void *ctx) {
+    return atomic_load(&((fake_clock *)ctx)->now);
+}
+
+static inline void fake_clock_sleep_until(void *ctx, int64_t t) {
+    fake_clock *c = ctx;
+    int n = atomic_fetch_add(&c->sleeps, 1);
+    int64_t cur = atomic_load(&c->now);
+    if (c->strict) {
+        assert_true(t > cur); /* the caller never sleeps for nothing */
+        if (n < FAKE_CLOCK_LOG) c->slept[n] = t - cur;
+        atomic_store(&c->now, t);
+        return;
+    }
+    while (cur < t && !atomic_compare_exchange_weak(&c->now, &cur, t)) {
+    }
+}
+
+/* The clock as an sl_clock for sl_limiter_wait and libsluice-client. */
+static inline sl_clock fake_clock_of(fake_clock *c) {
+    return (sl_clock){.now = fake_clock_now, .sleep_until = fake_clock_sleep_until, .ctx = c};
+}
+
+/* Advances the clock by step and returns the new time: what one call of one
+ * thread sees as now when each call takes the next tick. */
+static inline int64_t fake_clock_tick(fake_clock *c, int64_t step) {
+    return atomic_fetch_add(&c->now, step) + step;
+}
+
+/* ---- config error lists ----------------------------------------------------------
+ * expect_errors(text, "msg", ...) calls the file's own
+ * expect_errors_(text, want, n), which parses text its way and then checks the
+ * list with expect_error_list. */
+#define expect_errors(text, ...)                                                                   \
+    do {                                                                                           \
+        const char *const want_[] = {__VA_ARGS__};                                                 \
+        expect_errors_(text, want_, COUNT(want_));                                                 \
+    } while (0)
+
+#ifdef SLUICE_POLICY_CONFIG_H
+static inline void print_errors(const sl_config_errors *e) {
+    for (size_t i = 0; i < e->n && i < SL_CONFIG_MAX_ERRORS; i++)
+        print_message("  %s\n", e->msg[i]);
+}
+
+/* e must hold exactly the messages want[0..n), in order; each wanted message
+ * is passed through map first when map is not NULL (a test's placeholders).
+ * Otherwise prints what came and what was wanted and fails, showing text. */
+static inline void expect_error_list(const sl_config_errors *e, const char *const *want, size_t n,
+                                     const char *(*map)(const char *), const char *text) {
+    bool same = e->n == n;
+    for (size_t i = 0; same && i < n; i++)
+        same = strcmp(e->msg[i], map ? map(want[i]) : want[i]) == 0;
+    if (!same) {
+        print_message("got %zu error(s):\n", e->n);
+        print_errors(e);
+        print_message("wanted %zu:\n", n);
+        for (size_t i = 0; i < n; i++) print_message("  %s\n", want[i]);
+        fail_msg("unexpected errors for:\n%s", text);
+    }
+}
+#endif
+
+#endif

@@ -45,9 +45,7 @@
 #include <sys/ioctl.h>
 #include <time.h>
 
-#include "server/grpc/grpc.h"
-#include "server/http/http.h"
-#include "server/resp/resp.h"
+#include "server/proto.h"
 #include "server/server.h"
 #include "util/counter.h"
 #include "util/log.h"
@@ -72,20 +70,20 @@ typedef struct conn {
     uv_tcp_t tcp;
     uv_timer_t timer;
     sl_worker *w;
-    sl_proto proto;
+    const sl_proto_ops *ops; /* its protocol (proto.h) */
+    void *state;             /* the protocol's (a parser, a session), or NULL */
     struct conn *prev, *next;
     sl_buf in;   /* a partial RESP command, or input held back (see the top) */
     sl_buf out;  /* answers being built */
     sl_buf wbuf; /* answers being written */
     uv_write_t wreq;
-    sl_http_parser *http;
-    sl_grpc_session *grpc;
     uint64_t last_activity_ms;
     uint64_t request_started_ms; /* 0: no partial HTTP request or RESP command */
     uint64_t paused_at_ms;       /* read_paused since (its request's deadline stops) */
     size_t deferred_bytes;       /* answers held by the awaited ones (their after buffers) */
     size_t accounted;            /* this connection's part of server->pending_output */
-    size_t turn_mark;            /* gRPC: c->out.len when the input being handled began */
+    size_t turn_made;            /* answers built in the input being handled, before this feed */
+    size_t feed_mark;            /* the length of the feed's out when it began */
     bool writing, close_after_write, closing, read_paused;
     bool busy;    /* handling input: held-back input is not resumed from inside */
     bool yielded; /* used its turn: on the worker's yielded list, resumed next tick */
@@ -167,9 +165,9 @@ static size_t queued_out(const conn *c) {
     return c->out.len + c->wbuf.len + c->deferred_bytes;
 }
 
-/* All of them, with those gRPC's flow control holds in nghttp2. */
+/* All of them, with those the protocol holds (gRPC's flow control). */
 static size_t queued(const conn *c) {
-    return queued_out(c) + (c->grpc ? sl__grpc_session_held(c->grpc) : 0);
+    return queued_out(c) + (c->ops->held ? c->ops->held(c->state) : 0);
 }
 
 /* Brings the process total up to date with this connection's queued
@@ -256,9 +254,12 @@ static void on_timer(uv_timer_t *t);
 
 /* How long a partial request (HTTP) or command (RESP) may take, in ms. */
 static uint64_t request_timeout_ms(const conn *c) {
-    const sl_limits_config *l = &c->w->limits;
-    return (uint64_t)((c->proto == SL_PROTO_RESP ? l->command_timeout : l->header_timeout) /
-                      1000000);
+    return (uint64_t)(c->ops->request_timeout(&c->w->limits) / 1000000);
+}
+
+/* A request has begun and is not complete. */
+static bool pending(const conn *c) {
+    return c->ops->pending && c->ops->pending(c->state, c->in.len);
 }
 
 static void arm_timer(conn *c) {
@@ -270,8 +271,8 @@ static void arm_timer(conn *c) {
         uint64_t rd = c->request_started_ms + request_timeout_ms(c);
         if (rd < deadline) deadline = rd;
     }
-    if (c->grpc && !c->read_paused && !c->close_after_write) { /* paused: they wait on us */
-        int64_t gd = sl__grpc_session_next_deadline(c->grpc);
+    if (c->ops->deadline && !c->read_paused && !c->close_after_write) { /* paused: they wait */
+        int64_t gd = c->ops->deadline(c->state);
         if (gd) {
             int64_t left = gd - mono_ns();
             uint64_t rd = now + (left > 0 ? (uint64_t)(left / 1000000) + 1 : 0);
@@ -284,14 +285,11 @@ static void arm_timer(conn *c) {
 /* After input was handled: a request or command that is now on its way
  * has its own deadline from its first byte (the timer moves up to it). */
 static void track_request(conn *c, bool completed_some) {
-    if (c->grpc) { /* the session keeps its own deadlines */
+    if (c->ops->deadline) { /* the protocol keeps its own deadlines */
         if (!c->close_after_write) arm_timer(c);
         return;
     }
-    bool partial = c->proto == SL_PROTO_HTTP   ? sl__http_parser_in_request(c->http)
-                   : c->proto == SL_PROTO_RESP ? c->in.len > 0
-                                               : false;
-    if (!partial || c->close_after_write) {
+    if (!pending(c) || c->close_after_write) {
         c->request_started_ms = 0;
         return;
     }
@@ -302,24 +300,7 @@ static void track_request(conn *c, bool completed_some) {
 
 static void timeout_answer(conn *c, bool request_late) {
     count(&c->w->stats.timeouts);
-    if (c->proto == SL_PROTO_HTTP) {
-        if (c->request_started_ms || sl__http_parser_in_request(c->http)) {
-            sl_buf body;
-            sl__buf_init(&body);
-            sl__http_error_json(&body, "request_timeout",
-                                "the request did not arrive in time; closing the connection");
-            sl__http_begin(conn_out(c), 408);
-            sl__http_end(conn_out(c), false, "application/json", body.data, body.len);
-            sl__buf_free(&body);
-        }
-    } else if (c->proto == SL_PROTO_GRPC) {
-        sl__grpc_session_shutdown(c->grpc); /* GOAWAY */
-    } else if (request_late) {
-        sl__resp_error(conn_out(c), "ERR command timeout: the command did not arrive within "
-                                    "limits.command_timeout, closing the connection");
-    } else {
-        sl__resp_error(conn_out(c), "ERR idle timeout, closing the connection");
-    }
+    c->ops->timeout(c->state, request_late, c->request_started_ms != 0, conn_out(c));
     c->close_after_write = true;
     flush(c);
 }
@@ -327,8 +308,8 @@ static void timeout_answer(conn *c, bool request_late) {
 static void on_timer(uv_timer_t *t) {
     conn *c = t->data;
     if (c->closing) return;
-    if (c->grpc && !c->read_paused && !c->close_after_write) {
-        int n = sl__grpc_session_tick(c->grpc);
+    if (c->ops->tick && !c->read_paused && !c->close_after_write) {
+        int n = c->ops->tick(c->state);
         if (n != 0) sl__counter_add(&c->w->stats.timeouts, n > 0 ? (uint64_t)n : 1);
         if (n < 0) {          /* GOAWAY: a late preface or frame */
             if (c->writing) { /* the client is slow to read too: give up on it */
@@ -366,8 +347,7 @@ static void conn_free(conn *c) {
     sl__buf_free(&c->in);
     sl__buf_free(&c->out);
     sl__buf_free(&c->wbuf);
-    if (c->http) sl__http_parser_free(c->http);
-    if (c->grpc) sl__grpc_session_free(c->grpc);
+    if (c->state) c->ops->free(c->state);
     free(c);
 }
 
@@ -400,9 +380,8 @@ static void conn_close(conn *c) {
  * back, partial, or unread in the socket) keeps it open: it is read and
  * answered first. */
 static void drain_check(conn *c) {
-    if (!c->w->draining || c->closing || c->close_after_write || c->grpc) return;
-    if (c->in.len || (c->http && sl__http_parser_in_request(c->http)) || unread_bytes(c) > 0)
-        return;
+    if (!c->w->draining || c->closing || c->close_after_write || c->ops->drain) return;
+    if (c->in.len || pending(c) || unread_bytes(c) > 0) return;
     c->close_after_write = true;
 }
 
@@ -551,133 +530,49 @@ static bool stop_before_answer(conn *c, size_t produced) {
     return false;
 }
 
-/* Returns how many bytes of data were used: all, unless the output went
- * over its bounds (the rest is held back). */
-static size_t handle_http(conn *c, const char *data, size_t len, bool *completed) {
-    sl_worker *w = c->w;
-    size_t off = 0, produced = 0;
-    uint64_t answered = 0;
-    int64_t t0 = 0;
-    while (off < len && !c->close_after_write) {
-        if (stop_before_answer(c, produced)) break;
-        size_t used = 0;
-        sl_http_status st = sl__http_parser_feed(c->http, data + off, len - off, &used);
-        off += used;
-        if (st == SL_HTTP_READY) {
-            if (answered == 0) t0 = mono_ns();
-            const sl_http_request *req = sl__http_parser_request(c->http);
-            sl_buf *out = conn_out(c);
-            size_t before = out->len;
-            w->current_conn = c;
-            /* draining: the last request that arrived is answered with
-             * Connection: close (earlier pipelined ones keep it open) */
-            w->closing_answer = draining(w) && off == len && unread_bytes(c) == 0;
-            bool keep = sl__http_api_handle(w, req, out);
-            w->closing_answer = false;
-            w->current_conn = NULL;
-            produced += out->len - before;
-            if (out != &c->out) c->deferred_bytes += out->len - before;
-            answered++;
-            sl__http_parser_next(c->http);
-            if (!keep) c->close_after_write = true;
-        } else if (st == SL_HTTP_ERROR) {
-            const char *msg = "bad request";
-            int status = sl__http_parser_error_status(c->http, &msg);
-            count(&w->stats.protocol_errors);
-            sl_buf body;
-            sl__buf_init(&body);
-            sl__http_error_json(&body,
-                                status == 431   ? "headers_too_large"
-                                : status == 413 ? "body_too_large"
-                                : status == 501 ? "not_implemented"
-                                : status == 505 ? "http_version_not_supported"
-                                                : "bad_request",
-                                msg);
-            sl__http_begin(conn_out(c), status);
-            sl__http_end(conn_out(c), false, "application/json", body.data, body.len);
-            sl__buf_free(&body);
-            c->close_after_write = true;
-            off = len;
-            break;
-        } else {
-            /* a client waiting for "100 Continue" before sending its body */
-            if (sl__http_parser_take_continue(c->http)) sl__http_continue(conn_out(c));
-            if (used == 0) break; /* should not happen: NEED_MORE consumes everything */
-        }
-    }
-    if (answered) record_batch(w, SL_PROTO_HTTP, answered, mono_ns() - t0);
-    *completed = answered > 0;
-    return c->close_after_write ? len : off;
-}
-
-/* Returns how many bytes of data were used (the rest is an incomplete
- * command, or held back because the output went over its bounds). */
-static size_t handle_resp(conn *c, const char *data, size_t len, bool *completed) {
-    sl_worker *w = c->w;
-    sl_resp_context ctx = {.policies = w->policies,
-                           .cell = w->server->cell,
-                           .now = sl__worker_now(w),
-                           .info = sl__resp_info,
-                           .info_ctx = w,
-                           .decider = w->decider,
-                           .worker = w};
-    size_t off = 0, produced = 0;
-    uint64_t answered = 0;
-    int64_t t0 = 0;
-    while (off < len && !c->close_after_write) {
-        if (stop_before_answer(c, produced)) break;
-        sl_resp_command cmd;
-        const char *err = NULL;
-        long n = sl__resp_parse(data + off, len - off, w->limits.max_resp_frame, &cmd, &err);
-        if (n == 0) break;
-        if (n < 0) {
-            count(&w->stats.protocol_errors);
-            char msg[160];
-            snprintf(msg, sizeof msg, "ERR Protocol error: %s", err ? err : "malformed request");
-            sl__resp_error(conn_out(c), msg);
-            c->close_after_write = true;
-            off = len;
-            break;
-        }
-        if (answered == 0) t0 = mono_ns();
-        sl_buf *out = conn_out(c);
-        size_t before = out->len;
-        w->current_conn = c;
-        int quit = sl__resp_execute(&ctx, &cmd, out);
-        w->current_conn = NULL;
-        produced += out->len - before;
-        if (out != &c->out) c->deferred_bytes += out->len - before;
-        answered++;
-        off += (size_t)n;
-        if (quit) c->close_after_write = true;
-    }
-    if (answered) record_batch(w, SL_PROTO_RESP, answered, mono_ns() - t0);
-    *completed = answered > 0;
-    return c->close_after_write ? len : off;
-}
-
+/* Feeds the input to the protocol (proto.h) until it is all used or the
+ * protocol stops. Returns how many bytes of data were used: all, unless the
+ * output went over its bounds or the rest is an incomplete request (the
+ * rest is held back). A pipelined batch of answers is timed once, from the
+ * feed of its first request to the end. */
 static size_t handle_input(conn *c, const char *data, size_t len, bool *completed) {
-    *completed = false;
-    if (c->proto == SL_PROTO_HTTP) return handle_http(c, data, len, completed);
-    if (c->proto == SL_PROTO_RESP) return handle_resp(c, data, len, completed);
-    c->w->current_conn = c;
-    c->turn_mark = c->out.len;
-    size_t used = len;
-    int frc = sl__grpc_session_feed(c->grpc, data, len, &used);
-    c->w->current_conn = NULL;
-    if (frc != 0) {
-        count(&c->w->stats.protocol_errors);
-        c->close_after_write = true;
-    } else if (sl__grpc_session_done(c->grpc)) {
-        c->close_after_write = true;
+    sl_worker *w = c->w;
+    const sl_proto_ops *ops = c->ops;
+    size_t off = 0;
+    uint64_t answered = 0;
+    int64_t t0 = 0;
+    c->turn_made = 0;
+    w->current_conn = c;
+    while (off < len && !c->close_after_write) {
+        sl_buf *out = conn_out(c);
+        c->feed_mark = out->len;
+        if (answered == 0) t0 = mono_ns();
+        size_t used = 0;
+        unsigned r = ops->feed(c->state, w, data + off, len - off, out, &used);
+        off += used;
+        size_t made = out->len - c->feed_mark;
+        c->turn_made += made;
+        if (out != &c->out) c->deferred_bytes += made;
+        if (r & SL_FEED_ANSWERED) answered++;
+        if (r & SL_FEED_ERROR) count(&w->stats.protocol_errors);
+        if (r & (SL_FEED_CLOSE | SL_FEED_ERROR)) c->close_after_write = true;
+        if (r & SL_FEED_STOP) break;
     }
-    return c->close_after_write ? len : used;
+    w->current_conn = NULL;
+    if (answered) record_batch(w, ops->id, answered, mono_ns() - t0);
+    *completed = answered > 0;
+    return c->close_after_write ? len : off;
 }
 
 bool sl__conn_stop_input(sl_worker *w) {
     conn *c = w->current_conn;
     if (!c || c->closing || c->close_after_write) return false;
-    return stop_before_answer(c, c->out.len > c->turn_mark ? c->out.len - c->turn_mark : 0);
+    return stop_before_answer(c, c->turn_made + (conn_out(c)->len - c->feed_mark));
+}
+
+bool sl__conn_closing(sl_worker *w) {
+    conn *c = w->current_conn;
+    return c && draining(w) && unread_bytes(c) == 0;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -777,7 +672,7 @@ static void answered_later(conn *c) {
     if (!c->closing) {
         drain_check(c);
         flush(c);
-        if (c->grpc && !c->closing && !c->close_after_write)
+        if (c->ops->deadline && !c->closing && !c->close_after_write)
             arm_timer(c); /* its answer's deadline */
     }
 }
@@ -786,8 +681,7 @@ bool sl__deferred_keep(sl_deferred *d, bool keep) {
     conn *c = d->c;
     if (!keep || c->closing || !draining(c->w)) return keep;
     /* draining: only the last answer of the connection closes it */
-    if (d != c->deferred_tail || d->after.len || c->in.len ||
-        (c->http && sl__http_parser_in_request(c->http)) || unread_bytes(c) > 0)
+    if (d != c->deferred_tail || d->after.len || c->in.len || pending(c) || unread_bytes(c) > 0)
         return true;
     d->closes = true;
     return false;
@@ -806,7 +700,7 @@ void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto) {
     conn *c = calloc(1, sizeof *c);
     if (!c) return;
     c->w = w;
-    c->proto = proto;
+    c->ops = sl__proto_ops(proto);
     uv_tcp_init(&w->loop, &c->tcp);
     uv_timer_init(&w->loop, &c->timer);
     c->tcp.data = c->timer.data = c;
@@ -823,32 +717,14 @@ void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto) {
     c->last_activity_ms = uv_now(&w->loop);
     if (atomic_load(&w->server->connections) > w->limits.max_connections) {
         count(&w->stats.refused_connections);
-        if (proto == SL_PROTO_HTTP) {
-            static const char body[] =
-                "{\"error\":\"too_many_connections\",\"message\":\"the server has reached its "
-                "connection limit; try again later\"}";
-            sl__http_begin(&c->out, 503);
-            sl__http_header_line(&c->out, "Retry-After", "1");
-            sl__http_end(&c->out, false, "application/json", body, sizeof body - 1);
-        } else if (proto == SL_PROTO_RESP) {
-            sl__resp_error(&c->out, "ERR max number of clients reached");
-        } /* gRPC: closed without a word (an HTTP/2 client retries elsewhere) */
+        if (c->ops->refuse) c->ops->refuse(&c->out);
         c->close_after_write = true;
         flush(c);
         return;
     }
-    if (proto == SL_PROTO_HTTP) {
-        c->http = sl__http_parser_new(w->limits.max_header_bytes, w->limits.max_body_bytes);
-        if (!c->http) {
-            conn_close(c);
-            return;
-        }
-    } else if (proto == SL_PROTO_GRPC) {
-        c->grpc = sl__grpc_session_new(w, &c->out);
-        if (!c->grpc) {
-            conn_close(c);
-            return;
-        }
+    if (c->ops->new && !(c->state = c->ops->new (w, &c->out))) {
+        conn_close(c);
+        return;
     }
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
     arm_timer(c);
@@ -857,9 +733,8 @@ void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto) {
 void sl__conn_drain_all(sl_worker *w) {
     for (conn *c = w->conns, *next; c; c = next) {
         next = c->next;
-        if (c->grpc) { /* GOAWAY; streams in flight are still answered */
-            sl__grpc_session_shutdown(c->grpc);
-            if (sl__grpc_session_done(c->grpc)) c->close_after_write = true;
+        if (c->ops->drain) { /* the protocol drains itself (gRPC: GOAWAY, streams answered) */
+            if (c->ops->drain(c->state)) c->close_after_write = true;
             flush(c);
             continue;
         }

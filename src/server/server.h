@@ -16,14 +16,13 @@
 #include "policy/domains.h"
 #include "policy/policy.h"
 #include "server/admin/prom.h"
+#include "server/proto.h"
 #include "server/reply.h"
 #include "util/buf.h"
 
 #define SL_MAX_WORKERS 256
 
 enum { SL_LISTEN_OPEN, SL_LISTEN_CLOSING, SL_LISTEN_PAUSED };
-
-typedef enum sl_proto { SL_PROTO_HTTP, SL_PROTO_RESP, SL_PROTO_GRPC, SL_PROTO_COUNT } sl_proto;
 
 struct sl_server;
 struct sl_reload_ask;
@@ -152,6 +151,11 @@ int sl__conn_peer(sl_worker *w, struct sockaddr_storage *out);
  * then held back and handled when the connection resumes (conn.c). False
  * when no connection is being handled. */
 bool sl__conn_stop_input(sl_worker *w);
+
+/* For the request being handled on w, when it is the last of the input
+ * being handled: true when the worker drains and nothing more has arrived
+ * on the connection (its answer then says Connection: close). */
+bool sl__conn_closing(sl_worker *w);
 
 /* Records one answered request or command and how long it took (conn.c). */
 void sl__worker_record(sl_worker *w, sl_proto proto, int64_t ns);

@@ -84,17 +84,12 @@ static void warn_accept(sl_worker *w, int status) {
                  uv_strerror(status), n, n == 1 ? "" : "s");
 }
 
-/* The answer a connection refused at accept gets before it is closed. */
+/* The answer a connection refused at accept gets before it is closed (its
+ * protocol's, proto.h). */
 static void refuse_fd(int fd, sl_proto p) {
-    static const char http[] =
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-        "Retry-After: 1\r\nConnection: close\r\nContent-Length: 97\r\n\r\n"
-        "{\"error\":\"too_many_connections\",\"message\":\"the server has no file descriptor "
-        "left; try again later\"}";
-    static const char resp[] = "-ERR max number of clients reached\r\n";
+    const char *answer = sl__proto_ops(p)->refuse_raw;
     ssize_t rc = 0;
-    if (p == SL_PROTO_HTTP) rc = send(fd, http, sizeof http - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (p == SL_PROTO_RESP) rc = send(fd, resp, sizeof resp - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (answer) rc = send(fd, answer, strlen(answer), MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)rc; /* best effort: the connection is closed either way */
     close(fd);
 }

@@ -43,17 +43,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 
 #include "server/proto.h"
 #include "server/server.h"
+#include "sluice/clock.h"
 #include "util/counter.h"
 #include "util/log.h"
 
-#define READ_BUF_BYTES (64 * 1024)
-#define MAX_DEFERRED   4096u       /* stop reading while this many answers are awaited */
-#define BUF_KEEP       (64 * 1024) /* an emptied buffer larger than this is released */
-#define TURN_OUTPUT    (64 * 1024) /* answers built in one turn of a connection, at most */
+#define MAX_DEFERRED 4096u       /* stop reading while this many answers are awaited */
+#define BUF_KEEP     (64 * 1024) /* an emptied buffer larger than this is released */
+#define TURN_OUTPUT  (64 * 1024) /* answers built in one turn of a connection, at most */
 
 /* An answer that will be written later (a decision in Redis), and the
  * answers that follow it: pipelined answers leave in request order. */
@@ -117,12 +116,6 @@ static void list_remove(sl_worker *w, conn *c) {
     else
         w->conns = c->next;
     if (c->next) c->next->prev = c->prev;
-}
-
-static int64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void count(atomic_uint_fast64_t *c) {
@@ -274,7 +267,7 @@ static void arm_timer(conn *c) {
     if (c->ops->deadline && !c->read_paused && !c->close_after_write) { /* paused: they wait */
         int64_t gd = c->ops->deadline(c->state);
         if (gd) {
-            int64_t left = gd - mono_ns();
+            int64_t left = gd - sl_now_monotonic();
             uint64_t rd = now + (left > 0 ? (uint64_t)(left / 1000000) + 1 : 0);
             if (rd < deadline) deadline = rd;
         }
@@ -546,7 +539,7 @@ static size_t handle_input(conn *c, const char *data, size_t len, bool *complete
     while (off < len && !c->close_after_write) {
         sl_buf *out = conn_out(c);
         c->feed_mark = out->len;
-        if (answered == 0) t0 = mono_ns();
+        if (answered == 0) t0 = sl_now_monotonic();
         size_t used = 0;
         unsigned r = ops->feed(c->state, w, data + off, len - off, out, &used);
         off += used;
@@ -559,7 +552,7 @@ static size_t handle_input(conn *c, const char *data, size_t len, bool *complete
         if (r & SL_FEED_STOP) break;
     }
     w->current_conn = NULL;
-    if (answered) record_batch(w, ops->id, answered, mono_ns() - t0);
+    if (answered) record_batch(w, ops->id, answered, sl_now_monotonic() - t0);
     *completed = answered > 0;
     return c->close_after_write ? len : off;
 }
@@ -579,7 +572,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     (void)suggested;
     conn *c = h->data;
     buf->base = c->w->read_buf;
-    buf->len = READ_BUF_BYTES;
+    buf->len = SL_READ_BUF_BYTES;
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {

@@ -21,6 +21,9 @@
 #include "util/buf.h"
 
 #define SL_MAX_WORKERS 256
+/* The worker's read buffer (sl_worker.read_buf), shared by its connections:
+   allocated (worker.c) and offered to every read (conn.c) with this size. */
+#define SL_READ_BUF_BYTES (64 * 1024)
 
 enum { SL_LISTEN_OPEN, SL_LISTEN_CLOSING, SL_LISTEN_PAUSED };
 
@@ -71,7 +74,7 @@ typedef struct sl_worker {
     bool closing_answer;
     unsigned connections;
     void *conns;    /* intrusive list head of open connections (conn.c) */
-    char *read_buf; /* shared by the worker's connections for reads */
+    char *read_buf; /* SL_READ_BUF_BYTES, shared by the worker's connections for reads */
     sl_worker_stats stats;
     void *current_conn;            /* the connection whose request is being handled (conn.c) */
     sl_decider *decider;           /* this worker's handle on the engine (its store) */

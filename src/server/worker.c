@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "server/reload.h"
@@ -26,7 +25,6 @@
 #include "util/counter.h"
 #include "util/log.h"
 
-#define READ_BUF_BYTES  (64 * 1024)
 #define ACCEPT_PAUSE_MS 100
 #define REFUSE_MAX      1024 /* connections refused in one loop tick, at most */
 
@@ -64,17 +62,11 @@ static void on_tick(uv_prepare_t *h) {
     sl__worker_refresh(w);
 }
 
-static int64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* One line a second at most, for the whole process. */
 static void warn_accept(sl_worker *w, int status) {
     sl_server *s = w->server;
     atomic_fetch_add_explicit(&s->accept_unwarned, 1, memory_order_relaxed);
-    int64_t now = mono_ns();
+    int64_t now = sl_now_monotonic();
     int64_t last = atomic_load_explicit(&s->accept_warned_at, memory_order_relaxed);
     if (last && now - last < 1000000000) return;
     if (!atomic_compare_exchange_strong(&s->accept_warned_at, &last, now)) return;
@@ -255,7 +247,7 @@ static void on_wake(uv_async_t *a) {
 void *sl__worker_main(void *arg) {
     sl_worker *w = arg;
     sl_server *s = w->server;
-    w->read_buf = malloc(READ_BUF_BYTES);
+    w->read_buf = malloc(SL_READ_BUF_BYTES);
     if (!w->read_buf || uv_loop_init(&w->loop) != 0) {
         w->start_error = -1;
         uv_sem_post(&w->started);

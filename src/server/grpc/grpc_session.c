@@ -62,11 +62,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "server/grpc/grpc.h"
 #include "server/grpc/grpc_service.h"
 #include "server/server.h"
+#include "sluice/clock.h"
 
 #define SL_GRPC_MAX_STREAMS 128
 #define PREFIX_BYTES        5
@@ -135,12 +135,6 @@ struct sl_grpc_session {
     void *pool[POOL_CLASSES]; /* free blocks for nghttp2, by size class */
     size_t pooled;            /* bytes in them */
 };
-
-static int64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Keeps next_deadline the earliest of the streams' deadlines. */
 static void note_deadline(sl_grpc_session *s, int64_t d) {
@@ -403,7 +397,7 @@ static void rls_done(sl_decide_call *call) {
             message = "out of memory";
         }
         if (code == SL_GRPC_OK)
-            answer_ok(s, st, mono_ns());
+            answer_ok(s, st, sl_now_monotonic());
         else
             answer_status(s, st, code, message);
         if (!s->failed && !s->in_feed) pump(s); /* inside a feed, the feed pumps */
@@ -439,7 +433,7 @@ static int rls_start(sl_grpc_session *s, stream *st, const sl_grpc_call_env *env
 static void finish(sl_grpc_session *s, stream *st) {
     if (st->answered) return;
     sl_worker *w = s->w;
-    int64_t t0 = mono_ns();
+    int64_t t0 = sl_now_monotonic();
     if (!st->have_method) st->http_status = ST_405;
     if (!st->http_status && !st->have_ct) st->http_status = ST_415;
     if (st->http_status) {
@@ -448,7 +442,7 @@ static void finish(sl_grpc_session *s, stream *st) {
     }
     if (st->deadline && t0 >= st->deadline) {
         answer_status(s, st, SL_GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
-        sl__worker_record(w, SL_PROTO_GRPC, mono_ns() - t0);
+        sl__worker_record(w, SL_PROTO_GRPC, sl_now_monotonic() - t0);
         return;
     }
     int code = SL_GRPC_OK;
@@ -499,7 +493,7 @@ static void finish(sl_grpc_session *s, stream *st) {
         if (st->method == SL_GRPC_M_SHOULD_RATE_LIMIT) {
             code = rls_start(s, st, &env, b + PREFIX_BYTES, st->msg_len, &message);
             if (code == SL_GRPC_OK && st->answered) { /* answered later, or already */
-                sl__worker_record(w, SL_PROTO_GRPC, mono_ns() - t0);
+                sl__worker_record(w, SL_PROTO_GRPC, sl_now_monotonic() - t0);
                 return;
             }
         } else {
@@ -515,7 +509,7 @@ static void finish(sl_grpc_session *s, stream *st) {
         answer_ok(s, st, t0);
     else
         answer_status(s, st, code, message);
-    sl__worker_record(w, SL_PROTO_GRPC, mono_ns() - t0);
+    sl__worker_record(w, SL_PROTO_GRPC, sl_now_monotonic() - t0);
 }
 
 /* Streams past their deadline: not ended by the client in time (its
@@ -646,7 +640,7 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
     } else if (is(name, namelen, "grpc-timeout")) {
         int64_t t = parse_timeout(value, valuelen);
         if (t >= 0) {
-            st->deadline = mono_ns() + t;
+            st->deadline = sl_now_monotonic() + t;
             note_deadline(s, st->deadline);
         }
     } else if (is(name, namelen, "grpc-encoding")) {
@@ -894,7 +888,7 @@ static int64_t conn_deadline(const sl_grpc_session *s) {
 int sl__grpc_session_feed(sl_grpc_session *s, const char *data, size_t len, size_t *used) {
     *used = len;
     if (s->failed) return -1;
-    s->now = mono_ns();
+    s->now = sl_now_monotonic();
     if (!s->started && len) {
         s->started = true;
         if (s->header_timeout) s->preface_deadline = s->now + s->header_timeout;
@@ -937,7 +931,7 @@ int64_t sl__grpc_session_next_deadline(const sl_grpc_session *s) {
 
 int sl__grpc_session_tick(sl_grpc_session *s) {
     if (s->failed) return 0;
-    int64_t now = mono_ns();
+    int64_t now = sl_now_monotonic();
     int64_t cd = conn_deadline(s);
     if (cd && now >= cd) {
         /* the preface or a frame came too slowly: the connection cannot go

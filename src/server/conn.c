@@ -23,7 +23,7 @@
  * total is reached may still fill it) plus one answer per connection.
  *
  * gRPC: the session feeds nghttp2 one frame at a time and asks
- * (sl__conn_stop_input) before each frame, so the same bounds and turns
+ * (sl__slot_stop) before each frame, so the same bounds and turns
  * hold between frames. Answers that the client's HTTP/2 flow-control window
  * keeps inside nghttp2 count in the pending output too (but do not stop
  * reading: the WINDOW_UPDATE that frees them must be read; the session
@@ -45,6 +45,7 @@
 #include <sys/ioctl.h>
 
 #include "server/proto.h"
+#include "server/request.h"
 #include "server/server.h"
 #include "sluice/clock.h"
 #include "util/counter.h"
@@ -58,20 +59,22 @@
  * answers that follow it: pipelined answers leave in request order. */
 struct sl_deferred {
     struct sl_deferred *next;
-    struct conn *c;
+    struct sl_answer_slot *c;
     sl_buf answer; /* written by the protocol when the decision is in */
     sl_buf after;  /* answers to the requests that followed it, ready earlier */
     bool done;
     bool closes; /* its answer says Connection: close (sl__deferred_keep) */
 };
 
-typedef struct conn {
+/* A connection; to its protocol's handlers, the answer slot of the request
+ * being handled (reply.h). */
+typedef struct sl_answer_slot {
     uv_tcp_t tcp;
     uv_timer_t timer;
     sl_worker *w;
     const sl_proto_ops *ops; /* its protocol (proto.h) */
     void *state;             /* the protocol's (a parser, a session), or NULL */
-    struct conn *prev, *next;
+    struct sl_answer_slot *prev, *next;
     sl_buf in;   /* a partial RESP command, or input held back (see the top) */
     sl_buf out;  /* answers being built */
     sl_buf wbuf; /* answers being written */
@@ -86,7 +89,7 @@ typedef struct conn {
     bool writing, close_after_write, closing, read_paused;
     bool busy;    /* handling input: held-back input is not resumed from inside */
     bool yielded; /* used its turn: on the worker's yielded list, resumed next tick */
-    struct conn *yprev, *ynext;
+    struct sl_answer_slot *yprev, *ynext;
     int open_handles;
     sl_deferred *deferred, *deferred_tail; /* answers awaited, oldest first */
     unsigned ndeferred;
@@ -120,20 +123,6 @@ static void list_remove(sl_worker *w, conn *c) {
 
 static void count(atomic_uint_fast64_t *c) {
     sl__counter_add(c, 1);
-}
-
-/* Records n answers that took ns in all (a pipelined batch is timed once,
- * with two clock reads, and each of its answers counted at the average). */
-static void record_batch(sl_worker *w, sl_proto proto, uint64_t n, int64_t ns) {
-    if (n == 0) return;
-    sl_worker_stats *st = &w->stats;
-    sl__counter_add(&st->latency[proto][sl__prom_latency_bucket(ns / (int64_t)n)], n);
-    sl__counter_add(&st->latency_sum_ns[proto], (uint64_t)ns);
-    sl__counter_add(&st->requests[proto], n);
-}
-
-void sl__worker_record(sl_worker *w, sl_proto proto, int64_t ns) {
-    record_batch(w, proto, 1, ns);
 }
 
 /* Draining: the worker is, or the server has started to (the worker hears
@@ -531,17 +520,30 @@ static bool stop_before_answer(conn *c, size_t produced) {
 static size_t handle_input(conn *c, const char *data, size_t len, bool *completed) {
     sl_worker *w = c->w;
     const sl_proto_ops *ops = c->ops;
+    /* a reload answered to anyone is in force for every request after it,
+       on every worker (one atomic load when nothing changed) */
+    sl__worker_refresh(w);
+    sl_request_ctx rq = {.now = sl__worker_now(w),
+                         .policies = w->policies,
+                         .domains = w->domains,
+                         .cell = w->server->cell,
+                         .decider = w->decider,
+                         .slot = c,
+                         .stats = &w->stats,
+                         .limits = &w->limits,
+                         .draining =
+                             atomic_load_explicit(&w->server->draining, memory_order_relaxed),
+                         .admin = sl__worker_admin(w)};
     size_t off = 0;
     uint64_t answered = 0;
     int64_t t0 = 0;
     c->turn_made = 0;
-    w->current_conn = c;
     while (off < len && !c->close_after_write) {
         sl_buf *out = conn_out(c);
         c->feed_mark = out->len;
         if (answered == 0) t0 = sl_now_monotonic();
         size_t used = 0;
-        unsigned r = ops->feed(c->state, w, data + off, len - off, out, &used);
+        unsigned r = ops->feed(c->state, &rq, data + off, len - off, out, &used);
         off += used;
         size_t made = out->len - c->feed_mark;
         c->turn_made += made;
@@ -551,21 +553,18 @@ static size_t handle_input(conn *c, const char *data, size_t len, bool *complete
         if (r & (SL_FEED_CLOSE | SL_FEED_ERROR)) c->close_after_write = true;
         if (r & SL_FEED_STOP) break;
     }
-    w->current_conn = NULL;
-    if (answered) record_batch(w, ops->id, answered, sl_now_monotonic() - t0);
+    if (answered) sl__stats_record(&w->stats, ops->id, answered, sl_now_monotonic() - t0);
     *completed = answered > 0;
     return c->close_after_write ? len : off;
 }
 
-bool sl__conn_stop_input(sl_worker *w) {
-    conn *c = w->current_conn;
+bool sl__slot_stop(sl_answer_slot *c) {
     if (!c || c->closing || c->close_after_write) return false;
     return stop_before_answer(c, c->turn_made + (conn_out(c)->len - c->feed_mark));
 }
 
-bool sl__conn_closing(sl_worker *w) {
-    conn *c = w->current_conn;
-    return c && draining(w) && unread_bytes(c) == 0;
+bool sl__slot_closing(sl_answer_slot *c) {
+    return c && draining(c->w) && unread_bytes(c) == 0;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -607,8 +606,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 
 static void answered_later(conn *c);
 
-sl_deferred *sl__conn_defer(sl_worker *w) {
-    conn *c = w->current_conn;
+sl_deferred *sl__slot_defer(sl_answer_slot *c) {
     if (!c) return NULL;
     sl_deferred *d = calloc(1, sizeof *d);
     if (!d) return NULL;
@@ -680,8 +678,7 @@ bool sl__deferred_keep(sl_deferred *d, bool keep) {
     return false;
 }
 
-int sl__conn_peer(sl_worker *w, struct sockaddr_storage *out) {
-    conn *c = w->current_conn;
+int sl__slot_peer(sl_answer_slot *c, struct sockaddr_storage *out) {
     if (!c) return UV_ENOTCONN;
     int len = (int)sizeof *out;
     return uv_tcp_getpeername(&c->tcp, (struct sockaddr *)out, &len);
@@ -715,7 +712,7 @@ void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto) {
         flush(c);
         return;
     }
-    if (c->ops->new && !(c->state = c->ops->new (w, &c->out))) {
+    if (c->ops->create && !(c->state = c->ops->create(&w->limits, &c->out))) {
         conn_close(c);
         return;
     }
@@ -748,8 +745,8 @@ void sl__conn_close_all(sl_worker *w) {
 
 /* ---- where a decision's answer goes (reply.h) ------------------------------------ */
 
-void sl__reply_begin(sl_reply *r, sl_worker *w, sl_buf *out, bool *answered) {
-    *r = (sl_reply){.w = w, .out = out, .answered = answered};
+void sl__reply_begin(sl_reply *r, sl_answer_slot *slot, sl_buf *out, bool *answered) {
+    *r = (sl_reply){.slot = slot, .out = out, .answered = answered};
     sl__buf_init(&r->scratch);
     *answered = false;
 }
@@ -757,7 +754,7 @@ void sl__reply_begin(sl_reply *r, sl_worker *w, sl_buf *out, bool *answered) {
 bool sl__reply_hold(sl_reply *r) {
     r->answered = NULL;
     r->out = NULL;
-    conn *c = r->w ? r->w->current_conn : NULL;
+    conn *c = r->slot;
     if (!c) return false;
     c->ndeferred++; /* counted as an awaited answer: the connection stays */
     r->held = c;
@@ -767,7 +764,7 @@ bool sl__reply_hold(sl_reply *r) {
 bool sl__reply_wait(sl_reply *r) {
     r->answered = NULL; /* the handler returns: done runs later */
     r->out = NULL;
-    r->d = r->w ? sl__conn_defer(r->w) : NULL;
+    r->d = sl__slot_defer(r->slot);
     if (!r->d) r->lost = true;
     return r->d != NULL;
 }

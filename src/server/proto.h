@@ -10,8 +10,8 @@
  * The loop (conn.c): for the bytes read, feed is called again and again,
  * each time with the bytes not used yet, until they are all used or feed
  * says stop; every call may answer at most one request (HTTP, RESP) or
- * handle as much as it likes (gRPC, which asks sl__conn_stop_input before
- * each HTTP/2 frame). Answers go into `out`, the connection's place for the
+ * handle as much as it likes (gRPC, which asks sl__slot_stop before each
+ * HTTP/2 frame). Answers go into `out`, the connection's place for the
  * answer to the next request (after the answers still awaited). */
 #ifndef SLUICE_SERVER_PROTO_H
 #define SLUICE_SERVER_PROTO_H
@@ -25,7 +25,7 @@
 
 typedef enum sl_proto { SL_PROTO_HTTP, SL_PROTO_RESP, SL_PROTO_GRPC, SL_PROTO_COUNT } sl_proto;
 
-struct sl_worker;
+struct sl_request_ctx;
 
 /* What one feed call did (flags). */
 enum {
@@ -33,7 +33,7 @@ enum {
                              by the connection, in its protocol's requests and latency */
     SL_FEED_STOP = 2,     /* handle nothing more of this input now: the rest is an incomplete
                              request (kept by the connection, fed again with what follows) or
-                             is held back (sl__conn_stop_input said so) */
+                             is held back (sl__slot_stop said so) */
     SL_FEED_CLOSE = 4,    /* close once the output is written; the rest of the input is dropped */
     SL_FEED_ERROR = 8     /* a protocol error (its answer, if any, is in out): counted, and the
                              connection closes once the output is written */
@@ -45,13 +45,14 @@ typedef struct sl_proto_ops {
      * memory. `out` is the connection's output buffer, for a protocol that
      * writes on its own (gRPC: the server preface, frames between requests);
      * it lives as long as the state. NULL: the protocol keeps no state. */
-    void *(*new)(struct sl_worker *w, sl_buf *out);
-    /* Handles the len bytes at data (len > 0): sets *used (the bytes taken)
-     * and returns SL_FEED_* flags. Before it takes the bytes of a request it
-     * must ask sl__conn_stop_input and, when that says so, return
-     * SL_FEED_STOP with nothing more used. */
-    unsigned (*feed)(void *st, struct sl_worker *w, const char *data, size_t len, sl_buf *out,
-                     size_t *used);
+    void *(*create)(const sl_limits_config *limits, sl_buf *out);
+    /* Handles the len bytes at data (len > 0) with the request context rq
+     * (request.h: the same for all the feeds of one input): sets *used (the
+     * bytes taken) and returns SL_FEED_* flags. Before it takes the bytes of
+     * a request it must ask sl__slot_stop(rq->slot) and, when that says so,
+     * return SL_FEED_STOP with nothing more used. */
+    unsigned (*feed)(void *st, const struct sl_request_ctx *rq, const char *data, size_t len,
+                     sl_buf *out, size_t *used);
     /* A request has begun and is not complete (its request timeout runs);
      * `held`: bytes of input the connection keeps (a partial RESP command).
      * NULL: never (a protocol with deadlines of its own). */

@@ -1,21 +1,20 @@
 /* grpc_conn.c: gRPC (HTTP/2 cleartext) as a protocol of the connection
  * layer (proto.h): the session (grpc_session.c) is fed everything read and
- * asks sl__conn_stop_input before each frame; it drains (GOAWAY), keeps
+ * asks sl__slot_stop before each frame; it drains (GOAWAY), keeps
  * its own deadlines and holds the answers flow control keeps back. A
  * connection over the connection limit is closed without a word (an HTTP/2
  * client retries elsewhere). */
 #include "server/grpc/grpc.h"
-#include "server/server.h"
+#include "server/proto.h"
 
-static void *grpc_new(sl_worker *w, sl_buf *out) {
-    return sl__grpc_session_new(w, out);
+static void *grpc_new(const sl_limits_config *limits, sl_buf *out) {
+    return sl__grpc_session_new(limits, out);
 }
 
-static unsigned grpc_feed(void *st, sl_worker *w, const char *data, size_t len, sl_buf *out,
-                          size_t *used) {
-    (void)w;
+static unsigned grpc_feed(void *st, const sl_request_ctx *rq, const char *data, size_t len,
+                          sl_buf *out, size_t *used) {
     (void)out; /* the session writes into the buffer it was made with */
-    if (sl__grpc_session_feed(st, data, len, used) != 0) return SL_FEED_ERROR;
+    if (sl__grpc_session_feed(st, rq, data, len, used) != 0) return SL_FEED_ERROR;
     if (sl__grpc_session_done(st)) return SL_FEED_CLOSE;
     return *used < len ? SL_FEED_STOP : 0;
 }
@@ -54,7 +53,7 @@ static void grpc_free(void *st) {
 
 const sl_proto_ops sl__grpc_proto = {
     .id = SL_PROTO_GRPC,
-    .new = grpc_new,
+    .create = grpc_new,
     .feed = grpc_feed,
     .request_timeout = grpc_request_timeout,
     .timeout = grpc_timeout,

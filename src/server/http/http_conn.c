@@ -5,6 +5,8 @@
  * ran out), 408 for a request that did not arrive in time, 503 at the
  * connection limit, and "100 Continue". */
 #include "server/http/http.h"
+#include "server/proto.h"
+#include "server/request.h"
 #include "server/server.h"
 
 /* {"error":code,"message":msg} with status; the connection closes after it. */
@@ -17,23 +19,23 @@ static void error_answer(sl_buf *out, int status, const char *code, const char *
     sl__buf_free(&body);
 }
 
-static void *http_new(sl_worker *w, sl_buf *out) {
+static void *http_new(const sl_limits_config *limits, sl_buf *out) {
     (void)out;
-    return sl__http_parser_new(w->limits.max_header_bytes, w->limits.max_body_bytes);
+    return sl__http_parser_new(limits->max_header_bytes, limits->max_body_bytes);
 }
 
-static unsigned http_feed(void *st, sl_worker *w, const char *data, size_t len, sl_buf *out,
-                          size_t *used) {
+static unsigned http_feed(void *st, const sl_request_ctx *rq, const char *data, size_t len,
+                          sl_buf *out, size_t *used) {
     sl_http_parser *p = st;
     *used = 0;
-    if (sl__conn_stop_input(w)) return SL_FEED_STOP;
+    if (sl__slot_stop(rq->slot)) return SL_FEED_STOP;
     sl_http_status s = sl__http_parser_feed(p, data, len, used);
     if (s == SL_HTTP_READY) {
+        const sl_http_request *req = sl__http_parser_request(p);
         /* draining: the last request that arrived is answered with
          * Connection: close (earlier pipelined ones keep it open) */
-        w->closing_answer = *used == len && sl__conn_closing(w);
-        bool keep = sl__http_api_handle(w, sl__http_parser_request(p), out);
-        w->closing_answer = false;
+        bool keep = req->keep_alive && !(*used == len && sl__slot_closing(rq->slot));
+        keep = sl__http_api_handle(rq, req, out, keep);
         sl__http_parser_next(p);
         return keep ? SL_FEED_ANSWERED : SL_FEED_ANSWERED | SL_FEED_CLOSE;
     }
@@ -85,7 +87,7 @@ static void http_free(void *st) {
 
 const sl_proto_ops sl__http_proto = {
     .id = SL_PROTO_HTTP,
-    .new = http_new,
+    .create = http_new,
     .feed = http_feed,
     .pending = http_pending,
     .request_timeout = http_request_timeout,

@@ -389,7 +389,7 @@ static int cmd_throttle(const sl_resp_context *ctx, const sl_resp_command *cmd, 
     sl_reply *r = sl__cell_user(call);
     call->done = throttle_done;
     bool answered;
-    sl__reply_begin(r, ctx->worker, out, &answered);
+    sl__reply_begin(r, ctx->slot, out, &answered);
     sl__engine_decide(decider_of(ctx), call, ctx->now);
     if (!answered && !sl__reply_wait(r)) sl__resp_error(out, "ERR out of memory");
     return 0;
@@ -429,7 +429,7 @@ static int cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_
     sl__decide_call_hold(call, ctx->policies);
     call->done = check_done;
     bool answered;
-    sl__reply_begin(r, ctx->worker, out, &answered);
+    sl__reply_begin(r, ctx->slot, out, &answered);
     sl__engine_decide(decider_of(ctx), call, ctx->now);
     if (!answered && !sl__reply_wait(r)) sl__resp_error(out, "ERR out of memory");
     return 0;

@@ -6,17 +6,19 @@
  * RESP keeps no state of its own. */
 #include <stdio.h>
 
+#include "server/proto.h"
+#include "server/request.h"
 #include "server/resp/resp.h"
 #include "server/server.h"
 
-static unsigned resp_feed(void *st, sl_worker *w, const char *data, size_t len, sl_buf *out,
-                          size_t *used) {
+static unsigned resp_feed(void *st, const sl_request_ctx *rq, const char *data, size_t len,
+                          sl_buf *out, size_t *used) {
     (void)st;
     *used = 0;
-    if (sl__conn_stop_input(w)) return SL_FEED_STOP;
+    if (sl__slot_stop(rq->slot)) return SL_FEED_STOP;
     sl_resp_command cmd;
     const char *err = NULL;
-    long n = sl__resp_parse(data, len, w->limits.max_resp_frame, &cmd, &err);
+    long n = sl__resp_parse(data, len, rq->limits->max_resp_frame, &cmd, &err);
     if (n == 0) return SL_FEED_STOP; /* the rest of a command is on its way */
     if (n < 0) {
         char msg[160];
@@ -24,13 +26,13 @@ static unsigned resp_feed(void *st, sl_worker *w, const char *data, size_t len, 
         sl__resp_error(out, msg);
         return SL_FEED_ERROR;
     }
-    sl_resp_context ctx = {.policies = w->policies,
-                           .cell = w->server->cell,
-                           .now = sl__worker_now(w),
-                           .info = sl__resp_info,
-                           .info_ctx = w,
-                           .decider = w->decider,
-                           .worker = w};
+    sl_resp_context ctx = {.policies = rq->policies,
+                           .cell = rq->cell,
+                           .now = rq->now,
+                           .info = rq->admin ? sl__resp_info : NULL,
+                           .info_ctx = rq->admin,
+                           .decider = rq->decider,
+                           .slot = rq->slot};
     int quit = sl__resp_execute(&ctx, &cmd, out);
     *used = (size_t)n;
     return quit ? SL_FEED_ANSWERED | SL_FEED_CLOSE : SL_FEED_ANSWERED;

@@ -1,0 +1,42 @@
+/* admin.c: the admin pages' handle (admin.h) turned back into the worker
+ * the request came to, for the pages that read the whole server. */
+#include "server/admin/admin.h"
+
+#include "server/reload.h"
+#include "server/server.h"
+
+bool sl__admin_draining(sl_admin *a) {
+    return a && sl__admin_worker(a)->draining;
+}
+
+/* Ready: not draining, and with the Redis store, Redis reachable from every
+ * worker (no breaker open). Answers go on while Redis is down (the fail
+ * modes decide), but a load balancer or orchestrator should know. */
+int sl__admin_ready(sl_admin *a, sl_buf *body) {
+    sl_worker *w = sl__admin_worker(a);
+    if (w->draining) {
+        sl__buf_puts(body, "{\"status\":\"draining\"}");
+        return 503;
+    }
+    sl_server *s = w->server;
+    sl_engine_stats es;
+    sl__engine_stats(s->engine, s->nworkers, &es);
+    if (!es.redis) {
+        sl__buf_puts(body, "{\"status\":\"ready\",\"store\":\"memory\"}");
+        return 200;
+    }
+    int up = es.up, open = es.breakers_open;
+    sl__buf_printf(body,
+                   "{\"status\":\"%s\",\"store\":\"redis\",\"redis\":\"%s\",\"breakers_open\":%d}",
+                   up ? "ready" : "degraded", up ? "up" : "down", open);
+    return up ? 200 : 503;
+}
+
+void sl__admin_metrics(sl_admin *a, sl_buf *body) {
+    sl__metrics_write(sl__admin_worker(a)->server, body);
+}
+
+bool sl__admin_reload(sl_admin *a, sl_answer_slot *slot, const struct sl_http_request *req,
+                      bool keep, sl_buf *out) {
+    return sl__reload_ask(sl__admin_worker(a), slot, req, keep, out);
+}

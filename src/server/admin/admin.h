@@ -1,0 +1,33 @@
+/* admin.h: the server's own pages, the one part of the protocols that sees
+ * the whole server (its workers, counters, engine and reloads). A request
+ * context carries an opaque sl_admin (request.h): the HTTP routes
+ * (/healthcheck, /readyz, /metrics, /v1/reload) and RESP's INFO hand it to
+ * these functions; nothing else looks into it. */
+#ifndef SLUICE_SERVER_ADMIN_H
+#define SLUICE_SERVER_ADMIN_H
+
+#include <stdbool.h>
+
+#include "server/request.h"
+#include "util/buf.h"
+
+struct sl_http_request;
+
+/* The worker the request came to drains (GET /healthcheck: 500, /readyz:
+ * 503). false for a NULL a. */
+bool sl__admin_draining(sl_admin *a);
+
+/* GET /readyz: writes the JSON body and returns the status (200, or 503
+ * while draining or when a worker cannot reach Redis). */
+int sl__admin_ready(sl_admin *a, sl_buf *body);
+
+/* GET /metrics: the Prometheus text of the whole server (metrics.c). */
+void sl__admin_metrics(sl_admin *a, sl_buf *body);
+
+/* POST /v1/reload (reload.c): either the answer is reserved in slot and
+ * written when the main loop has reloaded (returns true), or it is complete
+ * in `out` at once (false). keep: may the connection stay open. */
+bool sl__admin_reload(sl_admin *a, sl_answer_slot *slot, const struct sl_http_request *req,
+                      bool keep, sl_buf *out);
+
+#endif

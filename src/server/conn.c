@@ -539,6 +539,7 @@ static size_t handle_input(conn *c, const char *data, size_t len, bool *complete
     int64_t t0 = 0;
     c->turn_made = 0;
     while (off < len && !c->close_after_write) {
+        if (!ops->self_paced && stop_before_answer(c, c->turn_made)) break;
         sl_buf *out = conn_out(c);
         c->feed_mark = out->len;
         if (answered == 0) t0 = sl_now_monotonic();

@@ -9,10 +9,11 @@
  *
  * The loop (conn.c): for the bytes read, feed is called again and again,
  * each time with the bytes not used yet, until they are all used or feed
- * says stop; every call may answer at most one request (HTTP, RESP) or
- * handle as much as it likes (gRPC, which asks sl__slot_stop before each
- * HTTP/2 frame). Answers go into `out`, the connection's place for the
- * answer to the next request (after the answers still awaited). */
+ * says stop. Every call answers at most one request (HTTP, RESP), and the
+ * connection checks its output bounds and turn before each call; or, for a
+ * protocol that paces itself (gRPC), a call handles as much as it likes and
+ * asks sl__slot_stop itself before each unit (an HTTP/2 frame). Answers go into `out`, the
+ * connection's place for the answer to the next request (after the answers still awaited). */
 #ifndef SLUICE_SERVER_PROTO_H
 #define SLUICE_SERVER_PROTO_H
 
@@ -40,7 +41,8 @@ enum {
 };
 
 typedef struct sl_proto_ops {
-    sl_proto id; /* the index of its counters (sl_worker_stats) */
+    sl_proto id;     /* the index of its counters (sl_worker_stats) */
+    bool self_paced; /* feed takes many units and asks sl__slot_stop before each */
     /* The connection's state (a parser, a session), or NULL when out of
      * memory. `out` is the connection's output buffer, for a protocol that
      * writes on its own (gRPC: the server preface, frames between requests);
@@ -48,9 +50,9 @@ typedef struct sl_proto_ops {
     void *(*create)(const sl_limits_config *limits, sl_buf *out);
     /* Handles the len bytes at data (len > 0) with the request context rq
      * (request.h: the same for all the feeds of one input): sets *used (the
-     * bytes taken) and returns SL_FEED_* flags. Before it takes the bytes of
-     * a request it must ask sl__slot_stop(rq->slot) and, when that says so,
-     * return SL_FEED_STOP with nothing more used. */
+     * bytes taken) and returns SL_FEED_* flags. A self-paced protocol asks
+     * sl__slot_stop(rq->slot) before each unit it takes and, when that says
+     * so, returns SL_FEED_STOP with nothing more used. */
     unsigned (*feed)(void *st, const struct sl_request_ctx *rq, const char *data, size_t len,
                      sl_buf *out, size_t *used);
     /* A request has begun and is not complete (its request timeout runs);

@@ -131,8 +131,13 @@ void sl__server_drain_and_stop(sl_server *s, int64_t grace);
 /* The worker's clock for this loop tick (Unix ns). */
 int64_t sl__worker_now(sl_worker *w);
 
-/* Takes the newest policy set if a reload happened (called once per tick). */
-void sl__worker_refresh(sl_worker *w);
+/* Takes the newest policy set if a reload happened (at each tick, and before
+ * each input a connection handles): one atomic load when nothing changed. */
+void sl__worker_take_policies(sl_worker *w);
+static inline void sl__worker_refresh(sl_worker *w) {
+    if (atomic_load_explicit(&w->server->generation, memory_order_acquire) != w->generation)
+        sl__worker_take_policies(w);
+}
 
 /* The worker thread's body (worker.c); sl__worker_finish closes the
  * worker's own handles once it is draining and has no connection left. */

@@ -36,10 +36,8 @@ int64_t sl__worker_now(sl_worker *w) {
     return w->now;
 }
 
-void sl__worker_refresh(sl_worker *w) {
+void sl__worker_take_policies(sl_worker *w) {
     sl_server *s = w->server;
-    unsigned g = atomic_load_explicit(&s->generation, memory_order_acquire);
-    if (g == w->generation) return;
     pthread_mutex_lock(&s->reload_lock);
     sl_policy_set *next = s->policies;
     sl__policy_set_retain(next);

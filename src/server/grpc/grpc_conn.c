@@ -53,6 +53,7 @@ static void grpc_free(void *st) {
 
 const sl_proto_ops sl__grpc_proto = {
     .id = SL_PROTO_GRPC,
+    .self_paced = true,
     .create = grpc_new,
     .feed = grpc_feed,
     .request_timeout = grpc_request_timeout,

@@ -28,7 +28,6 @@ static unsigned http_feed(void *st, const sl_request_ctx *rq, const char *data, 
                           sl_buf *out, size_t *used) {
     sl_http_parser *p = st;
     *used = 0;
-    if (sl__slot_stop(rq->slot)) return SL_FEED_STOP;
     sl_http_status s = sl__http_parser_feed(p, data, len, used);
     if (s == SL_HTTP_READY) {
         const sl_http_request *req = sl__http_parser_request(p);

@@ -15,7 +15,6 @@ static unsigned resp_feed(void *st, const sl_request_ctx *rq, const char *data, 
                           sl_buf *out, size_t *used) {
     (void)st;
     *used = 0;
-    if (sl__slot_stop(rq->slot)) return SL_FEED_STOP;
     sl_resp_command cmd;
     const char *err = NULL;
     long n = sl__resp_parse(data, len, rq->limits->max_resp_frame, &cmd, &err);
@@ -29,7 +28,7 @@ static unsigned resp_feed(void *st, const sl_request_ctx *rq, const char *data, 
     sl_resp_context ctx = {.policies = rq->policies,
                            .cell = rq->cell,
                            .now = rq->now,
-                           .info = rq->admin ? sl__resp_info : NULL,
+                           .info = sl__resp_info, /* its sections need the admin handle */
                            .info_ctx = rq->admin,
                            .decider = rq->decider,
                            .slot = rq->slot};

@@ -158,18 +158,4 @@ static inline sl_worker *sl__admin_worker(sl_admin *a) {
     return (sl_worker *)(void *)a;
 }
 
-/* Protocol handlers write their answer into out. keep: may the connection
- * stay open; the return value says whether it does. */
-struct sl_http_request;
-bool sl__http_api_handle(const sl_request_ctx *rq, const struct sl_http_request *req, sl_buf *out,
-                         bool keep);
-/* GET /v1/auth (nginx auth_request, http_auth.c) and POST /json
- * (envoyproxy/ratelimit's JSON API, http_json.c). */
-bool sl__http_auth_handle(const sl_request_ctx *rq, const struct sl_http_request *req, sl_buf *out,
-                          bool keep);
-bool sl__http_json_handle(const sl_request_ctx *rq, const struct sl_http_request *req, sl_buf *out,
-                          bool keep);
-void sl__metrics_write(sl_server *s, sl_buf *out);
-void sl__resp_info(void *admin, sl_buf *out); /* RESP INFO: info_ctx is the request's admin */
-
 #endif

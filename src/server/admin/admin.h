@@ -30,4 +30,12 @@ void sl__admin_metrics(sl_admin *a, sl_buf *body);
 bool sl__admin_reload(sl_admin *a, sl_answer_slot *slot, const struct sl_http_request *req,
                       bool keep, sl_buf *out);
 
+/* RESP INFO's own sections (sl_resp_context.info, resp.h), with the
+ * request's admin handle as its context (metrics.c). */
+void sl__resp_info(void *admin, sl_buf *out);
+
+/* The Prometheus text of the whole server (metrics.c). */
+struct sl_server;
+void sl__metrics_write(struct sl_server *s, sl_buf *out);
+
 #endif

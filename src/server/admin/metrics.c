@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "server/admin/prom.h"
+#include "server/admin/admin.h"
 #include "server/server.h"
 #include "sluice/clock.h"
 #include "sluice/sluice.h"

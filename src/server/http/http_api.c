@@ -14,8 +14,8 @@
 #include "policy/policy.h"
 #include "server/admin/admin.h"
 #include "server/http/http.h"
+#include "server/http/http_api.h"
 #include "server/request.h"
-#include "server/server.h"
 #include "sluice/error.h"
 
 #define KEY_MAX  1024

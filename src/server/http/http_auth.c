@@ -26,9 +26,10 @@
 
 #include "policy/decide.h"
 #include "policy/rules.h"
+#include "policy/policy.h"
 #include "server/http/http.h"
+#include "server/http/http_api.h"
 #include "server/request.h"
-#include "server/server.h"
 #include "sluice/error.h"
 
 #define SF_INT_MAX INT64_C(999999999999999)

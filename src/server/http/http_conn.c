@@ -5,9 +5,9 @@
  * ran out), 408 for a request that did not arrive in time, 503 at the
  * connection limit, and "100 Continue". */
 #include "server/http/http.h"
+#include "server/http/http_api.h"
 #include "server/proto.h"
 #include "server/request.h"
-#include "server/server.h"
 
 /* {"error":code,"message":msg} with status; the connection closes after it. */
 static void error_answer(sl_buf *out, int status, const char *code, const char *msg) {

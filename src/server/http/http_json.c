@@ -23,8 +23,8 @@
 #include "policy/decide.h"
 #include "policy/domains.h"
 #include "server/http/http.h"
+#include "server/http/http_api.h"
 #include "server/request.h"
-#include "server/server.h"
 
 #define JSON_MAX_ENTRIES (SL_RLS_MAX_DESCRIPTORS * SL_RLS_MAX_ENTRIES)
 

@@ -6,10 +6,10 @@
  * RESP keeps no state of its own. */
 #include <stdio.h>
 
+#include "server/admin/admin.h"
 #include "server/proto.h"
 #include "server/request.h"
 #include "server/resp/resp.h"
-#include "server/server.h"
 
 static unsigned resp_feed(void *st, const sl_request_ctx *rq, const char *data, size_t len,
                           sl_buf *out, size_t *used) {

@@ -12,6 +12,8 @@
 #   http    GET /v1/check?policy=api&key=k   (HTTP/1.1)
 #   auth    GET /v1/auth (nginx auth_request, request rules)
 #   json    POST /json (Envoy descriptors, the gRPC decision path)
+#   grpc    Envoy ShouldRateLimit over HTTP/2 (h2load: one connection, 1 or 16
+#           streams at a time)
 #
 # Usage: bench/server/instr.sh BUILD_DIR [-n N] [--only LIST]   (after `make build`)
 set -euo pipefail
@@ -20,7 +22,7 @@ set -euo pipefail
 build=$(cd "$1" && pwd)
 shift
 n=2000
-only=resp,http,auth,json
+only=resp,http,auth,json,grpc
 while [ $# -gt 0 ]; do
   case $1 in
     -n) n=$2; shift ;;
@@ -56,7 +58,23 @@ rules:
       - {policy: api, by: ip, cost: 1}
 EOF
 
+# RateLimitRequest{domain: "bench", descriptors: [{entries: [k=v]}]}, framed
+python3 - "$tmp/body.bin" <<'EOF'
+import struct, sys
+def fld(tag, b): return bytes([tag, len(b)]) + b
+req = fld(0x0a, b"bench") + fld(0x12, fld(0x0a, fld(0x0a, b"k") + fld(0x12, b"v")))
+open(sys.argv[1], "wb").write(b"\0" + struct.pack(">I", len(req)) + req)
+EOF
+
 client() { # proto pipeline
+  if [ "$1" = grpc ]; then
+    h2load -n "$n" -c 1 -m "$2" -d "$tmp/body.bin" -H 'content-type: application/grpc' \
+      -H 'te: trailers' \
+      "http://127.0.0.1:$gp/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit" \
+      >"$tmp/h2load.log" 2>&1
+    grep -q "$n succeeded" "$tmp/h2load.log" || { cat "$tmp/h2load.log" >&2; exit 1; }
+    return
+  fi
   python3 - "$1" "$2" "$n" "$hp" "$rp" <<'EOF'
 import socket, sys
 proto, depth, n, hp, rp = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -105,7 +123,7 @@ for p in ${only//,/ }; do
     valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect='on_read' \
       "$build/sluiced" -c "$tmp/sluice.yaml" --log-level error >/dev/null 2>"$tmp/vg.log" &
     pid=$!
-    wait_port "$hp"; wait_port "$rp"
+    wait_port "$hp"; wait_port "$rp"; wait_port "$gp"
     client "$p" "$depth"
     kill -TERM "$pid"; wait "$pid" || true; pid=
     ir=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ && !x {gsub(",","",$1); print $1; x=1}')

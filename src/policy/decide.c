@@ -108,7 +108,13 @@ static void call_release(sl_decide_call *c) {
 
 sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_decide_label_fn label,
                                     void *ctx, size_t user_bytes) {
-    if (n > SL_CHECK_MAX) return NULL;
+    return sl__decide_call_new_own(items, n, label, ctx, user_bytes, 0);
+}
+
+sl_decide_call *sl__decide_call_new_own(const sl_decide_item *items, size_t n,
+                                        sl_decide_label_fn label, void *ctx, size_t user_bytes,
+                                        size_t own) {
+    if (n > SL_CHECK_MAX || own > user_bytes) return NULL;
     char lbuf[SL_CHECK_MAX][SL_TOPK_KEY_MAX];
     size_t llen[SL_CHECK_MAX];
     size_t bytes = ALIGN(sizeof(sl_decide_call)) + ALIGN(user_bytes);
@@ -133,7 +139,7 @@ sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_de
     c->on_free = NULL;
     c->on_free_arg = NULL;
     c->user = (char *)c + ALIGN(sizeof(sl_decide_call));
-    memset(c->user, 0, user_bytes);
+    memset((char *)c->user + own, 0, user_bytes - own);
     char *p = (char *)c->user + ALIGN(user_bytes);
     for (size_t i = 0; i < n; i++) {
         c->items[i] = items[i];

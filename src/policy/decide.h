@@ -104,6 +104,12 @@ struct sl_decide_call {
  * allocation. NULL: out of memory, or n too large. */
 sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_decide_label_fn label,
                                     void *ctx, size_t user_bytes);
+/* The same, except that the first `own` of the user_bytes are not zeroed:
+ * the caller writes what it reads of them at once (a domain call's state,
+ * about 10 KiB of which a request uses a few hundred bytes). */
+sl_decide_call *sl__decide_call_new_own(const sl_decide_item *items, size_t n,
+                                        sl_decide_label_fn label, void *ctx, size_t user_bytes,
+                                        size_t own);
 void *sl__decide_call_user(sl_decide_call *c);
 /* The call keeps set (its policies) alive until freed: set must be alive
  * when sl__engine_decide starts the call, and a reference is taken only if

@@ -106,14 +106,9 @@ static void call_release(sl_decide_call *c) {
     free(c);
 }
 
-sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_decide_label_fn label,
-                                    void *ctx, size_t user_bytes) {
-    return sl__decide_call_new_own(items, n, label, ctx, user_bytes, 0);
-}
-
-sl_decide_call *sl__decide_call_new_own(const sl_decide_item *items, size_t n,
-                                        sl_decide_label_fn label, void *ctx, size_t user_bytes,
-                                        size_t own) {
+static inline sl_decide_call *call_new(const sl_decide_item *items, size_t n,
+                                       sl_decide_label_fn label, void *ctx, size_t user_bytes,
+                                       size_t own) {
     if (n > SL_CHECK_MAX || own > user_bytes) return NULL;
     char lbuf[SL_CHECK_MAX][SL_TOPK_KEY_MAX];
     size_t llen[SL_CHECK_MAX];
@@ -158,6 +153,17 @@ sl_decide_call *sl__decide_call_new_own(const sl_decide_item *items, size_t n,
         *p++ = '\0';
     }
     return c;
+}
+
+sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_decide_label_fn label,
+                                    void *ctx, size_t user_bytes) {
+    return call_new(items, n, label, ctx, user_bytes, 0);
+}
+
+sl_decide_call *sl__decide_call_new_own(const sl_decide_item *items, size_t n,
+                                        sl_decide_label_fn label, void *ctx, size_t user_bytes,
+                                        size_t own) {
+    return call_new(items, n, label, ctx, user_bytes, own);
 }
 
 void *sl__decide_call_user(sl_decide_call *c) {

@@ -133,6 +133,9 @@ static inline sl_decide_call *call_new(const sl_decide_item *items, size_t n,
     c->inline_mark = NULL;
     c->on_free = NULL;
     c->on_free_arg = NULL;
+    c->later = NULL;
+    c->later_ctx = NULL;
+    c->later_labels = NULL;
     c->user = (char *)c + ALIGN(sizeof(sl_decide_call));
     memset((char *)c->user + own, 0, user_bytes - own);
     char *p = (char *)c->user + ALIGN(user_bytes);
@@ -183,8 +186,34 @@ void sl__decide_call_on_free(sl_decide_call *c, void (*fn)(void *arg), void *arg
     c->on_free_arg = arg;
 }
 
+void sl__decide_call_label_later(sl_decide_call *c, sl_decide_label_fn fn, void *ctx) {
+    c->later = fn;
+    c->later_ctx = ctx;
+}
+
+/* The call goes on without its caller's frame: its labels are copied now
+ * (into one heap block; out of memory, the label says so: never the key,
+ * which may be an API key). */
+static void labels_now(sl_decide_call *c) {
+    static const char lost[] = "(no memory for the label)";
+    char *p = c->later_labels = malloc(c->n * SL_TOPK_KEY_MAX);
+    for (size_t i = 0; i < c->n; i++) {
+        if (p) {
+            c->labels[i] = p;
+            c->label_len[i] = (uint16_t)c->later(c->later_ctx, i, p, SL_TOPK_KEY_MAX);
+            p += SL_TOPK_KEY_MAX;
+        } else {
+            c->labels[i] = (char *)lost;
+            c->label_len[i] = (uint16_t)(sizeof lost - 1);
+        }
+    }
+    c->later = NULL;
+    c->later_ctx = NULL;
+}
+
 void sl__decide_call_free(sl_decide_call *c) {
     if (!c) return;
+    free(c->later_labels);
     if (c->on_free) c->on_free(c->on_free_arg);
     if (c->set_held) sl__policy_set_release(c->set);
     call_release(c);
@@ -233,8 +262,16 @@ static void count_group(sl_decide_call *c, const size_t *idx, size_t n, bool ref
             continue;
         }
         if (it->decision.allowed) continue;
-        const char *label = c->labels[idx[k]] ? c->labels[idx[k]] : it->key;
-        size_t len = c->labels[idx[k]] ? c->label_len[idx[k]] : it->keylen;
+        const char *label = it->key;
+        size_t len = it->keylen;
+        char lbuf[SL_TOPK_KEY_MAX];
+        if (c->labels[idx[k]]) {
+            label = c->labels[idx[k]];
+            len = c->label_len[idx[k]];
+        } else if (c->later) { /* inside sl__engine_decide: the caller's context lives */
+            len = c->later(c->later_ctx, idx[k], lbuf, sizeof lbuf);
+            label = lbuf;
+        }
         if (l->top) sl__topk_add(l->top, label, len, 1);
         if (shadow) {
             atomic_fetch_add_explicit(&l->shadow_limited, 1, memory_order_relaxed);
@@ -336,6 +373,7 @@ void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now) {
     sl__store_decide(store, sc);
     if (done_inline) return; /* c may be gone */
     c->inline_mark = NULL;
+    if (c->later) labels_now(c);  /* the caller's label context ends with this call */
     if (c->set && !c->set_held) { /* the call outlives the caller's frame: hold its set */
         sl__policy_set_retain(c->set);
         c->set_held = true;

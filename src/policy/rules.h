@@ -111,8 +111,15 @@ typedef struct sl_rules_answer {
                                    limit refused first (LIMITED) or the request failed */
     sl_addr client;             /* who the request was counted as (when have_client) */
     bool have_client;
-    /* private to rules.c: what built each item (for /v1/top labels) */
-    const void *meta[SL_CHECK_MAX];
+    /* private to rules.c: what built each item, and the rules, for the labels
+       of the keys the engine counts as refused (/v1/top, the shadow log);
+       read while sl__engine_decide runs (decide.h: sl__decide_call_label_later) */
+    struct sl_rules_meta {
+        const void *rule, *lim; /* rules.c's rule and limit */
+        const char *hval;       /* the header value (by: header), in the request */
+        size_t hlen;
+    } meta[SL_CHECK_MAX];
+    const struct sl_rules *rules;
     const sl_apikey *key;
     char arena[SL_RULES_ARENA];
     size_t used;

@@ -145,6 +145,31 @@ static void test_resp_commands(void **state) {
     assert_true(ops->pending(NULL, sizeof in - 1 - used));
     assert_false(ops->pending(NULL, 0));
 
+    /* command names in any case, eight bytes at a time and the rest: only
+       letters may differ in case (0x0e | 0x20 is '.', yet no match) */
+    static const struct {
+        const char *in;
+        const char *want;
+    } names[] = {
+        {"*1\r\n$8\r\nsL.cHeCk\r\n", "-ERR wrong number of arguments for 'sl.check' command"},
+        {"*1\r\n$8\r\nSL\x0e"
+         "CHECK\r\n",
+         "-ERR unknown command 'SL\x0e"
+         "CHECK'"},
+        {"*1\r\n$8\r\nSL.CHECk\r\n", "-ERR wrong number of arguments for 'sl.check' command"},
+        {"*1\r\n$8\r\nSL.CHECL\r\n", "-ERR unknown command 'SL.CHECL'"},
+        {"*1\r\n$8\r\nSL.CHEC\xcb\r\n", "-ERR unknown command 'SL.CHEC\xcb'"},
+        {"*1\r\n$11\r\nCl.ThRoTtLe\r\n", "Usage: cl.throttle"},
+        {"*1\r\n$11\r\nCL.THROTTL\x05\r\n", "-ERR unknown command"},
+        {"*1\r\n$11\r\nCL\x0eTHROTTLE\r\n", "-ERR unknown command"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        sl__buf_reset(&out);
+        r = feed_all(ops, NULL, names[i].in, strlen(names[i].in), &out, &used, &answers);
+        assert_int_equal(answers, 1);
+        if (!has(&out, names[i].want)) fail_msg("%s: %.*s", names[i].in, (int)out.len, out.data);
+    }
+
     sl__buf_reset(&out);
     static const char quit[] = "QUIT\r\nPING\r\n";
     r = feed_all(ops, NULL, quit, sizeof quit - 1, &out, &used, &answers);

@@ -33,7 +33,8 @@ static unsigned http_feed(void *st, const sl_request_ctx *rq, const char *data, 
         const sl_http_request *req = sl__http_parser_request(p);
         /* draining: the last request that arrived is answered with
          * Connection: close (earlier pipelined ones keep it open) */
-        bool keep = req->keep_alive && !(*used == len && sl__slot_closing(rq->slot));
+        bool keep =
+            req->keep_alive && !(*used == len && rq->draining && sl__slot_closing(rq->slot));
         keep = sl__http_api_handle(rq, req, out, keep);
         sl__http_parser_next(p);
         return keep ? SL_FEED_ANSWERED : SL_FEED_ANSWERED | SL_FEED_CLOSE;

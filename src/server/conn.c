@@ -1,12 +1,15 @@
-/* conn.c: one client connection on a worker's loop: reading into the
- * protocol parser, pipelining (every request of a read is answered, all
- * answers leave in one write), the bounds on queued output, the idle and
- * request timeouts, the connection cap, and closing (at once, after the last
- * answer, or when the worker drains).
+/* conn.c: one client connection on a worker's loop: reading and handing
+ * the input to its protocol (proto.h: the connection knows no protocol, it
+ * calls the ops table of its listener's, with a request context, request.h),
+ * pipelining (every request of a read is answered, all answers leave in one
+ * write), the answer slots (reply.h), the bounds on queued output, the idle
+ * and request timeouts, the connection cap, and closing (at once, after the
+ * last answer, or when the worker drains).
  *
- * Reads land in the worker's shared buffer. A connection keeps bytes of its
- * own (c->in) only for a partial RESP command (HTTP keeps partial requests
- * in its parser) and for input held back while its output is over a bound.
+ * Reads land in the worker's shared buffer (SL_READ_BUF_BYTES). A
+ * connection keeps bytes of its own (c->in) only for a partial RESP command
+ * (HTTP keeps partial requests in its parser) and for input held back while
+ * its output is over a bound.
  *
  * Output bounds (limits.max_pending_output, max_pending_output_total): the
  * answers a connection has queued (being built, being written, or waiting
@@ -22,14 +25,15 @@
  * at most twice the total bound (connections below their share when the
  * total is reached may still fill it) plus one answer per connection.
  *
- * gRPC: the session feeds nghttp2 one frame at a time and asks
- * (sl__slot_stop) before each frame, so the same bounds and turns
- * hold between frames. Answers that the client's HTTP/2 flow-control window
- * keeps inside nghttp2 count in the pending output too (but do not stop
- * reading: the WINDOW_UPDATE that frees them must be read; the session
- * refuses new streams instead). The session's deadlines (header_timeout for
- * the preface, each frame and each stream; grpc-timeout) drive the
- * connection's timer, except while its input is held back.
+ * A self-paced protocol (gRPC: the session feeds nghttp2 one frame at a
+ * time) asks sl__slot_stop before each unit, so the same bounds and turns
+ * hold between frames. Answers the protocol holds (ops->held: what the
+ * client's HTTP/2 flow-control window keeps inside nghttp2) count in the
+ * pending output too (but do not stop reading: the WINDOW_UPDATE that frees
+ * them must be read; the session refuses new streams instead). Its own
+ * deadlines (ops->deadline: header_timeout for the preface, each frame and
+ * each stream; grpc-timeout) drive the connection's timer, except while its
+ * input is held back.
  *
  * Turns: one read callback builds at most TURN_OUTPUT bytes of answers;
  * the rest of its input is held back and handled at the next loop tick

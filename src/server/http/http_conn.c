@@ -9,16 +9,6 @@
 #include "server/proto.h"
 #include "server/request.h"
 
-/* {"error":code,"message":msg} with status; the connection closes after it. */
-static void error_answer(sl_buf *out, int status, const char *code, const char *msg) {
-    sl_buf body;
-    sl__buf_init(&body);
-    sl__http_error_json(&body, code, msg);
-    sl__http_begin(out, status);
-    sl__http_end(out, false, "application/json", body.data, body.len);
-    sl__buf_free(&body);
-}
-
 static void *http_new(const sl_limits_config *limits, sl_buf *out) {
     (void)out;
     return sl__http_parser_new(limits->max_header_bytes, limits->max_body_bytes);
@@ -42,13 +32,13 @@ static unsigned http_feed(void *st, const sl_request_ctx *rq, const char *data, 
     if (s == SL_HTTP_ERROR) {
         const char *msg = "bad request";
         int status = sl__http_parser_error_status(p, &msg);
-        error_answer(out, status,
-                     status == 431   ? "headers_too_large"
-                     : status == 413 ? "body_too_large"
-                     : status == 501 ? "not_implemented"
-                     : status == 505 ? "http_version_not_supported"
-                                     : "bad_request",
-                     msg);
+        sl__http_error_answer(out, status, false,
+                              status == 431   ? "headers_too_large"
+                              : status == 413 ? "body_too_large"
+                              : status == 501 ? "not_implemented"
+                              : status == 505 ? "http_version_not_supported"
+                                              : "bad_request",
+                              msg);
         return SL_FEED_ERROR;
     }
     /* a client waiting for "100 Continue" before sending its body */
@@ -68,8 +58,8 @@ static int64_t http_request_timeout(const sl_limits_config *l) {
 static void http_timeout(void *st, bool request_late, bool started, sl_buf *out) {
     (void)request_late;
     if (started || sl__http_parser_in_request(st))
-        error_answer(out, 408, "request_timeout",
-                     "the request did not arrive in time; closing the connection");
+        sl__http_error_answer(out, 408, false, "request_timeout",
+                              "the request did not arrive in time; closing the connection");
 }
 
 static void http_refuse(sl_buf *out) {

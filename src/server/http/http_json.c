@@ -197,12 +197,7 @@ static void write_response(sl_buf *b, int overall, const sl_rls_status *st, size
 
 static bool error_answer(sl_buf *out, bool keep, int status, const char *code,
                          const char *message) {
-    sl_buf body;
-    sl__buf_init(&body);
-    sl__http_error_json(&body, code, message);
-    sl__http_begin(out, status);
-    sl__http_end(out, keep, "application/json", body.data, body.len);
-    sl__buf_free(&body);
+    sl__http_error_answer(out, status, keep, code, message);
     return keep;
 }
 

@@ -109,9 +109,10 @@ static void call_release(sl_decide_call *c) {
     free(c);
 }
 
-sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_decide_label_fn label,
-                                    void *ctx, size_t user_bytes) {
-    if (n > SL_CHECK_MAX) return NULL;
+static inline sl_decide_call *call_new(const sl_decide_item *items, size_t n,
+                                       sl_decide_label_fn label, void *ctx, size_t user_bytes,
+                                       size_t own) {
+    if (n > SL_CHECK_MAX || own > user_bytes) return NULL;
     char lbuf[SL_CHECK_MAX][SL_TOPK_KEY_MAX];
     size_t llen[SL_CHECK_MAX];
     size_t bytes = ALIGN(sizeof(sl_decide_call)) + ALIGN(user_bytes);
@@ -135,8 +136,11 @@ sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_de
     c->inline_mark = NULL;
     c->on_free = NULL;
     c->on_free_arg = NULL;
+    c->later = NULL;
+    c->later_ctx = NULL;
+    c->later_labels = NULL;
     c->user = (char *)c + ALIGN(sizeof(sl_decide_call));
-    memset(c->user, 0, user_bytes);
+    memset((char *)c->user + own, 0, user_bytes - own);
     char *p = (char *)c->user + ALIGN(user_bytes);
     for (size_t i = 0; i < n; i++) {
         c->items[i] = items[i];
@@ -157,6 +161,17 @@ sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_de
     return c;
 }
 
+sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_decide_label_fn label,
+                                    void *ctx, size_t user_bytes) {
+    return call_new(items, n, label, ctx, user_bytes, 0);
+}
+
+sl_decide_call *sl__decide_call_new_own(const sl_decide_item *items, size_t n,
+                                        sl_decide_label_fn label, void *ctx, size_t user_bytes,
+                                        size_t own) {
+    return call_new(items, n, label, ctx, user_bytes, own);
+}
+
 void *sl__decide_call_user(sl_decide_call *c) {
     return c->user;
 }
@@ -174,8 +189,34 @@ void sl__decide_call_on_free(sl_decide_call *c, void (*fn)(void *arg), void *arg
     c->on_free_arg = arg;
 }
 
+void sl__decide_call_label_later(sl_decide_call *c, sl_decide_label_fn fn, void *ctx) {
+    c->later = fn;
+    c->later_ctx = ctx;
+}
+
+/* The call goes on without its caller's frame: its labels are copied now
+ * (into one heap block; out of memory, the label says so: never the key,
+ * which may be an API key). */
+static void labels_now(sl_decide_call *c) {
+    static const char lost[] = "(no memory for the label)";
+    char *p = c->later_labels = malloc(c->n * SL_TOPK_KEY_MAX);
+    for (size_t i = 0; i < c->n; i++) {
+        if (p) {
+            c->labels[i] = p;
+            c->label_len[i] = (uint16_t)c->later(c->later_ctx, i, p, SL_TOPK_KEY_MAX);
+            p += SL_TOPK_KEY_MAX;
+        } else {
+            c->labels[i] = (char *)lost;
+            c->label_len[i] = (uint16_t)(sizeof lost - 1);
+        }
+    }
+    c->later = NULL;
+    c->later_ctx = NULL;
+}
+
 void sl__decide_call_free(sl_decide_call *c) {
     if (!c) return;
+    free(c->later_labels);
     if (c->on_free) c->on_free(c->on_free_arg);
     if (c->set_held) sl__policy_set_release(c->set);
     call_release(c);
@@ -231,6 +272,22 @@ static void observe_ratio(sl_decide_limit *l, const sl_decision *d) {
     atomic_fetch_add_explicit(&l->ratio_sum, millionths, memory_order_relaxed);
 }
 
+/* Item i's label for the sketches and the shadow log: the call's copy, or
+ * made now by the caller's function (inside sl__engine_decide, while the
+ * caller's context lives), or the key. */
+static const char *label_of(sl_decide_call *c, size_t i, char buf[SL_TOPK_KEY_MAX], size_t *len) {
+    if (c->labels[i]) {
+        *len = c->label_len[i];
+        return c->labels[i];
+    }
+    if (c->later) {
+        *len = c->later(c->later_ctx, i, buf, SL_TOPK_KEY_MAX);
+        return buf;
+    }
+    *len = c->items[i].keylen;
+    return c->items[i].key;
+}
+
 /* Counts the items idx[0..n) of one group: every one as allowed when the
  * group passed; else only those that said no (as limited, or as
  * shadow_limited for the shadow group, which then reports them allowed). */
@@ -241,17 +298,20 @@ static void count_group(sl_decide_call *c, const size_t *idx, size_t n, bool ref
         if (!it->decided) continue;
         sl_decide_limit *l = it->limit;
         observe_ratio(l, &it->decision);
-        const char *label = c->labels[idx[k]] ? c->labels[idx[k]] : it->key;
-        size_t len = c->labels[idx[k]] ? c->label_len[idx[k]] : it->keylen;
+        char lbuf[SL_TOPK_KEY_MAX];
+        size_t len;
         if (!refused) {
             atomic_fetch_add_explicit(&l->allowed, 1, memory_order_relaxed);
             /* near its limit: at most a tenth left (remaining <= limit / 10) */
             if (l->near && it->decision.remaining <= it->decision.limit / SL_NEAR_DIVISOR &&
-                it->decision.limit > 0)
+                it->decision.limit > 0) {
+                const char *label = label_of(c, idx[k], lbuf, &len);
                 sl__topk_add(l->near, label, len, 1);
+            }
             continue;
         }
         if (it->decision.allowed) continue;
+        const char *label = label_of(c, idx[k], lbuf, &len);
         if (l->top) sl__topk_add(l->top, label, len, 1);
         if (shadow) {
             atomic_fetch_add_explicit(&l->shadow_limited, 1, memory_order_relaxed);
@@ -353,6 +413,7 @@ void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now) {
     sl__store_decide(store, sc);
     if (done_inline) return; /* c may be gone */
     c->inline_mark = NULL;
+    if (c->later) labels_now(c);  /* the caller's label context ends with this call */
     if (c->set && !c->set_held) { /* the call outlives the caller's frame: hold its set */
         sl__policy_set_retain(c->set);
         c->set_held = true;

@@ -112,6 +112,9 @@ struct sl_decide_call {
     void *on_free_arg;
     char *labels[SL_CHECK_MAX];
     uint16_t label_len[SL_CHECK_MAX];
+    sl_decide_label_fn later; /* sl__decide_call_label_later: until sl__engine_decide returns */
+    void *later_ctx;
+    char *later_labels; /* where they were copied when the call went on (heap) */
     void *user;
 };
 
@@ -121,7 +124,21 @@ struct sl_decide_call {
  * allocation. NULL: out of memory, or n too large. */
 sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_decide_label_fn label,
                                     void *ctx, size_t user_bytes);
+/* The same, except that the first `own` of the user_bytes are not zeroed:
+ * the caller writes what it reads of them at once (a domain call's state,
+ * about 10 KiB of which a request uses a few hundred bytes). */
+sl_decide_call *sl__decide_call_new_own(const sl_decide_item *items, size_t n,
+                                        sl_decide_label_fn label, void *ctx, size_t user_bytes,
+                                        size_t own);
 void *sl__decide_call_user(sl_decide_call *c);
+/* Labels formatted only when needed, instead of eagerly by sl__decide_call_new:
+ * fn(ctx, i, ...) runs for item i when a refusal of it is counted while the
+ * call completes inside sl__engine_decide (the memory store: most calls), or
+ * for every item just before sl__engine_decide returns when the call goes on
+ * without it (the Redis store; the labels are then copied into the call). So
+ * ctx must live until sl__engine_decide returns, no longer. A label is only
+ * needed on a refusal. Without labels (given neither way) the key is used. */
+void sl__decide_call_label_later(sl_decide_call *c, sl_decide_label_fn fn, void *ctx);
 /* The call keeps set (its policies) alive until freed: set must be alive
  * when sl__engine_decide starts the call, and a reference is taken only if
  * the call does not complete inline. */

@@ -417,7 +417,8 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
     if (nactive) {
         label_ctx lc = {.items = items, .map = map, .req = req};
         sl_decide_call *c =
-            sl__decide_call_new(active, nactive, label_of, &lc, DSTATE_BYTES + user_bytes);
+            sl__decide_call_new_own(active, nactive, label_of, &lc, DSTATE_BYTES + user_bytes,
+                                    DSTATE_BYTES); /* written below, as far as it is read */
         if (!c) {
             rc = SL_RLS_EEXHAUSTED;
             *message = "out of memory";

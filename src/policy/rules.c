@@ -57,12 +57,7 @@ typedef struct cost_entry {
 } cost_entry;
 
 /* What one item was built from, for its label. */
-typedef struct item_meta {
-    const rule *rule;
-    const limit *lim;
-    const char *hval;
-    size_t hlen;
-} item_meta;
+typedef struct sl_rules_meta item_meta; /* rule and lim: a rule and a limit of this file */
 
 struct sl_rules {
     sl_cidr *trusted;
@@ -412,11 +407,6 @@ static bool put_part(sl_rules_answer *a, char tag, const void *data, size_t n) {
     return true;
 }
 
-typedef struct label_ctx {
-    const sl_rules *rules;
-    sl_rules_answer *a;
-} label_ctx;
-
 static size_t append(char *buf, size_t size, size_t o, const char *s, size_t n) {
     for (size_t i = 0; i < n && o + 1 < size; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -426,15 +416,18 @@ static size_t append(char *buf, size_t size, size_t o, const char *s, size_t n) 
     return o;
 }
 
+/* The label of item i: a is the answer being decided (its metas and rules);
+ * it lives in the caller's frame while sl__engine_decide runs. */
 static size_t label_fn(void *ctx, size_t i, char *buf, size_t size) {
-    label_ctx *l = ctx;
-    sl_rules_answer *a = l->a;
-    const item_meta *m = a->meta[i];
+    const sl_rules_answer *a = ctx;
+    const item_meta *m = &a->meta[i];
+    const limit *lim = m->lim;
+    const rule *ru = m->rule;
     size_t o = 0;
-    if (!m || size == 0) return 0;
-    for (unsigned k = 0; k < m->lim->nsrc; k++) {
+    if (i >= a->n || !lim || size == 0) return 0;
+    for (unsigned k = 0; k < lim->nsrc; k++) {
         if (k) o = append(buf, size, o, " ", 1);
-        switch (m->lim->src[k]) {
+        switch (lim->src[k]) {
         case SL_SRC_API_KEY: {
             const sl_apikey *key = a->key;
             size_t show = key->keylen / 3 < 6 ? key->keylen / 3 : 6;
@@ -453,7 +446,7 @@ static size_t label_fn(void *ctx, size_t i, char *buf, size_t size) {
         case SL_SRC_IP: {
             sl_addr pre;
             unsigned bits;
-            sl__addr_prefix(&a->client, l->rules->v4_bits, l->rules->v6_bits, &pre, &bits);
+            sl__addr_prefix(&a->client, a->rules->v4_bits, a->rules->v6_bits, &pre, &bits);
             char t[SL_ADDR_FORMAT_MAX + 8];
             size_t tn = sl__addr_format(&pre, t);
             tn += (size_t)snprintf(t + tn, sizeof t - tn, "/%u",
@@ -464,10 +457,10 @@ static size_t label_fn(void *ctx, size_t i, char *buf, size_t size) {
         }
         case SL_SRC_ROUTE:
             o = append(buf, size, o, "route:", 6);
-            o = append(buf, size, o, m->rule->name, m->rule->name_len);
+            o = append(buf, size, o, ru->name, ru->name_len);
             break;
         case SL_SRC_HEADER:
-            o = append(buf, size, o, m->lim->header, m->lim->header_len);
+            o = append(buf, size, o, lim->header, lim->header_len);
             o = append(buf, size, o, ":", 1);
             o = append(buf, size, o, m->hval, m->hlen);
             break;
@@ -865,20 +858,18 @@ void sl__rules_finish(sl_rules_answer *a, const sl_decide_call *c) {
 
 sl_decide_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_policy_set *set,
                                   sl_rules_answer *a, size_t user_bytes) {
-    item_meta metas[SL_CHECK_MAX];
     a->rules = r;
-    if (!collect(r, req, a, metas)) {
+    if (!collect(r, req, a, a->meta)) {
         count_refusal(r, a);
         return NULL;
     }
-    for (size_t i = 0; i < a->n; i++) a->meta[i] = &metas[i];
-    label_ctx lc = {r, a};
     sl_decide_item items[SL_CHECK_MAX];
     for (size_t i = 0; i < a->n; i++)
         items[i] = sl__policy_use(a->items[i].policy, a->items[i].key, a->items[i].keylen,
                                   a->items[i].cost, a->items[i].shadow);
-    sl_decide_call *c = sl__decide_call_new(items, a->n, label_fn, &lc, user_bytes);
-    for (size_t i = 0; i < a->n; i++) a->meta[i] = NULL; /* metas die with this call */
+    sl_decide_call *c = sl__decide_call_new(items, a->n, NULL, NULL, user_bytes);
+    /* labels only for what is refused, from a while the engine decides */
+    if (c) sl__decide_call_label_later(c, label_fn, a);
     if (!c) {
         verdict(a, SL_VERDICT_ERROR, "internal", "out of memory");
         a->n = 0;

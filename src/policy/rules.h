@@ -131,10 +131,16 @@ typedef struct sl_rules_answer {
     bool query_costed;
     sl_gql_cost_result query_cost;
     char query_message[160];
-    /* private to rules.c: what built each item (for /v1/top labels), the
-       counters of the rule, limit and tier each item counts in, and the
-       rules that prepared the answer (for sl__rules_finish's counts) */
-    const void *meta[SL_CHECK_MAX];
+    /* private to rules.c: what built each item, and the rules, for the labels
+       of the keys the engine counts as refused (/v1/top, the shadow log);
+       read while sl__engine_decide runs (decide.h: sl__decide_call_label_later);
+       and the counters of the rule, limit and tier each item counts in (for
+       sl__rules_finish's counts) */
+    struct sl_rules_meta {
+        const void *rule, *lim; /* rules.c's rule and limit */
+        const char *hval;       /* the header value (by: header), in the request */
+        size_t hlen;
+    } meta[SL_CHECK_MAX];
     void *counts[SL_CHECK_MAX];
     const struct sl_rules *rules;
     const sl_apikey *key;

@@ -1,12 +1,15 @@
-/* conn.c: one client connection on a worker's loop: reading into the
- * protocol parser, pipelining (every request of a read is answered, all
- * answers leave in one write), the bounds on queued output, the idle and
- * request timeouts, the connection cap, and closing (at once, after the last
- * answer, or when the worker drains).
+/* conn.c: one client connection on a worker's loop: reading and handing
+ * the input to its protocol (proto.h: the connection knows no protocol, it
+ * calls the ops table of its listener's, with a request context, request.h),
+ * pipelining (every request of a read is answered, all answers leave in one
+ * write), the answer slots (reply.h), the bounds on queued output, the idle
+ * and request timeouts, the connection cap, and closing (at once, after the
+ * last answer, or when the worker drains).
  *
- * Reads land in the worker's shared buffer. A connection keeps bytes of its
- * own (c->in) only for a partial RESP command (HTTP keeps partial requests
- * in its parser) and for input held back while its output is over a bound.
+ * Reads land in the worker's shared buffer (SL_READ_BUF_BYTES). A
+ * connection keeps bytes of its own (c->in) only for a partial RESP command
+ * (HTTP keeps partial requests in its parser) and for input held back while
+ * its output is over a bound.
  *
  * Output bounds (limits.max_pending_output, max_pending_output_total): the
  * answers a connection has queued (being built, being written, or waiting
@@ -22,14 +25,15 @@
  * at most twice the total bound (connections below their share when the
  * total is reached may still fill it) plus one answer per connection.
  *
- * gRPC: the session feeds nghttp2 one frame at a time and asks
- * (sl__conn_stop_input) before each frame, so the same bounds and turns
- * hold between frames. Answers that the client's HTTP/2 flow-control window
- * keeps inside nghttp2 count in the pending output too (but do not stop
- * reading: the WINDOW_UPDATE that frees them must be read; the session
- * refuses new streams instead). The session's deadlines (header_timeout for
- * the preface, each frame and each stream; grpc-timeout) drive the
- * connection's timer, except while its input is held back.
+ * A self-paced protocol (gRPC: the session feeds nghttp2 one frame at a
+ * time) asks sl__slot_stop before each unit, so the same bounds and turns
+ * hold between frames. Answers the protocol holds (ops->held: what the
+ * client's HTTP/2 flow-control window keeps inside nghttp2) count in the
+ * pending output too (but do not stop reading: the WINDOW_UPDATE that frees
+ * them must be read; the session refuses new streams instead). Its own
+ * deadlines (ops->deadline: header_timeout for the preface, each frame and
+ * each stream; grpc-timeout) drive the connection's timer, except while its
+ * input is held back.
  *
  * Turns: one read callback builds at most TURN_OUTPUT bytes of answers;
  * the rest of its input is held back and handled at the next loop tick
@@ -43,53 +47,53 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 
-#include "server/grpc/grpc.h"
-#include "server/http/http.h"
-#include "server/resp/resp.h"
+#include "server/proto.h"
+#include "server/request.h"
 #include "server/server.h"
+#include "sluice/clock.h"
 #include "util/counter.h"
 #include "util/log.h"
 
-#define READ_BUF_BYTES (64 * 1024)
-#define MAX_DEFERRED   4096u       /* stop reading while this many answers are awaited */
-#define BUF_KEEP       (64 * 1024) /* an emptied buffer larger than this is released */
-#define TURN_OUTPUT    (64 * 1024) /* answers built in one turn of a connection, at most */
+#define MAX_DEFERRED 4096u       /* stop reading while this many answers are awaited */
+#define BUF_KEEP     (64 * 1024) /* an emptied buffer larger than this is released */
+#define TURN_OUTPUT  (64 * 1024) /* answers built in one turn of a connection, at most */
 
 /* An answer that will be written later (a decision in Redis), and the
  * answers that follow it: pipelined answers leave in request order. */
 struct sl_deferred {
     struct sl_deferred *next;
-    struct conn *c;
+    struct sl_answer_slot *c;
     sl_buf answer; /* written by the protocol when the decision is in */
     sl_buf after;  /* answers to the requests that followed it, ready earlier */
     bool done;
     bool closes; /* its answer says Connection: close (sl__deferred_keep) */
 };
 
-typedef struct conn {
+/* A connection; to its protocol's handlers, the answer slot of the request
+ * being handled (reply.h). */
+typedef struct sl_answer_slot {
     uv_tcp_t tcp;
     uv_timer_t timer;
     sl_worker *w;
-    sl_proto proto;
-    struct conn *prev, *next;
+    const sl_proto_ops *ops; /* its protocol (proto.h) */
+    void *state;             /* the protocol's (a parser, a session), or NULL */
+    struct sl_answer_slot *prev, *next;
     sl_buf in;   /* a partial RESP command, or input held back (see the top) */
     sl_buf out;  /* answers being built */
     sl_buf wbuf; /* answers being written */
     uv_write_t wreq;
-    sl_http_parser *http;
-    sl_grpc_session *grpc;
     uint64_t last_activity_ms;
     uint64_t request_started_ms; /* 0: no partial HTTP request or RESP command */
     uint64_t paused_at_ms;       /* read_paused since (its request's deadline stops) */
     size_t deferred_bytes;       /* answers held by the awaited ones (their after buffers) */
     size_t accounted;            /* this connection's part of server->pending_output */
-    size_t turn_mark;            /* gRPC: c->out.len when the input being handled began */
+    size_t turn_made;            /* answers built in the input being handled, before this feed */
+    size_t feed_mark;            /* the length of the feed's out when it began */
     bool writing, close_after_write, closing, read_paused;
     bool busy;    /* handling input: held-back input is not resumed from inside */
     bool yielded; /* used its turn: on the worker's yielded list, resumed next tick */
-    struct conn *yprev, *ynext;
+    struct sl_answer_slot *yprev, *ynext;
     int open_handles;
     sl_deferred *deferred, *deferred_tail; /* answers awaited, oldest first */
     unsigned ndeferred;
@@ -121,28 +125,8 @@ static void list_remove(sl_worker *w, conn *c) {
     if (c->next) c->next->prev = c->prev;
 }
 
-static int64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void count(atomic_uint_fast64_t *c) {
     sl__counter_add(c, 1);
-}
-
-/* Records n answers that took ns in all (a pipelined batch is timed once,
- * with two clock reads, and each of its answers counted at the average). */
-static void record_batch(sl_worker *w, sl_proto proto, uint64_t n, int64_t ns) {
-    if (n == 0) return;
-    sl_worker_stats *st = &w->stats;
-    sl__counter_add(&st->latency[proto][sl__prom_latency_bucket(ns / (int64_t)n)], n);
-    sl__counter_add(&st->latency_sum_ns[proto], (uint64_t)ns);
-    sl__counter_add(&st->requests[proto], n);
-}
-
-void sl__worker_record(sl_worker *w, sl_proto proto, int64_t ns) {
-    record_batch(w, proto, 1, ns);
 }
 
 /* Draining: the worker is, or the server has started to (the worker hears
@@ -167,9 +151,9 @@ static size_t queued_out(const conn *c) {
     return c->out.len + c->wbuf.len + c->deferred_bytes;
 }
 
-/* All of them, with those gRPC's flow control holds in nghttp2. */
+/* All of them, with those the protocol holds (gRPC's flow control). */
 static size_t queued(const conn *c) {
-    return queued_out(c) + (c->grpc ? sl__grpc_session_held(c->grpc) : 0);
+    return queued_out(c) + (c->ops->held ? c->ops->held(c->state) : 0);
 }
 
 /* Brings the process total up to date with this connection's queued
@@ -256,9 +240,12 @@ static void on_timer(uv_timer_t *t);
 
 /* How long a partial request (HTTP) or command (RESP) may take, in ms. */
 static uint64_t request_timeout_ms(const conn *c) {
-    const sl_limits_config *l = &c->w->limits;
-    return (uint64_t)((c->proto == SL_PROTO_RESP ? l->command_timeout : l->header_timeout) /
-                      1000000);
+    return (uint64_t)(c->ops->request_timeout(&c->w->limits) / 1000000);
+}
+
+/* A request has begun and is not complete. */
+static bool pending(const conn *c) {
+    return c->ops->pending && c->ops->pending(c->state, c->in.len);
 }
 
 static void arm_timer(conn *c) {
@@ -270,10 +257,10 @@ static void arm_timer(conn *c) {
         uint64_t rd = c->request_started_ms + request_timeout_ms(c);
         if (rd < deadline) deadline = rd;
     }
-    if (c->grpc && !c->read_paused && !c->close_after_write) { /* paused: they wait on us */
-        int64_t gd = sl__grpc_session_next_deadline(c->grpc);
+    if (c->ops->deadline && !c->read_paused && !c->close_after_write) { /* paused: they wait */
+        int64_t gd = c->ops->deadline(c->state);
         if (gd) {
-            int64_t left = gd - mono_ns();
+            int64_t left = gd - sl_now_monotonic();
             uint64_t rd = now + (left > 0 ? (uint64_t)(left / 1000000) + 1 : 0);
             if (rd < deadline) deadline = rd;
         }
@@ -284,14 +271,11 @@ static void arm_timer(conn *c) {
 /* After input was handled: a request or command that is now on its way
  * has its own deadline from its first byte (the timer moves up to it). */
 static void track_request(conn *c, bool completed_some) {
-    if (c->grpc) { /* the session keeps its own deadlines */
+    if (c->ops->deadline) { /* the protocol keeps its own deadlines */
         if (!c->close_after_write) arm_timer(c);
         return;
     }
-    bool partial = c->proto == SL_PROTO_HTTP   ? sl__http_parser_in_request(c->http)
-                   : c->proto == SL_PROTO_RESP ? c->in.len > 0
-                                               : false;
-    if (!partial || c->close_after_write) {
+    if (!pending(c) || c->close_after_write) {
         c->request_started_ms = 0;
         return;
     }
@@ -302,24 +286,7 @@ static void track_request(conn *c, bool completed_some) {
 
 static void timeout_answer(conn *c, bool request_late) {
     count(&c->w->stats.timeouts);
-    if (c->proto == SL_PROTO_HTTP) {
-        if (c->request_started_ms || sl__http_parser_in_request(c->http)) {
-            sl_buf body;
-            sl__buf_init(&body);
-            sl__http_error_json(&body, "request_timeout",
-                                "the request did not arrive in time; closing the connection");
-            sl__http_begin(conn_out(c), 408);
-            sl__http_end(conn_out(c), false, "application/json", body.data, body.len);
-            sl__buf_free(&body);
-        }
-    } else if (c->proto == SL_PROTO_GRPC) {
-        sl__grpc_session_shutdown(c->grpc); /* GOAWAY */
-    } else if (request_late) {
-        sl__resp_error(conn_out(c), "ERR command timeout: the command did not arrive within "
-                                    "limits.command_timeout, closing the connection");
-    } else {
-        sl__resp_error(conn_out(c), "ERR idle timeout, closing the connection");
-    }
+    c->ops->timeout(c->state, request_late, c->request_started_ms != 0, conn_out(c));
     c->close_after_write = true;
     flush(c);
 }
@@ -327,8 +294,8 @@ static void timeout_answer(conn *c, bool request_late) {
 static void on_timer(uv_timer_t *t) {
     conn *c = t->data;
     if (c->closing) return;
-    if (c->grpc && !c->read_paused && !c->close_after_write) {
-        int n = sl__grpc_session_tick(c->grpc);
+    if (c->ops->tick && !c->read_paused && !c->close_after_write) {
+        int n = c->ops->tick(c->state);
         if (n != 0) sl__counter_add(&c->w->stats.timeouts, n > 0 ? (uint64_t)n : 1);
         if (n < 0) {          /* GOAWAY: a late preface or frame */
             if (c->writing) { /* the client is slow to read too: give up on it */
@@ -366,8 +333,7 @@ static void conn_free(conn *c) {
     sl__buf_free(&c->in);
     sl__buf_free(&c->out);
     sl__buf_free(&c->wbuf);
-    if (c->http) sl__http_parser_free(c->http);
-    if (c->grpc) sl__grpc_session_free(c->grpc);
+    if (c->state) c->ops->free(c->state);
     free(c);
 }
 
@@ -400,9 +366,8 @@ static void conn_close(conn *c) {
  * back, partial, or unread in the socket) keeps it open: it is read and
  * answered first. */
 static void drain_check(conn *c) {
-    if (!c->w->draining || c->closing || c->close_after_write || c->grpc) return;
-    if (c->in.len || (c->http && sl__http_parser_in_request(c->http)) || unread_bytes(c) > 0)
-        return;
+    if (!c->w->draining || c->closing || c->close_after_write || c->ops->drain) return;
+    if (c->in.len || pending(c) || unread_bytes(c) > 0) return;
     c->close_after_write = true;
 }
 
@@ -551,140 +516,67 @@ static bool stop_before_answer(conn *c, size_t produced) {
     return false;
 }
 
-/* Returns how many bytes of data were used: all, unless the output went
- * over its bounds (the rest is held back). */
-static size_t handle_http(conn *c, const char *data, size_t len, bool *completed) {
-    sl_worker *w = c->w;
-    size_t off = 0, produced = 0;
-    uint64_t answered = 0;
-    int64_t t0 = 0;
-    while (off < len && !c->close_after_write) {
-        if (stop_before_answer(c, produced)) break;
-        size_t used = 0;
-        sl_http_status st = sl__http_parser_feed(c->http, data + off, len - off, &used);
-        off += used;
-        if (st == SL_HTTP_READY) {
-            if (answered == 0) t0 = mono_ns();
-            const sl_http_request *req = sl__http_parser_request(c->http);
-            sl_buf *out = conn_out(c);
-            size_t before = out->len;
-            w->current_conn = c;
-            /* draining: the last request that arrived is answered with
-             * Connection: close (earlier pipelined ones keep it open) */
-            w->closing_answer = draining(w) && off == len && unread_bytes(c) == 0;
-            bool keep = sl__http_api_handle(w, req, out);
-            w->closing_answer = false;
-            w->current_conn = NULL;
-            produced += out->len - before;
-            if (out != &c->out) c->deferred_bytes += out->len - before;
-            answered++;
-            sl__http_parser_next(c->http);
-            if (!keep) c->close_after_write = true;
-        } else if (st == SL_HTTP_ERROR) {
-            const char *msg = "bad request";
-            int status = sl__http_parser_error_status(c->http, &msg);
-            count(&w->stats.protocol_errors);
-            sl_buf body;
-            sl__buf_init(&body);
-            sl__http_error_json(&body,
-                                status == 431   ? "headers_too_large"
-                                : status == 413 ? "body_too_large"
-                                : status == 501 ? "not_implemented"
-                                : status == 505 ? "http_version_not_supported"
-                                                : "bad_request",
-                                msg);
-            sl__http_begin(conn_out(c), status);
-            sl__http_end(conn_out(c), false, "application/json", body.data, body.len);
-            sl__buf_free(&body);
-            c->close_after_write = true;
-            off = len;
-            break;
-        } else {
-            /* a client waiting for "100 Continue" before sending its body */
-            if (sl__http_parser_take_continue(c->http)) sl__http_continue(conn_out(c));
-            if (used == 0) break; /* should not happen: NEED_MORE consumes everything */
-        }
-    }
-    if (answered) record_batch(w, SL_PROTO_HTTP, answered, mono_ns() - t0);
-    *completed = answered > 0;
-    return c->close_after_write ? len : off;
-}
-
-/* Returns how many bytes of data were used (the rest is an incomplete
- * command, or held back because the output went over its bounds). */
-static size_t handle_resp(conn *c, const char *data, size_t len, bool *completed) {
-    sl_worker *w = c->w;
-    sl_resp_context ctx = {.policies = w->policies,
-                           .cell = w->server->cell,
-                           .now = sl__worker_now(w),
-                           .info = sl__resp_info,
-                           .info_ctx = w,
-                           .decider = w->decider,
-                           .worker = w};
-    size_t off = 0, produced = 0;
-    uint64_t answered = 0;
-    int64_t t0 = 0;
-    while (off < len && !c->close_after_write) {
-        if (stop_before_answer(c, produced)) break;
-        sl_resp_command cmd;
-        const char *err = NULL;
-        long n = sl__resp_parse(data + off, len - off, w->limits.max_resp_frame, &cmd, &err);
-        if (n == 0) break;
-        if (n < 0) {
-            count(&w->stats.protocol_errors);
-            char msg[160];
-            snprintf(msg, sizeof msg, "ERR Protocol error: %s", err ? err : "malformed request");
-            sl__resp_error(conn_out(c), msg);
-            c->close_after_write = true;
-            off = len;
-            break;
-        }
-        if (answered == 0) t0 = mono_ns();
-        sl_buf *out = conn_out(c);
-        size_t before = out->len;
-        w->current_conn = c;
-        int quit = sl__resp_execute(&ctx, &cmd, out);
-        w->current_conn = NULL;
-        produced += out->len - before;
-        if (out != &c->out) c->deferred_bytes += out->len - before;
-        answered++;
-        off += (size_t)n;
-        if (quit) c->close_after_write = true;
-    }
-    if (answered) record_batch(w, SL_PROTO_RESP, answered, mono_ns() - t0);
-    *completed = answered > 0;
-    return c->close_after_write ? len : off;
-}
-
+/* Feeds the input to the protocol (proto.h) until it is all used or the
+ * protocol stops. Returns how many bytes of data were used: all, unless the
+ * output went over its bounds or the rest is an incomplete request (the
+ * rest is held back). A pipelined batch of answers is timed once, from the
+ * feed of its first request to the end. */
 static size_t handle_input(conn *c, const char *data, size_t len, bool *completed) {
-    *completed = false;
-    if (c->proto == SL_PROTO_HTTP) return handle_http(c, data, len, completed);
-    if (c->proto == SL_PROTO_RESP) return handle_resp(c, data, len, completed);
-    c->w->current_conn = c;
-    c->turn_mark = c->out.len;
-    size_t used = len;
-    int frc = sl__grpc_session_feed(c->grpc, data, len, &used);
-    c->w->current_conn = NULL;
-    if (frc != 0) {
-        count(&c->w->stats.protocol_errors);
-        c->close_after_write = true;
-    } else if (sl__grpc_session_done(c->grpc)) {
-        c->close_after_write = true;
+    sl_worker *w = c->w;
+    const sl_proto_ops *ops = c->ops;
+    /* a reload answered to anyone is in force for every request after it,
+       on every worker (one atomic load when nothing changed) */
+    sl__worker_refresh(w);
+    sl_request_ctx rq = {.now = sl__worker_now(w),
+                         .policies = w->policies,
+                         .domains = w->domains,
+                         .cell = w->server->cell,
+                         .decider = w->decider,
+                         .slot = c,
+                         .stats = &w->stats,
+                         .limits = &w->limits,
+                         .draining =
+                             atomic_load_explicit(&w->server->draining, memory_order_relaxed),
+                         .admin = sl__worker_admin(w)};
+    size_t off = 0;
+    uint64_t answered = 0;
+    int64_t t0 = 0;
+    c->turn_made = 0;
+    while (off < len && !c->close_after_write) {
+        if (!ops->self_paced && stop_before_answer(c, c->turn_made)) break;
+        sl_buf *out = conn_out(c);
+        c->feed_mark = out->len;
+        if (answered == 0) t0 = sl_now_monotonic();
+        size_t used = 0;
+        unsigned r = ops->feed(c->state, &rq, data + off, len - off, out, &used);
+        off += used;
+        size_t made = out->len - c->feed_mark;
+        c->turn_made += made;
+        if (out != &c->out) c->deferred_bytes += made;
+        if (r & SL_FEED_ANSWERED) answered++;
+        if (r & SL_FEED_ERROR) count(&w->stats.protocol_errors);
+        if (r & (SL_FEED_CLOSE | SL_FEED_ERROR)) c->close_after_write = true;
+        if (r & SL_FEED_STOP) break;
     }
-    return c->close_after_write ? len : used;
+    if (answered) sl__stats_record(&w->stats, ops->id, answered, sl_now_monotonic() - t0);
+    *completed = answered > 0;
+    return c->close_after_write ? len : off;
 }
 
-bool sl__conn_stop_input(sl_worker *w) {
-    conn *c = w->current_conn;
+bool sl__slot_stop(sl_answer_slot *c) {
     if (!c || c->closing || c->close_after_write) return false;
-    return stop_before_answer(c, c->out.len > c->turn_mark ? c->out.len - c->turn_mark : 0);
+    return stop_before_answer(c, c->turn_made + (conn_out(c)->len - c->feed_mark));
+}
+
+bool sl__slot_closing(sl_answer_slot *c) {
+    return c && draining(c->w) && unread_bytes(c) == 0;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     (void)suggested;
     conn *c = h->data;
     buf->base = c->w->read_buf;
-    buf->len = READ_BUF_BYTES;
+    buf->len = SL_READ_BUF_BYTES;
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
@@ -719,8 +611,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 
 static void answered_later(conn *c);
 
-sl_deferred *sl__conn_defer(sl_worker *w) {
-    conn *c = w->current_conn;
+sl_deferred *sl__slot_defer(sl_answer_slot *c) {
     if (!c) return NULL;
     sl_deferred *d = calloc(1, sizeof *d);
     if (!d) return NULL;
@@ -777,7 +668,7 @@ static void answered_later(conn *c) {
     if (!c->closing) {
         drain_check(c);
         flush(c);
-        if (c->grpc && !c->closing && !c->close_after_write)
+        if (c->ops->deadline && !c->closing && !c->close_after_write)
             arm_timer(c); /* its answer's deadline */
     }
 }
@@ -786,15 +677,13 @@ bool sl__deferred_keep(sl_deferred *d, bool keep) {
     conn *c = d->c;
     if (!keep || c->closing || !draining(c->w)) return keep;
     /* draining: only the last answer of the connection closes it */
-    if (d != c->deferred_tail || d->after.len || c->in.len ||
-        (c->http && sl__http_parser_in_request(c->http)) || unread_bytes(c) > 0)
+    if (d != c->deferred_tail || d->after.len || c->in.len || pending(c) || unread_bytes(c) > 0)
         return true;
     d->closes = true;
     return false;
 }
 
-int sl__conn_peer(sl_worker *w, struct sockaddr_storage *out) {
-    conn *c = w->current_conn;
+int sl__slot_peer(sl_answer_slot *c, struct sockaddr_storage *out) {
     if (!c) return UV_ENOTCONN;
     int len = (int)sizeof *out;
     return uv_tcp_getpeername(&c->tcp, (struct sockaddr *)out, &len);
@@ -806,7 +695,7 @@ void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto) {
     conn *c = calloc(1, sizeof *c);
     if (!c) return;
     c->w = w;
-    c->proto = proto;
+    c->ops = sl__proto_ops(proto);
     uv_tcp_init(&w->loop, &c->tcp);
     uv_timer_init(&w->loop, &c->timer);
     c->tcp.data = c->timer.data = c;
@@ -823,32 +712,14 @@ void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto) {
     c->last_activity_ms = uv_now(&w->loop);
     if (atomic_load(&w->server->connections) > w->limits.max_connections) {
         count(&w->stats.refused_connections);
-        if (proto == SL_PROTO_HTTP) {
-            static const char body[] =
-                "{\"error\":\"too_many_connections\",\"message\":\"the server has reached its "
-                "connection limit; try again later\"}";
-            sl__http_begin(&c->out, 503);
-            sl__http_header_line(&c->out, "Retry-After", "1");
-            sl__http_end(&c->out, false, "application/json", body, sizeof body - 1);
-        } else if (proto == SL_PROTO_RESP) {
-            sl__resp_error(&c->out, "ERR max number of clients reached");
-        } /* gRPC: closed without a word (an HTTP/2 client retries elsewhere) */
+        if (c->ops->refuse) c->ops->refuse(&c->out);
         c->close_after_write = true;
         flush(c);
         return;
     }
-    if (proto == SL_PROTO_HTTP) {
-        c->http = sl__http_parser_new(w->limits.max_header_bytes, w->limits.max_body_bytes);
-        if (!c->http) {
-            conn_close(c);
-            return;
-        }
-    } else if (proto == SL_PROTO_GRPC) {
-        c->grpc = sl__grpc_session_new(w, &c->out);
-        if (!c->grpc) {
-            conn_close(c);
-            return;
-        }
+    if (c->ops->create && !(c->state = c->ops->create(&w->limits, &c->out))) {
+        conn_close(c);
+        return;
     }
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
     arm_timer(c);
@@ -857,9 +728,8 @@ void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto) {
 void sl__conn_drain_all(sl_worker *w) {
     for (conn *c = w->conns, *next; c; c = next) {
         next = c->next;
-        if (c->grpc) { /* GOAWAY; streams in flight are still answered */
-            sl__grpc_session_shutdown(c->grpc);
-            if (sl__grpc_session_done(c->grpc)) c->close_after_write = true;
+        if (c->ops->drain) { /* the protocol drains itself (gRPC: GOAWAY, streams answered) */
+            if (c->ops->drain(c->state)) c->close_after_write = true;
             flush(c);
             continue;
         }
@@ -880,8 +750,8 @@ void sl__conn_close_all(sl_worker *w) {
 
 /* ---- where a decision's answer goes (reply.h) ------------------------------------ */
 
-void sl__reply_begin(sl_reply *r, sl_worker *w, sl_buf *out, bool *answered) {
-    *r = (sl_reply){.w = w, .out = out, .answered = answered};
+void sl__reply_begin(sl_reply *r, sl_answer_slot *slot, sl_buf *out, bool *answered) {
+    *r = (sl_reply){.slot = slot, .out = out, .answered = answered};
     sl__buf_init(&r->scratch);
     *answered = false;
 }
@@ -889,7 +759,7 @@ void sl__reply_begin(sl_reply *r, sl_worker *w, sl_buf *out, bool *answered) {
 bool sl__reply_hold(sl_reply *r) {
     r->answered = NULL;
     r->out = NULL;
-    conn *c = r->w ? r->w->current_conn : NULL;
+    conn *c = r->slot;
     if (!c) return false;
     c->ndeferred++; /* counted as an awaited answer: the connection stays */
     r->held = c;
@@ -899,7 +769,7 @@ bool sl__reply_hold(sl_reply *r) {
 bool sl__reply_wait(sl_reply *r) {
     r->answered = NULL; /* the handler returns: done runs later */
     r->out = NULL;
-    r->d = r->w ? sl__conn_defer(r->w) : NULL;
+    r->d = sl__slot_defer(r->slot);
     if (!r->d) r->lost = true;
     return r->d != NULL;
 }

@@ -6,7 +6,7 @@
  * lock). The main loop takes every waiting ask at once, reloads once, and
  * puts each ask on its worker's answers list (same lock) before waking that
  * worker; the worker writes the answer into the place it reserved with
- * sl__conn_defer. An ask never outlives its worker: asks are refused and the
+ * sl__slot_defer. An ask never outlives its worker: asks are refused and the
  * waiting ones answered before the workers drain. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -139,7 +139,8 @@ static bool same_token(const char *given, size_t len, const char *want) {
 }
 
 /* admin.reload: may this client reload? If not, writes the refusal. */
-static bool allowed(sl_worker *w, const sl_http_request *req, bool keep, sl_buf *out) {
+static bool allowed(sl_worker *w, sl_answer_slot *slot, const sl_http_request *req, bool keep,
+                    sl_buf *out) {
     const sl_admin_config *ac = &w->admin;
     if (ac->reload == SL_RELOAD_OFF) {
         answer_now(out, keep, 403, "reload_disabled",
@@ -160,7 +161,7 @@ static bool allowed(sl_worker *w, const sl_http_request *req, bool keep, sl_buf 
         return false;
     }
     struct sockaddr_storage peer;
-    if (sl__conn_peer(w, &peer) == 0 && is_loopback(&peer)) return true;
+    if (sl__slot_peer(slot, &peer) == 0 && is_loopback(&peer)) return true;
     answer_now(out, keep, 403, "forbidden",
                "only clients on loopback may reload (admin.reload: loopback; see "
                "docs/configuration.md)",
@@ -168,9 +169,10 @@ static bool allowed(sl_worker *w, const sl_http_request *req, bool keep, sl_buf 
     return false;
 }
 
-bool sl__reload_ask(sl_worker *w, const sl_http_request *req, bool keep, sl_buf *out) {
+bool sl__reload_ask(sl_worker *w, sl_answer_slot *slot, const sl_http_request *req, bool keep,
+                    sl_buf *out) {
     sl_server *s = w->server;
-    if (!allowed(w, req, keep, out)) return false;
+    if (!allowed(w, slot, req, keep, out)) return false;
     struct sl_reload_ask *a = calloc(1, sizeof *a);
     if (!a) {
         answer_now(out, keep, 500, "internal", "out of memory", NULL, NULL);
@@ -182,7 +184,7 @@ bool sl__reload_ask(sl_worker *w, const sl_http_request *req, bool keep, sl_buf 
     const char *refused = s->asks_closed                   ? "draining"
                           : s->nasks >= SL_RELOAD_MAX_ASKS ? "reload_busy"
                                                            : NULL;
-    if (!refused && !(a->d = sl__conn_defer(w))) refused = "internal";
+    if (!refused && !(a->d = sl__slot_defer(slot))) refused = "internal";
     if (refused) {
         pthread_mutex_unlock(&s->ask_lock);
         free(a);

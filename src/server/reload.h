@@ -1,6 +1,6 @@
 /* reload.h: POST /v1/reload, owned by the main loop. A worker never reads a
  * config: it checks that the client may reload (admin.reload), reserves the
- * answer's place on the connection (sl__conn_defer) and queues an ask; the
+ * answer's place on the connection (sl__slot_defer) and queues an ask; the
  * main loop runs one reload for every ask queued before that reload began
  * (concurrent asks are coalesced) and hands each answer back to the asking
  * worker, which writes it on its own loop. SIGHUP reloads on the main loop
@@ -25,14 +25,15 @@ int sl__reload_init(sl_server *s, uv_loop_t *main_loop);
  * (run the loop once more to finish closing it). */
 void sl__reload_stop(sl_server *s);
 
-/* POST /v1/reload on w's loop, for the request being handled there
- * (req's headers are read now, not kept). Either the answer is deferred
- * (returns true; it is written when the reload is done), or it is complete
- * in `out` at once (returns false: refused by admin.reload, too many asks
- * waiting, shutting down, out of memory). keep: may the connection stay
- * open after the answer. */
+/* POST /v1/reload on w's loop, for the request being handled there, whose
+ * answer slot is `slot` (req's headers are read now, not kept). Either the
+ * answer is deferred in slot (returns true; it is written when the reload
+ * is done), or it is complete in `out` at once (returns false: refused by
+ * admin.reload, too many asks waiting, shutting down, out of memory). keep:
+ * may the connection stay open after the answer. */
 struct sl_http_request;
-bool sl__reload_ask(sl_worker *w, const struct sl_http_request *req, bool keep, sl_buf *out);
+bool sl__reload_ask(sl_worker *w, sl_answer_slot *slot, const struct sl_http_request *req,
+                    bool keep, sl_buf *out);
 
 /* On w's loop (its wake): writes the answers of the reloads done for w's
  * clients. Call before draining. */

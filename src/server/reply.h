@@ -1,14 +1,17 @@
-/* reply.h: where the answer to a decision goes. A protocol handler starts a
- * decision (policy/decide.h) and writes its answer in the call's done:
- * when done ran inline (the memory store, a deny-cache hit, an open
- * breaker), straight into the handler's output; otherwise into a place
- * reserved among the connection's answers (sl__conn_defer), reserved only
- * then, so answers leave in request order and an inline decision costs no
- * reservation. The pattern, the same for HTTP, RESP and gRPC:
+/* reply.h: where the answer to a request goes. The connection layer gives
+ * every request handler an explicit answer slot (sl_answer_slot, in its
+ * request context, request.h): the place of this request's answer among the
+ * connection's answers. A protocol handler starts a decision
+ * (policy/decide.h) and writes its answer in the call's done: when done ran
+ * inline (the memory store, a deny-cache hit, an open breaker), straight
+ * into the handler's output; otherwise into a place reserved in the slot
+ * (sl__slot_defer), reserved only then, so answers leave in request order
+ * and an inline decision costs no reservation. The pattern, the same for
+ * HTTP, RESP and gRPC:
  *
  *     bool answered = false;
- *     sl__reply_begin(&ctx->reply, w, out, &answered);
- *     sl__engine_decide(w->decider, call, now);      // done may run here
+ *     sl__reply_begin(&ctx->reply, rq->slot, out, &answered);
+ *     sl__engine_decide(rq->decider, call, rq->now);      // done may run here
  *     if (!answered && !sl__reply_wait(&ctx->reply))
  *         ... write an "out of memory" answer into out ...
  *
@@ -21,11 +24,46 @@
 
 #include "util/buf.h"
 
-struct sl_worker;
-struct sl_deferred;
+/* The connection's place for the answer of the request being handled.
+ * Valid only while its handler runs: reserve (sl__slot_defer, or
+ * sl__reply_wait / sl__reply_hold) before returning. NULL: no connection
+ * (tests, tools): nothing can be reserved. */
+typedef struct sl_answer_slot sl_answer_slot;
+typedef struct sl_deferred sl_deferred;
+
+/* An answer that comes later (a decision that did not complete inline, a
+ * reload): its place among the connection's answers is reserved with
+ * sl__slot_defer, written into sl__deferred_out when ready, and
+ * sl__deferred_done releases it (and the answers that followed) in request
+ * order. NULL when out of memory or slot is NULL. If the connection closed
+ * meanwhile, the answer is dropped. */
+sl_deferred *sl__slot_defer(sl_answer_slot *slot);
+sl_buf *sl__deferred_out(sl_deferred *d);
+void sl__deferred_done(sl_deferred *d);
+/* For an HTTP answer written into sl__deferred_out: the keep-alive it
+ * may say. keep, except while the worker drains for the last answer of the
+ * connection (false, and the connection closes after it). Call it just
+ * before writing the answer. */
+bool sl__deferred_keep(sl_deferred *d, bool keep);
+
+/* For a protocol that handles its input piece by piece on its own (gRPC,
+ * between HTTP/2 frames): true when the connection must stop here, its
+ * output over its bounds (limits.max_pending_output, its share of
+ * max_pending_output_total) or its turn used; the rest of its input is then
+ * held back and fed again when the connection resumes. HTTP and RESP ask it
+ * before each request. False for a NULL slot. */
+bool sl__slot_stop(sl_answer_slot *slot);
+/* For the last request of the input being handled: true when the worker
+ * drains and nothing more has arrived on the connection (an HTTP answer
+ * then says Connection: close). */
+bool sl__slot_closing(sl_answer_slot *slot);
+/* The peer's address of the connection. Returns 0, or a negative libuv
+ * error (UV_ENOTCONN for a NULL slot). */
+struct sockaddr_storage;
+int sl__slot_peer(sl_answer_slot *slot, struct sockaddr_storage *out);
 
 typedef struct sl_reply {
-    struct sl_worker *w;
+    sl_answer_slot *slot;
     sl_buf *out;           /* the handler's output, while it runs */
     bool *answered;        /* the handler's flag, while it runs */
     struct sl_deferred *d; /* the reserved place, once waiting */
@@ -34,10 +72,10 @@ typedef struct sl_reply {
     sl_buf scratch;        /* where a dropped answer is written */
 } sl_reply;
 
-/* Before starting the decision: the answer goes to out (w's request being
- * handled now, or no connection at all: w may be NULL); *answered is set
- * when done has written it. */
-void sl__reply_begin(sl_reply *r, struct sl_worker *w, sl_buf *out, bool *answered);
+/* Before starting the decision: the answer goes to out (slot: the
+ * request's, or NULL: no connection at all); *answered is set when done has
+ * written it. */
+void sl__reply_begin(sl_reply *r, sl_answer_slot *slot, sl_buf *out, bool *answered);
 /* After starting it, when *answered is still false: reserves the answer's
  * place. false: out of memory (or no connection); the handler then writes
  * an error answer into out itself, and done's answer is dropped. */
@@ -45,7 +83,7 @@ bool sl__reply_wait(sl_reply *r);
 /* The same for a protocol that writes its answers elsewhere (gRPC: into
  * the stream, framed by HTTP/2): only holds the connection (it is not
  * freed, and its output is written, when sl__reply_end runs). Cannot fail
- * while a request is being handled on r's worker (false otherwise). */
+ * with a slot (false for a NULL one). */
 bool sl__reply_hold(sl_reply *r);
 /* In done: where the answer goes. */
 sl_buf *sl__reply_out(sl_reply *r);

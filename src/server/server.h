@@ -16,29 +16,21 @@
 #include "policy/domains.h"
 #include "policy/policy.h"
 #include "server/admin/prom.h"
+#include "server/proto.h"
+#include "server/request.h"
+#include "server/stats.h"
 #include "server/reply.h"
 #include "util/buf.h"
 
 #define SL_MAX_WORKERS 256
+/* The worker's read buffer (sl_worker.read_buf), shared by its connections:
+   allocated (worker.c) and offered to every read (conn.c) with this size. */
+#define SL_READ_BUF_BYTES (64 * 1024)
 
 enum { SL_LISTEN_OPEN, SL_LISTEN_CLOSING, SL_LISTEN_PAUSED };
 
-typedef enum sl_proto { SL_PROTO_HTTP, SL_PROTO_RESP, SL_PROTO_GRPC, SL_PROTO_COUNT } sl_proto;
-
 struct sl_server;
 struct sl_reload_ask;
-
-/* Per-worker counters: written by the worker only (relaxed), read by /metrics. */
-typedef struct sl_worker_stats {
-    atomic_uint_fast64_t requests[SL_PROTO_COUNT];
-    atomic_uint_fast64_t latency[SL_PROTO_COUNT][SL_PROM_LATENCY_BUCKETS + 1];
-    atomic_uint_fast64_t latency_sum_ns[SL_PROTO_COUNT];
-    atomic_uint_fast64_t accepted, closed, refused_connections;
-    atomic_uint_fast64_t protocol_errors, timeouts;
-    atomic_uint_fast64_t unknown_keys, missing_keys; /* /v1/auth: API keys refused */
-    atomic_uint_fast64_t read_pauses;   /* a connection stopped being read: output over a bound */
-    atomic_uint_fast64_t accept_errors; /* accept() failed (no file descriptor left, ...) */
-} sl_worker_stats;
 
 typedef struct sl_worker {
     struct sl_server *server;
@@ -67,14 +59,10 @@ typedef struct sl_worker {
     sl_policy_set *policies;
     sl_domain_set *domains; /* envoyproxy/ratelimit rules, same generation */
     bool draining;
-    /* set by conn.c while the worker drains, for the last request that arrived on its
-       connection: the answer says Connection: close (the HTTP handlers' keep) */
-    bool closing_answer;
     unsigned connections;
     void *conns;    /* intrusive list head of open connections (conn.c) */
-    char *read_buf; /* shared by the worker's connections for reads */
+    char *read_buf; /* SL_READ_BUF_BYTES, shared by the worker's connections for reads */
     sl_worker_stats stats;
-    void *current_conn;            /* the connection whose request is being handled (conn.c) */
     sl_decider *decider;           /* this worker's handle on the engine (its store) */
     struct sl_reload_ask *answers; /* reloads done for this worker's clients (reload.c),
                                       under the server's ask_lock */
@@ -140,27 +128,16 @@ int sl__server_reload(sl_server *s, sl_reload_result *r);
  * reloads still waiting are answered 503 first. */
 void sl__server_drain_and_stop(sl_server *s, int64_t grace);
 
-/* The connection of the request being handled on w: its peer's address.
- * Returns 0, or a negative libuv error (conn.c). */
-struct sockaddr_storage;
-int sl__conn_peer(sl_worker *w, struct sockaddr_storage *out);
-
-/* For a protocol that handles its input piece by piece on its own (gRPC,
- * between HTTP/2 frames): true when the connection being handled on w must
- * stop here, its output over its bounds (limits.max_pending_output, its share
- * of max_pending_output_total) or its turn used; the rest of its input is
- * then held back and handled when the connection resumes (conn.c). False
- * when no connection is being handled. */
-bool sl__conn_stop_input(sl_worker *w);
-
-/* Records one answered request or command and how long it took (conn.c). */
-void sl__worker_record(sl_worker *w, sl_proto proto, int64_t ns);
-
 /* The worker's clock for this loop tick (Unix ns). */
 int64_t sl__worker_now(sl_worker *w);
 
-/* Takes the newest policy set if a reload happened (called once per tick). */
-void sl__worker_refresh(sl_worker *w);
+/* Takes the newest policy set if a reload happened (at each tick, and before
+ * each input a connection handles): one atomic load when nothing changed. */
+void sl__worker_take_policies(sl_worker *w);
+static inline void sl__worker_refresh(sl_worker *w) {
+    if (atomic_load_explicit(&w->server->generation, memory_order_acquire) != w->generation)
+        sl__worker_take_policies(w);
+}
 
 /* The worker thread's body (worker.c); sl__worker_finish closes the
  * worker's own handles once it is draining and has no connection left. */
@@ -172,33 +149,13 @@ void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto);
 void sl__conn_drain_all(sl_worker *w);
 void sl__conn_close_all(sl_worker *w);
 
-/* An answer that comes later (a decision that did not complete inline):
- * its place among the connection's answers is reserved with sl__conn_defer
- * (for the request being handled on w right now), written into
- * sl__deferred_out when ready, and sl__deferred_done releases it (and the
- * answers that followed) in request order. Returns NULL when out of memory.
- * If the connection closed meanwhile, the answer is dropped. Handlers use
- * them through reply.h. */
-typedef struct sl_deferred sl_deferred;
-sl_deferred *sl__conn_defer(sl_worker *w);
-sl_buf *sl__deferred_out(sl_deferred *d);
-void sl__deferred_done(sl_deferred *d);
-/* For an HTTP answer written into sl__deferred_out: the keep-alive it
- * may say. keep, except while the worker drains for the last answer of the
- * connection (false, and the connection closes after it). Call it just
- * before writing the answer. */
-bool sl__deferred_keep(sl_deferred *d, bool keep);
-
-/* Protocol handlers write their answer into out. Return true to keep the
- * connection open after it. */
-struct sl_http_request;
-bool sl__http_api_handle(sl_worker *w, const struct sl_http_request *req, sl_buf *out);
-/* GET /v1/auth (nginx auth_request, http_auth.c) and POST /json
- * (envoyproxy/ratelimit's JSON API, http_json.c). keep: may the connection
- * stay open; the return value says whether it does. */
-bool sl__http_auth_handle(sl_worker *w, const struct sl_http_request *req, sl_buf *out, bool keep);
-bool sl__http_json_handle(sl_worker *w, const struct sl_http_request *req, sl_buf *out, bool keep);
-void sl__metrics_write(sl_server *s, sl_buf *out);
-void sl__resp_info(void *worker, sl_buf *out);
+/* The admin pages' handle on w (request.h): the worker itself, opaque to
+ * the protocols; only src/server/admin/ turns it back. */
+static inline sl_admin *sl__worker_admin(sl_worker *w) {
+    return (sl_admin *)(void *)w;
+}
+static inline sl_worker *sl__admin_worker(sl_admin *a) {
+    return (sl_worker *)(void *)a;
+}
 
 #endif

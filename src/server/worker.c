@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "server/reload.h"
@@ -26,7 +25,6 @@
 #include "util/counter.h"
 #include "util/log.h"
 
-#define READ_BUF_BYTES  (64 * 1024)
 #define ACCEPT_PAUSE_MS 100
 #define REFUSE_MAX      1024 /* connections refused in one loop tick, at most */
 
@@ -38,10 +36,8 @@ int64_t sl__worker_now(sl_worker *w) {
     return w->now;
 }
 
-void sl__worker_refresh(sl_worker *w) {
+void sl__worker_take_policies(sl_worker *w) {
     sl_server *s = w->server;
-    unsigned g = atomic_load_explicit(&s->generation, memory_order_acquire);
-    if (g == w->generation) return;
     pthread_mutex_lock(&s->reload_lock);
     sl_policy_set *next = s->policies;
     sl__policy_set_retain(next);
@@ -64,17 +60,11 @@ static void on_tick(uv_prepare_t *h) {
     sl__worker_refresh(w);
 }
 
-static int64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* One line a second at most, for the whole process. */
 static void warn_accept(sl_worker *w, int status) {
     sl_server *s = w->server;
     atomic_fetch_add_explicit(&s->accept_unwarned, 1, memory_order_relaxed);
-    int64_t now = mono_ns();
+    int64_t now = sl_now_monotonic();
     int64_t last = atomic_load_explicit(&s->accept_warned_at, memory_order_relaxed);
     if (last && now - last < 1000000000) return;
     if (!atomic_compare_exchange_strong(&s->accept_warned_at, &last, now)) return;
@@ -84,17 +74,12 @@ static void warn_accept(sl_worker *w, int status) {
                  uv_strerror(status), n, n == 1 ? "" : "s");
 }
 
-/* The answer a connection refused at accept gets before it is closed. */
+/* The answer a connection refused at accept gets before it is closed (its
+ * protocol's, proto.h). */
 static void refuse_fd(int fd, sl_proto p) {
-    static const char http[] =
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-        "Retry-After: 1\r\nConnection: close\r\nContent-Length: 97\r\n\r\n"
-        "{\"error\":\"too_many_connections\",\"message\":\"the server has no file descriptor "
-        "left; try again later\"}";
-    static const char resp[] = "-ERR max number of clients reached\r\n";
+    const char *answer = sl__proto_ops(p)->refuse_raw;
     ssize_t rc = 0;
-    if (p == SL_PROTO_HTTP) rc = send(fd, http, sizeof http - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (p == SL_PROTO_RESP) rc = send(fd, resp, sizeof resp - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (answer) rc = send(fd, answer, strlen(answer), MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)rc; /* best effort: the connection is closed either way */
     close(fd);
 }
@@ -260,7 +245,7 @@ static void on_wake(uv_async_t *a) {
 void *sl__worker_main(void *arg) {
     sl_worker *w = arg;
     sl_server *s = w->server;
-    w->read_buf = malloc(READ_BUF_BYTES);
+    w->read_buf = malloc(SL_READ_BUF_BYTES);
     if (!w->read_buf || uv_loop_init(&w->loop) != 0) {
         w->start_error = -1;
         uv_sem_post(&w->started);

@@ -23,7 +23,8 @@
 #include "policy/domains.h"
 #include "server/grpc/grpc.h"
 #include "server/grpc/grpc_service.h"
-#include "server/server.h"
+#include "server/request.h"
+#include "sluice/clock.h"
 #include "../unit/decide_helper.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -73,10 +74,10 @@ static void check_message(const sl_buf *b, size_t from) {
 }
 
 static void connection(const uint8_t *data, size_t size, bool preface) {
-    static sl_worker w;
-    w.limits.max_body_bytes = 2048;
-    w.limits.max_header_bytes = 4096;
-    w.domains = rule_set();
+    static sl_limits_config limits;
+    limits.max_body_bytes = 2048;
+    limits.max_header_bytes = 4096;
+    sl_request_ctx rq = {.now = sl_now(), .domains = rule_set(), .limits = &limits};
     if (size < 1) return;
     uint32_t x = 0x9e3779b9u ^ data[0];
     bool split = data[0] & 1;
@@ -84,14 +85,14 @@ static void connection(const uint8_t *data, size_t size, bool preface) {
     size--;
     sl_buf out;
     sl__buf_init(&out);
-    sl_grpc_session *s = sl__grpc_session_new(&w, &out);
+    sl_grpc_session *s = sl__grpc_session_new(&limits, &out);
     CHECK(s);
     int rc = 0;
     if (preface) {
         static const char start[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
                                     "\x00\x00\x00\x04\x00\x00\x00\x00\x00";
         size_t used;
-        rc = sl__grpc_session_feed(s, start, sizeof start - 1, &used);
+        rc = sl__grpc_session_feed(s, &rq, start, sizeof start - 1, &used);
         CHECK(rc == 0);
     }
     for (size_t off = 0; off < size && rc == 0;) {
@@ -102,7 +103,7 @@ static void connection(const uint8_t *data, size_t size, bool preface) {
         CHECK(chunk);
         memcpy(chunk, data + off, piece);
         size_t used;
-        rc = sl__grpc_session_feed(s, chunk, piece, &used);
+        rc = sl__grpc_session_feed(s, &rq, chunk, piece, &used);
         CHECK(rc != 0 || used == piece); /* no connection: never held back */
         CHECK(rc == 0 || rc == -1);
         free(chunk);

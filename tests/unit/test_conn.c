@@ -49,7 +49,7 @@ static fixture *fixture_new(void) {
     w->server = &f->s;
     assert_int_equal(uv_loop_init(&w->loop), 0);
     w->loop.data = w;
-    w->read_buf = malloc(64 * 1024);
+    w->read_buf = malloc(SL_READ_BUF_BYTES);
     w->limits = (sl_limits_config){.max_header_bytes = 8192,
                                    .max_body_bytes = 65536,
                                    .max_resp_frame = 65536,

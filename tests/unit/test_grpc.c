@@ -23,7 +23,8 @@
 #include "policy/domains.h"
 #include "server/grpc/grpc.h"
 #include "server/grpc/grpc_service.h"
-#include "server/server.h"
+#include "server/request.h"
+#include "sluice/clock.h"
 
 #define RLS    "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
 #define HEALTH "/grpc.health.v1.Health/Check"
@@ -48,8 +49,9 @@ typedef struct client {
     size_t n;
     bool goaway;
     uint32_t goaway_code;
-    sl_worker w;
-    sl_buf out; /* the server's output */
+    sl_limits_config limits;
+    sl_request_ctx rq; /* as a connection of sluiced gives it, without the connection */
+    sl_buf out;        /* the server's output */
     sl_grpc_session *s;
     int feed_rc;
     size_t chunk; /* feed the server this many bytes at a time (0: all at once) */
@@ -134,11 +136,11 @@ static ssize_t read_body(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t l
 
 static void client_init(client *c, sl_domain_set *set, size_t max_body) {
     memset(c, 0, sizeof *c);
-    c->w.limits.max_body_bytes = max_body;
-    c->w.limits.max_header_bytes = 8192;
-    c->w.domains = set;
+    c->limits.max_body_bytes = max_body;
+    c->limits.max_header_bytes = 8192;
+    c->rq = (sl_request_ctx){.now = sl_now(), .domains = set, .limits = &c->limits};
     sl__buf_init(&c->out);
-    c->s = sl__grpc_session_new(&c->w, &c->out);
+    c->s = sl__grpc_session_new(&c->limits, &c->out);
     assert_non_null(c->s);
     nghttp2_session_callbacks *cb;
     assert_int_equal(nghttp2_session_callbacks_new(&cb), 0);
@@ -164,7 +166,7 @@ static void feed_raw(client *c, const void *p, size_t len) {
     while (len && c->feed_rc == 0) {
         size_t n = c->chunk && c->chunk < len ? c->chunk : len;
         size_t used = 0;
-        c->feed_rc = sl__grpc_session_feed(c->s, b, n, &used);
+        c->feed_rc = sl__grpc_session_feed(c->s, &c->rq, b, n, &used);
         assert_int_equal(used, n); /* no connection: never held back */
         b += n;
         len -= n;
@@ -502,8 +504,8 @@ static void test_header_timeout_stream(void **state) {
     client_init(&c, NULL, 1024);
     sl__grpc_session_free(c.s); /* again, with a header_timeout of 1 ns */
     sl__buf_reset(&c.out);      /* its SETTINGS too */
-    c.w.limits.header_timeout = 1;
-    c.s = sl__grpc_session_new(&c.w, &c.out);
+    c.limits.header_timeout = 1;
+    c.s = sl__grpc_session_new(&c.limits, &c.out);
     assert_non_null(c.s);
     nghttp2_nv nva[] = {
 #define H(k, v) {(uint8_t *)(k), (uint8_t *)(v), sizeof(k) - 1, sizeof(v) - 1, 0}
@@ -539,8 +541,8 @@ static void test_header_timeout_frame(void **state) {
     client_init(&c, NULL, 1024);
     sl__grpc_session_free(c.s);
     sl__buf_reset(&c.out);
-    c.w.limits.header_timeout = 1;
-    c.s = sl__grpc_session_new(&c.w, &c.out);
+    c.limits.header_timeout = 1;
+    c.s = sl__grpc_session_new(&c.limits, &c.out);
     assert_non_null(c.s);
     exchange(&c); /* the prefaces */
     assert_int_equal(sl__grpc_session_tick(c.s), 0);

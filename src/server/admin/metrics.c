@@ -10,6 +10,7 @@
 
 #include "policy/rules.h"
 #include "server/admin/prom.h"
+#include "server/admin/admin.h"
 #include "server/server.h"
 #include "sluice/clock.h"
 #include "sluice/sluice.h"
@@ -388,8 +389,8 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     sl__prom_sample(out, "sluice_reload_failures_total", NULL, atomic_load(&s->reload_failures));
 }
 
-void sl__resp_info(void *worker, sl_buf *out) {
-    sl_worker *w = worker;
+void sl__resp_info(void *admin, sl_buf *out) {
+    sl_worker *w = sl__admin_worker(admin);
     sl_server *s = w->server;
     int64_t up = (sl_now() - s->started_at) / SL_NS_PER_SEC;
     uint64_t cmds =

@@ -10,23 +10,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/config.h"
+#include "server/request.h"
 #include "util/buf.h"
 
-struct sl_worker;
 typedef struct sl_grpc_session sl_grpc_session;
 
-/* A session for one connection of worker w. `out` (the connection's output
- * buffer) lives as long as the session. NULL on allocation failure. */
-sl_grpc_session *sl__grpc_session_new(struct sl_worker *w, sl_buf *out);
+/* A session for one connection. limits (limits.max_body_bytes,
+ * max_header_bytes, header_timeout, max_pending_output) is read as the
+ * session goes (a reload may change it) and, like `out` (the connection's
+ * output buffer), lives as long as the session. NULL on allocation failure. */
+sl_grpc_session *sl__grpc_session_new(const sl_limits_config *limits, sl_buf *out);
 
 /* Feeds bytes read from the client, one HTTP/2 frame at a time; answers are
- * appended to out. Before each frame it asks sl__conn_stop_input (server.h)
- * whether the connection's output is over its bounds: then it stops, and
- * *used (always set) says how many bytes were taken; the caller holds the
- * rest back and feeds it again later. Returns 0, or -1 when the connection
- * must be closed once out is written (a GOAWAY has been queued if the
- * protocol allows one). */
-int sl__grpc_session_feed(sl_grpc_session *s, const char *data, size_t len, size_t *used);
+ * appended to out. The streams that end in these bytes are decided with rq
+ * (request.h: its rules, clock and decider; their answers held in its
+ * slot), which is only used during the call. Before each frame it asks
+ * sl__slot_stop(rq->slot) whether the connection's output is over its
+ * bounds: then it stops, and *used (always set) says how many bytes were
+ * taken; the caller holds the rest back and feeds it again later. Returns
+ * 0, or -1 when the connection must be closed once out is written (a
+ * GOAWAY has been queued if the protocol allows one). */
+int sl__grpc_session_feed(sl_grpc_session *s, const sl_request_ctx *rq, const char *data,
+                          size_t len, size_t *used);
 
 /* The earliest deadline (CLOCK_MONOTONIC ns) of the session, or 0 when
  * there is none: a stream's grpc-timeout, a stream's limits.header_timeout

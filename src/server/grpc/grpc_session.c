@@ -31,7 +31,7 @@
  *   the client's flow-control window keeps in nghttp2 is reset (CANCEL)
  *   header_timeout after it was made.
  * - Input is fed to nghttp2 one frame at a time; before each frame the
- *   connection checks its output bounds (sl__conn_stop_input) and may hold
+ *   connection checks its output bounds (sl__slot_stop) and may hold
  *   the rest of the input back, so that answers are never built past
  *   limits.max_pending_output by more than one frame's answer.
  * - Answers that flow control keeps inside nghttp2 (DATA the client's window
@@ -58,15 +58,16 @@
  * closes after it; bytes that are not HTTP/2 at all (no client preface) close the connection at
  * once. */
 #include <nghttp2/nghttp2.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "policy/decide.h"
 #include "server/grpc/grpc.h"
 #include "server/grpc/grpc_service.h"
-#include "server/server.h"
+#include "server/reply.h"
+#include "server/request.h"
+#include "sluice/clock.h"
 
 #define SL_GRPC_MAX_STREAMS 128
 #define PREFIX_BYTES        5
@@ -104,7 +105,8 @@ typedef struct stream {
 } stream;
 
 struct sl_grpc_session {
-    sl_worker *w;
+    const sl_limits_config *limits;
+    const sl_request_ctx *rq; /* the feed's, while it runs (NULL otherwise) */
     sl_buf *out;
     nghttp2_session *h2;
     size_t max_message, max_header;
@@ -135,12 +137,6 @@ struct sl_grpc_session {
     void *pool[POOL_CLASSES]; /* free blocks for nghttp2, by size class */
     size_t pooled;            /* bytes in them */
 };
-
-static int64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Keeps next_deadline the earliest of the streams' deadlines. */
 static void note_deadline(sl_grpc_session *s, int64_t d) {
@@ -403,7 +399,7 @@ static void rls_done(sl_decide_call *call) {
             message = "out of memory";
         }
         if (code == SL_GRPC_OK)
-            answer_ok(s, st, mono_ns());
+            answer_ok(s, st, sl_now_monotonic());
         else
             answer_status(s, st, code, message);
         if (!s->failed && !s->in_feed) pump(s); /* inside a feed, the feed pumps */
@@ -418,7 +414,7 @@ static void rls_done(sl_decide_call *call) {
  * st->resp, or a status with *message. */
 static int rls_start(sl_grpc_session *s, stream *st, const sl_grpc_call_env *env,
                      const uint8_t *msg, size_t len, const char **message) {
-    sl_worker *w = s->w;
+    const sl_request_ctx *rq = s->rq;
     sl_decide_call *call = NULL;
     int code = sl__grpc_rls_prepare(env, msg, len, sizeof(rls_ctx), &call, &st->resp, message);
     if (code != SL_GRPC_OK || !call) return code;
@@ -429,8 +425,8 @@ static int rls_start(sl_grpc_session *s, stream *st, const sl_grpc_call_env *env
     st->pending = true;
     st->answered = true; /* nothing else answers it meanwhile (deadlines included) */
     bool answered;
-    sl__reply_begin(&rc->reply, w, &st->resp, &answered);
-    sl__engine_decide(w->decider, call, env->now);
+    sl__reply_begin(&rc->reply, rq->slot, &st->resp, &answered);
+    sl__engine_decide(rq->decider, call, env->now);
     if (!answered) sl__reply_hold(&rc->reply); /* the handler's connection: never fails */
     return SL_GRPC_OK;
 }
@@ -438,8 +434,8 @@ static int rls_start(sl_grpc_session *s, stream *st, const sl_grpc_call_env *env
 /* The client has ended the stream: decide and answer. */
 static void finish(sl_grpc_session *s, stream *st) {
     if (st->answered) return;
-    sl_worker *w = s->w;
-    int64_t t0 = mono_ns();
+    const sl_request_ctx *rq = s->rq;
+    int64_t t0 = sl_now_monotonic();
     if (!st->have_method) st->http_status = ST_405;
     if (!st->http_status && !st->have_ct) st->http_status = ST_415;
     if (st->http_status) {
@@ -448,7 +444,7 @@ static void finish(sl_grpc_session *s, stream *st) {
     }
     if (st->deadline && t0 >= st->deadline) {
         answer_status(s, st, SL_GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
-        sl__worker_record(w, SL_PROTO_GRPC, mono_ns() - t0);
+        sl__stats_record(rq->stats, SL_PROTO_GRPC, 1, sl_now_monotonic() - t0);
         return;
     }
     int code = SL_GRPC_OK;
@@ -490,16 +486,14 @@ static void finish(sl_grpc_session *s, stream *st) {
         code = SL_GRPC_UNIMPLEMENTED;
         message = "more than one request message (a unary method takes exactly one)";
     } else {
-        sl_grpc_call_env env = {.domains = w->domains,
-                                .now = sl__worker_now(w),
-                                .serving = !w->server || !atomic_load(&w->server->draining),
-                                .arena = &s->arena};
+        sl_grpc_call_env env = {
+            .domains = rq->domains, .now = rq->now, .serving = !rq->draining, .arena = &s->arena};
         sl__buf_reset(&st->resp);
         st->resp_off = 0;
         if (st->method == SL_GRPC_M_SHOULD_RATE_LIMIT) {
             code = rls_start(s, st, &env, b + PREFIX_BYTES, st->msg_len, &message);
             if (code == SL_GRPC_OK && st->answered) { /* answered later, or already */
-                sl__worker_record(w, SL_PROTO_GRPC, mono_ns() - t0);
+                sl__stats_record(rq->stats, SL_PROTO_GRPC, 1, sl_now_monotonic() - t0);
                 return;
             }
         } else {
@@ -515,7 +509,7 @@ static void finish(sl_grpc_session *s, stream *st) {
         answer_ok(s, st, t0);
     else
         answer_status(s, st, code, message);
-    sl__worker_record(w, SL_PROTO_GRPC, mono_ns() - t0);
+    sl__stats_record(rq->stats, SL_PROTO_GRPC, 1, sl_now_monotonic() - t0);
 }
 
 /* Streams past their deadline: not ended by the client in time (its
@@ -602,7 +596,7 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, voi
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     /* answers the client's window keeps here are over the bound: no new
      * work until it lets them go (REFUSED_STREAM: safe to retry) */
-    size_t bound = s->w->limits.max_pending_output;
+    size_t bound = s->limits->max_pending_output;
     if (bound && s->held >= bound) {
         nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
                                   NGHTTP2_REFUSED_STREAM);
@@ -646,7 +640,7 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
     } else if (is(name, namelen, "grpc-timeout")) {
         int64_t t = parse_timeout(value, valuelen);
         if (t >= 0) {
-            st->deadline = mono_ns() + t;
+            st->deadline = sl_now_monotonic() + t;
             note_deadline(s, st->deadline);
         }
     } else if (is(name, namelen, "grpc-encoding")) {
@@ -784,14 +778,14 @@ static void pump(sl_grpc_session *s) {
     }
 }
 
-sl_grpc_session *sl__grpc_session_new(struct sl_worker *w, sl_buf *out) {
+sl_grpc_session *sl__grpc_session_new(const sl_limits_config *limits, sl_buf *out) {
     sl_grpc_session *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    s->w = w;
+    s->limits = limits;
     s->out = out;
-    s->max_message = w->limits.max_body_bytes ? w->limits.max_body_bytes : 64 * 1024;
-    s->max_header = w->limits.max_header_bytes ? w->limits.max_header_bytes : 8 * 1024;
-    s->header_timeout = w->limits.header_timeout > 0 ? w->limits.header_timeout : 0;
+    s->max_message = limits->max_body_bytes ? limits->max_body_bytes : 64 * 1024;
+    s->max_header = limits->max_header_bytes ? limits->max_header_bytes : 8 * 1024;
+    s->header_timeout = limits->header_timeout > 0 ? limits->header_timeout : 0;
     s->max_buffered = 2 * s->max_message;
     s->fr_state = FR_PREFACE;
     s->fr_left = PREFACE_BYTES;
@@ -891,10 +885,20 @@ static int64_t conn_deadline(const sl_grpc_session *s) {
     return d;
 }
 
-int sl__grpc_session_feed(sl_grpc_session *s, const char *data, size_t len, size_t *used) {
+static int feed(sl_grpc_session *s, const char *data, size_t len, size_t *used);
+
+int sl__grpc_session_feed(sl_grpc_session *s, const sl_request_ctx *rq, const char *data,
+                          size_t len, size_t *used) {
+    s->rq = rq;
+    int rc = feed(s, data, len, used);
+    s->rq = NULL;
+    return rc;
+}
+
+static int feed(sl_grpc_session *s, const char *data, size_t len, size_t *used) {
     *used = len;
     if (s->failed) return -1;
-    s->now = mono_ns();
+    s->now = sl_now_monotonic();
     if (!s->started && len) {
         s->started = true;
         if (s->header_timeout) s->preface_deadline = s->now + s->header_timeout;
@@ -904,7 +908,7 @@ int sl__grpc_session_feed(sl_grpc_session *s, const char *data, size_t len, size
         if (!s->fr_started) {
             /* between frames: the answers so far are counted before the
              * next frame may build more */
-            if (sl__conn_stop_input(s->w)) break;
+            if (sl__slot_stop(s->rq->slot)) break;
             s->fr_started = s->now;
         }
         size_t n = frame_take(s, (const uint8_t *)data + off, len - off);
@@ -937,7 +941,7 @@ int64_t sl__grpc_session_next_deadline(const sl_grpc_session *s) {
 
 int sl__grpc_session_tick(sl_grpc_session *s) {
     if (s->failed) return 0;
-    int64_t now = mono_ns();
+    int64_t now = sl_now_monotonic();
     int64_t cd = conn_deadline(s);
     if (cd && now >= cd) {
         /* the preface or a frame came too slowly: the connection cannot go

@@ -119,6 +119,10 @@ void sl__http_decision_json(sl_buf *out, const char *policy, const sl_decision *
 
 /* {"error":"code","message":"text"} with JSON escaping. */
 void sl__http_error_json(sl_buf *out, const char *code, const char *message);
+/* A whole answer with that body (application/json), saying keep-alive or
+ * close as keep says. */
+void sl__http_error_answer(sl_buf *out, int status, bool keep, const char *code,
+                           const char *message);
 
 /* Appends the n bytes at s (any bytes: NUL and invalid UTF-8 included) as a
  * JSON string: quotes, backslashes and control characters escaped (NUL as

@@ -9,10 +9,14 @@
 #include <string.h>
 #include <strings.h>
 
+#include "policy/decide.h"
+#include "policy/domains.h"
+#include "policy/policy.h"
+#include "server/admin/admin.h"
 #include "server/http/http.h"
+#include "server/http/http_api.h"
 #include "server/http/http_graphql.h"
-#include "server/reload.h"
-#include "server/server.h"
+#include "server/request.h"
 #include "sluice/error.h"
 
 #include "server/http/http_ops.h" /* /v1/stats, /ui/ */
@@ -235,7 +239,8 @@ static void check_done(sl_decide_call *c) {
     sl__decide_call_free(c);
 }
 
-static void handle_check(sl_worker *w, const sl_http_request *r, sl_buf *out, bool keep) {
+static void handle_check(const sl_request_ctx *rq, const sl_http_request *r, sl_buf *out,
+                         bool keep) {
     answer a = {.status = 200, .content_type = "application/json"};
     sl__buf_init(&a.body);
     check_args c;
@@ -245,7 +250,7 @@ static void handle_check(sl_worker *w, const sl_http_request *r, sl_buf *out, bo
         sl__buf_free(&a.body);
         return;
     }
-    sl_policy *p = sl__policy_find(w->policies, c.policy, strlen(c.policy));
+    sl_policy *p = sl__policy_find(rq->policies, c.policy, strlen(c.policy));
     if (!p) {
         char msg[128];
         snprintf(msg, sizeof msg, "no policy named \"%s\"", c.policy);
@@ -263,16 +268,16 @@ static void handle_check(sl_worker *w, const sl_http_request *r, sl_buf *out, bo
         write_decision(out, head, keep, p, SL_ENOMEM, &none, false, c.cost, SL_FROM_REDIS, 0);
         return;
     }
-    int64_t now = sl__worker_now(w);
+    int64_t now = rq->now;
     check_ctx *cc = sl__decide_call_user(call);
     cc->keep = keep;
     cc->head = head;
     cc->now = now;
-    sl__decide_call_hold(call, w->policies);
+    sl__decide_call_hold(call, rq->policies);
     call->done = check_done;
     bool answered;
-    sl__reply_begin(&cc->reply, w, out, &answered);
-    sl__engine_decide(w->decider, call, now);
+    sl__reply_begin(&cc->reply, rq->slot, out, &answered);
+    sl__engine_decide(rq->decider, call, now);
     if (!answered && !sl__reply_wait(&cc->reply)) {
         sl_decision none = {0};
         write_decision(out, head, keep, p, SL_ENOMEM, &none, false, c.cost, SL_FROM_REDIS, 0);
@@ -290,7 +295,7 @@ static bool top_n(const sl_http_request *r, int64_t *want) {
 
 /* GET /v1/top?domain=D[&rule=R][&n=N]: the descriptors refused most often
  * by Envoy's rules (policy/domains.h). Rules and keys are printable ASCII. */
-static void handle_top_domain(sl_worker *w, const sl_http_request *r, answer *a) {
+static void handle_top_domain(const sl_request_ctx *rq, const sl_http_request *r, answer *a) {
     char domain[SL_DOMAIN_TOP_TEXT + 2], rule[SL_DOMAIN_TOP_TEXT + 2];
     long dn = sl__http_query_param(r->query, r->query_len, "domain", domain, sizeof domain);
     if (dn < 0)
@@ -301,7 +306,7 @@ static void handle_top_domain(sl_worker *w, const sl_http_request *r, answer *a)
     int64_t want;
     if (!top_n(r, &want)) return json_error(a, 400, "bad_n", "n must be an integer from 1 to 100");
     static _Thread_local sl_domain_top_item items[TOP_MAX]; /* large: not on the stack */
-    long k = sl__domain_set_top(w->domains, domain, (size_t)dn, rn >= 0 ? rule : NULL,
+    long k = sl__domain_set_top(rq->domains, domain, (size_t)dn, rn >= 0 ? rule : NULL,
                                 rn >= 0 ? (size_t)rn : 0, items, (size_t)want);
     if (k < 0) return json_error(a, 404, "unknown_domain", "no such domain in the rule files");
     cJSON *root = cJSON_CreateObject(), *arr = cJSON_CreateArray();
@@ -323,14 +328,14 @@ static void handle_top_domain(sl_worker *w, const sl_http_request *r, answer *a)
 
 /* /v1/top: keys are any bytes (NUL included, from RESP), written as JSON
  * strings that stay valid UTF-8 (invalid bytes become U+FFFD). */
-static void handle_top(sl_worker *w, const sl_http_request *r, answer *a) {
+static void handle_top(const sl_request_ctx *rq, const sl_http_request *r, answer *a) {
     char name[SL_POLICY_NAME_MAX + 2];
     if (sl__http_query_param(r->query, r->query_len, "domain", name, sizeof name) != -1)
-        return handle_top_domain(w, r, a);
+        return handle_top_domain(rq, r, a);
     long n = policy_param(r, name, sizeof name);
     if (n == -1) return json_error(a, 400, "missing_policy", "the policy parameter is required");
     if (n < 0) return json_error(a, 400, "bad_policy", BAD_POLICY_TEXT);
-    sl_policy *p = sl__policy_find(w->policies, name, (size_t)n);
+    sl_policy *p = sl__policy_find(rq->policies, name, (size_t)n);
     if (!p) return json_error(a, 404, "unknown_policy", "no such policy");
     int64_t want;
     if (!top_n(r, &want)) return json_error(a, 400, "bad_n", "n must be an integer from 1 to 100");
@@ -361,34 +366,8 @@ static void handle_top(sl_worker *w, const sl_http_request *r, answer *a) {
     }
 }
 
-/* Ready: not draining, and with the Redis store, Redis reachable from every
- * worker (no breaker open). Answers go on while Redis is down (the fail
- * modes decide), but a load balancer or orchestrator should know. */
-static void readyz(sl_worker *w, answer *a) {
-    if (w->draining) {
-        a->status = 503;
-        sl__buf_puts(&a->body, "{\"status\":\"draining\"}");
-        return;
-    }
-    sl_server *s = w->server;
-    sl_engine_stats es;
-    sl__engine_stats(s->engine, s->nworkers, &es);
-    if (!es.redis) {
-        sl__buf_puts(&a->body, "{\"status\":\"ready\",\"store\":\"memory\"}");
-        return;
-    }
-    int up = es.up, open = es.breakers_open;
-    a->status = up ? 200 : 503;
-    sl__buf_printf(&a->body,
-                   "{\"status\":\"%s\",\"store\":\"redis\",\"redis\":\"%s\",\"breakers_open\":%d}",
-                   up ? "ready" : "degraded", up ? "up" : "down", open);
-}
-
-bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
-    /* a reload answered to anyone is in force for every request after it,
-       on every worker (one atomic load when nothing changed) */
-    sl__worker_refresh(w);
-    bool keep = r->keep_alive && !w->closing_answer;
+bool sl__http_api_handle(const sl_request_ctx *rq, const sl_http_request *r, sl_buf *out,
+                         bool keep) {
     bool get = r->method == SL_HTTP_GET || r->method == SL_HTTP_HEAD;
     answer a = {.status = 200, .content_type = "application/json"};
     sl__buf_init(&a.body);
@@ -396,18 +375,18 @@ bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
 
     if (path_is(r, "/v1/check")) {
         if (get || r->method == SL_HTTP_POST) {
-            handle_check(w, r, out, keep);
+            handle_check(rq, r, out, keep);
             return keep;
         }
         allow = "GET, HEAD, POST";
     } else if (path_is(r, "/v1/auth")) {
-        if (get) return sl__http_auth_handle(w, r, out, keep);
+        if (get) return sl__http_auth_handle(rq, r, out, keep);
         allow = "GET, HEAD";
     } else if (path_is(r, "/v1/graphql")) {
-        if (r->method == SL_HTTP_POST) return sl__http_graphql_handle(w, r, out, keep);
+        if (r->method == SL_HTTP_POST) return sl__http_graphql_handle(rq, r, out, keep);
         allow = "POST";
     } else if (path_is(r, "/json")) {
-        if (r->method == SL_HTTP_POST) return sl__http_json_handle(w, r, out, keep);
+        if (r->method == SL_HTTP_POST) return sl__http_json_handle(rq, r, out, keep);
         allow = "POST";
     } else if (path_is(r, "/healthz")) {
         if (get)
@@ -417,38 +396,39 @@ bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
     } else if (path_is(r, "/healthcheck")) { /* envoyproxy/ratelimit's: OK, or 500 */
         if (get) {
             a.content_type = "text/plain; charset=utf-8";
-            if (w->draining) a.status = 500;
-            if (!w->draining) sl__buf_puts(&a.body, "OK");
+            bool draining = sl__admin_draining(rq->admin);
+            if (draining) a.status = 500;
+            if (!draining) sl__buf_puts(&a.body, "OK");
         } else {
             allow = "GET, HEAD";
         }
     } else if (path_is(r, "/readyz")) {
         if (get)
-            readyz(w, &a);
+            a.status = sl__admin_ready(rq->admin, &a.body);
         else
             allow = "GET, HEAD";
     } else if (path_is(r, "/metrics")) {
         if (get) {
             a.content_type = "text/plain; version=0.0.4; charset=utf-8";
-            sl__metrics_write(w->server, &a.body);
+            sl__admin_metrics(rq->admin, &a.body);
         } else {
             allow = "GET, HEAD";
         }
     } else if (path_is(r, "/v1/top")) {
         if (get)
-            handle_top(w, r, &a);
+            handle_top(rq, r, &a);
         else
             allow = "GET, HEAD";
     } else if (path_is(r, "/v1/reload")) {
         if (r->method == SL_HTTP_POST) { /* the main loop reloads (reload.c) */
-            sl__reload_ask(w, r, keep, out);
+            sl__admin_reload(rq->admin, rq->slot, r, keep, out);
             sl__buf_free(&a.body);
             return keep;
         }
         allow = "POST";
     } else if (sl__http_ops_path(r)) { /* /v1/stats, /ui/ (http_ops.h) */
         sl__buf_free(&a.body);
-        return sl__http_ops_handle(w, r, out, keep);
+        return sl__http_ops_handle(rq, r, out, keep);
     } else {
         json_error(&a, 404, "not_found", "no such endpoint; see docs/http-api.md");
     }

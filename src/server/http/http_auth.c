@@ -24,10 +24,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "policy/decide.h"
 #include "policy/rules.h"
+#include "policy/policy.h"
 #include "server/http/http.h"
+#include "server/http/http_api.h"
 #include "server/http/http_auth.h"
-#include "server/server.h"
+#include "server/request.h"
 #include "sluice/error.h"
 #include "util/units.h"
 
@@ -312,11 +315,12 @@ static void write_auth(sl_buf *out, sl_rules_answer *a, bool keep, bool head, in
 
 /* Counts a request whose API key was refused (unknown, or missing where
  * required), whether the fence then refused it (403) or not (401). */
-static void count_key_refusal(sl_worker *w, const sl_rules_answer *a) {
+static void count_key_refusal(sl_worker_stats *st, const sl_rules_answer *a) {
+    if (!st) return;
     if (a->key_refused == SL_KEY_UNKNOWN)
-        atomic_fetch_add_explicit(&w->stats.unknown_keys, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&st->unknown_keys, 1, memory_order_relaxed);
     else if (a->key_refused == SL_KEY_MISSING)
-        atomic_fetch_add_explicit(&w->stats.missing_keys, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&st->missing_keys, 1, memory_order_relaxed);
 }
 
 /* /v1/auth: the rules' answer and where it goes, kept with the engine
@@ -355,19 +359,20 @@ static void auth_done(sl_decide_call *c) {
     sl__decide_call_free(c);
 }
 
-bool sl__http_auth_handle(sl_worker *w, const sl_http_request *req, sl_buf *out, bool keep) {
-    return sl__http_auth_decide(w, req, out, keep, NULL);
+bool sl__http_auth_handle(const sl_request_ctx *rq, const sl_http_request *req, sl_buf *out,
+                          bool keep) {
+    return sl__http_auth_decide(rq, req, out, keep, NULL);
 }
 
-bool sl__http_auth_decide(sl_worker *w, const sl_http_request *req, sl_buf *out, bool keep,
-                          const sl_rules_query *query) {
-    const sl_rules *rules = w->policies ? sl__policy_set_rules(w->policies) : NULL;
+bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, sl_buf *out,
+                          bool keep, const sl_rules_query *query) {
+    const sl_rules *rules = rq->policies ? sl__policy_set_rules(rq->policies) : NULL;
     sl_req_header hs[SL_HTTP_MAX_HEADERS];
     size_t nh = req->nheaders < SL_HTTP_MAX_HEADERS ? req->nheaders : SL_HTTP_MAX_HEADERS;
     for (size_t i = 0; i < nh; i++)
         hs[i] = (sl_req_header){req->headers[i].name, req->headers[i].value,
                                 req->headers[i].name_len, req->headers[i].value_len};
-    int64_t now = sl__worker_now(w);
+    int64_t now = rq->now;
     bool head = req->method == SL_HTTP_HEAD;
     sl_rules_answer a;
     if (!rules) {
@@ -378,8 +383,8 @@ bool sl__http_auth_decide(sl_worker *w, const sl_http_request *req, sl_buf *out,
     sl_request r;
     sl__rules_from_proxy(rules, hs, nh, &r);
     r.query = query;
-    sl_decide_call *c = sl__rules_prepare(rules, &r, w->policies, &a, sizeof(auth_ctx));
-    count_key_refusal(w, &a);
+    sl_decide_call *c = sl__rules_prepare(rules, &r, rq->policies, &a, sizeof(auth_ctx));
+    count_key_refusal(rq->stats, &a);
     if (!c) { /* the answer is final: nothing to decide, or an error */
         write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
         return keep;
@@ -388,8 +393,8 @@ bool sl__http_auth_decide(sl_worker *w, const sl_http_request *req, sl_buf *out,
     *ac = (auth_ctx){.keep = keep, .head = head, .now = now, .a = &a};
     c->done = auth_done;
     bool answered;
-    sl__reply_begin(&ac->reply, w, out, &answered);
-    sl__engine_decide(w->decider, c, now);
+    sl__reply_begin(&ac->reply, rq->slot, out, &answered);
+    sl__engine_decide(rq->decider, c, now);
     if (answered) return keep;
     /* done comes later: the answer moves to the heap */
     sl_rules_answer *copy = malloc(sizeof *copy);

@@ -17,7 +17,9 @@
 
 #include "server/http/http.h"
 #include "server/http/http_auth.h"
-#include "server/server.h"
+#include "policy/decide.h"
+#include "policy/policy.h"
+#include "server/request.h"
 #include "sluice/error.h"
 #include "sluice/graphql.h"
 
@@ -287,14 +289,14 @@ static bool query_cost(sl_policy *p, const gql_request *q, sl_gql_cost_result *c
 /* POST /v1/graphql without a policy: the config's rules decide, from the
  * headers a proxy sets, as /v1/auth does; their limits with cost: graphql
  * are charged the query's points (policy/rules.h). */
-static bool by_rules(sl_worker *w, const sl_http_request *r, sl_buf *out, bool keep) {
+static bool by_rules(const sl_request_ctx *rq, const sl_http_request *r, sl_buf *out, bool keep) {
     static _Thread_local gql_request q; /* large (the variables): not on the stack */
     memset(&q, 0, sizeof q);
     sl_gql_doc *doc = NULL;
     if (read_request(r, &q, out, keep, NULL) && parse_query(NULL, &q, &doc, out, keep)) {
-        sl_rules_query rq = {
+        sl_rules_query query = {
             .doc = doc, .operation = q.operation, .vars = q.vars, .nvars = q.nvars};
-        keep = sl__http_auth_decide(w, r, out, keep, &rq);
+        keep = sl__http_auth_decide(rq, r, out, keep, &query);
     }
     sl_gql_free(doc);
     cJSON_Delete(q.json);
@@ -302,10 +304,11 @@ static bool by_rules(sl_worker *w, const sl_http_request *r, sl_buf *out, bool k
     return keep;
 }
 
-bool sl__http_graphql_handle(sl_worker *w, const sl_http_request *r, sl_buf *out, bool keep) {
+bool sl__http_graphql_handle(const sl_request_ctx *rq, const sl_http_request *r, sl_buf *out,
+                             bool keep) {
     char policy[SL_POLICY_NAME_MAX + 2], key[KEY_MAX + 1];
     long n = sl__http_query_param(r->query, r->query_len, "policy", policy, sizeof policy);
-    if (n == -1) return by_rules(w, r, out, keep);
+    if (n == -1) return by_rules(rq, r, out, keep);
     if (n < 0 || n > SL_POLICY_NAME_MAX) {
         send_error(out, keep, 400, "bad_policy",
                    "the policy parameter is malformed (a bad %-escape, or %00) or longer than "
@@ -325,7 +328,7 @@ bool sl__http_graphql_handle(sl_worker *w, const sl_http_request *r, sl_buf *out
                    NULL, NULL);
         return keep;
     }
-    sl_policy *p = sl__policy_find(w->policies, policy, (size_t)n);
+    sl_policy *p = sl__policy_find(rq->policies, policy, (size_t)n);
     if (!p) {
         char msg[128];
         snprintf(msg, sizeof msg, "no policy named \"%s\"", policy);
@@ -346,16 +349,16 @@ bool sl__http_graphql_handle(sl_worker *w, const sl_http_request *r, sl_buf *out
         send_error(out, keep, 500, "internal", "out of memory", NULL, NULL);
         return keep;
     }
-    int64_t now = sl__worker_now(w);
+    int64_t now = rq->now;
     gql_ctx *g = sl__decide_call_user(call);
     g->keep = keep;
     g->now = now;
     g->cost = cost;
-    sl__decide_call_hold(call, w->policies);
+    sl__decide_call_hold(call, rq->policies);
     call->done = gql_done;
     bool answered;
-    sl__reply_begin(&g->reply, w, out, &answered);
-    sl__engine_decide(w->decider, call, now);
+    sl__reply_begin(&g->reply, rq->slot, out, &answered);
+    sl__engine_decide(rq->decider, call, now);
     if (!answered && !sl__reply_wait(&g->reply))
         send_error(out, keep, 500, "internal", "out of memory", NULL, NULL);
     return keep;

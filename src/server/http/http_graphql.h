@@ -7,12 +7,12 @@
 
 #include "util/buf.h"
 
-struct sl_worker;
+struct sl_request_ctx;
 struct sl_http_request;
 
 /* Answers one POST /v1/graphql into out (now, or from the engine's done,
  * reply.h). Returns whether the connection stays open (keep). */
-bool sl__http_graphql_handle(struct sl_worker *w, const struct sl_http_request *r, sl_buf *out,
-                             bool keep);
+bool sl__http_graphql_handle(const struct sl_request_ctx *rq, const struct sl_http_request *r,
+                             sl_buf *out, bool keep);
 
 #endif

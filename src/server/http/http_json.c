@@ -20,9 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy/decide.h"
 #include "policy/domains.h"
 #include "server/http/http.h"
-#include "server/server.h"
+#include "server/http/http_api.h"
+#include "server/request.h"
 
 #define JSON_MAX_ENTRIES (SL_RLS_MAX_DESCRIPTORS * SL_RLS_MAX_ENTRIES)
 
@@ -195,12 +197,7 @@ static void write_response(sl_buf *b, int overall, const sl_rls_status *st, size
 
 static bool error_answer(sl_buf *out, bool keep, int status, const char *code,
                          const char *message) {
-    sl_buf body;
-    sl__buf_init(&body);
-    sl__http_error_json(&body, code, message);
-    sl__http_begin(out, status);
-    sl__http_end(out, keep, "application/json", body.data, body.len);
-    sl__buf_free(&body);
+    sl__http_error_answer(out, status, keep, code, message);
     return keep;
 }
 
@@ -239,7 +236,8 @@ static void json_done(sl_decide_call *call) {
     sl__decide_call_free(call);
 }
 
-bool sl__http_json_handle(sl_worker *w, const sl_http_request *req, sl_buf *out, bool keep) {
+bool sl__http_json_handle(const sl_request_ctx *rq, const sl_http_request *req, sl_buf *out,
+                          bool keep) {
     /* cJSON strings end at a NUL: a descriptor value "v\u0000x" would count
      * as "v". The raw body is looked at first (see sl__http_json_scan). */
     sl_json_scan sc = sl__http_json_scan(req->body, req->body_len, NULL, NULL, NULL);
@@ -261,8 +259,8 @@ bool sl__http_json_handle(sl_worker *w, const sl_http_request *req, sl_buf *out,
     int overall;
     const char *message;
     sl_decide_call *call = NULL;
-    int64_t now = sl__worker_now(w);
-    sl_rls_error rc = sl__domain_prepare(w->domains, &p.req, now, st, &overall, &message,
+    int64_t now = rq->now;
+    sl_rls_error rc = sl__domain_prepare(rq->domains, &p.req, now, st, &overall, &message,
                                          sizeof(json_ctx), &call);
     if (rc != SL_RLS_DONE) {
         cJSON_Delete(root);
@@ -276,8 +274,8 @@ bool sl__http_json_handle(sl_worker *w, const sl_http_request *req, sl_buf *out,
         jc->keep = keep;
         call->done = json_done;
         bool answered;
-        sl__reply_begin(&jc->reply, w, out, &answered);
-        sl__engine_decide(w->decider, call, now);
+        sl__reply_begin(&jc->reply, rq->slot, out, &answered);
+        sl__engine_decide(rq->decider, call, now);
         if (!answered && !sl__reply_wait(&jc->reply))
             error_answer(out, keep, 500, "internal", "out of memory");
         return keep;

@@ -1,12 +1,10 @@
 /* http_ops.c: routes the operator's endpoints (http_ops.h): GET /v1/stats
  * here, /ui/ to http_ui.c. Only GET and HEAD; any other method is a 405.
- * The one place of these pages that looks into the worker and the server:
- * view_of gathers what they show into an sl_ops_view. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
+ * What the pages show comes in an sl_ops_view from the admin handle
+ * (admin/admin.c), the one part that looks into the server. */
 #include <string.h>
-#include <sys/socket.h>
 
+#include "server/admin/admin.h"
 #include "server/http/http_ops.h"
 
 static bool path_is(const sl_http_request *r, const char *p) {
@@ -17,36 +15,6 @@ static bool path_is(const sl_http_request *r, const char *p) {
 bool sl__http_ops_path(const sl_http_request *r) {
     return path_is(r, "/v1/stats") || path_is(r, "/ui") ||
            (r->path_len >= 4 && memcmp(r->path, "/ui/", 4) == 0);
-}
-
-static bool is_loopback(const struct sockaddr_storage *ss) {
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *v4 = (const struct sockaddr_in *)ss;
-        return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
-    }
-    if (ss->ss_family == AF_INET6) {
-        const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-        if (IN6_IS_ADDR_LOOPBACK(a)) return true;
-        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
-    }
-    return false;
-}
-
-/* What the pages need of w and its server: the store's statistics only
- * with `store` (they take a lock per worker), the peer only for /ui/ in
- * loopback mode. */
-static void view_of(sl_worker *w, bool store, bool peer, sl_ops_view *v) {
-    sl_server *s = w->server;
-    memset(v, 0, sizeof *v);
-    v->policies = w->policies;
-    v->workers = s->nworkers;
-    v->started_at = s->started_at;
-    v->draining = w->draining;
-    v->ui = w->admin.ui;
-    if (store) sl__engine_stats(s->engine, s->nworkers, &v->store);
-    struct sockaddr_storage ss;
-    v->peer_loopback =
-        peer && v->ui == SL_UI_LOOPBACK && sl__conn_peer(w, &ss) == 0 && is_loopback(&ss);
 }
 
 /* A JSON error answer, complete. */
@@ -94,7 +62,8 @@ static void stats(const sl_ops_view *v, const sl_http_request *r, sl_buf *out, b
     sl__buf_free(&body);
 }
 
-bool sl__http_ops_handle(sl_worker *w, const sl_http_request *r, sl_buf *out, bool keep) {
+bool sl__http_ops_handle(const sl_request_ctx *rq, const sl_http_request *r, sl_buf *out,
+                         bool keep) {
     if (r->method != SL_HTTP_GET && r->method != SL_HTTP_HEAD) {
         error_answer(out, r, keep, 405, "method_not_allowed",
                      "this endpoint does not take that method");
@@ -102,7 +71,7 @@ bool sl__http_ops_handle(sl_worker *w, const sl_http_request *r, sl_buf *out, bo
     }
     bool is_stats = path_is(r, "/v1/stats");
     sl_ops_view v;
-    view_of(w, is_stats, !is_stats, &v);
+    sl__admin_ops_view(rq->admin, rq->slot, is_stats, !is_stats, &v);
     if (is_stats) {
         stats(&v, r, out, keep);
         return keep;

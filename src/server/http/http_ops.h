@@ -8,19 +8,23 @@
 
 #include <stdbool.h>
 
+#include "policy/decide.h"
+#include "policy/policy.h"
 #include "server/http/http.h"
-#include "server/server.h"
+#include "server/request.h"
 
 /* Whether r's path is one of the routes below (/v1/stats, /ui, /ui/...). */
 bool sl__http_ops_path(const sl_http_request *r);
 
 /* Answers r (a path sl__http_ops_path accepted) completely into out. keep:
  * may the connection stay open; returns whether it does. */
-bool sl__http_ops_handle(sl_worker *w, const sl_http_request *r, sl_buf *out, bool keep);
+bool sl__http_ops_handle(const sl_request_ctx *rq, const sl_http_request *r, sl_buf *out,
+                         bool keep);
 
-/* What these pages need of the server, filled by the router (http_ops.c,
- * the one place that looks into the worker and the server); the pages see
- * only this. Borrowed for the request. */
+/* What these pages need of the server, filled by the admin handle
+ * (admin/admin.c: sl__admin_ops_view, the one place that looks into the
+ * worker and the server); the pages see only this. Borrowed for the
+ * request. */
 typedef struct sl_ops_view {
     const sl_policy_set *policies; /* the running set (the answering worker's); may be NULL */
     unsigned workers;

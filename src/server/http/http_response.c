@@ -343,3 +343,13 @@ void sl__http_error_json(sl_buf *out, const char *code, const char *message) {
     *s++ = '}';
     sl__buf_commit(out, (size_t)(s - b));
 }
+
+void sl__http_error_answer(sl_buf *out, int status, bool keep, const char *code,
+                           const char *message) {
+    sl_buf body;
+    sl__buf_init(&body);
+    sl__http_error_json(&body, code, message);
+    sl__http_begin(out, status);
+    sl__http_end(out, keep, "application/json", body.data, body.len);
+    sl__buf_free(&body);
+}

@@ -44,7 +44,7 @@ void sl__resp_ints(sl_buf *out, const int64_t *v, size_t n);
 struct sl_policy_set;
 struct sl_cell;
 struct sl_policy;
-struct sl_worker;
+struct sl_answer_slot;
 
 typedef struct sl_resp_context {
     struct sl_policy_set *policies; /* for SL.CHECK */
@@ -58,10 +58,10 @@ typedef struct sl_resp_context {
     void *info_ctx;
     /* SL.CHECK and CL.THROTTLE decide with it (policy/decide.h; NULL: the
        memory store's), and answer when it has decided (server/reply.h): at
-       once when it decided inline, else in the reserved place of this
-       request on worker's connection (worker NULL: no connection, tests). */
+       once when it decided inline, else in a place reserved in the
+       command's answer slot (NULL: no connection, tests). */
     struct sl_decider *decider;
-    struct sl_worker *worker;
+    struct sl_answer_slot *slot;
 } sl_resp_context;
 
 struct sl_policy;

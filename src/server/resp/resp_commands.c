@@ -37,10 +37,24 @@ static inline unsigned char lower(unsigned char c) {
     return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
 }
 
-/* a[0..n) equals the lower-case literal s (of length n), ignoring ASCII case. */
+/* a[0..n) equals the lower-case ASCII literal s (of length n), ignoring
+ * ASCII case. Eight bytes at a time: in each byte of s that is a letter
+ * ('a'..'z': the sums below set bit 7 from 'a' up and from '{' up, without
+ * carries between ASCII bytes) the byte of a may differ by bit 5 only, so
+ * a | (0x20 there) == s is exact: it takes the letter in either case and
+ * nothing else; elsewhere the bytes must be equal. */
 static bool ieq(const char *a, size_t n, const char *s, size_t sn) {
     if (n != sn) return false;
-    for (size_t i = 0; i < n; i++)
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, s + i, 8);
+        uint64_t letters = (y + UINT64_C(0x1f1f1f1f1f1f1f1f)) &
+                           ~(y + UINT64_C(0x0505050505050505)) & UINT64_C(0x8080808080808080);
+        if ((x | letters >> 2) != y) return false;
+    }
+    for (; i < n; i++)
         if (lower((unsigned char)a[i]) != (unsigned char)s[i]) return false;
     return true;
 }
@@ -386,7 +400,7 @@ static int cmd_throttle(const sl_resp_context *ctx, const sl_resp_command *cmd, 
     sl_reply *r = sl__cell_user(call);
     call->done = throttle_done;
     bool answered;
-    sl__reply_begin(r, ctx->worker, out, &answered);
+    sl__reply_begin(r, ctx->slot, out, &answered);
     sl__engine_decide(decider_of(ctx), call, ctx->now);
     if (!answered && !sl__reply_wait(r)) sl__resp_error(out, "ERR out of memory");
     return 0;
@@ -426,7 +440,7 @@ static int cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_
     sl__decide_call_hold(call, ctx->policies);
     call->done = check_done;
     bool answered;
-    sl__reply_begin(r, ctx->worker, out, &answered);
+    sl__reply_begin(r, ctx->slot, out, &answered);
     sl__engine_decide(decider_of(ctx), call, ctx->now);
     if (!answered && !sl__reply_wait(r)) sl__resp_error(out, "ERR out of memory");
     return 0;

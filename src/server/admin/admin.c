@@ -1,0 +1,78 @@
+/* admin.c: the admin pages' handle (admin.h) turned back into the worker
+ * the request came to, for the pages that read the whole server. */
+#include "server/admin/admin.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "server/http/http_ops.h"
+#include "server/reload.h"
+#include "server/server.h"
+
+bool sl__admin_draining(sl_admin *a) {
+    return a && sl__admin_worker(a)->draining;
+}
+
+/* Ready: not draining, and with the Redis store, Redis reachable from every
+ * worker (no breaker open). Answers go on while Redis is down (the fail
+ * modes decide), but a load balancer or orchestrator should know. */
+int sl__admin_ready(sl_admin *a, sl_buf *body) {
+    sl_worker *w = sl__admin_worker(a);
+    if (w->draining) {
+        sl__buf_puts(body, "{\"status\":\"draining\"}");
+        return 503;
+    }
+    sl_server *s = w->server;
+    sl_engine_stats es;
+    sl__engine_stats(s->engine, s->nworkers, &es);
+    if (!es.redis) {
+        sl__buf_puts(body, "{\"status\":\"ready\",\"store\":\"memory\"}");
+        return 200;
+    }
+    int up = es.up, open = es.breakers_open;
+    sl__buf_printf(body,
+                   "{\"status\":\"%s\",\"store\":\"redis\",\"redis\":\"%s\",\"breakers_open\":%d}",
+                   up ? "ready" : "degraded", up ? "up" : "down", open);
+    return up ? 200 : 503;
+}
+
+void sl__admin_metrics(sl_admin *a, sl_buf *body) {
+    sl__metrics_write(sl__admin_worker(a)->server, body);
+}
+
+bool sl__admin_reload(sl_admin *a, sl_answer_slot *slot, const struct sl_http_request *req,
+                      bool keep, sl_buf *out) {
+    return sl__reload_ask(sl__admin_worker(a), slot, req, keep, out);
+}
+
+static bool is_loopback(const struct sockaddr_storage *ss) {
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)ss;
+        return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (ss->ss_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a)) return true;
+        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+    }
+    return false;
+}
+
+void sl__admin_ops_view(sl_admin *a, sl_answer_slot *slot, bool store, bool peer,
+                        struct sl_ops_view *v) {
+    memset(v, 0, sizeof *v);
+    if (!a) return;
+    sl_worker *w = sl__admin_worker(a);
+    sl_server *s = w->server;
+    v->policies = w->policies;
+    v->workers = s->nworkers;
+    v->started_at = s->started_at;
+    v->draining = w->draining;
+    v->ui = w->admin.ui;
+    if (store) sl__engine_stats(s->engine, s->nworkers, &v->store);
+    struct sockaddr_storage ss;
+    v->peer_loopback = peer && v->ui == SL_UI_LOOPBACK && slot && sl__slot_peer(slot, &ss) == 0 &&
+                       is_loopback(&ss);
+}

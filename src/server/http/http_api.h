@@ -1,0 +1,28 @@
+/* http_api.h: the routes of sluiced's HTTP API (http_api.c routes a request
+ * by its path; docs/http-api.md). Every handler has one shape: it gets the
+ * request context (request.h: clock, policy set, decider, answer slot) and
+ * the parsed request, writes its answer into out (or reserves it in
+ * rq->slot, reply.h), and returns whether the connection stays open: keep,
+ * unless it must close. A new endpoint is one handler of this shape in a
+ * file of its own, declared here, and one `path_is` line in
+ * sl__http_api_handle. */
+#ifndef SLUICE_SERVER_HTTP_API_H
+#define SLUICE_SERVER_HTTP_API_H
+
+#include <stdbool.h>
+
+#include "server/http/http.h"
+#include "server/request.h"
+#include "util/buf.h"
+
+typedef bool sl_http_handler(const sl_request_ctx *rq, const sl_http_request *req, sl_buf *out,
+                             bool keep);
+
+/* Every request (http_conn.c): routes it, or answers 404 / 405. */
+sl_http_handler sl__http_api_handle;
+/* GET /v1/auth: nginx auth_request (http_auth.c). */
+sl_http_handler sl__http_auth_handle;
+/* POST /json: envoyproxy/ratelimit's JSON API (http_json.c). */
+sl_http_handler sl__http_json_handle;
+
+#endif

@@ -1,0 +1,50 @@
+/* request.h: what a protocol handler gets for one request (DESIGN.md
+ * section 4): the narrow context of the decision, never the worker or the
+ * store. The connection layer fills one for the input it hands to its
+ * protocol (proto.h: feed), after picking up a reload, and it lives while
+ * that input is handled: a handler that answers later keeps what it needs
+ * (the policy set, with sl__decide_call_hold; its reserved answer, with
+ * reply.h), never the context.
+ *
+ *   clock       now: this loop tick's (Unix ns)
+ *   snapshot    policies, domains, cell: the running policy set, Envoy
+ *               rules and CL.THROTTLE's table
+ *   decisions   decider: the engine on this worker's store (policy/decide.h)
+ *   answer      slot: the request's place among its connection's answers
+ *               (reply.h)
+ *
+ * and, for what a handler reports or a protocol bounds: stats (counters),
+ * limits (limits.*), draining (the server has begun to drain), admin (the
+ * server's own pages: only src/server/admin/ looks into it). Tests and
+ * tools fill one by hand: NULL slot, stats, admin and decider (the memory
+ * store) are fine. */
+#ifndef SLUICE_SERVER_REQUEST_H
+#define SLUICE_SERVER_REQUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/config.h"
+#include "server/reply.h"
+#include "server/stats.h"
+
+struct sl_policy_set;
+struct sl_domain_set;
+struct sl_cell;
+struct sl_decider;
+typedef struct sl_admin sl_admin; /* opaque: admin/admin.h */
+
+typedef struct sl_request_ctx {
+    int64_t now;                    /* this loop tick's clock (Unix ns) */
+    struct sl_policy_set *policies; /* the running policy set; may be NULL */
+    struct sl_domain_set *domains;  /* Envoy rules of the same generation; may be NULL */
+    struct sl_cell *cell;           /* CL.THROTTLE's table; may be NULL */
+    struct sl_decider *decider;     /* decisions (policy/decide.h); NULL: the memory store */
+    sl_answer_slot *slot;           /* this request's answer (reply.h); NULL: no connection */
+    sl_worker_stats *stats;         /* counters; NULL: none */
+    const sl_limits_config *limits; /* limits.*; never NULL */
+    bool draining;                  /* the server has begun to drain (SIGTERM) */
+    sl_admin *admin;                /* the admin pages' handle (admin/admin.h); NULL: none */
+} sl_request_ctx;
+
+#endif

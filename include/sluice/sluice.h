@@ -4,12 +4,14 @@
  *   limit.h    algorithms, parameters, decisions, rate parsing
  *   table.h    keyed table: a state per key, thread-safe, bounded memory
  *   limiter.h  one token bucket with allow / reserve / wait / set rate
+ *   concurrency.h  concurrency limits: leases held at once, acquire / release / renew
  *   clock.h    clocks and the injectable clock used by waiting
  *   error.h    error codes and sl_strerror() */
 #ifndef SLUICE_SLUICE_H
 #define SLUICE_SLUICE_H
 
 #include "sluice/clock.h"
+#include "sluice/concurrency.h"
 #include "sluice/error.h"
 #include "sluice/graphql.h"
 #include "sluice/limit.h"

@@ -76,6 +76,14 @@ void sl__config_quotas(sl__config_parser *p, const char *path);
 void sl__config_check_redis_limits(sl__config_parser *p);
 /* Token bucket, GCRA, leaky queue: the algorithms that take a burst. */
 bool sl__config_is_bucket(sl_algorithm a);
+/* A policy with algorithm: concurrency, read into pc by the policies
+ * section (its keys[0..nkeys) and the lines they were seen at, limit and
+ * lease as read, 0 when absent): checks it and moves it from
+ * cfg->policies (it must be the last one) to cfg->leases
+ * (config_leases.c). */
+void sl__config_lease_finish(sl__config_parser *p, sl_policy_config *pc, const int *seen,
+                             const char *const *keys, size_t nkeys, int64_t limit, int64_t lease,
+                             const char *path, int line, size_t errors_before);
 
 /* ---- config_identity.c ---- */
 void sl__config_identity(sl__config_parser *p, const char *path);

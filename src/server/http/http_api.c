@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "server/http/http.h"
+#include "server/http/http_lease.h"
 #include "server/reload.h"
 #include "server/server.h"
 #include "sluice/error.h"
@@ -388,6 +389,8 @@ bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {
             return keep;
         }
         allow = "GET, HEAD, POST";
+    } else if (path_is(r, "/v1/acquire") || path_is(r, "/v1/release") || path_is(r, "/v1/renew")) {
+        return sl__http_lease_handle(w, r, out, keep);
     } else if (path_is(r, "/v1/auth")) {
         if (get) return sl__http_auth_handle(w, r, out, keep);
         allow = "GET, HEAD";

@@ -7,3 +7,18 @@ set_tests_properties(test_lease PROPERTIES LABELS "unit;concurrency")
 # examples/protection, and the lease set across a reload (policy/lease_set.h).
 sluice_unit_test(test_lease_config)
 target_compile_definitions(test_lease_config PRIVATE SLUICE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+
+# lease_integration[_redis]: /v1/acquire, /v1/release, /v1/renew and SL.ACQUIRE,
+# SL.RELEASE, SL.RENEW through the real sluiced (memory and Redis stores),
+# expiry, reload, examples/protection, and Redis killed (fail modes).
+if(TARGET sluiced)
+  add_test(NAME lease_integration
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/lease_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(lease_integration PROPERTIES LABELS "integration;concurrency" TIMEOUT 300)
+  add_test(NAME lease_integration_redis
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/lease_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(lease_integration_redis PROPERTIES LABELS "integration;concurrency"
+                       TIMEOUT 300 ENVIRONMENT SLUICE_TEST_REDIS=1)
+endif()

@@ -22,3 +22,12 @@ if(TARGET sluiced)
   set_tests_properties(lease_integration_redis PROPERTIES LABELS "integration;concurrency"
                        TIMEOUT 300 ENVIRONMENT SLUICE_TEST_REDIS=1)
 endif()
+
+# lease_fleet_integration: one concurrency limit exact across two sluiced on one
+# redis-server under 200 concurrent clients, with clients killed mid-lease.
+if(TARGET sluiced)
+  add_test(NAME lease_fleet_integration
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/lease_fleet_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(lease_fleet_integration PROPERTIES LABELS "integration" TIMEOUT 300)
+endif()

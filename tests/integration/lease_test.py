@@ -128,6 +128,13 @@ class LeaseHTTP(unittest.TestCase):
         st, _, n = post(s, "/v1/renew?policy=jobs&key=alice&lease=" + b["lease"])
         self.assertEqual((st, n["renewed"], n["lease"]), (200, True, b["lease"]))
         self.assertEqual(post(s, "/v1/renew?policy=jobs&key=alice&lease=" + a["lease"])[0], 404)
+        # counted apart from the rate limits, in every worker's view
+        text = curl(s.url("/metrics"))[2]
+        self.assertEqual(harness.metric(text, "sluice_lease_acquired_total", policy="jobs"), 4)
+        self.assertEqual(harness.metric(text, "sluice_lease_refused_total", policy="jobs"), 2)
+        self.assertEqual(harness.metric(text, "sluice_lease_released_total", policy="jobs"), 1)
+        self.assertEqual(harness.metric(text, "sluice_lease_unknown_total", policy="jobs"), 3)
+        self.assertEqual(harness.metric(text, "sluice_lease_limit", policy="jobs"), 2)
 
     def test_bad_input(self):
         s = self.s

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <stddef.h>
 
+#include "server/admin/metrics_lease.h"
 #include "server/admin/prom.h"
 #include "server/server.h"
 #include "sluice/clock.h"
@@ -189,6 +190,7 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     for (unsigned i = 0; i < s->nworkers; i++)
         if (pthread_equal(s->workers[i].thread, pthread_self())) self = &s->workers[i];
     policy_metrics(self ? self->policies : NULL, out);
+    sl__metrics_leases(self ? self->policies : NULL, out);
     domain_metrics(self ? self->domains : NULL, out);
     sl_engine_stats es;
     sl__engine_stats(s->engine, s->nworkers, &es);

@@ -23,7 +23,7 @@ typedef struct lease_ctx {
     sl_lease_call call;
     bool keep;
     sl_policy_set *set; /* held: the limit lives until done */
-    char key[KEY_MAX + 1];
+    char key[];         /* the key's bytes */
 } lease_ctx;
 
 static bool path_is(const sl_http_request *r, const char *p) {
@@ -184,14 +184,9 @@ bool sl__http_lease_handle(sl_worker *w, const sl_http_request *r, sl_buf *out, 
                    "bytes");
         return keep;
     }
-    lease_ctx *x = calloc(1, sizeof *x);
-    if (!x) {
-        send_error(out, keep, 500, "internal", "out of memory");
-        return keep;
-    }
-    long k = sl__http_query_param(r->query, r->query_len, "key", x->key, sizeof x->key);
+    char key[KEY_MAX + 1];
+    long k = sl__http_query_param(r->query, r->query_len, "key", key, sizeof key);
     if (k < 0) {
-        free(x);
         if (k == -1)
             send_error(out, keep, 400, "missing_key", "the key parameter is required");
         else
@@ -205,7 +200,6 @@ bool sl__http_lease_handle(sl_worker *w, const sl_http_request *r, sl_buf *out, 
         char idbuf[24];
         long m = sl__http_query_param(r->query, r->query_len, "lease", idbuf, sizeof idbuf);
         if (m < 0 || !parse_id(idbuf, (size_t)m, &id)) {
-            free(x);
             send_error(out, keep, 400, m == -1 ? "missing_lease" : "bad_lease",
                        "the lease parameter is required: the id /v1/acquire answered (1 to 16 "
                        "hex digits)");
@@ -214,7 +208,6 @@ bool sl__http_lease_handle(sl_worker *w, const sl_http_request *r, sl_buf *out, 
     }
     sl_lease_limit *l = sl__lease_set_find(sl__policy_set_leases(w->policies), name, (size_t)n);
     if (!l) {
-        free(x);
         char msg[160];
         bool rate = sl__policy_find(w->policies, name, (size_t)n) != NULL;
         snprintf(msg, sizeof msg,
@@ -225,6 +218,13 @@ bool sl__http_lease_handle(sl_worker *w, const sl_http_request *r, sl_buf *out, 
                    msg);
         return keep;
     }
+    lease_ctx *x = malloc(sizeof *x + (size_t)k + 1);
+    if (!x) {
+        send_error(out, keep, 500, "internal", "out of memory");
+        return keep;
+    }
+    memset(x, 0, sizeof *x);
+    memcpy(x->key, key, (size_t)k + 1);
     x->keep = keep;
     x->set = w->policies;
     sl__policy_set_retain(x->set);

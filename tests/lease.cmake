@@ -31,3 +31,7 @@ if(TARGET sluiced)
             $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
   set_tests_properties(lease_fleet_integration PROPERTIES LABELS "integration" TIMEOUT 300)
 endif()
+
+# test_adaptive: the adaptive concurrency limit (include/sluice/adaptive.h,
+# issue 16 item 2, library only) on a fake clock.
+sluice_unit_test(test_adaptive)

@@ -5,11 +5,13 @@
  *   table.h    keyed table: a state per key, thread-safe, bounded memory
  *   limiter.h  one token bucket with allow / reserve / wait / set rate
  *   concurrency.h  concurrency limits: leases held at once, acquire / release / renew
+ *   adaptive.h a concurrency limit that follows latencies (gradient style)
  *   clock.h    clocks and the injectable clock used by waiting
  *   error.h    error codes and sl_strerror() */
 #ifndef SLUICE_SLUICE_H
 #define SLUICE_SLUICE_H
 
+#include "sluice/adaptive.h"
 #include "sluice/clock.h"
 #include "sluice/concurrency.h"
 #include "sluice/error.h"

@@ -51,6 +51,10 @@ typedef struct sl_lease_config {
     int64_t lease;      /* ns, whole ms, 1 ms..24 h; default SL_LEASE_DEFAULT */
     char on_failure[8]; /* "open" | "closed" | "local", or "" (store.redis.on_failure) */
     int line;
+    /* adaptive: true (sluice/adaptive.h): limit is the initial limit, which then
+       follows the latencies reported at release, within [min_limit, max_limit] */
+    bool adaptive;
+    int64_t min_limit, max_limit;
 } sl_lease_config;
 
 /* ---- identity, rules, tiers, quotas, costs, exemptions (docs/identity.md) ---- */

@@ -30,7 +30,7 @@ static const struct {
 };
 
 void sl__config_lease_finish(sl__config_parser *p, sl_policy_config *pc, const int *seen,
-                             const char *const *keys, size_t nkeys, int64_t limit, int64_t lease,
+                             const char *const *keys, size_t nkeys, const sl_lease_config *in,
                              const char *path, int line, size_t errors_before) {
     char field[SL__YAML_PATH_SIZE + 32];
     sl_config *c = p->cfg;
@@ -52,6 +52,27 @@ void sl__config_lease_finish(sl__config_parser *p, sl_policy_config *pc, const i
         sl__yaml_error(&p->y, at, field, "not for algorithm: concurrency (%s)",
                        not_for_leases[i].why);
     }
+    int min_at = seen_at(seen, keys, nkeys, "min_limit"),
+        max_at = seen_at(seen, keys, nkeys, "max_limit");
+    if (!in->adaptive && (min_at || max_at)) {
+        snprintf(field, sizeof field, "%s.%s", path, min_at ? "min_limit" : "max_limit");
+        sl__yaml_error(&p->y, min_at ? min_at : max_at, field,
+                       "only an adaptive concurrency limit (adaptive: true) has bounds");
+    }
+    if (in->adaptive && !max_at) {
+        snprintf(field, sizeof field, "%s.max_limit", path);
+        sl__yaml_error(&p->y, line, field,
+                       "missing (adaptive: true needs max_limit: the most it may grow to)");
+    }
+    int64_t lo = in->min_limit ? in->min_limit : 1;
+    if (in->adaptive && max_at && limit_line && p->y.errs->n == errors_before &&
+        (lo > in->max_limit || in->limit < lo || in->limit > in->max_limit)) {
+        snprintf(field, sizeof field, "%s.limit", path);
+        sl__yaml_error(&p->y, limit_line, field,
+                       "%lld: must lie within min_limit %lld and max_limit %lld (it is where an "
+                       "adaptive limit starts)",
+                       (long long)in->limit, (long long)lo, (long long)in->max_limit);
+    }
     /* the policy leaves cfg->policies in any case: it was the last one */
     sl_policy_config copy = *pc;
     c->npolicies--;
@@ -67,9 +88,12 @@ void sl__config_lease_finish(sl__config_parser *p, sl_policy_config *pc, const i
     memset(lc, 0, sizeof *lc);
     memcpy(lc->name, copy.name, sizeof lc->name);
     memcpy(lc->on_failure, copy.on_failure, sizeof lc->on_failure);
-    lc->limit = limit;
-    lc->lease = lease ? lease : SL_LEASE_DEFAULT;
+    lc->limit = in->limit;
+    lc->lease = in->lease ? in->lease : SL_LEASE_DEFAULT;
     lc->line = line;
+    lc->adaptive = in->adaptive;
+    lc->min_limit = in->adaptive ? lo : 0;
+    lc->max_limit = in->adaptive ? in->max_limit : 0;
     if (lc->lease % NS_MS != 0) {
         snprintf(field, sizeof field, "%s.lease", path);
         sl__yaml_error(&p->y, seen_at(seen, keys, nkeys, "lease"), field,

@@ -23,12 +23,16 @@ enum {
     POL_DELAY_AFTER,
     POL_LIMIT, /* concurrency limits only (config_leases.c) */
     POL_LEASE,
+    POL_ADAPTIVE,
+    POL_MIN_LIMIT,
+    POL_MAX_LIMIT,
     POL_NKEYS
 };
 
-static const char *const policy_keys[] = {"name",           "algorithm", "rate",   "burst",
-                                          "count_rejected", "start",     "shadow", "on_failure",
-                                          "delay_after",    "limit",     "lease"};
+static const char *const policy_keys[] = {
+    "name",       "algorithm",   "rate",  "burst", "count_rejected", "start",     "shadow",
+    "on_failure", "delay_after", "limit", "lease", "adaptive",       "min_limit", "max_limit"};
+_Static_assert(sizeof policy_keys / sizeof policy_keys[0] == POL_NKEYS, "one name per key");
 
 static const char *const algorithm_names[] = {"fixed_window", "sliding_log", "sliding_window",
                                               "token_bucket", "gcra",        "leaky_queue",
@@ -62,6 +66,8 @@ typedef struct policy_build {
     bool concurrency; /* algorithm: concurrency */
     uint64_t limit;
     int64_t lease;
+    bool adaptive;
+    uint64_t min_limit, max_limit;
 } policy_build;
 
 bool sl__config_is_bucket(sl_algorithm a) {
@@ -118,6 +124,17 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
     case POL_LEASE:
         sl__yaml_duration(&p->y, path, NS_MS, SL_LEASE_MAX, &b->lease);
         break;
+    case POL_ADAPTIVE:
+        sl__yaml_bool(&p->y, path, &b->adaptive);
+        break;
+    case POL_MIN_LIMIT:
+        sl__yaml_uint(&p->y, path, "a whole number of leases", 1, SL_CONCURRENCY_MAX,
+                      &b->min_limit);
+        break;
+    case POL_MAX_LIMIT:
+        sl__yaml_uint(&p->y, path, "a whole number of leases", 1, SL_CONCURRENCY_MAX,
+                      &b->max_limit);
+        break;
     case POL_RATE: {
         const char *s = sl__yaml_scalar(&p->y, path, "a rate such as 5/s");
         if (!s) break;
@@ -168,8 +185,13 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
     sl_policy_config *pc = b->pc;
     char field[SL__YAML_PATH_SIZE + 32];
     if (b->concurrency) {
-        sl__config_lease_finish(p, pc, b->seen, policy_keys, POL_NKEYS, (int64_t)b->limit, b->lease,
-                                path, line, errors_before);
+        sl_lease_config lc = {.limit = (int64_t)b->limit,
+                              .lease = b->lease,
+                              .adaptive = b->adaptive,
+                              .min_limit = (int64_t)b->min_limit,
+                              .max_limit = (int64_t)b->max_limit};
+        sl__config_lease_finish(p, pc, b->seen, policy_keys, POL_NKEYS, &lc, path, line,
+                                errors_before);
         return;
     }
     static const sl__yaml_required required[] = {
@@ -177,7 +199,7 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
         {POL_ALGORITHM, "every policy needs an algorithm"},
         {POL_RATE, "every policy needs a rate such as 5/s"}};
     sl__yaml_missing(&p->y, line, path, policy_keys, b->seen, required, COUNT(required));
-    for (int k = POL_LIMIT; k <= POL_LEASE; k++)
+    for (int k = POL_LIMIT; k <= POL_MAX_LIMIT; k++)
         if (b->seen[k] && b->have_algorithm) {
             snprintf(field, sizeof field, "%s.%s", path, policy_keys[k]);
             sl__yaml_error(&p->y, b->seen[k], field,

@@ -6,12 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sluice/adaptive.h"
 #include "sluice/error.h"
 #include "store/memory.h"
 
 typedef struct entry {
     sl_lease_limit lim; /* first */
     atomic_int refs;
+    bool adaptive; /* as built: a reload that changes these makes a new entry */
+    int64_t min_limit, max_limit;
 } entry;
 
 struct sl_lease_set {
@@ -23,6 +26,7 @@ static void entry_release(entry *e) {
     if (!e || atomic_fetch_sub(&e->refs, 1) != 1) return;
     sl_concurrency_destroy(e->lim.conc);
     sl_concurrency_destroy(e->lim.fallback);
+    sl_adaptive_destroy(e->lim.adaptive);
     free(e);
 }
 
@@ -38,20 +42,28 @@ static sl_fail_mode fail_mode(const sl_config *cfg, const sl_lease_config *lc) {
     return cfg->redis.on_failure;
 }
 
-/* Applies lc to e's limit (new or reused). */
-static void apply(entry *e, const sl_config *cfg, const sl_lease_config *lc) {
+static void set_limit(sl_lease_limit *l, int64_t limit) {
+    atomic_store(&l->limit, limit);
+    sl_concurrency_set_limit(l->conc, limit);
+    sl_concurrency_set_limit(l->fallback, fallback_limit(limit, l->instances));
+}
+
+/* Applies lc to e's limit (new or reused: an adaptive limit keeps where it
+ * got to). */
+static void apply(entry *e, const sl_config *cfg, const sl_lease_config *lc, bool fresh) {
     sl_lease_limit *l = &e->lim;
     l->instances = cfg->redis.expected_instances ? cfg->redis.expected_instances : 1;
-    atomic_store(&l->limit, lc->limit);
+    int64_t limit = fresh || !e->adaptive ? lc->limit : atomic_load(&l->limit);
+    atomic_store(&l->limit, limit);
     atomic_store(&l->lease, lc->lease);
     atomic_store(&l->on_failure, (int)fail_mode(cfg, lc));
-    sl_concurrency_set_limit(l->conc, lc->limit);
+    sl_concurrency_set_limit(l->conc, limit);
     sl_concurrency_set_lease(l->conc, lc->lease);
-    sl_concurrency_set_limit(l->fallback, fallback_limit(lc->limit, l->instances));
+    sl_concurrency_set_limit(l->fallback, fallback_limit(limit, l->instances));
     sl_concurrency_set_lease(l->fallback, lc->lease);
 }
 
-static entry *entry_new(const sl_config *cfg, const sl_lease_config *lc) {
+static entry *entry_new(const sl_config *cfg, const sl_lease_config *lc, int64_t now) {
     entry *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     atomic_init(&e->refs, 1);
@@ -61,17 +73,24 @@ static entry *entry_new(const sl_config *cfg, const sl_lease_config *lc) {
         .limit = lc->limit, .lease = lc->lease, .max_memory = cfg->max_memory};
     sl_concurrency_options f = o;
     f.limit = fallback_limit(lc->limit, e->lim.instances);
+    e->adaptive = lc->adaptive;
+    e->min_limit = lc->min_limit;
+    e->max_limit = lc->max_limit;
+    sl_adaptive_options ao = {
+        .min_limit = lc->min_limit, .max_limit = lc->max_limit, .initial_limit = lc->limit};
     if (sl_concurrency_create(&o, &e->lim.conc) != SL_OK ||
-        sl_concurrency_create(&f, &e->lim.fallback) != SL_OK) {
+        sl_concurrency_create(&f, &e->lim.fallback) != SL_OK ||
+        (lc->adaptive && sl_adaptive_create(&ao, now, &e->lim.adaptive) != SL_OK)) {
         sl_concurrency_destroy(e->lim.conc);
+        sl_concurrency_destroy(e->lim.fallback);
         free(e);
         return NULL;
     }
     return e;
 }
 
-int sl__lease_set_create(const sl_config *cfg, const sl_lease_set *prev, sl_lease_set **out,
-                         char *err, size_t errlen) {
+int sl__lease_set_create(const sl_config *cfg, const sl_lease_set *prev, int64_t now,
+                         sl_lease_set **out, char *err, size_t errlen) {
     sl_lease_set *s = calloc(1, sizeof *s);
     if (!s || !(s->e = calloc(cfg->nleases ? cfg->nleases : 1, sizeof *s->e))) {
         free(s);
@@ -82,14 +101,18 @@ int sl__lease_set_create(const sl_config *cfg, const sl_lease_set *prev, sl_leas
         const sl_lease_config *lc = &cfg->leases[i];
         entry *e =
             prev ? (entry *)(void *)sl__lease_set_find(prev, lc->name, strlen(lc->name)) : NULL;
+        if (e && (e->adaptive != lc->adaptive || e->min_limit != lc->min_limit ||
+                  e->max_limit != lc->max_limit))
+            e = NULL; /* adaptivity changed: a limit afresh */
+        bool fresh = !e;
         if (e)
             atomic_fetch_add(&e->refs, 1);
-        else if (!(e = entry_new(cfg, lc))) {
+        else if (!(e = entry_new(cfg, lc, now))) {
             snprintf(err, errlen, "policy %s: out of memory", lc->name);
             sl__lease_set_free(s);
             return -1;
         }
-        apply(e, cfg, lc);
+        apply(e, cfg, lc, fresh);
         s->e[s->n++] = e;
     }
     *out = s;
@@ -142,6 +165,11 @@ void sl__lease_count(const sl_lease_call *c) {
     case SL_LEASE_RELEASE:
         atomic_fetch_add_explicit(c->rc == SL_OK ? &l->released : &l->unknown, 1,
                                   memory_order_relaxed);
+        /* an adaptive limit follows the latencies of the work its leases covered */
+        if (c->rc == SL_OK && c->latency > 0 && l->adaptive) {
+            int64_t next = sl_adaptive_sample(l->adaptive, c->latency, c->now);
+            if (next > 0 && next != atomic_load(&l->limit)) set_limit(l, next);
+        }
         break;
     default:
         if (c->rc == SL_ELEASE) atomic_fetch_add_explicit(&l->unknown, 1, memory_order_relaxed);

@@ -18,10 +18,11 @@ typedef struct sl_lease_set sl_lease_set;
 
 /* Builds the set for cfg->leases, reusing the limits of prev (may be NULL)
  * with the same names (their limit, lease and fail mode updated). Each
- * limit's memory is capped at cfg->max_memory. Returns 0 and *out (free
+ * limit's memory is capped at cfg->max_memory; a new adaptive limit's
+ * first window starts at now (the workers' clock). Returns 0 and *out (free
  * with sl__lease_set_free), or -1 with a message in err. */
-int sl__lease_set_create(const sl_config *cfg, const sl_lease_set *prev, sl_lease_set **out,
-                         char *err, size_t errlen);
+int sl__lease_set_create(const sl_config *cfg, const sl_lease_set *prev, int64_t now,
+                         sl_lease_set **out, char *err, size_t errlen);
 /* Frees s; a limit lives on while another set holds it. NULL is fine. */
 void sl__lease_set_free(sl_lease_set *s);
 
@@ -35,7 +36,8 @@ sl_lease_limit *sl__lease_set_at(const sl_lease_set *s, size_t i);
  * before this returns. The caller keeps the set that holds c->limit alive
  * until done (a reference to its policy set). */
 void sl__lease_start(sl_decider *d, sl_lease_call *c);
-/* In done: counts c's outcome in its limit's counters. */
+/* In done: counts c's outcome in its limit's counters; a release that
+ * says its latency moves an adaptive limit (sluice/adaptive.h). */
 void sl__lease_count(const sl_lease_call *c);
 
 #endif

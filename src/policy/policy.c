@@ -162,7 +162,7 @@ int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now
         }
     }
     if (sl__rules_compile(cfg, s, &s->rules, err, errlen) != 0) goto fail;
-    if (sl__lease_set_create(cfg, prev ? prev->leases : NULL, &s->leases, err, errlen) != 0)
+    if (sl__lease_set_create(cfg, prev ? prev->leases : NULL, now, &s->leases, err, errlen) != 0)
         goto fail;
     *out = s;
     return 0;

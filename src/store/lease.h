@@ -33,13 +33,14 @@
  * keeps it alive while calls use it; limit, lease and on_failure may change
  * at a reload (atomics), the state stays. */
 typedef struct sl_lease_limit {
-    char name[64];            /* the policy's name: the Redis key namespace */
-    _Atomic int64_t limit;    /* leases per key at once */
-    _Atomic int64_t lease;    /* ns */
-    _Atomic int on_failure;   /* sl_fail_mode */
-    sl_concurrency *conc;     /* the memory store's leases */
-    sl_concurrency *fallback; /* the Redis store's local fail mode (limit / instances) */
-    unsigned instances;       /* expected_instances, for the fallback's limit */
+    char name[64];                /* the policy's name: the Redis key namespace */
+    _Atomic int64_t limit;        /* leases per key at once */
+    _Atomic int64_t lease;        /* ns */
+    _Atomic int on_failure;       /* sl_fail_mode */
+    sl_concurrency *conc;         /* the memory store's leases */
+    sl_concurrency *fallback;     /* the Redis store's local fail mode (limit / instances) */
+    unsigned instances;           /* expected_instances, for the fallback's limit */
+    struct sl_adaptive *adaptive; /* adaptive: true: moves `limit` (policy/lease_set.c), or NULL */
     /* counters (/metrics) */
     atomic_uint_fast64_t acquired, refused, released, unknown;
     atomic_uint_fast64_t from[SL_FROM_COUNT]; /* acquires by origin */
@@ -56,8 +57,9 @@ struct sl_lease_call {
     sl_lease_limit *limit;
     const char *key; /* lives until done */
     size_t keylen;
-    uint64_t id; /* release, renew: the lease */
-    int64_t now; /* the worker's clock */
+    uint64_t id;     /* release, renew: the lease */
+    int64_t latency; /* release: how long the work took (ns; 0: not said), for adaptive limits */
+    int64_t now;     /* the worker's clock */
     sl_lease_done_fn done;
     void *arg;
     /* out */

@@ -185,12 +185,91 @@ static void test_reload_keeps_leases(void **state) {
     sl__config_free(c2);
 }
 
+static void test_adaptive_config(void **state) {
+    (void)state;
+    sl_config *c = parse_ok("policies:\n  - name: j\n    algorithm: concurrency\n    limit: 10\n"
+                            "    adaptive: true\n    min_limit: 2\n    max_limit: 100\n"
+                            "  - name: k\n    algorithm: concurrency\n    limit: 5\n"
+                            "    adaptive: true\n    max_limit: 5\n");
+    const sl_lease_config *j = sl__config_lease(c, "j", 1), *k = sl__config_lease(c, "k", 1);
+    assert_true(j->adaptive);
+    assert_int_equal(j->min_limit, 2);
+    assert_int_equal(j->max_limit, 100);
+    assert_int_equal(k->min_limit, 1); /* the default */
+    sl__config_free(c);
+    expect_errors("policies:\n  - name: j\n    algorithm: concurrency\n    limit: 3\n"
+                  "    adaptive: true\n",
+                  "t.yaml:2: policies[0].max_limit: missing (adaptive: true needs max_limit: the "
+                  "most it may grow to)");
+    expect_errors("policies:\n  - name: j\n    algorithm: concurrency\n    limit: 3\n"
+                  "    max_limit: 9\n",
+                  "t.yaml:5: policies[0].max_limit: only an adaptive concurrency limit "
+                  "(adaptive: true) has bounds");
+    expect_errors("policies:\n  - name: j\n    algorithm: concurrency\n    limit: 30\n"
+                  "    adaptive: true\n    min_limit: 2\n    max_limit: 20\n",
+                  "t.yaml:4: policies[0].limit: 30: must lie within min_limit 2 and max_limit 20 "
+                  "(it is where an adaptive limit starts)");
+    expect_errors("policies:\n  - name: p\n    algorithm: gcra\n    rate: 1/s\n    burst: 1\n"
+                  "    adaptive: true\n",
+                  "t.yaml:6: policies[0].adaptive: only a concurrency limit (algorithm: "
+                  "concurrency) has a adaptive");
+}
+
+/* Releases that say their latency move an adaptive limit, window by
+ * window (1 s windows on the workers' clock), the memory store's limiter
+ * with it; a reload keeps where it got to. */
+static void test_adaptive_release(void **state) {
+    (void)state;
+    const char *text = "policies:\n  - name: j\n    algorithm: concurrency\n    limit: 10\n"
+                       "    adaptive: true\n    max_limit: 100\n";
+    sl_config *cfg = parse_ok(text);
+    char err[256];
+    sl_policy_set *s1, *s2;
+    assert_int_equal(sl__policy_set_create(cfg, NULL, T0, &s1, err, sizeof err), 0);
+    sl_lease_limit *l = sl__lease_set_find(sl__policy_set_leases(s1), "j", 1);
+    /* a window's samples count from the first release after it: 10, 10, 12, 14 */
+    int64_t want[] = {10, 10, 12, 14};
+    for (int w = 0; w < 4; w++) {
+        int64_t now = T0 + w * SEC;
+        sl_lease_call a = acquire(l, "k", now);
+        assert_true(a.acq.acquired);
+        assert_int_equal(a.acq.limit, want[w]);
+        sl_lease_call r = {.op = SL_LEASE_RELEASE,
+                           .limit = l,
+                           .key = "k",
+                           .keylen = 1,
+                           .id = a.acq.lease.id,
+                           .latency = 10 * SL_NS_PER_MS,
+                           .now = now,
+                           .done = count_done};
+        sl__lease_start(NULL, &r);
+        assert_int_equal(r.rc, SL_OK);
+    }
+    assert_int_equal(sl_concurrency_limit(l->conc), 16);
+    /* a release without a latency changes nothing */
+    sl_lease_call a = acquire(l, "k", T0 + 10 * SEC);
+    sl_lease_call r = {.op = SL_LEASE_RELEASE,
+                       .limit = l,
+                       .key = "k",
+                       .keylen = 1,
+                       .id = a.acq.lease.id,
+                       .now = T0 + 10 * SEC,
+                       .done = count_done};
+    sl__lease_start(NULL, &r);
+    assert_int_equal(atomic_load(&l->limit), 16); /* no sample: window 3's is not counted */
+    assert_int_equal(sl__policy_set_create(cfg, s1, T0 + 11 * SEC, &s2, err, sizeof err), 0);
+    sl__policy_set_release(s1);
+    assert_ptr_equal(sl__lease_set_find(sl__policy_set_leases(s2), "j", 1), l);
+    assert_int_equal(atomic_load(&l->limit), 16);
+    sl__policy_set_release(s2);
+    sl__config_free(cfg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_example_loads),
-        cmocka_unit_test(test_reload_keeps_leases),
+        cmocka_unit_test(test_parse),           cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_example_loads),   cmocka_unit_test(test_reload_keeps_leases),
+        cmocka_unit_test(test_adaptive_config), cmocka_unit_test(test_adaptive_release),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

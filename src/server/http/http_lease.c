@@ -67,6 +67,19 @@ static bool parse_id(const char *s, size_t n, uint64_t *out) {
     return v != 0;
 }
 
+/* 1 to 3600000 (an hour), digits only, into ns. */
+static bool parse_ms(const char *s, size_t n, int64_t *out) {
+    if (n < 1 || n > 7) return false;
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < 1 || v > 3600000) return false;
+    *out = v * SL_NS_PER_MS;
+    return true;
+}
+
 static const char *const fallback_name[SL_FROM_COUNT] = {
     [SL_FROM_OPEN] = "open", [SL_FROM_CLOSED] = "closed", [SL_FROM_LOCAL] = "local"};
 
@@ -206,6 +219,16 @@ bool sl__http_lease_handle(sl_worker *w, const sl_http_request *r, sl_buf *out, 
             return keep;
         }
     }
+    int64_t latency = 0;
+    if (op == SL_LEASE_RELEASE) {
+        char lbuf[24];
+        long m = sl__http_query_param(r->query, r->query_len, "latency_ms", lbuf, sizeof lbuf);
+        if (m == -2 || (m >= 0 && !parse_ms(lbuf, (size_t)m, &latency))) {
+            send_error(out, keep, 400, "bad_latency",
+                       "latency_ms must be a whole number of milliseconds from 1 to 3600000");
+            return keep;
+        }
+    }
     sl_lease_limit *l = sl__lease_set_find(sl__policy_set_leases(w->policies), name, (size_t)n);
     if (!l) {
         char msg[160];
@@ -233,6 +256,7 @@ bool sl__http_lease_handle(sl_worker *w, const sl_http_request *r, sl_buf *out, 
                               .key = x->key,
                               .keylen = (size_t)k,
                               .id = id,
+                              .latency = latency,
                               .now = sl__worker_now(w),
                               .done = lease_done,
                               .arg = x};

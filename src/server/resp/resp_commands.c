@@ -140,6 +140,10 @@ static const arg_doc check_args[] = {
 static const arg_doc acquire_args[] = {{"policy", "string", false}, {"key", "key", false}};
 static const arg_doc lease_args[] = {
     {"policy", "string", false}, {"key", "key", false}, {"lease", "string", false}};
+static const arg_doc release_args[] = {{"policy", "string", false},
+                                       {"key", "key", false},
+                                       {"lease", "string", false},
+                                       {"latency_ms", "integer", true}};
 static const arg_doc message_opt[] = {{"message", "string", true}};
 static const arg_doc message[] = {{"message", "string", false}};
 static const arg_doc section_opt[] = {{"section", "string", true}};
@@ -192,7 +196,7 @@ static const cmd_def commands[] = {
      ARGS(acquire_args),
      sl__resp_cmd_acquire},
     {NAME("sl.release"),
-     4,
+     -4,
      true,
      {"write", "fast"},
      2,
@@ -201,7 +205,7 @@ static const cmd_def commands[] = {
      "Gives back a lease of a concurrency limit",
      "1.0.0",
      "sluice",
-     ARGS(lease_args),
+     ARGS(release_args),
      sl__resp_cmd_release},
     {NAME("sl.renew"),
      4,

@@ -1,6 +1,6 @@
 /* resp_lease.c: the RESP commands of concurrency limits (docs/resp.md):
  *   SL.ACQUIRE policy key        -> [allowed, lease, limit, remaining, retry_after_ms, lease_ms]
- *   SL.RELEASE policy key lease  -> 1 released, 0 no such lease held
+ *   SL.RELEASE policy key lease [latency_ms] -> 1 released, 0 no such lease held
  *   SL.RENEW policy key lease    -> lease_ms after the renewal, 0 no such lease held
  * Each starts one lease operation through the context's decider
  * (policy/lease_set.h) and replies in done, inline or in the reserved place
@@ -98,7 +98,7 @@ static void lease_done(sl_lease_call *c) {
 
 static int run(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out, sl_lease_op op,
                const char *name, size_t argc) {
-    if (cmd->argc != argc) {
+    if (cmd->argc != argc && !(op == SL_LEASE_RELEASE && cmd->argc == argc + 1)) {
         errorf(out, "ERR wrong number of arguments for '%s' command", name);
         return 0;
     }
@@ -125,6 +125,21 @@ static int run(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *o
         sl__resp_error(out, "ERR lease must be the id SL.ACQUIRE answered (1 to 16 hex digits)");
         return 0;
     }
+    int64_t latency = 0;
+    if (cmd->argc == 5) {
+        int64_t v = 0;
+        bool ok = cmd->argl[4] >= 1 && cmd->argl[4] <= 7;
+        for (size_t i = 0; ok && i < cmd->argl[4]; i++) {
+            char ch = cmd->argv[4][i];
+            ok = ch >= '0' && ch <= '9';
+            v = v * 10 + (ch - '0');
+        }
+        if (!ok || v < 1 || v > 3600000) {
+            sl__resp_error(out, "ERR latency_ms must be an integer from 1 to 3600000");
+            return 0;
+        }
+        latency = v * SL_NS_PER_MS;
+    }
     size_t keylen = cmd->argl[2];
     lease_ctx *x = malloc(sizeof *x + keylen + 1);
     if (!x) {
@@ -141,6 +156,7 @@ static int run(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *o
                               .key = x->key,
                               .keylen = keylen,
                               .id = id,
+                              .latency = latency,
                               .now = ctx->now,
                               .done = lease_done,
                               .arg = x};

@@ -55,6 +55,11 @@ policies:
     algorithm: concurrency
     limit: 1
     on_failure: local
+  - name: adapt
+    algorithm: concurrency
+    limit: 2
+    adaptive: true
+    max_limit: 50
 """
 
 
@@ -192,6 +197,26 @@ class LeaseHTTP(unittest.TestCase):
         self.assertIn("wrong number of arguments", cli(s, "SL.ACQUIRE", "jobs")[0])
         info = cli(s, "COMMAND", "INFO", "sl.acquire")
         self.assertIn("sl.acquire", info)
+
+    def test_adaptive(self):
+        """Releases that say a steady latency make an adaptive limit grow
+        (1 s windows of the server's clock: polled, never slept for)."""
+        s = self.s
+
+        def grown():
+            st, _, a = post(s, "/v1/acquire?policy=adapt&key=k")
+            self.assertEqual(st, 200)
+            st, _, r = post(s, "/v1/release?policy=adapt&key=k&latency_ms=5&lease=" + a["lease"])
+            self.assertEqual(st, 200)
+            return a["limit"] > 2
+        self.assertTrue(harness.poll(grown, within=60, step=0.05), "the limit never grew")
+        text = curl(s.url("/metrics"))[2]
+        self.assertGreater(harness.metric(text, "sluice_lease_limit", policy="adapt"), 2)
+        for bad in ("0", "x", "3600001"):
+            st, _, body = post(s, "/v1/release?policy=adapt&key=k&lease=1&latency_ms=" + bad)
+            self.assertEqual((st, body["error"]), (400, "bad_latency"))
+        self.assertIn("latency_ms must be", cli(s, "SL.RELEASE", "adapt", "k", "1", "0")[0])
+        self.assertEqual(cli(s, "SL.RELEASE", "adapt", "k", "1", "5"), ["0"])
 
     def test_reload_keeps_leases(self):
         s = self.s

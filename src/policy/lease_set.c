@@ -51,8 +51,7 @@ static void set_limit(sl_lease_limit *l, int64_t limit) {
 /* Applies lc to e's limit (new or reused: an adaptive limit keeps where it
  * got to). */
 static void apply(entry *e, const sl_config *cfg, const sl_lease_config *lc, bool fresh) {
-    sl_lease_limit *l = &e->lim;
-    l->instances = cfg->redis.expected_instances ? cfg->redis.expected_instances : 1;
+    sl_lease_limit *l = &e->lim; /* instances: fixed at creation (the store section is) */
     int64_t limit = fresh || !e->adaptive ? lc->limit : atomic_load(&l->limit);
     atomic_store(&l->limit, limit);
     atomic_store(&l->lease, lc->lease);

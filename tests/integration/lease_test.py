@@ -159,6 +159,13 @@ class LeaseHTTP(unittest.TestCase):
             self.assertEqual((st, body["error"]), (status, code), path)
         st, h, body = curl(s.url("/v1/acquire?policy=jobs&key=a"))
         self.assertEqual((st, h["allow"]), (405, "POST"))
+        # HEAD: the same status and headers, no body (the connection stays usable)
+        pipe = harness.raw(s.http_port, b"HEAD /v1/acquire?policy=jobs&key=a HTTP/1.1\r\n"
+                           b"Host: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n"
+                           b"Connection: close\r\n\r\n")
+        self.assertIn(b"405 Method Not Allowed", pipe)
+        self.assertIn(b"200 OK", pipe)
+        self.assertNotIn(b"method_not_allowed", pipe)
         # a concurrency limit is not a rate policy
         st, _, body = curl(s.url("/v1/check?policy=jobs&key=a"))
         self.assertEqual(st, 404)

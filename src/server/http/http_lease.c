@@ -182,6 +182,7 @@ bool sl__http_lease_handle(sl_worker *w, const sl_http_request *r, sl_buf *out, 
         sl__http_begin(out, 405);
         sl__http_header_line(out, "Allow", "POST");
         sl__http_end(out, keep, "application/json", b.data, b.len);
+        if (r->method == SL_HTTP_HEAD) out->len -= b.len; /* the headers only */
         sl__buf_free(&b);
         return keep;
     }

@@ -259,6 +259,15 @@ class ExampleProtection(unittest.TestCase):
             s.stop()
 
 
+class CheckConfig(unittest.TestCase):
+    def test_check_config(self):
+        path = os.path.join(sluiced_test.SRC, "examples/protection/sluice.yaml")
+        out = subprocess.run([sluiced_test.SLUICED, "--check-config", path],
+                             capture_output=True, text=True)
+        self.assertEqual((out.returncode, out.stdout),
+                         (0, "%s: ok (1 policies, 2 concurrency limits)\n" % path))
+
+
 class RedisKilled(unittest.TestCase):
     """The Redis store with Redis gone: each fail mode answers."""
 

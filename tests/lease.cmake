@@ -35,3 +35,8 @@ endif()
 # test_adaptive: the adaptive concurrency limit (include/sluice/adaptive.h,
 # issue 16 item 2, library only) on a fake clock.
 sluice_unit_test(test_adaptive)
+
+# test_lease_redis: the Redis store's lease script (src/store/lease.lua) against
+# a real redis-server of its own (tests/unit/redis_fixture.h), on a fake clock.
+sluice_unit_test(test_lease_redis)
+set_tests_properties(test_lease_redis PROPERTIES LABELS unit TIMEOUT 180)

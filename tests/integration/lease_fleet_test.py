@@ -92,7 +92,9 @@ class Fleet(unittest.TestCase):
         errors = []
         # clients killed mid-lease: each holds a slot until its lease expires
         killed = []
-        for i in range(KILLED):
+        for i in range(KILLED * 10):
+            if len(killed) == KILLED:
+                break
             port = self.servers[i % 2].http_port
             t0 = time.monotonic()
             p = subprocess.Popen([sys.executable, "-c", KILLED_CLIENT, str(port)],
@@ -106,10 +108,11 @@ class Fleet(unittest.TestCase):
             if status == "200":
                 killed.append(json.loads(body)["lease"])
                 held.append((t_ack, t0 + LEASE_S))
-        self.assertEqual(len(killed), KILLED, "the first acquires must pass (limit %d)" % LIMIT)
+            # else: Redis too slow for the timeout (closed: refused); the next one
+        self.assertEqual(len(killed), KILLED, "no %d killed holders in %d tries" % (KILLED, KILLED * 10))
 
         start = threading.Barrier(CLIENTS)
-        granted = [0]
+        granted, unsure = [0], [0]
 
         def client(i):
             rng = random.Random(i)
@@ -118,6 +121,7 @@ class Fleet(unittest.TestCase):
             try:
                 start.wait()
                 for _ in range(ROUNDS):
+                    t_sent = time.monotonic()
                     c.request("POST", "/v1/acquire?policy=backend&key=shared")
                     r = c.getresponse()
                     body = json.loads(r.read())
@@ -133,10 +137,14 @@ class Fleet(unittest.TestCase):
                               body["lease"])
                     r = c.getresponse()
                     rel = json.loads(r.read())
-                    if r.status != 200 or not rel.get("released"):
+                    if r.status != 200:
                         errors.append(("release", r.status, rel))
                     with lock:
-                        held.append((t_ack, t_rel))
+                        if rel.get("released"):
+                            held.append((t_ack, t_rel))
+                        else:  # Redis did not answer in time: held until it expires
+                            held.append((t_ack, t_sent + LEASE_S))
+                            unsure[0] += 1
                         granted[0] += 1
             except Exception as e:  # reported, not swallowed
                 errors.append(("client", i, repr(e)))
@@ -152,7 +160,8 @@ class Fleet(unittest.TestCase):
         self.assertGreater(granted[0], 0)
         most = max_overlap(held)
         print("  %d leases granted to %d clients on 2 servers, at most %d held at once "
-              "(limit %d, %d killed holders)" % (granted[0], CLIENTS, most, LIMIT, KILLED))
+              "(limit %d, %d killed holders, %d releases Redis did not answer in time)"
+              % (granted[0], CLIENTS, most, LIMIT, KILLED, unsure[0]))
         self.assertLessEqual(most, LIMIT)
 
         # the killed clients' leases expire by themselves: all N slots come back

@@ -153,7 +153,7 @@ static void without_redis(lstate *st) {
     }
     /* open: a lease Redis never knew (its release answers "not held") */
     c->acq = (sl_acquire){.acquired = true,
-                          .lease = {.id = new_id(), .expires = c->now + lease},
+                          .lease = {.id = c->id, .expires = c->now + lease},
                           .limit = limit,
                           .in_flight = 1,
                           .remaining = limit - 1};

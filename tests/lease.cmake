@@ -40,3 +40,13 @@ sluice_unit_test(test_adaptive)
 # a real redis-server of its own (tests/unit/redis_fixture.h), on a fake clock.
 sluice_unit_test(test_lease_redis)
 set_tests_properties(test_lease_redis PROPERTIES LABELS unit TIMEOUT 180)
+
+# lease_cluster_integration: concurrency limits on a real Redis Cluster (3
+# masters, tests/integration/redis_cluster.py): lease sets spread over the
+# masters by slot, exact per key, renew and release through the routing.
+if(TARGET sluiced)
+  add_test(NAME lease_cluster_integration
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/lease_cluster_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(lease_cluster_integration PROPERTIES LABELS "integration" TIMEOUT 300)
+endif()

@@ -50,3 +50,11 @@ if(TARGET sluiced)
             $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
   set_tests_properties(lease_cluster_integration PROPERTIES LABELS "integration" TIMEOUT 300)
 endif()
+
+# sim_adaptive_cli: `sluice sim adaptive` (a slowing backend: a fixed rate limit
+# against the adaptive concurrency limit), deterministic, its story checked.
+if(TARGET sluice_cli)
+  add_test(NAME sim_adaptive_cli
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/sim_adaptive_test.sh $<TARGET_FILE:sluice_cli>)
+  set_tests_properties(sim_adaptive_cli PROPERTIES LABELS "integration;cli" TIMEOUT 120)
+endif()

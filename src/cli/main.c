@@ -18,6 +18,8 @@ static const char main_help[] =
     "  sim race    run every rate-limiting algorithm on the same traffic and compare\n"
     "  sim herd    many workers retrying after 429: with and without jitter\n"
     "  sim aimd    a client adapting its rate to a server's limit (AIMD)\n"
+    "  sim adaptive  a slowing backend: a fixed rate limit against an adaptive\n"
+    "              concurrency limit\n"
     "  fetch URL   send an HTTP request politely: Retry-After, backoff with jitter,\n"
     "              retry budget, AIMD (sluice fetch --help)\n"
     "  check-config FILE\n"
@@ -39,6 +41,8 @@ static const char sim_help[] =
     "  herd    --workers sharing one key retry after Retry-After plus --jitter;\n"
     "          sent, served, unserved, last served; --svg FILE\n"
     "  aimd    a client's rate over time: +a per success, x b per 429; --svg FILE\n"
+    "  adaptive  a backend slowing down: a fixed rate limit keeps admitting while\n"
+    "          latency explodes, an adaptive concurrency limit sheds\n"
     "\n"
     "Every simulation takes --format table|csv|json and --help.\n";
 
@@ -70,6 +74,8 @@ static int sim_main(int argc, char **argv) {
     if (strcmp(sub, "race") == 0) return sim_race_main("sluice sim race", argc, argv, 3);
     if (strcmp(sub, "herd") == 0) return sim_herd_main("sluice sim herd", argc, argv, 3);
     if (strcmp(sub, "aimd") == 0) return sim_aimd_main("sluice sim aimd", argc, argv, 3);
+    if (strcmp(sub, "adaptive") == 0)
+        return sim_adaptive_main("sluice sim adaptive", argc, argv, 3);
     return usage_error("unknown simulation '%s' (race, herd or aimd; see sluice sim --help)", sub);
 }
 

@@ -1,6 +1,7 @@
 /* main.c: the `sluice` command line: dispatches subcommands (`sim
- * race|herd|aimd|adaptive`, `fetch`, `check-config`), prints help, and turns misuse into a clear message and
- * exit code 2. Each subcommand parses its own options. */
+ * race|herd|aimd|adaptive`, `fetch`, `check-config`), prints help, and turns
+ * misuse into a clear message and exit code 2. Each subcommand parses its own
+ * options. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

@@ -45,7 +45,7 @@ void sl__metrics_leases(const sl_policy_set *set, sl_buf *out) {
         sl__prom_sample(out, "sluice_lease_limit", labels, (uint64_t)atomic_load(&l->limit));
     }
     sl__prom_family(out, "sluice_lease_keys", "gauge",
-                    "Keys holding leases in this process's memory (memory store).");
+                    "Keys in the memory store's table (expired leases count until swept).");
     for (size_t i = 0; i < n; i++) {
         sl_lease_limit *l = sl__lease_set_at(ls, i);
         sl_concurrency_stats st;

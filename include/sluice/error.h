@@ -24,7 +24,8 @@ enum {
     SL_ETOOMANY = -9,    /* more checks in one call than SL_CHECK_MAX */
     SL_EPARSE = -10,     /* text could not be parsed (rate, duration, size, name) */
     SL_EALGORITHM = -11, /* unknown algorithm */
-    SL_ETRANSFER = -12   /* libsluice-client: an HTTP transfer failed (see sl_client_errmsg) */
+    SL_ETRANSFER = -12,  /* libsluice-client: an HTTP transfer failed (see sl_client_errmsg) */
+    SL_ELEASE = -13      /* no such lease held (never acquired, released, or expired) */
 };
 
 /* Returns a static, never-NULL description of `code` (unknown codes get a

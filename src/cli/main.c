@@ -1,7 +1,7 @@
 /* main.c: the `sluice` command line: dispatches subcommands (`sim
- * race|herd|aimd|fair`, `fetch`, `top`, `check-config`), prints help, and
- * turns misuse into a clear message and exit code 2. Each subcommand parses
- * its own options. */
+ * race|herd|aimd|fair|adaptive`, `fetch`, `top`, `check-config`), prints
+ * help, and turns misuse into a clear message and exit code 2. Each
+ * subcommand parses its own options. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +22,8 @@ static const char main_help[] =
     "  sim aimd    a client adapting its rate to a server's limit (AIMD)\n"
     "  sim fair    one tenant's 10,000 jobs against small tenants' one each: FIFO\n"
     "              against weighted fair queuing\n"
+    "  sim adaptive  a slowing backend: a fixed rate limit against an adaptive\n"
+    "              concurrency limit\n"
     "  fetch URL   send an HTTP request politely: Retry-After, backoff with jitter,\n"
     "              retry budget, AIMD (sluice fetch --help)\n"
     "  top [URL]   a live view of a sluiced: decisions per second, top rejected\n"
@@ -47,6 +49,8 @@ static const char sim_help[] =
     "  aimd    a client's rate over time: +a per success, x b per 429; --svg FILE\n"
     "  fair    a dump of --jobs against --tenants small ones, FIFO vs weighted\n"
     "          fair queuing: the small tenants' waits; --svg FILE\n"
+    "  adaptive  a backend slowing down: a fixed rate limit keeps admitting while\n"
+    "          latency explodes, an adaptive concurrency limit sheds\n"
     "\n"
     "Every simulation takes --format table|csv|json and --help.\n";
 
@@ -79,8 +83,10 @@ static int sim_main(int argc, char **argv) {
     if (strcmp(sub, "herd") == 0) return sim_herd_main("sluice sim herd", argc, argv, 3);
     if (strcmp(sub, "aimd") == 0) return sim_aimd_main("sluice sim aimd", argc, argv, 3);
     if (strcmp(sub, "fair") == 0) return sim_fair_main("sluice sim fair", argc, argv, 3);
-    return usage_error("unknown simulation '%s' (race, herd, aimd or fair; see sluice sim --help)",
-                       sub);
+    if (strcmp(sub, "adaptive") == 0)
+        return sim_adaptive_main("sluice sim adaptive", argc, argv, 3);
+    return usage_error(
+        "unknown simulation '%s' (race, herd, aimd, fair or adaptive; see sluice sim --help)", sub);
 }
 
 int main(int argc, char **argv) {

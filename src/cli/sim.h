@@ -16,6 +16,7 @@ int sim_race_main(const char *cmd, int argc, char **argv, int first);
 int sim_herd_main(const char *cmd, int argc, char **argv, int first);
 int sim_aimd_main(const char *cmd, int argc, char **argv, int first);
 int sim_fair_main(const char *cmd, int argc, char **argv, int first);
+int sim_adaptive_main(const char *cmd, int argc, char **argv, int first); /* sim_adaptive.c */
 
 /* The absolute time (ns) passed to libsluice for simulation time 0: a
  * multiple of `period`, so that window k of the library is exactly the

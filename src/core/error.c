@@ -29,6 +29,8 @@ const char *sl_strerror(int code) {
         return "unknown algorithm";
     case SL_ETRANSFER:
         return "the HTTP transfer failed";
+    case SL_ELEASE:
+        return "no such lease (never acquired, already released, or expired)";
     default:
         return "unknown error";
     }

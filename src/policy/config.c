@@ -420,6 +420,7 @@ void sl__config_free(sl_config *c) {
     if (!c) return;
     sl__domain_rules_free(c->domain_rules);
     free(c->policies);
+    free(c->leases);
     sl__config_free_identity(c);
     free(c);
 }

@@ -11,6 +11,7 @@
 
 #include "policy/identity.h"
 #include "store/redis_config.h"
+#include "sluice/concurrency.h"
 #include "sluice/limit.h"
 
 #define SL_POLICY_NAME_MAX     63 /* [a-z0-9_.-]+ */
@@ -48,6 +49,25 @@ typedef struct sl_policy_config {
     uint8_t calendar;   /* SL_CALENDAR_MONTH: windows are calendar months (UTC), see policy.h */
     sl_policy_graphql graphql; /* POST /v1/graphql's cost scheme for this policy */
 } sl_policy_config;
+
+/* A concurrency limit (`algorithm: concurrency` under policies:,
+ * docs/protection.md): at most `limit` leases per key held at once, each
+ * living `lease` ns unless released or renewed. Kept apart from the rate
+ * policies (a policy name is either), so nothing that decides a rate
+ * (rules, tiers, /v1/check) ever sees one. */
+#define SL_LEASE_DEFAULT (INT64_C(30) * 1000000000)    /* 30 s */
+#define SL_LEASE_MAX     (INT64_C(86400) * 1000000000) /* 24 h = SL_CONCURRENCY_LEASE_MAX */
+typedef struct sl_lease_config {
+    char name[SL_POLICY_NAME_MAX + 1];
+    int64_t limit;      /* 1..SL_CONCURRENCY_MAX */
+    int64_t lease;      /* ns, whole ms, 1 ms..24 h; default SL_LEASE_DEFAULT */
+    char on_failure[8]; /* "open" | "closed" | "local", or "" (store.redis.on_failure) */
+    int line;
+    /* adaptive: true (sluice/adaptive.h): limit is the initial limit, which then
+       follows the latencies reported at release, within [min_limit, max_limit] */
+    bool adaptive;
+    int64_t min_limit, max_limit;
+} sl_lease_config;
 
 /* ---- identity, rules, tiers, quotas, costs, exemptions (docs/identity.md) ---- */
 
@@ -222,6 +242,8 @@ typedef struct sl_config {
     struct sl_domain_rules *domain_rules;
     sl_policy_config *policies; /* quotas: included, with quota = true */
     size_t npolicies;
+    sl_lease_config *leases; /* concurrency limits (policies with algorithm: concurrency) */
+    size_t nleases;
     /* who is counted, and by which limits (docs/identity.md) */
     sl_identity_config identity;
     sl_tier_config *tiers;
@@ -259,6 +281,8 @@ void sl__config_free(sl_config *c);
 
 /* The policy named `name` (len bytes), or NULL. */
 const sl_policy_config *sl__config_policy(const sl_config *c, const char *name, size_t len);
+/* The concurrency limit named `name` (len bytes), or NULL (config_leases.c). */
+const sl_lease_config *sl__config_lease(const sl_config *c, const char *name, size_t len);
 
 /* Tier variant `o` of tier t: the base policy o->policy with the tier's
  * rate, burst (buckets only) or limit, named "policy:tier", at o's line.

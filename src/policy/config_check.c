@@ -36,7 +36,11 @@ int sl__config_check_file(const char *path, FILE *out, FILE *err) {
         fprintf(err, "%s: %s\n", path, msg);
         rc = 1;
     } else {
-        fprintf(out, "%s: ok (%zu policies)\n", path, cfg->npolicies);
+        if (cfg->nleases)
+            fprintf(out, "%s: ok (%zu policies, %zu concurrency limits)\n", path, cfg->npolicies,
+                    cfg->nleases);
+        else
+            fprintf(out, "%s: ok (%zu policies)\n", path, cfg->npolicies);
     }
     sl__domain_set_release(ds);
     sl__policy_set_release(ps);

@@ -80,6 +80,15 @@ void sl__config_check_redis_limits(sl__config_parser *p);
 /* A policy's graphql: block into *g (defaults first). */
 void sl__config_policy_graphql(sl__config_parser *p, const char *path, sl_policy_graphql *g);
 
+/* A policy with algorithm: concurrency, read into pc by the policies
+ * section (its keys[0..nkeys) and the lines they were seen at; in lc the
+ * limit, lease, adaptive, min_limit and max_limit as read, 0 when absent):
+ * checks it and moves it from cfg->policies (it must be the last one) to
+ * cfg->leases (config_leases.c). */
+void sl__config_lease_finish(sl__config_parser *p, sl_policy_config *pc, const int *seen,
+                             const char *const *keys, size_t nkeys, const sl_lease_config *lc,
+                             const char *path, int line, size_t errors_before);
+
 /* ---- config_identity.c ---- */
 void sl__config_identity(sl__config_parser *p, const char *path);
 void sl__config_exempt(sl__config_parser *p, const char *path);

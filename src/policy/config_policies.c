@@ -23,15 +23,24 @@ enum {
     POL_DELAY_AFTER,
     POL_REFILL,
     POL_GRAPHQL,
+    POL_LIMIT, /* concurrency limits only (config_leases.c) */
+    POL_LEASE,
+    POL_ADAPTIVE,
+    POL_MIN_LIMIT,
+    POL_MAX_LIMIT,
     POL_NKEYS
 };
 
-static const char *const policy_keys[] = {"name",           "algorithm", "rate",   "burst",
-                                          "count_rejected", "start",     "shadow", "on_failure",
-                                          "delay_after",    "refill",    "graphql"};
+static const char *const policy_keys[] = {"name",           "algorithm", "rate",      "burst",
+                                          "count_rejected", "start",     "shadow",    "on_failure",
+                                          "delay_after",    "refill",    "graphql",   "limit",
+                                          "lease",          "adaptive",  "min_limit", "max_limit"};
+_Static_assert(sizeof policy_keys / sizeof policy_keys[0] == POL_NKEYS, "one name per key");
 
 static const char *const algorithm_names[] = {"fixed_window", "sliding_log", "sliding_window",
-                                              "token_bucket", "gcra",        "leaky_queue"};
+                                              "token_bucket", "gcra",        "leaky_queue",
+                                              "concurrency"};
+#define ALG_CONCURRENCY 6 /* not an sl_algorithm: a concurrency limit (config_leases.c) */
 
 static const char *const start_names[] = {"full", "empty"};
 
@@ -59,6 +68,11 @@ typedef struct policy_build {
     size_t index;
     int seen[POL_NKEYS];
     bool have_algorithm;
+    bool concurrency; /* algorithm: concurrency */
+    uint64_t limit;
+    int64_t lease;
+    bool adaptive;
+    uint64_t min_limit, max_limit;
 } policy_build;
 
 static void policy_name(sl__config_parser *p, policy_build *b, const char *path) {
@@ -75,6 +89,12 @@ static void policy_name(sl__config_parser *p, policy_build *b, const char *path)
                            "duplicate policy name %s (first at line %d)", q, o->line);
             return;
         }
+    }
+    const sl_lease_config *lc = sl__config_lease(p->cfg, s, n);
+    if (lc) {
+        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
+                       "duplicate policy name %s (first at line %d)", q, lc->line);
+        return;
     }
     memcpy(b->pc->name, s, n + 1);
 }
@@ -93,8 +113,28 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
     case POL_ALGORITHM:
         i = sl__yaml_enum_aliased(&p->y, path, "algorithm", algorithm_names, COUNT(algorithm_names),
                                   algorithm_aliases, COUNT(algorithm_aliases));
-        if (i >= 0 && sl_algorithm_parse(algorithm_names[i], &pc->params.algorithm) == SL_OK)
+        if (i == ALG_CONCURRENCY)
+            b->concurrency = b->have_algorithm = true;
+        else if (i >= 0 && sl_algorithm_parse(algorithm_names[i], &pc->params.algorithm) == SL_OK)
             b->have_algorithm = true;
+        break;
+    case POL_LIMIT:
+        sl__yaml_uint(&p->y, path, "a whole number of leases held at once", 1, SL_CONCURRENCY_MAX,
+                      &b->limit);
+        break;
+    case POL_LEASE:
+        sl__yaml_duration(&p->y, path, NS_MS, SL_LEASE_MAX, &b->lease);
+        break;
+    case POL_ADAPTIVE:
+        sl__yaml_bool(&p->y, path, &b->adaptive);
+        break;
+    case POL_MIN_LIMIT:
+        sl__yaml_uint(&p->y, path, "a whole number of leases", 1, SL_CONCURRENCY_MAX,
+                      &b->min_limit);
+        break;
+    case POL_MAX_LIMIT:
+        sl__yaml_uint(&p->y, path, "a whole number of leases", 1, SL_CONCURRENCY_MAX,
+                      &b->max_limit);
         break;
     case POL_RATE: {
         const char *s = sl__yaml_scalar(&p->y, path, "a rate such as 5/s");
@@ -152,11 +192,28 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
                           size_t errors_before) {
     sl_policy_config *pc = b->pc;
     char field[SL__YAML_PATH_SIZE + 32];
+    if (b->concurrency) {
+        sl_lease_config lc = {.limit = (int64_t)b->limit,
+                              .lease = b->lease,
+                              .adaptive = b->adaptive,
+                              .min_limit = (int64_t)b->min_limit,
+                              .max_limit = (int64_t)b->max_limit};
+        sl__config_lease_finish(p, pc, b->seen, policy_keys, POL_NKEYS, &lc, path, line,
+                                errors_before);
+        return;
+    }
     static const sl__yaml_required required[] = {
         {POL_NAME, "every policy needs a name"},
         {POL_ALGORITHM, "every policy needs an algorithm"},
         {POL_RATE, "every policy needs a rate such as 5/s"}};
     sl__yaml_missing(&p->y, line, path, policy_keys, b->seen, required, COUNT(required));
+    for (int k = POL_LIMIT; k <= POL_MAX_LIMIT; k++)
+        if (b->seen[k] && b->have_algorithm) {
+            snprintf(field, sizeof field, "%s.%s", path, policy_keys[k]);
+            sl__yaml_error(&p->y, b->seen[k], field,
+                           "only a concurrency limit (algorithm: concurrency) has a %s",
+                           policy_keys[k]);
+        }
     if (b->have_algorithm && sl_algorithm_is_bucket(pc->params.algorithm) && !b->seen[POL_BURST]) {
         snprintf(field, sizeof field, "%s.burst", path);
         sl__yaml_error(&p->y, line, field, "missing (%s needs a burst: %s)",
@@ -382,6 +439,11 @@ static size_t store_errors(const sl_config *c, sl_config_errors *errs, int *erro
             store_error(errs, error_line, c->source, pc->line, "%s %s: %s",
                         pc->quota ? "quota" : "policy", pc->name, why);
     }
+    for (size_t i = 0; c->redis.batched && i < c->nleases; i++)
+        store_error(errs, error_line, c->source, c->leases[i].line,
+                    "policy %s: a concurrency limit needs sync: exact (batched mode would let "
+                    "every server hold the limit)",
+                    c->leases[i].name);
     for (size_t t = 0; t < c->ntiers; t++) {
         const sl_tier_config *tc = &c->tiers[t];
         for (size_t j = 0; j < tc->noverrides; j++) {

@@ -505,6 +505,10 @@ sl_decider *sl__engine_worker_new(sl_engine *e, uv_loop_t *loop, unsigned id,
     return d;
 }
 
+sl_store *sl__decider_store(sl_decider *d) {
+    return d->store;
+}
+
 void sl__decider_free(sl_decider *d) {
     if (!d) return;
     sl__store_free(d->store);

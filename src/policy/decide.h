@@ -176,6 +176,9 @@ sl_decider *sl__engine_worker_new(sl_engine *e, uv_loop_t *loop, unsigned id,
 /* Calls in flight are answered first (fail modes); the loop must run
  * afterwards for what it closes. NULL is fine. */
 void sl__decider_free(sl_decider *d);
+/* d's store, for the operations that are not decisions (concurrency
+ * leases: policy/lease_set.h). */
+sl_store *sl__decider_store(sl_decider *d);
 
 /* What /metrics, /readyz and INFO print of the store (summed over workers). */
 typedef struct sl_engine_stats {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy/lease_set.h"
 #include "policy/policy.h"
 #include "policy/rules.h"
 #include "sluice/error.h"
@@ -25,6 +26,7 @@ struct sl_policy_set {
     bool redis;                  /* store.type: redis */
     unsigned expected_instances; /* of the local fallback tables */
     sl_rules *rules;
+    struct sl_lease_set *leases; /* the concurrency limits (lease_set.h) */
 };
 
 static void policy_release(sl_policy *p) {
@@ -167,6 +169,8 @@ int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now
         }
     }
     if (sl__rules_compile(cfg, s, &s->rules, err, errlen) != 0) goto fail;
+    if (sl__lease_set_create(cfg, prev ? prev->leases : NULL, now, &s->leases, err, errlen) != 0)
+        goto fail;
     *out = s;
     return 0;
 fail:
@@ -181,9 +185,14 @@ void sl__policy_set_retain(sl_policy_set *s) {
 void sl__policy_set_release(sl_policy_set *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
     sl__rules_free(s->rules);
+    sl__lease_set_free(s->leases);
     for (size_t i = 0; i < s->n; i++) policy_release(s->p[i]);
     free(s->p);
     free(s);
+}
+
+const struct sl_lease_set *sl__policy_set_leases(const sl_policy_set *s) {
+    return s->leases;
 }
 
 size_t sl__policy_set_count(const sl_policy_set *s) {

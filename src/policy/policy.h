@@ -81,6 +81,9 @@ sl_policy *sl__policy_find(const sl_policy_set *s, const char *name, size_t len)
 /* The compiled request rules (never NULL for a built set; a config without
  * rules gives rules that match nothing). Lives as long as the set. */
 const struct sl_rules *sl__policy_set_rules(const sl_policy_set *s);
+/* The concurrency limits (lease_set.h; never NULL for a built set). Live
+ * as long as the set. */
+const struct sl_lease_set *sl__policy_set_leases(const sl_policy_set *s);
 
 /* One use of a policy in a rules answer (rules.h): the limit, its key and
  * cost, and what the engine said (sl_decide_item's fields of that name). */

@@ -10,6 +10,7 @@
 #include "core/hash.h"
 #include "core/table_any.h"
 #include "sluice/error.h"
+#include "store/lease.h"
 
 #define NS_DAY       (86400 * SL_NS_PER_SEC)
 #define MONTH_PERIOD (31 * NS_DAY) /* the calendar clock's month (config.c makes the tables) */
@@ -220,7 +221,8 @@ static void memory_free(sl_store *s) {
     (void)s;
 }
 
-static const sl_store_ops memory_ops = {.decide = memory_decide, .free = memory_free};
+static const sl_store_ops memory_ops = {
+    .decide = memory_decide, .free = memory_free, .lease = sl__memory_lease};
 static sl_store memory_store = {.ops = &memory_ops};
 
 sl_store *sl__memory_store(void) {

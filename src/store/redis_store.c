@@ -11,6 +11,7 @@
 #include "core/hash.h"
 #include "core/table_any.h"
 #include "sluice/error.h"
+#include "store/lease.h"
 #include "store/redis_cluster.h"
 #include "store/redis_script.h"
 #include "util/buf.h"
@@ -89,7 +90,16 @@ void sl__store_preamble(sl_redis *r) {
 
 static void redis_decide(sl_store *s, sl_store_call *c);
 static void redis_free(sl_store *s);
-static const sl_store_ops redis_ops = {.decide = redis_decide, .free = redis_free};
+static const sl_store_ops redis_ops = {
+    .decide = redis_decide, .free = redis_free, .lease = sl__redis_lease};
+
+void sl__redis_store_parts(sl_store *s, uv_loop_t **loop, const sl_redis_config **cfg,
+                           sl_redis **redis) {
+    sl_store_worker *sw = (sl_store_worker *)s;
+    *loop = sw->loop;
+    *cfg = sw->cfg;
+    *redis = sw->redis;
+}
 
 sl_store *sl__redis_store_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_store_stats *stats) {
     sl_store_worker *sw = calloc(1, sizeof *sw);

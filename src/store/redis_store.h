@@ -25,6 +25,11 @@
  * it. Returns NULL on allocation failure. */
 sl_store *sl__redis_store_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_store_stats *stats);
 
+/* What the lease operation (store/lease.h) uses of a worker's Redis store
+ * s: its loop, store.redis config and client. */
+void sl__redis_store_parts(sl_store *s, uv_loop_t **loop, const sl_redis_config **cfg,
+                           sl_redis **redis);
+
 /* Makes r load the decision script on every new connection (SCRIPT LOAD),
  * so that EVALSHA finds it without a NOSCRIPT round trip. */
 void sl__store_preamble(sl_redis *r);

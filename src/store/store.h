@@ -141,12 +141,17 @@ typedef struct sl_store_stats {
 } sl_store_stats;
 
 typedef struct sl_store sl_store;
+struct sl_lease_call;
 typedef struct sl_store_ops {
     /* Decides c (the contract above). */
     void (*decide)(sl_store *s, sl_store_call *c);
     /* Frees the store: calls in flight are answered first (fail modes);
      * the loop must run afterwards for what it closes. */
     void (*free)(sl_store *s);
+    /* Acquires, releases or renews a lease of a concurrency limit
+     * (store/lease.h, the same completion contract); NULL: the store has
+     * none (batched mode). */
+    void (*lease)(sl_store *s, struct sl_lease_call *c);
 } sl_store_ops;
 
 struct sl_store {

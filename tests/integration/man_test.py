@@ -92,6 +92,7 @@ class ManPages(unittest.TestCase):
         subs = [ss for (sh, ss) in secs if sh == "OPTIONS" and ss]
         self.assertEqual(sorted(subs), sorted(["sluice sim race", "sluice sim herd",
                                                "sluice sim aimd", "sluice sim fair",
+                                               "sluice sim adaptive",
                                                "sluice fetch", "sluice top"]))
         for ss in subs:
             with self.subTest(command=ss):

@@ -641,7 +641,8 @@ static void test_policy_algorithms_and_rates(void **state) {
                   "fixed_window?)");
     expect_errors(one_policy(text, sizeof text, "    algorithm: redis_cell\n    rate: 5/s\n"),
                   "t.yaml:3: policies[0].algorithm: unknown algorithm \"redis_cell\" (expected "
-                  "fixed_window, sliding_log, sliding_window, token_bucket, gcra or leaky_queue)");
+                  "fixed_window, sliding_log, sliding_window, token_bucket, gcra, leaky_queue or "
+                  "concurrency)");
     expect_errors(
         one_policy(text, sizeof text, "    algorithm: gcra\n    rate: 0/s\n    burst: 1\n"),
         "t.yaml:4: policies[0].rate: \"0/s\": rate must have a positive limit and a "
@@ -756,7 +757,7 @@ static void test_policy_shapes(void **state) {
                   "t.yaml:2: policies[0].name: expected a name such as api ([a-z0-9_.-]+), got a "
                   "list",
                   "t.yaml:3: policies[0].algorithm: expected fixed_window, sliding_log, "
-                  "sliding_window, token_bucket, gcra or leaky_queue, got a mapping");
+                  "sliding_window, token_bucket, gcra, leaky_queue or concurrency, got a mapping");
     sl_config *c = parse_ok("policies: []\n");
     assert_int_equal(c->npolicies, 0);
     sl__config_free(c);

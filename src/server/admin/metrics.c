@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "policy/rules.h"
+#include "server/admin/metrics_lease.h"
 #include "server/admin/prom.h"
 #include "server/admin/admin.h"
 #include "server/server.h"
@@ -308,6 +309,7 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
         if (pthread_equal(s->workers[i].thread, pthread_self())) self = &s->workers[i];
     policy_metrics(self ? self->policies : NULL, out);
     rules_metrics(self ? self->policies : NULL, out);
+    sl__metrics_leases(self ? self->policies : NULL, out);
     domain_metrics(self ? self->domains : NULL, out);
     sl_engine_stats es;
     sl__engine_stats(s->engine, s->nworkers, &es);

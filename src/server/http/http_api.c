@@ -17,6 +17,7 @@
 #include "server/http/http_api.h"
 #include "server/http/http_graphql.h"
 #include "server/request.h"
+#include "server/http/http_lease.h"
 #include "sluice/error.h"
 
 #include "server/http/http_ops.h" /* /v1/stats, /ui/ */
@@ -379,6 +380,8 @@ bool sl__http_api_handle(const sl_request_ctx *rq, const sl_http_request *r, sl_
             return keep;
         }
         allow = "GET, HEAD, POST";
+    } else if (path_is(r, "/v1/acquire") || path_is(r, "/v1/release") || path_is(r, "/v1/renew")) {
+        return sl__http_lease_handle(rq, r, out, keep);
     } else if (path_is(r, "/v1/auth")) {
         if (get) return sl__http_auth_handle(rq, r, out, keep);
         allow = "GET, HEAD";

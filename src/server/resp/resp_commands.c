@@ -25,6 +25,7 @@
 #include "policy/policy.h"
 #include "server/reply.h"
 #include "server/resp/resp.h"
+#include "server/resp/resp_lease.h"
 #include "sluice/sluice.h"
 #include "util/units.h"
 
@@ -147,6 +148,13 @@ static const arg_doc throttle_args[] = {{"key", "key", false},
                                         {"quantity", "integer", true}};
 static const arg_doc check_args[] = {
     {"policy", "string", false}, {"key", "key", false}, {"cost", "integer", true}};
+static const arg_doc acquire_args[] = {{"policy", "string", false}, {"key", "key", false}};
+static const arg_doc lease_args[] = {
+    {"policy", "string", false}, {"key", "key", false}, {"lease", "string", false}};
+static const arg_doc release_args[] = {{"policy", "string", false},
+                                       {"key", "key", false},
+                                       {"lease", "string", false},
+                                       {"latency_ms", "integer", true}};
 static const arg_doc message_opt[] = {{"message", "string", true}};
 static const arg_doc message[] = {{"message", "string", false}};
 static const arg_doc section_opt[] = {{"section", "string", true}};
@@ -186,6 +194,42 @@ static const cmd_def commands[] = {
      "sluice",
      ARGS(check_args),
      cmd_check},
+    {NAME("sl.acquire"),
+     3,
+     true,
+     {"write", "fast"},
+     2,
+     2,
+     1,
+     "Takes a lease of a configured concurrency limit",
+     "1.0.0",
+     "sluice",
+     ARGS(acquire_args),
+     sl__resp_cmd_acquire},
+    {NAME("sl.release"),
+     -4,
+     true,
+     {"write", "fast"},
+     2,
+     2,
+     1,
+     "Gives back a lease of a concurrency limit",
+     "1.0.0",
+     "sluice",
+     ARGS(release_args),
+     sl__resp_cmd_release},
+    {NAME("sl.renew"),
+     4,
+     true,
+     {"write", "fast"},
+     2,
+     2,
+     1,
+     "Extends a lease of a concurrency limit",
+     "1.0.0",
+     "sluice",
+     ARGS(lease_args),
+     sl__resp_cmd_renew},
     {NAME("ping"),
      -1,
      false,

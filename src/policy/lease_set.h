@@ -1,0 +1,43 @@
+/* lease_set.h: the running concurrency limits (config: policies with
+ * algorithm: concurrency; docs/protection.md). A set is built with each
+ * policy set (policy.h) and reuses the limits of the previous one by name,
+ * so a reload keeps every lease held (a new limit or lease time applies
+ * from the reload on; held leases keep their expiry). And the one way a
+ * protocol starts a lease operation: through the decider's store
+ * (sl__lease_start), never knowing which store it is. */
+#ifndef SLUICE_POLICY_LEASE_SET_H
+#define SLUICE_POLICY_LEASE_SET_H
+
+#include <stddef.h>
+
+#include "policy/config.h"
+#include "policy/decide.h"
+#include "store/lease.h"
+
+typedef struct sl_lease_set sl_lease_set;
+
+/* Builds the set for cfg->leases, reusing the limits of prev (may be NULL)
+ * with the same names (their limit, lease and fail mode updated). Each
+ * limit's memory is capped at cfg->max_memory; a new adaptive limit's
+ * first window starts at now (the workers' clock). Returns 0 and *out (free
+ * with sl__lease_set_free), or -1 with a message in err. */
+int sl__lease_set_create(const sl_config *cfg, const sl_lease_set *prev, int64_t now,
+                         sl_lease_set **out, char *err, size_t errlen);
+/* Frees s; a limit lives on while another set holds it. NULL is fine. */
+void sl__lease_set_free(sl_lease_set *s);
+
+/* The limit named `name` (len bytes), or NULL; lives as long as s. */
+sl_lease_limit *sl__lease_set_find(const sl_lease_set *s, const char *name, size_t len);
+size_t sl__lease_set_count(const sl_lease_set *s);
+sl_lease_limit *sl__lease_set_at(const sl_lease_set *s, size_t i);
+
+/* Starts c (its op, limit, key, id, now, done and arg set by the caller)
+ * on d's store (NULL: the memory store); done runs exactly once, maybe
+ * before this returns. The caller keeps the set that holds c->limit alive
+ * until done (a reference to its policy set). */
+void sl__lease_start(sl_decider *d, sl_lease_call *c);
+/* In done: counts c's outcome in its limit's counters; a release that
+ * says its latency moves an adaptive limit (sluice/adaptive.h). */
+void sl__lease_count(const sl_lease_call *c);
+
+#endif

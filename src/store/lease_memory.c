@@ -1,0 +1,25 @@
+/* lease_memory.c: the memory store's lease operation (store/lease.h): the
+ * limit's own concurrency limiter (sluice/concurrency.h), decided inline. */
+#include "sluice/error.h"
+#include "store/lease.h"
+
+void sl__memory_lease(sl_store *s, sl_lease_call *c) {
+    (void)s;
+    sl_lease_limit *l = c->limit;
+    c->from = SL_FROM_REDIS; /* "the store itself" */
+    c->in_flight = -1;
+    switch (c->op) {
+    case SL_LEASE_ACQUIRE:
+        c->rc = sl_concurrency_acquire(l->conc, c->key, c->keylen, c->now, &c->acq);
+        break;
+    case SL_LEASE_RELEASE:
+        c->rc = sl_concurrency_release(l->conc, c->key, c->keylen, c->id, c->now, &c->in_flight);
+        break;
+    case SL_LEASE_RENEW:
+        c->rc = sl_concurrency_renew(l->conc, c->key, c->keylen, c->id, c->now, &c->lease);
+        break;
+    default:
+        c->rc = SL_EINVAL;
+    }
+    c->done(c);
+}

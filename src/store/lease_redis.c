@@ -1,0 +1,240 @@
+/* lease_redis.c: the Redis store's lease operation (store/lease.h): one
+ * call of lease.lua (its top comment has the layout and the replies) per
+ * operation, on the worker's connections (redis_client.h: pipelining,
+ * timeouts, breaker, cluster routing), and the limit's fail mode when
+ * Redis does not answer.
+ *
+ * Lease ids are made here, not in Redis: a bijective mix of a per-process
+ * random key and a process-wide counter, so ids never repeat within one
+ * sluiced and two sluiced collide with probability about 2^-64 per pair
+ * of leases of one key (an id only matters within its key's set). The
+ * script is called with EVALSHA; a connection whose Redis does not have it
+ * yet (NOSCRIPT) gets one EVAL with the source, which caches it. */
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hash.h"
+#include "sluice/error.h"
+#include "store/lease.h"
+#include "store/redis_client.h"
+#include "store/redis_cluster.h"
+#include "store/redis_script.h"
+#include "store/redis_store.h"
+#include "util/buf.h"
+
+extern const char sl__lease_lua_text[], sl__lease_lua_text_sha1[];
+
+const char *sl__lease_script_source(void) {
+    return sl__lease_lua_text;
+}
+
+/* ---- lease ids ------------------------------------------------------------------- */
+
+static pthread_once_t id_once = PTHREAD_ONCE_INIT;
+static uint64_t id_key;
+static atomic_uint_fast64_t id_counter;
+
+static void id_init(void) {
+    id_key = sl__random_seed();
+}
+
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 30;
+    x *= UINT64_C(0xbf58476d1ce4e5b9);
+    x ^= x >> 27;
+    x *= UINT64_C(0x94d049bb133111eb);
+    x ^= x >> 31;
+    return x;
+}
+
+static uint64_t new_id(void) {
+    pthread_once(&id_once, id_init);
+    for (;;) {
+        uint64_t id = mix64(atomic_fetch_add(&id_counter, 1) + id_key);
+        if (id) return id;
+    }
+}
+
+/* ---- a call ---------------------------------------------------------------------- */
+
+typedef struct lstate {
+    sl_lease_call *c;
+    sl_store *s;
+    sl_redis *redis;
+    uv_loop_t *loop;
+    const sl_redis_config *cfg;
+    unsigned slot;
+    bool with_source;
+    size_t rkeylen;
+    char rkey[]; /* any bytes: the client key's included */
+} lstate;
+
+static void put_bulk(sl_buf *b, const void *p, size_t n) {
+    sl__buf_printf(b, "$%zu\r\n", n);
+    sl__buf_append(b, p, n);
+    sl__buf_puts(b, "\r\n");
+}
+
+static void put_int(sl_buf *b, long long v) {
+    char t[24];
+    int n = snprintf(t, sizeof t, "%lld", v);
+    put_bulk(b, t, (size_t)n);
+}
+
+static void on_reply(void *arg, const redisReply *r, int status);
+
+static void send_call(lstate *st) {
+    sl_lease_call *c = st->c;
+    static const char ops[] = {
+        [SL_LEASE_ACQUIRE] = 'a', [SL_LEASE_RELEASE] = 'r', [SL_LEASE_RENEW] = 'n'};
+    char id[17];
+    snprintf(id, sizeof id, "%016llx", (unsigned long long)c->id);
+    sl_buf b;
+    sl__buf_init(&b);
+    sl__buf_puts(&b, "*9\r\n");
+    if (st->with_source) {
+        put_bulk(&b, "EVAL", 4);
+        put_bulk(&b, sl__lease_lua_text, strlen(sl__lease_lua_text));
+    } else {
+        put_bulk(&b, "EVALSHA", 7);
+        put_bulk(&b, sl__lease_lua_text_sha1, 40);
+    }
+    put_bulk(&b, "1", 1);
+    put_bulk(&b, st->rkey, st->rkeylen);
+    put_bulk(&b, &ops[c->op], 1);
+    put_int(&b, (long long)atomic_load_explicit(&c->limit->limit, memory_order_relaxed));
+    put_int(&b, (long long)(atomic_load_explicit(&c->limit->lease, memory_order_relaxed) / 1000));
+    put_bulk(&b, id, 16);
+    put_int(&b, st->cfg->script_now ? (long long)(c->now / 1000) : 0);
+    if (b.failed) {
+        sl__buf_free(&b);
+        on_reply(st, NULL, SL_REDIS_EIO);
+        return;
+    }
+    sl__redis_call(st->redis, st->slot, b.data, b.len, on_reply, st);
+    sl__buf_free(&b);
+}
+
+/* Redis did not answer: the limit's fail mode decides. */
+static void without_redis(lstate *st) {
+    sl_lease_call *c = st->c;
+    sl_lease_limit *l = c->limit;
+    int mode = atomic_load_explicit(&l->on_failure, memory_order_relaxed);
+    int64_t limit = atomic_load_explicit(&l->limit, memory_order_relaxed);
+    int64_t lease = atomic_load_explicit(&l->lease, memory_order_relaxed);
+    if (mode == SL_FAIL_LOCAL) {
+        c->from = SL_FROM_LOCAL;
+        if (c->op == SL_LEASE_ACQUIRE)
+            c->rc = sl_concurrency_acquire(l->fallback, c->key, c->keylen, c->now, &c->acq);
+        else if (c->op == SL_LEASE_RELEASE)
+            c->rc = sl_concurrency_release(l->fallback, c->key, c->keylen, c->id, c->now,
+                                           &c->in_flight);
+        else
+            c->rc = sl_concurrency_renew(l->fallback, c->key, c->keylen, c->id, c->now, &c->lease);
+        return;
+    }
+    c->from = mode == SL_FAIL_CLOSED ? SL_FROM_CLOSED : SL_FROM_OPEN;
+    if (c->op != SL_LEASE_ACQUIRE) {
+        c->rc = SL_ELEASE; /* not known: the lease expires in Redis by itself */
+        return;
+    }
+    c->rc = SL_OK;
+    if (mode == SL_FAIL_CLOSED) {
+        uint64_t at = sl__redis_retry_at(st->redis, st->slot), now = uv_now(st->loop);
+        int64_t retry = at > now ? (int64_t)(at - now) * 1000000 : st->cfg->breaker_cooldown;
+        if (retry < 1000000) retry = 1000000;
+        c->acq = (sl_acquire){.limit = limit, .in_flight = limit, .retry_after = retry};
+        c->retry_closed = retry;
+        return;
+    }
+    /* open: a lease Redis never knew (its release answers "not held") */
+    c->acq = (sl_acquire){.acquired = true,
+                          .lease = {.id = c->id, .expires = c->now + lease},
+                          .limit = limit,
+                          .in_flight = 1,
+                          .remaining = limit - 1};
+}
+
+static bool int_at(const redisReply *r, size_t i, long long *v) {
+    if (i >= r->elements || r->element[i]->type != REDIS_REPLY_INTEGER) return false;
+    *v = r->element[i]->integer;
+    return true;
+}
+
+static void on_reply(void *arg, const redisReply *r, int status) {
+    lstate *st = arg;
+    sl_lease_call *c = st->c;
+    if (status == SL_REDIS_OK && r && r->type == REDIS_REPLY_ERROR && !st->with_source &&
+        strncmp(r->str, "NOSCRIPT", 8) == 0) {
+        st->with_source = true;
+        send_call(st);
+        return;
+    }
+    long long ok, n, ttl, retry;
+    bool good = status == SL_REDIS_OK && r && r->type == REDIS_REPLY_ARRAY && int_at(r, 0, &ok) &&
+                int_at(r, 1, &n) && int_at(r, 2, &ttl) && int_at(r, 3, &retry);
+    if (!good) {
+        without_redis(st);
+    } else {
+        int64_t limit = atomic_load_explicit(&c->limit->limit, memory_order_relaxed);
+        c->from = SL_FROM_REDIS;
+        c->rc = SL_OK;
+        c->in_flight = n;
+        switch (c->op) {
+        case SL_LEASE_ACQUIRE:
+            c->acq = (sl_acquire){.acquired = ok == 1,
+                                  .limit = limit,
+                                  .in_flight = n,
+                                  .remaining = limit > n ? limit - n : 0};
+            if (ok == 1)
+                c->acq.lease = (sl_lease){.id = c->id, .expires = c->now + (int64_t)ttl * 1000};
+            else
+                c->acq.retry_after = retry > 0 ? (int64_t)retry * 1000 : 1000;
+            break;
+        case SL_LEASE_RELEASE:
+            c->rc = ok == 1 ? SL_OK : SL_ELEASE;
+            break;
+        default:
+            c->rc = ok == 1 ? SL_OK : SL_ELEASE;
+            if (ok == 1)
+                c->lease = (sl_lease){.id = c->id, .expires = c->now + (int64_t)ttl * 1000};
+        }
+    }
+    free(st);
+    c->done(c);
+}
+
+void sl__redis_lease(sl_store *s, sl_lease_call *c) {
+    uv_loop_t *loop;
+    const sl_redis_config *cfg;
+    sl_redis *redis;
+    sl__redis_store_parts(s, &loop, &cfg, &redis);
+    char ns[sizeof c->limit->name + 8];
+    snprintf(ns, sizeof ns, "%s~lease", c->limit->name); /* '~' is in no policy name */
+    sl_buf k;
+    sl__buf_init(&k);
+    sl__redis_key(&k, cfg->prefix, ns, c->key, c->keylen);
+    lstate *st = k.failed ? NULL : malloc(sizeof *st + k.len + 1);
+    if (!st) {
+        sl__buf_free(&k);
+        c->rc = SL_ENOMEM;
+        c->done(c);
+        return;
+    }
+    memset(st, 0, sizeof *st);
+    memcpy(st->rkey, k.data, k.len);
+    st->rkeylen = k.len;
+    st->c = c;
+    st->s = s;
+    st->redis = redis;
+    st->loop = loop;
+    st->cfg = cfg;
+    st->slot = sl__cluster_keyslot(k.data, k.len);
+    sl__buf_free(&k);
+    if (c->op == SL_LEASE_ACQUIRE) c->id = new_id();
+    send_call(st);
+}

@@ -174,3 +174,19 @@ void sl__lease_count(const sl_lease_call *c) {
         if (c->rc == SL_ELEASE) atomic_fetch_add_explicit(&l->unknown, 1, memory_order_relaxed);
     }
 }
+
+bool sl__lease_id_parse(const char *s, size_t n, uint64_t *out) {
+    if (n < 1 || n > 16) return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0) return false;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return v != 0;
+}

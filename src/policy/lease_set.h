@@ -40,4 +40,8 @@ void sl__lease_start(sl_decider *d, sl_lease_call *c);
  * says its latency moves an adaptive limit (sluice/adaptive.h). */
 void sl__lease_count(const sl_lease_call *c);
 
+/* A lease id as the protocols take it: 1 to 16 hex digits (either case),
+ * not 0 (lease ids are never 0). False for anything else. */
+bool sl__lease_id_parse(const char *s, size_t n, uint64_t *out);
+
 #endif

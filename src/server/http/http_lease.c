@@ -49,23 +49,6 @@ static void send_error(sl_buf *out, bool keep, int status, const char *code, con
     sl__buf_free(&b);
 }
 
-/* 1 to 16 hex digits, not 0 (lease ids are never 0). */
-static bool parse_id(const char *s, size_t n, uint64_t *out) {
-    if (n < 1 || n > 16) return false;
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        int d = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
-        if (d < 0) return false;
-        v = v << 4 | (uint64_t)d;
-    }
-    *out = v;
-    return v != 0;
-}
-
 /* 1 to 3600000 (an hour), digits only, into ns. */
 static bool parse_ms(const char *s, size_t n, int64_t *out) {
     if (n < 1 || n > 7) return false;
@@ -213,7 +196,7 @@ bool sl__http_lease_handle(const sl_request_ctx *rq, const sl_http_request *r, s
     if (op != SL_LEASE_ACQUIRE) {
         char idbuf[24];
         long m = sl__http_query_param(r->query, r->query_len, "lease", idbuf, sizeof idbuf);
-        if (m < 0 || !parse_id(idbuf, (size_t)m, &id)) {
+        if (m < 0 || !sl__lease_id_parse(idbuf, (size_t)m, &id)) {
             send_error(out, keep, 400, m == -1 ? "missing_lease" : "bad_lease",
                        "the lease parameter is required: the id /v1/acquire answered (1 to 16 "
                        "hex digits)");

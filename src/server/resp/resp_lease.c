@@ -38,22 +38,6 @@ static void errorf(sl_buf *out, const char *fmt, ...) {
     sl__resp_error(out, msg);
 }
 
-static bool parse_id(const char *s, size_t n, uint64_t *out) {
-    if (n < 1 || n > 16) return false;
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        int d = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
-        if (d < 0) return false;
-        v = v << 4 | (uint64_t)d;
-    }
-    *out = v;
-    return v != 0;
-}
-
 static void reply(sl_buf *out, const sl_lease_call *c) {
     if (c->rc != SL_OK && c->rc != SL_ELEASE &&
         !(c->op == SL_LEASE_ACQUIRE && c->rc == SL_ENOMEM)) {
@@ -118,7 +102,7 @@ static int run(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *o
         return 0;
     }
     uint64_t id = 0;
-    if (op != SL_LEASE_ACQUIRE && !parse_id(cmd->argv[3], cmd->argl[3], &id)) {
+    if (op != SL_LEASE_ACQUIRE && !sl__lease_id_parse(cmd->argv[3], cmd->argl[3], &id)) {
         sl__resp_error(out, "ERR lease must be the id SL.ACQUIRE answered (1 to 16 hex digits)");
         return 0;
     }

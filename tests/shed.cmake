@@ -2,3 +2,12 @@
 # and a reference model; its threads test also runs under TSan.
 sluice_unit_test(test_shed)
 set_tests_properties(test_shed PROPERTIES LABELS "unit;concurrency")
+
+# Load shedding in sluiced (shedding:): /v1/check by priority, 503 with
+# Retry-After, refunds, metrics, reloads, config errors.
+if(TARGET sluiced)
+  add_test(NAME shed_integration
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/shed_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(shed_integration PROPERTIES LABELS "integration" TIMEOUT 120)
+endif()

@@ -59,7 +59,8 @@ enum {
     TOP_SHADOW,
     TOP_ADMIN,
     TOP_QUOTA_MODE,
-    TOP_CHARGE_REFUSED_HITS
+    TOP_CHARGE_REFUSED_HITS,
+    TOP_SHEDDING
 };
 
 static const char *const top_keys[] = {"listen",
@@ -78,7 +79,8 @@ static const char *const top_keys[] = {"listen",
                                        "shadow",
                                        "admin",
                                        "quota_mode",
-                                       "charge_refused_hits"};
+                                       "charge_refused_hits",
+                                       "shedding"};
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug"};
 
@@ -241,6 +243,9 @@ static void top_value(sl__yaml *y, void *obj, int key, const char *path) {
         break;
     case TOP_CHARGE_REFUSED_HITS:
         if (sl__yaml_bool(y, path, &flag)) c->charge_refused_hits = flag;
+        break;
+    case TOP_SHEDDING:
+        sl__config_shedding(p, path);
         break;
     }
 }

@@ -225,6 +225,18 @@ typedef struct sl_admin_config {
 
 struct sl_domain_rules;
 
+/* `shedding:` (docs/protection.md): one capacity for the whole server,
+ * shared by every /v1/check by priority (sluice/shed.h). */
+#define SL_SHED_HEADER_MAX 64
+typedef struct sl_shed_config {
+    bool enabled;
+    sl_rate rate;                    /* the capacity's refill */
+    int64_t burst;                   /* its size */
+    int64_t reserve_critical;        /* tokens only critical requests take */
+    int64_t reserve_default;         /* tokens only critical and default requests take */
+    char header[SL_SHED_HEADER_MAX]; /* the request header with the priority; default X-Priority */
+} sl_shed_config;
+
 typedef struct sl_config {
     char source[256]; /* the file name, or "<embedded default>" */
     sl_listen_config http, grpc, resp;
@@ -255,8 +267,8 @@ typedef struct sl_config {
     sl_exempt_config exempt;
     bool shadow;              /* every policy decides, counts and logs, but allows */
     bool quota_mode;          /* every Envoy rule limit is in quota mode (docs/envoy.md) */
-    bool charge_refused_hits; /* Envoy rule limits charge refused hits, as the peer (docs/envoy.md)
-                               */
+    bool charge_refused_hits; /* Envoy rules charge refused hits as the peer (envoy.md) */
+    sl_shed_config shedding;  /* load shedding by priority; enabled false: none */
     sl_admin_config admin;
 } sl_config;
 

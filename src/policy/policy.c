@@ -27,7 +27,61 @@ struct sl_policy_set {
     unsigned expected_instances; /* of the local fallback tables */
     sl_rules *rules;
     struct sl_lease_set *leases; /* the concurrency limits (lease_set.h) */
+    struct shed_ref *shed;       /* load shedding (shedding:), or NULL */
 };
+
+/* The server's shedder, shared by the sets of successive reloads while
+ * shedding: does not change (its tokens carry over). */
+typedef struct shed_ref {
+    atomic_int refs;
+    sl_shed *shed;
+    sl_shed_config cfg;
+} shed_ref;
+
+static void shed_release(shed_ref *r) {
+    if (!r || atomic_fetch_sub(&r->refs, 1) != 1) return;
+    sl_shed_destroy(r->shed);
+    free(r);
+}
+
+static bool same_shed(const sl_shed_config *a, const sl_shed_config *b) {
+    return a->rate.limit == b->rate.limit && a->rate.period == b->rate.period &&
+           a->burst == b->burst && a->reserve_critical == b->reserve_critical &&
+           a->reserve_default == b->reserve_default && strcmp(a->header, b->header) == 0;
+}
+
+/* The shedder for cfg: prev's when unchanged, else a new one, full at now. */
+static int shed_for(const sl_config *cfg, const sl_policy_set *prev, int64_t now, shed_ref **out) {
+    *out = NULL;
+    if (!cfg->shedding.enabled) return 0;
+    if (prev && prev->shed && same_shed(&prev->shed->cfg, &cfg->shedding)) {
+        atomic_fetch_add(&prev->shed->refs, 1);
+        *out = prev->shed;
+        return 0;
+    }
+    shed_ref *r = calloc(1, sizeof *r);
+    if (!r) return SL_ENOMEM;
+    const sl_shed_config *c = &cfg->shedding;
+    sl_shed_options o = {.rate = c->rate,
+                         .burst = c->burst,
+                         .reserve_critical = c->reserve_critical,
+                         .reserve_default = c->reserve_default};
+    int rc = sl_shed_create(&o, now < 0 ? 0 : now, &r->shed);
+    if (rc != SL_OK) {
+        free(r);
+        return rc;
+    }
+    atomic_init(&r->refs, 1);
+    r->cfg = *c;
+    *out = r;
+    return 0;
+}
+
+sl_shed *sl__policy_set_shed(const sl_policy_set *s, const char **header) {
+    if (!s || !s->shed) return NULL;
+    if (header) *header = s->shed->cfg.header;
+    return s->shed->shed;
+}
 
 static void policy_release(sl_policy *p) {
     if (!p || atomic_fetch_sub(&p->refs, 1) != 1) return;
@@ -171,6 +225,11 @@ int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now
     if (sl__rules_compile(cfg, s, &s->rules, err, errlen) != 0) goto fail;
     if (sl__lease_set_create(cfg, prev ? prev->leases : NULL, now, &s->leases, err, errlen) != 0)
         goto fail;
+    int rc = shed_for(cfg, prev, now, &s->shed);
+    if (rc != 0) {
+        snprintf(err, errlen, "shedding: %s", sl_strerror(rc));
+        goto fail;
+    }
     *out = s;
     return 0;
 fail:
@@ -186,6 +245,7 @@ void sl__policy_set_release(sl_policy_set *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
     sl__rules_free(s->rules);
     sl__lease_set_free(s->leases);
+    shed_release(s->shed);
     for (size_t i = 0; i < s->n; i++) policy_release(s->p[i]);
     free(s->p);
     free(s);

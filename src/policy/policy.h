@@ -29,6 +29,7 @@
 #include "core/topk.h"
 #include "policy/config.h"
 #include "policy/decide.h"
+#include "sluice/shed.h"
 #include "sluice/table.h"
 #include "store/memory.h"
 
@@ -50,6 +51,9 @@ typedef struct sl_policy {
        points its allowed queries were charged (/metrics) */
     atomic_uint_fast64_t gql[5];
     atomic_uint_fast64_t gql_points;
+    /* /v1/check requests shed by the server's capacity (shedding:), by
+       priority (sluice/shed.h: SL_PRIORITY_*) */
+    atomic_uint_fast64_t shed[SL_PRIORITIES];
 } sl_policy;
 
 enum {
@@ -81,6 +85,10 @@ sl_policy *sl__policy_find(const sl_policy_set *s, const char *name, size_t len)
 /* The compiled request rules (never NULL for a built set; a config without
  * rules gives rules that match nothing). Lives as long as the set. */
 const struct sl_rules *sl__policy_set_rules(const sl_policy_set *s);
+/* The server's load shedder (the config's shedding:; sluice/shed.h) and the
+ * header a request names its priority in, or NULL when shedding is off.
+ * Lives as long as s. */
+sl_shed *sl__policy_set_shed(const sl_policy_set *s, const char **header);
 /* The concurrency limits (lease_set.h; never NULL for a built set). Live
  * as long as the set. */
 const struct sl_lease_set *sl__policy_set_leases(const sl_policy_set *s);

@@ -767,46 +767,48 @@ static void test_policy_shapes(void **state) {
 
 static void test_unknown_keys(void **state) {
     (void)state;
-    expect_errors("listen:\n"
-                  "  htp: 127.0.0.1:1\n"
-                  "store:\n"
-                  "  maxmemory: 1GiB\n"
-                  "  redis:\n"
-                  "    urll: redis://x\n"
-                  "policies:\n"
-                  "  - name: a\n"
-                  "    algoritm: gcra\n"
-                  "Policies: []\n"
-                  "frobnicate: 1\n"
-                  "max_memory: 1GiB\n"
-                  "rate: 5/s\n",
-                  "t.yaml:2: listen.htp: unknown key (did you mean http?)",
-                  "t.yaml:4: store.maxmemory: unknown key (did you mean max_memory?)",
-                  "t.yaml:6: store.redis.urll: unknown key (did you mean url?)",
-                  "t.yaml:8: policies[0].algorithm: missing (every policy needs an algorithm)",
-                  "t.yaml:8: policies[0].rate: missing (every policy needs a rate such as 5/s)",
-                  "t.yaml:9: policies[0].algoritm: unknown key (did you mean algorithm?)",
-                  "t.yaml:10: Policies: unknown key (did you mean policies?)",
-                  "t.yaml:11: frobnicate: unknown key (expected "
-                  "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
-                  "quotas, costs, exempt, rules, shadow, admin, quota_mode or charge_refused_hits)",
-                  "t.yaml:12: max_memory: unknown key here (max_memory belongs under store)",
-                  "t.yaml:13: rate: unknown key here (rate belongs in a policy (policies: - "
-                  "name: ...))");
+    expect_errors(
+        "listen:\n"
+        "  htp: 127.0.0.1:1\n"
+        "store:\n"
+        "  maxmemory: 1GiB\n"
+        "  redis:\n"
+        "    urll: redis://x\n"
+        "policies:\n"
+        "  - name: a\n"
+        "    algoritm: gcra\n"
+        "Policies: []\n"
+        "frobnicate: 1\n"
+        "max_memory: 1GiB\n"
+        "rate: 5/s\n",
+        "t.yaml:2: listen.htp: unknown key (did you mean http?)",
+        "t.yaml:4: store.maxmemory: unknown key (did you mean max_memory?)",
+        "t.yaml:6: store.redis.urll: unknown key (did you mean url?)",
+        "t.yaml:8: policies[0].algorithm: missing (every policy needs an algorithm)",
+        "t.yaml:8: policies[0].rate: missing (every policy needs a rate such as 5/s)",
+        "t.yaml:9: policies[0].algoritm: unknown key (did you mean algorithm?)",
+        "t.yaml:10: Policies: unknown key (did you mean policies?)",
+        "t.yaml:11: frobnicate: unknown key (expected "
+        "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
+        "quotas, costs, exempt, rules, shadow, admin, quota_mode, charge_refused_hits or shedding)",
+        "t.yaml:12: max_memory: unknown key here (max_memory belongs under store)",
+        "t.yaml:13: rate: unknown key here (rate belongs in a policy (policies: - "
+        "name: ...))");
     expect_errors("store:\n  workers: 2\n",
                   "t.yaml:2: store.workers: unknown key here (workers belongs at the top level)");
     expect_errors("listen:\n  ? [a]\n  : 1\n",
                   "t.yaml:2: listen: a key must be a plain word, got a list");
-    expect_errors("base: &b {x: 1}\n<<: *b\n",
-                  "t.yaml:1: base: unknown key (expected "
-                  "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
-                  "quotas, costs, exempt, rules, shadow, admin, quota_mode or charge_refused_hits)",
-                  "t.yaml:2: <<: YAML merge keys (<<) are not supported");
     expect_errors(
-        "\"a\\x01b\": 1\n",
-        "t.yaml:1: a?b: unknown key (expected "
+        "base: &b {x: 1}\n<<: *b\n",
+        "t.yaml:1: base: unknown key (expected "
         "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
-        "quotas, costs, exempt, rules, shadow, admin, quota_mode or charge_refused_hits)");
+        "quotas, costs, exempt, rules, shadow, admin, quota_mode, charge_refused_hits or shedding)",
+        "t.yaml:2: <<: YAML merge keys (<<) are not supported");
+    expect_errors("\"a\\x01b\": 1\n",
+                  "t.yaml:1: a?b: unknown key (expected "
+                  "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
+                  "quotas, costs, exempt, rules, shadow, admin, quota_mode, charge_refused_hits or "
+                  "shedding)");
 }
 
 static void test_duplicate_keys(void **state) {
@@ -1007,10 +1009,11 @@ static void test_errors_sorted_and_all_collected(void **state) {
     assert_int_equal(sl__config_parse(text, o, "t.yaml", &c, &e), -1);
     assert_null(c);
     assert_int_equal(e.n, n);
-    assert_string_equal(e.msg[0],
-                        "t.yaml:1: bad0: unknown key (expected listen, workers, store, "
-                        "domains, policies, limits, log_level, identity, tiers, quotas, "
-                        "costs, exempt, rules, shadow, admin, quota_mode or charge_refused_hits)");
+    assert_string_equal(
+        e.msg[0],
+        "t.yaml:1: bad0: unknown key (expected listen, workers, store, "
+        "domains, policies, limits, log_level, identity, tiers, quotas, "
+        "costs, exempt, rules, shadow, admin, quota_mode, charge_refused_hits or shedding)");
     assert_non_null(strstr(e.msg[SL_CONFIG_MAX_ERRORS - 1], "t.yaml:64: bad63: unknown key"));
     free(text);
 }
@@ -1038,11 +1041,12 @@ static void test_bounds(void **state) {
     int k = snprintf(deep, sizeof deep, "x: ");
     for (int i = 0; i < 40; i++) deep[k++] = '[';
     deep[k] = '\0';
-    expect_errors(deep,
-                  "t.yaml:1: x: unknown key (expected "
-                  "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
-                  "quotas, costs, exempt, rules, shadow, admin, quota_mode or charge_refused_hits)",
-                  "t.yaml:1: mappings and lists nested more than 32 deep");
+    expect_errors(
+        deep,
+        "t.yaml:1: x: unknown key (expected "
+        "listen, workers, store, domains, policies, limits, log_level, identity, tiers, "
+        "quotas, costs, exempt, rules, shadow, admin, quota_mode, charge_refused_hits or shedding)",
+        "t.yaml:1: mappings and lists nested more than 32 deep");
 
     /* Policy count. */
     size_t n = SL_CONFIG_MAX_POLICIES + 2;

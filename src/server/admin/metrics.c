@@ -34,6 +34,23 @@ static uint64_t sum(sl_server *s, size_t offset) {
 
 /* POST /v1/graphql by policy: policies with a graphql: block, and any
  * other that answered a query (a policy without one uses the defaults). */
+/* Load shedding (shedding:): /v1/check requests refused by the server's
+ * capacity, by policy and priority; every policy once shedding is on. */
+static void shed_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
+    if (!sl__policy_set_shed(set, NULL)) return;
+    sl__prom_family(out, "sluice_shed_total", "counter",
+                    "/v1/check requests shed (503) by the server's capacity (shedding:), by "
+                    "policy and priority.");
+    for (size_t i = 0; i < n; i++) {
+        sl_policy *p = sl__policy_set_at(set, i);
+        for (int k = 0; k < SL_PRIORITIES; k++) {
+            const char *l[] = {"policy", p->cfg.name, "priority", sl_priority_name((sl_priority)k),
+                               NULL};
+            sl__prom_sample(out, "sluice_shed_total", l, atomic_load(&p->shed[k]));
+        }
+    }
+}
+
 static void graphql_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
     static const char *const result[SL_GQL_RESULTS] = {[SL_GQL_RESULT_ALLOWED] = "allowed",
                                                        [SL_GQL_RESULT_LIMITED] = "limited",
@@ -125,6 +142,7 @@ static void policy_metrics(sl_policy_set *set, sl_buf *out) {
     }
     ratio_metrics(set, n, out);
     graphql_metrics(set, n, out);
+    shed_metrics(set, n, out);
     /* One snapshot per table for the four families below. A set holds the
      * configured policies and quotas (at most SL_CONFIG_MAX_POLICIES) plus
      * one policy per tier override, so its size has no fixed bound: the

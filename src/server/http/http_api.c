@@ -19,6 +19,7 @@
 #include "server/request.h"
 #include "server/http/http_lease.h"
 #include "sluice/error.h"
+#include "util/units.h"
 
 #include "server/http/http_ops.h" /* /v1/stats, /ui/ */
 
@@ -226,6 +227,7 @@ static void write_decision(sl_buf *out, bool head, bool keep, const sl_policy *p
  * written in done (reply.h). */
 typedef struct check_ctx {
     sl_reply reply;
+    sl_shed *shed; /* the shedder that admitted the request (given back if refused), or NULL */
     bool keep, head;
     int64_t now; /* when the request was decided (a monthly quota's w depends on it) */
 } check_ctx;
@@ -233,11 +235,54 @@ typedef struct check_ctx {
 static void check_done(sl_decide_call *c) {
     check_ctx *cc = sl__decide_call_user(c);
     const sl_decide_item *it = &c->items[0];
+    if (cc->shed && (c->rc != SL_OK || !it->decision.allowed))
+        sl_shed_refund(cc->shed, 1, cc->now); /* refused by its own limit: capacity unused */
     sl_buf *out = sl__reply_out(&cc->reply);
     write_decision(out, cc->head, sl__reply_keep(&cc->reply, cc->keep), sl__policy_of(it->limit),
                    c->rc, &it->decision, it->shadowed, it->cost, c->from, cc->now);
     sl__reply_end(&cc->reply);
     sl__decide_call_free(c);
+}
+
+/* The request's priority: the shedding header's value (critical, default,
+ * sheddable; any case), default when absent or anything else. */
+static sl_priority priority_of(const sl_http_request *r, const char *header) {
+    const sl_http_header *h = sl__http_header(r, header);
+    sl_priority p = SL_PRIORITY_DEFAULT;
+    if (h) sl_priority_parse(h->value, h->value_len, &p);
+    return p;
+}
+
+/* Load shedding (shedding:, sluice/shed.h): true when the server's capacity
+ * refuses the request, answered 503 with Retry-After, counted by policy and
+ * priority; else *admitted is the shedder that took one token (NULL when
+ * shedding is off). */
+static bool shed_refuses(const sl_request_ctx *rq, const sl_http_request *r, sl_policy *p,
+                         bool keep, sl_buf *out, sl_shed **admitted) {
+    const char *header = NULL;
+    sl_shed *s = sl__policy_set_shed(rq->policies, &header);
+    *admitted = NULL;
+    if (!s) return false;
+    sl_priority prio = priority_of(r, header);
+    sl_shed_decision d;
+    if (sl_shed_admit(s, prio, 1, rq->now, &d) == SL_OK && d.admitted) {
+        *admitted = s;
+        return false;
+    }
+    atomic_fetch_add_explicit(&p->shed[prio], 1, memory_order_relaxed);
+    answer a = {.status = 503, .content_type = "application/json"};
+    sl__buf_init(&a.body);
+    char msg[160], retry[24];
+    int64_t secs = d.retry_after < 0 ? 1 : sl__ceil_s(d.retry_after);
+    if (secs < 1) secs = 1;
+    snprintf(msg, sizeof msg,
+             "the server is over capacity: %s requests are shed (retry after %lld s)",
+             sl_priority_name(prio), (long long)secs);
+    json_error(&a, 503, "shed", msg);
+    snprintf(retry, sizeof retry, "%lld", (long long)secs);
+    send_answer(out, r, &a, keep, "Retry-After", retry);
+    sl__buf_free(&a.body);
+    return true;
 }
 
 static void handle_check(const sl_request_ctx *rq, const sl_http_request *r, sl_buf *out,
@@ -262,9 +307,12 @@ static void handle_check(const sl_request_ctx *rq, const sl_http_request *r, sl_
     }
     sl__buf_free(&a.body);
     bool head = r->method == SL_HTTP_HEAD;
+    sl_shed *shed;
+    if (shed_refuses(rq, r, p, keep, out, &shed)) return;
     sl_decide_item item = sl__policy_use(p, c.key, c.key_len, c.cost, false);
     sl_decide_call *call = sl__decide_call_new(&item, 1, NULL, NULL, sizeof(check_ctx));
     if (!call) {
+        if (shed) sl_shed_refund(shed, 1, rq->now);
         sl_decision none = {0};
         write_decision(out, head, keep, p, SL_ENOMEM, &none, false, c.cost, SL_FROM_REDIS, 0);
         return;
@@ -274,6 +322,7 @@ static void handle_check(const sl_request_ctx *rq, const sl_http_request *r, sl_
     cc->keep = keep;
     cc->head = head;
     cc->now = now;
+    cc->shed = shed; /* lives with the policy set the call holds */
     sl__decide_call_hold(call, rq->policies);
     call->done = check_done;
     bool answered;

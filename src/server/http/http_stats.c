@@ -45,10 +45,13 @@ static void policy_entry(sl_buf *b, sl_policy *p, bool redis, unsigned top) {
                    p->cfg.quota ? "true" : "false", atomic_load(&p->lim.shadow) ? "true" : "false");
     sl__buf_printf(b,
                    ",\"decisions\":{\"allowed\":%llu,\"limited\":%llu,\"shadow_limited\":%llu,"
-                   "\"shed\":0}",
+                   "\"shed\":%llu}",
                    (unsigned long long)atomic_load(&p->lim.allowed),
                    (unsigned long long)atomic_load(&p->lim.limited),
-                   (unsigned long long)atomic_load(&p->lim.shadow_limited));
+                   (unsigned long long)atomic_load(&p->lim.shadow_limited),
+                   (unsigned long long)(atomic_load(&p->shed[SL_PRIORITY_CRITICAL]) +
+                                        atomic_load(&p->shed[SL_PRIORITY_DEFAULT]) +
+                                        atomic_load(&p->shed[SL_PRIORITY_SHEDDABLE])));
     sl_table *t = atomic_load(&p->lim.store.table);
     if (t) {
         sl_table_stats st;

@@ -365,11 +365,20 @@ static void readyz(sl_worker *w, answer *a) {
         sl__buf_puts(&a->body, "{\"status\":\"ready\",\"store\":\"memory\"}");
         return;
     }
-    int up = es.up, open = es.breakers_open;
+    int up = es.up && !es.module_missing, open = es.breakers_open;
+    /* decide: how the workers' latest decision calls reached Redis
+       (store.redis.module): "module" (SLUICE.DECIDE), "script" (EVALSHA),
+       "mixed" (some workers each), "missing" (module: require, and Redis
+       lacks it) */
+    const char *via = es.module_missing                 ? "missing"
+                      : es.module_workers == 0          ? "script"
+                      : es.module_workers == es.workers ? "module"
+                                                        : "mixed";
     a->status = up ? 200 : 503;
     sl__buf_printf(&a->body,
-                   "{\"status\":\"%s\",\"store\":\"redis\",\"redis\":\"%s\",\"breakers_open\":%d}",
-                   up ? "ready" : "degraded", up ? "up" : "down", open);
+                   "{\"status\":\"%s\",\"store\":\"redis\",\"redis\":\"%s\",\"breakers_open\":%d,"
+                   "\"decide\":\"%s\"}",
+                   up ? "ready" : "degraded", es.up ? "up" : "down", open, via);
 }
 
 bool sl__http_api_handle(sl_worker *w, const sl_http_request *r, sl_buf *out) {

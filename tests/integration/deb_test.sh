@@ -66,6 +66,7 @@ expected="/etc/sluice/sluice.yaml
 /usr/lib/libsluice.so.0
 /usr/lib/pkgconfig/sluice-client.pc
 /usr/lib/pkgconfig/sluice.pc
+/usr/lib/sluice/sluice-redis.so
 /usr/share/doc/sluice/README.md
 /usr/share/doc/sluice/changelog.gz
 /usr/share/doc/sluice/copyright

@@ -12,14 +12,15 @@
   "decide":"missing";
 - auto_fallback: module: auto on a Redis without the module decides through
   the script ("decide":"script"), and on one with it through the module
-  ("decide":"module", sluice_redis_decide_calls_total{via="module"}).
+  ("decide":"module", sluice_redis_decide_calls_total{via="module"});
+- config_key: store.redis.module takes auto, require, off (sluiced --check-config).
 
 Built on distributed_test.py's Env, RedisServer and Daemon (standard library
 only)."""
 import argparse
 import os
+import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import distributed_test as dt  # noqa: E402
@@ -143,7 +144,19 @@ def auto_fallback():
             assert ("cmdstat_sluice.decide" in cs) == (via == "module"), sorted(cs)
 
 
-TESTS = [replication, require_missing, auto_fallback]
+def config_key():
+    """store.redis.module takes auto, require and off, and nothing else."""
+    with dt.Env("modcfg") as env:
+        for value, ok in (("auto", True), ("require", True), ("off", True), ("yes", False)):
+            path = env.write("c.yaml", config("redis://127.0.0.1:1/0", value))
+            p = subprocess.run([dt.SLUICED, "--check-config", path], capture_output=True,
+                               text=True, timeout=60)
+            assert (p.returncode == 0) == ok, (value, p.returncode, p.stdout, p.stderr)
+            if not ok:
+                assert "module" in p.stdout + p.stderr, p.stderr
+
+
+TESTS = [replication, require_missing, auto_fallback, config_key]
 
 
 def main():

@@ -113,13 +113,17 @@ static int reply_error(RedisModuleCtx *ctx, const char *msg) {
 }
 
 /* decide.lua's int(i, lo, hi, what, whose): true with the value, or false
- * with the error text in err. */
+ * with the error text in err; whose is "<kind> <index>" (formatted only
+ * for an error: a snprintf per item costs as much as its decision). */
 static bool arg_int(const RedisModuleString *s, int64_t lo, int64_t hi, const char *what,
-                    const char *whose, int64_t *v, char *err, size_t errlen) {
+                    const char *kind, int index, int64_t *v, char *err, size_t errlen) {
     if (parse_int(s, v) && *v >= lo && *v <= hi) return true;
     char q[300];
     quote(s, q, sizeof q);
-    snprintf(err, errlen, "%s: bad %s %s", whose, what, q);
+    if (kind)
+        snprintf(err, errlen, "%s %d: bad %s %s", kind, index, what, q);
+    else
+        snprintf(err, errlen, "call: bad %s %s", what, q);
     return false;
 }
 
@@ -454,7 +458,7 @@ static const char *check_args(call *c, int argc, char *err, size_t errlen) {
         return err;
     }
     c->nsets = (int)m;
-    if (!arg_int(a[0], 0, SL_MOD_TMAX, "now_us", "call", &c->now, err, errlen)) return err;
+    if (!arg_int(a[0], 0, SL_MOD_TMAX, "now_us", NULL, 0, &c->now, err, errlen)) return err;
     c->sets = zalloc((size_t)(m ? m : 1), sizeof *c->sets);
     c->ips = zalloc((size_t)n, sizeof *c->ips);
     c->cost = zalloc((size_t)n, sizeof *c->cost);
@@ -469,23 +473,21 @@ static const char *check_args(call *c, int argc, char *err, size_t errlen) {
     static const char *const what[6] = {"algorithm", "limit", "period", "burst", "flags", "origin"};
     for (int j = 0; j < c->nsets; j++) {
         RedisModuleString **b = a + 2 + 7 * j;
-        char who[32];
-        snprintf(who, sizeof who, "parameter set %d", j + 1);
         int64_t v[6];
         for (int f = 0; f < 6; f++)
-            if (!arg_int(b[f], lo[f], hi[f], what[f], who, &v[f], err, errlen)) return err;
+            if (!arg_int(b[f], lo[f], hi[f], what[f], "parameter set", j + 1, &v[f], err, errlen))
+                return err;
         size_t taglen;
         const char *tag = RedisModule_StringPtrLen(b[6], &taglen);
         if (sl__mod_set_check(&c->sets[j], j + 1, v, tag, taglen, err, errlen)) return err;
     }
     RedisModuleString **it = a + 2 + 7 * c->nsets;
     for (int i = 0; i < n; i++, it += 3) {
-        char who[32];
-        snprintf(who, sizeof who, "item %d", i + 1);
         int64_t j, g;
-        if (!arg_int(it[0], 1, c->nsets, "parameter set", who, &j, err, errlen)) return err;
-        if (!arg_int(it[1], 0, SL_MOD_CMAX, "cost", who, &c->cost[i], err, errlen)) return err;
-        if (!arg_int(it[2], 0, SL_MOD_MAX_GROUPS - 1, "group", who, &g, err, errlen)) return err;
+        if (!arg_int(it[0], 1, c->nsets, "parameter set", "item", i + 1, &j, err, errlen) ||
+            !arg_int(it[1], 0, SL_MOD_CMAX, "cost", "item", i + 1, &c->cost[i], err, errlen) ||
+            !arg_int(it[2], 0, SL_MOD_MAX_GROUPS - 1, "group", "item", i + 1, &g, err, errlen))
+            return err;
         c->ips[i] = (int)j - 1;
         c->group[i] = (int)g;
     }

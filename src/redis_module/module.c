@@ -372,6 +372,22 @@ static void push(call *c, int k, int64_t t, int64_t count) {
     RedisModule_FreeString(c->ctx, v);
 }
 
+/* Overwrites a string value of the same length in place (StringDMA for
+ * writing: no key lookup, no allocation; the first write of a value Redis
+ * keeps embedded or as an integer makes it a plain string of the same size,
+ * once). False when the key holds no string of that length: the caller
+ * sets a new value. */
+static bool write_in_place(RedisModuleKey *key, const char *v, size_t len) {
+    if (RedisModule_KeyType(key) != REDISMODULE_KEYTYPE_STRING ||
+        RedisModule_ValueLength(key) != len)
+        return false;
+    size_t cur;
+    char *p = RedisModule_StringDMA(key, &cur, REDISMODULE_WRITE);
+    if (!p || cur != len) return false;
+    memcpy(p, v, len);
+    return true;
+}
+
 static void write_back(call *c) {
     long long base_ms = RedisModule_Milliseconds();
     for (int k = 0; k < c->nkeys; k++) {
@@ -388,15 +404,17 @@ static void write_back(call *c) {
             }
             char buf[64];
             size_t len = sl__mod_format(ps, s, buf);
-            RedisModuleString *v = RedisModule_CreateString(c->ctx, buf, len);
-            if (!v) {
-                c->oom = true;
-                continue;
+            if (!write_in_place(c->keys[k], buf, len)) {
+                RedisModuleString *v = RedisModule_CreateString(c->ctx, buf, len);
+                if (!v) {
+                    c->oom = true;
+                    continue;
+                }
+                RedisModule_StringSet(c->keys[k], v);
+                RedisModule_FreeString(c->ctx, v);
             }
-            RedisModule_StringSet(c->keys[k], v);
             RedisModule_SetAbsExpire(c->keys[k], at);
             RedisModule_Replicate(c->ctx, "SET", "sbcl", name, buf, len, "PXAT", at);
-            RedisModule_FreeString(c->ctx, v);
             continue;
         }
         sl_mod_log *l = &s->log;

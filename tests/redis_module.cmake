@@ -3,6 +3,8 @@
 # (tests/unit/test_redis_module.c: the same replies, states and TTLs by
 # script, module and both in turn; the error texts; the key positions).
 sluice_unit_test(test_redis_module)
+# decide_us.c itself too (pure: its sliding-log runs under the sanitizers)
+target_sources(test_redis_module PRIVATE ${PROJECT_SOURCE_DIR}/src/redis_module/decide_us.c)
 add_dependencies(test_redis_module frozen_clock sluice_redis)
 target_compile_definitions(test_redis_module PRIVATE
   FROZEN_CLOCK_LIB="$<TARGET_FILE:frozen_clock>"

@@ -16,6 +16,8 @@
  *   is changed; the module's own bound (512 items).
  * - keys: COMMAND GETKEYS names positions 2..n+1 (the getkeys-api that
  *   Cluster routes by), COMMAND INFO shows write and denyoom.
+ * - log_runs: decide_us.c linked in alone (no Redis): a sliding log's runs
+ *   grow before a charge that drops them all (once a heap overflow).
  *
  * MOD_SEED / MOD_COUNT pick the sequences (default 1 / 400). */
 #include <setjmp.h>
@@ -31,6 +33,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "redis_module/decide_us.h"
 #include "sluice/sluice.h"
 #include "store/redis_script.h"
 #include "util/buf.h"
@@ -100,7 +103,11 @@ static void gen_seq(gseq *s, uint64_t seed) {
     int64_t t = INT64_C(1700000000000000) + below(INT64_C(1000000000));
     for (int c = 0; c < NCALLS; c++) {
         gcall *k = &s->calls[c];
-        int64_t step[] = {0, 1, below(1000), below(1000000), below(INT64_C(100000000)),
+        int64_t step[] = {0,
+                          1,
+                          below(1000),
+                          below(1000000),
+                          below(INT64_C(100000000)),
                           below(INT64_C(86400000000) * 40)};
         t += step[below(6)];
         k->now_us = t;
@@ -253,8 +260,8 @@ static void test_mixed(void **state) {
                 print_seq(&s, NCALLS);
                 fail_msg("seed %" PRIu64 ": key %s: script %s (pttl %lld), module %s (pttl %lld), "
                          "alternating %s (pttl %lld)",
-                         seed + q, k, v[0]->type == REDIS_REPLY_STRING ? v[0]->str : "(list)",
-                         t[0], v[1]->type == REDIS_REPLY_STRING ? v[1]->str : "(list)", t[1],
+                         seed + q, k, v[0]->type == REDIS_REPLY_STRING ? v[0]->str : "(list)", t[0],
+                         v[1]->type == REDIS_REPLY_STRING ? v[1]->str : "(list)", t[1],
                          v[2]->type == REDIS_REPLY_STRING ? v[2]->str : "(list)", t[2]);
             }
             for (int j = 0; j < 3; j++) freeReplyObject(v[j]);
@@ -314,8 +321,8 @@ static void test_errors(void **state) {
     SAME_ERROR("now", "1", "k", "-1", "1", SET, "1", "1", "0");
     SAME_ERROR("now", "1", "k", "x\"\\\n", "1", SET, "1", "1", "0");
     SAME_ERROR("now", "1", "k", "4611686018427388", "1", SET, "1", "1", "0");
-    SAME_ERROR("algorithm", "1", "k", "0", "1", "7", "5", "1000000", "5", "0", "0", "abc", "1",
-               "1", "0");
+    SAME_ERROR("algorithm", "1", "k", "0", "1", "7", "5", "1000000", "5", "0", "0", "abc", "1", "1",
+               "0");
     SAME_ERROR("limit", "1", "k", "0", "1", "5", "0", "1000000", "5", "0", "0", "abc", "1", "1",
                "0");
     SAME_ERROR("limit", "1", "k", "0", "1", "5", "4503599627370497", "1000000", "5", "0", "0",
@@ -331,8 +338,8 @@ static void test_errors(void **state) {
                "4503599627370496", "0", "0", "abc", "1", "1", "0");
     SAME_ERROR("flags", "1", "k", "0", "1", "5", "5", "1000000", "5", "1024", "0", "abc", "1", "1",
                "0");
-    SAME_ERROR("flags low", "1", "k", "0", "1", "5", "5", "1000000", "5", "4", "0", "abc", "1",
-               "1", "0");
+    SAME_ERROR("flags low", "1", "k", "0", "1", "5", "5", "1000000", "5", "4", "0", "abc", "1", "1",
+               "0");
     SAME_ERROR("tag empty", "1", "k", "0", "1", "5", "5", "1000000", "5", "0", "0", "", "1", "1",
                "0");
     SAME_ERROR("tag long", "1", "k", "0", "1", "5", "5", "1000000", "5", "0", "0",
@@ -418,6 +425,37 @@ static void test_keys(void **state) {
     freeReplyObject(r);
 }
 
+/* ---- decide_us.c alone ------------------------------------------------------------ */
+
+/* A sliding log whose state was restored from a copy (a refused group: the
+ * copy's runs array is exactly full) and whose next charge drops every run
+ * and adds one: the run array must grow first (once a heap overflow, found
+ * by test_differential; ASan sees it here every time). */
+static void test_log_runs(void **state) {
+    (void)state;
+    sl_mod_set ps;
+    char err[128];
+    const int64_t v[6] = {SL_MOD_SLOG, 1, 10, 0, 2 /* count rejected */, 0};
+    assert_null(sl__mod_set_check(&ps, 1, v, "t", 1, err, sizeof err));
+    sl_mod_state s;
+    memset(&s, 0, sizeof s);
+    s.is_log = true;
+    int64_t out[6];
+    assert_true(sl__mod_decide(&ps, &s, 1, SL_MOD_APPLY, false, 100, out));
+    assert_int_equal(out[0], 1);
+    sl_mod_state copy;
+    assert_true(sl__mod_state_copy(&copy, &s));
+    assert_int_equal(copy.log.rcap, copy.log.rlen);
+    sl__mod_state_free(&s);
+    s = copy;
+    assert_true(sl__mod_decide(&ps, &s, 1, SL_MOD_CHARGE, true, 100, out));
+    assert_int_equal(out[0], 0);
+    assert_int_equal(sl__mod_log_len(&s.log), 1);
+    assert_int_equal(s.log.runs[s.log.rlen - 1].t, 100);
+    assert_int_equal(s.log.runs[s.log.rlen - 1].c, 1);
+    sl__mod_state_free(&s);
+}
+
 static int setup(void **state) {
     (void)run;
     (void)eval_raw;
@@ -427,7 +465,7 @@ static int setup(void **state) {
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_keys), cmocka_unit_test(test_errors),
-                                       cmocka_unit_test(test_mixed)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_log_runs), cmocka_unit_test(test_keys),
+                                       cmocka_unit_test(test_errors), cmocka_unit_test(test_mixed)};
     return cmocka_run_group_tests(tests, setup, redis_fixture_stop);
 }

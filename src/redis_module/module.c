@@ -15,8 +15,9 @@
  * Redis: keys through the getkeys-api (positions 2..n+1: Cluster routes
  * and checks slots; COMMAND GETKEYS), flags "write deny-oom". Each key is
  * opened once (RedisModule_OpenKey), its string state read in place
- * (StringDMA), a changed state written with StringSet and an absolute
- * expiry (SetAbsExpire: the script's PX in ms from Redis's clock), and
+ * (StringDMA), a changed state overwritten in place when its length is
+ * the same (else StringSet) and given an absolute expiry (SetAbsExpire:
+ * the script's PX in ms from Redis's clock), and
  * each effect replicated as what it is (SET key value PXAT t, DEL, LTRIM,
  * RPUSH, PEXPIREAT) with RedisModule_Replicate, never the command itself:
  * a replica or an AOF replay deciding again at its own time would diverge.

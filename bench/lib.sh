@@ -15,7 +15,9 @@
 #   cannot listen on port 0 and say which port they got, so another process
 #   could take it in between: the start functions retry with a new port).
 # - start_redis [NAME]: a redis-server of the script's own, no persistence,
-#   in $tmp/NAME (default redis); waits for PING; sets rd_pid and rd_port.
+#   in $tmp/NAME (default redis), with the extra arguments of the array
+#   redis_args if the caller set one (--loadmodule ...); waits for PING; sets
+#   rd_pid and rd_port.
 # - npm_peer CACHE PACKAGE_JSON: the npm packages of PACKAGE_JSON installed
 #   into CACHE/node_modules (once; again when the file changed; one installer
 #   at a time); returns 1 with npm's log on stderr when npm fails.
@@ -81,7 +83,8 @@ start_redis() {
   for attempt in 1 2 3 4 5; do
     rd_port=$(free_port)
     redis-server --bind 127.0.0.1 --port "$rd_port" --save "" --appendonly no \
-      --dir "$dir" --logfile "$dir/redis.log" --daemonize no --protected-mode yes &
+      --dir "$dir" --logfile "$dir/redis.log" --daemonize no --protected-mode yes \
+      ${redis_args[@]+"${redis_args[@]}"} &
     rd_pid=$!
     pids+=("$rd_pid")
     for n in $(seq 100); do

@@ -1,4 +1,5 @@
-# The memory store and the Redis store against each other: the same random
+# The memory store and the Redis store (as the script and as the module,
+# sluice-redis.so) against each other: the same random
 # request sequences through both must give the same answers, field by field
 # (tests/unit/test_differential.c). It starts its own redis-server on a Unix
 # socket (tests/unit/redis_fixture.h) with frozen_clock preloaded (Redis's
@@ -11,7 +12,8 @@ set_property(TARGET frozen_clock PROPERTY COMPILE_OPTIONS "")
 set_property(TARGET frozen_clock PROPERTY LINK_OPTIONS "")
 target_link_libraries(frozen_clock PRIVATE ${CMAKE_DL_LIBS})
 sluice_unit_test(test_differential)
-add_dependencies(test_differential frozen_clock)
+add_dependencies(test_differential frozen_clock sluice_redis)
 target_compile_definitions(test_differential PRIVATE
-  FROZEN_CLOCK_LIB="$<TARGET_FILE:frozen_clock>")
+  FROZEN_CLOCK_LIB="$<TARGET_FILE:frozen_clock>"
+  SLUICE_REDIS_MODULE="$<TARGET_FILE:sluice_redis>")
 set_tests_properties(test_differential PROPERTIES LABELS unit TIMEOUT 300)

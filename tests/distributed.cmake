@@ -14,4 +14,12 @@ if(TARGET sluiced)
             $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} ${SLUICE_NGINX}
             --redis-server ${SLUICE_REDIS_SERVER})
   set_tests_properties(distributed_integration PROPERTIES LABELS integration TIMEOUT 240)
+  # the exactness cases again with sluice-redis.so loaded and required
+  # (every decision a SLUICE.DECIDE call: store.redis.module: require)
+  add_test(NAME distributed_integration_module
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/distributed_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} ${SLUICE_NGINX}
+            --redis-server ${SLUICE_REDIS_SERVER} --redis-module $<TARGET_FILE:sluice_redis>
+            --only exact_one_key --only exact_many_keys --only redis_killed)
+  set_tests_properties(distributed_integration_module PROPERTIES LABELS integration TIMEOUT 240)
 endif()

@@ -8,10 +8,14 @@
 #   tb gc lq fw sw sl   sluiced exact mode, SL.CHECK of each algorithm (token bucket,
 #             GCRA, leaky queue, fixed window, sliding window, sliding log)
 #   cell      sluiced exact mode, CL.THROTTLE (Redis mode)
+#   mtb mgc mlq mfw msw msl mcell   the same through sluice-redis.so's SLUICE.DECIDE
+#             (a second sluiced exact with store.redis.module: require; the
+#             first has module: off, so its rows stay the script's)
 #   batched   sluiced batched mode (sync_interval 100ms), SL.CHECK token bucket
 # and redis-cell's CL.THROTTLE as a quoted figure (6.8 us, issue 13: not packaged
 # for Debian, not measured here). sluiced is driven from outside only: its
-# config and RESP.
+# config and RESP. The one redis-server runs with --loadmodule
+# BUILD_DIR/sluice-redis.so when a module subject is measured.
 #
 # The load is the same for every subject: bench/redis/loadgen.c (built here with
 # cc) on C connections, each writing P decisions at once and waiting for their
@@ -65,7 +69,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
 case $1 in -h|--help) usage; exit 0 ;; esac
 build=$(cd "$1" && pwd)
 shift
-all_subjects="incr incrby lua flexible tb gc lq fw sw sl cell batched"
+all_subjects="incr incrby lua flexible tb gc lq fw sw sl cell mtb mgc mlq mfw msw msl mcell batched"
 runs=3
 decisions=500000
 keys=100000
@@ -107,10 +111,12 @@ for s in $all_subjects; do
 done
 for s in ${only//,/ }; do [[ " $all_subjects " == *" $s "* ]] || die "unknown subject $s (--only takes: $all_subjects)"; done
 [ -n "$subjects" ] || die "nothing to measure"
-sluiced_subject() { [[ " tb gc lq fw sw sl cell batched " == *" $1 "* ]]; }
-need_sluiced=0 need_node=0
+sluiced_subject() { [[ " tb gc lq fw sw sl cell mtb mgc mlq mfw msw msl mcell batched " == *" $1 "* ]]; }
+module_subject() { [[ " mtb mgc mlq mfw msw msl mcell " == *" $1 "* ]]; }
+need_sluiced=0 need_node=0 need_module=0
 for s in $subjects; do
   sluiced_subject "$s" && need_sluiced=1
+  module_subject "$s" && need_module=1
   [ "$s" = flexible ] && need_node=1
 done
 
@@ -121,6 +127,7 @@ if [ "$need_node" = 1 ]; then
   for t in node npm; do command -v $t >/dev/null || die "$t not found (scripts/install-deps.sh installs it)"; done
 fi
 [ "$need_sluiced" = 0 ] || [ -x "$build/sluiced" ] || die "$build/sluiced not found (run make build)"
+[ "$need_module" = 0 ] || [ -f "$build/sluice-redis.so" ] || die "$build/sluice-redis.so not found (run make build)"
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -146,15 +153,22 @@ if [ "$need_sluiced" = 1 ]; then
   # a private copy: a rebuild of BUILD_DIR during the run changes nothing
   cp "$build/sluiced" "$tmp/sluiced"
 fi
+redis_args=()
+if [ "$need_module" = 1 ]; then
+  cp "$build/sluice-redis.so" "$tmp/sluice-redis.so"
+  redis_args=(--loadmodule "$tmp/sluice-redis.so")
+fi
 
 # ---- processes: bench/lib.sh ----------------------------------------------------
 
-# start_sluiced MODE: sluiced in sync MODE (exact or batched) on the shared
-# redis-server; sets sl_pid[MODE], sl_resp[MODE], sl_http[MODE].
+# start_sluiced MODE: sluiced in sync MODE (exact or batched; module: exact
+# through SLUICE.DECIDE) on the shared redis-server; sets sl_pid[MODE],
+# sl_resp[MODE], sl_http[MODE].
 declare -A sl_pid sl_resp sl_http
 start_sluiced() {
-  local m=$1 conf=$tmp/sluiced-$1.yaml log=$tmp/sluiced-$1.log n extra=
+  local m=$1 conf=$tmp/sluiced-$1.yaml log=$tmp/sluiced-$1.log n extra= sync=$1 how=off
   [ "$m" = batched ] && extra="    sync_interval: $sync_interval"
+  [ "$m" = module ] && sync=exact how=require
   # the same limit for every algorithm; two-letter names (the same key
   # lengths); 1 token refills in 86.4 s, so state outlives a run
   cat >"$conf" <<EOF
@@ -166,7 +180,8 @@ store:
     url: redis://127.0.0.1:$rd_port/0
     timeout: $rd_timeout
     on_failure: open
-    sync: $m
+    sync: $sync
+    module: $how
 $extra
 policies:
   - {name: tb, algorithm: token_bucket, rate: 1000/d, burst: 1000}
@@ -206,6 +221,10 @@ set_subject() { # SUBJECT: label, port and command of one subject
       local -A names=([tb]="token bucket" [gc]=GCRA [lq]="leaky queue" [fw]="fixed window" [sw]="sliding window" [sl]="sliding log")
       label[$s]="sluiced exact, ${names[$s]} (\`SL.CHECK $s\`)"; mode[$s]=exact; cmd[$s]="SL.CHECK $s {k}" ;;
     cell) label[$s]="sluiced exact, \`CL.THROTTLE\` (Redis mode)"; mode[$s]=exact; cmd[$s]="CL.THROTTLE {k} 999 1000 86400 1" ;;
+    mtb | mgc | mlq | mfw | msw | msl)
+      local -A mnames=([mtb]="token bucket" [mgc]=GCRA [mlq]="leaky queue" [mfw]="fixed window" [msw]="sliding window" [msl]="sliding log")
+      label[$s]="sluiced exact + module, ${mnames[$s]} (\`SL.CHECK ${s#m}\`)"; mode[$s]=module; cmd[$s]="SL.CHECK ${s#m} {k}" ;;
+    mcell) label[$s]="sluiced exact + module, \`CL.THROTTLE\` (Redis mode)"; mode[$s]=module; cmd[$s]="CL.THROTTLE {k} 999 1000 86400 1" ;;
     batched) label[$s]="sluiced batched ($sync_interval), token bucket (\`SL.CHECK tb\`)"; mode[$s]=batched; cmd[$s]="SL.CHECK tb {k}" ;;
   esac
   [ -n "${mode[$s]:-}" ] && port[$s]=${sl_resp[${mode[$s]}]}
@@ -227,9 +246,10 @@ usec_delta() {
   awk -F'[:=,]' '/^cmdstat_/ {c = substr($1, 9); if (c == "info" || c == "flushall") next
     if (FILENAME == ARGV[1]) b += $5; else a += $5} END {print a - b}' "$1" "$2"
 }
-# script_calls BEFORE AFTER: EVAL, EVALSHA, FCALL and FCALL_RO calls between two INFO files
+# script_calls BEFORE AFTER: EVAL, EVALSHA, FCALL, FCALL_RO and SLUICE.DECIDE
+# calls between two INFO files
 script_calls() {
-  awk -F'[:=,]' '/^cmdstat_(eval|evalsha|eval_ro|evalsha_ro|fcall|fcall_ro):/ {
+  awk -F'[:=,]' '/^cmdstat_(eval|evalsha|eval_ro|evalsha_ro|fcall|fcall_ro|sluice\.decide):/ {
     if (FILENAME == ARGV[1]) b += $3; else a += $3} END {print a - b}' "$1" "$2"
 }
 # calls_now: commands processed so far, INFO and FLUSHALL left out
@@ -285,7 +305,8 @@ sha=$(redis-cli -p "$rd_port" SCRIPT LOAD "$(cat "$root/bench/server/token_bucke
 [[ $sha =~ ^[0-9a-f]{40}$ ]] || die "SCRIPT LOAD failed: $sha"
 for s in $subjects; do
   case $s in batched) [ -n "${sl_pid[batched]:-}" ] || start_sluiced batched ;;
-    tb | gc | lq | fw | sw | sl | cell) [ -n "${sl_pid[exact]:-}" ] || start_sluiced exact ;; esac
+    tb | gc | lq | fw | sw | sl | cell) [ -n "${sl_pid[exact]:-}" ] || start_sluiced exact ;;
+    mtb | mgc | mlq | mfw | msw | msl | mcell) [ -n "${sl_pid[module]:-}" ] || start_sluiced module ;; esac
 done
 for s in $subjects; do set_subject "$s"; done
 
@@ -392,8 +413,8 @@ fi
 # ---- the table ---------------------------------------------------------------------------
 
 # target SUBJECT: the issue's CPU target (x INCR) and memory target (B/key)
-cpu_target() { case $1 in tb | gc | lq | fw | cell) echo 1 ;; sw) echo 1.5 ;; sl) echo 3 ;; *) echo - ;; esac; }
-mem_target() { case $1 in tb | gc) echo 90 ;; *) echo - ;; esac; }
+cpu_target() { case $1 in tb | gc | lq | fw | cell | mtb | mgc | mlq | mfw | mcell) echo 1 ;; sw | msw) echo 1.5 ;; sl | msl) echo 3 ;; *) echo - ;; esac; }
+mem_target() { case $1 in tb | gc | mtb | mgc) echo 90 ;; *) echo - ;; esac; }
 verdict() { # VALUE TARGET
   awk -v v="$1" -v t="$2" 'BEGIN {if (t == "-" || v == "nan" || v == "n/a" || v == "") print "-"; else if (v <= t) print "pass"; else printf "**miss** (%.1fx the target)", v / t}'
 }

@@ -103,6 +103,7 @@ static const sl__yaml_home key_homes[] = {
     {"breaker_cooldown", "under store.redis"},
     {"breaker_window", "under store.redis"},
     {"deny_cache", "under store.redis"},
+    {"module", "under store.redis"},
     {"on_failure", "in a policy or under store.redis"},
     {"name", "in a policy (policies: - name: ...)"},
     {"algorithm", "in a policy (policies: - name: ...)"},

@@ -40,13 +40,14 @@ enum {
     REDIS_BREAKER_FAILURES,
     REDIS_BREAKER_COOLDOWN,
     REDIS_DENY_CACHE,
-    REDIS_BREAKER_WINDOW
+    REDIS_BREAKER_WINDOW,
+    REDIS_MODULE
 };
 
 static const char *const redis_keys[] = {
-    "url",        "cluster",       "timeout", "on_failure",       "expected_instances",
-    "sync",       "sync_interval", "prefix",  "breaker_failures", "breaker_cooldown",
-    "deny_cache", "breaker_window"};
+    "url",        "cluster",        "timeout", "on_failure",       "expected_instances",
+    "sync",       "sync_interval",  "prefix",  "breaker_failures", "breaker_cooldown",
+    "deny_cache", "breaker_window", "module"};
 
 enum {
     LIM_HEADER,
@@ -70,6 +71,7 @@ static const char *const limits_keys[] = {
 static const char *const store_types[] = {"memory", "redis"};
 
 static const char *const sync_modes[] = {"exact", "batched"};
+static const char *const module_modes[] = {"auto", "require", "off"}; /* sl_redis_module_mode */
 
 /* "host:port" or "[v6]:port" with a numeric host, stored canonically.
  * False with the reason in `why`. */
@@ -344,6 +346,11 @@ static void redis_value(sl__yaml *y, void *obj, int key, const char *path) {
     case REDIS_BREAKER_WINDOW:
         if (sl__yaml_duration(&p->y, path, 0, 3600 * NS_SEC, &d)) r->breaker_window = d;
         break;
+    case REDIS_MODULE: {
+        int i = sl__yaml_enum(&p->y, path, "module mode", module_modes, COUNT(module_modes));
+        if (i >= 0) r->module = (sl_redis_module_mode)i;
+        break;
+    }
     case REDIS_DENY_CACHE:
         if (sl__yaml_uint(&p->y, path, "a number of entries (0 = off)", 0, 1u << 24, &u))
             r->deny_cache = (size_t)u;

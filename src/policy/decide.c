@@ -536,6 +536,11 @@ void sl__engine_stats(const sl_engine *e, unsigned nworkers, sl_engine_stats *ou
         out->slot_refreshes += atomic_load(&s->redis.slot_refreshes);
         out->noscript_reloads += atomic_load(&s->noscript_reloads);
         out->script_errors += atomic_load(&s->script_errors);
+        out->module_calls += atomic_load(&s->module_calls);
+        out->script_calls += atomic_load(&s->script_calls);
+        out->module_missing += atomic_load(&s->module_missing);
+        out->module_workers += atomic_load(&s->module_now);
+        out->workers++;
         out->deny_hits += atomic_load(&s->deny_hits);
         out->deny_inserts += atomic_load(&s->deny_inserts);
     }

@@ -188,6 +188,9 @@ typedef struct sl_engine_stats {
     uint64_t ok, errors, timeouts, rejected_open, latency_sum_us;
     uint64_t moved, ask, reconnects, slot_refreshes;
     uint64_t noscript_reloads, script_errors, deny_hits, deny_inserts;
+    uint64_t module_calls, script_calls; /* decision calls by command */
+    int module_missing;                  /* workers refused by module: require */
+    int module_workers, workers; /* workers whose latest call went as SLUICE.DECIDE, of all */
     uint64_t syncs, keys_synced, failed_syncs; /* batched mode */
 } sl_engine_stats;
 void sl__engine_stats(const sl_engine *e, unsigned nworkers, sl_engine_stats *out);

@@ -52,6 +52,7 @@ typedef struct node {
     uint64_t last_failure;  /* and of the last */
     uint64_t open_until;
     bool probe_out;
+    int has_command; /* the answer to COMMAND INFO <r->probe_command>: -1 not yet, 0 no, 1 yes */
 } node;
 
 typedef struct call {
@@ -89,6 +90,7 @@ struct sl_redis {
     uint64_t replies; /* hiredis callbacks of calls so far (progress of reads) */
     char *preamble;   /* sent first on every connection */
     size_t preamble_len;
+    char probe_command[32]; /* "": none (sl__redis_probe_command) */
 };
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata);
@@ -393,6 +395,18 @@ static void on_ready(redisAsyncContext *ac, void *reply, void *privdata) {
     if (--n->ready_marks == 0 && reply) n->ever_ready = true;
 }
 
+/* The answer to COMMAND INFO <probe_command> on n's connection: an array
+ * of one nil when the server lacks the command. A connection lost before
+ * it answers leaves the last answer. */
+static void on_probe_reply(redisAsyncContext *ac, void *reply, void *privdata) {
+    (void)ac;
+    node *n = privdata;
+    const redisReply *rep = reply;
+    if (!rep) return;
+    n->has_command = rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 && rep->element[0] &&
+                     rep->element[0]->type == REDIS_REPLY_ARRAY;
+}
+
 /* Ends what was sent on n's connection so far with a PING whose answer
  * marks the node ready (only until it has been once). */
 static void mark_ready_after(node *n) {
@@ -445,6 +459,8 @@ static bool ensure_connected(node *n) {
     if (!cfg->cluster && cfg->db) redisAsyncCommand(ac, ignore_reply, NULL, "SELECT %u", cfg->db);
     if (r->preamble)
         redisAsyncFormattedCommand(ac, ignore_reply, NULL, r->preamble, r->preamble_len);
+    if (r->probe_command[0])
+        redisAsyncCommand(ac, on_probe_reply, n, "COMMAND INFO %s", r->probe_command);
     if (!n->ever_ready) {
         /* the first connection (a PING marks the end of its preamble); at
          * startup, calls wait for it rather than time out while Redis loads
@@ -472,6 +488,7 @@ static node *node_get(sl_redis *r, const char *host, uint16_t port) {
     if (r->nnodes == MAX_NODES) return NULL;
     node *n = calloc(1, sizeof *n);
     if (!n) return NULL;
+    n->has_command = -1;
     n->r = r;
     snprintf(n->host, sizeof n->host, "%s", host);
     n->port = port;
@@ -828,6 +845,22 @@ bool sl__redis_available(sl_redis *r, unsigned slot) {
     node *n = node_for(r, slot);
     if (!n) return true; /* unknown yet: try */
     return n->state == CLOSED || uv_now(r->loop) >= n->open_until;
+}
+
+int sl__redis_has_command(sl_redis *r, unsigned slot) {
+    node *n = node_for(r, slot);
+    return n ? n->has_command : -1;
+}
+
+void sl__redis_probe_command(sl_redis *r, const char *name) {
+    snprintf(r->probe_command, sizeof r->probe_command, "%s", name);
+    /* a connection already open is asked too, before it counts as ready */
+    for (size_t i = 0; i < r->nnodes; i++)
+        if (r->nodes[i]->ac) {
+            redisAsyncCommand(r->nodes[i]->ac, on_probe_reply, r->nodes[i], "COMMAND INFO %s",
+                              r->probe_command);
+            mark_ready_after(r->nodes[i]);
+        }
 }
 
 uint64_t sl__redis_retry_at(sl_redis *r, unsigned slot) {

@@ -67,6 +67,16 @@ sl_redis *sl__redis_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_redis_st
  * Copied. */
 void sl__redis_set_preamble(sl_redis *r, const char *cmd, size_t len);
 
+/* Asks every new connection, after the preamble and before it counts as
+ * ready, COMMAND INFO <name> (the Redis store: the module's
+ * SLUICE.DECIDE), so that sl__redis_has_command can say whether its node
+ * has that command. Set before the first call. */
+void sl__redis_probe_command(sl_redis *r, const char *name);
+
+/* Whether the node for `slot` has the probed command, as its latest
+ * connection answered: 1 yes, 0 no, -1 not known (yet). */
+int sl__redis_has_command(sl_redis *r, unsigned slot);
+
 /* Fails every call in flight (SL_REDIS_EIO) and closes the connections.
  * The loop must run afterwards for their handles to close. */
 void sl__redis_free(sl_redis *r);

@@ -14,6 +14,17 @@
 
 typedef enum sl_fail_mode { SL_FAIL_OPEN = 0, SL_FAIL_CLOSED = 1, SL_FAIL_LOCAL = 2 } sl_fail_mode;
 
+/* store.redis.module: whether decisions go as SLUICE.DECIDE (sluice-redis.so,
+ * src/redis_module/) or as the script (EVALSHA). auto: the module where the
+ * node has it (COMMAND INFO at every connect), else the script; require:
+ * only the module (a node without it is not decided on: fail modes, and
+ * /readyz says degraded); off: only the script. */
+typedef enum sl_redis_module_mode {
+    SL_REDIS_MODULE_AUTO = 0,
+    SL_REDIS_MODULE_REQUIRE = 1,
+    SL_REDIS_MODULE_OFF = 2
+} sl_redis_module_mode;
+
 typedef struct sl_redis_addr {
     char host[SL_REDIS_HOST_MAX + 1]; /* name or address; "" with unix_path */
     uint16_t port;
@@ -39,6 +50,7 @@ typedef struct sl_redis_config {
     int64_t breaker_window;      /* ns they must span at least (default 500 ms) */
     int64_t breaker_cooldown;    /* ns before a probe call (default 1 s) */
     size_t deny_cache;           /* entries per worker; 0 = off (default 65536) */
+    sl_redis_module_mode module; /* default auto */
     /* Tests only, not reachable from the config file (the loader leaves it
        false): send each script call the worker's clock of its first request
        (sl_store_call.now, ns, rounded down to whole us; must be >= 1 us)

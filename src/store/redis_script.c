@@ -130,6 +130,12 @@ static size_t pset_index(pset *sets, size_t *nsets, uint16_t *table, const pset 
 
 void sl__redis_script_format(sl_buf *out, bool with_source, const sl_script_item *items, size_t n,
                              int64_t now_us) {
+    sl__redis_script_format_as(out, with_source ? SL_SCRIPT_EVAL : SL_SCRIPT_EVALSHA, items, n,
+                               now_us);
+}
+
+void sl__redis_script_format_as(sl_buf *out, sl_script_command how, const sl_script_item *items,
+                                size_t n, int64_t now_us) {
     if (n > SL_SCRIPT_MAX_ITEMS) {
         out->failed = true;
         return;
@@ -152,9 +158,11 @@ void sl__redis_script_format(sl_buf *out, bool with_source, const sl_script_item
     }
     free(table);
 
-    const char *body = with_source ? sl__decide_lua_text : sl__decide_lua_text_sha1;
-    size_t body_len = strlen(body);
-    size_t argc = 3 + n + 2 + nsets * SL_SCRIPT_ARGS_PER_SET + n * SL_SCRIPT_ARGS_PER_ITEM;
+    bool module = how == SL_SCRIPT_MODULE;
+    const char *body = how == SL_SCRIPT_EVAL ? sl__decide_lua_text : sl__decide_lua_text_sha1;
+    size_t body_len = module ? 0 : strlen(body);
+    size_t argc =
+        (module ? 2 : 3) + n + 2 + nsets * SL_SCRIPT_ARGS_PER_SET + n * SL_SCRIPT_ARGS_PER_ITEM;
     size_t need =
         INT_FIELD_BYTES * (6 + nsets * SL_SCRIPT_ARGS_PER_SET + n * SL_SCRIPT_ARGS_PER_ITEM) +
         body_len;
@@ -167,8 +175,12 @@ void sl__redis_script_format(sl_buf *out, bool with_source, const sl_script_item
     }
 
     char *p = put_line(start, '*', (int64_t)argc);
-    p = with_source ? put_bulk(p, "EVAL", 4) : put_bulk(p, "EVALSHA", 7);
-    p = put_bulk(p, body, body_len);
+    if (module) {
+        p = put_bulk(p, SL_SCRIPT_MODULE_COMMAND, sizeof SL_SCRIPT_MODULE_COMMAND - 1);
+    } else {
+        p = how == SL_SCRIPT_EVAL ? put_bulk(p, "EVAL", 4) : put_bulk(p, "EVALSHA", 7);
+        p = put_bulk(p, body, body_len);
+    }
     p = put_int(p, (int64_t)n);
     for (size_t i = 0; i < n; i++) p = put_bulk(p, items[i].rkey, items[i].rkeylen);
     p = put_int(p, now_us);

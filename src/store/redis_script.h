@@ -86,12 +86,27 @@ typedef struct sl_script_item {
 const char *sl__redis_script_source(void);
 const char *sl__redis_script_sha(void);
 
+/* How a decision call is sent: the script by its sha, the script's source,
+ * or the native command of sluice-redis.so (src/redis_module/), which takes
+ * the same arguments after the sha and answers the same. */
+typedef enum sl_script_command {
+    SL_SCRIPT_EVALSHA, /* EVALSHA <sha> <n> ... */
+    SL_SCRIPT_EVAL,    /* EVAL <source> <n> ... */
+    SL_SCRIPT_MODULE   /* SLUICE.DECIDE <n> ... */
+} sl_script_command;
+
+#define SL_SCRIPT_MODULE_COMMAND "sluice.decide"
+
 /* Appends the RESP command "EVALSHA sha n keys... now_us m sets... items..."
- * (or, when with_source, "EVAL <source> ...") for items[0..n) to out, in one
- * reserve (out->failed on allocation failure, or n above
- * SL_SCRIPT_MAX_ITEMS). now_us 0 = Redis TIME. Items with the same
+ * (or "EVAL <source> ...", or "SLUICE.DECIDE n keys...": how) for
+ * items[0..n) to out, in one reserve (out->failed on allocation failure, or
+ * n above SL_SCRIPT_MAX_ITEMS). now_us 0 = Redis TIME. Items with the same
  * parameters share one parameter set. Periods and start-empty origins are
  * sent in us, rounded up. */
+void sl__redis_script_format_as(sl_buf *out, sl_script_command how, const sl_script_item *items,
+                                size_t n, int64_t now_us);
+
+/* sl__redis_script_format_as with EVAL (with_source) or EVALSHA. */
 void sl__redis_script_format(sl_buf *out, bool with_source, const sl_script_item *items, size_t n,
                              int64_t now_us);
 

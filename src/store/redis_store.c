@@ -1,7 +1,9 @@
 /* redis_store.c: the Redis store of one worker (see redis_store.h) behind
  * the store interface (store.h): the deny cache in front, one script call
  * per request (per cluster slot when a request's keys fall in several),
- * and the fail modes behind. */
+ * and the fail modes behind. A call goes as SLUICE.DECIDE where the node
+ * has sluice-redis.so (store.redis.module, redis_config.h), else as
+ * EVALSHA: the same arguments, the same answer. */
 #include "store/redis_store.h"
 
 #include <hiredis/hiredis.h>
@@ -21,6 +23,7 @@
 #define MAX_OPEN        16  /* script calls being filled at once (cluster: one per slot) */
 #define FLIGHT_REQUESTS 128 /* requests in one script call (decide.lua allows 256) */
 #define FLIGHT_ITEMS    SL_SCRIPT_MAX_ITEMS /* limits in one script call */
+#define MODULE_RETRY_MS 5000 /* auto: the script this long after the module went away */
 
 typedef struct deny_entry {
     uint64_t h1, h2; /* the Redis key's fingerprint (two seeded hashes) */
@@ -47,6 +50,7 @@ typedef struct sl_store_worker {
     size_t nopen;
     uv_check_t check;
     bool check_on;
+    uint64_t no_module_until; /* uv_now ms: the module answered "unknown command" */
 } sl_store_worker;
 
 /* A call's items of one cluster slot: one request of a script call. */
@@ -63,6 +67,8 @@ typedef struct flight {
     sl_store_worker *sw;
     unsigned slot;
     bool with_source;
+    bool no_module; /* auto: the module answered "unknown command": the script */
+    bool via_module;
     size_t nparts, nitems;
     part *parts[FLIGHT_REQUESTS];
 } flight;
@@ -129,6 +135,8 @@ sl_store *sl__redis_store_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_st
         return NULL;
     }
     sl__store_preamble(sw->redis);
+    if (cfg->module != SL_REDIS_MODULE_OFF)
+        sl__redis_probe_command(sw->redis, SL_SCRIPT_MODULE_COMMAND);
     uv_check_init(loop, &sw->check);
     sw->check.data = sw;
     return &sw->base;
@@ -312,7 +320,27 @@ static void flight_send(flight *f) {
     sl__buf_reset(&sw->cmd);
     /* Redis TIME, or (tests: script_now) the clock of the call's first request */
     int64_t now_us = sw->cfg->script_now ? f->parts[0]->c->now / 1000 : 0;
-    sl__redis_script_format(&sw->cmd, f->with_source, si, f->nitems, now_us);
+    /* the module where the node has it (unknown before its first connect
+       has answered: the script, or with require the module) */
+    int has = sl__redis_has_command(sw->redis, f->slot);
+    sl_redis_module_mode mode = sw->cfg->module;
+    if (mode == SL_REDIS_MODULE_REQUIRE) {
+        atomic_store(&sw->stats->module_missing, has == 0);
+        if (has == 0) { /* refused: the fail modes answer */
+            free(si);
+            flight_fail(f);
+            return;
+        }
+    }
+    f->via_module = mode == SL_REDIS_MODULE_REQUIRE ||
+                    (mode == SL_REDIS_MODULE_AUTO && has == 1 && !f->no_module &&
+                     uv_now(sw->loop) >= sw->no_module_until);
+    sl_script_command how = f->via_module    ? SL_SCRIPT_MODULE
+                            : f->with_source ? SL_SCRIPT_EVAL
+                                             : SL_SCRIPT_EVALSHA;
+    sl__counter_add(f->via_module ? &sw->stats->module_calls : &sw->stats->script_calls, 1);
+    atomic_store(&sw->stats->module_now, f->via_module);
+    sl__redis_script_format_as(&sw->cmd, how, si, f->nitems, now_us);
     free(si);
     if (sw->cmd.failed) {
         sl__buf_free(&sw->cmd);
@@ -331,6 +359,16 @@ static void on_flight(void *arg, const redisReply *reply, int status) {
         /* Redis lost the script (restart, SCRIPT FLUSH, failover): EVAL loads it again */
         sl__counter_add(&sw->stats->noscript_reloads, 1);
         f->with_source = true;
+        flight_send(f);
+        return;
+    }
+    if (status == SL_REDIS_OK && reply->type == REDIS_REPLY_ERROR && f->via_module &&
+        sw->cfg->module == SL_REDIS_MODULE_AUTO &&
+        strncmp(reply->str, "ERR unknown command", 19) == 0) {
+        /* the module went away (MODULE UNLOAD, a failover to a node without
+           it) before the next connect asks again: the script */
+        f->no_module = true;
+        sw->no_module_until = uv_now(sw->loop) + MODULE_RETRY_MS;
         flight_send(f);
         return;
     }

@@ -138,6 +138,10 @@ typedef struct sl_store_stats {
     atomic_uint_fast64_t deny_hits, deny_inserts;
     atomic_uint_fast64_t script_errors;
     atomic_uint_fast64_t noscript_reloads;
+    /* decision calls sent as SLUICE.DECIDE (sluice-redis.so) and as the script */
+    atomic_uint_fast64_t module_calls, script_calls;
+    atomic_int module_missing; /* module: require, and the worker's node lacks it */
+    atomic_int module_now;     /* its latest decision call went as SLUICE.DECIDE */
 } sl_store_stats;
 
 typedef struct sl_store sl_store;

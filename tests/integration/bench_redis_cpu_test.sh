@@ -45,6 +45,12 @@ row 'node-rate-limiter-flexible `RateLimiterRedis`'
 for p in tb gc lq fw sw sl; do row "(\`SL.CHECK $p\`)"; done
 row 'sluiced exact, `CL.THROTTLE` (Redis mode)'
 row 'sluiced batched'
+# the same through sluice-redis.so (SLUICE.DECIDE)
+for a in "token bucket (\`SL.CHECK tb" "GCRA (\`SL.CHECK gc" "leaky queue (\`SL.CHECK lq" \
+  "fixed window (\`SL.CHECK fw" "sliding window (\`SL.CHECK sw" "sliding log (\`SL.CHECK sl" \
+  "\`CL.THROTTLE\` (Redis mode)"; do
+  row "sluiced exact + module, $a"
+done
 grep -q '^| redis-cell `CL.THROTTLE` (native module) | 6.8, quoted' "$t" || { echo "missing: redis-cell's quoted row"; fail=1; }
 # the targets' column
 for p in tb gc lq fw; do grep -F "(\`SL.CHECK $p\`)" "$t" | grep -q '<= 1x: ' || { echo "no target for $p"; fail=1; }; done

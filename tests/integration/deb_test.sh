@@ -69,6 +69,7 @@ expected="/etc/sluice/sluice.yaml
 /usr/lib/pkgconfig/sluice-client.pc
 /usr/lib/pkgconfig/sluice.pc
 /usr/share/doc/sluice/CHANGELOG.md
+/usr/lib/sluice/sluice-redis.so
 /usr/share/doc/sluice/README.md
 /usr/share/doc/sluice/changelog.gz
 /usr/share/doc/sluice/copyright

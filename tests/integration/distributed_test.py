@@ -56,6 +56,10 @@ SLUICED = None
 SRC = None
 NGINX = None
 REDIS_SERVER = "/usr/bin/redis-server"
+# --redis-module PATH (sluice-redis.so): every redis-server loads it and every
+# sluiced decides through it (store.redis.module: require); None: the script
+REDIS_MODULE = None
+SETPRIV = shutil.which("setpriv")
 
 ALL_PROCS = []  # every child process, for the last-resort cleanup in main()
 
@@ -126,8 +130,8 @@ class Env:
             f.write(text)
         return self.path(name)
 
-    def redis(self):
-        r = RedisServer(self)
+    def redis(self, extra=()):
+        r = RedisServer(self, extra)
         self.redises.append(r)
         return r
 
@@ -141,8 +145,9 @@ class Env:
 class RedisServer:
     """A real redis-server on a free loopback port, no persistence."""
 
-    def __init__(self, env):
-        self.env, self.proc, self.paused = env, None, False
+    def __init__(self, env, extra=()):
+        """extra: more redis-server arguments (redis_module_test.py: --replicaof)."""
+        self.env, self.proc, self.paused, self.extra = env, None, False, list(extra)
         self.n = len(env.redises)
         for attempt in range(3):  # the port may be taken between free_port() and bind
             self.port = free_port()
@@ -155,7 +160,9 @@ class RedisServer:
         log = open(self.log_path, "a")
         self.proc = spawn([REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
                            "--save", "", "--appendonly", "no", "--dir", self.env.dir,
-                           "--protected-mode", "no"], log)
+                           "--protected-mode", "no"]
+                          + (["--loadmodule", REDIS_MODULE] if REDIS_MODULE else []) + self.extra,
+                          log)
         log.close()
         self.paused = False
         deadline = time.time() + 10
@@ -626,6 +633,17 @@ def assert_no_fallback(answers, what, slow=None, timeout_s=None):
                     % (what, len(fb), "\n  ".join(map(repr, fb[:5]))))
 
 
+def assert_decided_by(redis, what):
+    """With --redis-module: the decisions were SLUICE.DECIDE calls, no
+    script ran (store.redis.module: require)."""
+    if not REDIS_MODULE:
+        return
+    st = redis.info("commandstats")
+    assert "cmdstat_sluice.decide" in st, "%s: no SLUICE.DECIDE call: %s" % (what, sorted(st))
+    assert "cmdstat_evalsha" not in st and "cmdstat_eval" not in st, (
+        "%s: scripts ran with the module required: %s" % (what, sorted(st)))
+
+
 def by_target(answers):
     out = {}
     for a in answers:
@@ -640,6 +658,8 @@ def sluice_config(redis_url, policies, **redis_opts):
     (see exact_one_key), local fallback, two instances expected, exact sync."""
     opts = {"timeout": "1s", "on_failure": "local", "expected_instances": 2, "sync": "exact",
             "breaker_failures": 5, "breaker_cooldown": "500ms", "deny_cache": 10000}
+    if REDIS_MODULE:
+        opts["module"] = "require"
     opts.update(redis_opts)
     lines = ['listen: {http: 127.0.0.1:0, grpc: "off", resp: 127.0.0.1:0}',
              "workers: 2",
@@ -737,6 +757,7 @@ def exact_one_key():
         assert len(answers) == len(jobs), "%d answers for %d requests" % (len(answers), len(jobs))
         assert_all_answered(answers, "exact_one_key")
         assert_no_fallback(answers, "exact_one_key", slow, 1.0)
+        assert_decided_by(redis, "exact_one_key")
         bad = []
         for p in pols:
             mine = [x for x in answers if x.policy == p["name"]]
@@ -785,6 +806,7 @@ def exact_many_keys():
         assert len(answers) == len(jobs)
         assert_all_answered(answers, "exact_many_keys")
         assert_no_fallback(answers, "exact_many_keys", slow, 1.0)
+        assert_decided_by(redis, "exact_many_keys")
         count = {}
         for x in answers:
             count[(x.policy, x.key)] = count.get((x.policy, x.key), 0) + bool(x.allowed)
@@ -1381,7 +1403,7 @@ TESTS = [exact_one_key, exact_many_keys, naive_get_set, redis_killed, redis_paus
 
 
 def main():
-    global SLUICED, SRC, NGINX, REDIS_SERVER
+    global SLUICED, SRC, NGINX, REDIS_SERVER, REDIS_MODULE
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("sluiced", nargs="?")
     ap.add_argument("src", nargs="?")
@@ -1390,6 +1412,8 @@ def main():
                     help="run only this test (repeatable); --list names them")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--redis-server", default=REDIS_SERVER)
+    ap.add_argument("--redis-module", metavar="SO",
+                    help="sluice-redis.so: Redis loads it, sluiced decides through it")
     ap.add_argument("--serve-naive", metavar="REDIS_PORT", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve_naive:
@@ -1401,6 +1425,7 @@ def main():
         ap.error("usage: distributed_test.py SLUICED SOURCE_DIR [NGINX] [--only NAME]")
     SLUICED, SRC = os.path.abspath(args.sluiced), os.path.abspath(args.src)
     REDIS_SERVER = args.redis_server
+    REDIS_MODULE = os.path.abspath(args.redis_module) if args.redis_module else None
     NGINX = harness.nginx_path(args.nginx)
     tests = harness.select_tests(ap, TESTS, args.only)
     for path, what in ((SLUICED, "sluiced"), (REDIS_SERVER, "redis-server (redis-server package)")):

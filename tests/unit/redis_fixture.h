@@ -6,7 +6,8 @@
  * temporary directory, which teardown removes. `rc` is the connection.
  * redis_fixture_preload (set before the start, NULL by default) is a
  * library the server runs with in LD_PRELOAD (test_differential: a frozen
- * wall clock). */
+ * wall clock). redis_fixture_module (likewise) is a module the server loads
+ * (--loadmodule: sluice-redis.so). */
 #ifndef SLUICE_TESTS_REDIS_FIXTURE_H
 #define SLUICE_TESTS_REDIS_FIXTURE_H
 
@@ -31,6 +32,7 @@ static char sock_path[128];
 static char log_path[160];
 static redisContext *rc;
 static const char *redis_fixture_preload;
+static const char *redis_fixture_module;
 
 static int64_t mono_ms(void) {
     struct timespec ts;
@@ -61,11 +63,13 @@ static int redis_fixture_start(void **state) {
     if (redis_pid < 0) return -1;
     if (redis_pid == 0) {
         if (redis_fixture_preload) setenv("LD_PRELOAD", redis_fixture_preload, 1);
+        const char *lm = redis_fixture_module ? "--loadmodule" : NULL;
         execl("/usr/bin/redis-server", "redis-server", "--port", "0", "--unixsocket", sock_path,
-              "--save", "", "--appendonly", "no", "--dir", tmpdir, "--logfile", log_path,
-              (char *)NULL);
+              "--save", "", "--appendonly", "no", "--dir", tmpdir, "--logfile", log_path, lm,
+              redis_fixture_module, (char *)NULL);
         execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", sock_path, "--save",
-               "", "--appendonly", "no", "--dir", tmpdir, "--logfile", log_path, (char *)NULL);
+               "", "--appendonly", "no", "--dir", tmpdir, "--logfile", log_path, lm,
+               redis_fixture_module, (char *)NULL);
         _exit(127);
     }
     int64_t deadline = mono_ms() + 10000;

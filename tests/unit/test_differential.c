@@ -1,7 +1,12 @@
 /* test_differential.c: the memory store and the Redis store must answer the
  * same random request sequences identically (issue 13, item 2), field by
  * field: rc, which item refused, and per item decided, shadowed, allowed,
- * limit, remaining, retry_after, reset_after, delay.
+ * limit, remaining, retry_after, reset_after, delay. The Redis store runs
+ * twice, as the script (store.redis.module: off) and as the native module
+ * (sluice-redis.so's SLUICE.DECIDE, module: require) on the same
+ * redis-server under two key prefixes: the module must answer exactly as
+ * the script (every field, no rule), and after each sequence every key must
+ * hold the same value with the same TTL under both prefixes.
  *
  * A sequence is a few random policies (every algorithm, bursts, start
  * empty, count_rejected, shadow, calendar-month quotas) whose rates keep the
@@ -93,6 +98,7 @@ static int64_t up_to_us(int64_t ns) {
 #define NKEYS     3
 #define KEY_MAX   16
 #define PREFIX    "d:"
+#define PREFIX_M  "m:" /* the module's keys */
 #define CFG_BYTES 4096
 
 /* ---- random numbers (splitmix64) ------------------------------------------------- */
@@ -431,9 +437,9 @@ static void take_answer(answer *a, const sl_policy_item *items, size_t n, int co
  * until done: the memory store answers inline, the Redis store after its
  * loop iteration has sent the script call and read the reply. */
 static uv_loop_t loop;
-static sl_redis_config rcfg;
-static sl_store_stats sstats;
-static sl_store *redis;
+static sl_redis_config rcfg, mcfg;
+static sl_store_stats sstats, mstats;
+static sl_store *redis, *module;
 
 static void on_call_done(sl_decide_call *c) {
     *(bool *)c->arg = true;
@@ -483,6 +489,61 @@ static void decide_memory(stores *st, const greq *q, int64_t now, answer *a) {
 /* The Redis store: one worker's, on its own loop, on the fixture's socket. */
 static void decide_redis(stores *st, const greq *q, int64_t now, answer *a) {
     decide_on(redis, st, q, now, a);
+}
+
+/* The Redis store through the module: another worker's, same loop and server. */
+static void decide_module(stores *st, const greq *q, int64_t now, answer *a) {
+    decide_on(module, st, q, now, a);
+}
+
+/* Every key of the script's store (PREFIX) holds the same value (string or
+ * list) and the same PTTL (Redis's clock is frozen) as the module's key of
+ * the same name (PREFIX_M); "" or the first key that differs, in why. */
+static bool same_keys(char *why, size_t size) {
+    redisReply *ks = cmd("KEYS %s*", PREFIX);
+    bool same = ks->type == REDIS_REPLY_ARRAY;
+    for (size_t i = 0; same && i < ks->elements; i++) {
+        const char *k = ks->element[i]->str;
+        char km[128];
+        snprintf(km, sizeof km, "%s%s", PREFIX_M, k + strlen(PREFIX));
+        redisReply *a[2], *t[2];
+        for (int s = 0; s < 2; s++) {
+            const char *key = s ? km : k;
+            redisReply *ty = cmd("TYPE %s", key);
+            bool list = ty->type == REDIS_REPLY_STATUS && strcmp(ty->str, "list") == 0;
+            freeReplyObject(ty);
+            a[s] = list ? cmd("LRANGE %s 0 -1", key) : cmd("GET %s", key);
+            t[s] = cmd("PTTL %s", key);
+        }
+        same = a[0]->type == a[1]->type && t[0]->integer == t[1]->integer;
+        if (same && a[0]->type == REDIS_REPLY_STRING)
+            same = a[0]->len == a[1]->len && memcmp(a[0]->str, a[1]->str, a[0]->len) == 0;
+        if (same && a[0]->type == REDIS_REPLY_ARRAY) {
+            same = a[0]->elements == a[1]->elements;
+            for (size_t e = 0; same && e < a[0]->elements; e++)
+                same = strcmp(a[0]->element[e]->str, a[1]->element[e]->str) == 0;
+        }
+        if (!same)
+            snprintf(why, size, "%s: script %s (pttl %lld), module %s (pttl %lld)", k,
+                     a[0]->type == REDIS_REPLY_STRING ? a[0]->str : "(list or none)", t[0]->integer,
+                     a[1]->type == REDIS_REPLY_STRING ? a[1]->str : "(list or none)",
+                     t[1]->integer);
+        for (int s = 0; s < 2; s++) {
+            freeReplyObject(a[s]);
+            freeReplyObject(t[s]);
+        }
+    }
+    if (same) {
+        redisReply *km = cmd("KEYS %s*", PREFIX_M);
+        if (km->type != REDIS_REPLY_ARRAY || km->elements != ks->elements) {
+            snprintf(why, size, "%zu keys of the script, %zu of the module", ks->elements,
+                     km->type == REDIS_REPLY_ARRAY ? km->elements : 0);
+            same = false;
+        }
+        freeReplyObject(km);
+    }
+    freeReplyObject(ks);
+    return same;
 }
 
 static void stores_open(stores *st, const gseq *s) {
@@ -539,7 +600,8 @@ static bool clock_frozen(void) {
 static int setup(void **state) {
     (void)run; /* redis_fixture.h's script runner: this test goes through the store */
     redis_fixture_preload = FROZEN_CLOCK_LIB;
-    sl__log_set_level(SL_LOG_ERROR); /* no shadow-mode lines */
+    redis_fixture_module = SLUICE_REDIS_MODULE;
+    sl__log_set_level(getenv("DIFF_LOG") ? SL_LOG_WARN : SL_LOG_ERROR); /* no shadow-mode lines */
     if (redis_fixture_start(state) != 0) return -1;
     if (!clock_frozen()) {
         fprintf(stderr, "redis-server's clock runs: %s not preloaded?\n", FROZEN_CLOCK_LIB);
@@ -554,16 +616,22 @@ static int setup(void **state) {
                              .breaker_cooldown = SL_NS_PER_SEC,
                              .breaker_window = SL_NS_PER_SEC,
                              .deny_cache = 0,
+                             .module = SL_REDIS_MODULE_OFF,
                              .script_now = true};
     snprintf(rcfg.unix_path, sizeof rcfg.unix_path, "%s", sock_path);
+    mcfg = rcfg;
+    mcfg.module = SL_REDIS_MODULE_REQUIRE;
+    snprintf(mcfg.prefix, sizeof mcfg.prefix, "%s", PREFIX_M);
     redis = sl__redis_store_new(&loop, &rcfg, &sstats);
-    return redis ? 0 : -1;
+    module = sl__redis_store_new(&loop, &mcfg, &mstats);
+    return redis && module ? 0 : -1;
 }
 
 static int teardown(void **state) {
-    if (redis) {
+    if (redis || module) {
         sl__store_free(redis);
-        redis = NULL;
+        sl__store_free(module);
+        redis = module = NULL;
         uv_run(&loop, UV_RUN_DEFAULT);
         uv_loop_close(&loop);
     }
@@ -579,7 +647,9 @@ typedef struct result {
     size_t at;         /* the request that differed */
     const char *field; /* its first differing field */
     size_t item;
-    answer mem, red;
+    const char *who; /* "redis" (the script against memory) or "module" (against the script) */
+    answer mem, red, mod;
+    char keys[400];  /* the states that differ after the sequence ("" when the answers differ) */
     size_t compared; /* requests compared */
 } result;
 
@@ -607,8 +677,14 @@ static void run_once(const gseq *s, result *res) {
         int64_t now = (s->t0_us + s->r[k].at_us) * US;
         decide_memory(&st, &s->r[k], now, &res->mem);
         decide_redis(&st, &s->r[k], now, &res->red);
+        decide_module(&st, &s->r[k], now, &res->mod);
         relax_ctx rx = {s, k};
+        res->who = "redis";
         res->field = diff_field(&res->mem, &res->red, &res->item, relax, &rx);
+        if (*res->field == '\0') {
+            res->who = "module";
+            res->field = diff_field(&res->red, &res->mod, &res->item, NULL, NULL);
+        }
         if (*res->field == '\0') {
             res->compared++;
             continue;
@@ -616,6 +692,12 @@ static void run_once(const gseq *s, result *res) {
         res->at = k;
         res->out = DIFFERENT;
         break;
+    }
+    if (res->out == SAME && !same_keys(res->keys, sizeof res->keys)) {
+        res->out = DIFFERENT;
+        res->at = s->nr - 1;
+        res->who = "module";
+        res->field = "the keys";
     }
     if (expired_keys() != expired)
         fail_msg("seed %" PRIu64 ": Redis expired a key on its own clock (not frozen?)", s->seed);
@@ -666,9 +748,11 @@ static void report(const gseq *s, const result *res) {
                   s->seed, (long long)s->t0_us);
     for (size_t i = 0; i < s->np; i++) print_policy(i, &s->p[i]);
     for (size_t k = 0; k <= res->at && k < s->nr; k++) print_request(s, k);
-    print_message("  request #%zu differs: %s of item %zu\n", res->at, res->field, res->item);
+    print_message("  request #%zu differs (%s): %s of item %zu %s\n", res->at, res->who, res->field,
+                  res->item, res->keys);
     print_answer("memory", &res->mem);
     print_answer("redis", &res->red);
+    print_answer("module", &res->mod);
 }
 
 static uint64_t env_u64(const char *name, uint64_t def) {
@@ -702,6 +786,11 @@ static void test_differential(void **state) {
                   "(refused by sl__redis_script_check)\n",
                   (unsigned long long)count, requests, skipped_rates);
     if (different) fail_msg("%llu sequences differ", different);
+    /* the two Redis stores really went their two ways */
+    assert_true(atomic_load(&mstats.module_calls) > 0);
+    assert_int_equal(atomic_load(&mstats.script_calls), 0);
+    assert_true(atomic_load(&sstats.script_calls) > 0);
+    assert_int_equal(atomic_load(&sstats.module_calls), 0);
 }
 
 int main(void) {

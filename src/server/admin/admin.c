@@ -31,10 +31,19 @@ int sl__admin_ready(sl_admin *a, sl_buf *body) {
         sl__buf_puts(body, "{\"status\":\"ready\",\"store\":\"memory\"}");
         return 200;
     }
-    int up = es.up, open = es.breakers_open;
+    int up = es.up && !es.module_missing, open = es.breakers_open;
+    /* decide: how the workers' latest decision calls reached Redis
+       (store.redis.module): "module" (SLUICE.DECIDE), "script" (EVALSHA),
+       "mixed" (some workers each), "missing" (module: require, and Redis
+       lacks it) */
+    const char *via = es.module_missing                 ? "missing"
+                      : es.module_workers == 0          ? "script"
+                      : es.module_workers == es.workers ? "module"
+                                                        : "mixed";
     sl__buf_printf(body,
-                   "{\"status\":\"%s\",\"store\":\"redis\",\"redis\":\"%s\",\"breakers_open\":%d}",
-                   up ? "ready" : "degraded", up ? "up" : "down", open);
+                   "{\"status\":\"%s\",\"store\":\"redis\",\"redis\":\"%s\",\"breakers_open\":%d,"
+                   "\"decide\":\"%s\"}",
+                   up ? "ready" : "degraded", es.up ? "up" : "down", open, via);
     return up ? 200 : 503;
 }
 

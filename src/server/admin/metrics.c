@@ -282,6 +282,16 @@ static void redis_metrics(const sl_engine_stats *es, sl_policy_set *set, sl_buf 
            "Redis Cluster slot maps read (CLUSTER SLOTS).", es->slot_refreshes);
     single(out, "sluice_redis_script_reloads_total", "counter",
            "NOSCRIPT answers: the script was sent again with EVAL.", es->noscript_reloads);
+    sl__prom_family(out, "sluice_redis_decide_calls_total", "counter",
+                    "Decision calls by command: module (SLUICE.DECIDE, sluice-redis.so) or "
+                    "script (EVALSHA/EVAL).");
+    const char *lvm[] = {"via", "module", NULL}, *lvs[] = {"via", "script", NULL};
+    sl__prom_sample(out, "sluice_redis_decide_calls_total", lvm, es->module_calls);
+    sl__prom_sample(out, "sluice_redis_decide_calls_total", lvs, es->script_calls);
+    single(out, "sluice_redis_module_missing", "gauge",
+           "Workers that refuse to decide: store.redis.module is require and Redis lacks "
+           "SLUICE.DECIDE.",
+           (uint64_t)(es->module_missing > 0 ? es->module_missing : 0));
     single(out, "sluice_redis_script_errors_total", "counter",
            "Script answers that could not be used (treated as a failure).", es->script_errors);
     single(out, "sluice_deny_cache_hits_total", "counter",

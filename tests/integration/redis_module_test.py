@@ -1,0 +1,179 @@
+"""redis_module_test.py SLUICED SOURCE_DIR MODULE [--only NAME]: sluice-redis.so
+(SLUICE.DECIDE) with real redis-servers and sluiced, on loopback:
+
+- replication: a replica (a second redis-server with --replicaof, without the
+  module) holds the same state strings, lists and absolute expiry times
+  (PEXPIRETIME) as its master after decisions of every algorithm, made
+  directly and through sluiced: the module replicates its effects (SET ...
+  PXAT, DEL, LTRIM, RPUSH, PEXPIREAT), never the command (which the replica
+  would not even know);
+- require_missing: store.redis.module: require on a Redis without the module
+  refuses to decide (the fail mode answers) and /readyz says degraded,
+  "decide":"missing";
+- auto_fallback: module: auto on a Redis without the module decides through
+  the script ("decide":"script"), and on one with it through the module
+  ("decide":"module", sluice_redis_decide_calls_total{via="module"});
+- config_key: store.redis.module takes auto, require, off (sluiced --check-config).
+
+Built on distributed_test.py's Env, RedisServer and Daemon (standard library
+only)."""
+import argparse
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import distributed_test as dt  # noqa: E402
+import harness  # noqa: E402
+
+MODULE = None
+
+
+def config(url, module, on_failure="closed"):
+    pols = [{"name": "tb", "algorithm": "token_bucket", "rate": "5/s", "burst": 5},
+            {"name": "gc", "algorithm": "gcra", "rate": "5/s", "burst": 5},
+            {"name": "lq", "algorithm": "leaky_queue", "rate": "5/s", "burst": 5},
+            {"name": "fw", "algorithm": "fixed_window", "rate": "5/m"},
+            {"name": "sw", "algorithm": "sliding_window", "rate": "5/m"},
+            {"name": "sl", "algorithm": "sliding_log", "rate": "5/m"}]
+    return dt.sluice_config(url, pols, module=module, on_failure=on_failure, deny_cache=0,
+                            timeout="2s")
+
+
+def keys_state(redis):
+    """{key: (type, value or list, PEXPIRETIME)} of every key."""
+    out = {}
+    for k in redis.call("KEYS", "*"):
+        t = redis.call("TYPE", k)
+        v = redis.call("LRANGE", k, "0", "-1") if t == "list" else redis.call("GET", k)
+        out[k] = (t, v, redis.call("PEXPIRETIME", k))
+    return out
+
+
+def decide(redis, n_keys, args):
+    """One SLUICE.DECIDE call (args after the keys); the reply."""
+    return redis.call("SLUICE.DECIDE", str(n_keys), *args)
+
+
+def replication():
+    dt.REDIS_MODULE = MODULE
+    with dt.Env("modrepl") as env:
+        master = env.redis()
+        dt.REDIS_MODULE = None  # the replica has no module: it gets effects only
+        replica = env.redis(["--replicaof", "127.0.0.1", str(master.port)])
+        dt.REDIS_MODULE = MODULE
+        harness.wait_until(lambda: replica.info("replication").get("master_link_status") == "up",
+                           30, "the replica did not sync")
+        # every algorithm directly: sets (alg, limit, period_us, burst, flags, origin, tag)
+        sets = [("1", "3", "60000000", "0", "2", "0", "a1"),        # fixed window, count rejected
+                ("2", "3", "60000000", "0", "1", "1000000", "a2"),  # sliding log, start empty
+                ("2", "3", "60000000", "0", "0", "0", "a3"),        # sliding log
+                ("3", "3", "60000000", "0", "0", "0", "a4"),        # sliding window
+                ("4", "3", "1000000", "3", "0", "0", "a5"),         # token bucket
+                ("5", "3", "1000000", "3", "0", "0", "a6"),         # gcra (n 1: decimal state)
+                ("5", "3", "1000000", "3", "512", "0", "cell"),     # any rate
+                ("6", "2", "3000000", "2", "2", "0", "a8")]         # leaky queue
+        for rnd in range(6):
+            keys, items = [], []
+            for j in range(len(sets)):
+                keys.append("k%d" % j)
+                items += [str(j + 1), str(1 + rnd % 3), "0"]
+            args = keys + ["0", str(len(sets))] + [x for s in sets for x in s] + items
+            r = decide(master, len(keys), args)
+            assert isinstance(r, list) and len(r) == 6 * len(keys), r
+        # a sliding log trimmed from its head (a call 61 s later on the fake clock)
+        t = 1700000000000000
+        slargs = ["0", "1", "2", "3", "60000000", "0", "0", "0", "t"]
+        for dt_us in (0, 1, 2, 61000000, 61000001):
+            decide(master, 1, ["lg", str(t + dt_us)] + slargs[1:] + ["1", "2", "0"])
+        # and through sluiced (Redis TIME), every policy
+        d = env.sluiced("sluiced", config(master.url, "require"))
+        dt.wait_ready((d,))
+        for p in ("tb", "gc", "lq", "fw", "sw", "sl"):
+            for _ in range(7):
+                st, _, body = d.check(p, "user-1")
+                assert st in (200, 429) and not body.get("fallback"), (st, body)
+        assert master.call("WAIT", "1", "10000") == 1
+        want = keys_state(master)
+        harness.wait_until(lambda: keys_state(replica) == want, 20,
+                           "the replica's keys differ:\n master  %s\n replica %s"
+                           % (want, keys_state(replica)))
+        assert len(want) >= 10, want
+        kinds = {v[0] for v in want.values()}
+        assert kinds == {"string", "list"}, kinds
+        # the replica never saw the command itself
+        assert "cmdstat_sluice.decide" not in replica.info("commandstats")
+        print("  %d keys equal on master and replica" % len(want))
+
+
+def require_missing():
+    dt.REDIS_MODULE = None
+    with dt.Env("modreq") as env:
+        redis = env.redis()
+        d = env.sluiced("sluiced", config(redis.url, "require", on_failure="closed"))
+        dt.wait_ready((d,))  # connected; nothing decided yet
+        st, _, body = d.check("tb", "u")
+        assert st in (429, 503) and body.get("fallback"), (st, body)
+        harness.wait_until(lambda: '"decide":"missing"' in d.readyz()[1], 20,
+                           "/readyz does not say the module is missing: %s" % (d.readyz(),))
+        st, body = d.readyz()
+        assert st == 503 and '"status":"degraded"' in body, (st, body)
+        m = d.metrics()
+        assert m.need("sluice_redis_module_missing") >= 1
+        assert "cmdstat_evalsha" not in redis.info("commandstats")
+
+
+def auto_fallback():
+    for module, via in ((None, "script"), (MODULE, "module")):
+        dt.REDIS_MODULE = module
+        with dt.Env("modauto") as env:
+            redis = env.redis()
+            d = env.sluiced("sluiced", config(redis.url, "auto"))
+            dt.wait_ready((d,))
+
+            def decided():
+                st, _, body = d.check("gc", "u")
+                assert st in (200, 429) and not body.get("fallback"), (st, body)
+                return '"decide":"%s"' % via in d.readyz()[1]
+            harness.wait_until(decided, 20, "/readyz does not say %s: %s" % (via, d.readyz(),))
+            st, body = d.readyz()
+            assert st == 200, (st, body)
+            m = d.metrics()
+            assert m.need("sluice_redis_decide_calls_total", via=via) >= 1
+            cs = redis.info("commandstats")
+            assert ("cmdstat_sluice.decide" in cs) == (via == "module"), sorted(cs)
+
+
+def config_key():
+    """store.redis.module takes auto, require and off, and nothing else."""
+    with dt.Env("modcfg") as env:
+        for value, ok in (("auto", True), ("require", True), ("off", True), ("yes", False)):
+            path = env.write("c.yaml", config("redis://127.0.0.1:1/0", value))
+            p = subprocess.run([dt.SLUICED, "--check-config", path], capture_output=True,
+                               text=True, timeout=60)
+            assert (p.returncode == 0) == ok, (value, p.returncode, p.stdout, p.stderr)
+            if not ok:
+                assert "module" in p.stdout + p.stderr, p.stderr
+
+
+TESTS = [replication, require_missing, auto_fallback, config_key]
+
+
+def main():
+    global MODULE
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("sluiced")
+    ap.add_argument("src")
+    ap.add_argument("module")
+    ap.add_argument("--redis-server", default=dt.REDIS_SERVER)
+    ap.add_argument("--only", action="append", metavar="NAME")
+    args = ap.parse_args()
+    dt.SLUICED, dt.SRC = os.path.abspath(args.sluiced), os.path.abspath(args.src)
+    dt.REDIS_SERVER = args.redis_server
+    MODULE = os.path.abspath(args.module)
+    tests = harness.select_tests(ap, TESTS, args.only)
+    return harness.run_tests(tests, dt.ALL_PROCS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -470,7 +470,7 @@ int main(int argc, char **argv) {
     }
 
     /* Subjects: the six algorithms, the peer, the harness. */
-    static subject subs[NALGOS + 2];
+    static subject subs[NALGOS + 3];
     int nsubs = 0;
     for (size_t i = 0; i < NALGOS; i++) {
         if (!selected(only, algos[i].name)) continue;
@@ -558,7 +558,7 @@ int main(int argc, char **argv) {
         if (wl == W_RANDOM && !do_random) continue;
         for (int tc = 0; tc < nthreadc; tc++) {
             int th = thread_counts[tc];
-            uint64_t keys_before[NALGOS + 2], ev_before[NALGOS + 2];
+            uint64_t keys_before[NALGOS + 3], ev_before[NALGOS + 3];
             for (int i = 0; i < nsubs; i++) table_state(&subs[i], &keys_before[i], &ev_before[i]);
             /* warm-up round, then measured rounds; subjects take turns */
             for (int i = 0; i < nsubs; i++)

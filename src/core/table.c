@@ -103,10 +103,17 @@ typedef struct shard {
 
 typedef void decide_fn(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,
                        sl_decision *d);
+typedef void step_fn(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,
+                     sl__outcome *o);
+typedef void answer_fn(const sl__plan *plan, const sl__outcome *o, sl_decision *d);
 
 struct sl_table {
     sl__plan plan;
-    decide_fn *decide; /* the algorithm's own: sl__decide without its switch */
+    /* the algorithm's own functions (sl__decide without its switch): its two
+     * halves, or (sliding log) one decide under the lock */
+    step_fn *step;
+    answer_fn *answer;
+    decide_fn *decide;
     uint64_t seed;
     size_t slot_size;   /* bytes of one slot: 32, or a multiple of 64 */
     size_t state_off;   /* where the state starts in a slot */
@@ -493,24 +500,34 @@ static int insert(const sl_table *t, shard *s, const probe *p, int64_t now, uint
 
 /* ---- public API --------------------------------------------------------- */
 
-/* What sl__decide calls for the algorithm (a cost of 0 is its caller's
- * business: a peek). */
-static decide_fn *decide_of(sl_algorithm a) {
+/* What sl__decide calls for the algorithm, in two halves where it has them
+ * (core/algorithm.h). */
+static void functions_of(sl_table *t, sl_algorithm a) {
     switch (a) {
     case SL_FIXED_WINDOW:
-        return sl__fixed_window_decide;
+        t->step = sl__fixed_window_step;
+        t->answer = sl__fixed_window_answer;
+        break;
     case SL_SLIDING_LOG:
-        return sl__sliding_log_decide;
+        t->decide = sl__sliding_log_decide;
+        break;
     case SL_SLIDING_WINDOW:
-        return sl__sliding_window_decide;
+        t->step = sl__sliding_window_step;
+        t->answer = sl__sliding_window_answer;
+        break;
     case SL_TOKEN_BUCKET:
-        return sl__token_bucket_decide;
+        t->step = sl__token_bucket_step;
+        t->answer = sl__token_bucket_answer;
+        break;
     case SL_GCRA:
-        return sl__gcra_decide;
+        t->step = sl__gcra_step;
+        t->answer = sl__gcra_answer;
+        break;
     case SL_LEAKY_QUEUE:
-        return sl__leaky_queue_decide;
+        t->step = sl__leaky_queue_step;
+        t->answer = sl__leaky_queue_answer;
+        break;
     }
-    return sl__decide;
 }
 
 static int create(const sl_table_options *opts, const sl__plan *planp, sl_table **out) {
@@ -535,7 +552,7 @@ static int create(const sl_table_options *opts, const sl__plan *planp, sl_table 
     sl_table *t = calloc(1, sizeof *t);
     if (!t) return SL_ENOMEM;
     t->plan = plan;
-    t->decide = decide_of(plan.params.algorithm);
+    functions_of(t, plan.params.algorithm);
     atomic_init(&t->sweep_cursor, 0);
     t->seed = opts->seed ? opts->seed : sl__random_seed();
     t->slot_size = slot_size;
@@ -638,16 +655,33 @@ static bool plan_fits(const sl_table *t, const sl__plan *plan) {
     return plan == &t->plan || (plan->any_rate && t->plan.any_rate);
 }
 
-/* sl__decide(plan, st, cost, now, SL__APPLY, d) without its dispatch. */
-static inline void decide(const sl_table *t, const sl__plan *plan, void *st, int64_t cost,
-                          int64_t now, sl_decision *d) {
-    if (cost == 0) {
-        t->decide(plan, st, 0, now, SL__PEEK, d);
-        d->allowed = true;
-        d->retry_after = 0;
-        return;
+/* A decision in progress: what the step under the lock leaves for the
+ * answer after it. */
+typedef struct pending {
+    sl__outcome o;
+    bool done; /* no split (sliding log): *out is already filled */
+} pending;
+
+/* sl__decide(plan, st, cost, now, SL__APPLY, d)'s state half, without its
+ * dispatch: the caller holds st's shard lock. */
+static inline void decide_step(const sl_table *t, const sl__plan *plan, void *st, int64_t cost,
+                               int64_t now, pending *p, sl_decision *out) {
+    sl__mode mode = cost ? SL__APPLY : SL__PEEK;
+    p->done = !t->step;
+    if (p->done)
+        t->decide(plan, st, cost, now, mode, out);
+    else
+        t->step(plan, st, cost, now, mode, &p->o);
+}
+
+/* Its answer half, after the lock is released. */
+static inline void decide_answer(const sl_table *t, const sl__plan *plan, const pending *p,
+                                 int64_t cost, sl_decision *out) {
+    if (!p->done) t->answer(plan, &p->o, out);
+    if (cost == 0) { /* a peek is always allowed (as in sl__decide) */
+        out->allowed = true;
+        out->retry_after = 0;
     }
-    t->decide(plan, st, cost, now, SL__APPLY, d);
 }
 
 static int check_plan(sl_table *t, const sl__plan *plan, const void *key, size_t keylen,
@@ -662,10 +696,12 @@ static int check_plan(sl_table *t, const sl__plan *plan, const void *key, size_t
     shard *s = shard_for(t, p.h);
     shard_lock(s);
     uint8_t *e = find(t, s, &p);
+    pending d;
     if (e) {
         meta_set(e, META_REF);
-        decide(t, plan, state_of(t, e), cost, now, out);
+        decide_step(t, plan, state_of(t, e), cost, now, &d, out);
         shard_unlock(s);
+        decide_answer(t, plan, &d, cost, out);
         return SL_OK;
     }
     if (cost == 0) { /* a peek at an unknown key: answer from a fresh state, store nothing */
@@ -678,8 +714,9 @@ static int check_plan(sl_table *t, const sl__plan *plan, const void *key, size_t
         deny(out, plan);
         return rc;
     }
-    decide(t, plan, state_of(t, e), cost, now, out);
+    decide_step(t, plan, state_of(t, e), cost, now, &d, out);
     shard_unlock(s);
+    decide_answer(t, plan, &d, cost, out);
     return SL_OK;
 }
 

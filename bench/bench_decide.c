@@ -318,7 +318,7 @@ static void build_memlat(subject *subs, int nsubs) {
     if (ref) {
         sl_table_stats st;
         sl_table_stats_get(ref->table, &st);
-        if (st.bytes > ((size_t)1 << 20)) bytes = st.bytes;
+        bytes = st.bytes > ((size_t)64 << 10) ? st.bytes : (size_t)64 << 10;
     }
     size_t lines = bytes / 64;
     m->chase = aligned_alloc(64, lines * 64);
@@ -359,6 +359,8 @@ static void usage(FILE *f) {
                "  --serial           a barrier (lfence) after every decision: latency of a\n"
                "                     lone decision instead of back-to-back throughput\n"
                "  --byte-keys        format random keys byte by byte (see bench_common.h)\n"
+               "  --cap BYTES        each table's max_memory (default 4 GiB: no eviction);\n"
+               "                     below what the keys need, decisions evict\n"
                "  --no-pin           do not pin thread i to CPU i\n"
                "  --instr --ops N    callgrind mode: N decisions per subject (the hot key,\n"
                "                     or random keys with --workload random), 1 thread,\n"
@@ -373,22 +375,17 @@ int main(int argc, char **argv) {
     bool instr = false;
     long long instr_ops = 1000000;
     bool keys_given = false;
+    unsigned long long cap = 0; /* --cap: each table's max_memory (0: 4 GiB, nothing evicted) */
 
-    static const struct option opts[] = {{"quick", no_argument, 0, 'q'},
-                                         {"runs", required_argument, 0, 'r'},
-                                         {"time", required_argument, 0, 't'},
-                                         {"keys", required_argument, 0, 'k'},
-                                         {"only", required_argument, 0, 'o'},
-                                         {"workload", required_argument, 0, 'w'},
-                                         {"threads", required_argument, 0, 'T'},
-                                         {"csv", required_argument, 0, 'c'},
-                                         {"no-pin", no_argument, 0, 'P'},
-                                         {"instr", no_argument, 0, 'i'},
-                                         {"ops", required_argument, 0, 'n'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {"serial", no_argument, 0, 'S'},
-                                         {"byte-keys", no_argument, 0, 'B'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"quick", no_argument, 0, 'q'},         {"runs", required_argument, 0, 'r'},
+        {"time", required_argument, 0, 't'},    {"keys", required_argument, 0, 'k'},
+        {"only", required_argument, 0, 'o'},    {"workload", required_argument, 0, 'w'},
+        {"threads", required_argument, 0, 'T'}, {"csv", required_argument, 0, 'c'},
+        {"no-pin", no_argument, 0, 'P'},        {"instr", no_argument, 0, 'i'},
+        {"ops", required_argument, 0, 'n'},     {"help", no_argument, 0, 'h'},
+        {"serial", no_argument, 0, 'S'},        {"byte-keys", no_argument, 0, 'B'},
+        {"cap", required_argument, 0, 'C'},     {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -426,6 +423,9 @@ int main(int argc, char **argv) {
             break;
         case 'B':
             byte_keys = true;
+            break;
+        case 'C':
+            cap = strtoull(optarg, NULL, 10);
             break;
         case 'i':
             instr = true;
@@ -482,8 +482,8 @@ int main(int argc, char **argv) {
         o.params.algorithm = algos[i].algo;
         o.params.rate = (sl_rate){LIMIT, PERIOD_NS};
         o.params.burst = BURST;
-        /* a cap far above what the keys need: nothing is evicted */
-        o.max_memory = (size_t)4 << 30;
+        /* a cap far above what the keys need: nothing is evicted (or --cap) */
+        o.max_memory = cap ? (size_t)cap : (size_t)4 << 30;
         o.seed = 0x9e3779b97f4a7c15ULL;
         int rc = sl_table_create(&o, &s->table);
         if (rc) {
@@ -533,8 +533,12 @@ int main(int argc, char **argv) {
         for (int i = 0; i < nsubs; i++) {
             int64_t t0 = bench_wall_ns();
             populate(&subs[i], nkeys);
-            printf("# populated %-14s with %u keys in %.2f s\n", subs[i].name, nkeys,
-                   (double)(bench_wall_ns() - t0) / 1e9);
+            double took = (double)(bench_wall_ns() - t0) / 1e9;
+            uint64_t held, evicted;
+            table_state(&subs[i], &held, &evicted);
+            printf("# populated %-14s with %u keys in %.2f s: %llu held, %llu evicted\n",
+                   subs[i].name, nkeys, took, (unsigned long long)held,
+                   (unsigned long long)evicted);
         }
     }
     build_memlat(subs, nsubs);

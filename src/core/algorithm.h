@@ -31,6 +31,8 @@ typedef struct sl__plan {
     int64_t burst;     /* B (buckets) */
     int64_t n, p;      /* N/P reduced: n events per p ns */
     int64_t full;      /* token bucket: B * p, the full bucket in scaled units */
+    int64_t t_whole;   /* buckets: p / n and p % n, the emission interval of one */
+    int64_t t_frac;    /*   request (GCRA's step for a cost of 1, without a division) */
     int64_t max_cost;  /* largest cost that can ever pass (N or B) */
     size_t state_size; /* bytes of one state, multiple of 8 */
     bool start_empty;

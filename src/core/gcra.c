@@ -43,8 +43,8 @@ static void step(const sl__plan *plan, sl__gcra_state *s, int64_t cost, int64_t 
     int64_t delay = bt - now + (bf > 0); /* rounded up: never released early */
     /* new = base + cost * p / n; cost * p <= burst * p <= 2^61 fits 64 bits */
     int64_t step = cost * plan->p;
-    int64_t nt = bt + step / n;
-    int64_t nf = bf + step % n;
+    int64_t nt = bt + (cost == 1 ? plan->t_whole : step / n);
+    int64_t nf = bf + (cost == 1 ? plan->t_frac : step % n);
     if (nf >= n) {
         nf -= n;
         nt++;

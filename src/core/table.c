@@ -217,7 +217,11 @@ static inline uint32_t meta_of(const uint8_t *e) {
 }
 
 static inline void meta_set(uint8_t *e, uint32_t bits) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    e[0] |= (uint8_t)bits; /* the word's low byte */
+#else
     store64(e, load64(e) | bits);
+#endif
 }
 
 static inline void meta_clear(uint8_t *e, uint32_t bits) {
@@ -329,6 +333,11 @@ static __attribute__((noinline)) uint8_t *find_more(const sl_table *t, const sha
 static inline uint8_t *find(const sl_table *t, const shard *s, const probe *p) {
     uint32_t g = home_of(p->h, s->ngroups);
     uint8_t *e = s->slots + (size_t)g * t->group_bytes;
+    /* the next group and the overflow count too, in parallel: a key not in
+     * its home group (a fifth to a third of them between 0.7 and 7/8 load)
+     * then costs no second dependent miss */
+    __builtin_prefetch(e + t->group_bytes);
+    __builtin_prefetch(&s->over[g]);
     if (slot_is(e, p)) return e;
     if (t->group_slots > 1 && slot_is(e + t->slot_size, p)) return e + t->slot_size;
     if (s->over[g] == 0) return NULL;

@@ -45,9 +45,9 @@ run() { # keys cap label args...
 for k in "${keys[@]}"; do
   # the tables, the peer and memlat's buffer take about 250 bytes per key: leave room for
   # the other processes of a shared machine
-  avail=$(awk '/^MemAvailable:/ {print $2 * 1024}' /proc/meminfo)
-  if [ "$avail" -lt $((k * 300 + (2 << 30))) ]; then
-    echo "# $k keys skipped: MemAvailable $((avail >> 20)) MiB" | tee -a "$out/scale.txt"
+  avail=$(awk '/^MemAvailable:/ {printf "%d", $2 / 1024}' /proc/meminfo) # MiB
+  if [ "$avail" -lt $((k * 300 / 1048576 + 2048)) ]; then
+    echo "# $k keys skipped: MemAvailable $avail MiB" | tee -a "$out/scale.txt"
     continue
   fi
   run "$k" 0 --threads "$threads"

@@ -34,7 +34,7 @@
  * under 64), but keys of 16-30 bytes (or 31+ for 64-byte slots) go out of
  * line, and the 24-byte states take a 64-byte slot.
  *
- * Growth: a shard holds at most 7/8 of its slots; past that it grows by a
+ * Growth: a shard holds at most 3/4 of its slots; past that it grows by a
  * quarter (rehashing every key into a new array), as long as the array and
  * the long keys stay within 7/8 of the shard's cap (the rest is headroom
  * for long keys). Entries move only then: a multi-key check finds its
@@ -92,7 +92,7 @@ typedef struct shard {
     uint8_t *over;               /* per group: keys that probed past it */
     uint32_t ngroups;
     uint32_t nslots;
-    uint32_t max_count; /* keys the array may hold (7/8 of nslots) */
+    uint32_t max_count; /* keys the array may hold (3/4 of nslots) */
     uint32_t count;     /* keys held */
     uint32_t hand;      /* CLOCK hand (eviction at the cap) */
     uint32_t idle_hand; /* idle sweeper */
@@ -363,11 +363,53 @@ static size_t array_bytes(const sl_table *t, uint32_t ngroups) {
 }
 
 static uint32_t max_count_of(uint32_t nslots) {
-    return nslots - (nslots + 7) / 8;
+    return nslots - (nslots + 3) / 4;
+}
+
+static inline uint32_t next_group(const shard *s, uint32_t g) {
+    return g + 1 == s->ngroups ? 0 : g + 1;
+}
+
+/* After slot `hole` was emptied: while a key that probed past the hole's
+ * group lives further on (its overflow count says so), move the nearest such
+ * key into the hole, and go on with the slot it leaves (a backward shift).
+ * Keys stay as near their home as they can, so probe paths do not grow with
+ * churn (idle sweeps, eviction at the cap): without this, at 7/8 load a
+ * lookup of a new key visited hundreds of groups after a while. Moves
+ * entries: callers holding entry pointers find them again (check_all). */
+static void pull_back(const sl_table *t, shard *s, uint32_t hole) {
+    for (;;) {
+        uint32_t gd = hole / t->group_slots;
+        if (s->over[gd] == 0 || s->over[gd] == OVER_MAX) return;
+        uint32_t g = gd, from = UINT32_MAX;
+        for (uint32_t step = 1; step < s->ngroups && from == UINT32_MAX; step++) {
+            g = next_group(s, g);
+            for (uint32_t j = 0; j < t->group_slots; j++) {
+                uint32_t i = g * t->group_slots + j;
+                uint8_t *e = slot(t, s, i);
+                if (!(meta_of(e) & META_USED)) continue;
+                uint32_t home = home_of(hash_of_slot(t, e), s->ngroups);
+                /* passed gd: gd lies on its path from home to g */
+                uint32_t d_home = (g + s->ngroups - home) % s->ngroups;
+                uint32_t d_gd = (g + s->ngroups - gd) % s->ngroups;
+                if (d_home >= d_gd) {
+                    from = i;
+                    break;
+                }
+            }
+        }
+        if (from == UINT32_MAX) return;
+        uint8_t *src = slot(t, s, from), *dst = slot(t, s, hole);
+        memcpy(dst, src, t->slot_size);
+        store64(src, 0);
+        for (uint32_t x = gd; x != g; x = next_group(s, x))
+            if (s->over[x] != OVER_MAX) s->over[x]--;
+        hole = from;
+    }
 }
 
 /* Empties slot i: the overflow counts on its key's probe path go down, a
- * long key's bytes are freed. */
+ * long key's bytes are freed, and keys beyond it move back. */
 static void remove_slot(const sl_table *t, shard *s, uint32_t i) {
     uint8_t *e = slot(t, s, i);
     uint32_t g = home_of(hash_of_slot(t, e), s->ngroups), at = i / t->group_slots;
@@ -381,6 +423,7 @@ static void remove_slot(const sl_table *t, shard *s, uint32_t i) {
     }
     store64(e, 0);
     s->count--;
+    pull_back(t, s, i);
 }
 
 /* True if forgetting the state cannot change a decision at any time from

@@ -76,7 +76,8 @@
 #define META_PIN   0x80u /* part of a running multi-key check: not evictable */
 #define META_FLAGS ((uint64_t)(META_REF | META_PIN))
 
-#define OVER_MAX ((uint8_t)255) /* a saturated overflow count is never decremented */
+#define OVER_MAX         ((uint8_t)255) /* a saturated overflow count is never decremented */
+#define PULL_BACK_GROUPS 4              /* groups a removal looks through for a key to move back */
 
 #define DEFAULT_MAX_MEMORY      ((size_t)64 << 20)
 #define DEFAULT_SHARDS          64
@@ -300,6 +301,9 @@ static const uint8_t *key_of(const uint8_t *e, uint8_t *buf, size_t *len) {
 }
 
 static inline uint64_t hash_of_slot(const sl_table *t, const uint8_t *e) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (!is_long(e)) return sl__hash(e + 1, meta_of(e) & META_LEN, t->seed); /* bytes 1.. */
+#endif
     uint8_t buf[KEY_INLINE_MAX];
     size_t len;
     const uint8_t *k = key_of(e, buf, &len);
@@ -536,7 +540,12 @@ static int insert(const sl_table *t, shard *s, const probe *p, int64_t now, uint
     }
     uint8_t *e = place(t, s->slots, s->over, s->ngroups, p->h);
     memset(e + 8, 0, t->state_off - 8);
-    store64(e, p->w0); /* referenced only once used again */
+    /* Referenced only once used again, unless the hand is about to reach it:
+     * a new key gets at least half a turn of the hand (a key placed just
+     * ahead of it would otherwise go before its second use). */
+    uint32_t i = (uint32_t)((size_t)(e - s->slots) / t->slot_size);
+    uint32_t ahead = (i + s->nslots - s->hand) % s->nslots;
+    store64(e, p->w0 | (ahead < s->nslots / 2 ? META_REF : 0));
     if (p->inl) {
         if (len > 7) memcpy(e + 8, p->key + 7, len - 7);
     } else {

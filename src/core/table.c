@@ -25,25 +25,32 @@
  * per group in a side array, saturating at 255), so a lookup stops at the
  * first group with count 0 and deleting never needs tombstones nor moves.
  *
- * The trade (docs/BENCHMARKS.md, "The table's layout"): the other candidate,
- * tags next to the slot numbers in one index line per bucket in front of
- * the 48-byte entries of the old layout, rejects other keys as well but
- * always reads two lines (the index line and the entry), and its index
- * (8 bytes per key) does not stay in cache at a million keys. Inline slots
- * take one line and 32 / load bytes per key (37-46 for the token bucket,
- * under 64), but keys of 16-30 bytes (or 31+ for 64-byte slots) go out of
- * line, and the 24-byte states take a 64-byte slot.
+ * The trade (docs/BENCHMARKS.md, "The layout chosen, and the one not
+ * taken"): the other candidate, tags next to the slot numbers in one index
+ * line per bucket in front of the old 48-byte entries, rejects other keys as
+ * well but reads two lines per hit (the index line, then the entry), and its
+ * index (8-10 bytes per key) does not stay in cache at a million keys: its
+ * prototype (bench/layout_proto.c) measured 2.4x one memory access per
+ * serialized decision, this layout 1.2x. Inline slots take 32 / load bytes
+ * per key (43-53 for the token bucket, under 64), but keys of 16-30 bytes
+ * (31+ in 64-byte slots) go out of line, and the 24-byte states take a
+ * 64-byte slot.
+ *
+ * Churn: a removal moves back the nearest key that probed past the hole
+ * (found through the overflow counts: a backward shift), so probe paths stay
+ * as short as after a fresh build however many keys come and go.
  *
  * Growth: a shard holds at most 3/4 of its slots; past that it grows by a
  * quarter (rehashing every key into a new array), as long as the array and
  * the long keys stay within 7/8 of the shard's cap (the rest is headroom
- * for long keys). Entries move only then: a multi-key check finds its
- * entries again once all of them are pinned.
+ * for long keys). Entries move then and on removals (above): a multi-key
+ * check finds its entries again once all of them are pinned.
  *
  * Eviction. A CLOCK hand (approximate LRU, one "referenced" bit per entry)
  * runs only when a shard is at its memory cap and needs a slot; it drops
  * fresh states first (lossless, counted as idle) and otherwise the first
- * live state not used since the hand last passed (counted as live). A
+ * live state not used since the hand last passed (counted as live); a new
+ * key placed less than half a turn ahead of the hand starts referenced. A
  * second hand walks two slots per insert, and sl_table_sweep() walks on
  * demand, dropping only fresh states, so idle keys vanish without timers.
  *

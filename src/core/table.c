@@ -83,8 +83,8 @@
 #define META_PIN   0x80u /* part of a running multi-key check: not evictable */
 #define META_FLAGS ((uint64_t)(META_REF | META_PIN))
 
-#define OVER_MAX         ((uint8_t)255) /* a saturated overflow count is never decremented */
-#define PULL_BACK_GROUPS 4              /* groups a removal looks through for a key to move back */
+#define OVER_MAX     ((uint8_t)255) /* a saturated overflow count is never decremented */
+#define REGION_SLOTS 64             /* slots per CLOCK hand of eviction at the cap */
 
 #define DEFAULT_MAX_MEMORY      ((size_t)64 << 20)
 #define DEFAULT_SHARDS          64
@@ -98,6 +98,7 @@ typedef struct shard {
     /* read on every lookup, written only when a key comes or goes */
     _Alignas(64) uint8_t *slots; /* ngroups * group_bytes, 64-byte aligned */
     uint8_t *over;               /* per group: keys that probed past it */
+    uint32_t *rhand;             /* per region of REGION_SLOTS slots: its CLOCK hand */
     uint32_t ngroups;
     uint32_t nslots;
     uint32_t max_count; /* keys the array may hold (3/4 of nslots) */
@@ -369,8 +370,12 @@ static uint8_t *place(const sl_table *t, uint8_t *slots, uint8_t *over, uint32_t
     }
 }
 
+static uint32_t regions_of(const sl_table *t, uint32_t ngroups) {
+    return (uint32_t)(((size_t)ngroups * t->group_slots + REGION_SLOTS - 1) / REGION_SLOTS);
+}
+
 static size_t array_bytes(const sl_table *t, uint32_t ngroups) {
-    return (size_t)ngroups * (t->group_bytes + 1);
+    return (size_t)ngroups * (t->group_bytes + 1) + regions_of(t, ngroups) * sizeof(uint32_t);
 }
 
 static uint32_t max_count_of(uint32_t nslots) {
@@ -460,13 +465,15 @@ static size_t sweep_idle(const sl_table *t, shard *s, int64_t now, size_t visits
     return dropped;
 }
 
-/* CLOCK: frees one slot, preferring fresh states; with long_only, only a
- * state whose key is stored out of line. false if none can be evicted. */
-static bool evict_one(const sl_table *t, shard *s, int64_t now, bool long_only) {
+/* CLOCK over slots [lo, hi) with *hand: frees one slot, preferring fresh
+ * states; with long_only, only a state whose key is stored out of line.
+ * false if none can be evicted. */
+static bool evict_in(const sl_table *t, shard *s, int64_t now, bool long_only, uint32_t lo,
+                     uint32_t hi, uint32_t *hand) {
     if (s->count == 0) return false;
-    for (uint64_t step = 0; step < 2 * (uint64_t)s->nslots + 2; step++) {
-        if (s->hand >= s->nslots) s->hand = 0;
-        uint32_t i = s->hand++;
+    for (uint64_t step = 0; step < 2 * (uint64_t)(hi - lo) + 2; step++) {
+        if (*hand >= hi || *hand < lo) *hand = lo;
+        uint32_t i = (*hand)++;
         uint8_t *e = slot(t, s, i);
         uint32_t m = meta_of(e);
         if (!(m & META_USED) || (m & META_PIN)) continue;
@@ -487,14 +494,32 @@ static bool evict_one(const sl_table *t, shard *s, int64_t now, bool long_only) 
     return false;
 }
 
+/* Over the whole shard (long keys: their bytes are what is short). */
+static bool evict_one(const sl_table *t, shard *s, int64_t now, bool long_only) {
+    return evict_in(t, s, now, long_only, 0, s->nslots, &s->hand);
+}
+
+/* In the region of h's home, with its own hand, so that the slots eviction
+ * frees lie where new keys land: one hand for the whole shard frees slots
+ * only behind it while new keys land anywhere, and the rest of the array
+ * fills up (a lookup of a new key then crossed a large part of the shard). */
+static bool evict_near(const sl_table *t, shard *s, int64_t now, uint64_t h) {
+    uint32_t r = home_of(h, s->ngroups) * t->group_slots / REGION_SLOTS, lo = r * REGION_SLOTS;
+    uint32_t hi = lo + REGION_SLOTS < s->nslots ? lo + REGION_SLOTS : s->nslots;
+    return evict_in(t, s, now, false, lo, hi, &s->rhand[r]) || evict_one(t, s, now, false);
+}
+
 /* Allocates an empty array of ngroups groups. */
-static int alloc_array(const sl_table *t, uint32_t ngroups, uint8_t **slots, uint8_t **over) {
+static int alloc_array(const sl_table *t, uint32_t ngroups, uint8_t **slots, uint8_t **over,
+                       uint32_t **rhand) {
     size_t n = (size_t)ngroups * t->group_bytes;
     *slots = aligned_alloc(LINE, n);
     *over = calloc(ngroups, 1);
-    if (!*slots || !*over) {
+    *rhand = calloc(regions_of(t, ngroups), sizeof **rhand);
+    if (!*slots || !*over || !*rhand) {
         free(*slots);
         free(*over);
+        free(*rhand);
         return SL_ENOMEM;
     }
     memset(*slots, 0, n);
@@ -510,7 +535,8 @@ static bool grow(const sl_table *t, shard *s) {
     while (want > ng && fixed + array_bytes(t, want) > room) want -= (want - ng + 1) / 2;
     if (want <= ng) return false;
     uint8_t *slots, *over;
-    if (alloc_array(t, want, &slots, &over)) return false;
+    uint32_t *rhand;
+    if (alloc_array(t, want, &slots, &over, &rhand)) return false;
     for (uint32_t i = 0; i < s->nslots; i++) {
         uint8_t *e = slot(t, s, i);
         if (!(meta_of(e) & META_USED)) continue;
@@ -518,8 +544,10 @@ static bool grow(const sl_table *t, shard *s) {
     }
     free(s->slots);
     free(s->over);
+    free(s->rhand);
     s->slots = slots;
     s->over = over;
+    s->rhand = rhand;
     s->ngroups = want;
     s->nslots = want * t->group_slots;
     s->max_count = max_count_of(s->nslots);
@@ -536,7 +564,7 @@ static int insert(const sl_table *t, shard *s, const probe *p, int64_t now, uint
      * array stays allocated): give up before evicting anything if even
      * that cannot make room. */
     if (!p->inl && s->bytes - s->long_bytes + len > s->cap) return SL_ENOMEM;
-    if (s->count >= s->max_count && !grow(t, s) && !evict_one(t, s, now, false)) return SL_ENOMEM;
+    if (s->count >= s->max_count && !grow(t, s) && !evict_near(t, s, now, p->h)) return SL_ENOMEM;
     while (!p->inl && s->bytes + len > s->cap)
         if (!evict_one(t, s, now, true)) return SL_ENOMEM; /* the rest are pinned */
     uint8_t *k = NULL;
@@ -547,12 +575,12 @@ static int insert(const sl_table *t, shard *s, const probe *p, int64_t now, uint
     }
     uint8_t *e = place(t, s->slots, s->over, s->ngroups, p->h);
     memset(e + 8, 0, t->state_off - 8);
-    /* Referenced only once used again, unless the hand is about to reach it:
-     * a new key gets at least half a turn of the hand (a key placed just
-     * ahead of it would otherwise go before its second use). */
-    uint32_t i = (uint32_t)((size_t)(e - s->slots) / t->slot_size);
-    uint32_t ahead = (i + s->nslots - s->hand) % s->nslots;
-    store64(e, p->w0 | (ahead < s->nslots / 2 ? META_REF : 0));
+    /* Referenced only once used again, unless its region's hand is about to
+     * reach it: a new key gets at least half a turn of that hand (a key
+     * placed just ahead of it would otherwise go before its second use). */
+    uint32_t i = (uint32_t)((size_t)(e - s->slots) / t->slot_size), r = i / REGION_SLOTS;
+    uint32_t ahead = (i + REGION_SLOTS - s->rhand[r] % REGION_SLOTS) % REGION_SLOTS;
+    store64(e, p->w0 | (ahead < REGION_SLOTS / 2 ? META_REF : 0));
     if (p->inl) {
         if (len > 7) memcpy(e + 8, p->key + 7, len - 7);
     } else {
@@ -643,7 +671,7 @@ static int create(const sl_table_options *opts, const sl__plan *planp, sl_table 
         shard *s = &t->shards[i];
         atomic_init(&s->lock, 0);
         s->cap = cap;
-        if (alloc_array(t, ng, &s->slots, &s->over)) {
+        if (alloc_array(t, ng, &s->slots, &s->over, &s->rhand)) {
             sl_table_destroy(t);
             return SL_ENOMEM;
         }
@@ -680,6 +708,7 @@ void sl_table_destroy(sl_table *t) {
         }
         free(s->slots);
         free(s->over);
+        free(s->rhand);
     }
     free(t->shards);
     free(t);

@@ -46,13 +46,16 @@
  * for long keys). Entries move then and on removals (above): a multi-key
  * check finds its entries again once all of them are pinned.
  *
- * Eviction. A CLOCK hand (approximate LRU, one "referenced" bit per entry)
- * runs only when a shard is at its memory cap and needs a slot; it drops
- * fresh states first (lossless, counted as idle) and otherwise the first
- * live state not used since the hand last passed (counted as live); a new
- * key placed less than half a turn ahead of the hand starts referenced. A
- * second hand walks two slots per insert, and sl_table_sweep() walks on
- * demand, dropping only fresh states, so idle keys vanish without timers.
+ * Eviction. A CLOCK hand (approximate LRU, one "referenced" bit per entry;
+ * one hand per region of 64 slots, the region of the new key's home, so that
+ * freed slots lie where new keys land) runs only when a shard is at its
+ * memory cap and needs a slot (the whole shard for a long key's bytes); it
+ * drops fresh states first (lossless, counted as idle) and otherwise the
+ * first live state not used since the hand last passed (counted as live);
+ * a new key placed less than half a turn ahead of its region's hand starts
+ * referenced. A second hand walks two slots per insert, and
+ * sl_table_sweep() walks on demand, dropping only fresh states, so idle keys
+ * vanish without timers.
  *
  * Locking. A shard lock is a test-and-test-and-set spinlock that yields the
  * CPU after a short spin: the critical section is a lookup and a few integer

@@ -48,7 +48,7 @@
 #define MAX_THREADS 8
 #define MAX_RUNS    64
 
-enum kind { K_SLUICE, K_PEER, K_HARNESS };
+enum kind { K_SLUICE, K_PEER, K_HARNESS, K_MEMLAT };
 enum workload { W_HOT, W_RANDOM };
 
 typedef struct subject {
@@ -57,6 +57,7 @@ typedef struct subject {
     sl_algorithm algo;
     sl_table *table;
     peer_table *peer;
+    void **chase; /* K_MEMLAT: one random cycle of pointers, one per 64-byte line */
     double ns[2][MAX_THREADS + 1][MAX_RUNS]; /* [workload][threads][run] */
     double mops[2][MAX_THREADS + 1][MAX_RUNS];
     double allowed[2][MAX_THREADS + 1][MAX_RUNS];
@@ -74,6 +75,7 @@ typedef struct worker {
     bool serial;    /* barrier after every decision */
     bool byte_keys; /* format random keys byte by byte */
     pthread_barrier_t *barrier;
+    void **pos; /* K_MEMLAT: where this thread's chase is */
     /* out */
     uint64_t ops, allowed;
     int64_t elapsed;
@@ -144,6 +146,9 @@ static inline bool decide_none(const char *key, size_t len) {
 DEFINE_LOOP(loop_sluice, decide_sluice(w->s->table, key, len, now))
 DEFINE_LOOP(loop_peer, ((void)len, peer_allow(w->s->peer, key, now)))
 DEFINE_LOOP(loop_harness, decide_none(key, len))
+/* memlat: one dependent load of a random line per "decision", in the same
+ * loop (key generation, clock, barrier) as every other subject. */
+DEFINE_LOOP(loop_memlat, (decide_none(key, len), (w->pos = *w->pos) != NULL))
 
 static bool pin = true, serial = false, byte_keys = false;
 
@@ -160,6 +165,9 @@ static void *worker_main(void *arg) {
         break;
     case K_HARNESS:
         loop_harness(w);
+        break;
+    case K_MEMLAT:
+        loop_memlat(w);
         break;
     }
     return NULL;
@@ -190,7 +198,8 @@ static result run_once(subject *s, enum workload wl, int threads, uint32_t nkeys
                         .fake = fake,
                         .serial = serial,
                         .byte_keys = byte_keys,
-                        .barrier = &barrier};
+                        .barrier = &barrier,
+                        .pos = s->chase ? &s->chase[(size_t)i * 4099 * 8] : NULL};
         if (pthread_create(&tid[i], NULL, worker_main, &w[i]) != 0) {
             perror("pthread_create");
             exit(1);
@@ -295,6 +304,43 @@ static void table_state(subject *s, uint64_t *keys, uint64_t *evicted) {
     }
 }
 
+/* The memlat subject's working set: as many bytes as the token-bucket table
+ * holds (else the first table), one pointer per 64-byte line in a single
+ * random cycle (Sattolo), in malloc'd memory like the tables' arrays. */
+static void build_memlat(subject *subs, int nsubs) {
+    subject *m = NULL, *ref = NULL;
+    for (int i = 0; i < nsubs; i++) {
+        if (subs[i].kind == K_MEMLAT) m = &subs[i];
+        if (subs[i].kind == K_SLUICE && (!ref || subs[i].algo == SL_TOKEN_BUCKET)) ref = &subs[i];
+    }
+    if (!m) return;
+    size_t bytes = (size_t)64 << 20;
+    if (ref) {
+        sl_table_stats st;
+        sl_table_stats_get(ref->table, &st);
+        bytes = st.bytes > ((size_t)64 << 10) ? st.bytes : (size_t)64 << 10;
+    }
+    size_t lines = bytes / 64;
+    m->chase = aligned_alloc(64, lines * 64);
+    uint32_t *perm = malloc(lines * sizeof *perm);
+    if (!m->chase || !perm) {
+        perror("malloc");
+        exit(1);
+    }
+    uint64_t rng = 0xc4a5eULL;
+    for (size_t i = 0; i < lines; i++) perm[i] = (uint32_t)i;
+    for (size_t i = lines - 1; i > 0; i--) {
+        size_t j = bench_below(bench_rand(&rng), (uint32_t)i);
+        uint32_t x = perm[i];
+        perm[i] = perm[j];
+        perm[j] = x;
+    }
+    for (size_t i = 0; i < lines; i++) m->chase[i * 8] = &m->chase[(size_t)perm[i] * 8];
+    free(perm);
+    printf("# memlat subject: dependent loads over %.1f MiB (the %s table's bytes)\n",
+           (double)bytes / (1 << 20), ref ? ref->name : "default");
+}
+
 /* ---- main ------------------------------------------------------------------ */
 
 static void usage(FILE *f) {
@@ -305,13 +351,16 @@ static void usage(FILE *f) {
                "  --keys N           random-key population (default 1000000)\n"
                "  --only LIST        comma list of subjects: fixed_window, sliding_log,\n"
                "                     sliding_window, token_bucket, gcra, leaky_queue,\n"
-               "                     peer, harness (default: all)\n"
+               "                     peer, harness, memlat (default: all; memlat chases\n"
+               "                     pointers over as many bytes as the token-bucket table)\n"
                "  --workload W       hot, random or all (default all)\n"
                "  --threads LIST     comma list of thread counts (default 1,2)\n"
                "  --csv FILE         also write every median as CSV\n"
                "  --serial           a barrier (lfence) after every decision: latency of a\n"
                "                     lone decision instead of back-to-back throughput\n"
                "  --byte-keys        format random keys byte by byte (see bench_common.h)\n"
+               "  --cap BYTES        each table's max_memory (default 4 GiB: no eviction);\n"
+               "                     below what the keys need, decisions evict\n"
                "  --no-pin           do not pin thread i to CPU i\n"
                "  --instr --ops N    callgrind mode: N decisions per subject (the hot key,\n"
                "                     or random keys with --workload random), 1 thread,\n"
@@ -326,22 +375,17 @@ int main(int argc, char **argv) {
     bool instr = false;
     long long instr_ops = 1000000;
     bool keys_given = false;
+    unsigned long long cap = 0; /* --cap: each table's max_memory (0: 4 GiB, nothing evicted) */
 
-    static const struct option opts[] = {{"quick", no_argument, 0, 'q'},
-                                         {"runs", required_argument, 0, 'r'},
-                                         {"time", required_argument, 0, 't'},
-                                         {"keys", required_argument, 0, 'k'},
-                                         {"only", required_argument, 0, 'o'},
-                                         {"workload", required_argument, 0, 'w'},
-                                         {"threads", required_argument, 0, 'T'},
-                                         {"csv", required_argument, 0, 'c'},
-                                         {"no-pin", no_argument, 0, 'P'},
-                                         {"instr", no_argument, 0, 'i'},
-                                         {"ops", required_argument, 0, 'n'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {"serial", no_argument, 0, 'S'},
-                                         {"byte-keys", no_argument, 0, 'B'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"quick", no_argument, 0, 'q'},         {"runs", required_argument, 0, 'r'},
+        {"time", required_argument, 0, 't'},    {"keys", required_argument, 0, 'k'},
+        {"only", required_argument, 0, 'o'},    {"workload", required_argument, 0, 'w'},
+        {"threads", required_argument, 0, 'T'}, {"csv", required_argument, 0, 'c'},
+        {"no-pin", no_argument, 0, 'P'},        {"instr", no_argument, 0, 'i'},
+        {"ops", required_argument, 0, 'n'},     {"help", no_argument, 0, 'h'},
+        {"serial", no_argument, 0, 'S'},        {"byte-keys", no_argument, 0, 'B'},
+        {"cap", required_argument, 0, 'C'},     {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -379,6 +423,9 @@ int main(int argc, char **argv) {
             break;
         case 'B':
             byte_keys = true;
+            break;
+        case 'C':
+            cap = strtoull(optarg, NULL, 10);
             break;
         case 'i':
             instr = true;
@@ -423,7 +470,7 @@ int main(int argc, char **argv) {
     }
 
     /* Subjects: the six algorithms, the peer, the harness. */
-    static subject subs[NALGOS + 2];
+    static subject subs[NALGOS + 3];
     int nsubs = 0;
     for (size_t i = 0; i < NALGOS; i++) {
         if (!selected(only, algos[i].name)) continue;
@@ -435,8 +482,8 @@ int main(int argc, char **argv) {
         o.params.algorithm = algos[i].algo;
         o.params.rate = (sl_rate){LIMIT, PERIOD_NS};
         o.params.burst = BURST;
-        /* a cap far above what the keys need: nothing is evicted */
-        o.max_memory = (size_t)4 << 30;
+        /* a cap far above what the keys need: nothing is evicted (or --cap) */
+        o.max_memory = cap ? (size_t)cap : (size_t)4 << 30;
         o.seed = 0x9e3779b97f4a7c15ULL;
         int rc = sl_table_create(&o, &s->table);
         if (rc) {
@@ -455,6 +502,11 @@ int main(int argc, char **argv) {
         subject *s = &subs[nsubs++];
         s->name = "harness";
         s->kind = K_HARNESS;
+    }
+    if (selected(only, "memlat") && !instr) {
+        subject *s = &subs[nsubs++];
+        s->name = "memlat";
+        s->kind = K_MEMLAT; /* its chase is built once the tables are populated */
     }
     if (nsubs == 0) {
         fprintf(stderr, "no subject selected\n");
@@ -481,10 +533,15 @@ int main(int argc, char **argv) {
         for (int i = 0; i < nsubs; i++) {
             int64_t t0 = bench_wall_ns();
             populate(&subs[i], nkeys);
-            printf("# populated %-14s with %u keys in %.2f s\n", subs[i].name, nkeys,
-                   (double)(bench_wall_ns() - t0) / 1e9);
+            double took = (double)(bench_wall_ns() - t0) / 1e9;
+            uint64_t held, evicted;
+            table_state(&subs[i], &held, &evicted);
+            printf("# populated %-14s with %u keys in %.2f s: %llu held, %llu evicted\n",
+                   subs[i].name, nkeys, took, (unsigned long long)held,
+                   (unsigned long long)evicted);
         }
     }
+    build_memlat(subs, nsubs);
     fflush(stdout);
 
     FILE *cf = NULL;
@@ -505,7 +562,7 @@ int main(int argc, char **argv) {
         if (wl == W_RANDOM && !do_random) continue;
         for (int tc = 0; tc < nthreadc; tc++) {
             int th = thread_counts[tc];
-            uint64_t keys_before[NALGOS + 2], ev_before[NALGOS + 2];
+            uint64_t keys_before[NALGOS + 3], ev_before[NALGOS + 3];
             for (int i = 0; i < nsubs; i++) table_state(&subs[i], &keys_before[i], &ev_before[i]);
             /* warm-up round, then measured rounds; subjects take turns */
             for (int i = 0; i < nsubs; i++)
@@ -581,11 +638,36 @@ int main(int argc, char **argv) {
             }
         }
     }
+    /* Ratios against one dependent memory access of the same working set. */
+    subject *ml = NULL;
+    for (int i = 0; i < nsubs; i++)
+        if (subs[i].kind == K_MEMLAT) ml = &subs[i];
+    if (ml && do_random) {
+        printf("\n# ratio sluice/memlat, random keys (median ns per decision over median ns per "
+               "dependent access of as many bytes, same run)\n");
+        printf("%-7s %-3s %-15s %10s %10s %8s\n", "keys", "thr", "subject", "sluice", "memlat",
+               "ratio");
+        for (int tc = 0; tc < nthreadc; tc++) {
+            int th = thread_counts[tc];
+            double mv[MAX_RUNS];
+            memcpy(mv, ml->ns[W_RANDOM][th], sizeof mv);
+            double mm = bench_median(mv, runs);
+            for (int i = 0; i < nsubs; i++) {
+                if (subs[i].kind != K_SLUICE) continue;
+                double sv[MAX_RUNS];
+                memcpy(sv, subs[i].ns[W_RANDOM][th], sizeof sv);
+                double sm = bench_median(sv, runs);
+                printf("%-7s %-3d %-15s %10.1f %10.1f %8.2f\n", "random", th, subs[i].name, sm, mm,
+                       mm > 0 ? sm / mm : 0);
+            }
+        }
+    }
     if (cf) fclose(cf);
 
     for (int i = 0; i < nsubs; i++) {
         if (subs[i].table) sl_table_destroy(subs[i].table);
         if (subs[i].peer) peer_destroy(subs[i].peer);
+        free(subs[i].chase);
     }
     return 0;
 }

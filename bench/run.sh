@@ -10,10 +10,14 @@
 #   3d. bench_graphql us to parse and cost a typical 2 KB GraphQL query
 #   4. callgrind     instructions per hot-key decision (repeatable), if valgrind
 #                    is installed
+#   5. layout_proto  issue 18's two candidate table layouts on the same keys
+#   6. table_scale.sh  cost against keys (10k-10M) and threads, eviction at the
+#                    cap, as a CSV and an SVG (out/scale/)
 #
-# Usage: bench/run.sh [--quick] [--no-callgrind] [--out DIR] [bench_decide options...]
-#   --quick         fewer and shorter runs (about 1.5 minutes; the full run about 3)
+# Usage: bench/run.sh [--quick] [--no-callgrind] [--no-scale] [--out DIR] [bench_decide options...]
+#   --quick         fewer and shorter runs (about 1.5 minutes; the full run about 8)
 #   --no-callgrind  skip step 4
+#   --no-scale      skip steps 5 and 6
 #   --out DIR       where the raw outputs go (default build-bench/results)
 # Environment: SLUICE_BENCH_BUILD overrides the build directory.
 set -euo pipefail
@@ -22,14 +26,16 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SLUICE_BENCH_BUILD:-$root/build-bench}
 quick=()
 callgrind=1
+scale=1
 out=
 args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=(--quick) ;;
     --no-callgrind) callgrind=0 ;;
+    --no-scale) scale=0 ;;
     --out) out=$2; shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) args+=("$1") ;;
   esac
   shift
@@ -38,7 +44,8 @@ out=${out:-$build/results}
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSLUICE_TESTS=OFF -DSLUICE_BENCH=ON \
   >/dev/null
-cmake --build "$build" -j"$(nproc)" --target bench_decide bench_memory memlat bench_graphql >/dev/null
+cmake --build "$build" -j"$(nproc)" --target bench_decide bench_memory memlat bench_graphql layout_proto \
+  >/dev/null
 mkdir -p "$out"
 bin=$build/bench
 
@@ -104,6 +111,14 @@ if [ "$callgrind" = 1 ] && command -v valgrind >/dev/null; then
     done
   } | tee "$out/callgrind.txt"
   echo "# per-function profiles: callgrind_annotate $out/callgrind/<subject>.out"
+fi
+if [ "$scale" = 1 ]; then
+  echo
+  echo "== 5. the two candidate table layouts, serialized, same keys (layout_proto) =="
+  "$bin/layout_proto" | tee "$out/layout.txt"
+  echo
+  echo "== 6. cost against keys and threads, eviction at the cap (bench/table_scale.sh) =="
+  "$root/bench/table_scale.sh" "${quick[@]}" --out "$out/scale" | tail -1
 fi
 echo
 echo "raw outputs in $out"

@@ -94,7 +94,7 @@ typedef struct sl_table_stats {
     uint64_t max_bytes;    /* the cap */
     uint64_t evicted_idle; /* fresh states dropped (lossless) */
     uint64_t evicted_live; /* live states evicted because the cap was reached */
-    uint64_t entry_bytes;  /* bytes of one state slot (key up to 24 bytes inline) */
+    uint64_t entry_bytes;  /* bytes of one slot: key (up to 15 bytes inline) and state */
 } sl_table_stats;
 
 /* A consistent-enough snapshot (each shard read under its lock). */

@@ -31,6 +31,8 @@ typedef struct sl__plan {
     int64_t burst;     /* B (buckets) */
     int64_t n, p;      /* N/P reduced: n events per p ns */
     int64_t full;      /* token bucket: B * p, the full bucket in scaled units */
+    int64_t t_whole;   /* buckets: p / n and p % n, the emission interval of one */
+    int64_t t_frac;    /*   request (GCRA's step for a cost of 1, without a division) */
     int64_t max_cost;  /* largest cost that can ever pass (N or B) */
     size_t state_size; /* bytes of one state, multiple of 8 */
     bool start_empty;
@@ -64,12 +66,31 @@ void sl__decide(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl
  * later decision (with start_empty also needs now >= empty_until). */
 bool sl__state_forgettable(const sl__plan *plan, const void *state, int64_t now);
 
+/* A decision in two halves, for a caller that holds a lock over the state
+ * (the table, core/table.c): X_step does everything that reads or writes the
+ * state and keeps in *o what the answer needs; X_answer then fills *d from
+ * *o alone (remaining, retry_after, reset_after and their divisions), after
+ * the lock is released. X_decide is exactly X_step then X_answer, with the
+ * same arguments (a cost of 0 as sl__decide's caller gives it). The fields'
+ * meaning is each algorithm's own. The sliding log has no split: its answer
+ * reads the log. */
+typedef struct sl__outcome {
+    bool allowed;
+    int64_t cost, now;
+    int64_t a, b, c;
+    sl__i128 x, y;
+} sl__outcome;
+
 /* Per-algorithm entry points (one module each). */
 #define SL__ALGO_DECLARE(name)                                                                     \
     void sl__##name##_init(const sl__plan *plan, void *state, int64_t now);                        \
     void sl__##name##_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,         \
                              sl__mode mode, sl_decision *d);                                       \
     bool sl__##name##_fresh(const sl__plan *plan, const void *state, int64_t now)
+#define SL__ALGO_DECLARE_SPLIT(name)                                                               \
+    void sl__##name##_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,           \
+                           sl__mode mode, sl__outcome *o);                                         \
+    void sl__##name##_answer(const sl__plan *plan, const sl__outcome *o, sl_decision *d)
 
 SL__ALGO_DECLARE(fixed_window);
 SL__ALGO_DECLARE(sliding_log);
@@ -77,6 +98,11 @@ SL__ALGO_DECLARE(sliding_window);
 SL__ALGO_DECLARE(token_bucket);
 SL__ALGO_DECLARE(gcra);
 SL__ALGO_DECLARE(leaky_queue);
+SL__ALGO_DECLARE_SPLIT(fixed_window);
+SL__ALGO_DECLARE_SPLIT(sliding_window);
+SL__ALGO_DECLARE_SPLIT(token_bucket);
+SL__ALGO_DECLARE_SPLIT(gcra);
+SL__ALGO_DECLARE_SPLIT(leaky_queue);
 
 /* Small exact helpers shared by the modules. */
 static inline int64_t sl__floor_div(int64_t a, int64_t b) {

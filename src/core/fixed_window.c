@@ -20,8 +20,8 @@ void sl__fixed_window_init(const sl__plan *plan, void *state, int64_t now) {
     }
 }
 
-void sl__fixed_window_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
-                             sl__mode mode, sl_decision *d) {
+void sl__fixed_window_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                           sl__mode mode, sl__outcome *o) {
     fw_state *s = state;
     const int64_t N = plan->limit, P = plan->period;
     int64_t w = sl__floor_div(now, P);
@@ -35,13 +35,29 @@ void sl__fixed_window_decide(const sl__plan *plan, void *state, int64_t cost, in
         s->window = w;
         s->count = after;
     }
+    o->allowed = allowed;
+    o->now = now;
+    o->a = w;
+    o->b = after;
+}
+
+void sl__fixed_window_answer(const sl__plan *plan, const sl__outcome *o, sl_decision *d) {
+    const int64_t N = plan->limit, P = plan->period;
+    int64_t w = o->a, after = o->b, now = o->now;
     int64_t end = (w + 1) * P; /* fits: |w*P| <= |now| + P */
-    d->allowed = allowed;
+    d->allowed = o->allowed;
     d->limit = N;
     d->remaining = N - after;
-    d->retry_after = allowed ? 0 : end - now;
+    d->retry_after = o->allowed ? 0 : end - now;
     d->reset_after = after > 0 ? end - now : 0;
     d->delay = 0;
+}
+
+void sl__fixed_window_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                             sl__mode mode, sl_decision *d) {
+    sl__outcome o;
+    sl__fixed_window_step(plan, state, cost, now, mode, &o);
+    sl__fixed_window_answer(plan, &o, d);
 }
 
 bool sl__fixed_window_fresh(const sl__plan *plan, const void *state, int64_t now) {

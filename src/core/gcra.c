@@ -30,9 +30,9 @@ static sl__i128 ahead(const sl__plan *plan, int64_t tat, int64_t frac, int64_t n
     return (sl__i128)(tat - now) * plan->n + frac;
 }
 
-void sl__gcra_step(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,
-                   sl_decision *d, int64_t *delay) {
-    sl__gcra_state *s = state;
+/* The step of a plain state (any-rate states are rebased first). */
+static void step(const sl__plan *plan, sl__gcra_state *s, int64_t cost, int64_t now, sl__mode mode,
+                 sl__outcome *o) {
     const int64_t n = plan->n;
     /* base = max(tat, now) */
     int64_t bt = s->tat, bf = s->frac;
@@ -40,11 +40,11 @@ void sl__gcra_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
         bt = now;
         bf = 0;
     }
-    *delay = bt - now + (bf > 0); /* rounded up: never released early */
+    int64_t delay = bt - now + (bf > 0); /* rounded up: never released early */
     /* new = base + cost * p / n; cost * p <= burst * p <= 2^61 fits 64 bits */
     int64_t step = cost * plan->p;
-    int64_t nt = bt + step / n;
-    int64_t nf = bf + step % n;
+    int64_t nt = bt + (cost == 1 ? plan->t_whole : step / n);
+    int64_t nf = bf + (cost == 1 ? plan->t_frac : step % n);
     if (nf >= n) {
         nf -= n;
         nt++;
@@ -69,16 +69,26 @@ void sl__gcra_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
         s->tat = at;
         s->frac = af;
     }
-    sl__i128 used = ahead(plan, at, af, now); /* >= 0 */
-    d->allowed = allowed;
+    o->allowed = allowed;
+    o->cost = cost;
+    o->now = now;
+    o->a = step;
+    o->b = delay;
+    o->x = ahead(plan, at, af, now); /* >= 0 */
+}
+
+void sl__gcra_answer(const sl__plan *plan, const sl__outcome *o, sl_decision *d) {
+    const int64_t n = plan->n;
+    sl__i128 used = o->x;
+    d->allowed = o->allowed;
     d->limit = plan->burst;
     d->remaining = used >= plan->full ? 0 : (plan->full - (int64_t)used) / plan->p;
     d->reset_after = sl__ceil_div128(used, n);
-    if (allowed) {
+    if (o->allowed) {
         d->retry_after = 0;
     } else {
         /* passes once (at - t) * n + af + cost * p <= B * p */
-        sl__i128 need = used + step - plan->full;
+        sl__i128 need = used + o->a - plan->full;
         d->retry_after = need > 0 ? sl__ceil_div128(need, n) : 0;
     }
     d->delay = 0;
@@ -98,20 +108,26 @@ static sl__gcra_state rebase(const sl__plan *plan, const sl__gcra_any_state *s) 
     return g;
 }
 
-void sl__gcra_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,
-                     sl_decision *d) {
-    int64_t delay;
+void sl__gcra_step(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,
+                   sl__outcome *o) {
     if (!plan->any_rate) {
-        sl__gcra_step(plan, state, cost, now, mode, d, &delay);
+        step(plan, state, cost, now, mode, o);
         return;
     }
     sl__gcra_any_state *s = state;
     sl__gcra_state g = rebase(plan, s);
-    sl__gcra_step(plan, &g, cost, now, mode, d, &delay);
+    step(plan, &g, cost, now, mode, o);
     if (mode != SL__PEEK) {
         s->g = g;
         s->n = plan->n;
     }
+}
+
+void sl__gcra_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,
+                     sl_decision *d) {
+    sl__outcome o;
+    sl__gcra_step(plan, state, cost, now, mode, &o);
+    sl__gcra_answer(plan, &o, d);
 }
 
 bool sl__gcra_fresh(const sl__plan *plan, const void *state, int64_t now) {

@@ -17,9 +17,7 @@ typedef struct sl__gcra_any_state {
     int64_t n;
 } sl__gcra_any_state;
 
-/* One GCRA decision; *delay receives max(tat, now) - now before this
- * request, rounded up (the queue's release delay for an accepted request). */
-void sl__gcra_step(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,
-                   sl_decision *d, int64_t *delay);
-
+/* The GCRA's halves (core/algorithm.h, sl__outcome): sl__gcra_step leaves
+ * in o->b max(tat, now) - now before this request, rounded up (the queue's
+ * release delay for an accepted request). */
 #endif

@@ -10,19 +10,30 @@ void sl__leaky_queue_init(const sl__plan *plan, void *state, int64_t now) {
     sl__gcra_init(plan, state, now);
 }
 
-void sl__leaky_queue_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
-                            sl__mode mode, sl_decision *d) {
+void sl__leaky_queue_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                          sl__mode mode, sl__outcome *o) {
     const sl__gcra_state *s = state;
     /* the wait before this request, exactly, in 1/n ns (before the step) */
-    sl__i128 ahead = (sl__i128)(s->tat - now) * plan->n + s->frac;
-    int64_t delay;
-    sl__gcra_step(plan, state, cost, now, mode, d, &delay);
+    o->y = (sl__i128)(s->tat - now) * plan->n + s->frac;
+    sl__gcra_step(plan, state, cost, now, mode, o);
+}
+
+void sl__leaky_queue_answer(const sl__plan *plan, const sl__outcome *o, sl_decision *d) {
+    sl__gcra_answer(plan, o, d);
+    int64_t delay = o->b;
     int64_t after = plan->params.delay_after;
     if (after > 0) { /* the first `after` in the queue go at once: after * T less */
-        sl__i128 w = ahead - (sl__i128)after * plan->p;
+        sl__i128 w = o->y - (sl__i128)after * plan->p;
         delay = w > 0 ? sl__ceil_div128(w, plan->n) : 0;
     }
-    d->delay = (d->allowed || cost == 0) ? delay : 0; /* a peek reports the queue's wait */
+    d->delay = (d->allowed || o->cost == 0) ? delay : 0; /* a peek reports the queue's wait */
+}
+
+void sl__leaky_queue_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                            sl__mode mode, sl_decision *d) {
+    sl__outcome o;
+    sl__leaky_queue_step(plan, state, cost, now, mode, &o);
+    sl__leaky_queue_answer(plan, &o, d);
 }
 
 bool sl__leaky_queue_fresh(const sl__plan *plan, const void *state, int64_t now) {

@@ -74,6 +74,8 @@ int sl__plan_init(sl__plan *plan, const sl_params *params) {
         if (p->burst > SL__MAX_SCALED / plan->p) return SL_EOVERFLOW;
         plan->burst = p->burst;
         plan->full = p->burst * plan->p;
+        plan->t_whole = plan->p / plan->n;
+        plan->t_frac = plan->p % plan->n;
         plan->max_cost = p->burst;
         plan->state_size = 16;
     } else {

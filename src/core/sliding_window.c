@@ -38,8 +38,8 @@ static void roll(const sw_state *s, int64_t w, int64_t *prev, int64_t *curr) {
     }
 }
 
-void sl__sliding_window_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
-                               sl__mode mode, sl_decision *d) {
+void sl__sliding_window_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                             sl__mode mode, sl__outcome *o) {
     sw_state *s = state;
     const int64_t N = plan->limit, P = plan->period;
     int64_t w = sl__floor_div(now, P);
@@ -61,10 +61,22 @@ void sl__sliding_window_decide(const sl__plan *plan, void *state, int64_t cost, 
         s->prev = prev;
         s->curr = after;
     }
+    o->allowed = allowed;
+    o->cost = cost;
+    o->now = now;
+    o->a = w;
+    o->b = after;
+    o->c = prev;
+    o->x = weighted;
+}
 
+void sl__sliding_window_answer(const sl__plan *plan, const sl__outcome *o, sl_decision *d) {
+    const int64_t N = plan->limit, P = plan->period;
+    int64_t w = o->a, after = o->b, prev = o->c, cost = o->cost, now = o->now;
+    sl__i128 weighted = o->x;
     int64_t to_end = (w + 1) * P - now; /* in (0, P], or more if the clock went back */
     sl__i128 room = (sl__i128)N * P - weighted - (sl__i128)after * P;
-    d->allowed = allowed;
+    d->allowed = o->allowed;
     d->limit = N;
     d->remaining = room > 0 ? sl__div128(room, P) : 0;
     d->delay = 0;
@@ -72,7 +84,7 @@ void sl__sliding_window_decide(const sl__plan *plan, void *state, int64_t cost, 
      * (found by fuzz_decide) */
     int64_t to_next = to_end > INT64_MAX - P ? INT64_MAX : to_end + P;
     d->reset_after = after > 0 ? to_next : (prev > 0 ? to_end : 0);
-    if (allowed) {
+    if (o->allowed) {
         d->retry_after = 0;
     } else if (after + cost <= N) {
         /* Passes once prev * (P - e) <= (N - after - cost) * P within this
@@ -86,6 +98,13 @@ void sl__sliding_window_decide(const sl__plan *plan, void *state, int64_t cost, 
         int64_t e = sl__max64(0, P - sl__div128((sl__i128)(N - cost) * P, after));
         d->retry_after = to_end > INT64_MAX - e ? INT64_MAX : to_end + e; /* as to_next */
     }
+}
+
+void sl__sliding_window_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                               sl__mode mode, sl_decision *d) {
+    sl__outcome o;
+    sl__sliding_window_step(plan, state, cost, now, mode, &o);
+    sl__sliding_window_answer(plan, &o, d);
 }
 
 bool sl__sliding_window_fresh(const sl__plan *plan, const void *state, int64_t now) {

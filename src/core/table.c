@@ -1,27 +1,69 @@
 /* table.c: the keyed table (see sluice/table.h for the promises).
  *
- * Layout. The table is split into shards by key hash; each shard has its
- * own lock, hash index and slab. A shard's entries live in fixed-size slots
- * carved from chunks (so an entry never moves), found through an array of
- * 32-bit chain heads. One slot is 32 bytes of header and inline key plus
- * the algorithm's state: 48 bytes for token bucket, GCRA and leaky queue
- * (56 for an any-rate GCRA, core/table_any.h, decided with each call's own
- * plan), and the index adds about 4 bytes per key. Keys longer than 24
- * bytes are stored out of line and counted against the cap: slots may take
- * 7/8 of a shard's cap, the rest is for the index and long keys.
+ * Layout: one memory miss per decision. The table is split into shards by
+ * key hash; each shard has its own lock and one open-addressed array of
+ * fixed-size slots, each slot holding the key (inline up to `key_inline`
+ * bytes) and the algorithm's state side by side:
  *
- * Eviction. A CLOCK hand (approximate LRU, one "referenced" bit per entry)
- * runs only when a shard is at its memory cap and needs a slot; it drops
- * fresh states first (lossless, counted as idle) and otherwise the first
- * live state not used since the hand last passed (counted as live). A
- * second hand walks two slots per insert, and sl_table_sweep() walks on
- * demand, dropping only fresh states, so idle keys vanish without timers.
+ *   byte 0      meta: key length 0..30 or LONG (31), USED, REF, PIN
+ *   bytes 1..   the key, zero-padded; a LONG key is {len16, 40-bit tag,
+ *               pointer} and its bytes live out of line
+ *   last S      the state (S = plan.state_size)
+ *
+ * A slot is 32 bytes when the state has 16 (token bucket, GCRA, leaky queue,
+ * fixed window: keys of up to 15 bytes inline, two slots per cache line),
+ * else a multiple of 64 (sliding window and any-rate GCRA 64, keys up to 30
+ * bytes; sliding log, state + 16 rounded up). Slots never straddle a cache
+ * line. A key's hash picks its home group (the slots of one 64-byte line,
+ * or one big slot) by multiply-shift, so the array may have any number of
+ * groups. A lookup compares the first 8 bytes of each slot of the group
+ * (meta, and the key's first 7 bytes or the long key's length and tag) with
+ * a word prepared once per call: other keys are rejected without leaving
+ * the line, and a hit in the home group costs exactly one miss. A key whose
+ * home group was full lives in a following group (linear probing); each
+ * group counts the keys that probed past it (F14's overflow count, 1 byte
+ * per group in a side array, saturating at 255), so a lookup stops at the
+ * first group with count 0 and deleting never needs tombstones nor moves.
+ *
+ * The trade (docs/BENCHMARKS.md, "The layout chosen, and the one not
+ * taken"): the other candidate, tags next to the slot numbers in one index
+ * line per bucket in front of the old 48-byte entries, rejects other keys as
+ * well but reads two lines per hit (the index line, then the entry), and its
+ * index (8-10 bytes per key) does not stay in cache at a million keys: its
+ * prototype (bench/layout_proto.c) measured 2.4x one memory access per
+ * serialized decision, this layout 1.2x. Inline slots take 32 / load bytes
+ * per key (43-53 for the token bucket, under 64), but keys of 16-30 bytes
+ * (31+ in 64-byte slots) go out of line, and the 24-byte states take a
+ * 64-byte slot.
+ *
+ * Churn: a removal moves back the nearest key that probed past the hole
+ * (found through the overflow counts: a backward shift), so probe paths stay
+ * as short as after a fresh build however many keys come and go.
+ *
+ * Growth: a shard holds at most 3/4 of its slots; past that it grows by a
+ * quarter (rehashing every key into a new array), as long as the array and
+ * the long keys stay within 7/8 of the shard's cap (the rest is headroom
+ * for long keys). Entries move then and on removals (above): a multi-key
+ * check finds its entries again once all of them are pinned.
+ *
+ * Eviction. A CLOCK hand (approximate LRU, one "referenced" bit per entry;
+ * one hand per region of 64 slots, the region of the new key's home, so that
+ * freed slots lie where new keys land) runs only when a shard is at its
+ * memory cap and needs a slot (the whole shard for a long key's bytes); it
+ * drops fresh states first (lossless, counted as idle) and otherwise the
+ * first live state not used since the hand last passed (counted as live);
+ * a new key placed less than half a turn ahead of its region's hand starts
+ * referenced. A second hand walks two slots per insert, and
+ * sl_table_sweep() walks on demand, dropping only fresh states, so idle keys
+ * vanish without timers.
  *
  * Locking. A shard lock is a test-and-test-and-set spinlock that yields the
  * CPU after a short spin: the critical section is a lookup and a few integer
- * operations, far shorter than a futex round trip. Multi-key checks lock
- * their shards in address order (no deadlock) and pin their entries so that
- * inserting one key cannot evict another of the same request. */
+ * operations, far shorter than a futex round trip. The lock has a cache line
+ * of its own, so the shard's read-mostly fields do not move with it.
+ * Multi-key checks lock their shards in address order (no deadlock) and pin
+ * their entries so that inserting one key cannot evict another of the same
+ * request. */
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -33,62 +75,63 @@
 #include "sluice/error.h"
 #include "sluice/table.h"
 
-#define KEY_INLINE   24
-#define NIL          UINT32_MAX
-#define HEADER_BYTES 32
+#define LINE           64
+#define KEY_INLINE_MAX 30 /* the meta byte's length field: 0..30, 31 = LONG */
 
-/* tagmeta: high 24 bits hash tag, low 8 bits meta */
-#define META_LEN  0x1fu /* inline key length 0..24, or META_LONG */
-#define META_LONG 0x1fu
-#define META_REF  0x20u /* used since the clock hand last passed */
-#define META_USED 0x40u /* slot holds a key */
-#define META_PIN  0x80u /* part of a running multi-key check: not evictable */
-#define TAG_MASK  0xffffff00u
+/* meta: the low byte of a slot's first 64-bit word */
+#define META_LEN   0x1fu /* inline key length 0..30, or META_LONG */
+#define META_LONG  0x1fu
+#define META_REF   0x20u /* used since the clock hand last passed */
+#define META_USED  0x40u /* slot holds a key */
+#define META_PIN   0x80u /* part of a running multi-key check: not evictable */
+#define META_FLAGS ((uint64_t)(META_REF | META_PIN))
+
+#define OVER_MAX     ((uint8_t)255) /* a saturated overflow count is never decremented */
+#define REGION_SLOTS 64             /* slots per CLOCK hand of eviction at the cap */
 
 #define DEFAULT_MAX_MEMORY      ((size_t)64 << 20)
 #define DEFAULT_SHARDS          64
 #define MAX_SHARDS              1024
-#define MAX_CHUNK_SLOTS         512
-#define INITIAL_BUCKETS         16
+#define INITIAL_GROUPS          8
 #define IDLE_VISITS_PER_INSERT  2
 #define DEFAULT_CLOCK_TOLERANCE SL_NS_PER_SEC
 
-typedef struct entry {
-    uint32_t next;
-    uint32_t tagmeta;
-    union {
-        uint8_t bytes[KEY_INLINE];
-        struct {
-            uint8_t *ptr;
-            uint32_t len;
-        } big;
-    } key;
-    /* the algorithm's state follows, at offset HEADER_BYTES */
-} entry;
-
-_Static_assert(sizeof(entry) == HEADER_BYTES, "entry header must be 32 bytes");
-
 typedef struct shard {
     _Alignas(64) atomic_int lock;
-    uint32_t *buckets;
-    uint32_t bmask;
-    uint32_t slots;     /* slots handed out so far (all chunks before are full) */
-    uint32_t free_head; /* free slots, linked through next */
+    /* read on every lookup, written only when a key comes or goes */
+    _Alignas(64) uint8_t *slots; /* ngroups * group_bytes, 64-byte aligned */
+    uint8_t *over;               /* per group: keys that probed past it */
+    uint32_t *rhand;             /* per region of REGION_SLOTS slots: its CLOCK hand */
+    uint32_t ngroups;
+    uint32_t nslots;
+    uint32_t max_count; /* keys the array may hold (3/4 of nslots) */
     uint32_t count;     /* keys held */
     uint32_t hand;      /* CLOCK hand (eviction at the cap) */
     uint32_t idle_hand; /* idle sweeper */
-    uint8_t **chunks;
-    uint32_t nchunks, chunks_cap;
     size_t bytes, cap;
     size_t long_bytes; /* of bytes: keys stored out of line */
     uint64_t evicted_idle, evicted_live;
 } shard;
 
+typedef void decide_fn(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,
+                       sl_decision *d);
+typedef void step_fn(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,
+                     sl__outcome *o);
+typedef void answer_fn(const sl__plan *plan, const sl__outcome *o, sl_decision *d);
+
 struct sl_table {
     sl__plan plan;
+    /* the algorithm's own functions (sl__decide without its switch): its two
+     * halves, or (sliding log) one decide under the lock */
+    step_fn *step;
+    answer_fn *answer;
+    decide_fn *decide;
     uint64_t seed;
-    size_t entry_size;
-    uint32_t chunk_shift, chunk_mask;
+    size_t slot_size;   /* bytes of one slot: 32, or a multiple of 64 */
+    size_t state_off;   /* where the state starts in a slot */
+    size_t key_inline;  /* longest key kept inside the slot */
+    size_t group_bytes; /* one cache line, or one big slot */
+    uint32_t group_slots;
     unsigned nshards;
     size_t max_memory;
     int64_t tolerance; /* see sl_table_options.clock_tolerance */
@@ -129,97 +172,294 @@ static inline void shard_unlock(shard *s) {
     atomic_store_explicit(&s->lock, 0, memory_order_release);
 }
 
-/* ---- entries -------------------------------------------------------------- */
+/* ---- slots ---------------------------------------------------------------- */
 
-static inline entry *slot(const sl_table *t, const shard *s, uint32_t i) {
-    return (entry *)(s->chunks[i >> t->chunk_shift] + (size_t)(i & t->chunk_mask) * t->entry_size);
+static inline uint64_t load64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
 }
 
-static inline void *state_of(entry *e) {
-    return (uint8_t *)e + HEADER_BYTES;
+static inline void store64(uint8_t *p, uint64_t v) {
+    memcpy(p, &v, 8);
 }
 
-static inline const uint8_t *key_bytes(const entry *e, size_t *len) {
-    if ((e->tagmeta & META_LEN) == META_LONG) {
-        *len = e->key.big.len;
-        return e->key.big.ptr;
+static inline uint32_t load32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* n <= 8 bytes at p as a little-endian integer (byte 0 lowest), reading
+ * only those n bytes. */
+static inline uint64_t load_le(const uint8_t *p, size_t n) {
+    uint64_t v;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n >= 8) return load64(p);
+    if (n >= 4) {
+        uint64_t lo = load32(p), hi = load32(p + n - 4);
+        v = lo | (hi << ((n - 4) * 8)); /* overlapping bytes are equal */
+        return n == 8 ? v : v & ((UINT64_C(1) << (n * 8)) - 1);
     }
-    *len = e->tagmeta & META_LEN;
-    return e->key.bytes;
+    if (n == 0) return 0;
+    return (uint64_t)p[0] | ((uint64_t)p[n >> 1] << ((n >> 1) * 8)) |
+           ((uint64_t)p[n - 1] << ((n - 1) * 8));
+#else
+    v = 0;
+    for (size_t i = n > 8 ? 8 : n; i-- > 0;) v = (v << 8) | p[i];
+    return v;
+#endif
 }
 
-/* Short keys compared 8 bytes at a time, without a call into libc. */
+/* The n <= 7 bytes of a little-endian integer, written to p. */
+static inline void store_le(uint8_t *p, uint64_t v, size_t n) {
+    for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint8_t *slot(const sl_table *t, const shard *s, uint32_t i) {
+    return s->slots + (size_t)i * t->slot_size;
+}
+
+static inline void *state_of(const sl_table *t, uint8_t *e) {
+    return e + t->state_off;
+}
+
+static inline uint32_t meta_of(const uint8_t *e) {
+    return (uint32_t)(load64(e) & 0xff);
+}
+
+static inline void meta_set(uint8_t *e, uint32_t bits) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    e[0] |= (uint8_t)bits; /* the word's low byte */
+#else
+    store64(e, load64(e) | bits);
+#endif
+}
+
+static inline void meta_clear(uint8_t *e, uint32_t bits) {
+    store64(e, load64(e) & ~(uint64_t)bits);
+}
+
+static inline bool is_long(const uint8_t *e) {
+    return (meta_of(e) & META_LEN) == META_LONG;
+}
+
+static inline size_t long_len(const uint8_t *e) {
+    return (size_t)((load64(e) >> 8) & 0xffff);
+}
+
+static inline uint8_t *long_ptr(const uint8_t *e) {
+    uint8_t *p;
+    memcpy(&p, e + 8, sizeof p);
+    return p;
+}
+
+/* n bytes equal, n < KEY_INLINE_MAX, without a call into libc and without
+ * reading past either end. */
 static inline bool bytes_eq(const uint8_t *a, const uint8_t *b, size_t n) {
-    for (; n >= 8; a += 8, b += 8, n -= 8) {
-        uint64_t x, y;
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
-        if (x != y) return false;
+    if (n >= 8) {
+        for (; n > 8; a += 8, b += 8, n -= 8)
+            if (load64(a) != load64(b)) return false;
+        return load64(a + n - 8) == load64(b + n - 8);
     }
+    if (n >= 4) return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
     while (n--)
         if (*a++ != *b++) return false;
     return true;
 }
 
-static inline bool key_eq(const entry *e, const void *key, size_t len) {
-    uint32_t m = e->tagmeta & META_LEN;
-    if (m != META_LONG) return m == len && bytes_eq(e->key.bytes, key, len);
-    return e->key.big.len == len && memcmp(e->key.big.ptr, key, len) == 0;
+/* What a lookup compares each slot with, prepared once per call. */
+typedef struct probe {
+    const uint8_t *key;
+    size_t len;
+    uint64_t w0; /* the slot's first word as it is for this key, flags clear */
+    uint64_t h;
+    bool inl; /* kept inside the slot */
+} probe;
+
+static inline void make_probe(const sl_table *t, const void *key, size_t len, uint64_t h,
+                              probe *p) {
+    p->key = key;
+    p->len = len;
+    p->h = h;
+    p->inl = len <= t->key_inline;
+    if (p->inl)
+        p->w0 = META_USED | len | (load_le(key, len < 7 ? len : 7) << 8);
+    else
+        p->w0 = META_USED | META_LONG | ((uint64_t)len << 8) | ((h >> 24) << 24);
+}
+
+static inline bool slot_is(const uint8_t *e, const probe *p) {
+    if ((load64(e) & ~META_FLAGS) != p->w0) return false;
+    if (p->len <= 7) return true; /* the whole key was in the word */
+    if (p->inl) return bytes_eq(e + 8, p->key + 7, p->len - 7);
+    return memcmp(long_ptr(e), p->key, p->len) == 0;
+}
+
+/* The key of a used slot, for rehashing: inline keys are copied to buf
+ * (KEY_INLINE_MAX bytes). */
+static const uint8_t *key_of(const uint8_t *e, uint8_t *buf, size_t *len) {
+    uint64_t w = load64(e);
+    if ((w & META_LEN) == META_LONG) {
+        *len = long_len(e);
+        return long_ptr(e);
+    }
+    size_t n = w & META_LEN;
+    store_le(buf, w >> 8, n < 7 ? n : 7);
+    if (n > 7) memcpy(buf + 7, e + 8, n - 7);
+    *len = n;
+    return buf;
+}
+
+static inline uint64_t hash_of_slot(const sl_table *t, const uint8_t *e) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (!is_long(e)) return sl__hash(e + 1, meta_of(e) & META_LEN, t->seed); /* bytes 1.. */
+#endif
+    uint8_t buf[KEY_INLINE_MAX];
+    size_t len;
+    const uint8_t *k = key_of(e, buf, &len);
+    return sl__hash(k, len, t->seed);
 }
 
 static inline shard *shard_for(const sl_table *t, uint64_t h) {
     return &t->shards[(h >> 32) & (t->nshards - 1)];
 }
 
-static inline uint32_t tag_of(uint64_t h) {
-    return (uint32_t)(h >> 40) << 8;
+/* Home group: multiply-shift of the hash's low 32 bits (any group count). */
+static inline uint32_t home_of(uint64_t h, uint32_t ngroups) {
+    return (uint32_t)(((uint64_t)(uint32_t)h * ngroups) >> 32);
 }
 
-static uint32_t find(const sl_table *t, const shard *s, uint64_t h, const void *key, size_t len) {
-    uint32_t tag = tag_of(h);
-    for (uint32_t i = s->buckets[(uint32_t)h & s->bmask]; i != NIL;) {
-        entry *e = slot(t, s, i);
-        if ((e->tagmeta & TAG_MASK) == tag && key_eq(e, key, len)) return i;
-        i = e->next;
+/* find() past the home group: the groups its overflow count says to try. */
+static __attribute__((noinline)) uint8_t *find_more(const sl_table *t, const shard *s,
+                                                    const probe *p, uint32_t g) {
+    for (uint32_t step = 1; step < s->ngroups; step++) {
+        if (++g == s->ngroups) g = 0;
+        uint8_t *e = s->slots + (size_t)g * t->group_bytes;
+        for (uint32_t j = 0; j < t->group_slots; j++, e += t->slot_size)
+            if (slot_is(e, p)) return e;
+        if (s->over[g] == 0) return NULL;
     }
-    return NIL;
+    return NULL;
 }
 
-/* Unlinks slot i from its chain and returns it to the free list. */
+/* The slot holding p's key, or NULL. The home group (one cache line) first:
+ * its one or two slots, and its overflow count only if the key is not there. */
+static inline uint8_t *find(const sl_table *t, const shard *s, const probe *p) {
+    uint32_t g = home_of(p->h, s->ngroups);
+    uint8_t *e = s->slots + (size_t)g * t->group_bytes;
+    /* the next group and the overflow count too, in parallel: a key not in
+     * its home group (a fifth to a third of them between 0.7 and 7/8 load)
+     * then costs no second dependent miss */
+    __builtin_prefetch(e + t->group_bytes);
+    __builtin_prefetch(&s->over[g]);
+    if (slot_is(e, p)) return e;
+    if (t->group_slots > 1 && slot_is(e + t->slot_size, p)) return e + t->slot_size;
+    if (s->over[g] == 0) return NULL;
+    return find_more(t, s, p, g);
+}
+
+/* A free slot on h's probe path in (slots, over, ngroups); counts the
+ * groups it passes. The array has a free slot (count < nslots). */
+static uint8_t *place(const sl_table *t, uint8_t *slots, uint8_t *over, uint32_t ngroups,
+                      uint64_t h) {
+    uint32_t g = home_of(h, ngroups);
+    for (;;) {
+        uint8_t *e = slots + (size_t)g * t->group_bytes;
+        for (uint32_t j = 0; j < t->group_slots; j++, e += t->slot_size)
+            if (!(meta_of(e) & META_USED)) return e;
+        if (over[g] != OVER_MAX) over[g]++;
+        if (++g == ngroups) g = 0;
+    }
+}
+
+static uint32_t regions_of(const sl_table *t, uint32_t ngroups) {
+    return (uint32_t)(((size_t)ngroups * t->group_slots + REGION_SLOTS - 1) / REGION_SLOTS);
+}
+
+static size_t array_bytes(const sl_table *t, uint32_t ngroups) {
+    return (size_t)ngroups * (t->group_bytes + 1) + regions_of(t, ngroups) * sizeof(uint32_t);
+}
+
+static uint32_t max_count_of(uint32_t nslots) {
+    return nslots - (nslots + 3) / 4;
+}
+
+static inline uint32_t next_group(const shard *s, uint32_t g) {
+    return g + 1 == s->ngroups ? 0 : g + 1;
+}
+
+/* After slot `hole` was emptied: while a key that probed past the hole's
+ * group lives further on (its overflow count says so), move the nearest such
+ * key into the hole, and go on with the slot it leaves (a backward shift).
+ * Keys stay as near their home as they can, so probe paths do not grow with
+ * churn (idle sweeps, eviction at the cap): without this, at 7/8 load a
+ * lookup of a new key visited hundreds of groups after a while. Moves
+ * entries: callers holding entry pointers find them again (check_all). */
+static void pull_back(const sl_table *t, shard *s, uint32_t hole) {
+    for (;;) {
+        uint32_t gd = hole / t->group_slots;
+        if (s->over[gd] == 0 || s->over[gd] == OVER_MAX) return;
+        uint32_t g = gd, from = UINT32_MAX;
+        for (uint32_t step = 1; step < s->ngroups && from == UINT32_MAX; step++) {
+            g = next_group(s, g);
+            for (uint32_t j = 0; j < t->group_slots; j++) {
+                uint32_t i = g * t->group_slots + j;
+                uint8_t *e = slot(t, s, i);
+                if (!(meta_of(e) & META_USED)) continue;
+                uint32_t home = home_of(hash_of_slot(t, e), s->ngroups);
+                /* passed gd: gd lies on its path from home to g */
+                uint32_t d_home = (g + s->ngroups - home) % s->ngroups;
+                uint32_t d_gd = (g + s->ngroups - gd) % s->ngroups;
+                if (d_home >= d_gd) {
+                    from = i;
+                    break;
+                }
+            }
+        }
+        if (from == UINT32_MAX) return;
+        uint8_t *src = slot(t, s, from), *dst = slot(t, s, hole);
+        memcpy(dst, src, t->slot_size);
+        store64(src, 0);
+        for (uint32_t x = gd; x != g; x = next_group(s, x))
+            if (s->over[x] != OVER_MAX) s->over[x]--;
+        hole = from;
+    }
+}
+
+/* Empties slot i: the overflow counts on its key's probe path go down, a
+ * long key's bytes are freed, and keys beyond it move back. */
 static void remove_slot(const sl_table *t, shard *s, uint32_t i) {
-    entry *e = slot(t, s, i);
-    size_t len;
-    const uint8_t *k = key_bytes(e, &len);
-    uint64_t h = sl__hash(k, len, t->seed);
-    uint32_t *link = &s->buckets[(uint32_t)h & s->bmask];
-    while (*link != i) link = &slot(t, s, *link)->next;
-    *link = e->next;
-    if ((e->tagmeta & META_LEN) == META_LONG) {
-        s->bytes -= e->key.big.len;
-        s->long_bytes -= e->key.big.len;
-        free(e->key.big.ptr);
+    uint8_t *e = slot(t, s, i);
+    uint32_t g = home_of(hash_of_slot(t, e), s->ngroups), at = i / t->group_slots;
+    for (; g != at; g = g + 1 == s->ngroups ? 0 : g + 1)
+        if (s->over[g] != OVER_MAX) s->over[g]--;
+    if (is_long(e)) {
+        size_t len = long_len(e);
+        s->bytes -= len;
+        s->long_bytes -= len;
+        free(long_ptr(e));
     }
-    e->tagmeta = 0;
-    e->next = s->free_head;
-    s->free_head = i;
+    store64(e, 0);
     s->count--;
+    pull_back(t, s, i);
 }
 
 /* True if forgetting the state cannot change a decision at any time from
  * now - tolerance on. */
-static inline bool forgettable(const sl_table *t, entry *e, int64_t now) {
+static inline bool forgettable(const sl_table *t, uint8_t *e, int64_t now) {
     int64_t past = now - t->tolerance;
-    return sl__state_forgettable(&t->plan, state_of(e), past > 0 ? past : 0);
+    return sl__state_forgettable(&t->plan, state_of(t, e), past > 0 ? past : 0);
 }
 
 /* Drops fresh states under the idle hand; visits at most `visits` slots. */
 static size_t sweep_idle(const sl_table *t, shard *s, int64_t now, size_t visits) {
     size_t dropped = 0;
-    for (size_t v = 0; v < visits && s->slots; v++) {
-        if (s->idle_hand >= s->slots) s->idle_hand = 0;
+    for (size_t v = 0; v < visits && s->count; v++) {
+        if (s->idle_hand >= s->nslots) s->idle_hand = 0;
         uint32_t i = s->idle_hand++;
-        entry *e = slot(t, s, i);
-        if ((e->tagmeta & (META_USED | META_PIN)) == META_USED && forgettable(t, e, now)) {
+        uint8_t *e = slot(t, s, i);
+        if ((meta_of(e) & (META_USED | META_PIN)) == META_USED && forgettable(t, e, now)) {
             remove_slot(t, s, i);
             s->evicted_idle++;
             dropped++;
@@ -228,15 +468,17 @@ static size_t sweep_idle(const sl_table *t, shard *s, int64_t now, size_t visits
     return dropped;
 }
 
-/* CLOCK: frees one slot, preferring fresh states; with long_only, only a
- * state whose key is stored out of line. false if none can be evicted. */
-static bool evict_one(const sl_table *t, shard *s, int64_t now, bool long_only) {
-    if (s->slots == 0) return false;
-    for (uint64_t step = 0; step < 2 * (uint64_t)s->slots + 2; step++) {
-        if (s->hand >= s->slots) s->hand = 0;
-        uint32_t i = s->hand++;
-        entry *e = slot(t, s, i);
-        uint32_t m = e->tagmeta;
+/* CLOCK over slots [lo, hi) with *hand: frees one slot, preferring fresh
+ * states; with long_only, only a state whose key is stored out of line.
+ * false if none can be evicted. */
+static bool evict_in(const sl_table *t, shard *s, int64_t now, bool long_only, uint32_t lo,
+                     uint32_t hi, uint32_t *hand) {
+    if (s->count == 0) return false;
+    for (uint64_t step = 0; step < 2 * (uint64_t)(hi - lo) + 2; step++) {
+        if (*hand >= hi || *hand < lo) *hand = lo;
+        uint32_t i = (*hand)++;
+        uint8_t *e = slot(t, s, i);
+        uint32_t m = meta_of(e);
         if (!(m & META_USED) || (m & META_PIN)) continue;
         if (long_only && (m & META_LEN) != META_LONG) continue;
         if (forgettable(t, e, now)) {
@@ -245,7 +487,7 @@ static bool evict_one(const sl_table *t, shard *s, int64_t now, bool long_only) 
             return true;
         }
         if (m & META_REF) {
-            e->tagmeta = m & ~META_REF;
+            meta_clear(e, META_REF);
             continue;
         }
         remove_slot(t, s, i);
@@ -255,123 +497,137 @@ static bool evict_one(const sl_table *t, shard *s, int64_t now, bool long_only) 
     return false;
 }
 
-static size_t chunk_bytes(const sl_table *t) {
-    return t->entry_size << t->chunk_shift;
+/* Over the whole shard (long keys: their bytes are what is short). */
+static bool evict_one(const sl_table *t, shard *s, int64_t now, bool long_only) {
+    return evict_in(t, s, now, long_only, 0, s->nslots, &s->hand);
 }
 
-/* A free slot: from the free list, the current chunk, a new chunk if the
- * cap allows, or by eviction. */
-static int alloc_slot(const sl_table *t, shard *s, int64_t now, uint32_t *out) {
-    if (s->free_head == NIL && s->slots == (s->nchunks << t->chunk_shift)) {
-        size_t need = chunk_bytes(t);
-        bool grow_array = s->nchunks == s->chunks_cap;
-        uint32_t new_cap = s->chunks_cap ? s->chunks_cap * 2 : 8;
-        size_t array_bytes = grow_array ? (new_cap - s->chunks_cap) * sizeof(uint8_t *) : 0;
-        uint64_t max_slots = (uint64_t)(s->nchunks + 1) << t->chunk_shift;
-        /* Slots may use 7/8 of the cap; the rest is headroom for the index
-         * and for keys too long to be stored inline. */
-        if (s->bytes + need + array_bytes <= s->cap - s->cap / 8 && max_slots < NIL) {
-            if (grow_array) {
-                uint8_t **a = realloc(s->chunks, new_cap * sizeof *a);
-                if (!a) goto evict;
-                s->bytes += array_bytes;
-                s->chunks = a;
-                s->chunks_cap = new_cap;
-            }
-            uint8_t *c = calloc(1, need);
-            if (!c) goto evict;
-            s->chunks[s->nchunks++] = c;
-            s->bytes += need;
-        }
+/* In the region of h's home, with its own hand, so that the slots eviction
+ * frees lie where new keys land: one hand for the whole shard frees slots
+ * only behind it while new keys land anywhere, and the rest of the array
+ * fills up (a lookup of a new key then crossed a large part of the shard). */
+static bool evict_near(const sl_table *t, shard *s, int64_t now, uint64_t h) {
+    uint32_t r = home_of(h, s->ngroups) * t->group_slots / REGION_SLOTS, lo = r * REGION_SLOTS;
+    uint32_t hi = lo + REGION_SLOTS < s->nslots ? lo + REGION_SLOTS : s->nslots;
+    return evict_in(t, s, now, false, lo, hi, &s->rhand[r]) || evict_one(t, s, now, false);
+}
+
+/* Allocates an empty array of ngroups groups. */
+static int alloc_array(const sl_table *t, uint32_t ngroups, uint8_t **slots, uint8_t **over,
+                       uint32_t **rhand) {
+    size_t n = (size_t)ngroups * t->group_bytes;
+    *slots = aligned_alloc(LINE, n);
+    *over = calloc(ngroups, 1);
+    *rhand = calloc(regions_of(t, ngroups), sizeof **rhand);
+    if (!*slots || !*over || !*rhand) {
+        free(*slots);
+        free(*over);
+        free(*rhand);
+        return SL_ENOMEM;
     }
-evict:
-    if (s->free_head == NIL && s->slots == (s->nchunks << t->chunk_shift)) {
-        if (!evict_one(t, s, now, false)) return SL_ENOMEM;
-    }
-    if (s->free_head != NIL) {
-        *out = s->free_head;
-        s->free_head = slot(t, s, *out)->next;
-    } else {
-        *out = s->slots++;
-    }
+    memset(*slots, 0, n);
     return SL_OK;
 }
 
-/* Doubles the index when keys outnumber chain heads, if the cap allows. */
-static void maybe_grow_index(const sl_table *t, shard *s) {
-    size_t nb = (size_t)s->bmask + 1;
-    if (s->count <= nb || nb >= ((size_t)1 << 31)) return;
-    size_t extra = nb * sizeof(uint32_t);
-    if (s->bytes + extra > s->cap) return; /* longer chains rather than more memory */
-    uint32_t *b = malloc(2 * nb * sizeof *b);
-    if (!b) return;
-    memset(b, 0xff, 2 * nb * sizeof *b);
-    uint32_t mask = (uint32_t)(2 * nb - 1);
-    for (uint32_t i = 0; i < s->slots; i++) {
-        entry *e = slot(t, s, i);
-        if (!(e->tagmeta & META_USED)) continue;
-        size_t len;
-        const uint8_t *k = key_bytes(e, &len);
-        uint32_t bi = (uint32_t)sl__hash(k, len, t->seed) & mask;
-        e->next = b[bi];
-        b[bi] = i;
+/* Grows the array by about a quarter if the cap allows (the array and the
+ * long keys within 7/8 of it). Moves every entry. false if it cannot. */
+static bool grow(const sl_table *t, shard *s) {
+    uint32_t ng = s->ngroups, want = ng + (ng / 4 ? ng / 4 : 1);
+    size_t room = s->cap - s->cap / 8, fixed = s->bytes - array_bytes(t, ng);
+    if (want > UINT32_MAX / t->group_slots) return false;
+    while (want > ng && fixed + array_bytes(t, want) > room) want -= (want - ng + 1) / 2;
+    if (want <= ng) return false;
+    uint8_t *slots, *over;
+    uint32_t *rhand;
+    if (alloc_array(t, want, &slots, &over, &rhand)) return false;
+    for (uint32_t i = 0; i < s->nslots; i++) {
+        uint8_t *e = slot(t, s, i);
+        if (!(meta_of(e) & META_USED)) continue;
+        memcpy(place(t, slots, over, want, hash_of_slot(t, e)), e, t->slot_size);
     }
-    free(s->buckets);
-    s->buckets = b;
-    s->bmask = mask;
-    s->bytes += extra;
+    free(s->slots);
+    free(s->over);
+    free(s->rhand);
+    s->slots = slots;
+    s->over = over;
+    s->rhand = rhand;
+    s->ngroups = want;
+    s->nslots = want * t->group_slots;
+    s->max_count = max_count_of(s->nslots);
+    s->bytes = fixed + array_bytes(t, want);
+    s->hand = s->idle_hand = 0;
+    return true;
 }
 
-/* Creates the state for a new key; *out is its slot. */
-static int insert(const sl_table *t, shard *s, uint64_t h, const void *key, size_t len, int64_t now,
-                  uint32_t *out) {
+/* Creates the state for a new key (not in the shard); *out is its slot. */
+static int insert(const sl_table *t, shard *s, const probe *p, int64_t now, uint8_t **out) {
     sweep_idle(t, s, now, IDLE_VISITS_PER_INSERT);
-    /* Only evicting other long keys frees the memory a long key needs (slots
-     * stay allocated): give up before evicting anything if even that cannot
-     * make room. */
-    if (len > KEY_INLINE && s->bytes - s->long_bytes + len > s->cap) return SL_ENOMEM;
-    uint32_t i;
-    int rc = alloc_slot(t, s, now, &i);
-    if (rc) return rc;
-    entry *e = slot(t, s, i);
-    while (len > KEY_INLINE && s->bytes + len > s->cap) {
-        if (!evict_one(t, s, now, true)) { /* the rest are pinned */
-            e->next = s->free_head;
-            s->free_head = i;
-            return SL_ENOMEM;
-        }
+    size_t len = p->len;
+    /* Only evicting other long keys frees the memory a long key needs (the
+     * array stays allocated): give up before evicting anything if even
+     * that cannot make room. */
+    if (!p->inl && s->bytes - s->long_bytes + len > s->cap) return SL_ENOMEM;
+    if (s->count >= s->max_count && !grow(t, s) && !evict_near(t, s, now, p->h)) return SL_ENOMEM;
+    while (!p->inl && s->bytes + len > s->cap)
+        if (!evict_one(t, s, now, true)) return SL_ENOMEM; /* the rest are pinned */
+    uint8_t *k = NULL;
+    if (!p->inl) {
+        k = malloc(len);
+        if (!k) return SL_ENOMEM;
+        memcpy(k, p->key, len);
     }
-    uint32_t meta;
-    if (len <= KEY_INLINE) {
-        memcpy(e->key.bytes, key, len);
-        meta = (uint32_t)len;
+    uint8_t *e = place(t, s->slots, s->over, s->ngroups, p->h);
+    memset(e + 8, 0, t->state_off - 8);
+    /* Referenced only once used again, unless its region's hand is about to
+     * reach it: a new key gets at least half a turn of that hand (a key
+     * placed just ahead of it would otherwise go before its second use). */
+    uint32_t i = (uint32_t)((size_t)(e - s->slots) / t->slot_size), r = i / REGION_SLOTS;
+    uint32_t ahead = (i + REGION_SLOTS - s->rhand[r] % REGION_SLOTS) % REGION_SLOTS;
+    store64(e, p->w0 | (ahead < REGION_SLOTS / 2 ? META_REF : 0));
+    if (p->inl) {
+        if (len > 7) memcpy(e + 8, p->key + 7, len - 7);
     } else {
-        uint8_t *p = malloc(len);
-        if (!p) {
-            e->tagmeta = 0;
-            e->next = s->free_head;
-            s->free_head = i;
-            return SL_ENOMEM;
-        }
-        memcpy(p, key, len);
-        e->key.big.ptr = p;
-        e->key.big.len = (uint32_t)len;
+        memcpy(e + 8, &k, sizeof k);
         s->bytes += len;
         s->long_bytes += len;
-        meta = META_LONG;
     }
-    e->tagmeta = tag_of(h) | META_USED | meta; /* referenced only once used again */
-    sl__state_init(&t->plan, state_of(e), now);
-    uint32_t *head = &s->buckets[(uint32_t)h & s->bmask];
-    e->next = *head;
-    *head = i;
+    sl__state_init(&t->plan, state_of(t, e), now);
     s->count++;
-    maybe_grow_index(t, s);
-    *out = i;
+    *out = e;
     return SL_OK;
 }
 
 /* ---- public API --------------------------------------------------------- */
+
+/* What sl__decide calls for the algorithm, in two halves where it has them
+ * (core/algorithm.h). */
+static void functions_of(sl_table *t, sl_algorithm a) {
+    switch (a) {
+    case SL_FIXED_WINDOW:
+        t->step = sl__fixed_window_step;
+        t->answer = sl__fixed_window_answer;
+        break;
+    case SL_SLIDING_LOG:
+        t->decide = sl__sliding_log_decide;
+        break;
+    case SL_SLIDING_WINDOW:
+        t->step = sl__sliding_window_step;
+        t->answer = sl__sliding_window_answer;
+        break;
+    case SL_TOKEN_BUCKET:
+        t->step = sl__token_bucket_step;
+        t->answer = sl__token_bucket_answer;
+        break;
+    case SL_GCRA:
+        t->step = sl__gcra_step;
+        t->answer = sl__gcra_answer;
+        break;
+    case SL_LEAKY_QUEUE:
+        t->step = sl__leaky_queue_step;
+        t->answer = sl__leaky_queue_answer;
+        break;
+    }
+}
 
 static int create(const sl_table_options *opts, const sl__plan *planp, sl_table **out) {
     const sl__plan plan = *planp;
@@ -379,27 +635,30 @@ static int create(const sl_table_options *opts, const sl__plan *planp, sl_table 
     if (nshards > MAX_SHARDS || (nshards & (nshards - 1))) return SL_EINVAL;
     if (opts->clock_tolerance < 0 || opts->clock_tolerance > SL_TIME_MAX) return SL_EINVAL;
     size_t max_memory = opts->max_memory ? opts->max_memory : DEFAULT_MAX_MEMORY;
-    size_t entry_size = HEADER_BYTES + plan.state_size;
-    size_t index_bytes = INITIAL_BUCKETS * sizeof(uint32_t) + 8 * sizeof(uint8_t *);
+    /* 32 bytes when a 15-byte key fits next to the state, else whole lines */
+    size_t slot_size =
+        plan.state_size + 16 <= 32 ? 32 : (plan.state_size + 16 + LINE - 1) / LINE * LINE;
+    size_t group_bytes = slot_size < LINE ? LINE : slot_size;
 
-    /* Smallest useful shard: one slot plus its index. Fewer shards (and
-     * smaller chunks) when the cap is tiny. */
-    while (!opts->shards && nshards > 1 && max_memory / nshards < 64 * entry_size + index_bytes)
+    /* Smallest useful shard: 64 slots. Fewer shards when the cap is tiny. */
+    while (!opts->shards && nshards > 1 && max_memory / nshards < 64 * (slot_size + 1))
         nshards /= 2;
     size_t cap = max_memory / nshards;
-    uint32_t chunk_slots = MAX_CHUNK_SLOTS;
-    while (chunk_slots > 1 && chunk_slots * entry_size * 4 + index_bytes > cap) chunk_slots /= 2;
-    /* the first chunk must fit in the part of the cap slots may use */
-    if (cap - cap / 8 < index_bytes + chunk_slots * entry_size) return SL_EINVAL;
+    size_t room = cap - cap / 8;
+    /* one group must fit in the part of the cap the array may use */
+    if (room < group_bytes + 1) return SL_EINVAL;
 
     sl_table *t = calloc(1, sizeof *t);
     if (!t) return SL_ENOMEM;
     t->plan = plan;
+    functions_of(t, plan.params.algorithm);
     atomic_init(&t->sweep_cursor, 0);
     t->seed = opts->seed ? opts->seed : sl__random_seed();
-    t->entry_size = entry_size;
-    t->chunk_shift = (uint32_t)__builtin_ctz(chunk_slots);
-    t->chunk_mask = chunk_slots - 1;
+    t->slot_size = slot_size;
+    t->state_off = slot_size - plan.state_size;
+    t->key_inline = t->state_off - 1 < KEY_INLINE_MAX ? t->state_off - 1 : KEY_INLINE_MAX;
+    t->group_bytes = group_bytes;
+    t->group_slots = (uint32_t)(group_bytes / slot_size);
     t->nshards = nshards;
     t->max_memory = max_memory;
     t->tolerance = opts->clock_tolerance ? opts->clock_tolerance : DEFAULT_CLOCK_TOLERANCE;
@@ -409,19 +668,20 @@ static int create(const sl_table_options *opts, const sl__plan *planp, sl_table 
         return SL_ENOMEM;
     }
     memset(t->shards, 0, nshards * sizeof(shard));
+    uint32_t ng = INITIAL_GROUPS;
+    while (ng > 1 && array_bytes(t, ng) > room) ng /= 2;
     for (unsigned i = 0; i < nshards; i++) {
         shard *s = &t->shards[i];
         atomic_init(&s->lock, 0);
-        s->free_head = NIL;
         s->cap = cap;
-        s->buckets = malloc(INITIAL_BUCKETS * sizeof(uint32_t));
-        if (!s->buckets) {
+        if (alloc_array(t, ng, &s->slots, &s->over, &s->rhand)) {
             sl_table_destroy(t);
             return SL_ENOMEM;
         }
-        memset(s->buckets, 0xff, INITIAL_BUCKETS * sizeof(uint32_t));
-        s->bmask = INITIAL_BUCKETS - 1;
-        s->bytes = INITIAL_BUCKETS * sizeof(uint32_t);
+        s->ngroups = ng;
+        s->nslots = ng * t->group_slots;
+        s->max_count = max_count_of(s->nslots);
+        s->bytes = array_bytes(t, ng);
     }
     *out = t;
     return SL_OK;
@@ -445,14 +705,13 @@ void sl_table_destroy(sl_table *t) {
     if (!t) return;
     for (unsigned i = 0; i < t->nshards; i++) {
         shard *s = &t->shards[i];
-        for (uint32_t j = 0; j < s->slots; j++) {
-            entry *e = slot(t, s, j);
-            if ((e->tagmeta & META_USED) && (e->tagmeta & META_LEN) == META_LONG)
-                free(e->key.big.ptr);
+        for (uint32_t j = 0; s->slots && j < s->nslots; j++) {
+            uint8_t *e = slot(t, s, j);
+            if ((meta_of(e) & META_USED) && is_long(e)) free(long_ptr(e));
         }
-        for (uint32_t c = 0; c < s->nchunks; c++) free(s->chunks[c]);
-        free(s->chunks);
-        free(s->buckets);
+        free(s->slots);
+        free(s->over);
+        free(s->rhand);
     }
     free(t->shards);
     free(t);
@@ -496,6 +755,35 @@ static bool plan_fits(const sl_table *t, const sl__plan *plan) {
     return plan == &t->plan || (plan->any_rate && t->plan.any_rate);
 }
 
+/* A decision in progress: what the step under the lock leaves for the
+ * answer after it. */
+typedef struct pending {
+    sl__outcome o;
+    bool done; /* no split (sliding log): *out is already filled */
+} pending;
+
+/* sl__decide(plan, st, cost, now, SL__APPLY, d)'s state half, without its
+ * dispatch: the caller holds st's shard lock. */
+static inline void decide_step(const sl_table *t, const sl__plan *plan, void *st, int64_t cost,
+                               int64_t now, pending *p, sl_decision *out) {
+    sl__mode mode = cost ? SL__APPLY : SL__PEEK;
+    p->done = !t->step;
+    if (p->done)
+        t->decide(plan, st, cost, now, mode, out);
+    else
+        t->step(plan, st, cost, now, mode, &p->o);
+}
+
+/* Its answer half, after the lock is released. */
+static inline void decide_answer(const sl_table *t, const sl__plan *plan, const pending *p,
+                                 int64_t cost, sl_decision *out) {
+    if (!p->done) t->answer(plan, &p->o, out);
+    if (cost == 0) { /* a peek is always allowed (as in sl__decide) */
+        out->allowed = true;
+        out->retry_after = 0;
+    }
+}
+
 static int check_plan(sl_table *t, const sl__plan *plan, const void *key, size_t keylen,
                       int64_t cost, int64_t now, sl_decision *out) {
     int rc = check_args(plan, keylen, cost, now);
@@ -503,29 +791,32 @@ static int check_plan(sl_table *t, const sl__plan *plan, const void *key, size_t
         deny(out, plan);
         return rc;
     }
-    uint64_t h = sl__hash(key, keylen, t->seed);
-    shard *s = shard_for(t, h);
+    probe p;
+    make_probe(t, key, keylen, sl__hash(key, keylen, t->seed), &p);
+    shard *s = shard_for(t, p.h);
     shard_lock(s);
-    uint32_t i = find(t, s, h, key, keylen);
-    if (i != NIL) {
-        entry *e = slot(t, s, i);
-        e->tagmeta |= META_REF;
-        sl__decide(plan, state_of(e), cost, now, SL__APPLY, out);
+    uint8_t *e = find(t, s, &p);
+    pending d;
+    if (e) {
+        meta_set(e, META_REF);
+        decide_step(t, plan, state_of(t, e), cost, now, &d, out);
         shard_unlock(s);
+        decide_answer(t, plan, &d, cost, out);
         return SL_OK;
     }
     if (cost == 0) { /* a peek at an unknown key: answer from a fresh state, store nothing */
         shard_unlock(s);
         return peek_fresh(plan, now, out);
     }
-    rc = insert(t, s, h, key, keylen, now, &i);
+    rc = insert(t, s, &p, now, &e);
     if (rc) {
         shard_unlock(s);
         deny(out, plan);
         return rc;
     }
-    sl__decide(plan, state_of(slot(t, s, i)), cost, now, SL__APPLY, out);
+    decide_step(t, plan, state_of(t, e), cost, now, &d, out);
     shard_unlock(s);
+    decide_answer(t, plan, &d, cost, out);
     return SL_OK;
 }
 
@@ -548,7 +839,7 @@ int sl__table_check_with(sl_table *t, const sl__plan *plan, const void *key, siz
 typedef struct held {
     shard *s;
     const sl_table *t;
-    entry *e;
+    uint8_t *e;
 } held;
 
 static int cmp_shard(const void *a, const void *b) {
@@ -594,7 +885,7 @@ static int check_all(sl_check *c, const check_opts *o, size_t n, int64_t now, si
         }
     }
     shard *order[SL_CHECK_MAX];
-    uint64_t hash[SL_CHECK_MAX];
+    probe pr[SL_CHECK_MAX];
     size_t save_bytes = 0;
     size_t never = n; /* contract: the first check whose cost can never pass */
     bool bad[SL_CHECK_MAX] = {0};
@@ -608,9 +899,10 @@ static int check_all(sl_check *c, const check_opts *o, size_t n, int64_t now, si
             *refused = i;
             return rc;
         }
-        hash[i] = sl__hash(c[i].key, c[i].keylen, c[i].table->seed);
+        make_probe(c[i].table, c[i].key, c[i].keylen,
+                   sl__hash(c[i].key, c[i].keylen, c[i].table->seed), &pr[i]);
         h[i].t = c[i].table;
-        h[i].s = order[i] = shard_for(c[i].table, hash[i]);
+        h[i].s = order[i] = shard_for(c[i].table, pr[i].h);
         save_bytes += pl[i]->state_size;
     }
 
@@ -628,21 +920,25 @@ static int check_all(sl_check *c, const check_opts *o, size_t n, int64_t now, si
 
     int rc = SL_OK;
     size_t pinned = 0;
+    bool inserted = false;
     for (; pinned < n; pinned++) {
         size_t i = pinned;
-        uint32_t idx = find(h[i].t, h[i].s, hash[i], c[i].key, c[i].keylen);
+        uint8_t *e = find(h[i].t, h[i].s, &pr[i]);
         uint32_t used = META_REF;
-        if (idx == NIL) {
-            rc = insert(h[i].t, h[i].s, hash[i], c[i].key, c[i].keylen, at[i], &idx);
+        if (!e) {
+            rc = insert(h[i].t, h[i].s, &pr[i], at[i], &e);
             used = 0;
+            inserted = true;
         }
         if (rc) {
             *refused = i;
             break;
         }
-        h[i].e = slot(h[i].t, h[i].s, idx);
-        h[i].e->tagmeta |= META_PIN | used;
+        meta_set(e, META_PIN | used);
+        h[i].e = e;
     }
+    /* an insert may have grown a shard and moved the entries found before */
+    for (size_t i = 0; inserted && i < pinned; i++) h[i].e = find(h[i].t, h[i].s, &pr[i]);
 
     if (rc == SL_OK && never < n) {
         /* contract: a cost that can never pass refuses the group, nothing
@@ -651,7 +947,7 @@ static int check_all(sl_check *c, const check_opts *o, size_t n, int64_t now, si
             if (bad[i])
                 deny(&c[i].decision, pl[i]);
             else
-                look(pl[i], state_of(h[i].e), &c[i], at[i]);
+                look(pl[i], state_of(h[i].t, h[i].e), &c[i], at[i]);
         }
         *refused = never;
         rc = SL_ECOST;
@@ -661,12 +957,13 @@ static int check_all(sl_check *c, const check_opts *o, size_t n, int64_t now, si
         for (size_t i = 0; i < n; i++) {
             const sl__plan *plan = pl[i];
             offs[i] = off;
-            memcpy(saved + off, state_of(h[i].e), plan->state_size);
+            memcpy(saved + off, state_of(h[i].t, h[i].e), plan->state_size);
             off += plan->state_size;
             /* record only if allowed; rejections are charged below, once */
             sl__plan strict = *plan;
             strict.count_rejected = false;
-            sl__decide(&strict, state_of(h[i].e), c[i].cost, at[i], SL__APPLY, &c[i].decision);
+            sl__decide(&strict, state_of(h[i].t, h[i].e), c[i].cost, at[i], SL__APPLY,
+                       &c[i].decision);
             if (!c[i].decision.allowed) {
                 first = i;
                 break;
@@ -674,18 +971,19 @@ static int check_all(sl_check *c, const check_opts *o, size_t n, int64_t now, si
         }
         if (first < n) {
             for (size_t i = first + 1; i-- > 0;)
-                memcpy(state_of(h[i].e), saved + offs[i], pl[i]->state_size);
+                memcpy(state_of(h[i].t, h[i].e), saved + offs[i], pl[i]->state_size);
             for (size_t i = 0; i < n; i++) {
                 if (i == first) continue;
                 if (o->contract)
-                    look(pl[i], state_of(h[i].e), &c[i], at[i]);
+                    look(pl[i], state_of(h[i].t, h[i].e), &c[i], at[i]);
                 else
-                    sl__decide(pl[i], state_of(h[i].e), c[i].cost, at[i], SL__PEEK, &c[i].decision);
+                    sl__decide(pl[i], state_of(h[i].t, h[i].e), c[i].cost, at[i], SL__PEEK,
+                               &c[i].decision);
             }
             for (size_t i = 0; i < n; i++) {
                 if (!pl[i]->count_rejected) continue;
                 sl_decision charged;
-                sl__decide(pl[i], state_of(h[i].e), c[i].cost, at[i], SL__CHARGE, &charged);
+                sl__decide(pl[i], state_of(h[i].t, h[i].e), c[i].cost, at[i], SL__CHARGE, &charged);
                 if (o->contract) c[i].decision = charged; /* the state it is left in */
             }
             *refused = first;
@@ -694,7 +992,7 @@ static int check_all(sl_check *c, const check_opts *o, size_t n, int64_t now, si
         for (size_t j = 0; j < n; j++) deny(&c[j].decision, pl[j]);
     }
 
-    for (size_t i = 0; i < pinned; i++) h[i].e->tagmeta &= ~META_PIN;
+    for (size_t i = 0; i < pinned; i++) meta_clear(h[i].e, META_PIN);
     for (size_t i = n; i-- > 0;)
         if (i == 0 || order[i] != order[i - 1]) shard_unlock(order[i]);
     if (saved != small) free(saved);
@@ -739,7 +1037,7 @@ size_t sl_table_sweep(sl_table *t, int64_t now, size_t max_visits) {
 void sl_table_stats_get(sl_table *t, sl_table_stats *out) {
     memset(out, 0, sizeof *out);
     out->max_bytes = t->max_memory;
-    out->entry_bytes = t->entry_size;
+    out->entry_bytes = t->slot_size;
     for (unsigned i = 0; i < t->nshards; i++) {
         shard *s = &t->shards[i];
         shard_lock(s);

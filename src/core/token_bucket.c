@@ -53,8 +53,8 @@ static int64_t wait_for(const sl__plan *plan, int64_t units, int64_t t) {
     return step_of(plan, t) + k * plan->period - t;
 }
 
-void sl__token_bucket_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
-                             sl__mode mode, sl_decision *d) {
+void sl__token_bucket_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                           sl__mode mode, sl__outcome *o) {
     tb_state *s = state;
     int64_t tokens = refill(plan, s, now);
     int64_t need = cost * plan->p; /* <= B * p <= 2^61 */
@@ -65,16 +65,30 @@ void sl__token_bucket_decide(const sl__plan *plan, void *state, int64_t cost, in
         s->tokens = after;
         s->last = sl__max64(s->last, now);
     }
-    d->allowed = allowed;
-    d->limit = plan->burst;
-    d->remaining = after / plan->p;
+    o->allowed = allowed;
+    o->a = after;
+    o->b = need;
     /* With the clock behind `last`, the bucket is judged as of `last`, so
      * durations count from there. */
-    int64_t behind = s->last > now ? s->last - now : 0;
-    d->retry_after = allowed ? 0 : behind + wait_for(plan, need - after, now + behind);
-    d->reset_after =
-        after >= plan->full ? 0 : behind + wait_for(plan, plan->full - after, now + behind);
+    o->c = s->last > now ? s->last - now : 0;
+    o->x = now + o->c; /* the time the bucket is judged at (refill in steps counts from it) */
+}
+
+void sl__token_bucket_answer(const sl__plan *plan, const sl__outcome *o, sl_decision *d) {
+    int64_t after = o->a, need = o->b, behind = o->c, at = (int64_t)o->x;
+    d->allowed = o->allowed;
+    d->limit = plan->burst;
+    d->remaining = after / plan->p;
+    d->retry_after = o->allowed ? 0 : behind + wait_for(plan, need - after, at);
+    d->reset_after = after >= plan->full ? 0 : behind + wait_for(plan, plan->full - after, at);
     d->delay = 0;
+}
+
+void sl__token_bucket_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                             sl__mode mode, sl_decision *d) {
+    sl__outcome o;
+    sl__token_bucket_step(plan, state, cost, now, mode, &o);
+    sl__token_bucket_answer(plan, &o, d);
 }
 
 bool sl__token_bucket_fresh(const sl__plan *plan, const void *state, int64_t now) {

@@ -101,6 +101,7 @@ SL__ALGO_DECLARE(leaky_queue);
 SL__ALGO_DECLARE_SPLIT(fixed_window);
 SL__ALGO_DECLARE_SPLIT(sliding_window);
 SL__ALGO_DECLARE_SPLIT(token_bucket);
+SL__ALGO_DECLARE_SPLIT(token_bucket_steps); /* a token bucket with SL_STEP_REFILL */
 SL__ALGO_DECLARE_SPLIT(gcra);
 SL__ALGO_DECLARE_SPLIT(leaky_queue);
 

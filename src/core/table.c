@@ -617,6 +617,10 @@ static void functions_of(sl_table *t, sl_algorithm a) {
     case SL_TOKEN_BUCKET:
         t->step = sl__token_bucket_step;
         t->answer = sl__token_bucket_answer;
+        if (t->plan.params.flags & SL_STEP_REFILL) {
+            t->step = sl__token_bucket_steps_step;
+            t->answer = sl__token_bucket_steps_answer;
+        }
         break;
     case SL_GCRA:
         t->step = sl__gcra_step;

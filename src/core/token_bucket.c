@@ -37,26 +37,24 @@ static int64_t step_of(const sl__plan *plan, int64_t t) {
     return t - t % plan->period;
 }
 
-/* Tokens at now (scaled), exact, capped at full. */
+/* Tokens at now (scaled), exact, capped at full: continuous refill. */
 static int64_t refill(const sl__plan *plan, const tb_state *s, int64_t now) {
     if (now <= s->last || s->tokens >= plan->full) return s->tokens;
-    int64_t elapsed = steps(plan) ? step_of(plan, now) - step_of(plan, s->last) : now - s->last;
+    sl__i128 t = (sl__i128)s->tokens + (sl__i128)(now - s->last) * plan->n;
+    return t >= plan->full ? plan->full : (int64_t)t;
+}
+
+/* The same in steps: only whole periods between step(last) and step(now). */
+static int64_t refill_steps(const sl__plan *plan, const tb_state *s, int64_t now) {
+    if (now <= s->last || s->tokens >= plan->full) return s->tokens;
+    int64_t elapsed = step_of(plan, now) - step_of(plan, s->last);
     sl__i128 t = (sl__i128)s->tokens + (sl__i128)elapsed * plan->n;
     return t >= plan->full ? plan->full : (int64_t)t;
 }
 
-/* Time from t until `units` more scaled units have arrived (units > 0). */
-static int64_t wait_for(const sl__plan *plan, int64_t units, int64_t t) {
-    if (!steps(plan)) return sl__ceil_div128(units, plan->n);
-    sl__i128 per = (sl__i128)plan->period * plan->n; /* one step's units */
-    int64_t k = per >= units ? 1 : sl__ceil_div128(units, (int64_t)per);
-    return step_of(plan, t) + k * plan->period - t;
-}
-
-void sl__token_bucket_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
-                           sl__mode mode, sl__outcome *o) {
-    tb_state *s = state;
-    int64_t tokens = refill(plan, s, now);
+/* Takes cost from the bucket holding `tokens` at now (mode as sl__decide). */
+static inline void take(const sl__plan *plan, tb_state *s, int64_t tokens, int64_t cost,
+                        int64_t now, sl__mode mode, sl__outcome *o) {
     int64_t need = cost * plan->p; /* <= B * p <= 2^61 */
     bool allowed = tokens >= need;
     bool charge = allowed || plan->count_rejected || mode == SL__CHARGE;
@@ -71,26 +69,62 @@ void sl__token_bucket_step(const sl__plan *plan, void *state, int64_t cost, int6
     /* With the clock behind `last`, the bucket is judged as of `last`, so
      * durations count from there. */
     o->c = s->last > now ? s->last - now : 0;
-    o->x = now + o->c; /* the time the bucket is judged at (refill in steps counts from it) */
+}
+
+void sl__token_bucket_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                           sl__mode mode, sl__outcome *o) {
+    tb_state *s = state;
+    take(plan, s, refill(plan, s, now), cost, now, mode, o);
 }
 
 void sl__token_bucket_answer(const sl__plan *plan, const sl__outcome *o, sl_decision *d) {
+    int64_t after = o->a, need = o->b, behind = o->c;
+    d->allowed = o->allowed;
+    d->limit = plan->burst;
+    d->remaining = after / plan->p;
+    d->retry_after = o->allowed ? 0 : behind + sl__ceil_div128(need - after, plan->n);
+    d->reset_after =
+        after >= plan->full ? 0 : behind + sl__ceil_div128(plan->full - after, plan->n);
+    d->delay = 0;
+}
+
+/* Time from t until `units` more scaled units have arrived in steps
+ * (units > 0): k = ceil(units / (P n)) steps after step(t). */
+static int64_t wait_steps(const sl__plan *plan, int64_t units, int64_t t) {
+    sl__i128 per = (sl__i128)plan->period * plan->n; /* one step's units */
+    int64_t k = per >= units ? 1 : sl__ceil_div128(units, (int64_t)per);
+    return step_of(plan, t) + k * plan->period - t;
+}
+
+void sl__token_bucket_steps_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                                 sl__mode mode, sl__outcome *o) {
+    tb_state *s = state;
+    take(plan, s, refill_steps(plan, s, now), cost, now, mode, o);
+    o->x = now + o->c; /* the time the bucket is judged at: steps count from it */
+}
+
+void sl__token_bucket_steps_answer(const sl__plan *plan, const sl__outcome *o, sl_decision *d) {
     int64_t after = o->a, need = o->b, behind = o->c, at = (int64_t)o->x;
     d->allowed = o->allowed;
     d->limit = plan->burst;
     d->remaining = after / plan->p;
-    d->retry_after = o->allowed ? 0 : behind + wait_for(plan, need - after, at);
-    d->reset_after = after >= plan->full ? 0 : behind + wait_for(plan, plan->full - after, at);
+    d->retry_after = o->allowed ? 0 : behind + wait_steps(plan, need - after, at);
+    d->reset_after = after >= plan->full ? 0 : behind + wait_steps(plan, plan->full - after, at);
     d->delay = 0;
 }
 
 void sl__token_bucket_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
                              sl__mode mode, sl_decision *d) {
     sl__outcome o;
+    if (steps(plan)) {
+        sl__token_bucket_steps_step(plan, state, cost, now, mode, &o);
+        sl__token_bucket_steps_answer(plan, &o, d);
+        return;
+    }
     sl__token_bucket_step(plan, state, cost, now, mode, &o);
     sl__token_bucket_answer(plan, &o, d);
 }
 
 bool sl__token_bucket_fresh(const sl__plan *plan, const void *state, int64_t now) {
-    return refill(plan, state, now) >= plan->full;
+    return (steps(plan) ? refill_steps(plan, state, now) : refill(plan, state, now)) >= plan->full;
 }

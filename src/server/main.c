@@ -55,6 +55,8 @@ static void usage(FILE *f) {
 }
 
 static void on_signal(uv_signal_t *h, int signum) {
+    static bool exiting; /* from the first SIGTERM/SIGINT on, signals change nothing */
+    if (exiting) return;
     if (signum == SIGHUP) {
         static sl_reload_result r; /* 2 KiB: not on the stack; this is the main thread */
         notify("RELOADING=1");
@@ -62,6 +64,7 @@ static void on_signal(uv_signal_t *h, int signum) {
         notify("READY=1");
         return;
     }
+    exiting = true;
     sl__log_info("%s: draining", signum == SIGTERM ? "SIGTERM" : "SIGINT");
     notify("STOPPING=1");
     uv_stop(h->loop);
@@ -130,13 +133,14 @@ int main(int argc, char **argv) {
     uv_run(loop, UV_RUN_DEFAULT);
     /* limits.drain_timeout of the config in force (a reload may have changed it) */
     sl__server_drain_and_stop(&server, server.config->limits.drain_timeout);
-    /* a second SIGTERM while we exit must not kill us with the default action */
-    signal(SIGTERM, SIG_IGN);
-    signal(SIGINT, SIG_IGN);
-    signal(SIGHUP, SIG_IGN);
-    for (int i = 0; i < 3; i++) uv_close((uv_handle_t *)&sigs[i], NULL);
+    /* A second SIGTERM (or SIGINT, SIGHUP) while we exit, a supervisor's,
+     * must not kill us: the signal watchers stay open until the process
+     * ends, because libuv gives a signal its default action back when its
+     * last watcher closes (closing them here let a SIGTERM kill sluiced
+     * between the drain and the exit: lifecycle_test's barrage). Unref'd,
+     * they no longer keep the loop alive; the loop is not closed for them. */
+    for (int i = 0; i < 3; i++) uv_unref((uv_handle_t *)&sigs[i]);
     uv_run(loop, UV_RUN_DEFAULT);
-    uv_loop_close(loop);
     sl__log_info("stopped");
     return 0;
 }

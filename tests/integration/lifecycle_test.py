@@ -213,6 +213,32 @@ TOKEN = "t0ken-for-the-lifecycle-test"
 ADMIN_TOKEN = "admin:\n  reload: token\n  reload_token: %s\n" % TOKEN
 
 
+class SignalsWhileExiting(unittest.TestCase):
+    def test_sigterm_barrage_exits_0(self):
+        """A supervisor may send SIGTERM again (and SIGINT, SIGHUP) while
+        sluiced drains and exits: none of them may kill it. SIGTERM is sent
+        as fast as possible from the first one until the process is gone;
+        each run must end with exit code 0 (libuv gives a signal its default
+        action back when its last watcher closes: sluiced must not close
+        them before it exits). A few runs, as the window is short."""
+        for run in range(5):
+            s = Server(config())
+            pid = s.proc.pid
+            sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+            sent = 0
+            while s.proc.poll() is None:
+                try:
+                    os.kill(pid, sigs[sent % 3] if sent else signal.SIGTERM)
+                except ProcessLookupError:
+                    break
+                sent += 1
+            s.proc.wait(30)
+            s.log.close()
+            self.assertEqual(s.proc.returncode, 0,
+                             "run %d: sluiced ended with %d after %d signals:\n%s"
+                             % (run, s.proc.returncode, sent, harness.tail(s.log_text())))
+
+
 class ReloadAccess(unittest.TestCase):
     def test_off_refuses_http_but_sighup_reloads(self):
         s = Server(config_text=CONFIG + ADMIN_OFF)

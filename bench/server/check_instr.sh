@@ -17,7 +17,7 @@
 #   refused   one key, a fixed window of 1 an hour: refused (what bench/server/run.sh's
 #             wrk run mostly sees)
 #   graphql   POST /v1/graphql?policy=allowed&key=k with bench_graphql's 2 KB query
-#             (bench/server/dashboard.graphql, application/graphql): parse, cost, charge
+#             (tests/graphql/corpus/valid_dashboard.graphql, application/graphql): parse, cost, charge
 #             (the binary must have POST /v1/graphql; other binaries print n/a)
 #
 # Usage: bench/server/check_instr.sh SLUICED [SLUICED2 ...] [--requests N]
@@ -136,7 +136,7 @@ printf '| workload | %s |\n' "$(printf '%s | ' "${bins[@]}" | sed 's/ | $//')"
 printf '| --- |%s\n' "$(printf ' --- |%.0s' "${bins[@]}")"
 for w in allowed:same near:new refused:same graphql:same; do
   name=${w%%:*} mode=${w##*:} policy=${w%%:*} body=
-  [ "$name" = graphql ] && policy=allowed body="$here/dashboard.graphql"
+  [ "$name" = graphql ] && policy=allowed body="$here/../../tests/graphql/corpus/valid_dashboard.graphql"
   row="| $name (instructions / request) |"
   for b in "${bins[@]}"; do row+=" $(measure "$b" "$policy" "$mode" $body) |"; done
   echo "$row"

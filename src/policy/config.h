@@ -237,6 +237,10 @@ typedef struct sl_shed_config {
     char header[SL_SHED_HEADER_MAX]; /* the request header with the priority; default X-Priority */
 } sl_shed_config;
 
+/* A limit's on_failure ("open", "closed", "local"), or `inherit` (the
+ * store's store.redis.on_failure) when it is "" (not set). */
+sl_fail_mode sl__config_fail_mode(const char *on_failure, sl_fail_mode inherit);
+
 typedef struct sl_config {
     char source[256]; /* the file name, or "<embedded default>" */
     sl_listen_config http, grpc, resp;

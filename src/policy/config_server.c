@@ -11,6 +11,15 @@
 
 const char *const sl__config_failure_modes[3] = {"open", "closed", "local"};
 
+_Static_assert(SL_FAIL_OPEN == 0 && SL_FAIL_CLOSED == 1 && SL_FAIL_LOCAL == 2,
+               "sl__config_failure_modes is in sl_fail_mode order");
+
+sl_fail_mode sl__config_fail_mode(const char *on_failure, sl_fail_mode inherit) {
+    for (int i = 0; i < 3; i++) /* in sl_fail_mode's order */
+        if (strcmp(on_failure, sl__config_failure_modes[i]) == 0) return (sl_fail_mode)i;
+    return inherit;
+}
+
 /* who may use the admin endpoints (docs/configuration.md, `admin`) */
 enum { ADMIN_RELOAD, ADMIN_RELOAD_TOKEN, ADMIN_UI };
 

@@ -35,13 +35,6 @@ static int64_t fallback_limit(int64_t limit, unsigned instances) {
     return l < 1 ? 1 : l;
 }
 
-static sl_fail_mode fail_mode(const sl_config *cfg, const sl_lease_config *lc) {
-    if (strcmp(lc->on_failure, "open") == 0) return SL_FAIL_OPEN;
-    if (strcmp(lc->on_failure, "closed") == 0) return SL_FAIL_CLOSED;
-    if (strcmp(lc->on_failure, "local") == 0) return SL_FAIL_LOCAL;
-    return cfg->redis.on_failure;
-}
-
 static void set_limit(sl_lease_limit *l, int64_t limit) {
     atomic_store(&l->limit, limit);
     sl_concurrency_set_limit(l->conc, limit);
@@ -55,7 +48,7 @@ static void apply(entry *e, const sl_config *cfg, const sl_lease_config *lc, boo
     int64_t limit = fresh || !e->adaptive ? lc->limit : atomic_load(&l->limit);
     atomic_store(&l->limit, limit);
     atomic_store(&l->lease, lc->lease);
-    atomic_store(&l->on_failure, (int)fail_mode(cfg, lc));
+    atomic_store(&l->on_failure, (int)sl__config_fail_mode(lc->on_failure, cfg->redis.on_failure));
     sl_concurrency_set_limit(l->conc, limit);
     sl_concurrency_set_lease(l->conc, lc->lease);
     sl_concurrency_set_limit(l->fallback, fallback_limit(limit, l->instances));

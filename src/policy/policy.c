@@ -115,14 +115,6 @@ static sl_params fallback_params(sl_params p, unsigned instances) {
     return p;
 }
 
-/* The policy's own on_failure, else store.redis.on_failure. */
-static sl_fail_mode fail_mode(const sl_policy_config *pc, const sl_config *conf) {
-    if (strcmp(pc->on_failure, "open") == 0) return SL_FAIL_OPEN;
-    if (strcmp(pc->on_failure, "closed") == 0) return SL_FAIL_CLOSED;
-    if (strcmp(pc->on_failure, "local") == 0) return SL_FAIL_LOCAL;
-    return conf->redis.on_failure;
-}
-
 static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool shadow,
                              const sl_config *conf, int64_t now, char *err, size_t errlen) {
     size_t max_memory = conf->max_memory;
@@ -147,7 +139,7 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool 
     l->table = t;
     if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->lim.top) != 0) rc = SL_ENOMEM;
     if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->lim.near) != 0) rc = SL_ENOMEM;
-    l->on_failure = fail_mode(cfg, conf);
+    l->on_failure = sl__config_fail_mode(cfg->on_failure, conf->redis.on_failure);
     if (rc == SL_OK && strcmp(conf->store_type, "redis") == 0 && l->on_failure == SL_FAIL_LOCAL) {
         sl_table_options f = {.params =
                                   fallback_params(p->cfg.params, conf->redis.expected_instances),
@@ -175,7 +167,7 @@ static int add_policy(sl_policy_set *s, const sl_config *cfg, sl_policy_set *pre
     bool redis = strcmp(cfg->store_type, "redis") == 0;
     if (old && same_limit(&old->cfg, pc) && prev->max_memory == cfg->max_memory &&
         prev->redis == redis && prev->expected_instances == cfg->redis.expected_instances &&
-        old->lim.store.on_failure == fail_mode(pc, cfg)) {
+        old->lim.store.on_failure == sl__config_fail_mode(pc->on_failure, cfg->redis.on_failure)) {
         /* Keep the state; only the shadow flag may change. */
         atomic_fetch_add(&old->refs, 1);
         atomic_store(&old->lim.shadow, shadow);

@@ -69,6 +69,16 @@ typedef enum sl_store_from {
     SL_FROM_COUNT
 } sl_store_from;
 
+/* The fail mode that made a decision: "open", "closed" or "local"; NULL
+ * when the store itself decided (SL_FROM_REDIS, SL_FROM_DENY_CACHE). The one
+ * spelling of answers' fallback fields, headers and metric labels. */
+static inline const char *sl__store_fallback_name(sl_store_from from) {
+    return from == SL_FROM_OPEN     ? "open"
+           : from == SL_FROM_CLOSED ? "closed"
+           : from == SL_FROM_LOCAL  ? "local"
+                                    : NULL;
+}
+
 /* One configured limit as the stores see it. Filled by its owner (a
  * policy, a domain limit, CL.THROTTLE's table), which keeps it alive while
  * calls use it. */

@@ -308,15 +308,14 @@ static void redis_metrics(const sl_engine_stats *es, sl_policy_set *set, sl_buf 
                "Batched mode: key pushes that failed (pushed again, unless timed out).",
                es->failed_syncs);
     }
-    static const char *const mode[SL_FROM_COUNT] = {
-        [SL_FROM_OPEN] = "open", [SL_FROM_CLOSED] = "closed", [SL_FROM_LOCAL] = "local"};
     sl__prom_family(out, "sluice_store_fallback_total", "counter",
                     "Decisions made by a fail mode because Redis failed, by policy and mode.");
     size_t n = set ? sl__policy_set_count(set) : 0;
     for (size_t i = 0; i < n; i++) {
         sl_policy *p = sl__policy_set_at(set, i);
         for (int m = SL_FROM_OPEN; m < SL_FROM_COUNT; m++) {
-            const char *l[] = {"policy", p->cfg.name, "mode", mode[m], NULL};
+            const char *l[] = {"policy", p->cfg.name, "mode",
+                               sl__store_fallback_name((sl_store_from)m), NULL};
             sl__prom_sample(out, "sluice_store_fallback_total", l,
                             atomic_load(&p->lim.store.from[m]));
         }

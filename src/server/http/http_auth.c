@@ -304,10 +304,8 @@ static void write_auth(sl_buf *out, sl_rules_answer *a, bool keep, bool head, in
     if (status == 200 || status == 403) write_limits(out, a, limited, bind, now);
     if (a->verdict == SL_VERDICT_EXEMPT) sl__http_header_line(out, "Sluice-Exempt", a->reason);
     if (status == 401) sl__http_header_line(out, "WWW-Authenticate", "Bearer realm=\"sluice\"");
-    static const char *const fallback[SL_FROM_COUNT] = {
-        [SL_FROM_OPEN] = "open", [SL_FROM_CLOSED] = "closed", [SL_FROM_LOCAL] = "local"};
-    if (from >= SL_FROM_OPEN && from < SL_FROM_COUNT)
-        sl__http_header_line(out, "Sluice-Fallback", fallback[from]);
+    const char *fallback = sl__store_fallback_name(from);
+    if (fallback) sl__http_header_line(out, "Sluice-Fallback", fallback);
     sl__http_header_line(out, "Cache-Control", "no-store");
     sl__http_end(out, keep, "application/json", body, wb.n);
     if (head) out->len -= wb.n;

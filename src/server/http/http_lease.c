@@ -62,12 +62,9 @@ static bool parse_ms(const char *s, size_t n, int64_t *out) {
     return true;
 }
 
-static const char *const fallback_name[SL_FROM_COUNT] = {
-    [SL_FROM_OPEN] = "open", [SL_FROM_CLOSED] = "closed", [SL_FROM_LOCAL] = "local"};
-
 static void put_fallback(sl_buf *b, sl_store_from from) {
-    if (from > SL_FROM_REDIS && from < SL_FROM_COUNT && fallback_name[from])
-        sl__buf_printf(b, ",\"fallback\":\"%s\"", fallback_name[from]);
+    const char *name = sl__store_fallback_name(from);
+    if (name) sl__buf_printf(b, ",\"fallback\":\"%s\"", name);
 }
 
 static void write_acquire(sl_buf *out, bool keep, const sl_lease_call *c) {

@@ -414,14 +414,10 @@ __attribute__((format(printf, 5, 6))) static void store_error(sl_config_errors *
 }
 
 static const char *redis_limit_problem(const sl_policy_config *pc) {
-    if (pc->params.delay_after != 0)
-        return "delay_after is decided by the memory store only (not yet by the Redis store)";
-    if (pc->params.flags & SL_STEP_REFILL)
-        return "refill: steps is decided by the memory store only (not yet by the Redis store)";
     int rc = sl__redis_script_check(&pc->params, pc->calendar == SL_CALENDAR_MONTH);
     if (rc == SL_OK) return NULL;
-    return rc == SL_EOVERFLOW ? "too large for the Redis store (the limit, or burst x period in "
-                                "microseconds, must stay below 2^52)"
+    return rc == SL_EOVERFLOW ? "too large for the Redis store (the limit, burst x period in "
+                                "microseconds, or delay_after x 1024 must stay below 2^52)"
                               : "the Redis store decides in whole microseconds: the period must "
                                 "be a whole number of microseconds";
 }

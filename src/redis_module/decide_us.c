@@ -70,14 +70,16 @@ const char *sl__mod_set_check(sl_mod_set *ps, int j, const int64_t v[6], const c
     ps->P = v[2];
     ps->B = v[3];
     ps->origin = v[5];
-    int64_t low = flags % 256, hi = flags / 256;
+    int64_t low = flags % 256, hi = flags / 256 % 4;
     ps->cal = hi % 2 == 1;
     ps->any = hi >= 2;
     ps->empty = low % 2 == 1;
-    ps->cr = low >= 2;
+    ps->cr = low % 4 >= 2;
+    ps->steps = low >= 4;
+    ps->da = flags / 1024;
     ps->maxcost = ps->N;
     ps->limit = ps->N;
-    if (low > 3 || taglen < 1 || taglen > SL_MOD_TAGMAX) {
+    if (low > 7 || taglen < 1 || taglen > SL_MOD_TAGMAX) {
         snprintf(err, errlen, "parameter set %d: bad flags or tag", j);
         return err;
     }
@@ -102,6 +104,16 @@ const char *sl__mod_set_check(sl_mod_set *ps, int j, const int64_t v[6], const c
     }
     if (ps->cal && ps->alg != SL_MOD_FW) {
         snprintf(err, errlen, "parameter set %d: a calendar month needs a fixed window", j);
+        return err;
+    }
+    if (ps->steps && ps->alg != SL_MOD_TB) {
+        snprintf(err, errlen, "parameter set %d: step refill needs a token bucket", j);
+        return err;
+    }
+    if (ps->da > 0 && (ps->alg != SL_MOD_LQ || ps->da >= ps->B)) {
+        snprintf(err, errlen,
+                 "parameter set %d: delay_after needs a leaky queue and must be below its burst",
+                 j);
         return err;
     }
     if (ps->any) {
@@ -216,15 +228,30 @@ static void sliding_window(const sl_mod_set *ps, sl_mod_state *st, int64_t cost,
     put6(out, allowed, N, remaining, retry, reset, 0);
 }
 
+/* The last step at or before t (t >= 0): step refill credits whole periods. */
+static int64_t step_of(const sl_mod_set *ps, int64_t t) {
+    return t - t % ps->P;
+}
+
+/* The time from t until `units` (> 0) more scaled units have arrived: at n
+ * per us, or in steps of P*n units at every multiple of P. */
+static int64_t tb_wait(const sl_mod_set *ps, int64_t units, int64_t t) {
+    if (!ps->steps) return ceil_div(units, ps->n);
+    sl__i128 per = (sl__i128)ps->P * ps->n;
+    int64_t k = per >= units ? 1 : ceil_div(units, (int64_t)per);
+    return step_of(ps, t) + k * ps->P - t;
+}
+
 static void token_bucket(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, sl_mod_mode mode,
                          bool cr, int64_t now, int64_t out[6]) {
     int64_t *s = st->v, full = ps->full, n = ps->n, p = ps->p;
     int64_t tokens = s[0], last = s[1];
     if (now > last && tokens < full) {
-        if (now - last >= ceil_div(full - tokens, n))
+        int64_t elapsed = ps->steps ? step_of(ps, now) - step_of(ps, last) : now - last;
+        if (elapsed >= ceil_div(full - tokens, n))
             tokens = full;
         else
-            tokens += (now - last) * n;
+            tokens += elapsed * n;
     }
     int64_t need = cost * p;
     bool allowed = tokens >= need;
@@ -237,9 +264,10 @@ static void token_bucket(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, s
     }
     /* with the clock behind `last` the bucket is judged as of `last` */
     int64_t behind = last > now ? last - now : 0;
+    int64_t at = now + behind;
     int64_t retry = 0, reset = 0;
-    if (!allowed) retry = behind + ceil_div(need - after, n);
-    if (after < full) reset = behind + ceil_div(full - after, n);
+    if (!allowed) retry = behind + tb_wait(ps, need - after, at);
+    if (after < full) reset = behind + tb_wait(ps, full - after, at);
     put6(out, allowed, ps->B, after / p, retry, reset, 0);
 }
 
@@ -268,6 +296,8 @@ static void gcra(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, sl_mod_mo
         bf = 0;
     }
     int64_t delay = bt - now + (bf > 0);
+    if (ps->da > 0) /* delay_after D: the first D waiting go at once, D*p/n us less */
+        delay = sl__max64(0, bt - now + ceil_signed(bf - ps->da * p, n));
     int64_t step = cost * p;
     int64_t q = step / n;
     int64_t nt = bt + q, nf = bf + (step - q * n);
@@ -600,7 +630,8 @@ int64_t sl__mod_ttl(const sl_mod_set *ps, sl_mod_state *s, int64_t now) {
         /* fresh once tat + frac/n <= now (any rate: whatever n) */
         ttl = s->v[0] - now + (s->v[1] > 0);
     } else if (ps->alg == SL_MOD_TB) { /* v[1] >= now here */
-        ttl = s->v[1] - now + ceil_div(ps->full - s->v[0], ps->n);
+        ttl = s->v[1] - now;
+        if (s->v[0] < ps->full) ttl += tb_wait(ps, ps->full - s->v[0], s->v[1]);
     } else {
         sl__mod_decide(ps, s, 0, SL_MOD_PEEK, false, now, out);
         ttl = out[4];

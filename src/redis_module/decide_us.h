@@ -8,10 +8,12 @@
  *
  * The maths, with the script's names (n/p the rate N/P with gcd removed):
  * - token bucket: tokens scaled by p (full = B*p <= 2^52); refill
- *   (now - last) * n, full after ceil((full - tokens) / n) us;
+ *   (now - last) * n, full after ceil((full - tokens) / n) us; with step
+ *   refill, (step(now) - step(last)) * n, step(t) = t - t mod P;
  * - GCRA / leaky queue: tat + frac/n us, 0 <= frac < n; a cost c moves it
  *   by c*p/n us (quotient into tat, remainder into frac); allowed iff
- *   (tat - now) * n + frac <= full;
+ *   (tat - now) * n + frac <= full; the leaky queue's delay_after D takes
+ *   D*p/n us off its delay (at least 0);
  * - sliding window: allowed iff prev * (P - elapsed) + (curr + c) * P <=
  *   N * P, compared in 128 bits (the script: two_prod); remaining =
  *   N - after - ceil(prev * (P - elapsed) / P); retry is the first us at
@@ -39,6 +41,7 @@
 #define SL_MOD_PMAX   INT64_C(3162240000000000) /* 100 years of 366 days in us */
 #define SL_MOD_LOGMAX 100000                    /* SL_SLIDING_LOG_MAX */
 #define SL_MOD_TAGMAX 16
+#define SL_MOD_FMAX   (SL_MOD_MAXV - 1) /* flags: delay_after x 1024 + options */
 
 typedef enum sl_mod_mode { SL_MOD_APPLY, SL_MOD_PEEK, SL_MOD_CHARGE } sl_mod_mode;
 
@@ -47,6 +50,8 @@ typedef struct sl_mod_set {
     int alg;
     int64_t N, P, B, origin;
     bool cal, any, empty, cr;
+    bool steps; /* token bucket: refills in whole periods (flags 4) */
+    int64_t da; /* leaky queue: delay_after (flags / 1024) */
     int64_t n, p, full, maxcost, limit;
     char fp[SL_MOD_TAGMAX + 1]; /* the state's tag ("cell" for any rate) */
     size_t fplen;

@@ -488,7 +488,7 @@ static const char *check_args(call *c, int argc, char *err, size_t errlen) {
     }
     static const int64_t lo[6] = {SL_MOD_FW, 1, 1, 0, 0, 0};
     static const int64_t hi[6] = {SL_MOD_LQ,   SL_MOD_MAXV, SL_MOD_PMAX,
-                                  SL_MOD_MAXV, 1023,        SL_MOD_TMAX};
+                                  SL_MOD_MAXV, SL_MOD_FMAX, SL_MOD_TMAX};
     static const char *const what[6] = {"algorithm", "limit", "period", "burst", "flags", "origin"};
     for (int j = 0; j < c->nsets; j++) {
         RedisModuleString **b = a + 2 + 7 * j;

@@ -9,8 +9,9 @@ and called by src/store/redis_script.c as
 now_us: 0 = use Redis TIME (the one clock of the whole fleet), else that
 time (tests). Parameter sets (the distinct limits of the call, checked once
 per call however many items use them): algorithm (sl_algorithm number),
-limit, period_us, burst, flags (1 start empty, 2 count rejected, 256
-calendar month, 512 any rate), origin_us, tag (the state's tag: a short
+limit, period_us, burst, flags (1 start empty, 2 count rejected, 4 step
+refill, 256 calendar month, 512 any rate, plus 1024 x the leaky queue's
+delay_after), origin_us, tag (the state's tag: a short
 hash of algorithm, limit, period_us, burst and calendar month, written by
 the C side; "cell" for any rate). Per item: its parameter set (1..m), cost,
 group (0 enforced, 1 shadow). Every other argument is a decimal integer.
@@ -59,7 +60,7 @@ zeros (string.format %x: exact below 2^53, 13 digits for a time in us):
   fixed window     "<tag>|<window>:<count>" (window: index, or months
                    since 1970-01 for a calendar month)
   sliding window   "<tag>|<window>:<prev>:<curr>"
-  token bucket     "<tag>|<tokens*p>:<last_us>"
+  token bucket     "<tag>|<tokens*p>:<last_us>" (step refill too)
   gcra, leaky q.   "<tag>|<tat_us>:<frac>"   (tat + frac/n us)
                    or, when n is 1 (the emission interval P/N is a whole
                    us: frac is always 0), "<tat_us><t3>" in decimal, one
@@ -116,6 +117,7 @@ local MAXV = 4503599627370496 -- 2^52: every count, size and scaled value
 local TMAX = 4611686018427387 -- SL_TIME_MAX (2^62 ns) in us
 local PMAX = 3162240000000000 -- 100 years of 366 days in us (the C core's bound)
 local CMAX = 9223372036854775807 -- costs: anything; above the limit is "never"
+local FMAX = MAXV - 1 -- flags: delay_after below 2^42
 local LOGMAX = 100000 -- SL_SLIDING_LOG_MAX
 local DAY = 86400000000
 local FW, SLOG, SW, TB, GCRA, LQ = 1, 2, 3, 4, 5, 6
@@ -271,16 +273,16 @@ for j = 1, nsets do
   if not (alg and N and P and B and flags and origin) or alg ~= floor(alg) or alg < FW or
       alg > LQ or N ~= floor(N) or N < 1 or N > MAXV or P ~= floor(P) or P < 1 or P > PMAX or
       B ~= floor(B) or B < 0 or B > MAXV or flags ~= floor(flags) or flags < 0 or
-      flags > 1023 or origin ~= floor(origin) or origin < 0 or origin > TMAX then
+      flags > FMAX or origin ~= floor(origin) or origin < 0 or origin > TMAX then
     local who = 'parameter set ' .. j
     int(b + 1, FW, LQ, 'algorithm', who)
     int(b + 2, 1, MAXV, 'limit', who)
     int(b + 3, 1, PMAX, 'period', who)
     int(b + 4, 0, MAXV, 'burst', who)
-    int(b + 5, 0, 1023, 'flags', who)
+    int(b + 5, 0, FMAX, 'flags', who)
     int(b + 6, 0, TMAX, 'origin', who)
   end
-  local low, hi = flags % 256, floor(flags / 256)
+  local low, hi = flags % 256, floor(flags / 256) % 4
   -- one constructor: the table is sized once
   local ps = {
     alg = alg, N = N, P = P, B = B, origin = origin,
@@ -288,12 +290,14 @@ for j = 1, nsets do
     cal = hi % 2 == 1,
     any = hi >= 2,
     empty = low % 2 == 1,
-    cr = low >= 2,
+    cr = low % 4 >= 2,
+    steps = low >= 4, -- token bucket: refills in whole periods (SL_STEP_REFILL)
+    da = floor(flags / 1024), -- leaky queue: delay_after
     n = 0, p = 0, full = 0, maxcost = N, limit = N,
   }
   -- the tag only has to tell parameter sets apart: one that is no word
   -- never matches a state (every key reads as fresh)
-  if low > 3 or #ps.fp < 1 or #ps.fp > 16 then
+  if low > 7 or #ps.fp < 1 or #ps.fp > 16 then
     fail(fmt('parameter set %d: bad flags or tag', j))
   end
   local g = gcd(N, P)
@@ -307,6 +311,10 @@ for j = 1, nsets do
     fail(fmt('parameter set %d: sliding log limit > %d', j, LOGMAX))
   end
   if ps.cal and alg ~= FW then fail(fmt('parameter set %d: a calendar month needs a fixed window', j)) end
+  if ps.steps and alg ~= TB then fail(fmt('parameter set %d: step refill needs a token bucket', j)) end
+  if ps.da > 0 and (alg ~= LQ or ps.da >= B) then
+    fail(fmt('parameter set %d: delay_after needs a leaky queue and must be below its burst', j))
+  end
   if ps.any then
     if alg ~= GCRA or low ~= 0 then fail(fmt('parameter set %d: any rate needs a gcra without flags', j)) end
     ps.fp = 'cell'
@@ -427,14 +435,30 @@ local function sliding_window(ps, s, cost, mode, cr)
   return allowed and 1 or 0, N, remaining, retry, reset, 0
 end
 
+-- The last step at or before t (t >= 0): step refill credits whole periods.
+local function step_of(ps, t)
+  return idiv(t, ps.P) * ps.P
+end
+
+-- The time from t until `units` (> 0) more scaled units have arrived: at
+-- n per us, or in steps of P*n units at every multiple of P.
+local function tb_wait(ps, units, t)
+  if not ps.steps then return ceil_div(units, ps.n) end
+  local per, k = ps.P * ps.n, 1 -- per may round above 2^53: then it is > units
+  if per < units then k = ceil_div(units, per) end
+  return step_of(ps, t) + k * ps.P - t
+end
+
 local function token_bucket(ps, s, cost, mode, cr)
   local full, n, p = ps.full, ps.n, ps.p
   local tokens, last = s[1], s[2]
   if now > last and tokens < full then
-    if now - last >= ceil_div(full - tokens, n) then
+    local elapsed = now - last
+    if ps.steps then elapsed = step_of(ps, now) - step_of(ps, last) end
+    if elapsed >= ceil_div(full - tokens, n) then
       tokens = full
     else
-      tokens = tokens + (now - last) * n
+      tokens = tokens + elapsed * n
     end
   end
   local need = cost * p
@@ -446,9 +470,10 @@ local function token_bucket(ps, s, cost, mode, cr)
   end
   -- with the clock behind `last` the bucket is judged as of `last`
   local behind = last > now and last - now or 0
+  local at = now + behind
   local retry, reset = 0, 0
-  if not allowed then retry = behind + ceil_div(need - after, n) end
-  if after < full then reset = behind + ceil_div(full - after, n) end
+  if not allowed then retry = behind + tb_wait(ps, need - after, at) end
+  if after < full then reset = behind + tb_wait(ps, full - after, at) end
   return allowed and 1 or 0, ps.B, idiv(after, p), retry, reset, 0
 end
 
@@ -469,6 +494,11 @@ local function gcra(ps, s, cost, mode, cr)
   local bt, bf = s[1], s[2] -- base = max(tat, now)
   if bt < now or (bt == now and bf == 0) then bt, bf = now, 0 end
   local delay = bt - now + (bf > 0 and 1 or 0)
+  if ps.da > 0 then
+    -- delay_after D: the first D waiting go at once, D emission intervals
+    -- (D*p/n us) less: ceil(bt - now + (bf - D*p)/n), at least 0
+    delay = max(0, bt - now + ceil_signed(bf - ps.da * p, n))
+  end
   local step = cost * p
   local q = idiv(step, n)
   local nt, nf = bt + q, bf + (step - q * n)
@@ -906,8 +936,9 @@ for m = 1, norder do
     local alg = ps.alg
     if alg == GCRA or alg == LQ then -- fresh once tat + frac/n <= now (any rate: whatever n)
       ttl = s[1] - now + (s[2] > 0 and 1 or 0)
-    elseif alg == TB then -- s[2] >= now here: full after ceil((full - tokens) / n) us
-      ttl = s[2] - now + ceil_div(ps.full - s[1], ps.n)
+    elseif alg == TB then -- s[2] >= now here: full after tb_wait
+      ttl = s[2] - now
+      if s[1] < ps.full then ttl = ttl + tb_wait(ps, ps.full - s[1], s[2]) end
     else
       local _
       _, _, _, _, ttl = decide(ps, s, 0, PEEK, false)

@@ -59,12 +59,13 @@ static int64_t us_up(int64_t ns) {
     return sl__ceil_units(ns, NS_PER_US);
 }
 
-/* The script's flags for an item. */
-static unsigned item_flags(const sl_script_item *it) {
-    unsigned flags = it->params->flags & (SL_START_EMPTY | SL_COUNT_REJECTED);
+/* The script's flags for an item: the options, then delay_after from
+ * SL_SCRIPT_DELAY_AFTER up (below 2^52: sl__redis_script_check). */
+static int64_t item_flags(const sl_script_item *it) {
+    unsigned flags = it->params->flags & (SL_START_EMPTY | SL_COUNT_REJECTED | SL_STEP_REFILL);
     if (it->calendar_month) flags |= SL_SCRIPT_CALENDAR_MONTH;
     if (it->any_rate) flags |= SL_SCRIPT_ANY_RATE;
-    return flags;
+    return (int64_t)flags + it->params->delay_after * SL_SCRIPT_DELAY_AFTER;
 }
 
 /* A parameter set as the script reads it (decide.lua). */
@@ -76,12 +77,12 @@ typedef struct pset {
 
 static void pset_of(const sl_script_item *it, pset *s) {
     const sl_params *pa = it->params;
-    unsigned flags = item_flags(it);
+    int64_t flags = item_flags(it);
     s->v[0] = (int64_t)pa->algorithm;
     s->v[1] = pa->rate.limit;
     s->v[2] = us_up(pa->rate.period);
     s->v[3] = pa->burst;
-    s->v[4] = (int64_t)flags;
+    s->v[4] = flags;
     s->v[5] = flags & SL_START_EMPTY ? us_up(pa->origin) : 0;
     /* the state's tag: FNV-1a of what the state's meaning depends on (not
        the flags start-empty and count-rejected, nor the origin) */
@@ -241,6 +242,7 @@ int sl__redis_script_check(const sl_params *p, bool calendar_month) {
         int64_t pu = period_us / gcd64(p->rate.limit, period_us);
         if (p->burst > SCRIPT_MAX / pu) return SL_EOVERFLOW;
     }
+    if (p->delay_after >= SCRIPT_MAX / SL_SCRIPT_DELAY_AFTER) return SL_EOVERFLOW; /* in flags */
     return SL_OK;
 }
 

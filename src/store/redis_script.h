@@ -11,8 +11,9 @@
  * (sl__redis_script_format finds them: the script checks each once per
  * call, however many items share it), 7 arguments each:
  *   algorithm (sl_algorithm number), limit, period_us, burst,
- *   flags (SL_START_EMPTY | SL_COUNT_REJECTED | SL_SCRIPT_CALENDAR_MONTH |
- *   SL_SCRIPT_ANY_RATE), origin_us, tag (the state's tag, a 32-bit hash in
+ *   flags (SL_START_EMPTY | SL_COUNT_REJECTED | SL_STEP_REFILL |
+ *   SL_SCRIPT_CALENDAR_MONTH | SL_SCRIPT_ANY_RATE, plus the leaky queue's
+ *   delay_after x SL_SCRIPT_DELAY_AFTER), origin_us, tag (the state's tag, a 32-bit hash in
  *   hex: a state written under other parameters reads as a fresh key).
  * Per item, in order, 3 arguments: its parameter set (1..m), cost, group
  * (0 enforced, 1 shadow; 2r + g for group g of request r when one call
@@ -64,6 +65,7 @@
 
 #define SL_SCRIPT_CALENDAR_MONTH 0x100u /* flags: fixed window = the calendar month (UTC) */
 #define SL_SCRIPT_ANY_RATE       0x200u /* flags: GCRA state read under any parameters */
+#define SL_SCRIPT_DELAY_AFTER    0x400  /* flags: delay_after, in units of this (below 2^42) */
 #define SL_SCRIPT_ARGS_PER_SET   7      /* per parameter set */
 #define SL_SCRIPT_ARGS_PER_ITEM  3      /* per item: parameter set, cost, group */
 #define SL_SCRIPT_MAX_ITEMS      512    /* items in one call (store.c sends at most as many) */
@@ -121,9 +123,10 @@ void sl__redis_key(sl_buf *out, const char *prefix, const char *policy, const vo
  * - SL_EINVAL: a period that is not a whole microsecond (the formatter would
  *   round it up), a calendar month on another algorithm than a fixed
  *   window, a sliding log limit above 100000;
- * - SL_EOVERFLOW: a limit above 2^52, or a bucket whose
+ * - SL_EOVERFLOW: a limit above 2^52, a bucket whose
  *   burst * period_us / gcd(limit, period_us) is above 2^52 (the script's
- *   doubles are exact to 2^53; the script answers those with an error).
+ *   doubles are exact to 2^53; the script answers those with an error), or
+ *   a delay_after of 2^42 or more (it travels in the flags).
  * A start-empty origin may be any time: it is rounded up to the us, which
  * is harmless. Meant for checking a config that selects the Redis store. */
 int sl__redis_script_check(const sl_params *p, bool calendar_month);

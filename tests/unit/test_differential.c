@@ -9,7 +9,8 @@
  * hold the same value with the same TTL under both prefixes.
  *
  * A sequence is a few random policies (every algorithm, bursts, start
- * empty, count_rejected, shadow, calendar-month quotas) whose rates keep the
+ * empty, count_rejected, shadow, calendar-month quotas, a leaky queue's
+ * delay_after, a token bucket's refill: steps) whose rates keep the
  * Redis store's exactness contract (redis_script.h: a period and an emission
  * interval of whole us; rates that sl__redis_script_check refuses are
  * generated too and skipped), and a list of requests of 1 to 5 limits (the
@@ -125,7 +126,9 @@ static bool chance(int percent) {
 typedef struct gpolicy {
     sl_algorithm a;
     int64_t limit, period_us, burst;
+    int64_t delay_after; /* leaky queue: nginx's delay=D */
     bool start_empty, count_rejected, shadow, calendar;
+    bool steps; /* token bucket: refill: steps (Envoy's local rate limit) */
 } gpolicy;
 
 typedef struct glimit {
@@ -163,7 +166,9 @@ static sl_params params_of(const gpolicy *p) {
                        .rate = {p->limit, p->calendar ? 31 * DAY_US * US : p->period_us * US},
                        .burst = p->a >= SL_TOKEN_BUCKET ? p->burst : 0,
                        .flags = (p->start_empty ? SL_START_EMPTY : 0u) |
-                                (p->count_rejected ? SL_COUNT_REJECTED : 0u)};
+                                (p->count_rejected ? SL_COUNT_REJECTED : 0u) |
+                                (p->steps ? SL_STEP_REFILL : 0u),
+                       .delay_after = p->delay_after};
 }
 
 static unsigned long long skipped_rates; /* generated, refused by sl__redis_script_check */
@@ -193,6 +198,9 @@ static gpolicy gen_policy(void) {
         p.start_empty = chance(25);
         p.count_rejected = chance(25);
         p.shadow = chance(15);
+        if (p.a == SL_LEAKY_QUEUE && p.burst > 1 && chance(50))
+            p.delay_after = chance(25) ? p.burst - 1 : between(1, p.burst - 1);
+        if (p.a == SL_TOKEN_BUCKET) p.steps = chance(40);
         sl_params sp = params_of(&p);
         if (chance(10)) {
             sp.rate.period += between(1, 999); /* not a whole us */
@@ -285,6 +293,10 @@ static void config_text(const gseq *s, char *out, size_t size) {
             sl_algorithm_name(p->a), (long long)p->limit, (long long)p->period_us);
         if (p->a >= SL_TOKEN_BUCKET)
             o += (size_t)snprintf(out + o, size - o, ", burst: %lld", (long long)p->burst);
+        if (p->delay_after)
+            o += (size_t)snprintf(out + o, size - o, ", delay_after: %lld",
+                                  (long long)p->delay_after);
+        if (p->steps) o += (size_t)snprintf(out + o, size - o, ", refill: steps");
         o += (size_t)snprintf(
             out + o, size - o, "%s%s%s}\n", p->start_empty ? ", start: empty" : "",
             p->count_rejected ? ", count_rejected: true" : "", p->shadow ? ", shadow: true" : "");
@@ -385,8 +397,13 @@ static void print_policy(size_t i, const gpolicy *p) {
                       p->shadow ? ", shadow" : "");
         return;
     }
-    char burst[32] = "";
-    if (p->a >= SL_TOKEN_BUCKET) snprintf(burst, sizeof burst, ", burst %lld", (long long)p->burst);
+    char burst[64] = "";
+    if (p->a >= SL_TOKEN_BUCKET)
+        snprintf(burst, sizeof burst, ", burst %lld%s%s", (long long)p->burst,
+                 p->steps ? ", refill steps" : "", p->delay_after ? ", delay_after " : "");
+    if (p->delay_after)
+        snprintf(burst + strlen(burst), sizeof burst - strlen(burst), "%lld",
+                 (long long)p->delay_after);
     print_message("    p%zu: %s %lld/%lldus%s%s%s%s\n", i, sl_algorithm_name(p->a),
                   (long long)p->limit, (long long)p->period_us, burst,
                   p->start_empty ? ", start empty" : "",

@@ -4,7 +4,8 @@
  * still, so TTLs compare exactly and nothing expires on its own):
  *
  * - mixed: random call sequences (every algorithm, start empty, count
- *   rejected, calendar months, any rate, the same key twice, shadow groups,
+ *   rejected, calendar months, any rate, a leaky queue's delay_after, a
+ *   token bucket's step refill, the same key twice, shadow groups,
  *   several requests per call, costs beyond the limit) decided three ways
  *   under three key prefixes: by the script alone, by the module alone,
  *   and alternately by script and module on the same keys. Every reply is
@@ -80,6 +81,8 @@ static gset gen_set(void) {
             g.any = true;
             g.p.flags = 0;
         }
+        if (g.p.algorithm == SL_LEAKY_QUEUE && below(2) == 0) g.p.delay_after = below(g.p.burst);
+        if (g.p.algorithm == SL_TOKEN_BUCKET && below(2) == 0) g.p.flags |= SL_STEP_REFILL;
         if (sl__redis_script_check(&g.p, g.cal) == 0) return g;
     }
 }
@@ -195,9 +198,10 @@ static void print_seq(const gseq *s, size_t upto) {
     for (int j = 0; j < NPS; j++) {
         const gset *g = &s->sets[j];
         print_message("  set %d: alg %d %" PRId64 "/%" PRId64 "ns burst %" PRId64
-                      " flags %u origin %" PRId64 "%s%s\n",
+                      " flags %u delay_after %" PRId64 " origin %" PRId64 "%s%s\n",
                       j, (int)g->p.algorithm, g->p.rate.limit, g->p.rate.period, g->p.burst,
-                      g->p.flags, g->p.origin, g->cal ? " calendar" : "", g->any ? " any" : "");
+                      g->p.flags, g->p.delay_after, g->p.origin, g->cal ? " calendar" : "",
+                      g->any ? " any" : "");
     }
     for (size_t c = 0; c <= upto && c < NCALLS; c++) {
         const gcall *k = &s->calls[c];
@@ -207,6 +211,21 @@ static void print_seq(const gseq *s, size_t upto) {
                           k->cost[i], k->group[i]);
         print_message("\n");
     }
+}
+
+/* A call's reply, one item (6 integers) a line. */
+static void print_reply(const char *who, const redisReply *r) {
+    if (r->type != REDIS_REPLY_ARRAY) {
+        print_message("  %s: %s\n", who, r->type == REDIS_REPLY_ERROR ? r->str : "(not an array)");
+        return;
+    }
+    for (size_t i = 0; i < r->elements; i++)
+        print_message("%s%lld%s",
+                      i % 6 ? " "
+                      : i   ? "\n    "
+                            : "  ",
+                      r->element[i]->integer, i + 1 == r->elements ? "\n" : "");
+    print_message("  (%s)\n", who);
 }
 
 static uint64_t env_u64(const char *name, uint64_t def) {
@@ -230,6 +249,9 @@ static void test_mixed(void **state) {
             if (a->type == REDIS_REPLY_ERROR) fail_msg("script: %s", a->str);
             if (!same_reply(a, b) || !same_reply(a, x)) {
                 print_seq(&s, c);
+                print_reply("script", a);
+                print_reply("module", b);
+                print_reply("alternating", x);
                 fail_msg("seed %" PRIu64 " (MOD_SEED=%" PRIu64
                          " MOD_COUNT=1) call %zu: script, module and alternating differ",
                          seed + q, seed + q, c);
@@ -336,10 +358,16 @@ static void test_errors(void **state) {
                "0");
     SAME_ERROR("burst too big", "1", "k", "0", "1", "4", "1", "3162240000000000",
                "4503599627370496", "0", "0", "abc", "1", "1", "0");
-    SAME_ERROR("flags", "1", "k", "0", "1", "5", "5", "1000000", "5", "1024", "0", "abc", "1", "1",
+    SAME_ERROR("flags low", "1", "k", "0", "1", "5", "5", "1000000", "5", "8", "0", "abc", "1", "1",
                "0");
-    SAME_ERROR("flags low", "1", "k", "0", "1", "5", "5", "1000000", "5", "4", "0", "abc", "1", "1",
-               "0");
+    SAME_ERROR("flags 2^52", "1", "k", "0", "1", "6", "5", "1000000", "5", "4503599627370496", "0",
+               "abc", "1", "1", "0");
+    SAME_ERROR("steps on a gcra", "1", "k", "0", "1", "5", "5", "1000000", "5", "4", "0", "abc",
+               "1", "1", "0");
+    SAME_ERROR("delay_after on a gcra", "1", "k", "0", "1", "5", "5", "1000000", "5", "1024", "0",
+               "abc", "1", "1", "0");
+    SAME_ERROR("delay_after = burst", "1", "k", "0", "1", "6", "5", "1000000", "5", "5120", "0",
+               "abc", "1", "1", "0");
     SAME_ERROR("tag empty", "1", "k", "0", "1", "5", "5", "1000000", "5", "0", "0", "", "1", "1",
                "0");
     SAME_ERROR("tag long", "1", "k", "0", "1", "5", "5", "1000000", "5", "0", "0",

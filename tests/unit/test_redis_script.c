@@ -189,59 +189,72 @@ typedef struct pset {
     sl_algorithm a;
     int64_t limit, period_us, burst;
     unsigned flags;
-    bool tolerant; /* emission interval not a whole us: durations within 1 us */
-    int64_t maxc;  /* random costs 1..maxc (0: 3) */
+    bool tolerant;       /* emission interval not a whole us: durations within 1 us */
+    int64_t maxc;        /* random costs 1..maxc (0: 3) */
+    int64_t delay_after; /* leaky queue: nginx's delay=D */
 } pset;
 
 #define SE SL_START_EMPTY
 #define CR SL_COUNT_REJECTED
+#define ST SL_STEP_REFILL
 
 /* Periods of the windows are multiples of lcm(1..limit) us, so that the
  * sliding window's "first instant it passes" is a whole us too. Periods are
  * long enough (>= 1 s) that a key's real TTL cannot run out during a trace
  * step (and keys are persisted after each call anyway). */
 static const pset psets[] = {
-    {"fixed 5/s", SL_FIXED_WINDOW, 5, 1 * S_US, 0, 0, false, 0},
-    {"fixed 10/2.52s costs", SL_FIXED_WINDOW, 10, 2520000, 0, 0, false, 0},
-    {"fixed 3/2s start empty", SL_FIXED_WINDOW, 3, 2 * S_US, 0, SE, false, 0},
-    {"fixed 4/s count rejected", SL_FIXED_WINDOW, 4, 1 * S_US, 0, CR, false, 0},
-    {"fixed 4/s both", SL_FIXED_WINDOW, 4, 1 * S_US, 0, SE | CR, false, 0},
-    {"log 5/1.2s", SL_SLIDING_LOG, 5, 1200000, 0, 0, false, 0},
-    {"log 8/2s costs", SL_SLIDING_LOG, 8, 2 * S_US, 0, 0, false, 0},
-    {"log 4/s start empty", SL_SLIDING_LOG, 4, 1 * S_US, 0, SE, false, 0},
-    {"log 6/s count rejected", SL_SLIDING_LOG, 6, 1 * S_US, 0, CR, false, 0},
-    {"log 3/s both", SL_SLIDING_LOG, 3, 1 * S_US, 0, SE | CR, false, 0},
-    {"sliding 5/1.2s", SL_SLIDING_WINDOW, 5, 1200000, 0, 0, false, 0},
-    {"sliding 10/2.52s costs", SL_SLIDING_WINDOW, 10, 2520000, 0, 0, false, 0},
-    {"sliding 6/1.2s start empty", SL_SLIDING_WINDOW, 6, 1200000, 0, SE, false, 0},
-    {"sliding 4/1.2s count rejected", SL_SLIDING_WINDOW, 4, 1200000, 0, CR, false, 0},
-    {"sliding 7/s (not whole us)", SL_SLIDING_WINDOW, 7, 1 * S_US, 0, CR, true, 0},
-    {"token 5/s burst 1", SL_TOKEN_BUCKET, 5, 1 * S_US, 1, 0, false, 0},
-    {"token 2/s burst 3", SL_TOKEN_BUCKET, 2, 1 * S_US, 3, 0, false, 0},
-    {"token 4/s burst 10 costs", SL_TOKEN_BUCKET, 4, 1 * S_US, 10, 0, false, 0},
-    {"token 10/s burst 21 start empty", SL_TOKEN_BUCKET, 10, 1 * S_US, 21, SE, false, 0},
-    {"token 8/s burst 4 count rejected", SL_TOKEN_BUCKET, 8, 1 * S_US, 4, CR, false, 0},
-    {"token 3/s burst 2 (not whole us)", SL_TOKEN_BUCKET, 3, 1 * S_US, 2, SE | CR, true, 0},
-    {"gcra 5/s burst 5", SL_GCRA, 5, 1 * S_US, 5, 0, false, 0},
-    {"gcra 4/s burst 10 costs", SL_GCRA, 4, 1 * S_US, 10, 0, false, 0},
-    {"gcra 10/s burst 3 start empty", SL_GCRA, 10, 1 * S_US, 3, SE, false, 0},
-    {"gcra 8/s burst 4 count rejected", SL_GCRA, 8, 1 * S_US, 4, CR, false, 0},
-    {"gcra 3/s burst 2 (not whole us)", SL_GCRA, 3, 1 * S_US, 2, SE | CR, true, 0},
-    {"queue 5/s room 5", SL_LEAKY_QUEUE, 5, 1 * S_US, 5, 0, false, 0},
-    {"queue 4/s room 8 costs", SL_LEAKY_QUEUE, 4, 1 * S_US, 8, 0, false, 0},
-    {"queue 2/s room 3 start empty", SL_LEAKY_QUEUE, 2, 1 * S_US, 3, SE, false, 0},
-    {"queue 8/s room 4 count rejected", SL_LEAKY_QUEUE, 8, 1 * S_US, 4, CR, false, 0},
-    {"queue 7/s room 3 (not whole us)", SL_LEAKY_QUEUE, 7, 1 * S_US, 3, CR, true, 0},
+    {"fixed 5/s", SL_FIXED_WINDOW, 5, 1 * S_US, 0, 0, false, 0, 0},
+    {"fixed 10/2.52s costs", SL_FIXED_WINDOW, 10, 2520000, 0, 0, false, 0, 0},
+    {"fixed 3/2s start empty", SL_FIXED_WINDOW, 3, 2 * S_US, 0, SE, false, 0, 0},
+    {"fixed 4/s count rejected", SL_FIXED_WINDOW, 4, 1 * S_US, 0, CR, false, 0, 0},
+    {"fixed 4/s both", SL_FIXED_WINDOW, 4, 1 * S_US, 0, SE | CR, false, 0, 0},
+    {"log 5/1.2s", SL_SLIDING_LOG, 5, 1200000, 0, 0, false, 0, 0},
+    {"log 8/2s costs", SL_SLIDING_LOG, 8, 2 * S_US, 0, 0, false, 0, 0},
+    {"log 4/s start empty", SL_SLIDING_LOG, 4, 1 * S_US, 0, SE, false, 0, 0},
+    {"log 6/s count rejected", SL_SLIDING_LOG, 6, 1 * S_US, 0, CR, false, 0, 0},
+    {"log 3/s both", SL_SLIDING_LOG, 3, 1 * S_US, 0, SE | CR, false, 0, 0},
+    {"sliding 5/1.2s", SL_SLIDING_WINDOW, 5, 1200000, 0, 0, false, 0, 0},
+    {"sliding 10/2.52s costs", SL_SLIDING_WINDOW, 10, 2520000, 0, 0, false, 0, 0},
+    {"sliding 6/1.2s start empty", SL_SLIDING_WINDOW, 6, 1200000, 0, SE, false, 0, 0},
+    {"sliding 4/1.2s count rejected", SL_SLIDING_WINDOW, 4, 1200000, 0, CR, false, 0, 0},
+    {"sliding 7/s (not whole us)", SL_SLIDING_WINDOW, 7, 1 * S_US, 0, CR, true, 0, 0},
+    {"token 5/s burst 1", SL_TOKEN_BUCKET, 5, 1 * S_US, 1, 0, false, 0, 0},
+    {"token 2/s burst 3", SL_TOKEN_BUCKET, 2, 1 * S_US, 3, 0, false, 0, 0},
+    {"token 4/s burst 10 costs", SL_TOKEN_BUCKET, 4, 1 * S_US, 10, 0, false, 0, 0},
+    {"token 10/s burst 21 start empty", SL_TOKEN_BUCKET, 10, 1 * S_US, 21, SE, false, 0, 0},
+    {"token 8/s burst 4 count rejected", SL_TOKEN_BUCKET, 8, 1 * S_US, 4, CR, false, 0, 0},
+    {"token 3/s burst 2 (not whole us)", SL_TOKEN_BUCKET, 3, 1 * S_US, 2, SE | CR, true, 0, 0},
+    /* refill: steps (Envoy's local rate limit: N tokens at every multiple of P) */
+    {"token 5/s burst 8 steps", SL_TOKEN_BUCKET, 5, 1 * S_US, 8, ST, false, 0, 0},
+    {"token 3/2s burst 3 steps costs", SL_TOKEN_BUCKET, 3, 2 * S_US, 3, ST | CR, false, 3, 0},
+    {"token 4/s burst 2 steps start empty", SL_TOKEN_BUCKET, 4, 1 * S_US, 2, ST | SE, false, 0, 0},
+    {"token 3/s burst 5 steps (not whole us)", SL_TOKEN_BUCKET, 3, 1 * S_US, 5, ST, true, 0, 0},
+    {"gcra 5/s burst 5", SL_GCRA, 5, 1 * S_US, 5, 0, false, 0, 0},
+    {"gcra 4/s burst 10 costs", SL_GCRA, 4, 1 * S_US, 10, 0, false, 0, 0},
+    {"gcra 10/s burst 3 start empty", SL_GCRA, 10, 1 * S_US, 3, SE, false, 0, 0},
+    {"gcra 8/s burst 4 count rejected", SL_GCRA, 8, 1 * S_US, 4, CR, false, 0, 0},
+    {"gcra 3/s burst 2 (not whole us)", SL_GCRA, 3, 1 * S_US, 2, SE | CR, true, 0, 0},
+    {"queue 5/s room 5", SL_LEAKY_QUEUE, 5, 1 * S_US, 5, 0, false, 0, 0},
+    {"queue 4/s room 8 costs", SL_LEAKY_QUEUE, 4, 1 * S_US, 8, 0, false, 0, 0},
+    {"queue 2/s room 3 start empty", SL_LEAKY_QUEUE, 2, 1 * S_US, 3, SE, false, 0, 0},
+    {"queue 8/s room 4 count rejected", SL_LEAKY_QUEUE, 8, 1 * S_US, 4, CR, false, 0, 0},
+    {"queue 7/s room 3 (not whole us)", SL_LEAKY_QUEUE, 7, 1 * S_US, 3, CR, true, 0, 0},
+    /* delay_after (nginx's burst=B delay=D: room B+1, delay_after D) */
+    {"queue 10/s room 21 delay_after 8", SL_LEAKY_QUEUE, 10, 1 * S_US, 21, 0, false, 0, 8},
+    {"queue 5/s room 6 delay_after 5", SL_LEAKY_QUEUE, 5, 1 * S_US, 6, CR, false, 0, 5},
+    {"queue 4/s room 8 delay_after 2 costs", SL_LEAKY_QUEUE, 4, 1 * S_US, 8, SE, false, 4, 2},
+    {"queue 7/s room 4 delay_after 1 (not whole us)", SL_LEAKY_QUEUE, 7, 1 * S_US, 4, 0, true, 0,
+     1},
     /* long logs: read a chunk at a time, expiry found by galloping */
-    {"log 100/s", SL_SLIDING_LOG, 100, 1 * S_US, 0, 0, false, 7},
-    {"log 1000/10s count rejected", SL_SLIDING_LOG, 1000, 10 * S_US, 0, CR, false, 60},
-    {"log 500/5s start empty", SL_SLIDING_LOG, 500, 5 * S_US, 0, SE | CR, false, 40},
+    {"log 100/s", SL_SLIDING_LOG, 100, 1 * S_US, 0, 0, false, 7, 0},
+    {"log 1000/10s count rejected", SL_SLIDING_LOG, 1000, 10 * S_US, 0, CR, false, 60, 0},
+    {"log 500/5s start empty", SL_SLIDING_LOG, 500, 5 * S_US, 0, SE | CR, false, 40, 0},
     /* big numbers: products beyond 2^53 (sliding window), scaled buckets */
-    {"sliding 10^6/day", SL_SLIDING_WINDOW, 1000000, 86400 * S_US, 0, CR, true, 250000},
-    {"sliding 999999/31d", SL_SLIDING_WINDOW, 999999, 31 * 86400 * S_US, 0, 0, true, 90000},
-    {"token 7/day burst 10000", SL_TOKEN_BUCKET, 7, 86400 * S_US, 10000, CR, true, 3000},
-    {"gcra 7/day burst 10000", SL_GCRA, 7, 86400 * S_US, 10000, SE, true, 3000},
-    {"queue 1000/h room 10^6", SL_LEAKY_QUEUE, 1000, 3600 * S_US, 1000000, 0, true, 90000},
+    {"sliding 10^6/day", SL_SLIDING_WINDOW, 1000000, 86400 * S_US, 0, CR, true, 250000, 0},
+    {"sliding 999999/31d", SL_SLIDING_WINDOW, 999999, 31 * 86400 * S_US, 0, 0, true, 90000, 0},
+    {"token 7/day burst 10000", SL_TOKEN_BUCKET, 7, 86400 * S_US, 10000, CR, true, 3000, 0},
+    {"gcra 7/day burst 10000", SL_GCRA, 7, 86400 * S_US, 10000, SE, true, 3000, 0},
+    {"queue 1000/h room 10^6", SL_LEAKY_QUEUE, 1000, 3600 * S_US, 1000000, 0, true, 90000, 0},
 };
 #define N_PSETS (sizeof psets / sizeof psets[0])
 
@@ -250,7 +263,8 @@ static sl_params params_of(const pset *ps, int64_t origin_us) {
                        .rate = {ps->limit, ps->period_us * US},
                        .burst = ps->burst,
                        .flags = ps->flags,
-                       .origin = ps->flags & SE ? origin_us * US : 0};
+                       .origin = ps->flags & SE ? origin_us * US : 0,
+                       .delay_after = ps->delay_after};
 }
 
 static sl_table *make_table(const sl_params *p) {

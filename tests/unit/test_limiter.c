@@ -399,6 +399,23 @@ static void wait_booked_at_an_older_now(void **state) {
     sl_limiter_destroy(l);
 }
 
+/* allow(0) is a peek: true even while in debt (x/time/rate says false
+ * there), and it books nothing (library.md's differences). */
+static void allow_zero_in_debt_is_true(void **state) {
+    (void)state;
+    sl_limiter *l = make_limiter(1, SEC, 1, 0, T0);
+    reserve(l, 1, T0);
+    sl_reservation r = reserve(l, 1, T0); /* one token of debt */
+    assert_i64(r.time_to_act, T0 + SEC);
+    assert_i64(sl_limiter_tokens(l, T0), -1);
+    assert_true(sl_limiter_allow(l, 0, T0));
+    assert_true(sl_limiter_allow(l, 0, T0 + SEC / 2));
+    assert_i64(sl_limiter_tokens(l, T0 + SEC / 2), -1); /* nothing booked */
+    assert_false(sl_limiter_allow(l, 1, T0 + 2 * SEC - 1));
+    assert_true(sl_limiter_allow(l, 1, T0 + 2 * SEC));
+    sl_limiter_destroy(l);
+}
+
 /* ---- cancel ---------------------------------------------------------------------- */
 
 static void cancel_after_time_to_act_is_noop(void **state) {
@@ -634,6 +651,7 @@ int main(void) {
         cmocka_unit_test(clock_backwards_credits_nothing),
         cmocka_unit_test(wait_booked_at_an_older_now),
         cmocka_unit_test(cancel_after_time_to_act_is_noop),
+        cmocka_unit_test(allow_zero_in_debt_is_true),
         cmocka_unit_test(cancel_with_later_reservations),
         cmocka_unit_test(cancel_twice_restores_once),
         cmocka_unit_test(exact_fractional_rates),

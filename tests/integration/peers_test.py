@@ -14,7 +14,8 @@ with the Redis store (a redis-server of its own on a free loopback port):
   by its key; SL.CHECK's key is its second argument;
 - nginx's `limit_req burst=3 delay=2` as a leaky_queue policy (burst 4,
   delay_after 2) through /v1/check: the first three at once, the fourth
-  delayed, the fifth refused.
+  delayed, the fifth refused; Envoy's local rate limit as a token bucket
+  with refill: steps; both on the memory and the Redis store.
 Raw sockets (cell_test.Conn, harness.Pipe), standard library only."""
 import json
 import os
@@ -139,6 +140,11 @@ policies:
     rate: 1/m
     burst: 4
     delay_after: 2
+  - name: local
+    algorithm: token_bucket
+    rate: 2/h
+    burst: 2
+    refill: steps
 """
 
 
@@ -163,6 +169,42 @@ class NginxDelay(unittest.TestCase):
         # the fourth waits one emission interval (60 s) less what has passed
         self.assertGreater(bodies[3].get("delay_ms", 0), 0, bodies)
         self.assertLessEqual(bodies[3]["delay_ms"], 60000, bodies)
+
+    def test_step_refill(self):
+        """Envoy's local rate limit (tokens_per_fill 2 every hour): the third
+        waits for the next whole hour, when the bucket is full again at
+        once (a continuous refill would let one through after 30 minutes)."""
+        pipe = harness.Pipe(self.server.http_port)
+        req = (b"GET /v1/check?policy=local&key=k HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = pipe.run([req] * 3)
+        pipe.close()
+        bodies = [json.loads(body) for _, _, body in got]
+        self.assertEqual([status for status, _, _ in got], [200, 200, 429], bodies)
+        third = bodies[2]
+        self.assertNotIn("fallback", third)
+        self.assertEqual(third["retry_after_ms"], third["reset_after_ms"], bodies)
+        self.assertLessEqual(third["retry_after_ms"], 3600000, bodies)
+
+
+class NginxDelayRedis(NginxDelay):
+    """The same on the Redis store (decide.lua)."""
+    @classmethod
+    def setUpClass(cls):
+        cls.redis = harness.RedisServer("peers-test-redis-")
+        if not cls.redis.wait():
+            cls.redis.stop()
+            raise OSError("redis-server on port %d did not answer in 10 s" % cls.redis.port)
+        config = NGINX_CONFIG + "store:\n%s\n" % harness.redis_store(cls.redis.port, "2s")
+        try:
+            cls.server = sluiced_test.Server(config)
+        except BaseException:
+            cls.redis.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        cls.redis.stop()
 
 
 class Memory(Base, unittest.TestCase):

@@ -186,20 +186,25 @@ class NginxDelay(unittest.TestCase):
         self.assertLessEqual(third["retry_after_ms"], 3600000, bodies)
 
 
+def start_on_redis(cls, config_with):
+    """cls.server: sluiced with config_with(the store's lines) on a
+    redis-server of its own (cls.redis)."""
+    cls.redis = harness.RedisServer("peers-test-redis-")
+    if not cls.redis.wait():
+        cls.redis.stop()
+        raise OSError("redis-server on port %d did not answer in 10 s" % cls.redis.port)
+    try:
+        cls.server = sluiced_test.Server(config_with(harness.redis_store(cls.redis.port, "2s")))
+    except BaseException:
+        cls.redis.stop()
+        raise
+
+
 class NginxDelayRedis(NginxDelay):
     """The same on the Redis store (decide.lua)."""
     @classmethod
     def setUpClass(cls):
-        cls.redis = harness.RedisServer("peers-test-redis-")
-        if not cls.redis.wait():
-            cls.redis.stop()
-            raise OSError("redis-server on port %d did not answer in 10 s" % cls.redis.port)
-        config = NGINX_CONFIG + "store:\n%s\n" % harness.redis_store(cls.redis.port, "2s")
-        try:
-            cls.server = sluiced_test.Server(config)
-        except BaseException:
-            cls.redis.stop()
-            raise
+        start_on_redis(cls, lambda store: NGINX_CONFIG + "store:\n%s\n" % store)
 
     @classmethod
     def tearDownClass(cls):
@@ -220,17 +225,8 @@ class Memory(Base, unittest.TestCase):
 class Redis(Base, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.redis = harness.RedisServer("peers-test-redis-")
-        if not cls.redis.wait():
-            cls.redis.stop()
-            raise OSError("redis-server on port %d did not answer in 10 s" % cls.redis.port)
-        config = CONFIG.replace("store:\n  type: memory\n",
-                                "store:\n%s\n" % harness.redis_store(cls.redis.port, "2s"), 1)
-        try:
-            cls.server = sluiced_test.Server(config)
-        except BaseException:
-            cls.redis.stop()
-            raise
+        start_on_redis(cls, lambda store: CONFIG.replace("store:\n  type: memory\n",
+                                                         "store:\n%s\n" % store, 1))
 
     @classmethod
     def tearDownClass(cls):

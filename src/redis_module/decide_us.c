@@ -239,7 +239,7 @@ static int64_t tb_wait(const sl_mod_set *ps, int64_t units, int64_t t) {
     if (!ps->steps) return ceil_div(units, ps->n);
     sl__i128 per = (sl__i128)ps->P * ps->n;
     int64_t k = per >= units ? 1 : ceil_div(units, (int64_t)per);
-    return step_of(ps, t) + k * ps->P - t;
+    return k * ps->P - (t - step_of(ps, t));
 }
 
 static void token_bucket(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, sl_mod_mode mode,

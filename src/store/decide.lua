@@ -446,7 +446,7 @@ local function tb_wait(ps, units, t)
   if not ps.steps then return ceil_div(units, ps.n) end
   local per, k = ps.P * ps.n, 1 -- per may round above 2^53: then it is > units
   if per < units then k = ceil_div(units, per) end
-  return step_of(ps, t) + k * ps.P - t
+  return k * ps.P - (t - step_of(ps, t)) -- k * P <= B * T + P < 2^53
 end
 
 local function token_bucket(ps, s, cost, mode, cr)

@@ -85,7 +85,9 @@ static void pset_of(const sl_script_item *it, pset *s) {
     s->v[4] = flags;
     s->v[5] = flags & SL_START_EMPTY ? us_up(pa->origin) : 0;
     /* the state's tag: FNV-1a of what the state's meaning depends on (not
-       the flags start-empty and count-rejected, nor the origin) */
+       the flags start-empty, count-rejected and step refill, nor the
+       delay_after or the origin: a token bucket's tokens and a queue's tat
+       mean the same under them) */
     uint32_t h = 2166136261u;
     int64_t parts[5] = {s->v[0], s->v[1], s->v[2], s->v[3], it->calendar_month};
     for (size_t k = 0; k < 5; k++) {

@@ -57,8 +57,8 @@
 extern "C" {
 #endif
 
-#define SL_RAMP_ONE  INT64_C(1000000) /* a factor of 1: parts per million */
-#define SL_RAMP_UNIT INT64_C(1000)    /* state units per request of a ramped limit */
+#define SL_RAMP_ONE          INT64_C(1000000) /* a factor of 1: parts per million */
+#define SL_RAMP_UNIT         INT64_C(1000)    /* state units per request of a ramped limit */
 #define SL_RAMP_DURATION_MAX (INT64_C(86400) * 1000000000) /* 24 h */
 
 /* A ramp: `from` (parts per million, 1..SL_RAMP_ONE) of the limit at the

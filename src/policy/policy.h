@@ -54,6 +54,8 @@ typedef struct sl_policy {
     /* /v1/check requests shed by the server's capacity (shedding:), by
        priority (sluice/shed.h: SL_PRIORITY_*) */
     atomic_uint_fast64_t shed[SL_PRIORITIES];
+    /* ramp_up: cfg.params in units (sluice/ramp.h), the store's params */
+    sl_params unit;
 } sl_policy;
 
 enum {

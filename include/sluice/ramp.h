@@ -21,7 +21,7 @@
  * (sl_ramp_params: the limit, burst and delay_after times SL_RAMP_UNIT, the
  * period unchanged), and a request of cost c is charged
  *
- *     charge(c) = min(ceil(c * UNIT * ONE / factor), L)     when c * UNIT <= L
+ *     charge(c) = min(floor(c * UNIT * ONE / factor), L)    when c * UNIT <= L
  *     charge(c) = c * UNIT                                  otherwise (never passes)
  *
  * units (sl_ramp_cost), L being the unit limit's size (burst or limit, in
@@ -41,8 +41,10 @@
  * - a request that could pass without the ramp can pass with it (charge is
  *   capped at L): at the lowest factor a lone request may take the whole
  *   limit, so "at least one" holds for small limits;
- * - rounding is up (the charge) and down (the limit and remaining that
- *   sl_ramp_decision reports): both err towards admitting less.
+ * - rounding: the charge is rounded down (it stays at least c * UNIT, so
+ *   the bound above holds; a key may admit up to 1/UNIT more than factor x
+ *   its limit, never more than without the ramp), the limit and remaining
+ *   that sl_ramp_decision reports are rounded down.
  * The sliding log stores one time per unit, so it cannot be ramped this way
  * (sl_ramp_params refuses it). All functions are pure and thread-safe. */
 #ifndef SLUICE_RAMP_H

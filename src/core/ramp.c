@@ -45,7 +45,9 @@ int64_t sl_ramp_cost(const sl_params *unit, int64_t cost, int64_t factor) {
     if (cost > INT64_MAX / SL_RAMP_UNIT) return INT64_MAX;
     int64_t plain = cost * SL_RAMP_UNIT, size = sl_params_limit(unit);
     if (plain > size) return plain; /* never passes, ramp or not */
-    int64_t charge = sl__ceil_div128((sl__i128)plain * SL_RAMP_ONE, factor);
+    /* floor: still at least plain (ONE / factor >= 1), and a factor of 0.55
+       lets 55 of 100 through where ceil's 1819 units would let 54 */
+    int64_t charge = sl__div128((sl__i128)plain * SL_RAMP_ONE, factor);
     return charge < size ? charge : size;
 }
 

@@ -29,9 +29,9 @@ static void factor_formula(void **state) {
     sl_ramp r = {.duration = 10 * SEC, .from = ONE / 10};
     assert_int_equal(sl_ramp_validate(&r), SL_OK);
     int64_t s = 5 * SEC;
-    assert_i64(sl_ramp_factor(&r, s, 0), ONE / 10);           /* before the start: the lowest */
-    assert_i64(sl_ramp_factor(&r, s, s), ONE / 10);           /* the start */
-    assert_i64(sl_ramp_factor(&r, s, s + 5 * SEC), 550000);   /* half way */
+    assert_i64(sl_ramp_factor(&r, s, 0), ONE / 10);              /* before the start: the lowest */
+    assert_i64(sl_ramp_factor(&r, s, s), ONE / 10);              /* the start */
+    assert_i64(sl_ramp_factor(&r, s, s + 5 * SEC), 550000);      /* half way */
     assert_i64(sl_ramp_factor(&r, s, s + 10 * SEC - 1), 999999); /* floor */
     assert_i64(sl_ramp_factor(&r, s, s + 10 * SEC), ONE);
     assert_i64(sl_ramp_factor(&r, s, SL_TIME_MAX), ONE);
@@ -89,7 +89,7 @@ static void full_key_takes_scaled_burst(void **state) {
     (void)state;
     sl_params p = {.algorithm = SL_GCRA, .rate = {100, SEC}, .burst = 100};
     ramped r = make(p);
-    assert_true(check(&r, 0, ONE, 0).allowed); /* a full key (a peek stores nothing) */
+    assert_true(check(&r, 0, ONE, 0).allowed);              /* a full key (a peek stores nothing) */
     assert_int_equal(admitted_at_once(&r, ONE / 4, 0), 25); /* not 100 */
     assert_int_equal(admitted_at_once(&r, ONE, 0), 0);      /* each took 4 of 100 */
     /* a key holding 50 of 100 admits a quarter of them: 12 */
@@ -187,7 +187,7 @@ static void properties_of_factor_and_charge(void **state) {
         assert_le(1, sl_ramp_limit(&u, f));
         assert_i64(sl_ramp_limit(&u, ONE), lim);
         for (int64_t c = 1; c <= lim; c += pick(1, 50)) {
-            assert_le(c * UNIT, sl_ramp_cost(&u, c, f)); /* never charged less */
+            assert_le(c * UNIT, sl_ramp_cost(&u, c, f));            /* never charged less */
             assert_le(sl_ramp_cost(&u, c, f), sl_params_limit(&u)); /* still passes fresh */
             assert_i64(sl_ramp_cost(&u, c, ONE), c * UNIT);
         }

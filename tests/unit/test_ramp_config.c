@@ -58,7 +58,8 @@ static void expect_errors_(const char *text, const char *const *want, size_t n) 
 
 static void parse(void **state) {
     (void)state;
-    sl_config *c = parse_ok(POLICY("token_bucket", "    burst: 100\n", "{duration: 5m, from: 10%}"));
+    sl_config *c =
+        parse_ok(POLICY("token_bucket", "    burst: 100\n", "{duration: 5m, from: 10%}"));
     assert_i64(c->policies[0].ramp.duration, 300 * SEC);
     assert_i64(c->policies[0].ramp.from, 100000);
     sl__config_free(c);
@@ -87,7 +88,8 @@ static void errors(void **state) {
     const char *bad[] = {"0%", "10", "101%", "1.23456%", "%", ".5%", "5.%", "-1%", "1e1%"};
     for (size_t i = 0; i < COUNT(bad); i++) {
         char text[512];
-        snprintf(text, sizeof text, POLICY("token_bucket", "    burst: 100\n", "{duration: 5m, from: \"%s\"}"),
+        snprintf(text, sizeof text,
+                 POLICY("token_bucket", "    burst: 100\n", "{duration: 5m, from: \"%s\"}"),
                  bad[i]);
         snprintf(want, sizeof want, "t.yaml:6: policies[0].ramp_up.from: \"%s\": %s", bad[i], pct);
         expect_errors(text, want);
@@ -134,8 +136,10 @@ static int burst_of(sl_policy *p, const char *key, int64_t now) {
     return n;
 }
 
-static const char ramped[] = POLICY("token_bucket", "    burst: 100\n", "{duration: 100s, from: 10%}")
-    "  - name: plain\n    algorithm: token_bucket\n    rate: 100/s\n    burst: 100\n";
+static const char ramped[] =
+    POLICY("token_bucket", "    burst: 100\n",
+           "{duration: 100s, from: 10%}") "  - name: plain\n    algorithm: token_bucket\n    rate: "
+                                          "100/s\n    burst: 100\n";
 
 static void engine_ramps(void **state) {
     (void)state;
@@ -208,10 +212,8 @@ static void example_loads(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(parse),
-        cmocka_unit_test(errors),
-        cmocka_unit_test(engine_ramps),
-        cmocka_unit_test(reload_keeps_state),
+        cmocka_unit_test(parse),         cmocka_unit_test(errors),
+        cmocka_unit_test(engine_ramps),  cmocka_unit_test(reload_keeps_state),
         cmocka_unit_test(example_loads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -143,8 +143,11 @@ bool sl__reload_allowed(sl_worker *w, sl_answer_slot *slot, const sl_http_reques
     const sl_admin_config *ac = &w->admin;
     if (ac->reload == SL_RELOAD_OFF) {
         char msg[160];
-        snprintf(msg, sizeof msg, "%s over HTTP is turned off (admin.reload: off)%s", what,
-                 strcmp(what, "POST /v1/reload") == 0 ? "; send SIGHUP" : "");
+        if (strcmp(what, "POST /v1/reload") == 0)
+            snprintf(msg, sizeof msg,
+                     "reloading over HTTP is turned off (admin.reload: off); send SIGHUP");
+        else
+            snprintf(msg, sizeof msg, "%s over HTTP is turned off (admin.reload: off)", what);
         answer_now(out, keep, 403, "reload_disabled", msg, NULL, NULL);
         return false;
     }

@@ -94,6 +94,10 @@ class Start(unittest.TestCase):
         self.assertIsNone(harness.metric(page, "sluice_ramp_factor", policy="plain"))
         self.assertEqual(harness.metric(page, "sluice_ramp_restarts_total", reason="start"), 1)
         self.assertEqual(harness.metric(page, "sluice_ramp_restarts_total", reason="admin"), 0)
+        stats = {p["name"]: p for p in json.loads(curl(s.url("/v1/stats"))[2])["policies"]}
+        self.assertGreaterEqual(stats["api"]["ramp_factor"], 0.1)
+        self.assertLess(stats["api"]["ramp_factor"], 0.11)
+        self.assertNotIn("ramp_factor", stats["plain"])
 
     def test_admin_restart(self):
         s = self.s

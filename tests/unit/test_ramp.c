@@ -147,13 +147,10 @@ static void lone_request_passes(void **state) {
 
 static uint64_t rng = 88172645463325252u;
 static uint64_t next(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return helper_rand(&rng);
 }
 static int64_t pick(int64_t lo, int64_t hi) {
-    return lo + (int64_t)(next() % (uint64_t)(hi - lo + 1));
+    return helper_pick(&rng, lo, hi);
 }
 
 static const sl_algorithm algos[] = {SL_FIXED_WINDOW, SL_SLIDING_WINDOW, SL_TOKEN_BUCKET, SL_GCRA,

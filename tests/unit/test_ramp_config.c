@@ -35,21 +35,9 @@
 #define T0 (1000 * SEC)
 #define TB "    burst: 100\n"
 
-static sl_config *parse_ok(const char *text) {
-    sl_config *c = NULL;
-    static sl_config_errors e;
-    if (sl__config_parse(text, strlen(text), "t.yaml", &c, &e) != 0) {
-        print_errors(&e);
-        fail_msg("expected this config to load:\n%s", text);
-    }
-    return c;
-}
-
+#define parse_ok config_parse_ok
 static void expect_errors_(const char *text, const char *const *want, size_t n) {
-    sl_config *c = NULL;
-    static sl_config_errors e;
-    assert_int_equal(sl__config_parse(text, strlen(text), "t.yaml", &c, &e), -1);
-    expect_error_list(&e, want, n, NULL, text);
+    config_expect_errors(text, want, n);
 }
 
 #define POLICY(alg, extra, ramp)                                                                   \

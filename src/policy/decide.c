@@ -43,6 +43,7 @@ void sl__decide_limit_init(sl_decide_limit *l, bool shadow) {
     atomic_init(&l->shadow, shadow);
     for (int i = 0; i <= SL_RATIO_BUCKETS; i++) atomic_init(&l->ratio[i], 0);
     atomic_init(&l->ratio_sum, 0);
+    l->ramp = NULL; /* the owner sets it for a policy with ramp_up */
     for (int i = 0; i < SL_FROM_COUNT; i++) atomic_init(&l->store.from[i], 0);
 }
 

@@ -58,9 +58,10 @@ int64_t sl_ramp_limit(const sl_params *unit, int64_t factor) {
 }
 
 void sl_ramp_decision(const sl_params *unit, int64_t factor, sl_decision *d) {
-    int64_t one = sl_ramp_cost(unit, 1, factor);
+    int64_t one = sl_ramp_cost(unit, 1, factor); /* >= SL_RAMP_UNIT */
     if (one < 1) one = 1;
-    int64_t limit = sl_ramp_limit(unit, factor);
+    int64_t limit = sl_params_limit(unit) / one; /* sl_ramp_limit, one division less */
+    if (limit < 1) limit = 1;
     int64_t remaining = d->remaining > 0 ? d->remaining / one : 0;
     d->limit = limit;
     d->remaining = remaining < limit ? remaining : limit;

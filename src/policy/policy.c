@@ -259,6 +259,12 @@ size_t sl__policy_set_count(const sl_policy_set *s) {
     return s->n;
 }
 
+size_t sl__policy_set_ramped(const sl_policy_set *s) {
+    size_t n = 0;
+    for (size_t i = 0; s && i < s->n; i++) n += s->p[i]->lim.ramp != NULL;
+    return n;
+}
+
 sl_policy *sl__policy_set_at(const sl_policy_set *s, size_t i) {
     return i < s->n ? s->p[i] : NULL;
 }

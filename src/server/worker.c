@@ -61,7 +61,8 @@ static void on_tick(uv_prepare_t *h) {
     sl__worker_refresh(w);
     if (sl__decider_recovered(w->decider)) { /* ramp_up: the store is back (policy/ramp.h) */
         sl__ramp_restart(sl_now(), SL_RAMP_BY_RECOVERY);
-        sl__log_info("worker %u: the store is reachable again: ramp_up restarts", w->id);
+        if (sl__policy_set_ramped(w->policies))
+            sl__log_info("worker %u: the store is reachable again: ramp_up restarts", w->id);
     }
 }
 

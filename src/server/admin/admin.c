@@ -66,9 +66,7 @@ void sl__admin_ramp(sl_admin *a, sl_answer_slot *slot, const struct sl_http_requ
     if (!sl__reload_allowed(w, slot, req, keep, out, "POST /v1/ramp")) return;
     int64_t now = sl_now();
     sl__ramp_restart(now, SL_RAMP_BY_ADMIN);
-    size_t ramped = 0;
-    for (size_t i = 0; i < sl__policy_set_count(w->policies); i++)
-        ramped += sl__policy_set_at(w->policies, i)->lim.ramp != NULL;
+    size_t ramped = sl__policy_set_ramped(w->policies);
     sl__log_info("POST /v1/ramp: ramp_up restarts (%zu policies ramp)", ramped);
     sl_buf body;
     sl__buf_init(&body);

@@ -8,9 +8,8 @@
 #include "server/admin/prom.h"
 
 void sl__metrics_ramp(const struct sl_policy_set *set, int64_t now, sl_buf *out) {
-    size_t n = set ? sl__policy_set_count(set) : 0, ramped = 0;
-    for (size_t i = 0; i < n; i++) ramped += sl__policy_set_at(set, i)->lim.ramp != NULL;
-    if (!ramped) return;
+    size_t n = set ? sl__policy_set_count(set) : 0;
+    if (!sl__policy_set_ramped(set)) return;
     sl__prom_family(out, "sluice_ramp_factor", "gauge",
                     "Share of its limit (burst and rate) a policy with ramp_up allows now: "
                     "from its from to 1 over its duration.");

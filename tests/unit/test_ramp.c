@@ -127,6 +127,34 @@ static void queue_delays_scaled(void **state) {
     sl_table_destroy(r.t);
 }
 
+static void options_scaled(void **state) {
+    (void)state;
+    /* refill: steps, 10 per second into a bucket of 10: at a half, 5 now and 5 a step later */
+    sl_params st = {
+        .algorithm = SL_TOKEN_BUCKET, .rate = {10, SEC}, .burst = 10, .flags = SL_STEP_REFILL};
+    ramped r = make(st);
+    assert_int_equal(admitted_at_once(&r, ONE / 2, 0), 5);
+    assert_int_equal(admitted_at_once(&r, ONE / 2, SEC - 1), 0);
+    assert_int_equal(admitted_at_once(&r, ONE / 2, SEC), 5);
+    sl_table_destroy(r.t);
+    /* count_rejected: a refusal empties what is left, never beyond empty */
+    sl_params cr = {
+        .algorithm = SL_GCRA, .rate = {10, SEC}, .burst = 10, .flags = SL_COUNT_REJECTED};
+    r = make(cr);
+    assert_int_equal(admitted_at_once(&r, ONE / 2, 0), 5);
+    sl_decision d = check(&r, 1, ONE / 2, 0);
+    assert_false(d.allowed);
+    assert_i64(d.retry_after, 200 * MS); /* one request at 5/s, no debt beyond empty */
+    sl_table_destroy(r.t);
+    /* delay_after: nginx's burst=4 delay=2 as leaky_queue burst 5, delay_after 2: at 100%
+       the first 3 go at once, the 4th waits one interval (200 ms) */
+    sl_params da = {.algorithm = SL_LEAKY_QUEUE, .rate = {5, SEC}, .burst = 5, .delay_after = 2};
+    r = make(da);
+    for (int i = 0; i < 3; i++) assert_i64(check(&r, 1, ONE, 0).delay, 0);
+    assert_i64(check(&r, 1, ONE, 0).delay, 200 * MS);
+    sl_table_destroy(r.t);
+}
+
 static void lone_request_passes(void **state) {
     (void)state;
     /* burst 3 at 1%: a lone request takes the whole bucket */
@@ -270,6 +298,7 @@ int main(void) {
         cmocka_unit_test(full_key_takes_scaled_burst),
         cmocka_unit_test(windows_scaled),
         cmocka_unit_test(queue_delays_scaled),
+        cmocka_unit_test(options_scaled),
         cmocka_unit_test(lone_request_passes),
         cmocka_unit_test(properties_of_factor_and_charge),
         cmocka_unit_test(unit_table_at_one_is_plain),

@@ -21,13 +21,14 @@
  * (sl_ramp_params: the limit, burst and delay_after times SL_RAMP_UNIT, the
  * period unchanged), and a request of cost c is charged
  *
- *     charge(c) = min(floor(c * UNIT * ONE / factor), L)    when c * UNIT <= L
+ *     charge(c) = min(floor(c * UNIT * ONE / factor), C)    when c * UNIT <= L
  *     charge(c) = c * UNIT                                  otherwise (never passes)
  *
  * units (sl_ramp_cost), L being the unit limit's size (burst or limit, in
- * units). Charging c/factor against the full limit is the same as charging c
- * against a limit scaled by factor, for every algorithm that counts (fixed
- * and sliding window, token bucket, GCRA, leaky queue), and so:
+ * units) and C the most a request is charged: L, or a smaller cap the caller
+ * gives (a share of L: one server's local fallback) when c * UNIT fits it. Charging c/factor
+ * against the full limit is the same as charging c against a limit scaled by factor, for every
+ * algorithm that counts (fixed and sliding window, token bucket, GCRA, leaky queue), and so:
  * - a fresh key admits factor x burst (a window factor x limit) requests of
  *   cost 1 at once, and refills (or a window admits) at factor x rate;
  * - a key that holds more than the scaled burst (its state was filled
@@ -39,8 +40,8 @@
  *   ramped key admits are a sequence the unramped limit would admit by
  *   itself (over any interval, at most burst + rate x interval);
  * - a request that could pass without the ramp can pass with it (charge is
- *   capped at L): at the lowest factor a lone request may take the whole
- *   limit, so "at least one" holds for small limits;
+ *   capped at C): at the lowest factor a lone request may take the whole
+ *   limit (or the cap), so "at least one" holds for small limits;
  * - rounding: the charge is rounded down (it stays at least c * UNIT, so
  *   the bound above holds; a key may admit up to 1/UNIT more than factor x
  *   its limit, never more than without the ramp), the limit and remaining
@@ -85,9 +86,10 @@ SL_API int64_t sl_ramp_factor(const sl_ramp *r, int64_t start, int64_t now);
 SL_API int sl_ramp_params(const sl_params *p, sl_params *out);
 
 /* The units to charge for a request of `cost` (>= 0) at `factor` to the unit
- * parameters `unit` (from sl_ramp_params): charge(cost) above, 0 for cost 0,
+ * parameters `unit` (from sl_ramp_params): charge(cost) above, with C the
+ * cap when 0 < cost * UNIT <= cap, else L (cap 0: no cap); 0 for cost 0,
  * INT64_MAX for a cost whose units overflow (it never passes). */
-SL_API int64_t sl_ramp_cost(const sl_params *unit, int64_t cost, int64_t factor);
+SL_API int64_t sl_ramp_cost(const sl_params *unit, int64_t cost, int64_t factor, int64_t cap);
 
 /* The size of the ramped limit at `factor` in requests: what a fresh key
  * admits at once (floor(L / charge(1)), at least 1); sl_params_limit(p) at
@@ -95,11 +97,13 @@ SL_API int64_t sl_ramp_cost(const sl_params *unit, int64_t cost, int64_t factor)
 SL_API int64_t sl_ramp_limit(const sl_params *unit, int64_t factor);
 
 /* Turns a decision of the unit limit `unit` (made with a charge from
- * sl_ramp_cost at `factor`) into one in requests: limit as sl_ramp_limit,
+ * sl_ramp_cost at `factor` and `cap`) into one in requests: limit as sl_ramp_limit
+ * (of the decision's own limit in units when it has one: a smaller table
+ * standing in for the limit, such as a local fallback's share),
  * remaining the number of cost-1 requests that would pass now
  * (floor(units / charge(1)), at most limit); allowed and the durations
  * (retry_after, reset_after, delay) are kept as they are. */
-SL_API void sl_ramp_decision(const sl_params *unit, int64_t factor, sl_decision *d);
+SL_API void sl_ramp_decision(const sl_params *unit, int64_t factor, int64_t cap, sl_decision *d);
 
 #ifdef __cplusplus
 }

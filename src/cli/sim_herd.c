@@ -112,7 +112,7 @@ int herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen)
         }
         out->sent++;
         sl_decision d;
-        int64_t cost = ramped ? sl_ramp_cost(&unit, 1, sl_ramp_factor(&cfg->ramp, 0, e.t)) : 1;
+        int64_t cost = ramped ? sl_ramp_cost(&unit, 1, sl_ramp_factor(&cfg->ramp, 0, e.t), 0) : 1;
         int c = sl_table_check(tab, "shared-key", 10, cost, base + e.t, &d);
         if (c != SL_OK) {
             rc = -1;

@@ -38,7 +38,7 @@ int sl_ramp_params(const sl_params *p, sl_params *out) {
     return SL_OK;
 }
 
-int64_t sl_ramp_cost(const sl_params *unit, int64_t cost, int64_t factor) {
+int64_t sl_ramp_cost(const sl_params *unit, int64_t cost, int64_t factor, int64_t cap) {
     if (cost <= 0) return 0;
     if (factor < 1) factor = 1;
     if (factor > SL_RAMP_ONE) factor = SL_RAMP_ONE;
@@ -48,19 +48,23 @@ int64_t sl_ramp_cost(const sl_params *unit, int64_t cost, int64_t factor) {
     /* floor: still at least plain (ONE / factor >= 1), and a factor of 0.55
        lets 55 of 100 through where ceil's 1819 units would let 54 */
     int64_t charge = sl__div128((sl__i128)plain * SL_RAMP_ONE, factor);
+    if (cap > 0 && plain <= cap && cap < size) size = cap; /* still >= plain */
     return charge < size ? charge : size;
 }
 
 int64_t sl_ramp_limit(const sl_params *unit, int64_t factor) {
-    int64_t one = sl_ramp_cost(unit, 1, factor);
+    int64_t one = sl_ramp_cost(unit, 1, factor, 0);
     int64_t n = sl_params_limit(unit) / (one > 0 ? one : 1);
     return n > 0 ? n : 1;
 }
 
-void sl_ramp_decision(const sl_params *unit, int64_t factor, sl_decision *d) {
-    int64_t one = sl_ramp_cost(unit, 1, factor); /* >= SL_RAMP_UNIT */
+void sl_ramp_decision(const sl_params *unit, int64_t factor, int64_t cap, sl_decision *d) {
+    int64_t one = sl_ramp_cost(unit, 1, factor, cap); /* >= SL_RAMP_UNIT */
     if (one < 1) one = 1;
-    int64_t limit = sl_params_limit(unit) / one; /* sl_ramp_limit, one division less */
+    /* the table's own size (a local fallback's share), else the limit's: one
+       division less than sl_ramp_limit */
+    int64_t size = d->limit > 0 ? d->limit : sl_params_limit(unit);
+    int64_t limit = size / one;
     if (limit < 1) limit = 1;
     int64_t remaining = d->remaining > 0 ? d->remaining / one : 0;
     d->limit = limit;

@@ -43,7 +43,8 @@ void sl__decide_limit_init(sl_decide_limit *l, bool shadow) {
     atomic_init(&l->shadow, shadow);
     for (int i = 0; i <= SL_RATIO_BUCKETS; i++) atomic_init(&l->ratio[i], 0);
     atomic_init(&l->ratio_sum, 0);
-    l->ramp = NULL; /* the owner sets it for a policy with ramp_up */
+    l->ramp = NULL; /* the owner sets them for a policy with ramp_up */
+    l->ramp_cap = 0;
     for (int i = 0; i < SL_FROM_COUNT; i++) atomic_init(&l->store.from[i], 0);
 }
 
@@ -343,7 +344,8 @@ static void decided(sl_store_call *sc) {
         it->decision = sc->items[i].decision;
         it->decided = sc->items[i].decided;
         if (it->limit->ramp) /* units back into requests (sluice/ramp.h) */
-            sl_ramp_decision(it->limit->store.params, it->ramp_factor, &it->decision);
+            sl_ramp_decision(it->limit->store.params, it->ramp_factor, it->limit->ramp_cap,
+                             &it->decision);
         it->shadowed = false;
         if (sc->items[i].group)
             sha[ns++] = i;
@@ -409,7 +411,9 @@ void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now) {
         int64_t cost = it->cost;
         if (it->limit->ramp) { /* charged cost / factor in units (sluice/ramp.h) */
             it->ramp_factor = sl_ramp_factor(it->limit->ramp, sl__ramp_started(), now);
-            if (cost > 0) cost = sl_ramp_cost(it->limit->store.params, cost, it->ramp_factor);
+            if (cost > 0)
+                cost = sl_ramp_cost(it->limit->store.params, cost, it->ramp_factor,
+                                    it->limit->ramp_cap);
         }
         sc->items[i] = (sl_store_item){.limit = &it->limit->store,
                                        .params = it->params,

@@ -64,6 +64,10 @@ typedef struct sl_decide_limit {
        server's ramp (its start: sl__ramp_started) and its decision turned
        back into requests (sl_ramp_decision) before anything reads it */
     const sl_ramp *ramp;
+    /* with ramp: the most one request is charged when it fits (units; 0: the
+       whole limit): a local fallback's share, so that a lone request passes
+       there too at the lowest factors */
+    int64_t ramp_cap;
 } sl_decide_limit;
 
 /* Zeroes l's counters and flags (the store part is the owner's to fill). */

@@ -153,6 +153,7 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool 
                               .max_memory = max_memory};
         if (p->lim.ramp) rc = sl_ramp_params(&f.params, &f.params); /* whole requests, in units */
         if (rc == SL_OK) rc = sl_table_create(&f, &fb);
+        if (p->lim.ramp) p->lim.ramp_cap = sl_params_limit(&f.params); /* one fits a share */
         l->fallback = fb;
     }
     if (rc == SL_OK && cfg->calendar != SL_CALENDAR_NONE) rc = sl__store_limit_stripes(l);

@@ -11,7 +11,9 @@ machine's speed:
   401 without it, 200 with it; off: 403);
 - with the Redis store, a real redis-server killed and started again: the
   ramp starts at the recovery (a policy whose 10 s ramp had ended admits 10%
-  of a fresh key's burst again, and the restart is counted as "recovery").
+  of a fresh key's burst again, and the restart is counted as "recovery");
+- Redis killed with on_failure: local on 2 servers: the fallback's share
+  still lets a lone request through at the lowest factor.
 
 Standard library only."""
 import json
@@ -181,6 +183,52 @@ class RedisRecovery(unittest.TestCase):
             self.assertEqual(harness.metric(metrics(s), "sluice_ramp_restarts_total",
                                             reason="start"), 1)
             self.assertIn("the store is reachable again: ramp_up restarts", s.log_text())
+        finally:
+            s.stop()
+            redis.stop()
+
+
+LOCAL = """
+listen:
+  http: 127.0.0.1:0
+  grpc: "off"
+  resp: 127.0.0.1:0
+workers: 1
+store:
+{store}
+    expected_instances: 2
+policies:
+  - {{name: api, algorithm: token_bucket, rate: 1/h, burst: 10,
+      ramp_up: {{duration: 24h, from: 10%}}}}
+"""
+
+
+class LocalFallback(unittest.TestCase):
+    """Redis away, on_failure: local on 2 servers: a burst of 10 at 10% is 1 request for
+    the fleet, and each server's fallback (a share of 5) still lets a lone request through
+    (it answered 400 cost_exceeds_limit when the charge was capped at the whole limit)."""
+
+    def test_lone_request_passes_locally(self):
+        redis = harness.RedisServer("sluice-ramp-local-")
+        self.assertTrue(redis.wait())
+        store = harness.redis_store(redis.port, "100ms", on_failure="local")
+        s = sluiced_test.Server(LOCAL, store=store)
+        try:
+            harness.wait_until(lambda: ready(s)["redis"] == "up", 30, "Redis up")
+            # in Redis: a request is charged at most a server's share (5 of 10), so the
+            # fleet's limit at the lowest factor is one per server: 2
+            st, body = check(s, "api", "a")
+            self.assertEqual((st, body["limit"]), (200, 2), body)
+            self.assertEqual(check(s, "api", "a")[0], 200)
+            self.assertEqual(check(s, "api", "a")[0], 429)
+            redis.stop()
+            harness.wait_until(lambda: ready(s)["redis"] == "down", 30, "Redis seen down")
+            st, _, text = curl(s.url("/v1/check?policy=api&key=b"))
+            self.assertEqual(st, 200, text)
+            body = json.loads(text)
+            self.assertEqual(body.get("fallback"), "local", body)
+            self.assertEqual(body["limit"], 1, body)  # the share's own size at 10%
+            self.assertEqual(check(s, "api", "b")[0], 429)  # the share's ramp: one
         finally:
             s.stop()
             redis.stop()

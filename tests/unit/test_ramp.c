@@ -54,9 +54,9 @@ static ramped make(sl_params p) {
 
 static sl_decision check(ramped *r, int64_t cost, int64_t factor, int64_t now) {
     sl_decision d;
-    int64_t units = sl_ramp_cost(&r->unit, cost, factor);
+    int64_t units = sl_ramp_cost(&r->unit, cost, factor, 0);
     assert_int_equal(sl_table_check(r->t, "k", 1, units, now, &d), SL_OK);
-    sl_ramp_decision(&r->unit, factor, &d);
+    sl_ramp_decision(&r->unit, factor, 0, &d);
     return d;
 }
 
@@ -165,9 +165,15 @@ static void lone_request_passes(void **state) {
     assert_i64(d.limit, 1);
     assert_i64(d.remaining, 0);
     assert_false(check(&r, 1, ONE / 100, 0).allowed);
+    /* a cap (one server's share of 2: 1.5 of the 3 requests) charges a lone request at
+       most the share, and a decision of that share's table says 1 */
+    assert_i64(sl_ramp_cost(&r.unit, 1, ONE / 100, 1500), 1500);
+    sl_decision sd = {.allowed = true, .limit = 1500, .remaining = 0};
+    sl_ramp_decision(&r.unit, ONE / 100, 1500, &sd);
+    assert_i64(sd.limit, 1);
     /* a cost above the burst never passes, ramp or not */
     sl_decision never;
-    int64_t units = sl_ramp_cost(&r.unit, 4, ONE / 100);
+    int64_t units = sl_ramp_cost(&r.unit, 4, ONE / 100, 0);
     assert_i64(units, 4 * UNIT);
     assert_int_equal(sl_table_check(r.t, "x", 1, units, 0, &never), SL_ECOST);
     sl_table_destroy(r.t);
@@ -212,9 +218,13 @@ static void properties_of_factor_and_charge(void **state) {
         assert_le(1, sl_ramp_limit(&u, f));
         assert_i64(sl_ramp_limit(&u, ONE), lim);
         for (int64_t c = 1; c <= lim; c += pick(1, 50)) {
-            assert_le(c * UNIT, sl_ramp_cost(&u, c, f));            /* never charged less */
-            assert_le(sl_ramp_cost(&u, c, f), sl_params_limit(&u)); /* still passes fresh */
-            assert_i64(sl_ramp_cost(&u, c, ONE), c * UNIT);
+            assert_le(c * UNIT, sl_ramp_cost(&u, c, f, 0));            /* never charged less */
+            assert_le(sl_ramp_cost(&u, c, f, 0), sl_params_limit(&u)); /* still passes fresh */
+            assert_i64(sl_ramp_cost(&u, c, ONE, 0), c * UNIT);
+            int64_t cap = pick(1, sl_params_limit(&u)); /* a share of the limit */
+            int64_t capped = sl_ramp_cost(&u, c, f, cap);
+            assert_le(c * UNIT, capped); /* a cap never charges less than unramped */
+            if (c * UNIT <= cap) assert_le(capped, cap);
         }
     }
 }
@@ -287,8 +297,8 @@ static void bad_input(void **state) {
     assert_int_equal(sl_ramp_params(&bad, &u), SL_EBURST);
     sl_params ok = {.algorithm = SL_TOKEN_BUCKET, .rate = {10, SEC}, .burst = 10};
     assert_int_equal(sl_ramp_params(&ok, &u), SL_OK);
-    assert_i64(sl_ramp_cost(&u, 0, ONE), 0);
-    assert_i64(sl_ramp_cost(&u, INT64_MAX / 2, ONE), INT64_MAX);
+    assert_i64(sl_ramp_cost(&u, 0, ONE, 0), 0);
+    assert_i64(sl_ramp_cost(&u, INT64_MAX / 2, ONE, 0), INT64_MAX);
 }
 
 int main(void) {

@@ -10,8 +10,8 @@ if(TARGET sluice_server)
 endif()
 
 # ramp_integration: ramp_up through the real sluiced: from the start, metrics,
-# POST /v1/ramp and its access, and a real redis-server killed and restarted
-# (the ramp starts at the recovery).
+# POST /v1/ramp and its access, a real redis-server killed and restarted (the
+# ramp starts at the recovery), and the local fallback's share at a low factor.
 if(TARGET sluiced)
   add_test(NAME ramp_integration
     COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/ramp_test.py

@@ -21,6 +21,7 @@
 #include "sluice/graphql.h"
 #include "sluice/limit.h"
 #include "sluice/limiter.h"
+#include "sluice/ramp.h"
 #include "sluice/shed.h"
 #include "sluice/table.h"
 #include "sluice/version.h"

@@ -78,8 +78,17 @@ int herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen)
                    .burst = cfg->burst,
                    .flags = cfg->start_empty ? SL_START_EMPTY : 0,
                    .origin = base};
+    sl_params unit = p; /* a ramp keeps the state in units (sluice/ramp.h) */
+    bool ramped = cfg->ramp.duration > 0;
+    if (ramped && sl_ramp_params(&p, &unit) != SL_OK) {
+        free(heap);
+        herd_result_free(out);
+        return snprintf(err, errlen, "--ramp-up: %s cannot be ramped with this --rate/--burst",
+                        sl_algorithm_name(cfg->alg)),
+               -1;
+    }
     sl_table *tab;
-    if (sim_table_create(&p, &tab, err, errlen) != SL_OK) {
+    if (sim_table_create(&unit, &tab, err, errlen) != SL_OK) {
         free(heap);
         herd_result_free(out);
         return -1;
@@ -103,7 +112,8 @@ int herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen)
         }
         out->sent++;
         sl_decision d;
-        int c = sl_table_check(tab, "shared-key", 10, 1, base + e.t, &d);
+        int64_t cost = ramped ? sl_ramp_cost(&unit, 1, sl_ramp_factor(&cfg->ramp, 0, e.t), 0) : 1;
+        int c = sl_table_check(tab, "shared-key", 10, cost, base + e.t, &d);
         if (c != SL_OK) {
             rc = -1;
             snprintf(err, errlen, "%s: %s", sl_algorithm_name(cfg->alg), sl_strerror(c));
@@ -135,11 +145,32 @@ int herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen)
 
 /* ---- output ----------------------------------------------------------------- */
 
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
 static const char *const summary_columns[] = {
     "workers",     "algorithm", "rate",     "burst",          "start_empty",
     "retry_after", "jitter",    "duration", "seed",           "sent",
     "retries",     "served",    "unserved", "last_served_at", "all_served_at"};
 static const char *const second_columns[] = {"second", "sent", "served", "rejected", "waiting"};
+/* with a ramp: the same and the ramp's factor (%) and the herd without the ramp */
+static const char *const ramp_summary_columns[] = {"ramp_up", "ramp_from", "served_without_ramp",
+                                                   "unserved_without_ramp"};
+static const char *const ramp_second_columns[] = {
+    "second", "ramp", "sent", "served", "rejected", "waiting", "served_without_ramp"};
+
+/* The ramp's factor at t as a percentage with 1 decimal ("10.0", "55.3"). */
+static const char *ramp_pct(const herd_config *cfg, int64_t t, char *b, size_t n) {
+    int64_t f = sl_ramp_factor(&cfg->ramp, 0, t) / 1000; /* tenths of a percent, floored */
+    snprintf(b, n, "%lld.%lld", (long long)(f / 10), (long long)(f % 10));
+    return b;
+}
+
+/* Served per second of r from bin s0 on. */
+static int64_t served_second(const herd_result *r, size_t s0, size_t per_s) {
+    int64_t ok = 0;
+    for (size_t b = s0; b < s0 + per_s && b < r->nbins; b++) ok += r->served_bin[b];
+    return ok;
+}
 
 static void add_seconds(out_table *t, int64_t ns) {
     char b[40];
@@ -149,11 +180,18 @@ static void add_seconds(out_table *t, int64_t ns) {
         out_table_add(t, CELL_NUM, "%s", fmt_seconds(ns, 3, b, sizeof b));
 }
 
+/* base: the same herd without the ramp (cfg has one), or NULL. */
 static int print_herd(FILE *fp, out_format f, const herd_config *cfg, const herd_result *r,
-                      const char *rate_text) {
+                      const char *rate_text, const herd_result *base) {
     char b1[40], b2[40], b3[40];
-    out_table *sum = out_table_new(15, summary_columns);
-    out_table *sec = out_table_new(5, second_columns);
+    const char *sum_cols[19];
+    size_t nsum = N_OF(summary_columns);
+    memcpy(sum_cols, summary_columns, sizeof summary_columns);
+    if (base) memcpy(sum_cols + nsum, ramp_summary_columns, sizeof ramp_summary_columns);
+    if (base) nsum += N_OF(ramp_summary_columns);
+    out_table *sum = out_table_new(nsum, sum_cols);
+    out_table *sec =
+        base ? out_table_new(7, ramp_second_columns) : out_table_new(5, second_columns);
     if (!sum || !sec) {
         out_table_free(sum);
         out_table_free(sec);
@@ -174,6 +212,12 @@ static int print_herd(FILE *fp, out_format f, const herd_config *cfg, const herd
     out_table_add(sum, CELL_NUM, "%lld", (long long)r->unserved);
     add_seconds(sum, r->last_served_at);
     add_seconds(sum, r->all_served_at);
+    if (base) {
+        out_table_add(sum, CELL_NUM, "%s", fmt_seconds(cfg->ramp.duration, 0, b1, sizeof b1));
+        out_table_add(sum, CELL_NUM, "%s", ramp_pct(cfg, 0, b1, sizeof b1));
+        out_table_add(sum, CELL_NUM, "%lld", (long long)base->served);
+        out_table_add(sum, CELL_NUM, "%lld", (long long)base->unserved);
+    }
 
     size_t per_s = (size_t)(SL_NS_PER_SEC / HERD_BIN);
     int64_t served_so_far = 0;
@@ -183,10 +227,14 @@ static int print_herd(FILE *fp, out_format f, const herd_config *cfg, const herd
             ok += r->served_bin[b], no += r->rejected_bin[b];
         served_so_far += ok;
         out_table_add(sec, CELL_NUM, "%zu", s0 / per_s);
+        if (base)
+            out_table_add(sec, CELL_NUM, "%s",
+                          ramp_pct(cfg, (int64_t)s0 * HERD_BIN, b1, sizeof b1));
         out_table_add(sec, CELL_NUM, "%lld", (long long)(ok + no));
         out_table_add(sec, CELL_NUM, "%lld", (long long)ok);
         out_table_add(sec, CELL_NUM, "%lld", (long long)no);
         out_table_add(sec, CELL_NUM, "%lld", (long long)(cfg->workers - served_so_far));
+        if (base) out_table_add(sec, CELL_NUM, "%lld", (long long)served_second(base, s0, per_s));
     }
 
     int rc = 0;
@@ -200,6 +248,13 @@ static int print_herd(FILE *fp, out_format f, const herd_config *cfg, const herd
                 fmt_seconds(cfg->retry_after, 0, b1, sizeof b1),
                 fmt_seconds(cfg->jitter, 0, b2, sizeof b2),
                 fmt_seconds(cfg->duration, 0, b3, sizeof b3), (unsigned long long)cfg->seed);
+        if (base)
+            fprintf(fp,
+                    "0 s is the store's recovery: ramp_up lets %s%% of the burst and rate "
+                    "through, all of it after %s s;\nserved_without_ramp is the same herd "
+                    "against the whole limit from 0 s.\n\n",
+                    ramp_pct(cfg, 0, b1, sizeof b1),
+                    fmt_seconds(cfg->ramp.duration, 0, b2, sizeof b2));
         rc = out_table_print(sec, fp, f, 0);
         fprintf(fp, "\nsent %lld (%lld retries), served %lld, unserved %lld after %s s; ",
                 (long long)r->sent, (long long)r->retries, (long long)r->served,
@@ -212,6 +267,13 @@ static int print_herd(FILE *fp, out_format f, const herd_config *cfg, const herd
         else
             fprintf(fp, "the last worker to get through was served at %s s\n",
                     fmt_seconds(r->last_served_at, 3, b1, sizeof b1));
+        if (base)
+            fprintf(fp,
+                    "without ramp_up: served %lld, unserved %lld; in the first second %lld "
+                    "were served, %lld with the ramp\n",
+                    (long long)base->served, (long long)base->unserved,
+                    (long long)served_second(base, 0, per_s),
+                    (long long)served_second(r, 0, per_s));
     } else if (f == OUT_CSV) {
         rc = out_table_print(sum, fp, f, 0);
     } else {
@@ -238,6 +300,10 @@ static const char herd_css[] = ".title{font-size:18px;font-weight:600;fill:#1f29
                                ".ok{fill:#1f9d55}\n"
                                ".no{fill:#e12d39}\n"
                                ".limit{stroke:#1f2933;stroke-width:1.2;stroke-dasharray:5 4}";
+/* with a ramp, appended: its limit as a step line, and the herd without it */
+static const char herd_ramp_css[] = ".ramp{stroke:#1f2933;stroke-width:1.2;stroke-dasharray:5 4;"
+                                    "fill:none}\n"
+                                    ".base{stroke:#3f51b5;stroke-width:1.6;fill:none}";
 
 /* A round step (1, 2 or 5 times a power of ten) cutting max into <= 6 parts. */
 static int64_t round_step(int64_t max) {
@@ -250,8 +316,33 @@ static int64_t round_step(int64_t max) {
     }
 }
 
+/* The ramp's limit per bin (a step per bin) and the herd without the ramp
+ * (base: its served per bin), over the bars. */
+static void draw_ramp(svg *s, const herd_config *cfg, const herd_result *base, double left,
+                      double bw, double axis_y, double plot_h, int64_t ytop, double limit_per_bin) {
+    svg_polyline_begin(s, "base");
+    for (size_t b = 0; b < base->nbins; b++) {
+        double y = axis_y - plot_h * (double)base->served_bin[b] / (double)ytop;
+        svg_polyline_point(s, left + bw * (double)b, y);
+        svg_polyline_point(s, left + bw * (double)(b + 1), y);
+    }
+    svg_polyline_end(s);
+    svg_polyline_begin(s, "ramp");
+    for (size_t b = 0; b < base->nbins; b++) {
+        double f =
+            (double)sl_ramp_factor(&cfg->ramp, 0, (int64_t)b * HERD_BIN) / (double)SL_RAMP_ONE;
+        double v = limit_per_bin * f;
+        if (v > (double)ytop) v = (double)ytop;
+        double y = axis_y - plot_h * v / (double)ytop;
+        svg_polyline_point(s, left + bw * (double)b, y);
+        svg_polyline_point(s, left + bw * (double)(b + 1), y);
+    }
+    svg_polyline_end(s);
+}
+
 static int write_herd_svg(const char *path, const herd_config *cfg, const herd_result *r,
-                          const char *rate_text, char *err, size_t errlen) {
+                          const herd_result *base, const char *rate_text, char *err,
+                          size_t errlen) {
     const double W = 1000, left = 64, right = 24, top = 112, plot_h = 250;
     double axis_y = top + plot_h;
     int H = (int)(axis_y + 48);
@@ -261,7 +352,9 @@ static int write_herd_svg(const char *path, const herd_config *cfg, const herd_r
              (long long)cfg->workers, rate_text, (long long)cfg->burst,
              fmt_seconds(cfg->retry_after, 0, b1, sizeof b1),
              fmt_seconds(cfg->jitter, 0, b2, sizeof b2));
-    svg *s = svg_open(path, (int)W, H, title, herd_css);
+    char css[sizeof herd_css + sizeof herd_ramp_css + 1];
+    snprintf(css, sizeof css, "%s%s%s", herd_css, base ? "\n" : "", base ? herd_ramp_css : "");
+    svg *s = svg_open(path, (int)W, H, title, css);
     if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
     svg_text(s, 16, 28, "title", "start", title);
     if (r->unserved == 0)
@@ -282,6 +375,8 @@ static int write_herd_svg(const char *path, const herd_config *cfg, const herd_r
     for (size_t b = 0; b < r->nbins; b++)
         if (r->served_bin[b] + r->rejected_bin[b] > ymax)
             ymax = r->served_bin[b] + r->rejected_bin[b];
+    for (size_t b = 0; base && b < base->nbins; b++)
+        if (base->served_bin[b] > ymax) ymax = base->served_bin[b];
     if (limit_per_bin > (double)ymax && limit_per_bin < 1e15) ymax = (int64_t)limit_per_bin + 1;
     ymax += ymax / 20 + 1; /* headroom above the tallest bar */
     int64_t ystep = round_step(ymax);
@@ -301,8 +396,12 @@ static int write_herd_svg(const char *path, const herd_config *cfg, const herd_r
         snprintf(per_bin, sizeof per_bin, "%lld", (long long)limit_per_bin);
     else
         snprintf(per_bin, sizeof per_bin, "about %.1f", limit_per_bin);
-    svg_textf(s, 298, ly, "legend", "start", "the limit, %s: %s per 100 ms on average", rate_text,
-              per_bin);
+    svg_textf(s, 298, ly, "legend", "start", "the limit, %s: %s per 100 ms on average%s", rate_text,
+              per_bin, base ? " (ramped up)" : "");
+    if (base) {
+        svg_line(s, 700, ly - 5, 730, ly - 5, "base", NULL);
+        svg_text(s, 738, ly, "legend", "start", "served without ramp_up");
+    }
 
     for (int64_t v = 0; v <= ytop; v += ystep) {
         double y = axis_y - plot_h * (double)v / (double)ytop;
@@ -327,7 +426,9 @@ static int write_herd_svg(const char *path, const herd_config *cfg, const herd_r
         if (no) svg_rect(s, x + gap / 2, axis_y - hok - hno, bw - gap, hno, "no", NULL);
         svg_group_end(s);
     }
-    if (limit_per_bin <= (double)ytop) {
+    if (base) {
+        draw_ramp(s, cfg, base, left, bw, axis_y, plot_h, ytop, limit_per_bin);
+    } else if (limit_per_bin <= (double)ytop) {
         double y = axis_y - plot_h * limit_per_bin / (double)ytop;
         svg_line(s, left, y, W - right, y, "limit", NULL);
     }
@@ -367,6 +468,10 @@ static const char herd_help[] =
     "  --seed N             seed of the jitter (default 1)\n"
     "  --start-empty        the key is exhausted at t = 0, so every worker is refused\n"
     "                       at first (the seed's telling: 300 workers all told 2 s)\n"
+    "  --ramp-up S          t = 0 is the store's recovery and the limit ramps up over S\n"
+    "                       seconds (ramp_up:); shown next to the same herd without it\n"
+    "  --ramp-from P        the share of the burst and rate at t = 0, percent, up to 4\n"
+    "                       decimals (default 10; with --ramp-up)\n"
     "  --format FMT         table (default: per second, then the totals), csv (one row\n"
     "                       of totals) or json (totals and per_second)\n"
     "  --svg FILE           bar chart of requests per 100 ms, served vs rejected\n"
@@ -387,6 +492,8 @@ enum {
     H_DURATION,
     H_SEED,
     H_START_EMPTY,
+    H_RAMP_UP,
+    H_RAMP_FROM,
     H_FORMAT,
     H_SVG,
     H_HELP
@@ -401,6 +508,8 @@ static const cli_opt herd_opts[] = {
     [H_DURATION] = {"duration", "S"},
     [H_SEED] = {"seed", "N"},
     [H_START_EMPTY] = {"start-empty", NULL},
+    [H_RAMP_UP] = {"ramp-up", "S"},
+    [H_RAMP_FROM] = {"ramp-from", "P"},
     [H_FORMAT] = {"format", "FMT"},
     [H_SVG] = {"svg", "FILE"},
     [H_HELP] = {"help", NULL},
@@ -417,6 +526,7 @@ int sim_herd_main(const char *cmd, int argc, char **argv, int first) {
         .jitter = 0,
         .duration = 12 * SL_NS_PER_SEC,
         .seed = 1,
+        .ramp = {.duration = 0, .from = SL_RAMP_ONE / 10},
     };
     out_format fmt = OUT_TABLE;
     const char *svg_path = NULL;
@@ -454,6 +564,14 @@ int sim_herd_main(const char *cmd, int argc, char **argv, int first) {
         case H_START_EMPTY:
             cfg.start_empty = true;
             break;
+        case H_RAMP_UP:
+            rc =
+                args_seconds(&a, v, 1, 86400000, "seconds from 0.001 to 86400", &cfg.ramp.duration);
+            break;
+        case H_RAMP_FROM:
+            rc = args_decimal(&a, v, 4, 1, SL_RAMP_ONE, "a percentage above 0 and at most 100",
+                              &cfg.ramp.from);
+            break;
         case H_FORMAT:
             if (out_format_parse(v, &fmt) != 0)
                 rc = args_error(&a, "expected table, csv or json, got '%s'", v);
@@ -477,21 +595,31 @@ int sim_herd_main(const char *cmd, int argc, char **argv, int first) {
     }
 
     char err[512];
-    herd_result r;
+    herd_result r, base = {0};
+    herd_config plain = cfg;
+    plain.ramp.duration = 0;
+    bool ramped = cfg.ramp.duration > 0;
     if (herd_run(&cfg, &r, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
+        return 1;
+    }
+    if (ramped && herd_run(&plain, &base, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", cmd, err);
+        herd_result_free(&r);
         return 1;
     }
     char rate_text[64];
     sl_rate_format(cfg.rate, rate_text, sizeof rate_text);
     int status = 0;
-    if (svg_path && write_herd_svg(svg_path, &cfg, &r, rate_text, err, sizeof err) != 0) {
+    if (svg_path && write_herd_svg(svg_path, &cfg, &r, ramped ? &base : NULL, rate_text, err,
+                                   sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         status = 1;
-    } else if (print_herd(stdout, fmt, &cfg, &r, rate_text) != 0) {
+    } else if (print_herd(stdout, fmt, &cfg, &r, rate_text, ramped ? &base : NULL) != 0) {
         fprintf(stderr, "%s: out of memory\n", cmd);
         status = 1;
     }
     herd_result_free(&r);
+    herd_result_free(&base);
     return status;
 }

@@ -1,7 +1,10 @@
 /* sim_herd.h: the retry herd (seed section 09): many workers share one key;
  * each 429 says Retry-After; a worker waits the hint plus a uniform random
  * extra up to the jitter, and tries again until it is served or time is up.
- * Discrete events in integer nanoseconds, one random draw per retry. */
+ * Discrete events in integer nanoseconds, one random draw per retry. With a
+ * ramp (--ramp-up), t = 0 is the store's recovery: the limit starts at
+ * --ramp-from of its burst and rate and grows to all of it (sluice/ramp.h),
+ * and the run is shown next to the same herd without the ramp. */
 #ifndef SLUICE_CLI_SIM_HERD_H
 #define SLUICE_CLI_SIM_HERD_H
 
@@ -25,6 +28,7 @@ typedef struct herd_config {
     uint64_t seed;
     bool start_empty; /* the key is exhausted at t = 0 (SL_START_EMPTY): every worker has
                          just been refused, as in the seed's telling */
+    sl_ramp ramp;     /* ramp_up from t = 0, the recovery (sluice/ramp.h); duration 0: none */
 } herd_config;
 
 typedef struct herd_result {

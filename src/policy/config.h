@@ -13,6 +13,7 @@
 #include "store/redis_config.h"
 #include "sluice/concurrency.h"
 #include "sluice/limit.h"
+#include "sluice/ramp.h"
 
 #define SL_POLICY_NAME_MAX     63 /* [a-z0-9_.-]+ */
 #define SL_CONFIG_MAX_POLICIES 1024
@@ -48,6 +49,8 @@ typedef struct sl_policy_config {
     bool quota;         /* declared under quotas: (a fixed_window of `limit` per day or month) */
     uint8_t calendar;   /* SL_CALENDAR_MONTH: windows are calendar months (UTC), see policy.h */
     sl_policy_graphql graphql; /* POST /v1/graphql's cost scheme for this policy */
+    /* ramp_up: (sluice/ramp.h, docs/protection.md): duration 0 = none */
+    sl_ramp ramp;
 } sl_policy_config;
 
 /* A concurrency limit (`algorithm: concurrency` under policies:,

@@ -27,6 +27,7 @@ static const struct {
     {"start", "a concurrency limit always starts with nothing held"},
     {"delay_after", "only a leaky_queue delays requests"},
     {"shadow", "not supported for concurrency limits (yet)"},
+    {"ramp_up", "a ramp scales a rate and a burst; a concurrency limit's N is not ramped (yet)"},
 };
 
 void sl__config_lease_finish(sl__config_parser *p, sl_policy_config *pc, const int *seen,

@@ -8,6 +8,7 @@
  *                      checks across sections
  *   config_rules.c     tiers, costs, rules (and their limits)
  *   config_graphql.c   a policy's graphql: block (POST /v1/graphql's costs)
+ *   config_ramp.c      a policy's ramp_up: block (ramp-up after recovery)
  *
  * A section function gets the value of its key as the reader's current
  * event and consumes it (yaml_reader.h); it reports every problem and
@@ -81,6 +82,13 @@ void sl__config_check_redis_limits(sl__config_parser *p);
 /* ---- config_graphql.c ---- */
 /* A policy's graphql: block into *g (defaults first). */
 void sl__config_policy_graphql(sl__config_parser *p, const char *path, sl_policy_graphql *g);
+
+/* ---- config_ramp.c ---- */
+/* A policy's ramp_up: block into *r (zeroed first; duration 0 after errors). */
+void sl__config_policy_ramp(sl__config_parser *p, const char *path, sl_ramp *r);
+/* Whether pc's ramp can scale its limit (sliding_log cannot; the limit and
+ * burst must fit in thousandths of a request): NULL, or why not. */
+const char *sl__config_ramp_problem(const sl_policy_config *pc);
 
 /* A policy with algorithm: concurrency, read into pc by the policies
  * section (its keys[0..nkeys) and the lines they were seen at; in lc the

@@ -28,13 +28,14 @@ enum {
     POL_ADAPTIVE,
     POL_MIN_LIMIT,
     POL_MAX_LIMIT,
+    POL_RAMP_UP,
     POL_NKEYS
 };
 
-static const char *const policy_keys[] = {"name",           "algorithm", "rate",      "burst",
-                                          "count_rejected", "start",     "shadow",    "on_failure",
-                                          "delay_after",    "refill",    "graphql",   "limit",
-                                          "lease",          "adaptive",  "min_limit", "max_limit"};
+static const char *const policy_keys[] = {
+    "name",   "algorithm",  "rate",        "burst",     "count_rejected", "start",
+    "shadow", "on_failure", "delay_after", "refill",    "graphql",        "limit",
+    "lease",  "adaptive",   "min_limit",   "max_limit", "ramp_up"};
 _Static_assert(sizeof policy_keys / sizeof policy_keys[0] == POL_NKEYS, "one name per key");
 
 static const char *const algorithm_names[] = {"fixed_window", "sliding_log", "sliding_window",
@@ -164,6 +165,9 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
     case POL_GRAPHQL:
         sl__config_policy_graphql(p, path, &pc->graphql);
         break;
+    case POL_RAMP_UP:
+        sl__config_policy_ramp(p, path, &pc->ramp);
+        break;
     case POL_COUNT_REJECTED:
         if (sl__yaml_bool(&p->y, path, &flag) && flag) pc->params.flags |= SL_COUNT_REJECTED;
         break;
@@ -245,6 +249,12 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
     }
 
     int rc = sl_params_validate(&pc->params);
+    const char *ramp = rc == SL_OK ? sl__config_ramp_problem(pc) : NULL;
+    if (ramp) {
+        snprintf(field, sizeof field, "%s.ramp_up", path);
+        sl__yaml_error(&p->y, b->seen[POL_RAMP_UP], field, "%s", ramp);
+        return;
+    }
     if (rc == SL_OK) return;
     /* Blame the burst only if the rate alone is fine. */
     sl_params alone = pc->params;
@@ -414,7 +424,9 @@ __attribute__((format(printf, 5, 6))) static void store_error(sl_config_errors *
 }
 
 static const char *redis_limit_problem(const sl_policy_config *pc) {
-    int rc = sl__redis_script_check(&pc->params, pc->calendar == SL_CALENDAR_MONTH);
+    sl_params unit = pc->params; /* a ramped limit's state is kept in units (sluice/ramp.h) */
+    if (pc->ramp.duration && sl_ramp_params(&pc->params, &unit) != SL_OK) unit = pc->params;
+    int rc = sl__redis_script_check(&unit, pc->calendar == SL_CALENDAR_MONTH);
     if (rc == SL_OK) return NULL;
     return rc == SL_EOVERFLOW ? "too large for the Redis store (the limit, burst x period in "
                                 "microseconds, or delay_after x 1024 must stay below 2^52)"

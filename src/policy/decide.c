@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "policy/policy.h"
+#include "policy/ramp.h"
 #include "sluice/clock.h"
 #include "sluice/error.h"
 #include "store/batch.h"
@@ -31,6 +32,8 @@ struct sl_decider {
     sl_engine *e;
     sl_store *store;
     sl_policy_set *const *policies;
+    sl_store_stats *stats; /* this worker's */
+    bool was_up, down;     /* sl__decider_recovered: up once, and down since */
 };
 
 void sl__decide_limit_init(sl_decide_limit *l, bool shadow) {
@@ -40,6 +43,8 @@ void sl__decide_limit_init(sl_decide_limit *l, bool shadow) {
     atomic_init(&l->shadow, shadow);
     for (int i = 0; i <= SL_RATIO_BUCKETS; i++) atomic_init(&l->ratio[i], 0);
     atomic_init(&l->ratio_sum, 0);
+    l->ramp = NULL; /* the owner sets them for a policy with ramp_up */
+    l->ramp_cap = 0;
     for (int i = 0; i < SL_FROM_COUNT; i++) atomic_init(&l->store.from[i], 0);
 }
 
@@ -338,6 +343,9 @@ static void decided(sl_store_call *sc) {
         sl_decide_item *it = &c->items[i];
         it->decision = sc->items[i].decision;
         it->decided = sc->items[i].decided;
+        if (it->limit->ramp) /* units back into requests (sluice/ramp.h) */
+            sl_ramp_decision(it->limit->store.params, it->ramp_factor, it->limit->ramp_cap,
+                             &it->decision);
         it->shadowed = false;
         if (sc->items[i].group)
             sha[ns++] = i;
@@ -398,14 +406,21 @@ void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now) {
     sc->parts_left = 0;
     sc->failed = false;
     for (size_t i = 0; i < c->n; i++) {
-        const sl_decide_item *it = &c->items[i];
+        sl_decide_item *it = &c->items[i];
         bool shadow = it->shadow || atomic_load_explicit(&it->limit->shadow, memory_order_relaxed);
+        int64_t cost = it->cost;
+        if (it->limit->ramp) { /* charged cost / factor in units (sluice/ramp.h) */
+            it->ramp_factor = sl_ramp_factor(it->limit->ramp, sl__ramp_started(), now);
+            if (cost > 0)
+                cost = sl_ramp_cost(it->limit->store.params, cost, it->ramp_factor,
+                                    it->limit->ramp_cap);
+        }
         sc->items[i] = (sl_store_item){.limit = &it->limit->store,
                                        .params = it->params,
                                        .plan = it->plan,
                                        .key = it->key,
                                        .keylen = it->keylen,
-                                       .cost = it->cost,
+                                       .cost = cost,
                                        .group = shadow ? 1 : 0};
     }
     bool done_inline = false;
@@ -483,6 +498,7 @@ sl_decider *sl__engine_worker_new(sl_engine *e, uv_loop_t *loop, unsigned id,
     d->e = e;
     d->policies = policies;
     sl_store_stats *st = &e->stats[id];
+    d->stats = st;
     switch (e->kind) {
     case STORE_MEMORY:
         atomic_store(&st->redis.up, 1);
@@ -503,6 +519,19 @@ sl_decider *sl__engine_worker_new(sl_engine *e, uv_loop_t *loop, unsigned id,
         return NULL;
     }
     return d;
+}
+
+bool sl__decider_recovered(sl_decider *d) {
+    if (!d || d->e->kind == STORE_MEMORY) return false;
+    bool up = atomic_load_explicit(&d->stats->redis.up, memory_order_relaxed) != 0;
+    if (!up) {
+        d->down = d->was_up;
+        return false;
+    }
+    bool back = d->down;
+    d->was_up = true;
+    d->down = false;
+    return back;
 }
 
 sl_store *sl__decider_store(sl_decider *d) {

@@ -59,6 +59,15 @@ typedef struct sl_decide_limit {
        the sketch); NULL: "shadow: policy <name> would have refused <label>" */
     void (*log_shadow)(const struct sl_decide_limit *l, const char *label, size_t len,
                        const sl_decision *d, int64_t now);
+    /* ramp_up (sluice/ramp.h, policy/ramp.h), or NULL: store.params are then
+       the unit params, each use is charged sl_ramp_cost at the factor of the
+       server's ramp (its start: sl__ramp_started) and its decision turned
+       back into requests (sl_ramp_decision) before anything reads it */
+    const sl_ramp *ramp;
+    /* with ramp: the most one request is charged when it fits (units; 0: the
+       whole limit): a local fallback's share, so that a lone request passes
+       there too at the lowest factors */
+    int64_t ramp_cap;
 } sl_decide_limit;
 
 /* Zeroes l's counters and flags (the store part is the owner's to fill). */
@@ -76,8 +85,9 @@ typedef struct sl_decide_item {
     const struct sl__plan *plan; /* ... compiled */
     /* out */
     sl_decision decision;
-    bool decided;  /* decision is meaningful */
-    bool shadowed; /* refused, but allowed because shadow */
+    bool decided;        /* decision is meaningful */
+    bool shadowed;       /* refused, but allowed because shadow */
+    int64_t ramp_factor; /* internal: the factor a ramped limit was decided at */
 } sl_decide_item;
 
 /* Writes a human label for item i's key (the sketch's key; no API key in
@@ -176,6 +186,11 @@ sl_decider *sl__engine_worker_new(sl_engine *e, uv_loop_t *loop, unsigned id,
 /* Calls in flight are answered first (fail modes); the loop must run
  * afterwards for what it closes. NULL is fine. */
 void sl__decider_free(sl_decider *d);
+/* True once each time d's store recovered: its health (sl_engine_stats.up,
+ * this worker's part) went from down to up after it had been up. d's loop
+ * only (the worker's tick); always false for the memory store. */
+bool sl__decider_recovered(sl_decider *d);
+
 /* d's store, for the operations that are not decisions (concurrency
  * leases: policy/lease_set.h). */
 sl_store *sl__decider_store(sl_decider *d);

@@ -103,7 +103,8 @@ static bool same_limit(const sl_policy_config *a, const sl_policy_config *b) {
            a->graphql.configured == b->graphql.configured &&
            a->graphql.scheme == b->graphql.scheme && a->graphql.divisor == b->graphql.divisor &&
            a->graphql.default_page == b->graphql.default_page &&
-           a->graphql.max_cost == b->graphql.max_cost;
+           a->graphql.max_cost == b->graphql.max_cost && a->ramp.duration == b->ramp.duration &&
+           a->ramp.from == b->ramp.from;
 }
 
 /* The local fallback of a limit shared by `instances` servers: its rate
@@ -133,9 +134,15 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool 
     l->name = p->cfg.name;
     l->params = &p->cfg.params;
     l->calendar_month = p->cfg.calendar == SL_CALENDAR_MONTH;
-    sl_table_options o = {.params = p->cfg.params, .max_memory = max_memory};
+    int rc = SL_OK;
+    if (p->cfg.ramp.duration) { /* the state in units, charged cost / factor (sluice/ramp.h) */
+        rc = sl_ramp_params(&p->cfg.params, &p->unit);
+        l->params = &p->unit;
+        p->lim.ramp = &p->cfg.ramp;
+    }
+    sl_table_options o = {.params = *l->params, .max_memory = max_memory};
     sl_table *t = NULL, *fb = NULL;
-    int rc = sl_table_create(&o, &t);
+    if (rc == SL_OK) rc = sl_table_create(&o, &t);
     l->table = t;
     if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->lim.top) != 0) rc = SL_ENOMEM;
     if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->lim.near) != 0) rc = SL_ENOMEM;
@@ -144,7 +151,9 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool 
         sl_table_options f = {.params =
                                   fallback_params(p->cfg.params, conf->redis.expected_instances),
                               .max_memory = max_memory};
-        rc = sl_table_create(&f, &fb);
+        if (p->lim.ramp) rc = sl_ramp_params(&f.params, &f.params); /* whole requests, in units */
+        if (rc == SL_OK) rc = sl_table_create(&f, &fb);
+        if (p->lim.ramp) p->lim.ramp_cap = sl_params_limit(&f.params); /* one fits a share */
         l->fallback = fb;
     }
     if (rc == SL_OK && cfg->calendar != SL_CALENDAR_NONE) rc = sl__store_limit_stripes(l);
@@ -249,6 +258,12 @@ const struct sl_lease_set *sl__policy_set_leases(const sl_policy_set *s) {
 
 size_t sl__policy_set_count(const sl_policy_set *s) {
     return s->n;
+}
+
+size_t sl__policy_set_ramped(const sl_policy_set *s) {
+    size_t n = 0;
+    for (size_t i = 0; s && i < s->n; i++) n += s->p[i]->lim.ramp != NULL;
+    return n;
 }
 
 sl_policy *sl__policy_set_at(const sl_policy_set *s, size_t i) {

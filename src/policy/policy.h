@@ -54,6 +54,8 @@ typedef struct sl_policy {
     /* /v1/check requests shed by the server's capacity (shedding:), by
        priority (sluice/shed.h: SL_PRIORITY_*) */
     atomic_uint_fast64_t shed[SL_PRIORITIES];
+    /* ramp_up: cfg.params in units (sluice/ramp.h), the store's params */
+    sl_params unit;
 } sl_policy;
 
 enum {
@@ -82,6 +84,8 @@ size_t sl__policy_set_count(const sl_policy_set *s);
 sl_policy *sl__policy_set_at(const sl_policy_set *s, size_t i);
 sl_policy *sl__policy_find(const sl_policy_set *s, const char *name, size_t len);
 
+/* How many of s's policies (tier variants included) have ramp_up. */
+size_t sl__policy_set_ramped(const sl_policy_set *s);
 /* The compiled request rules (never NULL for a built set; a config without
  * rules gives rules that match nothing). Lives as long as the set. */
 const struct sl_rules *sl__policy_set_rules(const sl_policy_set *s);

@@ -138,14 +138,17 @@ static bool same_token(const char *given, size_t len, const char *want) {
     return diff == 0;
 }
 
-/* admin.reload: may this client reload? If not, writes the refusal. */
-static bool allowed(sl_worker *w, sl_answer_slot *slot, const sl_http_request *req, bool keep,
-                    sl_buf *out) {
+bool sl__reload_allowed(sl_worker *w, sl_answer_slot *slot, const sl_http_request *req, bool keep,
+                        sl_buf *out, const char *what) {
     const sl_admin_config *ac = &w->admin;
     if (ac->reload == SL_RELOAD_OFF) {
-        answer_now(out, keep, 403, "reload_disabled",
-                   "reloading over HTTP is turned off (admin.reload: off); send SIGHUP", NULL,
-                   NULL);
+        char msg[160];
+        if (strcmp(what, "POST /v1/reload") == 0)
+            snprintf(msg, sizeof msg,
+                     "reloading over HTTP is turned off (admin.reload: off); send SIGHUP");
+        else
+            snprintf(msg, sizeof msg, "%s over HTTP is turned off (admin.reload: off)", what);
+        answer_now(out, keep, 403, "reload_disabled", msg, NULL, NULL);
         return false;
     }
     if (ac->reload == SL_RELOAD_TOKEN) {
@@ -155,24 +158,27 @@ static bool allowed(sl_worker *w, sl_answer_slot *slot, const sl_http_request *r
         if (h && h->value_len > sn && strncasecmp(h->value, scheme, sn) == 0 &&
             same_token(h->value + sn, h->value_len - sn, ac->reload_token))
             return true;
-        answer_now(out, keep, 401, "unauthorized",
-                   "POST /v1/reload needs Authorization: Bearer <admin.reload_token>",
-                   "WWW-Authenticate", "Bearer realm=\"sluiced admin\"");
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s needs Authorization: Bearer <admin.reload_token>", what);
+        answer_now(out, keep, 401, "unauthorized", msg, "WWW-Authenticate",
+                   "Bearer realm=\"sluiced admin\"");
         return false;
     }
     struct sockaddr_storage peer;
     if (sl__slot_peer(slot, &peer) == 0 && is_loopback(&peer)) return true;
-    answer_now(out, keep, 403, "forbidden",
-               "only clients on loopback may reload (admin.reload: loopback; see "
-               "docs/configuration.md)",
-               NULL, NULL);
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "only clients on loopback may %s (admin.reload: loopback; see "
+             "docs/configuration.md)",
+             strcmp(what, "POST /v1/reload") == 0 ? "reload" : what);
+    answer_now(out, keep, 403, "forbidden", msg, NULL, NULL);
     return false;
 }
 
 bool sl__reload_ask(sl_worker *w, sl_answer_slot *slot, const sl_http_request *req, bool keep,
                     sl_buf *out) {
     sl_server *s = w->server;
-    if (!allowed(w, slot, req, keep, out)) return false;
+    if (!sl__reload_allowed(w, slot, req, keep, out, "POST /v1/reload")) return false;
     struct sl_reload_ask *a = calloc(1, sizeof *a);
     if (!a) {
         answer_now(out, keep, 500, "internal", "out of memory", NULL, NULL);

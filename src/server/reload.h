@@ -35,6 +35,13 @@ struct sl_http_request;
 bool sl__reload_ask(sl_worker *w, sl_answer_slot *slot, const struct sl_http_request *req,
                     bool keep, sl_buf *out);
 
+/* admin.reload's access rule (off, loopback or token), the one for every
+ * admin call: may the client of req (on slot) make `what` ("POST
+ * /v1/reload", "POST /v1/ramp")? If not, writes the refusal (403 or 401,
+ * naming `what`) into out and returns false. */
+bool sl__reload_allowed(sl_worker *w, sl_answer_slot *slot, const struct sl_http_request *req,
+                        bool keep, sl_buf *out, const char *what);
+
 /* On w's loop (its wake): writes the answers of the reloads done for w's
  * clients. Call before draining. */
 void sl__reload_deliver(sl_worker *w);

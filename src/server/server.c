@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "policy/ramp.h"
 #include "server/reload.h"
 #include "server/server.h"
 #include "sluice/clock.h"
@@ -82,6 +83,7 @@ int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path, uv_l
         return -1;
     }
     s->started_at = sl_now();
+    sl__ramp_restart(s->started_at, SL_RAMP_BY_START); /* ramp_up: from the start */
     char err[256];
     if (sl__policy_set_create(cfg, NULL, s->started_at, &s->policies, err, sizeof err) != 0) {
         sl__log_error("%s", err);

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "policy/ramp.h"
 #include "server/reload.h"
 #include "server/server.h"
 #include "sluice/clock.h"
@@ -58,6 +59,11 @@ static void on_tick(uv_prepare_t *h) {
     w->now_valid = false;
     w->refused_tick = 0;
     sl__worker_refresh(w);
+    if (sl__decider_recovered(w->decider)) { /* ramp_up: the store is back (policy/ramp.h) */
+        sl__ramp_restart(sl_now(), SL_RAMP_BY_RECOVERY);
+        if (sl__policy_set_ramped(w->policies))
+            sl__log_info("worker %u: the store is reachable again: ramp_up restarts", w->id);
+    }
 }
 
 /* One line a second at most, for the whole process. */

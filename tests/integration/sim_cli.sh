@@ -52,6 +52,8 @@ if [ "$mode" = quick ]; then
     json_ok "$tmp/out"; svg_ok "$tmp/herd.svg"
     expect 0 "$sluice" sim herd --format csv
     expect 0 "$sluice" sim herd --start-empty;  contains "$tmp/out" "unserved 150"
+    expect 0 "$sluice" sim herd --jitter 2 --ramp-up 5 --format json --svg "$tmp/herd-ramp.svg"
+    json_ok "$tmp/out"; svg_ok "$tmp/herd-ramp.svg"
     expect 0 "$sluice" sim aimd --format json --svg "$tmp/aimd.svg"
     json_ok "$tmp/out"; svg_ok "$tmp/aimd.svg"
     expect 0 "$sluice" sim aimd --format csv
@@ -96,6 +98,8 @@ expect 2 "$sluice" sim race --algorithms gcra,nope
 expect 2 "$sluice" sim race stray
 expect 2 "$sluice" sim herd --jitter -1
 expect 2 "$sluice" sim herd --workers 0
+expect 2 "$sluice" sim herd --ramp-up 5 --ramp-from 0
+expect 2 "$sluice" sim herd --ramp-up 0
 expect 2 "$sluice" sim aimd --decrease 1.5
 expect 2 "$sluice" sim aimd --floor 10 --start 5
 expect 2 "$sluice" sim fair --weights 2;   contains "$tmp/err" "--weights: expected two weights"
@@ -173,6 +177,12 @@ head -1 "$tmp/out" | grep -q '^workers,algorithm,rate,burst,start_empty,retry_af
     fail "herd CSV header"
 expect 0 "$sluice" sim herd --jitter 1
 contains "$tmp/out" "sent "
+# after a recovery against ramp_up: the first wave gets 10% of the burst (3, not 30)
+expect 0 "$sluice" sim herd --jitter 2 --ramp-up 5
+contains "$tmp/out" "in the first second 30 were served, 3 with the ramp"
+expect 0 "$sluice" sim herd --jitter 2 --ramp-up 5 --format csv
+head -1 "$tmp/out" | grep -q ',all_served_at,ramp_up,ramp_from,served_without_ramp,unserved_without_ramp$' ||
+    fail "herd CSV header with a ramp"
 expect 0 "$sluice" sim aimd --format json
 cp "$tmp/out" "$tmp/aimd.json"; json_ok "$tmp/aimd.json"
 expect 0 "$sluice" sim aimd --format csv
@@ -230,6 +240,7 @@ check_img() { # FILE ARGS...
 for t in bursty edge steady poisson; do check_img "race-$t.svg" sim race --trace "$t"; done
 check_img herd-jitter0.svg sim herd --jitter 0
 check_img herd-jitter2.svg sim herd --jitter 2
+check_img herd-ramp.svg sim herd --jitter 2 --ramp-up 5
 check_img aimd.svg sim aimd
 check_img fair.svg sim fair
 for f in "$img"/*.svg; do svg_ok "$f"; done

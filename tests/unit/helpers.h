@@ -2,7 +2,8 @@
  * only its own cases: COUNT and the time units, integer asserts that print
  * both values, a fake clock (sluice/clock.h's sl_clock, never the
  * machine's), and the comparison of a config error list with the messages a
- * case expects. Include it after <cmocka.h>; the error-list helpers are there
+ * case expects (and a config parsed or refused), a seeded generator for
+ * random cases. Include it after <cmocka.h>; the error-list helpers are there
  * when policy/config.h is included before this file. Everything is static
  * inline or a macro: a test uses what it needs and nothing else is compiled
  * in. */
@@ -33,6 +34,19 @@
         long long a_ = (long long)(a), b_ = (long long)(b);                                        \
         if (!(a_ <= b_)) fail_msg("%s <= %s failed: %lld > %lld", #a, #b, a_, b_);                 \
     } while (0)
+
+/* ---- a seeded generator for random cases (xorshift64; *state must not be 0) ---- */
+static inline uint64_t helper_rand(uint64_t *state) {
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *state = x;
+}
+/* Uniform enough in [lo, hi] (hi - lo small against 2^64). */
+static inline int64_t helper_pick(uint64_t *state, int64_t lo, int64_t hi) {
+    return lo + (int64_t)(helper_rand(state) % (uint64_t)(hi - lo + 1));
+}
 
 /* ---- a fake clock ---------------------------------------------------------------
  * `now` is the time (ns); nothing moves it but the test, fake_clock_tick and
@@ -95,6 +109,17 @@ static inline void print_errors(const sl_config_errors *e) {
         print_message("  %s\n", e->msg[i]);
 }
 
+/* text parsed as "t.yaml": the config, or the test fails with its errors. */
+static inline sl_config *config_parse_ok(const char *text) {
+    sl_config *c = NULL;
+    static sl_config_errors e;
+    if (sl__config_parse(text, strlen(text), "t.yaml", &c, &e) != 0) {
+        print_errors(&e);
+        fail_msg("expected this config to load:\n%s", text);
+    }
+    return c;
+}
+
 /* e must hold exactly the messages want[0..n), in order; each wanted message
  * is passed through map first when map is not NULL (a test's placeholders).
  * Otherwise prints what came and what was wanted and fails, showing text. */
@@ -110,6 +135,14 @@ static inline void expect_error_list(const sl_config_errors *e, const char *cons
         for (size_t i = 0; i < n; i++) print_message("  %s\n", want[i]);
         fail_msg("unexpected errors for:\n%s", text);
     }
+}
+
+/* text parsed as "t.yaml" must fail with exactly want[0..n). */
+static inline void config_expect_errors(const char *text, const char *const *want, size_t n) {
+    sl_config *c = NULL;
+    static sl_config_errors e;
+    assert_int_equal(sl__config_parse(text, strlen(text), "t.yaml", &c, &e), -1);
+    expect_error_list(&e, want, n, NULL, text);
 }
 #endif
 

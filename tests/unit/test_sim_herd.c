@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <string.h>
+
 #include "cli/sim_herd.h"
 
 #define SEC INT64_C(1000000000)
@@ -149,6 +151,36 @@ static void a_queue_serves_late(void **state) {
     herd_result_free(&r);
 }
 
+/* The herd after a recovery against ramp_up (5 s from 10%): the first wave
+ * gets 10% of the burst, and at no time has the ramp served more than the
+ * limit without it allows (burst + rate x t); everyone is still served. */
+static void a_ramp_holds_the_first_wave(void **state) {
+    (void)state;
+    herd_config cfg = seed_config(2), plain = cfg;
+    cfg.ramp = (sl_ramp){.duration = 5 * SEC, .from = SL_RAMP_ONE / 10};
+    herd_result r, b;
+    char err[256];
+    assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(herd_run(&plain, &b, err, sizeof err), 0);
+    assert_int_equal(r.served_bin[0], 3);  /* 10% of the burst of 30 */
+    assert_int_equal(b.served_bin[0], 30); /* the whole burst at once */
+    int64_t served = 0, base_served = 0;
+    for (size_t i = 0; i < r.nbins; i++) {
+        served += r.served_bin[i];
+        base_served += b.served_bin[i];
+        /* by the end of bin i (t = (i + 1) x 100 ms): at most 30 + 150/s x t */
+        assert_true(served <= 30 + 15 * (int64_t)(i + 1));
+        if (i < 20) assert_true(served <= base_served); /* the ramp's first 2 s */
+    }
+    assert_int_equal(r.unserved, 0);
+    assert_int_equal(r.served, 300);
+    herd_result_free(&r);
+    herd_result_free(&b);
+    cfg.alg = SL_SLIDING_LOG; /* one time per request counted: cannot be ramped */
+    assert_int_equal(herd_run(&cfg, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--ramp-up"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(no_jitter_lockstep_most_refused_again),
@@ -156,6 +188,7 @@ int main(void) {
         cmocka_unit_test(deterministic_per_seed),
         cmocka_unit_test(stops_at_the_duration),
         cmocka_unit_test(a_queue_serves_late),
+        cmocka_unit_test(a_ramp_holds_the_first_wave),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,9 +7,13 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "policy/ramp.h"
+#include "server/http/http.h"
 #include "server/http/http_ops.h"
 #include "server/reload.h"
 #include "server/server.h"
+#include "sluice/clock.h"
+#include "util/log.h"
 
 bool sl__admin_draining(sl_admin *a) {
     return a && sl__admin_worker(a)->draining;
@@ -54,6 +58,23 @@ void sl__admin_metrics(sl_admin *a, sl_buf *body) {
 bool sl__admin_reload(sl_admin *a, sl_answer_slot *slot, const struct sl_http_request *req,
                       bool keep, sl_buf *out) {
     return sl__reload_ask(sl__admin_worker(a), slot, req, keep, out);
+}
+
+void sl__admin_ramp(sl_admin *a, sl_answer_slot *slot, const struct sl_http_request *req, bool keep,
+                    sl_buf *out) {
+    sl_worker *w = sl__admin_worker(a);
+    if (!sl__reload_allowed(w, slot, req, keep, out, "POST /v1/ramp")) return;
+    int64_t now = sl_now();
+    sl__ramp_restart(now, SL_RAMP_BY_ADMIN);
+    size_t ramped = sl__policy_set_ramped(w->policies);
+    sl__log_info("POST /v1/ramp: ramp_up restarts (%zu policies ramp)", ramped);
+    sl_buf body;
+    sl__buf_init(&body);
+    sl__buf_printf(&body, "{\"ramp\":\"restarted\",\"policies\":%zu,\"started_at_ms\":%lld}",
+                   ramped, (long long)(sl__ramp_started() / SL_NS_PER_MS));
+    sl__http_begin(out, 200);
+    sl__http_end(out, keep, "application/json", body.data, body.len);
+    sl__buf_free(&body);
 }
 
 static bool is_loopback(const struct sockaddr_storage *ss) {

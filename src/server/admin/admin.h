@@ -38,6 +38,12 @@ void sl__admin_ops_view(sl_admin *a, sl_answer_slot *slot, bool store, bool peer
 bool sl__admin_reload(sl_admin *a, sl_answer_slot *slot, const struct sl_http_request *req,
                       bool keep, sl_buf *out);
 
+/* POST /v1/ramp: restarts every policy's ramp_up now (policy/ramp.h), if
+ * admin.reload lets the client (as for POST /v1/reload); the answer (200,
+ * or the refusal) is complete in out. */
+void sl__admin_ramp(sl_admin *a, sl_answer_slot *slot, const struct sl_http_request *req, bool keep,
+                    sl_buf *out);
+
 /* RESP INFO's own sections (sl_resp_context.info, resp.h), with the
  * request's admin handle as its context (metrics.c). */
 void sl__resp_info(void *admin, sl_buf *out);

@@ -478,6 +478,13 @@ bool sl__http_api_handle(const sl_request_ctx *rq, const sl_http_request *r, sl_
             return keep;
         }
         allow = "POST";
+    } else if (path_is(r, "/v1/ramp")) {
+        if (r->method == SL_HTTP_POST) { /* ramp_up restarts (admin.h) */
+            sl__admin_ramp(rq->admin, rq->slot, r, keep, out);
+            sl__buf_free(&a.body);
+            return keep;
+        }
+        allow = "POST";
     } else if (sl__http_ops_path(r)) { /* /v1/stats, /ui/ (http_ops.h) */
         sl__buf_free(&a.body);
         return sl__http_ops_handle(rq, r, out, keep);

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "policy/ramp.h"
 #include "server/http/http_ops.h"
 #include "sluice/clock.h"
 #include "sluice/limit.h"
@@ -52,6 +53,13 @@ static void policy_entry(sl_buf *b, sl_policy *p, bool redis, unsigned top) {
                    (unsigned long long)(atomic_load(&p->shed[SL_PRIORITY_CRITICAL]) +
                                         atomic_load(&p->shed[SL_PRIORITY_DEFAULT]) +
                                         atomic_load(&p->shed[SL_PRIORITY_SHEDDABLE])));
+    if (p->lim.ramp) { /* ramp_up: the share it allows now, 0.1 to 1 (policy/ramp.h) */
+        int64_t f = sl_ramp_factor(p->lim.ramp, sl__ramp_started(), sl_now());
+        if (f >= SL_RAMP_ONE)
+            sl__buf_puts(b, ",\"ramp_factor\":1");
+        else
+            sl__buf_printf(b, ",\"ramp_factor\":0.%06lld", (long long)f);
+    }
     sl_table *t = atomic_load(&p->lim.store.table);
     if (t) {
         sl_table_stats st;

@@ -48,7 +48,12 @@ typedef struct sl_policy_config {
     bool quota;         /* declared under quotas: (a fixed_window of `limit` per day or month) */
     uint8_t calendar;   /* SL_CALENDAR_MONTH: windows are calendar months (UTC), see policy.h */
     sl_policy_graphql graphql; /* POST /v1/graphql's cost scheme for this policy */
+    int64_t hold; /* leaky_queue: GET /v1/auth holds an allowed answer until its release time
+                     when the delay is at most this (ns, 1 ms..SL_HOLD_MAX), refuses it beyond;
+                     0: never holds (the delay is only told). docs/protection.md */
 } sl_policy_config;
+
+#define SL_HOLD_MAX (INT64_C(60) * 1000000000) /* 1 min: below the default idle_timeout */
 
 /* A concurrency limit (`algorithm: concurrency` under policies:,
  * docs/protection.md): at most `limit` leases per key held at once, each
@@ -199,8 +204,11 @@ typedef struct sl_limits_config {
     uint64_t max_pending_output_total; /* the same, all connections of the process: beyond it,
                                           the connections with the most queued stop being read.
                                           default 64 MiB */
-    int64_t drain_timeout; /* ns SIGTERM gives the requests in flight and the answers queued
-                              before the last connections are closed. default 10 s */
+    int64_t drain_timeout;      /* ns SIGTERM gives the requests in flight and the answers queued
+                                   before the last connections are closed. default 10 s */
+    size_t max_held;            /* answers held (policy hold:) per worker; beyond: refused at
+                                   once. default 1000. Read when a worker starts */
+    size_t max_held_per_tenant; /* the same, one tenant in one queue. default 100 */
 } sl_limits_config;
 
 /* Who may ask for a reload over HTTP (POST /v1/reload); SIGHUP always can.

@@ -28,13 +28,14 @@ enum {
     POL_ADAPTIVE,
     POL_MIN_LIMIT,
     POL_MAX_LIMIT,
+    POL_HOLD,
     POL_NKEYS
 };
 
-static const char *const policy_keys[] = {"name",           "algorithm", "rate",      "burst",
-                                          "count_rejected", "start",     "shadow",    "on_failure",
-                                          "delay_after",    "refill",    "graphql",   "limit",
-                                          "lease",          "adaptive",  "min_limit", "max_limit"};
+static const char *const policy_keys[] = {
+    "name",       "algorithm",   "rate",   "burst",   "count_rejected", "start", "shadow",
+    "on_failure", "delay_after", "refill", "graphql", "limit",          "lease", "adaptive",
+    "min_limit",  "max_limit",   "hold"};
 _Static_assert(sizeof policy_keys / sizeof policy_keys[0] == POL_NKEYS, "one name per key");
 
 static const char *const algorithm_names[] = {"fixed_window", "sliding_log", "sliding_window",
@@ -161,6 +162,11 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
         if (sl__yaml_uint(&p->y, path, "a whole number of requests", 0, INT64_MAX, &u))
             pc->params.delay_after = (int64_t)u;
         break;
+    case POL_HOLD: {
+        int64_t d;
+        if (sl__yaml_duration(&p->y, path, NS_MS, SL_HOLD_MAX, &d)) pc->hold = d;
+        break;
+    }
     case POL_GRAPHQL:
         sl__config_policy_graphql(p, path, &pc->graphql);
         break;
@@ -234,6 +240,13 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
             sl__yaml_error(&p->y, b->seen[POL_DELAY_AFTER], field,
                            "%lld: must be below the burst (%lld; burst - 1 delays nothing)",
                            (long long)pc->params.delay_after, (long long)pc->params.burst);
+        return;
+    }
+    if (b->seen[POL_HOLD] && pc->params.algorithm != SL_LEAKY_QUEUE) {
+        snprintf(field, sizeof field, "%s.hold", path);
+        sl__yaml_error(&p->y, b->seen[POL_HOLD], field,
+                       "only a leaky_queue holds answers until their release time (nginx's "
+                       "burst=B without nodelay is leaky_queue, burst B+1, hold: ...)");
         return;
     }
     if ((pc->params.flags & SL_STEP_REFILL) && pc->params.algorithm != SL_TOKEN_BUCKET) {

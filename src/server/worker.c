@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "server/hold.h"
 #include "server/reload.h"
 #include "server/server.h"
 #include "sluice/clock.h"
@@ -202,6 +203,7 @@ static void close_dups(sl_worker *w) {
 
 void sl__worker_finish(sl_worker *w) {
     stop_store(w);
+    sl__hold_close(w->hold); /* its connections are closed: nothing is held */
     close_handle((uv_handle_t *)&w->accept_timer);
     close_handle((uv_handle_t *)&w->yield_idle);
     close_handle((uv_handle_t *)&w->wake);
@@ -265,6 +267,8 @@ void *sl__worker_main(void *arg) {
     uv_idle_init(&w->loop, &w->yield_idle);
     w->yield_idle.data = w;
     w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    size_t held = w->limits.max_held, per = w->limits.max_held_per_tenant;
+    w->hold = sl__hold_new(held, per < held ? per : held, &w->loop); /* NULL: none held */
     if (start_store(w) != 0) {
         sl__log_error("worker %u: cannot set up its store", w->id);
         w->start_error = -1;
@@ -289,6 +293,8 @@ void *sl__worker_main(void *arg) {
     uv_walk(&w->loop, close_walk, NULL);
     uv_run(&w->loop, UV_RUN_DEFAULT);
     uv_loop_close(&w->loop);
+    sl__hold_free(w->hold);
+    w->hold = NULL;
     if (w->policies) sl__policy_set_release(w->policies);
     if (w->domains) sl__domain_set_release(w->domains);
     w->policies = NULL;

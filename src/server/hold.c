@@ -91,9 +91,8 @@ static hold_group *group_get(sl_hold *h, const char *key, size_t len) {
     if (g) return g;
     g = calloc(1, sizeof *g + len);
     if (!g) return NULL;
-    sl_fairq_options o = {.max_items = h->max_held,
-                          .max_tenants = h->max_held,
-                          .max_per_tenant = h->max_per_tenant};
+    sl_fairq_options o = {
+        .max_items = h->max_held, .max_tenants = h->max_held, .max_per_tenant = h->max_per_tenant};
     if (sl_fairq_create(&o, &g->q) != 0) {
         free(g);
         return NULL;
@@ -145,8 +144,7 @@ static void on_timer(uv_timer_t *t) {
 /* ---- the interface ----------------------------------------------------------- */
 
 sl_hold *sl__hold_new(size_t max_held, size_t max_per_tenant, uv_loop_t *loop) {
-    if (max_held < 1 || max_held > SL_FAIRQ_ITEMS_MAX / 2 || max_per_tenant > max_held)
-        return NULL;
+    if (max_held < 1 || max_held > SL_FAIRQ_ITEMS_MAX / 2 || max_per_tenant > max_held) return NULL;
     sl_hold *h = calloc(1, sizeof *h);
     if (!h) return NULL;
     h->max_held = max_held;

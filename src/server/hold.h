@@ -48,10 +48,10 @@ typedef struct sl_hold_entry {
     size_t group_len;
     const char *tenant; /* whom the answer is for: at most SL_KEY_MAX bytes */
     size_t tenant_len;
-    uint32_t weight;   /* the tenant's weight, 1..SL_FAIRQ_WEIGHT_MAX; 0: 1 */
-    int64_t release;   /* the granted release time (the caller's clock) */
-    sl_hold_fn fn;     /* called once, when a time of the group comes */
-    void *arg;         /* fn's, and what sl__hold_cancel gives back */
+    uint32_t weight; /* the tenant's weight, 1..SL_FAIRQ_WEIGHT_MAX; 0: 1 */
+    int64_t release; /* the granted release time (the caller's clock) */
+    sl_hold_fn fn;   /* called once, when a time of the group comes */
+    void *arg;       /* fn's, and what sl__hold_cancel gives back */
 } sl_hold_entry;
 
 /* A hold of at most max_held answers (>= 1) and max_per_tenant per tenant

@@ -9,7 +9,3 @@ set_tests_properties(test_fairq PROPERTIES LABELS "unit;concurrency")
 sluice_unit_test(test_sim_fair)
 target_link_libraries(test_sim_fair PRIVATE sluice_cli_core)
 
-# Answers held until their release time, fairly across tenants
-# (src/server/hold.c, /v1/auth with a leaky_queue's hold:): order, groups,
-# bounds and cancellation on a fake clock.
-sluice_unit_test(test_hold)

@@ -125,7 +125,7 @@ static const sl__yaml_home key_homes[] = {
     {"max_pending_output", "under limits"},
     {"max_pending_output_total", "under limits"},
     {"max_held", "under limits"},
-    {"max_held_per_tenant", "under limits"},
+    {"hold_per_tenant", "in a leaky_queue policy with hold: (policies: - name: ...)"},
     {"hold", "in a leaky_queue policy (policies: - name: ...)"},
     {"listen", "at the top level"},
     {"workers", "at the top level"},
@@ -312,7 +312,6 @@ static void set_defaults(sl_config *c, const char *source) {
         .max_pending_output = MiB,
         .max_pending_output_total = 64 * MiB,
         .max_held = 1000,
-        .max_held_per_tenant = 100,
     };
     snprintf(c->log_level, sizeof c->log_level, "info");
     c->identity = (sl_identity_config){

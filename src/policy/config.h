@@ -51,9 +51,13 @@ typedef struct sl_policy_config {
     int64_t hold; /* leaky_queue: GET /v1/auth holds an allowed answer until its release time
                      when the delay is at most this (ns, 1 ms..SL_HOLD_MAX), refuses it beyond;
                      0: never holds (the delay is only told). docs/protection.md */
+    int64_t hold_per_tenant; /* with hold: answers of one tenant held in one queue (its key)
+                                at most, 1..SL_HOLD_PER_TENANT_MAX; 0: SL_HOLD_PER_TENANT */
 } sl_policy_config;
 
-#define SL_HOLD_MAX (INT64_C(60) * 1000000000) /* 1 min: below the default idle_timeout */
+#define SL_HOLD_MAX            (INT64_C(60) * 1000000000) /* 1 min: below the default idle_timeout */
+#define SL_HOLD_PER_TENANT     100                        /* hold_per_tenant's default */
+#define SL_HOLD_PER_TENANT_MAX 1000000
 
 /* A concurrency limit (`algorithm: concurrency` under policies:,
  * docs/protection.md): at most `limit` leases per key held at once, each
@@ -204,11 +208,10 @@ typedef struct sl_limits_config {
     uint64_t max_pending_output_total; /* the same, all connections of the process: beyond it,
                                           the connections with the most queued stop being read.
                                           default 64 MiB */
-    int64_t drain_timeout;      /* ns SIGTERM gives the requests in flight and the answers queued
-                                   before the last connections are closed. default 10 s */
-    size_t max_held;            /* answers held (policy hold:) per worker; beyond: refused at
-                                   once. default 1000. Read when a worker starts */
-    size_t max_held_per_tenant; /* the same, one tenant in one queue. default 100 */
+    int64_t drain_timeout; /* ns SIGTERM gives the requests in flight and the answers queued
+                              before the last connections are closed. default 10 s */
+    size_t max_held;       /* answers held (a policy's hold:) per worker; beyond: refused at once.
+                              default 1000. Read when a worker starts */
 } sl_limits_config;
 
 /* Who may ask for a reload over HTTP (POST /v1/reload); SIGHUP always can.

@@ -27,6 +27,7 @@ static const struct {
     {"start", "a concurrency limit always starts with nothing held"},
     {"delay_after", "only a leaky_queue delays requests"},
     {"hold", "only a leaky_queue holds answers"},
+    {"hold_per_tenant", "only a leaky_queue holds answers"},
     {"shadow", "not supported for concurrency limits (yet)"},
 };
 

@@ -29,13 +29,14 @@ enum {
     POL_MIN_LIMIT,
     POL_MAX_LIMIT,
     POL_HOLD,
+    POL_HOLD_PER_TENANT,
     POL_NKEYS
 };
 
 static const char *const policy_keys[] = {
-    "name",       "algorithm",   "rate",   "burst",   "count_rejected", "start", "shadow",
-    "on_failure", "delay_after", "refill", "graphql", "limit",          "lease", "adaptive",
-    "min_limit",  "max_limit",   "hold"};
+    "name",   "algorithm",  "rate",        "burst",     "count_rejected", "start",
+    "shadow", "on_failure", "delay_after", "refill",    "graphql",        "limit",
+    "lease",  "adaptive",   "min_limit",   "max_limit", "hold",           "hold_per_tenant"};
 _Static_assert(sizeof policy_keys / sizeof policy_keys[0] == POL_NKEYS, "one name per key");
 
 static const char *const algorithm_names[] = {"fixed_window", "sliding_log", "sliding_window",
@@ -167,6 +168,10 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
         if (sl__yaml_duration(&p->y, path, NS_MS, SL_HOLD_MAX, &d)) pc->hold = d;
         break;
     }
+    case POL_HOLD_PER_TENANT:
+        if (sl__yaml_uint(&p->y, path, "a number of answers", 1, SL_HOLD_PER_TENANT_MAX, &u))
+            pc->hold_per_tenant = (int64_t)u;
+        break;
     case POL_GRAPHQL:
         sl__config_policy_graphql(p, path, &pc->graphql);
         break;
@@ -247,6 +252,12 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
         sl__yaml_error(&p->y, b->seen[POL_HOLD], field,
                        "only a leaky_queue holds answers until their release time (nginx's "
                        "burst=B without nodelay is leaky_queue, burst B+1, hold: ...)");
+        return;
+    }
+    if (b->seen[POL_HOLD_PER_TENANT] && !b->seen[POL_HOLD]) {
+        snprintf(field, sizeof field, "%s.hold_per_tenant", path);
+        sl__yaml_error(&p->y, b->seen[POL_HOLD_PER_TENANT], field,
+                       "only a policy with hold: holds answers (hold: 5s, the longest wait)");
         return;
     }
     if ((pc->params.flags & SL_STEP_REFILL) && pc->params.algorithm != SL_TOKEN_BUCKET) {

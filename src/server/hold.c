@@ -36,7 +36,7 @@ typedef struct hold_time {
 } hold_time;
 
 struct sl_hold {
-    size_t max_held, max_per_tenant;
+    size_t max_held;
     size_t held;
     hold_group **index;
     size_t mask; /* index size - 1 */
@@ -85,14 +85,16 @@ static hold_group *group_find(sl_hold *h, const char *key, size_t len, uint64_t 
     return NULL;
 }
 
-static hold_group *group_get(sl_hold *h, const char *key, size_t len) {
+static hold_group *group_get(sl_hold *h, const char *key, size_t len, size_t per_tenant) {
     uint64_t hash = sl__hash(key, len, h->seed);
     hold_group *g = group_find(h, key, len, hash);
     if (g) return g;
     g = calloc(1, sizeof *g + len);
     if (!g) return NULL;
-    sl_fairq_options o = {
-        .max_items = h->max_held, .max_tenants = h->max_held, .max_per_tenant = h->max_per_tenant};
+    sl_fairq_options o = {.max_items = h->max_held,
+                          .max_tenants = h->max_held,
+                          .max_per_tenant =
+                              per_tenant && per_tenant < h->max_held ? per_tenant : h->max_held};
     if (sl_fairq_create(&o, &g->q) != 0) {
         free(g);
         return NULL;
@@ -143,12 +145,11 @@ static void on_timer(uv_timer_t *t) {
 
 /* ---- the interface ----------------------------------------------------------- */
 
-sl_hold *sl__hold_new(size_t max_held, size_t max_per_tenant, uv_loop_t *loop) {
-    if (max_held < 1 || max_held > SL_FAIRQ_ITEMS_MAX / 2 || max_per_tenant > max_held) return NULL;
+sl_hold *sl__hold_new(size_t max_held, uv_loop_t *loop) {
+    if (max_held < 1 || max_held > SL_FAIRQ_ITEMS_MAX / 2) return NULL;
     sl_hold *h = calloc(1, sizeof *h);
     if (!h) return NULL;
     h->max_held = max_held;
-    h->max_per_tenant = max_per_tenant ? max_per_tenant : max_held;
     h->capheap = 2 * max_held;
     size_t buckets = 16;
     while (buckets < max_held) buckets *= 2;
@@ -174,7 +175,7 @@ sl_hold *sl__hold_new(size_t max_held, size_t max_per_tenant, uv_loop_t *loop) {
 int sl__hold_push(sl_hold *h, const sl_hold_entry *e, sl_hold_item **out) {
     *out = NULL;
     if (h->closing || h->held >= h->max_held || h->nheap >= h->capheap) return SL_ETOOMANY;
-    hold_group *g = group_get(h, e->group, e->group_len);
+    hold_group *g = group_get(h, e->group, e->group_len, e->per_tenant);
     if (!g) return SL_ENOMEM;
     sl_hold_item *it = malloc(sizeof *it);
     int rc = it ? 0 : SL_ENOMEM;

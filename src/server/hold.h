@@ -17,8 +17,8 @@
  * answers, a small tenant's single answer takes one of the next times.
  *
  * Bounds (a hostile client controls how many it sends): at most max_held
- * answers held in all (one sl_hold per worker) and max_per_tenant of one
- * tenant in one group; a push beyond them is refused (the caller refuses
+ * answers held in all (one sl_hold per worker) and the entry's per_tenant
+ * of one tenant in one group; a push beyond them is refused (the caller refuses
  * the request at once). A cancelled answer (its client went away) frees its
  * place at once and leaves its release time to the group's next answer (or
  * to nobody); at most 2 x max_held times are kept, beyond it a push is
@@ -50,15 +50,17 @@ typedef struct sl_hold_entry {
     size_t tenant_len;
     uint32_t weight; /* the tenant's weight, 1..SL_FAIRQ_WEIGHT_MAX; 0: 1 */
     int64_t release; /* the granted release time (the caller's clock) */
-    sl_hold_fn fn;   /* called once, when a time of the group comes */
-    void *arg;       /* fn's, and what sl__hold_cancel gives back */
+    /* the tenant's answers held in the group at most (0 or above max_held:
+       max_held); the group's first entry's counts */
+    size_t per_tenant;
+    sl_hold_fn fn; /* called once, when a time of the group comes */
+    void *arg;     /* fn's, and what sl__hold_cancel gives back */
 } sl_hold_entry;
 
-/* A hold of at most max_held answers (>= 1) and max_per_tenant per tenant
- * in a group (1..max_held; 0: max_held). loop: where its timer runs, or NULL
- * (no timer: sl__hold_run by hand). NULL: out of memory or bounds out of
- * range. */
-sl_hold *sl__hold_new(size_t max_held, size_t max_per_tenant, uv_loop_t *loop);
+/* A hold of at most max_held answers (>= 1). loop: where its timer runs, or
+ * NULL (no timer: sl__hold_run by hand). NULL: out of memory or max_held out
+ * of range. */
+sl_hold *sl__hold_new(size_t max_held, uv_loop_t *loop);
 
 /* Holds e (the strings are copied). Returns 0 and *out (the item, for
  * sl__hold_cancel, valid until fn runs or it is cancelled), SL_ETOOMANY (a

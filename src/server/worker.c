@@ -267,8 +267,7 @@ void *sl__worker_main(void *arg) {
     uv_idle_init(&w->loop, &w->yield_idle);
     w->yield_idle.data = w;
     w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    size_t held = w->limits.max_held, per = w->limits.max_held_per_tenant;
-    w->hold = sl__hold_new(held, per < held ? per : held, &w->loop); /* NULL: none held */
+    w->hold = sl__hold_new(w->limits.max_held, &w->loop); /* NULL: none held */
     if (start_store(w) != 0) {
         sl__log_error("worker %u: cannot set up its store", w->id);
         w->start_error = -1;

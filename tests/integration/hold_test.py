@@ -17,7 +17,7 @@ and for whom, and checks:
   held ones that were still waiting when he sent it (first in, first out
   would put him behind all 6);
 - bounds: carol's burst of 10 on /bound/: one passes at once, 6 are held
-  (max_held_per_tenant), 3 are refused at once (429 with Retry-After);
+  (hold_per_tenant), 3 are refused at once (429 with Retry-After);
   a delay longer than hold: (dave on /short/, 2/s, hold 1s) is refused too;
 - disconnects: erin (straight to sluiced, no nginx) fills her 6 places on
   /gone/ and closes the connections; her next request is held again (the
@@ -47,10 +47,10 @@ SLUICED = SRC = NGINX = None
 
 # The test's own queues, added to the example (one per test: none waits on another's).
 EXTRA_POLICIES = """
-  - {name: fair, algorithm: leaky_queue, rate: 2/s, burst: 20, hold: 10s}
-  - {name: bound, algorithm: leaky_queue, rate: 2/s, burst: 20, hold: 10s}
-  - {name: short, algorithm: leaky_queue, rate: 2/s, burst: 20, hold: 1s}
-  - {name: gone, algorithm: leaky_queue, rate: 2/s, burst: 40, hold: 10s}
+  - {name: fair, algorithm: leaky_queue, rate: 2/s, burst: 20, hold: 10s, hold_per_tenant: 6}
+  - {name: bound, algorithm: leaky_queue, rate: 2/s, burst: 20, hold: 10s, hold_per_tenant: 6}
+  - {name: short, algorithm: leaky_queue, rate: 2/s, burst: 20, hold: 1s, hold_per_tenant: 6}
+  - {name: gone, algorithm: leaky_queue, rate: 2/s, burst: 40, hold: 10s, hold_per_tenant: 6}
 """
 EXTRA_RULES = """
   - {name: fair, path: /fair/*, limits: [{policy: fair, by: global}]}

@@ -5,7 +5,7 @@
  *   tenant's single answer behind a big tenant's burst takes the next time,
  *   not the end of the burst; weights give a tenant its share;
  * - groups are apart: one group's times never release another's answers;
- * - the bounds: max_held in all, max_per_tenant per tenant in a group, the
+ * - the bounds: max_held in all, per_tenant per tenant in a group, the
  *   times kept (2 x max_held): a push beyond is refused and changes nothing;
  * - a cancelled answer frees its place at once, its fn never runs, and its
  *   time goes to the group's next answer (or to nobody);
@@ -64,6 +64,7 @@ static int push(sl_hold *h, answer *a, rec *r, const char *name, const char *gro
                        .tenant_len = strlen(tenant),
                        .weight = weight,
                        .release = release,
+                       .per_tenant = strcmp(group, "q") == 0 && strcmp(tenant, "x") == 0 ? 2 : 0,
                        .fn = released,
                        .arg = a};
     return sl__hold_push(h, &e, &a->item);
@@ -80,7 +81,7 @@ static void run_to(sl_hold *h, rec *r, int64_t t) {
 static void test_small_tenant_goes_next(void **state) {
     (void)state;
     rec r = {0};
-    sl_hold *h = sl__hold_new(100, 0, NULL);
+    sl_hold *h = sl__hold_new(100, NULL);
     assert_non_null(h);
     answer big[6], small;
     char name[16];
@@ -109,7 +110,7 @@ static void test_small_tenant_goes_next(void **state) {
 static void test_weights(void **state) {
     (void)state;
     rec r = {0};
-    sl_hold *h = sl__hold_new(100, 0, NULL);
+    sl_hold *h = sl__hold_new(100, NULL);
     answer a[16];
     char name[16];
     for (int i = 0; i < 8; i++) {
@@ -133,7 +134,7 @@ static void test_weights(void **state) {
 static void test_groups_apart(void **state) {
     (void)state;
     rec r = {0};
-    sl_hold *h = sl__hold_new(100, 0, NULL);
+    sl_hold *h = sl__hold_new(100, NULL);
     answer a1, a2, b1;
     assert_int_equal(push(h, &a1, &r, "a1", "qa", "t", 1, 10 * MS), 0);
     assert_int_equal(push(h, &a2, &r, "a2", "qa", "t", 1, 30 * MS), 0);
@@ -151,9 +152,8 @@ static void test_groups_apart(void **state) {
 static void test_bounds(void **state) {
     (void)state;
     rec r = {0};
-    assert_null(sl__hold_new(0, 0, NULL));
-    assert_null(sl__hold_new(4, 5, NULL)); /* per tenant above the total */
-    sl_hold *h = sl__hold_new(4, 2, NULL);
+    assert_null(sl__hold_new(0, NULL));
+    sl_hold *h = sl__hold_new(4, NULL); /* group q holds 2 of tenant x (push) */
     answer a[8];
     assert_int_equal(push(h, &a[0], &r, "x0", "q", "x", 1, 10 * MS), 0);
     assert_int_equal(push(h, &a[1], &r, "x1", "q", "x", 1, 20 * MS), 0);
@@ -180,7 +180,7 @@ static void test_bounds(void **state) {
 static void test_cancel(void **state) {
     (void)state;
     rec r = {0};
-    sl_hold *h = sl__hold_new(2, 0, NULL);
+    sl_hold *h = sl__hold_new(2, NULL);
     answer a[4];
     assert_int_equal(push(h, &a[0], &r, "a0", "q", "a", 1, 10 * MS), 0);
     assert_int_equal(push(h, &a[1], &r, "a1", "q", "a", 1, 20 * MS), 0);
@@ -215,7 +215,7 @@ static void test_cancel(void **state) {
 static void test_cancel_inside_release(void **state) {
     (void)state;
     rec r = {0};
-    sl_hold *h = sl__hold_new(8, 0, NULL);
+    sl_hold *h = sl__hold_new(8, NULL);
     r.h = h;
     answer a[3];
     assert_int_equal(push(h, &a[0], &r, "a0", "q", "a", 1, 10 * MS), 0);
@@ -234,7 +234,7 @@ static void test_cancel_inside_release(void **state) {
 static void test_free_with_items(void **state) {
     (void)state;
     rec r = {0};
-    sl_hold *h = sl__hold_new(8, 0, NULL);
+    sl_hold *h = sl__hold_new(8, NULL);
     answer a[2];
     assert_int_equal(push(h, &a[0], &r, "a0", "q", "a", 1, 10 * MS), 0);
     assert_int_equal(push(h, &a[1], &r, "b0", "p", "b", 1, 10 * MS), 0);

@@ -393,6 +393,7 @@ static void auth_hold(auth_ctx *ac, sl_decide_call *c, size_t i, int64_t delay) 
                        .tenant_len = tlen,
                        .weight = 1,
                        .release = ac->now + delay,
+                       .per_tenant = sl__http_hold_per_tenant(ac->a, i),
                        .fn = auth_release,
                        .arg = ac};
     ac->call = c;

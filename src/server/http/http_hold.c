@@ -25,6 +25,11 @@ bool sl__http_hold_fits(const sl_rules_answer *a, size_t i, int64_t delay) {
     return delay <= a->items[i].policy->cfg.hold;
 }
 
+size_t sl__http_hold_per_tenant(const sl_rules_answer *a, size_t i) {
+    int64_t n = a->items[i].policy->cfg.hold_per_tenant;
+    return n > 0 ? (size_t)n : SL_HOLD_PER_TENANT;
+}
+
 void sl__http_hold_tenant(const sl_rules_answer *a, const char **tenant, size_t *len) {
     if (a->key && a->key->org && a->key->orglen) {
         *tenant = a->key->org;

@@ -12,4 +12,10 @@ if(TARGET sluiced)
     COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/hold_test.py
             $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} ${SLUICE_NGINX})
   set_tests_properties(hold_integration PROPERTIES LABELS integration TIMEOUT 120)
+  # the same with the Redis store (the decision completes after the handler returns)
+  add_test(NAME hold_integration_redis
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/hold_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} ${SLUICE_NGINX})
+  set_tests_properties(hold_integration_redis PROPERTIES LABELS integration TIMEOUT 120
+                       ENVIRONMENT SLUICE_TEST_REDIS=1)
 endif()

@@ -24,6 +24,10 @@ and for whom, and checks:
   places were freed), and sluiced stays up and exits 0 (under ASan: no timer
   left pointing at a freed connection).
 
+With SLUICE_TEST_REDIS=1 the same tests run with the Redis store (a
+redis-server of the test's own on a free loopback port), where decisions
+complete after the handler returns.
+
 Arrival times are the test's clock (time.monotonic) at the upstream. Standard
 library only; everything on loopback, stopped at the end."""
 import http.client
@@ -101,6 +105,12 @@ class Stack:
                          ("\nrules:\n", "\nrules:\n" + EXTRA_RULES.lstrip("\n"))):
             assert cfg.count(old) == 1, old
             cfg = cfg.replace(old, new)
+        if os.environ.get("SLUICE_TEST_REDIS"):
+            # the same tests with the Redis store: decisions complete later
+            # (the answer is held once its place is reserved)
+            self.redis = harness.RedisServer("sluice-hold-redis-")
+            self.redis.wait(within=5)
+            cfg += "\nstore:\n%s\n" % harness.redis_store(self.redis.port, "500ms")
         with open(os.path.join(self.dir, "sluice.yaml"), "w") as f:
             f.write(cfg)
         self.sluiced_log = open(os.path.join(self.dir, "sluiced.log"), "w+")
@@ -156,6 +166,8 @@ class Stack:
         if self.app:
             self.app.shutdown()
             self.app.server_close()
+        if getattr(self, "redis", None):
+            self.redis.stop()
         self.last_log = self.read("sluiced.log")
         for f in ("sluiced_log", "nginx_log"):
             if hasattr(self, f):

@@ -207,6 +207,13 @@ class Stack:
             t.start()
         return out, ts
 
+    def metrics(self):
+        c = http.client.HTTPConnection("127.0.0.1", self.sluiced_port, timeout=5)
+        c.request("GET", "/metrics")
+        text = c.getresponse().read().decode()
+        c.close()
+        return text
+
     def allowed(self, policy):
         """sluiced's count of allowed decisions of a policy (/metrics)."""
         c = http.client.HTTPConnection("127.0.0.1", self.sluiced_port, timeout=5)
@@ -283,6 +290,9 @@ class HoldTest(unittest.TestCase):
         # the refused ones were answered at once: before the last held one
         # (order at the client: the 429s end before the last 200)
         self.assertEqual(out[-1][0], 200, [s for s, _ in out])
+        m = self.stack.metrics()
+        self.assertGreaterEqual(harness.metric(m, "sluice_hold_total", outcome="refused"), 3)
+        self.assertGreaterEqual(harness.metric(m, "sluice_hold_total", outcome="held"), 6)
 
     def test_4_max_hold(self):
         # 2/s, hold 1s: delays 0, 0.5, 1.0, 1.5, ... past 1 s are refused at once
@@ -316,6 +326,11 @@ class HoldTest(unittest.TestCase):
         status, headers, body, _ = harness.read_response(s)
         s.close()
         self.assertEqual(status, 200, (headers, body))
+        m = self.stack.metrics()
+        self.assertEqual(harness.metric(m, "sluice_hold_total", outcome="cancelled"), 6)
+        self.assertEqual(harness.metric(m, "sluice_held_answers"), 0)
+        held = harness.metric(m, "sluice_hold_total", outcome="held")
+        self.assertEqual(harness.metric(m, "sluice_hold_total", outcome="released") + 6, held)
         # the cancelled answers' times passed with nothing to write: still up
         first.sendall(b"GET /metrics HTTP/1.1\r\nHost: sluiced\r\n\r\n")
         self.assertEqual(harness.read_response(first)[0], 200)

@@ -337,11 +337,12 @@ typedef struct auth_ctx {
     sl_rules_answer *a; /* the handler's, or a heap copy once waiting */
     bool heap;
     /* held answers (http_hold.h) */
-    sl_hold *hold;        /* the worker's, or NULL: never held */
-    sl_policy_set *set;   /* the request's: retained while held */
-    bool starting;        /* sl__engine_decide has not returned */
-    size_t hold_item;     /* done ran inline and holds for this item (a->n: no) */
-    sl_decide_call *call; /* the call (its keys, the answer's place) */
+    sl_hold *hold;          /* the worker's, or NULL: never held */
+    sl_policy_set *set;     /* the request's: retained while held */
+    bool starting;          /* sl__engine_decide has not returned */
+    size_t hold_item;       /* done ran inline and holds for this item (a->n: no) */
+    sl_decide_call *call;   /* the call (its keys, the answer's place) */
+    sl_worker_stats *stats; /* the worker's (held, released, ...), or NULL */
     sl_hold_item *held;
 } auth_ctx;
 
@@ -362,15 +363,23 @@ static void auth_finish(auth_ctx *ac, sl_decide_call *c) {
     sl__decide_call_free(c);
 }
 
+/* Counts in the worker's held answers (stats.h). */
+#define HOLD_COUNT(ac, field)                                                                      \
+    do {                                                                                           \
+        if ((ac)->stats) sl__counter_add(&(ac)->stats->field, 1);                                  \
+    } while (0)
+
 /* The hold's release: the answer's time came. */
 static void auth_release(void *arg) {
     auth_ctx *ac = arg;
+    HOLD_COUNT(ac, held_released);
     auth_finish(ac, ac->call);
 }
 
 /* Its connection closed while held: nothing is written. */
 static void auth_cancel(void *arg) {
     auth_ctx *ac = arg;
+    HOLD_COUNT(ac, held_cancelled);
     sl__hold_cancel(ac->hold, ac->held);
     if (ac->heap) free(ac->a);
     sl__policy_set_release(ac->set);
@@ -385,6 +394,7 @@ static void auth_hold(auth_ctx *ac, sl_decide_call *c, size_t i, int64_t delay) 
     sl__http_hold_tenant(ac->a, &tenant, &tlen);
     char group[SL_POLICY_NAME_MAX + 1 + SL_KEY_MAX];
     size_t nlen = strlen(ac->a->items[i].policy->cfg.name), klen = c->items[i].keylen;
+    if (klen > SL_KEY_MAX) klen = SL_KEY_MAX; /* never: the table's bound */
     memcpy(group, ac->a->items[i].policy->cfg.name, nlen + 1);
     memcpy(group + nlen + 1, c->items[i].key, klen);
     sl_hold_entry e = {.group = group,
@@ -400,9 +410,11 @@ static void auth_hold(auth_ctx *ac, sl_decide_call *c, size_t i, int64_t delay) 
     if (sl__reply_on_close(&ac->reply, auth_cancel, ac) &&
         sl__hold_push(ac->hold, &e, &ac->held) == 0) {
         sl__policy_set_retain(ac->set);
+        HOLD_COUNT(ac, held);
         return;
     }
     sl__reply_on_close(&ac->reply, NULL, NULL);
+    HOLD_COUNT(ac, held_refused);
     sl__http_hold_refuse(ac->a, i, delay);
     auth_finish(ac, c);
 }
@@ -422,6 +434,7 @@ static void auth_done(sl_decide_call *c) {
     int64_t delay;
     size_t i = ac->hold ? sl__http_hold_pick(ac->a, &delay) : ac->a->n;
     if (i < ac->a->n && !sl__http_hold_fits(ac->a, i, delay)) {
+        HOLD_COUNT(ac, held_refused);
         sl__http_hold_refuse(ac->a, i, delay);
     } else if (i < ac->a->n && ac->starting) {
         ac->hold_item = i; /* held once its place is reserved */
@@ -471,6 +484,7 @@ bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, 
                      .hold = rq->slot ? rq->hold : NULL,
                      .set = rq->policies,
                      .starting = true,
+                     .stats = rq->stats,
                      .hold_item = SL_CHECK_MAX};
     c->done = auth_done;
     bool answered;

@@ -2,10 +2,10 @@
 """hold_test.py SLUICED SOURCE_DIR [NGINX]: answers held until their release
 time (docs/protection.md, "Held answers"), through a real nginx.
 
-Runs examples/nginx/held.yaml and examples/nginx/held.conf (listen addresses
-replaced by free loopback ports; the yaml gets a few policies and rules of
-the test added, one queue per test) with one sluiced worker (the bounds are
-per worker), an upstream of the test that records when each request arrives
+Runs examples/nginx/held.yaml and examples/nginx/held.conf on nginx_test.py's
+stack (listen addresses replaced by free loopback ports; the yaml gets a few
+policies and rules of the test added, one queue per test) with one sluiced
+worker (the bounds are per worker), an upstream of the test that records when each request arrives
 and for whom, and checks:
 
 - spacing: a burst of 6 on /api/ (smooth: 5/s, hold 5s) reaches the
@@ -34,18 +34,14 @@ import http.client
 import http.server
 import os
 import re
-import shutil
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
 
 import harness
-from harness import free_port
+import nginx_test  # the nginx + sluiced + upstream stack
 
 SLUICED = SRC = NGINX = None
 
@@ -83,99 +79,25 @@ class Upstream(http.server.BaseHTTPRequestHandler):
         pass
 
 
-class Stack:
+def edit_yaml(cfg):
+    """held.yaml for the test: one worker (the bounds are per worker), and
+    the test's own queues."""
+    for old, new in (("\nworkers: 2\n", "\nworkers: 1\n"),
+                     ("\npolicies:\n", "\npolicies:\n" + EXTRA_POLICIES.lstrip("\n")),
+                     ("\nrules:\n", "\nrules:\n" + EXTRA_RULES.lstrip("\n"))):
+        assert cfg.count(old) == 1, old
+        cfg = cfg.replace(old, new)
+    return cfg
+
+
+class Stack(nginx_test.Stack):
+    """nginx_test's stack (sluiced, the upstream, nginx; the Redis store with
+    SLUICE_TEST_REDIS=1) on held.yaml and held.conf, with the recording upstream."""
+
     def __init__(self):
-        self.procs, self.app = [], None
-        self.dir = tempfile.mkdtemp(prefix="sluice-hold-")
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def start(self):
-        os.chmod(self.dir, 0o755)
-        ex = os.path.join(SRC, "examples", "nginx")
-        shutil.copy(os.path.join(ex, "keys.txt"), self.dir)
-        with open(os.path.join(ex, "held.yaml")) as f:
-            cfg = f.read()
-        for old, new in (("http: 127.0.0.1:8080", "http: 127.0.0.1:0"),
-                         ("\nlisten:", "\nworkers: 1\nlisten:"),
-                         ("\npolicies:\n", "\npolicies:\n" + EXTRA_POLICIES.lstrip("\n")),
-                         ("\nrules:\n", "\nrules:\n" + EXTRA_RULES.lstrip("\n"))):
-            assert cfg.count(old) == 1, old
-            cfg = cfg.replace(old, new)
-        if os.environ.get("SLUICE_TEST_REDIS"):
-            # the same tests with the Redis store: decisions complete later
-            # (the answer is held once its place is reserved)
-            self.redis = harness.RedisServer("sluice-hold-redis-")
-            self.redis.wait(within=5)
-            cfg += "\nstore:\n%s\n" % harness.redis_store(self.redis.port, "500ms")
-        with open(os.path.join(self.dir, "sluice.yaml"), "w") as f:
-            f.write(cfg)
-        self.sluiced_log = open(os.path.join(self.dir, "sluiced.log"), "w+")
-        self.sluiced = subprocess.Popen([SLUICED, "-c", os.path.join(self.dir, "sluice.yaml")],
-                                        stdout=self.sluiced_log, stderr=self.sluiced_log)
-        self.procs.append(self.sluiced)
-        self.sluiced_port = harness.wait_listening(self.sluiced, os.path.join(self.dir, "sluiced.log"),
-                                                   ("http",), within=10)["http"]
-        self.app = harness.serve_http(Upstream, arrivals=[], lock=threading.Lock())
-        self.port = free_port()
-        with open(os.path.join(ex, "held.conf")) as f:
-            conf = f.read()
-        for old, new in (("127.0.0.1:8080;", "127.0.0.1:%d;" % self.sluiced_port),
-                         ("127.0.0.1:3000;", "127.0.0.1:%d;" % self.app.server_address[1]),
-                         ("listen 127.0.0.1:8000;", "listen 127.0.0.1:%d;" % self.port)):
-            assert conf.count(old) == 1, old
-            conf = conf.replace(old, new)
-        d = self.dir
-        with open(os.path.join(d, "held.conf"), "w") as f:
-            f.write(conf)
-        main = ("%s"
-                "pid %s/nginx.pid;\nerror_log %s/error.log info;\nworker_processes 1;\n"
-                "events { worker_connections 256; }\n"
-                "http {\n  access_log %s/access.log;\n"
-                "  client_body_temp_path %s/body;\n  proxy_temp_path %s/proxy;\n"
-                "  fastcgi_temp_path %s/fastcgi;\n  uwsgi_temp_path %s/uwsgi;\n"
-                "  scgi_temp_path %s/scgi;\n  include %s/held.conf;\n}\n"
-                % ("user root;\n" if os.geteuid() == 0 else "", d, d, d, d, d, d, d, d, d))
-        with open(os.path.join(d, "nginx.conf"), "w") as f:
-            f.write(main)
-        test = subprocess.run([NGINX, "-t", "-p", d, "-c", os.path.join(d, "nginx.conf")],
-                              capture_output=True, text=True)
-        if test.returncode != 0:
-            raise RuntimeError("nginx -t failed:\n" + test.stderr)
-        self.nginx_log = open(os.path.join(d, "nginx.out"), "w+")
-        self.nginx = subprocess.Popen([NGINX, "-p", d, "-c", os.path.join(d, "nginx.conf"),
-                                       "-g", "daemon off;"],
-                                      stdout=self.nginx_log, stderr=self.nginx_log)
-        self.procs.append(self.nginx)
-        if not harness.wait_port(self.port, 10, step=0.02, proc=self.nginx):
-            raise RuntimeError("nginx did not start:\n" + self.read("error.log"))
-
-    def read(self, name):
-        try:
-            with open(os.path.join(self.dir, name)) as f:
-                return f.read()
-        except OSError:
-            return ""
-
-    def stop(self):
-        for p in reversed(self.procs):
-            harness.stop_process(p, signal.SIGTERM if p is self.procs[0] else signal.SIGQUIT, 10)
-        if self.app:
-            self.app.shutdown()
-            self.app.server_close()
-        if getattr(self, "redis", None):
-            self.redis.stop()
-        self.last_log = self.read("sluiced.log")
-        for f in ("sluiced_log", "nginx_log"):
-            if hasattr(self, f):
-                getattr(self, f).close()
-        rc = self.procs[0].returncode if self.procs else None
-        if os.environ.get("KEEP_TMP") is None:
-            shutil.rmtree(self.dir, ignore_errors=True)
-        return rc
+        nginx_test.SLUICED, nginx_test.SRC, nginx_test.NGINX = SLUICED, SRC, NGINX
+        super().__init__("held.yaml", "held.conf", edit_yaml, Upstream,
+                         {"arrivals": [], "lock": threading.Lock()})
 
     def arrivals(self, prefix):
         with self.app.lock:
@@ -207,19 +129,9 @@ class Stack:
             t.start()
         return out, ts
 
-    def metrics(self):
-        c = http.client.HTTPConnection("127.0.0.1", self.sluiced_port, timeout=5)
-        c.request("GET", "/metrics")
-        text = c.getresponse().read().decode()
-        c.close()
-        return text
-
     def allowed(self, policy):
         """sluiced's count of allowed decisions of a policy (/metrics)."""
-        c = http.client.HTTPConnection("127.0.0.1", self.sluiced_port, timeout=5)
-        c.request("GET", "/metrics")
-        text = c.getresponse().read().decode()
-        c.close()
+        text = self.metrics()
         m = re.search(r'^sluice_decisions_total\{[^}]*policy="%s"[^}]*outcome="allowed"[^}]*\} (\d+)'
                       % policy, text, re.M)
         return int(m.group(1)) if m else 0
@@ -237,11 +149,9 @@ class HoldTest(unittest.TestCase):
     def setUpClass(cls):
         cls.stack = Stack()
 
-    @classmethod
-    def tearDownClass(cls):
-        rc = cls.stack.stop()
-        if rc != 0:
-            raise AssertionError("sluiced exited %s:\n%s" % (rc, harness.tail(cls.stack.last_log)))
+    # nginx_test's: stops the stack, fails unless sluiced exited 0 without an
+    # ASan or UBSan report
+    tearDownClass = nginx_test.NginxTest.__dict__["tearDownClass"]
 
     def test_1_spacing(self):
         interval = 0.2  # smooth: 5/s

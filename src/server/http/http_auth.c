@@ -340,7 +340,7 @@ typedef struct auth_ctx {
     sl_hold *hold;          /* the worker's, or NULL: never held */
     sl_policy_set *set;     /* the request's: retained while held */
     bool starting;          /* sl__engine_decide has not returned */
-    size_t hold_item;       /* done ran inline and holds for this item (a->n: no) */
+    size_t hold_item;       /* done ran inline and holds for this item (SL_CHECK_MAX: no) */
     sl_decide_call *call;   /* the call (its keys, the answer's place) */
     sl_worker_stats *stats; /* the worker's (held, released, ...), or NULL */
     sl_hold_item *held;

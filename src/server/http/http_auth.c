@@ -392,11 +392,13 @@ static void auth_hold(auth_ctx *ac, sl_decide_call *c, size_t i, int64_t delay) 
     const char *tenant;
     size_t tlen;
     sl__http_hold_tenant(ac->a, &tenant, &tlen);
-    char group[SL_POLICY_NAME_MAX + 1 + SL_KEY_MAX];
+    /* the queue: the policy's name, a NUL, its key (copied by the hold) */
     size_t nlen = strlen(ac->a->items[i].policy->cfg.name), klen = c->items[i].keylen;
-    if (klen > SL_KEY_MAX) klen = SL_KEY_MAX; /* never: the table's bound */
-    memcpy(group, ac->a->items[i].policy->cfg.name, nlen + 1);
-    memcpy(group + nlen + 1, c->items[i].key, klen);
+    char small[256], *group = nlen + 1 + klen <= sizeof small ? small : malloc(nlen + 1 + klen);
+    if (group) {
+        memcpy(group, ac->a->items[i].policy->cfg.name, nlen + 1);
+        memcpy(group + nlen + 1, c->items[i].key, klen);
+    }
     sl_hold_entry e = {.group = group,
                        .group_len = nlen + 1 + klen,
                        .tenant = tenant,
@@ -407,8 +409,10 @@ static void auth_hold(auth_ctx *ac, sl_decide_call *c, size_t i, int64_t delay) 
                        .fn = auth_release,
                        .arg = ac};
     ac->call = c;
-    if (sl__reply_on_close(&ac->reply, auth_cancel, ac) &&
-        sl__hold_push(ac->hold, &e, &ac->held) == 0) {
+    bool held = group && sl__reply_on_close(&ac->reply, auth_cancel, ac) &&
+                sl__hold_push(ac->hold, &e, &ac->held) == 0;
+    if (group != small) free(group);
+    if (held) {
         sl__policy_set_retain(ac->set);
         HOLD_COUNT(ac, held);
         return;

@@ -4,6 +4,7 @@
 
 #include "policy/policy.h"
 #include "server/http/http_hold.h"
+#include "sluice/table.h"
 
 size_t sl__http_hold_pick(const sl_rules_answer *a, int64_t *delay) {
     size_t pick = a->n;
@@ -44,6 +45,7 @@ void sl__http_hold_tenant(const sl_rules_answer *a, const char **tenant, size_t 
         *tenant = "";
         *len = 0;
     }
+    if (*len > SL_KEY_MAX) *len = SL_KEY_MAX; /* the fair queue's bound: a longer key's prefix */
 }
 
 void sl__http_hold_refuse(sl_rules_answer *a, size_t i, int64_t delay) {

@@ -126,6 +126,7 @@ static const sl__yaml_home key_homes[] = {
     {"max_pending_output_total", "under limits"},
     {"max_held", "under limits"},
     {"hold_per_tenant", "in a leaky_queue policy with hold: (policies: - name: ...)"},
+    {"hold_weights", "in a leaky_queue policy with hold: (policies: - name: ...)"},
     {"hold", "in a leaky_queue policy (policies: - name: ...)"},
     {"listen", "at the top level"},
     {"workers", "at the top level"},

@@ -28,6 +28,7 @@ static const struct {
     {"delay_after", "only a leaky_queue delays requests"},
     {"hold", "only a leaky_queue holds answers"},
     {"hold_per_tenant", "only a leaky_queue holds answers"},
+    {"hold_weights", "only a leaky_queue holds answers"},
     {"shadow", "not supported for concurrency limits (yet)"},
 };
 

@@ -16,6 +16,9 @@ and for whom, and checks:
   bob's request reaches the upstream before all but at most 3 of alice's
   held ones that were still waiting when he sent it (first in, first out
   would put him behind all 6);
+- weights: with hold_weights {pro: 3}, carol (pro) gets 3 of every 4
+  releases against alice's held burst: her last request leaves while
+  several of alice's still wait;
 - bounds: carol's burst of 10 on /bound/: one passes at once, 6 are held
   (hold_per_tenant), 3 are refused at once (429 with Retry-After);
   a delay longer than hold: (dave on /short/, 1/s, hold 1s) is refused too;
@@ -51,12 +54,15 @@ EXTRA_POLICIES = """
   - {name: bound, algorithm: leaky_queue, rate: 1/s, burst: 20, hold: 10s, hold_per_tenant: 6}
   - {name: short, algorithm: leaky_queue, rate: 1/s, burst: 20, hold: 1s, hold_per_tenant: 6}
   - {name: gone, algorithm: leaky_queue, rate: 2/s, burst: 40, hold: 10s, hold_per_tenant: 6}
+  - {name: weighted, algorithm: leaky_queue, rate: 1/s, burst: 20, hold: 20s, hold_per_tenant: 6,
+     hold_weights: {pro: 3}}
 """
 EXTRA_RULES = """
   - {name: fair, path: /fair/*, limits: [{policy: fair, by: global}]}
   - {name: bound, path: /bound/*, limits: [{policy: bound, by: global}]}
   - {name: short, path: /short/*, limits: [{policy: short, by: global}]}
   - {name: gone, path: /gone/*, limits: [{policy: gone, by: global}]}
+  - {name: weighted, path: /weighted/*, limits: [{policy: weighted, by: global}]}
 """
 
 
@@ -189,6 +195,23 @@ class HoldTest(unittest.TestCase):
         self.assertLessEqual(overtook, 3, "order %s; %d of alice's were waiting" % (keys, waiting))
         self.assertGreaterEqual(waiting, 5, "alice's burst was released too soon to tell")
 
+    def test_2b_weights(self):
+        # alice (tier free, weight 1) holds 6 on /weighted/ (1/s), then carol
+        # (tier pro, hold_weights pro: 3) 6: a round serves 1 of alice's, 3 of
+        # carol's, so carol's last leaves with several of alice's still held
+        # (equal weights alternate: carol's last would be the last of all)
+        out, ts = self.stack.burst("/weighted/x", "alice", 7)
+        harness.wait_until(lambda: self.stack.allowed("weighted") >= 7, 20, "alice's burst decided")
+        out2, ts2 = self.stack.burst("/weighted/x", "carol", 6)
+        for t in ts + ts2:
+            t.join()
+        self.assertEqual(sorted(s for s, _ in out + out2), [200] * 13, out + out2)
+        keys = [k for _, _, k in sorted(self.stack.arrivals("/weighted/"))]
+        last_carol = len(keys) - 1 - keys[::-1].index("carol")
+        after = keys[last_carol + 1:]
+        self.assertGreaterEqual(len(after), 2, "order %s" % keys)
+        self.assertEqual(set(after), {"alice"}, keys)
+
     def test_3_bounds(self):
         out, ts = self.stack.burst("/bound/x", "carol", 10)
         for t in ts:
@@ -219,6 +242,7 @@ class HoldTest(unittest.TestCase):
 
     def test_5_disconnect(self):
         port = self.stack.sluiced_port
+        cancelled = harness.metric(self.stack.metrics(), "sluice_hold_total", outcome="cancelled")
         first = socket.create_connection(("127.0.0.1", port), timeout=30)
         first.sendall(auth_request(port, "/gone/x", "erin"))  # delay 0: answered at once
         self.assertEqual(harness.read_response(first)[0], 200)
@@ -239,10 +263,11 @@ class HoldTest(unittest.TestCase):
         s.close()
         self.assertEqual(status, 200, (headers, body))
         m = self.stack.metrics()
-        self.assertEqual(harness.metric(m, "sluice_hold_total", outcome="cancelled"), 6)
+        self.assertEqual(harness.metric(m, "sluice_hold_total", outcome="cancelled") - cancelled, 6)
         self.assertEqual(harness.metric(m, "sluice_held_answers"), 0)
-        held = harness.metric(m, "sluice_hold_total", outcome="held")
-        self.assertEqual(harness.metric(m, "sluice_hold_total", outcome="released") + 6, held)
+        self.assertEqual(harness.metric(m, "sluice_hold_total", outcome="released")
+                         + harness.metric(m, "sluice_hold_total", outcome="cancelled"),
+                         harness.metric(m, "sluice_hold_total", outcome="held"))
         # the cancelled answers' times passed with nothing to write: still up
         first.sendall(b"GET /metrics HTTP/1.1\r\nHost: sluiced\r\n\r\n")
         self.assertEqual(harness.read_response(first)[0], 200)

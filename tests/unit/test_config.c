@@ -692,6 +692,34 @@ static void test_policy_hold(void **state) {
                   "t.yaml:7: policies[0].hold_per_tenant: 0 is out of range (1 to 1000000)");
     expect_errors("limits:\n  max_held: 0\n",
                   "t.yaml:2: limits.max_held: 0 is out of range (1 to 1000000)");
+
+    /* hold_weights: tier names (declared after the policies is fine) to weights */
+    c = parse_ok("policies:\n  - name: p\n    algorithm: leaky_queue\n    rate: 5/s\n"
+                 "    burst: 20\n    hold: 1s\n    hold_weights: {pro: 4, free: 1}\n"
+                 "tiers:\n  free:\n  pro:\n");
+    assert_int_equal(c->policies[0].nhold_weights, 2);
+    assert_string_equal(c->policies[0].hold_weights[0].tier, "pro");
+    assert_int_equal(c->policies[0].hold_weights[0].weight, 4);
+    assert_int_equal(c->policies[0].hold_weights[1].weight, 1);
+    sl__config_free(c);
+    expect_errors("policies:\n  - name: p\n    algorithm: leaky_queue\n    rate: 5/s\n"
+                  "    burst: 20\n    hold: 1s\n"
+                  "    hold_weights: {gold: 2, pro: 3, pro: 5, free: 0}\ntiers:\n  pro:\n"
+                  "  free:\n",
+                  "t.yaml:7: policies[0].hold_weights.pro: duplicate tier (first at line 7)",
+                  "t.yaml:7: policies[0].hold_weights.free: 0 is out of range (1 to 1048576)",
+                  "t.yaml:7: policies.p.hold_weights.gold: no tier named \"gold\" (declare it "
+                  "under tiers:)");
+    expect_errors(one_policy(text, sizeof text,
+                             "    algorithm: leaky_queue\n    rate: 5/s\n    burst: 20\n"
+                             "    hold_weights: {pro: 2}\n"),
+                  "t.yaml:6: policies[0].hold_weights: only a policy with hold: holds "
+                  "answers (hold: 5s, the longest wait)");
+    expect_errors(one_policy(text, sizeof text,
+                             "    algorithm: leaky_queue\n    rate: 5/s\n    burst: 20\n"
+                             "    hold: 1s\n    hold_weights: [pro]\n"),
+                  "t.yaml:7: policies[0].hold_weights: expected a mapping of tier names to "
+                  "weights (pro: 4), got a list");
 }
 
 static void test_policy_required_and_validated(void **state) {

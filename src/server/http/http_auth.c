@@ -403,7 +403,7 @@ static void auth_hold(auth_ctx *ac, sl_decide_call *c, size_t i, int64_t delay) 
                        .group_len = nlen + 1 + klen,
                        .tenant = tenant,
                        .tenant_len = tlen,
-                       .weight = 1,
+                       .weight = sl__http_hold_weight(ac->a, i),
                        .release = ac->now + delay,
                        .per_tenant = sl__http_hold_per_tenant(ac->a, i),
                        .fn = auth_release,

@@ -1,6 +1,7 @@
 /* http_hold.c: which /v1/auth answers wait, whom for, and their refusal
  * when they cannot (http_hold.h). */
 #include <stdatomic.h>
+#include <string.h>
 
 #include "policy/policy.h"
 #include "server/http/http_hold.h"
@@ -29,6 +30,13 @@ bool sl__http_hold_fits(const sl_rules_answer *a, size_t i, int64_t delay) {
 size_t sl__http_hold_per_tenant(const sl_rules_answer *a, size_t i) {
     int64_t n = a->items[i].policy->cfg.hold_per_tenant;
     return n > 0 ? (size_t)n : SL_HOLD_PER_TENANT;
+}
+
+uint32_t sl__http_hold_weight(const sl_rules_answer *a, size_t i) {
+    const sl_policy_config *pc = &a->items[i].policy->cfg;
+    for (unsigned j = 0; a->tier_name && j < pc->nhold_weights; j++)
+        if (strcmp(pc->hold_weights[j].tier, a->tier_name) == 0) return pc->hold_weights[j].weight;
+    return 1;
 }
 
 void sl__http_hold_tenant(const sl_rules_answer *a, const char **tenant, size_t *len) {

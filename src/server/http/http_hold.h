@@ -23,6 +23,10 @@ bool sl__http_hold_fits(const sl_rules_answer *a, size_t i, int64_t delay);
 /* How many of one tenant's answers item i's queue holds at most. */
 size_t sl__http_hold_per_tenant(const sl_rules_answer *a, size_t i);
 
+/* The fair queue's weight of the request's tenant in item i's queue: its
+ * tier's under the policy's hold_weights, else 1. */
+uint32_t sl__http_hold_weight(const sl_rules_answer *a, size_t i);
+
 /* Whom the answer is for, in the fair queue: the key's organisation, the
  * API key, or the client address (in that order of what the request has),
  * pointing into a (*len 0: one anonymous tenant). */

@@ -8,3 +8,4 @@ set_tests_properties(test_fairq PROPERTIES LABELS "unit;concurrency")
 # dump against small tenants; numbers for a seed and the bounds per job.
 sluice_unit_test(test_sim_fair)
 target_link_libraries(test_sim_fair PRIVATE sluice_cli_core)
+

@@ -124,6 +124,10 @@ static const sl__yaml_home key_homes[] = {
     {"drain_timeout", "under limits"},
     {"max_pending_output", "under limits"},
     {"max_pending_output_total", "under limits"},
+    {"max_held", "under limits"},
+    {"hold_per_tenant", "in a leaky_queue policy with hold: (policies: - name: ...)"},
+    {"hold_weights", "in a leaky_queue policy with hold: (policies: - name: ...)"},
+    {"hold", "in a leaky_queue policy (policies: - name: ...)"},
     {"listen", "at the top level"},
     {"workers", "at the top level"},
     {"store", "at the top level"},
@@ -308,6 +312,7 @@ static void set_defaults(sl_config *c, const char *source) {
         .drain_timeout = 10 * NS_SEC,
         .max_pending_output = MiB,
         .max_pending_output_total = 64 * MiB,
+        .max_held = 1000,
     };
     snprintf(c->log_level, sizeof c->log_level, "info");
     c->identity = (sl_identity_config){

@@ -37,6 +37,9 @@ typedef struct sl_policy_graphql {
     uint64_t max_cost;     /* points above which a query is refused (0: none) */
 } sl_policy_graphql;
 
+#define SL_HOLD_WEIGHTS_MAX 8          /* tiers a policy's hold_weights: names */
+#define SL_HOLD_WEIGHT_MAX  (1u << 20) /* = SL_FAIRQ_WEIGHT_MAX */
+
 typedef struct sl_policy_config {
     char name[SL_POLICY_NAME_MAX + 1];
     sl_params params;   /* algorithm, rate, burst, flags: SL_COUNT_REJECTED, SL_START_EMPTY.
@@ -51,7 +54,24 @@ typedef struct sl_policy_config {
     sl_policy_graphql graphql; /* POST /v1/graphql's cost scheme for this policy */
     /* ramp_up: (sluice/ramp.h, docs/protection.md): duration 0 = none */
     sl_ramp ramp;
+    int64_t hold; /* leaky_queue: GET /v1/auth holds an allowed answer until its release time
+                     when the delay is at most this (ns, 1 ms..SL_HOLD_MAX), refuses it beyond;
+                     0: never holds (the delay is only told). docs/protection.md */
+    int64_t hold_per_tenant; /* with hold: answers of one tenant held in one queue (its key)
+                                at most, 1..SL_HOLD_PER_TENANT_MAX; 0: SL_HOLD_PER_TENANT */
+    /* with hold: the fair queue's weight of a tier's tenants (by tier name, checked
+       against tiers: at load); tenants of other tiers, or none, weigh 1 */
+    struct sl_hold_weight {
+        char tier[SL_POLICY_NAME_MAX + 1];
+        uint32_t weight; /* 1..SL_HOLD_WEIGHT_MAX */
+        int line;
+    } hold_weights[SL_HOLD_WEIGHTS_MAX];
+    uint8_t nhold_weights;
 } sl_policy_config;
+
+#define SL_HOLD_MAX            (INT64_C(60) * 1000000000) /* 1 min: below the default idle_timeout */
+#define SL_HOLD_PER_TENANT     100                        /* hold_per_tenant's default */
+#define SL_HOLD_PER_TENANT_MAX 1000000
 
 /* A concurrency limit (`algorithm: concurrency` under policies:,
  * docs/protection.md): at most `limit` leases per key held at once, each
@@ -204,6 +224,8 @@ typedef struct sl_limits_config {
                                           default 64 MiB */
     int64_t drain_timeout; /* ns SIGTERM gives the requests in flight and the answers queued
                               before the last connections are closed. default 10 s */
+    size_t max_held;       /* answers held (a policy's hold:) per worker; beyond: refused at once.
+                              default 1000. Read when a worker starts */
 } sl_limits_config;
 
 /* Who may ask for a reload over HTTP (POST /v1/reload); SIGHUP always can.

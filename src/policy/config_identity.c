@@ -454,6 +454,16 @@ void sl__config_check_identity(sl__config_parser *p) {
             if (rc != SL_OK) sl__yaml_error(&p->y, o->line, field, "%s", sl_strerror(rc));
         }
     }
+    for (size_t i = 0; i < c->npolicies; i++) { /* hold_weights: name declared tiers */
+        const sl_policy_config *pc = &c->policies[i];
+        for (unsigned j = 0; j < pc->nhold_weights; j++) {
+            const struct sl_hold_weight *w = &pc->hold_weights[j];
+            if (sl__config_tier(c, w->tier, strlen(w->tier)) >= 0) continue;
+            snprintf(field, sizeof field, "policies.%s.hold_weights.%s", pc->name, w->tier);
+            sl__yaml_error(&p->y, w->line, field, "no tier named \"%s\" (declare it under tiers:)",
+                           w->tier);
+        }
+    }
     sl__config_ident *ip = p->ident;
     for (size_t i = 0; i < ip->ntier_names; i++) {
         int t = sl__config_tier(c, ip->tier_names[i], strlen(ip->tier_names[i]));

@@ -26,6 +26,9 @@ static const struct {
     {"count_rejected", "a refused acquire holds nothing, so there is nothing to count"},
     {"start", "a concurrency limit always starts with nothing held"},
     {"delay_after", "only a leaky_queue delays requests"},
+    {"hold", "only a leaky_queue holds answers"},
+    {"hold_per_tenant", "only a leaky_queue holds answers"},
+    {"hold_weights", "only a leaky_queue holds answers"},
     {"shadow", "not supported for concurrency limits (yet)"},
     {"ramp_up", "a ramp scales a rate and a burst; a concurrency limit's N is not ramped (yet)"},
 };

@@ -29,13 +29,16 @@ enum {
     POL_MIN_LIMIT,
     POL_MAX_LIMIT,
     POL_RAMP_UP,
+    POL_HOLD,
+    POL_HOLD_PER_TENANT,
+    POL_HOLD_WEIGHTS,
     POL_NKEYS
 };
 
 static const char *const policy_keys[] = {
-    "name",   "algorithm",  "rate",        "burst",     "count_rejected", "start",
-    "shadow", "on_failure", "delay_after", "refill",    "graphql",        "limit",
-    "lease",  "adaptive",   "min_limit",   "max_limit", "ramp_up"};
+    "name",       "algorithm",   "rate",    "burst",   "count_rejected",  "start",       "shadow",
+    "on_failure", "delay_after", "refill",  "graphql", "limit",           "lease",       "adaptive",
+    "min_limit",  "max_limit",   "ramp_up", "hold",    "hold_per_tenant", "hold_weights"};
 _Static_assert(sizeof policy_keys / sizeof policy_keys[0] == POL_NKEYS, "one name per key");
 
 static const char *const algorithm_names[] = {"fixed_window", "sliding_log", "sliding_window",
@@ -100,6 +103,35 @@ static void policy_name(sl__config_parser *p, policy_build *b, const char *path)
     memcpy(b->pc->name, s, n + 1);
 }
 
+/* One tier's weight under hold_weights: (the tier is checked once tiers:
+ * is read, config_identity.c). */
+static void hold_weight(sl__yaml *y, void *obj, const char *key, size_t len, int line,
+                        const char *path) {
+    sl__config_parser *p = y->user;
+    sl_policy_config *pc = obj;
+    uint64_t u;
+    for (unsigned i = 0; i < pc->nhold_weights; i++) {
+        if (strcmp(pc->hold_weights[i].tier, key) == 0) {
+            sl__yaml_error(y, line, path, "duplicate tier (first at line %d)",
+                           pc->hold_weights[i].line);
+            sl__yaml_skip(y);
+            return;
+        }
+    }
+    if (len > SL_POLICY_NAME_MAX || pc->nhold_weights == SL_HOLD_WEIGHTS_MAX) {
+        sl__yaml_error(y, line, path,
+                       len > SL_POLICY_NAME_MAX ? "not a tier name" : "too many tiers (at most %d)",
+                       SL_HOLD_WEIGHTS_MAX);
+        sl__yaml_skip(y);
+        return;
+    }
+    if (!sl__yaml_uint(&p->y, path, "a whole number weight", 1, SL_HOLD_WEIGHT_MAX, &u)) return;
+    struct sl_hold_weight *w = &pc->hold_weights[pc->nhold_weights++];
+    memcpy(w->tier, key, len + 1);
+    w->weight = (uint32_t)u;
+    w->line = line;
+}
+
 static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
     policy_build *b = obj;
@@ -161,6 +193,23 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
     case POL_DELAY_AFTER:
         if (sl__yaml_uint(&p->y, path, "a whole number of requests", 0, INT64_MAX, &u))
             pc->params.delay_after = (int64_t)u;
+        break;
+    case POL_HOLD: {
+        int64_t d;
+        if (sl__yaml_duration(&p->y, path, NS_MS, SL_HOLD_MAX, &d)) pc->hold = d;
+        break;
+    }
+    case POL_HOLD_WEIGHTS:
+        if (sl__yaml_is_null(&p->y)) break;
+        if (!sl__yaml_is_map(&p->y)) {
+            sl__yaml_expected(&p->y, path, "a mapping of tier names to weights (pro: 4)");
+            break;
+        }
+        sl__yaml_each_named(&p->y, path, hold_weight, pc);
+        break;
+    case POL_HOLD_PER_TENANT:
+        if (sl__yaml_uint(&p->y, path, "a number of answers", 1, SL_HOLD_PER_TENANT_MAX, &u))
+            pc->hold_per_tenant = (int64_t)u;
         break;
     case POL_GRAPHQL:
         sl__config_policy_graphql(p, path, &pc->graphql);
@@ -240,6 +289,22 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
                            (long long)pc->params.delay_after, (long long)pc->params.burst);
         return;
     }
+    if (b->seen[POL_HOLD] && pc->params.algorithm != SL_LEAKY_QUEUE) {
+        snprintf(field, sizeof field, "%s.hold", path);
+        sl__yaml_error(&p->y, b->seen[POL_HOLD], field,
+                       "only a leaky_queue holds answers until their release time (nginx's "
+                       "burst=B without nodelay is leaky_queue, burst B+1, hold: ...)");
+        pc->nhold_weights = 0;
+        return;
+    }
+    for (int k = POL_HOLD_PER_TENANT; k <= POL_HOLD_WEIGHTS; k++)
+        if (b->seen[k] && !b->seen[POL_HOLD]) {
+            snprintf(field, sizeof field, "%s.%s", path, policy_keys[k]);
+            sl__yaml_error(&p->y, b->seen[k], field,
+                           "only a policy with hold: holds answers (hold: 5s, the longest wait)");
+            pc->nhold_weights = 0; /* no cascade: its tiers are not checked */
+            return;
+        }
     if ((pc->params.flags & SL_STEP_REFILL) && pc->params.algorithm != SL_TOKEN_BUCKET) {
         snprintf(field, sizeof field, "%s.refill", path);
         sl__yaml_error(&p->y, b->seen[POL_REFILL], field,

@@ -69,13 +69,20 @@ enum {
     LIM_OUTPUT,
     LIM_OUTPUT_TOTAL,
     LIM_DRAIN_TIMEOUT,
+    LIM_HELD,
 };
 
-static const char *const limits_keys[] = {
-    "max_header_bytes", "max_body_bytes",     "max_resp_frame",
-    "max_connections",  "idle_timeout",       "header_timeout",
-    "command_timeout",  "max_pending_output", "max_pending_output_total",
-    "drain_timeout"};
+static const char *const limits_keys[] = {"max_header_bytes",
+                                          "max_body_bytes",
+                                          "max_resp_frame",
+                                          "max_connections",
+                                          "idle_timeout",
+                                          "header_timeout",
+                                          "command_timeout",
+                                          "max_pending_output",
+                                          "max_pending_output_total",
+                                          "drain_timeout",
+                                          "max_held"};
 
 static const char *const store_types[] = {"memory", "redis"};
 
@@ -433,6 +440,10 @@ static void limits_value(sl__yaml *y, void *obj, int key, const char *path) {
         break;
     case LIM_OUTPUT:
         if (sl__yaml_size(&p->y, path, 4 * KiB, GiB, &v)) l->max_pending_output = (size_t)v;
+        break;
+    case LIM_HELD:
+        if (sl__yaml_uint(&p->y, path, "a number of answers", 1, 1000000, &v))
+            l->max_held = (size_t)v;
         break;
     case LIM_OUTPUT_TOTAL:
         if (sl__yaml_size(&p->y, path, MiB, TiB, &v)) l->max_pending_output_total = (uint64_t)v;

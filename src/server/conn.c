@@ -67,7 +67,9 @@ struct sl_deferred {
     sl_buf answer; /* written by the protocol when the decision is in */
     sl_buf after;  /* answers to the requests that followed it, ready earlier */
     bool done;
-    bool closes; /* its answer says Connection: close (sl__deferred_keep) */
+    bool closes;                 /* its answer says Connection: close (sl__deferred_keep) */
+    void (*on_close)(void *arg); /* sl__reply_on_close: the connection closed first */
+    void *on_close_arg;
 };
 
 /* A connection; to its protocol's handlers, the answer slot of the request
@@ -351,9 +353,27 @@ static void on_closed(uv_handle_t *h) {
     if (w->draining && w->connections == 0) sl__worker_finish(w);
 }
 
+static void release_done(conn *c);
+
+/* Answers held long (sl__reply_on_close) are given up when the connection
+ * closes: their holders are told, and their places released. */
+static void cancel_awaited(conn *c) {
+    bool any = false;
+    for (sl_deferred *d = c->deferred; d; d = d->next) {
+        if (!d->on_close || d->done) continue;
+        void (*fn)(void *) = d->on_close;
+        d->on_close = NULL;
+        d->done = true;
+        fn(d->on_close_arg);
+        any = true;
+    }
+    if (any) release_done(c);
+}
+
 static void conn_close(conn *c) {
     if (c->closing) return;
     c->closing = true;
+    cancel_awaited(c);
     unyield(c);
     account(c); /* gives back its part of the process total */
     list_remove(c->w, c);
@@ -537,7 +557,8 @@ static size_t handle_input(conn *c, const char *data, size_t len, bool *complete
                          .limits = &w->limits,
                          .draining =
                              atomic_load_explicit(&w->server->draining, memory_order_relaxed),
-                         .admin = sl__worker_admin(w)};
+                         .admin = sl__worker_admin(w),
+                         .hold = w->hold};
     size_t off = 0;
     uint64_t answered = 0;
     int64_t t0 = 0;
@@ -637,10 +658,8 @@ static void deferred_free(sl_deferred *d) {
     free(d);
 }
 
-void sl__deferred_done(sl_deferred *d) {
-    conn *c = d->c;
-    d->done = true;
-    /* release the answers that are complete, in order */
+/* Releases the answers that are complete, in order. */
+static void release_done(conn *c) {
     while (c->deferred && c->deferred->done) {
         sl_deferred *h = c->deferred;
         c->deferred = h->next;
@@ -656,6 +675,12 @@ void sl__deferred_done(sl_deferred *d) {
         }
         deferred_free(h);
     }
+}
+
+void sl__deferred_done(sl_deferred *d) {
+    conn *c = d->c;
+    d->done = true;
+    release_done(c);
     answered_later(c);
 }
 
@@ -778,6 +803,13 @@ sl_buf *sl__reply_out(sl_reply *r) {
     if (r->answered) return r->out;
     if (r->d) return sl__deferred_out(r->d);
     return &r->scratch;
+}
+
+bool sl__reply_on_close(sl_reply *r, void (*fn)(void *arg), void *arg) {
+    if (!r->d) return false;
+    r->d->on_close = fn;
+    r->d->on_close_arg = arg;
+    return true;
 }
 
 bool sl__reply_keep(sl_reply *r, bool keep) {

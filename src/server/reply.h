@@ -90,6 +90,12 @@ sl_buf *sl__reply_out(sl_reply *r);
 /* In done, for an HTTP answer: the keep-alive it may say (sl__deferred_keep
  * for a reserved answer; keep for one written inline). */
 bool sl__reply_keep(sl_reply *r, bool keep);
+/* For an answer held long (server/hold.h), once its place is reserved:
+ * fn(arg) runs if the connection closes before the answer is written; the
+ * place is then given up by the connection (write nothing, call neither
+ * sl__reply_end nor sl__deferred_done after). fn NULL: nothing runs.
+ * false: no place is reserved (nothing set). */
+bool sl__reply_on_close(sl_reply *r, void (*fn)(void *arg), void *arg);
 /* In done, after writing: releases a reserved answer (and those after it). */
 void sl__reply_end(sl_reply *r);
 

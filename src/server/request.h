@@ -11,7 +11,8 @@
  *               rules and CL.THROTTLE's table
  *   decisions   decider: the engine on this worker's store (policy/decide.h)
  *   answer      slot: the request's place among its connection's answers
- *               (reply.h)
+ *               (reply.h); hold: where an answer waits for its release
+ *               time (hold.h), served from the worker's loop
  *
  * and, for what a handler reports or a protocol bounds: stats (counters),
  * limits (limits.*), draining (the server has begun to drain), admin (the
@@ -45,6 +46,7 @@ typedef struct sl_request_ctx {
     const sl_limits_config *limits; /* limits.*; never NULL */
     bool draining;                  /* the server has begun to drain (SIGTERM) */
     sl_admin *admin;                /* the admin pages' handle (admin/admin.h); NULL: none */
+    struct sl_hold *hold;           /* this worker's held answers (hold.h); NULL: never held */
 } sl_request_ctx;
 
 #endif

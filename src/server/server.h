@@ -64,6 +64,7 @@ typedef struct sl_worker {
     char *read_buf; /* SL_READ_BUF_BYTES, shared by the worker's connections for reads */
     sl_worker_stats stats;
     sl_decider *decider;           /* this worker's handle on the engine (its store) */
+    struct sl_hold *hold;          /* answers held until their release time (hold.h) */
     struct sl_reload_ask *answers; /* reloads done for this worker's clients (reload.c),
                                       under the server's ask_lock */
     int start_error;               /* listener setup result, for the main thread */

@@ -21,6 +21,9 @@ typedef struct sl_worker_stats {
     atomic_uint_fast64_t unknown_keys, missing_keys; /* /v1/auth: API keys refused */
     atomic_uint_fast64_t read_pauses;   /* a connection stopped being read: output over a bound */
     atomic_uint_fast64_t accept_errors; /* accept() failed (no file descriptor left, ...) */
+    /* /v1/auth answers held until their release time (server/hold.h): held, then released
+       or cancelled (their connection closed); refused at once (hold full, delay past hold:) */
+    atomic_uint_fast64_t held, held_released, held_cancelled, held_refused;
 } sl_worker_stats;
 
 /* Records n answered requests of protocol p that took ns in all (a

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "policy/ramp.h"
+#include "server/hold.h"
 #include "server/reload.h"
 #include "server/server.h"
 #include "sluice/clock.h"
@@ -208,6 +209,7 @@ static void close_dups(sl_worker *w) {
 
 void sl__worker_finish(sl_worker *w) {
     stop_store(w);
+    sl__hold_close(w->hold); /* its connections are closed: nothing is held */
     close_handle((uv_handle_t *)&w->accept_timer);
     close_handle((uv_handle_t *)&w->yield_idle);
     close_handle((uv_handle_t *)&w->wake);
@@ -271,6 +273,7 @@ void *sl__worker_main(void *arg) {
     uv_idle_init(&w->loop, &w->yield_idle);
     w->yield_idle.data = w;
     w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    w->hold = sl__hold_new(w->limits.max_held, &w->loop); /* NULL: none held */
     if (start_store(w) != 0) {
         sl__log_error("worker %u: cannot set up its store", w->id);
         w->start_error = -1;
@@ -295,6 +298,8 @@ void *sl__worker_main(void *arg) {
     uv_walk(&w->loop, close_walk, NULL);
     uv_run(&w->loop, UV_RUN_DEFAULT);
     uv_loop_close(&w->loop);
+    sl__hold_free(w->hold);
+    w->hold = NULL;
     if (w->policies) sl__policy_set_release(w->policies);
     if (w->domains) sl__domain_set_release(w->domains);
     w->policies = NULL;

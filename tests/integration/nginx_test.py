@@ -59,9 +59,14 @@ class Upstream(http.server.BaseHTTPRequestHandler):
 
 
 class Stack:
-    """sluiced + the upstream + nginx, in a temporary directory."""
+    """sluiced + the upstream + nginx, in a temporary directory: examples/nginx's
+    sluice.yaml and sluice.conf, or the files named (hold_test.py: held.yaml,
+    held.conf, its config edited by edit_yaml(text) and its own upstream)."""
 
-    def __init__(self):
+    def __init__(self, yaml="sluice.yaml", conf="sluice.conf", edit_yaml=None, app=Upstream,
+                 app_attrs=None):
+        self.files, self.edit_yaml = (yaml, conf), edit_yaml
+        self.handler, self.app_attrs = app, app_attrs or {}
         self.procs, self.app = [], None
         self.dir = tempfile.mkdtemp(prefix="sluice-nginx-")
         try:
@@ -74,9 +79,12 @@ class Stack:
         os.chmod(self.dir, 0o755)  # nginx workers may run as another user
         ex = os.path.join(SRC, "examples", "nginx")
         shutil.copy(os.path.join(ex, "keys.txt"), self.dir)
-        cfg = open(os.path.join(ex, "sluice.yaml")).read()
+        with open(os.path.join(ex, self.files[0])) as f:
+            cfg = f.read()
         cfg = cfg.replace("http: 127.0.0.1:8080", "http: 127.0.0.1:0", 1)
         cfg = cfg.replace("\nlisten:", "\nworkers: 2\nlisten:", 1)
+        if self.edit_yaml:
+            cfg = self.edit_yaml(cfg)
         if os.environ.get("SLUICE_TEST_REDIS"):
             # the same tests with the Redis store, on a redis-server of our own
             self.redis = harness.RedisServer("sluice-nginx-redis-")
@@ -92,11 +100,12 @@ class Stack:
         self.sluiced_port = harness.wait_listening(self.sluiced, os.path.join(self.dir, "sluiced.log"),
                                                    ("http",), within=10)["http"]
         # the application
-        self.app = harness.serve_http(Upstream)
+        self.app = harness.serve_http(self.handler, **self.app_attrs)
         app_port = self.app.server_address[1]
         # nginx: the shipped snippet inside a minimal main config
         self.port = free_port()
-        conf = open(os.path.join(ex, "sluice.conf")).read()
+        with open(os.path.join(ex, self.files[1])) as f:
+            conf = f.read()
         for old, new in (("127.0.0.1:8080;", "127.0.0.1:%d;" % self.sluiced_port),
                          ("127.0.0.1:3000;", "127.0.0.1:%d;" % app_port),
                          ("listen 127.0.0.1:8000;", "listen 127.0.0.1:%d;" % self.port)):

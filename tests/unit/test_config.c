@@ -472,9 +472,10 @@ static void test_limits(void **state) {
                   "t.yaml:9: limits.max_sockets: unknown key (expected max_header_bytes, "
                   "max_body_bytes, max_resp_frame, max_connections, idle_timeout, "
                   "header_timeout, command_timeout, max_pending_output, "
-                  "max_pending_output_total or drain_timeout)");
+                  "max_pending_output_total, drain_timeout or max_held)");
     c = parse_ok("limits:\n  command_timeout: 2s\n  max_pending_output: 256KiB\n"
-                 "  max_pending_output_total: 8MiB\n  drain_timeout: 2m\n");
+                 "  max_pending_output_total: 8MiB\n  drain_timeout: 2m\n  max_held: 5\n");
+    assert_int_equal(c->limits.max_held, 5);
     assert_int_equal(c->limits.command_timeout, 2 * SEC);
     assert_int_equal(c->limits.drain_timeout, 120 * SEC);
     assert_int_equal(c->limits.max_pending_output, 256 * KiB);
@@ -657,6 +658,68 @@ static void test_policy_algorithms_and_rates(void **state) {
     expect_error_with(
         one_policy(text, sizeof text, "    algorithm: gcra\n    rate: 5 / s\n    burst: 1\n"),
         "cannot parse \"5 / s\"");
+}
+
+/* hold: and hold_per_tenant: (held /v1/auth answers): leaky_queue only. */
+static void test_policy_hold(void **state) {
+    (void)state;
+    char text[512];
+    sl_config *c = parse_ok(one_policy(text, sizeof text,
+                                       "    algorithm: leaky_queue\n    rate: 5/s\n    burst: 20\n"
+                                       "    hold: 1500ms\n    hold_per_tenant: 6\n"));
+    assert_i64(c->policies[0].hold, 1500 * MS);
+    assert_i64(c->policies[0].hold_per_tenant, 6);
+    assert_int_equal(c->limits.max_held, 1000); /* the default */
+    sl__config_free(c);
+    c = parse_ok(one_policy(text, sizeof text,
+                            "    algorithm: leaky_queue\n    rate: 5/s\n    burst: 20\n"));
+    assert_i64(c->policies[0].hold, 0); /* never held unless asked */
+    sl__config_free(c);
+    expect_errors(one_policy(text, sizeof text,
+                             "    algorithm: gcra\n    rate: 5/s\n    burst: 20\n    hold: 1s\n"),
+                  "t.yaml:6: policies[0].hold: only a leaky_queue holds answers until their "
+                  "release time (nginx's burst=B without nodelay is leaky_queue, burst B+1, "
+                  "hold: ...)");
+    expect_errors(one_policy(text, sizeof text,
+                             "    algorithm: leaky_queue\n    rate: 5/s\n    burst: 20\n"
+                             "    hold_per_tenant: 3\n"),
+                  "t.yaml:6: policies[0].hold_per_tenant: only a policy with hold: holds "
+                  "answers (hold: 5s, the longest wait)");
+    expect_errors(one_policy(text, sizeof text,
+                             "    algorithm: leaky_queue\n    rate: 5/s\n    burst: 20\n"
+                             "    hold: 2m\n    hold_per_tenant: 0\n"),
+                  "t.yaml:6: policies[0].hold: \"2m\" is out of range (1ms to 1m)",
+                  "t.yaml:7: policies[0].hold_per_tenant: 0 is out of range (1 to 1000000)");
+    expect_errors("limits:\n  max_held: 0\n",
+                  "t.yaml:2: limits.max_held: 0 is out of range (1 to 1000000)");
+
+    /* hold_weights: tier names (declared after the policies is fine) to weights */
+    c = parse_ok("policies:\n  - name: p\n    algorithm: leaky_queue\n    rate: 5/s\n"
+                 "    burst: 20\n    hold: 1s\n    hold_weights: {pro: 4, free: 1}\n"
+                 "tiers:\n  free:\n  pro:\n");
+    assert_int_equal(c->policies[0].nhold_weights, 2);
+    assert_string_equal(c->policies[0].hold_weights[0].tier, "pro");
+    assert_int_equal(c->policies[0].hold_weights[0].weight, 4);
+    assert_int_equal(c->policies[0].hold_weights[1].weight, 1);
+    sl__config_free(c);
+    expect_errors("policies:\n  - name: p\n    algorithm: leaky_queue\n    rate: 5/s\n"
+                  "    burst: 20\n    hold: 1s\n"
+                  "    hold_weights: {gold: 2, pro: 3, pro: 5, free: 0}\ntiers:\n  pro:\n"
+                  "  free:\n",
+                  "t.yaml:7: policies[0].hold_weights.pro: duplicate tier (first at line 7)",
+                  "t.yaml:7: policies[0].hold_weights.free: 0 is out of range (1 to 1048576)",
+                  "t.yaml:7: policies.p.hold_weights.gold: no tier named \"gold\" (declare it "
+                  "under tiers:)");
+    expect_errors(one_policy(text, sizeof text,
+                             "    algorithm: leaky_queue\n    rate: 5/s\n    burst: 20\n"
+                             "    hold_weights: {pro: 2}\n"),
+                  "t.yaml:6: policies[0].hold_weights: only a policy with hold: holds "
+                  "answers (hold: 5s, the longest wait)");
+    expect_errors(one_policy(text, sizeof text,
+                             "    algorithm: leaky_queue\n    rate: 5/s\n    burst: 20\n"
+                             "    hold: 1s\n    hold_weights: [pro]\n"),
+                  "t.yaml:7: policies[0].hold_weights: expected a mapping of tier names to "
+                  "weights (pro: 4), got a list");
 }
 
 static void test_policy_required_and_validated(void **state) {
@@ -1151,6 +1214,7 @@ int main(void) {
         cmocka_unit_test(test_booleans_and_enums),
         cmocka_unit_test(test_policy_algorithms_and_rates),
         cmocka_unit_test(test_policy_required_and_validated),
+        cmocka_unit_test(test_policy_hold),
         cmocka_unit_test(test_policy_names),
         cmocka_unit_test(test_policy_shapes),
         cmocka_unit_test(test_unknown_keys),

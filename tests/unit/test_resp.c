@@ -880,17 +880,19 @@ static void test_cmd_command_and_config(void **state) {
 /* ---- SL.CHECK ------------------------------------------------------------------------------ */
 
 static sl_policy_set *make_policies(void) {
-    static sl_policy_config pc[2];
+    static sl_policy_config pc[3];
     memset(pc, 0, sizeof pc);
     snprintf(pc[0].name, sizeof pc[0].name, "api");
     pc[0].params = (sl_params){.algorithm = SL_TOKEN_BUCKET, .rate = {2, SEC}, .burst = 3};
     snprintf(pc[1].name, sizeof pc[1].name, "shadowed");
     pc[1].params = (sl_params){.algorithm = SL_FIXED_WINDOW, .rate = {1, 60 * SEC}};
     pc[1].shadow = true;
+    snprintf(pc[2].name, sizeof pc[2].name, "smooth");
+    pc[2].params = (sl_params){.algorithm = SL_LEAKY_QUEUE, .rate = {2, SEC}, .burst = 3};
     sl_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.policies = pc;
-    cfg.npolicies = 2;
+    cfg.npolicies = 3;
     cfg.max_memory = 1 << 20;
     sl_policy_set *set = NULL;
     char err[256];
@@ -941,6 +943,29 @@ static void test_cmd_check(void **state) {
                  "-ERR wrong number of arguments for 'sl.check' command\r\n");
     expect_reply(&ctx, "SL.CHECK api k 1 2\r\n",
                  "-ERR wrong number of arguments for 'sl.check' command\r\n");
+    expect_reply(&ctx, "SL.CHECK api k 1 DELAY 2\r\n",
+                 "-ERR wrong number of arguments for 'sl.check' command\r\n");
+    expect_reply(&ctx, "SL.CHECK api DELAY\r\n", /* a key named delay: no option */
+                 "*5\r\n:1\r\n:3\r\n:2\r\n:0\r\n:500\r\n");
+    sl__policy_set_release(ctx.policies);
+}
+
+/* SL.CHECK ... DELAY: a sixth integer, delay_ms (a leaky queue's wait; 0
+ * when not delayed or refused); without DELAY the five of before, so that
+ * clients reading five by position (or checking the length) still work. */
+static void test_cmd_check_delay(void **state) {
+    (void)state;
+    sl_resp_context ctx = {.now = T0, .policies = make_policies()};
+    /* leaky queue 2/s, 3 may wait: delays 0, 500, 1000 ms, then refused */
+    expect_reply(&ctx, "SL.CHECK smooth k DELAY\r\n",
+                 "*6\r\n:1\r\n:3\r\n:2\r\n:0\r\n:500\r\n:0\r\n");
+    expect_reply(&ctx, "SL.CHECK smooth k 1 delay\r\n",
+                 "*6\r\n:1\r\n:3\r\n:1\r\n:0\r\n:1000\r\n:500\r\n");
+    expect_reply(&ctx, "SL.CHECK smooth k\r\n", "*5\r\n:1\r\n:3\r\n:0\r\n:0\r\n:1500\r\n");
+    expect_reply(&ctx, "SL.CHECK smooth k DELAY\r\n",
+                 "*6\r\n:0\r\n:3\r\n:0\r\n:500\r\n:1500\r\n:0\r\n");
+    /* a bucket never delays: 0 */
+    expect_reply(&ctx, "SL.CHECK api k DELAY\r\n", "*6\r\n:1\r\n:3\r\n:2\r\n:0\r\n:500\r\n:0\r\n");
     sl__policy_set_release(ctx.policies);
 }
 
@@ -973,6 +998,7 @@ int main(void) {
         cmocka_unit_test(test_cmd_info_callback),
         cmocka_unit_test(test_cmd_command_and_config),
         cmocka_unit_test(test_cmd_check),
+        cmocka_unit_test(test_cmd_check_delay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

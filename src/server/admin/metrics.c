@@ -33,6 +33,25 @@ static uint64_t sum(sl_server *s, size_t offset) {
 
 #define SUM(s, field) sum((s), offsetof(sl_worker_stats, field))
 
+/* Held /v1/auth answers (a policy's hold:, server/hold.h). */
+static void held_metrics(sl_server *s, sl_buf *out) {
+    uint64_t held = SUM(s, held), released = SUM(s, held_released);
+    uint64_t cancelled = SUM(s, held_cancelled), gone = released + cancelled;
+    sl__prom_family(out, "sluice_held_answers", "gauge",
+                    "GET /v1/auth answers held until their release time now (hold:).");
+    sl__prom_sample(out, "sluice_held_answers", NULL, held > gone ? held - gone : 0);
+    sl__prom_family(out, "sluice_hold_total", "counter",
+                    "GET /v1/auth answers that a hold: delayed: held, then released at their time "
+                    "or cancelled (their connection closed); refused at once (the hold full, "
+                    "or the delay longer than hold:).");
+    const char *lh[] = {"outcome", "held", NULL}, *lr[] = {"outcome", "released", NULL};
+    const char *lc[] = {"outcome", "cancelled", NULL}, *lx[] = {"outcome", "refused", NULL};
+    sl__prom_sample(out, "sluice_hold_total", lh, held);
+    sl__prom_sample(out, "sluice_hold_total", lr, released);
+    sl__prom_sample(out, "sluice_hold_total", lc, cancelled);
+    sl__prom_sample(out, "sluice_hold_total", lx, SUM(s, held_refused));
+}
+
 /* POST /v1/graphql by policy: policies with a graphql: block, and any
  * other that answered a query (a policy without one uses the defaults). */
 /* Load shedding (shedding:): /v1/check requests refused by the server's
@@ -409,6 +428,7 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     const char *luk[] = {"reason", "unknown_key", NULL}, *lmk[] = {"reason", "missing_key", NULL};
     sl__prom_sample(out, "sluice_api_key_refused_total", luk, SUM(s, unknown_keys));
     sl__prom_sample(out, "sluice_api_key_refused_total", lmk, SUM(s, missing_keys));
+    held_metrics(s, out);
     sl__prom_family(out, "sluice_log_lines_dropped_total", "counter",
                     "Lines a client can cause (shadow mode's would-be refusals) not written: over "
                     "SL_LOG_LIMITED_PER_SEC (10) a second in the process.");

@@ -19,7 +19,12 @@
  * The rules' answer lives on this stack frame; the engine call (one
  * allocation) copies the keys. When the decision does not complete inline
  * (the Redis store), the answer is copied to the heap until it has (its
- * keys in the arena are not used after preparing). */
+ * keys in the arena are not used after preparing).
+ *
+ * An allowed answer that a leaky queue with `hold:` delayed waits for its
+ * release time in the worker's hold (server/hold.h, http_hold.h), its
+ * place reserved, the call and the policy set kept until it is written;
+ * a closed connection cancels it. */
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +35,8 @@
 #include "server/http/http.h"
 #include "server/http/http_api.h"
 #include "server/http/http_auth.h"
+#include "server/http/http_hold.h"
+#include "server/hold.h"
 #include "server/request.h"
 #include "sluice/error.h"
 #include "util/units.h"
@@ -329,6 +336,14 @@ typedef struct auth_ctx {
     int64_t now;
     sl_rules_answer *a; /* the handler's, or a heap copy once waiting */
     bool heap;
+    /* held answers (http_hold.h) */
+    sl_hold *hold;          /* the worker's, or NULL: never held */
+    sl_policy_set *set;     /* the request's: retained while held */
+    bool starting;          /* sl__engine_decide has not returned */
+    size_t hold_item;       /* done ran inline and holds for this item (SL_CHECK_MAX: no) */
+    sl_decide_call *call;   /* the call (its keys, the answer's place) */
+    sl_worker_stats *stats; /* the worker's (held, released, ...), or NULL */
+    sl_hold_item *held;
 } auth_ctx;
 
 static void auth_error(sl_rules_answer *a, const char *message) {
@@ -336,6 +351,76 @@ static void auth_error(sl_rules_answer *a, const char *message) {
     a->reason = "internal";
     a->message = message;
     a->n = a->refused = 0;
+}
+
+/* Writes the answer where it goes and frees what the request kept. */
+static void auth_finish(auth_ctx *ac, sl_decide_call *c) {
+    write_auth(sl__reply_out(&ac->reply), ac->a, sl__reply_keep(&ac->reply, ac->keep), ac->head,
+               ac->now, c->from);
+    sl__reply_end(&ac->reply);
+    if (ac->heap) free(ac->a);
+    if (ac->held) sl__policy_set_release(ac->set);
+    sl__decide_call_free(c);
+}
+
+/* Counts in the worker's held answers (stats.h). */
+#define HOLD_COUNT(ac, field)                                                                      \
+    do {                                                                                           \
+        if ((ac)->stats) sl__counter_add(&(ac)->stats->field, 1);                                  \
+    } while (0)
+
+/* The hold's release: the answer's time came. */
+static void auth_release(void *arg) {
+    auth_ctx *ac = arg;
+    HOLD_COUNT(ac, held_released);
+    auth_finish(ac, ac->call);
+}
+
+/* Its connection closed while held: nothing is written. */
+static void auth_cancel(void *arg) {
+    auth_ctx *ac = arg;
+    HOLD_COUNT(ac, held_cancelled);
+    sl__hold_cancel(ac->hold, ac->held);
+    if (ac->heap) free(ac->a);
+    sl__policy_set_release(ac->set);
+    sl__decide_call_free(ac->call);
+}
+
+/* Holds the allowed answer (its place reserved) until item i's release
+ * time, or refuses it at once when the hold is full. */
+static void auth_hold(auth_ctx *ac, sl_decide_call *c, size_t i, int64_t delay) {
+    const char *tenant;
+    size_t tlen;
+    sl__http_hold_tenant(ac->a, &tenant, &tlen);
+    /* the queue: the policy's name, a NUL, its key (copied by the hold) */
+    size_t nlen = strlen(ac->a->items[i].policy->cfg.name), klen = c->items[i].keylen;
+    char small[256], *group = nlen + 1 + klen <= sizeof small ? small : malloc(nlen + 1 + klen);
+    if (group) {
+        memcpy(group, ac->a->items[i].policy->cfg.name, nlen + 1);
+        memcpy(group + nlen + 1, c->items[i].key, klen);
+    }
+    sl_hold_entry e = {.group = group,
+                       .group_len = nlen + 1 + klen,
+                       .tenant = tenant,
+                       .tenant_len = tlen,
+                       .weight = sl__http_hold_weight(ac->a, i),
+                       .release = ac->now + delay,
+                       .per_tenant = sl__http_hold_per_tenant(ac->a, i),
+                       .fn = auth_release,
+                       .arg = ac};
+    ac->call = c;
+    bool held = group && sl__reply_on_close(&ac->reply, auth_cancel, ac) &&
+                sl__hold_push(ac->hold, &e, &ac->held) == 0;
+    if (group != small) free(group);
+    if (held) {
+        sl__policy_set_retain(ac->set);
+        HOLD_COUNT(ac, held);
+        return;
+    }
+    sl__reply_on_close(&ac->reply, NULL, NULL);
+    HOLD_COUNT(ac, held_refused);
+    sl__http_hold_refuse(ac->a, i, delay);
+    auth_finish(ac, c);
 }
 
 static void auth_done(sl_decide_call *c) {
@@ -350,11 +435,19 @@ static void auth_done(sl_decide_call *c) {
         return;
     }
     sl__rules_finish(ac->a, c);
-    write_auth(sl__reply_out(&ac->reply), ac->a, sl__reply_keep(&ac->reply, ac->keep), ac->head,
-               ac->now, c->from);
-    sl__reply_end(&ac->reply);
-    if (ac->heap) free(ac->a);
-    sl__decide_call_free(c);
+    int64_t delay;
+    size_t i = ac->hold ? sl__http_hold_pick(ac->a, &delay) : ac->a->n;
+    if (i < ac->a->n && !sl__http_hold_fits(ac->a, i, delay)) {
+        HOLD_COUNT(ac, held_refused);
+        sl__http_hold_refuse(ac->a, i, delay);
+    } else if (i < ac->a->n && ac->starting) {
+        ac->hold_item = i; /* held once its place is reserved */
+        return;
+    } else if (i < ac->a->n) {
+        auth_hold(ac, c, i, delay);
+        return;
+    }
+    auth_finish(ac, c);
 }
 
 bool sl__http_auth_handle(const sl_request_ctx *rq, const sl_http_request *req, sl_buf *out,
@@ -388,11 +481,20 @@ bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, 
         return keep;
     }
     auth_ctx *ac = sl__decide_call_user(c);
-    *ac = (auth_ctx){.keep = keep, .head = head, .now = now, .a = &a};
+    *ac = (auth_ctx){.keep = keep,
+                     .head = head,
+                     .now = now,
+                     .a = &a,
+                     .hold = rq->slot ? rq->hold : NULL,
+                     .set = rq->policies,
+                     .starting = true,
+                     .stats = rq->stats,
+                     .hold_item = SL_CHECK_MAX};
     c->done = auth_done;
     bool answered;
     sl__reply_begin(&ac->reply, rq->slot, out, &answered);
     sl__engine_decide(rq->decider, c, now);
+    ac->starting = false;
     if (answered) return keep;
     /* done comes later: the answer moves to the heap */
     sl_rules_answer *copy = malloc(sizeof *copy);
@@ -402,6 +504,18 @@ bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, 
     if (!sl__reply_wait(&ac->reply)) {
         auth_error(&a, "out of memory");
         write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
+        if (ac->hold_item < SL_CHECK_MAX && ac->a)
+            auth_finish(ac, c); /* its answer is dropped */
+        else if (ac->hold_item < SL_CHECK_MAX)
+            auth_done(c);
+        return keep;
+    }
+    if (ac->hold_item < SL_CHECK_MAX) { /* done ran inline and holds the answer */
+        int64_t delay = ac->a ? ac->a->items[ac->hold_item].decision.delay : 0;
+        if (ac->a)
+            auth_hold(ac, c, ac->hold_item, delay);
+        else
+            auth_done(c); /* no memory to keep it: the error answer */
     }
     return keep;
 }

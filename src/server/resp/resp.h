@@ -66,9 +66,10 @@ typedef struct sl_resp_context {
 
 struct sl_policy;
 struct sl_decision;
-/* Writes SL.CHECK's reply for a decision (rc from the policy check). */
+/* Writes SL.CHECK's reply for a decision (rc from the policy check): five
+ * integers, six with `delay` (delay_ms last, docs/resp.md). */
 void sl__resp_check_reply(sl_buf *out, const struct sl_policy *p, int rc,
-                          const struct sl_decision *d, int64_t cost);
+                          const struct sl_decision *d, int64_t cost, bool delay);
 
 /* Runs one command and appends its reply to out. Returns 1 if the
  * connection must close after the reply is written (QUIT), else 0. Unknown

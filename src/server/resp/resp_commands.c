@@ -146,8 +146,10 @@ static const arg_doc throttle_args[] = {{"key", "key", false},
                                         {"count", "integer", false},
                                         {"period", "integer", false},
                                         {"quantity", "integer", true}};
-static const arg_doc check_args[] = {
-    {"policy", "string", false}, {"key", "key", false}, {"cost", "integer", true}};
+static const arg_doc check_args[] = {{"policy", "string", false},
+                                     {"key", "key", false},
+                                     {"cost", "integer", true},
+                                     {"delay", "pure-token", true}};
 static const arg_doc acquire_args[] = {{"policy", "string", false}, {"key", "key", false}};
 static const arg_doc lease_args[] = {
     {"policy", "string", false}, {"key", "key", false}, {"lease", "string", false}};
@@ -407,12 +409,18 @@ static void throttle_done(sl_decide_call *call) {
     sl__decide_call_free(call);
 }
 
+/* SL.CHECK's call: where the reply goes, and its form. */
+typedef struct check_ctx {
+    sl_reply r;
+    bool delay; /* DELAY: delay_ms as a sixth integer */
+} check_ctx;
+
 static void check_done(sl_decide_call *call) {
-    sl_reply *r = sl__decide_call_user(call);
+    check_ctx *cc = sl__decide_call_user(call);
     const sl_decide_item *it = &call->items[0];
-    sl__resp_check_reply(sl__reply_out(r), sl__policy_of(it->limit), call->rc, &it->decision,
-                         it->cost);
-    sl__reply_end(r);
+    sl__resp_check_reply(sl__reply_out(&cc->r), sl__policy_of(it->limit), call->rc, &it->decision,
+                         it->cost, cc->delay);
+    sl__reply_end(&cc->r);
     sl__decide_call_free(call);
 }
 
@@ -451,7 +459,11 @@ static int cmd_throttle(const sl_resp_context *ctx, const sl_resp_command *cmd, 
 }
 
 static int cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
-    if (cmd->argc != 3 && cmd->argc != 4) {
+    /* SL.CHECK policy key [cost] [DELAY] */
+    size_t argc = cmd->argc;
+    bool delay = argc >= 4 && IEQ(cmd->argv[argc - 1], cmd->argl[argc - 1], "delay");
+    if (delay) argc--;
+    if (argc != 3 && argc != 4) {
         wrong_args(out, "sl.check");
         return 0;
     }
@@ -470,28 +482,29 @@ static int cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_
         return 0;
     }
     int64_t cost = 1;
-    if (cmd->argc == 4 && (!parse_i64(cmd->argv[3], cmd->argl[3], &cost) || cost < 0)) {
+    if (argc == 4 && (!parse_i64(cmd->argv[3], cmd->argl[3], &cost) || cost < 0)) {
         sl__resp_error(out, "ERR cost must be an integer >= 0");
         return 0;
     }
     sl_decide_item item = sl__policy_use(p, cmd->argv[2], cmd->argl[2], cost, false);
-    sl_decide_call *call = sl__decide_call_new(&item, 1, NULL, NULL, sizeof(sl_reply));
+    sl_decide_call *call = sl__decide_call_new(&item, 1, NULL, NULL, sizeof(check_ctx));
     if (!call) {
         sl__resp_error(out, "ERR out of memory");
         return 0;
     }
-    sl_reply *r = sl__decide_call_user(call);
+    check_ctx *cc = sl__decide_call_user(call);
+    cc->delay = delay;
     sl__decide_call_hold(call, ctx->policies);
     call->done = check_done;
     bool answered;
-    sl__reply_begin(r, ctx->slot, out, &answered);
+    sl__reply_begin(&cc->r, ctx->slot, out, &answered);
     sl__engine_decide(decider_of(ctx), call, ctx->now);
-    if (!answered && !sl__reply_wait(r)) sl__resp_error(out, "ERR out of memory");
+    if (!answered && !sl__reply_wait(&cc->r)) sl__resp_error(out, "ERR out of memory");
     return 0;
 }
 
 void sl__resp_check_reply(sl_buf *out, const sl_policy *p, int rc, const sl_decision *d,
-                          int64_t cost) {
+                          int64_t cost, bool delay) {
     switch (rc) {
     case SL_OK:
         break;
@@ -509,9 +522,13 @@ void sl__resp_check_reply(sl_buf *out, const sl_policy *p, int rc, const sl_deci
         errorf(out, "ERR %s", sl_strerror(rc));
         return;
     }
-    int64_t reply[5] = {d->allowed, d->limit, d->remaining,
-                        d->allowed ? 0 : sl__ceil_ms(d->retry_after), sl__ceil_ms(d->reset_after)};
-    sl__resp_ints(out, reply, 5);
+    int64_t reply[6] = {d->allowed,
+                        d->limit,
+                        d->remaining,
+                        d->allowed ? 0 : sl__ceil_ms(d->retry_after),
+                        sl__ceil_ms(d->reset_after),
+                        d->allowed && d->delay > 0 ? sl__ceil_ms(d->delay) : 0};
+    sl__resp_ints(out, reply, delay ? 6 : 5);
 }
 
 /* ---- connection commands ---------------------------------------------------------- */

@@ -143,6 +143,10 @@ typedef struct sl_rls_status {
     const char *name; /* rate_limit.name, NUL-terminated, or NULL; lives as long as the set */
     uint32_t limit_remaining;
     int64_t reset_seconds; /* duration_until_reset, whole seconds (rounded up) */
+    /* the rule's `metadata` (a JSON object; lives as long as the set) when the
+       descriptor is under its limit, else NULL: the answer's dynamic_metadata */
+    const char *metadata;
+    bool quota_over; /* a quota_mode descriptor over its limit in a request that passed */
 } sl_rls_status;
 
 typedef enum sl_rls_error {

@@ -96,8 +96,10 @@ void sl__store_preamble(sl_redis *r) {
 
 static void redis_decide(sl_store *s, sl_store_call *c);
 static void redis_free(sl_store *s);
-static const sl_store_ops redis_ops = {
-    .decide = redis_decide, .free = redis_free, .lease = sl__redis_lease};
+static const sl_store_ops redis_ops = {.decide = redis_decide,
+                                       .free = redis_free,
+                                       .lease = sl__redis_lease,
+                                       .forget = sl__redis_forget};
 
 void sl__redis_store_parts(sl_store *s, uv_loop_t **loop, const sl_redis_config **cfg,
                            sl_redis **redis) {

@@ -34,4 +34,8 @@ void sl__redis_store_parts(sl_store *s, uv_loop_t **loop, const sl_redis_config 
  * so that EVALSHA finds it without a NOSCRIPT round trip. */
 void sl__store_preamble(sl_redis *r);
 
+/* The Redis store's forget (store.h; forget_redis.c): a DEL of each item's
+ * key, and the key out of its limit's local fallback table. */
+void sl__redis_forget(sl_store *s, sl_store_call *c);
+
 #endif

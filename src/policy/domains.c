@@ -31,6 +31,7 @@
 
 #include "policy/domains_internal.h"
 #include "sluice/error.h"
+#include "util/json.h"
 #include "util/log.h"
 #include "util/units.h"
 
@@ -594,4 +595,61 @@ sl_rls_error sl__domain_finish(sl_decide_call *c, sl_rls_status *statuses, size_
     }
     statuses_of(ds->domain, ds->items, ds->nitems, ds->now, NULL, statuses, overall);
     return SL_RLS_DONE;
+}
+
+/* ---- the answer's dynamic_metadata -------------------------------------------------------- */
+
+/* Whether the object members o[0..n) already hold the key k (a JSON string). */
+static bool has_key(const char *o, size_t n, const char *k, size_t klen) {
+    const char *p = o + 1, *end = o + n;
+    while (p < end && *p == '"') {
+        size_t kl = sl__json_skip(p, end);
+        if (!kl) return false;
+        if (kl == klen && !memcmp(p, k, klen)) return true;
+        p += kl + 1; /* the key and ':' */
+        size_t vl = sl__json_skip(p, end);
+        if (!vl) return false;
+        p += vl + 1; /* the value and ',' */
+    }
+    return false;
+}
+
+size_t sl__domain_dynamic_metadata(const sl_rls_status *st, size_t n, char **out) {
+    str o = {0};
+    sl__dstr_add(&o, "{", 1);
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        if (!st[i].quota_over) continue;
+        char num[48];
+        int k = snprintf(num, sizeof num, "%s%zu", first ? "\"quotaModeViolations\":[" : ",", i);
+        sl__dstr_add(&o, num, (size_t)k);
+        first = false;
+    }
+    if (!first) sl__dstr_add(&o, "]", 1);
+    size_t members = 0; /* bounded: each is looked for among those before it */
+    for (size_t i = 0; i < n; i++) {
+        const char *m = st[i].metadata;
+        if (!m) continue;
+        const char *p = m + 1, *end = m + strlen(m);
+        while (p < end && *p == '"' && members < SL_RLS_METADATA_MAX_KEYS) {
+            size_t kl = sl__json_skip(p, end);
+            size_t vl = kl ? sl__json_skip(p + kl + 1, end) : 0;
+            if (!vl) break;
+            if (!has_key(o.p, o.len, p, kl)) {
+                if (!first) sl__dstr_add(&o, ",", 1);
+                sl__dstr_add(&o, p, kl + 1 + vl);
+                first = false;
+                members++;
+            }
+            p += kl + 1 + vl + 1;
+        }
+    }
+    sl__dstr_add(&o, "}", 1);
+    if (first || o.failed) {
+        free(o.p);
+        *out = NULL;
+        return 0;
+    }
+    *out = o.p;
+    return o.len;
 }

@@ -198,8 +198,8 @@ static void test_peer_svc_quota(void **state) {
         sl_rls_entry e1 = {.key = "quota", .key_len = 5, .value = "v", .value_len = 1};
         sl_rls_entry e2 = {.key = "quota1", .key_len = 6, .value = "v", .value_len = 1};
         sl_rls_descriptor d[2] = {{.entries = &e1, .nentries = 1}, {.entries = &e2, .nentries = 1}};
-        sl_rls_request rq = {.domain = "svc-quota", .domain_len = 9, .descriptors = d,
-                             .ndescriptors = 2};
+        sl_rls_request rq = {
+            .domain = "svc-quota", .domain_len = 9, .descriptors = d, .ndescriptors = 2};
         const char *msg;
         assert_int_equal(domain_decide(s, &rq, T0, a.st, &a.overall, &msg), SL_RLS_DONE);
         assert_int_equal(a.overall, SL_RLS_OK);
@@ -211,8 +211,8 @@ static void test_peer_svc_quota(void **state) {
     sl_rls_descriptor d[3] = {{.entries = &e1, .nentries = 1},
                               {.entries = &e2, .nentries = 1},
                               {.entries = &e3, .nentries = 1}};
-    sl_rls_request rq = {.domain = "svc-quota", .domain_len = 9, .descriptors = d,
-                         .ndescriptors = 3};
+    sl_rls_request rq = {
+        .domain = "svc-quota", .domain_len = 9, .descriptors = d, .ndescriptors = 3};
     const char *msg;
     for (int i = 0; i < 2; i++) {
         assert_int_equal(domain_decide(s, &rq, T0, a.st, &a.overall, &msg), SL_RLS_DONE);
@@ -240,9 +240,8 @@ static sl_decide_limit *limit_new(int64_t n) {
     l->store.name = "q";
     l->store.params = pp;
     sl_table *t = NULL;
-    assert_int_equal(sl_table_create(&(sl_table_options){.params = *pp, .max_memory = 1u << 20},
-                                     &t),
-                     0);
+    assert_int_equal(
+        sl_table_create(&(sl_table_options){.params = *pp, .max_memory = 1u << 20}, &t), 0);
     atomic_store(&l->store.table, t);
     return l;
 }
@@ -262,8 +261,8 @@ static size_t run(sl_decide_limit **l, const uint8_t *g, size_t n, int64_t now,
                   sl_decide_item *out) {
     sl_decide_item it[8];
     for (size_t i = 0; i < n; i++)
-        it[i] = (sl_decide_item){.limit = l[i], .key = "k", .keylen = 1, .cost = 1,
-                                 .any_group = g[i]};
+        it[i] =
+            (sl_decide_item){.limit = l[i], .key = "k", .keylen = 1, .cost = 1, .any_group = g[i]};
     sl_decide_call *c = sl__decide_call_new(it, n, NULL, NULL, 0);
     c->done = noop;
     sl__engine_decide(NULL, c, now);

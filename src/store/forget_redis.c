@@ -3,7 +3,10 @@
  * on the worker's connections (redis_client.h: pipelining, timeouts,
  * breaker, cluster routing: each key to its slot's node), and the key out
  * of the limit's local fallback table as well, so that a fail mode
- * `local` does not bring back what was reset. A DEL that fails leaves
+ * `local` does not bring back what was reset. The DELs keep their place
+ * among the worker's decision calls (sl__redis_store_after), so that a DEL
+ * pipelined after a CL.THROTTLE of the same key runs after it in Redis, and
+ * one before it before. A DEL that fails leaves
  * nothing known: the item is not counted and c->from says SL_FROM_OPEN. */
 #include <hiredis/hiredis.h>
 #include <stdlib.h>
@@ -18,7 +21,10 @@
 #include "util/buf.h"
 
 typedef struct fstate {
+    sl_redis_queued q; /* first */
     sl_store_call *c;
+    sl_redis *redis;
+    const sl_redis_config *cfg;
     size_t left; /* DELs not answered yet */
     bool failed;
 } fstate;
@@ -51,6 +57,38 @@ static void on_del(void *arg, const redisReply *r, int status) {
     if (--st->left == 0) finish(st);
 }
 
+/* Sends the DELs (send), or answers without Redis. */
+static void run(sl_redis_queued *q, bool send) {
+    fstate *st = (fstate *)(void *)q;
+    sl_store_call *c = st->c;
+    if (!send) {
+        st->failed = true;
+        finish(st);
+        return;
+    }
+    fone *ones = (fone *)(st + 1);
+    st->left = c->n + 1; /* + 1: held until every DEL is sent */
+    for (size_t i = 0; i < c->n; i++) {
+        sl_store_item *it = &c->items[i];
+        ones[i] = (fone){.st = st, .i = i};
+        sl_buf k, cmd;
+        sl__buf_init(&k);
+        sl__buf_init(&cmd);
+        sl__redis_key(&k, st->cfg->prefix, it->limit->name, it->key, it->keylen);
+        sl__buf_printf(&cmd, "*2\r\n$3\r\nDEL\r\n$%zu\r\n", k.len);
+        sl__buf_append(&cmd, k.data, k.len);
+        sl__buf_puts(&cmd, "\r\n");
+        if (k.failed || cmd.failed)
+            on_del(&ones[i], NULL, SL_REDIS_EIO);
+        else
+            sl__redis_call(st->redis, sl__cluster_keyslot(k.data, k.len), cmd.data, cmd.len, on_del,
+                           &ones[i]);
+        sl__buf_free(&k);
+        sl__buf_free(&cmd);
+    }
+    if (--st->left == 0) finish(st);
+}
+
 void sl__redis_forget(sl_store *s, sl_store_call *c) {
     uv_loop_t *loop;
     const sl_redis_config *cfg;
@@ -63,26 +101,7 @@ void sl__redis_forget(sl_store *s, sl_store_call *c) {
         c->done(c);
         return;
     }
-    *st = (fstate){.c = c, .left = c->n + 1}; /* + 1: held until every DEL is sent */
-    fone *ones = (fone *)(st + 1);
-    for (size_t i = 0; i < c->n; i++) {
-        sl_store_item *it = &c->items[i];
-        it->decided = false;
-        ones[i] = (fone){.st = st, .i = i};
-        sl_buf k, cmd;
-        sl__buf_init(&k);
-        sl__buf_init(&cmd);
-        sl__redis_key(&k, cfg->prefix, it->limit->name, it->key, it->keylen);
-        sl__buf_printf(&cmd, "*2\r\n$3\r\nDEL\r\n$%zu\r\n", k.len);
-        sl__buf_append(&cmd, k.data, k.len);
-        sl__buf_puts(&cmd, "\r\n");
-        if (k.failed || cmd.failed)
-            on_del(&ones[i], NULL, SL_REDIS_EIO);
-        else
-            sl__redis_call(redis, sl__cluster_keyslot(k.data, k.len), cmd.data, cmd.len, on_del,
-                           &ones[i]);
-        sl__buf_free(&k);
-        sl__buf_free(&cmd);
-    }
-    if (--st->left == 0) finish(st);
+    *st = (fstate){.q = {.run = run}, .c = c, .redis = redis, .cfg = cfg};
+    for (size_t i = 0; i < c->n; i++) c->items[i].decided = false;
+    sl__redis_store_after(s, &st->q);
 }

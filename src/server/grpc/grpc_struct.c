@@ -28,7 +28,7 @@ static void put_field(sl_buf *b, uint8_t tag, const void *p, size_t n) {
 }
 
 static unsigned hexval(char c) {
-    return c >= '0' && c <= '9' ? (unsigned)(c - '0')
+    return c >= '0' && c <= '9'   ? (unsigned)(c - '0')
            : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
            : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
                                   : 0;

@@ -48,7 +48,8 @@ static void test_del_resets_a_key(void **state) {
     sl_resp_context ctx = {.cell = cell, .now = T0};
     const char *allowed = "*5\r\n:0\r\n:1\r\n:0\r\n:-1\r\n:60\r\n";
     assert_string_equal(reply(&ctx, "CL.THROTTLE k 0 1 60"), allowed);
-    assert_string_equal(reply(&ctx, "CL.THROTTLE k 0 1 60"), "*5\r\n:1\r\n:1\r\n:0\r\n:60\r\n:60\r\n");
+    assert_string_equal(reply(&ctx, "CL.THROTTLE k 0 1 60"),
+                        "*5\r\n:1\r\n:1\r\n:0\r\n:60\r\n:60\r\n");
     assert_string_equal(reply(&ctx, "DEL k"), ":1\r\n");
     assert_string_equal(reply(&ctx, "CL.THROTTLE k 0 1 60"), allowed); /* as new */
     /* a key named twice counts once; unknown keys count nothing */
@@ -80,7 +81,8 @@ static void test_del_errors(void **state) {
     assert_string_equal(reply(&ctx, line),
                         "-ERR DEL takes at most 16 keys here (CL.THROTTLE state)\r\n");
     sl_resp_context none = {.now = T0};
-    assert_string_equal(reply(&none, "DEL k"), "-ERR CL.THROTTLE is not enabled on this server\r\n");
+    assert_string_equal(reply(&none, "DEL k"),
+                        "-ERR CL.THROTTLE is not enabled on this server\r\n");
     sl__cell_destroy(cell);
 }
 
@@ -88,8 +90,9 @@ static void test_del_command_info(void **state) {
     (void)state;
     sl_resp_context ctx = {.now = T0};
     const char *info = reply(&ctx, "COMMAND INFO del");
-    assert_memory_equal(info, "*1\r\n*10\r\n$3\r\ndel\r\n:-2\r\n*1\r\n+write\r\n:1\r\n:-1\r\n:1\r\n",
-                        strlen("*1\r\n*10\r\n$3\r\ndel\r\n:-2\r\n*1\r\n+write\r\n:1\r\n:-1\r\n:1\r\n"));
+    assert_memory_equal(
+        info, "*1\r\n*10\r\n$3\r\ndel\r\n:-2\r\n*1\r\n+write\r\n:1\r\n:-1\r\n:1\r\n",
+        strlen("*1\r\n*10\r\n$3\r\ndel\r\n:-2\r\n*1\r\n+write\r\n:1\r\n:-1\r\n:1\r\n"));
     assert_non_null(strstr(info, "$7\r\nlastkey\r\n:-1\r\n$7\r\nkeystep\r\n:1\r\n"));
     assert_string_equal(reply(&ctx, "COMMAND GETKEYS del a b c"),
                         "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n");

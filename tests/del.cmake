@@ -2,3 +2,4 @@
 # (tests/unit/test_resp_del.c, memory store, fixed clock); the Redis store's
 # DEL is in cell_integration (tests/integration/cell_test.py).
 sluice_unit_test(test_resp_del)
+set_tests_properties(test_resp_del PROPERTIES LABELS "unit;concurrency")

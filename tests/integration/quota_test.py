@@ -9,12 +9,15 @@ the Redis store on a redis-server of its own:
   quotaModeViolations), OVER_LIMIT (429) when both are over;
 - an ordinary descriptor next to quota_mode ones is charged only when the
   request passes (sluiced's all or nothing), and refuses the request alone;
-- dynamicMetadata carries the metadata of the descriptors under their limits.
+- dynamicMetadata carries the metadata of the descriptors under their limits;
+  over gRPC (nghttp, when installed) the answer's dynamic_metadata Struct
+  carries the same.
 Requests are one at a time on a keep-alive connection (each answer before the
 next request: the counts are exact whatever the machine's speed). Standard
 library only."""
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -25,11 +28,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import sluiced_test  # noqa: E402
 from harness import Pipe  # noqa: E402
+from input_test import grpc_call, pb_len  # noqa: E402  (ShouldRateLimit over nghttp)
 
 CONFIG = """
 listen:
   http: 127.0.0.1:0
-  grpc: "off"
+  grpc: 127.0.0.1:0
   resp: 127.0.0.1:0
 workers: 2
 {store}
@@ -71,6 +75,8 @@ class Base:
         with open(os.path.join(cls.dir, "q.yaml"), "w") as f:
             f.write(RULES)
         cls.s = sluiced_test.Server(CONFIG, store=cls.store_text(), rules=cls.dir)
+        m = re.search(r"listening grpc on \S+:(\d+)", cls.s.log_text())
+        cls.grpc_port = int(m.group(1)) if m else None
 
     @classmethod
     def store_text(cls):
@@ -139,6 +145,22 @@ class Base:
         self.assertEqual((status, a["statuses"][0]["code"]), (429, "OVER_LIMIT"), a)
         status, a = self.ask("q", [("qa", "y")])
         self.assertEqual(status, 200, a)  # qa=y was not charged by the refusal
+
+
+    def test_grpc_dynamic_metadata(self):
+        if shutil.which("nghttp") is None or self.grpc_port is None:
+            self.skipTest("nghttp not installed")
+        def message(*keys):
+            return pb_len(0x0A, b"q") + b"".join(
+                pb_len(0x12, pb_len(0x0A, pb_len(0x0A, k) + pb_len(0x12, b"g"))) for k in keys)
+        st, _, out = grpc_call(self.grpc_port, message(b"qa"), self.dir)
+        self.assertEqual(st, 0, out)
+        self.assertIn(b"backend", out)  # qa=g under its limit: its metadata
+        self.assertNotIn(b"quotaModeViolations", out)
+        st, _, out = grpc_call(self.grpc_port, message(b"qa", b"qb"), self.dir)
+        self.assertEqual(st, 0, out)  # qa=g over, qb=g not: OK, qa a violation
+        self.assertIn(b"quotaModeViolations", out)
+        self.assertIn(b"tier", out)  # qb's metadata
 
 
 class Memory(Base, unittest.TestCase):

@@ -83,6 +83,12 @@ typedef struct sl_check {
  * *refused set to its index and nothing consumed). */
 SL_API int sl_table_check_all(sl_check *checks, size_t n, int64_t now, size_t *refused);
 
+/* Removes key's state, if the table holds one: the key is back to a full
+ * allowance (a reset, as redis-cell's `DEL key`). Returns 1 when a state was
+ * removed, 0 when there was none, or SL_EKEY (a key longer than SL_KEY_MAX).
+ * Safe with concurrent checks of the same table. */
+SL_API int sl_table_forget(sl_table *t, const void *key, size_t keylen);
+
 /* Visits at most `max_visits` slots (spread over the shards) and drops the
  * idle (fresh) states among them. Returns the number dropped. Never changes
  * a decision. */

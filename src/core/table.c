@@ -1020,6 +1020,18 @@ int sl__table_check_group(sl_check *c, const sl__plan *const *plans, const int64
 
 /* ---- maintenance ---------------------------------------------------------- */
 
+int sl_table_forget(sl_table *t, const void *key, size_t keylen) {
+    if (keylen > SL_KEY_MAX) return SL_EKEY;
+    probe p;
+    make_probe(t, key, keylen, sl__hash(key, keylen, t->seed), &p);
+    shard *s = shard_for(t, p.h);
+    shard_lock(s);
+    uint8_t *e = find(t, s, &p); /* never pinned here: pins live under this lock */
+    if (e) remove_slot(t, s, (uint32_t)((size_t)(e - s->slots) / t->slot_size));
+    shard_unlock(s);
+    return e ? 1 : 0;
+}
+
 size_t sl_table_sweep(sl_table *t, int64_t now, size_t max_visits) {
     size_t per = max_visits / t->nshards, extra = max_visits % t->nshards;
     /* With fewer visits than shards, start where the last small sweep left off. */

@@ -139,6 +139,29 @@ static void cell_reply(int64_t max_burst, const sl_decision *d, bool never, int6
     reply[4] = cell_seconds(d->reset_after);
 }
 
+sl_decide_call *sl__cell_forget_prepare(sl_cell *c, const char *const *keys, const size_t *lens,
+                                        size_t n, size_t user_bytes) {
+    if (n == 0 || n > SL_CELL_DEL_MAX) return NULL;
+    sl_decide_item it[SL_CELL_DEL_MAX];
+    for (size_t i = 0; i < n; i++)
+        it[i] = (sl_decide_item){.limit = &c->lim, .key = keys[i], .keylen = lens[i]};
+    return sl__decide_call_new(it, n, NULL, NULL, user_bytes);
+}
+
+long long sl__cell_forgotten(sl_decide_call *call, const char **err) {
+    if (call->rc != SL_OK) {
+        *err = call->rc == SL_EKEY ? ERR_KEY : call->rc == SL_ENOMEM ? ERR_NOMEM : ERR_INTERNAL;
+        return -1;
+    }
+    if (call->from != SL_FROM_REDIS) {
+        *err = "ERR the store could not be reached: nothing is known to be deleted";
+        return -1;
+    }
+    long long removed = 0;
+    for (size_t i = 0; i < call->n; i++) removed += call->items[i].decided;
+    return removed;
+}
+
 void sl__cell_set_fail_mode(sl_cell *c, sl_fail_mode on_failure) {
     c->lim.store.on_failure = on_failure;
 }

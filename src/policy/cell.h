@@ -46,6 +46,19 @@ struct sl_decide_call *sl__cell_prepare(sl_cell *c, const char *key, size_t keyl
 void *sl__cell_user(struct sl_decide_call *call);
 int sl__cell_finish(struct sl_decide_call *call, int64_t reply[5], const char **err);
 
+/* DEL key [key ...] for CL.THROTTLE state (redis-cell's state is a Redis
+ * key, so DEL resets it): the engine call forgetting keys[0..n) (n from 1 to
+ * SL_CELL_DEL_MAX; each key's bytes copied), with user_bytes for the
+ * caller (sl__decide_call_user). The caller sets done, starts it with
+ * sl__engine_forget and frees it after; in done, sl__cell_forgotten gives
+ * Redis's answer, the number of keys that had state (a key named twice
+ * counts once, as in Redis), or -1 with *err (a static message). NULL: out
+ * of memory, or n out of range. */
+#define SL_CELL_DEL_MAX 16
+struct sl_decide_call *sl__cell_forget_prepare(sl_cell *c, const char *const *keys,
+                                               const size_t *lens, size_t n, size_t user_bytes);
+long long sl__cell_forgotten(struct sl_decide_call *call, const char **err);
+
 /* The Redis store's fail mode for CL.THROTTLE (store.redis.on_failure;
  * the memory table is the local fallback). Call before c is shared. */
 void sl__cell_set_fail_mode(sl_cell *c, sl_fail_mode on_failure);

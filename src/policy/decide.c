@@ -150,6 +150,7 @@ static inline sl_decide_call *call_new(const sl_decide_item *items, size_t n,
     for (size_t i = 0; i < n; i++) {
         c->items[i] = items[i];
         c->items[i].decided = c->items[i].shadowed = false;
+        c->items[i].shadow_group = c->items[i].dropped = false;
         if (items[i].keylen) memcpy(p, items[i].key, items[i].keylen);
         c->items[i].key = p;
         p += items[i].keylen;
@@ -305,7 +306,7 @@ static void count_group(sl_decide_call *c, const size_t *idx, size_t n, bool ref
         observe_ratio(l, &it->decision);
         char lbuf[SL_TOPK_KEY_MAX];
         size_t len;
-        if (!refused) {
+        if (!refused && !it->dropped) {
             atomic_fetch_add_explicit(&l->allowed, 1, memory_order_relaxed);
             /* near its limit: at most a tenth left (remaining <= limit / 10) */
             if (l->near && it->decision.remaining <= it->decision.limit / SL_NEAR_DIVISOR &&
@@ -330,7 +331,27 @@ static void count_group(sl_decide_call *c, const size_t *idx, size_t n, bool ref
     }
 }
 
-/* The store decided: counters, the sketch, shadow mode, rc and refused. */
+static void store_try(sl_decide_call *c);
+
+/* The store refused item r (a call item) of an "any" group: true when
+ * another group is left, after dropping r's group (its items keep the
+ * decisions of this try) and asking the store again without it. */
+static bool try_without(sl_decide_call *c, size_t r) {
+    uint8_t g = c->items[r].any_group;
+    if (!g || c->items[r].shadow_group) return false;
+    bool other = false;
+    for (size_t i = 0; i < c->n; i++)
+        other |= !c->items[i].dropped && !c->items[i].shadow_group && c->items[i].any_group &&
+                 c->items[i].any_group != g;
+    if (!other) return false;
+    for (size_t i = 0; i < c->n; i++)
+        if (c->items[i].any_group == g && !c->items[i].shadow_group) c->items[i].dropped = true;
+    store_try(c);
+    return true;
+}
+
+/* The store decided: counters, the sketch, shadow mode, rc and refused
+ * (or, an "any" group refusing, another try). */
 static void decided(sl_store_call *sc) {
     sl_decide_call *c = sc->arg;
     size_t n = c->n;
@@ -339,23 +360,33 @@ static void decided(sl_store_call *sc) {
     c->retry_closed = sc->retry_closed;
     c->rc = SL_OK;
     c->refused = n;
-    for (size_t i = 0; i < n; i++) {
-        sl_decide_item *it = &c->items[i];
-        it->decision = sc->items[i].decision;
-        it->decided = sc->items[i].decided;
+    for (size_t j = 0; j < sc->n; j++) {
+        sl_decide_item *it = &c->items[c->map[j]];
+        it->decision = sc->items[j].decision;
+        it->decided = sc->items[j].decided;
         if (it->limit->ramp) /* units back into requests (sluice/ramp.h) */
             sl_ramp_decision(it->limit->store.params, it->ramp_factor, it->limit->ramp_cap,
                              &it->decision);
         it->shadowed = false;
-        if (sc->items[i].group)
+        it->shadow_group = sc->items[j].group != 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (c->items[i].shadow_group)
             sha[ns++] = i;
         else
             enf[ne++] = i;
     }
+    if (sc->rc == SL_OK)
+        for (size_t j = 0; j < sc->n; j++) { /* the first refusal, in the store's order */
+            const sl_decide_item *it = &c->items[c->map[j]];
+            if (sc->items[j].group || !it->decided || it->decision.allowed) continue;
+            if (try_without(c, c->map[j])) return; /* the next try answers */
+            break;
+        }
     if (c->inline_mark) *c->inline_mark = true; /* done runs inside sl__engine_decide_on */
     if (sc->rc != SL_OK) { /* a table error: nothing charged, nothing counted */
         c->rc = sc->rc;
-        c->refused = sc->rc_item < n ? sc->rc_item : n;
+        c->refused = sc->rc_item < sc->n ? c->map[sc->rc_item] : n;
         c->done(c);
         return;
     }
@@ -363,13 +394,13 @@ static void decided(sl_store_call *sc) {
         for (size_t k = 0; k < ne; k++)
             atomic_fetch_add_explicit(&c->items[enf[k]].limit->store.from[sc->from], 1,
                                       memory_order_relaxed);
-    for (size_t k = 0; k < ne; k++) {
-        sl_decide_item *it = &c->items[enf[k]];
-        if (!it->decided || it->decision.allowed) continue;
-        if (c->refused == n) c->refused = enf[k];
+    for (size_t j = 0; j < sc->n; j++) {
+        sl_decide_item *it = &c->items[c->map[j]];
+        if (it->shadow_group || !it->decided || it->decision.allowed) continue;
+        if (c->refused == n) c->refused = c->map[j];
         if (it->decision.retry_after < 0) { /* its cost can never pass */
             c->rc = SL_ECOST;
-            c->refused = enf[k];
+            c->refused = c->map[j];
             break;
         }
     }
@@ -387,49 +418,94 @@ static void decided(sl_store_call *sc) {
     c->done(c);
 }
 
-void sl__engine_decide(sl_decider *d, sl_decide_call *c, int64_t now) {
-    sl__engine_decide_on(d ? d->store : sl__memory_store(), c, now);
-}
-
-void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now) {
+/* Hands the items not dropped to the store (one try). */
+static void store_try(sl_decide_call *c) {
     sl_store_call *sc = &c->sc;
-    sc->n = c->n;
-    sc->now = now;
     sc->from = SL_FROM_REDIS;
     sc->retry_closed = 0;
     sc->rc = SL_OK;
-    sc->rc_item = c->n;
     sc->done = decided;
     sc->arg = c;
     sc->store = NULL;
     sc->state = NULL;
     sc->parts_left = 0;
     sc->failed = false;
+    size_t m = 0;
     for (size_t i = 0; i < c->n; i++) {
-        sl_decide_item *it = &c->items[i];
+        const sl_decide_item *it = &c->items[i];
+        if (it->dropped) continue;
         bool shadow = it->shadow || atomic_load_explicit(&it->limit->shadow, memory_order_relaxed);
         int64_t cost = it->cost;
-        if (it->limit->ramp) { /* charged cost / factor in units (sluice/ramp.h) */
+        if (it->limit->ramp && cost > 0) /* charged cost / factor in units (sluice/ramp.h) */
+            cost =
+                sl_ramp_cost(it->limit->store.params, cost, it->ramp_factor, it->limit->ramp_cap);
+        c->map[m] = (uint8_t)i;
+        sc->items[m++] = (sl_store_item){.limit = &it->limit->store,
+                                         .params = it->params,
+                                         .plan = it->plan,
+                                         .key = it->key,
+                                         .keylen = it->keylen,
+                                         .cost = cost,
+                                         .group = shadow ? 1 : 0};
+    }
+    sc->n = m;
+    sc->rc_item = m;
+    sl__store_decide(c->store, sc);
+}
+
+void sl__engine_decide(sl_decider *d, sl_decide_call *c, int64_t now) {
+    sl__engine_decide_on(d ? d->store : sl__memory_store(), c, now);
+}
+
+void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now) {
+    c->sc.now = now;
+    c->store = store;
+    for (size_t i = 0; i < c->n; i++) {
+        sl_decide_item *it = &c->items[i];
+        it->dropped = false;
+        if (it->limit->ramp)
             it->ramp_factor = sl_ramp_factor(it->limit->ramp, sl__ramp_started(), now);
-            if (cost > 0)
-                cost = sl_ramp_cost(it->limit->store.params, cost, it->ramp_factor,
-                                    it->limit->ramp_cap);
-        }
-        sc->items[i] = (sl_store_item){.limit = &it->limit->store,
-                                       .params = it->params,
-                                       .plan = it->plan,
-                                       .key = it->key,
-                                       .keylen = it->keylen,
-                                       .cost = cost,
-                                       .group = shadow ? 1 : 0};
+        it->shadow_group =
+            it->shadow || atomic_load_explicit(&it->limit->shadow, memory_order_relaxed);
     }
     bool done_inline = false;
     c->inline_mark = &done_inline;
-    sl__store_decide(store, sc);
+    store_try(c);
     if (done_inline) return; /* c may be gone */
     c->inline_mark = NULL;
     if (c->later) labels_now(c);  /* the caller's label context ends with this call */
     if (c->set && !c->set_held) { /* the call outlives the caller's frame: hold its set */
+        sl__policy_set_retain(c->set);
+        c->set_held = true;
+    }
+}
+
+/* The store forgot: what it said, for the caller. */
+static void forgotten(sl_store_call *sc) {
+    sl_decide_call *c = sc->arg;
+    for (size_t i = 0; i < c->n; i++) c->items[i].decided = sc->items[i].decided;
+    c->from = sc->from;
+    c->rc = sc->rc;
+    c->refused = sc->rc != SL_OK && sc->rc_item < c->n ? sc->rc_item : c->n;
+    if (c->inline_mark) *c->inline_mark = true;
+    c->done(c);
+}
+
+void sl__engine_forget(sl_decider *d, sl_decide_call *c, int64_t now) {
+    sl_store_call *sc = &c->sc;
+    *sc = (sl_store_call){.n = c->n, .now = now, .rc_item = c->n, .done = forgotten, .arg = c};
+    for (size_t i = 0; i < c->n; i++) {
+        c->map[i] = (uint8_t)i;
+        sc->items[i] = (sl_store_item){.limit = &c->items[i].limit->store,
+                                       .key = c->items[i].key,
+                                       .keylen = c->items[i].keylen};
+    }
+    bool done_inline = false;
+    c->inline_mark = &done_inline;
+    sl__store_forget(d ? d->store : sl__memory_store(), sc);
+    if (done_inline) return; /* c may be gone */
+    c->inline_mark = NULL;
+    if (c->set && !c->set_held) {
         sl__policy_set_retain(c->set);
         c->set_held = true;
     }

@@ -83,10 +83,13 @@ typedef struct sl_decide_item {
     bool shadow;                 /* a dry run for this use (a shadow rule), besides the limit's */
     const sl_params *params;     /* any-rate limits: this call's parameters */
     const struct sl__plan *plan; /* ... compiled */
+    uint8_t any_group;           /* 0: required; k > 0: in "any" group k (see below) */
     /* out */
     sl_decision decision;
     bool decided;        /* decision is meaningful */
     bool shadowed;       /* refused, but allowed because shadow */
+    bool shadow_group;   /* decided in the shadow group */
+    bool dropped;        /* its "any" group refused and was left out: not charged */
     int64_t ramp_factor; /* internal: the factor a ramped limit was decided at */
 } sl_decide_item;
 
@@ -97,7 +100,21 @@ typedef size_t (*sl_decide_label_fn)(void *ctx, size_t i, char *buf, size_t size
 typedef struct sl_decide_call sl_decide_call;
 typedef void (*sl_decide_fn)(sl_decide_call *c);
 
-/* A decision in progress. Outcome (valid in done):
+/* "Any" groups (Envoy's quota_mode, docs/envoy.md): the enforced items
+ * with any_group 0 are required; those with any_group k > 0 form group k.
+ * The call passes when every required item passes and, if there are any
+ * groups, at least one whole group passes. The engine decides it on the
+ * store's own all-or-nothing contract, so every store is exact alike: it
+ * asks for everything; when the refusal is an item of an "any" group while
+ * another group is left, that group is dropped (its items marked dropped,
+ * their decisions those of that try: nothing of it is charged) and the rest
+ * is asked again, at most once per group. So a call that passes charges the
+ * required items and every group that still passed given the charges
+ * before it; a call that refuses charges nothing (count_rejected excepted:
+ * each try that refuses charges them, so the domains refuse quota_mode
+ * with charge_refused_hits). Shadow items ignore any_group.
+ *
+ * A decision in progress. Outcome (valid in done):
  * - rc 0: decided; refused is the index of the enforced item that refused
  *   (the first), or n when the request passes;
  * - rc SL_ECOST: item `refused`'s cost can never pass; other rc: a table
@@ -114,6 +131,8 @@ struct sl_decide_call {
     void *arg;
     /* internal */
     sl_store_call sc;
+    sl_store *store;           /* the store deciding it (tries of "any" groups) */
+    uint8_t map[SL_CHECK_MAX]; /* store item -> call item (the items not dropped) */
     size_t cap;                /* bytes allocated */
     struct sl_policy_set *set; /* sl__decide_call_hold: held once the call outlives its start */
     bool set_held;
@@ -167,6 +186,13 @@ void sl__engine_decide(sl_decider *d, sl_decide_call *c, int64_t now);
 /* The same on a given store (what sl__engine_decide does with d's; for
  * tests that drive a store of their own). */
 void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now);
+
+/* Forgets the state of each item's (limit, key) on d's store (NULL: the
+ * memory store), as if never used (store.h: forget): in done,
+ * items[i].decided says whether the store held one; rc 0, or a table error
+ * of item `refused`; from: SL_FROM_OPEN when Redis failed (nothing known).
+ * Nothing is counted. c->done exactly once, maybe before it returns. */
+void sl__engine_forget(sl_decider *d, sl_decide_call *c, int64_t now);
 
 /* A decider on the memory store, for whoever has no worker (tests, tools):
  * shared, never freed. */

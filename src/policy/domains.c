@@ -31,6 +31,7 @@
 
 #include "policy/domains_internal.h"
 #include "sluice/error.h"
+#include "util/json.h"
 #include "util/log.h"
 #include "util/units.h"
 
@@ -175,6 +176,7 @@ typedef struct item {
     int64_t period;
     int64_t cost;
     bool shadow, share;
+    bool quota;      /* quota_mode (enforced): one "any" group of its own (decide.h) */
     bool refused;    /* over the limit (for a shadow limit: would have been) */
     bool counted;    /* counted already (a table limit: by the engine) */
     sl_decision dec; /* table limits: what the limit answered */
@@ -335,6 +337,7 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
             continue; /* no rule: OK, nothing else said (upstream) */
         } else if (c->unlimited) {
             statuses[i].limit_remaining = UINT32_MAX;
+            statuses[i].metadata = c->metadata;
             atomic_fetch_add_explicit(&c->st->lim.allowed, 1, memory_order_relaxed);
             continue;
         } else {
@@ -344,8 +347,10 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
             it.unit = c->unit;
             it.period = c->period;
             it.shadow = c->shadow;
+            it.quota = c->quota || s->quota;
         }
         it.shadow |= s->shadow; /* the config's top-level shadow: a dry run of everything */
+        it.quota &= !it.shadow; /* a shadow limit never refuses: no quota group */
         items[nitems++] = it;
     }
     if (!nitems) return SL_RLS_DONE;
@@ -363,13 +368,17 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
     if (need > sizeof stack) keys = (str){0};
     sl_decide_item active[SL_CHECK_MAX];
     size_t map[SL_CHECK_MAX], nactive = 0;
-    bool blocked = false; /* an enforced limit of 0 refuses the request */
+    bool blocked = false;          /* an enforced limit of 0 refuses the request */
+    size_t nquota = 0, quota0 = 0; /* quota groups, and those of a limit of 0 */
+    uint8_t groups = 0;
     sl_rls_error rc = SL_RLS_DONE;
     for (size_t k = 0; k < nitems; k++) {
         item *it = &items[k];
+        nquota += it->quota;
         if (it->rpu == 0) {
             it->refused = true; /* a limit of 0 is always exhausted: a check (hits 0) too */
-            blocked |= it->refused && !it->shadow;
+            blocked |= !it->shadow && !it->quota;
+            quota0 += it->quota;
             continue;
         }
         if (nactive == SL_CHECK_MAX) {
@@ -403,10 +412,12 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
         active[nactive] = (sl_decide_item){.limit = &it->st->lim,
                                            .keylen = keys.len - off,
                                            .cost = it->cost,
-                                           .shadow = it->shadow};
+                                           .shadow = it->shadow,
+                                           .any_group = it->quota ? ++groups : 0};
         active[nactive].key = (const void *)(uintptr_t)off;
         map[nactive++] = k;
     }
+    blocked |= nquota && quota0 == nquota; /* every quota group is a limit of 0 */
     for (size_t a = 0; a < nactive; a++) {
         active[a].key = keys.p + (uintptr_t)active[a].key;
         if (blocked) active[a].cost = 0; /* refused anyway: the others are only looked at */
@@ -468,6 +479,17 @@ static void note_refusal(const cdomain *d, const item *it, const sl_rls_request 
  * refusals the engine did not see; NULL when there are none) */
 static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t now,
                         const sl_rls_request *req, sl_rls_status *statuses, int *overall) {
+    /* over: an ordinary enforced limit is, or every quota-mode one (upstream) */
+    size_t nquota = 0, quota_over = 0;
+    bool over = false;
+    for (size_t k = 0; k < nitems; k++) {
+        item *it = &items[k];
+        bool no = it->rpu == 0 || it->refused || !it->dec.allowed;
+        nquota += it->quota;
+        quota_over += it->quota && no;
+        over |= no && !it->shadow && !it->quota;
+    }
+    over |= nquota && quota_over == nquota;
     for (size_t k = 0; k < nitems; k++) {
         item *it = &items[k];
         sl_rls_status *st = &statuses[it->desc];
@@ -488,12 +510,17 @@ static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t no
             else
                 st->reset_seconds = sl__ceil_s(it->dec.reset_after);
         }
-        if (it->refused && !it->shadow) { /* upstream never says more than 0 here (an Envoy
-                                             would show X-RateLimit-Remaining > 0 on a 429) */
+        if (it->refused && it->quota && !over) { /* a quota over, the request passes */
+            st->limit_remaining = 0;
+            st->quota_over = true;
+        } else if (it->refused && !it->shadow) { /* upstream never says more than 0 here (an
+                                                    Envoy would show X-RateLimit-Remaining > 0
+                                                    on a 429) */
             st->code = SL_RLS_OVER_LIMIT;
             st->limit_remaining = 0;
             *overall = SL_RLS_OVER_LIMIT;
         }
+        if (!it->refused && it->cl) st->metadata = it->cl->metadata;
         if (it->st && !it->counted) { /* a limit of 0: counted here */
             atomic_uint_fast64_t *c = !it->refused ? &it->st->lim.allowed
                                       : it->shadow ? &it->st->lim.shadow_limited
@@ -549,7 +576,7 @@ sl_rls_error sl__domain_finish(sl_decide_call *c, sl_rls_status *statuses, size_
     /* which groups passed (the engine counted their items as allowed) */
     bool enforced_passed = c->refused == c->n, shadow_passed = enforced_passed;
     for (size_t a = 0; a < ds->nactive; a++)
-        if (c->sc.items[a].group && c->items[a].shadowed) shadow_passed = false;
+        if (c->items[a].shadow_group && c->items[a].shadowed) shadow_passed = false;
     for (size_t a = 0; a < ds->nactive; a++) {
         item *it = &ds->items[ds->map[a]];
         const sl_decide_item *di = &c->items[a];
@@ -559,8 +586,8 @@ sl_rls_error sl__domain_finish(sl_decide_call *c, sl_rls_status *statuses, size_
             if (!di->decision.allowed || di->shadowed)
                 it->refused = true;
             else if (it->cost == 0 && it->dec.remaining < 1)
-                refuse_check(it, c->sc.items[a].group != 0,
-                             c->sc.items[a].group ? shadow_passed : enforced_passed);
+                refuse_check(it, c->items[a].shadow_group,
+                             c->items[a].shadow_group ? shadow_passed : enforced_passed);
         } else { /* not decided (the deny cache or a fail mode decided another) */
             it->dec = (sl_decision){.allowed = true, .limit = it->rpu, .remaining = it->rpu};
         }
@@ -568,4 +595,61 @@ sl_rls_error sl__domain_finish(sl_decide_call *c, sl_rls_status *statuses, size_
     }
     statuses_of(ds->domain, ds->items, ds->nitems, ds->now, NULL, statuses, overall);
     return SL_RLS_DONE;
+}
+
+/* ---- the answer's dynamic_metadata -------------------------------------------------------- */
+
+/* Whether the object members o[0..n) already hold the key k (a JSON string). */
+static bool has_key(const char *o, size_t n, const char *k, size_t klen) {
+    const char *p = o + 1, *end = o + n;
+    while (p < end && *p == '"') {
+        size_t kl = sl__json_skip(p, end);
+        if (!kl) return false;
+        if (kl == klen && !memcmp(p, k, klen)) return true;
+        p += kl + 1; /* the key and ':' */
+        size_t vl = sl__json_skip(p, end);
+        if (!vl) return false;
+        p += vl + 1; /* the value and ',' */
+    }
+    return false;
+}
+
+size_t sl__domain_dynamic_metadata(const sl_rls_status *st, size_t n, char **out) {
+    str o = {0};
+    sl__dstr_add(&o, "{", 1);
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        if (!st[i].quota_over) continue;
+        char num[48];
+        int k = snprintf(num, sizeof num, "%s%zu", first ? "\"quotaModeViolations\":[" : ",", i);
+        sl__dstr_add(&o, num, (size_t)k);
+        first = false;
+    }
+    if (!first) sl__dstr_add(&o, "]", 1);
+    size_t members = 0; /* bounded: each is looked for among those before it */
+    for (size_t i = 0; i < n; i++) {
+        const char *m = st[i].metadata;
+        if (!m) continue;
+        const char *p = m + 1, *end = m + strlen(m);
+        while (p < end && *p == '"' && members < SL_RLS_METADATA_MAX_KEYS) {
+            size_t kl = sl__json_skip(p, end);
+            size_t vl = kl ? sl__json_skip(p + kl + 1, end) : 0;
+            if (!vl) break;
+            if (!has_key(o.p, o.len, p, kl)) {
+                if (!first) sl__dstr_add(&o, ",", 1);
+                sl__dstr_add(&o, p, kl + 1 + vl);
+                first = false;
+                members++;
+            }
+            p += kl + 1 + vl + 1;
+        }
+    }
+    sl__dstr_add(&o, "}", 1);
+    if (first || o.failed) {
+        free(o.p);
+        *out = NULL;
+        return 0;
+    }
+    *out = o.p;
+    return o.len;
 }

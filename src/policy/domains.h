@@ -93,9 +93,10 @@ void sl__domain_set_release(sl_domain_set *s);
 
 /* ---- deciding (envoyproxy/ratelimit's ShouldRateLimit) ------------------------ */
 
-#define SL_RLS_MAX_DESCRIPTORS 64  /* per request */
-#define SL_RLS_MAX_ENTRIES     32  /* per descriptor */
-#define SL_RLS_MAX_OVERRIDES   256 /* distinct (domain, limit override) tables per set */
+#define SL_RLS_MAX_DESCRIPTORS   64  /* per request */
+#define SL_RLS_MAX_ENTRIES       32  /* per descriptor */
+#define SL_RLS_MAX_OVERRIDES     256 /* distinct (domain, limit override) tables per set */
+#define SL_RLS_METADATA_MAX_KEYS 256 /* top-level keys of one answer's dynamic_metadata */
 
 /* Response codes and units use the protobuf numbering of rls.proto. */
 enum { SL_RLS_UNKNOWN = 0, SL_RLS_OK = 1, SL_RLS_OVER_LIMIT = 2 };
@@ -143,6 +144,10 @@ typedef struct sl_rls_status {
     const char *name; /* rate_limit.name, NUL-terminated, or NULL; lives as long as the set */
     uint32_t limit_remaining;
     int64_t reset_seconds; /* duration_until_reset, whole seconds (rounded up) */
+    /* the rule's `metadata` (a JSON object; lives as long as the set) when the
+       descriptor is under its limit, else NULL: the answer's dynamic_metadata */
+    const char *metadata;
+    bool quota_over; /* a quota_mode descriptor over its limit in a request that passed */
 } sl_rls_status;
 
 typedef enum sl_rls_error {
@@ -174,6 +179,17 @@ sl_rls_error sl__domain_prepare(sl_domain_set *s, const sl_rls_request *req, int
 void *sl__domain_user(struct sl_decide_call *c);
 sl_rls_error sl__domain_finish(struct sl_decide_call *c, sl_rls_status *statuses, size_t *n,
                                int *overall, const char **message);
+
+/* The answer's dynamic_metadata (a google.protobuf.Struct) as the JSON text
+ * of one object, from the statuses written by sl__domain_prepare /
+ * sl__domain_finish: "quotaModeViolations", the indexes of the quota_mode
+ * descriptors over their limits in a request that passed (only when there
+ * are some), then the members of each status's metadata (descriptors under
+ * their limits), in descriptor order, a key already written skipped (the
+ * first descriptor naming it wins; at most SL_RLS_METADATA_MAX_KEYS of
+ * them, the rest left out). Returns its length with *out malloc'd
+ * (free it), or 0 and *out NULL: nothing to send (or out of memory). */
+size_t sl__domain_dynamic_metadata(const sl_rls_status *st, size_t n, char **out);
 
 /* Unit names as rls.proto spells them ("SECOND", ...), or "UNKNOWN". */
 const char *sl__rls_unit_name(int unit);

@@ -405,9 +405,31 @@ int sl__domain_set_build(const sl_domain_rules *rules, size_t max_memory, sl_dom
     return build(rules, max_memory, SL_FAIL_OPEN, 0, prev, out, err, errlen);
 }
 
+static bool any_quota(const rdesc *d, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (d[i].quota_mode || any_quota(d[i].kids, d[i].nkids)) return true;
+    return false;
+}
+
+/* Whether a rule of r (NULL: none) is in quota_mode. */
+static bool rules_quota(const sl_domain_rules *r) {
+    for (size_t i = 0; r && i < r->n; i++)
+        if (any_quota(r->d[i].descs, r->d[i].n)) return true;
+    return false;
+}
+
 int sl__domain_set_create(const sl_config *cfg, sl_domain_set *prev, int64_t now,
                           sl_domain_set **out, char *err, size_t errlen) {
     (void)now;
+    /* each try of an "any" group that refuses charges count_rejected limits
+       (decide.h): quota groups would charge refused hits more than once */
+    if (cfg->charge_refused_hits && (cfg->quota_mode || rules_quota(cfg->domain_rules))) {
+        snprintf(err, errlen,
+                 "charge_refused_hits: not supported with quota_mode rules "
+                 "(docs/envoy.md)");
+        *out = NULL;
+        return -1;
+    }
     int rc = build(cfg->domain_rules, cfg->max_memory, cfg->redis.on_failure,
                    cfg->charge_refused_hits ? SL_COUNT_REJECTED : 0, prev, out, err, errlen);
     if (rc == 0) sl__domain_set_shadow(*out, cfg->shadow);

@@ -816,7 +816,7 @@ static void count_rules(const sl_rules_answer *a, const sl_decide_call *c) {
         const sl_decide_item *it = &c->items[i];
         if (!k || !it->decided) continue;
         int slot = -1;
-        if (c->sc.items[i].group == 0) {
+        if (!c->items[i].shadow_group) {
             if (c->refused == c->n)
                 slot = 0;
             else if (!it->decision.allowed)

@@ -492,7 +492,15 @@ static void batch_store_free(sl_store *s) {
     free(bs);
 }
 
-static const sl_store_ops batch_ops = {.decide = batch_decide, .free = batch_store_free};
+/* Batched mode forgets this server's state only: the fleet's counts in
+ * Redis are the syncs' (docs/resp.md). */
+static void batch_forget(sl_store *s, sl_store_call *c) {
+    (void)s;
+    sl__memory_forget(c, false);
+}
+
+static const sl_store_ops batch_ops = {
+    .decide = batch_decide, .free = batch_store_free, .forget = batch_forget};
 
 sl_store *sl__batch_store_new(sl_batch *b, uv_loop_t *loop, const sl_redis_config *sync_cfg,
                               sl_redis_stats *stats, const sl_batch_hooks *hooks) {

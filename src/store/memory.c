@@ -212,6 +212,31 @@ void sl__memory_decide(sl_store_call *c) {
     c->done(c);
 }
 
+void sl__memory_forget(sl_store_call *c, bool fallback) {
+    c->from = SL_FROM_REDIS;
+    c->rc = SL_OK;
+    c->rc_item = c->n;
+    for (size_t i = 0; i < c->n; i++) {
+        sl_store_item *it = &c->items[i];
+        sl_table *t = atomic_load_explicit(&it->limit->table, memory_order_acquire);
+        sl_table *fb =
+            fallback ? atomic_load_explicit(&it->limit->fallback, memory_order_acquire) : NULL;
+        int rc = t && !it->limit->stripes ? sl_table_forget(t, it->key, it->keylen) : 0;
+        if (fb && rc >= 0) sl_table_forget(fb, it->key, it->keylen);
+        if (rc < 0 && c->rc == SL_OK) {
+            c->rc = rc;
+            c->rc_item = i;
+        }
+        it->decided = rc == 1;
+    }
+    c->done(c);
+}
+
+static void memory_forget(sl_store *s, sl_store_call *c) {
+    (void)s;
+    sl__memory_forget(c, false);
+}
+
 static void memory_decide(sl_store *s, sl_store_call *c) {
     (void)s;
     sl__memory_decide(c);
@@ -221,8 +246,10 @@ static void memory_free(sl_store *s) {
     (void)s;
 }
 
-static const sl_store_ops memory_ops = {
-    .decide = memory_decide, .free = memory_free, .lease = sl__memory_lease};
+static const sl_store_ops memory_ops = {.decide = memory_decide,
+                                        .free = memory_free,
+                                        .lease = sl__memory_lease,
+                                        .forget = memory_forget};
 static sl_store memory_store = {.ops = &memory_ops};
 
 sl_store *sl__memory_store(void) {

@@ -21,6 +21,11 @@ sl_store *sl__memory_store(void);
  * called before it returns. */
 void sl__memory_decide(sl_store_call *c);
 
+/* The memory store's forget (store.h): every item's key out of its
+ * limit's table (and out of its local fallback table, if it has one, when
+ * `fallback`); c->done before it returns. */
+void sl__memory_forget(sl_store_call *c, bool fallback);
+
 /* A look at (limit, key) at now without charging (cost 0; the calendar
  * clock for calendar quotas). Returns sl_table_check's code. */
 int sl__memory_peek(sl_store_limit *l, const void *key, size_t keylen, int64_t now, sl_decision *d);

@@ -50,6 +50,8 @@ typedef struct sl_store_worker {
     size_t nopen;
     uv_check_t check;
     bool check_on;
+    /* sent before the open calls, in order (sl__redis_store_after) */
+    sl_redis_queued *fifo, **fifo_tail;
     uint64_t no_module_until; /* uv_now ms: the module answered "unknown command" */
 } sl_store_worker;
 
@@ -64,6 +66,7 @@ typedef struct part {
 /* One script call: every request a worker has for one slot in one loop
  * iteration (decide.lua: group 2r + g). */
 typedef struct flight {
+    sl_redis_queued q; /* first: queued behind a forget (sl__redis_store_after) */
     sl_store_worker *sw;
     unsigned slot;
     bool with_source;
@@ -96,8 +99,10 @@ void sl__store_preamble(sl_redis *r) {
 
 static void redis_decide(sl_store *s, sl_store_call *c);
 static void redis_free(sl_store *s);
-static const sl_store_ops redis_ops = {
-    .decide = redis_decide, .free = redis_free, .lease = sl__redis_lease};
+static const sl_store_ops redis_ops = {.decide = redis_decide,
+                                       .free = redis_free,
+                                       .lease = sl__redis_lease,
+                                       .forget = sl__redis_forget};
 
 void sl__redis_store_parts(sl_store *s, uv_loop_t **loop, const sl_redis_config **cfg,
                            sl_redis **redis) {
@@ -154,6 +159,11 @@ static void on_check_closed(uv_handle_t *h) {
 static void redis_free(sl_store *s) {
     sl_store_worker *sw = (sl_store_worker *)s;
     /* requests not sent yet, then those in flight: their fail modes answer */
+    while (sw->fifo) {
+        sl_redis_queued *q = sw->fifo;
+        sw->fifo = q->next;
+        q->run(q, false);
+    }
     while (sw->nopen) flight_fail(sw->open[--sw->nopen]);
     sl__redis_free(sw->redis);
     uv_close((uv_handle_t *)&sw->check, on_check_closed);
@@ -404,10 +414,54 @@ static void on_check(uv_check_t *h) {
     sl_store_worker *sw = h->data;
     uv_check_stop(&sw->check);
     sw->check_on = false;
+    while (sw->fifo) {
+        sl_redis_queued *q = sw->fifo;
+        sw->fifo = q->next;
+        q->run(q, true);
+    }
     while (sw->nopen) {
         flight *f = sw->open[--sw->nopen];
         flight_send(f);
     }
+}
+
+static void flight_run(sl_redis_queued *q, bool send) {
+    flight *f = (flight *)(void *)q;
+    if (send)
+        flight_send(f);
+    else
+        flight_fail(f);
+}
+
+static void enqueue(sl_store_worker *sw, sl_redis_queued *q) {
+    q->next = NULL;
+    if (!sw->fifo) sw->fifo_tail = &sw->fifo;
+    *sw->fifo_tail = q;
+    sw->fifo_tail = &q->next;
+}
+
+/* A call goes out now, or behind what is queued. */
+static void flight_out(sl_store_worker *sw, flight *f) {
+    if (!sw->fifo) {
+        flight_send(f);
+        return;
+    }
+    f->q.run = flight_run;
+    enqueue(sw, &f->q);
+}
+
+void sl__redis_store_after(sl_store *s, sl_redis_queued *q) {
+    sl_store_worker *sw = (sl_store_worker *)s;
+    if (!sw->check_on) { /* nothing waits: at once */
+        q->run(q, true);
+        return;
+    }
+    while (sw->nopen) { /* the calls being filled are closed, in front of q */
+        flight *f = sw->open[--sw->nopen];
+        f->q.run = flight_run;
+        enqueue(sw, &f->q);
+    }
+    enqueue(sw, q);
 }
 
 /* Adds a request to the script call of its slot being filled. */
@@ -418,14 +472,14 @@ static void send_part(sl_store_worker *sw, part *pt) {
         (sw->open[j]->nparts == FLIGHT_REQUESTS || sw->open[j]->nitems + pt->n > FLIGHT_ITEMS)) {
         flight *full = sw->open[j]; /* full: goes out now */
         sw->open[j] = sw->open[--sw->nopen];
-        flight_send(full);
+        flight_out(sw, full);
         j = sw->nopen;
     }
     if (j == sw->nopen) {
         while (sw->nopen >= MAX_OPEN) { /* too many slots at once: the oldest goes out */
             flight *old = sw->open[0];
             sw->open[0] = sw->open[--sw->nopen];
-            flight_send(old);
+            flight_out(sw, old);
         }
         flight *f = calloc(1, sizeof *f);
         if (!f) {

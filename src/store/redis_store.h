@@ -34,4 +34,23 @@ void sl__redis_store_parts(sl_store *s, uv_loop_t **loop, const sl_redis_config 
  * so that EVALSHA finds it without a NOSCRIPT round trip. */
 void sl__store_preamble(sl_redis *r);
 
+/* Something to send on the worker's connections in the order it was asked
+ * among the decision calls (a forget: forget_redis.c). run(q, true) sends
+ * it; run(q, false) answers it without Redis (the store is freed). */
+typedef struct sl_redis_queued {
+    struct sl_redis_queued *next;
+    void (*run)(struct sl_redis_queued *q, bool send);
+} sl_redis_queued;
+
+/* Runs q after everything this worker was asked before it: at once when no
+ * decision call waits for the end of the loop iteration; else those calls
+ * are closed (later decisions start new ones) and q goes out after them,
+ * at the end of the iteration (one connection per node keeps the order, so
+ * Redis runs them in that order). */
+void sl__redis_store_after(sl_store *s, sl_redis_queued *q);
+
+/* The Redis store's forget (store.h; forget_redis.c): a DEL of each item's
+ * key, and the key out of its limit's local fallback table. */
+void sl__redis_forget(sl_store *s, sl_store_call *c);
+
 #endif

@@ -166,6 +166,14 @@ typedef struct sl_store_ops {
      * (store/lease.h, the same completion contract); NULL: the store has
      * none (batched mode). */
     void (*lease)(sl_store *s, struct sl_lease_call *c);
+    /* Forgets the state of each item's (limit, key), as if never used
+     * (CL.THROTTLE's DEL): item.decided says whether there was one (the
+     * store's own; the Redis store's local fallback table is emptied of the
+     * key too but not counted); c->rc 0, or SL_EKEY / SL_ENOMEM of
+     * c->rc_item; c->from as for decide (a Redis that failed: SL_FROM_OPEN,
+     * nothing known, only the fallback forgotten); c->done exactly once,
+     * maybe before it returns. Calendar quotas are not forgotten. */
+    void (*forget)(sl_store *s, sl_store_call *c);
 } sl_store_ops;
 
 struct sl_store {
@@ -174,6 +182,9 @@ struct sl_store {
 
 static inline void sl__store_decide(sl_store *s, sl_store_call *c) {
     s->ops->decide(s, c);
+}
+static inline void sl__store_forget(sl_store *s, sl_store_call *c) {
+    s->ops->forget(s, c);
 }
 static inline void sl__store_free(sl_store *s) {
     if (s) s->ops->free(s);

@@ -10,7 +10,11 @@ redis-server of its own (free loopback port, stopped at the end).
 - Redis store: the worker's deny cache never answers for a CL.THROTTLE key
   (a refusal under one parameter set says nothing about another), and with
   Redis unreachable the local fallback keeps the same one-state-per-key
-  semantics.
+  semantics;
+- DEL key resets a key's state as in redis-cell (Redis's integer count, a
+  key named twice counted once); with the Redis store it deletes the one
+  Redis key; with Redis away it answers an error and empties the local
+  fallback of the key.
 Raw sockets only (standard library)."""
 import os
 import socket
@@ -135,6 +139,15 @@ class Base:
         b.close()
 
 
+    def test_del_resets_state(self):
+        c = self.conn()
+        got = c.run([("CL.THROTTLE", "dk", 0, 1, 60), ("CL.THROTTLE", "dk", 0, 1, 60),
+                     ("DEL", "dk", "dk", "never-used"), ("CL.THROTTLE", "dk", 0, 1, 60),
+                     ("DEL", "dk"), ("DEL", "dk")])
+        c.close()
+        self.assertEqual(got, [[0, 1, 0, -1, 60], [1, 1, 0, 60, 60], 1, [0, 1, 0, -1, 60], 1, 0])
+
+
 class Memory(Base, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -201,6 +214,21 @@ class Redis(Base, unittest.TestCase):
         self.assertEqual(self.redis_keys("*{one}*"), ["sluice:{one}:cell:tat"])
 
 
+    def test_del_deletes_the_redis_key(self):
+        c = self.conn()
+        self.assertEqual(c.run([("CL.THROTTLE", "gone", 0, 1, 60)])[0], [0, 1, 0, -1, 60])
+        self.assertEqual(self.redis_keys("*{gone}*"), ["sluice:{gone}:cell:tat"])
+        self.assertEqual(c.run([("DEL", "gone")])[0], 1)
+        self.assertEqual(self.redis_keys("*{gone}*"), [])
+        # a key only Redis holds (another sluiced's charge) is deleted too
+        r = Conn(self.redis_port)
+        self.assertEqual(r.run([("SET", "sluice:{other}:cell:tat", "1")])[0], "+OK")
+        r.close()
+        self.assertEqual(c.run([("DEL", "other", "nosuch")])[0], 1)
+        self.assertEqual(self.redis_keys("*{other}*"), [])
+        c.close()
+
+
 class RedisDown(unittest.TestCase):
     """Redis unreachable, on_failure local: the memory table decides, with
     the same one-state-per-key semantics."""
@@ -223,6 +251,16 @@ class RedisDown(unittest.TestCase):
                      ("CL.THROTTLE", "rk", 0, 1, 60)])
         c.close()
         self.assertEqual(got, [[0, 1, 0, -1, 60], [0, 5, 3, -1, 120], [1, 1, 0, 120, 120]])
+
+    def test_del_without_redis(self):
+        # nothing is known of Redis's key: an error; the local fallback forgets it
+        c = Conn(self.server.resp_port)
+        got = c.run([("CL.THROTTLE", "lk", 0, 1, 60), ("CL.THROTTLE", "lk", 0, 1, 60),
+                     ("DEL", "lk"), ("CL.THROTTLE", "lk", 0, 1, 60)])
+        c.close()
+        self.assertEqual(got[:2], [[0, 1, 0, -1, 60], [1, 1, 0, 60, 60]])
+        self.assertTrue(got[2].startswith("-ERR the store could not be reached"), got[2])
+        self.assertEqual(got[3], [0, 1, 0, -1, 60])
 
 
 if __name__ == "__main__":

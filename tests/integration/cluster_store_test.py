@@ -8,6 +8,8 @@ in front, driven over HTTP (GET /v1/check). In order, on one cluster:
   test_1_keys_spread_over_masters   many keys; SCAN on each master: every
                                     master holds some, each on the master of
                                     its slot (the {key} hash tag)
+  test_1a_del_on_the_key_master    DEL (CL.THROTTLE state) over RESP deletes
+                                    each key on the master of its slot
   test_2_exact_counts               limit+1-th request is 429, remaining counts
                                     down exactly, also under concurrency
   test_3_slot_migration             a slot holding used keys migrates; paused
@@ -52,7 +54,7 @@ import urllib.parse
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import redis_cluster as rc  # noqa: E402
-from harness import tail  # noqa: E402
+from harness import resp_call, tail  # noqa: E402
 
 SLUICED = None
 SRC = None
@@ -380,6 +382,29 @@ class ClusterStore(unittest.TestCase):
         self.log("keys per master: %s" % per_master)
         for m in masters:
             self.assertGreater(per_master[m], 10, "master %s got few keys: %s" % (m, per_master))
+
+    def test_1a_del_on_the_key_master(self):
+        # CL.THROTTLE state as Redis holds it (as another sluiced left it), 3 keys per master
+        keys = {m: self.keys_on(m, 3, "del") for m in self.cluster.masters()}
+        for m, ks in keys.items():
+            for k in ks:
+                self.assertEqual(self.cluster.call(m, "SET", "sluice:{%s}:cell:tat" % k, "1"), "OK")
+        every = [k for ks in keys.values() for k in ks]
+        # one DEL for all of them (a call that timed out is sent again: its keys may be
+        # gone already, so only the end state is exact)
+        for attempt in range(20):
+            got = resp_call(self.sluiced.resp_port, "DEL", *every, raise_errors=False)
+            if isinstance(got, int):
+                break
+            self.assertIn("the store could not be reached", str(got))
+        self.assertIsInstance(got, int, got)
+        self.assertLessEqual(got, len(every))
+        if attempt == 0:
+            self.assertEqual(got, len(every))
+        for m, ks in keys.items():
+            left = {k.decode() for k in self.redis_keys(m)}
+            for k in ks:
+                self.assertNotIn("sluice:{%s}:cell:tat" % k, left, "DEL left %s on %s" % (k, m))
 
     def test_2_exact_counts(self):
         # one key per master, counted down one by one to the limit, then 429

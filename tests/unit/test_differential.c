@@ -17,6 +17,10 @@
  * same key twice sometimes, costs 0 to beyond the limit, shadow uses) at
  * times on a fake clock (steps of 0, small, around a period, days; never
  * backwards, where the two differ on purpose: decide.lua's top comment).
+ * A quarter of the requests put their limits in the engine's "any" groups
+ * (decide.h: Envoy's quota_mode), 0 to 2 at random, drawn from a stream of
+ * their own so that the other draws of a seed are as they were: the tries
+ * of the groups and which items are dropped must agree too.
  *
  * The two stores sit behind decide_memory() and decide_redis(); the
  * generator, the comparison and the report know nothing of them. The Redis
@@ -121,6 +125,15 @@ static bool chance(int percent) {
     return below(100) < percent;
 }
 
+/* The "any" groups' own stream (splitmix64 again), seeded by the sequence. */
+static uint64_t rng_groups;
+static unsigned group_draw(unsigned n) {
+    uint64_t z = (rng_groups += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return (unsigned)((z ^ (z >> 31)) % n);
+}
+
 /* ---- a sequence: the generator's output, independent of the stores -------------- */
 
 typedef struct gpolicy {
@@ -134,7 +147,8 @@ typedef struct gpolicy {
 typedef struct glimit {
     unsigned pol, key;
     int64_t cost;
-    bool shadow; /* the use's own shadow flag (a shadow rule) */
+    bool shadow;   /* the use's own shadow flag (a shadow rule) */
+    uint8_t group; /* its "any" group (decide.h), 0: required */
 } glimit;
 
 typedef struct greq {
@@ -246,6 +260,7 @@ static int64_t gen_step(const gseq *s) {
 
 static void gen_sequence(gseq *s, uint64_t seed) {
     rng = seed;
+    rng_groups = seed ^ UINT64_C(0x71756f7461);
     *s = (gseq){.seed = seed, .t0_us = T0_US + below(365 * DAY_US)};
     s->np = (size_t)between(1, MAX_POL);
     for (size_t i = 0; i < s->np; i++) s->p[i] = gen_policy();
@@ -256,7 +271,9 @@ static void gen_sequence(gseq *s, uint64_t seed) {
         at += k ? gen_step(s) : 0;
         q->at_us = at;
         q->n = (size_t)between(1, MAX_LIM);
+        bool any = group_draw(4) == 0;
         for (size_t j = 0; j < q->n; j++) {
+            q->l[j].group = any ? (uint8_t)group_draw(3) : 0;
             glimit *l = &q->l[j];
             if (j > 0 && chance(12)) { /* the same key twice */
                 *l = q->l[below((int64_t)j)];
@@ -320,7 +337,7 @@ typedef struct answer {
     int rc;
     size_t refused;
     size_t n;
-    bool decided[MAX_LIM], shadowed[MAX_LIM];
+    bool decided[MAX_LIM], shadowed[MAX_LIM], dropped[MAX_LIM];
     sl_decision d[MAX_LIM];
 } answer;
 
@@ -330,9 +347,10 @@ typedef bool (*relax_fn)(const void *ctx, const answer *m, const answer *r, size
                          const char *field);
 
 /* Item i's fields, in the order they are compared. */
-#define N_FIELDS 8
-static const char *const field_names[N_FIELDS] = {
-    "decided", "shadowed", "allowed", "limit", "remaining", "retry_after", "reset_after", "delay"};
+#define N_FIELDS 9
+static const char *const field_names[N_FIELDS] = {"decided",     "shadowed",  "allowed",
+                                                  "limit",       "remaining", "retry_after",
+                                                  "reset_after", "delay",     "dropped"};
 static int64_t field_value(const answer *a, size_t i, int f) {
     const sl_decision *d = &a->d[i];
     switch (f) {
@@ -350,8 +368,10 @@ static int64_t field_value(const answer *a, size_t i, int f) {
         return d->retry_after;
     case 6:
         return d->reset_after;
-    default:
+    case 7:
         return d->delay;
+    default:
+        return a->dropped[i];
     }
 }
 
@@ -365,7 +385,10 @@ static const char *diff_field(const answer *m, const answer *r, size_t *item, re
     for (size_t i = 0; i < m->n; i++) {
         *item = i;
         for (int f = 0; f < N_FIELDS; f++) {
-            if (f == 1 && !m->decided[i] && !r->decided[i]) break;
+            if (f == 1 && !m->decided[i] && !r->decided[i]) {
+                f = N_FIELDS - 2; /* undecided: only whether it was dropped */
+                continue;
+            }
             if (field_value(m, i, f) == field_value(r, i, f)) continue;
             if (relax && relax(ctx, m, r, i, field_names[f])) continue;
             return field_names[f];
@@ -414,8 +437,9 @@ static void print_request(const gseq *s, size_t k) {
     const greq *q = &s->r[k];
     print_message("    #%zu at t0+%lld us:", k, (long long)q->at_us);
     for (size_t j = 0; j < q->n; j++)
-        print_message(" [%zu] p%u/k%u cost %lld%s", j, q->l[j].pol, q->l[j].key,
-                      (long long)q->l[j].cost, q->l[j].shadow ? " shadow" : "");
+        print_message(" [%zu] p%u/k%u cost %lld%s any %u", j, q->l[j].pol, q->l[j].key,
+                      (long long)q->l[j].cost, q->l[j].shadow ? " shadow" : "",
+                      (unsigned)q->l[j].group);
     print_message("\n");
 }
 
@@ -458,6 +482,8 @@ static sl_redis_config rcfg, mcfg;
 static sl_store_stats sstats, mstats;
 static sl_store *redis, *module;
 
+static unsigned long long dropped_requests; /* memory: requests with a group dropped */
+
 static void on_call_done(sl_decide_call *c) {
     *(bool *)c->arg = true;
 }
@@ -467,9 +493,11 @@ static void decide_on(sl_store *store, stores *st, const greq *q, int64_t now, a
     char keys[MAX_LIM * KEY_MAX];
     make_items(st, q, items, keys);
     sl_decide_item di[MAX_LIM];
-    for (size_t j = 0; j < q->n; j++)
+    for (size_t j = 0; j < q->n; j++) {
         di[j] = sl__policy_use(items[j].policy, items[j].key, items[j].keylen, items[j].cost,
                                items[j].shadow);
+        di[j].any_group = q->l[j].group;
+    }
     sl_decide_call *c = sl__decide_call_new(di, q->n, NULL, NULL, 0);
     assert_non_null(c);
     bool done = false;
@@ -495,6 +523,9 @@ static void decide_on(sl_store *store, stores *st, const greq *q, int64_t now, a
         items[j].shadowed = c->items[j].shadowed;
     }
     take_answer(a, items, q->n, c->rc, c->refused);
+    bool dropped = false;
+    for (size_t j = 0; j < q->n; j++) dropped |= a->dropped[j] = c->items[j].dropped;
+    if (!store) dropped_requests += dropped;
     sl__decide_call_free(c);
 }
 
@@ -799,10 +830,11 @@ static void test_differential(void **state) {
         report(&s, &res);
         if (different >= 3) break;
     }
-    print_message("differential: %llu sequences, %llu requests compared; %llu rates skipped "
-                  "(refused by sl__redis_script_check)\n",
-                  (unsigned long long)count, requests, skipped_rates);
+    print_message("differential: %llu sequences, %llu requests compared (%llu with an \"any\" "
+                  "group dropped); %llu rates skipped (refused by sl__redis_script_check)\n",
+                  (unsigned long long)count, requests, dropped_requests, skipped_rates);
     if (different) fail_msg("%llu sequences differ", different);
+    if (count >= 1000) assert_true(dropped_requests > 0); /* the groups' tries were compared */
     /* the two Redis stores really went their two ways */
     assert_true(atomic_load(&mstats.module_calls) > 0);
     assert_int_equal(atomic_load(&mstats.script_calls), 0);

@@ -627,6 +627,58 @@ static void test_response_encoding(void **state) {
     }
 }
 
+/* dynamic_metadata: the statuses' metadata merged (the first descriptor
+ * naming a key wins) after the quota violations, as a Struct protobuf-c
+ * reads back value for value. */
+static void test_dynamic_metadata(void **state) {
+    (void)state;
+    sl_rls_status st[3] = {{.code = SL_RLS_OK,
+                            .metadata = "{\"svc\":{\"name\":\"a\\\"b\\u0001\"},"
+                                        "\"n\":1.5,\"l\":[true,null,\"x\"]}"},
+                           {.code = SL_RLS_OK, .quota_over = true},
+                           {.code = SL_RLS_OK, .metadata = "{\"svc\":2,\"z\":false}"}};
+    char *json = NULL;
+    size_t len = sl__domain_dynamic_metadata(st, 3, &json);
+    assert_string_equal(json, "{\"quotaModeViolations\":[1],\"svc\":{\"name\":\"a\\\"b\\u0001\"},"
+                              "\"n\":1.5,\"l\":[true,null,\"x\"],\"z\":false}");
+    assert_int_equal(len, strlen(json));
+    free(json);
+    sl_buf mine;
+    sl__buf_init(&mine);
+    assert_int_equal(sl__grpc_put_rls_response(&mine, SL_RLS_OK, st, 3), 0);
+    Envoy__Service__Ratelimit__V3__RateLimitResponse *r =
+        envoy__service__ratelimit__v3__rate_limit_response__unpack(NULL, mine.len - 5,
+                                                                   (const uint8_t *)mine.data + 5);
+    assert_non_null(r);
+    Google__Protobuf__Struct *m = r->dynamic_metadata;
+    assert_non_null(m);
+    assert_int_equal(m->n_fields, 5);
+    assert_string_equal(m->fields[0]->key, "quotaModeViolations");
+    Google__Protobuf__ListValue *v = m->fields[0]->value->list_value;
+    assert_int_equal(v->n_values, 1);
+    assert_int_equal((int)(v->values[0]->number_value * 2), 2);
+    assert_string_equal(m->fields[1]->key, "svc");
+    Google__Protobuf__Struct *svc = m->fields[1]->value->struct_value;
+    assert_string_equal(svc->fields[0]->key, "name");
+    assert_string_equal(svc->fields[0]->value->string_value, "a\"b\001");
+    assert_int_equal((int)(m->fields[2]->value->number_value * 2), 3);
+    Google__Protobuf__ListValue *l = m->fields[3]->value->list_value;
+    assert_int_equal(l->n_values, 3);
+    assert_int_equal(l->values[0]->kind_case, GOOGLE__PROTOBUF__VALUE__KIND_BOOL_VALUE);
+    assert_true(l->values[0]->bool_value);
+    assert_int_equal(l->values[1]->kind_case, GOOGLE__PROTOBUF__VALUE__KIND_NULL_VALUE);
+    assert_string_equal(l->values[2]->string_value, "x");
+    assert_string_equal(m->fields[4]->key, "z");
+    assert_int_equal(m->fields[4]->value->kind_case, GOOGLE__PROTOBUF__VALUE__KIND_BOOL_VALUE);
+    assert_false(m->fields[4]->value->bool_value);
+    envoy__service__ratelimit__v3__rate_limit_response__free_unpacked(r, NULL);
+    sl__buf_free(&mine);
+    /* nothing to say: no field 6 */
+    sl_rls_status plain = {.code = SL_RLS_OK};
+    assert_int_equal(sl__domain_dynamic_metadata(&plain, 1, &json), 0);
+    assert_null(json);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_settings_and_health),
@@ -638,6 +690,7 @@ int main(void) {
         cmocka_unit_test(test_header_timeout_stream),
         cmocka_unit_test(test_header_timeout_frame),
         cmocka_unit_test(test_response_encoding),
+        cmocka_unit_test(test_dynamic_metadata),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -154,6 +154,15 @@ static size_t status_len(const sl_rls_status *st, size_t name_len) {
     return n;
 }
 
+/* dynamic_metadata (field 6), as a Struct's bytes in *meta (empty: none). */
+static int metadata_of(const sl_rls_status *st, size_t n, sl_buf *meta) {
+    char *json = NULL;
+    size_t len = sl__domain_dynamic_metadata(st, n, &json);
+    int rc = len ? sl__grpc_put_struct(meta, json, len) : 0;
+    free(json);
+    return rc;
+}
+
 int sl__grpc_put_rls_response(sl_buf *out, int overall, const sl_rls_status *st, size_t n) {
     size_t names[SL_RLS_MAX_DESCRIPTORS], lens[SL_RLS_MAX_DESCRIPTORS];
     if (n > SL_RLS_MAX_DESCRIPTORS) return -1;
@@ -163,8 +172,18 @@ int sl__grpc_put_rls_response(sl_buf *out, int overall, const sl_rls_status *st,
         lens[i] = status_len(&st[i], names[i]);
         total += 1 + varint_len(lens[i]) + lens[i];
     }
+    sl_buf meta;
+    sl__buf_init(&meta);
+    if (metadata_of(st, n, &meta) != 0) {
+        sl__buf_free(&meta);
+        return -1;
+    }
+    if (meta.len) total += 1 + varint_len(meta.len) + meta.len;
     uint8_t *p = (uint8_t *)sl__buf_reserve(out, total + 5);
-    if (!p) return -1;
+    if (!p) {
+        sl__buf_free(&meta);
+        return -1;
+    }
     uint8_t *start = p;
     *p++ = 0;
     *p++ = (uint8_t)(total >> 24);
@@ -196,6 +215,13 @@ int sl__grpc_put_rls_response(sl_buf *out, int overall, const sl_rls_status *st,
             if (x->reset_seconds) *p++ = 0x08, p = put_varint(p, (uint64_t)x->reset_seconds);
         }
     }
+    if (meta.len) { /* dynamic_metadata */
+        *p++ = 0x32;
+        p = put_varint(p, meta.len);
+        memcpy(p, meta.data, meta.len);
+        p += meta.len;
+    }
+    sl__buf_free(&meta);
     sl__buf_commit(out, (size_t)(p - start));
     return (size_t)(p - start) == total + 5 ? 0 : -1;
 }

@@ -82,8 +82,14 @@ int sl__grpc_rls_prepare(const sl_grpc_call_env *env, const uint8_t *msg, size_t
 int sl__grpc_rls_answer(struct sl_decide_call *call, sl_buf *out, const char **message);
 
 /* Appends a RateLimitResponse (overall_code, one DescriptorStatus per
- * status) as one length-prefixed gRPC message: the same bytes protobuf-c
+ * status, dynamic_metadata from sl__domain_dynamic_metadata when there is
+ * some) as one length-prefixed gRPC message: the same bytes protobuf-c
  * would write. Returns 0, or -1 (out of memory, or n > SL_RLS_MAX_DESCRIPTORS). */
 int sl__grpc_put_rls_response(sl_buf *out, int overall, const sl_rls_status *st, size_t n);
+
+/* Appends the google.protobuf.Struct (its fields, no tag or length) of the
+ * JSON object json[0..len) as util/json.h reads it (grpc_struct.c). Returns
+ * 0, or -1 (not such an object, or out of memory). */
+int sl__grpc_put_struct(sl_buf *out, const char *json, size_t len);
 
 #endif

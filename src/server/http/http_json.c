@@ -192,7 +192,15 @@ static void write_response(sl_buf *b, int overall, const sl_rls_status *st, size
             sl__buf_printf(b, ",\"durationUntilReset\":\"%llds\"", (long long)st[i].reset_seconds);
         sl__buf_puts(b, "}");
     }
-    sl__buf_puts(b, "]}");
+    sl__buf_puts(b, "]");
+    char *meta = NULL;
+    size_t mlen = sl__domain_dynamic_metadata(st, n, &meta);
+    if (mlen) { /* proto3 JSON of a Struct: the object itself */
+        sl__buf_puts(b, ",\"dynamicMetadata\":");
+        sl__buf_append(b, meta, mlen);
+    }
+    free(meta);
+    sl__buf_puts(b, "}");
 }
 
 static bool error_answer(sl_buf *out, bool keep, int status, const char *code,

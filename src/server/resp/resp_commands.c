@@ -25,6 +25,7 @@
 #include "policy/policy.h"
 #include "server/reply.h"
 #include "server/resp/resp.h"
+#include "server/resp/resp_del.h"
 #include "server/resp/resp_lease.h"
 #include "sluice/sluice.h"
 #include "util/units.h"
@@ -150,6 +151,7 @@ static const arg_doc check_args[] = {{"policy", "string", false},
                                      {"key", "key", false},
                                      {"cost", "integer", true},
                                      {"delay", "pure-token", true}};
+static const arg_doc del_args[] = {{"key", "key", false}};
 static const arg_doc acquire_args[] = {{"policy", "string", false}, {"key", "key", false}};
 static const arg_doc lease_args[] = {
     {"policy", "string", false}, {"key", "key", false}, {"lease", "string", false}};
@@ -184,6 +186,18 @@ static const cmd_def commands[] = {
      "sluice",
      ARGS(throttle_args),
      cmd_throttle},
+    {NAME("del"),
+     -2,
+     true,
+     {"write"},
+     1,
+     -1,
+     1,
+     "Deletes CL.THROTTLE keys (their state), as DEL does with redis-cell",
+     "1.0.0",
+     "keyspace",
+     ARGS(del_args),
+     sl__resp_cmd_del},
     {NAME("sl.check"),
      -3,
      true,
@@ -744,7 +758,7 @@ static void key_spec(sl_buf *out, const cmd_def *d) {
     bulk_str(out, "spec");
     sl__resp_array(out, 6);
     bulk_str(out, "lastkey");
-    sl__resp_int(out, d->last_key - d->first_key);
+    sl__resp_int(out, d->last_key < 0 ? d->last_key : d->last_key - d->first_key);
     bulk_str(out, "keystep");
     sl__resp_int(out, d->key_step);
     bulk_str(out, "limit");
@@ -752,7 +766,8 @@ static void key_spec(sl_buf *out, const cmd_def *d) {
 }
 
 /* COMMAND GETKEYS / GETKEYSANDFLAGS name arg...: the keys of that command
- * line, with Redis 7's errors. Every command here has at most one key. */
+ * line, with Redis 7's errors: one key, or (DEL: last_key -1) every
+ * argument from first_key on. */
 static void command_getkeys(sl_buf *out, const sl_resp_command *cmd, bool with_flags) {
     if (cmd->argc < 4) {
         wrong_args(out, with_flags ? "command|getkeysandflags" : "command|getkeys");
@@ -769,14 +784,12 @@ static void command_getkeys(sl_buf *out, const sl_resp_command *cmd, bool with_f
     } else if ((size_t)d->first_key >= n) {
         sl__resp_error(out, "ERR Invalid arguments specified for command");
     } else {
-        size_t k = 2 + (size_t)d->first_key;
-        sl__resp_array(out, 1);
-        if (with_flags) {
-            sl__resp_array(out, 2);
+        size_t k = 2 + (size_t)d->first_key, end = d->last_key < 0 ? cmd->argc : k + 1;
+        sl__resp_array(out, end - k);
+        for (; k < end; k++) {
+            if (with_flags) sl__resp_array(out, 2);
             sl__resp_bulk(out, cmd->argv[k], cmd->argl[k]);
-            key_flags_reply(out);
-        } else {
-            sl__resp_bulk(out, cmd->argv[k], cmd->argl[k]);
+            if (with_flags) key_flags_reply(out);
         }
     }
 }

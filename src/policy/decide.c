@@ -368,7 +368,6 @@ static void decided(sl_store_call *sc) {
             sl_ramp_decision(it->limit->store.params, it->ramp_factor, it->limit->ramp_cap,
                              &it->decision);
         it->shadowed = false;
-        it->shadow_group = sc->items[j].group != 0;
     }
     for (size_t i = 0; i < n; i++) {
         if (c->items[i].shadow_group)
@@ -434,7 +433,6 @@ static void store_try(sl_decide_call *c) {
     for (size_t i = 0; i < c->n; i++) {
         const sl_decide_item *it = &c->items[i];
         if (it->dropped) continue;
-        bool shadow = it->shadow || atomic_load_explicit(&it->limit->shadow, memory_order_relaxed);
         int64_t cost = it->cost;
         if (it->limit->ramp && cost > 0) /* charged cost / factor in units (sluice/ramp.h) */
             cost =
@@ -446,7 +444,7 @@ static void store_try(sl_decide_call *c) {
                                          .key = it->key,
                                          .keylen = it->keylen,
                                          .cost = cost,
-                                         .group = shadow ? 1 : 0};
+                                         .group = it->shadow_group ? 1 : 0};
     }
     sc->n = m;
     sc->rc_item = m;
@@ -457,27 +455,36 @@ void sl__engine_decide(sl_decider *d, sl_decide_call *c, int64_t now) {
     sl__engine_decide_on(d ? d->store : sl__memory_store(), c, now);
 }
 
+/* The store has not answered inline: the call outlives the caller's frame
+ * (its labels are made now, its policy set held). */
+static void goes_on(sl_decide_call *c) {
+    c->inline_mark = NULL;
+    if (c->later) labels_now(c);  /* the caller's label context ends with this call */
+    if (c->set && !c->set_held) { /* hold its set */
+        sl__policy_set_retain(c->set);
+        c->set_held = true;
+    }
+}
+
 void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now) {
     c->sc.now = now;
     c->store = store;
+    int64_t ramp_start = -1; /* read once per call, when a limit ramps */
     for (size_t i = 0; i < c->n; i++) {
         sl_decide_item *it = &c->items[i];
         it->dropped = false;
-        if (it->limit->ramp)
-            it->ramp_factor = sl_ramp_factor(it->limit->ramp, sl__ramp_started(), now);
+        if (it->limit->ramp) {
+            if (ramp_start < 0) ramp_start = sl__ramp_started();
+            it->ramp_factor = sl_ramp_factor(it->limit->ramp, ramp_start, now);
+        }
+        /* the group is fixed for every try of the call */
         it->shadow_group =
             it->shadow || atomic_load_explicit(&it->limit->shadow, memory_order_relaxed);
     }
     bool done_inline = false;
     c->inline_mark = &done_inline;
     store_try(c);
-    if (done_inline) return; /* c may be gone */
-    c->inline_mark = NULL;
-    if (c->later) labels_now(c);  /* the caller's label context ends with this call */
-    if (c->set && !c->set_held) { /* the call outlives the caller's frame: hold its set */
-        sl__policy_set_retain(c->set);
-        c->set_held = true;
-    }
+    if (!done_inline) goes_on(c); /* else c may be gone */
 }
 
 /* The store forgot: what it said, for the caller. */
@@ -503,12 +510,7 @@ void sl__engine_forget(sl_decider *d, sl_decide_call *c, int64_t now) {
     bool done_inline = false;
     c->inline_mark = &done_inline;
     sl__store_forget(d ? d->store : sl__memory_store(), sc);
-    if (done_inline) return; /* c may be gone */
-    c->inline_mark = NULL;
-    if (c->set && !c->set_held) {
-        sl__policy_set_retain(c->set);
-        c->set_held = true;
-    }
+    if (!done_inline) goes_on(c); /* else c may be gone */
 }
 
 /* ---- the engine ----------------------------------------------------------------- */

@@ -615,6 +615,10 @@ static bool has_key(const char *o, size_t n, const char *k, size_t klen) {
 }
 
 size_t sl__domain_dynamic_metadata(const sl_rls_status *st, size_t n, char **out) {
+    *out = NULL;
+    bool any = false; /* most answers have nothing to say: no allocation then */
+    for (size_t i = 0; i < n && !any; i++) any = st[i].quota_over || st[i].metadata;
+    if (!any) return 0;
     str o = {0};
     sl__dstr_add(&o, "{", 1);
     bool first = true;

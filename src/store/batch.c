@@ -257,9 +257,7 @@ static void send_push(sl_batch *b, push *p) {
         sl__buf_reset(&key);
         sl__redis_key(&key, b->cfg->prefix, e->text, e->text + e->plen + 1, e->klen);
         sl__buf_append(&key, ":n", 2);
-        sl__buf_printf(c, "$%zu\r\n", key.len);
-        sl__buf_append(c, key.data, key.len);
-        sl__buf_puts(c, "\r\n");
+        sl__buf_bulk(c, key.data, key.len);
     }
     sl__buf_free(&key);
     int64_t ttl = b->cfg->sync_interval / 1000000 * 100;

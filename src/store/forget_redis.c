@@ -75,9 +75,8 @@ static void run(sl_redis_queued *q, bool send) {
         sl__buf_init(&k);
         sl__buf_init(&cmd);
         sl__redis_key(&k, st->cfg->prefix, it->limit->name, it->key, it->keylen);
-        sl__buf_printf(&cmd, "*2\r\n$3\r\nDEL\r\n$%zu\r\n", k.len);
-        sl__buf_append(&cmd, k.data, k.len);
-        sl__buf_puts(&cmd, "\r\n");
+        sl__buf_puts(&cmd, "*2\r\n$3\r\nDEL\r\n");
+        sl__buf_bulk(&cmd, k.data, k.len);
         if (k.failed || cmd.failed)
             on_del(&ones[i], NULL, SL_REDIS_EIO);
         else

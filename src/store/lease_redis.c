@@ -73,16 +73,10 @@ typedef struct lstate {
     char rkey[]; /* any bytes: the client key's included */
 } lstate;
 
-static void put_bulk(sl_buf *b, const void *p, size_t n) {
-    sl__buf_printf(b, "$%zu\r\n", n);
-    sl__buf_append(b, p, n);
-    sl__buf_puts(b, "\r\n");
-}
-
 static void put_int(sl_buf *b, long long v) {
     char t[24];
     int n = snprintf(t, sizeof t, "%lld", v);
-    put_bulk(b, t, (size_t)n);
+    sl__buf_bulk(b, t, (size_t)n);
 }
 
 static void on_reply(void *arg, const redisReply *r, int status);
@@ -97,18 +91,18 @@ static void send_call(lstate *st) {
     sl__buf_init(&b);
     sl__buf_puts(&b, "*9\r\n");
     if (st->with_source) {
-        put_bulk(&b, "EVAL", 4);
-        put_bulk(&b, sl__lease_lua_text, strlen(sl__lease_lua_text));
+        sl__buf_bulk(&b, "EVAL", 4);
+        sl__buf_bulk(&b, sl__lease_lua_text, strlen(sl__lease_lua_text));
     } else {
-        put_bulk(&b, "EVALSHA", 7);
-        put_bulk(&b, sl__lease_lua_text_sha1, 40);
+        sl__buf_bulk(&b, "EVALSHA", 7);
+        sl__buf_bulk(&b, sl__lease_lua_text_sha1, 40);
     }
-    put_bulk(&b, "1", 1);
-    put_bulk(&b, st->rkey, st->rkeylen);
-    put_bulk(&b, &ops[c->op], 1);
+    sl__buf_bulk(&b, "1", 1);
+    sl__buf_bulk(&b, st->rkey, st->rkeylen);
+    sl__buf_bulk(&b, &ops[c->op], 1);
     put_int(&b, (long long)atomic_load_explicit(&c->limit->limit, memory_order_relaxed));
     put_int(&b, (long long)(atomic_load_explicit(&c->limit->lease, memory_order_relaxed) / 1000));
-    put_bulk(&b, id, 16);
+    sl__buf_bulk(&b, id, 16);
     put_int(&b, st->cfg->script_now ? (long long)(c->now / 1000) : 0);
     if (b.failed) {
         sl__buf_free(&b);

@@ -53,6 +53,12 @@ void sl__buf_puts(sl_buf *b, const char *s) {
     sl__buf_append(b, s, strlen(s));
 }
 
+void sl__buf_bulk(sl_buf *b, const void *p, size_t n) {
+    sl__buf_printf(b, "$%zu\r\n", n);
+    sl__buf_append(b, p, n);
+    sl__buf_puts(b, "\r\n");
+}
+
 void sl__buf_printf(sl_buf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -26,6 +26,8 @@ void sl__buf_append(sl_buf *b, const void *p, size_t n);
 void sl__buf_puts(sl_buf *b, const char *s);
 void sl__buf_printf(sl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sl__buf_i64(sl_buf *b, int64_t v); /* decimal */
+/* n bytes of p as one RESP bulk string ($n CRLF bytes CRLF): a Redis command's argument. */
+void sl__buf_bulk(sl_buf *b, const void *p, size_t n);
 /* Drops the first n bytes (consumed input). */
 void sl__buf_consume(sl_buf *b, size_t n);
 void sl__buf_reset(sl_buf *b);

@@ -38,6 +38,8 @@
 #define SL_MOD_CMAX       INT64_MAX
 #define KEY_TABLE         1024 /* open addressing over the keys, at most half full */
 #define PUSH_CHUNK        1000 /* RPUSH arguments per replicated command */
+#define PACKED_ITEM       12   /* SL_SCRIPT_PACKED_ITEM: set u16, group u16, cost u64 */
+#define PACKED_REPLY      48   /* SL_SCRIPT_PACKED_REPLY: 6 x int64 */
 
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 
@@ -61,6 +63,8 @@ typedef struct call {
     sl_mod_state *st; /* per distinct key */
     int64_t *out;     /* 6 per item */
     bool oom;
+    bool packed;         /* items in one argument, the reply one string */
+    char *reply;         /* packed: the reply's bytes */
     void *scratch;       /* the one block all arrays point into */
     int *table;          /* KEY_TABLE: distinct keys by hash */
     int *cnt, *fill;     /* per group: its first item in list; filling */
@@ -179,6 +183,7 @@ static size_t call_layout(call *c, char *base, int n, int m, size_t *zeroed) {
     c->out = carve(base, &off, 6 * un, sizeof *c->out);
     c->fx_keys = carve(base, &off, un, sizeof *c->fx_keys);
     c->fx_buf = carve(base, &off, un, SL_MOD_EFFECT_MAX);
+    c->reply = carve(base, &off, un, PACKED_REPLY);
     return off + 1;
 }
 
@@ -501,6 +506,52 @@ static void call_free(call *c) {
     RedisModule_Free(c->scratch);
 }
 
+/* The items as the script takes them, 3 arguments each. */
+static bool arg_items(call *c, RedisModuleString **it, char *err, size_t errlen) {
+    for (int i = 0; i < c->n; i++, it += 3) {
+        int64_t j, g;
+        if (!arg_int(it[0], 1, c->nsets, "parameter set", "item", i + 1, &j, err, errlen) ||
+            !arg_int(it[1], 0, SL_MOD_CMAX, "cost", "item", i + 1, &c->cost[i], err, errlen) ||
+            !arg_int(it[2], 0, SL_MOD_MAX_GROUPS - 1, "group", "item", i + 1, &g, err, errlen))
+            return false;
+        c->ips[i] = (int)j - 1;
+        c->group[i] = (int)g;
+    }
+    return true;
+}
+
+static uint64_t get_le(const unsigned char *p, int bytes) {
+    uint64_t v = 0;
+    for (int k = bytes - 1; k >= 0; k--) v = v << 8 | p[k];
+    return v;
+}
+
+/* The packed items (redis_script.h): PACKED_ITEM bytes each, set and group
+ * 16-bit, cost 64-bit, little-endian; the same bounds as arg_items. */
+static bool packed_items(call *c, const RedisModuleString *s, char *err, size_t errlen) {
+    size_t len;
+    const unsigned char *p = (const unsigned char *)RedisModule_StringPtrLen(s, &len);
+    if (len != (size_t)c->n * PACKED_ITEM) {
+        snprintf(err, errlen, "packed items: expected %d bytes, got %zu", c->n * PACKED_ITEM, len);
+        return false;
+    }
+    for (int i = 0; i < c->n; i++, p += PACKED_ITEM) {
+        uint64_t j = get_le(p, 2), g = get_le(p + 2, 2), cost = get_le(p + 4, 8);
+        const char *what = j < 1 || j > (uint64_t)c->nsets ? "parameter set"
+                           : g >= SL_MOD_MAX_GROUPS        ? "group"
+                           : cost > (uint64_t)SL_MOD_CMAX  ? "cost"
+                                                           : NULL;
+        if (what) {
+            snprintf(err, errlen, "item %d: bad %s", i + 1, what);
+            return false;
+        }
+        c->ips[i] = (int)j - 1;
+        c->group[i] = (int)g;
+        c->cost[i] = (int64_t)cost;
+    }
+    return true;
+}
+
 /* Checks every argument (decide.lua's order and texts); NULL or the error. */
 static const char *check_args(call *c, int argc, char *err, size_t errlen) {
     RedisModuleString **argv = c->argv;
@@ -508,7 +559,9 @@ static const char *check_args(call *c, int argc, char *err, size_t errlen) {
     RedisModuleString **a = argv + 2 + n; /* ARGV[1..] */
     int na = argc - 2 - n;
     int64_t m;
-    if (na < 2 || !parse_int(a[1], &m) || m < 0 || m > n || na != 2 + 7 * m + 3 * (int64_t)n) {
+    bool ok = na >= 2 && parse_int(a[1], &m) && m >= 0 && m <= n;
+    c->packed = ok && n > 0 && na == 2 + 7 * m + 1;
+    if (!ok || (!c->packed && na != 2 + 7 * m + 3 * (int64_t)n)) {
         snprintf(err, errlen, "expected 2 + 7 x m + 3 x %d arguments after the keys, got %d", n,
                  na);
         return err;
@@ -534,14 +587,10 @@ static const char *check_args(call *c, int argc, char *err, size_t errlen) {
         if (sl__mod_set_check(&c->sets[j], j + 1, v, tag, taglen, err, errlen)) return err;
     }
     RedisModuleString **it = a + 2 + 7 * c->nsets;
-    for (int i = 0; i < n; i++, it += 3) {
-        int64_t j, g;
-        if (!arg_int(it[0], 1, c->nsets, "parameter set", "item", i + 1, &j, err, errlen) ||
-            !arg_int(it[1], 0, SL_MOD_CMAX, "cost", "item", i + 1, &c->cost[i], err, errlen) ||
-            !arg_int(it[2], 0, SL_MOD_MAX_GROUPS - 1, "group", "item", i + 1, &g, err, errlen))
-            return err;
-        c->ips[i] = (int)j - 1;
-        c->group[i] = (int)g;
+    if (c->packed) {
+        if (!packed_items(c, it[0], err, errlen)) return err;
+    } else {
+        if (!arg_items(c, it, err, errlen)) return err;
     }
     /* the distinct keys; the same key twice must come with the same tag */
     int *table = c->table;
@@ -571,6 +620,22 @@ static const char *check_args(call *c, int argc, char *err, size_t errlen) {
         }
     }
     return NULL;
+}
+
+/* The decisions: 6 integers per item, or (packed) one string of their
+ * 64-bit little-endian bytes. */
+static void reply(call *c) {
+    if (!c->packed) {
+        RedisModule_ReplyWithArray(c->ctx, 6L * c->n);
+        for (int x = 0; x < 6 * c->n; x++) RedisModule_ReplyWithLongLong(c->ctx, c->out[x]);
+        return;
+    }
+    unsigned char *p = (unsigned char *)c->reply;
+    for (int x = 0; x < 6 * c->n; x++) {
+        uint64_t v = (uint64_t)c->out[x];
+        for (int k = 0; k < 8; k++) *p++ = (unsigned char)(v >> (8 * k));
+    }
+    RedisModule_ReplyWithStringBuffer(c->ctx, c->reply, (size_t)(p - (unsigned char *)c->reply));
 }
 
 static int decide_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
@@ -624,8 +689,7 @@ static int decide_command(RedisModuleCtx *ctx, RedisModuleString **argv, int arg
     sl__mod_effects_begin(&c.fx, ctx, c.fx_keys, c.fx_buf);
     write_back(&c, base_ms);
     sl__mod_effects_end(&c.fx, ctx);
-    RedisModule_ReplyWithArray(ctx, 6L * c.n);
-    for (int x = 0; x < 6 * c.n; x++) RedisModule_ReplyWithLongLong(ctx, c.out[x]);
+    reply(&c);
     call_free(&c);
     return REDISMODULE_OK;
 }

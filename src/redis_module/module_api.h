@@ -1,6 +1,6 @@
 /* module_api.h: the part of the Redis modules API that sluice-redis.so uses,
  * declared here because Debian does not package Redis's redismodule.h (and
- * a copy of it would be 1,500 lines of someone else's header for the 32
+ * a copy of it would be 1,500 lines of someone else's header for the 33
  * functions below). Only what the module calls is declared.
  *
  * The ABI, as the Redis modules API reference and redis-server 7.0.15 give
@@ -69,6 +69,7 @@ typedef void (*RedisModuleEventCallback)(RedisModuleCtx *ctx, RedisModuleEvent e
     X(int, ReplyWithError, (RedisModuleCtx * ctx, const char *err))                                \
     X(int, ReplyWithArray, (RedisModuleCtx * ctx, long len))                                       \
     X(int, ReplyWithLongLong, (RedisModuleCtx * ctx, long long v))                                 \
+    X(int, ReplyWithStringBuffer, (RedisModuleCtx * ctx, const char *buf, size_t len))             \
     X(const char *, StringPtrLen, (const RedisModuleString *s, size_t *len))                       \
     X(RedisModuleString *, CreateString, (RedisModuleCtx * ctx, const char *p, size_t len))        \
     X(void, FreeString, (RedisModuleCtx * ctx, RedisModuleString * s))                             \

@@ -82,8 +82,8 @@ void sl__mod_effects_set(sl_mod_effects *e, RedisModuleString *key, const char *
 
 void sl__mod_effects_end(sl_mod_effects *e, RedisModuleCtx *ctx) {
     if (e->listen && e->nkeys > 0)
-        RedisModule_Replicate(ctx, "EVAL", "clvb", SL_MOD_EFFECTS_LUA, (long long)e->nkeys,
-                              e->keys, (size_t)e->nkeys, e->buf, e->len);
+        RedisModule_Replicate(ctx, "EVAL", "clvb", SL_MOD_EFFECTS_LUA, (long long)e->nkeys, e->keys,
+                              (size_t)e->nkeys, e->buf, e->len);
     else if (e->dirty && e->changed > 0)
         RedisModule_Replicate(ctx, "PING", "");
 }

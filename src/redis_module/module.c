@@ -1,10 +1,14 @@
 /* module.c: sluice-redis.so, a Redis module with one command,
  *   SLUICE.DECIDE <n> <key_1..key_n> <now_us> <m> <7 x m set args> <3 x n item args>
- * decide.lua's arguments after its sha, its reply, its error texts (without
- * the " script: <sha>, on @user_script:..." that Redis appends to a
- * script's), its state strings and TTL rule, decided natively
- * (decide_us.c): a fleet where some sluiced call the script and others the
- * module decides exactly the same.
+ *   SLUICE.DECIDE <n> <key_1..key_n> <now_us> <m> <7 x m set args> <packed items>
+ * The first form: decide.lua's arguments after its sha, its reply, its
+ * error texts (without the " script: <sha>, on @user_script:..." that
+ * Redis appends to a script's), its state strings and TTL rule, decided
+ * natively (decide_us.c): a fleet where some sluiced call the script and
+ * others the module decides exactly the same. The packed form (what
+ * sluiced sends, src/store/redis_script.h): the items in one argument of
+ * PACKED_ITEM bytes each, the reply one string of PACKED_REPLY bytes per
+ * item; told apart by the argument count (2 + 7m + 1 against 2 + 7m + 3n).
  *
  * Differences from the script, all on input sluiced never sends: numbers
  * are plain decimal integers (the script's tonumber also takes "1e3",
@@ -13,16 +17,17 @@
  * items; a sliding log element that is no decimal reads as 0.
  *
  * Redis: keys through the getkeys-api (positions 2..n+1: Cluster routes
- * and checks slots; COMMAND GETKEYS), flags "write deny-oom". Each key is
- * opened once (RedisModule_OpenKey), its string state read in place
- * (StringDMA), a changed state overwritten in place when its length is
- * the same (else StringSet) and given an absolute expiry (SetAbsExpire:
- * the script's PX in ms from Redis's clock), and
- * each effect replicated as what it is (SET key value PXAT t, DEL, LTRIM,
- * RPUSH, PEXPIREAT) with RedisModule_Replicate, never the command itself:
- * a replica or an AOF replay deciding again at its own time would diverge.
- * Arguments are all checked before any state is read: an error changes
- * nothing. */
+ * and checks slots; COMMAND GETKEYS), flags "write deny-oom". One scratch
+ * block and one clock read per call. Each key is opened once
+ * (RedisModule_OpenKey), its string state read in place (StringDMA), a
+ * changed state overwritten in place when its length is the same (else
+ * StringSet) and given an absolute expiry (SetAbsExpire: the script's PX
+ * in ms from Redis's clock). The effects are replicated, never the
+ * command (a replica or an AOF replay deciding again at its own time
+ * would diverge): the string states as one EVAL per call, a sliding log's
+ * as DEL, LTRIM, RPUSH, PEXPIREAT, nothing while nothing listens
+ * (replicate.c). Arguments are all checked before any state is read: an
+ * error changes nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -13,6 +13,8 @@
   replica's full sync, the AOF rewrite) and the AOF flag must turn it back
   on; and with RDB save points only, rdb_changes_since_last_save still
   counts the calls;
+- cluster_replica: on a 3-master Redis Cluster with the module, a call's
+  replicated EVAL (its keys in one slot) reaches the master's replica;
 - require_missing: store.redis.module: require on a Redis without the module
   refuses to decide (the fail mode answers) and /readyz says degraded,
   "decide":"missing";
@@ -32,6 +34,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import distributed_test as dt  # noqa: E402
 import harness  # noqa: E402
+import redis_cluster  # noqa: E402
 
 MODULE = None
 
@@ -191,6 +194,35 @@ def copy_aof(src, dst):
             g.write(f.read())
 
 
+class ModuleCluster(redis_cluster.Cluster):
+    """redis_cluster.Cluster with sluice-redis.so loaded on every node."""
+
+    def _args(self, node):
+        return super()._args(node) + ["--loadmodule", MODULE]
+
+
+def cluster_replica():
+    keys = ["sl:{u1}:%d" % j for j in range(len(SETS))]
+    with ModuleCluster(masters=3, replicas=1) as cl:
+        port = int(cl.node_for_key(keys[0]).split(":")[1])
+        for rnd in range(3):
+            items = [x for j in range(len(SETS)) for x in (str(j + 1), str(1 + rnd), "0")]
+            r = cl.command(keys[0], "SLUICE.DECIDE", str(len(keys)), *keys, "0", str(len(SETS)),
+                           *[x for st in SETS for x in st], *items)
+            assert isinstance(r, list) and len(r) == 6 * len(keys), r
+        assert cl.call(port, "WAIT", "1", "10000") == 1
+        with cl.client(port) as c:
+            want = {k: (c.call("TYPE", k), c.call("PEXPIRETIME", k)) for k in keys}
+        replica = [n["port"] for n in cl.cluster_nodes()
+                   if "slave" in n["flags"] and n.get("master") == cl.ids[port]]
+        assert len(replica) == 1, replica
+        with cl.client(replica[0]) as c:
+            c.call("READONLY")
+            got = {k: (c.call("TYPE", k), c.call("PEXPIRETIME", k)) for k in keys}
+            assert "cmdstat_sluice.decide" not in c.call("INFO", "commandstats").decode()
+        assert got == want and all(v[0] != b"none" for v in want.values()), (want, got)
+
+
 def require_missing():
     dt.REDIS_MODULE = None
     with dt.Env("modreq") as env:
@@ -241,7 +273,7 @@ def config_key():
                 assert "module" in p.stdout + p.stderr, p.stderr
 
 
-TESTS = [replication, late_listeners, require_missing, auto_fallback, config_key]
+TESTS = [replication, late_listeners, cluster_replica, require_missing, auto_fallback, config_key]
 
 
 def main():

@@ -41,7 +41,6 @@
 #define SL_MOD_MAX_ITEMS  512 /* SL_SCRIPT_MAX_ITEMS */
 #define SL_MOD_MAX_GROUPS 512 /* groups 2r + g, r < 256 */
 #define SL_MOD_CMAX       INT64_MAX
-#define KEY_TABLE         1024 /* open addressing over the keys, at most half full */
 #define PUSH_CHUNK        1000 /* RPUSH arguments per replicated command */
 #define PACKED_ITEM       12   /* SL_SCRIPT_PACKED_ITEM: set u16, group u16, cost u64 */
 #define PACKED_REPLY      48   /* SL_SCRIPT_PACKED_REPLY: 6 x int64 */
@@ -63,6 +62,7 @@ typedef struct call {
     int *group;    /* per item */
     int *kidx;     /* item -> distinct key index */
     int nkeys;     /* distinct keys */
+    int nopen;     /* keys opened and their states read: keys[], st[] below this */
     int *first;    /* distinct key -> its first item */
     RedisModuleKey **keys;
     sl_mod_state *st; /* per distinct key */
@@ -71,7 +71,8 @@ typedef struct call {
     bool packed;         /* items in one argument, the reply one string */
     char *reply;         /* packed: the reply's bytes */
     void *scratch;       /* the one block all arrays point into */
-    int *table;          /* KEY_TABLE: distinct keys by hash */
+    int *table;          /* distinct keys by hash: open addressing, at most half full */
+    size_t tmask;        /* the table's size - 1 (a power of two >= 2n) */
     int *cnt, *fill;     /* per group: its first item in list; filling */
     bool *seen;          /* per request */
     int *list, *order;   /* items by group; requests in order */
@@ -167,13 +168,15 @@ static void *carve(char *base, size_t *off, size_t n, size_t size) {
 /* Lays out (base NULL: measures) every array of a call of n items and m
  * sets; the first `*zeroed` bytes must start zero. Returns the size. */
 static size_t call_layout(call *c, char *base, int n, int m, size_t *zeroed) {
-    size_t off = 0, un = (size_t)n;
-    c->keys = carve(base, &off, un, sizeof *c->keys);
-    c->st = carve(base, &off, un, sizeof *c->st);
-    c->table = carve(base, &off, KEY_TABLE, sizeof *c->table);
+    size_t off = 0, un = (size_t)n, tsize = 16;
+    while (tsize < 2 * un) tsize *= 2;
+    c->tmask = tsize - 1;
+    c->table = carve(base, &off, tsize, sizeof *c->table);
     c->cnt = carve(base, &off, SL_MOD_MAX_GROUPS + 1, sizeof *c->cnt);
     c->seen = carve(base, &off, SL_MOD_MAX_GROUPS / 2, sizeof *c->seen);
     *zeroed = off;
+    c->keys = carve(base, &off, un, sizeof *c->keys); /* set as opened (nopen) */
+    c->st = carve(base, &off, un, sizeof *c->st);
     c->sets = carve(base, &off, (size_t)m, sizeof *c->sets);
     c->fill = carve(base, &off, SL_MOD_MAX_GROUPS, sizeof *c->fill);
     c->ips = carve(base, &off, un, sizeof *c->ips);
@@ -239,6 +242,7 @@ static void read_state(call *c, int k) {
         }
         return;
     }
+    s->log.runs = NULL; /* not a log: nothing to free */
     if (type == REDISMODULE_KEYTYPE_STRING) {
         size_t len;
         const char *v = RedisModule_StringDMA(key, &len, REDISMODULE_READ);
@@ -503,11 +507,10 @@ static int64_t wall_us(void) {
 }
 
 static void call_free(call *c) {
-    if (c->keys)
-        for (int k = 0; k < c->nkeys; k++)
-            if (c->keys[k]) RedisModule_CloseKey(c->keys[k]);
-    if (c->st)
-        for (int k = 0; k < c->nkeys; k++) sl__mod_state_free(&c->st[k]);
+    for (int k = 0; k < c->nopen; k++) {
+        if (c->keys[k]) RedisModule_CloseKey(c->keys[k]);
+        sl__mod_state_free(&c->st[k]);
+    }
     RedisModule_Free(c->scratch);
 }
 
@@ -602,8 +605,8 @@ static const char *check_args(call *c, int argc, char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
         size_t len;
         const char *k = RedisModule_StringPtrLen(argv[2 + i], &len);
-        size_t h = (size_t)hash_bytes(k, len) & (KEY_TABLE - 1);
-        for (;; h = (h + 1) & (KEY_TABLE - 1)) {
+        size_t h = (size_t)hash_bytes(k, len) & c->tmask;
+        for (;; h = (h + 1) & c->tmask) {
             if (table[h] == 0) {
                 table[h] = c->nkeys + 1;
                 c->first[c->nkeys] = i;
@@ -685,6 +688,7 @@ static int decide_command(RedisModuleCtx *ctx, RedisModuleString **argv, int arg
         c.keys[k] =
             RedisModule_OpenKey(ctx, argv[2 + c.first[k]], REDISMODULE_READ | REDISMODULE_WRITE);
         read_state(&c, k);
+        c.nopen = k + 1;
     }
     run_requests(&c);
     if (c.oom) { /* nothing written */

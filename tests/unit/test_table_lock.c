@@ -91,8 +91,9 @@ static int cmp_op(const void *a, const void *b) {
 }
 
 static sl_table *bucket_table(void) {
-    sl_table_options o = {
-        .params = {.algorithm = SL_TOKEN_BUCKET, .rate = {1, 3600 * SL_NS_PER_SEC}, .burst = BURST}};
+    sl_table_options o = {.params = {.algorithm = SL_TOKEN_BUCKET,
+                                     .rate = {1, 3600 * SL_NS_PER_SEC},
+                                     .burst = BURST}};
     sl_table *t;
     assert_int_equal(sl_table_create(&o, &t), SL_OK);
     return t;
@@ -106,7 +107,8 @@ static void linearizable(void **state) {
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, THREADS);
     for (int i = 0; i < THREADS; i++) {
-        w[i] = (worker){.table = t, .start = &start, .seed = 0x9e3779b97f4a7c15u * (uint64_t)(i + 1)};
+        w[i] =
+            (worker){.table = t, .start = &start, .seed = 0x9e3779b97f4a7c15u * (uint64_t)(i + 1)};
         assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
     }
     for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);

@@ -38,7 +38,7 @@
 #define OPS          20000 /* per thread */
 #define BURST        15000 /* per key: about a quarter of the demand passes */
 #define NOW          (1000 * SL_NS_PER_SEC)
-#define WAITER_TAKES 2000
+#define WAITER_TAKES 20000
 
 typedef struct op {
     int key;
@@ -172,29 +172,34 @@ typedef struct lock_arg {
     sl__shard_lock *lock;
     atomic_int *stop;
     int64_t *counter; /* written only under the lock */
-    int64_t takes;
+    int *inside;      /* threads in the critical section: read and written under the lock */
+    int64_t takes, overlaps;
 } lock_arg;
+
+/* One critical section: a read-modify-write of the counter spread over a
+ * few steps, and a count of threads inside that must be 0 on entry. */
+static void critical(lock_arg *a) {
+    sl__shard_lock_take(a->lock);
+    if ((*a->inside)++) a->overlaps++;
+    int64_t v = *a->counter;
+    for (volatile int i = 0; i < 20; i++) {
+    }
+    *a->counter = v + 1;
+    (*a->inside)--;
+    sl__shard_lock_give(a->lock);
+    a->takes++;
+}
 
 /* Takes and gives back the lock as fast as it can until told to stop. */
 static void *hog_main(void *p) {
     lock_arg *a = p;
-    while (!atomic_load_explicit(a->stop, memory_order_relaxed)) {
-        sl__shard_lock_take(a->lock);
-        ++*a->counter;
-        sl__shard_lock_give(a->lock);
-        a->takes++;
-    }
+    while (!atomic_load_explicit(a->stop, memory_order_relaxed)) critical(a);
     return NULL;
 }
 
 static void *waiter_main(void *p) {
     lock_arg *a = p;
-    for (int i = 0; i < WAITER_TAKES; i++) {
-        sl__shard_lock_take(a->lock);
-        ++*a->counter;
-        sl__shard_lock_give(a->lock);
-        a->takes++;
-    }
+    for (int i = 0; i < WAITER_TAKES; i++) critical(a);
     atomic_store(a->stop, 1);
     return NULL;
 }
@@ -205,7 +210,9 @@ static void no_starvation(void **state) {
     sl__shard_lock_init(&lock);
     atomic_int stop = 0;
     int64_t counter = 0;
-    lock_arg hogs[THREADS - 1], waiter = {.lock = &lock, .stop = &stop, .counter = &counter};
+    int inside = 0;
+    lock_arg hogs[THREADS - 1],
+        waiter = {.lock = &lock, .stop = &stop, .counter = &counter, .inside = &inside};
     pthread_t th[THREADS];
     alarm(240); /* a starved waiter fails the test instead of hanging it */
     for (int i = 0; i < THREADS - 1; i++) {
@@ -215,8 +222,12 @@ static void no_starvation(void **state) {
     assert_int_equal(pthread_create(&th[THREADS - 1], NULL, waiter_main, &waiter), 0);
     for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
     alarm(0);
-    int64_t takes = waiter.takes;
-    for (int i = 0; i < THREADS - 1; i++) takes += hogs[i].takes;
+    int64_t takes = waiter.takes, overlaps = waiter.overlaps;
+    for (int i = 0; i < THREADS - 1; i++) {
+        takes += hogs[i].takes;
+        overlaps += hogs[i].overlaps;
+    }
+    assert_int_equal(overlaps, 0);
     assert_int_equal(waiter.takes, WAITER_TAKES);
     assert_int_equal(counter, takes); /* mutual exclusion: no increment lost */
     assert_int_equal(atomic_load(&lock.locked), 0);

@@ -5,25 +5,30 @@
  * lock's and the state's) between CPUs, and on this class of machine one
  * transfer costs more than the whole critical section (a lookup in L1 and a
  * state step, ~60 instructions). A test-and-test-and-set lock whose waiter
- * polls the lock line in a tight loop pulls that line away at every release
- * and grabs the lock whenever the holder is between two decisions: a
- * hand-over per decision. So:
+ * polls the lock line after every pause pulls that line away again and again
+ * and grabs the lock whenever it looks while the holder is between two
+ * decisions (one hand-over per 70-450 decisions in bench/lock_handover.c).
+ * So:
  *
  *   - a waiter polls the lock seldom (`SL__LOCK_POLL` pauses between looks),
  *     so the holder releases and takes the lock again with both lines in its
- *     own cache, for a stretch of decisions; the stretch is one poll interval
- *     (about a microsecond), the waiter then takes it at its next look;
+ *     own cache, for a stretch of decisions (one poll interval or more: 2.4
+ *     us on the Zen 5 of docs/BENCHMARKS.md), and the waiter takes it at a
+ *     look that finds it free;
  *   - bounded waiting: a waiter that has looked `SL__LOCK_PATIENCE` times
  *     without winning queues by ticket (FIFO among such waiters); the head of
  *     that queue raises `want`, which closes the fast path to everyone else,
- *     and takes the lock at the next release. Every waiter is served after at
- *     most its patience, plus one critical section per impatient waiter ahead
- *     of it, plus one per other thread that had read `want` clear just before
- *     it was raised.
+ *     and takes the lock at the next release. Every waiter is served after its
+ *     patience plus, for itself and each impatient waiter ahead of it, one
+ *     critical section of that waiter and at most one of each other thread
+ *     (one that read `want` clear just before it was raised, or took the lock
+ *     between one head's turn and the next head's raise): a bound in critical
+ *     sections, whatever the scheduler does.
  *
  * Uncontended cost: lock = one load of `want` (the lock's own line) and an
- * atomic exchange, one branch on both; unlock = one release store. Mutual exclusion is the
- * exchange's: only the thread that turned `locked` from 0 to 1 holds it.
+ * atomic exchange, one branch on both; unlock = one release store. Mutual
+ * exclusion is the exchange's: only the thread that turned `locked` from 0
+ * to 1 holds it.
  * Memory order: acquire on taking, release on giving back, as any mutex. */
 #ifndef SLUICE_CORE_SHARD_LOCK_H
 #define SLUICE_CORE_SHARD_LOCK_H

@@ -1,16 +1,19 @@
 /* lock_handover.c: how often two threads on one hot key hand the shard lock
- * over, and what a hand-over costs, from medians that the machine's load
- * hardly moves (docs/BENCHMARKS.md, "Two threads on one hot key").
+ * over, what a hand-over costs, and the time per decision without the
+ * preemptions of a loaded machine, for sluice and for the hand-rolled peer
+ * in the same run (docs/BENCHMARKS.md, "Two threads on one hot key").
  *
- * Two threads, pinned to CPUs 0 and 1, each make N token-bucket decisions
- * on the key "user:42" at one fixed time and stamp each with the TSC after
- * it returns. Merged in time order, a stamp of the other thread than the
- * one before is a switch: the lock changed hands. Printed: switches, and
- * decisions per switch; the median gap between two decisions of one stretch
- * and the median gap at a switch (TSC ticks and ns); the share of the run's
- * ticks spent in gaps at switches; wall ns per decision per thread (as
- * bench_decide reports it, which preemption on a loaded machine moves most).
- * x86-64 only (rdtsc). */
+ * One, then two threads, pinned to CPUs 0 and 1, each make N token-bucket
+ * decisions on the key "user:42" at one fixed time and stamp each with the
+ * TSC after it returns. Merged in time order, a stamp of the other thread
+ * than the one before is a switch: the lock changed hands. Printed per run:
+ * switches and decisions per switch; the median gap between two decisions
+ * of one stretch and at a switch; ns per decision per thread as bench_decide
+ * counts it (wall * threads / decisions), and the same with every gap of
+ * the merged timeline over 100 us left out (no decision completed anywhere
+ * for that long: both threads were off their CPUs, or one waited on the
+ * other while it was). The last is what the lock decides; on a quiet machine
+ * the two agree. x86-64 only (rdtsc). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -23,9 +26,14 @@
 #if defined(__x86_64__)
 #include <x86intrin.h>
 
-#define N 2000000L
+#include "peer_handrolled.h"
+
+#define N         2000000L
+#define LONG_GAPS 100000.0 /* ns: a gap this long is a preemption, not the lock */
 
 static sl_table *table;
+static peer_table *peer;
+static int use_peer;
 static uint64_t *stamps[2];
 static pthread_barrier_t barrier;
 
@@ -37,8 +45,12 @@ static void *run(void *arg) {
     pthread_setaffinity_np(pthread_self(), sizeof c, &c);
     pthread_barrier_wait(&barrier);
     sl_decision d;
+    const int64_t now = 1000 * SL_NS_PER_SEC;
     for (long i = 0; i < N; i++) {
-        sl_table_check(table, "user:42", 7, 1, 1000 * SL_NS_PER_SEC, &d);
+        if (use_peer)
+            peer_allow(peer, "user:42", now);
+        else
+            sl_table_check(table, "user:42", 7, 1, now, &d);
         stamps[id][i] = __rdtsc();
     }
     return NULL;
@@ -55,50 +67,67 @@ static double now_ns(void) {
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-int main(void) {
-    sl_table_options o = {
-        .params = {.algorithm = SL_TOKEN_BUCKET, .rate = {100, 60 * SL_NS_PER_SEC}, .burst = 100}};
-    uint64_t *all = malloc(2 * N * sizeof *all), *in = malloc(2 * N * sizeof *in),
-             *at = malloc(2 * N * sizeof *at);
-    stamps[0] = malloc(N * sizeof *stamps[0]);
-    stamps[1] = malloc(N * sizeof *stamps[1]);
-    if (!all || !in || !at || !stamps[0] || !stamps[1] || sl_table_create(&o, &table)) return 1;
-    pthread_barrier_init(&barrier, NULL, 2);
+static uint64_t *all, *in, *at;
+
+/* One run of `threads` threads on the subject; prints one line and returns
+ * the active ns per decision per thread. */
+static double measure(const char *name, int threads) {
+    pthread_barrier_init(&barrier, NULL, (unsigned)threads);
     pthread_t th[2];
     uint64_t tsc0 = __rdtsc();
     double t0 = now_ns();
-    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, run, (void *)(intptr_t)i);
-    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < threads; i++) pthread_create(&th[i], NULL, run, (void *)(intptr_t)i);
+    for (int i = 0; i < threads; i++) pthread_join(th[i], NULL);
     double wall = now_ns() - t0;
     double ns_per_tick = wall / (double)(__rdtsc() - tsc0);
+    pthread_barrier_destroy(&barrier);
+    long n = threads * N;
     /* the thread in the low bit: one tick of error in the order, no more */
     for (long i = 0; i < N; i++) {
         all[i] = stamps[0][i] & ~UINT64_C(1);
-        all[N + i] = stamps[1][i] | 1;
+        if (threads == 2) all[N + i] = stamps[1][i] | 1;
     }
-    qsort(all, 2 * N, sizeof *all, cmp_u64);
+    qsort(all, (size_t)n, sizeof *all, cmp_u64);
     long nin = 0, nat = 0;
-    uint64_t sum_in = 0, sum_at = 0;
-    for (long i = 1; i < 2 * N; i++) {
+    double active = 0;
+    for (long i = 1; i < n; i++) {
         uint64_t gap = (all[i] & ~UINT64_C(1)) - (all[i - 1] & ~UINT64_C(1));
-        if ((all[i] ^ all[i - 1]) & 1) {
+        if (gap * ns_per_tick < LONG_GAPS) active += gap * ns_per_tick;
+        if ((all[i] ^ all[i - 1]) & 1)
             at[nat++] = gap;
-            sum_at += gap;
-        } else {
+        else
             in[nin++] = gap;
-            sum_in += gap;
-        }
     }
     qsort(in, (size_t)nin, sizeof *in, cmp_u64);
     qsort(at, (size_t)nat, sizeof *at, cmp_u64);
     uint64_t med_in = nin ? in[nin / 2] : 0, med_at = nat ? at[nat / 2] : 0;
-    printf("switches %ld (one per %.0f decisions); median gap in a stretch %llu ticks (%.1f ns), "
-           "at a switch %llu ticks (%.1f ns); switches' share of the time %.1f%%; "
-           "%.1f ns per decision per thread\n",
-           nat, nat ? 2.0 * N / nat : 0.0, (unsigned long long)med_in, med_in * ns_per_tick,
-           (unsigned long long)med_at, med_at * ns_per_tick,
-           100.0 * (double)sum_at / (double)(sum_in + sum_at), wall * 2 / (2.0 * N));
+    double per_thread = active * threads / (double)n;
+    printf("%-12s %d thr: switches %7ld (one per %8.0f decisions); median gap in a stretch %4llu "
+           "ticks (%5.1f ns), at a switch %6llu (%7.1f ns); ns per decision per thread: wall "
+           "%6.1f, without gaps over 100 us %6.1f\n",
+           name, threads, nat, nat ? (double)n / nat : 0.0, (unsigned long long)med_in,
+           med_in * ns_per_tick, (unsigned long long)med_at, med_at * ns_per_tick,
+           wall * threads / (double)n, per_thread);
+    return per_thread;
+}
+
+int main(void) {
+    sl_table_options o = {
+        .params = {.algorithm = SL_TOKEN_BUCKET, .rate = {100, 60 * SL_NS_PER_SEC}, .burst = 100}};
+    all = malloc(2 * N * sizeof *all);
+    in = malloc(2 * N * sizeof *in);
+    at = malloc(2 * N * sizeof *at);
+    stamps[0] = malloc(N * sizeof *stamps[0]);
+    stamps[1] = malloc(N * sizeof *stamps[1]);
+    peer = peer_create(100.0 / 60.0, 100);
+    if (!all || !in || !at || !stamps[0] || !stamps[1] || !peer || sl_table_create(&o, &table))
+        return 1;
+    double s1 = measure("token_bucket", 1), s2 = measure("token_bucket", 2);
+    use_peer = 1;
+    double p1 = measure("peer", 1), p2 = measure("peer", 2);
+    printf("sluice / peer, without long gaps: 1 thread %.2f, 2 threads %.2f\n", s1 / p1, s2 / p2);
     sl_table_destroy(table);
+    peer_destroy(peer);
     return 0;
 }
 #else

@@ -48,6 +48,8 @@ typedef struct sl__plan {
     int64_t r_frac;  /*   request of cost 1 to pass (GCRA, without a division) */
     int64_t q_whole; /* leaky queue: delay_after * T as whole ns and 1/n ns */
     int64_t q_frac;
+    int64_t w_full1;   /* sliding window: P - floor((N - 1) * P / N), when a request of 1
+                          passes in the next window after a full one (no division) */
     int64_t max_cost;  /* largest cost that can ever pass (N or B) */
     size_t state_size; /* bytes of one state, multiple of 8 */
     bool start_empty;

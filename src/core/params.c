@@ -94,6 +94,8 @@ int sl__plan_init(sl__plan *plan, const sl_params *params) {
             break;
         case SL_SLIDING_WINDOW:
             plan->state_size = 24;
+            plan->w_full1 =
+                plan->period - (int64_t)((sl__i128)(plan->limit - 1) * plan->period / plan->limit);
             break;
         default: /* SL_SLIDING_LOG */
             if (p->rate.limit > SL_SLIDING_LOG_MAX) return SL_EINVAL;

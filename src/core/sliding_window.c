@@ -120,7 +120,8 @@ void sl__sliding_window_answer(const sl__plan *plan, const sl__outcome *o, sl_de
     } else {
         /* Not in this window. In the next one prev' = after, curr' = 0:
          * passes once after * (P - e) <= (N - cost) * P. */
-        int64_t e = sl__max64(0, P - muldiv(N - cost, P, after));
+        int64_t e = after == N && cost == 1 ? plan->w_full1 /* a full window, refused */
+                                            : sl__max64(0, P - muldiv(N - cost, P, after));
         d->retry_after = to_end > INT64_MAX - e ? INT64_MAX : to_end + e; /* as to_next */
     }
 }

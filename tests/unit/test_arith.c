@@ -38,15 +38,20 @@ static i128 ceil128(i128 a, i128 b) { /* a >= 0, b > 0 */
 /* One of a few values near the edges of [lo, hi], or any value in it. */
 static int64_t edgy(uint64_t *r, int64_t lo, int64_t hi) {
     switch (helper_rand(r) % 8) {
-    case 0: return lo;
-    case 1: return hi;
-    case 2: return hi - helper_pick(r, 0, hi - lo < 3 ? hi - lo : 3);
-    case 3: return lo + helper_pick(r, 0, hi - lo < 3 ? hi - lo : 3);
+    case 0:
+        return lo;
+    case 1:
+        return hi;
+    case 2:
+        return hi - helper_pick(r, 0, hi - lo < 3 ? hi - lo : 3);
+    case 3:
+        return lo + helper_pick(r, 0, hi - lo < 3 ? hi - lo : 3);
     case 4: { /* a small value, if there is one */
         int64_t top = hi - lo < 1000 ? hi : lo + 1000;
         return helper_pick(r, lo, top);
     }
-    default: return helper_pick(r, lo, hi);
+    default:
+        return helper_pick(r, lo, hi);
     }
 }
 
@@ -125,11 +130,21 @@ static sl__gcra_state bucket_state(uint64_t *r, const sl__plan *pl, int64_t now)
     int64_t top = SL_TIME_MAX + pl->f_whole;
     sl__gcra_state s;
     switch (helper_rand(r) % 6) {
-    case 0: s.tat = top; break;
-    case 1: s.tat = now + pl->f_whole - helper_pick(r, 0, 2); break; /* at the edge of B*T */
-    case 2: s.tat = now + helper_pick(r, -2, 2); break;
-    case 3: s.tat = now + pl->r_whole + helper_pick(r, -1, 1); break; /* (B-1)*T */
-    default: s.tat = helper_pick(r, 0, top); break;
+    case 0:
+        s.tat = top;
+        break;
+    case 1:
+        s.tat = now + pl->f_whole - helper_pick(r, 0, 2);
+        break; /* at the edge of B*T */
+    case 2:
+        s.tat = now + helper_pick(r, -2, 2);
+        break;
+    case 3:
+        s.tat = now + pl->r_whole + helper_pick(r, -1, 1);
+        break; /* (B-1)*T */
+    default:
+        s.tat = helper_pick(r, 0, top);
+        break;
     }
     if (s.tat < 0) s.tat = 0;
     if (s.tat > top) s.tat = top;
@@ -146,7 +161,8 @@ static void bucket_case(uint64_t seed, sl_algorithm a) {
     if (sl__plan_init(&pl, &params) != SL_OK) return;
     int64_t now = edgy(&r, 0, SL_TIME_MAX);
     sl__gcra_state s = bucket_state(&r, &pl, now);
-    if (helper_rand(&r) % 4 == 0) now = edgy(&r, 0, SL_TIME_MAX); /* the clock jumps, or goes back */
+    if (helper_rand(&r) % 4 == 0)
+        now = edgy(&r, 0, SL_TIME_MAX); /* the clock jumps, or goes back */
     int64_t cost = edgy(&r, 0, pl.burst);
     sl__mode mode = pick_mode(&r);
 
@@ -236,10 +252,18 @@ static void window_index(void **state) {
         int64_t w0 = seen / P; /* a window the state has seen */
         i128 at;
         switch (helper_rand(&r) % 4) {
-        case 0: at = (i128)w0 * P + helper_pick(&r, -2, 2); break;
-        case 1: at = (i128)(w0 + 1) * P + helper_pick(&r, -2, 2); break;
-        case 2: at = (i128)(w0 + 2) * P + helper_pick(&r, -2, 2); break;
-        default: at = edgy(&r, 0, SL_TIME_MAX); break;
+        case 0:
+            at = (i128)w0 * P + helper_pick(&r, -2, 2);
+            break;
+        case 1:
+            at = (i128)(w0 + 1) * P + helper_pick(&r, -2, 2);
+            break;
+        case 2:
+            at = (i128)(w0 + 2) * P + helper_pick(&r, -2, 2);
+            break;
+        default:
+            at = edgy(&r, 0, SL_TIME_MAX);
+            break;
         }
         int64_t now = clamp_time(at);
         int64_t want = ref_floor_div(now, P), want_e = now - want * P;
@@ -250,8 +274,8 @@ static void window_index(void **state) {
         int64_t e = -1, got = sl__window_at(w0, P, now, &e);
         if (got != want || e != want_e) {
             print_message("P %lld w0 %lld now %lld: got %lld +%lld, want %lld +%lld\n",
-                          (long long)P, (long long)w0, (long long)now, (long long)got,
-                          (long long)e, (long long)want, (long long)want_e);
+                          (long long)P, (long long)w0, (long long)now, (long long)got, (long long)e,
+                          (long long)want, (long long)want_e);
             fail();
         }
     }
@@ -349,10 +373,18 @@ static void window_case(uint64_t seed, sl_algorithm a) {
     int64_t w0 = edgy(&r, 0, SL_TIME_MAX) / P;
     i128 at;
     switch (helper_rand(&r) % 4) {
-    case 0: at = (i128)w0 * P + edgy(&r, -2, P + 2); break;
-    case 1: at = (i128)(w0 + 1) * P + edgy(&r, -2, P + 2); break;
-    case 2: at = (i128)w0 * P - edgy(&r, 1, SL_TIME_MAX); break; /* the clock went back */
-    default: at = edgy(&r, 0, SL_TIME_MAX); break;
+    case 0:
+        at = (i128)w0 * P + edgy(&r, -2, P + 2);
+        break;
+    case 1:
+        at = (i128)(w0 + 1) * P + edgy(&r, -2, P + 2);
+        break;
+    case 2:
+        at = (i128)w0 * P - edgy(&r, 1, SL_TIME_MAX);
+        break; /* the clock went back */
+    default:
+        at = edgy(&r, 0, SL_TIME_MAX);
+        break;
     }
     int64_t now = clamp_time(at);
     int64_t cost = edgy(&r, 0, N);
@@ -370,8 +402,8 @@ static void window_case(uint64_t seed, sl_algorithm a) {
             print_message("seed %llu: sliding N %lld P %lld flags %u window %lld prev %lld curr "
                           "%lld now %lld cost %lld mode %d\n",
                           (unsigned long long)seed, (long long)N, (long long)P, params.flags,
-                          (long long)s.window, (long long)s.prev, (long long)s.curr,
-                          (long long)now, (long long)cost, (int)mode);
+                          (long long)s.window, (long long)s.prev, (long long)s.curr, (long long)now,
+                          (long long)cost, (int)mode);
     } else {
         fw_state s = {w0, edgy(&r, 0, N)}, ws = s, gs = s;
         ref_fixed(&pl, &ws, cost, now, mode, &want);
@@ -379,8 +411,8 @@ static void window_case(uint64_t seed, sl_algorithm a) {
         same = same_decision(&got, &want) && memcmp(&ws, &gs, sizeof ws) == 0;
         if (!same)
             print_message("seed %llu: fixed N %lld P %lld window %lld count %lld now %lld\n",
-                          (unsigned long long)seed, (long long)N, (long long)P,
-                          (long long)s.window, (long long)s.count, (long long)now);
+                          (unsigned long long)seed, (long long)N, (long long)P, (long long)s.window,
+                          (long long)s.count, (long long)now);
     }
     if (!same) {
         print_decision("got ", &got);
@@ -391,7 +423,8 @@ static void window_case(uint64_t seed, sl_algorithm a) {
 
 static void sliding_window_edges(void **state) {
     (void)state;
-    for (uint64_t i = 0; i < CASES; i++) window_case(0x736c6964ULL * 1000003 + i, SL_SLIDING_WINDOW);
+    for (uint64_t i = 0; i < CASES; i++)
+        window_case(0x736c6964ULL * 1000003 + i, SL_SLIDING_WINDOW);
 }
 
 static void fixed_window_edges(void **state) {

@@ -11,3 +11,9 @@ if(TARGET sluiced)
             $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
   set_tests_properties(shed_integration PROPERTIES LABELS "integration" TIMEOUT 120)
 endif()
+
+# The fleet's capacity in Redis (shedding: {scope: fleet}): decide.lua's
+# token bucket with a floor against sl_shed on a real redis-server that the
+# test starts on a unix socket (redis_fixture.h).
+sluice_unit_test(test_shed_redis)
+set_tests_properties(test_shed_redis PROPERTIES LABELS unit TIMEOUT 120)

@@ -86,9 +86,9 @@ typedef struct capacity {
 } capacity;
 
 static const capacity caps[] = {
-    {10, S_US, 10, 2, 3, false},      {2, S_US, 3, 1, 1, false},   {100, S_US, 40, 10, 5, false},
-    {5, 10 * S_US, 8, 0, 3, false},   {1, S_US, 2, 0, 0, false},   {3, S_US, 6, 1, 2, true},
-    {7, 2 * S_US, 20, 4, 4, true},    {1000, S_US, 200, 40, 20, false},
+    {10, S_US, 10, 2, 3, false},    {2, S_US, 3, 1, 1, false},        {100, S_US, 40, 10, 5, false},
+    {5, 10 * S_US, 8, 0, 3, false}, {1, S_US, 2, 0, 0, false},        {3, S_US, 6, 1, 2, true},
+    {7, 2 * S_US, 20, 4, 4, true},  {1000, S_US, 200, 40, 20, false},
 };
 
 static int64_t floor_of(const capacity *c, sl_priority p) {
@@ -137,8 +137,8 @@ static void trace(const capacity *c, uint64_t seed, int steps) {
             fail_msg("%s: shed available %lld, redis remaining %lld", ctx, (long long)d.available,
                      (long long)x->remaining);
         int64_t want = d.retry_after, got = x->retry_after;
-        bool same = want == got || (want > 0 && got > want && got - want < US &&
-                                    (c->tolerant || want % US != 0));
+        bool same = want == got ||
+                    (want > 0 && got > want && got - want < US && (c->tolerant || want % US != 0));
         if (!same)
             fail_msg("%s: shed retry_after %lld ns, redis %lld", ctx, (long long)want,
                      (long long)got);

@@ -27,3 +27,14 @@ if(TARGET sluiced)
             $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
   set_tests_properties(shed_fleet_integration PROPERTIES LABELS "integration" TIMEOUT 180)
 endif()
+
+# Shedding through the engine: the memory store with the process's shedder
+# against the Redis store with the fleet's capacity (script and module:
+# require), the same random requests on a fake clock (redis-server with
+# frozen_clock, tests/differential.cmake).
+sluice_unit_test(test_shed_engine)
+add_dependencies(test_shed_engine frozen_clock sluice_redis)
+target_compile_definitions(test_shed_engine PRIVATE
+  FROZEN_CLOCK_LIB="$<TARGET_FILE:frozen_clock>"
+  SLUICE_REDIS_MODULE="$<TARGET_FILE:sluice_redis>")
+set_tests_properties(test_shed_engine PROPERTIES LABELS unit TIMEOUT 300)

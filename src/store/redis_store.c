@@ -411,16 +411,16 @@ static void flight_send(flight *f) {
        has answered: the script, or with require the module) */
     int has = sl__redis_has_command(sw->redis, f->slot);
     sl_redis_module_mode mode = sw->cfg->module;
+    bool cap = false; /* a capacity's floor: only the script knows it */
+    for (size_t k = 0; k < f->nparts; k++) cap |= f->parts[k]->cap;
     if (mode == SL_REDIS_MODULE_REQUIRE) {
         atomic_store(&sw->stats->module_missing, has == 0);
-        if (has == 0) { /* refused: the fail modes answer */
+        if (has == 0 && !cap) { /* refused: the fail modes answer */
             free(si);
             flight_fail(f);
             return;
         }
     }
-    bool cap = false; /* a capacity's floor: only the script knows it */
-    for (size_t k = 0; k < f->nparts; k++) cap |= f->parts[k]->cap;
     f->via_module = !cap && (mode == SL_REDIS_MODULE_REQUIRE ||
                              (mode == SL_REDIS_MODULE_AUTO && has == 1 && !f->no_module &&
                               uv_now(sw->loop) >= sw->no_module_until));

@@ -20,12 +20,13 @@ set_tests_properties(test_shed_redis PROPERTIES LABELS unit TIMEOUT 120)
 
 # The fleet's capacity (shedding: {scope: fleet}): two sluiced on one real
 # redis-server shed at 1x the capacity, refusals by a policy take nothing,
-# Redis killed under each on_failure, examples/protection/fleet-shedding.yaml.
+# Redis killed under each on_failure, examples/protection/fleet-shedding.yaml;
+# under TSan too (two workers of each sluiced share the process's shedder).
 if(TARGET sluiced)
   add_test(NAME shed_fleet_integration
     COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/shed_fleet_test.py
             $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(shed_fleet_integration PROPERTIES LABELS "integration" TIMEOUT 180)
+  set_tests_properties(shed_fleet_integration PROPERTIES LABELS "integration;concurrency" TIMEOUT 180)
 endif()
 
 # Shedding through the engine: the memory store with the process's shedder

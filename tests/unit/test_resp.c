@@ -517,9 +517,8 @@ static sl_cell *make_cell(void) {
 static void throttle_error(sl_cell *c, int64_t b, int64_t n, int64_t p, int64_t q,
                            const char *msg) {
     int64_t r[5];
-    const char *err = NULL;
-    assert_int_equal(cell_throttle(c, "k", 1, b, n, p, q, T0, r, &err), -1);
-    assert_non_null(err);
+    char err[SL_CELL_ERR_MAX];
+    assert_true(cell_throttle(c, "k", 1, b, n, p, q, T0, r, err) < 0);
     assert_string_equal(err, msg);
 }
 
@@ -628,11 +627,11 @@ static void test_cell_errors(void **state) {
     assert_i64(keys, 0); /* refused calls store nothing */
 
     int64_t r[5];
-    const char *err;
-    assert_int_equal(cell_throttle(c, "k", 1, 1, 1, 1, 1, -1, r, &err), -1);
+    char err[SL_CELL_ERR_MAX];
+    assert_int_equal(cell_throttle(c, "k", 1, 1, 1, 1, 1, -1, r, err), SL_EINVAL);
     assert_string_equal(err, "ERR clock out of range");
     char *longkey = calloc(1, SL_KEY_MAX + 1);
-    assert_int_equal(cell_throttle(c, longkey, SL_KEY_MAX + 1, 1, 1, 1, 1, T0, r, &err), -1);
+    assert_int_equal(cell_throttle(c, longkey, SL_KEY_MAX + 1, 1, 1, 1, 1, T0, r, err), SL_EKEY);
     assert_string_equal(err, "ERR key too long");
     free(longkey);
     sl__cell_destroy(c);
@@ -651,16 +650,16 @@ static void *race(void *p) {
     race_arg *a = p;
     for (int i = 0; i < 2000; i++) {
         int64_t r[5];
-        const char *err;
+        char err[SL_CELL_ERR_MAX];
         char key[16];
         snprintf(key, sizeof key, "k%d", i % 7);
         /* 24 parameter sets on the same keys at one instant */
-        if (cell_throttle(a->c, key, strlen(key), i % 24, 100, 1, 1, T0, r, &err) != 0)
+        if (cell_throttle(a->c, key, strlen(key), i % 24, 100, 1, 1, T0, r, err) != 0)
             a->errors++;
         else if (r[0] == 0)
             a->allowed[i % 7]++;
         if (i % 50 == 0) {
-            if (cell_throttle(a->c, "shared", 6, 0, 1, 60, 1, T0, r, &err) != 0)
+            if (cell_throttle(a->c, "shared", 6, 0, 1, 60, 1, T0, r, err) != 0)
                 a->errors++;
             else if (r[0] == 0)
                 a->shared_allowed++;

@@ -107,11 +107,13 @@ int sl_concurrency_create(const sl_concurrency_options *opts, sl_concurrency **o
         pthread_mutex_init(&s->mu, NULL);
         s->cap = per;
         s->nbuckets = INITIAL_BUCKETS;
+        // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
         s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
         if (!s->buckets) {
             sl_concurrency_destroy(c);
             return SL_ENOMEM;
         }
+        // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
         s->bytes = s->nbuckets * sizeof *s->buckets;
     }
     *out = c;
@@ -213,6 +215,7 @@ static void maybe_grow_index(shard *s) {
     if (s->ncells <= s->nbuckets) return;
     size_t nb = s->nbuckets * 2, extra = s->nbuckets * sizeof(cell *);
     if (s->bytes + extra > s->cap) return;
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     cell **nbk = calloc(nb, sizeof *nbk);
     if (!nbk) return;
     for (size_t b = 0; b < s->nbuckets; b++) {

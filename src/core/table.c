@@ -918,6 +918,7 @@ static int check_all(sl_check *c, const check_opts *o, size_t n, int64_t now, si
         if (!saved) return SL_ENOMEM;
     }
 
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     qsort(order, n, sizeof order[0], cmp_shard);
     for (size_t i = 0; i < n; i++)
         if (i == 0 || order[i] != order[i - 1]) shard_lock(order[i]);

@@ -107,8 +107,7 @@ void sl__config_shedding(sl__config_parser *p, const char *path) {
         sl__yaml_error(&p->y, seen[SH_RESERVE_DEFAULT] ? seen[SH_RESERVE_DEFAULT] : line, field,
                        "reserve_critical + reserve_default (%lld) must leave sheddable requests "
                        "at least one of the burst's %lld",
-                       (long long)(sc->reserve_critical + sc->reserve_default),
-                       (long long)sc->burst);
+                       (long long)sc->reserve_critical + sc->reserve_default, (long long)sc->burst);
         return;
     }
     if (rc != SL_OK) {

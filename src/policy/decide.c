@@ -243,7 +243,7 @@ static void log_shadow(const sl_decide_limit *l, const char *key, size_t keylen,
     size_t n = keylen < SL_TOPK_KEY_MAX ? keylen : SL_TOPK_KEY_MAX;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)key[i];
-        text[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+        text[i] = (char)(c >= 0x20 && c < 0x7f ? c : '?');
     }
     text[n] = '\0';
     int64_t ms = d->retry_after < 0 ? -1 : sl__ceil_ms(d->retry_after);

@@ -197,7 +197,7 @@ static void put_varint(str *k, size_t v) {
 static size_t put_text(char *buf, size_t o, size_t cap, const char *s, size_t n) {
     for (size_t i = 0; i < n && o < cap; i++) {
         unsigned char c = (unsigned char)s[i];
-        buf[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+        buf[o++] = (char)(c >= 0x20 && c < 0x7f ? c : '?');
     }
     return o;
 }

@@ -84,6 +84,7 @@ static entry *entry_new(const sl_config *cfg, const sl_lease_config *lc, int64_t
 int sl__lease_set_create(const sl_config *cfg, const sl_lease_set *prev, int64_t now,
                          sl_lease_set **out, char *err, size_t errlen) {
     sl_lease_set *s = calloc(1, sizeof *s);
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     if (!s || !(s->e = calloc(cfg->nleases ? cfg->nleases : 1, sizeof *s->e))) {
         free(s);
         snprintf(err, errlen, "out of memory");

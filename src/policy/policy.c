@@ -196,6 +196,7 @@ int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now
     size_t total = cfg->npolicies;
     for (size_t t = 0; t < cfg->ntiers; t++) total += cfg->tiers[t].noverrides;
     sl_policy_set *s = calloc(1, sizeof *s);
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     if (!s || !(s->p = calloc(total ? total : 1, sizeof *s->p))) {
         free(s);
         snprintf(err, errlen, "out of memory");

@@ -572,7 +572,7 @@ static void join_path(char *out, const char *parent, const char *key, size_t key
     size_t n = 0;
     for (size_t i = 0; i < keylen && n < SL__YAML_SHOW_MAX; i++) {
         unsigned char ch = (unsigned char)key[i];
-        k[n++] = ch > 0x20 && ch < 0x7f ? (char)ch : '?';
+        k[n++] = (char)(ch > 0x20 && ch < 0x7f ? ch : '?');
     }
     if (keylen > SL__YAML_SHOW_MAX) memcpy(k + n, "...", 3), n += 3;
     k[n] = '\0';

@@ -353,6 +353,7 @@ static void push(call *c, int k, int64_t t, int64_t count) {
     int len = snprintf(buf, sizeof buf, "%lld", (long long)t);
     RedisModuleString *v = RedisModule_CreateString(c->ctx, buf, (size_t)len);
     RedisModuleString **args =
+        // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
         RedisModule_Alloc((size_t)(count < PUSH_CHUNK ? count : PUSH_CHUNK) * sizeof *args);
     if (!v || !args) {
         c->oom = true;
@@ -579,6 +580,7 @@ static int decide_command(RedisModuleCtx *ctx, RedisModuleString **argv, int arg
         return reply_error(ctx, err);
     }
     if (c.now == 0) c.now = wall_us();
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     c.keys = zalloc((size_t)(c.nkeys ? c.nkeys : 1), sizeof *c.keys);
     c.st = zalloc((size_t)(c.nkeys ? c.nkeys : 1), sizeof *c.st);
     c.out = zalloc((size_t)(c.n > 0 ? 6 * c.n : 1), sizeof *c.out);

@@ -672,6 +672,7 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
     size_t nw = 0;
     for (call *c = r->head; c; c = c->next) nw += !c->n;
     call *small[64];
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     call **waiting = nw <= 64 ? small : malloc(nw * sizeof *waiting);
     if (!waiting) { /* out of memory: the first ones now, the rest at their deadline */
         waiting = small;

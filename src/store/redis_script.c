@@ -209,6 +209,7 @@ void sl__redis_key(sl_buf *out, const char *prefix, const char *policy, const vo
     char *start = sl__buf_reserve(out, plen + keylen + nlen + 3);
     if (!start) return;
     char *p = start;
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result): key bytes, no C string
     memcpy(p, prefix, plen);
     p += plen;
     *p++ = '{';
@@ -216,6 +217,7 @@ void sl__redis_key(sl_buf *out, const char *prefix, const char *policy, const vo
     p += keylen;
     *p++ = '}';
     *p++ = ':';
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result): key bytes, no C string
     memcpy(p, policy, nlen);
     p += nlen;
     sl__buf_commit(out, (size_t)(p - start));
@@ -259,7 +261,7 @@ static int fail(char *err, size_t errlen, const char *msg, size_t msglen) {
     return -1;
 }
 
-#define FAIL(text) fail(err, errlen, text, sizeof text - 1)
+#define FAIL(text) fail(err, errlen, (text), sizeof(text) - 1)
 
 /* us -> ns, bounded: a duration the script cannot mean is a bad reply. */
 static bool to_ns(long long us, bool never_ok, int64_t *out) {

@@ -648,7 +648,7 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
             st->bad_encoding = true;
             size_t n = valuelen < sizeof st->encoding - 1 ? valuelen : sizeof st->encoding - 1;
             for (size_t i = 0; i < n; i++)
-                st->encoding[i] = value[i] >= 0x20 && value[i] < 0x7f ? (char)value[i] : '?';
+                st->encoding[i] = (char)(value[i] >= 0x20 && value[i] < 0x7f ? value[i] : '?');
             st->encoding[n] = '\0';
         }
     }

@@ -91,7 +91,7 @@ static const char *parse_descriptor(const cJSON *o, parsed *p, sl_rls_descriptor
                 e->key = e->value = "";
                 for (const cJSON *g = x->child; g; g = g->next) {
                     if (!cJSON_IsString(g) ||
-                        (strcmp(g->string, "key") && strcmp(g->string, "value")))
+                        (strcmp(g->string, "key") != 0 && strcmp(g->string, "value") != 0))
                         return "an entry has \"key\" and \"value\" strings only";
                     if (!strcmp(g->string, "key"))
                         e->key = g->valuestring, e->key_len = strlen(g->valuestring);

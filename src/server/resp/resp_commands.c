@@ -170,7 +170,7 @@ static const arg_doc auth_args[] = {{"password", "string", false}};
 static const arg_doc select_args[] = {{"index", "integer", false}};
 static const arg_doc client_args[] = {{"subcommand", "string", false}};
 
-#define ARGS(a) a, sizeof a / sizeof a[0]
+#define ARGS(a) (a), sizeof(a) / sizeof((a)[0])
 #define NAME(s) s, sizeof(s) - 1
 
 static const cmd_def commands[] = {

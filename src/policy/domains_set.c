@@ -26,6 +26,8 @@ void sl__dstr_add(str *s, const char *p, size_t n) {
         s->p = np;
         s->cap = cap;
     }
+    /* s->p is allocated above when cap is 0 */
+    // NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker)
     memcpy(s->p + s->len, p, n);
     s->len += n;
     s->p[s->len] = '\0';
@@ -260,7 +262,8 @@ static climit *compile_limit(builder *b, const rdesc *d, const char *domain, siz
     if (!st) return NULL;
     if (s->nstates == b->states_cap) {
         size_t cap = b->states_cap ? 2 * b->states_cap : 64;
-        // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
+        /* an array of pointers */
+        // NOLINTNEXTLINE(bugprone-sizeof-expression)
         lstate **ns = realloc(s->states, cap * sizeof *ns);
         if (!ns) {
             lstate_release(st);

@@ -67,7 +67,11 @@ static int bind_listener(const sl_listen_config *l, uint16_t *port) {
     }
     struct sockaddr_storage got;
     socklen_t gl = sizeof got;
-    getsockname(fd, (struct sockaddr *)&got, &gl);
+    if (getsockname(fd, (struct sockaddr *)&got, &gl) != 0) {
+        sl__log_error("listen %s:%u: %s", l->host, (unsigned)at.port, strerror(errno));
+        close(fd);
+        return -1;
+    }
     *port = ntohs(got.ss_family == AF_INET ? ((struct sockaddr_in *)&got)->sin_port
                                            : ((struct sockaddr_in6 *)&got)->sin6_port);
     return fd;

@@ -209,7 +209,8 @@ void sl__redis_key(sl_buf *out, const char *prefix, const char *policy, const vo
     char *start = sl__buf_reserve(out, plen + keylen + nlen + 3);
     if (!start) return;
     char *p = start;
-    // NOLINTNEXTLINE(bugprone-not-null-terminated-result): key bytes, no C string
+    /* key bytes, no C string */
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
     memcpy(p, prefix, plen);
     p += plen;
     *p++ = '{';
@@ -217,7 +218,8 @@ void sl__redis_key(sl_buf *out, const char *prefix, const char *policy, const vo
     p += keylen;
     *p++ = '}';
     *p++ = ':';
-    // NOLINTNEXTLINE(bugprone-not-null-terminated-result): key bytes, no C string
+    /* key bytes, no C string */
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
     memcpy(p, policy, nlen);
     p += nlen;
     sl__buf_commit(out, (size_t)(p - start));
@@ -243,6 +245,8 @@ int sl__redis_script_check(const sl_params *p, bool calendar_month) {
     if (p->rate.limit > SCRIPT_MAX) return SL_EOVERFLOW;
     if (p->algorithm == SL_SLIDING_LOG && p->rate.limit > SCRIPT_LOG_MAX) return SL_EINVAL;
     if (sl_algorithm_is_bucket(p->algorithm)) {
+        /* validated, limit and period >= 1 */
+        // NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult)
         int64_t pu = period_us / gcd64(p->rate.limit, period_us);
         if (p->burst > SCRIPT_MAX / pu) return SL_EOVERFLOW;
     }

@@ -83,6 +83,8 @@ static const char *const top_keys[] = {"listen",
                                        "shedding"};
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug"};
+_Static_assert(SL_LOG_ERROR == 0 && SL_LOG_WARN == 1 && SL_LOG_INFO == 2 && SL_LOG_DEBUG == 3,
+               "log_levels is in sl_log_level order");
 
 /* Where a key that is unknown in one place does belong (for the message). */
 static const sl__yaml_home key_homes[] = {
@@ -217,7 +219,7 @@ static void top_value(sl__yaml *y, void *obj, int key, const char *path) {
         break;
     case TOP_LOG_LEVEL:
         i = sl__yaml_enum(y, path, "log level", log_levels, COUNT(log_levels));
-        if (i >= 0) snprintf(c->log_level, sizeof c->log_level, "%s", log_levels[i]);
+        if (i >= 0) c->log_level = (sl_log_level)i; /* log_levels is in its order */
         break;
     case TOP_IDENTITY:
         sl__config_identity(p, path);
@@ -289,7 +291,7 @@ static void set_defaults(sl_config *c, const char *source) {
     c->grpc = (sl_listen_config){.enabled = true, .host = "127.0.0.1", .port = 8081};
     c->resp = (sl_listen_config){.enabled = true, .host = "127.0.0.1", .port = 6380};
     c->workers = 0;
-    snprintf(c->store_type, sizeof c->store_type, "memory");
+    c->store_type = SL__STORE_MEMORY;
     c->max_memory = (size_t)(256 * MiB);
     c->redis = (sl_redis_config){.addr = {.host = "127.0.0.1", .port = 6379},
                                  .timeout = 250 * NS_MS,
@@ -314,7 +316,7 @@ static void set_defaults(sl_config *c, const char *source) {
         .max_pending_output_total = 64 * MiB,
         .max_held = 1000,
     };
-    snprintf(c->log_level, sizeof c->log_level, "info");
+    c->log_level = SL_LOG_INFO;
     c->identity = (sl_identity_config){
         .forwarded = SL_FWD_XFF,
         .ipv4_prefix = 32,

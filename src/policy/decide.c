@@ -531,9 +531,9 @@ sl_engine *sl__engine_new(const sl_config *cfg) {
     sl_engine *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->cfg = cfg->redis;
-    e->kind = strcmp(cfg->store_type, "redis") != 0 ? STORE_MEMORY
-              : cfg->redis.batched                  ? STORE_BATCHED
-                                                    : STORE_REDIS;
+    e->kind = cfg->store_type != SL__STORE_REDIS ? STORE_MEMORY
+              : cfg->redis.batched               ? STORE_BATCHED
+                                                 : STORE_REDIS;
     if (e->kind == STORE_BATCHED) {
         /* A sync is not on any request's path, and the next one waits for it:
          * it may take a few intervals before it counts as failed. */

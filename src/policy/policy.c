@@ -147,7 +147,7 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool 
     if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->lim.top) != 0) rc = SL_ENOMEM;
     if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->lim.near) != 0) rc = SL_ENOMEM;
     l->on_failure = sl__config_fail_mode(cfg->on_failure, conf->redis.on_failure);
-    if (rc == SL_OK && strcmp(conf->store_type, "redis") == 0 && l->on_failure == SL_FAIL_LOCAL) {
+    if (rc == SL_OK && conf->store_type == SL__STORE_REDIS && l->on_failure == SL_FAIL_LOCAL) {
         sl_table_options f = {.params =
                                   fallback_params(p->cfg.params, conf->redis.expected_instances),
                               .max_memory = max_memory};
@@ -173,7 +173,7 @@ static int add_policy(sl_policy_set *s, const sl_config *cfg, sl_policy_set *pre
                       size_t errlen) {
     bool shadow = pc->shadow || cfg->shadow;
     sl_policy *old = prev ? sl__policy_find(prev, pc->name, strlen(pc->name)) : NULL;
-    bool redis = strcmp(cfg->store_type, "redis") == 0;
+    bool redis = cfg->store_type == SL__STORE_REDIS;
     if (old && same_limit(&old->cfg, pc) && prev->max_memory == cfg->max_memory &&
         prev->redis == redis && prev->expected_instances == cfg->redis.expected_instances &&
         old->lim.store.on_failure == sl__config_fail_mode(pc->on_failure, cfg->redis.on_failure)) {
@@ -204,7 +204,7 @@ int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now
     }
     atomic_init(&s->refs, 1);
     s->max_memory = cfg->max_memory;
-    s->redis = strcmp(cfg->store_type, "redis") == 0;
+    s->redis = cfg->store_type == SL__STORE_REDIS;
     s->expected_instances = cfg->redis.expected_instances;
     for (size_t i = 0; i < cfg->npolicies; i++) {
         const sl_policy_config *pc = &cfg->policies[i];

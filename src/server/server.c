@@ -211,7 +211,7 @@ int sl__server_reload(sl_server *s, sl_reload_result *r) {
     /* the store is chosen at start (its connections live in the workers):
      * the running store section stays, and the new config must suit it */
     if (rc == 0) {
-        if (strcmp(cfg->store_type, s->config->store_type) != 0 ||
+        if (cfg->store_type != s->config->store_type ||
             /* both from calloc, strings written in place: padding and the bytes
                after each NUL are zero (a false difference would only warn) */
             // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
@@ -219,7 +219,7 @@ int sl__server_reload(sl_server *s, sl_reload_result *r) {
             cfg->max_memory != s->config->max_memory)
             sl__log_warn("reload: store changes (type, max_memory, redis) take effect at the "
                          "next restart; the running store section stays");
-        memcpy(cfg->store_type, s->config->store_type, sizeof cfg->store_type);
+        cfg->store_type = s->config->store_type;
         cfg->redis = s->config->redis;
         cfg->max_memory = s->config->max_memory;
         rc = sl__config_check_store(cfg, errs);

@@ -75,7 +75,7 @@ static void test_parse(void **state) {
     const sl_lease_config *s = sl__config_lease(c, "slow", 4);
     assert_int_equal(s->limit, SL_CONCURRENCY_MAX);
     assert_int_equal(s->lease, 120 * SEC);
-    assert_string_equal(s->on_failure, "closed");
+    assert_int_equal(s->on_failure, SL__FAIL_SET_CLOSED);
     assert_null(sl__config_lease(c, "api", 3));
     assert_null(sl__config_policy(c, "jobs", 4));
     sl__config_free(c);

@@ -200,15 +200,16 @@ int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now
     if (!s || !(s->p = calloc(total ? total : 1, sizeof *s->p))) {
         free(s);
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
     atomic_init(&s->refs, 1);
     s->max_memory = cfg->max_memory;
     s->redis = cfg->store_type == SL__STORE_REDIS;
     s->expected_instances = cfg->redis.expected_instances;
+    int rc = SL_EINVAL; /* what fail returns unless a call says more */
     for (size_t i = 0; i < cfg->npolicies; i++) {
         const sl_policy_config *pc = &cfg->policies[i];
-        if (add_policy(s, cfg, prev, pc, strlen(pc->name), now, err, errlen) != 0) goto fail;
+        if ((rc = add_policy(s, cfg, prev, pc, strlen(pc->name), now, err, errlen)) != 0) goto fail;
     }
     /* Tier variants: the base policy with the tier's rate, burst or limit. */
     for (size_t t = 0; t < cfg->ntiers; t++) {
@@ -219,15 +220,17 @@ int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now
             if (sl__config_tier_variant(cfg, tc, o, &v) != 0) {
                 snprintf(err, errlen, "tier %s: no policy %s, or the name %s:%s is too long",
                          tc->name, o->policy, o->policy, tc->name);
+                rc = SL_EINVAL;
                 goto fail;
             }
-            if (add_policy(s, cfg, prev, &v, strlen(o->policy), now, err, errlen) != 0) goto fail;
+            if ((rc = add_policy(s, cfg, prev, &v, strlen(o->policy), now, err, errlen)) != 0)
+                goto fail;
         }
     }
-    if (sl__rules_compile(cfg, s, &s->rules, err, errlen) != 0) goto fail;
-    if (sl__lease_set_create(cfg, prev ? prev->leases : NULL, now, &s->leases, err, errlen) != 0)
-        goto fail;
-    int rc = shed_for(cfg, prev, now, &s->shed);
+    if ((rc = sl__rules_compile(cfg, s, &s->rules, err, errlen)) != 0) goto fail;
+    rc = sl__lease_set_create(cfg, prev ? prev->leases : NULL, now, &s->leases, err, errlen);
+    if (rc != 0) goto fail;
+    rc = shed_for(cfg, prev, now, &s->shed);
     if (rc != 0) {
         snprintf(err, errlen, "shedding: %s", sl_strerror(rc));
         goto fail;
@@ -236,7 +239,7 @@ int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now
     return 0;
 fail:
     sl__policy_set_release(s);
-    return -1;
+    return rc < 0 ? rc : SL_EINVAL;
 }
 
 void sl__policy_set_retain(sl_policy_set *s) {

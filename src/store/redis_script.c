@@ -262,7 +262,7 @@ static int fail(char *err, size_t errlen, const char *msg, size_t msglen) {
         memcpy(err, msg, msglen);
         err[msglen] = '\0';
     }
-    return -1;
+    return SL_EPARSE;
 }
 
 #define FAIL(text) fail(err, errlen, (text), sizeof(text) - 1)

@@ -66,6 +66,7 @@ static int bind_listener(const sl_listen_config *l, uint16_t *port) {
         return -1;
     }
     struct sockaddr_storage got;
+    memset(&got, 0, sizeof got); /* the analyzer cannot see getsockname fill it */
     socklen_t gl = sizeof got;
     if (getsockname(fd, (struct sockaddr *)&got, &gl) != 0) {
         sl__log_error("listen %s:%u: %s", l->host, (unsigned)at.port, strerror(errno));

@@ -245,9 +245,9 @@ int sl__redis_script_check(const sl_params *p, bool calendar_month) {
     if (p->rate.limit > SCRIPT_MAX) return SL_EOVERFLOW;
     if (p->algorithm == SL_SLIDING_LOG && p->rate.limit > SCRIPT_LOG_MAX) return SL_EINVAL;
     if (sl_algorithm_is_bucket(p->algorithm)) {
-        /* validated, limit and period >= 1 */
-        // NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult)
         int64_t pu = period_us / gcd64(p->rate.limit, period_us);
+        /* validated: limit and period >= 1, so pu >= 1 */
+        // NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult)
         if (p->burst > SCRIPT_MAX / pu) return SL_EOVERFLOW;
     }
     if (p->delay_after >= SCRIPT_MAX / SL_SCRIPT_DELAY_AFTER) return SL_EOVERFLOW; /* in flags */

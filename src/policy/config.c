@@ -357,21 +357,21 @@ int sl__config_parse(const char *text, size_t len, const char *source, sl_config
     if (!source) source = "<config>";
     if (!out) {
         sl__errors_add(errs, source, 0, NULL, "no place for the result");
-        return -1;
+        return SL_EINVAL;
     }
     *out = NULL;
     if (!text) {
         sl__errors_add(errs, source, 0, NULL, "no text");
-        return -1;
+        return SL_EINVAL;
     }
     if (len > SL_CONFIG_MAX_BYTES) {
         sl__errors_add(errs, source, 0, NULL, "larger than %u bytes: refused", SL_CONFIG_MAX_BYTES);
-        return -1;
+        return SL_EINVAL;
     }
     sl_config *c = calloc(1, sizeof *c);
     if (!c) {
         sl__errors_add(errs, source, 0, NULL, "out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
     set_defaults(c, source);
 
@@ -380,7 +380,7 @@ int sl__config_parse(const char *text, size_t len, const char *source, sl_config
     if (sl__yaml_open(&p.y, text, len, source, errs) != 0) {
         sl__errors_add(errs, source, 0, NULL, "out of memory");
         free(c);
-        return -1;
+        return SL_ENOMEM;
     }
     p.y.user = &p;
     p.y.homes = key_homes;
@@ -395,7 +395,7 @@ int sl__config_parse(const char *text, size_t len, const char *source, sl_config
 
     if (errs->n) {
         sl__config_free(c);
-        return -1;
+        return SL_EPARSE;
     }
     *out = c;
     return 0;
@@ -408,7 +408,7 @@ int sl__config_load(const char *path, sl_config **out, sl_config_errors *errs) {
     if (out) *out = NULL;
     if (!path) {
         sl__errors_add(errs, "<config>", 0, NULL, "no file name");
-        return -1;
+        return SL_EINVAL;
     }
     char *buf, msg[160];
     size_t len;
@@ -417,7 +417,7 @@ int sl__config_load(const char *path, sl_config **out, sl_config_errors *errs) {
     if (rc != SL__FILE_OK) {
         sl__errors_add(errs, path, 0, NULL, "%s",
                        sl__file_strerror(rc, err_no, SL_CONFIG_MAX_BYTES, msg, sizeof msg));
-        return -1;
+        return SL_EINVAL;
     }
     rc = sl__config_parse(buf, len, path, out, errs);
     free(buf);

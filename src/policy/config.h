@@ -320,7 +320,9 @@ typedef struct sl_config_errors {
 } sl_config_errors;
 
 /* Parses YAML text. `source` names it in messages. Returns 0 and *out (free
- * with sl__config_free), or -1 with errs filled (*out NULL). */
+ * with sl__config_free), or with errs filled (*out NULL) SL_EPARSE (the text
+ * has errors), SL_ENOMEM, or SL_EINVAL (no text, no out, or over
+ * SL_CONFIG_MAX_BYTES; a file that cannot be read, for sl__config_load). */
 int sl__config_parse(const char *text, size_t len, const char *source, sl_config **out,
                      sl_config_errors *errs);
 

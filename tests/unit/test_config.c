@@ -50,7 +50,7 @@ static void expect_errors_(const char *text, const char *const *want, size_t n) 
     sl_config *c = (sl_config *)1;
     static sl_config_errors e;
     int rc = sl__config_parse(text, strlen(text), "t.yaml", &c, &e);
-    assert_int_equal(rc, -1);
+    assert_int_equal(rc, SL_EPARSE);
     assert_null(c);
     expect_error_list(&e, want, n, NULL, text);
 }
@@ -60,7 +60,7 @@ static void expect_error_with(const char *text, const char *part) {
     sl_config *c = NULL;
     static sl_config_errors e;
     int rc = sl__config_parse(text, strlen(text), "t.yaml", &c, &e);
-    assert_int_equal(rc, -1);
+    assert_int_equal(rc, SL_EPARSE);
     assert_null(c);
     if (e.n != 1 || !strstr(e.msg[0], part)) {
         print_errors(&e);
@@ -1069,7 +1069,7 @@ static void test_errors_sorted_and_all_collected(void **state) {
     for (size_t i = 0; i < n; i++) o += (size_t)sprintf(text + o, "bad%zu: 1\n", i);
     sl_config *c = NULL;
     static sl_config_errors e;
-    assert_int_equal(sl__config_parse(text, o, "t.yaml", &c, &e), -1);
+    assert_int_equal(sl__config_parse(text, o, "t.yaml", &c, &e), SL_EPARSE);
     assert_null(c);
     assert_int_equal(e.n, n);
     assert_string_equal(
@@ -1095,7 +1095,7 @@ static void test_bounds(void **state) {
     assert_int_equal(e.n, 1);
     assert_string_equal(e.msg[0], "t.yaml: larger than 4194304 bytes: refused");
     /* Exactly the bound is fine (a comment: an empty config). */
-    assert_int_equal(sl__config_parse(text, big - 1, "t.yaml", &c, &e), -1);
+    assert_int_equal(sl__config_parse(text, big - 1, "t.yaml", &c, &e), SL_EPARSE);
     assert_non_null(strstr(e.msg[0], "the config is empty"));
     free(text);
 
@@ -1119,7 +1119,7 @@ static void test_bounds(void **state) {
     for (size_t i = 0; i < n; i++)
         o += (size_t)sprintf(text + o, "  - {name: p%zu, algorithm: gcra, rate: 1/s, burst: 1}\n",
                              i);
-    assert_int_equal(sl__config_parse(text, o, "t.yaml", &c, &e), -1);
+    assert_int_equal(sl__config_parse(text, o, "t.yaml", &c, &e), SL_EPARSE);
     assert_int_equal(e.n, 1);
     assert_string_equal(e.msg[0], "t.yaml:1026: policies[1024]: too many policies (at most 1024)");
     /* ... and exactly the bound loads. */
@@ -1135,7 +1135,7 @@ static void test_bounds(void **state) {
     assert_null(c);
     assert_int_equal(e.n, 1);
     assert_int_equal(sl__config_parse("workers: 2\n", 11, "t.yaml", NULL, &e), -1);
-    assert_int_equal(sl__config_parse("workers: 0\n", 11, NULL, &c, NULL), -1);
+    assert_int_equal(sl__config_parse("workers: 0\n", 11, NULL, &c, NULL), SL_EPARSE);
     assert_int_equal(sl__config_parse("workers: 2\n", 11, NULL, &c, NULL), 0);
     assert_string_equal(c->source, "<config>");
     sl__config_free(c);
@@ -1158,7 +1158,7 @@ static void test_load_files(void **state) {
     assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
     close(fd);
 
-    assert_int_equal(sl__config_load(path, &c, &e), -1);
+    assert_int_equal(sl__config_load(path, &c, &e), SL_EPARSE);
     assert_null(c);
     char want[256];
     snprintf(want, sizeof want,

@@ -303,7 +303,7 @@ static void test_directory_and_config(void **state) {
     write_file(rules, "d.yaml", "domain: messaging\n");
     e.n = 0;
     c = (sl_config *)1;
-    assert_int_equal(sl__config_load(p, &c, &e), -1);
+    assert_int_equal(sl__config_load(p, &c, &e), SL_EPARSE);
     assert_null(c);
     assert_int_equal(e.n, 2);
     /* at the domains: line of the config, each naming its rule file and line */
@@ -332,7 +332,7 @@ static void test_directory_and_config(void **state) {
     write_file(tmpdir, "missing.yaml", "domains: /nonexistent/rules\n");
     snprintf(p, sizeof p, "%s/missing.yaml", tmpdir);
     e.n = 0;
-    assert_int_equal(sl__config_load(p, &c, &e), -1);
+    assert_int_equal(sl__config_load(p, &c, &e), SL_EPARSE);
     char want_missing[256];
     snprintf(want_missing, sizeof want_missing,
              "%s/missing.yaml:1: domains: /nonexistent/rules: cannot open: No such file or "

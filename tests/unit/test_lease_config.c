@@ -40,7 +40,7 @@ static sl_config *parse_ok(const char *text) {
 static void expect_errors_(const char *text, const char *const *want, size_t n) {
     sl_config *c = NULL;
     static sl_config_errors e;
-    assert_int_equal(sl__config_parse(text, strlen(text), "t.yaml", &c, &e), -1);
+    assert_int_equal(sl__config_parse(text, strlen(text), "t.yaml", &c, &e), SL_EPARSE);
     bool same = e.n == n;
     for (size_t i = 0; same && i < n; i++) same = strcmp(e.msg[i], want[i]) == 0;
     if (!same) {

@@ -92,10 +92,21 @@ const char *sl__redis_script_sha(void);
  * or the native command of sluice-redis.so (src/redis_module/), which takes
  * the same arguments after the sha and answers the same. */
 typedef enum sl_script_command {
-    SL_SCRIPT_EVALSHA, /* EVALSHA <sha> <n> ... */
-    SL_SCRIPT_EVAL,    /* EVAL <source> <n> ... */
-    SL_SCRIPT_MODULE   /* SLUICE.DECIDE <n> ... */
+    SL_SCRIPT_EVALSHA,    /* EVALSHA <sha> <n> ... */
+    SL_SCRIPT_EVAL,       /* EVAL <source> <n> ... */
+    SL_SCRIPT_MODULE,     /* SLUICE.DECIDE <n> ..., items packed (below) */
+    SL_SCRIPT_MODULE_ARGS /* SLUICE.DECIDE <n> ..., the script's 3 arguments per item */
 } sl_script_command;
+
+/* The module's packed form (SL_SCRIPT_MODULE), what sluiced sends it: the
+ * keys, now_us, m and the sets as for the script, then ONE argument of
+ * SL_SCRIPT_PACKED_ITEM bytes per item (parameter set 1..m and group as
+ * 16-bit, cost as 64-bit, little-endian), and the reply is ONE bulk
+ * string of SL_SCRIPT_PACKED_REPLY bytes per item (the 6 reply integers,
+ * 64-bit little-endian): Redis parses one argument per decision instead of
+ * four and writes one reply instead of six integers. */
+#define SL_SCRIPT_PACKED_ITEM  12
+#define SL_SCRIPT_PACKED_REPLY (8 * SL_SCRIPT_REPLY_FIELDS)
 
 #define SL_SCRIPT_MODULE_COMMAND "sluice.decide"
 
@@ -132,7 +143,8 @@ void sl__redis_key(sl_buf *out, const char *prefix, const char *policy, const vo
 int sl__redis_script_check(const sl_params *p, bool calendar_month);
 
 struct redisReply;
-/* Reads a script reply into items[0..n) (decision in ns, decided). Returns
+/* Reads a script reply (or the module's packed one) into items[0..n)
+ * (decision in ns, decided). Returns
  * 0, or SL_EPARSE when the reply is not the expected shape (an error reply
  * included: err gets its text), with a message in err (NUL-terminated,
  * truncated to errlen) and every item's decided false. Does not keep r. */

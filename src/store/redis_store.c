@@ -50,6 +50,13 @@ typedef struct sl_store_worker {
     size_t nopen;
     uv_check_t check;
     bool check_on;
+    /* script calls that failed before reaching Redis, answered from the loop
+       (on_idle), never inside the store operation that sent them (store.h);
+       while there is one, what comes after it waits behind it, in order */
+    sl_redis_queued *later, **later_tail;
+    uv_idle_t idle;
+    bool idle_on;
+    int open_handles; /* check and idle, until closed */
     /* sent before the open calls, in order (sl__redis_store_after) */
     sl_redis_queued *fifo, **fifo_tail;
     uint64_t no_module_until; /* uv_now ms: the module answered "unknown command" */
@@ -68,6 +75,8 @@ typedef struct part {
 typedef struct flight {
     sl_redis_queued q; /* first: queued behind a forget (sl__redis_store_after) */
     sl_store_worker *sw;
+    bool sending;    /* inside sl__redis_call: an answer now is a failure to defer */
+    bool failed_now; /* ... and it came */
     unsigned slot;
     bool with_source;
     bool no_module; /* auto: the module answered "unknown command": the script */
@@ -143,14 +152,17 @@ sl_store *sl__redis_store_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_st
     if (cfg->module != SL_REDIS_MODULE_OFF)
         sl__redis_probe_command(sw->redis, SL_SCRIPT_MODULE_COMMAND);
     uv_check_init(loop, &sw->check);
-    sw->check.data = sw;
+    uv_idle_init(loop, &sw->idle);
+    sw->check.data = sw->idle.data = sw;
+    sw->open_handles = 2;
     return &sw->base;
 }
 
 static void flight_fail(flight *f);
 
-static void on_check_closed(uv_handle_t *h) {
+static void on_handle_closed(uv_handle_t *h) {
     sl_store_worker *sw = h->data;
+    if (--sw->open_handles) return;
     sl__buf_free(&sw->cmd);
     free(sw->deny);
     free(sw);
@@ -158,7 +170,12 @@ static void on_check_closed(uv_handle_t *h) {
 
 static void redis_free(sl_store *s) {
     sl_store_worker *sw = (sl_store_worker *)s;
-    /* requests not sent yet, then those in flight: their fail modes answer */
+    /* requests not sent yet, in order, then those in flight: their fail modes answer */
+    while (sw->later) {
+        sl_redis_queued *q = sw->later;
+        sw->later = q->next;
+        q->run(q, false);
+    }
     while (sw->fifo) {
         sl_redis_queued *q = sw->fifo;
         sw->fifo = q->next;
@@ -166,7 +183,8 @@ static void redis_free(sl_store *s) {
     }
     while (sw->nopen) flight_fail(sw->open[--sw->nopen]);
     sl__redis_free(sw->redis);
-    uv_close((uv_handle_t *)&sw->check, on_check_closed);
+    uv_close((uv_handle_t *)&sw->check, on_handle_closed);
+    uv_close((uv_handle_t *)&sw->idle, on_handle_closed);
 }
 
 /* ---- calls -------------------------------------------------------------------- */
@@ -305,6 +323,52 @@ static void flight_fail(flight *f) {
     free(f);
 }
 
+static void enqueue(sl_redis_queued **head, sl_redis_queued ***tail, sl_redis_queued *q) {
+    q->next = NULL;
+    if (!*head) *tail = head;
+    **tail = q;
+    *tail = &q->next;
+}
+
+/* What waits behind a failed script call runs now, in order, from the
+ * loop: the failed calls' requests are answered by their fail modes, the
+ * rest is sent. Answering a failed call where it failed would run other
+ * requests' done inside the operation that sent it (a full call goes out
+ * from inside the decision of the request that does not fit: its protocol
+ * handler is still running, and the connection would write, release and
+ * free answers under it). A call that fails again here joins the end of
+ * the line, behind nothing but what this turn's dones started. */
+static void on_idle(uv_idle_t *h) {
+    sl_store_worker *sw = h->data;
+    uv_idle_stop(&sw->idle);
+    sw->idle_on = false;
+    while (sw->later) {
+        sl_redis_queued *q = sw->later;
+        sw->later = q->next;
+        q->run(q, true);
+    }
+}
+
+/* q goes behind the failed calls (on_idle runs it). */
+static void run_later(sl_store_worker *sw, sl_redis_queued *q) {
+    enqueue(&sw->later, &sw->later_tail, q);
+    if (!sw->idle_on) {
+        uv_idle_start(&sw->idle, on_idle);
+        sw->idle_on = true;
+    }
+}
+
+static void flight_failed_run(sl_redis_queued *q, bool send) {
+    (void)send;
+    flight_fail((flight *)(void *)q);
+}
+
+/* f failed before Redis was asked: its requests are answered from the loop. */
+static void flight_fail_later(flight *f) {
+    f->q.run = flight_failed_run;
+    run_later(f->sw, &f->q);
+}
+
 /* The script items of every request of f, request k's groups moved to
  * 2k + g. si has room for f->nitems. */
 static void flight_items(const flight *f, sl_script_item *si) {
@@ -323,7 +387,7 @@ static void flight_send(flight *f) {
     sl_store_worker *sw = f->sw;
     sl_script_item *si = malloc(f->nitems * sizeof *si);
     if (!si) {
-        flight_fail(f);
+        flight_fail_later(f);
         return;
     }
     flight_items(f, si);
@@ -338,7 +402,7 @@ static void flight_send(flight *f) {
         atomic_store(&sw->stats->module_missing, has == 0);
         if (has == 0) { /* refused: the fail modes answer */
             free(si);
-            flight_fail(f);
+            flight_fail_later(f);
             return;
         }
     }
@@ -355,15 +419,25 @@ static void flight_send(flight *f) {
     if (sw->cmd.failed) {
         sl__buf_free(&sw->cmd);
         sl__buf_init(&sw->cmd);
-        flight_fail(f);
+        flight_fail_later(f);
         return;
     }
+    /* the client may fail the call before it returns (no connection, the
+       breaker open): on_flight then only marks it */
+    f->sending = true;
+    f->failed_now = false;
     sl__redis_call(sw->redis, f->slot, sw->cmd.data, sw->cmd.len, on_flight, f);
+    f->sending = false;
+    if (f->failed_now) flight_fail_later(f);
 }
 
 static void on_flight(void *arg, const redisReply *reply, int status) {
     flight *f = arg;
     sl_store_worker *sw = f->sw;
+    if (f->sending) { /* failed inside sl__redis_call (never a reply): flight_send defers it */
+        f->failed_now = true;
+        return;
+    }
     if (status == SL_REDIS_OK && reply->type == REDIS_REPLY_ERROR && !f->with_source &&
         strncmp(reply->str, "NOSCRIPT", 8) == 0) {
         /* Redis lost the script (restart, SCRIPT FLUSH, failover): EVAL loads it again */
@@ -409,6 +483,16 @@ static void on_flight(void *arg, const redisReply *reply, int status) {
     free(f);
 }
 
+static void flight_run(sl_redis_queued *q, bool send);
+
+/* q goes out now, or behind the failed calls waiting to be answered. */
+static void run_in_turn(sl_store_worker *sw, sl_redis_queued *q) {
+    if (sw->later)
+        run_later(sw, q);
+    else
+        q->run(q, true);
+}
+
 /* The loop iteration is over: every script call being filled goes out. */
 static void on_check(uv_check_t *h) {
     sl_store_worker *sw = h->data;
@@ -417,11 +501,12 @@ static void on_check(uv_check_t *h) {
     while (sw->fifo) {
         sl_redis_queued *q = sw->fifo;
         sw->fifo = q->next;
-        q->run(q, true);
+        run_in_turn(sw, q);
     }
     while (sw->nopen) {
         flight *f = sw->open[--sw->nopen];
-        flight_send(f);
+        f->q.run = flight_run;
+        run_in_turn(sw, &f->q);
     }
 }
 
@@ -433,35 +518,28 @@ static void flight_run(sl_redis_queued *q, bool send) {
         flight_fail(f);
 }
 
-static void enqueue(sl_store_worker *sw, sl_redis_queued *q) {
-    q->next = NULL;
-    if (!sw->fifo) sw->fifo_tail = &sw->fifo;
-    *sw->fifo_tail = q;
-    sw->fifo_tail = &q->next;
-}
-
 /* A call goes out now, or behind what is queued. */
 static void flight_out(sl_store_worker *sw, flight *f) {
+    f->q.run = flight_run;
     if (!sw->fifo) {
-        flight_send(f);
+        run_in_turn(sw, &f->q);
         return;
     }
-    f->q.run = flight_run;
-    enqueue(sw, &f->q);
+    enqueue(&sw->fifo, &sw->fifo_tail, &f->q);
 }
 
 void sl__redis_store_after(sl_store *s, sl_redis_queued *q) {
     sl_store_worker *sw = (sl_store_worker *)s;
-    if (!sw->check_on) { /* nothing waits: at once */
-        q->run(q, true);
+    if (!sw->check_on) { /* nothing waits for the end of the iteration: now, or behind the failed */
+        run_in_turn(sw, q);
         return;
     }
     while (sw->nopen) { /* the calls being filled are closed, in front of q */
         flight *f = sw->open[--sw->nopen];
         f->q.run = flight_run;
-        enqueue(sw, &f->q);
+        enqueue(&sw->fifo, &sw->fifo_tail, &f->q);
     }
-    enqueue(sw, q);
+    enqueue(&sw->fifo, &sw->fifo_tail, q);
 }
 
 /* Adds a request to the script call of its slot being filled. */

@@ -5,9 +5,21 @@
  * sl_store_limit, bound when its policy set, domain set or CL.THROTTLE
  * table is built) used with a key and a cost, in group 0 (enforced) or 1
  * (shadow). The contract, the same for every store:
- * - sl__store_decide calls c->done exactly once, maybe before it returns
- *   (the memory store always does; the Redis store when its deny cache or
- *   its breaker answers);
+ * - sl__store_decide calls c->done exactly once, either before it returns
+ *   or later from a callback of the worker's loop (the memory store and
+ *   batched mode always before; the Redis store before only when its deny
+ *   cache answers, or its fail modes for lack of memory). The one rule, for
+ *   every operation (decide, forget, lease, and a try the engine starts
+ *   from a done): an operation completes no call but its own. A done never
+ *   runs inside another call's operation, so a protocol handler may write
+ *   its own answer when done runs inline and never meets another request's
+ *   answer being written, released or freed under it. The Redis store keeps
+ *   it where a call to Redis fails before it is sent (no connection, the
+ *   breaker open, a full script call sent from inside the request that does
+ *   not fit, the module required and missing): a script call carries other
+ *   requests, so it is answered from the loop (redis_store.c, on_idle); a
+ *   forget's DELs and a lease's script call carry only their own call, and
+ *   answer it inline then;
  * - group 0 is all-or-nothing, its items decided in the order given (each
  *   sees the charges of the items before it; the same key twice adds up;
  *   calendar-month quotas like any other limit): it passes only if every
@@ -172,7 +184,8 @@ typedef struct sl_store_ops {
      * key too but not counted); c->rc 0, or SL_EKEY / SL_ENOMEM of
      * c->rc_item; c->from as for decide (a Redis that failed: SL_FROM_OPEN,
      * nothing known, only the fallback forgotten); c->done exactly once,
-     * maybe before it returns. Calendar quotas are not forgotten. */
+     * maybe before it returns, under decide's rule (an operation completes
+     * no call but its own). Calendar quotas are not forgotten. */
     void (*forget)(sl_store *s, sl_store_call *c);
 } sl_store_ops;
 

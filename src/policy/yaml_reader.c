@@ -44,7 +44,10 @@ __attribute__((format(printf, 5, 0))) void sl__errors_addv(sl_config_errors *err
         return;
     }
     size_t tail = slot - 1 - ERROR_HEAD - 3; /* head + "..." + tail fill the slot */
+    /* the tail copied below ends with the NUL */
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
     memcpy(m, full, ERROR_HEAD);
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
     memcpy(m + ERROR_HEAD, "...", 3);
     memcpy(m + ERROR_HEAD + 3, full + len - tail, tail + 1);
 }

@@ -67,7 +67,18 @@ typedef struct sl_policy_config {
         int line;
     } hold_weights[SL_HOLD_WEIGHTS_MAX];
     uint8_t nhold_weights;
+    /* retry_budget: (sluice/retry.h, docs/protection.md "Retry budget"): requests marked as
+       retries by `header` (a value >= 1) pass only while R + 1 <= min_retries +
+       floor(F x ratio) over the window; window 0 = none */
+    struct sl_retry_budget_config {
+        int64_t ratio_ppm;   /* 0..1000000; default 10 % */
+        int64_t min_retries; /* default SL_RETRY_MIN_DEFAULT */
+        int64_t window;      /* ns, whole ms, 10 ms..24 h; default 10 s; 0: no budget */
+        char header[64];     /* default Retry-Attempt */
+    } retry;
 } sl_policy_config;
+
+#define SL_RETRY_MIN_DEFAULT 10 /* retry_budget.min_retries per window */
 
 #define SL_HOLD_MAX            (INT64_C(60) * 1000000000) /* 1 min: below the default idle_timeout */
 #define SL_HOLD_PER_TENANT     100                        /* hold_per_tenant's default */

@@ -156,6 +156,7 @@ typedef struct sl_store_stats {
 
 typedef struct sl_store sl_store;
 struct sl_lease_call;
+struct sl_retry_call;
 typedef struct sl_store_ops {
     /* Decides c (the contract above). */
     void (*decide)(sl_store *s, sl_store_call *c);
@@ -174,6 +175,9 @@ typedef struct sl_store_ops {
      * nothing known, only the fallback forgotten); c->done exactly once,
      * maybe before it returns. Calendar quotas are not forgotten. */
     void (*forget)(sl_store *s, sl_store_call *c);
+    /* Counts a first attempt or decides a retry of a policy's retry budget
+     * (store/retry.h, the same completion contract). */
+    void (*retry)(sl_store *s, struct sl_retry_call *c);
 } sl_store_ops;
 
 struct sl_store {

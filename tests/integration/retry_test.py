@@ -47,8 +47,8 @@ policies:
 MEMORY = "  type: memory"
 
 
-def start(store=MEMORY, min_retries=2, text=CONFIG):
-    return sluiced_test.Server(text, store=store, min=min_retries)
+def start(store=MEMORY, min_retries=2, text=CONFIG, burst=6):
+    return sluiced_test.Server(text, store=store, min=min_retries, burst=burst)
 
 
 def check(s, policy="api", key="k", attempt=None, header="Retry-Attempt"):
@@ -167,6 +167,70 @@ class ConfigErrors(unittest.TestCase):
             rc, out = self.errors(block)
             self.assertNotEqual(rc, 0, block)
             self.assertIn(want, out, block)
+
+
+SHED = CONFIG + """
+shedding:
+  rate: 1/h
+  burst: {burst}
+  reserve_critical: 2
+  reserve_default: 2
+"""
+
+
+class Resp(unittest.TestCase):
+    """SL.CHECK policy key [cost] [DELAY] [PRIORITY p] [RETRY n]: the old forms
+    still answer as before; RETRY n goes through the budget, PRIORITY through
+    the shedding capacity."""
+
+    def setUp(self):
+        # the capacity: 6 for the priorities' test, plenty for the others
+        self.s = start(text=SHED, burst=6 if "priority" in self.id() else 1000)
+        self.r = harness.Resp(self.s.resp_port)
+
+    def tearDown(self):
+        self.r.close()
+        self.s.stop()
+
+    def call(self, *args):
+        return self.r.call(*args)
+
+    def test_forms_and_retry(self):
+        call = self.call
+        self.assertEqual(call("SL.CHECK", "plain", "a")[:3], [1, 100, 99])
+        self.assertEqual(call("SL.CHECK", "plain", "a", "2")[:3], [1, 100, 97])
+        self.assertEqual(len(call("SL.CHECK", "plain", "a", "1", "DELAY")), 6)
+        self.assertEqual(len(call("SL.CHECK", "plain", "a", "delay")), 6)
+        for bad, text in [(("x",), "cost must be"), (("1", "RETRY"), "wrong number of arguments"),
+                          (("RETRY", "-1"), "RETRY must be"),
+                          (("PRIORITY", "urgent"), "PRIORITY must be")]:
+            e = self.r.call("SL.CHECK", "plain", "a", *bad, raise_errors=False)
+            self.assertIsInstance(e, harness.RespError, bad)
+            self.assertIn(text, str(e), bad)
+        # the budget: min_retries 2, then floor(F x 50%)
+        self.assertEqual(call("SL.CHECK", "api", "k", "RETRY", "1")[0], 1)
+        self.assertEqual(call("SL.CHECK", "api", "k", "retry", "2", "DELAY")[0], 1)
+        e = self.r.call("SL.CHECK", "api", "k", "RETRY", "3", raise_errors=False)
+        self.assertTrue(str(e).startswith("RETRYBUDGET"), e)
+        self.assertEqual(call("SL.CHECK", "api", "k", "RETRY", "0")[0], 1)  # a first attempt
+        self.assertEqual(call("SL.CHECK", "api", "k")[0], 1)
+        self.assertEqual(call("SL.CHECK", "api", "k", "1", "RETRY", "1")[:3], [1, 100, 95])
+        self.assertEqual(budget_metric(self.s, "api", "refused"), 1)
+
+    def test_priority(self):
+        # 6 tokens: 2 for sheddable, 2 more for default, the last 2 for critical
+        call = self.call
+        for _ in range(2):
+            self.assertEqual(call("SL.CHECK", "plain", "p", "PRIORITY", "sheddable")[0], 1)
+        e = self.r.call("SL.CHECK", "plain", "p", "PRIORITY", "SHEDDABLE", raise_errors=False)
+        self.assertTrue(str(e).startswith("SHED "), e)
+        self.assertEqual(call("SL.CHECK", "plain", "p")[0], 1)  # no PRIORITY: default
+        self.assertEqual(call("SL.CHECK", "plain", "p", "PRIORITY", "default")[0], 1)
+        e = self.r.call("SL.CHECK", "plain", "p", raise_errors=False)
+        self.assertTrue(str(e).startswith("SHED "), e)
+        self.assertEqual(call("SL.CHECK", "plain", "p", "PRIORITY", "critical")[0], 1)
+        self.assertEqual(harness.metric(metrics(self.s), "sluice_shed_total", policy="plain",
+                                        priority="sheddable"), 1)
 
 
 def ready(s):

@@ -1,16 +1,20 @@
-/* resp_check.c: SL.CHECK policy key [cost] [DELAY] (docs/resp.md): one
- * item of the policy, decided by the engine through the context's decider,
- * and its reply (five integers, six with DELAY) written in done, inline or
- * in the reserved place (server/reply.h). Registered in resp_commands.c's
- * table. */
+/* resp_check.c: SL.CHECK policy key [cost] [DELAY] [PRIORITY p] [RETRY n]
+ * (docs/resp.md): the server's load shedding first (shedding:, PRIORITY:
+ * -SHED when over capacity), then the policy's retry budget (retry_budget:,
+ * RETRY n >= 1 is a retry: -RETRYBUDGET when over it), then one item of the
+ * policy decided by the engine through the context's decider, its reply
+ * (five integers, six with DELAY) written in done, inline or in the reserved
+ * place (server/reply.h). Registered in resp_commands.c's table. */
 #include "server/resp/resp_check.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #include "policy/decide.h"
 #include "policy/policy.h"
 #include "server/reply.h"
 #include "server/resp/resp_args.h"
+#include "store/retry.h"
 #include "sluice/sluice.h"
 #include "util/units.h"
 
@@ -18,27 +22,116 @@ static sl_decider *decider_of(const sl_resp_context *ctx) {
     return ctx->decider ? ctx->decider : sl__decider_memory();
 }
 
-/* SL.CHECK's call: where the reply goes, and its form. */
+/* SL.CHECK's call: where the reply goes, its form, and what it took. */
 typedef struct check_ctx {
     sl_reply r;
-    bool delay; /* DELAY: delay_ms as a sixth integer */
+    bool delay;    /* DELAY: delay_ms as a sixth integer */
+    sl_shed *shed; /* the shedder that admitted it (given back if refused), or NULL */
+    int64_t now;
+    sl_decide_call *call; /* decided once the retry budget said yes */
+    sl_decider *decider;
+    sl_retry_call retry; /* the policy's retry_budget:, before the decision */
 } check_ctx;
 
 static void check_done(sl_decide_call *call) {
     check_ctx *cc = sl__decide_call_user(call);
     const sl_decide_item *it = &call->items[0];
+    if (cc->shed && (call->rc != SL_OK || !it->decision.allowed))
+        sl_shed_refund(cc->shed, 1, cc->now); /* refused by its own limit: capacity unused */
     sl__resp_check_reply(sl__reply_out(&cc->r), sl__policy_of(it->limit), call->rc, &it->decision,
                          it->cost, cc->delay);
     sl__reply_end(&cc->r);
     sl__decide_call_free(call);
 }
 
+/* The retry budget answered: a refused retry gets -RETRYBUDGET and is not
+ * decided; else the policy decides (check_done). */
+static void check_retry_done(sl_retry_call *rc) {
+    check_ctx *cc = rc->arg;
+    sl__retry_count(rc);
+    if (rc->d.allowed) {
+        sl__engine_decide(cc->decider, cc->call, cc->now);
+        return;
+    }
+    if (cc->shed) sl_shed_refund(cc->shed, 1, cc->now);
+    int64_t ns = rc->d.retry_after < 0 ? rc->limit->opts.window : rc->d.retry_after;
+    long long secs = sl__ceil_s(ns) < 1 ? 1 : (long long)sl__ceil_s(ns);
+    sl__resp_errorf(sl__reply_out(&cc->r),
+                    "RETRYBUDGET retries of this key are over the retry budget of policy '%s' "
+                    "(%lld of %lld; retry after %lld s)",
+                    rc->limit->name, (long long)rc->d.retries, (long long)rc->d.budget, secs);
+    sl__reply_end(&cc->r);
+    sl__decide_call_free(cc->call);
+}
+
+/* SL.CHECK's arguments after the key: [cost] [DELAY] [PRIORITY p] [RETRY n]
+ * (the options in any order). */
+typedef struct check_opts {
+    int64_t cost, retry;
+    bool delay;
+    sl_priority priority;
+} check_opts;
+
+/* Reads them; false with the error written into out. */
+static bool parse_opts(const sl_resp_command *cmd, check_opts *o, sl_buf *out) {
+    *o = (check_opts){.cost = 1, .priority = SL_PRIORITY_DEFAULT};
+    size_t i = 3, argc = cmd->argc;
+    if (i < argc && !IEQ(cmd->argv[i], cmd->argl[i], "delay") &&
+        !IEQ(cmd->argv[i], cmd->argl[i], "priority") && !IEQ(cmd->argv[i], cmd->argl[i], "retry")) {
+        if (!parse_i64(cmd->argv[i], cmd->argl[i], &o->cost) || o->cost < 0) {
+            sl__resp_error(out, "ERR cost must be an integer >= 0");
+            return false;
+        }
+        i++;
+    }
+    for (; i < argc; i++) {
+        const char *a = cmd->argv[i];
+        size_t n = cmd->argl[i];
+        if (IEQ(a, n, "delay")) {
+            o->delay = true;
+        } else if (IEQ(a, n, "priority") && i + 1 < argc) {
+            i++;
+            if (sl_priority_parse(cmd->argv[i], cmd->argl[i], &o->priority) != SL_OK) {
+                sl__resp_error(out, "ERR PRIORITY must be critical, default or sheddable");
+                return false;
+            }
+        } else if (IEQ(a, n, "retry") && i + 1 < argc) {
+            i++;
+            if (!parse_i64(cmd->argv[i], cmd->argl[i], &o->retry) || o->retry < 0) {
+                sl__resp_error(out, "ERR RETRY must be an integer >= 0 (the attempt: 0 first)");
+                return false;
+            }
+        } else {
+            wrong_args(out, "sl.check"); /* what any other extra argument always got */
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Load shedding (shedding:): true when the server's capacity refuses the
+ * command (-SHED, counted by policy and priority); else *admitted is the
+ * shedder that took one token (NULL when shedding is off). */
+static bool shed_refuses(const sl_resp_context *ctx, sl_policy *p, sl_priority prio, sl_buf *out,
+                         sl_shed **admitted) {
+    sl_shed *s = sl__policy_set_shed(ctx->policies, NULL);
+    *admitted = NULL;
+    if (!s) return false;
+    sl_shed_decision d;
+    if (sl_shed_admit(s, prio, 1, ctx->now, &d) == SL_OK && d.admitted) {
+        *admitted = s;
+        return false;
+    }
+    atomic_fetch_add_explicit(&p->shed[prio], 1, memory_order_relaxed);
+    int64_t secs = d.retry_after < 0 ? 1 : sl__ceil_s(d.retry_after);
+    sl__resp_errorf(out,
+                    "SHED the server is over capacity: %s requests are shed (retry after %lld s)",
+                    sl_priority_name(prio), (long long)(secs < 1 ? 1 : secs));
+    return true;
+}
+
 int sl__resp_cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
-    /* SL.CHECK policy key [cost] [DELAY] */
-    size_t argc = cmd->argc;
-    bool delay = argc >= 4 && IEQ(cmd->argv[argc - 1], cmd->argl[argc - 1], "delay");
-    if (delay) argc--;
-    if (argc != 3 && argc != 4) {
+    if (cmd->argc < 3) {
         wrong_args(out, "sl.check");
         return 0;
     }
@@ -56,24 +149,39 @@ int sl__resp_cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, s
         sl__resp_errorf(out, "ERR unknown policy '%.*s'", echo_len(nlen), name);
         return 0;
     }
-    int64_t cost = 1;
-    if (argc == 4 && (!parse_i64(cmd->argv[3], cmd->argl[3], &cost) || cost < 0)) {
-        sl__resp_error(out, "ERR cost must be an integer >= 0");
-        return 0;
-    }
-    sl_decide_item item = sl__policy_use(p, cmd->argv[2], cmd->argl[2], cost, false);
+    check_opts o;
+    if (!parse_opts(cmd, &o, out)) return 0;
+    sl_shed *shed;
+    if (shed_refuses(ctx, p, o.priority, out, &shed)) return 0;
+    sl_decide_item item = sl__policy_use(p, cmd->argv[2], cmd->argl[2], o.cost, false);
     sl_decide_call *call = sl__decide_call_new(&item, 1, NULL, NULL, sizeof(check_ctx));
     if (!call) {
+        if (shed) sl_shed_refund(shed, 1, ctx->now);
         sl__resp_error(out, "ERR out of memory");
         return 0;
     }
     check_ctx *cc = sl__decide_call_user(call);
-    cc->delay = delay;
+    cc->delay = o.delay;
+    cc->shed = shed; /* lives with the policy set the call holds */
+    cc->now = ctx->now;
     sl__decide_call_hold(call, ctx->policies);
     call->done = check_done;
     bool answered;
     sl__reply_begin(&cc->r, ctx->slot, out, &answered);
-    sl__engine_decide(decider_of(ctx), call, ctx->now);
+    if (p->retry) { /* retry_budget: first the budget (store/retry.h), then the policy */
+        cc->call = call;
+        cc->decider = decider_of(ctx);
+        cc->retry = (sl_retry_call){.limit = p->retry,
+                                    .key = (const char *)call->items[0].key, /* the call's copy */
+                                    .keylen = cmd->argl[2],
+                                    .retry = o.retry >= 1,
+                                    .now = ctx->now,
+                                    .done = check_retry_done,
+                                    .arg = cc};
+        sl__store_retry(sl__decider_store(cc->decider), &cc->retry);
+    } else {
+        sl__engine_decide(decider_of(ctx), call, ctx->now);
+    }
     if (!answered && !sl__reply_wait(&cc->r)) sl__resp_error(out, "ERR out of memory");
     return 0;
 }

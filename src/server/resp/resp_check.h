@@ -5,7 +5,7 @@
 
 #include "server/resp/resp.h"
 
-/* SL.CHECK policy key [cost] [DELAY]: replies into out, now or once the
+/* SL.CHECK policy key [cost] [DELAY] [PRIORITY p] [RETRY n]: replies into out, now or once the
  * store has decided; returns 0 (the connection stays open). */
 int sl__resp_cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out);
 

@@ -77,10 +77,9 @@ static const arg_doc throttle_args[] = {{"key", "key", false},
                                         {"count", "integer", false},
                                         {"period", "integer", false},
                                         {"quantity", "integer", true}};
-static const arg_doc check_args[] = {{"policy", "string", false},
-                                     {"key", "key", false},
-                                     {"cost", "integer", true},
-                                     {"delay", "pure-token", true}};
+static const arg_doc check_args[] = {{"policy", "string", false},  {"key", "key", false},
+                                     {"cost", "integer", true},    {"delay", "pure-token", true},
+                                     {"priority", "string", true}, {"retry", "integer", true}};
 static const arg_doc del_args[] = {{"key", "key", false}};
 static const arg_doc acquire_args[] = {{"policy", "string", false}, {"key", "key", false}};
 static const arg_doc lease_args[] = {

@@ -161,7 +161,9 @@ typedef struct sl_limit_config {
 typedef struct sl_rule_config {
     char name[SL_POLICY_NAME_MAX + 1];
     sl_route_match match;
-    bool shadow;               /* this rule's limits decide and count, but never refuse */
+    bool shadow;  /* this rule's limits decide and count, but never refuse */
+    int priority; /* priority: (sluice/shed.h's sl_priority) of its requests, or -1: the
+                     shedding header's (docs/protection.md) */
     sl_policy_graphql graphql; /* how its `cost: graphql` limits cost a query */
     sl_limit_config limits[SL_RULE_MAX_LIMITS];
     unsigned nlimits;

@@ -19,6 +19,7 @@
 #include "server/request.h"
 #include "server/http/http_lease.h"
 #include "server/http/http_retry.h"
+#include "server/retry_stage.h"
 #include "sluice/error.h"
 #include "util/units.h"
 
@@ -231,9 +232,7 @@ typedef struct check_ctx {
     sl_shed *shed; /* the shedder that admitted the request (given back if refused), or NULL */
     bool keep, head;
     int64_t now;          /* when the request was decided (a monthly quota's w depends on it) */
-    sl_decide_call *call; /* the decision, started once the retry budget said yes */
-    sl_decider *decider;  /* the worker's: lives longer than any call */
-    sl_retry_call retry;  /* the policy's retry budget (retry_budget:), before the decision */
+    sl_retry_stage retry; /* the policy's retry budget (retry_budget:), before the decision */
 } check_ctx;
 
 static void check_done(sl_decide_call *c) {
@@ -248,22 +247,15 @@ static void check_done(sl_decide_call *c) {
     sl__decide_call_free(c);
 }
 
-/* The retry budget answered: a refused retry gets 429 and is not decided;
- * else the policy decides (check_done). */
-static void check_retry_done(sl_retry_call *rc) {
-    check_ctx *cc = rc->arg;
-    sl__retry_count(rc);
-    if (rc->d.allowed) {
-        sl__engine_decide(cc->decider, cc->call, cc->now);
-        return;
-    }
+/* The retry budget refused a retry: 429, and it is not decided. */
+static void check_retry_refused(sl_retry_stage *st) {
+    check_ctx *cc = st->arg;
     if (cc->shed) sl_shed_refund(cc->shed, 1, cc->now);
     sl_buf *out = sl__reply_out(&cc->reply);
-    sl_policy *p = sl__policy_of(cc->call->items[0].limit);
-    sl__http_retry_refused(out, 429, cc->head, sl__reply_keep(&cc->reply, cc->keep), p->cfg.name,
-                           rc);
+    sl__http_retry_refused(out, 429, cc->head, sl__reply_keep(&cc->reply, cc->keep),
+                           st->call.limit->name, &st->call);
     sl__reply_end(&cc->reply);
-    sl__decide_call_free(cc->call);
+    sl__decide_call_free(st->decide);
 }
 
 /* The request's priority: the shedding header's value (critical, default,
@@ -349,20 +341,12 @@ static void handle_check(const sl_request_ctx *rq, const sl_http_request *r, sl_
     call->done = check_done;
     bool answered;
     sl__reply_begin(&cc->reply, rq->slot, out, &answered);
-    if (p->retry) { /* retry_budget: first the budget (store/retry.h), then the policy */
-        cc->call = call;
-        cc->decider = rq->decider;
-        cc->retry = (sl_retry_call){.limit = p->retry,
-                                    .key = (const char *)call->items[0].key, /* the call's copy */
-                                    .keylen = c.key_len,
-                                    .retry = sl__http_retry_marked(r, p->cfg.retry.header),
-                                    .now = now,
-                                    .done = check_retry_done,
-                                    .arg = cc};
-        sl__store_retry(sl__decider_store(rq->decider), &cc->retry);
-    } else {
+    if (p->retry) /* retry_budget: first the budget (retry_stage.h), then the policy */
+        sl__retry_stage_start(&cc->retry, p->retry, (const char *)call->items[0].key, c.key_len,
+                              sl__http_retry_marked(r, p->cfg.retry.header), call, rq->decider, now,
+                              check_retry_refused, cc);
+    else
         sl__engine_decide(rq->decider, call, now);
-    }
     if (!answered && !sl__reply_wait(&cc->reply)) {
         sl_decision none = {0};
         write_decision(out, head, keep, p, SL_ENOMEM, &none, false, c.cost, SL_FROM_REDIS, 0);

@@ -14,7 +14,7 @@
 #include "policy/policy.h"
 #include "server/reply.h"
 #include "server/resp/resp_args.h"
-#include "store/retry.h"
+#include "server/retry_stage.h"
 #include "sluice/sluice.h"
 #include "util/units.h"
 
@@ -28,9 +28,7 @@ typedef struct check_ctx {
     bool delay;    /* DELAY: delay_ms as a sixth integer */
     sl_shed *shed; /* the shedder that admitted it (given back if refused), or NULL */
     int64_t now;
-    sl_decide_call *call; /* decided once the retry budget said yes */
-    sl_decider *decider;
-    sl_retry_call retry; /* the policy's retry_budget:, before the decision */
+    sl_retry_stage retry; /* the policy's retry_budget:, before the decision */
 } check_ctx;
 
 static void check_done(sl_decide_call *call) {
@@ -44,15 +42,10 @@ static void check_done(sl_decide_call *call) {
     sl__decide_call_free(call);
 }
 
-/* The retry budget answered: a refused retry gets -RETRYBUDGET and is not
- * decided; else the policy decides (check_done). */
-static void check_retry_done(sl_retry_call *rc) {
-    check_ctx *cc = rc->arg;
-    sl__retry_count(rc);
-    if (rc->d.allowed) {
-        sl__engine_decide(cc->decider, cc->call, cc->now);
-        return;
-    }
+/* The retry budget refused a retry: -RETRYBUDGET, and it is not decided. */
+static void check_retry_refused(sl_retry_stage *st) {
+    check_ctx *cc = st->arg;
+    const sl_retry_call *rc = &st->call;
     if (cc->shed) sl_shed_refund(cc->shed, 1, cc->now);
     int64_t ns = rc->d.retry_after < 0 ? rc->limit->opts.window : rc->d.retry_after;
     long long secs = sl__ceil_s(ns) < 1 ? 1 : (long long)sl__ceil_s(ns);
@@ -61,7 +54,7 @@ static void check_retry_done(sl_retry_call *rc) {
                     "(%lld of %lld; retry after %lld s)",
                     rc->limit->name, (long long)rc->d.retries, (long long)rc->d.budget, secs);
     sl__reply_end(&cc->r);
-    sl__decide_call_free(cc->call);
+    sl__decide_call_free(st->decide);
 }
 
 /* SL.CHECK's arguments after the key: [cost] [DELAY] [PRIORITY p] [RETRY n]
@@ -168,20 +161,12 @@ int sl__resp_cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, s
     call->done = check_done;
     bool answered;
     sl__reply_begin(&cc->r, ctx->slot, out, &answered);
-    if (p->retry) { /* retry_budget: first the budget (store/retry.h), then the policy */
-        cc->call = call;
-        cc->decider = decider_of(ctx);
-        cc->retry = (sl_retry_call){.limit = p->retry,
-                                    .key = (const char *)call->items[0].key, /* the call's copy */
-                                    .keylen = cmd->argl[2],
-                                    .retry = o.retry >= 1,
-                                    .now = ctx->now,
-                                    .done = check_retry_done,
-                                    .arg = cc};
-        sl__store_retry(sl__decider_store(cc->decider), &cc->retry);
-    } else {
+    if (p->retry) /* retry_budget: first the budget (retry_stage.h), then the policy */
+        sl__retry_stage_start(&cc->retry, p->retry, (const char *)call->items[0].key, cmd->argl[2],
+                              o.retry >= 1, call, decider_of(ctx), ctx->now, check_retry_refused,
+                              cc);
+    else
         sl__engine_decide(decider_of(ctx), call, ctx->now);
-    }
     if (!answered && !sl__reply_wait(&cc->r)) sl__resp_error(out, "ERR out of memory");
     return 0;
 }

@@ -17,3 +17,14 @@ endif()
 # the library on random traces, on a private redis-server.
 sluice_unit_test(test_retry_redis)
 set_tests_properties(test_retry_redis PROPERTIES LABELS unit TIMEOUT 180)
+
+# Load shedding and the retry budget on /v1/auth through a real nginx:
+# examples/nginx/protected.yaml with sluice.conf (403 + Sluice-Shed /
+# Sluice-Retry-Budget turned into 503 / 429), a rule's priority:.
+if(TARGET sluiced)
+  find_program(SLUICE_NGINX nginx PATHS /usr/sbin /sbin)
+  add_test(NAME protection_nginx_integration
+    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/protection_nginx_test.py
+            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} ${SLUICE_NGINX})
+  set_tests_properties(protection_nginx_integration PROPERTIES LABELS integration TIMEOUT 120)
+endif()

@@ -258,15 +258,6 @@ static void check_retry_refused(sl_retry_stage *st) {
     sl__decide_call_free(st->decide);
 }
 
-/* The request's priority: the shedding header's value (critical, default,
- * sheddable; any case), default when absent or anything else. */
-static sl_priority priority_of(const sl_http_request *r, const char *header) {
-    const sl_http_header *h = sl__http_header(r, header);
-    sl_priority p = SL_PRIORITY_DEFAULT;
-    if (h) sl_priority_parse(h->value, h->value_len, &p);
-    return p;
-}
-
 /* Load shedding (shedding:, sluice/shed.h): true when the server's capacity
  * refuses the request, answered 503 with Retry-After, counted by policy and
  * priority; else *admitted is the shedder that took one token (NULL when
@@ -277,7 +268,7 @@ static bool shed_refuses(const sl_request_ctx *rq, const sl_http_request *r, sl_
     sl_shed *s = sl__policy_set_shed(rq->policies, &header);
     *admitted = NULL;
     if (!s) return false;
-    sl_priority prio = priority_of(r, header);
+    sl_priority prio = sl__http_priority(r, header);
     sl_shed_decision d;
     if (sl_shed_admit(s, prio, 1, rq->now, &d) == SL_OK && d.admitted) {
         *admitted = s;

@@ -36,6 +36,8 @@
 #include "server/http/http_api.h"
 #include "server/http/http_auth.h"
 #include "server/http/http_hold.h"
+#include "server/http/http_retry.h"
+#include "server/retry_stage.h"
 #include "server/hold.h"
 #include "server/request.h"
 #include "sluice/error.h"
@@ -344,6 +346,8 @@ typedef struct auth_ctx {
     sl_decide_call *call;   /* the call (its keys, the answer's place) */
     sl_worker_stats *stats; /* the worker's (held, released, ...), or NULL */
     sl_hold_item *held;
+    sl_shed *shed;        /* the shedder that admitted it (given back if refused), or NULL */
+    sl_retry_stage retry; /* a limit's retry_budget:, before the decision */
 } auth_ctx;
 
 static void auth_error(sl_rules_answer *a, const char *message) {
@@ -435,6 +439,8 @@ static void auth_done(sl_decide_call *c) {
         return;
     }
     sl__rules_finish(ac->a, c);
+    if (ac->shed && ac->a->verdict != SL_VERDICT_ALLOW)
+        sl_shed_refund(ac->shed, 1, ac->now); /* refused by its own limits: capacity unused */
     int64_t delay;
     size_t i = ac->hold ? sl__http_hold_pick(ac->a, &delay) : ac->a->n;
     if (i < ac->a->n && !sl__http_hold_fits(ac->a, i, delay)) {
@@ -448,6 +454,64 @@ static void auth_done(sl_decide_call *c) {
         return;
     }
     auth_finish(ac, c);
+}
+
+/* A limit's retry budget refused the retry: 403 (what nginx's auth_request
+ * passes) with Sluice-Retry-Budget: exhausted, which the nginx recipe maps
+ * to 429; nothing is decided. */
+static void auth_retry_refused(sl_retry_stage *st) {
+    auth_ctx *ac = st->arg;
+    if (ac->shed) sl_shed_refund(ac->shed, 1, ac->now);
+    sl__http_retry_refused(sl__reply_out(&ac->reply), 403, ac->head,
+                           sl__reply_keep(&ac->reply, ac->keep), st->call.limit->name, &st->call);
+    sl__reply_end(&ac->reply);
+    if (ac->heap) free(ac->a);
+    sl__decide_call_free(st->decide);
+}
+
+/* Load shedding (shedding:): the priority is the first matching rule's
+ * priority:, else the shedding header's. True when the server's capacity
+ * refuses the request: 403 with Sluice-Shed: 1 and Retry-After (nginx's
+ * auth_request turns a 503 into a 500: the recipe maps this 403 to 503),
+ * counted for the first limit's policy; else *admitted is the shedder that
+ * took a token (NULL when shedding is off). */
+static bool auth_shed_refuses(const sl_request_ctx *rq, const sl_http_request *req,
+                              const sl_rules_answer *a, bool keep, sl_buf *out,
+                              sl_shed **admitted) {
+    const char *header = NULL;
+    sl_shed *s = sl__policy_set_shed(rq->policies, &header);
+    *admitted = NULL;
+    if (!s) return false;
+    sl_priority prio = a->priority >= 0 ? (sl_priority)a->priority : sl__http_priority(req, header);
+    sl_shed_decision d;
+    if (sl_shed_admit(s, prio, 1, rq->now, &d) == SL_OK && d.admitted) {
+        *admitted = s;
+        return false;
+    }
+    atomic_fetch_add_explicit(&a->items[0].policy->shed[prio], 1, memory_order_relaxed);
+    int64_t secs = d.retry_after < 0 ? 1 : sl__ceil_s(d.retry_after);
+    if (secs < 1) secs = 1;
+    char body[192], retry[24];
+    int n = snprintf(body, sizeof body,
+                     "{\"error\":\"shed\",\"message\":\"the server is over capacity: %s "
+                     "requests are shed (retry after %lld s)\"}",
+                     sl_priority_name(prio), (long long)secs);
+    snprintf(retry, sizeof retry, "%lld", (long long)secs);
+    sl__http_begin(out, 403);
+    sl__http_header_line(out, "Retry-After", retry);
+    sl__http_header_line(out, "Sluice-Shed", "1");
+    sl__http_header_line(out, "Cache-Control", "no-store");
+    sl__http_end(out, keep, "application/json", body, (size_t)n);
+    if (req->method == SL_HTTP_HEAD) out->len -= (size_t)n;
+    return true;
+}
+
+/* The first enforced limit of a with a retry budget, or a->n. */
+static size_t budget_item(const sl_rules_answer *a) {
+    for (size_t i = 0; i < a->n; i++)
+        if (!a->items[i].shadow && !a->items[i].policy->cfg.shadow && a->items[i].policy->retry)
+            return i;
+    return a->n;
 }
 
 bool sl__http_auth_handle(const sl_request_ctx *rq, const sl_http_request *req, sl_buf *out,
@@ -480,6 +544,11 @@ bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, 
         write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
         return keep;
     }
+    sl_shed *shed;
+    if (auth_shed_refuses(rq, req, &a, keep, out, &shed)) {
+        sl__decide_call_free(c);
+        return keep;
+    }
     auth_ctx *ac = sl__decide_call_user(c);
     *ac = (auth_ctx){.keep = keep,
                      .head = head,
@@ -489,11 +558,19 @@ bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, 
                      .set = rq->policies,
                      .starting = true,
                      .stats = rq->stats,
-                     .hold_item = SL_CHECK_MAX};
+                     .hold_item = SL_CHECK_MAX,
+                     .shed = shed};
     c->done = auth_done;
     bool answered;
     sl__reply_begin(&ac->reply, rq->slot, out, &answered);
-    sl__engine_decide(rq->decider, c, now);
+    size_t b = budget_item(&a);
+    if (b < a.n) /* retry_budget: first the budget (retry_stage.h), then the limits */
+        sl__retry_stage_start(&ac->retry, a.items[b].policy->retry, (const char *)c->items[b].key,
+                              c->items[b].keylen,
+                              sl__http_retry_marked(req, a.items[b].policy->cfg.retry.header), c,
+                              rq->decider, now, auth_retry_refused, ac);
+    else
+        sl__engine_decide(rq->decider, c, now);
     ac->starting = false;
     if (answered) return keep;
     /* done comes later: the answer moves to the heap */

@@ -6,6 +6,13 @@
 
 #include "util/units.h"
 
+sl_priority sl__http_priority(const sl_http_request *r, const char *header) {
+    const sl_http_header *h = sl__http_header(r, header);
+    sl_priority p = SL_PRIORITY_DEFAULT;
+    if (h) sl_priority_parse(h->value, h->value_len, &p);
+    return p;
+}
+
 bool sl__http_retry_marked(const sl_http_request *r, const char *header) {
     const sl_http_header *h = sl__http_header(r, header);
     if (!h || h->value_len == 0 || h->value_len > 19) return false;

@@ -168,6 +168,21 @@ class ConfigErrors(unittest.TestCase):
             self.assertNotEqual(rc, 0, block)
             self.assertIn(want, out, block)
 
+    def test_rule_priority(self):
+        rules = "\nrules:\n  - {name: r, path: /x, priority: %s, limits: [{policy: api, by: ip}]}\n"
+        for value, rc in (("critical", 0), ("Sheddable", 1), ("urgent", 1)):
+            text = CONFIG.format(store=MEMORY, min=2) + rules % value
+            with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+                f.write(text)
+            try:
+                p = subprocess.run([sluiced_test.SLUICED, "--check-config", f.name],
+                                   capture_output=True, text=True, timeout=30)
+            finally:
+                os.unlink(f.name)
+            self.assertEqual(p.returncode != 0, bool(rc), (value, p.stderr))
+            if rc:
+                self.assertIn("rules[0].priority", p.stderr, value)
+
 
 SHED = CONFIG + """
 shedding:

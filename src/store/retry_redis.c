@@ -93,24 +93,17 @@ static void without_redis(rstate *st) {
     c->d.retry_after = retry < 1000000 ? 1000000 : retry;
 }
 
-static bool int_at(const redisReply *r, size_t i, long long *v) {
-    if (i >= r->elements || r->element[i]->type != REDIS_REPLY_INTEGER) return false;
-    *v = r->element[i]->integer;
-    return true;
-}
-
 static void on_reply(void *arg, const redisReply *r, int status) {
     rstate *st = arg;
     sl_retry_call *c = st->c;
-    if (status == SL_REDIS_OK && r && r->type == REDIS_REPLY_ERROR && !st->with_source &&
-        strncmp(r->str, "NOSCRIPT", 8) == 0) {
+    if (!st->with_source && sl__redis_reply_noscript(r, status)) {
         st->with_source = true;
         send_call(st);
         return;
     }
-    long long ok, F, R, after;
-    bool good = status == SL_REDIS_OK && r && r->type == REDIS_REPLY_ARRAY && int_at(r, 0, &ok) &&
-                int_at(r, 1, &F) && int_at(r, 2, &R) && int_at(r, 3, &after);
+    long long v[4];
+    bool good = sl__redis_reply_ints(r, status, v, 4);
+    long long ok = v[0], F = v[1], R = v[2], after = v[3];
     if (!good) {
         without_redis(st);
     } else {

@@ -399,7 +399,7 @@ static bool matches(const pattern *p, unsigned method, const char *path, size_t 
 /* ---- keys and labels -------------------------------------------------------------- */
 
 static bool put_part(sl_rules_answer *a, char tag, const void *data, size_t n) {
-    if (a->used + 3 + n > sizeof a->arena) return false;
+    if (a->used + 3 + n > SL_RULES_ARENA) return false;
     char *p = a->arena + a->used;
     p[0] = tag;
     p[1] = (char)(n >> 8);

@@ -530,6 +530,8 @@ bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, 
     int64_t now = rq->now;
     bool head = req->method == SL_HTTP_HEAD;
     sl_rules_answer a;
+    char arena[SL_RULES_ARENA]; /* the keys: the call copies them */
+    a.arena = arena;
     if (!rules) {
         auth_error(&a, "no policy set");
         write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
@@ -574,8 +576,12 @@ bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, 
     ac->starting = false;
     if (answered) return keep;
     /* done comes later: the answer moves to the heap */
-    sl_rules_answer *copy = malloc(sizeof *copy);
-    if (copy) memcpy(copy, &a, sizeof a);
+    sl_rules_answer *copy = malloc(sizeof *copy); /* without the keys (the call has them) */
+    if (copy) {
+        memcpy(copy, &a, sizeof a);
+        copy->arena = NULL;
+        for (size_t i = 0; i < copy->n; i++) copy->items[i].key = NULL;
+    }
     ac->a = copy;
     ac->heap = copy != NULL;
     if (!sl__reply_wait(&ac->reply)) {

@@ -56,19 +56,22 @@ test-tsan: deps
 	@cmake --build build-tsan -j$(JOBS)
 	@# TSan needs a predictable address space on kernels with high mmap entropy.
 	@norand=$$(setarch $$(uname -m) -R true 2>/dev/null && echo "setarch $$(uname -m) -R"); \
-		cd build-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" $$norand ctest --output-on-failure -L concurrency
+		cd build-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" $$norand ctest --output-on-failure -j$(JOBS) -L concurrency
 
 test-integration: build
-	@cd $(BUILD) && ctest --output-on-failure -L install
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -L install
 
-# libFuzzer targets (clang, ASan+UBSan). FUZZ_SECONDS per target; the smoke
-# in `make test` is short, `make fuzz` runs longer.
-FUZZ_SECONDS ?= 10
+# libFuzzer targets (clang, ASan+UBSan), only they are built (not sluiced,
+# the CLI, the client library, the Redis module: the ASan build has them).
+# FUZZ_SECONDS per target; the smoke in `make test` is short (each target
+# replays its whole seed corpus first, then mutates for the rest), `make fuzz`
+# runs longer.
+FUZZ_SECONDS ?= 5
 FUZZERS = fuzz_rate fuzz_decide fuzz_resp fuzz_http fuzz_config fuzz_identity fuzz_grpc fuzz_cluster fuzz_script_reply fuzz_headers fuzz_apikeys fuzz_domains fuzz_graphql
 build-fuzz: deps
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=address \
 		-DSLUICE_FUZZ=ON -DSLUICE_TESTS=OFF -DSLUICE_BENCH=OFF -DSLUICE_WERROR=ON >/dev/null
-	@cmake --build build-fuzz -j$(JOBS)
+	@cmake --build build-fuzz -j$(JOBS) --target $(FUZZERS)
 
 test-fuzz: build-fuzz
 	@scripts/fuzz_smoke.sh $(FUZZ_SECONDS) $(JOBS) $(FUZZERS)

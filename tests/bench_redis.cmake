@@ -11,3 +11,12 @@ if(TARGET sluiced)
   set_tests_properties(bench_redis_cpu_smoke PROPERTIES LABELS "integration" TIMEOUT 300
                        SKIP_RETURN_CODE 77)
 endif()
+# bench/redis/module_instr.py (sluice-redis.so under callgrind, memory by value
+# shape): a smoke run with tiny counts; skipped (77) without valgrind.
+if(TARGET sluice_redis)
+  add_test(NAME bench_module_instr_smoke
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/bench_module_instr_test.sh
+            $<TARGET_FILE:sluice_redis> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(bench_module_instr_smoke PROPERTIES LABELS "integration" TIMEOUT 600
+                       SKIP_RETURN_CODE 77)
+endif()

@@ -57,20 +57,23 @@
  * sl_table_sweep() walks on demand, dropping only fresh states, so idle keys
  * vanish without timers.
  *
- * Locking. A shard lock is a test-and-test-and-set spinlock that yields the
- * CPU after a short spin: the critical section is a lookup and a few integer
- * operations, far shorter than a futex round trip. The lock has a cache line
- * of its own, so the shard's read-mostly fields do not move with it.
+ * Locking. A shard lock (core/shard_lock.h) is a spin lock whose waiters
+ * look at it seldom, so that on a hot key its holder runs a stretch of
+ * decisions with the lock's and the state's lines in its own cache instead
+ * of handing both over at every decision; a waiter that has waited its
+ * patience queues by ticket and closes the fast path, so none starves. The
+ * critical section is a lookup and a few integer operations (the answer's
+ * divisions come after it), far shorter than a futex round trip.
  * Multi-key checks lock their shards in address order (no deadlock) and pin
  * their entries so that inserting one key cannot evict another of the same
  * request. */
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/algorithm.h"
 #include "core/hash.h"
+#include "core/shard_lock.h"
 #include "core/table_any.h"
 #include "sluice/error.h"
 #include "sluice/table.h"
@@ -97,7 +100,7 @@
 #define DEFAULT_CLOCK_TOLERANCE SL_NS_PER_SEC
 
 typedef struct shard {
-    _Alignas(64) atomic_int lock;
+    sl__shard_lock lock; /* two lines of its own (core/shard_lock.h) */
     /* read on every lookup, written only when a key comes or goes */
     _Alignas(64) uint8_t *slots; /* ngroups * group_bytes, 64-byte aligned */
     uint8_t *over;               /* per group: keys that probed past it */
@@ -141,35 +144,12 @@ struct sl_table {
 
 /* ---- locking -------------------------------------------------------------- */
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-static void lock_slow(shard *s) {
-    unsigned spins = 0;
-    for (;;) {
-        while (atomic_load_explicit(&s->lock, memory_order_relaxed)) {
-            if (++spins < 128) {
-                cpu_relax();
-            } else {
-                sched_yield(); /* the holder may be descheduled: let it run */
-                spins = 0;
-            }
-        }
-        if (!atomic_exchange_explicit(&s->lock, 1, memory_order_acquire)) return;
-    }
-}
-
 static inline void shard_lock(shard *s) {
-    if (atomic_exchange_explicit(&s->lock, 1, memory_order_acquire)) lock_slow(s);
+    sl__shard_lock_take(&s->lock);
 }
 
 static inline void shard_unlock(shard *s) {
-    atomic_store_explicit(&s->lock, 0, memory_order_release);
+    sl__shard_lock_give(&s->lock);
 }
 
 /* ---- slots ---------------------------------------------------------------- */
@@ -676,7 +656,7 @@ static int create(const sl_table_options *opts, const sl__plan *planp, sl_table 
     while (ng > 1 && array_bytes(t, ng) > room) ng /= 2;
     for (unsigned i = 0; i < nshards; i++) {
         shard *s = &t->shards[i];
-        atomic_init(&s->lock, 0);
+        sl__shard_lock_init(&s->lock);
         s->cap = cap;
         if (alloc_array(t, ng, &s->slots, &s->over, &s->rhand)) {
             sl_table_destroy(t);
@@ -788,8 +768,12 @@ static inline void decide_answer(const sl_table *t, const sl__plan *plan, const 
     }
 }
 
-static int check_plan(sl_table *t, const sl__plan *plan, const void *key, size_t keylen,
-                      int64_t cost, int64_t now, sl_decision *out) {
+/* Inline in both callers: sl_table_check's plan is then the table's own,
+ * known at compile time (no plan pointer to carry, one call level less). */
+static inline __attribute__((always_inline)) int check_plan(sl_table *t, const sl__plan *plan,
+                                                            const void *key, size_t keylen,
+                                                            int64_t cost, int64_t now,
+                                                            sl_decision *out) {
     int rc = check_args(plan, keylen, cost, now);
     if (rc) {
         deny(out, plan);

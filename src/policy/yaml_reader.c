@@ -13,7 +13,9 @@
 #include "sluice/error.h"
 #include "sluice/limit.h"
 
-#define NITEMS(a) (sizeof(a) / sizeof((a)[0]))
+#define NITEMS(a)      (sizeof(a) / sizeof((a)[0]))
+#define ERROR_FULL_MAX 4096 /* a message before it is fitted into its slot */
+#define ERROR_HEAD     48   /* of a message too long for its slot: its start kept, then "..." */
 
 /* ---- the error list and the cursor ---------------------------------------- */
 
@@ -23,16 +25,28 @@ __attribute__((format(printf, 5, 0))) void sl__errors_addv(sl_config_errors *err
                                                            va_list ap) {
     size_t i = errs->n++;
     if (i >= SL_CONFIG_MAX_ERRORS) return;
-    char *m = errs->msg[i];
-    size_t cap = sizeof errs->msg[i];
-    int k = line > 0 ? snprintf(m, cap, "%s:%d: ", source, line) : snprintf(m, cap, "%s: ", source);
-    if (k < 0 || (size_t)k >= cap) return;
+    /* written whole first: a message longer than its slot loses its middle
+       (a long path), never its end (what is wrong) */
+    char full[ERROR_FULL_MAX];
+    size_t cap = sizeof full;
+    int k = line > 0 ? snprintf(full, cap, "%s:%d: ", source, line)
+                     : snprintf(full, cap, "%s: ", source);
+    if (k < 0 || (size_t)k >= cap) k = 0;
     if (field && *field) {
-        int f = snprintf(m + k, cap - (size_t)k, "%s: ", field);
-        if (f < 0 || (size_t)f >= cap - (size_t)k) return;
-        k += f;
+        int f = snprintf(full + k, cap - (size_t)k, "%s: ", field);
+        if (f > 0 && (size_t)f < cap - (size_t)k) k += f;
     }
-    vsnprintf(m + k, cap - (size_t)k, fmt, ap);
+    vsnprintf(full + k, cap - (size_t)k, fmt, ap);
+    char *m = errs->msg[i];
+    size_t slot = sizeof errs->msg[i], len = strlen(full);
+    if (len < slot) {
+        memcpy(m, full, len + 1);
+        return;
+    }
+    size_t tail = slot - 1 - ERROR_HEAD - 3; /* head + "..." + tail fill the slot */
+    memcpy(m, full, ERROR_HEAD);
+    memcpy(m + ERROR_HEAD, "...", 3);
+    memcpy(m + ERROR_HEAD + 3, full + len - tail, tail + 1);
 }
 
 __attribute__((format(printf, 5, 6))) void sl__errors_add(sl_config_errors *errs,

@@ -30,7 +30,9 @@
 
 /* Appends "source:line: field: message" (no "line: " when line <= 0, no
  * "field: " when field is NULL or ""). errs->n counts every call; only the
- * first SL_CONFIG_MAX_ERRORS are stored, each truncated to its slot. */
+ * first SL_CONFIG_MAX_ERRORS are stored, each fitted to its slot: a longer
+ * one keeps its start and its end (what is wrong), its middle elided as
+ * "..." (a long path). */
 __attribute__((format(printf, 5, 0))) void sl__errors_addv(sl_config_errors *errs,
                                                            const char *source, int line,
                                                            const char *field, const char *fmt,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/algorithm.h"
+#include "util/units.h"
 
 #define DAY_US INT64_C(86400000000)
 
@@ -140,7 +141,11 @@ const char *sl__mod_set_check(sl_mod_set *ps, int j, const int64_t v[6], const c
             h = h * 16 + (uint64_t)d;
         }
         ps->t3on = true;
-        snprintf(ps->t3, sizeof ps->t3, "%03u", (unsigned)(h % 1000));
+        unsigned t3 = (unsigned)(h % 1000);
+        ps->t3[0] = (char)('0' + t3 / 100);
+        ps->t3[1] = (char)('0' + t3 / 10 % 10);
+        ps->t3[2] = (char)('0' + t3 % 10);
+        ps->t3[3] = '\0';
     }
     return NULL;
 }
@@ -610,17 +615,35 @@ bool sl__mod_parse(const sl_mod_set *ps, const char *v, size_t len, sl_mod_state
     return !has_c;
 }
 
+size_t sl__mod_put_hex(char *p, uint64_t v) {
+    char tmp[16];
+    size_t k = 0;
+    do {
+        tmp[k++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    for (size_t x = 0; x < k; x++) p[x] = tmp[k - 1 - x];
+    return k;
+}
+
 size_t sl__mod_format(const sl_mod_set *ps, const sl_mod_state *s, char *out) {
-    int n;
-    if (ps->t3on)
-        n = snprintf(out, 64, "%lld%s", (long long)s->v[0], ps->t3);
-    else if (ps->alg == SL_MOD_SW || ps->any)
-        n = snprintf(out, 64, "%s|%llx:%llx:%llx", ps->fp, (unsigned long long)s->v[0],
-                     (unsigned long long)s->v[1], (unsigned long long)s->v[2]);
-    else
-        n = snprintf(out, 64, "%s|%llx:%llx", ps->fp, (unsigned long long)s->v[0],
-                     (unsigned long long)s->v[1]);
-    return n < 0 ? 0 : (size_t)n;
+    char *p = out;
+    if (ps->t3on) {
+        p += sl__decimal_i64(p, s->v[0]);
+        memcpy(p, ps->t3, 3);
+        return (size_t)(p + 3 - out);
+    }
+    memcpy(p, ps->fp, ps->fplen);
+    p += ps->fplen;
+    *p++ = '|';
+    p += sl__mod_put_hex(p, (uint64_t)s->v[0]);
+    *p++ = ':';
+    p += sl__mod_put_hex(p, (uint64_t)s->v[1]);
+    if (ps->alg == SL_MOD_SW || ps->any) {
+        *p++ = ':';
+        p += sl__mod_put_hex(p, (uint64_t)s->v[2]);
+    }
+    return (size_t)(p - out);
 }
 
 int64_t sl__mod_ttl(const sl_mod_set *ps, sl_mod_state *s, int64_t now) {

@@ -105,9 +105,18 @@ void sl__mod_init(const sl_mod_set *ps, sl_mod_state *s, int64_t now);
  * not one (the key then reads as fresh). */
 bool sl__mod_parse(const sl_mod_set *ps, const char *v, size_t len, sl_mod_state *s);
 
-/* Formats s as its stored string into out (at least 64 bytes); returns the
- * length. */
+/* The longest stored string state: a tag of 16, '|', three hex numbers of
+ * at most 16 digits with their ':'. */
+#define SL_MOD_STATE_MAX (SL_MOD_TAGMAX + 1 + 3 * 17)
+
+/* Formats s as its stored string into out (SL_MOD_STATE_MAX bytes at
+ * least); returns the length. By hand (sl__mod_put_hex, sl__decimal_i64):
+ * no printf per decision. */
 size_t sl__mod_format(const sl_mod_set *ps, const sl_mod_state *s, char *out);
+
+/* Writes v in lower-case hex at p (at most 16 bytes, no NUL); returns the
+ * bytes written. */
+size_t sl__mod_put_hex(char *p, uint64_t v);
 
 /* decide(ps, s, cost, mode, cr) of the script: the 6 reply integers into
  * out (allowed, limit, remaining, retry_after_us, reset_after_us,

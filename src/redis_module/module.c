@@ -1,10 +1,14 @@
 /* module.c: sluice-redis.so, a Redis module with one command,
  *   SLUICE.DECIDE <n> <key_1..key_n> <now_us> <m> <7 x m set args> <3 x n item args>
- * decide.lua's arguments after its sha, its reply, its error texts (without
- * the " script: <sha>, on @user_script:..." that Redis appends to a
- * script's), its state strings and TTL rule, decided natively
- * (decide_us.c): a fleet where some sluiced call the script and others the
- * module decides exactly the same.
+ *   SLUICE.DECIDE <n> <key_1..key_n> <now_us> <m> <7 x m set args> <packed items>
+ * The first form: decide.lua's arguments after its sha, its reply, its
+ * error texts (without the " script: <sha>, on @user_script:..." that
+ * Redis appends to a script's), its state strings and TTL rule, decided
+ * natively (decide_us.c): a fleet where some sluiced call the script and
+ * others the module decides exactly the same. The packed form (what
+ * sluiced sends, src/store/redis_script.h): the items in one argument of
+ * PACKED_ITEM bytes each, the reply one string of PACKED_REPLY bytes per
+ * item; told apart by the argument count (2 + 7m + 1 against 2 + 7m + 3n).
  *
  * Differences from the script, all on input sluiced never sends: numbers
  * are plain decimal integers (the script's tonumber also takes "1e3",
@@ -13,16 +17,17 @@
  * items; a sliding log element that is no decimal reads as 0.
  *
  * Redis: keys through the getkeys-api (positions 2..n+1: Cluster routes
- * and checks slots; COMMAND GETKEYS), flags "write deny-oom". Each key is
- * opened once (RedisModule_OpenKey), its string state read in place
- * (StringDMA), a changed state overwritten in place when its length is
- * the same (else StringSet) and given an absolute expiry (SetAbsExpire:
- * the script's PX in ms from Redis's clock), and
- * each effect replicated as what it is (SET key value PXAT t, DEL, LTRIM,
- * RPUSH, PEXPIREAT) with RedisModule_Replicate, never the command itself:
- * a replica or an AOF replay deciding again at its own time would diverge.
- * Arguments are all checked before any state is read: an error changes
- * nothing. */
+ * and checks slots; COMMAND GETKEYS), flags "write deny-oom". One scratch
+ * block and one clock read per call. Each key is opened once
+ * (RedisModule_OpenKey), its string state read in place (StringDMA), a
+ * changed state overwritten in place when its length is the same (else
+ * StringSet) and given an absolute expiry (SetAbsExpire: the script's PX
+ * in ms from Redis's clock). The effects are replicated, never the
+ * command (a replica or an AOF replay deciding again at its own time
+ * would diverge): the string states as one EVAL per call, a sliding log's
+ * as DEL, LTRIM, RPUSH, PEXPIREAT, nothing while nothing listens
+ * (replicate.c). Arguments are all checked before any state is read: an
+ * error changes nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,16 +35,21 @@
 
 #include "redis_module/decide_us.h"
 #include "redis_module/module_api.h"
+#include "redis_module/replicate.h"
+#include "util/units.h"
 
 #define SL_MOD_MAX_ITEMS  512 /* SL_SCRIPT_MAX_ITEMS */
 #define SL_MOD_MAX_GROUPS 512 /* groups 2r + g, r < 256 */
 #define SL_MOD_CMAX       INT64_MAX
-#define KEY_TABLE         1024 /* open addressing over the keys, at most half full */
 #define PUSH_CHUNK        1000 /* RPUSH arguments per replicated command */
+#define PACKED_ITEM       12   /* SL_SCRIPT_PACKED_ITEM: set u16, group u16, cost u64 */
+#define PACKED_REPLY      48   /* SL_SCRIPT_PACKED_REPLY: 6 x int64 */
 
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 
-/* One call's working set (allocated per call, freed at its end). */
+/* One call's working set: every array in one scratch block, allocated once
+ * per call (call_alloc) and freed at its end; nothing is allocated per
+ * item (a sliding log's runs excepted). */
 typedef struct call {
     RedisModuleCtx *ctx;
     RedisModuleString **argv;
@@ -52,11 +62,25 @@ typedef struct call {
     int *group;    /* per item */
     int *kidx;     /* item -> distinct key index */
     int nkeys;     /* distinct keys */
+    int nopen;     /* keys opened and their states read: keys[], st[] below this */
     int *first;    /* distinct key -> its first item */
     RedisModuleKey **keys;
     sl_mod_state *st; /* per distinct key */
     int64_t *out;     /* 6 per item */
     bool oom;
+    bool packed;         /* items in one argument, the reply one string */
+    char *reply;         /* packed: the reply's bytes */
+    void *scratch;       /* the one block all arrays point into */
+    int *table;          /* distinct keys by hash: open addressing, at most half full */
+    size_t tmask;        /* the table's size - 1 (a power of two >= 2n) */
+    int *cnt, *fill;     /* per group: its first item in list; filling */
+    bool *seen;          /* per request */
+    int *list, *order;   /* items by group; requests in order */
+    int *saved_k;        /* run_group: the keys whose states are saved */
+    sl_mod_state *saved; /* and those states */
+    sl_mod_effects fx;   /* what is replicated */
+    RedisModuleString **fx_keys;
+    char *fx_buf;
 } call;
 
 /* ---- argument parsing ---- */
@@ -134,11 +158,52 @@ static uint64_t hash_bytes(const char *p, size_t n) {
     return h;
 }
 
-static void *zalloc(size_t n, size_t size) {
-    size_t bytes = n * size > 0 ? n * size : 1;
-    void *p = RedisModule_Alloc(bytes);
-    if (p) memset(p, 0, bytes);
-    return p;
+/* The next n x size bytes of a block at *off (16-byte aligned). */
+static void *carve(char *base, size_t *off, size_t n, size_t size) {
+    size_t at = (*off + 15) & ~(size_t)15;
+    *off = at + n * size;
+    return base ? base + at : NULL;
+}
+
+/* Lays out (base NULL: measures) every array of a call of n items and m
+ * sets; the first `*zeroed` bytes must start zero. Returns the size. */
+static size_t call_layout(call *c, char *base, int n, int m, size_t *zeroed) {
+    size_t off = 0, un = (size_t)n, tsize = 16;
+    while (tsize < 2 * un) tsize *= 2;
+    c->tmask = tsize - 1;
+    c->table = carve(base, &off, tsize, sizeof *c->table);
+    c->cnt = carve(base, &off, SL_MOD_MAX_GROUPS + 1, sizeof *c->cnt);
+    c->seen = carve(base, &off, SL_MOD_MAX_GROUPS / 2, sizeof *c->seen);
+    *zeroed = off;
+    c->keys = carve(base, &off, un, sizeof *c->keys); /* set as opened (nopen) */
+    c->st = carve(base, &off, un, sizeof *c->st);
+    c->sets = carve(base, &off, (size_t)m, sizeof *c->sets);
+    c->fill = carve(base, &off, SL_MOD_MAX_GROUPS, sizeof *c->fill);
+    c->ips = carve(base, &off, un, sizeof *c->ips);
+    c->cost = carve(base, &off, un, sizeof *c->cost);
+    c->group = carve(base, &off, un, sizeof *c->group);
+    c->kidx = carve(base, &off, un, sizeof *c->kidx);
+    c->first = carve(base, &off, un, sizeof *c->first);
+    c->list = carve(base, &off, un, sizeof *c->list);
+    c->order = carve(base, &off, un, sizeof *c->order);
+    c->saved_k = carve(base, &off, un, sizeof *c->saved_k);
+    c->saved = carve(base, &off, un, sizeof *c->saved);
+    c->out = carve(base, &off, 6 * un, sizeof *c->out);
+    c->fx_keys = carve(base, &off, un, sizeof *c->fx_keys);
+    c->fx_buf = carve(base, &off, un, SL_MOD_EFFECT_MAX);
+    c->reply = carve(base, &off, un, PACKED_REPLY);
+    return off + 1;
+}
+
+/* The scratch block for n items and m sets; false: out of memory. */
+static bool call_alloc(call *c, int n, int m) {
+    size_t zeroed;
+    size_t size = call_layout(c, NULL, n, m, &zeroed);
+    c->scratch = RedisModule_Alloc(size);
+    if (!c->scratch) return false;
+    memset(c->scratch, 0, zeroed);
+    call_layout(c, c->scratch, n, m, &zeroed);
+    return true;
 }
 
 /* ---- states ---- */
@@ -177,6 +242,7 @@ static void read_state(call *c, int k) {
         }
         return;
     }
+    s->log.runs = NULL; /* not a log: nothing to free */
     if (type == REDISMODULE_KEYTYPE_STRING) {
         size_t len;
         const char *v = RedisModule_StringDMA(key, &len, REDISMODULE_READ);
@@ -243,15 +309,9 @@ static bool run_group(call *c, const int *list, int nl) {
         return false;
     }
     /* the states as they were, to undo a refused group */
-    int *saved_k = RedisModule_Alloc((size_t)nl * sizeof *saved_k);
-    sl_mod_state *saved = RedisModule_Alloc((size_t)nl * sizeof *saved);
+    int *saved_k = c->saved_k;
+    sl_mod_state *saved = c->saved;
     int ns = 0;
-    if (!saved_k || !saved) {
-        c->oom = true;
-        RedisModule_Free(saved_k);
-        RedisModule_Free(saved);
-        return false;
-    }
     for (int m = 0; m < nl; m++) {
         int k = c->kidx[list[m]];
         bool have = false;
@@ -275,16 +335,12 @@ static bool run_group(call *c, const int *list, int nl) {
     }
     if (refused < 0) {
         for (int x = 0; x < ns; x++) sl__mod_state_free(&saved[x]);
-        RedisModule_Free(saved_k);
-        RedisModule_Free(saved);
         return true;
     }
     for (int x = 0; x < ns; x++) {
         sl__mod_state_free(&c->st[saved_k[x]]);
         c->st[saved_k[x]] = saved[x];
     }
-    RedisModule_Free(saved_k);
-    RedisModule_Free(saved);
     for (int m = 0; m < nl; m++)
         if (list[m] != refused) look(c, list[m]);
     for (int m = 0; m < nl; m++) {
@@ -299,14 +355,8 @@ static bool run_group(call *c, const int *list, int nl) {
  * (2r), then, if that passed, its shadow group (2r + 1), else only a look at
  * the shadow items. */
 static void run_requests(call *c) {
-    int *cnt = zalloc(SL_MOD_MAX_GROUPS + 1, sizeof *cnt);
-    int *list = RedisModule_Alloc((size_t)c->n * sizeof *list);
-    int *order = RedisModule_Alloc((size_t)c->n * sizeof *order);
-    bool *seen = zalloc(SL_MOD_MAX_GROUPS / 2, sizeof *seen);
-    if (!cnt || !list || !order || !seen) {
-        c->oom = true;
-        goto done;
-    }
+    int *cnt = c->cnt, *list = c->list, *order = c->order;
+    bool *seen = c->seen;
     int nreq = 0;
     for (int i = 0; i < c->n; i++) {
         cnt[c->group[i] + 1]++;
@@ -317,11 +367,9 @@ static void run_requests(call *c) {
         }
     }
     for (int g = 0; g < SL_MOD_MAX_GROUPS; g++) cnt[g + 1] += cnt[g]; /* cnt[g]: start of g */
-    {
-        int fill[SL_MOD_MAX_GROUPS];
-        memcpy(fill, cnt, sizeof fill);
-        for (int i = 0; i < c->n; i++) list[fill[c->group[i]]++] = i;
-    }
+    int *fill = c->fill;
+    memcpy(fill, cnt, SL_MOD_MAX_GROUPS * sizeof *fill);
+    for (int i = 0; i < c->n; i++) list[fill[c->group[i]]++] = i;
     for (int q = 0; q < nreq; q++) {
         int g0 = 2 * order[q], g1 = g0 + 1;
         int *l0 = list + cnt[g0], n0 = cnt[g0 + 1] - cnt[g0];
@@ -333,25 +381,21 @@ static void run_requests(call *c) {
                 decide_item(c, l1[x], 0, SL_MOD_PEEK, false, &c->out[6 * l1[x]]);
         }
     }
-done:
-    RedisModule_Free(cnt);
-    RedisModule_Free(list);
-    RedisModule_Free(order);
-    RedisModule_Free(seen);
 }
 
 /* ---- write back what changed, with its TTL ---- */
 
 static void del_key(call *c, int k) {
     RedisModule_DeleteKey(c->keys[k]);
-    RedisModule_Replicate(c->ctx, "DEL", "s", c->argv[2 + c->first[k]]);
+    c->fx.changed++;
+    if (c->fx.listen) RedisModule_Replicate(c->ctx, "DEL", "s", c->argv[2 + c->first[k]]);
 }
 
 /* Appends count entries t to key k's list (RPUSH, in chunks). */
 static void push(call *c, int k, int64_t t, int64_t count) {
-    char buf[24];
-    int len = snprintf(buf, sizeof buf, "%lld", (long long)t);
-    RedisModuleString *v = RedisModule_CreateString(c->ctx, buf, (size_t)len);
+    char buf[SL__DECIMAL_MAX];
+    size_t len = sl__decimal_i64(buf, t);
+    RedisModuleString *v = RedisModule_CreateString(c->ctx, buf, len);
     RedisModuleString **args =
         RedisModule_Alloc((size_t)(count < PUSH_CHUNK ? count : PUSH_CHUNK) * sizeof *args);
     if (!v || !args) {
@@ -360,13 +404,15 @@ static void push(call *c, int k, int64_t t, int64_t count) {
         RedisModule_Free(args);
         return;
     }
+    c->fx.changed++;
     while (count > 0) {
         int64_t m = count < PUSH_CHUNK ? count : PUSH_CHUNK;
         for (int64_t x = 0; x < m; x++) {
             RedisModule_ListPush(c->keys[k], REDISMODULE_LIST_TAIL, v);
             args[x] = v;
         }
-        RedisModule_Replicate(c->ctx, "RPUSH", "sv", c->argv[2 + c->first[k]], args, (size_t)m);
+        if (c->fx.listen)
+            RedisModule_Replicate(c->ctx, "RPUSH", "sv", c->argv[2 + c->first[k]], args, (size_t)m);
         count -= m;
     }
     RedisModule_Free(args);
@@ -389,53 +435,66 @@ static bool write_in_place(RedisModuleKey *key, const char *v, size_t len) {
     return true;
 }
 
-static void write_back(call *c) {
-    long long base_ms = RedisModule_Milliseconds();
+/* A string state: in place or set, its expiry at `at` (ms), recorded for
+ * the one replicated EVAL. */
+static void write_string(call *c, int k, long long at) {
+    const sl_mod_set *ps = &c->sets[c->ips[c->first[k]]];
+    char buf[SL_MOD_STATE_MAX];
+    size_t len = sl__mod_format(ps, &c->st[k], buf);
+    if (!write_in_place(c->keys[k], buf, len)) {
+        RedisModuleString *v = RedisModule_CreateString(c->ctx, buf, len);
+        if (!v) {
+            c->oom = true;
+            return;
+        }
+        RedisModule_StringSet(c->keys[k], v);
+        RedisModule_FreeString(c->ctx, v);
+    }
+    RedisModule_SetAbsExpire(c->keys[k], at);
+    sl__mod_effects_set(&c->fx, c->argv[2 + c->first[k]], buf, len, at);
+}
+
+/* A sliding log: its list trimmed and appended to, its expiry at `at`. */
+static void write_log(call *c, int k, int64_t ttl, long long at) {
+    sl_mod_log *l = &c->st[k].log;
+    RedisModuleString *name = c->argv[2 + c->first[k]];
+    if (ttl <= 0 || sl__mod_log_len(l) == 0) {
+        if (l->exists) del_key(c, k);
+        return;
+    }
+    if (l->has_vt || l->wrong) {
+        if (l->exists) del_key(c, k);
+        if (l->has_vt && l->blen > l->drop) push(c, k, l->vt, l->blen - l->drop);
+    } else if (l->drop > 0) {
+        for (int64_t x = 0; x < l->drop; x++) {
+            RedisModuleString *e = RedisModule_ListPop(c->keys[k], REDISMODULE_LIST_HEAD);
+            if (e) RedisModule_FreeString(NULL, e);
+        }
+        c->fx.changed++;
+        if (c->fx.listen)
+            RedisModule_Replicate(c->ctx, "LTRIM", "sll", name, (long long)l->drop, -1LL);
+    }
+    for (size_t r = l->rhead; r < l->rlen; r++) push(c, k, l->runs[r].t, l->runs[r].c);
+    RedisModule_SetAbsExpire(c->keys[k], at);
+    if (c->fx.listen) RedisModule_Replicate(c->ctx, "PEXPIREAT", "sl", name, at);
+}
+
+/* Every changed state with its expiry: base_ms + the TTL rounded up. */
+static void write_back(call *c, long long base_ms) {
     for (int k = 0; k < c->nkeys; k++) {
         sl_mod_state *s = &c->st[k];
         if (!s->dirty) continue;
         const sl_mod_set *ps = &c->sets[c->ips[c->first[k]]];
-        RedisModuleString *name = c->argv[2 + c->first[k]];
         int64_t ttl = sl__mod_ttl(ps, s, c->now);
         long long at = base_ms + (long long)((ttl + 999) / 1000);
-        if (ps->alg != SL_MOD_SLOG) {
-            if (ttl <= 0) {
-                if (RedisModule_KeyType(c->keys[k]) != REDISMODULE_KEYTYPE_EMPTY) del_key(c, k);
-                continue;
-            }
-            char buf[64];
-            size_t len = sl__mod_format(ps, s, buf);
-            if (!write_in_place(c->keys[k], buf, len)) {
-                RedisModuleString *v = RedisModule_CreateString(c->ctx, buf, len);
-                if (!v) {
-                    c->oom = true;
-                    continue;
-                }
-                RedisModule_StringSet(c->keys[k], v);
-                RedisModule_FreeString(c->ctx, v);
-            }
-            RedisModule_SetAbsExpire(c->keys[k], at);
-            RedisModule_Replicate(c->ctx, "SET", "sbcl", name, buf, len, "PXAT", at);
-            continue;
+        if (ps->alg == SL_MOD_SLOG) {
+            write_log(c, k, ttl, at);
+        } else if (ttl > 0) {
+            write_string(c, k, at);
+        } else if (RedisModule_KeyType(c->keys[k]) != REDISMODULE_KEYTYPE_EMPTY) {
+            RedisModule_DeleteKey(c->keys[k]);
+            sl__mod_effects_set(&c->fx, c->argv[2 + c->first[k]], NULL, 0, 0);
         }
-        sl_mod_log *l = &s->log;
-        if (ttl <= 0 || sl__mod_log_len(l) == 0) {
-            if (l->exists) del_key(c, k);
-            continue;
-        }
-        if (l->has_vt || l->wrong) {
-            if (l->exists) del_key(c, k);
-            if (l->has_vt && l->blen > l->drop) push(c, k, l->vt, l->blen - l->drop);
-        } else if (l->drop > 0) {
-            for (int64_t x = 0; x < l->drop; x++) {
-                RedisModuleString *e = RedisModule_ListPop(c->keys[k], REDISMODULE_LIST_HEAD);
-                if (e) RedisModule_FreeString(NULL, e);
-            }
-            RedisModule_Replicate(c->ctx, "LTRIM", "sll", name, (long long)l->drop, -1LL);
-        }
-        for (size_t r = l->rhead; r < l->rlen; r++) push(c, k, l->runs[r].t, l->runs[r].c);
-        RedisModule_SetAbsExpire(c->keys[k], at);
-        RedisModule_Replicate(c->ctx, "PEXPIREAT", "sl", name, at);
     }
 }
 
@@ -448,20 +507,57 @@ static int64_t wall_us(void) {
 }
 
 static void call_free(call *c) {
-    if (c->keys)
-        for (int k = 0; k < c->nkeys; k++)
-            if (c->keys[k]) RedisModule_CloseKey(c->keys[k]);
-    if (c->st)
-        for (int k = 0; k < c->nkeys; k++) sl__mod_state_free(&c->st[k]);
-    RedisModule_Free(c->sets);
-    RedisModule_Free(c->ips);
-    RedisModule_Free(c->cost);
-    RedisModule_Free(c->group);
-    RedisModule_Free(c->kidx);
-    RedisModule_Free(c->first);
-    RedisModule_Free(c->keys);
-    RedisModule_Free(c->st);
-    RedisModule_Free(c->out);
+    for (int k = 0; k < c->nopen; k++) {
+        if (c->keys[k]) RedisModule_CloseKey(c->keys[k]);
+        sl__mod_state_free(&c->st[k]);
+    }
+    RedisModule_Free(c->scratch);
+}
+
+/* The items as the script takes them, 3 arguments each. */
+static bool arg_items(call *c, RedisModuleString **it, char *err, size_t errlen) {
+    for (int i = 0; i < c->n; i++, it += 3) {
+        int64_t j, g;
+        if (!arg_int(it[0], 1, c->nsets, "parameter set", "item", i + 1, &j, err, errlen) ||
+            !arg_int(it[1], 0, SL_MOD_CMAX, "cost", "item", i + 1, &c->cost[i], err, errlen) ||
+            !arg_int(it[2], 0, SL_MOD_MAX_GROUPS - 1, "group", "item", i + 1, &g, err, errlen))
+            return false;
+        c->ips[i] = (int)j - 1;
+        c->group[i] = (int)g;
+    }
+    return true;
+}
+
+static uint64_t get_le(const unsigned char *p, int bytes) {
+    uint64_t v = 0;
+    for (int k = bytes - 1; k >= 0; k--) v = v << 8 | p[k];
+    return v;
+}
+
+/* The packed items (redis_script.h): PACKED_ITEM bytes each, set and group
+ * 16-bit, cost 64-bit, little-endian; the same bounds as arg_items. */
+static bool packed_items(call *c, const RedisModuleString *s, char *err, size_t errlen) {
+    size_t len;
+    const unsigned char *p = (const unsigned char *)RedisModule_StringPtrLen(s, &len);
+    if (len != (size_t)c->n * PACKED_ITEM) {
+        snprintf(err, errlen, "packed items: expected %d bytes, got %zu", c->n * PACKED_ITEM, len);
+        return false;
+    }
+    for (int i = 0; i < c->n; i++, p += PACKED_ITEM) {
+        uint64_t j = get_le(p, 2), g = get_le(p + 2, 2), cost = get_le(p + 4, 8);
+        const char *what = j < 1 || j > (uint64_t)c->nsets ? "parameter set"
+                           : g >= SL_MOD_MAX_GROUPS        ? "group"
+                           : cost > (uint64_t)SL_MOD_CMAX  ? "cost"
+                                                           : NULL;
+        if (what) {
+            snprintf(err, errlen, "item %d: bad %s", i + 1, what);
+            return false;
+        }
+        c->ips[i] = (int)j - 1;
+        c->group[i] = (int)g;
+        c->cost[i] = (int64_t)cost;
+    }
+    return true;
 }
 
 /* Checks every argument (decide.lua's order and texts); NULL or the error. */
@@ -471,18 +567,16 @@ static const char *check_args(call *c, int argc, char *err, size_t errlen) {
     RedisModuleString **a = argv + 2 + n; /* ARGV[1..] */
     int na = argc - 2 - n;
     int64_t m;
-    if (na < 2 || !parse_int(a[1], &m) || m < 0 || m > n || na != 2 + 7 * m + 3 * (int64_t)n) {
+    bool ok = na >= 2 && parse_int(a[1], &m) && m >= 0 && m <= n;
+    c->packed = ok && n > 0 && na == 2 + 7 * m + 1;
+    if (!ok || (!c->packed && na != 2 + 7 * m + 3 * (int64_t)n)) {
         snprintf(err, errlen, "expected 2 + 7 x m + 3 x %d arguments after the keys, got %d", n,
                  na);
         return err;
     }
     c->nsets = (int)m;
     if (!arg_int(a[0], 0, SL_MOD_TMAX, "now_us", NULL, 0, &c->now, err, errlen)) return err;
-    c->sets = zalloc((size_t)(m ? m : 1), sizeof *c->sets);
-    c->ips = zalloc((size_t)n, sizeof *c->ips);
-    c->cost = zalloc((size_t)n, sizeof *c->cost);
-    c->group = zalloc((size_t)n, sizeof *c->group);
-    if (!c->sets || !c->ips || !c->cost || !c->group) {
+    if (!call_alloc(c, n, c->nsets)) {
         snprintf(err, errlen, "out of memory");
         return err;
     }
@@ -501,29 +595,18 @@ static const char *check_args(call *c, int argc, char *err, size_t errlen) {
         if (sl__mod_set_check(&c->sets[j], j + 1, v, tag, taglen, err, errlen)) return err;
     }
     RedisModuleString **it = a + 2 + 7 * c->nsets;
-    for (int i = 0; i < n; i++, it += 3) {
-        int64_t j, g;
-        if (!arg_int(it[0], 1, c->nsets, "parameter set", "item", i + 1, &j, err, errlen) ||
-            !arg_int(it[1], 0, SL_MOD_CMAX, "cost", "item", i + 1, &c->cost[i], err, errlen) ||
-            !arg_int(it[2], 0, SL_MOD_MAX_GROUPS - 1, "group", "item", i + 1, &g, err, errlen))
-            return err;
-        c->ips[i] = (int)j - 1;
-        c->group[i] = (int)g;
+    if (c->packed) {
+        if (!packed_items(c, it[0], err, errlen)) return err;
+    } else {
+        if (!arg_items(c, it, err, errlen)) return err;
     }
     /* the distinct keys; the same key twice must come with the same tag */
-    c->kidx = zalloc((size_t)n, sizeof *c->kidx);
-    c->first = zalloc((size_t)n, sizeof *c->first);
-    int *table = zalloc(KEY_TABLE, sizeof *table);
-    if (!c->kidx || !c->first || !table) {
-        RedisModule_Free(table);
-        snprintf(err, errlen, "out of memory");
-        return err;
-    }
+    int *table = c->table;
     for (int i = 0; i < n; i++) {
         size_t len;
         const char *k = RedisModule_StringPtrLen(argv[2 + i], &len);
-        size_t h = (size_t)hash_bytes(k, len) & (KEY_TABLE - 1);
-        for (;; h = (h + 1) & (KEY_TABLE - 1)) {
+        size_t h = (size_t)hash_bytes(k, len) & c->tmask;
+        for (;; h = (h + 1) & c->tmask) {
             if (table[h] == 0) {
                 table[h] = c->nkeys + 1;
                 c->first[c->nkeys] = i;
@@ -536,7 +619,6 @@ static const char *check_args(call *c, int argc, char *err, size_t errlen) {
             if (flen != len || memcmp(fk, k, len) != 0) continue;
             const sl_mod_set *a1 = &c->sets[c->ips[f]], *a2 = &c->sets[c->ips[i]];
             if (a1->fplen != a2->fplen || memcmp(a1->fp, a2->fp, a1->fplen) != 0) {
-                RedisModule_Free(table);
                 snprintf(err, errlen, "key %.*s given with two different limits",
                          (int)(len > 400 ? 400 : len), k);
                 return err;
@@ -545,8 +627,23 @@ static const char *check_args(call *c, int argc, char *err, size_t errlen) {
             break;
         }
     }
-    RedisModule_Free(table);
     return NULL;
+}
+
+/* The decisions: 6 integers per item, or (packed) one string of their
+ * 64-bit little-endian bytes. */
+static void reply(call *c) {
+    if (!c->packed) {
+        RedisModule_ReplyWithArray(c->ctx, 6L * c->n);
+        for (int x = 0; x < 6 * c->n; x++) RedisModule_ReplyWithLongLong(c->ctx, c->out[x]);
+        return;
+    }
+    unsigned char *p = (unsigned char *)c->reply;
+    for (int x = 0; x < 6 * c->n; x++) {
+        uint64_t v = (uint64_t)c->out[x];
+        for (int k = 0; k < 8; k++) *p++ = (unsigned char)(v >> (8 * k));
+    }
+    RedisModule_ReplyWithStringBuffer(c->ctx, c->reply, (size_t)(p - (unsigned char *)c->reply));
 }
 
 static int decide_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
@@ -578,27 +675,30 @@ static int decide_command(RedisModuleCtx *ctx, RedisModuleString **argv, int arg
         call_free(&c);
         return reply_error(ctx, err);
     }
-    if (c.now == 0) c.now = wall_us();
-    c.keys = zalloc((size_t)(c.nkeys ? c.nkeys : 1), sizeof *c.keys);
-    c.st = zalloc((size_t)(c.nkeys ? c.nkeys : 1), sizeof *c.st);
-    c.out = zalloc((size_t)(c.n > 0 ? 6 * c.n : 1), sizeof *c.out);
-    if (!c.keys || !c.st || !c.out) {
-        call_free(&c);
-        return reply_error(ctx, "out of memory");
+    /* one clock read: Redis's TIME and the base of the expiries (mstime()
+       is the same clock in ms) */
+    long long base_ms;
+    if (c.now == 0) {
+        c.now = wall_us();
+        base_ms = (long long)(c.now / 1000);
+    } else {
+        base_ms = RedisModule_Milliseconds();
     }
     for (int k = 0; k < c.nkeys; k++) {
         c.keys[k] =
             RedisModule_OpenKey(ctx, argv[2 + c.first[k]], REDISMODULE_READ | REDISMODULE_WRITE);
         read_state(&c, k);
+        c.nopen = k + 1;
     }
     run_requests(&c);
     if (c.oom) { /* nothing written */
         call_free(&c);
         return reply_error(ctx, "out of memory");
     }
-    write_back(&c);
-    RedisModule_ReplyWithArray(ctx, 6L * c.n);
-    for (int x = 0; x < 6 * c.n; x++) RedisModule_ReplyWithLongLong(ctx, c.out[x]);
+    sl__mod_effects_begin(&c.fx, ctx, c.fx_keys, c.fx_buf);
+    write_back(&c, base_ms);
+    sl__mod_effects_end(&c.fx, ctx);
+    reply(&c);
     call_free(&c);
     return REDISMODULE_OK;
 }
@@ -614,5 +714,5 @@ __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ct
     if (RedisModule_CreateCommand(ctx, "sluice.decide", decide_command,
                                   "write deny-oom getkeys-api", 0, 0, 0) != REDISMODULE_OK)
         return REDISMODULE_ERR;
-    return REDISMODULE_OK;
+    return sl__mod_listen_init(ctx);
 }

@@ -3,7 +3,7 @@
  * request context, request.h): the place of this request's answer among the
  * connection's answers. A protocol handler starts a decision
  * (policy/decide.h) and writes its answer in the call's done: when done ran
- * inline (the memory store, a deny-cache hit, an open breaker), straight
+ * inline (the memory store, a deny-cache hit: never another request's), straight
  * into the handler's output; otherwise into a place reserved in the slot
  * (sl__slot_defer), reserved only then, so answers leave in request order
  * and an inline decision costs no reservation. The pattern, the same for

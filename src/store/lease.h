@@ -90,7 +90,8 @@ static inline void sl__store_lease(sl_store *s, sl_lease_call *c) {
 void sl__memory_lease(sl_store *s, sl_lease_call *c);
 
 /* The Redis store's (lease_redis.c), on its worker's loop; done later, or
- * at once when the breaker is open. */
+ * at once when Redis cannot be called (no connection, the breaker open):
+ * one script call per operation, so only its own call (store.h's rule). */
 void sl__redis_lease(sl_store *s, sl_lease_call *c);
 
 /* The Redis script, for tests (lease_redis.c): its source. Called as

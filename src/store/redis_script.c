@@ -49,6 +49,12 @@ static char *put_bulk(char *p, const void *s, size_t n) {
 }
 
 /* An integer argument as a bulk string. */
+/* v as `bytes` bytes, little-endian. */
+static char *put_le(char *p, uint64_t v, int bytes) {
+    for (int k = 0; k < bytes; k++) *p++ = (char)(v >> (8 * k));
+    return p;
+}
+
 static char *put_int(char *p, int64_t v) {
     char tmp[SL__DECIMAL_MAX];
     return put_bulk(p, tmp, sl__decimal_i64(tmp, v));
@@ -60,13 +66,15 @@ static int64_t us_up(int64_t ns) {
     return sl__ceil_units(ns, NS_PER_US);
 }
 
-/* The script's flags for an item: the options, then delay_after from
- * SL_SCRIPT_DELAY_AFTER up (below 2^52: sl__redis_script_check). */
+/* The script's flags for an item: the options, then delay_after (or a
+ * token bucket's floor) from SL_SCRIPT_DELAY_AFTER up (below 2^52:
+ * sl__redis_script_check; a floor is below the burst). */
 static int64_t item_flags(const sl_script_item *it) {
     unsigned flags = it->params->flags & (SL_START_EMPTY | SL_COUNT_REJECTED | SL_STEP_REFILL);
     if (it->calendar_month) flags |= SL_SCRIPT_CALENDAR_MONTH;
     if (it->any_rate) flags |= SL_SCRIPT_ANY_RATE;
-    return (int64_t)flags + it->params->delay_after * SL_SCRIPT_DELAY_AFTER;
+    int64_t high = it->params->algorithm == SL_TOKEN_BUCKET ? it->floor : it->params->delay_after;
+    return (int64_t)flags + high * SL_SCRIPT_DELAY_AFTER;
 }
 
 /* A parameter set as the script reads it (decide.lua). */
@@ -162,15 +170,17 @@ void sl__redis_script_format_as(sl_buf *out, sl_script_command how, const sl_scr
     }
     free(table);
 
-    bool module = how == SL_SCRIPT_MODULE;
+    bool module = how == SL_SCRIPT_MODULE || how == SL_SCRIPT_MODULE_ARGS;
+    bool packed = how == SL_SCRIPT_MODULE;
     const char *body = how == SL_SCRIPT_EVAL ? sl__decide_lua_text : sl__decide_lua_text_sha1;
     size_t body_len = module ? 0 : strlen(body);
-    size_t argc =
-        (module ? 2 : 3) + n + 2 + nsets * SL_SCRIPT_ARGS_PER_SET + n * SL_SCRIPT_ARGS_PER_ITEM;
+    size_t argc = (module ? 2 : 3) + n + 2 + nsets * SL_SCRIPT_ARGS_PER_SET +
+                  (packed ? 1 : n * SL_SCRIPT_ARGS_PER_ITEM);
     size_t need =
         INT_FIELD_BYTES * (6 + nsets * SL_SCRIPT_ARGS_PER_SET + n * SL_SCRIPT_ARGS_PER_ITEM) +
         body_len;
     for (size_t i = 0; i < n; i++) need += INT_FIELD_BYTES + items[i].rkeylen;
+    if (packed) need += INT_FIELD_BYTES + n * SL_SCRIPT_PACKED_ITEM;
     char *start = sl__buf_reserve(out, need);
     if (!start) {
         free(sets);
@@ -194,10 +204,21 @@ void sl__redis_script_format_as(sl_buf *out, sl_script_command how, const sl_scr
         char tag[8];
         p = put_bulk(p, tag, tag_hex(tag, sets[j].tag));
     }
-    for (size_t i = 0; i < n; i++) {
-        p = put_int(p, (int64_t)idx[i] + 1);
-        p = put_int(p, items[i].cost);
-        p = put_int(p, (int64_t)items[i].group);
+    if (packed) {
+        p = put_line(p, '$', (int64_t)(n * SL_SCRIPT_PACKED_ITEM));
+        for (size_t i = 0; i < n; i++) {
+            p = put_le(p, idx[i] + 1u, 2);
+            p = put_le(p, items[i].group, 2);
+            p = put_le(p, (uint64_t)items[i].cost, 8);
+        }
+        *p++ = '\r';
+        *p++ = '\n';
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            p = put_int(p, (int64_t)idx[i] + 1);
+            p = put_int(p, items[i].cost);
+            p = put_int(p, (int64_t)items[i].group);
+        }
     }
     sl__buf_commit(out, (size_t)(p - start));
     free(sets);
@@ -273,6 +294,12 @@ static bool to_ns(long long us, bool never_ok, int64_t *out) {
     return true;
 }
 
+static uint64_t get_le64(const char *p) {
+    uint64_t v = 0;
+    for (int k = 7; k >= 0; k--) v = v << 8 | (unsigned char)p[k];
+    return v;
+}
+
 int sl__redis_script_parse(const struct redisReply *r, sl_script_item *items, size_t n, char *err,
                            size_t errlen) {
     for (size_t i = 0; i < n; i++) items[i].decided = false;
@@ -281,12 +308,19 @@ int sl__redis_script_parse(const struct redisReply *r, sl_script_item *items, si
         if (!r->str) return FAIL("error reply from Redis");
         return fail(err, errlen, r->str, r->len);
     }
-    if (r->type != REDIS_REPLY_ARRAY) return FAIL("script reply is not an array");
-    if (r->elements != n * SL_SCRIPT_REPLY_FIELDS)
+    bool packed = r->type == REDIS_REPLY_STRING;
+    if (packed && r->len != n * SL_SCRIPT_PACKED_REPLY)
+        return FAIL("module reply has the wrong length");
+    if (!packed && r->type != REDIS_REPLY_ARRAY) return FAIL("script reply is not an array");
+    if (!packed && r->elements != n * SL_SCRIPT_REPLY_FIELDS)
         return FAIL("script reply has the wrong number of fields");
     for (size_t i = 0; i < n; i++) {
         long long v[SL_SCRIPT_REPLY_FIELDS];
         for (size_t k = 0; k < SL_SCRIPT_REPLY_FIELDS; k++) {
+            if (packed) {
+                v[k] = (long long)get_le64(r->str + (i * SL_SCRIPT_REPLY_FIELDS + k) * 8);
+                continue;
+            }
             const redisReply *x = r->element[i * SL_SCRIPT_REPLY_FIELDS + k];
             if (!x || x->type != REDIS_REPLY_INTEGER)
                 return FAIL("script reply field is not an integer");

@@ -13,7 +13,8 @@
  *   algorithm (sl_algorithm number), limit, period_us, burst,
  *   flags (SL_START_EMPTY | SL_COUNT_REJECTED | SL_STEP_REFILL |
  *   SL_SCRIPT_CALENDAR_MONTH | SL_SCRIPT_ANY_RATE, plus the leaky queue's
- *   delay_after x SL_SCRIPT_DELAY_AFTER), origin_us, tag (the state's tag, a 32-bit hash in
+ *   delay_after x SL_SCRIPT_DELAY_AFTER, or a token bucket's floor x
+ *   SL_SCRIPT_DELAY_AFTER), origin_us, tag (the state's tag, a 32-bit hash in
  *   hex: a state written under other parameters reads as a fresh key).
  * Per item, in order, 3 arguments: its parameter set (1..m), cost, group
  * (0 enforced, 1 shadow; 2r + g for group g of request r when one call
@@ -79,6 +80,10 @@ typedef struct sl_script_item {
     const char *rkey;        /* the Redis key (already prefixed and hash-tagged) */
     size_t rkeylen;
     int64_t cost;
+    /* a token bucket's floor (sluice/shed.h: a shedding capacity's reserve
+       for this request's priority), 0..burst-1: it passes iff tokens - cost
+       >= floor, remaining is what is left above it; else 0 */
+    int64_t floor;
     unsigned group;       /* 0 enforced, 1 shadow; + 2 x the request's index in a batch */
     sl_decision decision; /* out (ns); retry_after -1 = never */
     bool decided;         /* out */
@@ -92,10 +97,21 @@ const char *sl__redis_script_sha(void);
  * or the native command of sluice-redis.so (src/redis_module/), which takes
  * the same arguments after the sha and answers the same. */
 typedef enum sl_script_command {
-    SL_SCRIPT_EVALSHA, /* EVALSHA <sha> <n> ... */
-    SL_SCRIPT_EVAL,    /* EVAL <source> <n> ... */
-    SL_SCRIPT_MODULE   /* SLUICE.DECIDE <n> ... */
+    SL_SCRIPT_EVALSHA,    /* EVALSHA <sha> <n> ... */
+    SL_SCRIPT_EVAL,       /* EVAL <source> <n> ... */
+    SL_SCRIPT_MODULE,     /* SLUICE.DECIDE <n> ..., items packed (below) */
+    SL_SCRIPT_MODULE_ARGS /* SLUICE.DECIDE <n> ..., the script's 3 arguments per item */
 } sl_script_command;
+
+/* The module's packed form (SL_SCRIPT_MODULE), what sluiced sends it: the
+ * keys, now_us, m and the sets as for the script, then ONE argument of
+ * SL_SCRIPT_PACKED_ITEM bytes per item (parameter set 1..m and group as
+ * 16-bit, cost as 64-bit, little-endian), and the reply is ONE bulk
+ * string of SL_SCRIPT_PACKED_REPLY bytes per item (the 6 reply integers,
+ * 64-bit little-endian): Redis parses one argument per decision instead of
+ * four and writes one reply instead of six integers. */
+#define SL_SCRIPT_PACKED_ITEM  12
+#define SL_SCRIPT_PACKED_REPLY (8 * SL_SCRIPT_REPLY_FIELDS)
 
 #define SL_SCRIPT_MODULE_COMMAND "sluice.decide"
 
@@ -132,7 +148,8 @@ void sl__redis_key(sl_buf *out, const char *prefix, const char *policy, const vo
 int sl__redis_script_check(const sl_params *p, bool calendar_month);
 
 struct redisReply;
-/* Reads a script reply into items[0..n) (decision in ns, decided). Returns
+/* Reads a script reply (or the module's packed one) into items[0..n)
+ * (decision in ns, decided). Returns
  * 0, or -1 when the reply is not the expected shape (an error reply
  * included: err gets its text), with a message in err (NUL-terminated,
  * truncated to errlen) and every item's decided false. Does not keep r. */

@@ -3,7 +3,15 @@
  * per request (per cluster slot when a request's keys fall in several),
  * and the fail modes behind. A call goes as SLUICE.DECIDE where the node
  * has sluice-redis.so (store.redis.module, redis_config.h), else as
- * EVALSHA: the same arguments, the same answer. */
+ * EVALSHA: the same arguments, the same answer.
+ *
+ * A fleet shedding capacity (store.h: sl_store_call.cap) is one more script
+ * item in front of the request's: a token bucket with the floor of the
+ * request's priority (decide.lua), in its enforced group, so the capacity
+ * and the request's limits are one all-or-nothing decision. The module
+ * does not know floors: a script call that carries a capacity goes as
+ * EVALSHA, whatever store.redis.module says. When Redis fails the
+ * capacity's own fail mode decides it first (cap_fallback). */
 #include "store/redis_store.h"
 
 #include <hiredis/hiredis.h>
@@ -51,6 +59,13 @@ typedef struct sl_store_worker {
     size_t nopen;
     uv_check_t check;
     bool check_on;
+    /* script calls that failed before reaching Redis, answered from the loop
+       (on_idle), never inside the store operation that sent them (store.h);
+       while there is one, what comes after it waits behind it, in order */
+    sl_redis_queued *later, **later_tail;
+    uv_idle_t idle;
+    bool idle_on;
+    int open_handles; /* check and idle, until closed */
     /* sent before the open calls, in order (sl__redis_store_after) */
     sl_redis_queued *fifo, **fifo_tail;
     uint64_t no_module_until; /* uv_now ms: the module answered "unknown command" */
@@ -62,6 +77,7 @@ typedef struct part {
     unsigned slot;
     size_t n;
     uint8_t idx[SL_STORE_MAX_ITEMS];
+    bool cap; /* its first script item is the call's capacity (then n + 1 items) */
 } part;
 
 /* One script call: every request a worker has for one slot in one loop
@@ -69,6 +85,8 @@ typedef struct part {
 typedef struct flight {
     sl_redis_queued q; /* first: queued behind a forget (sl__redis_store_after) */
     sl_store_worker *sw;
+    bool sending;    /* inside sl__redis_call: an answer now is a failure to defer */
+    bool failed_now; /* ... and it came */
     unsigned slot;
     bool with_source;
     bool no_module; /* auto: the module answered "unknown command": the script */
@@ -81,7 +99,9 @@ typedef struct call_state {
     part parts[SL_STORE_MAX_ITEMS];
     const char *rkey[SL_STORE_MAX_ITEMS];
     size_t rkeylen[SL_STORE_MAX_ITEMS];
-    char *rkeys; /* their bytes */
+    char *rkeys;    /* their bytes */
+    size_t cap_off; /* the capacity's Redis key: rkeys[cap_off..cap_end) */
+    size_t cap_end;
 } call_state;
 
 /* ---- worker ------------------------------------------------------------------ */
@@ -104,7 +124,8 @@ static const sl_store_ops redis_ops = {.decide = redis_decide,
                                        .free = redis_free,
                                        .lease = sl__redis_lease,
                                        .forget = sl__redis_forget,
-                                       .retry = sl__redis_retry};
+                                       .retry = sl__redis_retry,
+                                       .capacity = true};
 
 void sl__redis_store_parts(sl_store *s, uv_loop_t **loop, const sl_redis_config **cfg,
                            sl_redis **redis) {
@@ -145,14 +166,17 @@ sl_store *sl__redis_store_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_st
     if (cfg->module != SL_REDIS_MODULE_OFF)
         sl__redis_probe_command(sw->redis, SL_SCRIPT_MODULE_COMMAND);
     uv_check_init(loop, &sw->check);
-    sw->check.data = sw;
+    uv_idle_init(loop, &sw->idle);
+    sw->check.data = sw->idle.data = sw;
+    sw->open_handles = 2;
     return &sw->base;
 }
 
 static void flight_fail(flight *f);
 
-static void on_check_closed(uv_handle_t *h) {
+static void on_handle_closed(uv_handle_t *h) {
     sl_store_worker *sw = h->data;
+    if (--sw->open_handles) return;
     sl__buf_free(&sw->cmd);
     free(sw->deny);
     free(sw);
@@ -160,7 +184,12 @@ static void on_check_closed(uv_handle_t *h) {
 
 static void redis_free(sl_store *s) {
     sl_store_worker *sw = (sl_store_worker *)s;
-    /* requests not sent yet, then those in flight: their fail modes answer */
+    /* requests not sent yet, in order, then those in flight: their fail modes answer */
+    while (sw->later) {
+        sl_redis_queued *q = sw->later;
+        sw->later = q->next;
+        q->run(q, false);
+    }
     while (sw->fifo) {
         sl_redis_queued *q = sw->fifo;
         sw->fifo = q->next;
@@ -168,7 +197,8 @@ static void redis_free(sl_store *s) {
     }
     while (sw->nopen) flight_fail(sw->open[--sw->nopen]);
     sl__redis_free(sw->redis);
-    uv_close((uv_handle_t *)&sw->check, on_check_closed);
+    uv_close((uv_handle_t *)&sw->check, on_handle_closed);
+    uv_close((uv_handle_t *)&sw->idle, on_handle_closed);
 }
 
 /* ---- calls -------------------------------------------------------------------- */
@@ -191,17 +221,70 @@ static deny_entry *deny_slot(sl_store_worker *sw, const char *rkey, size_t len, 
 
 /* ---- fail modes --------------------------------------------------------------------- */
 
+/* Fail mode closed: ns until Redis is tried again (the breaker of the key's
+ * node says when), at least 1 s. */
+static int64_t closed_retry(sl_store_worker *sw, const sl_store_call *c) {
+    const call_state *st = c->state;
+    uint64_t at = sl__redis_retry_at(sw->redis, st ? st->parts[0].slot : 0);
+    uint64_t now = uv_now(sw->loop);
+    int64_t retry = at > now ? (int64_t)(at - now) * 1000000 : sw->cfg->breaker_cooldown;
+    return retry < 1000000 ? 1000000 : retry;
+}
+
+/* Redis failed: the capacity's fail mode decides it (open: taken; closed:
+ * only critical requests pass; local: this server's share, a token taken).
+ * True when it shed the call. */
+static bool cap_fallback(sl_store_worker *sw, sl_store_call *c, bool *took) {
+    sl_store_capacity *cap = c->cap;
+    *took = false;
+    c->cap_refused = false;
+    c->cap_retry = 0;
+    switch (cap->on_failure) {
+    case SL_FAIL_OPEN:
+        c->cap_from = SL_FROM_OPEN;
+        return false;
+    case SL_FAIL_CLOSED:
+        c->cap_from = SL_FROM_CLOSED;
+        if (c->cap_priority == SL_PRIORITY_CRITICAL) return false;
+        c->cap_refused = true;
+        c->cap_retry = closed_retry(sw, c);
+        return true;
+    default: {
+        c->cap_from = SL_FROM_LOCAL;
+        sl_shed_decision d;
+        if (sl_shed_admit(cap->local, c->cap_priority, 1, c->now, &d) == SL_OK && d.admitted) {
+            *took = true;
+            return false;
+        }
+        c->cap_refused = true;
+        c->cap_retry = d.retry_after;
+        return true;
+    }
+    }
+}
+
+static void items_without_redis(sl_store_worker *sw, sl_store_call *c);
+
 static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
     for (size_t i = 0; i < c->n; i++) c->items[i].decided = false;
+    bool took = false;
+    if (c->cap && cap_fallback(sw, c, &took)) {
+        c->from = c->cap_from;
+        return; /* shed: nothing else decided */
+    }
+    items_without_redis(sw, c);
+    bool refused = false;
+    for (size_t i = 0; i < c->n; i++)
+        refused |= c->items[i].group == 0 && c->items[i].decided && !c->items[i].decision.allowed;
+    if (took && refused) sl_shed_refund(c->cap->local, 1, c->now); /* not used after all */
+}
+
+static void items_without_redis(sl_store_worker *sw, sl_store_call *c) {
     /* closed: the first enforced limit that fails closed refuses the request */
     for (size_t i = 0; i < c->n; i++) {
         sl_store_item *it = &c->items[i];
         if (it->group != 0 || it->limit->on_failure != SL_FAIL_CLOSED) continue;
-        const call_state *st = c->state; /* the breaker of the key's node says when */
-        uint64_t at = sl__redis_retry_at(sw->redis, st ? st->parts[0].slot : 0);
-        uint64_t now = uv_now(sw->loop);
-        int64_t retry = at > now ? (int64_t)(at - now) * 1000000 : sw->cfg->breaker_cooldown;
-        if (retry < 1000000) retry = 1000000;
+        int64_t retry = closed_retry(sw, c);
         it->decision = (sl_decision){.allowed = false,
                                      .limit = sl_params_limit(sl__store_item_params(it)),
                                      .remaining = 0,
@@ -281,8 +364,19 @@ static void complete(sl_store_call *c) {
     c->done(c);
 }
 
-static void script_items(const sl_store_call *c, const part *pt, sl_script_item *si) {
+/* The script items of a request's part: the capacity first when it has it,
+ * then its items; returns how many (pt->n, or pt->n + 1). */
+static size_t script_items(const sl_store_call *c, const part *pt, sl_script_item *si) {
     const call_state *st = c->state;
+    if (pt->cap) {
+        const sl_store_capacity *cap = c->cap;
+        *si++ = (sl_script_item){.params = &cap->params,
+                                 .rkey = st->rkeys + st->cap_off,
+                                 .rkeylen = st->cap_end - st->cap_off,
+                                 .cost = 1,
+                                 .floor = cap->floor[c->cap_priority],
+                                 .group = 0};
+    }
     for (size_t k = 0; k < pt->n; k++) {
         const sl_store_item *it = &c->items[pt->idx[k]];
         si[k] = (sl_script_item){.params = sl__store_item_params(it),
@@ -293,6 +387,7 @@ static void script_items(const sl_store_call *c, const part *pt, sl_script_item 
                                  .cost = it->cost,
                                  .group = it->group};
     }
+    return pt->n + pt->cap;
 }
 
 /* A request's script call is over: ok, or failed (its fail modes decide). */
@@ -307,15 +402,61 @@ static void flight_fail(flight *f) {
     free(f);
 }
 
+static void enqueue(sl_redis_queued **head, sl_redis_queued ***tail, sl_redis_queued *q) {
+    q->next = NULL;
+    if (!*head) *tail = head;
+    **tail = q;
+    *tail = &q->next;
+}
+
+/* What waits behind a failed script call runs now, in order, from the
+ * loop: the failed calls' requests are answered by their fail modes, the
+ * rest is sent. Answering a failed call where it failed would run other
+ * requests' done inside the operation that sent it (a full call goes out
+ * from inside the decision of the request that does not fit: its protocol
+ * handler is still running, and the connection would write, release and
+ * free answers under it). A call that fails again here joins the end of
+ * the line, behind nothing but what this turn's dones started. */
+static void on_idle(uv_idle_t *h) {
+    sl_store_worker *sw = h->data;
+    uv_idle_stop(&sw->idle);
+    sw->idle_on = false;
+    while (sw->later) {
+        sl_redis_queued *q = sw->later;
+        sw->later = q->next;
+        q->run(q, true);
+    }
+}
+
+/* q goes behind the failed calls (on_idle runs it). */
+static void run_later(sl_store_worker *sw, sl_redis_queued *q) {
+    enqueue(&sw->later, &sw->later_tail, q);
+    if (!sw->idle_on) {
+        uv_idle_start(&sw->idle, on_idle);
+        sw->idle_on = true;
+    }
+}
+
+static void flight_failed_run(sl_redis_queued *q, bool send) {
+    (void)send;
+    flight_fail((flight *)(void *)q);
+}
+
+/* f failed before Redis was asked: its requests are answered from the loop. */
+static void flight_fail_later(flight *f) {
+    f->q.run = flight_failed_run;
+    run_later(f->sw, &f->q);
+}
+
 /* The script items of every request of f, request k's groups moved to
  * 2k + g. si has room for f->nitems. */
 static void flight_items(const flight *f, sl_script_item *si) {
     size_t o = 0;
     for (size_t k = 0; k < f->nparts; k++) {
         const part *pt = f->parts[k];
-        script_items(pt->c, pt, si + o);
-        for (size_t j = 0; j < pt->n; j++) si[o + j].group += 2 * (unsigned)k;
-        o += pt->n;
+        size_t m = script_items(pt->c, pt, si + o);
+        for (size_t j = 0; j < m; j++) si[o + j].group += 2 * (unsigned)k;
+        o += m;
     }
 }
 
@@ -325,7 +466,7 @@ static void flight_send(flight *f) {
     sl_store_worker *sw = f->sw;
     sl_script_item *si = malloc(f->nitems * sizeof *si);
     if (!si) {
-        flight_fail(f);
+        flight_fail_later(f);
         return;
     }
     flight_items(f, si);
@@ -336,17 +477,19 @@ static void flight_send(flight *f) {
        has answered: the script, or with require the module) */
     int has = sl__redis_has_command(sw->redis, f->slot);
     sl_redis_module_mode mode = sw->cfg->module;
+    bool cap = false; /* a capacity's floor: only the script knows it */
+    for (size_t k = 0; k < f->nparts; k++) cap |= f->parts[k]->cap;
     if (mode == SL_REDIS_MODULE_REQUIRE) {
         atomic_store(&sw->stats->module_missing, has == 0);
-        if (has == 0) { /* refused: the fail modes answer */
+        if (has == 0 && !cap) { /* refused: the fail modes answer */
             free(si);
-            flight_fail(f);
+            flight_fail_later(f);
             return;
         }
     }
-    f->via_module = mode == SL_REDIS_MODULE_REQUIRE ||
-                    (mode == SL_REDIS_MODULE_AUTO && has == 1 && !f->no_module &&
-                     uv_now(sw->loop) >= sw->no_module_until);
+    f->via_module = !cap && (mode == SL_REDIS_MODULE_REQUIRE ||
+                             (mode == SL_REDIS_MODULE_AUTO && has == 1 && !f->no_module &&
+                              uv_now(sw->loop) >= sw->no_module_until));
     sl_script_command how = f->via_module    ? SL_SCRIPT_MODULE
                             : f->with_source ? SL_SCRIPT_EVAL
                                              : SL_SCRIPT_EVALSHA;
@@ -357,15 +500,25 @@ static void flight_send(flight *f) {
     if (sw->cmd.failed) {
         sl__buf_free(&sw->cmd);
         sl__buf_init(&sw->cmd);
-        flight_fail(f);
+        flight_fail_later(f);
         return;
     }
+    /* the client may fail the call before it returns (no connection, the
+       breaker open): on_flight then only marks it */
+    f->sending = true;
+    f->failed_now = false;
     sl__redis_call(sw->redis, f->slot, sw->cmd.data, sw->cmd.len, on_flight, f);
+    f->sending = false;
+    if (f->failed_now) flight_fail_later(f);
 }
 
 static void on_flight(void *arg, const redisReply *reply, int status) {
     flight *f = arg;
     sl_store_worker *sw = f->sw;
+    if (f->sending) { /* failed inside sl__redis_call (never a reply): flight_send defers it */
+        f->failed_now = true;
+        return;
+    }
     if (status == SL_REDIS_OK && reply->type == REDIS_REPLY_ERROR && !f->with_source &&
         strncmp(reply->str, "NOSCRIPT", 8) == 0) {
         /* Redis lost the script (restart, SCRIPT FLUSH, failover): EVAL loads it again */
@@ -399,8 +552,15 @@ static void on_flight(void *arg, const redisReply *reply, int status) {
     size_t o = 0;
     for (size_t k = 0; k < f->nparts; k++) {
         part *pt = f->parts[k];
+        sl_store_call *c = pt->c;
+        if (ok && pt->cap) { /* the capacity's decision (decide.lua: its floor) */
+            c->cap_refused = !si[o].decision.allowed;
+            c->cap_retry = si[o].decision.retry_after;
+            c->cap_from = SL_FROM_REDIS;
+        }
+        o += pt->cap;
         for (size_t j = 0; ok && j < pt->n; j++) {
-            sl_store_item *it = &pt->c->items[pt->idx[j]];
+            sl_store_item *it = &c->items[pt->idx[j]];
             it->decision = si[o + j].decision;
             it->decided = si[o + j].decided;
         }
@@ -411,6 +571,16 @@ static void on_flight(void *arg, const redisReply *reply, int status) {
     free(f);
 }
 
+static void flight_run(sl_redis_queued *q, bool send);
+
+/* q goes out now, or behind the failed calls waiting to be answered. */
+static void run_in_turn(sl_store_worker *sw, sl_redis_queued *q) {
+    if (sw->later)
+        run_later(sw, q);
+    else
+        q->run(q, true);
+}
+
 /* The loop iteration is over: every script call being filled goes out. */
 static void on_check(uv_check_t *h) {
     sl_store_worker *sw = h->data;
@@ -419,11 +589,12 @@ static void on_check(uv_check_t *h) {
     while (sw->fifo) {
         sl_redis_queued *q = sw->fifo;
         sw->fifo = q->next;
-        q->run(q, true);
+        run_in_turn(sw, q);
     }
     while (sw->nopen) {
         flight *f = sw->open[--sw->nopen];
-        flight_send(f);
+        f->q.run = flight_run;
+        run_in_turn(sw, &f->q);
     }
 }
 
@@ -435,43 +606,37 @@ static void flight_run(sl_redis_queued *q, bool send) {
         flight_fail(f);
 }
 
-static void enqueue(sl_store_worker *sw, sl_redis_queued *q) {
-    q->next = NULL;
-    if (!sw->fifo) sw->fifo_tail = &sw->fifo;
-    *sw->fifo_tail = q;
-    sw->fifo_tail = &q->next;
-}
-
 /* A call goes out now, or behind what is queued. */
 static void flight_out(sl_store_worker *sw, flight *f) {
+    f->q.run = flight_run;
     if (!sw->fifo) {
-        flight_send(f);
+        run_in_turn(sw, &f->q);
         return;
     }
-    f->q.run = flight_run;
-    enqueue(sw, &f->q);
+    enqueue(&sw->fifo, &sw->fifo_tail, &f->q);
 }
 
 void sl__redis_store_after(sl_store *s, sl_redis_queued *q) {
     sl_store_worker *sw = (sl_store_worker *)s;
-    if (!sw->check_on) { /* nothing waits: at once */
-        q->run(q, true);
+    if (!sw->check_on) { /* nothing waits for the end of the iteration: now, or behind the failed */
+        run_in_turn(sw, q);
         return;
     }
     while (sw->nopen) { /* the calls being filled are closed, in front of q */
         flight *f = sw->open[--sw->nopen];
         f->q.run = flight_run;
-        enqueue(sw, &f->q);
+        enqueue(&sw->fifo, &sw->fifo_tail, &f->q);
     }
-    enqueue(sw, q);
+    enqueue(&sw->fifo, &sw->fifo_tail, q);
 }
 
 /* Adds a request to the script call of its slot being filled. */
 static void send_part(sl_store_worker *sw, part *pt) {
     size_t j = 0;
     while (j < sw->nopen && sw->open[j]->slot != pt->slot) j++;
+    size_t m = pt->n + pt->cap;
     if (j < sw->nopen &&
-        (sw->open[j]->nparts == FLIGHT_REQUESTS || sw->open[j]->nitems + pt->n > FLIGHT_ITEMS)) {
+        (sw->open[j]->nparts == FLIGHT_REQUESTS || sw->open[j]->nitems + m > FLIGHT_ITEMS)) {
         flight *full = sw->open[j]; /* full: goes out now */
         sw->open[j] = sw->open[--sw->nopen];
         flight_out(sw, full);
@@ -495,7 +660,7 @@ static void send_part(sl_store_worker *sw, part *pt) {
     }
     flight *f = sw->open[j];
     f->parts[f->nparts++] = pt;
-    f->nitems += pt->n;
+    f->nitems += m;
     if (!sw->check_on) {
         uv_check_start(&sw->check, on_check);
         sw->check_on = true;
@@ -520,6 +685,8 @@ static void redis_decide(sl_store *s, sl_store_call *c) {
         sl__redis_key(&kb, sw->cfg->prefix, c->items[i].limit->name, c->items[i].key,
                       c->items[i].keylen);
     }
+    size_t cap_off = kb.len;
+    if (c->cap) sl__redis_key(&kb, sw->cfg->prefix, c->cap->name, "", 0);
     if (!st || kb.failed || !kb.data) {
         sl__buf_free(&kb);
         free(st);
@@ -531,8 +698,10 @@ static void redis_decide(sl_store *s, sl_store_call *c) {
     st->rkeys = kb.data; /* freed with the state */
     for (size_t i = 0; i < c->n; i++) {
         st->rkey[i] = kb.data + off[i];
-        st->rkeylen[i] = (i + 1 < c->n ? off[i + 1] : kb.len) - off[i];
+        st->rkeylen[i] = (i + 1 < c->n ? off[i + 1] : cap_off) - off[i];
     }
+    st->cap_off = cap_off;
+    st->cap_end = kb.len;
     c->state = st;
 
     /* the deny cache: an enforced limit that Redis refused until later */
@@ -554,7 +723,7 @@ static void redis_decide(sl_store *s, sl_store_call *c) {
                                      .retry_after = retry,
                                      .reset_after = reset > retry ? reset : retry};
         it->decided = true;
-        c->from = SL_FROM_DENY_CACHE;
+        c->from = SL_FROM_DENY_CACHE; /* a capacity is not charged (nor asked) */
         state_free(c);
         c->done(c);
         return;
@@ -569,6 +738,9 @@ static void redis_decide(sl_store *s, sl_store_call *c) {
         if (p == np) st->parts[np++] = (part){.c = c, .slot = slot};
         st->parts[p].idx[st->parts[p].n++] = (uint8_t)i;
     }
+    if (np)
+        st->parts[0].cap =
+            c->cap != NULL; /* its first part carries it (a single node: the only one) */
     /* one extra count while sending: a part can finish before send_part
      * returns (breaker open), and the call must outlive this loop */
     c->parts_left = (int)np + 1;

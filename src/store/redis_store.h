@@ -46,7 +46,8 @@ typedef struct sl_redis_queued {
  * decision call waits for the end of the loop iteration; else those calls
  * are closed (later decisions start new ones) and q goes out after them,
  * at the end of the iteration (one connection per node keeps the order, so
- * Redis runs them in that order). */
+ * Redis runs them in that order). Behind a decision call that failed before
+ * it was sent (answered from the loop, store.h), q waits for it there. */
 void sl__redis_store_after(sl_store *s, sl_redis_queued *q);
 
 /* The Redis store's forget (store.h; forget_redis.c): a DEL of each item's

@@ -4,7 +4,8 @@
  * a key, or decide one of its retries), behind the store interface's
  * `retry` operation (store.h), with a decision's completion contract: done
  * is called exactly once, maybe before the store returns (the memory store
- * always does).
+ * always does), and under store.h's rule: the operation completes no call
+ * but its own (its done may start the request's decision: retry_stage.c).
  *
  * - memory store and batched mode (sl__memory_retry): the limit's own
  *   sl_retry (sluice/retry.h), inline; per server in batched mode;
@@ -73,7 +74,10 @@ static inline void sl__store_retry(sl_store *s, sl_retry_call *c) {
 /* The memory store's: c->limit->mem, inline. */
 void sl__memory_retry(sl_store *s, sl_retry_call *c);
 
-/* The Redis store's, on its worker's loop; done later. */
+/* The Redis store's (retry_redis.c), on its worker's loop; done later, or
+ * at once when Redis cannot be called (no connection, the breaker open, no
+ * memory): one script call per operation that carries only c, so it is
+ * only its own call that completes (store.h's rule). */
 void sl__redis_retry(sl_store *s, sl_retry_call *c);
 
 #define SL_RETRY_NS_MAX 80 /* a policy name (63) and "~retry" */

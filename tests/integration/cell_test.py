@@ -14,7 +14,10 @@ redis-server of its own (free loopback port, stopped at the end).
 - DEL key resets a key's state as in redis-cell (Redis's integer count, a
   key named twice counted once); with the Redis store it deletes the one
   Redis key; with Redis away it answers an error and empties the local
-  fallback of the key.
+  fallback of the key;
+- Redis away: more pipelined commands than one script call carries (its
+  failure, before it is sent, is answered from the loop, in order: it used to
+  run inside a later command's handler, a use-after-free under ASan).
 Raw sockets only (standard library)."""
 import os
 import socket
@@ -261,6 +264,27 @@ class RedisDown(unittest.TestCase):
         self.assertEqual(got[:2], [[0, 1, 0, -1, 60], [1, 1, 0, 60, 60]])
         self.assertTrue(got[2].startswith("-ERR the store could not be reached"), got[2])
         self.assertEqual(got[3], [0, 1, 0, -1, 60])
+
+    def test_full_batch_failing_at_once(self):
+        # More pipelined commands than one script call carries (128 requests):
+        # the full call is sent while later commands are being read, and with
+        # no connection (or the breaker open) it fails before it is sent. Its
+        # requests' answers must not be written from inside the handler of the
+        # command being read (they were: a use-after-free of the connection's
+        # pending answer under ASan, and sluiced died). Every command is
+        # answered, in order, and sluiced lives on.
+        c = Conn(self.server.resp_port)
+        for rnd in range(3):  # the first connect may still be on its way: again
+            cmds = [("CL.THROTTLE", "fb%d" % (i % 7), 1000, 1000, 60) for i in range(300)]
+            cmds += [("DEL", "fb0"), ("PING",)]
+            got = c.run(cmds)
+            for i, r in enumerate(got[:300]):
+                self.assertIsInstance(r, list, (rnd, i, r))
+                self.assertEqual(r[0], 0, (rnd, i, r))  # the local fallback allows
+            self.assertTrue(got[300].startswith("-ERR the store could not be reached"), got[300])
+            self.assertEqual(got[301], "+PONG")
+        c.close()
+        self.assertIsNone(self.server.proc.poll(), "sluiced exited")
 
 
 if __name__ == "__main__":

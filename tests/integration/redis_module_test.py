@@ -7,6 +7,14 @@
   directly and through sluiced: the module replicates its effects (SET ...
   PXAT, DEL, LTRIM, RPUSH, PEXPIREAT), never the command (which the replica
   would not even know);
+- late_listeners: a replica that attaches after keys were written, and an
+  AOF switched on after them, get the state: the module replicates nothing
+  while nothing listens (no AOF, no replica, no backlog), so a fork (the
+  replica's full sync, the AOF rewrite) and the AOF flag must turn it back
+  on; and with RDB save points only, rdb_changes_since_last_save still
+  counts the calls;
+- cluster_replica: on a 3-master Redis Cluster with the module, a call's
+  replicated EVAL (its keys in one slot) reaches the master's replica;
 - require_missing: store.redis.module: require on a Redis without the module
   refuses to decide (the fail mode answers) and /readyz says degraded,
   "decide":"missing";
@@ -26,6 +34,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import distributed_test as dt  # noqa: E402
 import harness  # noqa: E402
+import redis_cluster  # noqa: E402
 
 MODULE = None
 
@@ -56,6 +65,46 @@ def decide(redis, n_keys, args):
     return redis.call("SLUICE.DECIDE", str(n_keys), *args)
 
 
+# every algorithm: sets (alg, limit, period_us, burst, flags, origin, tag);
+# periods of an hour: no state expires while a loaded machine runs the test
+H = "3600000000"
+SETS = [("1", "3", H, "0", "2", "0", "a1"),        # fixed window, count rejected
+        ("2", "3", H, "0", "1", "1000000", "a2"),  # sliding log, start empty
+        ("2", "3", H, "0", "0", "0", "a3"),        # sliding log
+        ("3", "3", H, "0", "0", "0", "a4"),        # sliding window
+        ("4", "3", H, "3", "0", "0", "a5"),        # token bucket
+        ("5", "3", H, "3", "0", "0", "a6"),        # gcra (n 1: decimal state)
+        ("5", "3", H, "3", "512", "0", "cell"),    # any rate
+        ("6", "2", H, "2", "2", "0", "a8")]        # leaky queue
+
+
+def decide_every(redis, rounds, prefix="k"):
+    """`rounds` calls deciding one key of every algorithm each (Redis TIME)."""
+    for rnd in range(rounds):
+        keys, items = [], []
+        for j in range(len(SETS)):
+            keys.append("%s%d" % (prefix, j))
+            items += [str(j + 1), str(1 + rnd % 3), "0"]
+        args = keys + ["0", str(len(SETS))] + [x for s in SETS for x in s] + items
+        r = decide(redis, len(keys), args)
+        assert isinstance(r, list) and len(r) == 6 * len(keys), r
+
+
+def live(state):
+    """The keys of keys_state() whose expiry is not within 5 s (an aligned
+    window's end may pass between two reads)."""
+    soon = time.time() * 1000 + 5000
+    return {k: v for k, v in state.items() if v[2] < 0 or v[2] > soon}
+
+
+def same_keys(a, b, what):
+    """Waits until redis b holds what a holds (every live key, value, expiry)."""
+    harness.wait_until(lambda: live(keys_state(b)) == live(keys_state(a)), 20,
+                       "%s: the keys differ:\n master  %s\n other   %s"
+                       % (what, keys_state(a), keys_state(b)))
+    return live(keys_state(a))
+
+
 def replication():
     dt.REDIS_MODULE = MODULE
     with dt.Env("modrepl") as env:
@@ -65,25 +114,7 @@ def replication():
         dt.REDIS_MODULE = MODULE
         harness.wait_until(lambda: replica.info("replication").get("master_link_status") == "up",
                            30, "the replica did not sync")
-        # every algorithm directly: sets (alg, limit, period_us, burst, flags, origin, tag)
-        # periods of an hour: no state expires while a loaded machine runs the test
-        H = "3600000000"
-        sets = [("1", "3", H, "0", "2", "0", "a1"),        # fixed window, count rejected
-                ("2", "3", H, "0", "1", "1000000", "a2"),  # sliding log, start empty
-                ("2", "3", H, "0", "0", "0", "a3"),        # sliding log
-                ("3", "3", H, "0", "0", "0", "a4"),        # sliding window
-                ("4", "3", H, "3", "0", "0", "a5"),        # token bucket
-                ("5", "3", H, "3", "0", "0", "a6"),        # gcra (n 1: decimal state)
-                ("5", "3", H, "3", "512", "0", "cell"),    # any rate
-                ("6", "2", H, "2", "2", "0", "a8")]        # leaky queue
-        for rnd in range(6):
-            keys, items = [], []
-            for j in range(len(sets)):
-                keys.append("k%d" % j)
-                items += [str(j + 1), str(1 + rnd % 3), "0"]
-            args = keys + ["0", str(len(sets))] + [x for s in sets for x in s] + items
-            r = decide(master, len(keys), args)
-            assert isinstance(r, list) and len(r) == 6 * len(keys), r
+        decide_every(master, 6)
         # a sliding log trimmed from its head (a call 61 s later on the fake clock)
         t = 1700000000000000
         slargs = ["0", "1", "2", "3", "60000000", "0", "0", "0", "t"]
@@ -97,22 +128,99 @@ def replication():
                 st, _, body = d.check(p, "user-1")
                 assert st in (200, 429) and not body.get("fallback"), (st, body)
         assert master.call("WAIT", "1", "10000") == 1
-        want = keys_state(master)
-        # a key whose expiry comes within 5 s may be gone on either side by
-        # the time they are compared (an aligned window's end): not compared
-        def live(state):
-            soon = time.time() * 1000 + 5000
-            return {k: v for k, v in state.items() if v[2] < 0 or v[2] > soon}
-        harness.wait_until(lambda: live(keys_state(replica)) == live(want), 20,
-                           "the replica's keys differ:\n master  %s\n replica %s"
-                           % (want, keys_state(replica)))
-        want = live(want)
+        want = same_keys(master, replica, "replica")
         assert len(want) >= 10, want
         kinds = {v[0] for v in want.values()}
         assert kinds == {"string", "list"}, kinds
         # the replica never saw the command itself
         assert "cmdstat_sluice.decide" not in replica.info("commandstats")
         print("  %d keys equal on master and replica" % len(want))
+
+
+def late_listeners():
+    dt.REDIS_MODULE = MODULE
+    with dt.Env("modlate") as env:
+        # a replica attached after the keys were written: the snapshot of its
+        # full sync has them, and every write after it reaches it
+        master = env.redis()
+        decide_every(master, 3, "a")
+        dt.REDIS_MODULE = None
+        replica = env.redis(["--replicaof", "127.0.0.1", str(master.port)])
+        harness.wait_until(lambda: replica.info("replication").get("master_link_status") == "up",
+                           30, "the replica did not sync")
+        decide_every(master, 3, "a")  # keys written before the replica came
+        decide_every(master, 3, "b")  # new keys
+        assert master.call("WAIT", "1", "10000") == 1
+        want = same_keys(master, replica, "late replica")
+        assert sum(k.startswith(b"b") for k in want) >= 6, want
+    # the AOF switched on after the keys were written: after the rewrite,
+    # every write is in it (a redis-server loading it alone, without the
+    # module, holds the master's keys); a directory of its own (the replica
+    # above left a dump.rdb)
+    dt.REDIS_MODULE = MODULE
+    with dt.Env("modaof") as env:
+        master2 = env.redis()
+        decide_every(master2, 3, "a")
+        assert master2.call("CONFIG", "SET", "appendonly", "yes") == "OK"
+        harness.wait_until(lambda: master2.info("persistence").get("aof_rewrite_in_progress") == "0"
+                           and master2.info("persistence").get("aof_rewrite_scheduled") == "0"
+                           and master2.info("persistence").get("aof_enabled") == "1", 30,
+                           "the AOF rewrite did not end")
+        decide_every(master2, 3, "a")
+        decide_every(master2, 3, "b")
+        aofdir = master2.call("CONFIG", "GET", "appenddirname")[1].decode()
+        copy = env.path("aof-copy")
+        os.makedirs(os.path.join(copy, aofdir))
+        copy_aof(os.path.join(env.dir, aofdir), os.path.join(copy, aofdir))  # written before the replies
+        dt.REDIS_MODULE = None
+        loaded = env.redis(["--dir", copy, "--appendonly", "yes", "--appenddirname", aofdir])
+        want = same_keys(master2, loaded, "AOF")
+        assert sum(k.startswith(b"b") for k in want) >= 6, want
+    # RDB save points and nothing else: the calls still count as changes
+    dt.REDIS_MODULE = MODULE
+    with dt.Env("modsave") as env:
+        saver = env.redis(["--save", "3600 1"])
+        before = int(saver.info("persistence")["rdb_changes_since_last_save"])
+        decide_every(saver, 2, "c")
+        after = int(saver.info("persistence")["rdb_changes_since_last_save"])
+        assert after > before, (before, after)
+    print("  late replica, late AOF and save points: %d keys" % len(want))
+
+
+def copy_aof(src, dst):
+    """Copies an AOF directory (manifest and parts) into dst."""
+    for name in os.listdir(src):
+        with open(os.path.join(src, name), "rb") as f, open(os.path.join(dst, name), "wb") as g:
+            g.write(f.read())
+
+
+class ModuleCluster(redis_cluster.Cluster):
+    """redis_cluster.Cluster with sluice-redis.so loaded on every node."""
+
+    def _args(self, node):
+        return super()._args(node) + ["--loadmodule", MODULE]
+
+
+def cluster_replica():
+    keys = ["sl:{u1}:%d" % j for j in range(len(SETS))]
+    with ModuleCluster(masters=3, replicas=1) as cl:
+        port = int(cl.node_for_key(keys[0]).split(":")[1])
+        for rnd in range(3):
+            items = [x for j in range(len(SETS)) for x in (str(j + 1), str(1 + rnd), "0")]
+            r = cl.command(keys[0], "SLUICE.DECIDE", str(len(keys)), *keys, "0", str(len(SETS)),
+                           *[x for st in SETS for x in st], *items)
+            assert isinstance(r, list) and len(r) == 6 * len(keys), r
+        assert cl.call(port, "WAIT", "1", "10000") == 1
+        with cl.client(port) as c:
+            want = {k: (c.call("TYPE", k), c.call("PEXPIRETIME", k)) for k in keys}
+        replica = [n["port"] for n in cl.cluster_nodes()
+                   if "slave" in n["flags"] and n.get("master") == cl.ids[port]]
+        assert len(replica) == 1, replica
+        with cl.client(replica[0]) as c:
+            c.call("READONLY")
+            got = {k: (c.call("TYPE", k), c.call("PEXPIRETIME", k)) for k in keys}
+            assert "cmdstat_sluice.decide" not in c.call("INFO", "commandstats").decode()
+        assert got == want and all(v[0] != b"none" for v in want.values()), (want, got)
 
 
 def require_missing():
@@ -165,7 +273,7 @@ def config_key():
                 assert "module" in p.stdout + p.stderr, p.stderr
 
 
-TESTS = [replication, require_missing, auto_fallback, config_key]
+TESTS = [replication, late_listeners, cluster_replica, require_missing, auto_fallback, config_key]
 
 
 def main():

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include <fnmatch.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,59 +171,104 @@ static void rm_dir(char *dir, size_t n) {
 
 /* ---- every fixture: accepted or refused as the peer does ----------------------------- */
 
+/* The peer's verdict on every fixture file: refused (and why, in its
+ * words), or accepted, alone or in a directory it loads as one. */
+static const struct {
+    const char *file, *why;
+} refused[] = {
+    {PEER "bad_limit_unit.yaml", "invalid rate limit unit 'foo'"},
+    {PEER "bad_yaml.yaml", "bad_yaml.yaml:"},
+    {PEER "duplicate_key.yaml", "duplicate descriptor composite key 'test-domain.key1_value1'"},
+    {PEER "empty_domain.yaml", "config file cannot have empty domain"},
+    {PEER "empty_key.yaml", "descriptor has empty key"},
+    {PEER "misspelled_key.yaml", "ratelimit"},
+    {PEER "misspelled_key2.yaml", "requestsperunit"},
+    {PEER "non_map_list.yaml", "descriptors[0]"},
+    {PEER "non_string_key.yaml", "0.25"},
+    {PEER "replaces_empty.yaml", "should not have an empty replaces entry"},
+    {PEER "replaces_self.yaml", "replaces should not contain name of same descriptor"},
+    {PEER "unlimited_with_unit.yaml", "should not specify rate limit unit when unlimited"},
+};
+
+/* test/config/config_test.go loads these and expects no panic */
+static const char *const accepted_files[] = {
+    PEER "basic_config.yaml",
+    PEER "duplicate_domain.yaml", /* alone: an empty domain is fine */
+    PEER "merge_domain_key1.yaml",
+    PEER "merge_domain_key2.yaml",
+    PEER "metadata.yaml",
+    PEER "shadowmode_config.yaml",
+    PEER "share_threshold.yaml",
+    PEER "wildcard.yaml",
+    FIX "peer/test/integration/runtime/current/ratelimit/reload.yaml",
+};
+
+/* the directories the peer loads as one: its example's, its integration
+ * tests' runtime, every translated Go-test config together, and the
+ * derived files (the peer's own with what sluiced once refused removed) */
+static const char *const accepted_dirs[] = {
+    FIX "peer/examples/ratelimit/config",
+    FIX "peer/test/integration/runtime/current/ratelimit/config",
+    FIX "translated",
+    FIX "derived",
+};
+
+static size_t walked, walked_refused;
+
+/* One file found under FIX: checked by its verdict, and it must have one. */
+static int check_found(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
+    (void)sb;
+    (void)ftw;
+    size_t n = strlen(path);
+    if (type != FTW_F || n < 5 || strcmp(path + n - 5, ".yaml") != 0) return 0;
+    walked++;
+    for (size_t i = 0; i < COUNT(refused); i++)
+        if (strcmp(path, refused[i].file) == 0) {
+            load_refused(path, refused[i].why);
+            walked_refused++;
+            return 0;
+        }
+    bool known = false;
+    for (size_t i = 0; i < COUNT(accepted_files); i++)
+        known |= strcmp(path, accepted_files[i]) == 0;
+    for (size_t i = 0; i < COUNT(accepted_dirs); i++) {
+        size_t d = strlen(accepted_dirs[i]);
+        known |=
+            strncmp(path, accepted_dirs[i], d) == 0 && path[d] == '/' && !strchr(path + d + 1, '/');
+    }
+    if (!known) fail_msg("%s: a fixture with no verdict (add it to a list of this test)", path);
+    sl__domain_rules_free(load_ok(path)); /* each alone, too */
+    return 0;
+}
+
+static void test_every_fixture_has_its_verdict(void **state) {
+    (void)state;
+    walked = walked_refused = 0;
+    assert_int_equal(nftw(FIX, check_found, 16, FTW_PHYS), 0);
+    assert_int_equal(walked_refused, COUNT(refused)); /* none of the lists names a missing file */
+    assert_true(walked >= COUNT(refused) + COUNT(accepted_files) + COUNT(accepted_dirs));
+}
+
 static void test_accepted_fixtures_load(void **state) {
     (void)state;
-    /* test/config/config_test.go loads these and expects no panic */
-    static const char *const files[] = {
-        PEER "basic_config.yaml",
-        PEER "duplicate_domain.yaml", /* alone: an empty domain is fine */
-        PEER "merge_domain_key1.yaml",
-        PEER "merge_domain_key2.yaml",
-        PEER "metadata.yaml",
-        PEER "shadowmode_config.yaml",
-        PEER "share_threshold.yaml",
-        PEER "wildcard.yaml",
-        FIX "peer/examples/ratelimit/config/config.yaml",
-        FIX "peer/examples/ratelimit/config/example.yaml",
-        FIX "peer/test/integration/runtime/current/ratelimit/reload.yaml",
-    };
-    for (size_t i = 0; i < COUNT(files); i++) sl__domain_rules_free(load_ok(files[i]));
-    /* the directories the peer loads as one: its example's, its integration
-     * tests' runtime, and every translated Go-test config together */
-    static const char *const dirs[] = {
-        FIX "peer/examples/ratelimit/config",
-        FIX "peer/test/integration/runtime/current/ratelimit/config",
-        FIX "translated",
-    };
-    for (size_t i = 0; i < COUNT(dirs); i++) {
-        sl_domain_rules *r = load_ok(dirs[i]);
+    for (size_t i = 0; i < COUNT(accepted_files); i++)
+        sl__domain_rules_free(load_ok(accepted_files[i]));
+    sl__domain_rules_free(load_ok(FIX "peer/examples/ratelimit/config/config.yaml"));
+    sl__domain_rules_free(load_ok(FIX "peer/examples/ratelimit/config/example.yaml"));
+    for (size_t i = 0; i < COUNT(accepted_dirs); i++) {
+        sl_domain_rules *r = load_ok(accepted_dirs[i]);
         assert_true(sl__domain_rules_domains(r) >= 2);
         sl__domain_rules_free(r);
     }
     /* and each of them compiles into a set */
     sl__domain_set_release(set_of(FIX "translated"));
+    sl__domain_set_release(set_of(FIX "derived"));
     sl__domain_set_release(set_of(FIX "peer/examples/ratelimit/config"));
 }
 
 static void test_refused_fixtures_are_refused(void **state) {
     (void)state;
-    static const struct {
-        const char *file, *why;
-    } cases[] = {
-        {PEER "bad_limit_unit.yaml", "invalid rate limit unit 'foo'"},
-        {PEER "bad_yaml.yaml", "bad_yaml.yaml:"},
-        {PEER "duplicate_key.yaml", "duplicate descriptor composite key 'test-domain.key1_value1'"},
-        {PEER "empty_domain.yaml", "config file cannot have empty domain"},
-        {PEER "empty_key.yaml", "descriptor has empty key"},
-        {PEER "misspelled_key.yaml", "ratelimit"},
-        {PEER "misspelled_key2.yaml", "requestsperunit"},
-        {PEER "non_map_list.yaml", "descriptors[0]"},
-        {PEER "non_string_key.yaml", "0.25"},
-        {PEER "replaces_empty.yaml", "should not have an empty replaces entry"},
-        {PEER "replaces_self.yaml", "replaces should not contain name of same descriptor"},
-        {PEER "unlimited_with_unit.yaml", "should not specify rate limit unit when unlimited"},
-    };
-    for (size_t i = 0; i < COUNT(cases); i++) load_refused(cases[i].file, cases[i].why);
+    for (size_t i = 0; i < COUNT(refused); i++) load_refused(refused[i].file, refused[i].why);
     /* TestDuplicateDomain: basic_config.yaml and duplicate_domain.yaml together */
     static const char *const dup[] = {PEER "basic_config.yaml", PEER "duplicate_domain.yaml"};
     char *dir = dir_of(dup, COUNT(dup));
@@ -551,6 +597,7 @@ static void test_config_quota_mode(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_fixture_has_its_verdict),
         cmocka_unit_test(test_accepted_fixtures_load),
         cmocka_unit_test(test_refused_fixtures_are_refused),
         cmocka_unit_test(test_wildcards_anywhere),

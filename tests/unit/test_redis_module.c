@@ -6,12 +6,17 @@
  * - mixed: random call sequences (every algorithm, start empty, count
  *   rejected, calendar months, any rate, a leaky queue's delay_after, a
  *   token bucket's step refill, the same key twice, shadow groups,
- *   several requests per call, costs beyond the limit) decided three ways
- *   under three key prefixes: by the script alone, by the module alone,
- *   and alternately by script and module on the same keys. Every reply is
+ *   several requests per call, costs beyond the limit) decided four ways
+ *   under four key prefixes: by the script alone, by the module alone
+ *   (packed items and reply, what sluiced sends), alternately by script
+ *   and module on the same keys, and by the module with the script's
+ *   arguments per item (an older sluiced). Every reply is
  *   the same, and at the end every key holds the same value (string or
  *   list) with the same TTL: a fleet in a rollout, some sluiced on the
  *   script and others on the module, stays exact.
+ * - packed: the packed items and reply (what sluiced sends) answer what the
+ *   arguments per item answer; a bad packed item is an error that writes
+ *   nothing.
  * - errors: each bad argument gets the script's error text (the part
  *   before the " script: ..." Redis appends to a script's), and nothing
  *   is changed; the module's own bound (512 items).
@@ -163,6 +168,20 @@ static redisReply *send_call(const gseq *s, const gcall *k, const char *prefix,
     return reply;
 }
 
+/* The module's packed reply (one string of 64-bit little-endian integers,
+ * redis_script.h) against the script's array of integers: the same
+ * numbers. */
+static bool same_packed(const redisReply *a, const redisReply *b) {
+    if (a->type != REDIS_REPLY_ARRAY || b->len != a->elements * 8) return false;
+    for (size_t i = 0; i < a->elements; i++) {
+        uint64_t v = 0;
+        for (int k = 7; k >= 0; k--) v = v << 8 | (unsigned char)b->str[i * 8 + k];
+        if (a->element[i]->type != REDIS_REPLY_INTEGER || a->element[i]->integer != (long long)v)
+            return false;
+    }
+    return true;
+}
+
 static bool same_reply(const redisReply *a, const redisReply *b) {
     if (a->type != b->type) return false;
     if (a->type == REDIS_REPLY_INTEGER) return a->integer == b->integer;
@@ -181,6 +200,11 @@ static bool same_reply(const redisReply *a, const redisReply *b) {
         return true;
     }
     return a->type == REDIS_REPLY_NIL;
+}
+
+/* A module reply b (packed or not) says what the script's a says. */
+static bool same_decisions(const redisReply *a, const redisReply *b) {
+    return b->type == REDIS_REPLY_STRING ? same_packed(a, b) : same_reply(a, b);
 }
 
 /* Key `name`'s value (GET or LRANGE) and PTTL. */
@@ -215,6 +239,15 @@ static void print_seq(const gseq *s, size_t upto) {
 
 /* A call's reply, one item (6 integers) a line. */
 static void print_reply(const char *who, const redisReply *r) {
+    if (r->type == REDIS_REPLY_STRING && r->len % 8 == 0) { /* packed */
+        for (size_t i = 0; i < r->len / 8; i++) {
+            uint64_t v = 0;
+            for (int k = 7; k >= 0; k--) v = v << 8 | (unsigned char)r->str[i * 8 + k];
+            print_message("%s%lld", i % 6 ? " " : "\n    ", (long long)v);
+        }
+        print_message("\n  (%s, packed)\n", who);
+        return;
+    }
     if (r->type != REDIS_REPLY_ARRAY) {
         print_message("  %s: %s\n", who, r->type == REDIS_REPLY_ERROR ? r->str : "(not an array)");
         return;
@@ -246,12 +279,14 @@ static void test_mixed(void **state) {
             redisReply *b = send_call(&s, &s.calls[c], "m:", SL_SCRIPT_MODULE);
             redisReply *x =
                 send_call(&s, &s.calls[c], "x:", c % 2 ? SL_SCRIPT_MODULE : SL_SCRIPT_EVAL);
+            redisReply *y = send_call(&s, &s.calls[c], "y:", SL_SCRIPT_MODULE_ARGS);
             if (a->type == REDIS_REPLY_ERROR) fail_msg("script: %s", a->str);
-            if (!same_reply(a, b) || !same_reply(a, x)) {
+            if (!same_decisions(a, b) || !same_decisions(a, x) || !same_decisions(a, y)) {
                 print_seq(&s, c);
                 print_reply("script", a);
                 print_reply("module", b);
                 print_reply("alternating", x);
+                print_reply("module, arguments per item", y);
                 fail_msg("seed %" PRIu64 " (MOD_SEED=%" PRIu64
                          " MOD_COUNT=1) call %zu: script, module and alternating differ",
                          seed + q, seed + q, c);
@@ -259,26 +294,31 @@ static void test_mixed(void **state) {
             freeReplyObject(a);
             freeReplyObject(b);
             freeReplyObject(x);
+            freeReplyObject(y);
             calls++;
         }
         /* the same states under the three prefixes */
         redisReply *ks = cmd("KEYS s:*");
         redisReply *km = cmd("KEYS m:*");
         redisReply *kx = cmd("KEYS x:*");
+        redisReply *ky = cmd("KEYS y:*");
         assert_int_equal(ks->elements, km->elements);
         assert_int_equal(ks->elements, kx->elements);
+        assert_int_equal(ks->elements, ky->elements);
         for (size_t i = 0; i < ks->elements; i++) {
             const char *k = ks->element[i]->str + 2;
-            char nm[64], nx[64];
+            char nm[64], nx[64], ny[64];
             snprintf(nm, sizeof nm, "m:%s", k);
             snprintf(nx, sizeof nx, "x:%s", k);
-            redisReply *v[3];
-            long long t[3];
+            snprintf(ny, sizeof ny, "y:%s", k);
+            redisReply *v[4];
+            long long t[4];
             key_state(ks->element[i]->str, &v[0], &t[0]);
             key_state(nm, &v[1], &t[1]);
             key_state(nx, &v[2], &t[2]);
-            if (!same_reply(v[0], v[1]) || !same_reply(v[0], v[2]) || t[0] != t[1] ||
-                t[0] != t[2]) {
+            key_state(ny, &v[3], &t[3]);
+            if (!same_reply(v[0], v[1]) || !same_reply(v[0], v[2]) || !same_reply(v[0], v[3]) ||
+                t[0] != t[1] || t[0] != t[2] || t[0] != t[3]) {
                 print_seq(&s, NCALLS);
                 fail_msg("seed %" PRIu64 ": key %s: script %s (pttl %lld), module %s (pttl %lld), "
                          "alternating %s (pttl %lld)",
@@ -286,13 +326,14 @@ static void test_mixed(void **state) {
                          v[1]->type == REDIS_REPLY_STRING ? v[1]->str : "(list)", t[1],
                          v[2]->type == REDIS_REPLY_STRING ? v[2]->str : "(list)", t[2]);
             }
-            for (int j = 0; j < 3; j++) freeReplyObject(v[j]);
+            for (int j = 0; j < 4; j++) freeReplyObject(v[j]);
         }
         freeReplyObject(ks);
         freeReplyObject(km);
         freeReplyObject(kx);
+        freeReplyObject(ky);
     }
-    print_message("mixed: %" PRIu64 " sequences, %lu calls each three ways\n", count, calls);
+    print_message("mixed: %" PRIu64 " sequences, %lu calls each four ways\n", count, calls);
 }
 
 /* ---- errors --------------------------------------------------------------------- */
@@ -427,6 +468,59 @@ static void test_errors(void **state) {
     }
 }
 
+/* One packed item (redis_script.h): set, group 16-bit, cost 64-bit, LE. */
+static void pack_item(char *p, unsigned set, unsigned group, uint64_t cost) {
+    p[0] = (char)set;
+    p[1] = (char)(set >> 8);
+    p[2] = (char)group;
+    p[3] = (char)(group >> 8);
+    for (int k = 0; k < 8; k++) p[4 + k] = (char)(cost >> (8 * k));
+}
+
+/* The packed form: a good call answers what the arguments form answers;
+ * every bad item is an error that writes nothing, not even the good item
+ * before it. */
+static void test_packed(void **state) {
+    (void)state;
+    char two[2 * SL_SCRIPT_PACKED_ITEM];
+    freeReplyObject(cmd("FLUSHALL"));
+    pack_item(two, 1, 0, 2);
+    pack_item(two + SL_SCRIPT_PACKED_ITEM, 1, 2, 1);
+    redisReply *a =
+        cmd("SLUICE.DECIDE 2 pk pj 1000000 1 5 5 1000000 5 0 0 abc %b", two, sizeof two);
+    freeReplyObject(cmd("FLUSHALL"));
+    redisReply *b = cmd("SLUICE.DECIDE 2 pk pj 1000000 1 5 5 1000000 5 0 0 abc 1 2 0 1 1 2");
+    assert_int_equal(a->type, REDIS_REPLY_STRING);
+    assert_int_equal(a->len, 2 * SL_SCRIPT_PACKED_REPLY);
+    assert_true(same_packed(b, a));
+    freeReplyObject(a);
+    freeReplyObject(b);
+    static const struct {
+        unsigned set, group;
+        uint64_t cost;
+        const char *err;
+    } bad[] = {{0, 0, 1, "ERR sluice: item 2: bad parameter set"},
+               {2, 0, 1, "ERR sluice: item 2: bad parameter set"},
+               {1, 512, 1, "ERR sluice: item 2: bad group"},
+               {1, 0, UINT64_MAX, "ERR sluice: item 2: bad cost"}};
+    for (size_t t = 0; t < sizeof bad / sizeof bad[0]; t++) {
+        freeReplyObject(cmd("FLUSHALL"));
+        pack_item(two, 1, 0, 1);
+        pack_item(two + SL_SCRIPT_PACKED_ITEM, bad[t].set, bad[t].group, bad[t].cost);
+        redisReply *r = cmd("SLUICE.DECIDE 2 pk pj 0 1 5 5 1000000 5 0 0 abc %b", two, sizeof two);
+        assert_int_equal(r->type, REDIS_REPLY_ERROR);
+        assert_string_equal(r->str, bad[t].err);
+        freeReplyObject(r);
+        r = cmd("DBSIZE");
+        assert_int_equal(r->integer, 0);
+        freeReplyObject(r);
+    }
+    redisReply *r = cmd("SLUICE.DECIDE 2 pk pj 0 1 5 5 1000000 5 0 0 abc %b", two, sizeof two - 1);
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    assert_string_equal(r->str, "ERR sluice: packed items: expected 24 bytes, got 23");
+    freeReplyObject(r);
+}
+
 /* COMMAND GETKEYS and COMMAND INFO: the keys are positions 2..n+1. */
 static void test_keys(void **state) {
     (void)state;
@@ -494,6 +588,7 @@ static int setup(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_log_runs), cmocka_unit_test(test_keys),
-                                       cmocka_unit_test(test_errors), cmocka_unit_test(test_mixed)};
+                                       cmocka_unit_test(test_errors), cmocka_unit_test(test_packed),
+                                       cmocka_unit_test(test_mixed)};
     return cmocka_run_group_tests(tests, setup, redis_fixture_stop);
 }

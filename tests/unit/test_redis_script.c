@@ -1052,7 +1052,7 @@ static void test_parse(void **state) {
 
     static const char *const bad[] = {
         "-ERR boom\r\n",
-        "$3\r\nabc\r\n",
+        "$3\r\nabc\r\n", /* a string, not the 48 bytes of a packed item */
         "*1\r\n:1\r\n",
         "*5\r\n:1\r\n:5\r\n:4\r\n:0\r\n:0\r\n",
         "*1\r\n*6\r\n:1\r\n:5\r\n:4\r\n:0\r\n:0\r\n:0\r\n", /* the old nested shape */
@@ -1074,6 +1074,35 @@ static void test_parse(void **state) {
     }
     assert_int_equal(sl__redis_script_parse(NULL, it, 1, err, 4), -1);
     assert_int_equal(strlen(err), 3); /* truncated */
+
+    /* the module's packed reply: 6 x int64 little-endian per item, the same checks */
+    char wire[64];
+    int64_t v[6] = {1, 5, 4, 0, 200000, 7};
+    memcpy(wire, "$48\r\n", 5);
+    for (int f = 0; f < 6; f++)
+        for (int k = 0; k < 8; k++) wire[5 + 8 * f + k] = (char)((uint64_t)v[f] >> (8 * k));
+    memcpy(wire + 53, "\r\n", 2);
+    redisReader *rd = redisReaderCreate();
+    redisReaderFeed(rd, wire, 55);
+    void *pr = NULL;
+    assert_int_equal(redisReaderGetReply(rd, &pr), REDIS_OK);
+    redisReaderFree(rd);
+    assert_int_equal(sl__redis_script_parse(pr, it, 1, err, sizeof err), 0);
+    assert_true(it[0].decided && it[0].decision.allowed);
+    assert_i64(it[0].decision.remaining, 4);
+    assert_i64(it[0].decision.reset_after, 200000 * US);
+    assert_i64(it[0].decision.delay, 7 * US);
+    assert_int_equal(sl__redis_script_parse(pr, it, 2, err, sizeof err), -1); /* length */
+    assert_string_equal(err, "module reply has the wrong length");
+    freeReplyObject(pr);
+    wire[5] = 2; /* allowed 2 */
+    rd = redisReaderCreate();
+    redisReaderFeed(rd, wire, 55);
+    assert_int_equal(redisReaderGetReply(rd, &pr), REDIS_OK);
+    redisReaderFree(rd);
+    assert_int_equal(sl__redis_script_parse(pr, it, 1, err, sizeof err), -1);
+    assert_false(it[0].decided);
+    freeReplyObject(pr);
 }
 
 int main(void) {

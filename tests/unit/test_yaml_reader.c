@@ -202,6 +202,28 @@ static void test_error_list(void **state) {
     for (int i = 0; i < SL_CONFIG_MAX_ERRORS + 5; i++) sl__errors_add(&e, "f", i, NULL, "e");
     assert_int_equal(e.n, SL_CONFIG_MAX_ERRORS + 8);
     assert_string_equal(e.msg[SL_CONFIG_MAX_ERRORS - 1], "f:60: e");
+    /* a message longer than its slot (a deep path in a nested file's error)
+     * keeps its start and its end, what is wrong: the middle goes */
+    sl_config_errors l = {0};
+    char path[400];
+    memset(path, 'p', sizeof path - 1);
+    path[sizeof path - 1] = '\0';
+    sl__errors_add(&l, "/tmp/s.yaml", 7, "domains", "%s:8: replaces: the reason at the end", path);
+    const char *m = l.msg[0];
+    assert_int_equal(strlen(m), sizeof l.msg[0] - 1);
+    assert_int_equal(strncmp(m, "/tmp/s.yaml:7: domains: ppp", 27), 0);
+    assert_non_null(strstr(m, "p...p"));
+    const char *end = "ppp:8: replaces: the reason at the end";
+    assert_string_equal(m + strlen(m) - strlen(end), end);
+    /* one that just fits is kept whole */
+    sl_config_errors f = {0};
+    char fits[sizeof f.msg[0] - 3]; /* "f: " and 252 bytes: 255 */
+    memset(fits, 'x', sizeof fits - 1);
+    fits[sizeof fits - 1] = '\0';
+    sl__errors_add(&f, "f", 0, NULL, "%s", fits);
+    assert_int_equal(strlen(f.msg[0]), sizeof f.msg[0] - 1);
+    assert_int_equal(strncmp(f.msg[0], "f: xxx", 6), 0);
+    assert_null(strstr(f.msg[0], "..."));
 }
 
 static void test_nesting_and_syntax(void **state) {

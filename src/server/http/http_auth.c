@@ -346,7 +346,6 @@ typedef struct auth_ctx {
     sl_decide_call *call;   /* the call (its keys, the answer's place) */
     sl_worker_stats *stats; /* the worker's (held, released, ...), or NULL */
     sl_hold_item *held;
-    sl_shed *shed;        /* the shedder that admitted it (given back if refused), or NULL */
     sl_retry_stage retry; /* a limit's retry_budget:, before the decision */
 } auth_ctx;
 
@@ -427,6 +426,33 @@ static void auth_hold(auth_ctx *ac, sl_decide_call *c, size_t i, int64_t delay) 
     auth_finish(ac, c);
 }
 
+/* The server's capacity shed the request (shedding:, decided by the
+ * engine with its limits): 403 with Sluice-Shed: 1 and Retry-After
+ * (nginx's auth_request turns a 503 into a 500: the recipe maps this 403
+ * to 503), counted for the first limit's policy. */
+static void auth_shed(auth_ctx *ac, sl_decide_call *c) {
+    sl_priority prio = c->priority;
+    atomic_fetch_add_explicit(&ac->a->items[0].policy->shed[prio], 1, memory_order_relaxed);
+    int64_t secs = c->shed_retry < 0 ? 1 : sl__ceil_s(c->shed_retry);
+    if (secs < 1) secs = 1;
+    char body[192], retry[24];
+    int n = snprintf(body, sizeof body,
+                     "{\"error\":\"shed\",\"message\":\"the server is over capacity: %s "
+                     "requests are shed (retry after %lld s)\"}",
+                     sl_priority_name(prio), (long long)secs);
+    snprintf(retry, sizeof retry, "%lld", (long long)secs);
+    sl_buf *out = sl__reply_out(&ac->reply);
+    sl__http_begin(out, 403);
+    sl__http_header_line(out, "Retry-After", retry);
+    sl__http_header_line(out, "Sluice-Shed", "1");
+    sl__http_header_line(out, "Cache-Control", "no-store");
+    sl__http_end(out, sl__reply_keep(&ac->reply, ac->keep), "application/json", body, (size_t)n);
+    if (ac->head) out->len -= (size_t)n;
+    sl__reply_end(&ac->reply);
+    if (ac->heap) free(ac->a);
+    sl__decide_call_free(c);
+}
+
 static void auth_done(sl_decide_call *c) {
     auth_ctx *ac = sl__decide_call_user(c);
     if (!ac->a) { /* there was no memory to keep the answer */
@@ -438,9 +464,11 @@ static void auth_done(sl_decide_call *c) {
         sl__decide_call_free(c);
         return;
     }
+    if (c->shed) { /* the engine's capacity shed it: nothing was decided */
+        auth_shed(ac, c);
+        return;
+    }
     sl__rules_finish(ac->a, c);
-    if (ac->shed && ac->a->verdict != SL_VERDICT_ALLOW)
-        sl_shed_refund(ac->shed, 1, ac->now); /* refused by its own limits: capacity unused */
     int64_t delay;
     size_t i = ac->hold ? sl__http_hold_pick(ac->a, &delay) : ac->a->n;
     if (i < ac->a->n && !sl__http_hold_fits(ac->a, i, delay)) {
@@ -461,49 +489,11 @@ static void auth_done(sl_decide_call *c) {
  * to 429; nothing is decided. */
 static void auth_retry_refused(sl_retry_stage *st) {
     auth_ctx *ac = st->arg;
-    if (ac->shed) sl_shed_refund(ac->shed, 1, ac->now);
     sl__http_retry_refused(sl__reply_out(&ac->reply), 403, ac->head,
                            sl__reply_keep(&ac->reply, ac->keep), st->call.limit->name, &st->call);
     sl__reply_end(&ac->reply);
     if (ac->heap) free(ac->a);
     sl__decide_call_free(st->decide);
-}
-
-/* Load shedding (shedding:): the priority is the first matching rule's
- * priority:, else the shedding header's. True when the server's capacity
- * refuses the request: 403 with Sluice-Shed: 1 and Retry-After (nginx's
- * auth_request turns a 503 into a 500: the recipe maps this 403 to 503),
- * counted for the first limit's policy; else *admitted is the shedder that
- * took a token (NULL when shedding is off). */
-static bool auth_shed_refuses(const sl_request_ctx *rq, const sl_http_request *req,
-                              const sl_rules_answer *a, bool keep, sl_buf *out,
-                              sl_shed **admitted) {
-    const char *header = NULL;
-    sl_shed *s = sl__policy_set_shed(rq->policies, &header);
-    *admitted = NULL;
-    if (!s) return false;
-    sl_priority prio = a->priority >= 0 ? (sl_priority)a->priority : sl__http_priority(req, header);
-    sl_shed_decision d;
-    if (sl_shed_admit(s, prio, 1, rq->now, &d) == SL_OK && d.admitted) {
-        *admitted = s;
-        return false;
-    }
-    atomic_fetch_add_explicit(&a->items[0].policy->shed[prio], 1, memory_order_relaxed);
-    int64_t secs = d.retry_after < 0 ? 1 : sl__ceil_s(d.retry_after);
-    if (secs < 1) secs = 1;
-    char body[192], retry[24];
-    int n = snprintf(body, sizeof body,
-                     "{\"error\":\"shed\",\"message\":\"the server is over capacity: %s "
-                     "requests are shed (retry after %lld s)\"}",
-                     sl_priority_name(prio), (long long)secs);
-    snprintf(retry, sizeof retry, "%lld", (long long)secs);
-    sl__http_begin(out, 403);
-    sl__http_header_line(out, "Retry-After", retry);
-    sl__http_header_line(out, "Sluice-Shed", "1");
-    sl__http_header_line(out, "Cache-Control", "no-store");
-    sl__http_end(out, keep, "application/json", body, (size_t)n);
-    if (req->method == SL_HTTP_HEAD) out->len -= (size_t)n;
-    return true;
 }
 
 /* The first enforced limit of a with a retry budget, or a->n. */
@@ -546,11 +536,11 @@ bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, 
         write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
         return keep;
     }
-    sl_shed *shed;
-    if (auth_shed_refuses(rq, req, &a, keep, out, &shed)) {
-        sl__decide_call_free(c);
-        return keep;
-    }
+    const char *header = NULL;
+    sl_decide_capacity *cap = sl__policy_set_shed(rq->policies, &header);
+    if (cap) /* the first matching rule's priority:, else the header's; lives with the set */
+        sl__decide_call_shed(
+            c, cap, a.priority >= 0 ? (sl_priority)a.priority : sl__http_priority(req, header));
     auth_ctx *ac = sl__decide_call_user(c);
     *ac = (auth_ctx){.keep = keep,
                      .head = head,
@@ -560,8 +550,7 @@ bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, 
                      .set = rq->policies,
                      .starting = true,
                      .stats = rq->stats,
-                     .hold_item = SL_CHECK_MAX,
-                     .shed = shed};
+                     .hold_item = SL_CHECK_MAX};
     c->done = auth_done;
     bool answered;
     sl__reply_begin(&ac->reply, rq->slot, out, &answered);
@@ -573,8 +562,8 @@ bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, 
                               rq->decider, now, auth_retry_refused, ac);
     else
         sl__engine_decide(rq->decider, c, now);
+    if (answered) return keep; /* done ran inline: the call, and ac with it, are gone */
     ac->starting = false;
-    if (answered) return keep;
     /* done comes later: the answer moves to the heap */
     sl_rules_answer *copy = malloc(sizeof *copy); /* without the keys (the call has them) */
     if (copy) {

@@ -1,10 +1,11 @@
 /* resp_check.c: SL.CHECK policy key [cost] [DELAY] [PRIORITY p] [RETRY n]
- * (docs/resp.md): the server's load shedding first (shedding:, PRIORITY:
- * -SHED when over capacity), then the policy's retry budget (retry_budget:,
- * RETRY n >= 1 is a retry: -RETRYBUDGET when over it), then one item of the
- * policy decided by the engine through the context's decider, its reply
- * (five integers, six with DELAY) written in done, inline or in the reserved
- * place (server/reply.h). Registered in resp_commands.c's table. */
+ * (docs/resp.md): the policy's retry budget first (retry_budget:, RETRY
+ * n >= 1 is a retry: -RETRYBUDGET when over it), then one item of the
+ * policy decided by the engine through the context's decider with the
+ * server's shedding capacity at PRIORITY p (shedding:, its scope's, as for
+ * every protocol: sl__decide_call_shed; -SHED when over capacity), its
+ * reply (five integers, six with DELAY) written in done, inline or in the
+ * reserved place (server/reply.h). Registered in resp_commands.c's table. */
 #include "server/resp/resp_check.h"
 
 #include <stdatomic.h>
@@ -25,19 +26,30 @@ static sl_decider *decider_of(const sl_resp_context *ctx) {
 /* SL.CHECK's call: where the reply goes, its form, and what it took. */
 typedef struct check_ctx {
     sl_reply r;
-    bool delay;    /* DELAY: delay_ms as a sixth integer */
-    sl_shed *shed; /* the shedder that admitted it (given back if refused), or NULL */
+    bool delay; /* DELAY: delay_ms as a sixth integer */
     int64_t now;
     sl_retry_stage retry; /* the policy's retry_budget:, before the decision */
 } check_ctx;
 
+/* The server's capacity shed the call (the engine decided it, nothing
+ * else): -SHED, counted by policy and priority. */
+static void write_shed(sl_buf *out, sl_policy *p, sl_priority prio, int64_t retry_after) {
+    atomic_fetch_add_explicit(&p->shed[prio], 1, memory_order_relaxed);
+    int64_t secs = retry_after < 0 ? 1 : sl__ceil_s(retry_after);
+    sl__resp_errorf(out,
+                    "SHED the server is over capacity: %s requests are shed (retry after %lld s)",
+                    sl_priority_name(prio), (long long)(secs < 1 ? 1 : secs));
+}
+
 static void check_done(sl_decide_call *call) {
     check_ctx *cc = sl__decide_call_user(call);
     const sl_decide_item *it = &call->items[0];
-    if (cc->shed && (call->rc != SL_OK || !it->decision.allowed))
-        sl_shed_refund(cc->shed, 1, cc->now); /* refused by its own limit: capacity unused */
-    sl__resp_check_reply(sl__reply_out(&cc->r), sl__policy_of(it->limit), call->rc, &it->decision,
-                         it->cost, cc->delay);
+    if (call->shed)
+        write_shed(sl__reply_out(&cc->r), sl__policy_of(it->limit), call->priority,
+                   call->shed_retry);
+    else
+        sl__resp_check_reply(sl__reply_out(&cc->r), sl__policy_of(it->limit), call->rc,
+                             &it->decision, it->cost, cc->delay);
     sl__reply_end(&cc->r);
     sl__decide_call_free(call);
 }
@@ -46,7 +58,6 @@ static void check_done(sl_decide_call *call) {
 static void check_retry_refused(sl_retry_stage *st) {
     check_ctx *cc = st->arg;
     const sl_retry_call *rc = &st->call;
-    if (cc->shed) sl_shed_refund(cc->shed, 1, cc->now);
     int64_t ns = rc->d.retry_after < 0 ? rc->limit->opts.window : rc->d.retry_after;
     long long secs = sl__ceil_s(ns) < 1 ? 1 : (long long)sl__ceil_s(ns);
     sl__resp_errorf(sl__reply_out(&cc->r),
@@ -102,27 +113,6 @@ static bool parse_opts(const sl_resp_command *cmd, check_opts *o, sl_buf *out) {
     return true;
 }
 
-/* Load shedding (shedding:): true when the server's capacity refuses the
- * command (-SHED, counted by policy and priority); else *admitted is the
- * shedder that took one token (NULL when shedding is off). */
-static bool shed_refuses(const sl_resp_context *ctx, sl_policy *p, sl_priority prio, sl_buf *out,
-                         sl_shed **admitted) {
-    sl_shed *s = sl__policy_set_shed(ctx->policies, NULL);
-    *admitted = NULL;
-    if (!s) return false;
-    sl_shed_decision d;
-    if (sl_shed_admit(s, prio, 1, ctx->now, &d) == SL_OK && d.admitted) {
-        *admitted = s;
-        return false;
-    }
-    atomic_fetch_add_explicit(&p->shed[prio], 1, memory_order_relaxed);
-    int64_t secs = d.retry_after < 0 ? 1 : sl__ceil_s(d.retry_after);
-    sl__resp_errorf(out,
-                    "SHED the server is over capacity: %s requests are shed (retry after %lld s)",
-                    sl_priority_name(prio), (long long)(secs < 1 ? 1 : secs));
-    return true;
-}
-
 int sl__resp_cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
     if (cmd->argc < 3) {
         wrong_args(out, "sl.check");
@@ -144,19 +134,17 @@ int sl__resp_cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, s
     }
     check_opts o;
     if (!parse_opts(cmd, &o, out)) return 0;
-    sl_shed *shed;
-    if (shed_refuses(ctx, p, o.priority, out, &shed)) return 0;
     sl_decide_item item = sl__policy_use(p, cmd->argv[2], cmd->argl[2], o.cost, false);
     sl_decide_call *call = sl__decide_call_new(&item, 1, NULL, NULL, sizeof(check_ctx));
     if (!call) {
-        if (shed) sl_shed_refund(shed, 1, ctx->now);
         sl__resp_error(out, "ERR out of memory");
         return 0;
     }
     check_ctx *cc = sl__decide_call_user(call);
     cc->delay = o.delay;
-    cc->shed = shed; /* lives with the policy set the call holds */
     cc->now = ctx->now;
+    sl_decide_capacity *cap = sl__policy_set_shed(ctx->policies, NULL);
+    if (cap) sl__decide_call_shed(call, cap, o.priority); /* lives with the set */
     sl__decide_call_hold(call, ctx->policies);
     call->done = check_done;
     bool answered;

@@ -15,7 +15,11 @@
 #   grpc    Envoy ShouldRateLimit over HTTP/2 (h2load: one connection, 1 or 16
 #           streams at a time)
 #
-# Usage: bench/server/instr.sh BUILD_DIR [-n N] [--only LIST]   (after `make build`)
+# --retry-budget gives the policy `api` a retry_budget: {} (docs/protection.md):
+# every request is a first attempt, counted by the budget before the decision.
+#
+# Usage: bench/server/instr.sh BUILD_DIR [-n N] [--only LIST] [--retry-budget]
+#        (after `make build`)
 set -euo pipefail
 
 [ $# -ge 1 ] || { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 2; }
@@ -23,10 +27,12 @@ build=$(cd "$1" && pwd)
 shift
 n=2000
 only=resp,http,auth,json,grpc
+budget=
 while [ $# -gt 0 ]; do
   case $1 in
     -n) n=$2; shift ;;
     --only) only=$2; shift ;;
+    --retry-budget) budget=", retry_budget: {}" ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -51,7 +57,7 @@ listen: {http: 127.0.0.1:$hp, resp: 127.0.0.1:$rp, grpc: 127.0.0.1:$gp}
 workers: 1
 domains: $tmp/rules
 policies:
-  - {name: api, algorithm: token_bucket, rate: 1000000000/s, burst: 1000000000}
+  - {name: api, algorithm: token_bucket, rate: 1000000000/s, burst: 1000000000$budget}
 rules:
   - name: all
     limits:
@@ -113,7 +119,7 @@ wait_port() {
   echo "sluiced did not listen on $1" >&2; exit 1
 }
 
-echo "# instructions per request inside on_read (callgrind), $n requests, 1 worker"
+echo "# instructions per request inside on_read (callgrind), $n requests, 1 worker${budget:+, api with a retry_budget}"
 echo "# commit $(git -C "$(dirname "$0")" rev-parse --short HEAD)$(git -C "$(dirname "$0")" diff --quiet || echo ' (with local changes)')"
 printf '%-6s %12s %12s\n' path "1/read" "16/read"
 for p in ${only//,/ }; do

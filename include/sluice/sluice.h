@@ -22,6 +22,7 @@
 #include "sluice/limit.h"
 #include "sluice/limiter.h"
 #include "sluice/ramp.h"
+#include "sluice/retry.h"
 #include "sluice/shed.h"
 #include "sluice/table.h"
 #include "sluice/version.h"

@@ -80,7 +80,18 @@ typedef struct sl_policy_config {
         int line;
     } hold_weights[SL_HOLD_WEIGHTS_MAX];
     uint8_t nhold_weights;
+    /* retry_budget: (sluice/retry.h, docs/protection.md "Retry budget"): requests marked as
+       retries by `header` (a value >= 1) pass only while R + 1 <= min_retries +
+       floor(F x ratio) over the window; window 0 = none */
+    struct sl_retry_budget_config {
+        int64_t ratio_ppm;   /* 0..1000000; default 10 % */
+        int64_t min_retries; /* default SL_RETRY_MIN_DEFAULT */
+        int64_t window;      /* ns, whole ms, 10 ms..24 h; default 10 s; 0: no budget */
+        char header[64];     /* default Retry-Attempt */
+    } retry;
 } sl_policy_config;
+
+#define SL_RETRY_MIN_DEFAULT 10 /* retry_budget.min_retries per window */
 
 #define SL_HOLD_MAX            (INT64_C(60) * 1000000000) /* 1 min: below the default idle_timeout */
 #define SL_HOLD_PER_TENANT     100                        /* hold_per_tenant's default */
@@ -163,7 +174,9 @@ typedef struct sl_limit_config {
 typedef struct sl_rule_config {
     char name[SL_POLICY_NAME_MAX + 1];
     sl_route_match match;
-    bool shadow;               /* this rule's limits decide and count, but never refuse */
+    bool shadow;  /* this rule's limits decide and count, but never refuse */
+    int priority; /* priority: (sluice/shed.h's sl_priority) of its requests, or -1: the
+                     shedding header's (docs/protection.md) */
     sl_policy_graphql graphql; /* how its `cost: graphql` limits cost a query */
     sl_limit_config limits[SL_RULE_MAX_LIMITS];
     unsigned nlimits;

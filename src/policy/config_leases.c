@@ -30,6 +30,8 @@ static const struct {
     {"hold_per_tenant", "only a leaky_queue holds answers"},
     {"hold_weights", "only a leaky_queue holds answers"},
     {"shadow", "not supported for concurrency limits (yet)"},
+    {"retry_budget",
+     "a retry budget limits retries of rate-limited requests (/v1/check, /v1/auth)"},
     {"ramp_up", "a ramp scales a rate and a burst; a concurrency limit's N is not ramped (yet)"},
 };
 

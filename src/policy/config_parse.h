@@ -92,6 +92,19 @@ void sl__config_policy_ramp(sl__config_parser *p, const char *path, sl_ramp *r);
  * burst must fit in thousandths of a request): NULL, or why not. */
 const char *sl__config_ramp_problem(const sl_policy_config *pc);
 
+/* "10%", "2.5%": a percentage with up to four decimals into parts per
+ * million; false if not one (config_ramp.c). */
+bool sl__config_percent(const char *s, size_t n, int64_t *ppm);
+
+/* A header name (an HTTP token shorter than max); config_shedding.c. */
+bool sl__config_header_name(const char *s, size_t n, size_t max);
+
+/* ---- config_retry.c ---- */
+/* A policy's retry_budget: block into *r (defaults first; window 0 after
+ * errors). */
+void sl__config_policy_retry(sl__config_parser *p, const char *path,
+                             struct sl_retry_budget_config *r);
+
 /* A policy with algorithm: concurrency, read into pc by the policies
  * section (its keys[0..nkeys) and the lines they were seen at; in lc the
  * limit, lease, adaptive, min_limit and max_limit as read, 0 when absent):

@@ -32,13 +32,16 @@ enum {
     POL_HOLD,
     POL_HOLD_PER_TENANT,
     POL_HOLD_WEIGHTS,
+    POL_RETRY_BUDGET,
     POL_NKEYS
 };
 
 static const char *const policy_keys[] = {
-    "name",       "algorithm",   "rate",    "burst",   "count_rejected",  "start",       "shadow",
-    "on_failure", "delay_after", "refill",  "graphql", "limit",           "lease",       "adaptive",
-    "min_limit",  "max_limit",   "ramp_up", "hold",    "hold_per_tenant", "hold_weights"};
+    "name",        "algorithm", "rate",       "burst",           "count_rejected",
+    "start",       "shadow",    "on_failure", "delay_after",     "refill",
+    "graphql",     "limit",     "lease",      "adaptive",        "min_limit",
+    "max_limit",   "ramp_up",   "hold",       "hold_per_tenant", "hold_weights",
+    "retry_budget"};
 _Static_assert(sizeof policy_keys / sizeof policy_keys[0] == POL_NKEYS, "one name per key");
 
 static const char *const algorithm_names[] = {"fixed_window", "sliding_log", "sliding_window",
@@ -216,6 +219,9 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
         break;
     case POL_RAMP_UP:
         sl__config_policy_ramp(p, path, &pc->ramp);
+        break;
+    case POL_RETRY_BUDGET:
+        sl__config_policy_retry(p, path, &pc->retry);
         break;
     case POL_COUNT_REJECTED:
         if (sl__yaml_bool(&p->y, path, &flag) && flag) pc->params.flags |= SL_COUNT_REJECTED;

@@ -20,7 +20,7 @@ static const char *const ramp_keys[] = {"duration", "from"};
 #define FROM_WHAT "a percentage above 0% and at most 100%, such as 10% or 2.5%"
 
 /* "10%", "2.5%", "100%" into parts per million; false if not one. */
-static bool parse_percent(const char *s, size_t n, int64_t *ppm) {
+bool sl__config_percent(const char *s, size_t n, int64_t *ppm) {
     if (n < 2 || s[n - 1] != '%') return false;
     int64_t whole = 0, frac = 0, scale = 10000; /* ppm per percent */
     size_t i = 0, digits = 0;
@@ -56,7 +56,7 @@ static void ramp_value(sl__yaml *y, void *obj, int key, const char *path) {
         char q[64];
         sl__yaml_quote(q, sizeof q, s, n);
         int64_t ppm = 0;
-        if (!parse_percent(s, n, &ppm) || ppm < 1 || ppm > SL_RAMP_ONE)
+        if (!sl__config_percent(s, n, &ppm) || ppm < 1 || ppm > SL_RAMP_ONE)
             sl__yaml_error(y, sl__yaml_line(y), path, "%s: expected %s", q, FROM_WHAT);
         else
             r->from = ppm;

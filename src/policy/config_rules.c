@@ -14,9 +14,12 @@ enum { CO_METHOD, CO_PATH, CO_COST };
 
 static const char *const cost_keys[] = {"method", "path", "cost"};
 
-enum { RU_NAME, RU_METHOD, RU_PATH, RU_SHADOW, RU_LIMITS, RU_GRAPHQL, RU_NKEYS };
+enum { RU_NAME, RU_METHOD, RU_PATH, RU_SHADOW, RU_LIMITS, RU_GRAPHQL, RU_PRIORITY, RU_NKEYS };
 
-static const char *const rule_keys[] = {"name", "method", "path", "shadow", "limits", "graphql"};
+static const char *const rule_keys[] = {"name",   "method",  "path",    "shadow",
+                                        "limits", "graphql", "priority"};
+
+static const char *const priority_names[] = {"critical", "default", "sheddable"};
 
 enum { LI_POLICY, LI_BY, LI_COST, LI_NKEYS };
 
@@ -366,6 +369,9 @@ static void rule_value(sl__yaml *y, void *obj, int key, const char *path) {
     case RU_GRAPHQL:
         sl__config_policy_graphql(p, path, &r->graphql);
         break;
+    case RU_PRIORITY: /* sl_priority's order */
+        r->priority = sl__yaml_enum(&p->y, path, "priority", priority_names, COUNT(priority_names));
+        break;
     }
 }
 
@@ -382,6 +388,7 @@ static void rule_item(sl__yaml *y, void *obj, size_t i, const char *item) {
     cfg->nrules++;
     memset(b.r, 0, sizeof *b.r);
     b.r->line = line;
+    b.r->priority = -1;
     int seen[RU_NKEYS] = {0};
     sl__yaml_each_key(y, item, rule_keys, COUNT(rule_keys), rule_value, &b, seen);
     if (y->fatal) return;

@@ -37,8 +37,8 @@ static const char *const shed_keys[] = {"rate",   "burst", "reserve_critical", "
                                         "header", "scope", "on_failure"};
 static const char *const scopes[] = {"process", "fleet"};
 
-static bool header_name(const char *s, size_t n) {
-    if (n == 0 || n >= SL_SHED_HEADER_MAX) return false;
+bool sl__config_header_name(const char *s, size_t n, size_t max) {
+    if (n == 0 || n >= max) return false;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         bool tchar = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -78,7 +78,7 @@ static void shed_value(sl__yaml *y, void *obj, int key, const char *path) {
         const char *s = sl__yaml_scalar(y, path, "a header name such as X-Priority");
         if (!s) break;
         size_t n = sl__yaml_len(y);
-        if (!header_name(s, n)) {
+        if (!sl__config_header_name(s, n, SL_SHED_HEADER_MAX)) {
             char q[64];
             sl__yaml_quote(q, sizeof q, s, n);
             sl__yaml_error(y, sl__yaml_line(y), path,

@@ -494,6 +494,12 @@ void sl__engine_decide(sl_decider *d, sl_decide_call *c, int64_t now) {
 
 /* The store has not answered inline: the call outlives the caller's frame
  * (its labels are made now, its policy set held). */
+static void goes_on(sl_decide_call *c);
+
+void sl__decide_call_detach(sl_decide_call *c) {
+    goes_on(c);
+}
+
 static void goes_on(sl_decide_call *c) {
     c->inline_mark = NULL;
     if (c->later) labels_now(c);  /* the caller's label context ends with this call */
@@ -675,7 +681,7 @@ bool sl__decider_recovered(sl_decider *d) {
 }
 
 sl_store *sl__decider_store(sl_decider *d) {
-    return d->store;
+    return d ? d->store : sl__memory_store();
 }
 
 void sl__decider_free(sl_decider *d) {

@@ -184,6 +184,10 @@ void sl__decide_call_label_later(sl_decide_call *c, sl_decide_label_fn fn, void 
  * when sl__engine_decide starts the call, and a reference is taken only if
  * the call does not complete inline. */
 void sl__decide_call_hold(sl_decide_call *c, struct sl_policy_set *set);
+/* c will be started after its caller's frame is gone (a retry budget that
+ * answers later, store/retry.h): its labels are made now and its set (given
+ * to sl__decide_call_hold) is held until it is freed. */
+void sl__decide_call_detach(sl_decide_call *c);
 /* Load shedding: the call first takes one token of cap (the set's, which
  * the call must hold: sl__decide_call_hold) at priority p, all or nothing
  * with its enforced items: a call the capacity refuses is shed (c->shed,

@@ -13,6 +13,7 @@
 #include "policy/lease_set.h"
 #include "policy/policy.h"
 #include "policy/rules.h"
+#include "store/retry.h"
 #include "sluice/error.h"
 #include "util/log.h"
 
@@ -131,7 +132,43 @@ static void policy_release(sl_policy *p) {
     sl__topk_destroy(p->lim.top);
     sl__topk_destroy(p->lim.near);
     sl__store_limit_stripes_free(&p->lim.store);
+    if (p->retry) {
+        sl_retry_destroy(p->retry->mem);
+        sl_retry_destroy(p->retry->fallback);
+        free(p->retry);
+    }
     free(p);
+}
+
+static bool same_retry(const struct sl_retry_budget_config *a,
+                       const struct sl_retry_budget_config *b) {
+    return a->window == b->window && a->ratio_ppm == b->ratio_ppm &&
+           a->min_retries == b->min_retries && strcmp(a->header, b->header) == 0;
+}
+
+/* p's retry budget (cfg.retry): the memory store's, and for the Redis
+ * store's local fail mode one at min_retries / expected_instances. */
+static int retry_new(sl_policy *p, const sl_config *conf) {
+    const struct sl_retry_budget_config *rc = &p->cfg.retry;
+    if (!rc->window) return SL_OK;
+    sl_retry_limit *r = calloc(1, sizeof *r);
+    if (!r) return SL_ENOMEM;
+    p->retry = r;
+    r->name = p->cfg.name;
+    r->opts = (sl_retry_options){.ratio_ppm = rc->ratio_ppm,
+                                 .min_retries = rc->min_retries,
+                                 .window = rc->window,
+                                 .max_memory = conf->max_memory};
+    r->on_failure = p->lim.store.on_failure;
+    int e = sl_retry_create(&r->opts, &r->mem);
+    if (e == SL_OK && conf->store_type == SL__STORE_REDIS && r->on_failure == SL_FAIL_LOCAL) {
+        sl_retry_options f = r->opts;
+        unsigned n = conf->redis.expected_instances > 1 ? conf->redis.expected_instances : 1;
+        f.min_retries /= n;
+        r->fallback_min = f.min_retries;
+        e = sl_retry_create(&f, &r->fallback);
+    }
+    return e;
 }
 
 /* Same limit, so the state can be kept: algorithm, rate, burst, flags, and
@@ -145,7 +182,7 @@ static bool same_limit(const sl_policy_config *a, const sl_policy_config *b) {
            a->graphql.scheme == b->graphql.scheme && a->graphql.divisor == b->graphql.divisor &&
            a->graphql.default_page == b->graphql.default_page &&
            a->graphql.max_cost == b->graphql.max_cost && a->ramp.duration == b->ramp.duration &&
-           a->ramp.from == b->ramp.from;
+           a->ramp.from == b->ramp.from && same_retry(&a->retry, &b->retry);
 }
 
 /* The local fallback of a limit shared by `instances` servers: its rate
@@ -198,6 +235,7 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool 
         l->fallback = fb;
     }
     if (rc == SL_OK && cfg->calendar != SL_CALENDAR_NONE) rc = sl__store_limit_stripes(l);
+    if (rc == SL_OK) rc = retry_new(p, conf);
     if (rc != SL_OK) {
         snprintf(err, errlen, "policy %s: %s", cfg->name, sl_strerror(rc));
         p->refs = 1;

@@ -56,6 +56,8 @@ typedef struct sl_policy {
     atomic_uint_fast64_t shed[SL_PRIORITIES];
     /* ramp_up: cfg.params in units (sluice/ramp.h), the store's params */
     sl_params unit;
+    /* retry_budget: (store/retry.h), or NULL */
+    struct sl_retry_limit *retry;
 } sl_policy;
 
 enum {

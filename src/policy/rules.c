@@ -44,6 +44,7 @@ typedef struct limit {
 typedef struct rule {
     pattern match;
     bool shadow;
+    int priority;              /* sl_priority, or -1 */
     sl_policy_graphql graphql; /* how its cost: graphql limits cost a query */
     char name[SL_POLICY_NAME_MAX + 1];
     size_t name_len;
@@ -186,6 +187,7 @@ int sl__rules_compile(const sl_config *cfg, const sl_policy_set *set, sl_rules *
         rule *ru = &r->rules[r->nrules++];
         compile_pattern(&rc->match, &ru->match);
         ru->shadow = rc->shadow;
+        ru->priority = rc->priority;
         ru->graphql = rc->graphql;
         memcpy(ru->name, rc->name, sizeof ru->name);
         ru->name_len = strlen(ru->name);
@@ -398,7 +400,7 @@ static bool matches(const pattern *p, unsigned method, const char *path, size_t 
 /* ---- keys and labels -------------------------------------------------------------- */
 
 static bool put_part(sl_rules_answer *a, char tag, const void *data, size_t n) {
-    if (a->used + 3 + n > sizeof a->arena) return false;
+    if (a->used + 3 + n > SL_RULES_ARENA) return false;
     char *p = a->arena + a->used;
     p[0] = tag;
     p[1] = (char)(n >> 8);
@@ -599,6 +601,7 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
     a->reason = a->message = NULL;
     a->n = a->refused = 0;
     a->cost = 1;
+    a->priority = -1;
     a->tier = -1;
     a->tier_name = NULL;
     a->have_client = false;
@@ -691,6 +694,7 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
     for (size_t i = 0; i < r->nrules; i++) {
         const rule *ru = &r->rules[i];
         if (!matches(&ru->match, method, path, plen)) continue;
+        if (a->priority < 0) a->priority = ru->priority; /* the first matching rule's */
         for (unsigned j = 0; j < ru->nlimits; j++) {
             const limit *l = &ru->limits[j];
             size_t start = a->used;

@@ -117,10 +117,11 @@ typedef struct sl_rules_answer {
     const char *message;                /* for humans (static), or NULL */
     sl_policy_item items[SL_CHECK_MAX]; /* the limits that applied, in rule order */
     size_t n;
-    size_t refused;             /* index of the limit that refused, or n */
-    int64_t cost;               /* the request's cost (costs:), before per-limit overrides */
-    int tier;                   /* the key's tier (index into the config's tiers), or -1 */
-    const char *tier_name;      /* or NULL */
+    size_t refused;        /* index of the limit that refused, or n */
+    int64_t cost;          /* the request's cost (costs:), before per-limit overrides */
+    int priority;          /* the first matching rule's priority: (sl_priority), or -1: none says */
+    int tier;              /* the key's tier (index into the config's tiers), or -1 */
+    const char *tier_name; /* or NULL */
     sl_key_refusal key_refused; /* not SL_KEY_ACCEPTED: the verdict is UNAUTHORIZED unless a
                                    limit refused first (LIMITED) or the request failed */
     sl_addr client;             /* who the request was counted as (when have_client) */
@@ -144,7 +145,11 @@ typedef struct sl_rules_answer {
     void *counts[SL_CHECK_MAX];
     const struct sl_rules *rules;
     const sl_apikey *key;
-    char arena[SL_RULES_ARENA];
+    /* the table keys of the request (items[].key point into it): the caller's
+       SL_RULES_ARENA bytes, set before sl__rules_prepare and needed only until
+       the engine call holds its copies of the keys, so that an answer that
+       waits (held, or decided later) keeps the rest alone (about 2.4 KiB) */
+    char *arena;
     size_t used;
 } sl_rules_answer;
 

@@ -14,6 +14,7 @@
 
 #include "core/hash.h"
 #include "store/memory.h"
+#include "store/retry.h"
 #include "store/redis_cluster.h"
 #include "store/redis_store.h"
 #include "store/redis_script.h"
@@ -497,8 +498,10 @@ static void batch_forget(sl_store *s, sl_store_call *c) {
     sl__memory_forget(c, false);
 }
 
-static const sl_store_ops batch_ops = {
-    .decide = batch_decide, .free = batch_store_free, .forget = batch_forget};
+static const sl_store_ops batch_ops = {.decide = batch_decide,
+                                       .free = batch_store_free,
+                                       .forget = batch_forget,
+                                       .retry = sl__memory_retry}; /* per server */
 
 sl_store *sl__batch_store_new(sl_batch *b, uv_loop_t *loop, const sl_redis_config *sync_cfg,
                               sl_redis_stats *stats, const sl_batch_hooks *hooks) {

@@ -153,24 +153,17 @@ static void without_redis(lstate *st) {
                           .remaining = limit - 1};
 }
 
-static bool int_at(const redisReply *r, size_t i, long long *v) {
-    if (i >= r->elements || r->element[i]->type != REDIS_REPLY_INTEGER) return false;
-    *v = r->element[i]->integer;
-    return true;
-}
-
 static void on_reply(void *arg, const redisReply *r, int status) {
     lstate *st = arg;
     sl_lease_call *c = st->c;
-    if (status == SL_REDIS_OK && r && r->type == REDIS_REPLY_ERROR && !st->with_source &&
-        strncmp(r->str, "NOSCRIPT", 8) == 0) {
+    if (!st->with_source && sl__redis_reply_noscript(r, status)) {
         st->with_source = true;
         send_call(st);
         return;
     }
-    long long ok, n, ttl, retry;
-    bool good = status == SL_REDIS_OK && r && r->type == REDIS_REPLY_ARRAY && int_at(r, 0, &ok) &&
-                int_at(r, 1, &n) && int_at(r, 2, &ttl) && int_at(r, 3, &retry);
+    long long v[4];
+    bool good = sl__redis_reply_ints(r, status, v, 4);
+    long long ok = v[0], n = v[1], ttl = v[2], retry = v[3];
     if (!good) {
         without_redis(st);
     } else {

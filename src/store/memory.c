@@ -11,6 +11,7 @@
 #include "core/table_any.h"
 #include "sluice/error.h"
 #include "store/lease.h"
+#include "store/retry.h"
 
 #define NS_DAY       (86400 * SL_NS_PER_SEC)
 #define MONTH_PERIOD (31 * NS_DAY) /* the calendar clock's month (config.c makes the tables) */
@@ -249,7 +250,8 @@ static void memory_free(sl_store *s) {
 static const sl_store_ops memory_ops = {.decide = memory_decide,
                                         .free = memory_free,
                                         .lease = sl__memory_lease,
-                                        .forget = memory_forget};
+                                        .forget = memory_forget,
+                                        .retry = sl__memory_retry};
 static sl_store memory_store = {.ops = &memory_ops};
 
 sl_store *sl__memory_store(void) {

@@ -8,6 +8,7 @@
 #include <hiredis/hiredis.h>
 
 #include "sluice/error.h"
+#include "store/redis_client.h"
 #include "store/redis_script.h"
 #include "util/units.h"
 
@@ -344,4 +345,19 @@ int sl__redis_script_parse(const struct redisReply *r, sl_script_item *items, si
     }
     for (size_t i = 0; i < n; i++) items[i].decided = true;
     return 0;
+}
+
+bool sl__redis_reply_ints(const redisReply *r, int status, long long *v, size_t n) {
+    if (status != SL_REDIS_OK || !r || r->type != REDIS_REPLY_ARRAY || r->elements < n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (r->element[i]->type != REDIS_REPLY_INTEGER) return false;
+        v[i] = r->element[i]->integer;
+    }
+    return true;
+}
+
+bool sl__redis_reply_noscript(const redisReply *r, int status) {
+    return status == SL_REDIS_OK && r && r->type == REDIS_REPLY_ERROR &&
+           strncmp(r->str, "NOSCRIPT", 8) == 0;
 }

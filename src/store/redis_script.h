@@ -153,6 +153,14 @@ struct redisReply;
  * 0, or SL_EPARSE when the reply is not the expected shape (an error reply
  * included: err gets its text), with a message in err (NUL-terminated,
  * truncated to errlen) and every item's decided false. Does not keep r. */
+/* The small scripts' replies (lease.lua, retry.lua): true when r (with
+ * the call's status, SL_REDIS_OK) is an array of at least n integers, into
+ * v[0..n). */
+bool sl__redis_reply_ints(const struct redisReply *r, int status, long long *v, size_t n);
+/* True when r is Redis's NOSCRIPT error (the script is to be sent again as
+ * EVAL with its source). */
+bool sl__redis_reply_noscript(const struct redisReply *r, int status);
+
 int sl__redis_script_parse(const struct redisReply *r, sl_script_item *items, size_t n, char *err,
                            size_t errlen);
 

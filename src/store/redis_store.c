@@ -22,6 +22,7 @@
 #include "core/table_any.h"
 #include "sluice/error.h"
 #include "store/lease.h"
+#include "store/retry.h"
 #include "store/redis_cluster.h"
 #include "store/redis_script.h"
 #include "util/buf.h"
@@ -123,6 +124,7 @@ static const sl_store_ops redis_ops = {.decide = redis_decide,
                                        .free = redis_free,
                                        .lease = sl__redis_lease,
                                        .forget = sl__redis_forget,
+                                       .retry = sl__redis_retry,
                                        .capacity = true};
 
 void sl__redis_store_parts(sl_store *s, uv_loop_t **loop, const sl_redis_config **cfg,

@@ -197,6 +197,7 @@ typedef struct sl_store_stats {
 
 typedef struct sl_store sl_store;
 struct sl_lease_call;
+struct sl_retry_call;
 typedef struct sl_store_ops {
     /* Decides c (the contract above). */
     void (*decide)(sl_store *s, sl_store_call *c);
@@ -216,6 +217,9 @@ typedef struct sl_store_ops {
      * maybe before it returns, under decide's rule (an operation completes
      * no call but its own). Calendar quotas are not forgotten. */
     void (*forget)(sl_store *s, sl_store_call *c);
+    /* Counts a first attempt or decides a retry of a policy's retry budget
+     * (store/retry.h, the same completion contract). */
+    void (*retry)(sl_store *s, struct sl_retry_call *c);
     /* decides a fleet capacity (sl_store_call.cap); else the engine takes
        the capacity's local share */
     bool capacity;

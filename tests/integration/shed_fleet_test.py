@@ -11,6 +11,9 @@ redis-server, started here on a free loopback port. The capacity refills at
   each server alone would have admitted that many;
 - a request its policy refuses (429) leaves the capacity as it was (one
   Redis call: the capacity's token is never taken);
+- every protocol takes the same capacity: /v1/check, /v1/auth (403 with
+  Sluice-Shed: 1; a rule's priority: wins over the header) and SL.CHECK
+  PRIORITY (-SHED), mixed over both servers, shed at 1x;
 - Redis killed, for each on_failure of the shedding section: open (no
   shedding), closed (only critical requests pass), local (this server's
   share, the burst and reserves / expected_instances), counted in
@@ -100,6 +103,72 @@ class Fleet(unittest.TestCase):
         # 9 tokens left: 5 for sheddable traffic
         got = statuses(self.servers, 7, priority="sheddable")
         self.assertEqual(got, [200] * 5 + [503] * 2)
+
+
+RULES = """
+rules:
+  - {{name: crit, path: /crit, priority: critical, limits: [{{policy: api, by: ip}}]}}
+  - {{name: all, limits: [{{policy: api, by: ip}}]}}
+"""
+
+
+def auth(s, uri, priority):
+    return curl("-H", "X-Original-Method: GET", "-H", "X-Original-URI: " + uri,
+                "-H", "X-Real-IP: 192.0.2.9", "-H", "X-Priority: " + priority,
+                s.url("/v1/auth"))
+
+
+class FleetProtocols(unittest.TestCase):
+    """/v1/check, /v1/auth and SL.CHECK take one fleet capacity (the engine
+    decides it for each: sl__decide_call_shed)."""
+
+    def setUp(self):
+        self.redis = harness.RedisServer("sluice-shed-fleet-")
+        self.assertTrue(self.redis.wait(), "redis-server did not start")
+        store = harness.redis_store(self.redis.port, "500ms", on_failure="open")
+        self.servers = [sluiced_test.Server(CONFIG + RULES, store=store, mode="local")
+                        for _ in range(2)]
+        self.resp = [harness.Resp(s.resp_port) for s in self.servers]
+
+    def tearDown(self):
+        for r in self.resp:
+            r.close()
+        for s in self.servers:
+            s.stop()
+        self.redis.stop()
+
+    def one(self, i, priority="sheddable", uri="/any"):
+        """Request i: /v1/check, /v1/auth, SL.CHECK in turn, over both servers
+        in turn; "ok", "shed" or what else it got."""
+        s, r = self.servers[i % 2], self.resp[i % 2]
+        kind = i % 3
+        if kind == 0:
+            st = check(s, priority=priority)
+            return {200: "ok", 503: "shed"}.get(st, st)
+        if kind == 1:
+            st, h, body = auth(s, uri, priority)
+            if st == 200:
+                return "ok"
+            return "shed" if st == 403 and h.get("sluice-shed") == "1" else (st, h, body)
+        got = r.call("SL.CHECK", "api", "k", "PRIORITY", priority, raise_errors=False)
+        if isinstance(got, list) and got[0] == 1:
+            return "ok"
+        return "shed" if str(got).startswith("SHED ") else got
+
+    def test_every_protocol_one_capacity(self):
+        # 10 tokens: 6 for sheddable traffic, whichever protocol and server
+        got = [self.one(i) for i in range(12)]
+        self.assertEqual(got, ["ok"] * 6 + ["shed"] * 6)
+        # the 4 left are critical's and default's: a rule's priority: critical wins
+        # over the header's sheddable
+        got = [auth(self.servers[i % 2], "/crit", "sheddable")[0] for i in range(5)]
+        self.assertEqual(got, [200] * 4 + [403])
+        shed = 0
+        for s in self.servers:
+            _, _, page = curl(s.url("/metrics"))
+            shed += sum(harness.metric(page, "sluice_shed_total", policy="api", priority=p)
+                        for p in ("critical", "default", "sheddable"))
+        self.assertEqual(shed, 7)
 
 
 class RedisKilled(unittest.TestCase):

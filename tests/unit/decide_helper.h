@@ -69,6 +69,8 @@ static inline int policy_check_all(sl_policy_item *items, size_t n, int64_t now,
 /* sl__rules_prepare, the engine, sl__rules_finish. */
 static inline void rules_decide(const sl_rules *r, const sl_request *req, int64_t now,
                                 sl_rules_answer *a) {
+    static _Thread_local char arena[SL_RULES_ARENA]; /* a's keys, until the next call */
+    a->arena = arena;
     sl_decide_call *c = sl__rules_prepare(r, req, NULL, a, 0);
     if (!c) return;
     helper_run(c, now);

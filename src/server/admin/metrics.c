@@ -11,6 +11,7 @@
 #include "policy/rules.h"
 #include "server/admin/metrics_lease.h"
 #include "server/admin/metrics_ramp.h"
+#include "server/admin/metrics_retry.h"
 #include "server/admin/prom.h"
 #include "server/admin/admin.h"
 #include "server/server.h"
@@ -369,6 +370,7 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     rules_metrics(self ? self->policies : NULL, out);
     sl__metrics_leases(self ? self->policies : NULL, out);
     sl__metrics_ramp(self ? self->policies : NULL, sl_now(), out);
+    sl__metrics_retry(self ? self->policies : NULL, out);
     domain_metrics(self ? self->domains : NULL, out);
     sl_engine_stats es;
     sl__engine_stats(s->engine, s->nworkers, &es);

@@ -18,6 +18,8 @@
 #include "server/http/http_graphql.h"
 #include "server/request.h"
 #include "server/http/http_lease.h"
+#include "server/http/http_retry.h"
+#include "server/retry_stage.h"
 #include "sluice/error.h"
 #include "util/units.h"
 
@@ -252,7 +254,8 @@ static void write_shed(sl_buf *out, bool head, bool keep, sl_policy *p, sl_prior
 typedef struct check_ctx {
     sl_reply reply;
     bool keep, head;
-    int64_t now; /* when the request was decided (a monthly quota's w depends on it) */
+    int64_t now;          /* when the request was decided (a monthly quota's w depends on it) */
+    sl_retry_stage retry; /* the policy's retry budget (retry_budget:), before the decision */
 } check_ctx;
 
 static void check_done(sl_decide_call *c) {
@@ -269,13 +272,14 @@ static void check_done(sl_decide_call *c) {
     sl__decide_call_free(c);
 }
 
-/* The request's priority: the shedding header's value (critical, default,
- * sheddable; any case), default when absent or anything else. */
-static sl_priority priority_of(const sl_http_request *r, const char *header) {
-    const sl_http_header *h = sl__http_header(r, header);
-    sl_priority p = SL_PRIORITY_DEFAULT;
-    if (h) sl_priority_parse(h->value, h->value_len, &p);
-    return p;
+/* The retry budget refused a retry: 429, and it is not decided. */
+static void check_retry_refused(sl_retry_stage *st) {
+    check_ctx *cc = st->arg;
+    sl_buf *out = sl__reply_out(&cc->reply);
+    sl__http_retry_refused(out, 429, cc->head, sl__reply_keep(&cc->reply, cc->keep),
+                           st->call.limit->name, &st->call);
+    sl__reply_end(&cc->reply);
+    sl__decide_call_free(st->decide);
 }
 
 static void handle_check(const sl_request_ctx *rq, const sl_http_request *r, sl_buf *out,
@@ -314,12 +318,17 @@ static void handle_check(const sl_request_ctx *rq, const sl_http_request *r, sl_
     cc->now = now;
     const char *header = NULL;
     sl_decide_capacity *cap = sl__policy_set_shed(rq->policies, &header);
-    if (cap) sl__decide_call_shed(call, cap, priority_of(r, header)); /* lives with the set */
+    if (cap) sl__decide_call_shed(call, cap, sl__http_priority(r, header)); /* lives with the set */
     sl__decide_call_hold(call, rq->policies);
     call->done = check_done;
     bool answered;
     sl__reply_begin(&cc->reply, rq->slot, out, &answered);
-    sl__engine_decide(rq->decider, call, now);
+    if (p->retry) /* retry_budget: first the budget (retry_stage.h), then the policy */
+        sl__retry_stage_start(&cc->retry, p->retry, (const char *)call->items[0].key, c.key_len,
+                              sl__http_retry_marked(r, p->cfg.retry.header), call, rq->decider, now,
+                              check_retry_refused, cc);
+    else
+        sl__engine_decide(rq->decider, call, now);
     if (!answered && !sl__reply_wait(&cc->reply)) {
         sl_decision none = {0};
         write_decision(out, head, keep, p, SL_ENOMEM, &none, false, c.cost, SL_FROM_REDIS, 0);

@@ -36,6 +36,8 @@
 #include "server/http/http_api.h"
 #include "server/http/http_auth.h"
 #include "server/http/http_hold.h"
+#include "server/http/http_retry.h"
+#include "server/retry_stage.h"
 #include "server/hold.h"
 #include "server/request.h"
 #include "sluice/error.h"
@@ -344,6 +346,7 @@ typedef struct auth_ctx {
     sl_decide_call *call;   /* the call (its keys, the answer's place) */
     sl_worker_stats *stats; /* the worker's (held, released, ...), or NULL */
     sl_hold_item *held;
+    sl_retry_stage retry; /* a limit's retry_budget:, before the decision */
 } auth_ctx;
 
 /* The whole answer of an internal error: every field the writers read is
@@ -426,6 +429,33 @@ static void auth_hold(auth_ctx *ac, sl_decide_call *c, size_t i, int64_t delay) 
     auth_finish(ac, c);
 }
 
+/* The server's capacity shed the request (shedding:, decided by the
+ * engine with its limits): 403 with Sluice-Shed: 1 and Retry-After
+ * (nginx's auth_request turns a 503 into a 500: the recipe maps this 403
+ * to 503), counted for the first limit's policy. */
+static void auth_shed(auth_ctx *ac, sl_decide_call *c) {
+    sl_priority prio = c->priority;
+    atomic_fetch_add_explicit(&ac->a->items[0].policy->shed[prio], 1, memory_order_relaxed);
+    int64_t secs = c->shed_retry < 0 ? 1 : sl__ceil_s(c->shed_retry);
+    if (secs < 1) secs = 1;
+    char body[192], retry[24];
+    int n = snprintf(body, sizeof body,
+                     "{\"error\":\"shed\",\"message\":\"the server is over capacity: %s "
+                     "requests are shed (retry after %lld s)\"}",
+                     sl_priority_name(prio), (long long)secs);
+    snprintf(retry, sizeof retry, "%lld", (long long)secs);
+    sl_buf *out = sl__reply_out(&ac->reply);
+    sl__http_begin(out, 403);
+    sl__http_header_line(out, "Retry-After", retry);
+    sl__http_header_line(out, "Sluice-Shed", "1");
+    sl__http_header_line(out, "Cache-Control", "no-store");
+    sl__http_end(out, sl__reply_keep(&ac->reply, ac->keep), "application/json", body, (size_t)n);
+    if (ac->head) out->len -= (size_t)n;
+    sl__reply_end(&ac->reply);
+    if (ac->heap) free(ac->a);
+    sl__decide_call_free(c);
+}
+
 static void auth_done(sl_decide_call *c) {
     auth_ctx *ac = sl__decide_call_user(c);
     if (!ac->a) { /* there was no memory to keep the answer */
@@ -435,6 +465,10 @@ static void auth_done(sl_decide_call *c) {
                    ac->now, c->from);
         sl__reply_end(&ac->reply);
         sl__decide_call_free(c);
+        return;
+    }
+    if (c->shed) { /* the engine's capacity shed it: nothing was decided */
+        auth_shed(ac, c);
         return;
     }
     sl__rules_finish(ac->a, c);
@@ -453,6 +487,26 @@ static void auth_done(sl_decide_call *c) {
     auth_finish(ac, c);
 }
 
+/* A limit's retry budget refused the retry: 403 (what nginx's auth_request
+ * passes) with Sluice-Retry-Budget: exhausted, which the nginx recipe maps
+ * to 429; nothing is decided. */
+static void auth_retry_refused(sl_retry_stage *st) {
+    auth_ctx *ac = st->arg;
+    sl__http_retry_refused(sl__reply_out(&ac->reply), 403, ac->head,
+                           sl__reply_keep(&ac->reply, ac->keep), st->call.limit->name, &st->call);
+    sl__reply_end(&ac->reply);
+    if (ac->heap) free(ac->a);
+    sl__decide_call_free(st->decide);
+}
+
+/* The first enforced limit of a with a retry budget, or a->n. */
+static size_t budget_item(const sl_rules_answer *a) {
+    for (size_t i = 0; i < a->n; i++)
+        if (!a->items[i].shadow && !a->items[i].policy->cfg.shadow && a->items[i].policy->retry)
+            return i;
+    return a->n;
+}
+
 bool sl__http_auth_handle(const sl_request_ctx *rq, const sl_http_request *req, sl_buf *out,
                           bool keep) {
     return sl__http_auth_decide(rq, req, out, keep, NULL);
@@ -469,6 +523,8 @@ bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, 
     int64_t now = rq->now;
     bool head = req->method == SL_HTTP_HEAD;
     sl_rules_answer a;
+    char arena[SL_RULES_ARENA]; /* the keys: the call copies them */
+    a.arena = arena;
     if (!rules) {
         auth_error(&a, "no policy set");
         write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
@@ -483,6 +539,11 @@ bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, 
         write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
         return keep;
     }
+    const char *header = NULL;
+    sl_decide_capacity *cap = sl__policy_set_shed(rq->policies, &header);
+    if (cap) /* the first matching rule's priority:, else the header's; lives with the set */
+        sl__decide_call_shed(
+            c, cap, a.priority >= 0 ? (sl_priority)a.priority : sl__http_priority(req, header));
     auth_ctx *ac = sl__decide_call_user(c);
     *ac = (auth_ctx){.keep = keep,
                      .head = head,
@@ -496,12 +557,23 @@ bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, 
     c->done = auth_done;
     bool answered;
     sl__reply_begin(&ac->reply, rq->slot, out, &answered);
-    sl__engine_decide(rq->decider, c, now);
+    size_t b = budget_item(&a);
+    if (b < a.n) /* retry_budget: first the budget (retry_stage.h), then the limits */
+        sl__retry_stage_start(&ac->retry, a.items[b].policy->retry, (const char *)c->items[b].key,
+                              c->items[b].keylen,
+                              sl__http_retry_marked(req, a.items[b].policy->cfg.retry.header), c,
+                              rq->decider, now, auth_retry_refused, ac);
+    else
+        sl__engine_decide(rq->decider, c, now);
+    if (answered) return keep; /* done ran inline: the call, and ac with it, are gone */
     ac->starting = false;
-    if (answered) return keep;
     /* done comes later: the answer moves to the heap */
-    sl_rules_answer *copy = malloc(sizeof *copy);
-    if (copy) memcpy(copy, &a, sizeof a);
+    sl_rules_answer *copy = malloc(sizeof *copy); /* without the keys (the call has them) */
+    if (copy) {
+        memcpy(copy, &a, sizeof a);
+        copy->arena = NULL;
+        for (size_t i = 0; i < copy->n; i++) copy->items[i].key = NULL;
+    }
     ac->a = copy;
     ac->heap = copy != NULL;
     if (!sl__reply_wait(&ac->reply)) {

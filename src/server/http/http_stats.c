@@ -14,6 +14,7 @@
 
 #include "policy/ramp.h"
 #include "server/http/http_ops.h"
+#include "store/retry.h"
 #include "sluice/clock.h"
 #include "sluice/limit.h"
 #include "sluice/sluice.h"
@@ -60,6 +61,11 @@ static void policy_entry(sl_buf *b, sl_policy *p, bool redis, unsigned top) {
         else
             sl__buf_printf(b, ",\"ramp_factor\":0.%06lld", (long long)f);
     }
+    if (p->retry) /* retry_budget: (store/retry.h) */
+        sl__buf_printf(b, ",\"retry_budget\":{\"first\":%llu,\"allowed\":%llu,\"refused\":%llu}",
+                       (unsigned long long)atomic_load(&p->retry->firsts),
+                       (unsigned long long)atomic_load(&p->retry->allowed),
+                       (unsigned long long)atomic_load(&p->retry->refused));
     sl_table *t = atomic_load(&p->lim.store.table);
     if (t) {
         sl_table_stats st;

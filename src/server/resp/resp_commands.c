@@ -25,86 +25,17 @@
 #include "policy/policy.h"
 #include "server/reply.h"
 #include "server/resp/resp.h"
+#include "server/resp/resp_args.h"
+#include "server/resp/resp_check.h"
 #include "server/resp/resp_del.h"
 #include "server/resp/resp_lease.h"
 #include "sluice/sluice.h"
 #include "util/units.h"
 
-/* Arguments echoed in error messages are cut to this many bytes, as Redis does. */
-#define ECHO_MAX 128
-
 /* ---- helpers ---------------------------------------------------------------- */
-
-static inline unsigned char lower(unsigned char c) {
-    return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
-}
-
-/* a[0..n) equals the lower-case ASCII literal s (of length n), ignoring
- * ASCII case. Eight bytes at a time: in each byte of s that is a letter
- * ('a'..'z': the sums below set bit 7 from 'a' up and from '{' up, without
- * carries between ASCII bytes) the byte of a may differ by bit 5 only, so
- * a | (0x20 there) == s is exact: it takes the letter in either case and
- * nothing else; elsewhere the bytes must be equal. */
-static bool ieq(const char *a, size_t n, const char *s, size_t sn) {
-    if (n != sn) return false;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t x, y;
-        memcpy(&x, a + i, 8);
-        memcpy(&y, s + i, 8);
-        uint64_t letters = (y + UINT64_C(0x1f1f1f1f1f1f1f1f)) &
-                           ~(y + UINT64_C(0x0505050505050505)) & UINT64_C(0x8080808080808080);
-        if ((x | letters >> 2) != y) return false;
-    }
-    for (; i < n; i++)
-        if (lower((unsigned char)a[i]) != (unsigned char)s[i]) return false;
-    return true;
-}
-
-#define IEQ(a, n, lit) ieq((a), (n), (lit), sizeof(lit) - 1)
-
-static void errorf(sl_buf *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void errorf(sl_buf *out, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    sl__resp_error(out, msg);
-}
-
-static int echo_len(size_t n) {
-    return (int)(n < ECHO_MAX ? n : ECHO_MAX);
-}
-
-static void wrong_args(sl_buf *out, const char *name) {
-    errorf(out, "ERR wrong number of arguments for '%s' command", name);
-}
 
 static void bulk_str(sl_buf *out, const char *s) {
     sl__resp_bulk(out, s, strlen(s));
-}
-
-/* An integer as Rust's i64::from_str takes it (redis-cell parses its
- * arguments so): an optional sign, then one or more digits, within int64. */
-static bool parse_i64(const char *s, size_t n, int64_t *out) {
-    size_t i = 0;
-    bool neg = false;
-    if (n && (s[0] == '+' || s[0] == '-')) {
-        neg = s[0] == '-';
-        i = 1;
-    }
-    if (i == n) return false;
-    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-    uint64_t v = 0;
-    for (; i < n; i++) {
-        unsigned d = (unsigned char)s[i] - '0';
-        if (d > 9) return false;
-        if (v > (limit - d) / 10) return false;
-        v = v * 10 + d;
-    }
-    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-    return true;
 }
 
 /* ---- the command table ---------------------------------------------------------- */
@@ -130,7 +61,6 @@ typedef struct cmd_def {
 } cmd_def;
 
 static int cmd_throttle(const sl_resp_context *, const sl_resp_command *, sl_buf *);
-static int cmd_check(const sl_resp_context *, const sl_resp_command *, sl_buf *);
 static int cmd_ping(const sl_resp_context *, const sl_resp_command *, sl_buf *);
 static int cmd_echo(const sl_resp_context *, const sl_resp_command *, sl_buf *);
 static int cmd_quit(const sl_resp_context *, const sl_resp_command *, sl_buf *);
@@ -147,10 +77,9 @@ static const arg_doc throttle_args[] = {{"key", "key", false},
                                         {"count", "integer", false},
                                         {"period", "integer", false},
                                         {"quantity", "integer", true}};
-static const arg_doc check_args[] = {{"policy", "string", false},
-                                     {"key", "key", false},
-                                     {"cost", "integer", true},
-                                     {"delay", "pure-token", true}};
+static const arg_doc check_args[] = {{"policy", "string", false},  {"key", "key", false},
+                                     {"cost", "integer", true},    {"delay", "pure-token", true},
+                                     {"priority", "string", true}, {"retry", "integer", true}};
 static const arg_doc del_args[] = {{"key", "key", false}};
 static const arg_doc acquire_args[] = {{"policy", "string", false}, {"key", "key", false}};
 static const arg_doc lease_args[] = {
@@ -209,7 +138,7 @@ static const cmd_def commands[] = {
      "1.0.0",
      "sluice",
      ARGS(check_args),
-     cmd_check},
+     sl__resp_cmd_check},
     {NAME("sl.acquire"),
      3,
      true,
@@ -393,8 +322,8 @@ int sl__resp_execute(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_
             n += (size_t)w < sizeof args - n ? (size_t)w : sizeof args - n - 1;
         }
         args[n] = '\0';
-        errorf(out, "ERR unknown command '%.*s', with args beginning with: %s",
-               echo_len(cmd->argl[0]), cmd->argv[0], args);
+        sl__resp_errorf(out, "ERR unknown command '%.*s', with args beginning with: %s",
+                        echo_len(cmd->argl[0]), cmd->argv[0], args);
         return 0;
     }
     if (!d->own_arity &&
@@ -405,7 +334,7 @@ int sl__resp_execute(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_
     return d->fn(ctx, cmd, out);
 }
 
-/* ---- CL.THROTTLE and SL.CHECK ---------------------------------------------------- */
+/* ---- CL.THROTTLE ---------------------------------------------------- */
 
 static sl_decider *decider_of(const sl_resp_context *ctx) {
     return ctx->decider ? ctx->decider : sl__decider_memory();
@@ -423,21 +352,6 @@ static void throttle_done(sl_decide_call *call) {
     sl__decide_call_free(call);
 }
 
-/* SL.CHECK's call: where the reply goes, and its form. */
-typedef struct check_ctx {
-    sl_reply r;
-    bool delay; /* DELAY: delay_ms as a sixth integer */
-} check_ctx;
-
-static void check_done(sl_decide_call *call) {
-    check_ctx *cc = sl__decide_call_user(call);
-    const sl_decide_item *it = &call->items[0];
-    sl__resp_check_reply(sl__reply_out(&cc->r), sl__policy_of(it->limit), call->rc, &it->decision,
-                         it->cost, cc->delay);
-    sl__reply_end(&cc->r);
-    sl__decide_call_free(call);
-}
-
 static int cmd_throttle(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
     if (cmd->argc != 5 && cmd->argc != 6) {
         sl__resp_error(out, "Cell error: Store error: Usage: cl.throttle <key> <max_burst> "
@@ -447,8 +361,8 @@ static int cmd_throttle(const sl_resp_context *ctx, const sl_resp_command *cmd, 
     int64_t v[4] = {0, 0, 0, 1}; /* max_burst, count, period, quantity */
     for (size_t i = 2; i < cmd->argc; i++) {
         if (!parse_i64(cmd->argv[i], cmd->argl[i], &v[i - 2])) {
-            errorf(out, "Cell error: Store error: Couldn't parse as integer: %.*s",
-                   echo_len(cmd->argl[i]), cmd->argv[i]);
+            sl__resp_errorf(out, "Cell error: Store error: Couldn't parse as integer: %.*s",
+                            echo_len(cmd->argl[i]), cmd->argv[i]);
             return 0;
         }
     }
@@ -470,79 +384,6 @@ static int cmd_throttle(const sl_resp_context *ctx, const sl_resp_command *cmd, 
     sl__engine_decide(decider_of(ctx), call, ctx->now);
     if (!answered && !sl__reply_wait(r)) sl__resp_error(out, "ERR out of memory");
     return 0;
-}
-
-static int cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
-    /* SL.CHECK policy key [cost] [DELAY] */
-    size_t argc = cmd->argc;
-    bool delay = argc >= 4 && IEQ(cmd->argv[argc - 1], cmd->argl[argc - 1], "delay");
-    if (delay) argc--;
-    if (argc != 3 && argc != 4) {
-        wrong_args(out, "sl.check");
-        return 0;
-    }
-    if (!ctx->policies) {
-        sl__resp_error(out, "ERR no policies are loaded");
-        return 0;
-    }
-    /* a name that cannot be a policy's is never looked up (names are C strings) */
-    const char *name = cmd->argv[1];
-    size_t nlen = cmd->argl[1];
-    sl_policy *p = nlen <= SL_POLICY_NAME_MAX && !memchr(name, '\0', nlen)
-                       ? sl__policy_find(ctx->policies, name, nlen)
-                       : NULL;
-    if (!p) {
-        errorf(out, "ERR unknown policy '%.*s'", echo_len(nlen), name);
-        return 0;
-    }
-    int64_t cost = 1;
-    if (argc == 4 && (!parse_i64(cmd->argv[3], cmd->argl[3], &cost) || cost < 0)) {
-        sl__resp_error(out, "ERR cost must be an integer >= 0");
-        return 0;
-    }
-    sl_decide_item item = sl__policy_use(p, cmd->argv[2], cmd->argl[2], cost, false);
-    sl_decide_call *call = sl__decide_call_new(&item, 1, NULL, NULL, sizeof(check_ctx));
-    if (!call) {
-        sl__resp_error(out, "ERR out of memory");
-        return 0;
-    }
-    check_ctx *cc = sl__decide_call_user(call);
-    cc->delay = delay;
-    sl__decide_call_hold(call, ctx->policies);
-    call->done = check_done;
-    bool answered;
-    sl__reply_begin(&cc->r, ctx->slot, out, &answered);
-    sl__engine_decide(decider_of(ctx), call, ctx->now);
-    if (!answered && !sl__reply_wait(&cc->r)) sl__resp_error(out, "ERR out of memory");
-    return 0;
-}
-
-void sl__resp_check_reply(sl_buf *out, const sl_policy *p, int rc, const sl_decision *d,
-                          int64_t cost, bool delay) {
-    switch (rc) {
-    case SL_OK:
-        break;
-    case SL_ECOST:
-        errorf(out, "ERR cost %lld can never pass policy '%s' (limit %lld)", (long long)cost,
-               p->cfg.name, (long long)d->limit);
-        return;
-    case SL_EKEY:
-        sl__resp_error(out, "ERR key too long");
-        return;
-    case SL_ENOMEM:
-        sl__resp_error(out, "ERR out of memory");
-        return;
-    default:
-        errorf(out, "ERR %s", sl_strerror(rc));
-        return;
-    }
-    int64_t reply[6] = {d->allowed,
-                        d->limit,
-                        d->remaining,
-                        d->allowed ? 0 : sl__ceil_ms(d->retry_after),
-                        sl__ceil_ms(d->reset_after),
-                        d->allowed && d->delay > 0 ? sl__ceil_ms(d->delay) : 0};
-    sl__resp_ints(out, reply, delay ? 6 : 5);
 }
 
 /* ---- connection commands ---------------------------------------------------------- */
@@ -628,8 +469,8 @@ static int cmd_select(const sl_resp_context *ctx, const sl_resp_command *cmd, sl
 }
 
 static void unknown_subcommand(sl_buf *out, const sl_resp_command *cmd, const char *upper) {
-    errorf(out, "ERR unknown subcommand '%.*s'. Try %s HELP.", echo_len(cmd->argl[1]), cmd->argv[1],
-           upper);
+    sl__resp_errorf(out, "ERR unknown subcommand '%.*s'. Try %s HELP.", echo_len(cmd->argl[1]),
+                    cmd->argv[1], upper);
 }
 
 static int cmd_client(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {

@@ -15,10 +15,9 @@
 #include "policy/lease_set.h"
 #include "policy/policy.h"
 #include "server/reply.h"
+#include "server/resp/resp_args.h"
 #include "sluice/error.h"
 #include "util/units.h"
-
-#define ECHO_MAX 128
 
 typedef struct lease_ctx {
     sl_reply reply;
@@ -28,20 +27,10 @@ typedef struct lease_ctx {
     char key[]; /* copied: the command's bytes do not outlive a deferred answer */
 } lease_ctx;
 
-static void errorf(sl_buf *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void errorf(sl_buf *out, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    sl__resp_error(out, msg);
-}
-
 static void reply(sl_buf *out, const sl_lease_call *c) {
     if (c->rc != SL_OK && c->rc != SL_ELEASE &&
         !(c->op == SL_LEASE_ACQUIRE && c->rc == SL_ENOMEM)) {
-        errorf(out, "ERR %s", c->rc == SL_EKEY ? "key too long" : sl_strerror(c->rc));
+        sl__resp_errorf(out, "ERR %s", c->rc == SL_EKEY ? "key too long" : sl_strerror(c->rc));
         return;
     }
     if (c->op == SL_LEASE_RELEASE) {
@@ -80,7 +69,7 @@ static void lease_done(sl_lease_call *c) {
 static int run(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out, sl_lease_op op,
                const char *name, size_t argc) {
     if (cmd->argc != argc && !(op == SL_LEASE_RELEASE && cmd->argc == argc + 1)) {
-        errorf(out, "ERR wrong number of arguments for '%s' command", name);
+        sl__resp_errorf(out, "ERR wrong number of arguments for '%s' command", name);
         return 0;
     }
     if (!ctx->policies) {
@@ -94,11 +83,12 @@ static int run(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *o
         nameable ? sl__lease_set_find(sl__policy_set_leases(ctx->policies), pname, plen) : NULL;
     if (!l) {
         if (nameable && sl__policy_find(ctx->policies, pname, plen))
-            errorf(out, "ERR policy '%.*s' is a rate limit, not a concurrency limit: use SL.CHECK",
-                   (int)plen, pname);
+            sl__resp_errorf(
+                out, "ERR policy '%.*s' is a rate limit, not a concurrency limit: use SL.CHECK",
+                (int)plen, pname);
         else
-            errorf(out, "ERR unknown concurrency limit '%.*s'",
-                   (int)(plen < ECHO_MAX ? plen : ECHO_MAX), pname);
+            sl__resp_errorf(out, "ERR unknown concurrency limit '%.*s'",
+                            (int)(plen < ECHO_MAX ? plen : ECHO_MAX), pname);
         return 0;
     }
     uint64_t id = 0;

@@ -13,6 +13,10 @@
     "if v=='-' then redis.call('DEL',KEYS[i]) "                                                    \
     "else redis.call('SET',KEYS[i],v,'PXAT',t) end end"
 
+#ifndef SL_MOD_SKIP_UNHEARD
+#define SL_MOD_SKIP_UNHEARD 0
+#endif
+
 /* A replica or a backlog exists (INFO replication); true until read. */
 static bool repl_listen = true;
 
@@ -52,7 +56,12 @@ int sl__mod_listen_init(RedisModuleCtx *ctx) {
 void sl__mod_effects_begin(sl_mod_effects *e, RedisModuleCtx *ctx, RedisModuleString **keys,
                            char *buf) {
     int flags = RedisModule_GetContextFlags(ctx);
-    e->listen = repl_listen || (flags & REDISMODULE_CTX_FLAGS_AOF);
+    /* Replicated always, for now: with the skip while nothing listens, a
+     * replica of a 3-master cluster lacked every key once in about six runs
+     * on a loaded machine (redis_module_integration: cluster_replica), and
+     * the hole is not understood yet. SL_MOD_SKIP_UNHEARD=1 at build time
+     * brings the skip back (docs/distributed.md). */
+    e->listen = !SL_MOD_SKIP_UNHEARD || repl_listen || (flags & REDISMODULE_CTX_FLAGS_AOF);
     e->dirty = !e->listen && (flags & REDISMODULE_CTX_FLAGS_RDB);
     e->changed = 0;
     e->keys = keys;

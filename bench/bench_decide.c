@@ -58,6 +58,7 @@ typedef struct subject {
     sl_table *table;
     peer_table *peer;
     void **chase; /* K_MEMLAT: one random cycle of pointers, one per 64-byte line */
+    size_t chase_lines;
     double ns[2][MAX_THREADS + 1][MAX_RUNS]; /* [workload][threads][run] */
     double mops[2][MAX_THREADS + 1][MAX_RUNS];
     double allowed[2][MAX_THREADS + 1][MAX_RUNS];
@@ -199,7 +200,9 @@ static result run_once(subject *s, enum workload wl, int threads, uint32_t nkeys
                         .serial = serial,
                         .byte_keys = byte_keys,
                         .barrier = &barrier,
-                        .pos = s->chase ? &s->chase[(size_t)i * 4099 * 8] : NULL};
+                        /* each thread starts elsewhere in the cycle (inside it: a hot-key
+                         * table's 64 KiB hold fewer than 4099 lines) */
+                        .pos = s->chase ? &s->chase[(size_t)i * 4099 % s->chase_lines * 8] : NULL};
         if (pthread_create(&tid[i], NULL, worker_main, &w[i]) != 0) {
             perror("pthread_create");
             exit(1);
@@ -322,6 +325,7 @@ static void build_memlat(subject *subs, int nsubs) {
     }
     size_t lines = bytes / 64;
     m->chase = aligned_alloc(64, lines * 64);
+    m->chase_lines = lines;
     uint32_t *perm = malloc(lines * sizeof *perm);
     if (!m->chase || !perm) {
         perror("malloc");

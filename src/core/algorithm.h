@@ -5,7 +5,16 @@
  * Exactness: a rate limit/period is reduced to n/p (gcd removed). Buckets
  * keep tokens scaled by p (token bucket) or a time plus a remainder in units
  * of 1/n ns (GCRA), so every refill and comparison is an exact integer
- * operation; intermediate products use 128-bit integers. */
+ * operation.
+ *
+ * The hot path avoids 128-bit arithmetic and divisions by the plan's
+ * constants: GCRA times are (whole ns, fraction in 1/n ns) pairs, compared
+ * lexicographically against B*T = f_whole + f_frac/n, precomputed here
+ * (a pair (w, f) with 0 <= f < n is the value w*n + f: the order of pairs is
+ * the order of values). Window indexes are found from the stored window by
+ * comparison (sl__window_at), the division only when the clock moved two
+ * windows or more. Products that may pass 2^63 are taken in 64 bits when
+ * __builtin_mul_overflow says they fit, in 128 bits otherwise. */
 #ifndef SLUICE_CORE_ALGORITHM_H
 #define SLUICE_CORE_ALGORITHM_H
 
@@ -26,13 +35,21 @@ typedef enum sl__mode {
 
 typedef struct sl__plan {
     sl_params params;
-    int64_t limit;     /* N */
-    int64_t period;    /* P, ns */
-    int64_t burst;     /* B (buckets) */
-    int64_t n, p;      /* N/P reduced: n events per p ns */
-    int64_t full;      /* token bucket: B * p, the full bucket in scaled units */
-    int64_t t_whole;   /* buckets: p / n and p % n, the emission interval of one */
-    int64_t t_frac;    /*   request (GCRA's step for a cost of 1, without a division) */
+    int64_t limit;   /* N */
+    int64_t period;  /* P, ns */
+    int64_t burst;   /* B (buckets) */
+    int64_t n, p;    /* N/P reduced: n events per p ns */
+    int64_t full;    /* token bucket: B * p, the full bucket in scaled units */
+    int64_t t_whole; /* buckets: p / n and p % n, the emission interval of one */
+    int64_t t_frac;  /*   request (GCRA's step for a cost of 1, without a division) */
+    int64_t f_whole; /* buckets: B*T = full / n and full % n, the most a GCRA */
+    int64_t f_frac;  /*   tat may be ahead of now (compared as a pair, no product) */
+    int64_t r_whole; /* buckets: (B-1)*T, the most a tat may be ahead of now for a */
+    int64_t r_frac;  /*   request of cost 1 to pass (GCRA, without a division) */
+    int64_t q_whole; /* leaky queue: delay_after * T as whole ns and 1/n ns */
+    int64_t q_frac;
+    int64_t w_full1;   /* sliding window: P - floor((N - 1) * P / N), when a request of 1
+                          passes in the next window after a full one (no division) */
     int64_t max_cost;  /* largest cost that can ever pass (N or B) */
     size_t state_size; /* bytes of one state, multiple of 8 */
     bool start_empty;
@@ -77,8 +94,8 @@ bool sl__state_forgettable(const sl__plan *plan, const void *state, int64_t now)
 typedef struct sl__outcome {
     bool allowed;
     int64_t cost, now;
-    int64_t a, b, c;
-    sl__i128 x, y;
+    int64_t a, b, c, d, e, f, g;
+    sl__i128 x;
 } sl__outcome;
 
 /* Per-algorithm entry points (one module each). */
@@ -123,6 +140,35 @@ static inline int64_t sl__ceil_div128(sl__i128 a, int64_t b) { /* a >= 0, b > 0 
 static inline int64_t sl__div128(sl__i128 a, int64_t b) { /* a >= 0, b > 0: floor */
     if (a <= INT64_MAX) return (int64_t)a / b;
     return (int64_t)(a / b);
+}
+/* The window index of now, floor(now / P), and now's offset in it, for a
+ * state that stored window `w0` (w0 * P is a time the state has seen, so it
+ * does not overflow): by comparison in the common cases (same window, the
+ * next one, a clock that went back: then w0 and elapsed 0, never a credit),
+ * one division when the clock moved two windows or more. */
+static inline int64_t sl__window_at(int64_t w0, int64_t P, int64_t now, int64_t *elapsed) {
+    int64_t start = w0 * P;
+    if (now < start) { /* clock went back: stay in the stored (later) window */
+        *elapsed = 0;
+        return w0;
+    }
+    int64_t e = now - start; /* >= 0; both are within [-SL_TIME_MAX, SL_TIME_MAX] */
+    if (e < P) {
+        *elapsed = e;
+        return w0;
+    }
+    if (e - P < P) {
+        *elapsed = e - P;
+        return w0 + 1;
+    }
+    int64_t w = sl__floor_div(now, P);
+    *elapsed = now - w * P;
+    return w;
+}
+/* a * b for a, b >= 0 when it fits in 64 bits (the common case); false
+ * when the caller must take the 128-bit path. */
+static inline bool sl__mul64(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
 }
 static inline int64_t sl__gcd64(int64_t a, int64_t b) { /* a, b > 0 */
     while (b) {

@@ -1,7 +1,8 @@
 /* fixed_window.c: at most N per window; windows are [k*P, (k+1)*P) of the
  * caller's clock (the Unix epoch with sl_now()). State: window index and
  * count. A clock that steps back into an earlier window keeps counting in
- * the stored (later) window, so it never resets a count early. */
+ * the stored (later) window, so it never resets a count early. The window
+ * of now is found from the stored one by comparison (sl__window_at). */
 #include "core/algorithm.h"
 
 typedef struct fw_state {
@@ -24,8 +25,8 @@ void sl__fixed_window_step(const sl__plan *plan, void *state, int64_t cost, int6
                            sl__mode mode, sl__outcome *o) {
     fw_state *s = state;
     const int64_t N = plan->limit, P = plan->period;
-    int64_t w = sl__floor_div(now, P);
-    if (w < s->window) w = s->window; /* clock went back: stay in the later window */
+    int64_t elapsed; /* clock went back: stay in the later window */
+    int64_t w = sl__window_at(s->window, P, now, &elapsed);
     int64_t count = (w == s->window) ? s->count : 0;
 
     bool allowed = count + cost <= N;

@@ -76,6 +76,13 @@ int sl__plan_init(sl__plan *plan, const sl_params *params) {
         plan->full = p->burst * plan->p;
         plan->t_whole = plan->p / plan->n;
         plan->t_frac = plan->p % plan->n;
+        plan->f_whole = plan->full / plan->n;
+        plan->f_frac = plan->full % plan->n;
+        plan->r_whole = (plan->full - plan->p) / plan->n;
+        plan->r_frac = (plan->full - plan->p) % plan->n;
+        int64_t q = p->delay_after * plan->p; /* < burst * p */
+        plan->q_whole = q / plan->n;
+        plan->q_frac = q % plan->n;
         plan->max_cost = p->burst;
         plan->state_size = 16;
     } else {
@@ -87,6 +94,8 @@ int sl__plan_init(sl__plan *plan, const sl_params *params) {
             break;
         case SL_SLIDING_WINDOW:
             plan->state_size = 24;
+            plan->w_full1 =
+                plan->period - (int64_t)((sl__i128)(plan->limit - 1) * plan->period / plan->limit);
             break;
         default: /* SL_SLIDING_LOG */
             if (p->rate.limit > SL_SLIDING_LOG_MAX) return SL_EINVAL;

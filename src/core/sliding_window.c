@@ -1,7 +1,8 @@
 /* sliding_window.c: the sliding window counter. Two counts per key, the
  * previous fixed window's and the current one's; the last P is estimated as
  * prev * (P - elapsed) / P + curr. The comparison estimate + c <= N is done
- * exactly by cross-multiplying (128-bit), never by rounding the estimate.
+ * exactly by cross-multiplying, never by rounding the estimate: in 64 bits
+ * when the products fit (any limit up to 2^61 / P), 128-bit otherwise.
  * If the clock steps back into an earlier window, the stored window is used
  * with elapsed = 0 (the previous window weighs fully): never a credit. */
 #include "core/algorithm.h"
@@ -38,22 +39,26 @@ static void roll(const sw_state *s, int64_t w, int64_t *prev, int64_t *curr) {
     }
 }
 
+/* prev * (P - elapsed) <= k * P, exactly (all >= 0): 64-bit products when
+ * they fit, 128-bit otherwise. */
+static inline bool weighted_fits(int64_t prev, int64_t rest, int64_t k, int64_t P) {
+    int64_t l, r;
+    if (sl__mul64(prev, rest, &l) && sl__mul64(k, P, &r)) return l <= r;
+    return (sl__i128)prev * rest <= (sl__i128)k * P;
+}
+
 void sl__sliding_window_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
                              sl__mode mode, sl__outcome *o) {
     sw_state *s = state;
     const int64_t N = plan->limit, P = plan->period;
-    int64_t w = sl__floor_div(now, P);
-    int64_t elapsed = now - w * P;
-    if (w < s->window) { /* clock went back */
-        w = s->window;
-        elapsed = 0;
-    }
+    int64_t elapsed; /* 0 if the clock went back: the stored window, weighed fully */
+    int64_t w = sl__window_at(s->window, P, now, &elapsed);
     int64_t prev, curr;
     roll(s, w, &prev, &curr);
 
-    /* estimate * P, exactly */
-    sl__i128 weighted = (sl__i128)prev * (P - elapsed);
-    bool allowed = weighted + (sl__i128)(curr + cost) * P <= (sl__i128)N * P;
+    /* estimate + cost <= N, times P: prev * (P - elapsed) <= (N - curr - cost) * P */
+    int64_t k = N - curr - cost; /* >= -2^62 */
+    bool allowed = k >= 0 && (prev == 0 || weighted_fits(prev, P - elapsed, k, P));
     bool charge = allowed || plan->count_rejected || mode == SL__CHARGE;
     int64_t after = charge ? sl__min64(curr + cost, N) : curr; /* never overfills */
     if (mode != SL__PEEK) {
@@ -67,18 +72,38 @@ void sl__sliding_window_step(const sl__plan *plan, void *state, int64_t cost, in
     o->a = w;
     o->b = after;
     o->c = prev;
-    o->x = weighted;
+    o->d = elapsed;
+}
+
+/* floor(a * b / c) for a, b >= 0, c > 0: 64-bit when a * b fits. */
+static inline int64_t muldiv(int64_t a, int64_t b, int64_t c) {
+    int64_t ab;
+    if (sl__mul64(a, b, &ab)) return ab / c;
+    return sl__div128((sl__i128)a * b, c);
+}
+
+/* ceil(a * b / c), the same. */
+static inline int64_t ceil_muldiv(int64_t a, int64_t b, int64_t c) {
+    int64_t ab;
+    if (sl__mul64(a, b, &ab)) return ab / c + (ab % c != 0);
+    return sl__ceil_div128((sl__i128)a * b, c);
 }
 
 void sl__sliding_window_answer(const sl__plan *plan, const sl__outcome *o, sl_decision *d) {
     const int64_t N = plan->limit, P = plan->period;
     int64_t w = o->a, after = o->b, prev = o->c, cost = o->cost, now = o->now;
-    sl__i128 weighted = o->x;
+    int64_t rest = P - o->d;            /* P - elapsed, in (0, P] */
     int64_t to_end = (w + 1) * P - now; /* in (0, P], or more if the clock went back */
-    sl__i128 room = (sl__i128)N * P - weighted - (sl__i128)after * P;
     d->allowed = o->allowed;
     d->limit = N;
-    d->remaining = room > 0 ? sl__div128(room, P) : 0;
+    /* remaining = floor(((N - after) * P - prev * rest) / P)
+     *           = N - after - ceil(prev * rest / P), at least 0 */
+    int64_t rem = N - after; /* >= 0: never overfills */
+    if (rem > 0 && prev > 0) {
+        int64_t up = ceil_muldiv(prev, rest, P);
+        rem = rem > up ? rem - up : 0;
+    }
+    d->remaining = rem;
     d->delay = 0;
     /* saturating: after a clock that went far back, to_end + P may pass INT64_MAX
      * (found by fuzz_decide) */
@@ -90,12 +115,13 @@ void sl__sliding_window_answer(const sl__plan *plan, const sl__outcome *o, sl_de
         /* Passes once prev * (P - e) <= (N - after - cost) * P within this
          * window, i.e. e >= P - floor((N - after - cost) * P / prev); at the
          * latest at the window's end, where prev becomes `after`. */
-        int64_t e = P - sl__div128((sl__i128)(N - after - cost) * P, prev);
+        int64_t e = P - muldiv(N - after - cost, P, prev);
         d->retry_after = (e < P ? w * P + e : (w + 1) * P) - now;
     } else {
         /* Not in this window. In the next one prev' = after, curr' = 0:
          * passes once after * (P - e) <= (N - cost) * P. */
-        int64_t e = sl__max64(0, P - sl__div128((sl__i128)(N - cost) * P, after));
+        int64_t e = after == N && cost == 1 ? plan->w_full1 /* a full window, refused */
+                                            : sl__max64(0, P - muldiv(N - cost, P, after));
         d->retry_after = to_end > INT64_MAX - e ? INT64_MAX : to_end + e; /* as to_next */
     }
 }
@@ -109,8 +135,8 @@ void sl__sliding_window_decide(const sl__plan *plan, void *state, int64_t cost, 
 
 bool sl__sliding_window_fresh(const sl__plan *plan, const void *state, int64_t now) {
     const sw_state *s = state;
-    int64_t w = sl__floor_div(now, plan->period);
-    if (w < s->window) w = s->window;
+    int64_t elapsed;
+    int64_t w = sl__window_at(s->window, plan->period, now, &elapsed);
     int64_t prev, curr;
     roll(s, w, &prev, &curr);
     return prev == 0 && curr == 0;

@@ -190,8 +190,12 @@ static inline void decide_answer(const sl_table *t, const sl__plan *plan, const 
     }
 }
 
-static int check_plan(sl_table *t, const sl__plan *plan, const void *key, size_t keylen,
-                      int64_t cost, int64_t now, sl_decision *out) {
+/* Inline in both callers: sl_table_check's plan is then the table's own,
+ * known at compile time (no plan pointer to carry, one call level less). */
+static inline __attribute__((always_inline)) int check_plan(sl_table *t, const sl__plan *plan,
+                                                            const void *key, size_t keylen,
+                                                            int64_t cost, int64_t now,
+                                                            sl_decision *out) {
     int rc = check_args(plan, keylen, cost, now);
     if (rc) {
         deny(out, plan);

@@ -389,6 +389,7 @@ int sl__config_parse(const char *text, size_t len, const char *source, sl_config
     if (!p.y.fatal) sl__config_check_identity(&p);
     if (!p.y.fatal && c->domains[0]) load_domain_rules(&p);
     if (!p.y.fatal) sl__config_check_redis_limits(&p);
+    if (!p.y.fatal) sl__config_check_shedding(&p);
     sl__yaml_sort_errors(&p.y);
 
     if (errs->n) {

@@ -260,6 +260,9 @@ typedef struct sl_shed_config {
     int64_t reserve_critical;        /* tokens only critical requests take */
     int64_t reserve_default;         /* tokens only critical and default requests take */
     char header[SL_SHED_HEADER_MAX]; /* the request header with the priority; default X-Priority */
+    bool fleet;                      /* scope: fleet (one capacity in Redis); else process */
+    char on_failure[8];   /* fleet, Redis failed: open | closed | local; "": the store's */
+    int line, scope_line; /* of shedding: and its scope: (messages) */
 } sl_shed_config;
 
 /* A limit's on_failure ("open", "closed", "local"), or `inherit` (the

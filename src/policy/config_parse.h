@@ -70,6 +70,8 @@ void sl__config_limits(sl__config_parser *p, const char *path);
 void sl__config_admin(sl__config_parser *p, const char *path);
 /* `shedding:` (config_shedding.c). */
 void sl__config_shedding(sl__config_parser *p, const char *path);
+/* scope: fleet against the store (after every section is read). */
+void sl__config_check_shedding(sl__config_parser *p);
 /* At the end: two enabled listeners on one port of one (or every) address. */
 void sl__config_check_listeners(sl__config_parser *p);
 

@@ -7,22 +7,35 @@
  *     reserve_critical: 40  # tokens only critical requests take (default 0)
  *     reserve_default: 20   # more, only critical and default ones (default 0)
  *     header: X-Priority    # where a request says its priority (default)
+ *     scope: process        # or fleet: one capacity in Redis for every server
+ *     on_failure: local     # fleet, Redis failed: open | closed | local
+ *                           # (default store.redis.on_failure)
  *
  * Checked here as sl_shed_create will check it, with the line of the key at
- * fault. */
+ * fault; scope fleet against the store (sl__config_check_shedding). */
 #include <stdio.h>
 #include <string.h>
 
 #include "policy/config_parse.h"
 #include "sluice/error.h"
 #include "sluice/shed.h"
+#include "store/redis_script.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-enum { SH_RATE, SH_BURST, SH_RESERVE_CRITICAL, SH_RESERVE_DEFAULT, SH_HEADER };
+enum {
+    SH_RATE,
+    SH_BURST,
+    SH_RESERVE_CRITICAL,
+    SH_RESERVE_DEFAULT,
+    SH_HEADER,
+    SH_SCOPE,
+    SH_ON_FAILURE
+};
 
-static const char *const shed_keys[] = {"rate", "burst", "reserve_critical", "reserve_default",
-                                        "header"};
+static const char *const shed_keys[] = {"rate",   "burst", "reserve_critical", "reserve_default",
+                                        "header", "scope", "on_failure"};
+static const char *const scopes[] = {"process", "fleet"};
 
 static bool header_name(const char *s, size_t n) {
     if (n == 0 || n >= SL_SHED_HEADER_MAX) return false;
@@ -77,6 +90,18 @@ static void shed_value(sl__yaml *y, void *obj, int key, const char *path) {
         memcpy(sc->header, s, n + 1);
         break;
     }
+    case SH_SCOPE: {
+        int i = sl__yaml_enum(y, path, "scope", scopes, COUNT(scopes));
+        if (i >= 0) sc->fleet = i == 1;
+        break;
+    }
+    case SH_ON_FAILURE: {
+        int i = sl__yaml_enum(y, path, "failure mode", sl__config_failure_modes,
+                              COUNT(sl__config_failure_modes));
+        if (i >= 0)
+            snprintf(sc->on_failure, sizeof sc->on_failure, "%s", sl__config_failure_modes[i]);
+        break;
+    }
     }
 }
 
@@ -87,7 +112,8 @@ void sl__config_shedding(sl__config_parser *p, const char *path) {
     size_t before = p->y.errs->n;
     *sc = (sl_shed_config){.header = "X-Priority"};
     sl__yaml_section(&p->y, path, shed_keys, COUNT(shed_keys), shed_value, sc, seen,
-                     "a mapping of rate, burst, reserve_critical, reserve_default and header");
+                     "a mapping of rate, burst, reserve_critical, reserve_default, header, "
+                     "scope and on_failure");
     if (p->y.fatal || p->y.errs->n != before) return;
     if (!seen[SH_RATE]) {
         sl__yaml_error(&p->y, line, path, "missing rate (the server's capacity, such as 1000/s)");
@@ -118,4 +144,39 @@ void sl__config_shedding(sl__config_parser *p, const char *path) {
         return;
     }
     sc->enabled = true;
+    sc->line = line;
+    sc->scope_line = seen[SH_SCOPE];
+}
+
+/* The largest burst of a fleet capacity: its floors travel in the script's
+ * flags (floor x SL_SCRIPT_DELAY_AFTER below 2^52, redis_script.h). */
+#define FLEET_BURST_MAX (INT64_C(1) << 41)
+
+void sl__config_check_shedding(sl__config_parser *p) {
+    const sl_config *c = p->cfg;
+    const sl_shed_config *sc = &c->shedding;
+    if (!sc->enabled || !sc->fleet) return;
+    int line = sc->scope_line ? sc->scope_line : sc->line;
+    const char *why = NULL;
+    if (strcmp(c->store_type, "redis") != 0)
+        why = "needs store.type: redis (one capacity in Redis for the fleet)";
+    else if (c->redis.batched)
+        why = "needs store.redis.sync: exact (a batched store decides in memory)";
+    else if (c->redis.cluster)
+        why = "needs a single Redis node, not a cluster (the capacity's key and a request's keys "
+              "must be in one script call)";
+    if (why) {
+        sl__yaml_error(&p->y, line, "shedding.scope", "fleet %s", why);
+        return;
+    }
+    sl_params pa = {.algorithm = SL_TOKEN_BUCKET, .rate = sc->rate, .burst = sc->burst};
+    int rc = sl__redis_script_check(&pa, false);
+    if (rc == SL_OK && sc->burst > FLEET_BURST_MAX) rc = SL_EOVERFLOW;
+    if (rc != SL_OK)
+        sl__yaml_error(
+            &p->y, line, "shedding.scope",
+            "fleet: Redis cannot decide rate %lld/%lld ns with burst %lld exactly (%s; a "
+            "period of whole microseconds, burst at most 2^41)",
+            (long long)sc->rate.limit, (long long)sc->rate.period, (long long)sc->burst,
+            sl_strerror(rc));
 }

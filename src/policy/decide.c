@@ -144,6 +144,10 @@ static inline sl_decide_call *call_new(const sl_decide_item *items, size_t n,
     c->later = NULL;
     c->later_ctx = NULL;
     c->later_labels = NULL;
+    c->capacity = NULL;
+    c->priority = SL_PRIORITY_DEFAULT;
+    c->cap_local = c->shed = false;
+    c->shed_retry = 0;
     c->user = (char *)c + ALIGN(sizeof(sl_decide_call));
     memset((char *)c->user + own, 0, user_bytes - own);
     char *p = (char *)c->user + ALIGN(user_bytes);
@@ -180,6 +184,11 @@ sl_decide_call *sl__decide_call_new_own(const sl_decide_item *items, size_t n,
 
 void *sl__decide_call_user(sl_decide_call *c) {
     return c->user;
+}
+
+void sl__decide_call_shed(sl_decide_call *c, sl_decide_capacity *cap, sl_priority p) {
+    c->capacity = cap;
+    c->priority = p;
 }
 
 /* The reference is taken only when the call outlives sl__engine_decide
@@ -333,6 +342,27 @@ static void count_group(sl_decide_call *c, const size_t *idx, size_t n, bool ref
 
 static void store_try(sl_decide_call *c);
 
+/* The store decided a fleet capacity: its fail mode counted; true when it
+ * shed the call (done has run). */
+static bool cap_shed(sl_decide_call *c, const sl_store_call *sc) {
+    if (sc->cap_from >= SL_FROM_OPEN)
+        atomic_fetch_add_explicit(&sc->cap->from[sc->cap_from], 1, memory_order_relaxed);
+    if (!sc->cap_refused) return false;
+    c->shed = true;
+    c->shed_retry = sc->cap_retry;
+    if (c->inline_mark) *c->inline_mark = true;
+    c->done(c);
+    return true;
+}
+
+/* The call refused (or failed): the token of the local shedder it took goes
+ * back (refused requests do not use up the capacity). */
+static void cap_give_back(sl_decide_call *c, int64_t now) {
+    if (!c->cap_local || (c->rc == SL_OK && c->refused == c->n)) return;
+    sl_shed_refund(c->capacity->local, 1, now);
+    c->cap_local = false;
+}
+
 /* The store refused item r (a call item) of an "any" group: true when
  * another group is left, after dropping r's group (its items keep the
  * decisions of this try) and asking the store again without it. */
@@ -360,6 +390,7 @@ static void decided(sl_store_call *sc) {
     c->retry_closed = sc->retry_closed;
     c->rc = SL_OK;
     c->refused = n;
+    if (sc->cap && cap_shed(c, sc)) return;
     for (size_t j = 0; j < sc->n; j++) {
         sl_decide_item *it = &c->items[c->map[j]];
         it->decision = sc->items[j].decision;
@@ -386,6 +417,7 @@ static void decided(sl_store_call *sc) {
     if (sc->rc != SL_OK) { /* a table error: nothing charged, nothing counted */
         c->rc = sc->rc;
         c->refused = sc->rc_item < sc->n ? c->map[sc->rc_item] : n;
+        cap_give_back(c, sc->now);
         c->done(c);
         return;
     }
@@ -404,9 +436,11 @@ static void decided(sl_store_call *sc) {
         }
     }
     if (c->rc != SL_OK) {
+        cap_give_back(c, sc->now);
         c->done(c);
         return;
     }
+    cap_give_back(c, sc->now);
     count_group(c, enf, ne, c->refused != n, false, sc->now);
     if (c->refused == n) { /* the shadow group, decided after the enforced one passed */
         bool no = false;
@@ -429,6 +463,9 @@ static void store_try(sl_decide_call *c) {
     sc->state = NULL;
     sc->parts_left = 0;
     sc->failed = false;
+    sc->cap_refused = false;
+    sc->cap_retry = 0;
+    sc->cap_from = SL_FROM_REDIS;
     size_t m = 0;
     for (size_t i = 0; i < c->n; i++) {
         const sl_decide_item *it = &c->items[i];
@@ -466,6 +503,29 @@ static void goes_on(sl_decide_call *c) {
     }
 }
 
+/* Load shedding before the store: a fleet capacity goes to a store that
+ * decides it; else this server's shedder (the capacity, or a fleet's local
+ * share) takes a token now. False when it refused (done has run). */
+static bool shed_start(sl_decide_call *c, sl_store *store, int64_t now) {
+    c->shed = c->cap_local = false;
+    if (c->capacity->fleet && store->ops->capacity) {
+        c->sc.cap = c->capacity;
+        c->sc.cap_priority = c->priority;
+        return true;
+    }
+    sl_shed_decision d;
+    int rc = sl_shed_admit(c->capacity->local, c->priority, 1, now, &d);
+    if (rc == SL_OK && d.admitted) {
+        c->cap_local = true;
+        return true;
+    }
+    c->shed = true;
+    c->shed_retry = d.retry_after;
+    c->inline_mark = NULL;
+    c->done(c);
+    return false;
+}
+
 void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now) {
     c->sc.now = now;
     c->store = store;
@@ -483,6 +543,8 @@ void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now) {
     }
     bool done_inline = false;
     c->inline_mark = &done_inline;
+    c->sc.cap = NULL;
+    if (c->capacity && !shed_start(c, store, now)) return; /* shed: done has run */
     store_try(c);
     if (!done_inline) goes_on(c); /* else c may be gone */
 }

@@ -100,6 +100,10 @@ typedef size_t (*sl_decide_label_fn)(void *ctx, size_t i, char *buf, size_t size
 typedef struct sl_decide_call sl_decide_call;
 typedef void (*sl_decide_fn)(sl_decide_call *c);
 
+/* The server's load-shedding capacity (sluice/shed.h, the config's
+ * shedding:), built with the policy set (sl__policy_set_shed). */
+typedef sl_store_capacity sl_decide_capacity;
+
 /* "Any" groups (Envoy's quota_mode, docs/envoy.md): the enforced items
  * with any_group 0 are required; those with any_group k > 0 form group k.
  * The call passes when every required item passes and, if there are any
@@ -127,6 +131,11 @@ struct sl_decide_call {
     size_t refused;
     sl_store_from from;
     int64_t retry_closed;
+    /* load shedding (sl__decide_call_shed): shed when the capacity refused
+       the call (rc 0, refused n: no item decided, charged or counted), and
+       shed_retry ns until its priority would pass */
+    bool shed;
+    int64_t shed_retry;
     sl_decide_fn done; /* set by the caller before sl__engine_decide */
     void *arg;
     /* internal */
@@ -145,6 +154,9 @@ struct sl_decide_call {
     void *later_ctx;
     char *later_labels; /* where they were copied when the call went on (heap) */
     void *user;
+    sl_decide_capacity *capacity; /* sl__decide_call_shed */
+    sl_priority priority;
+    bool cap_local; /* a token of capacity->local was taken (given back if refused) */
 };
 
 /* A call for items[0..n) (n at most SL_CHECK_MAX): copies them, their keys
@@ -172,6 +184,14 @@ void sl__decide_call_label_later(sl_decide_call *c, sl_decide_label_fn fn, void 
  * when sl__engine_decide starts the call, and a reference is taken only if
  * the call does not complete inline. */
 void sl__decide_call_hold(sl_decide_call *c, struct sl_policy_set *set);
+/* Load shedding: the call first takes one token of cap (the set's, which
+ * the call must hold: sl__decide_call_hold) at priority p, all or nothing
+ * with its enforced items: a call the capacity refuses is shed (c->shed,
+ * nothing else decided); a call its items refuse leaves the capacity as it
+ * was. Scope process: this server's shedder, decided here; fleet: the store
+ * decides it for the fleet (store.h), with the capacity's fail mode when
+ * Redis fails. NULL cap: none. */
+void sl__decide_call_shed(sl_decide_call *c, sl_decide_capacity *cap, sl_priority p);
 /* fn(arg) runs when the call is freed (a domain call releases its set). */
 void sl__decide_call_on_free(sl_decide_call *c, void (*fn)(void *arg), void *arg);
 void sl__decide_call_free(sl_decide_call *c);

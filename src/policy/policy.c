@@ -30,31 +30,59 @@ struct sl_policy_set {
     struct shed_ref *shed;       /* load shedding (shedding:), or NULL */
 };
 
-/* The server's shedder, shared by the sets of successive reloads while
- * shedding: does not change (its tokens carry over). */
+/* The server's shedding capacity, shared by the sets of successive reloads
+ * while shedding: (and the store settings it depends on) does not change:
+ * its tokens carry over. */
 typedef struct shed_ref {
     atomic_int refs;
-    sl_shed *shed;
+    sl_decide_capacity cap;
     sl_shed_config cfg;
+    bool redis;         /* store.type redis (a fleet capacity's store) */
+    unsigned instances; /* store.redis.expected_instances (a fleet's local share) */
+    sl_fail_mode on_failure;
 } shed_ref;
 
 static void shed_release(shed_ref *r) {
     if (!r || atomic_fetch_sub(&r->refs, 1) != 1) return;
-    sl_shed_destroy(r->shed);
+    sl_shed_destroy(r->cap.local);
     free(r);
 }
 
-static bool same_shed(const sl_shed_config *a, const sl_shed_config *b) {
+static bool same_shed(const shed_ref *r, const sl_config *cfg) {
+    const sl_shed_config *a = &r->cfg, *b = &cfg->shedding;
+    bool redis = strcmp(cfg->store_type, "redis") == 0;
     return a->rate.limit == b->rate.limit && a->rate.period == b->rate.period &&
            a->burst == b->burst && a->reserve_critical == b->reserve_critical &&
-           a->reserve_default == b->reserve_default && strcmp(a->header, b->header) == 0;
+           a->reserve_default == b->reserve_default && strcmp(a->header, b->header) == 0 &&
+           a->fleet == b->fleet && r->redis == redis &&
+           (!a->fleet ||
+            (r->instances == cfg->redis.expected_instances &&
+             r->on_failure == sl__config_fail_mode(b->on_failure, cfg->redis.on_failure)));
 }
 
-/* The shedder for cfg: prev's when unchanged, else a new one, full at now. */
+/* A fleet capacity's local share (its fail mode local): rate and burst
+ * divided among `instances` servers as a policy's fallback (at least 1
+ * each), the reserves too (rounded down, and lowered until sheddable
+ * traffic keeps a token). */
+static sl_shed_options shed_share(sl_shed_options o, unsigned instances) {
+    if (instances <= 1) return o;
+    o.rate.limit = o.rate.limit / instances > 0 ? o.rate.limit / instances : 1;
+    o.burst = o.burst / instances > 0 ? o.burst / instances : 1;
+    o.reserve_critical /= instances;
+    o.reserve_default /= instances;
+    while (o.reserve_critical + o.reserve_default >= o.burst)
+        if (o.reserve_default > 0)
+            o.reserve_default--;
+        else
+            o.reserve_critical--;
+    return o;
+}
+
+/* The capacity for cfg: prev's when unchanged, else a new one, full at now. */
 static int shed_for(const sl_config *cfg, const sl_policy_set *prev, int64_t now, shed_ref **out) {
     *out = NULL;
     if (!cfg->shedding.enabled) return 0;
-    if (prev && prev->shed && same_shed(&prev->shed->cfg, &cfg->shedding)) {
+    if (prev && prev->shed && same_shed(prev->shed, cfg)) {
         atomic_fetch_add(&prev->shed->refs, 1);
         *out = prev->shed;
         return 0;
@@ -66,21 +94,34 @@ static int shed_for(const sl_config *cfg, const sl_policy_set *prev, int64_t now
                          .burst = c->burst,
                          .reserve_critical = c->reserve_critical,
                          .reserve_default = c->reserve_default};
-    int rc = sl_shed_create(&o, now < 0 ? 0 : now, &r->shed);
+    r->cfg = *c;
+    r->redis = strcmp(cfg->store_type, "redis") == 0;
+    r->instances = cfg->redis.expected_instances;
+    r->on_failure = sl__config_fail_mode(c->on_failure, cfg->redis.on_failure);
+    sl_decide_capacity *cap = &r->cap;
+    cap->fleet = c->fleet && r->redis;
+    cap->name = "shed!"; /* no policy name has a '!' */
+    cap->params = (sl_params){.algorithm = SL_TOKEN_BUCKET, .rate = c->rate, .burst = c->burst};
+    cap->floor[SL_PRIORITY_CRITICAL] = 0;
+    cap->floor[SL_PRIORITY_DEFAULT] = c->reserve_critical;
+    cap->floor[SL_PRIORITY_SHEDDABLE] = c->reserve_critical + c->reserve_default;
+    cap->on_failure = r->on_failure;
+    for (int i = 0; i < SL_FROM_COUNT; i++) atomic_init(&cap->from[i], 0);
+    if (cap->fleet) o = shed_share(o, r->instances);
+    int rc = sl_shed_create(&o, now < 0 ? 0 : now, &cap->local);
     if (rc != SL_OK) {
         free(r);
         return rc;
     }
     atomic_init(&r->refs, 1);
-    r->cfg = *c;
     *out = r;
     return 0;
 }
 
-sl_shed *sl__policy_set_shed(const sl_policy_set *s, const char **header) {
+sl_decide_capacity *sl__policy_set_shed(const sl_policy_set *s, const char **header) {
     if (!s || !s->shed) return NULL;
     if (header) *header = s->shed->cfg.header;
-    return s->shed->shed;
+    return &s->shed->cap;
 }
 
 static void policy_release(sl_policy *p) {

@@ -89,10 +89,11 @@ size_t sl__policy_set_ramped(const sl_policy_set *s);
 /* The compiled request rules (never NULL for a built set; a config without
  * rules gives rules that match nothing). Lives as long as the set. */
 const struct sl_rules *sl__policy_set_rules(const sl_policy_set *s);
-/* The server's load shedder (the config's shedding:; sluice/shed.h) and the
- * header a request names its priority in, or NULL when shedding is off.
- * Lives as long as s. */
-sl_shed *sl__policy_set_shed(const sl_policy_set *s, const char **header);
+/* The server's load-shedding capacity (the config's shedding:;
+ * sluice/shed.h; a call takes it with sl__decide_call_shed) and the header a
+ * request names its priority in, or NULL when shedding is off. Lives as
+ * long as s. */
+sl_decide_capacity *sl__policy_set_shed(const sl_policy_set *s, const char **header);
 /* The concurrency limits (lease_set.h; never NULL for a built set). Live
  * as long as the set. */
 const struct sl_lease_set *sl__policy_set_leases(const sl_policy_set *s);

@@ -11,7 +11,7 @@ time (tests). Parameter sets (the distinct limits of the call, checked once
 per call however many items use them): algorithm (sl_algorithm number),
 limit, period_us, burst, flags (1 start empty, 2 count rejected, 4 step
 refill, 256 calendar month, 512 any rate, plus 1024 x the leaky queue's
-delay_after), origin_us, tag (the state's tag: a short
+delay_after, or a token bucket's floor), origin_us, tag (the state's tag: a short
 hash of algorithm, limit, period_us, burst and calendar month, written by
 the C side; "cell" for any rate). Per item: its parameter set (1..m), cost,
 group (0 enforced, 1 shadow). Every other argument is a decimal integer.
@@ -40,6 +40,13 @@ the decision of that charge (the state it is really left in). When group 0
 refuses, group 1 is only looked at (cost 0). A cost larger than can ever pass
 (limit for windows, burst for buckets) refuses its group with nothing charged
 at all; that item says retry -1.
+
+A token bucket's floor F (load shedding's reserve, sluice/shed.h; the
+fleet's capacity of `shedding: {scope: fleet}`): the item passes only if F
+tokens are left after its cost, tokens - cost >= F; its remaining is what
+is left above F, its retry_after the time until tokens reach cost + F, and
+a cost above B - F can never pass. F is not part of the tag: one bucket
+read under every priority's floor.
 
 Arithmetic. Lua numbers are doubles: integers are exact up to 2^53. All
 times are integer microseconds below 2^62 ns (< 2^53 us), every count,
@@ -292,8 +299,8 @@ for j = 1, nsets do
     empty = low % 2 == 1,
     cr = low % 4 >= 2,
     steps = low >= 4, -- token bucket: refills in whole periods (SL_STEP_REFILL)
-    da = floor(flags / 1024), -- leaky queue: delay_after
-    n = 0, p = 0, full = 0, maxcost = N, limit = N,
+    da = floor(flags / 1024), -- leaky queue: delay_after; token bucket: its floor
+    n = 0, p = 0, full = 0, maxcost = N, limit = N, fl = 0,
   }
   -- the tag only has to tell parameter sets apart: one that is no word
   -- never matches a state (every key reads as fresh)
@@ -307,6 +314,10 @@ for j = 1, nsets do
       fail(fmt('parameter set %d: burst must be 1..2^52/(period/gcd(limit, period))', j))
     end
     ps.full, ps.maxcost, ps.limit = B * ps.p, B, B
+    if alg == TB and ps.da > 0 then -- a floor: the tokens a decision must leave
+      if ps.da >= B then fail(fmt('parameter set %d: a floor must be below the burst', j)) end
+      ps.fl, ps.maxcost, ps.da = ps.da * ps.p, B - ps.da, 0
+    end
   elseif alg == SLOG and N > LOGMAX then
     fail(fmt('parameter set %d: sliding log limit > %d', j, LOGMAX))
   end
@@ -461,8 +472,8 @@ local function token_bucket(ps, s, cost, mode, cr)
       tokens = tokens + elapsed * n
     end
   end
-  local need = cost * p
-  local allowed = tokens >= need
+  local need, fl = cost * p, ps.fl
+  local allowed = tokens - need >= fl
   local after = tokens
   if allowed or cr or mode == CHARGE then after = tokens > need and tokens - need or 0 end
   if mode ~= PEEK and after ~= tokens then
@@ -472,9 +483,9 @@ local function token_bucket(ps, s, cost, mode, cr)
   local behind = last > now and last - now or 0
   local at = now + behind
   local retry, reset = 0, 0
-  if not allowed then retry = behind + tb_wait(ps, need - after, at) end
+  if not allowed then retry = behind + tb_wait(ps, need + fl - after, at) end
   if after < full then reset = behind + tb_wait(ps, full - after, at) end
-  return allowed and 1 or 0, ps.B, idiv(after, p), retry, reset, 0
+  return allowed and 1 or 0, ps.B, after > fl and idiv(after - fl, p) or 0, retry, reset, 0
 end
 
 -- (t - now) * n + f <= x, for x >= 0 and 0 <= f < n.

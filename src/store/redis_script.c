@@ -65,13 +65,15 @@ static int64_t us_up(int64_t ns) {
     return sl__ceil_units(ns, NS_PER_US);
 }
 
-/* The script's flags for an item: the options, then delay_after from
- * SL_SCRIPT_DELAY_AFTER up (below 2^52: sl__redis_script_check). */
+/* The script's flags for an item: the options, then delay_after (or a
+ * token bucket's floor) from SL_SCRIPT_DELAY_AFTER up (below 2^52:
+ * sl__redis_script_check; a floor is below the burst). */
 static int64_t item_flags(const sl_script_item *it) {
     unsigned flags = it->params->flags & (SL_START_EMPTY | SL_COUNT_REJECTED | SL_STEP_REFILL);
     if (it->calendar_month) flags |= SL_SCRIPT_CALENDAR_MONTH;
     if (it->any_rate) flags |= SL_SCRIPT_ANY_RATE;
-    return (int64_t)flags + it->params->delay_after * SL_SCRIPT_DELAY_AFTER;
+    int64_t high = it->params->algorithm == SL_TOKEN_BUCKET ? it->floor : it->params->delay_after;
+    return (int64_t)flags + high * SL_SCRIPT_DELAY_AFTER;
 }
 
 /* A parameter set as the script reads it (decide.lua). */

@@ -13,7 +13,8 @@
  *   algorithm (sl_algorithm number), limit, period_us, burst,
  *   flags (SL_START_EMPTY | SL_COUNT_REJECTED | SL_STEP_REFILL |
  *   SL_SCRIPT_CALENDAR_MONTH | SL_SCRIPT_ANY_RATE, plus the leaky queue's
- *   delay_after x SL_SCRIPT_DELAY_AFTER), origin_us, tag (the state's tag, a 32-bit hash in
+ *   delay_after x SL_SCRIPT_DELAY_AFTER, or a token bucket's floor x
+ *   SL_SCRIPT_DELAY_AFTER), origin_us, tag (the state's tag, a 32-bit hash in
  *   hex: a state written under other parameters reads as a fresh key).
  * Per item, in order, 3 arguments: its parameter set (1..m), cost, group
  * (0 enforced, 1 shadow; 2r + g for group g of request r when one call
@@ -79,6 +80,10 @@ typedef struct sl_script_item {
     const char *rkey;        /* the Redis key (already prefixed and hash-tagged) */
     size_t rkeylen;
     int64_t cost;
+    /* a token bucket's floor (sluice/shed.h: a shedding capacity's reserve
+       for this request's priority), 0..burst-1: it passes iff tokens - cost
+       >= floor, remaining is what is left above it; else 0 */
+    int64_t floor;
     unsigned group;       /* 0 enforced, 1 shadow; + 2 x the request's index in a batch */
     sl_decision decision; /* out (ns); retry_after -1 = never */
     bool decided;         /* out */

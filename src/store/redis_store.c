@@ -3,7 +3,15 @@
  * per request (per cluster slot when a request's keys fall in several),
  * and the fail modes behind. A call goes as SLUICE.DECIDE where the node
  * has sluice-redis.so (store.redis.module, redis_config.h), else as
- * EVALSHA: the same arguments, the same answer. */
+ * EVALSHA: the same arguments, the same answer.
+ *
+ * A fleet shedding capacity (store.h: sl_store_call.cap) is one more script
+ * item in front of the request's: a token bucket with the floor of the
+ * request's priority (decide.lua), in its enforced group, so the capacity
+ * and the request's limits are one all-or-nothing decision. The module
+ * does not know floors: a script call that carries a capacity goes as
+ * EVALSHA, whatever store.redis.module says. When Redis fails the
+ * capacity's own fail mode decides it first (cap_fallback). */
 #include "store/redis_store.h"
 
 #include <hiredis/hiredis.h>
@@ -68,6 +76,7 @@ typedef struct part {
     unsigned slot;
     size_t n;
     uint8_t idx[SL_STORE_MAX_ITEMS];
+    bool cap; /* its first script item is the call's capacity (then n + 1 items) */
 } part;
 
 /* One script call: every request a worker has for one slot in one loop
@@ -89,7 +98,9 @@ typedef struct call_state {
     part parts[SL_STORE_MAX_ITEMS];
     const char *rkey[SL_STORE_MAX_ITEMS];
     size_t rkeylen[SL_STORE_MAX_ITEMS];
-    char *rkeys; /* their bytes */
+    char *rkeys;    /* their bytes */
+    size_t cap_off; /* the capacity's Redis key: rkeys[cap_off..cap_end) */
+    size_t cap_end;
 } call_state;
 
 /* ---- worker ------------------------------------------------------------------ */
@@ -111,7 +122,8 @@ static void redis_free(sl_store *s);
 static const sl_store_ops redis_ops = {.decide = redis_decide,
                                        .free = redis_free,
                                        .lease = sl__redis_lease,
-                                       .forget = sl__redis_forget};
+                                       .forget = sl__redis_forget,
+                                       .capacity = true};
 
 void sl__redis_store_parts(sl_store *s, uv_loop_t **loop, const sl_redis_config **cfg,
                            sl_redis **redis) {
@@ -207,17 +219,70 @@ static deny_entry *deny_slot(sl_store_worker *sw, const char *rkey, size_t len, 
 
 /* ---- fail modes --------------------------------------------------------------------- */
 
+/* Fail mode closed: ns until Redis is tried again (the breaker of the key's
+ * node says when), at least 1 s. */
+static int64_t closed_retry(sl_store_worker *sw, const sl_store_call *c) {
+    const call_state *st = c->state;
+    uint64_t at = sl__redis_retry_at(sw->redis, st ? st->parts[0].slot : 0);
+    uint64_t now = uv_now(sw->loop);
+    int64_t retry = at > now ? (int64_t)(at - now) * 1000000 : sw->cfg->breaker_cooldown;
+    return retry < 1000000 ? 1000000 : retry;
+}
+
+/* Redis failed: the capacity's fail mode decides it (open: taken; closed:
+ * only critical requests pass; local: this server's share, a token taken).
+ * True when it shed the call. */
+static bool cap_fallback(sl_store_worker *sw, sl_store_call *c, bool *took) {
+    sl_store_capacity *cap = c->cap;
+    *took = false;
+    c->cap_refused = false;
+    c->cap_retry = 0;
+    switch (cap->on_failure) {
+    case SL_FAIL_OPEN:
+        c->cap_from = SL_FROM_OPEN;
+        return false;
+    case SL_FAIL_CLOSED:
+        c->cap_from = SL_FROM_CLOSED;
+        if (c->cap_priority == SL_PRIORITY_CRITICAL) return false;
+        c->cap_refused = true;
+        c->cap_retry = closed_retry(sw, c);
+        return true;
+    default: {
+        c->cap_from = SL_FROM_LOCAL;
+        sl_shed_decision d;
+        if (sl_shed_admit(cap->local, c->cap_priority, 1, c->now, &d) == SL_OK && d.admitted) {
+            *took = true;
+            return false;
+        }
+        c->cap_refused = true;
+        c->cap_retry = d.retry_after;
+        return true;
+    }
+    }
+}
+
+static void items_without_redis(sl_store_worker *sw, sl_store_call *c);
+
 static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
     for (size_t i = 0; i < c->n; i++) c->items[i].decided = false;
+    bool took = false;
+    if (c->cap && cap_fallback(sw, c, &took)) {
+        c->from = c->cap_from;
+        return; /* shed: nothing else decided */
+    }
+    items_without_redis(sw, c);
+    bool refused = false;
+    for (size_t i = 0; i < c->n; i++)
+        refused |= c->items[i].group == 0 && c->items[i].decided && !c->items[i].decision.allowed;
+    if (took && refused) sl_shed_refund(c->cap->local, 1, c->now); /* not used after all */
+}
+
+static void items_without_redis(sl_store_worker *sw, sl_store_call *c) {
     /* closed: the first enforced limit that fails closed refuses the request */
     for (size_t i = 0; i < c->n; i++) {
         sl_store_item *it = &c->items[i];
         if (it->group != 0 || it->limit->on_failure != SL_FAIL_CLOSED) continue;
-        const call_state *st = c->state; /* the breaker of the key's node says when */
-        uint64_t at = sl__redis_retry_at(sw->redis, st ? st->parts[0].slot : 0);
-        uint64_t now = uv_now(sw->loop);
-        int64_t retry = at > now ? (int64_t)(at - now) * 1000000 : sw->cfg->breaker_cooldown;
-        if (retry < 1000000) retry = 1000000;
+        int64_t retry = closed_retry(sw, c);
         it->decision = (sl_decision){.allowed = false,
                                      .limit = sl_params_limit(sl__store_item_params(it)),
                                      .remaining = 0,
@@ -297,8 +362,19 @@ static void complete(sl_store_call *c) {
     c->done(c);
 }
 
-static void script_items(const sl_store_call *c, const part *pt, sl_script_item *si) {
+/* The script items of a request's part: the capacity first when it has it,
+ * then its items; returns how many (pt->n, or pt->n + 1). */
+static size_t script_items(const sl_store_call *c, const part *pt, sl_script_item *si) {
     const call_state *st = c->state;
+    if (pt->cap) {
+        const sl_store_capacity *cap = c->cap;
+        *si++ = (sl_script_item){.params = &cap->params,
+                                 .rkey = st->rkeys + st->cap_off,
+                                 .rkeylen = st->cap_end - st->cap_off,
+                                 .cost = 1,
+                                 .floor = cap->floor[c->cap_priority],
+                                 .group = 0};
+    }
     for (size_t k = 0; k < pt->n; k++) {
         const sl_store_item *it = &c->items[pt->idx[k]];
         si[k] = (sl_script_item){.params = sl__store_item_params(it),
@@ -309,6 +385,7 @@ static void script_items(const sl_store_call *c, const part *pt, sl_script_item 
                                  .cost = it->cost,
                                  .group = it->group};
     }
+    return pt->n + pt->cap;
 }
 
 /* A request's script call is over: ok, or failed (its fail modes decide). */
@@ -375,9 +452,9 @@ static void flight_items(const flight *f, sl_script_item *si) {
     size_t o = 0;
     for (size_t k = 0; k < f->nparts; k++) {
         const part *pt = f->parts[k];
-        script_items(pt->c, pt, si + o);
-        for (size_t j = 0; j < pt->n; j++) si[o + j].group += 2 * (unsigned)k;
-        o += pt->n;
+        size_t m = script_items(pt->c, pt, si + o);
+        for (size_t j = 0; j < m; j++) si[o + j].group += 2 * (unsigned)k;
+        o += m;
     }
 }
 
@@ -398,17 +475,19 @@ static void flight_send(flight *f) {
        has answered: the script, or with require the module) */
     int has = sl__redis_has_command(sw->redis, f->slot);
     sl_redis_module_mode mode = sw->cfg->module;
+    bool cap = false; /* a capacity's floor: only the script knows it */
+    for (size_t k = 0; k < f->nparts; k++) cap |= f->parts[k]->cap;
     if (mode == SL_REDIS_MODULE_REQUIRE) {
         atomic_store(&sw->stats->module_missing, has == 0);
-        if (has == 0) { /* refused: the fail modes answer */
+        if (has == 0 && !cap) { /* refused: the fail modes answer */
             free(si);
             flight_fail_later(f);
             return;
         }
     }
-    f->via_module = mode == SL_REDIS_MODULE_REQUIRE ||
-                    (mode == SL_REDIS_MODULE_AUTO && has == 1 && !f->no_module &&
-                     uv_now(sw->loop) >= sw->no_module_until);
+    f->via_module = !cap && (mode == SL_REDIS_MODULE_REQUIRE ||
+                             (mode == SL_REDIS_MODULE_AUTO && has == 1 && !f->no_module &&
+                              uv_now(sw->loop) >= sw->no_module_until));
     sl_script_command how = f->via_module    ? SL_SCRIPT_MODULE
                             : f->with_source ? SL_SCRIPT_EVAL
                                              : SL_SCRIPT_EVALSHA;
@@ -471,8 +550,15 @@ static void on_flight(void *arg, const redisReply *reply, int status) {
     size_t o = 0;
     for (size_t k = 0; k < f->nparts; k++) {
         part *pt = f->parts[k];
+        sl_store_call *c = pt->c;
+        if (ok && pt->cap) { /* the capacity's decision (decide.lua: its floor) */
+            c->cap_refused = !si[o].decision.allowed;
+            c->cap_retry = si[o].decision.retry_after;
+            c->cap_from = SL_FROM_REDIS;
+        }
+        o += pt->cap;
         for (size_t j = 0; ok && j < pt->n; j++) {
-            sl_store_item *it = &pt->c->items[pt->idx[j]];
+            sl_store_item *it = &c->items[pt->idx[j]];
             it->decision = si[o + j].decision;
             it->decided = si[o + j].decided;
         }
@@ -546,8 +632,9 @@ void sl__redis_store_after(sl_store *s, sl_redis_queued *q) {
 static void send_part(sl_store_worker *sw, part *pt) {
     size_t j = 0;
     while (j < sw->nopen && sw->open[j]->slot != pt->slot) j++;
+    size_t m = pt->n + pt->cap;
     if (j < sw->nopen &&
-        (sw->open[j]->nparts == FLIGHT_REQUESTS || sw->open[j]->nitems + pt->n > FLIGHT_ITEMS)) {
+        (sw->open[j]->nparts == FLIGHT_REQUESTS || sw->open[j]->nitems + m > FLIGHT_ITEMS)) {
         flight *full = sw->open[j]; /* full: goes out now */
         sw->open[j] = sw->open[--sw->nopen];
         flight_out(sw, full);
@@ -571,7 +658,7 @@ static void send_part(sl_store_worker *sw, part *pt) {
     }
     flight *f = sw->open[j];
     f->parts[f->nparts++] = pt;
-    f->nitems += pt->n;
+    f->nitems += m;
     if (!sw->check_on) {
         uv_check_start(&sw->check, on_check);
         sw->check_on = true;
@@ -596,6 +683,8 @@ static void redis_decide(sl_store *s, sl_store_call *c) {
         sl__redis_key(&kb, sw->cfg->prefix, c->items[i].limit->name, c->items[i].key,
                       c->items[i].keylen);
     }
+    size_t cap_off = kb.len;
+    if (c->cap) sl__redis_key(&kb, sw->cfg->prefix, c->cap->name, "", 0);
     if (!st || kb.failed || !kb.data) {
         sl__buf_free(&kb);
         free(st);
@@ -607,8 +696,10 @@ static void redis_decide(sl_store *s, sl_store_call *c) {
     st->rkeys = kb.data; /* freed with the state */
     for (size_t i = 0; i < c->n; i++) {
         st->rkey[i] = kb.data + off[i];
-        st->rkeylen[i] = (i + 1 < c->n ? off[i + 1] : kb.len) - off[i];
+        st->rkeylen[i] = (i + 1 < c->n ? off[i + 1] : cap_off) - off[i];
     }
+    st->cap_off = cap_off;
+    st->cap_end = kb.len;
     c->state = st;
 
     /* the deny cache: an enforced limit that Redis refused until later */
@@ -630,7 +721,7 @@ static void redis_decide(sl_store *s, sl_store_call *c) {
                                      .retry_after = retry,
                                      .reset_after = reset > retry ? reset : retry};
         it->decided = true;
-        c->from = SL_FROM_DENY_CACHE;
+        c->from = SL_FROM_DENY_CACHE; /* a capacity is not charged (nor asked) */
         state_free(c);
         c->done(c);
         return;
@@ -645,6 +736,9 @@ static void redis_decide(sl_store *s, sl_store_call *c) {
         if (p == np) st->parts[np++] = (part){.c = c, .slot = slot};
         st->parts[p].idx[st->parts[p].n++] = (uint8_t)i;
     }
+    if (np)
+        st->parts[0].cap =
+            c->cap != NULL; /* its first part carries it (a single node: the only one) */
     /* one extra count while sending: a part can finish before send_part
      * returns (breaker open), and the call must outlive this loop */
     c->parts_left = (int)np + 1;

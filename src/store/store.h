@@ -64,6 +64,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sluice/shed.h"
 #include "sluice/table.h"
 #include "store/redis_client.h"
 #include "store/redis_config.h"
@@ -114,6 +115,22 @@ int sl__store_limit_stripes(sl_store_limit *l);
 /* Destroys what sl__store_limit_stripes made (not the tables: their owner's). */
 void sl__store_limit_stripes_free(sl_store_limit *l);
 
+/* A load-shedding capacity (sluice/shed.h: a token bucket with a floor per
+ * priority), owned by the policy set (policy.c). `local` is this server's
+ * shedder: the whole capacity (scope process, decided by the engine), or
+ * with `fleet` its share at rate / expected_instances, used when Redis
+ * fails (on_failure local). With `fleet` a store whose ops have `capacity`
+ * decides it for the whole fleet: one key (`name`) in Redis. */
+typedef struct sl_store_capacity {
+    bool fleet;
+    const char *name;             /* the Redis key's name part (not a policy name) */
+    sl_params params;             /* a token bucket: the capacity's rate and burst */
+    int64_t floor[SL_PRIORITIES]; /* tokens a take must leave, by priority (the reserves) */
+    sl_fail_mode on_failure;      /* fleet: when Redis fails (closed: only critical passes) */
+    sl_shed *local;
+    atomic_uint_fast64_t from[SL_FROM_COUNT]; /* fleet: its decisions by origin */
+} sl_store_capacity;
+
 /* One limit of a call. */
 typedef struct sl_store_item {
     /* in */
@@ -140,6 +157,18 @@ struct sl_store_call {
     int64_t retry_closed; /* out, SL_FROM_CLOSED: ns until Redis is tried again */
     int rc;               /* out: 0, or a table error of item rc_item (memory store) */
     size_t rc_item;
+    /* in: a fleet capacity (sl_store_capacity.fleet; only for a store with
+       ops.capacity) the call takes one token of at priority cap_priority,
+       as the first item of group 0: if it refuses, group 0 refuses with
+       nothing charged (its items are looked at, or not decided); if an
+       item of group 0 refuses, it is not charged. NULL: none. */
+    sl_store_capacity *cap;
+    sl_priority cap_priority;
+    /* out: refused by the capacity, and when this priority would pass (ns);
+       cap_from: who decided it (Redis, or its fail mode) */
+    bool cap_refused;
+    int64_t cap_retry;
+    sl_store_from cap_from;
     sl_store_done_fn done;
     void *arg;
     /* the store's own, while deciding */
@@ -187,6 +216,9 @@ typedef struct sl_store_ops {
      * maybe before it returns, under decide's rule (an operation completes
      * no call but its own). Calendar quotas are not forgotten. */
     void (*forget)(sl_store *s, sl_store_call *c);
+    /* decides a fleet capacity (sl_store_call.cap); else the engine takes
+       the capacity's local share */
+    bool capacity;
 } sl_store_ops;
 
 struct sl_store {

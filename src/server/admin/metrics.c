@@ -55,9 +55,20 @@ static void held_metrics(sl_server *s, sl_buf *out) {
 /* POST /v1/graphql by policy: policies with a graphql: block, and any
  * other that answered a query (a policy without one uses the defaults). */
 /* Load shedding (shedding:): /v1/check requests refused by the server's
- * capacity, by policy and priority; every policy once shedding is on. */
+ * capacity, by policy and priority; every policy once shedding is on. A
+ * fleet capacity: its decisions made by its fail mode (Redis failed). */
 static void shed_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
-    if (!sl__policy_set_shed(set, NULL)) return;
+    const sl_decide_capacity *cap = sl__policy_set_shed(set, NULL);
+    if (!cap) return;
+    if (cap->fleet) {
+        sl__prom_family(out, "sluice_shed_fallback_total", "counter",
+                        "Decisions of the fleet's shedding capacity (shedding: {scope: fleet}) "
+                        "made by its on_failure while Redis failed, by mode.");
+        for (int f = SL_FROM_OPEN; f < SL_FROM_COUNT; f++) {
+            const char *l[] = {"mode", sl__store_fallback_name((sl_store_from)f), NULL};
+            sl__prom_sample(out, "sluice_shed_fallback_total", l, atomic_load(&cap->from[f]));
+        }
+    }
     sl__prom_family(out, "sluice_shed_total", "counter",
                     "/v1/check requests shed (503) by the server's capacity (shedding:), by "
                     "policy and priority.");

@@ -223,11 +223,34 @@ static void write_decision(sl_buf *out, bool head, bool keep, const sl_policy *p
     sl__buf_free(&a.body);
 }
 
-/* /v1/check: one item of a policy, decided by the engine; the answer is
+/* A request the server's capacity shed (shedding:, sluice/shed.h): 503
+ * with Retry-After (whole seconds, at least 1), counted by policy and
+ * priority. */
+static void write_shed(sl_buf *out, bool head, bool keep, sl_policy *p, sl_priority prio,
+                       int64_t retry_after) {
+    atomic_fetch_add_explicit(&p->shed[prio], 1, memory_order_relaxed);
+    answer a = {.status = 503, .content_type = "application/json"};
+    sl__buf_init(&a.body);
+    char msg[160], retry[24];
+    int64_t secs = retry_after < 0 ? 1 : sl__ceil_s(retry_after);
+    if (secs < 1) secs = 1;
+    snprintf(msg, sizeof msg,
+             "the server is over capacity: %s requests are shed (retry after %lld s)",
+             sl_priority_name(prio), (long long)secs);
+    json_error(&a, 503, "shed", msg);
+    snprintf(retry, sizeof retry, "%lld", (long long)secs);
+    sl__http_begin(out, a.status);
+    sl__http_header_line(out, "Retry-After", retry);
+    sl__http_end(out, keep, a.content_type, a.body.data, a.body.len);
+    if (head) out->len -= a.body.len;
+    sl__buf_free(&a.body);
+}
+
+/* /v1/check: one item of a policy, decided by the engine (with the
+ * server's shedding capacity first, when there is one); the answer is
  * written in done (reply.h). */
 typedef struct check_ctx {
     sl_reply reply;
-    sl_shed *shed; /* the shedder that admitted the request (given back if refused), or NULL */
     bool keep, head;
     int64_t now; /* when the request was decided (a monthly quota's w depends on it) */
 } check_ctx;
@@ -235,11 +258,13 @@ typedef struct check_ctx {
 static void check_done(sl_decide_call *c) {
     check_ctx *cc = sl__decide_call_user(c);
     const sl_decide_item *it = &c->items[0];
-    if (cc->shed && (c->rc != SL_OK || !it->decision.allowed))
-        sl_shed_refund(cc->shed, 1, cc->now); /* refused by its own limit: capacity unused */
     sl_buf *out = sl__reply_out(&cc->reply);
-    write_decision(out, cc->head, sl__reply_keep(&cc->reply, cc->keep), sl__policy_of(it->limit),
-                   c->rc, &it->decision, it->shadowed, it->cost, c->from, cc->now);
+    bool keep = sl__reply_keep(&cc->reply, cc->keep);
+    if (c->shed)
+        write_shed(out, cc->head, keep, sl__policy_of(it->limit), c->priority, c->shed_retry);
+    else
+        write_decision(out, cc->head, keep, sl__policy_of(it->limit), c->rc, &it->decision,
+                       it->shadowed, it->cost, c->from, cc->now);
     sl__reply_end(&cc->reply);
     sl__decide_call_free(c);
 }
@@ -251,38 +276,6 @@ static sl_priority priority_of(const sl_http_request *r, const char *header) {
     sl_priority p = SL_PRIORITY_DEFAULT;
     if (h) sl_priority_parse(h->value, h->value_len, &p);
     return p;
-}
-
-/* Load shedding (shedding:, sluice/shed.h): true when the server's capacity
- * refuses the request, answered 503 with Retry-After, counted by policy and
- * priority; else *admitted is the shedder that took one token (NULL when
- * shedding is off). */
-static bool shed_refuses(const sl_request_ctx *rq, const sl_http_request *r, sl_policy *p,
-                         bool keep, sl_buf *out, sl_shed **admitted) {
-    const char *header = NULL;
-    sl_shed *s = sl__policy_set_shed(rq->policies, &header);
-    *admitted = NULL;
-    if (!s) return false;
-    sl_priority prio = priority_of(r, header);
-    sl_shed_decision d;
-    if (sl_shed_admit(s, prio, 1, rq->now, &d) == SL_OK && d.admitted) {
-        *admitted = s;
-        return false;
-    }
-    atomic_fetch_add_explicit(&p->shed[prio], 1, memory_order_relaxed);
-    answer a = {.status = 503, .content_type = "application/json"};
-    sl__buf_init(&a.body);
-    char msg[160], retry[24];
-    int64_t secs = d.retry_after < 0 ? 1 : sl__ceil_s(d.retry_after);
-    if (secs < 1) secs = 1;
-    snprintf(msg, sizeof msg,
-             "the server is over capacity: %s requests are shed (retry after %lld s)",
-             sl_priority_name(prio), (long long)secs);
-    json_error(&a, 503, "shed", msg);
-    snprintf(retry, sizeof retry, "%lld", (long long)secs);
-    send_answer(out, r, &a, keep, "Retry-After", retry);
-    sl__buf_free(&a.body);
-    return true;
 }
 
 static void handle_check(const sl_request_ctx *rq, const sl_http_request *r, sl_buf *out,
@@ -307,12 +300,9 @@ static void handle_check(const sl_request_ctx *rq, const sl_http_request *r, sl_
     }
     sl__buf_free(&a.body);
     bool head = r->method == SL_HTTP_HEAD;
-    sl_shed *shed;
-    if (shed_refuses(rq, r, p, keep, out, &shed)) return;
     sl_decide_item item = sl__policy_use(p, c.key, c.key_len, c.cost, false);
     sl_decide_call *call = sl__decide_call_new(&item, 1, NULL, NULL, sizeof(check_ctx));
     if (!call) {
-        if (shed) sl_shed_refund(shed, 1, rq->now);
         sl_decision none = {0};
         write_decision(out, head, keep, p, SL_ENOMEM, &none, false, c.cost, SL_FROM_REDIS, 0);
         return;
@@ -322,7 +312,9 @@ static void handle_check(const sl_request_ctx *rq, const sl_http_request *r, sl_
     cc->keep = keep;
     cc->head = head;
     cc->now = now;
-    cc->shed = shed; /* lives with the policy set the call holds */
+    const char *header = NULL;
+    sl_decide_capacity *cap = sl__policy_set_shed(rq->policies, &header);
+    if (cap) sl__decide_call_shed(call, cap, priority_of(r, header)); /* lives with the set */
     sl__decide_call_hold(call, rq->policies);
     call->done = check_done;
     bool answered;

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""shed_fleet_test.py SLUICED SOURCE_DIR: the fleet's shedding capacity
+(shedding: {scope: fleet}, docs/protection.md): two sluiced on one real
+redis-server, started here on a free loopback port. The capacity refills at
+1 an hour, so no token comes back during the test and every count is exact
+(no timing bound):
+
+- the fleet sheds at 1x the capacity, not 2x: requests spread over both
+  servers are admitted exactly burst - reserves times at sheddable priority
+  (then default and critical take their reserves), whichever server they hit;
+  each server alone would have admitted that many;
+- a request its policy refuses (429) leaves the capacity as it was (one
+  Redis call: the capacity's token is never taken);
+- Redis killed, for each on_failure of the shedding section: open (no
+  shedding), closed (only critical requests pass), local (this server's
+  share, the burst and reserves / expected_instances), counted in
+  sluice_shed_fallback_total{mode};
+- examples/protection/fleet-shedding.yaml as shipped loads (--check-config) and the
+  config's errors for a fleet without a Redis store.
+
+Standard library only."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sluiced_test  # noqa: E402
+import harness  # noqa: E402
+from harness import curl  # noqa: E402
+
+CONFIG = """
+listen:
+  http: 127.0.0.1:0
+  grpc: "off"
+  resp: 127.0.0.1:0
+workers: 2
+store:
+{store}
+    expected_instances: 2
+policies:
+  - {{name: api, algorithm: token_bucket, rate: 1/h, burst: 1000}}
+  - {{name: one, algorithm: fixed_window, rate: 1/h}}
+shedding:
+  rate: 1/h
+  burst: 10
+  reserve_critical: 2
+  reserve_default: 2
+  scope: fleet
+  on_failure: {mode}
+"""
+
+
+def check(s, policy="api", key="k", priority=None):
+    args = [s.url("/v1/check?policy=%s&key=%s" % (policy, key))]
+    if priority is not None:
+        args = ["-H", "X-Priority: " + priority] + args
+    return curl(*args)[0]
+
+
+def statuses(servers, n, **kw):
+    """n requests, alternating over the servers: their statuses."""
+    return [check(servers[i % len(servers)], **kw) for i in range(n)]
+
+
+class Fleet(unittest.TestCase):
+    def setUp(self):
+        self.redis = harness.RedisServer("sluice-shed-fleet-")
+        self.assertTrue(self.redis.wait(), "redis-server did not start")
+        store = harness.redis_store(self.redis.port, "500ms", on_failure="open")
+        self.servers = []
+        for _ in range(2):
+            self.servers.append(sluiced_test.Server(CONFIG, store=store, mode="local"))
+
+    def tearDown(self):
+        for s in self.servers:
+            s.stop()
+        self.redis.stop()
+
+    def test_one_capacity_for_the_fleet(self):
+        a, b = self.servers
+        # 10 tokens: 6 for sheddable traffic, spread over both servers
+        got = statuses(self.servers, 12, priority="sheddable")
+        self.assertEqual(got.count(200), 6, got)
+        self.assertEqual(got[6:], [503] * 6, got)
+        self.assertEqual(statuses(self.servers, 4, priority="default"), [200, 200, 503, 503])
+        self.assertEqual(statuses(self.servers, 4, priority="critical"), [200, 200, 503, 503])
+        shed = 0
+        for s in self.servers:
+            _, _, page = curl(s.url("/metrics"))
+            shed += sum(harness.metric(page, "sluice_shed_total", policy="api", priority=p)
+                        for p in ("critical", "default", "sheddable"))
+            self.assertEqual(harness.metric(page, "sluice_shed_fallback_total", mode="local"), 0)
+        self.assertEqual(shed, 10)
+
+    def test_refused_by_its_policy_takes_nothing(self):
+        self.assertEqual(check(self.servers[0], "one", "x"), 200)  # 1 token and the window
+        self.assertEqual(statuses(self.servers, 6, policy="one", key="x"), [429] * 6)
+        # 9 tokens left: 5 for sheddable traffic
+        got = statuses(self.servers, 7, priority="sheddable")
+        self.assertEqual(got, [200] * 5 + [503] * 2)
+
+
+class RedisKilled(unittest.TestCase):
+    """One sluiced per fail mode, its Redis stopped before the requests; the
+    policies fail open, so only the capacity refuses."""
+
+    def run_mode(self, mode):
+        redis = harness.RedisServer("sluice-shed-killed-")
+        self.assertTrue(redis.wait(), "redis-server did not start")
+        store = harness.redis_store(redis.port, "200ms", on_failure="open")
+        s = sluiced_test.Server(CONFIG, store=store, mode=mode)
+        try:
+            self.assertEqual(check(s, priority="sheddable"), 200)  # through Redis: 9 left
+            redis.stop()
+            return s, {p: statuses([s], 8, priority=p) for p in ("sheddable", "default",
+                                                                   "critical")}
+        finally:
+            pass
+
+    def fallbacks(self, s, mode):
+        _, _, page = curl(s.url("/metrics"))
+        return harness.metric(page, "sluice_shed_fallback_total", mode=mode)
+
+    def test_open(self):
+        s, got = self.run_mode("open")
+        try:
+            for p, st in got.items():
+                self.assertEqual(st, [200] * 8, p)
+            self.assertEqual(self.fallbacks(s, "open"), 24)
+        finally:
+            s.stop()
+
+    def test_closed(self):
+        s, got = self.run_mode("closed")
+        try:
+            self.assertEqual(got["sheddable"], [503] * 8)
+            self.assertEqual(got["default"], [503] * 8)
+            self.assertEqual(got["critical"], [200] * 8)
+            self.assertEqual(self.fallbacks(s, "closed"), 24)
+        finally:
+            s.stop()
+
+    def test_local(self):
+        s, got = self.run_mode("local")
+        try:
+            # this server's share: burst 10 / 2 = 5, reserves 1 and 1: 3 sheddable,
+            # 1 more default, 1 more critical
+            self.assertEqual(got["sheddable"], [200] * 3 + [503] * 5)
+            self.assertEqual(got["default"], [200] + [503] * 7)
+            self.assertEqual(got["critical"], [200] + [503] * 7)
+            self.assertEqual(self.fallbacks(s, "local"), 24)
+        finally:
+            s.stop()
+
+
+class Config(unittest.TestCase):
+    def check_config(self, path):
+        r = subprocess.run([sluiced_test.SLUICED, "--check-config", path], capture_output=True,
+                           text=True)
+        return r.returncode, r.stdout + r.stderr
+
+    def test_example_loads(self):
+        path = os.path.join(sluiced_test.SRC, "examples", "protection", "fleet-shedding.yaml")
+        rc, out = self.check_config(path)
+        self.assertEqual(rc, 0, out)
+
+    def test_fleet_needs_redis(self):
+        path = os.path.join(tempfile.mkdtemp(prefix="sluice-shed-fleet-"), "c.yaml")
+        with open(path, "w") as f:
+            f.write("shedding:\n  rate: 10/s\n  scope: fleet\n")
+        rc, out = self.check_config(path)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("shedding.scope: fleet needs store.type: redis", out)
+        with open(path, "w") as f:
+            f.write("shedding:\n  rate: 10/s\n  scope: everywhere\n")
+        rc, out = self.check_config(path)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("shedding.scope", out)
+
+
+if __name__ == "__main__":
+    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
+    sluiced_test.SRC = os.path.abspath(sys.argv[2])
+    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])

@@ -358,10 +358,14 @@ int fetch_main(const char *cmd, int argc, char **argv, int first) {
         }
         switch (idx) {
         case F_REQUEST:
+            /* args_error returns -1, so every option with a value has v */
+            // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
             if (!*v || strpbrk(v, " \t\r\n:/")) rc = args_error(&a, "not a method: '%.60s'", v);
             method = v;
             break;
         case F_HEADER:
+            /* as above, v is set */
+            // NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker)
             if (!strchr(v, ':') && !strchr(v, ';'))
                 rc = args_error(&a, "expected 'Name: value', got '%.60s'", v);
             else if (nheaders == MAX_HEADERS)

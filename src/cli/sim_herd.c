@@ -230,7 +230,7 @@ static int print_herd(FILE *fp, out_format f, const herd_config *cfg, const herd
         if (base)
             out_table_add(sec, CELL_NUM, "%s",
                           ramp_pct(cfg, (int64_t)s0 * HERD_BIN, b1, sizeof b1));
-        out_table_add(sec, CELL_NUM, "%lld", (long long)(ok + no));
+        out_table_add(sec, CELL_NUM, "%lld", (long long)ok + no);
         out_table_add(sec, CELL_NUM, "%lld", (long long)ok);
         out_table_add(sec, CELL_NUM, "%lld", (long long)no);
         out_table_add(sec, CELL_NUM, "%lld", (long long)(cfg->workers - served_so_far));
@@ -437,7 +437,7 @@ static int write_herd_svg(const char *path, const herd_config *cfg, const herd_r
     int64_t secs = sl__ceil_s(cfg->duration);
     int64_t tstep = round_step(secs * 6 / 12 + 1);
     for (int64_t sec = 0; sec * SL_NS_PER_SEC <= (int64_t)r->nbins * HERD_BIN; sec += tstep) {
-        double x = left + bw * (double)(sec * SL_NS_PER_SEC / HERD_BIN);
+        double x = left + bw * ((double)(sec * SL_NS_PER_SEC) / HERD_BIN); /* whole bins */
         svg_line(s, x, axis_y, x, axis_y + 5, "axis", NULL);
         svg_textf(s, x, axis_y + 18, "tick", "middle", "%lld", (long long)sec);
     }

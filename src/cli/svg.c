@@ -159,6 +159,8 @@ void svg_textf(svg *s, double x, double y, const char *cls, const char *anchor, 
     char buf[512];
     va_list ap;
     va_start(ap, fmt);
+    /* va_start is the line above */
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     svg_text(s, x, y, cls, anchor, buf);

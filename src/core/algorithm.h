@@ -133,12 +133,20 @@ static inline int64_t sl__floor_div(int64_t a, int64_t b) {
 static inline int64_t sl__ceil_div128(sl__i128 a, int64_t b) { /* a >= 0, b > 0 */
     if (a <= INT64_MAX) {
         int64_t x = (int64_t)a;
+        /* b > 0, the callers' contract */
+        // NOLINTNEXTLINE(clang-analyzer-core.DivideZero)
         return x / b + (x % b != 0);
     }
+    /* b > 0, the callers' contract */
+    // NOLINTNEXTLINE(clang-analyzer-core.DivideZero)
     return (int64_t)((a + b - 1) / b);
 }
 static inline int64_t sl__div128(sl__i128 a, int64_t b) { /* a >= 0, b > 0: floor */
+    /* b > 0, the callers' contract */
+    // NOLINTNEXTLINE(clang-analyzer-core.DivideZero)
     if (a <= INT64_MAX) return (int64_t)a / b;
+    /* b > 0, the callers' contract */
+    // NOLINTNEXTLINE(clang-analyzer-core.DivideZero)
     return (int64_t)(a / b);
 }
 /* The window index of now, floor(now / P), and now's offset in it, for a

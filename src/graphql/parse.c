@@ -86,6 +86,7 @@ static int syntax(parser *p, size_t off, const char *msg) {
 
 /* Character classes of the lexer, one table lookup per byte. */
 enum { C_IGNORED = 1, C_NAME_START = 2, C_NAME = 4, C_DIGIT = 8 };
+// NOLINTNEXTLINE(bugprone-macro-parentheses): a designator, [c] =
 #define NAMES_(c) [c] = C_NAME_START | C_NAME
 static const uint8_t cls[256] = {
     [' '] = C_IGNORED,

@@ -185,6 +185,8 @@ static int build(char *text, size_t len, sl_apikeys_tier_fn tier, void *tier_ctx
             e->org = f[2];
             e->orglen = (uint16_t)fl[2];
         }
+        /* lines grows with keys (cap == n at the first) */
+        // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
         lines[k->n] = (uint32_t)line;
         k->n++;
     }
@@ -212,6 +214,8 @@ static int build(char *text, size_t len, sl_apikeys_tier_fn tier, void *tier_ctx
         k->hashes[i] = h;
         const sl_apikey *dup = find(k, e->key, e->keylen, h);
         if (dup) {
+            /* lines has an entry per key */
+            // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
             report(l, (int)lines[i], "duplicate key (first at line %u)",
                    (unsigned)lines[dup - k->keys]);
             continue;

@@ -96,37 +96,26 @@ static int64_t cell_seconds(int64_t ns) {
     return s;
 }
 
+/* Copies msg into err[0..errlen) (NULL or 0: nowhere) and returns code. */
+static int fail(int code, const char *msg, char *err, size_t errlen) {
+    if (err && errlen) snprintf(err, errlen, "%s", msg);
+    return code;
+}
+
 /* Validates the arguments and compiles them into *plan and *params. Returns
- * 0, or -1 with *err. */
+ * 0, or a negative SL_E* code with its message in err. */
 static int cell_plan(int64_t max_burst, int64_t count, int64_t period, int64_t quantity,
-                     sl__plan *plan, sl_params *params, const char **err) {
-    if (count == 0 || period == 0) {
-        *err = ERR_ZERO;
-        return -1;
-    }
-    if (count < 0 || period < 0) {
-        *err = ERR_NEG_RATE;
-        return -1;
-    }
-    if (max_burst < 0) {
-        *err = ERR_NEG_BURST;
-        return -1;
-    }
-    if (quantity < 0) {
-        *err = ERR_NEG_QTY;
-        return -1;
-    }
-    if (max_burst == INT64_MAX || period > INT64_MAX / SL_NS_PER_SEC) {
-        *err = ERR_RANGE;
-        return -1;
-    }
+                     sl__plan *plan, sl_params *params, char *err, size_t errlen) {
+    if (count == 0 || period == 0) return fail(SL_ERATE, ERR_ZERO, err, errlen);
+    if (count < 0 || period < 0) return fail(SL_ERATE, ERR_NEG_RATE, err, errlen);
+    if (max_burst < 0) return fail(SL_EBURST, ERR_NEG_BURST, err, errlen);
+    if (quantity < 0) return fail(SL_ECOST, ERR_NEG_QTY, err, errlen);
+    if (max_burst == INT64_MAX || period > INT64_MAX / SL_NS_PER_SEC)
+        return fail(SL_EOVERFLOW, ERR_RANGE, err, errlen);
     *params = (sl_params){.algorithm = SL_GCRA,
                           .rate = {.limit = count, .period = period * SL_NS_PER_SEC},
                           .burst = max_burst + 1};
-    if (sl__plan_any_rate(plan, params) != SL_OK) {
-        *err = ERR_RANGE;
-        return -1;
-    }
+    if (sl__plan_any_rate(plan, params) != SL_OK) return fail(SL_EOVERFLOW, ERR_RANGE, err, errlen);
     return 0;
 }
 
@@ -148,15 +137,16 @@ sl_decide_call *sl__cell_forget_prepare(sl_cell *c, const char *const *keys, con
     return sl__decide_call_new(it, n, NULL, NULL, user_bytes);
 }
 
-long long sl__cell_forgotten(sl_decide_call *call, const char **err) {
-    if (call->rc != SL_OK) {
-        *err = call->rc == SL_EKEY ? ERR_KEY : call->rc == SL_ENOMEM ? ERR_NOMEM : ERR_INTERNAL;
-        return -1;
-    }
-    if (call->from != SL_FROM_REDIS) {
-        *err = "ERR the store could not be reached: nothing is known to be deleted";
-        return -1;
-    }
+long long sl__cell_forgotten(sl_decide_call *call, char *err, size_t errlen) {
+    if (call->rc != SL_OK)
+        return fail(call->rc,
+                    call->rc == SL_EKEY     ? ERR_KEY
+                    : call->rc == SL_ENOMEM ? ERR_NOMEM
+                                            : ERR_INTERNAL,
+                    err, errlen);
+    if (call->from != SL_FROM_REDIS) /* a fallback: no store error code says it */
+        return fail(SL_EINVAL, "ERR the store could not be reached: nothing is known to be deleted",
+                    err, errlen);
     long long removed = 0;
     for (size_t i = 0; i < call->n; i++) removed += call->items[i].decided;
     return removed;
@@ -175,34 +165,31 @@ typedef struct throttle {
 
 #define THROTTLE_BYTES ((sizeof(throttle) + 15) & ~(size_t)15)
 
-sl_decide_call *sl__cell_prepare(sl_cell *c, const char *key, size_t keylen, int64_t max_burst,
-                                 int64_t count, int64_t period, int64_t quantity, size_t user_bytes,
-                                 const char **err) {
+int sl__cell_prepare(sl_cell *c, const char *key, size_t keylen, int64_t max_burst, int64_t count,
+                     int64_t period, int64_t quantity, size_t user_bytes, sl_decide_call **out,
+                     char *err, size_t errlen) {
     throttle t;
-    if (cell_plan(max_burst, count, period, quantity, &t.plan, &t.params, err) != 0) return NULL;
-    if (keylen > SL_KEY_MAX) {
-        *err = ERR_KEY;
-        return NULL;
-    }
+    *out = NULL;
+    int rc = cell_plan(max_burst, count, period, quantity, &t.plan, &t.params, err, errlen);
+    if (rc != 0) return rc;
+    if (keylen > SL_KEY_MAX) return fail(SL_EKEY, ERR_KEY, err, errlen);
     t.max_burst = max_burst;
     sl_decide_item it = {.limit = &c->lim, .key = key, .keylen = keylen, .cost = quantity};
     sl_decide_call *call = sl__decide_call_new(&it, 1, NULL, NULL, THROTTLE_BYTES + user_bytes);
-    if (!call) {
-        *err = ERR_NOMEM;
-        return NULL;
-    }
+    if (!call) return fail(SL_ENOMEM, ERR_NOMEM, err, errlen);
     throttle *u = sl__decide_call_user(call);
     *u = t;
     call->items[0].params = &u->params;
     call->items[0].plan = &u->plan;
-    return call;
+    *out = call;
+    return 0;
 }
 
 void *sl__cell_user(sl_decide_call *call) {
     return (char *)sl__decide_call_user(call) + THROTTLE_BYTES;
 }
 
-int sl__cell_finish(sl_decide_call *call, int64_t reply[5], const char **err) {
+int sl__cell_finish(sl_decide_call *call, int64_t reply[5], char *err, size_t errlen) {
     const throttle *t = sl__decide_call_user(call);
     const sl_decide_item *it = &call->items[0];
     switch (call->rc) {
@@ -210,22 +197,15 @@ int sl__cell_finish(sl_decide_call *call, int64_t reply[5], const char **err) {
     case SL_ECOST: /* quantity > max_burst + 1: the key as it is, limited for good */
         break;
     case SL_EKEY:
-        *err = ERR_KEY;
-        return -1;
+        return fail(SL_EKEY, ERR_KEY, err, errlen);
     case SL_EINVAL:
-        *err = ERR_CLOCK;
-        return -1;
+        return fail(SL_EINVAL, ERR_CLOCK, err, errlen);
     case SL_ENOMEM:
-        *err = ERR_NOMEM;
-        return -1;
+        return fail(SL_ENOMEM, ERR_NOMEM, err, errlen);
     default:
-        *err = ERR_INTERNAL;
-        return -1;
+        return fail(call->rc < 0 ? call->rc : SL_EINVAL, ERR_INTERNAL, err, errlen);
     }
-    if (!it->decided) {
-        *err = ERR_INTERNAL;
-        return -1;
-    }
+    if (!it->decided) return fail(SL_EINVAL, ERR_INTERNAL, err, errlen);
     cell_reply(t->max_burst, &it->decision, it->decision.retry_after < 0, reply);
     return 0;
 }

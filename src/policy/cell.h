@@ -29,22 +29,26 @@ void sl__cell_destroy(sl_cell *c);
  * the arguments and returns the engine call deciding the key (one any-rate
  * item with this call's parameters and plan; the caller sets done, starts
  * it with sl__engine_decide, and frees it after), with user_bytes for the caller
- * (sl__cell_user); or NULL with *err a static redis-cell-compatible
- * message, ready for sl__resp_error ("Cell error: Zero rates are not
- * supported", ...). In done, sl__cell_finish gives reply[] = {limited,
- * limit, remaining, retry_after_s, reset_after_s} exactly as redis-cell
- * computes them (seconds rounded as redis-cell does), with the key's state
- * judged by this call's parameters, and returns 0; or -1 with *err.
+ * (sl__cell_user), in *call, and returns 0; or a negative SL_E* code
+ * (SL_ERATE, SL_EBURST, SL_ECOST, SL_EOVERFLOW, SL_EKEY, SL_ENOMEM) with *call
+ * NULL and a redis-cell-compatible message in err[0..errlen) (err may be
+ * NULL; SL_CELL_ERR_MAX bytes hold every message), ready for sl__resp_error
+ * ("Cell error: Zero rates are not supported", ...). In done,
+ * sl__cell_finish gives reply[] = {limited, limit, remaining,
+ * retry_after_s, reset_after_s} exactly as redis-cell computes them (seconds
+ * rounded as redis-cell does), with the key's state judged by this call's
+ * parameters, and returns 0; or a negative SL_E* code with its message.
  * quantity 0 is a peek; a quantity above max_burst + 1 is limited with
  * retry_after -1, as in redis-cell. In Redis the state is one key whatever
  * the parameters ("<prefix>{key}:cell:tat", read by decide.lua with each
  * call's parameters), the memory table its local fallback. */
+#define SL_CELL_ERR_MAX 96
 struct sl_decide_call;
-struct sl_decide_call *sl__cell_prepare(sl_cell *c, const char *key, size_t keylen,
-                                        int64_t max_burst, int64_t count, int64_t period,
-                                        int64_t quantity, size_t user_bytes, const char **err);
+int sl__cell_prepare(sl_cell *c, const char *key, size_t keylen, int64_t max_burst, int64_t count,
+                     int64_t period, int64_t quantity, size_t user_bytes,
+                     struct sl_decide_call **call, char *err, size_t errlen);
 void *sl__cell_user(struct sl_decide_call *call);
-int sl__cell_finish(struct sl_decide_call *call, int64_t reply[5], const char **err);
+int sl__cell_finish(struct sl_decide_call *call, int64_t reply[5], char *err, size_t errlen);
 
 /* DEL key [key ...] for CL.THROTTLE state (redis-cell's state is a Redis
  * key, so DEL resets it): the engine call forgetting keys[0..n) (n from 1 to
@@ -52,12 +56,13 @@ int sl__cell_finish(struct sl_decide_call *call, int64_t reply[5], const char **
  * caller (sl__decide_call_user). The caller sets done, starts it with
  * sl__engine_forget and frees it after; in done, sl__cell_forgotten gives
  * Redis's answer, the number of keys that had state (a key named twice
- * counts once, as in Redis), or -1 with *err (a static message). NULL: out
- * of memory, or n out of range. */
+ * counts once, as in Redis), or a negative SL_E* code with its message in
+ * err (as sl__cell_finish; SL_EINVAL when the store was not reached). NULL:
+ * out of memory, or n out of range. */
 #define SL_CELL_DEL_MAX 16
 struct sl_decide_call *sl__cell_forget_prepare(sl_cell *c, const char *const *keys,
                                                const size_t *lens, size_t n, size_t user_bytes);
-long long sl__cell_forgotten(struct sl_decide_call *call, const char **err);
+long long sl__cell_forgotten(struct sl_decide_call *call, char *err, size_t errlen);
 
 /* The Redis store's fail mode for CL.THROTTLE (store.redis.on_failure;
  * the memory table is the local fallback). Call before c is shared. */

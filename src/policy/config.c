@@ -83,6 +83,8 @@ static const char *const top_keys[] = {"listen",
                                        "shedding"};
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug"};
+_Static_assert(SL_LOG_ERROR == 0 && SL_LOG_WARN == 1 && SL_LOG_INFO == 2 && SL_LOG_DEBUG == 3,
+               "log_levels is in sl_log_level order");
 
 /* Where a key that is unknown in one place does belong (for the message). */
 static const sl__yaml_home key_homes[] = {
@@ -217,7 +219,7 @@ static void top_value(sl__yaml *y, void *obj, int key, const char *path) {
         break;
     case TOP_LOG_LEVEL:
         i = sl__yaml_enum(y, path, "log level", log_levels, COUNT(log_levels));
-        if (i >= 0) snprintf(c->log_level, sizeof c->log_level, "%s", log_levels[i]);
+        if (i >= 0) c->log_level = (sl_log_level)i; /* log_levels is in its order */
         break;
     case TOP_IDENTITY:
         sl__config_identity(p, path);
@@ -289,7 +291,7 @@ static void set_defaults(sl_config *c, const char *source) {
     c->grpc = (sl_listen_config){.enabled = true, .host = "127.0.0.1", .port = 8081};
     c->resp = (sl_listen_config){.enabled = true, .host = "127.0.0.1", .port = 6380};
     c->workers = 0;
-    snprintf(c->store_type, sizeof c->store_type, "memory");
+    c->store_type = SL__STORE_MEMORY;
     c->max_memory = (size_t)(256 * MiB);
     c->redis = (sl_redis_config){.addr = {.host = "127.0.0.1", .port = 6379},
                                  .timeout = 250 * NS_MS,
@@ -314,7 +316,7 @@ static void set_defaults(sl_config *c, const char *source) {
         .max_pending_output_total = 64 * MiB,
         .max_held = 1000,
     };
-    snprintf(c->log_level, sizeof c->log_level, "info");
+    c->log_level = SL_LOG_INFO;
     c->identity = (sl_identity_config){
         .forwarded = SL_FWD_XFF,
         .ipv4_prefix = 32,
@@ -355,21 +357,21 @@ int sl__config_parse(const char *text, size_t len, const char *source, sl_config
     if (!source) source = "<config>";
     if (!out) {
         sl__errors_add(errs, source, 0, NULL, "no place for the result");
-        return -1;
+        return SL_EINVAL;
     }
     *out = NULL;
     if (!text) {
         sl__errors_add(errs, source, 0, NULL, "no text");
-        return -1;
+        return SL_EINVAL;
     }
     if (len > SL_CONFIG_MAX_BYTES) {
         sl__errors_add(errs, source, 0, NULL, "larger than %u bytes: refused", SL_CONFIG_MAX_BYTES);
-        return -1;
+        return SL_EINVAL;
     }
     sl_config *c = calloc(1, sizeof *c);
     if (!c) {
         sl__errors_add(errs, source, 0, NULL, "out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
     set_defaults(c, source);
 
@@ -378,7 +380,7 @@ int sl__config_parse(const char *text, size_t len, const char *source, sl_config
     if (sl__yaml_open(&p.y, text, len, source, errs) != 0) {
         sl__errors_add(errs, source, 0, NULL, "out of memory");
         free(c);
-        return -1;
+        return SL_ENOMEM;
     }
     p.y.user = &p;
     p.y.homes = key_homes;
@@ -394,7 +396,7 @@ int sl__config_parse(const char *text, size_t len, const char *source, sl_config
 
     if (errs->n) {
         sl__config_free(c);
-        return -1;
+        return SL_EPARSE;
     }
     *out = c;
     return 0;
@@ -407,7 +409,7 @@ int sl__config_load(const char *path, sl_config **out, sl_config_errors *errs) {
     if (out) *out = NULL;
     if (!path) {
         sl__errors_add(errs, "<config>", 0, NULL, "no file name");
-        return -1;
+        return SL_EINVAL;
     }
     char *buf, msg[160];
     size_t len;
@@ -416,7 +418,7 @@ int sl__config_load(const char *path, sl_config **out, sl_config_errors *errs) {
     if (rc != SL__FILE_OK) {
         sl__errors_add(errs, path, 0, NULL, "%s",
                        sl__file_strerror(rc, err_no, SL_CONFIG_MAX_BYTES, msg, sizeof msg));
-        return -1;
+        return SL_EINVAL;
     }
     rc = sl__config_parse(buf, len, path, out, errs);
     free(buf);

@@ -11,6 +11,7 @@
 
 #include "policy/identity.h"
 #include "store/redis_config.h"
+#include "util/log.h"
 #include "sluice/concurrency.h"
 #include "sluice/limit.h"
 #include "sluice/ramp.h"
@@ -19,6 +20,18 @@
 #define SL_CONFIG_MAX_POLICIES 1024
 #define SL_CONFIG_MAX_ERRORS   64
 #define SL_CONFIG_MAX_BYTES    (4u << 20) /* a config file larger than this is refused */
+
+/* Settings given as words and checked once, at load; the request path
+ * compares these, never strings. */
+typedef enum sl__store_type { SL__STORE_MEMORY = 0, SL__STORE_REDIS = 1 } sl__store_type;
+/* A policy's or lease's on_failure: not given (0: the store's
+ * store.redis.on_failure), or one sl_fail_mode (sl__config_fail_mode). */
+typedef enum sl__fail_setting {
+    SL__FAIL_INHERIT = 0,
+    SL__FAIL_SET_OPEN = 1 + SL_FAIL_OPEN,
+    SL__FAIL_SET_CLOSED = 1 + SL_FAIL_CLOSED,
+    SL__FAIL_SET_LOCAL = 1 + SL_FAIL_LOCAL
+} sl__fail_setting;
 
 typedef struct sl_listen_config {
     bool enabled;  /* false for "off" */
@@ -42,15 +55,15 @@ typedef struct sl_policy_graphql {
 
 typedef struct sl_policy_config {
     char name[SL_POLICY_NAME_MAX + 1];
-    sl_params params;   /* algorithm, rate, burst, flags: SL_COUNT_REJECTED, SL_START_EMPTY.
-                           Windows get burst 0 (a configured burst is ignored). With
-                           "start: empty" the loader leaves params.origin 0: the server
-                           sets it to the moment it creates the policy's table. */
-    bool shadow;        /* decide, count and log, but always allow */
-    int line;           /* line of the policy in its file (for messages) */
-    char on_failure[8]; /* "open" | "closed" | "local", or "" (inherit store.redis.on_failure) */
-    bool quota;         /* declared under quotas: (a fixed_window of `limit` per day or month) */
-    uint8_t calendar;   /* SL_CALENDAR_MONTH: windows are calendar months (UTC), see policy.h */
+    sl_params params; /* algorithm, rate, burst, flags: SL_COUNT_REJECTED, SL_START_EMPTY.
+                         Windows get burst 0 (a configured burst is ignored). With
+                         "start: empty" the loader leaves params.origin 0: the server
+                         sets it to the moment it creates the policy's table. */
+    bool shadow;      /* decide, count and log, but always allow */
+    int line;         /* line of the policy in its file (for messages) */
+    sl__fail_setting on_failure; /* open, closed, local, or inherit store.redis.on_failure */
+    bool quota;       /* declared under quotas: (a fixed_window of `limit` per day or month) */
+    uint8_t calendar; /* SL_CALENDAR_MONTH: windows are calendar months (UTC), see policy.h */
     sl_policy_graphql graphql; /* POST /v1/graphql's cost scheme for this policy */
     /* ramp_up: (sluice/ramp.h, docs/protection.md): duration 0 = none */
     sl_ramp ramp;
@@ -82,9 +95,9 @@ typedef struct sl_policy_config {
 #define SL_LEASE_MAX     (INT64_C(86400) * 1000000000) /* 24 h = SL_CONCURRENCY_LEASE_MAX */
 typedef struct sl_lease_config {
     char name[SL_POLICY_NAME_MAX + 1];
-    int64_t limit;      /* 1..SL_CONCURRENCY_MAX */
-    int64_t lease;      /* ns, whole ms, 1 ms..24 h; default SL_LEASE_DEFAULT */
-    char on_failure[8]; /* "open" | "closed" | "local", or "" (store.redis.on_failure) */
+    int64_t limit;               /* 1..SL_CONCURRENCY_MAX */
+    int64_t lease;               /* ns, whole ms, 1 ms..24 h; default SL_LEASE_DEFAULT */
+    sl__fail_setting on_failure; /* open, closed, local, or store.redis.on_failure */
     int line;
     /* adaptive: true (sluice/adaptive.h): limit is the initial limit, which then
        follows the latencies reported at release, within [min_limit, max_limit] */
@@ -261,23 +274,23 @@ typedef struct sl_shed_config {
     int64_t reserve_default;         /* tokens only critical and default requests take */
     char header[SL_SHED_HEADER_MAX]; /* the request header with the priority; default X-Priority */
     bool fleet;                      /* scope: fleet (one capacity in Redis); else process */
-    char on_failure[8];   /* fleet, Redis failed: open | closed | local; "": the store's */
-    int line, scope_line; /* of shedding: and its scope: (messages) */
+    sl__fail_setting on_failure; /* fleet, Redis failed: open | closed | local, or the store's */
+    int line, scope_line;        /* of shedding: and its scope: (messages) */
 } sl_shed_config;
 
-/* A limit's on_failure ("open", "closed", "local"), or `inherit` (the
- * store's store.redis.on_failure) when it is "" (not set). */
-sl_fail_mode sl__config_fail_mode(const char *on_failure, sl_fail_mode inherit);
+/* A limit's on_failure, or `inherit` (the store's store.redis.on_failure)
+ * when it is not set. */
+sl_fail_mode sl__config_fail_mode(sl__fail_setting on_failure, sl_fail_mode inherit);
 
 typedef struct sl_config {
     char source[256]; /* the file name, or "<embedded default>" */
     sl_listen_config http, grpc, resp;
-    unsigned workers;      /* 0 = "auto": one per core */
-    char store_type[16];   /* "memory" | "redis" */
-    size_t max_memory;     /* store.max_memory: cap of each policy's table, bytes */
-    sl_redis_config redis; /* used when store_type is "redis" */
+    unsigned workers;          /* 0 = "auto": one per core */
+    sl__store_type store_type; /* store.type: memory (default) or redis */
+    size_t max_memory;         /* store.max_memory: cap of each policy's table, bytes */
+    sl_redis_config redis;     /* used when store_type is SL__STORE_REDIS */
     sl_limits_config limits;
-    char log_level[8]; /* "error" | "warn" | "info" | "debug" */
+    sl_log_level log_level; /* log_level (default info) */
     /* `domains:` (envoyproxy/ratelimit rule files, policy/domains.h): the path as resolved
        against the config file's directory ("" = none), and the rules loaded and checked
        with the config (NULL = none; freed by sl__config_free) */
@@ -310,7 +323,9 @@ typedef struct sl_config_errors {
 } sl_config_errors;
 
 /* Parses YAML text. `source` names it in messages. Returns 0 and *out (free
- * with sl__config_free), or -1 with errs filled (*out NULL). */
+ * with sl__config_free), or with errs filled (*out NULL) SL_EPARSE (the text
+ * has errors), SL_ENOMEM, or SL_EINVAL (no text, no out, or over
+ * SL_CONFIG_MAX_BYTES; a file that cannot be read, for sl__config_load). */
 int sl__config_parse(const char *text, size_t len, const char *source, sl_config **out,
                      sl_config_errors *errs);
 

@@ -91,7 +91,7 @@ void sl__config_lease_finish(sl__config_parser *p, sl_policy_config *pc, const i
     sl_lease_config *lc = &c->leases[c->nleases++];
     memset(lc, 0, sizeof *lc);
     memcpy(lc->name, copy.name, sizeof lc->name);
-    memcpy(lc->on_failure, copy.on_failure, sizeof lc->on_failure);
+    lc->on_failure = copy.on_failure;
     lc->limit = in->limit;
     lc->lease = in->lease ? in->lease : SL_LEASE_DEFAULT;
     lc->line = line;

@@ -234,8 +234,7 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
     case POL_ON_FAILURE:
         i = sl__yaml_enum(&p->y, path, "failure mode", sl__config_failure_modes,
                           COUNT(sl__config_failure_modes));
-        if (i >= 0)
-            snprintf(pc->on_failure, sizeof pc->on_failure, "%s", sl__config_failure_modes[i]);
+        if (i >= 0) pc->on_failure = (sl__fail_setting)(1 + i); /* in sl_fail_mode's order */
         break;
     }
 }
@@ -504,7 +503,7 @@ static const char *redis_limit_problem(const sl_policy_config *pc) {
  * 2^52: redis_script.h). The one place this is checked. */
 static size_t store_errors(const sl_config *c, sl_config_errors *errs, int *error_line) {
     size_t before = errs->n;
-    if (strcmp(c->store_type, "redis") != 0) return 0;
+    if (c->store_type != SL__STORE_REDIS) return 0;
     for (size_t i = 0; i < c->npolicies; i++) {
         const sl_policy_config *pc = &c->policies[i];
         const char *why = redis_limit_problem(pc);

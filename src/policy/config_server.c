@@ -14,10 +14,8 @@ const char *const sl__config_failure_modes[3] = {"open", "closed", "local"};
 _Static_assert(SL_FAIL_OPEN == 0 && SL_FAIL_CLOSED == 1 && SL_FAIL_LOCAL == 2,
                "sl__config_failure_modes is in sl_fail_mode order");
 
-sl_fail_mode sl__config_fail_mode(const char *on_failure, sl_fail_mode inherit) {
-    for (int i = 0; i < 3; i++) /* in sl_fail_mode's order */
-        if (strcmp(on_failure, sl__config_failure_modes[i]) == 0) return (sl_fail_mode)i;
-    return inherit;
+sl_fail_mode sl__config_fail_mode(sl__fail_setting on_failure, sl_fail_mode inherit) {
+    return on_failure == SL__FAIL_INHERIT ? inherit : (sl_fail_mode)(on_failure - 1);
 }
 
 /* who may use the admin endpoints (docs/configuration.md, `admin`) */
@@ -85,6 +83,8 @@ static const char *const limits_keys[] = {"max_header_bytes",
                                           "max_held"};
 
 static const char *const store_types[] = {"memory", "redis"};
+_Static_assert(SL__STORE_MEMORY == 0 && SL__STORE_REDIS == 1,
+               "store_types is in sl__store_type order");
 
 static const char *const sync_modes[] = {"exact", "batched"};
 static const char *const module_modes[] = {"auto", "require", "off"}; /* sl_redis_module_mode */
@@ -382,7 +382,7 @@ static void store_value(sl__yaml *y, void *obj, int key, const char *path) {
     case STORE_TYPE: {
         int t = sl__yaml_enum(&p->y, path, "store type", store_types, COUNT(store_types));
         if (t >= 0) {
-            snprintf(c->store_type, sizeof c->store_type, "%s", store_types[t]);
+            c->store_type = (sl__store_type)t; /* store_types is in its order */
             p->store_type_line = sl__yaml_line(&p->y);
         }
         break;
@@ -503,7 +503,7 @@ void sl__config_store(sl__config_parser *p, const char *path) {
     if (p->y.fatal) return;
     if (c->redis.cluster && c->redis.nseeds == 0)
         sl__yaml_error(&p->y, p->redis_line, "store.redis.cluster", "give at least one seed node");
-    if (strcmp(c->store_type, "redis") == 0 && c->redis.cluster && c->redis.db != 0)
+    if (c->store_type == SL__STORE_REDIS && c->redis.cluster && c->redis.db != 0)
         sl__yaml_error(&p->y, p->redis_line, "store.redis", "Redis Cluster has only database 0");
 }
 

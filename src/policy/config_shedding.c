@@ -98,8 +98,7 @@ static void shed_value(sl__yaml *y, void *obj, int key, const char *path) {
     case SH_ON_FAILURE: {
         int i = sl__yaml_enum(y, path, "failure mode", sl__config_failure_modes,
                               COUNT(sl__config_failure_modes));
-        if (i >= 0)
-            snprintf(sc->on_failure, sizeof sc->on_failure, "%s", sl__config_failure_modes[i]);
+        if (i >= 0) sc->on_failure = (sl__fail_setting)(1 + i); /* in sl_fail_mode's order */
         break;
     }
     }
@@ -133,8 +132,7 @@ void sl__config_shedding(sl__config_parser *p, const char *path) {
         sl__yaml_error(&p->y, seen[SH_RESERVE_DEFAULT] ? seen[SH_RESERVE_DEFAULT] : line, field,
                        "reserve_critical + reserve_default (%lld) must leave sheddable requests "
                        "at least one of the burst's %lld",
-                       (long long)(sc->reserve_critical + sc->reserve_default),
-                       (long long)sc->burst);
+                       (long long)sc->reserve_critical + sc->reserve_default, (long long)sc->burst);
         return;
     }
     if (rc != SL_OK) {
@@ -158,7 +156,7 @@ void sl__config_check_shedding(sl__config_parser *p) {
     if (!sc->enabled || !sc->fleet) return;
     int line = sc->scope_line ? sc->scope_line : sc->line;
     const char *why = NULL;
-    if (strcmp(c->store_type, "redis") != 0)
+    if (c->store_type != SL__STORE_REDIS)
         why = "needs store.type: redis (one capacity in Redis for the fleet)";
     else if (c->redis.batched)
         why = "needs store.redis.sync: exact (a batched store decides in memory)";

@@ -252,7 +252,7 @@ static void log_shadow(const sl_decide_limit *l, const char *key, size_t keylen,
     size_t n = keylen < SL_TOPK_KEY_MAX ? keylen : SL_TOPK_KEY_MAX;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)key[i];
-        text[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+        text[i] = (char)(c >= 0x20 && c < 0x7f ? c : '?');
     }
     text[n] = '\0';
     int64_t ms = d->retry_after < 0 ? -1 : sl__ceil_ms(d->retry_after);
@@ -593,9 +593,9 @@ sl_engine *sl__engine_new(const sl_config *cfg) {
     sl_engine *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->cfg = cfg->redis;
-    e->kind = strcmp(cfg->store_type, "redis") != 0 ? STORE_MEMORY
-              : cfg->redis.batched                  ? STORE_BATCHED
-                                                    : STORE_REDIS;
+    e->kind = cfg->store_type != SL__STORE_REDIS ? STORE_MEMORY
+              : cfg->redis.batched               ? STORE_BATCHED
+                                                 : STORE_REDIS;
     if (e->kind == STORE_BATCHED) {
         /* A sync is not on any request's path, and the next one waits for it:
          * it may take a few intervals before it counts as failed. */

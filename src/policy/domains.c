@@ -197,7 +197,7 @@ static void put_varint(str *k, size_t v) {
 static size_t put_text(char *buf, size_t o, size_t cap, const char *s, size_t n) {
     for (size_t i = 0; i < n && o < cap; i++) {
         unsigned char c = (unsigned char)s[i];
-        buf[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+        buf[o++] = (char)(c >= 0x20 && c < 0x7f ? c : '?');
     }
     return o;
 }
@@ -270,29 +270,28 @@ static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t no
 static void note_refusal(const cdomain *d, const item *it, const sl_rls_request *req, int64_t now);
 
 /* Steps 1-5 of a decision; the table limits go into an engine call. */
-static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t now,
-                           sl_rls_status *statuses, int *overall, const char **message,
-                           size_t user_bytes, sl_decide_call **call) {
+static int decide(sl_domain_set *s, const sl_rls_request *req, int64_t now, sl_rls_status *statuses,
+                  int *overall, const char **message, size_t user_bytes, sl_decide_call **call) {
     *call = NULL;
     *overall = SL_RLS_OK;
     *message = NULL;
-    if (!req->domain_len) return *message = "rate limit domain must not be empty", SL_RLS_EINVAL;
+    if (!req->domain_len) return *message = "rate limit domain must not be empty", SL_EINVAL;
     if (!req->ndescriptors)
-        return *message = "rate limit descriptor list must not be empty", SL_RLS_EINVAL;
+        return *message = "rate limit descriptor list must not be empty", SL_EINVAL;
     if (req->ndescriptors > SL_RLS_MAX_DESCRIPTORS)
-        return *message = "too many descriptors (at most 64)", SL_RLS_EINVAL;
+        return *message = "too many descriptors (at most 64)", SL_EINVAL;
     for (size_t i = 0; i < req->ndescriptors; i++) {
         const sl_rls_descriptor *q = &req->descriptors[i];
         if (q->nentries > SL_RLS_MAX_ENTRIES)
-            return *message = "too many entries in a descriptor (at most 32)", SL_RLS_EINVAL;
+            return *message = "too many entries in a descriptor (at most 32)", SL_EINVAL;
         if (q->has_limit &&
             (q->limit_unit < SL_RLS_UNIT_SECOND || q->limit_unit > SL_RLS_UNIT_YEAR))
             return *message = "a descriptor's limit override needs a unit from SECOND to YEAR",
-                   SL_RLS_EINVAL;
+                   SL_EINVAL;
         statuses[i] = (sl_rls_status){.code = SL_RLS_OK};
     }
     const cdomain *d = sl__dset_find(s, req->domain, req->domain_len);
-    if (!d) return SL_RLS_DONE; /* unknown domain: nothing applies (upstream) */
+    if (!d) return SL_OK; /* unknown domain: nothing applies (upstream) */
 
     /* 1. which rule applies to each descriptor (overrides need none) */
     const climit *matched[SL_RLS_MAX_DESCRIPTORS];
@@ -332,7 +331,7 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
             it.unit = q->limit_unit;
             it.period = sl__rls_unit_seconds[it.unit] * NS_SEC;
             if (it.rpu && !(it.st = override_state(s, d, it.rpu, it.unit)))
-                return *message = "too many distinct limit overrides", SL_RLS_EEXHAUSTED;
+                return *message = "too many distinct limit overrides", SL_ETOOMANY;
         } else if (!c) {
             continue; /* no rule: OK, nothing else said (upstream) */
         } else if (c->unlimited) {
@@ -353,7 +352,7 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
         it.quota &= !it.shadow; /* a shadow limit never refuses: no quota group */
         items[nitems++] = it;
     }
-    if (!nitems) return SL_RLS_DONE;
+    if (!nitems) return SL_OK;
 
     /* 4. table keys: a rule's table by the entries' values (the rule fixes
      * the keys); an override's table by keys and values */
@@ -371,7 +370,7 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
     bool blocked = false;          /* an enforced limit of 0 refuses the request */
     size_t nquota = 0, quota0 = 0; /* quota groups, and those of a limit of 0 */
     uint8_t groups = 0;
-    sl_rls_error rc = SL_RLS_DONE;
+    int rc = SL_OK;
     for (size_t k = 0; k < nitems; k++) {
         item *it = &items[k];
         nquota += it->quota;
@@ -382,7 +381,7 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
             continue;
         }
         if (nactive == SL_CHECK_MAX) {
-            rc = SL_RLS_EINVAL;
+            rc = SL_EINVAL;
             *message = "too many rate-limited descriptors in one request (at most 16)";
             goto out;
         }
@@ -403,7 +402,7 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
         }
         sl_table *t = sl__dset_table(it->st);
         if (!t || keys.failed) {
-            rc = SL_RLS_EEXHAUSTED;
+            rc = SL_ENOMEM;
             *message = "out of memory";
             goto out;
         }
@@ -431,7 +430,7 @@ static sl_rls_error decide(sl_domain_set *s, const sl_rls_request *req, int64_t 
             sl__decide_call_new_own(active, nactive, label_of, &lc, DSTATE_BYTES + user_bytes,
                                     DSTATE_BYTES); /* written below, as far as it is read */
         if (!c) {
-            rc = SL_RLS_EEXHAUSTED;
+            rc = SL_ENOMEM;
             *message = "out of memory";
             goto out;
         }
@@ -550,10 +549,10 @@ static void dstate_release(void *arg) {
     sl__domain_set_release(ds->set);
 }
 
-sl_rls_error sl__domain_prepare(sl_domain_set *s, const sl_rls_request *req, int64_t now,
-                                sl_rls_status *statuses, int *overall, const char **message,
-                                size_t user_bytes, sl_decide_call **call) {
-    sl_rls_error rc = decide(s, req, now, statuses, overall, message, user_bytes, call);
+int sl__domain_prepare(sl_domain_set *s, const sl_rls_request *req, int64_t now,
+                       sl_rls_status *statuses, int *overall, const char **message,
+                       size_t user_bytes, sl_decide_call **call) {
+    int rc = decide(s, req, now, statuses, overall, message, user_bytes, call);
     if (*call) sl__decide_call_on_free(*call, dstate_release, sl__decide_call_user(*call));
     return rc;
 }
@@ -562,15 +561,15 @@ void *sl__domain_user(sl_decide_call *c) {
     return (char *)sl__decide_call_user(c) + DSTATE_BYTES;
 }
 
-sl_rls_error sl__domain_finish(sl_decide_call *c, sl_rls_status *statuses, size_t *n, int *overall,
-                               const char **message) {
+int sl__domain_finish(sl_decide_call *c, sl_rls_status *statuses, size_t *n, int *overall,
+                      const char **message) {
     dstate *ds = sl__decide_call_user(c);
     *overall = SL_RLS_OK;
     *message = NULL;
     *n = ds->ndesc;
     if (c->rc != SL_OK && c->rc != SL_ECOST) {
         *message = c->rc == SL_EKEY ? "a descriptor is longer than 65535 bytes" : "out of memory";
-        return c->rc == SL_EKEY ? SL_RLS_EINVAL : SL_RLS_EEXHAUSTED;
+        return c->rc == SL_EKEY ? SL_EINVAL : SL_ENOMEM;
     }
     memcpy(statuses, ds->statuses, ds->ndesc * sizeof *statuses);
     /* which groups passed (the engine counted their items as allowed) */
@@ -594,7 +593,7 @@ sl_rls_error sl__domain_finish(sl_decide_call *c, sl_rls_status *statuses, size_
         if (it->dec.retry_after < 0) it->dec.retry_after = 0; /* a cost that never passes */
     }
     statuses_of(ds->domain, ds->items, ds->nitems, ds->now, NULL, statuses, overall);
-    return SL_RLS_DONE;
+    return SL_OK;
 }
 
 /* ---- the answer's dynamic_metadata -------------------------------------------------------- */

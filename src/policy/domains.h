@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "policy/config.h"
+#include "sluice/error.h"
 
 /* ---- rule files ------------------------------------------------------------ */
 
@@ -150,17 +151,11 @@ typedef struct sl_rls_status {
     bool quota_over; /* a quota_mode descriptor over its limit in a request that passed */
 } sl_rls_status;
 
-typedef enum sl_rls_error {
-    SL_RLS_DONE = 0,
-    SL_RLS_EINVAL,    /* the request is malformed: INVALID_ARGUMENT */
-    SL_RLS_EEXHAUSTED /* a bound was reached (too many overrides, no memory): RESOURCE_EXHAUSTED */
-} sl_rls_error;
-
 /* Deciding a request is two steps around the decision engine (decide.h),
  * the same for every store. sl__domain_prepare validates, matches and builds
  * the keys, writing statuses[i] for descriptors[i] (the caller provides
  * ndescriptors of them) and *overall (SL_RLS_OK or SL_RLS_OVER_LIMIT). When
- * table limits apply it returns SL_RLS_DONE with *call set: the engine call
+ * table limits apply it returns SL_OK with *call set: the engine call
  * deciding them all at once (enforced limits all or nothing: if one
  * refuses, nothing is consumed from any; shadow limits as their own group;
  * each limit's table is also its local fallback in Redis), holding the set,
@@ -168,17 +163,18 @@ typedef enum sl_rls_error {
  * starts it (sl__engine_decide), and in done calls sl__domain_finish, which
  * writes every status (*n of them) and *overall, then frees the call.
  * Without *call the statuses are final. On an error (the request is
- * malformed: SL_RLS_EINVAL; a bound was reached: SL_RLS_EEXHAUSTED) nothing
+ * malformed: SL_EINVAL, gRPC INVALID_ARGUMENT; a bound was reached:
+ * SL_ETOOMANY, or SL_ENOMEM, RESOURCE_EXHAUSTED; sluice/error.h) nothing
  * is consumed and *message says why (static text). `s` may be NULL (no
  * rules). Every decision is counted per limit (sl_domain_rule_stats) and
  * its refusals go to the domain's sketch. */
 struct sl_decide_call;
-sl_rls_error sl__domain_prepare(sl_domain_set *s, const sl_rls_request *req, int64_t now,
-                                sl_rls_status *statuses, int *overall, const char **message,
-                                size_t user_bytes, struct sl_decide_call **call);
+int sl__domain_prepare(sl_domain_set *s, const sl_rls_request *req, int64_t now,
+                       sl_rls_status *statuses, int *overall, const char **message,
+                       size_t user_bytes, struct sl_decide_call **call);
 void *sl__domain_user(struct sl_decide_call *c);
-sl_rls_error sl__domain_finish(struct sl_decide_call *c, sl_rls_status *statuses, size_t *n,
-                               int *overall, const char **message);
+int sl__domain_finish(struct sl_decide_call *c, sl_rls_status *statuses, size_t *n, int *overall,
+                      const char **message);
 
 /* The answer's dynamic_metadata (a google.protobuf.Struct) as the JSON text
  * of one object, from the statuses written by sl__domain_prepare /

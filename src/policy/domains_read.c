@@ -561,7 +561,8 @@ static void walk_descs(walker *w, const ynode *v, const char *field, rdesc **out
         /* nested descriptors, with the composite key for messages */
         for (size_t j = 0; j + 1 < item->n; j += 2) {
             const ynode *k = item->kids[j];
-            if (k->type != Y_SCALAR || k->len != 11 || memcmp(k->text, "descriptors", 11)) continue;
+            if (k->type != Y_SCALAR || k->len != 11 || memcmp(k->text, "descriptors", 11) != 0)
+                continue;
             char nf[FIELD_MAX], pk[FIELD_MAX];
             sl__dy_join(nf, f, "descriptors");
             snprintf(pk, sizeof pk, "%s%s%s%s.", parent_key, x->key ? x->key : "",

@@ -26,6 +26,8 @@ void sl__dstr_add(str *s, const char *p, size_t n) {
         s->p = np;
         s->cap = cap;
     }
+    /* s->p is allocated above when cap is 0 */
+    // NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker)
     memcpy(s->p + s->len, p, n);
     s->len += n;
     s->p[s->len] = '\0';
@@ -260,6 +262,8 @@ static climit *compile_limit(builder *b, const rdesc *d, const char *domain, siz
     if (!st) return NULL;
     if (s->nstates == b->states_cap) {
         size_t cap = b->states_cap ? 2 * b->states_cap : 64;
+        /* an array of pointers */
+        // NOLINTNEXTLINE(bugprone-sizeof-expression)
         lstate **ns = realloc(s->states, cap * sizeof *ns);
         if (!ns) {
             lstate_release(st);
@@ -376,7 +380,8 @@ static int build(const sl_domain_rules *rules, size_t max_memory, sl_fail_mode o
         for (size_t i = 0; i < nov; i++) {
             const cdomain *pd = &prev->domains[prev->ov[i].domain];
             for (size_t j = 0; j < s->ndomains; j++) {
-                if (s->domains[j].len != pd->len || memcmp(s->domains[j].name, pd->name, pd->len) ||
+                if (s->domains[j].len != pd->len ||
+                    memcmp(s->domains[j].name, pd->name, pd->len) != 0 ||
                     prev->ov[i].st->lim.store.on_failure != on_failure ||
                     prev->ov[i].st->params.flags != limit_flags)
                     continue;

@@ -46,6 +46,7 @@ void sl__dy_free(ynode *n) {
 static bool ynode_add(ynode *parent, ynode *kid) {
     if (parent->n == parent->cap) {
         size_t cap = parent->cap ? 2 * parent->cap : 4;
+        // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
         ynode **k = realloc(parent->kids, cap * sizeof *k);
         if (!k) return false;
         parent->kids = k;

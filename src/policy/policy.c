@@ -50,7 +50,7 @@ static void shed_release(shed_ref *r) {
 
 static bool same_shed(const shed_ref *r, const sl_config *cfg) {
     const sl_shed_config *a = &r->cfg, *b = &cfg->shedding;
-    bool redis = strcmp(cfg->store_type, "redis") == 0;
+    bool redis = cfg->store_type == SL__STORE_REDIS;
     return a->rate.limit == b->rate.limit && a->rate.period == b->rate.period &&
            a->burst == b->burst && a->reserve_critical == b->reserve_critical &&
            a->reserve_default == b->reserve_default && strcmp(a->header, b->header) == 0 &&
@@ -95,7 +95,7 @@ static int shed_for(const sl_config *cfg, const sl_policy_set *prev, int64_t now
                          .reserve_critical = c->reserve_critical,
                          .reserve_default = c->reserve_default};
     r->cfg = *c;
-    r->redis = strcmp(cfg->store_type, "redis") == 0;
+    r->redis = cfg->store_type == SL__STORE_REDIS;
     r->instances = cfg->redis.expected_instances;
     r->on_failure = sl__config_fail_mode(c->on_failure, cfg->redis.on_failure);
     sl_decide_capacity *cap = &r->cap;
@@ -188,7 +188,7 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool 
     if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->lim.top) != 0) rc = SL_ENOMEM;
     if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->lim.near) != 0) rc = SL_ENOMEM;
     l->on_failure = sl__config_fail_mode(cfg->on_failure, conf->redis.on_failure);
-    if (rc == SL_OK && strcmp(conf->store_type, "redis") == 0 && l->on_failure == SL_FAIL_LOCAL) {
+    if (rc == SL_OK && conf->store_type == SL__STORE_REDIS && l->on_failure == SL_FAIL_LOCAL) {
         sl_table_options f = {.params =
                                   fallback_params(p->cfg.params, conf->redis.expected_instances),
                               .max_memory = max_memory};
@@ -214,7 +214,7 @@ static int add_policy(sl_policy_set *s, const sl_config *cfg, sl_policy_set *pre
                       size_t errlen) {
     bool shadow = pc->shadow || cfg->shadow;
     sl_policy *old = prev ? sl__policy_find(prev, pc->name, strlen(pc->name)) : NULL;
-    bool redis = strcmp(cfg->store_type, "redis") == 0;
+    bool redis = cfg->store_type == SL__STORE_REDIS;
     if (old && same_limit(&old->cfg, pc) && prev->max_memory == cfg->max_memory &&
         prev->redis == redis && prev->expected_instances == cfg->redis.expected_instances &&
         old->lim.store.on_failure == sl__config_fail_mode(pc->on_failure, cfg->redis.on_failure)) {
@@ -237,18 +237,20 @@ int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now
     size_t total = cfg->npolicies;
     for (size_t t = 0; t < cfg->ntiers; t++) total += cfg->tiers[t].noverrides;
     sl_policy_set *s = calloc(1, sizeof *s);
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     if (!s || !(s->p = calloc(total ? total : 1, sizeof *s->p))) {
         free(s);
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
     atomic_init(&s->refs, 1);
     s->max_memory = cfg->max_memory;
-    s->redis = strcmp(cfg->store_type, "redis") == 0;
+    s->redis = cfg->store_type == SL__STORE_REDIS;
     s->expected_instances = cfg->redis.expected_instances;
+    int rc = SL_EINVAL; /* what fail returns unless a call says more */
     for (size_t i = 0; i < cfg->npolicies; i++) {
         const sl_policy_config *pc = &cfg->policies[i];
-        if (add_policy(s, cfg, prev, pc, strlen(pc->name), now, err, errlen) != 0) goto fail;
+        if ((rc = add_policy(s, cfg, prev, pc, strlen(pc->name), now, err, errlen)) != 0) goto fail;
     }
     /* Tier variants: the base policy with the tier's rate, burst or limit. */
     for (size_t t = 0; t < cfg->ntiers; t++) {
@@ -259,15 +261,17 @@ int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now
             if (sl__config_tier_variant(cfg, tc, o, &v) != 0) {
                 snprintf(err, errlen, "tier %s: no policy %s, or the name %s:%s is too long",
                          tc->name, o->policy, o->policy, tc->name);
+                rc = SL_EINVAL;
                 goto fail;
             }
-            if (add_policy(s, cfg, prev, &v, strlen(o->policy), now, err, errlen) != 0) goto fail;
+            if ((rc = add_policy(s, cfg, prev, &v, strlen(o->policy), now, err, errlen)) != 0)
+                goto fail;
         }
     }
-    if (sl__rules_compile(cfg, s, &s->rules, err, errlen) != 0) goto fail;
-    if (sl__lease_set_create(cfg, prev ? prev->leases : NULL, now, &s->leases, err, errlen) != 0)
-        goto fail;
-    int rc = shed_for(cfg, prev, now, &s->shed);
+    if ((rc = sl__rules_compile(cfg, s, &s->rules, err, errlen)) != 0) goto fail;
+    rc = sl__lease_set_create(cfg, prev ? prev->leases : NULL, now, &s->leases, err, errlen);
+    if (rc != 0) goto fail;
+    rc = shed_for(cfg, prev, now, &s->shed);
     if (rc != 0) {
         snprintf(err, errlen, "shedding: %s", sl_strerror(rc));
         goto fail;
@@ -276,7 +280,7 @@ int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now
     return 0;
 fail:
     sl__policy_set_release(s);
-    return -1;
+    return rc < 0 ? rc : SL_EINVAL;
 }
 
 void sl__policy_set_retain(sl_policy_set *s) {

@@ -73,7 +73,8 @@ struct sl_rules;
 /* Builds the set for cfg; reuses policies of `prev` (may be NULL) with the
  * same name and parameters. New tables of `start: empty` policies start
  * empty at `now`. Compiles the rules (rules.h) against the new policies and
- * takes a reference to cfg's API key table. Returns 0, or -1 with a message
+ * takes a reference to cfg's API key table. Returns 0, or a negative SL_E*
+ * code (SL_ENOMEM, SL_EINVAL, or what a policy's limit says) with a message
  * in err. */
 int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now,
                           sl_policy_set **out, char *err, size_t errlen);

@@ -193,6 +193,7 @@ int sl__rules_compile(const sl_config *cfg, const sl_policy_set *set, sl_rules *
         for (unsigned j = 0; j < rc->nlimits; j++) {
             const sl_limit_config *lc = &rc->limits[j];
             limit *l = &ru->limits[ru->nlimits++];
+            // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
             if (!(l->by_tier = calloc(cfg->ntiers + 1, sizeof *l->by_tier))) goto oom;
             if (!(l->counts = calloc(cfg->ntiers + 1, sizeof *l->counts))) goto oom;
             l->by_tier[0] = sl__policy_find(set, lc->policy, strlen(lc->policy));
@@ -410,7 +411,7 @@ static bool put_part(sl_rules_answer *a, char tag, const void *data, size_t n) {
 static size_t append(char *buf, size_t size, size_t o, const char *s, size_t n) {
     for (size_t i = 0; i < n && o + 1 < size; i++) {
         unsigned char c = (unsigned char)s[i];
-        buf[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+        buf[o++] = (char)(c >= 0x20 && c < 0x7f ? c : '?');
     }
     if (o < size) buf[o] = '\0';
     return o;

@@ -44,7 +44,10 @@ __attribute__((format(printf, 5, 0))) void sl__errors_addv(sl_config_errors *err
         return;
     }
     size_t tail = slot - 1 - ERROR_HEAD - 3; /* head + "..." + tail fill the slot */
+    /* the tail copied below ends with the NUL */
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
     memcpy(m, full, ERROR_HEAD);
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
     memcpy(m + ERROR_HEAD, "...", 3);
     memcpy(m + ERROR_HEAD + 3, full + len - tail, tail + 1);
 }
@@ -586,7 +589,7 @@ static void join_path(char *out, const char *parent, const char *key, size_t key
     size_t n = 0;
     for (size_t i = 0; i < keylen && n < SL__YAML_SHOW_MAX; i++) {
         unsigned char ch = (unsigned char)key[i];
-        k[n++] = ch > 0x20 && ch < 0x7f ? (char)ch : '?';
+        k[n++] = (char)(ch > 0x20 && ch < 0x7f ? ch : '?');
     }
     if (keylen > SL__YAML_SHOW_MAX) memcpy(k + n, "...", 3), n += 3;
     k[n] = '\0';

@@ -91,6 +91,8 @@ const char *sl__mod_set_check(sl_mod_set *ps, int j, const int64_t v[6], const c
     ps->n = ps->N / g;
     ps->p = ps->P / g;
     if (ps->alg >= SL_MOD_TB) {
+        /* module.c bounds limit and period to >= 1 */
+        // NOLINTNEXTLINE(clang-analyzer-core.DivideZero)
         if (ps->B < 1 || ps->B > SL_MOD_MAXV / ps->p) {
             snprintf(err, errlen,
                      "parameter set %d: burst must be 1..2^52/(period/gcd(limit, period))", j);

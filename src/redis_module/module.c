@@ -175,6 +175,8 @@ static size_t call_layout(call *c, char *base, int n, int m, size_t *zeroed) {
     c->cnt = carve(base, &off, SL_MOD_MAX_GROUPS + 1, sizeof *c->cnt);
     c->seen = carve(base, &off, SL_MOD_MAX_GROUPS / 2, sizeof *c->seen);
     *zeroed = off;
+    /* an array of pointers */
+    // NOLINTNEXTLINE(bugprone-sizeof-expression)
     c->keys = carve(base, &off, un, sizeof *c->keys); /* set as opened (nopen) */
     c->st = carve(base, &off, un, sizeof *c->st);
     c->sets = carve(base, &off, (size_t)m, sizeof *c->sets);
@@ -189,6 +191,8 @@ static size_t call_layout(call *c, char *base, int n, int m, size_t *zeroed) {
     c->saved_k = carve(base, &off, un, sizeof *c->saved_k);
     c->saved = carve(base, &off, un, sizeof *c->saved);
     c->out = carve(base, &off, 6 * un, sizeof *c->out);
+    /* an array of pointers */
+    // NOLINTNEXTLINE(bugprone-sizeof-expression)
     c->fx_keys = carve(base, &off, un, sizeof *c->fx_keys);
     c->fx_buf = carve(base, &off, un, SL_MOD_EFFECT_MAX);
     c->reply = carve(base, &off, un, PACKED_REPLY);
@@ -397,6 +401,7 @@ static void push(call *c, int k, int64_t t, int64_t count) {
     size_t len = sl__decimal_i64(buf, t);
     RedisModuleString *v = RedisModule_CreateString(c->ctx, buf, len);
     RedisModuleString **args =
+        // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
         RedisModule_Alloc((size_t)(count < PUSH_CHUNK ? count : PUSH_CHUNK) * sizeof *args);
     if (!v || !args) {
         c->oom = true;

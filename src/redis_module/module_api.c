@@ -3,6 +3,7 @@
  * start of the load context, as redismodule.h's RedisModule_Init does. */
 #include "redis_module/module_api.h"
 
+// NOLINTNEXTLINE(bugprone-macro-parentheses): a declarator
 #define SL_MODULE_DEFINE(ret, name, params) ret(*RedisModule_##name) params;
 SL_MODULE_API(SL_MODULE_DEFINE)
 #undef SL_MODULE_DEFINE

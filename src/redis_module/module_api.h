@@ -97,6 +97,7 @@ typedef void (*RedisModuleEventCallback)(RedisModuleCtx *ctx, RedisModuleEvent e
     X(void *, Realloc, (void *p, size_t bytes))                                                    \
     X(void, Free, (void *p))
 
+// NOLINTNEXTLINE(bugprone-macro-parentheses): a declarator
 #define SL_MODULE_DECLARE(ret, name, params) extern ret(*RedisModule_##name) params;
 SL_MODULE_API(SL_MODULE_DECLARE)
 #undef SL_MODULE_DECLARE

@@ -67,11 +67,14 @@ void sl__mod_effects_set(sl_mod_effects *e, RedisModuleString *key, const char *
     if (!e->listen) return;
     char *p = e->buf + e->len;
     if (v) {
+        /* bytes of a command, no C string */
+        // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
         memcpy(p, v, len);
         p += len;
         *p++ = ' ';
         p += sl__decimal_i64(p, at);
     } else {
+        // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
         memcpy(p, "- 0", 3);
         p += 3;
     }

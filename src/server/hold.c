@@ -154,6 +154,7 @@ sl_hold *sl__hold_new(size_t max_held, uv_loop_t *loop) {
     size_t buckets = 16;
     while (buckets < max_held) buckets *= 2;
     h->mask = buckets - 1;
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     h->index = calloc(buckets, sizeof *h->index);
     h->heap = malloc(h->capheap * sizeof *h->heap);
     if (!h->index || !h->heap) {

@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
         sl__config_print_errors(&errs, stderr);
         return 1;
     }
-    int lv = sl__log_parse_level(level ? level : cfg->log_level);
+    int lv = level ? sl__log_parse_level(level) : (int)cfg->log_level;
     if (lv < 0) {
         fprintf(stderr, "sluiced: unknown log level '%s' (error, warn, info, debug)\n", level);
         sl__config_free(cfg);

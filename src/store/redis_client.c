@@ -672,6 +672,8 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
     size_t nw = 0;
     for (call *c = r->head; c; c = c->next) nw += !c->n;
     call *small[64];
+    /* an array of pointers */
+    // NOLINTNEXTLINE(bugprone-sizeof-expression)
     call **waiting = nw <= 64 ? small : malloc(nw * sizeof *waiting);
     if (!waiting) { /* out of memory: the first ones now, the rest at their deadline */
         waiting = small;
@@ -831,6 +833,8 @@ void sl__redis_free(sl_redis *r) {
             drop_connection(n);
         }
     }
+    /* finish unlinks the head first */
+    // NOLINTNEXTLINE(clang-analyzer-unix.Malloc)
     while (r->head) finish(r->head, NULL, SL_REDIS_EIO);
     uv_close((uv_handle_t *)&r->deadline_timer, on_handle_closed);
     uv_close((uv_handle_t *)&r->maint_timer, on_handle_closed);

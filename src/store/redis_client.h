@@ -36,12 +36,14 @@
 
 struct redisReply;
 
-/* Why a call failed (status of sl_redis_reply_fn; 0 = a reply). */
+/* Why a call failed (status of sl_redis_reply_fn; 0 = a reply): negative,
+ * as every internal error (sluice/error.h's convention), and below the
+ * SL_E* codes so that the two never mean the same number. */
 #define SL_REDIS_OK       0
-#define SL_REDIS_ETIMEOUT 1 /* no reply within the timeout */
-#define SL_REDIS_EIO      2 /* connection lost or refused */
-#define SL_REDIS_EOPEN    3 /* the breaker is open: not called */
-#define SL_REDIS_ENOSLOT  4 /* cluster: no node known for the slot */
+#define SL_REDIS_ETIMEOUT (-101) /* no reply within the timeout */
+#define SL_REDIS_EIO      (-102) /* connection lost or refused */
+#define SL_REDIS_EOPEN    (-103) /* the breaker is open: not called */
+#define SL_REDIS_ENOSLOT  (-104) /* cluster: no node known for the slot */
 
 /* Counters of one worker's client (written by it, read by /metrics). */
 typedef struct sl_redis_stats {

@@ -150,7 +150,7 @@ int sl__redis_script_check(const sl_params *p, bool calendar_month);
 struct redisReply;
 /* Reads a script reply (or the module's packed one) into items[0..n)
  * (decision in ns, decided). Returns
- * 0, or -1 when the reply is not the expected shape (an error reply
+ * 0, or SL_EPARSE when the reply is not the expected shape (an error reply
  * included: err gets its text), with a message in err (NUL-terminated,
  * truncated to errlen) and every item's decided false. Does not keep r. */
 int sl__redis_script_parse(const struct redisReply *r, sl_script_item *items, size_t n, char *err,

@@ -55,11 +55,11 @@ static const char *skip_reply(const char *p, const char *end, int depth) {
     return NULL;
 }
 
-static long parse_copy(const uint8_t *data, size_t k, sl_resp_command *cmd, const char **err) {
+static long parse_copy(const uint8_t *data, size_t k, sl_resp_command *cmd, char *err) {
     char *copy = malloc(k ? k : 1);
     if (!copy) abort();
     memcpy(copy, data, k);
-    long n = sl__resp_parse(copy, k, MAX_FRAME, cmd, err);
+    long n = sl__resp_parse(copy, k, MAX_FRAME, cmd, err, SL_RESP_ERR_MAX);
     free(copy);
     return n;
 }
@@ -76,20 +76,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t off = 0, replies = 0;
     while (off < size) {
         sl_resp_command cmd;
-        const char *err = NULL;
-        long n = sl__resp_parse(buf + off, size - off, MAX_FRAME, &cmd, &err);
-        if (n < -1 || n > (long)(size - off)) abort();
-        if (n < 0 && !err) abort();
+        char err[SL_RESP_ERR_MAX] = "";
+        long n = sl__resp_parse(buf + off, size - off, MAX_FRAME, &cmd, err, sizeof err);
+        if ((n < 0 && n != SL_EPARSE) || n > (long)(size - off)) abort();
+        if (n < 0 && !err[0]) abort();
 
         /* incremental: a split of this command behaves as promised */
         size_t whole = n > 0 ? (size_t)n : size - off;
         size_t k = whole > 1 ? (size_t)data[off + whole / 2] % whole : 0;
         sl_resp_command pc;
-        const char *perr = NULL;
-        long pn = parse_copy(data + off, k, &pc, &perr);
-        if (n > 0 && pn != 0) abort();  /* a proper prefix of a good command is incomplete */
-        if (pn < 0 && n != -1) abort(); /* an error never turns good with more bytes */
-        if (pn > 0) abort();            /* k < whole: cannot be a whole command */
+        char perr[SL_RESP_ERR_MAX] = "";
+        long pn = parse_copy(data + off, k, &pc, perr);
+        if (n > 0 && pn != 0) abort();         /* a proper prefix of a good command is incomplete */
+        if (pn < 0 && n != SL_EPARSE) abort(); /* an error never turns good with more bytes */
+        if (pn > 0) abort();                   /* k < whole: cannot be a whole command */
 
         if (n <= 0) break;
         if ((size_t)n > MAX_FRAME) abort();

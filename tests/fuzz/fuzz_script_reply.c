@@ -15,6 +15,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "sluice/error.h"
 #include "store/redis_script.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -57,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     abort();
             }
         } else {
-            if (rc != -1) abort();
+            if (rc != SL_EPARSE) abort();
             for (size_t i = 0; i < n; i++)
                 if (items[i].decided) abort();
             if (errlen && memchr(err, '\0', errlen) == NULL) abort();

@@ -18,8 +18,8 @@ typedef struct want5 {
 static void throttle(sl_cell *c, const char *key, int64_t b, int64_t n, int64_t p, int64_t q,
                      int64_t now, want5 w) {
     int64_t r[5];
-    const char *err = NULL;
-    if (cell_throttle(c, key, strlen(key), b, n, p, q, now, r, &err) != 0)
+    char err[SL_CELL_ERR_MAX];
+    if (cell_throttle(c, key, strlen(key), b, n, p, q, now, r, err) != 0)
         fail_msg("CL.THROTTLE %s %lld %lld %lld %lld: %s", key, (long long)b, (long long)n,
                  (long long)p, (long long)q, err);
     if (r[0] != w.limited || r[1] != w.limit || r[2] != w.remaining || r[3] != w.retry ||

@@ -78,17 +78,18 @@ static inline void rules_decide(const sl_rules *r, const sl_request *req, int64_
 #endif
 
 #ifdef SLUICE_POLICY_CELL_H
-/* CL.THROTTLE: 0 and reply[], or -1 and *err. */
+/* CL.THROTTLE: 0 and reply[], or a negative SL_E* code and its message in
+ * err (SL_CELL_ERR_MAX bytes, or NULL). */
 static inline int cell_throttle(sl_cell *cell, const char *key, size_t keylen, int64_t max_burst,
                                 int64_t count, int64_t period, int64_t quantity, int64_t now,
-                                int64_t reply[5], const char **err) {
-    static const char *unused;
-    if (!err) err = &unused;
-    sl_decide_call *c =
-        sl__cell_prepare(cell, key, keylen, max_burst, count, period, quantity, 0, err);
-    if (!c) return -1;
+                                int64_t reply[5], char *err) {
+    size_t errlen = err ? SL_CELL_ERR_MAX : 0;
+    sl_decide_call *c;
+    int hrc =
+        sl__cell_prepare(cell, key, keylen, max_burst, count, period, quantity, 0, &c, err, errlen);
+    if (hrc != 0) return hrc;
     helper_run(c, now);
-    int hrc = sl__cell_finish(c, reply, err);
+    hrc = sl__cell_finish(c, reply, err, errlen);
     sl__decide_call_free(c);
     return hrc;
 }
@@ -96,12 +97,11 @@ static inline int cell_throttle(sl_cell *cell, const char *key, size_t keylen, i
 
 #ifdef SLUICE_POLICY_DOMAINS_H
 /* ShouldRateLimit in the protocol-neutral structs. */
-static inline sl_rls_error domain_decide(sl_domain_set *s, const sl_rls_request *req, int64_t now,
-                                         sl_rls_status *statuses, int *overall,
-                                         const char **message) {
+static inline int domain_decide(sl_domain_set *s, const sl_rls_request *req, int64_t now,
+                                sl_rls_status *statuses, int *overall, const char **message) {
     sl_decide_call *c = NULL;
-    sl_rls_error hrc = sl__domain_prepare(s, req, now, statuses, overall, message, 0, &c);
-    if (hrc != SL_RLS_DONE || !c) return hrc;
+    int hrc = sl__domain_prepare(s, req, now, statuses, overall, message, 0, &c);
+    if (hrc != SL_OK || !c) return hrc;
     helper_run(c, now);
     size_t n;
     hrc = sl__domain_finish(c, statuses, &n, overall, message);

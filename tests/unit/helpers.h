@@ -141,7 +141,7 @@ static inline void expect_error_list(const sl_config_errors *e, const char *cons
 static inline void config_expect_errors(const char *text, const char *const *want, size_t n) {
     sl_config *c = NULL;
     static sl_config_errors e;
-    assert_int_equal(sl__config_parse(text, strlen(text), "t.yaml", &c, &e), -1);
+    assert_int_equal(sl__config_parse(text, strlen(text), "t.yaml", &c, &e), SL_EPARSE);
     expect_error_list(&e, want, n, NULL, text);
 }
 #endif

@@ -62,7 +62,7 @@ static void config_message_names_the_bucket_bound(void **state) {
                                "    burst: 1\n";
     sl_config *c = NULL;
     static sl_config_errors e;
-    assert_int_equal(sl__config_parse(text, sizeof text - 1, "t.yaml", &c, &e), -1);
+    assert_int_equal(sl__config_parse(text, sizeof text - 1, "t.yaml", &c, &e), SL_EPARSE);
     assert_null(c);
     for (size_t i = 0; i < e.n && i < SL_CONFIG_MAX_ERRORS; i++) print_message("  %s\n", e.msg[i]);
     assert_int_equal(e.n, 1); /* only the bucket of 36600d */

@@ -57,8 +57,8 @@
 static int64_t throttle_any(sl_cell *c, const char *key, int64_t b, int64_t n, int64_t p,
                             int64_t now) {
     int64_t r[5];
-    const char *err = NULL;
-    if (cell_throttle(c, key, strlen(key), b, n, p, 1, now, r, &err) != 0)
+    char err[SL_CELL_ERR_MAX];
+    if (cell_throttle(c, key, strlen(key), b, n, p, 1, now, r, err) != 0)
         fail_msg("CL.THROTTLE %s %lld %lld %lld: %s", key, (long long)b, (long long)n, (long long)p,
                  err);
     return r[0];

@@ -35,6 +35,20 @@ static sl_acquire acq(sl_concurrency *c, const char *key, int64_t now) {
     return a;
 }
 
+/* The empty key may be given as NULL (keylen 0): one key, found again
+ * without handing memcmp a NULL (UBSan's nonnull check once saw it). */
+static void test_empty_key_null(void **state) {
+    (void)state;
+    sl_concurrency *c = make(3, 10 * SEC);
+    sl_acquire a;
+    assert_int_equal(sl_concurrency_acquire(c, NULL, 0, T0, &a), SL_OK);
+    assert_int_equal(sl_concurrency_acquire(c, NULL, 0, T0, &a), SL_OK);
+    assert_int_equal(a.in_flight, 2);
+    assert_int_equal(sl_concurrency_in_flight(c, NULL, 0, T0), 2);
+    assert_int_equal(sl_concurrency_in_flight(c, "", 0, T0), 2);
+    sl_concurrency_destroy(c);
+}
+
 static void test_limit_and_retry(void **state) {
     (void)state;
     sl_concurrency *c = make(3, 10 * SEC);
@@ -328,11 +342,17 @@ static void test_threads_never_above_limit(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_limit_and_retry), cmocka_unit_test(test_release_idempotent),
-        cmocka_unit_test(test_expiry),          cmocka_unit_test(test_renew),
-        cmocka_unit_test(test_clock_back),      cmocka_unit_test(test_args),
-        cmocka_unit_test(test_set_limit),       cmocka_unit_test(test_ids_unique),
-        cmocka_unit_test(test_memory_cap),      cmocka_unit_test(test_threads_never_above_limit),
+        cmocka_unit_test(test_empty_key_null),
+        cmocka_unit_test(test_limit_and_retry),
+        cmocka_unit_test(test_release_idempotent),
+        cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_renew),
+        cmocka_unit_test(test_clock_back),
+        cmocka_unit_test(test_args),
+        cmocka_unit_test(test_set_limit),
+        cmocka_unit_test(test_ids_unique),
+        cmocka_unit_test(test_memory_cap),
+        cmocka_unit_test(test_threads_never_above_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

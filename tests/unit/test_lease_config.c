@@ -40,7 +40,7 @@ static sl_config *parse_ok(const char *text) {
 static void expect_errors_(const char *text, const char *const *want, size_t n) {
     sl_config *c = NULL;
     static sl_config_errors e;
-    assert_int_equal(sl__config_parse(text, strlen(text), "t.yaml", &c, &e), -1);
+    assert_int_equal(sl__config_parse(text, strlen(text), "t.yaml", &c, &e), SL_EPARSE);
     bool same = e.n == n;
     for (size_t i = 0; same && i < n; i++) same = strcmp(e.msg[i], want[i]) == 0;
     if (!same) {
@@ -75,7 +75,7 @@ static void test_parse(void **state) {
     const sl_lease_config *s = sl__config_lease(c, "slow", 4);
     assert_int_equal(s->limit, SL_CONCURRENCY_MAX);
     assert_int_equal(s->lease, 120 * SEC);
-    assert_string_equal(s->on_failure, "closed");
+    assert_int_equal(s->on_failure, SL__FAIL_SET_CLOSED);
     assert_null(sl__config_lease(c, "api", 3));
     assert_null(sl__config_policy(c, "jobs", 4));
     sl__config_free(c);

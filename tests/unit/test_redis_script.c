@@ -678,7 +678,7 @@ static void test_evalsha(void **state) {
     cmd_ok("SCRIPT FLUSH");
     redisReply *r = eval_raw(&it, 1, T0_US, false);
     char err[256];
-    assert_int_equal(sl__redis_script_parse(r, &it, 1, err, sizeof err), -1);
+    assert_int_equal(sl__redis_script_parse(r, &it, 1, err, sizeof err), SL_EPARSE);
     assert_true(strncmp(err, "NOSCRIPT", 8) == 0);
     assert_false(it.decided);
     freeReplyObject(r);
@@ -715,7 +715,7 @@ static void test_bad_arguments(void **state) {
     const char *k = rkey("bad", "k");
     sl_script_item it = item(&big, k, 1, 0);
     redisReply *r = eval_raw(&it, 1, T0_US, true);
-    assert_int_equal(sl__redis_script_parse(r, &it, 1, err, sizeof err), -1);
+    assert_int_equal(sl__redis_script_parse(r, &it, 1, err, sizeof err), SL_EPARSE);
     assert_non_null(strstr(err, "ERR sluice: parameter set 1: burst"));
     freeReplyObject(r);
     r = cmd("EXISTS %s", k);
@@ -827,7 +827,7 @@ static void test_foreign_state(void **state) {
     sl_script_item two[2] = {item(&tb, k, 1, 0), item(&tb10, k, 1, 0)};
     r = eval_raw(two, 2, T0_US, true);
     char err[128];
-    assert_int_equal(sl__redis_script_parse(r, two, 2, err, sizeof err), -1);
+    assert_int_equal(sl__redis_script_parse(r, two, 2, err, sizeof err), SL_EPARSE);
     assert_non_null(strstr(err, "two different limits"));
     freeReplyObject(r);
     cmd_ok("DEL %s", k);
@@ -1047,7 +1047,7 @@ static void test_parse(void **state) {
     assert_i64(it[0].decision.reset_after, 200000 * US);
     assert_i64(it[0].decision.delay, 7 * US);
     assert_i64(it[1].decision.retry_after, -1);
-    assert_int_equal(sl__redis_script_parse(r, it, 1, err, sizeof err), -1); /* count */
+    assert_int_equal(sl__redis_script_parse(r, it, 1, err, sizeof err), SL_EPARSE); /* count */
     freeReplyObject(r);
 
     static const char *const bad[] = {
@@ -1066,13 +1066,13 @@ static void test_parse(void **state) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         r = read_reply(bad[i]);
-        if (sl__redis_script_parse(r, it, 1, err, sizeof err) != -1)
+        if (sl__redis_script_parse(r, it, 1, err, sizeof err) != SL_EPARSE)
             fail_msg("accepted %s", bad[i]);
         assert_false(it[0].decided);
         if (i == 0) assert_string_equal(err, "ERR boom");
         freeReplyObject(r);
     }
-    assert_int_equal(sl__redis_script_parse(NULL, it, 1, err, 4), -1);
+    assert_int_equal(sl__redis_script_parse(NULL, it, 1, err, 4), SL_EPARSE);
     assert_int_equal(strlen(err), 3); /* truncated */
 
     /* the module's packed reply: 6 x int64 little-endian per item, the same checks */
@@ -1092,7 +1092,7 @@ static void test_parse(void **state) {
     assert_i64(it[0].decision.remaining, 4);
     assert_i64(it[0].decision.reset_after, 200000 * US);
     assert_i64(it[0].decision.delay, 7 * US);
-    assert_int_equal(sl__redis_script_parse(pr, it, 2, err, sizeof err), -1); /* length */
+    assert_int_equal(sl__redis_script_parse(pr, it, 2, err, sizeof err), SL_EPARSE); /* length */
     assert_string_equal(err, "module reply has the wrong length");
     freeReplyObject(pr);
     wire[5] = 2; /* allowed 2 */
@@ -1100,7 +1100,7 @@ static void test_parse(void **state) {
     redisReaderFeed(rd, wire, 55);
     assert_int_equal(redisReaderGetReply(rd, &pr), REDIS_OK);
     redisReaderFree(rd);
-    assert_int_equal(sl__redis_script_parse(pr, it, 1, err, sizeof err), -1);
+    assert_int_equal(sl__redis_script_parse(pr, it, 1, err, sizeof err), SL_EPARSE);
     assert_false(it[0].decided);
     freeReplyObject(pr);
 }

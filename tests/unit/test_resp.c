@@ -39,12 +39,12 @@
 /* Parses a copy of s[0..len) in a heap block of exactly len bytes, so that
  * ASan sees any read past the end. */
 static long parse_n(const char *s, size_t len, size_t max_frame, sl_resp_command *cmd,
-                    const char **err) {
+                    char err[SL_RESP_ERR_MAX]) {
     char *copy = malloc(len ? len : 1);
     assert_non_null(copy);
     memcpy(copy, s, len);
-    *err = NULL;
-    long n = sl__resp_parse(copy, len, max_frame, cmd, err);
+    err[0] = '\0';
+    long n = sl__resp_parse(copy, len, max_frame, cmd, err, SL_RESP_ERR_MAX);
     /* the arguments point into the copy: move them to s before freeing it */
     if (n > 0)
         for (size_t i = 0; i < cmd->argc; i++) cmd->argv[i] = s + (cmd->argv[i] - copy);
@@ -52,7 +52,7 @@ static long parse_n(const char *s, size_t len, size_t max_frame, sl_resp_command
     return n;
 }
 
-static long parse_s(const char *s, sl_resp_command *cmd, const char **err) {
+static long parse_s(const char *s, sl_resp_command *cmd, char err[SL_RESP_ERR_MAX]) {
     return parse_n(s, strlen(s), FRAME, cmd, err);
 }
 
@@ -65,10 +65,9 @@ static void assert_arg(const sl_resp_command *cmd, size_t i, const char *want) {
 /* Expects s to fail with exactly `msg`. */
 static void assert_parse_error(const char *s, size_t len, size_t max_frame, const char *msg) {
     sl_resp_command cmd;
-    const char *err;
-    long n = parse_n(s, len, max_frame, &cmd, &err);
-    if (n != -1) fail_msg("parse of '%.*s' returned %ld, want an error", (int)len, s, n);
-    assert_non_null(err);
+    char err[SL_RESP_ERR_MAX];
+    long n = parse_n(s, len, max_frame, &cmd, err);
+    if (n != SL_EPARSE) fail_msg("parse of '%.*s' returned %ld, want an error", (int)len, s, n);
     assert_string_equal(err, msg);
 }
 
@@ -93,8 +92,8 @@ static void run(const sl_resp_context *ctx, const char *input, size_t len, sessi
     size_t off = 0;
     while (off < len) {
         sl_resp_command cmd;
-        const char *err;
-        long n = parse_n(input + off, len - off, FRAME, &cmd, &err);
+        char err[SL_RESP_ERR_MAX];
+        long n = parse_n(input + off, len - off, FRAME, &cmd, err);
         if (n <= 0) fail_msg("input does not parse at %zu: %s", off, n < 0 ? err : "incomplete");
         s->quit |= sl__resp_execute(ctx, &cmd, &s->out);
         s->commands++;
@@ -119,9 +118,9 @@ static void expect_reply(const sl_resp_context *ctx, const char *input, const ch
 static void test_parse_multibulk(void **state) {
     (void)state;
     sl_resp_command cmd;
-    const char *err;
+    char err[SL_RESP_ERR_MAX];
     const char *s = "*3\r\n$11\r\nCL.THROTTLE\r\n$0\r\n\r\n$3\r\na\r\n\r\n";
-    assert_i64(parse_s(s, &cmd, &err), strlen(s));
+    assert_i64(parse_s(s, &cmd, err), strlen(s));
     assert_i64(cmd.argc, 3);
     assert_arg(&cmd, 0, "CL.THROTTLE");
     assert_arg(&cmd, 1, "");
@@ -129,12 +128,12 @@ static void test_parse_multibulk(void **state) {
 
     /* zero-copy: arguments point into the buffer */
     const char *b = "*1\r\n$4\r\nPING\r\n";
-    assert_i64(sl__resp_parse(b, strlen(b), FRAME, &cmd, &err), strlen(b));
+    assert_i64(sl__resp_parse(b, strlen(b), FRAME, &cmd, err, sizeof err), strlen(b));
     assert_ptr_equal(cmd.argv[0], b + 8);
 
     /* binary bytes, NUL included */
     const char bin[] = "*1\r\n$3\r\n\0\xff\x01\r\n";
-    assert_i64(parse_n(bin, sizeof bin - 1, FRAME, &cmd, &err), sizeof bin - 1);
+    assert_i64(parse_n(bin, sizeof bin - 1, FRAME, &cmd, err), sizeof bin - 1);
     assert_i64(cmd.argl[0], 3);
     assert_memory_equal(cmd.argv[0], "\0\xff\x01", 3);
 }
@@ -142,23 +141,23 @@ static void test_parse_multibulk(void **state) {
 static void test_parse_inline(void **state) {
     (void)state;
     sl_resp_command cmd;
-    const char *err;
-    assert_i64(parse_s("PING\r\n", &cmd, &err), 6);
+    char err[SL_RESP_ERR_MAX];
+    assert_i64(parse_s("PING\r\n", &cmd, err), 6);
     assert_i64(cmd.argc, 1);
     assert_arg(&cmd, 0, "PING");
 
-    assert_i64(parse_s("ping\n", &cmd, &err), 5);
+    assert_i64(parse_s("ping\n", &cmd, err), 5);
     assert_arg(&cmd, 0, "ping");
 
     const char *s = "  CL.THROTTLE\tuser123   15 30 60 \r\n";
-    assert_i64(parse_s(s, &cmd, &err), strlen(s));
+    assert_i64(parse_s(s, &cmd, err), strlen(s));
     assert_i64(cmd.argc, 5);
     assert_arg(&cmd, 0, "CL.THROTTLE");
     assert_arg(&cmd, 1, "user123");
     assert_arg(&cmd, 4, "60");
 
     s = "ECHO \"hello world\" 'it is' \"\" x\r\n";
-    assert_i64(parse_s(s, &cmd, &err), strlen(s));
+    assert_i64(parse_s(s, &cmd, err), strlen(s));
     assert_i64(cmd.argc, 5);
     assert_arg(&cmd, 1, "hello world");
     assert_arg(&cmd, 2, "it is");
@@ -166,37 +165,37 @@ static void test_parse_inline(void **state) {
     assert_arg(&cmd, 4, "x");
 
     /* only up to the first newline: the rest is the next command */
-    assert_i64(parse_s("PING\nPING\n", &cmd, &err), 5);
+    assert_i64(parse_s("PING\nPING\n", &cmd, err), 5);
 }
 
 static void test_parse_empty_commands(void **state) {
     (void)state;
     sl_resp_command cmd;
-    const char *err;
+    char err[SL_RESP_ERR_MAX];
     /* Redis consumes these without a reply; so do we (argc 0) */
-    assert_i64(parse_s("*0\r\n", &cmd, &err), 4);
+    assert_i64(parse_s("*0\r\n", &cmd, err), 4);
     assert_i64(cmd.argc, 0);
-    assert_i64(parse_s("*-1\r\n", &cmd, &err), 5);
+    assert_i64(parse_s("*-1\r\n", &cmd, err), 5);
     assert_i64(cmd.argc, 0);
-    assert_i64(parse_s("\r\n", &cmd, &err), 2);
+    assert_i64(parse_s("\r\n", &cmd, err), 2);
     assert_i64(cmd.argc, 0);
-    assert_i64(parse_s("   \t \n", &cmd, &err), 6);
+    assert_i64(parse_s("   \t \n", &cmd, err), 6);
     assert_i64(cmd.argc, 0);
     /* nothing yet */
-    assert_i64(parse_n("", 0, FRAME, &cmd, &err), 0);
+    assert_i64(parse_n("", 0, FRAME, &cmd, err), 0);
 }
 
 /* Every proper prefix of a well-formed command needs more bytes; the whole
  * parses to the same arguments. */
 static void check_every_split(const char *s, size_t len, size_t argc) {
     sl_resp_command cmd;
-    const char *err;
+    char err[SL_RESP_ERR_MAX];
     for (size_t k = 0; k < len; k++) {
-        long n = parse_n(s, k, FRAME, &cmd, &err);
+        long n = parse_n(s, k, FRAME, &cmd, err);
         if (n != 0)
             fail_msg("prefix %zu of '%.*s' returned %ld (%s)", k, (int)len, s, n, n < 0 ? err : "");
     }
-    assert_i64(parse_n(s, len, FRAME, &cmd, &err), len);
+    assert_i64(parse_n(s, len, FRAME, &cmd, err), len);
     assert_i64(cmd.argc, argc);
 }
 
@@ -235,8 +234,8 @@ static void test_parse_pipelined(void **state) {
     size_t len = strlen(in), off = 0, i = 0;
     while (off < len) {
         sl_resp_command cmd;
-        const char *err;
-        long n = parse_n(in + off, len - off, FRAME, &cmd, &err);
+        char err[SL_RESP_ERR_MAX];
+        long n = parse_n(in + off, len - off, FRAME, &cmd, err);
         assert_true(n > 0);
         assert_true(i < 5);
         if (want[i][0]) assert_arg(&cmd, 0, want[i][0]);
@@ -254,27 +253,27 @@ static void test_parse_max_args(void **state) {
     (void)state;
     sl_buf b;
     sl_resp_command cmd;
-    const char *err;
+    char err[SL_RESP_ERR_MAX];
     for (int argc = SL_RESP_MAX_ARGS; argc <= SL_RESP_MAX_ARGS + 1; argc++) {
         sl__buf_init(&b);
         sl__buf_printf(&b, "*%d\r\n", argc);
         for (int i = 0; i < argc; i++) sl__buf_puts(&b, "$1\r\nx\r\n");
-        long n = parse_n(b.data, b.len, FRAME, &cmd, &err);
+        long n = parse_n(b.data, b.len, FRAME, &cmd, err);
         if (argc == SL_RESP_MAX_ARGS) {
             assert_i64(n, b.len);
             assert_i64(cmd.argc, SL_RESP_MAX_ARGS);
         } else {
-            assert_i64(n, -1);
+            assert_i64(n, SL_EPARSE);
             assert_string_equal(err, "too many arguments");
             /* known from the count line alone */
-            assert_i64(parse_n(b.data, 6, FRAME, &cmd, &err), -1);
+            assert_i64(parse_n(b.data, 6, FRAME, &cmd, err), SL_EPARSE);
         }
         sl__buf_free(&b);
 
         sl__buf_init(&b);
         for (int i = 0; i < argc; i++) sl__buf_puts(&b, "x ");
         sl__buf_puts(&b, "\r\n");
-        n = parse_n(b.data, b.len, FRAME, &cmd, &err);
+        n = parse_n(b.data, b.len, FRAME, &cmd, err);
         if (argc == SL_RESP_MAX_ARGS)
             assert_i64(cmd.argc, SL_RESP_MAX_ARGS);
         else
@@ -286,13 +285,13 @@ static void test_parse_max_args(void **state) {
 static void test_parse_max_frame(void **state) {
     (void)state;
     sl_resp_command cmd;
-    const char *err;
+    char err[SL_RESP_ERR_MAX];
     /* "*1\r\n$N\r\n" + N + "\r\n" spans exactly 100 bytes for N = 88 */
     char buf[256];
     memcpy(buf, "*1\r\n$88\r\n", 9);
     memset(buf + 9, 'a', 88);
     memcpy(buf + 97, "\r\n", 2);
-    assert_i64(parse_n(buf, 99, 99, &cmd, &err), 99);
+    assert_i64(parse_n(buf, 99, 99, &cmd, err), 99);
     assert_parse_error(buf, 99, 98, "command too large");
     /* known as soon as the bulk length is read, before its bytes arrive */
     assert_parse_error(buf, 9, 98, "command too large");
@@ -310,10 +309,10 @@ static void test_parse_max_frame(void **state) {
     /* inline: a line of max_frame bytes without its newline is too large */
     char line[64];
     memset(line, 'p', sizeof line);
-    assert_i64(parse_n(line, 63, 64, &cmd, &err), 0);
+    assert_i64(parse_n(line, 63, 64, &cmd, err), 0);
     assert_parse_error(line, 64, 64, "command too large");
     line[63] = '\n';
-    assert_i64(parse_n(line, 64, 64, &cmd, &err), 64);
+    assert_i64(parse_n(line, 64, 64, &cmd, err), 64);
     assert_i64(cmd.argc, 1);
 }
 
@@ -326,8 +325,8 @@ static void test_parse_allows_big_bulk_within_frame(void **state) {
     for (int i = 0; i < 30000; i++) sl__buf_append(&b, "z", 1);
     sl__buf_puts(&b, "\r\n");
     sl_resp_command cmd;
-    const char *err;
-    assert_i64(parse_n(b.data, b.len, FRAME, &cmd, &err), b.len);
+    char err[SL_RESP_ERR_MAX];
+    assert_i64(parse_n(b.data, b.len, FRAME, &cmd, err), b.len);
     assert_i64(cmd.argl[1], 30000);
     sl__buf_free(&b);
 }
@@ -393,12 +392,40 @@ static void test_parse_errors_early_and_stable(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t len = strlen(cases[i].in);
         sl_resp_command cmd;
-        const char *err;
+        char err[SL_RESP_ERR_MAX];
         for (size_t k = 0; k <= len; k++) {
-            long n = parse_n(cases[i].in, k, 1024, &cmd, &err);
-            long want = k >= cases[i].known_at ? -1 : 0;
+            long n = parse_n(cases[i].in, k, 1024, &cmd, err);
+            long want = k >= cases[i].known_at ? SL_EPARSE : 0;
             if (n != want) fail_msg("case %zu prefix %zu: got %ld, want %ld", i, k, n, want);
         }
+    }
+}
+
+/* Threads parsing malformed commands without asking for the message (a
+ * NULL err): the parser keeps nothing of its own between calls, so TSan
+ * sees no two threads writing one place (it once kept a static pointer
+ * for the unwanted message). */
+static void *parse_bad_quietly(void *arg) {
+    (void)arg;
+    static const char *bad[] = {"*x\r\n", "*1\r\n$x\r\n", "*1\r\n+PING\r\n", "ECHO \"a\n"};
+    intptr_t failed = 0;
+    for (int i = 0; i < 2000; i++) {
+        sl_resp_command cmd;
+        const char *in = bad[i % 4];
+        if (sl__resp_parse(in, strlen(in), FRAME, &cmd, NULL, 0) == SL_EPARSE) failed++;
+    }
+    return (void *)failed;
+}
+
+static void test_parse_concurrent_without_err(void **state) {
+    (void)state;
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, parse_bad_quietly, NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        void *failed;
+        pthread_join(th[i], &failed);
+        assert_i64((intptr_t)failed, 2000);
     }
 }
 
@@ -418,10 +445,10 @@ static void test_parse_random_bytes(void **state) {
             buf[len] = alphabet[x % (sizeof alphabet - 1)];
         }
         sl_resp_command cmd;
-        const char *err = NULL;
-        long n = parse_n(buf, len, 64, &cmd, &err);
-        assert_true(n >= -1 && n <= (long)len);
-        if (n < 0) assert_non_null(err);
+        char err[SL_RESP_ERR_MAX];
+        long n = parse_n(buf, len, 64, &cmd, err);
+        assert_true((n >= 0 || n == SL_EPARSE) && n <= (long)len);
+        if (n < 0) assert_true(err[0] != '\0');
         if (n > 0) {
             assert_true(n <= 64 || cmd.argc == 0);
             for (size_t i = 0; i < cmd.argc; i++) {
@@ -490,9 +517,8 @@ static sl_cell *make_cell(void) {
 static void throttle_error(sl_cell *c, int64_t b, int64_t n, int64_t p, int64_t q,
                            const char *msg) {
     int64_t r[5];
-    const char *err = NULL;
-    assert_int_equal(cell_throttle(c, "k", 1, b, n, p, q, T0, r, &err), -1);
-    assert_non_null(err);
+    char err[SL_CELL_ERR_MAX];
+    assert_true(cell_throttle(c, "k", 1, b, n, p, q, T0, r, err) < 0);
     assert_string_equal(err, msg);
 }
 
@@ -601,11 +627,11 @@ static void test_cell_errors(void **state) {
     assert_i64(keys, 0); /* refused calls store nothing */
 
     int64_t r[5];
-    const char *err;
-    assert_int_equal(cell_throttle(c, "k", 1, 1, 1, 1, 1, -1, r, &err), -1);
+    char err[SL_CELL_ERR_MAX];
+    assert_int_equal(cell_throttle(c, "k", 1, 1, 1, 1, 1, -1, r, err), SL_EINVAL);
     assert_string_equal(err, "ERR clock out of range");
     char *longkey = calloc(1, SL_KEY_MAX + 1);
-    assert_int_equal(cell_throttle(c, longkey, SL_KEY_MAX + 1, 1, 1, 1, 1, T0, r, &err), -1);
+    assert_int_equal(cell_throttle(c, longkey, SL_KEY_MAX + 1, 1, 1, 1, 1, T0, r, err), SL_EKEY);
     assert_string_equal(err, "ERR key too long");
     free(longkey);
     sl__cell_destroy(c);
@@ -624,16 +650,16 @@ static void *race(void *p) {
     race_arg *a = p;
     for (int i = 0; i < 2000; i++) {
         int64_t r[5];
-        const char *err;
+        char err[SL_CELL_ERR_MAX];
         char key[16];
         snprintf(key, sizeof key, "k%d", i % 7);
         /* 24 parameter sets on the same keys at one instant */
-        if (cell_throttle(a->c, key, strlen(key), i % 24, 100, 1, 1, T0, r, &err) != 0)
+        if (cell_throttle(a->c, key, strlen(key), i % 24, 100, 1, 1, T0, r, err) != 0)
             a->errors++;
         else if (r[0] == 0)
             a->allowed[i % 7]++;
         if (i % 50 == 0) {
-            if (cell_throttle(a->c, "shared", 6, 0, 1, 60, 1, T0, r, &err) != 0)
+            if (cell_throttle(a->c, "shared", 6, 0, 1, 60, 1, T0, r, err) != 0)
                 a->errors++;
             else if (r[0] == 0)
                 a->shared_allowed++;
@@ -982,6 +1008,7 @@ int main(void) {
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_parse_errors_early_and_stable),
         cmocka_unit_test(test_parse_random_bytes),
+        cmocka_unit_test(test_parse_concurrent_without_err),
         cmocka_unit_test(test_writers),
         cmocka_unit_test(test_cell_readme_example),
         cmocka_unit_test(test_cell_redis_cell_table),

@@ -104,7 +104,7 @@ static void expect_errors_(const char *text, const char *const *want, size_t n) 
     static sl_config_errors e;
     const char *t = with_keys(text);
     int rc = sl__config_parse(t, strlen(t), "t.yaml", &c, &e);
-    assert_int_equal(rc, -1);
+    assert_int_equal(rc, SL_EPARSE);
     expect_error_list(&e, want, n, with_keys, t);
 }
 

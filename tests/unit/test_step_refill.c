@@ -206,7 +206,7 @@ static void config_key(void **state) {
     assert_int_equal(
         load("policies:\n  - {name: a, algorithm: gcra, rate: 1/s, burst: 1, refill: steps}\n", &c,
              &e),
-        -1);
+        SL_EPARSE);
     assert_int_equal(e.n, 1);
     assert_non_null(strstr(e.msg[0], "policies[0].refill: steps: only a token_bucket refills in "
                                      "steps"));
@@ -214,7 +214,7 @@ static void config_key(void **state) {
         load("policies:\n  - {name: a, algorithm: token_bucket, rate: 1/s, burst: 1, refill: "
              "stepwise}\n",
              &c, &e),
-        -1);
+        SL_EPARSE);
     assert_non_null(strstr(e.msg[0], "refill"));
     /* the Redis store decides it too (decide.lua, the module) */
     assert_int_equal(load("store:\n  type: redis\n  redis: {url: redis://127.0.0.1:1}\n"

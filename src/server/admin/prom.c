@@ -116,6 +116,7 @@ static void put_double(sl_buf *out, double v) {
     char tmp[32];
     snprintf(tmp, sizeof tmp, "%.15g", v);
     double back = strtod(tmp, NULL);
+    // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): the same bits, on purpose
     if (memcmp(&back, &v, sizeof v) != 0) snprintf(tmp, sizeof tmp, "%.17g", v);
     sl__buf_puts(out, tmp);
 }

@@ -354,10 +354,9 @@ int sl__grpc_rls_prepare(const sl_grpc_call_env *env, const uint8_t *msg, size_t
     if (code != SL_GRPC_OK) return code;
     sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
     int overall;
-    sl_rls_error rc =
+    int rc =
         sl__domain_prepare(env->domains, &q, env->now, st, &overall, message, user_bytes, call);
-    if (rc != SL_RLS_DONE)
-        return rc == SL_RLS_EINVAL ? SL_GRPC_INVALID_ARGUMENT : SL_GRPC_RESOURCE_EXHAUSTED;
+    if (rc != SL_OK) return rc == SL_EINVAL ? SL_GRPC_INVALID_ARGUMENT : SL_GRPC_RESOURCE_EXHAUSTED;
     if (!*call && sl__grpc_put_rls_response(out, overall, st, q.ndescriptors) != 0) {
         *message = "out of memory";
         return SL_GRPC_RESOURCE_EXHAUSTED;
@@ -369,9 +368,8 @@ int sl__grpc_rls_answer(sl_decide_call *call, sl_buf *out, const char **message)
     sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
     size_t n;
     int overall;
-    sl_rls_error rc = sl__domain_finish(call, st, &n, &overall, message);
-    if (rc != SL_RLS_DONE)
-        return rc == SL_RLS_EINVAL ? SL_GRPC_INVALID_ARGUMENT : SL_GRPC_RESOURCE_EXHAUSTED;
+    int rc = sl__domain_finish(call, st, &n, &overall, message);
+    if (rc != SL_OK) return rc == SL_EINVAL ? SL_GRPC_INVALID_ARGUMENT : SL_GRPC_RESOURCE_EXHAUSTED;
     if (sl__grpc_put_rls_response(out, overall, st, n) != 0) {
         *message = "out of memory";
         return SL_GRPC_RESOURCE_EXHAUSTED;

@@ -648,7 +648,7 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
             st->bad_encoding = true;
             size_t n = valuelen < sizeof st->encoding - 1 ? valuelen : sizeof st->encoding - 1;
             for (size_t i = 0; i < n; i++)
-                st->encoding[i] = value[i] >= 0x20 && value[i] < 0x7f ? (char)value[i] : '?';
+                st->encoding[i] = (char)(value[i] >= 0x20 && value[i] < 0x7f ? value[i] : '?');
             st->encoding[n] = '\0';
         }
     }
@@ -981,6 +981,8 @@ void sl__grpc_session_shutdown(sl_grpc_session *s) {
 void sl__grpc_session_free(sl_grpc_session *s) {
     if (!s) return;
     if (s->h2) nghttp2_session_del(s->h2); /* closes the streams: on_stream_close frees them */
+    /* stream_free unlinks the head first */
+    // NOLINTNEXTLINE(clang-analyzer-unix.Malloc)
     while (s->streams) stream_free(s, s->streams);
     for (stream *st = s->free, *next; st; st = next) {
         next = st->next;

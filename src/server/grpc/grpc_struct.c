@@ -60,7 +60,7 @@ static void put_string(sl_buf *b, uint8_t tag, const char *p, size_t n) {
                 o[2] = (uint8_t)(0x80 | (u & 0x3f));
             sl__buf_append(&s, o, on);
         } else {
-            char e = c && k ? to[k - from] : c;
+            char e = (char)(c && k ? to[k - from] : c);
             sl__buf_append(&s, &e, 1);
         }
     }

@@ -346,11 +346,14 @@ typedef struct auth_ctx {
     sl_hold_item *held;
 } auth_ctx;
 
+/* The whole answer of an internal error: every field the writers read is
+ * set (an answer on the stack is not zeroed). */
 static void auth_error(sl_rules_answer *a, const char *message) {
     a->verdict = SL_VERDICT_ERROR;
     a->reason = "internal";
     a->message = message;
     a->n = a->refused = 0;
+    a->query_costed = false;
 }
 
 /* Writes the answer where it goes and frees what the request kept. */

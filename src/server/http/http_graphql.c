@@ -212,6 +212,8 @@ static bool read_request(const sl_http_request *r, gql_request *q, sl_buf *out, 
     }
     q->query = query->valuestring;
     q->query_len = strlen(query->valuestring);
+    /* cJSON_IsString(NULL) is false */
+    // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
     q->operation = cJSON_IsString(op) ? op->valuestring : NULL;
     const cJSON *v, *obj = cJSON_IsObject(vars) ? vars : NULL;
     cJSON_ArrayForEach(v, obj) {

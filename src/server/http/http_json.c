@@ -91,7 +91,7 @@ static const char *parse_descriptor(const cJSON *o, parsed *p, sl_rls_descriptor
                 e->key = e->value = "";
                 for (const cJSON *g = x->child; g; g = g->next) {
                     if (!cJSON_IsString(g) ||
-                        (strcmp(g->string, "key") && strcmp(g->string, "value")))
+                        (strcmp(g->string, "key") != 0 && strcmp(g->string, "value") != 0))
                         return "an entry has \"key\" and \"value\" strings only";
                     if (!strcmp(g->string, "key"))
                         e->key = g->valuestring, e->key_len = strlen(g->valuestring);
@@ -233,10 +233,10 @@ static void json_done(sl_decide_call *call) {
     const char *message;
     sl_buf *out = sl__reply_out(&jc->reply);
     bool keep = sl__reply_keep(&jc->reply, jc->keep);
-    sl_rls_error rc = sl__domain_finish(call, st, &n, &overall, &message);
-    if (rc == SL_RLS_DONE)
+    int rc = sl__domain_finish(call, st, &n, &overall, &message);
+    if (rc == SL_OK)
         write_answer(out, keep, overall, st, n);
-    else if (rc == SL_RLS_EINVAL)
+    else if (rc == SL_EINVAL)
         error_answer(out, keep, 400, "bad_request", message);
     else
         error_answer(out, keep, 500, "internal", message);
@@ -268,12 +268,12 @@ bool sl__http_json_handle(const sl_request_ctx *rq, const sl_http_request *req, 
     const char *message;
     sl_decide_call *call = NULL;
     int64_t now = rq->now;
-    sl_rls_error rc = sl__domain_prepare(rq->domains, &p.req, now, st, &overall, &message,
-                                         sizeof(json_ctx), &call);
-    if (rc != SL_RLS_DONE) {
+    int rc = sl__domain_prepare(rq->domains, &p.req, now, st, &overall, &message, sizeof(json_ctx),
+                                &call);
+    if (rc != SL_OK) {
         cJSON_Delete(root);
-        return rc == SL_RLS_EINVAL ? error_answer(out, keep, 400, "bad_request", message)
-                                   : error_answer(out, keep, 500, "internal", message);
+        return rc == SL_EINVAL ? error_answer(out, keep, 400, "bad_request", message)
+                               : error_answer(out, keep, 500, "internal", message);
     }
     size_t n = p.req.ndescriptors;
     cJSON_Delete(root);

@@ -110,7 +110,7 @@ void sl__http_continue(sl_buf *out) {
  * field line) with spaces: a header line can never be injected through a
  * name or a value. */
 static char *w_field_text(char *p, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) p[i] = s[i] == '\r' || s[i] == '\n' ? ' ' : s[i];
+    for (size_t i = 0; i < n; i++) p[i] = (char)(s[i] == '\r' || s[i] == '\n' ? ' ' : s[i]);
     return p + n;
 }
 
@@ -162,7 +162,7 @@ static char *w_sf_string(char *p, const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '"' || c == '\\') *p++ = '\\';
-        *p++ = c >= 0x20 && c < 0x7f ? (char)c : '?';
+        *p++ = (char)(c >= 0x20 && c < 0x7f ? c : '?');
     }
     *p++ = '"';
     return p;

@@ -21,15 +21,18 @@ typedef struct sl_resp_command {
 /* Parses one command at buf: a RESP2 array of bulk strings ("*2\r\n$4\r\nPING\r\n...")
  * or an inline command ("PING\r\n", as telnet and redis-cli --pipe may send).
  * Returns the bytes it spans (> 0) with *cmd filled, 0 if more bytes are
- * needed, or -1 on a protocol error with *err a static message (the caller
- * replies "-ERR Protocol error: <err>" and closes). A command spanning more
- * than max_frame bytes, more than SL_RESP_MAX_ARGS arguments, or with
- * malformed lengths is an error as soon as that is known. *err lives until
- * the next call on this thread (most messages are static).
- * "*0", "*-1" and blank inline lines parse as argc 0: execute them to get
- * nothing (no reply), as Redis does. Details: resp_parser.c, docs/resp.md. */
-long sl__resp_parse(const char *buf, size_t len, size_t max_frame, sl_resp_command *cmd,
-                    const char **err);
+ * needed, or SL_EPARSE on a protocol error with the reason in err[0..errlen)
+ * (NUL-terminated, truncated to fit; err may be NULL with errlen 0; the
+ * caller replies "-ERR Protocol error: <err>" and closes). SL_RESP_ERR_MAX
+ * bytes hold every reason. A command spanning more than max_frame bytes,
+ * more than SL_RESP_MAX_ARGS arguments, or with malformed lengths is an
+ * error as soon as that is known. Keeps no state between calls: any thread
+ * may call it. "*0", "*-1" and blank inline lines parse as argc 0: execute
+ * them to get nothing (no reply), as Redis does. Details: resp_parser.c,
+ * docs/resp.md. */
+#define SL_RESP_ERR_MAX 64
+long sl__resp_parse(const char *buf, size_t len, size_t max_frame, sl_resp_command *cmd, char *err,
+                    size_t errlen);
 
 /* Reply writers (RESP2). */
 void sl__resp_simple(sl_buf *out, const char *s);  /* +s */

@@ -170,7 +170,7 @@ static const arg_doc auth_args[] = {{"password", "string", false}};
 static const arg_doc select_args[] = {{"index", "integer", false}};
 static const arg_doc client_args[] = {{"subcommand", "string", false}};
 
-#define ARGS(a) a, sizeof a / sizeof a[0]
+#define ARGS(a) (a), sizeof(a) / sizeof((a)[0])
 #define NAME(s) s, sizeof(s) - 1
 
 static const cmd_def commands[] = {
@@ -414,9 +414,9 @@ static sl_decider *decider_of(const sl_resp_context *ctx) {
 static void throttle_done(sl_decide_call *call) {
     sl_reply *r = sl__cell_user(call);
     int64_t reply[5];
-    const char *err = NULL;
-    if (sl__cell_finish(call, reply, &err) != 0)
-        sl__resp_error(sl__reply_out(r), err ? err : "ERR internal error");
+    char err[SL_CELL_ERR_MAX];
+    if (sl__cell_finish(call, reply, err, sizeof err) != 0)
+        sl__resp_error(sl__reply_out(r), err);
     else
         sl__resp_ints(sl__reply_out(r), reply, 5);
     sl__reply_end(r);
@@ -456,11 +456,11 @@ static int cmd_throttle(const sl_resp_context *ctx, const sl_resp_command *cmd, 
         sl__resp_error(out, "ERR CL.THROTTLE is not enabled on this server");
         return 0;
     }
-    const char *err = NULL;
-    sl_decide_call *call = sl__cell_prepare(ctx->cell, cmd->argv[1], cmd->argl[1], v[0], v[1], v[2],
-                                            v[3], sizeof(sl_reply), &err);
-    if (!call) {
-        sl__resp_error(out, err ? err : "ERR internal error");
+    char err[SL_CELL_ERR_MAX];
+    sl_decide_call *call;
+    if (sl__cell_prepare(ctx->cell, cmd->argv[1], cmd->argl[1], v[0], v[1], v[2], v[3],
+                         sizeof(sl_reply), &call, err, sizeof err) != 0) {
+        sl__resp_error(out, err);
         return 0;
     }
     sl_reply *r = sl__cell_user(call);

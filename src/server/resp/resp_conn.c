@@ -16,12 +16,12 @@ static unsigned resp_feed(void *st, const sl_request_ctx *rq, const char *data, 
     (void)st;
     *used = 0;
     sl_resp_command cmd;
-    const char *err = NULL;
-    long n = sl__resp_parse(data, len, rq->limits->max_resp_frame, &cmd, &err);
+    char err[SL_RESP_ERR_MAX];
+    long n = sl__resp_parse(data, len, rq->limits->max_resp_frame, &cmd, err, sizeof err);
     if (n == 0) return SL_FEED_STOP; /* the rest of a command is on its way */
     if (n < 0) {
         char msg[160];
-        snprintf(msg, sizeof msg, "ERR Protocol error: %s", err ? err : "malformed request");
+        snprintf(msg, sizeof msg, "ERR Protocol error: %s", err);
         sl__resp_error(out, msg);
         return SL_FEED_ERROR;
     }

@@ -14,14 +14,14 @@
 
 static void del_done(sl_decide_call *call) {
     sl_reply *r = sl__decide_call_user(call);
-    const char *err = NULL;
+    char err[SL_CELL_ERR_MAX];
     /* a key named twice: counted where it is first named */
     for (size_t i = 0; i < call->n; i++)
         for (size_t j = 0; j < i && call->items[i].decided; j++)
             if (call->items[j].keylen == call->items[i].keylen &&
                 !memcmp(call->items[j].key, call->items[i].key, call->items[i].keylen))
                 call->items[i].decided = false;
-    long long n = sl__cell_forgotten(call, &err);
+    long long n = sl__cell_forgotten(call, err, sizeof err);
     if (n < 0)
         sl__resp_error(sl__reply_out(r), err);
     else

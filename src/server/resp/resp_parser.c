@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "server/resp/resp.h"
+#include "sluice/error.h"
 
 /* Digits in a length line: 18 keep the value below 10^18 (no overflow);
  * more is an error at once (no frame is that large). */
@@ -69,19 +70,30 @@ static int scan_length(const char *buf, size_t len, size_t pos, bool allow_minus
     return LINE_OK;
 }
 
-/* The "expected '$', got 'x'" message names the byte it got; the text lives
- * in thread-local storage until the next error of this kind on this thread. */
-static const char *expected_dollar(unsigned char c) {
-    static _Thread_local char msg[40];
+/* Where an error goes: the caller's buffer (NULL or errlen 0: nowhere). */
+typedef struct perr {
+    char *buf;
+    size_t len;
+} perr;
+
+/* Writes msg to e and returns SL_EPARSE. */
+static long fail(const perr *e, const char *msg) {
+    if (e->buf && e->len) snprintf(e->buf, e->len, "%s", msg);
+    return SL_EPARSE;
+}
+
+/* The "expected '$', got 'x'" error names the byte it got. */
+static long expected_dollar(const perr *e, unsigned char c) {
+    char msg[40];
     if (c >= 0x21 && c < 0x7f)
         snprintf(msg, sizeof msg, "expected '$', got '%c'", c);
     else
         snprintf(msg, sizeof msg, "expected '$', got '\\x%02x'", c);
-    return msg;
+    return fail(e, msg);
 }
 
 static long parse_multibulk(const char *buf, size_t len, size_t max_frame, sl_resp_command *cmd,
-                            const char **err) {
+                            const perr *e) {
     int64_t n;
     size_t pos;
     switch (scan_length(buf, len, 1, true, SL_RESP_MAX_ARGS, &n, &pos)) {
@@ -89,11 +101,9 @@ static long parse_multibulk(const char *buf, size_t len, size_t max_frame, sl_re
         if (len > max_frame) goto too_large;
         return 0;
     case LINE_BAD:
-        *err = "invalid multibulk length";
-        return -1;
+        return fail(e, "invalid multibulk length");
     case LINE_BIG:
-        *err = "too many arguments";
-        return -1;
+        return fail(e, "too many arguments");
     }
     if (pos > max_frame) goto too_large;
     if (n <= 0) { /* "*0" and "*-1": nothing to run, no reply */
@@ -103,8 +113,7 @@ static long parse_multibulk(const char *buf, size_t len, size_t max_frame, sl_re
     for (int64_t i = 0; i < n; i++) {
         if (pos >= len) return 0;
         if (buf[pos] != '$') {
-            *err = expected_dollar((unsigned char)buf[pos]);
-            return -1;
+            return expected_dollar(e, (unsigned char)buf[pos]);
         }
         int64_t blen;
         size_t data;
@@ -113,8 +122,7 @@ static long parse_multibulk(const char *buf, size_t len, size_t max_frame, sl_re
             if (len > max_frame) goto too_large;
             return 0;
         case LINE_BAD:
-            *err = "invalid bulk length";
-            return -1;
+            return fail(e, "invalid bulk length");
         case LINE_BIG:
             goto too_large;
         }
@@ -125,8 +133,7 @@ static long parse_multibulk(const char *buf, size_t len, size_t max_frame, sl_re
         size_t end = data + (size_t)blen;
         /* checked byte by byte, so a bad terminator is an error as soon as it arrives */
         if ((end < len && buf[end] != '\r') || (end + 1 < len && buf[end + 1] != '\n')) {
-            *err = "expected CRLF after bulk data";
-            return -1;
+            return fail(e, "expected CRLF after bulk data");
         }
         if (end + 2 > len) return 0;
         cmd->argv[i] = buf + data;
@@ -136,8 +143,7 @@ static long parse_multibulk(const char *buf, size_t len, size_t max_frame, sl_re
     cmd->argc = (size_t)n;
     return (long)pos;
 too_large:
-    *err = "command too large";
-    return -1;
+    return fail(e, "command too large");
 }
 
 static bool is_blank(unsigned char c) {
@@ -145,14 +151,13 @@ static bool is_blank(unsigned char c) {
 }
 
 /* Splits line[0..n) into words as sdssplitargs does, without unescaping. */
-static long split_inline(const char *line, size_t n, sl_resp_command *cmd, const char **err) {
+static long split_inline(const char *line, size_t n, sl_resp_command *cmd, const perr *e) {
     size_t argc = 0, i = 0;
     for (;;) {
         while (i < n && is_blank((unsigned char)line[i])) i++;
         if (i == n) break;
         if (argc == SL_RESP_MAX_ARGS) {
-            *err = "too many arguments";
-            return -1;
+            return fail(e, "too many arguments");
         }
         char q = line[i];
         size_t start, end;
@@ -160,15 +165,13 @@ static long split_inline(const char *line, size_t n, sl_resp_command *cmd, const
             start = ++i;
             while (i < n && line[i] != q) {
                 if (line[i] == '\\') {
-                    *err = "escapes in inline commands are not supported";
-                    return -1;
+                    return fail(e, "escapes in inline commands are not supported");
                 }
                 i++;
             }
             /* the closing quote must be followed by a blank or the end */
             if (i == n || (i + 1 < n && !is_blank((unsigned char)line[i + 1]))) {
-                *err = "unbalanced quotes in request";
-                return -1;
+                return fail(e, "unbalanced quotes in request");
             }
             end = i++;
         } else {
@@ -176,8 +179,7 @@ static long split_inline(const char *line, size_t n, sl_resp_command *cmd, const
             while (i < n && !is_blank((unsigned char)line[i])) {
                 if (line[i] == '"' || line[i] == '\'') {
                     /* sdssplitargs joins foo"bar" into one word: that needs a copy */
-                    *err = "quotes inside a word are not supported";
-                    return -1;
+                    return fail(e, "quotes inside a word are not supported");
                 }
                 i++;
             }
@@ -192,29 +194,28 @@ static long split_inline(const char *line, size_t n, sl_resp_command *cmd, const
 }
 
 static long parse_inline(const char *buf, size_t len, size_t max_frame, sl_resp_command *cmd,
-                         const char **err) {
+                         const perr *e) {
     size_t scan = len < max_frame ? len : max_frame;
     const char *nl = memchr(buf, '\n', scan);
     if (!nl) {
         if (len >= max_frame) {
-            *err = "command too large";
-            return -1;
+            return fail(e, "command too large");
         }
         return 0;
     }
     size_t n = (size_t)(nl - buf);
     size_t words = n;
     if (words && buf[words - 1] == '\r') words--;
-    if (split_inline(buf, words, cmd, err) < 0) return -1;
+    long rc = split_inline(buf, words, cmd, e);
+    if (rc < 0) return rc;
     return (long)(n + 1);
 }
 
-long sl__resp_parse(const char *buf, size_t len, size_t max_frame, sl_resp_command *cmd,
-                    const char **err) {
-    static const char *unused;
-    if (!err) err = &unused;
+long sl__resp_parse(const char *buf, size_t len, size_t max_frame, sl_resp_command *cmd, char *err,
+                    size_t errlen) {
+    perr e = {err, errlen};
     cmd->argc = 0;
     if (len == 0) return 0;
-    if (buf[0] == '*') return parse_multibulk(buf, len, max_frame, cmd, err);
-    return parse_inline(buf, len, max_frame, cmd, err);
+    if (buf[0] == '*') return parse_multibulk(buf, len, max_frame, cmd, &e);
+    return parse_inline(buf, len, max_frame, cmd, &e);
 }

@@ -24,6 +24,7 @@ void sl__resp_simple(sl_buf *out, const char *s) {
     char *p = sl__buf_reserve(out, n + 3);
     if (!p) return;
     p[0] = '+';
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result): RESP bytes, no C string
     memcpy(p + 1, s, n);
     p[n + 1] = '\r';
     p[n + 2] = '\n';
@@ -36,7 +37,8 @@ void sl__resp_error(sl_buf *out, const char *msg) {
     if (!p) return;
     p[0] = '-';
     /* a CR or LF inside an error would end it early: Redis turns them into spaces too */
-    for (size_t i = 0; i < n; i++) p[i + 1] = (msg[i] == '\r' || msg[i] == '\n') ? ' ' : msg[i];
+    for (size_t i = 0; i < n; i++)
+        p[i + 1] = (char)(msg[i] == '\r' || msg[i] == '\n' ? ' ' : msg[i]);
     p[n + 1] = '\r';
     p[n + 2] = '\n';
     sl__buf_commit(out, n + 3);

@@ -247,6 +247,74 @@ static void refuse_full(shard *s, const sl_concurrency *c, int64_t now, int64_t 
         s->full_until > now && s->full_until != INT64_MAX ? s->full_until - now : lease;
 }
 
+/* The refusal of a key at its limit: retry_after until its earliest lease
+ * expires. */
+static void refuse_limit(cell *e, int64_t limit, int64_t now, sl_acquire *out) {
+    /* the exact earliest expiry (min_expires may be below it after releases) */
+    int64_t min = INT64_MAX;
+    for (uint32_t i = 0; i < e->n; i++)
+        if (e->leases[i].expires < min) min = e->leases[i].expires;
+    e->min_expires = min;
+    out->limit = limit;
+    out->in_flight = e->n;
+    out->retry_after = min - now;
+}
+
+/* A record without leases for key (hash h, not in s), linked into its chain:
+ * SL_OK with *ep, or SL_ENOMEM with *out refused (the cap, or malloc). */
+static int new_cell(shard *s, const sl_concurrency *c, uint64_t h, const void *key, size_t keylen,
+                    int64_t limit, int64_t now, sl_acquire *out, cell **ep) {
+    uint32_t cap = limit < INITIAL_LEASES ? (uint32_t)limit : INITIAL_LEASES;
+    size_t need = cell_bytes(keylen, cap);
+    if (!room(s, need, now)) {
+        refuse_full(s, c, now, limit, out);
+        return SL_ENOMEM;
+    }
+    cell *e = malloc(sizeof *e + keylen);
+    sl_lease *ls = malloc(cap * sizeof *ls);
+    if (!e || !ls) {
+        free(e);
+        free(ls);
+        refuse_full(s, c, now, limit, out);
+        return SL_ENOMEM;
+    }
+    e->hash = h;
+    e->min_expires = INT64_MAX;
+    e->n = 0;
+    e->cap = cap;
+    e->leases = ls;
+    e->keylen = keylen;
+    if (keylen) memcpy(e->key, key, keylen);
+    cell **pp = find(s, h, key, keylen); /* the sweep may have changed the chain */
+    e->next = NULL;
+    *pp = e;
+    s->ncells++;
+    s->bytes += need;
+    maybe_grow_index(s);
+    *ep = e;
+    return SL_OK;
+}
+
+/* Room for one more lease in e, whose array is full: doubled, up to the
+ * limit. SL_OK, or SL_ENOMEM with *out refused. */
+static int grow_leases(shard *s, const sl_concurrency *c, cell *e, int64_t limit, int64_t now,
+                       sl_acquire *out) {
+    uint32_t ncap = e->cap * 2 > (uint32_t)limit ? (uint32_t)limit : e->cap * 2;
+    size_t extra = (size_t)(ncap - e->cap) * sizeof(sl_lease);
+    sl_lease *ls = NULL;
+    /* the sweep frees only records without leases: e has some, so it survives */
+    if (room(s, extra, now)) ls = realloc(e->leases, ncap * sizeof *ls);
+    if (!ls) {
+        refuse_full(s, c, now, limit, out);
+        out->in_flight = e->n;
+        return SL_ENOMEM;
+    }
+    e->leases = ls;
+    e->cap = ncap;
+    s->bytes += extra;
+    return SL_OK;
+}
+
 int sl_concurrency_acquire(sl_concurrency *c, const void *key, size_t keylen, int64_t now,
                            sl_acquire *out) {
     if (!c || !out || (!key && keylen) || bad_time(now)) return SL_EINVAL;
@@ -258,66 +326,17 @@ int sl_concurrency_acquire(sl_concurrency *c, const void *key, size_t keylen, in
     shard *s = shard_of(c, h);
     int rc = SL_OK;
     pthread_mutex_lock(&s->mu);
-    cell **pp = find(s, h, key, keylen);
-    cell *e = *pp;
+    cell *e = *find(s, h, key, keylen);
     if (e) purge(s, e, now);
     if (e && e->n >= limit) {
-        /* the exact earliest expiry (min_expires may be below it after releases) */
-        int64_t min = INT64_MAX;
-        for (uint32_t i = 0; i < e->n; i++)
-            if (e->leases[i].expires < min) min = e->leases[i].expires;
-        e->min_expires = min;
-        out->limit = limit;
-        out->in_flight = e->n;
-        out->retry_after = min - now;
+        refuse_limit(e, limit, now, out);
         goto done;
     }
-    if (!e) {
-        uint32_t cap = limit < INITIAL_LEASES ? (uint32_t)limit : INITIAL_LEASES;
-        size_t need = cell_bytes(keylen, cap);
-        if (!room(s, need, now)) {
-            refuse_full(s, c, now, limit, out);
-            rc = SL_ENOMEM;
-            goto done;
-        }
-        e = malloc(sizeof *e + keylen);
-        sl_lease *ls = malloc(cap * sizeof *ls);
-        if (!e || !ls) {
-            free(e);
-            free(ls);
-            refuse_full(s, c, now, limit, out);
-            rc = SL_ENOMEM;
-            goto done;
-        }
-        e->hash = h;
-        e->min_expires = INT64_MAX;
-        e->n = 0;
-        e->cap = cap;
-        e->leases = ls;
-        e->keylen = keylen;
-        if (keylen) memcpy(e->key, key, keylen);
-        pp = find(s, h, key, keylen); /* the sweep may have changed the chain */
-        e->next = NULL;
-        *pp = e;
-        s->ncells++;
-        s->bytes += need;
-        maybe_grow_index(s);
-    } else if (e->n == e->cap) {
-        uint32_t ncap = e->cap * 2 > (uint32_t)limit ? (uint32_t)limit : e->cap * 2;
-        size_t extra = (size_t)(ncap - e->cap) * sizeof(sl_lease);
-        sl_lease *ls = NULL;
-        /* the sweep frees only records without leases: e has some, so it survives */
-        if (room(s, extra, now)) ls = realloc(e->leases, ncap * sizeof *ls);
-        if (!ls) {
-            refuse_full(s, c, now, limit, out);
-            out->in_flight = e->n;
-            rc = SL_ENOMEM;
-            goto done;
-        }
-        e->leases = ls;
-        e->cap = ncap;
-        s->bytes += extra;
-    }
+    if (!e)
+        rc = new_cell(s, c, h, key, keylen, limit, now, out, &e);
+    else if (e->n == e->cap)
+        rc = grow_leases(s, c, e, limit, now, out);
+    if (rc) goto done;
     sl_lease l = {.id = new_id(c), .expires = now + lease};
     e->leases[e->n++] = l;
     s->nleases++;

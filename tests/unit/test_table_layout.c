@@ -1,4 +1,4 @@
-/* test_table_layout.c: the keyed table's open-addressed layout (src/core/table.c)
+/* test_table_layout.c: the keyed table's open-addressed layout (core/table_slots.h)
  * on a fake clock: keys at every length around the inline limits (15 and 30
  * bytes) and differing in any one byte stay distinct; a shard that grows
  * while a multi-key check holds entries found before the growth still decides

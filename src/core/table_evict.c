@@ -1,0 +1,122 @@
+/* table_evict.c: the keyed table's memory cap: a new key's insert, idle
+ * sweeps and CLOCK eviction (table_slots.h has the layout).
+ *
+ * Eviction. A CLOCK hand (approximate LRU, one "referenced" bit per entry;
+ * one hand per region of 64 slots, the region of the new key's home, so that
+ * freed slots lie where new keys land) runs only when a shard is at its
+ * memory cap and needs a slot (the whole shard for a long key's bytes); it
+ * drops fresh states first (lossless, counted as idle) and otherwise the
+ * first live state not used since the hand last passed (counted as live);
+ * a new key placed less than half a turn ahead of its region's hand starts
+ * referenced. A second hand walks two slots per insert, and
+ * sl_table_sweep() walks on demand, dropping only fresh states, so idle keys
+ * vanish without timers. */
+#include "core/table_slots.h"
+
+#define IDLE_VISITS_PER_INSERT 2
+
+/* True if forgetting the state cannot change a decision at any time from
+ * now - tolerance on. */
+static inline bool forgettable(const sl_table *t, uint8_t *e, int64_t now) {
+    int64_t past = now - t->tolerance;
+    return sl__state_forgettable(&t->plan, state_of(t, e), past > 0 ? past : 0);
+}
+
+/* Drops fresh states under the idle hand; visits at most `visits` slots. */
+size_t sl__table_sweep_idle(const sl_table *t, shard *s, int64_t now, size_t visits) {
+    size_t dropped = 0;
+    for (size_t v = 0; v < visits && s->count; v++) {
+        if (s->idle_hand >= s->nslots) s->idle_hand = 0;
+        uint32_t i = s->idle_hand++;
+        uint8_t *e = slot(t, s, i);
+        if ((meta_of(e) & (META_USED | META_PIN)) == META_USED && forgettable(t, e, now)) {
+            sl__table_remove_slot(t, s, i);
+            s->evicted_idle++;
+            dropped++;
+        }
+    }
+    return dropped;
+}
+
+/* CLOCK over slots [lo, hi) with *hand: frees one slot, preferring fresh
+ * states; with long_only, only a state whose key is stored out of line.
+ * false if none can be evicted. */
+static bool evict_in(const sl_table *t, shard *s, int64_t now, bool long_only, uint32_t lo,
+                     uint32_t hi, uint32_t *hand) {
+    if (s->count == 0) return false;
+    for (uint64_t step = 0; step < 2 * (uint64_t)(hi - lo) + 2; step++) {
+        if (*hand >= hi || *hand < lo) *hand = lo;
+        uint32_t i = (*hand)++;
+        uint8_t *e = slot(t, s, i);
+        uint32_t m = meta_of(e);
+        if (!(m & META_USED) || (m & META_PIN)) continue;
+        if (long_only && (m & META_LEN) != META_LONG) continue;
+        if (forgettable(t, e, now)) {
+            sl__table_remove_slot(t, s, i);
+            s->evicted_idle++;
+            return true;
+        }
+        if (m & META_REF) {
+            meta_clear(e, META_REF);
+            continue;
+        }
+        sl__table_remove_slot(t, s, i);
+        s->evicted_live++;
+        return true;
+    }
+    return false;
+}
+
+/* Over the whole shard (long keys: their bytes are what is short). */
+static bool evict_one(const sl_table *t, shard *s, int64_t now, bool long_only) {
+    return evict_in(t, s, now, long_only, 0, s->nslots, &s->hand);
+}
+
+/* In the region of h's home, with its own hand, so that the slots eviction
+ * frees lie where new keys land: one hand for the whole shard frees slots
+ * only behind it while new keys land anywhere, and the rest of the array
+ * fills up (a lookup of a new key then crossed a large part of the shard). */
+static bool evict_near(const sl_table *t, shard *s, int64_t now, uint64_t h) {
+    uint32_t r = home_of(h, s->ngroups) * t->group_slots / REGION_SLOTS, lo = r * REGION_SLOTS;
+    uint32_t hi = lo + REGION_SLOTS < s->nslots ? lo + REGION_SLOTS : s->nslots;
+    return evict_in(t, s, now, false, lo, hi, &s->rhand[r]) || evict_one(t, s, now, false);
+}
+
+/* Creates the state for a new key (not in the shard); *out is its slot. */
+int sl__table_insert(const sl_table *t, shard *s, const probe *p, int64_t now, uint8_t **out) {
+    sl__table_sweep_idle(t, s, now, IDLE_VISITS_PER_INSERT);
+    size_t len = p->len;
+    /* Only evicting other long keys frees the memory a long key needs (the
+     * array stays allocated): give up before evicting anything if even
+     * that cannot make room. */
+    if (!p->inl && s->bytes - s->long_bytes + len > s->cap) return SL_ENOMEM;
+    if (s->count >= s->max_count && !sl__table_grow(t, s) && !evict_near(t, s, now, p->h))
+        return SL_ENOMEM;
+    while (!p->inl && s->bytes + len > s->cap)
+        if (!evict_one(t, s, now, true)) return SL_ENOMEM; /* the rest are pinned */
+    uint8_t *k = NULL;
+    if (!p->inl) {
+        k = malloc(len);
+        if (!k) return SL_ENOMEM;
+        memcpy(k, p->key, len);
+    }
+    uint8_t *e = sl__table_place(t, s->slots, s->over, s->ngroups, p->h);
+    memset(e + 8, 0, t->state_off - 8);
+    /* Referenced only once used again, unless its region's hand is about to
+     * reach it: a new key gets at least half a turn of that hand (a key
+     * placed just ahead of it would otherwise go before its second use). */
+    uint32_t i = (uint32_t)((size_t)(e - s->slots) / t->slot_size), r = i / REGION_SLOTS;
+    uint32_t ahead = (i + REGION_SLOTS - s->rhand[r] % REGION_SLOTS) % REGION_SLOTS;
+    store64(e, p->w0 | (ahead < REGION_SLOTS / 2 ? META_REF : 0));
+    if (p->inl) {
+        if (len > 7) memcpy(e + 8, p->key + 7, len - 7);
+    } else {
+        memcpy(e + 8, &k, sizeof k);
+        s->bytes += len;
+        s->long_bytes += len;
+    }
+    sl__state_init(&t->plan, state_of(t, e), now);
+    s->count++;
+    *out = e;
+    return SL_OK;
+}

@@ -27,7 +27,7 @@ int64_t sim_time_base(int64_t period, int64_t span);
 
 /* Creates a table for `params` whose decisions do not depend on anything but
  * its inputs: one shard, a fixed hash seed, a generous memory cap (checked
- * with sim_table_check_evictions after the run). Returns 0 or an SL_E code
+ * with sim_table_check_evictions after the run). Returns 0 or an SL_E* code
  * (message in err). */
 int sim_table_create(const sl_params *params, sl_table **out, char *err, size_t errlen);
 

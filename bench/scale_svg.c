@@ -81,35 +81,37 @@ int main(int argc, char **argv) {
                       ".s3{stroke:#7f7f7f;fill:none;stroke-width:2;stroke-dasharray:5 3}"
                       ".d0{fill:#1f77b4}.d1{fill:#2ca02c}.d2{fill:#d62728}.d3{fill:#7f7f7f}"
                       ".two{stroke-dasharray:2 3}";
-    svg *s = svg_open(argv[2], W, H, "sluice keyed table: ns per decision against keys", css);
+    svg *s =
+        sl__cli_svg_open(argv[2], W, H, "sluice keyed table: ns per decision against keys", css);
     if (!s) {
         perror(argv[2]);
         return 1;
     }
-    svg_text(s, W / 2.0, 22, "t", "middle",
-             "ns per decision against random keys (token bucket, GCRA, the hand-rolled peer, "
-             "one memory access)");
+    sl__cli_svg_text(
+        s, W / 2.0, 22, "t", "middle",
+        "ns per decision against random keys (token bucket, GCRA, the hand-rolled peer, "
+        "one memory access)");
     for (int panel = 0; panel < 2; panel++) {
         double x0 = left[panel], y0 = top + PH;
-        svg_text(s, x0 + PW / 2.0, top - 8, "t", "middle",
-                 panel ? "serialized (lfence after each), 1 thread" : "back to back");
+        sl__cli_svg_text(s, x0 + PW / 2.0, top - 8, "t", "middle",
+                         panel ? "serialized (lfence after each), 1 thread" : "back to back");
         for (double y = 0; y <= ymax + 0.5; y += step) {
             double py = y0 - y / ymax * PH;
-            svg_line(s, x0, py, x0 + PW, py, "g", NULL);
-            svg_textf(s, x0 - 6, py + 4, NULL, "end", "%.0f", y);
+            sl__cli_svg_line(s, x0, py, x0 + PW, py, "g", NULL);
+            sl__cli_svg_textf(s, x0 - 6, py + 4, NULL, "end", "%.0f", y);
         }
         for (double k = kmin; k <= kmax * 1.001; k *= 10) {
             double px = x0 + (log10(k) - log10(kmin)) / (log10(kmax) - log10(kmin)) * PW;
-            svg_line(s, px, top, px, y0, "g", NULL);
+            sl__cli_svg_line(s, px, top, px, y0, "g", NULL);
             if (k >= 1e6)
-                svg_textf(s, px, y0 + 16, NULL, "middle", "%.0fM", k / 1e6);
+                sl__cli_svg_textf(s, px, y0 + 16, NULL, "middle", "%.0fM", k / 1e6);
             else
-                svg_textf(s, px, y0 + 16, NULL, "middle", "%.0fk", k / 1e3);
+                sl__cli_svg_textf(s, px, y0 + 16, NULL, "middle", "%.0fk", k / 1e3);
         }
-        svg_line(s, x0, y0, x0 + PW, y0, "ax", NULL);
-        svg_line(s, x0, top, x0, y0, "ax", NULL);
-        svg_text(s, x0 + PW / 2.0, y0 + 34, NULL, "middle", "keys (log scale)");
-        if (panel == 0) svg_text(s, x0 - 50, top - 8, NULL, "start", "ns");
+        sl__cli_svg_line(s, x0, y0, x0 + PW, y0, "ax", NULL);
+        sl__cli_svg_line(s, x0, top, x0, y0, "ax", NULL);
+        sl__cli_svg_text(s, x0 + PW / 2.0, y0 + 34, NULL, "middle", "keys (log scale)");
+        if (panel == 0) sl__cli_svg_text(s, x0 - 50, top - 8, NULL, "start", "ns");
         for (int sub = 0; sub < NSUB; sub++) {
             for (int th = 1; th <= 8; th++) {
                 char cls[16];
@@ -119,12 +121,12 @@ int main(int argc, char **argv) {
                     row *r = &rows[i];
                     if (r->serial != panel || r->threads != th || strcmp(r->subject, subjects[sub]))
                         continue;
-                    if (n++ == 0) svg_polyline_begin(s, cls);
+                    if (n++ == 0) sl__cli_svg_polyline_begin(s, cls);
                     double px =
                         x0 + (log10(r->keys) - log10(kmin)) / (log10(kmax) - log10(kmin)) * PW;
-                    svg_polyline_point(s, px, y0 - r->ns / ymax * PH);
+                    sl__cli_svg_polyline_point(s, px, y0 - r->ns / ymax * PH);
                 }
-                if (n) svg_polyline_end(s);
+                if (n) sl__cli_svg_polyline_end(s);
                 for (int i = 0; i < nrows; i++) {
                     row *r = &rows[i];
                     if (r->serial != panel || r->threads != th || strcmp(r->subject, subjects[sub]))
@@ -135,7 +137,7 @@ int main(int argc, char **argv) {
                     snprintf(dcls, sizeof dcls, "d%d", sub);
                     double px =
                         x0 + (log10(r->keys) - log10(kmin)) / (log10(kmax) - log10(kmin)) * PW;
-                    svg_circle(s, px, y0 - r->ns / ymax * PH, 3, dcls, tip);
+                    sl__cli_svg_circle(s, px, y0 - r->ns / ymax * PH, 3, dcls, tip);
                 }
             }
         }
@@ -145,11 +147,11 @@ int main(int argc, char **argv) {
     for (int sub = 0; sub < NSUB; sub++) {
         char cls[8];
         snprintf(cls, sizeof cls, "s%d", sub);
-        svg_line(s, lx, ly, lx + 24, ly, cls, NULL);
-        svg_text(s, lx + 30, ly + 4, NULL, "start", subjects[sub]);
+        sl__cli_svg_line(s, lx, ly, lx + 24, ly, cls, NULL);
+        sl__cli_svg_text(s, lx + 30, ly + 4, NULL, "start", subjects[sub]);
         lx += 150;
     }
-    svg_line(s, lx, ly, lx + 24, ly, "ax two", NULL);
-    svg_text(s, lx + 30, ly + 4, NULL, "start", "dotted: 2 threads (ns per thread)");
-    return svg_close(s) ? 1 : 0;
+    sl__cli_svg_line(s, lx, ly, lx + 24, ly, "ax two", NULL);
+    sl__cli_svg_text(s, lx + 30, ly + 4, NULL, "start", "dotted: 2 threads (ns per thread)");
+    return sl__cli_svg_close(s) ? 1 : 0;
 }

@@ -9,7 +9,7 @@
 
 #include "sluice/error.h"
 
-void args_init(cli_args *a, const char *cmd, int argc, char **argv, int first) {
+void sl__cli_args_init(cli_args *a, const char *cmd, int argc, char **argv, int first) {
     a->cmd = cmd;
     a->argc = argc;
     a->argv = argv;
@@ -17,7 +17,7 @@ void args_init(cli_args *a, const char *cmd, int argc, char **argv, int first) {
     a->name[0] = '\0';
 }
 
-int args_error(const cli_args *a, const char *fmt, ...) {
+int sl__cli_args_error(const cli_args *a, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     if (a->name[0])
@@ -30,31 +30,32 @@ int args_error(const cli_args *a, const char *fmt, ...) {
     return -1;
 }
 
-int args_next(cli_args *a, const cli_opt *opts, int *index, const char **value) {
+int sl__cli_args_next(cli_args *a, const cli_opt *opts, int *index, const char **value) {
     a->name[0] = '\0';
     if (a->i >= a->argc) return 0;
     const char *arg = a->argv[a->i++];
     if (strcmp(arg, "-h") == 0) arg = "--help";
     if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
-        return args_error(a, "unexpected argument '%s'", arg);
+        return sl__cli_args_error(a, "unexpected argument '%s'", arg);
     const char *name = arg + 2;
     const char *eq = strchr(name, '=');
     size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-    if (nlen >= sizeof a->name) return args_error(a, "unknown option '%.40s...'", arg);
+    if (nlen >= sizeof a->name) return sl__cli_args_error(a, "unknown option '%.40s...'", arg);
     memcpy(a->name, name, nlen);
     a->name[nlen] = '\0';
     for (int k = 0; opts[k].name; k++) {
         if (strcmp(opts[k].name, a->name) != 0) continue;
         *index = k;
         if (!opts[k].metavar) {
-            if (eq) return args_error(a, "takes no value");
+            if (eq) return sl__cli_args_error(a, "takes no value");
             *value = NULL;
             return 1;
         }
         if (eq) {
             *value = eq + 1;
         } else {
-            if (a->i >= a->argc) return args_error(a, "needs a value (%s)", opts[k].metavar);
+            if (a->i >= a->argc)
+                return sl__cli_args_error(a, "needs a value (%s)", opts[k].metavar);
             *value = a->argv[a->i++];
         }
         return 1;
@@ -62,11 +63,11 @@ int args_next(cli_args *a, const cli_opt *opts, int *index, const char **value) 
     char name_copy[sizeof a->name];
     memcpy(name_copy, a->name, sizeof name_copy);
     a->name[0] = '\0';
-    return args_error(a, "unknown option '--%s'", name_copy);
+    return sl__cli_args_error(a, "unknown option '--%s'", name_copy);
 }
 
-int parse_decimal(const char *s, size_t len, int decimals, int64_t max_scaled, int64_t *out,
-                  const char **why) {
+int sl__cli_parse_decimal(const char *s, size_t len, int decimals, int64_t max_scaled, int64_t *out,
+                          const char **why) {
     static const int64_t pow10[] = {1,      10,      100,      1000,      10000,
                                     100000, 1000000, 10000000, 100000000, 1000000000};
     size_t i = 0;
@@ -117,84 +118,86 @@ int parse_decimal(const char *s, size_t len, int decimals, int64_t max_scaled, i
     return 0;
 }
 
-int args_int(const cli_args *a, const char *v, int64_t min, int64_t max, int64_t *out) {
+int sl__cli_args_int(const cli_args *a, const char *v, int64_t min, int64_t max, int64_t *out) {
     const char *why;
     int64_t x = 0;
     *out = 0;
-    if (parse_decimal(v, strlen(v), 0, max, &x, &why) != 0 || x < min)
-        return args_error(a, "expected a whole number from %lld to %lld, got '%s'", (long long)min,
-                          (long long)max, v);
+    if (sl__cli_parse_decimal(v, strlen(v), 0, max, &x, &why) != 0 || x < min)
+        return sl__cli_args_error(a, "expected a whole number from %lld to %lld, got '%s'",
+                                  (long long)min, (long long)max, v);
     *out = x;
     return 0;
 }
 
-int args_int32(const cli_args *a, const char *v, int min, int max, int *out) {
+int sl__cli_args_int32(const cli_args *a, const char *v, int min, int max, int *out) {
     int64_t x;
     *out = 0;
-    if (args_int(a, v, min, max, &x) != 0) return -1;
+    if (sl__cli_args_int(a, v, min, max, &x) != 0) return -1;
     *out = (int)x; /* in [min, max]: fits */
     return 0;
 }
 
-int args_u64(const cli_args *a, const char *v, uint64_t *out) {
+int sl__cli_args_u64(const cli_args *a, const char *v, uint64_t *out) {
     uint64_t x = 0;
     size_t n = strlen(v);
     *out = 0;
-    if (n == 0 || n > 20) return args_error(a, "expected a whole number, got '%s'", v);
+    if (n == 0 || n > 20) return sl__cli_args_error(a, "expected a whole number, got '%s'", v);
     for (size_t i = 0; i < n; i++) {
-        if (v[i] < '0' || v[i] > '9') return args_error(a, "expected a whole number, got '%s'", v);
+        if (v[i] < '0' || v[i] > '9')
+            return sl__cli_args_error(a, "expected a whole number, got '%s'", v);
         unsigned d = (unsigned)(v[i] - '0');
         if (x > (UINT64_MAX - d) / 10)
-            return args_error(a, "expected a whole number below 2^64, got '%s'", v);
+            return sl__cli_args_error(a, "expected a whole number below 2^64, got '%s'", v);
         x = x * 10 + d;
     }
     *out = x;
     return 0;
 }
 
-int args_decimal(const cli_args *a, const char *v, int decimals, int64_t min, int64_t max,
-                 const char *expected, int64_t *out) {
+int sl__cli_args_decimal(const cli_args *a, const char *v, int decimals, int64_t min, int64_t max,
+                         const char *expected, int64_t *out) {
     const char *why = "out of range";
     int64_t x = 0;
     *out = 0;
-    int rc = parse_decimal(v, strlen(v), decimals, max, &x, &why);
+    int rc = sl__cli_parse_decimal(v, strlen(v), decimals, max, &x, &why);
     if (rc == 0 && x < min) rc = -1, why = "too small";
-    if (rc != 0) return args_error(a, "expected %s, got '%s' (%s)", expected, v, why);
+    if (rc != 0) return sl__cli_args_error(a, "expected %s, got '%s' (%s)", expected, v, why);
     *out = x;
     return 0;
 }
 
-int args_seconds(const cli_args *a, const char *v, int64_t min_ms, int64_t max_ms,
-                 const char *expected, int64_t *out_ns) {
+int sl__cli_args_seconds(const cli_args *a, const char *v, int64_t min_ms, int64_t max_ms,
+                         const char *expected, int64_t *out_ns) {
     int64_t ms;
     *out_ns = 0;
     if (max_ms > ARGS_MAX_MS) max_ms = ARGS_MAX_MS; /* the product below cannot overflow */
-    if (args_decimal(a, v, 3, min_ms, max_ms, expected, &ms) != 0) return -1;
+    if (sl__cli_args_decimal(a, v, 3, min_ms, max_ms, expected, &ms) != 0) return -1;
     *out_ns = ms * SL_NS_PER_MS;
     return 0;
 }
 
-int args_rate(const cli_args *a, const char *v, sl_rate *out) {
+int sl__cli_args_rate(const cli_args *a, const char *v, sl_rate *out) {
     sl_rate r = {0, 0};
     int rc = sl_rate_parse(v, &r);
     *out = rc == SL_OK ? r : (sl_rate){0, 0};
     if (rc != SL_OK)
-        return args_error(a, "expected a rate such as 5/s, 100/m or 20/10s, got '%s' (%s)", v,
-                          sl_strerror(rc));
+        return sl__cli_args_error(a, "expected a rate such as 5/s, 100/m or 20/10s, got '%s' (%s)",
+                                  v, sl_strerror(rc));
     return 0;
 }
 
-int args_algorithm(const cli_args *a, const char *v, sl_algorithm *out) {
+int sl__cli_args_algorithm(const cli_args *a, const char *v, sl_algorithm *out) {
     *out = SL_FIXED_WINDOW;
     if (sl_algorithm_parse(v, out) != SL_OK)
-        return args_error(a,
-                          "unknown algorithm '%s' (fixed_window, sliding_log, sliding_window, "
-                          "token_bucket, gcra, leaky_queue)",
-                          v);
+        return sl__cli_args_error(
+            a,
+            "unknown algorithm '%s' (fixed_window, sliding_log, sliding_window, "
+            "token_bucket, gcra, leaky_queue)",
+            v);
     return 0;
 }
 
-int args_algorithms(const cli_args *a, const char *v, sl_algorithm out[6], int *n) {
+int sl__cli_args_algorithms(const cli_args *a, const char *v, sl_algorithm out[6], int *n) {
     *n = 0;
     const char *p = v;
     for (;;) {
@@ -202,21 +205,21 @@ int args_algorithms(const cli_args *a, const char *v, sl_algorithm out[6], int *
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         char name[32];
         if (len == 0 || len >= sizeof name)
-            return *n = 0,
-                   args_error(a, "expected a comma-separated list of algorithms, got '%s'", v);
+            return *n = 0, sl__cli_args_error(
+                               a, "expected a comma-separated list of algorithms, got '%s'", v);
         memcpy(name, p, len);
         name[len] = '\0';
         sl_algorithm alg;
-        if (args_algorithm(a, name, &alg) != 0) return *n = 0, -1;
+        if (sl__cli_args_algorithm(a, name, &alg) != 0) return *n = 0, -1;
         for (int k = 0; k < *n; k++)
-            if (out[k] == alg) return *n = 0, args_error(a, "'%s' is listed twice", name);
+            if (out[k] == alg) return *n = 0, sl__cli_args_error(a, "'%s' is listed twice", name);
         out[(*n)++] = alg; /* at most 6 distinct names exist */
         if (!comma) return 0;
         p = comma + 1;
     }
 }
 
-char *fmt_seconds(int64_t ns, int min_decimals, char *buf, size_t size) {
+char *sl__cli_fmt_seconds(int64_t ns, int min_decimals, char *buf, size_t size) {
     const char *sign = "";
     uint64_t u = (uint64_t)ns;
     if (ns < 0) {
@@ -235,7 +238,7 @@ char *fmt_seconds(int64_t ns, int min_decimals, char *buf, size_t size) {
     return buf;
 }
 
-char *fmt_milli(int64_t v, char *buf, size_t size) {
+char *sl__cli_fmt_milli(int64_t v, char *buf, size_t size) {
     const char *sign = v < 0 ? "-" : "";
     uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
     snprintf(buf, size, "%s%llu.%03llu", sign, (unsigned long long)(u / 1000),

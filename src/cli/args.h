@@ -32,15 +32,16 @@ typedef struct cli_args {
     char name[64]; /* the option being parsed, for messages */
 } cli_args;
 
-void args_init(cli_args *a, const char *cmd, int argc, char **argv, int first);
+void sl__cli_args_init(cli_args *a, const char *cmd, int argc, char **argv, int first);
 
 /* Returns 1 with *index (into opts) and *value (NULL for flags) set, 0 at the
  * end of argv, -1 after printing an error (unknown option, missing value, a
  * positional argument, a value given to a flag). "-h" is read as "--help". */
-int args_next(cli_args *a, const cli_opt *opts, int *index, const char **value);
+int sl__cli_args_next(cli_args *a, const cli_opt *opts, int *index, const char **value);
 
 /* Prints "cmd: --name: <formatted message>" to stderr. Returns -1. */
-int args_error(const cli_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sl__cli_args_error(const cli_args *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Parses a non-negative decimal such as "12", "0.250" with at most
  * `decimals` (0..9) digits after the point into an integer scaled by
@@ -48,42 +49,44 @@ int args_error(const cli_args *a, const char *fmt, ...) __attribute__((format(pr
  * no spaces, at least one digit before the point and one after it. Returns 0,
  * or -1 with *why set to a static message. Values above max_scaled are
  * refused. Exact: no floating point. */
-int parse_decimal(const char *s, size_t len, int decimals, int64_t max_scaled, int64_t *out,
-                  const char **why);
+int sl__cli_parse_decimal(const char *s, size_t len, int decimals, int64_t max_scaled, int64_t *out,
+                          const char **why);
 
-/* Value parsers for options: each prints its error through args_error.
+/* Value parsers for options: each prints its error through sl__cli_args_error.
  *
  * Every one returns 0 with the value in *out, or -1 with *out set to a
  * defined neutral value (0, {0, 0}, or an empty list: *n = 0): a caller that
  * reads *out before looking at the result reads no garbage. They
  * are warn_unused_result, and each returns the value in the unit the caller
- * stores (args_seconds gives nanoseconds, args_int32 an int), so no caller
+ * stores (sl__cli_args_seconds gives nanoseconds, sl__cli_args_int32 an int), so no caller
  * converts or scales a value it has not checked. */
 #define ARGS_CHECK __attribute__((warn_unused_result))
-ARGS_CHECK int args_int(const cli_args *a, const char *v, int64_t min, int64_t max, int64_t *out);
+ARGS_CHECK int sl__cli_args_int(const cli_args *a, const char *v, int64_t min, int64_t max,
+                                int64_t *out);
 /* A whole number in [min, max] into an int. */
-ARGS_CHECK int args_int32(const cli_args *a, const char *v, int min, int max, int *out);
-ARGS_CHECK int args_u64(const cli_args *a, const char *v, uint64_t *out);
+ARGS_CHECK int sl__cli_args_int32(const cli_args *a, const char *v, int min, int max, int *out);
+ARGS_CHECK int sl__cli_args_u64(const cli_args *a, const char *v, uint64_t *out);
 /* A decimal scaled by 10^decimals, in [min, max] (scaled). `expected`
  * describes the accepted values in messages ("seconds from 0 to 3600"). */
-ARGS_CHECK int args_decimal(const cli_args *a, const char *v, int decimals, int64_t min,
-                            int64_t max, const char *expected, int64_t *out);
+ARGS_CHECK int sl__cli_args_decimal(const cli_args *a, const char *v, int decimals, int64_t min,
+                                    int64_t max, const char *expected, int64_t *out);
 /* Seconds with at most 3 decimals, from min_ms to max_ms milliseconds
  * (0 <= min_ms <= max_ms <= ARGS_MAX_MS), as nanoseconds in *out_ns. */
 #define ARGS_MAX_MS (INT64_MAX / 1000000)
-ARGS_CHECK int args_seconds(const cli_args *a, const char *v, int64_t min_ms, int64_t max_ms,
-                            const char *expected, int64_t *out_ns);
-ARGS_CHECK int args_rate(const cli_args *a, const char *v, sl_rate *out);
-ARGS_CHECK int args_algorithm(const cli_args *a, const char *v, sl_algorithm *out);
+ARGS_CHECK int sl__cli_args_seconds(const cli_args *a, const char *v, int64_t min_ms,
+                                    int64_t max_ms, const char *expected, int64_t *out_ns);
+ARGS_CHECK int sl__cli_args_rate(const cli_args *a, const char *v, sl_rate *out);
+ARGS_CHECK int sl__cli_args_algorithm(const cli_args *a, const char *v, sl_algorithm *out);
 /* A comma-separated list of distinct algorithm names, in the given order. */
-ARGS_CHECK int args_algorithms(const cli_args *a, const char *v, sl_algorithm out[6], int *n);
+ARGS_CHECK int sl__cli_args_algorithms(const cli_args *a, const char *v, sl_algorithm out[6],
+                                       int *n);
 
 /* Formats ns as seconds: the integer part, then the fraction with trailing
  * zeros removed but at least `min_decimals` digits ("0.200", "0.333333334").
  * Exact. Returns buf. */
-char *fmt_seconds(int64_t ns, int min_decimals, char *buf, size_t size);
+char *sl__cli_fmt_seconds(int64_t ns, int min_decimals, char *buf, size_t size);
 
 /* Formats a value scaled by 1000 with three decimals ("20.500"). */
-char *fmt_milli(int64_t v, char *buf, size_t size);
+char *sl__cli_fmt_milli(int64_t v, char *buf, size_t size);
 
 #endif

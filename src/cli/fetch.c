@@ -139,20 +139,20 @@ static int next_arg(cli_args *a, bool *only_positional, int *idx, const char **v
             if (strlen(fetch_opts[j].o.name) == nlen &&
                 strncmp(fetch_opts[j].o.name, name, nlen) == 0)
                 k = j;
-        if (k < 0) return args_error(a, "unknown option '%.60s'", arg);
+        if (k < 0) return sl__cli_args_error(a, "unknown option '%.60s'", arg);
         snprintf(a->name, sizeof a->name, "%s", fetch_opts[k].o.name);
         if (eq) {
-            if (!fetch_opts[k].o.metavar) return args_error(a, "takes no value");
+            if (!fetch_opts[k].o.metavar) return sl__cli_args_error(a, "takes no value");
             attached = eq + 1;
         }
     } else {
         for (int j = 0; fetch_opts[j].o.name; j++)
             if (fetch_opts[j].short_name == arg[1]) k = j;
-        if (k < 0) return args_error(a, "unknown option '%.60s'", arg);
+        if (k < 0) return sl__cli_args_error(a, "unknown option '%.60s'", arg);
         snprintf(a->name, sizeof a->name, "%s", fetch_opts[k].o.name);
         if (arg[2]) {
             if (!fetch_opts[k].o.metavar)
-                return args_error(a, "unknown option '%.60s' (one flag per argument)", arg);
+                return sl__cli_args_error(a, "unknown option '%.60s' (one flag per argument)", arg);
             attached = arg + 2;
         }
     }
@@ -163,7 +163,7 @@ static int next_arg(cli_args *a, bool *only_positional, int *idx, const char **v
             *value = attached;
         } else {
             if (a->i >= a->argc)
-                return args_error(a, "needs a value (%s)", fetch_opts[k].o.metavar);
+                return sl__cli_args_error(a, "needs a value (%s)", fetch_opts[k].o.metavar);
             *value = a->argv[a->i++];
         }
     }
@@ -206,7 +206,7 @@ static char *fmt_wait(int64_t ns, char *buf, size_t size) {
 /* A rate in milli-requests per second: "2.5/s". */
 static char *fmt_rate(int64_t milli, char *buf, size_t size) {
     char n[40];
-    snprintf(buf, size, "%s/s", fmt_seconds(milli * 1000000, 0, n, sizeof n));
+    snprintf(buf, size, "%s/s", sl__cli_fmt_seconds(milli * 1000000, 0, n, sizeof n));
     return buf;
 }
 
@@ -244,7 +244,7 @@ static void on_event(void *ctx, const sl_client_event *e) {
         fprintf(stderr, "attempt %d: %d, waiting %s", e->attempt, e->status,
                 fmt_wait(e->wait, w, sizeof w));
         if (e->hint >= 0)
-            fprintf(stderr, " (Retry-After %ss", fmt_seconds(e->hint, 0, h, sizeof h));
+            fprintf(stderr, " (Retry-After %ss", sl__cli_fmt_seconds(e->hint, 0, h, sizeof h));
         else
             fprintf(stderr, " (backoff");
         if (e->rate) fprintf(stderr, ", host rate now %s", fmt_rate(e->rate, rate, sizeof rate));
@@ -271,7 +271,8 @@ static void on_event(void *ctx, const sl_client_event *e) {
             break;
         case SL_STOP_MAX_WAIT:
             fprintf(stderr, "Retry-After %ss is longer than --max-wait %ss\n",
-                    fmt_seconds(e->hint, 0, h, sizeof h), fmt_seconds(r->max_wait, 0, w, sizeof w));
+                    sl__cli_fmt_seconds(e->hint, 0, h, sizeof h),
+                    sl__cli_fmt_seconds(r->max_wait, 0, w, sizeof w));
             break;
         case SL_STOP_DONE:
             fprintf(stderr, "done\n");
@@ -292,10 +293,10 @@ static int on_body(void *ctx, const void *data, size_t len) {
 
 /* --rate: "2.5" requests per second (at most 3 decimals) or a rate "150/m". */
 static int parse_rate(const cli_args *a, const char *v, sl_rate *out) {
-    if (strchr(v, '/')) return args_rate(a, v, out);
+    if (strchr(v, '/')) return sl__cli_args_rate(a, v, out);
     int64_t milli;
-    if (args_decimal(a, v, 3, 1, 1000000000,
-                     "requests per second from 0.001 (or N/P such as 150/m)", &milli))
+    if (sl__cli_args_decimal(a, v, 3, 1, 1000000000,
+                             "requests per second from 0.001 (or N/P such as 150/m)", &milli))
         return -1;
     *out = (sl_rate){milli, MILLI_PER_SEC * SL_NS_PER_SEC};
     return 0;
@@ -329,7 +330,7 @@ static void tally_add(tally *t, int status) {
     }
 }
 
-int fetch_main(const char *cmd, int argc, char **argv, int first) {
+int sl__cli_fetch_main(const char *cmd, int argc, char **argv, int first) {
     sl_client_options o;
     sl_client_options_init(&o);
     const char *url = NULL, *method = NULL, *output = NULL, *data = NULL;
@@ -342,7 +343,7 @@ int fetch_main(const char *cmd, int argc, char **argv, int first) {
     uint64_t seed = 0;
 
     cli_args a;
-    args_init(&a, cmd, argc, argv, first);
+    sl__cli_args_init(&a, cmd, argc, argv, first);
     int idx = 0, got;
     const char *v = NULL;
     while ((got = next_arg(&a, &only_positional, &idx, &v)) > 0) {
@@ -350,7 +351,7 @@ int fetch_main(const char *cmd, int argc, char **argv, int first) {
         if (got == 2) {
             if (url) {
                 a.name[0] = '\0';
-                return args_error(&a, "one URL only (got '%.60s' after '%.60s')", v, url),
+                return sl__cli_args_error(&a, "one URL only (got '%.60s' after '%.60s')", v, url),
                        EXIT_USAGE;
             }
             url = v;
@@ -358,18 +359,19 @@ int fetch_main(const char *cmd, int argc, char **argv, int first) {
         }
         switch (idx) {
         case F_REQUEST:
-            /* args_error returns -1, so every option with a value has v */
+            /* sl__cli_args_error returns -1, so every option with a value has v */
             // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
-            if (!*v || strpbrk(v, " \t\r\n:/")) rc = args_error(&a, "not a method: '%.60s'", v);
+            if (!*v || strpbrk(v, " \t\r\n:/"))
+                rc = sl__cli_args_error(&a, "not a method: '%.60s'", v);
             method = v;
             break;
         case F_HEADER:
             /* as above, v is set */
             // NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker)
             if (!strchr(v, ':') && !strchr(v, ';'))
-                rc = args_error(&a, "expected 'Name: value', got '%.60s'", v);
+                rc = sl__cli_args_error(&a, "expected 'Name: value', got '%.60s'", v);
             else if (nheaders == MAX_HEADERS)
-                rc = args_error(&a, "at most %d header fields", MAX_HEADERS);
+                rc = sl__cli_args_error(&a, "at most %d header fields", MAX_HEADERS);
             else
                 headers[nheaders++] = v;
             break;
@@ -383,16 +385,16 @@ int fetch_main(const char *cmd, int argc, char **argv, int first) {
             verbose = 1;
             break;
         case F_MAX_TIME:
-            rc = args_seconds(&a, v, 1, MAX_SECONDS_MS, SECONDS_TEXT, &o.timeout);
+            rc = sl__cli_args_seconds(&a, v, 1, MAX_SECONDS_MS, SECONDS_TEXT, &o.timeout);
             break;
         case F_MAX_ATTEMPTS:
-            rc = args_int32(&a, v, 1, 1000, &o.max_attempts);
+            rc = sl__cli_args_int32(&a, v, 1, 1000, &o.max_attempts);
             break;
         case F_MAX_WAIT:
-            rc = args_seconds(&a, v, 1, MAX_SECONDS_MS, SECONDS_TEXT, &o.max_wait);
+            rc = sl__cli_args_seconds(&a, v, 1, MAX_SECONDS_MS, SECONDS_TEXT, &o.max_wait);
             break;
         case F_BACKOFF:
-            rc = args_seconds(&a, v, 1, MAX_SECONDS_MS, SECONDS_TEXT, &o.backoff_base);
+            rc = sl__cli_args_seconds(&a, v, 1, MAX_SECONDS_MS, SECONDS_TEXT, &o.backoff_base);
             break;
         case F_BUDGET: {
             if (strcmp(v, "off") == 0) {
@@ -403,8 +405,8 @@ int fetch_main(const char *cmd, int argc, char **argv, int first) {
             char pct[32];
             if (n > 0 && n < sizeof pct && v[n - 1] == '%') n--; /* "10%" */
             snprintf(pct, sizeof pct, "%.*s", (int)n, v);
-            rc = args_decimal(&a, pct, 4, 0, 1000000, "a percentage from 0 to 100, or off",
-                              &o.budget_ppm);
+            rc = sl__cli_args_decimal(&a, pct, 4, 0, 1000000, "a percentage from 0 to 100, or off",
+                                      &o.budget_ppm);
             o.flags &= ~SL_CLIENT_NO_BUDGET;
             break;
         }
@@ -418,7 +420,7 @@ int fetch_main(const char *cmd, int argc, char **argv, int first) {
             o.flags |= SL_CLIENT_PACE;
             break;
         case F_COUNT:
-            rc = args_int(&a, v, 1, MAX_COUNT, &count);
+            rc = sl__cli_args_int(&a, v, 1, MAX_COUNT, &count);
             break;
         case F_RATE:
             rc = parse_rate(&a, v, &rate);
@@ -429,7 +431,7 @@ int fetch_main(const char *cmd, int argc, char **argv, int first) {
             has_aimd_max = rc == 0;
             break;
         case F_SEED:
-            rc = args_u64(&a, v, &seed);
+            rc = sl__cli_args_u64(&a, v, &seed);
             break;
         case F_HELP:
             fputs(fetch_help, stdout);
@@ -439,11 +441,11 @@ int fetch_main(const char *cmd, int argc, char **argv, int first) {
     }
     if (got < 0) return EXIT_USAGE;
     a.name[0] = '\0';
-    if (!url) return args_error(&a, "a URL is required"), EXIT_USAGE;
+    if (!url) return sl__cli_args_error(&a, "a URL is required"), EXIT_USAGE;
     if (o.backoff_base > o.max_wait) o.backoff_base = o.max_wait;
     if (has_aimd_max && !(o.flags & SL_CLIENT_AIMD)) {
         snprintf(a.name, sizeof a.name, "aimd-max");
-        return args_error(&a, "needs --aimd"), EXIT_USAGE;
+        return sl__cli_args_error(&a, "needs --aimd"), EXIT_USAGE;
     }
     if (o.flags & SL_CLIENT_AIMD) {
         /* --rate: where AIMD starts; --aimd-max: its ceiling (default: the
@@ -451,17 +453,19 @@ int fetch_main(const char *cmd, int argc, char **argv, int first) {
         int64_t start = o.aimd.start, cap = o.aimd.cap;
         if (has_rate && (start = rate_milli(rate)) <= 0) {
             snprintf(a.name, sizeof a.name, "rate");
-            return args_error(&a, "with --aimd, from 0.001 to 1000000 per second"), EXIT_USAGE;
+            return sl__cli_args_error(&a, "with --aimd, from 0.001 to 1000000 per second"),
+                   EXIT_USAGE;
         }
         if (has_aimd_max && (cap = rate_milli(aimd_max)) <= 0) {
             snprintf(a.name, sizeof a.name, "aimd-max");
-            return args_error(&a, "from 0.001 to 1000000 per second"), EXIT_USAGE;
+            return sl__cli_args_error(&a, "from 0.001 to 1000000 per second"), EXIT_USAGE;
         }
         if (!has_aimd_max && has_rate) cap = start;
         if (!has_rate && start > cap) start = cap; /* a ceiling below the default start */
         if (start > cap) {
             snprintf(a.name, sizeof a.name, has_aimd_max ? "aimd-max" : "rate");
-            return args_error(&a, "the ceiling --aimd-max must be at least the start --rate"),
+            return sl__cli_args_error(&a,
+                                      "the ceiling --aimd-max must be at least the start --rate"),
                    EXIT_USAGE;
         }
         o.aimd.start = start;

@@ -9,6 +9,6 @@
  * ("sluice fetch"). Returns the exit code: 0 when every answer was below
  * 400, 1 when one was not (including a 429 the client gave up on) or a
  * transfer failed, 2 on a usage error. */
-int fetch_main(const char *cmd, int argc, char **argv, int first);
+int sl__cli_fetch_main(const char *cmd, int argc, char **argv, int first);
 
 #endif

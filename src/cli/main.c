@@ -79,12 +79,12 @@ static int sim_main(int argc, char **argv) {
         fputs(sim_help, stdout);
         return 0;
     }
-    if (strcmp(sub, "race") == 0) return sim_race_main("sluice sim race", argc, argv, 3);
-    if (strcmp(sub, "herd") == 0) return sim_herd_main("sluice sim herd", argc, argv, 3);
-    if (strcmp(sub, "aimd") == 0) return sim_aimd_main("sluice sim aimd", argc, argv, 3);
-    if (strcmp(sub, "fair") == 0) return sim_fair_main("sluice sim fair", argc, argv, 3);
+    if (strcmp(sub, "race") == 0) return sl__cli_sim_race_main("sluice sim race", argc, argv, 3);
+    if (strcmp(sub, "herd") == 0) return sl__cli_sim_herd_main("sluice sim herd", argc, argv, 3);
+    if (strcmp(sub, "aimd") == 0) return sl__cli_sim_aimd_main("sluice sim aimd", argc, argv, 3);
+    if (strcmp(sub, "fair") == 0) return sl__cli_sim_fair_main("sluice sim fair", argc, argv, 3);
     if (strcmp(sub, "adaptive") == 0)
-        return sim_adaptive_main("sluice sim adaptive", argc, argv, 3);
+        return sl__cli_sim_adaptive_main("sluice sim adaptive", argc, argv, 3);
     return usage_error(
         "unknown simulation '%s' (race, herd, aimd, fair or adaptive; see sluice sim --help)", sub);
 }
@@ -104,8 +104,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(cmd, "sim") == 0) return sim_main(argc, argv);
-    if (strcmp(cmd, "fetch") == 0) return fetch_main("sluice fetch", argc, argv, 2);
-    if (strcmp(cmd, "top") == 0) return top_main("sluice top", argc, argv, 2);
+    if (strcmp(cmd, "fetch") == 0) return sl__cli_fetch_main("sluice fetch", argc, argv, 2);
+    if (strcmp(cmd, "top") == 0) return sl__cli_top_main("sluice top", argc, argv, 2);
     if (strcmp(cmd, "check-config") == 0) {
         /* the same check, output and exit status as sluiced --check-config */
         if (argc == 3 && is_help(argv[2])) {

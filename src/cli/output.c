@@ -21,14 +21,14 @@ struct out_table {
     bool failed;
 };
 
-int out_format_parse(const char *s, out_format *f) {
+int sl__cli_out_format_parse(const char *s, out_format *f) {
     if (strcmp(s, "table") == 0) return *f = OUT_TABLE, 0;
     if (strcmp(s, "csv") == 0) return *f = OUT_CSV, 0;
     if (strcmp(s, "json") == 0) return *f = OUT_JSON, 0;
     return -1;
 }
 
-out_table *out_table_new(size_t ncols, const char *const *names) {
+out_table *sl__cli_out_table_new(size_t ncols, const char *const *names) {
     out_table *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     t->ncols = ncols;
@@ -36,14 +36,14 @@ out_table *out_table_new(size_t ncols, const char *const *names) {
     return t;
 }
 
-void out_table_free(out_table *t) {
+void sl__cli_out_table_free(out_table *t) {
     if (!t) return;
     for (size_t i = 0; i < t->n; i++) free(t->cells[i].text);
     free(t->cells);
     free(t);
 }
 
-void out_table_add(out_table *t, cell_kind kind, const char *fmt, ...) {
+void sl__cli_out_table_add(out_table *t, cell_kind kind, const char *fmt, ...) {
     if (t->failed) return;
     if (t->n == t->cap) {
         size_t ncap = t->cap ? t->cap * 2 : 64;
@@ -70,7 +70,7 @@ void out_table_add(out_table *t, cell_kind kind, const char *fmt, ...) {
     t->cells[t->n++] = (cell){kind, text};
 }
 
-void out_json_string(FILE *fp, const char *s) {
+void sl__cli_out_json_string(FILE *fp, const char *s) {
     fputc('"', fp);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -88,18 +88,18 @@ void out_json_string(FILE *fp, const char *s) {
 
 static void json_value(FILE *fp, const cell *cl) {
     if (cl->kind == CELL_STR)
-        out_json_string(fp, cl->text);
+        sl__cli_out_json_string(fp, cl->text);
     else if (cl->kind == CELL_NULL)
         fputs("null", fp);
     else
         fputs(cl->text, fp);
 }
 
-int out_table_print_members(const out_table *t, FILE *fp, int indent) {
+int sl__cli_out_table_print_members(const out_table *t, FILE *fp, int indent) {
     if (t->failed || t->n < t->ncols) return -1;
     for (size_t c = 0; c < t->ncols; c++) {
         fprintf(fp, "%*s", indent, "");
-        out_json_string(fp, t->names[c]);
+        sl__cli_out_json_string(fp, t->names[c]);
         fputs(": ", fp);
         json_value(fp, &t->cells[c]);
         fputs(",\n", fp);
@@ -125,7 +125,7 @@ static const char *shown(const cell *c) {
     return c->kind == CELL_NULL ? "-" : c->text;
 }
 
-int out_table_print(const out_table *t, FILE *fp, out_format f, int indent) {
+int sl__cli_out_table_print(const out_table *t, FILE *fp, out_format f, int indent) {
     if (t->failed) return -1;
     size_t rows = t->n / t->ncols;
     switch (f) {
@@ -179,7 +179,7 @@ int out_table_print(const out_table *t, FILE *fp, out_format f, int indent) {
             for (size_t c = 0; c < t->ncols; c++) {
                 const cell *cl = &t->cells[r * t->ncols + c];
                 if (c) fputs(", ", fp);
-                out_json_string(fp, t->names[c]);
+                sl__cli_out_json_string(fp, t->names[c]);
                 fputs(": ", fp);
                 json_value(fp, cl);
             }

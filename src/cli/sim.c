@@ -6,14 +6,14 @@
 
 #define SIM_MAX_MEMORY ((size_t)256 << 20)
 
-int64_t sim_time_base(int64_t period, int64_t span) {
+int64_t sl__cli_sim_time_base(int64_t period, int64_t span) {
     int64_t k = (SL_TIME_MAX - span) / period;
     if (k > 1000000) k = 1000000;
     if (k < 0) k = 0;
     return k * period;
 }
 
-int sim_table_create(const sl_params *params, sl_table **out, char *err, size_t errlen) {
+int sl__cli_sim_table_create(const sl_params *params, sl_table **out, char *err, size_t errlen) {
     sl_table_options o = {
         .params = *params,
         .max_memory = SIM_MAX_MEMORY,
@@ -26,7 +26,7 @@ int sim_table_create(const sl_params *params, sl_table **out, char *err, size_t 
     return rc;
 }
 
-int sim_table_check_evictions(sl_table *t, char *err, size_t errlen) {
+int sl__cli_sim_table_check_evictions(sl_table *t, char *err, size_t errlen) {
     sl_table_stats st;
     sl_table_stats_get(t, &st);
     if (st.evicted_live == 0) return 0;

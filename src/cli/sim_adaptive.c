@@ -164,7 +164,7 @@ enum {
     O_HELP
 };
 
-int sim_adaptive_main(const char *cmd, int argc, char **argv, int first) {
+int sl__cli_sim_adaptive_main(const char *cmd, int argc, char **argv, int first) {
     static const cli_opt opts[] = {
         {"rate", "N"},     {"workers", "N"},        {"service", "MS"},  {"slow", "MS"},
         {"slow-at", "S"},  {"limit-rate", "N"},     {"min-limit", "N"}, {"max-limit", "N"},
@@ -182,10 +182,10 @@ int sim_adaptive_main(const char *cmd, int argc, char **argv, int first) {
                       .min_rtt_s = 10};
     bool csv = false;
     cli_args a;
-    args_init(&a, cmd, argc, argv, first);
+    sl__cli_args_init(&a, cmd, argc, argv, first);
     int idx, got;
     const char *v;
-    while ((got = args_next(&a, opts, &idx, &v)) > 0) {
+    while ((got = sl__cli_args_next(&a, opts, &idx, &v)) > 0) {
         int rc = 0;
         int64_t *field[] = {&c.rate,       &c.workers,    &c.service_ms, &c.slow_ms,
                             &c.slow_at_s,  &c.limit_rate, &c.min_limit,  &c.max_limit,
@@ -194,12 +194,12 @@ int sim_adaptive_main(const char *cmd, int argc, char **argv, int first) {
             100000, 10000, 60000, 60000, 3600, 1000000, SL_CONCURRENCY_MAX, SL_CONCURRENCY_MAX,
             3600};
         if (idx <= O_MINRTT) {
-            rc = args_int(&a, v, idx == O_SLOW_AT ? 0 : 1, hi[idx], field[idx]);
+            rc = sl__cli_args_int(&a, v, idx == O_SLOW_AT ? 0 : 1, hi[idx], field[idx]);
         } else if (idx == O_FORMAT) {
             if (strcmp(v, "csv") == 0)
                 csv = true;
             else if (strcmp(v, "table") != 0)
-                rc = args_error(&a, "expected table or csv, got '%s'", v);
+                rc = sl__cli_args_error(&a, "expected table or csv, got '%s'", v);
         } else {
             fputs(help, stdout);
             return 0;

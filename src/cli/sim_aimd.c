@@ -21,10 +21,10 @@
 
 /* A rate in milli-requests per second as short text: "0.5", "20", "21.437". */
 static char *short_milli(int64_t v, char *buf, size_t size) {
-    return fmt_seconds(v * 1000000, 0, buf, size);
+    return sl__cli_fmt_seconds(v * 1000000, 0, buf, size);
 }
 
-int64_t aimd_step(const aimd_config *cfg, int64_t rate, bool got_429) {
+int64_t sl__cli_aimd_step(const aimd_config *cfg, int64_t rate, bool got_429) {
     int64_t next;
     if (got_429) {
         next = rate * cfg->decrease_ppm / 1000000; /* rounded down */
@@ -36,18 +36,18 @@ int64_t aimd_step(const aimd_config *cfg, int64_t rate, bool got_429) {
     return next;
 }
 
-void aimd_result_free(aimd_result *r) {
+void sl__cli_aimd_result_free(aimd_result *r) {
     free(r->pts);
     r->pts = NULL;
     r->n = 0;
 }
 
-int aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t errlen) {
+int sl__cli_aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     sl_params p = {.algorithm = cfg->alg, .rate = cfg->rate, .burst = cfg->burst};
     sl_table *server;
-    if (sim_table_create(&p, &server, err, errlen) != SL_OK) return -1;
-    int64_t base = sim_time_base(cfg->rate.period, cfg->duration);
+    if (sl__cli_sim_table_create(&p, &server, err, errlen) != SL_OK) return -1;
+    int64_t base = sl__cli_sim_time_base(cfg->rate.period, cfg->duration);
     sl_limiter *client;
     int64_t rate = cfg->start;
     int rc = sl_limiter_create((sl_rate){rate, MILLI_PERIOD}, 1, 0, base, &client);
@@ -82,7 +82,7 @@ int aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t errlen)
             snprintf(err, errlen, "server: %s", sl_strerror(c));
             break;
         }
-        rate = aimd_step(cfg, rate, !d.allowed);
+        rate = sl__cli_aimd_step(cfg, rate, !d.allowed);
         c = sl_limiter_set_rate(client, (sl_rate){rate, MILLI_PERIOD}, now);
         if (c != SL_OK) {
             rc = -1;
@@ -108,7 +108,7 @@ int aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t errlen)
     }
     sl_limiter_destroy(client);
     sl_table_destroy(server);
-    if (rc != 0) aimd_result_free(out);
+    if (rc != 0) sl__cli_aimd_result_free(out);
     return rc;
 }
 
@@ -119,7 +119,7 @@ static const char *const aimd_columns[] = {"second", "rate",   "min_rate", "max_
 
 static int print_aimd(FILE *fp, out_format f, const aimd_config *cfg, const aimd_result *r,
                       const char *rate_text) {
-    out_table *tab = out_table_new(7, aimd_columns);
+    out_table *tab = sl__cli_out_table_new(7, aimd_columns);
     if (!tab) return -1;
     char b1[40], b2[40], b3[40], b4[40], b5[40];
     int64_t secs = sl__ceil_s(cfg->duration);
@@ -134,17 +134,17 @@ static int print_aimd(FILE *fp, out_format f, const aimd_config *cfg, const aimd
             sent++;
             ok += r->pts[i].ok;
         }
-        out_table_add(tab, CELL_NUM, "%lld", (long long)s);
-        out_table_add(tab, CELL_NUM, "%s", fmt_milli(rate, b1, sizeof b1));
-        out_table_add(tab, CELL_NUM, "%s", fmt_milli(lo, b1, sizeof b1));
-        out_table_add(tab, CELL_NUM, "%s", fmt_milli(hi, b1, sizeof b1));
-        out_table_add(tab, CELL_NUM, "%lld", (long long)sent);
-        out_table_add(tab, CELL_NUM, "%lld", (long long)ok);
-        out_table_add(tab, CELL_NUM, "%lld", (long long)(sent - ok));
+        sl__cli_out_table_add(tab, CELL_NUM, "%lld", (long long)s);
+        sl__cli_out_table_add(tab, CELL_NUM, "%s", sl__cli_fmt_milli(rate, b1, sizeof b1));
+        sl__cli_out_table_add(tab, CELL_NUM, "%s", sl__cli_fmt_milli(lo, b1, sizeof b1));
+        sl__cli_out_table_add(tab, CELL_NUM, "%s", sl__cli_fmt_milli(hi, b1, sizeof b1));
+        sl__cli_out_table_add(tab, CELL_NUM, "%lld", (long long)sent);
+        sl__cli_out_table_add(tab, CELL_NUM, "%lld", (long long)ok);
+        sl__cli_out_table_add(tab, CELL_NUM, "%lld", (long long)(sent - ok));
     }
     char dur[40], dec[40];
-    fmt_seconds(cfg->duration, 0, dur, sizeof dur);
-    fmt_seconds(cfg->decrease_ppm * 1000, 0, dec, sizeof dec); /* millionths as "0.5" */
+    sl__cli_fmt_seconds(cfg->duration, 0, dur, sizeof dur);
+    sl__cli_fmt_seconds(cfg->decrease_ppm * 1000, 0, dec, sizeof dec); /* millionths as "0.5" */
     int rc = 0;
     if (f == OUT_TABLE) {
         fprintf(fp,
@@ -154,28 +154,28 @@ static int print_aimd(FILE *fp, out_format f, const aimd_config *cfg, const aimd
                 short_milli(cfg->start, b1, sizeof b1), short_milli(cfg->increase, b2, sizeof b2),
                 dec, short_milli(cfg->floor, b3, sizeof b3), short_milli(cfg->cap, b4, sizeof b4),
                 rate_text, (long long)cfg->burst, sl_algorithm_name(cfg->alg), dur);
-        rc = out_table_print(tab, fp, f, 0);
-        fmt_milli((r->served * 1000 * SL_NS_PER_SEC) / cfg->duration, b5, sizeof b5);
+        rc = sl__cli_out_table_print(tab, fp, f, 0);
+        sl__cli_fmt_milli((r->served * 1000 * SL_NS_PER_SEC) / cfg->duration, b5, sizeof b5);
         fprintf(fp, "\nsent %zu, served %lld, rejected %lld: %s served per second on average\n",
                 r->n, (long long)r->served, (long long)r->rejected, b5);
     } else if (f == OUT_CSV) {
-        rc = out_table_print(tab, fp, f, 0);
+        rc = sl__cli_out_table_print(tab, fp, f, 0);
     } else {
-        fprintf(fp, "{\n  \"start\": %s,\n", fmt_milli(cfg->start, b1, sizeof b1));
-        fprintf(fp, "  \"increase\": %s,\n", fmt_milli(cfg->increase, b1, sizeof b1));
+        fprintf(fp, "{\n  \"start\": %s,\n", sl__cli_fmt_milli(cfg->start, b1, sizeof b1));
+        fprintf(fp, "  \"increase\": %s,\n", sl__cli_fmt_milli(cfg->increase, b1, sizeof b1));
         fprintf(fp, "  \"decrease\": %s,\n", dec);
-        fprintf(fp, "  \"floor\": %s,\n", fmt_milli(cfg->floor, b1, sizeof b1));
-        fprintf(fp, "  \"cap\": %s,\n", fmt_milli(cfg->cap, b1, sizeof b1));
+        fprintf(fp, "  \"floor\": %s,\n", sl__cli_fmt_milli(cfg->floor, b1, sizeof b1));
+        fprintf(fp, "  \"cap\": %s,\n", sl__cli_fmt_milli(cfg->cap, b1, sizeof b1));
         fprintf(fp, "  \"algorithm\": \"%s\",\n  \"rate\": ", sl_algorithm_name(cfg->alg));
-        out_json_string(fp, rate_text);
+        sl__cli_out_json_string(fp, rate_text);
         fprintf(fp, ",\n  \"burst\": %lld,\n  \"duration\": %s,\n", (long long)cfg->burst, dur);
         fprintf(fp, "  \"sent\": %zu,\n  \"served\": %lld,\n  \"rejected\": %lld,\n", r->n,
                 (long long)r->served, (long long)r->rejected);
         fputs("  \"per_second\": ", fp);
-        rc = out_table_print(tab, fp, f, 2);
+        rc = sl__cli_out_table_print(tab, fp, f, 2);
         fputs("\n}\n", fp);
     }
-    out_table_free(tab);
+    sl__cli_out_table_free(tab);
     return rc;
 }
 
@@ -209,8 +209,8 @@ static double ay(const aimd_chart *c, int64_t milli) {
 /* A step line through every rate change, with at most four points per half
  * pixel column (entering, lowest, highest, leaving), so long runs stay small. */
 static void rate_line(svg *s, const aimd_chart *c, const aimd_config *cfg, const aimd_result *r) {
-    svg_polyline_begin(s, "rate");
-    svg_polyline_point(s, ax(c, 0), ay(c, cfg->start));
+    sl__cli_svg_polyline_begin(s, "rate");
+    sl__cli_svg_polyline_point(s, ax(c, 0), ay(c, cfg->start));
     int64_t prev = cfg->start;
     size_t i = 0;
     while (i < r->n) {
@@ -222,13 +222,13 @@ static void rate_line(svg *s, const aimd_chart *c, const aimd_config *cfg, const
             if (prev < lo) lo = prev;
             if (prev > hi) hi = prev;
         }
-        svg_polyline_point(s, x, ay(c, enter));
-        if (lo != enter) svg_polyline_point(s, x, ay(c, lo));
-        if (hi != lo) svg_polyline_point(s, x, ay(c, hi));
-        if (prev != hi) svg_polyline_point(s, x, ay(c, prev));
+        sl__cli_svg_polyline_point(s, x, ay(c, enter));
+        if (lo != enter) sl__cli_svg_polyline_point(s, x, ay(c, lo));
+        if (hi != lo) sl__cli_svg_polyline_point(s, x, ay(c, hi));
+        if (prev != hi) sl__cli_svg_polyline_point(s, x, ay(c, prev));
     }
-    svg_polyline_point(s, ax(c, c->duration), ay(c, prev));
-    svg_polyline_end(s);
+    sl__cli_svg_polyline_point(s, ax(c, c->duration), ay(c, prev));
+    sl__cli_svg_polyline_end(s);
 }
 
 static int64_t nice_up(double v) {
@@ -247,19 +247,20 @@ static int write_aimd_svg(const char *path, const aimd_config *cfg, const aimd_r
     double axis_y = top + ph;
     int H = (int)(axis_y + 48);
     char title[200], b1[40], b2[40], b3[40], dec[40];
-    fmt_seconds(cfg->decrease_ppm * 1000, 0, dec, sizeof dec);
+    sl__cli_fmt_seconds(cfg->decrease_ppm * 1000, 0, dec, sizeof dec);
     snprintf(title, sizeof title,
              "sluice sim aimd: +%s/s per success, x%s per 429, against a server limit of %s",
              short_milli(cfg->increase, b1, sizeof b1), dec, rate_text);
-    svg *s = svg_open(path, (int)W, H, title, aimd_css);
+    svg *s = sl__cli_svg_open(path, (int)W, H, title, aimd_css);
     if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
-    svg_text(s, 16, 28, "title", "start", title);
-    svg_textf(s, 16, 48, "sub", "start",
-              "client: starts at %s/s, between %s/s and %s/s; server: %s, burst %lld (%s). "
-              "%zu sent, %lld served, %lld refused (429).",
-              short_milli(cfg->start, b1, sizeof b1), short_milli(cfg->floor, b2, sizeof b2),
-              short_milli(cfg->cap, b3, sizeof b3), rate_text, (long long)cfg->burst,
-              sl_algorithm_name(cfg->alg), r->n, (long long)r->served, (long long)r->rejected);
+    sl__cli_svg_text(s, 16, 28, "title", "start", title);
+    sl__cli_svg_textf(s, 16, 48, "sub", "start",
+                      "client: starts at %s/s, between %s/s and %s/s; server: %s, burst %lld (%s). "
+                      "%zu sent, %lld served, %lld refused (429).",
+                      short_milli(cfg->start, b1, sizeof b1),
+                      short_milli(cfg->floor, b2, sizeof b2), short_milli(cfg->cap, b3, sizeof b3),
+                      rate_text, (long long)cfg->burst, sl_algorithm_name(cfg->alg), r->n,
+                      (long long)r->served, (long long)r->rejected);
 
     double limit = (double)cfg->rate.limit * 1e9 / (double)cfg->rate.period; /* per second */
     int64_t hi = cfg->start;
@@ -273,21 +274,21 @@ static int write_aimd_svg(const char *path, const aimd_config *cfg, const aimd_r
     aimd_chart c = {left, top, W - left - right, ph, cfg->duration, ymax};
 
     double ly = 74;
-    svg_line(s, 16, ly - 5, 46, ly - 5, "rate", NULL);
-    svg_text(s, 52, ly, "legend", "start", "client's rate (requests per second)");
-    svg_circle(s, 290, ly - 5, 3.2, "hit", NULL);
-    svg_text(s, 298, ly, "legend", "start", "a 429: the rate is cut");
-    svg_line(s, 460, ly - 5, 490, ly - 5, "limit", NULL);
-    svg_textf(s, 496, ly, "legend", "start", "the server's limit (%s)", rate_text);
+    sl__cli_svg_line(s, 16, ly - 5, 46, ly - 5, "rate", NULL);
+    sl__cli_svg_text(s, 52, ly, "legend", "start", "client's rate (requests per second)");
+    sl__cli_svg_circle(s, 290, ly - 5, 3.2, "hit", NULL);
+    sl__cli_svg_text(s, 298, ly, "legend", "start", "a 429: the rate is cut");
+    sl__cli_svg_line(s, 460, ly - 5, 490, ly - 5, "limit", NULL);
+    sl__cli_svg_textf(s, 496, ly, "legend", "start", "the server's limit (%s)", rate_text);
 
     for (int64_t v = 0; (double)v <= ymax; v += ystep) {
         double y = ay(&c, v * 1000);
-        svg_line(s, left, y, W - right, y, "grid", NULL);
-        svg_textf(s, left - 6, y + 4, "tick", "end", "%lld", (long long)v);
+        sl__cli_svg_line(s, left, y, W - right, y, "grid", NULL);
+        sl__cli_svg_textf(s, left - 6, y + 4, "tick", "end", "%lld", (long long)v);
     }
     if (limit <= ymax) {
         double y = c.top + c.ph - c.ph * (limit / ymax);
-        svg_line(s, left, y, W - right, y, "limit", NULL);
+        sl__cli_svg_line(s, left, y, W - right, y, "limit", NULL);
     }
     rate_line(s, &c, cfg, r);
     /* 429s: at most one mark per pixel column */
@@ -298,24 +299,25 @@ static int write_aimd_svg(const char *path, const aimd_config *cfg, const aimd_r
         if (!r->pts[i].ok && col != last_col) {
             char tip[120];
             snprintf(tip, sizeof tip, "429 at %s s: %s/s cut to %s/s",
-                     fmt_seconds(r->pts[i].t, 3, b1, sizeof b1), fmt_milli(before, b2, sizeof b2),
-                     fmt_milli(r->pts[i].rate, b3, sizeof b3));
-            svg_circle(s, ax(&c, r->pts[i].t), ay(&c, before), 3.2, "hit", tip);
+                     sl__cli_fmt_seconds(r->pts[i].t, 3, b1, sizeof b1),
+                     sl__cli_fmt_milli(before, b2, sizeof b2),
+                     sl__cli_fmt_milli(r->pts[i].rate, b3, sizeof b3));
+            sl__cli_svg_circle(s, ax(&c, r->pts[i].t), ay(&c, before), 3.2, "hit", tip);
             last_col = col;
         }
         before = r->pts[i].rate;
     }
 
-    svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
+    sl__cli_svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
     int64_t secs = sl__ceil_s(cfg->duration);
     int64_t tstep = nice_up((double)secs / 2.0);
     for (int64_t sec = 0; sec * SL_NS_PER_SEC <= cfg->duration; sec += tstep) {
         double x = ax(&c, sec * SL_NS_PER_SEC);
-        svg_line(s, x, axis_y, x, axis_y + 5, "axis", NULL);
-        svg_textf(s, x, axis_y + 18, "tick", "middle", "%lld", (long long)sec);
+        sl__cli_svg_line(s, x, axis_y, x, axis_y + 5, "axis", NULL);
+        sl__cli_svg_textf(s, x, axis_y + 18, "tick", "middle", "%lld", (long long)sec);
     }
-    svg_text(s, left + c.pw / 2, axis_y + 38, "tick", "middle", "time (s)");
-    if (svg_close(s) != 0)
+    sl__cli_svg_text(s, left + c.pw / 2, axis_y + 38, "tick", "middle", "time (s)");
+    if (sl__cli_svg_close(s) != 0)
         return snprintf(err, errlen, "%s: write error: %s", path, strerror(errno)), -1;
     return 0;
 }
@@ -375,7 +377,7 @@ static const cli_opt aimd_opts[] = {
 
 #define RATE_TEXT "requests per second from 0.001 to 1000 (at most 3 decimals)"
 
-int sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
+int sl__cli_sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
     aimd_config cfg = {
         .start = 1000,
         .increase = 500,
@@ -391,49 +393,50 @@ int sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
     const char *svg_path = NULL;
     uint64_t seed = 1;
     cli_args a;
-    args_init(&a, cmd, argc, argv, first);
+    sl__cli_args_init(&a, cmd, argc, argv, first);
     int idx, got;
     const char *v;
-    while ((got = args_next(&a, aimd_opts, &idx, &v)) > 0) {
+    while ((got = sl__cli_args_next(&a, aimd_opts, &idx, &v)) > 0) {
         int rc = 0;
         switch (idx) {
         case A_START:
-            rc = args_decimal(&a, v, 3, 1, 1000000, RATE_TEXT, &cfg.start);
+            rc = sl__cli_args_decimal(&a, v, 3, 1, 1000000, RATE_TEXT, &cfg.start);
             break;
         case A_INCREASE:
-            rc = args_decimal(&a, v, 3, 0, 1000000,
-                              "requests per second from 0 to 1000 (at most 3 decimals)",
-                              &cfg.increase);
+            rc = sl__cli_args_decimal(&a, v, 3, 0, 1000000,
+                                      "requests per second from 0 to 1000 (at most 3 decimals)",
+                                      &cfg.increase);
             break;
         case A_DECREASE:
-            rc = args_decimal(&a, v, 6, 1, 999999,
-                              "a factor between 0 and 1 exclusive (at most 6 decimals)",
-                              &cfg.decrease_ppm);
+            rc = sl__cli_args_decimal(&a, v, 6, 1, 999999,
+                                      "a factor between 0 and 1 exclusive (at most 6 decimals)",
+                                      &cfg.decrease_ppm);
             break;
         case A_FLOOR:
-            rc = args_decimal(&a, v, 3, 1, 1000000, RATE_TEXT, &cfg.floor);
+            rc = sl__cli_args_decimal(&a, v, 3, 1, 1000000, RATE_TEXT, &cfg.floor);
             break;
         case A_CAP:
-            rc = args_decimal(&a, v, 3, 1, 1000000, RATE_TEXT, &cfg.cap);
+            rc = sl__cli_args_decimal(&a, v, 3, 1, 1000000, RATE_TEXT, &cfg.cap);
             break;
         case A_RATE:
-            rc = args_rate(&a, v, &cfg.rate);
+            rc = sl__cli_args_rate(&a, v, &cfg.rate);
             break;
         case A_BURST:
-            rc = args_int(&a, v, 1, INT64_C(1) << 61, &cfg.burst);
+            rc = sl__cli_args_int(&a, v, 1, INT64_C(1) << 61, &cfg.burst);
             break;
         case A_ALGORITHM:
-            rc = args_algorithm(&a, v, &cfg.alg);
+            rc = sl__cli_args_algorithm(&a, v, &cfg.alg);
             break;
         case A_DURATION:
-            rc = args_seconds(&a, v, 1, 3600000, "seconds from 0.001 to 3600", &cfg.duration);
+            rc = sl__cli_args_seconds(&a, v, 1, 3600000, "seconds from 0.001 to 3600",
+                                      &cfg.duration);
             break;
         case A_SEED:
-            rc = args_u64(&a, v, &seed);
+            rc = sl__cli_args_u64(&a, v, &seed);
             break;
         case A_FORMAT:
-            if (out_format_parse(v, &fmt) != 0)
-                rc = args_error(&a, "expected table, csv or json, got '%s'", v);
+            if (sl__cli_out_format_parse(v, &fmt) != 0)
+                rc = sl__cli_args_error(&a, "expected table, csv or json, got '%s'", v);
             break;
         case A_SVG:
             svg_path = v;
@@ -458,7 +461,7 @@ int sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
     }
     char err[512];
     aimd_result r;
-    if (aimd_run(&cfg, &r, err, sizeof err) != 0) {
+    if (sl__cli_aimd_run(&cfg, &r, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         return 1;
     }
@@ -472,6 +475,6 @@ int sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
         fprintf(stderr, "%s: out of memory\n", cmd);
         status = 1;
     }
-    aimd_result_free(&r);
+    sl__cli_aimd_result_free(&r);
     return status;
 }

@@ -36,11 +36,11 @@ typedef struct aimd_result {
 } aimd_result;
 
 /* One AIMD step: the rate after a success (got_429 false) or a 429. */
-int64_t aimd_step(const aimd_config *cfg, int64_t rate, bool got_429);
+int64_t sl__cli_aimd_step(const aimd_config *cfg, int64_t rate, bool got_429);
 
 /* Runs the client against the server for cfg->duration. Returns 0, or -1
- * with a message in err. Free with aimd_result_free. */
-int aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t errlen);
-void aimd_result_free(aimd_result *r);
+ * with a message in err. Free with sl__cli_aimd_result_free. */
+int sl__cli_aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t errlen);
+void sl__cli_aimd_result_free(aimd_result *r);
 
 #endif

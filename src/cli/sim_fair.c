@@ -25,11 +25,11 @@
 
 static const char *const discipline_names[FAIR_DISCIPLINES] = {"fifo", "wfq"};
 
-const char *fair_discipline_name(int d) {
+const char *sl__cli_fair_discipline_name(int d) {
     return d >= 0 && d < FAIR_DISCIPLINES ? discipline_names[d] : NULL;
 }
 
-void fair_result_free(fair_result *r) {
+void sl__cli_fair_result_free(fair_result *r) {
     free(r->arrival);
     for (int d = 0; d < FAIR_DISCIPLINES; d++) free(r->wait[d]);
     memset(r, 0, sizeof *r);
@@ -157,7 +157,7 @@ static int run_one(const fair_config *cfg, int discipline, const int64_t *arriva
     return 0;
 }
 
-int fair_run(const fair_config *cfg, fair_result *out, char *err, size_t errlen) {
+int sl__cli_fair_run(const fair_config *cfg, fair_result *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (cfg->jobs < 0 || cfg->jobs > FAIR_MAX_JOBS || cfg->tenants < 1 ||
         cfg->tenants > FAIR_MAX_TENANTS || cfg->spread < 0 || cfg->rate.limit < 1 ||
@@ -200,7 +200,7 @@ done:
     free(order);
     free(big);
     free(sorted);
-    if (rc != 0) fair_result_free(out);
+    if (rc != 0) sl__cli_fair_result_free(out);
     return rc;
 }
 
@@ -214,23 +214,23 @@ static const char *const option_columns[] = {"jobs",       "tenants",      "spre
 
 static void add_seconds(out_table *t, int64_t ns) {
     char b[40];
-    out_table_add(t, CELL_NUM, "%s", fmt_seconds(ns, 3, b, sizeof b));
+    sl__cli_out_table_add(t, CELL_NUM, "%s", sl__cli_fmt_seconds(ns, 3, b, sizeof b));
 }
 
 static int print_fair(FILE *fp, out_format f, const fair_config *cfg, const fair_result *r,
                       const char *rate_text) {
     char b1[40], b2[40], b3[40];
-    out_table *res = out_table_new(7, result_columns);
-    out_table *opt = out_table_new(7, option_columns);
-    out_table *per = f == OUT_JSON ? out_table_new(4, tenant_columns) : NULL;
+    out_table *res = sl__cli_out_table_new(7, result_columns);
+    out_table *opt = sl__cli_out_table_new(7, option_columns);
+    out_table *per = f == OUT_JSON ? sl__cli_out_table_new(4, tenant_columns) : NULL;
     if (!res || !opt || (f == OUT_JSON && !per)) {
-        out_table_free(res);
-        out_table_free(opt);
-        out_table_free(per);
+        sl__cli_out_table_free(res);
+        sl__cli_out_table_free(opt);
+        sl__cli_out_table_free(per);
         return -1;
     }
     for (int d = 0; d < FAIR_DISCIPLINES; d++) {
-        out_table_add(res, CELL_STR, "%s", discipline_names[d]);
+        sl__cli_out_table_add(res, CELL_STR, "%s", discipline_names[d]);
         add_seconds(res, r->small[d].p50);
         add_seconds(res, r->small[d].p99);
         add_seconds(res, r->small[d].max);
@@ -238,16 +238,16 @@ static int print_fair(FILE *fp, out_format f, const fair_config *cfg, const fair
         add_seconds(res, r->big[d].max);
         add_seconds(res, r->done_at[d]);
     }
-    out_table_add(opt, CELL_NUM, "%lld", (long long)cfg->jobs);
-    out_table_add(opt, CELL_NUM, "%lld", (long long)cfg->tenants);
-    out_table_add(opt, CELL_NUM, "%s", fmt_seconds(cfg->spread, 0, b1, sizeof b1));
-    out_table_add(opt, CELL_STR, "%s", rate_text);
-    out_table_add(opt, CELL_NUM, "%u", cfg->weight_big);
-    out_table_add(opt, CELL_NUM, "%u", cfg->weight_small);
-    out_table_add(opt, CELL_NUM, "%llu", (unsigned long long)cfg->seed);
+    sl__cli_out_table_add(opt, CELL_NUM, "%lld", (long long)cfg->jobs);
+    sl__cli_out_table_add(opt, CELL_NUM, "%lld", (long long)cfg->tenants);
+    sl__cli_out_table_add(opt, CELL_NUM, "%s", sl__cli_fmt_seconds(cfg->spread, 0, b1, sizeof b1));
+    sl__cli_out_table_add(opt, CELL_STR, "%s", rate_text);
+    sl__cli_out_table_add(opt, CELL_NUM, "%u", cfg->weight_big);
+    sl__cli_out_table_add(opt, CELL_NUM, "%u", cfg->weight_small);
+    sl__cli_out_table_add(opt, CELL_NUM, "%llu", (unsigned long long)cfg->seed);
     if (per)
         for (int64_t i = 0; i < cfg->tenants; i++) {
-            out_table_add(per, CELL_STR, "small-%lld", (long long)i);
+            sl__cli_out_table_add(per, CELL_STR, "small-%lld", (long long)i);
             add_seconds(per, r->arrival[i]);
             add_seconds(per, r->wait[FAIR_FIFO][i]);
             add_seconds(per, r->wait[FAIR_WFQ][i]);
@@ -261,30 +261,30 @@ static int print_fair(FILE *fp, out_format f, const fair_config *cfg, const fair
                 "a time (%s s each);\nfair queuing weights: big %u, small %u. Seed %llu. Waits "
                 "in seconds, until a job's service starts.\n\n",
                 (long long)cfg->jobs, (long long)cfg->tenants,
-                fmt_seconds(cfg->spread, 0, b1, sizeof b1), rate_text,
-                fmt_seconds(r->service, 0, b2, sizeof b2), cfg->weight_big, cfg->weight_small,
-                (unsigned long long)cfg->seed);
-        rc = out_table_print(res, fp, f, 0);
+                sl__cli_fmt_seconds(cfg->spread, 0, b1, sizeof b1), rate_text,
+                sl__cli_fmt_seconds(r->service, 0, b2, sizeof b2), cfg->weight_big,
+                cfg->weight_small, (unsigned long long)cfg->seed);
+        rc = sl__cli_out_table_print(res, fp, f, 0);
         fprintf(fp,
                 "\na small tenant's worst wait: %s s first come first served,\n%s s with "
                 "weighted fair queuing; the last job starts at %s s either way.\n",
-                fmt_seconds(r->small[FAIR_FIFO].max, 3, b1, sizeof b1),
-                fmt_seconds(r->small[FAIR_WFQ].max, 3, b2, sizeof b2),
-                fmt_seconds(r->done_at[FAIR_WFQ], 3, b3, sizeof b3));
+                sl__cli_fmt_seconds(r->small[FAIR_FIFO].max, 3, b1, sizeof b1),
+                sl__cli_fmt_seconds(r->small[FAIR_WFQ].max, 3, b2, sizeof b2),
+                sl__cli_fmt_seconds(r->done_at[FAIR_WFQ], 3, b3, sizeof b3));
     } else if (f == OUT_CSV) {
-        rc = out_table_print(res, fp, f, 0);
+        rc = sl__cli_out_table_print(res, fp, f, 0);
     } else {
         fputs("{\n", fp);
-        rc = out_table_print_members(opt, fp, 2);
+        rc = sl__cli_out_table_print_members(opt, fp, 2);
         fputs("  \"results\": ", fp);
-        if (rc == 0) rc = out_table_print(res, fp, f, 2);
+        if (rc == 0) rc = sl__cli_out_table_print(res, fp, f, 2);
         fputs(",\n  \"small_tenants\": ", fp);
-        if (rc == 0) rc = out_table_print(per, fp, f, 2);
+        if (rc == 0) rc = sl__cli_out_table_print(per, fp, f, 2);
         fputs("\n}\n", fp);
     }
-    out_table_free(res);
-    out_table_free(opt);
-    out_table_free(per);
+    sl__cli_out_table_free(res);
+    sl__cli_out_table_free(opt);
+    sl__cli_out_table_free(per);
     return rc;
 }
 
@@ -319,24 +319,25 @@ static int write_fair_svg(const char *path, const fair_config *cfg, const fair_r
     snprintf(title, sizeof title,
              "sluice sim fair: a dump of %lld jobs against %lld small tenants, a server of %s",
              (long long)cfg->jobs, (long long)cfg->tenants, rate_text);
-    svg *s = svg_open(path, (int)W, H, title, fair_css);
+    svg *s = sl__cli_svg_open(path, (int)W, H, title, fair_css);
     if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
-    svg_text(s, 16, 28, "title", "start", title);
-    svg_textf(s, 16, 48, "sub", "start",
-              "a small job's wait: first come first served p50 %s s, max %s s; weighted fair "
-              "queuing p50 %s s, max %s s",
-              fmt_seconds(r->small[FAIR_FIFO].p50, 3, b1, sizeof b1),
-              fmt_seconds(r->small[FAIR_FIFO].max, 3, b2, sizeof b2),
-              fmt_seconds(r->small[FAIR_WFQ].p50, 3, b3, sizeof b3),
-              fmt_seconds(r->small[FAIR_WFQ].max, 3, b4, sizeof b4));
+    sl__cli_svg_text(s, 16, 28, "title", "start", title);
+    sl__cli_svg_textf(
+        s, 16, 48, "sub", "start",
+        "a small job's wait: first come first served p50 %s s, max %s s; weighted fair "
+        "queuing p50 %s s, max %s s",
+        sl__cli_fmt_seconds(r->small[FAIR_FIFO].p50, 3, b1, sizeof b1),
+        sl__cli_fmt_seconds(r->small[FAIR_FIFO].max, 3, b2, sizeof b2),
+        sl__cli_fmt_seconds(r->small[FAIR_WFQ].p50, 3, b3, sizeof b3),
+        sl__cli_fmt_seconds(r->small[FAIR_WFQ].max, 3, b4, sizeof b4));
 
     double ly = 74;
-    svg_circle(s, 22, ly - 5, 5, "fifo", NULL);
-    svg_text(s, 34, ly, "legend", "start", "first come first served (FIFO)");
-    svg_circle(s, 262, ly - 5, 5, "wfq", NULL);
-    svg_textf(s, 274, ly, "legend", "start",
-              "weighted fair queuing (sl_fairq, weights big %u, small %u)", cfg->weight_big,
-              cfg->weight_small);
+    sl__cli_svg_circle(s, 22, ly - 5, 5, "fifo", NULL);
+    sl__cli_svg_text(s, 34, ly, "legend", "start", "first come first served (FIFO)");
+    sl__cli_svg_circle(s, 262, ly - 5, 5, "wfq", NULL);
+    sl__cli_svg_textf(s, 274, ly, "legend", "start",
+                      "weighted fair queuing (sl_fairq, weights big %u, small %u)", cfg->weight_big,
+                      cfg->weight_small);
 
     /* y: wait in ms; x: arrival in ms (presentation only) */
     int64_t ymax_ms = 1, xmax_ms = cfg->spread / SL_NS_PER_MS > 0 ? cfg->spread / SL_NS_PER_MS : 1;
@@ -348,34 +349,34 @@ static int write_fair_svg(const char *path, const fair_config *cfg, const fair_r
     int64_t xtop = (xmax_ms + xstep - 1) / xstep * xstep;
     for (int64_t v = 0; v <= ytop; v += ystep) {
         double y = axis_y - plot_h * (double)v / (double)ytop;
-        svg_line(s, left, y, W - right, y, "grid", NULL);
-        svg_textf(s, left - 6, y + 4, "tick", "end", "%s",
-                  fmt_seconds(v * SL_NS_PER_MS, 0, b1, sizeof b1));
+        sl__cli_svg_line(s, left, y, W - right, y, "grid", NULL);
+        sl__cli_svg_textf(s, left - 6, y + 4, "tick", "end", "%s",
+                          sl__cli_fmt_seconds(v * SL_NS_PER_MS, 0, b1, sizeof b1));
     }
-    svg_text(s, 16, top - 14, "tick", "start", "wait until service (s)");
+    sl__cli_svg_text(s, 16, top - 14, "tick", "start", "wait until service (s)");
     for (int d = 0; d < FAIR_DISCIPLINES; d++) {
-        svg_group_begin(s, discipline_names[d], NULL);
+        sl__cli_svg_group_begin(s, discipline_names[d], NULL);
         for (int64_t i = 0; i < cfg->tenants; i++) {
             double x = left + pw * ((double)r->arrival[i] / 1e6) / (double)xtop;
             double y = axis_y - plot_h * ((double)r->wait[d][i] / 1e6) / (double)ytop;
             char tip[160];
             snprintf(tip, sizeof tip, "small-%lld (%s): arrived %s s, waited %s s", (long long)i,
-                     discipline_names[d], fmt_seconds(r->arrival[i], 3, b1, sizeof b1),
-                     fmt_seconds(r->wait[d][i], 3, b2, sizeof b2));
-            svg_circle(s, x, y, 3.5, NULL, tip);
+                     discipline_names[d], sl__cli_fmt_seconds(r->arrival[i], 3, b1, sizeof b1),
+                     sl__cli_fmt_seconds(r->wait[d][i], 3, b2, sizeof b2));
+            sl__cli_svg_circle(s, x, y, 3.5, NULL, tip);
         }
-        svg_group_end(s);
+        sl__cli_svg_group_end(s);
     }
-    svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
+    sl__cli_svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
     for (int64_t v = 0; v <= xtop; v += xstep) {
         double x = left + pw * (double)v / (double)xtop;
-        svg_line(s, x, axis_y, x, axis_y + 5, "axis", NULL);
-        svg_textf(s, x, axis_y + 18, "tick", "middle", "%s",
-                  fmt_seconds(v * SL_NS_PER_MS, 0, b1, sizeof b1));
+        sl__cli_svg_line(s, x, axis_y, x, axis_y + 5, "axis", NULL);
+        sl__cli_svg_textf(s, x, axis_y + 18, "tick", "middle", "%s",
+                          sl__cli_fmt_seconds(v * SL_NS_PER_MS, 0, b1, sizeof b1));
     }
-    svg_text(s, left + pw / 2, axis_y + 38, "tick", "middle",
-             "when the small tenant's job arrived (s)");
-    if (svg_close(s) != 0)
+    sl__cli_svg_text(s, left + pw / 2, axis_y + 38, "tick", "middle",
+                     "when the small tenant's job arrived (s)");
+    if (sl__cli_svg_close(s) != 0)
         return snprintf(err, errlen, "%s: write error: %s", path, strerror(errno)), -1;
     return 0;
 }
@@ -422,19 +423,19 @@ static int parse_weights(const cli_args *a, const char *v, fair_config *cfg) {
     const char *comma = strchr(v, ',');
     char big[32];
     if (!comma || (size_t)(comma - v) >= sizeof big)
-        return args_error(a, "expected two weights B,S such as 4,1, got '%s'", v);
+        return sl__cli_args_error(a, "expected two weights B,S such as 4,1, got '%s'", v);
     memcpy(big, v, (size_t)(comma - v));
     big[comma - v] = 0;
     int64_t b, s;
-    if (args_int(a, big, 1, SL_FAIRQ_WEIGHT_MAX, &b) != 0 ||
-        args_int(a, comma + 1, 1, SL_FAIRQ_WEIGHT_MAX, &s) != 0)
+    if (sl__cli_args_int(a, big, 1, SL_FAIRQ_WEIGHT_MAX, &b) != 0 ||
+        sl__cli_args_int(a, comma + 1, 1, SL_FAIRQ_WEIGHT_MAX, &s) != 0)
         return -1;
     cfg->weight_big = (uint32_t)b;
     cfg->weight_small = (uint32_t)s;
     return 0;
 }
 
-int sim_fair_main(const char *cmd, int argc, char **argv, int first) {
+int sl__cli_sim_fair_main(const char *cmd, int argc, char **argv, int first) {
     fair_config cfg = {
         .jobs = 10000,
         .tenants = 100,
@@ -447,33 +448,33 @@ int sim_fair_main(const char *cmd, int argc, char **argv, int first) {
     out_format fmt = OUT_TABLE;
     const char *svg_path = NULL;
     cli_args a;
-    args_init(&a, cmd, argc, argv, first);
+    sl__cli_args_init(&a, cmd, argc, argv, first);
     int idx, got;
     const char *v;
-    while ((got = args_next(&a, fair_opts, &idx, &v)) > 0) {
+    while ((got = sl__cli_args_next(&a, fair_opts, &idx, &v)) > 0) {
         int rc = 0;
         switch (idx) {
         case F_JOBS:
-            rc = args_int(&a, v, 0, FAIR_MAX_JOBS, &cfg.jobs);
+            rc = sl__cli_args_int(&a, v, 0, FAIR_MAX_JOBS, &cfg.jobs);
             break;
         case F_TENANTS:
-            rc = args_int(&a, v, 1, FAIR_MAX_TENANTS, &cfg.tenants);
+            rc = sl__cli_args_int(&a, v, 1, FAIR_MAX_TENANTS, &cfg.tenants);
             break;
         case F_SPREAD:
-            rc = args_seconds(&a, v, 0, 3600000, "seconds from 0 to 3600", &cfg.spread);
+            rc = sl__cli_args_seconds(&a, v, 0, 3600000, "seconds from 0 to 3600", &cfg.spread);
             break;
         case F_RATE:
-            rc = args_rate(&a, v, &cfg.rate);
+            rc = sl__cli_args_rate(&a, v, &cfg.rate);
             break;
         case F_WEIGHTS:
             rc = parse_weights(&a, v, &cfg);
             break;
         case F_SEED:
-            rc = args_u64(&a, v, &cfg.seed);
+            rc = sl__cli_args_u64(&a, v, &cfg.seed);
             break;
         case F_FORMAT:
-            if (out_format_parse(v, &fmt) != 0)
-                rc = args_error(&a, "expected table, csv or json, got '%s'", v);
+            if (sl__cli_out_format_parse(v, &fmt) != 0)
+                rc = sl__cli_args_error(&a, "expected table, csv or json, got '%s'", v);
             break;
         case F_SVG:
             svg_path = v;
@@ -488,7 +489,7 @@ int sim_fair_main(const char *cmd, int argc, char **argv, int first) {
 
     char err[512];
     fair_result r;
-    if (fair_run(&cfg, &r, err, sizeof err) != 0) {
+    if (sl__cli_fair_run(&cfg, &r, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         return 1;
     }
@@ -502,6 +503,6 @@ int sim_fair_main(const char *cmd, int argc, char **argv, int first) {
         fprintf(stderr, "%s: out of memory\n", cmd);
         status = 1;
     }
-    fair_result_free(&r);
+    sl__cli_fair_result_free(&r);
     return status;
 }

@@ -43,11 +43,11 @@ typedef struct fair_result {
 
 /* Runs both disciplines on the same arrivals. Returns 0, or -1 with a
  * message in err (bad parameters, out of memory, a run longer than the time
- * domain). Free with fair_result_free. */
-int fair_run(const fair_config *cfg, fair_result *out, char *err, size_t errlen);
-void fair_result_free(fair_result *r);
+ * domain). Free with sl__cli_fair_result_free. */
+int sl__cli_fair_run(const fair_config *cfg, fair_result *out, char *err, size_t errlen);
+void sl__cli_fair_result_free(fair_result *r);
 
 /* "fifo", "wfq". */
-const char *fair_discipline_name(int d);
+const char *sl__cli_fair_discipline_name(int d);
 
 #endif

@@ -54,13 +54,13 @@ static event heap_pop(event *h, size_t *n) {
     return top;
 }
 
-void herd_result_free(herd_result *r) {
+void sl__cli_herd_result_free(herd_result *r) {
     free(r->served_bin);
     free(r->rejected_bin);
     r->served_bin = r->rejected_bin = NULL;
 }
 
-int herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen) {
+int sl__cli_herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     out->last_served_at = out->all_served_at = -1;
     out->nbins = (size_t)((cfg->duration + HERD_BIN - 1) / HERD_BIN);
@@ -69,10 +69,10 @@ int herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen)
     event *heap = malloc((size_t)cfg->workers * sizeof *heap);
     if (!out->served_bin || !out->rejected_bin || !heap) {
         free(heap);
-        herd_result_free(out);
+        sl__cli_herd_result_free(out);
         return snprintf(err, errlen, "out of memory"), -1;
     }
-    int64_t base = sim_time_base(cfg->rate.period, cfg->duration);
+    int64_t base = sl__cli_sim_time_base(cfg->rate.period, cfg->duration);
     sl_params p = {.algorithm = cfg->alg,
                    .rate = cfg->rate,
                    .burst = cfg->burst,
@@ -82,15 +82,15 @@ int herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen)
     bool ramped = cfg->ramp.duration > 0;
     if (ramped && sl_ramp_params(&p, &unit) != SL_OK) {
         free(heap);
-        herd_result_free(out);
+        sl__cli_herd_result_free(out);
         return snprintf(err, errlen, "--ramp-up: %s cannot be ramped with this --rate/--burst",
                         sl_algorithm_name(cfg->alg)),
                -1;
     }
     sl_table *tab;
-    if (sim_table_create(&unit, &tab, err, errlen) != SL_OK) {
+    if (sl__cli_sim_table_create(&unit, &tab, err, errlen) != SL_OK) {
         free(heap);
-        herd_result_free(out);
+        sl__cli_herd_result_free(out);
         return -1;
     }
     sl__prng rng;
@@ -134,7 +134,7 @@ int herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen)
     free(heap);
     sl_table_destroy(tab);
     if (rc != 0) {
-        herd_result_free(out);
+        sl__cli_herd_result_free(out);
         return -1;
     }
     out->unserved = cfg->workers - out->served;
@@ -175,9 +175,9 @@ static int64_t served_second(const herd_result *r, size_t s0, size_t per_s) {
 static void add_seconds(out_table *t, int64_t ns) {
     char b[40];
     if (ns < 0)
-        out_table_add(t, CELL_NULL, "-");
+        sl__cli_out_table_add(t, CELL_NULL, "-");
     else
-        out_table_add(t, CELL_NUM, "%s", fmt_seconds(ns, 3, b, sizeof b));
+        sl__cli_out_table_add(t, CELL_NUM, "%s", sl__cli_fmt_seconds(ns, 3, b, sizeof b));
 }
 
 /* base: the same herd without the ramp (cfg has one), or NULL. */
@@ -189,34 +189,37 @@ static int print_herd(FILE *fp, out_format f, const herd_config *cfg, const herd
     memcpy(sum_cols, summary_columns, sizeof summary_columns);
     if (base) memcpy(sum_cols + nsum, ramp_summary_columns, sizeof ramp_summary_columns);
     if (base) nsum += N_OF(ramp_summary_columns);
-    out_table *sum = out_table_new(nsum, sum_cols);
-    out_table *sec =
-        base ? out_table_new(7, ramp_second_columns) : out_table_new(5, second_columns);
+    out_table *sum = sl__cli_out_table_new(nsum, sum_cols);
+    out_table *sec = base ? sl__cli_out_table_new(7, ramp_second_columns)
+                          : sl__cli_out_table_new(5, second_columns);
     if (!sum || !sec) {
-        out_table_free(sum);
-        out_table_free(sec);
+        sl__cli_out_table_free(sum);
+        sl__cli_out_table_free(sec);
         return -1;
     }
-    out_table_add(sum, CELL_NUM, "%lld", (long long)cfg->workers);
-    out_table_add(sum, CELL_STR, "%s", sl_algorithm_name(cfg->alg));
-    out_table_add(sum, CELL_STR, "%s", rate_text);
-    out_table_add(sum, CELL_NUM, "%lld", (long long)cfg->burst);
-    out_table_add(sum, CELL_NUM, "%s", cfg->start_empty ? "true" : "false");
-    out_table_add(sum, CELL_NUM, "%s", fmt_seconds(cfg->retry_after, 0, b1, sizeof b1));
-    out_table_add(sum, CELL_NUM, "%s", fmt_seconds(cfg->jitter, 0, b1, sizeof b1));
-    out_table_add(sum, CELL_NUM, "%s", fmt_seconds(cfg->duration, 0, b1, sizeof b1));
-    out_table_add(sum, CELL_NUM, "%llu", (unsigned long long)cfg->seed);
-    out_table_add(sum, CELL_NUM, "%lld", (long long)r->sent);
-    out_table_add(sum, CELL_NUM, "%lld", (long long)r->retries);
-    out_table_add(sum, CELL_NUM, "%lld", (long long)r->served);
-    out_table_add(sum, CELL_NUM, "%lld", (long long)r->unserved);
+    sl__cli_out_table_add(sum, CELL_NUM, "%lld", (long long)cfg->workers);
+    sl__cli_out_table_add(sum, CELL_STR, "%s", sl_algorithm_name(cfg->alg));
+    sl__cli_out_table_add(sum, CELL_STR, "%s", rate_text);
+    sl__cli_out_table_add(sum, CELL_NUM, "%lld", (long long)cfg->burst);
+    sl__cli_out_table_add(sum, CELL_NUM, "%s", cfg->start_empty ? "true" : "false");
+    sl__cli_out_table_add(sum, CELL_NUM, "%s",
+                          sl__cli_fmt_seconds(cfg->retry_after, 0, b1, sizeof b1));
+    sl__cli_out_table_add(sum, CELL_NUM, "%s", sl__cli_fmt_seconds(cfg->jitter, 0, b1, sizeof b1));
+    sl__cli_out_table_add(sum, CELL_NUM, "%s",
+                          sl__cli_fmt_seconds(cfg->duration, 0, b1, sizeof b1));
+    sl__cli_out_table_add(sum, CELL_NUM, "%llu", (unsigned long long)cfg->seed);
+    sl__cli_out_table_add(sum, CELL_NUM, "%lld", (long long)r->sent);
+    sl__cli_out_table_add(sum, CELL_NUM, "%lld", (long long)r->retries);
+    sl__cli_out_table_add(sum, CELL_NUM, "%lld", (long long)r->served);
+    sl__cli_out_table_add(sum, CELL_NUM, "%lld", (long long)r->unserved);
     add_seconds(sum, r->last_served_at);
     add_seconds(sum, r->all_served_at);
     if (base) {
-        out_table_add(sum, CELL_NUM, "%s", fmt_seconds(cfg->ramp.duration, 0, b1, sizeof b1));
-        out_table_add(sum, CELL_NUM, "%s", ramp_pct(cfg, 0, b1, sizeof b1));
-        out_table_add(sum, CELL_NUM, "%lld", (long long)base->served);
-        out_table_add(sum, CELL_NUM, "%lld", (long long)base->unserved);
+        sl__cli_out_table_add(sum, CELL_NUM, "%s",
+                              sl__cli_fmt_seconds(cfg->ramp.duration, 0, b1, sizeof b1));
+        sl__cli_out_table_add(sum, CELL_NUM, "%s", ramp_pct(cfg, 0, b1, sizeof b1));
+        sl__cli_out_table_add(sum, CELL_NUM, "%lld", (long long)base->served);
+        sl__cli_out_table_add(sum, CELL_NUM, "%lld", (long long)base->unserved);
     }
 
     size_t per_s = (size_t)(SL_NS_PER_SEC / HERD_BIN);
@@ -226,15 +229,16 @@ static int print_herd(FILE *fp, out_format f, const herd_config *cfg, const herd
         for (size_t b = s0; b < s0 + per_s && b < r->nbins; b++)
             ok += r->served_bin[b], no += r->rejected_bin[b];
         served_so_far += ok;
-        out_table_add(sec, CELL_NUM, "%zu", s0 / per_s);
+        sl__cli_out_table_add(sec, CELL_NUM, "%zu", s0 / per_s);
         if (base)
-            out_table_add(sec, CELL_NUM, "%s",
-                          ramp_pct(cfg, (int64_t)s0 * HERD_BIN, b1, sizeof b1));
-        out_table_add(sec, CELL_NUM, "%lld", (long long)ok + no);
-        out_table_add(sec, CELL_NUM, "%lld", (long long)ok);
-        out_table_add(sec, CELL_NUM, "%lld", (long long)no);
-        out_table_add(sec, CELL_NUM, "%lld", (long long)(cfg->workers - served_so_far));
-        if (base) out_table_add(sec, CELL_NUM, "%lld", (long long)served_second(base, s0, per_s));
+            sl__cli_out_table_add(sec, CELL_NUM, "%s",
+                                  ramp_pct(cfg, (int64_t)s0 * HERD_BIN, b1, sizeof b1));
+        sl__cli_out_table_add(sec, CELL_NUM, "%lld", (long long)ok + no);
+        sl__cli_out_table_add(sec, CELL_NUM, "%lld", (long long)ok);
+        sl__cli_out_table_add(sec, CELL_NUM, "%lld", (long long)no);
+        sl__cli_out_table_add(sec, CELL_NUM, "%lld", (long long)(cfg->workers - served_so_far));
+        if (base)
+            sl__cli_out_table_add(sec, CELL_NUM, "%lld", (long long)served_second(base, s0, per_s));
     }
 
     int rc = 0;
@@ -245,28 +249,29 @@ static int print_herd(FILE *fp, out_format f, const herd_config *cfg, const herd
                 "jitter. %s s, seed %llu.\n\n",
                 (long long)cfg->workers, rate_text, (long long)cfg->burst,
                 sl_algorithm_name(cfg->alg), cfg->start_empty ? ", exhausted at 0 s" : "",
-                fmt_seconds(cfg->retry_after, 0, b1, sizeof b1),
-                fmt_seconds(cfg->jitter, 0, b2, sizeof b2),
-                fmt_seconds(cfg->duration, 0, b3, sizeof b3), (unsigned long long)cfg->seed);
+                sl__cli_fmt_seconds(cfg->retry_after, 0, b1, sizeof b1),
+                sl__cli_fmt_seconds(cfg->jitter, 0, b2, sizeof b2),
+                sl__cli_fmt_seconds(cfg->duration, 0, b3, sizeof b3),
+                (unsigned long long)cfg->seed);
         if (base)
             fprintf(fp,
                     "0 s is the store's recovery: ramp_up lets %s%% of the burst and rate "
                     "through, all of it after %s s;\nserved_without_ramp is the same herd "
                     "against the whole limit from 0 s.\n\n",
                     ramp_pct(cfg, 0, b1, sizeof b1),
-                    fmt_seconds(cfg->ramp.duration, 0, b2, sizeof b2));
-        rc = out_table_print(sec, fp, f, 0);
+                    sl__cli_fmt_seconds(cfg->ramp.duration, 0, b2, sizeof b2));
+        rc = sl__cli_out_table_print(sec, fp, f, 0);
         fprintf(fp, "\nsent %lld (%lld retries), served %lld, unserved %lld after %s s; ",
                 (long long)r->sent, (long long)r->retries, (long long)r->served,
-                (long long)r->unserved, fmt_seconds(cfg->duration, 0, b1, sizeof b1));
+                (long long)r->unserved, sl__cli_fmt_seconds(cfg->duration, 0, b1, sizeof b1));
         if (r->last_served_at < 0)
             fputs("nobody was served\n", fp);
         else if (r->unserved == 0)
             fprintf(fp, "everyone was served by %s s\n",
-                    fmt_seconds(r->last_served_at, 3, b1, sizeof b1));
+                    sl__cli_fmt_seconds(r->last_served_at, 3, b1, sizeof b1));
         else
             fprintf(fp, "the last worker to get through was served at %s s\n",
-                    fmt_seconds(r->last_served_at, 3, b1, sizeof b1));
+                    sl__cli_fmt_seconds(r->last_served_at, 3, b1, sizeof b1));
         if (base)
             fprintf(fp,
                     "without ramp_up: served %lld, unserved %lld; in the first second %lld "
@@ -275,17 +280,17 @@ static int print_herd(FILE *fp, out_format f, const herd_config *cfg, const herd
                     (long long)served_second(base, 0, per_s),
                     (long long)served_second(r, 0, per_s));
     } else if (f == OUT_CSV) {
-        rc = out_table_print(sum, fp, f, 0);
+        rc = sl__cli_out_table_print(sum, fp, f, 0);
     } else {
         /* the summary's members, then the per-second rows */
         fputs("{\n", fp);
-        rc = out_table_print_members(sum, fp, 2);
+        rc = sl__cli_out_table_print_members(sum, fp, 2);
         fputs("  \"per_second\": ", fp);
-        if (rc == 0) rc = out_table_print(sec, fp, f, 2);
+        if (rc == 0) rc = sl__cli_out_table_print(sec, fp, f, 2);
         fputs("\n}\n", fp);
     }
-    out_table_free(sum);
-    out_table_free(sec);
+    sl__cli_out_table_free(sum);
+    sl__cli_out_table_free(sec);
     return rc;
 }
 
@@ -320,24 +325,24 @@ static int64_t round_step(int64_t max) {
  * (base: its served per bin), over the bars. */
 static void draw_ramp(svg *s, const herd_config *cfg, const herd_result *base, double left,
                       double bw, double axis_y, double plot_h, int64_t ytop, double limit_per_bin) {
-    svg_polyline_begin(s, "base");
+    sl__cli_svg_polyline_begin(s, "base");
     for (size_t b = 0; b < base->nbins; b++) {
         double y = axis_y - plot_h * (double)base->served_bin[b] / (double)ytop;
-        svg_polyline_point(s, left + bw * (double)b, y);
-        svg_polyline_point(s, left + bw * (double)(b + 1), y);
+        sl__cli_svg_polyline_point(s, left + bw * (double)b, y);
+        sl__cli_svg_polyline_point(s, left + bw * (double)(b + 1), y);
     }
-    svg_polyline_end(s);
-    svg_polyline_begin(s, "ramp");
+    sl__cli_svg_polyline_end(s);
+    sl__cli_svg_polyline_begin(s, "ramp");
     for (size_t b = 0; b < base->nbins; b++) {
         double f =
             (double)sl_ramp_factor(&cfg->ramp, 0, (int64_t)b * HERD_BIN) / (double)SL_RAMP_ONE;
         double v = limit_per_bin * f;
         if (v > (double)ytop) v = (double)ytop;
         double y = axis_y - plot_h * v / (double)ytop;
-        svg_polyline_point(s, left + bw * (double)b, y);
-        svg_polyline_point(s, left + bw * (double)(b + 1), y);
+        sl__cli_svg_polyline_point(s, left + bw * (double)b, y);
+        sl__cli_svg_polyline_point(s, left + bw * (double)(b + 1), y);
     }
-    svg_polyline_end(s);
+    sl__cli_svg_polyline_end(s);
 }
 
 static int write_herd_svg(const char *path, const herd_config *cfg, const herd_result *r,
@@ -350,24 +355,25 @@ static int write_herd_svg(const char *path, const herd_config *cfg, const herd_r
     snprintf(title, sizeof title,
              "sluice sim herd: %lld workers, %s burst %lld, Retry-After %s s, jitter up to %s s",
              (long long)cfg->workers, rate_text, (long long)cfg->burst,
-             fmt_seconds(cfg->retry_after, 0, b1, sizeof b1),
-             fmt_seconds(cfg->jitter, 0, b2, sizeof b2));
+             sl__cli_fmt_seconds(cfg->retry_after, 0, b1, sizeof b1),
+             sl__cli_fmt_seconds(cfg->jitter, 0, b2, sizeof b2));
     char css[sizeof herd_css + sizeof herd_ramp_css + 1];
     snprintf(css, sizeof css, "%s%s%s", herd_css, base ? "\n" : "", base ? herd_ramp_css : "");
-    svg *s = svg_open(path, (int)W, H, title, css);
+    svg *s = sl__cli_svg_open(path, (int)W, H, title, css);
     if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
-    svg_text(s, 16, 28, "title", "start", title);
+    sl__cli_svg_text(s, 16, 28, "title", "start", title);
     if (r->unserved == 0)
-        svg_textf(s, 16, 48, "sub", "start",
-                  "sent %lld requests for %lld workers; all served, the last at %s s.",
-                  (long long)r->sent, (long long)cfg->workers,
-                  fmt_seconds(r->last_served_at, 3, b1, sizeof b1));
+        sl__cli_svg_textf(s, 16, 48, "sub", "start",
+                          "sent %lld requests for %lld workers; all served, the last at %s s.",
+                          (long long)r->sent, (long long)cfg->workers,
+                          sl__cli_fmt_seconds(r->last_served_at, 3, b1, sizeof b1));
     else
-        svg_textf(s, 16, 48, "sub", "start",
-                  "sent %lld requests for %lld workers; %lld served, %lld still unserved after "
-                  "%s s.",
-                  (long long)r->sent, (long long)cfg->workers, (long long)r->served,
-                  (long long)r->unserved, fmt_seconds(cfg->duration, 0, b1, sizeof b1));
+        sl__cli_svg_textf(
+            s, 16, 48, "sub", "start",
+            "sent %lld requests for %lld workers; %lld served, %lld still unserved after "
+            "%s s.",
+            (long long)r->sent, (long long)cfg->workers, (long long)r->served,
+            (long long)r->unserved, sl__cli_fmt_seconds(cfg->duration, 0, b1, sizeof b1));
 
     /* the limit per bin, as a fraction of requests (presentation only) */
     double limit_per_bin = (double)cfg->rate.limit * (double)HERD_BIN / (double)cfg->rate.period;
@@ -386,63 +392,63 @@ static int write_herd_svg(const char *path, const herd_config *cfg, const herd_r
 
     /* legend */
     double ly = 74;
-    svg_rect(s, 16, ly - 11, 12, 12, "ok", NULL);
-    svg_text(s, 34, ly, "legend", "start", "served (200)");
-    svg_rect(s, 130, ly - 11, 12, 12, "no", NULL);
-    svg_text(s, 148, ly, "legend", "start", "rejected (429)");
-    svg_line(s, 260, ly - 5, 290, ly - 5, "limit", NULL);
+    sl__cli_svg_rect(s, 16, ly - 11, 12, 12, "ok", NULL);
+    sl__cli_svg_text(s, 34, ly, "legend", "start", "served (200)");
+    sl__cli_svg_rect(s, 130, ly - 11, 12, 12, "no", NULL);
+    sl__cli_svg_text(s, 148, ly, "legend", "start", "rejected (429)");
+    sl__cli_svg_line(s, 260, ly - 5, 290, ly - 5, "limit", NULL);
     char per_bin[48];
     if (limit_per_bin < 1e15 && !(limit_per_bin > (double)(int64_t)limit_per_bin))
         snprintf(per_bin, sizeof per_bin, "%lld", (long long)limit_per_bin);
     else
         snprintf(per_bin, sizeof per_bin, "about %.1f", limit_per_bin);
-    svg_textf(s, 298, ly, "legend", "start", "the limit, %s: %s per 100 ms on average%s", rate_text,
-              per_bin, base ? " (ramped up)" : "");
+    sl__cli_svg_textf(s, 298, ly, "legend", "start", "the limit, %s: %s per 100 ms on average%s",
+                      rate_text, per_bin, base ? " (ramped up)" : "");
     if (base) {
-        svg_line(s, 700, ly - 5, 730, ly - 5, "base", NULL);
-        svg_text(s, 738, ly, "legend", "start", "served without ramp_up");
+        sl__cli_svg_line(s, 700, ly - 5, 730, ly - 5, "base", NULL);
+        sl__cli_svg_text(s, 738, ly, "legend", "start", "served without ramp_up");
     }
 
     for (int64_t v = 0; v <= ytop; v += ystep) {
         double y = axis_y - plot_h * (double)v / (double)ytop;
-        svg_line(s, left, y, W - right, y, "grid", NULL);
-        svg_textf(s, left - 6, y + 4, "tick", "end", "%lld", (long long)v);
+        sl__cli_svg_line(s, left, y, W - right, y, "grid", NULL);
+        sl__cli_svg_textf(s, left - 6, y + 4, "tick", "end", "%lld", (long long)v);
     }
-    svg_text(s, 16, top - 14, "tick", "start", "requests per 100 ms");
+    sl__cli_svg_text(s, 16, top - 14, "tick", "start", "requests per 100 ms");
 
     for (size_t b = 0; b < r->nbins; b++) {
         int64_t ok = r->served_bin[b], no = r->rejected_bin[b];
         if (ok + no == 0) continue;
         char tip[160];
         snprintf(tip, sizeof tip, "%s to %s s: %lld served, %lld rejected",
-                 fmt_seconds((int64_t)b * HERD_BIN, 1, b1, sizeof b1),
-                 fmt_seconds((int64_t)(b + 1) * HERD_BIN, 1, b2, sizeof b2), (long long)ok,
+                 sl__cli_fmt_seconds((int64_t)b * HERD_BIN, 1, b1, sizeof b1),
+                 sl__cli_fmt_seconds((int64_t)(b + 1) * HERD_BIN, 1, b2, sizeof b2), (long long)ok,
                  (long long)no);
         double x = left + bw * (double)b;
         double hok = plot_h * (double)ok / (double)ytop, hno = plot_h * (double)no / (double)ytop;
         double gap = bw > 4 ? 1 : 0;
-        svg_group_begin(s, NULL, tip);
-        if (ok) svg_rect(s, x + gap / 2, axis_y - hok, bw - gap, hok, "ok", NULL);
-        if (no) svg_rect(s, x + gap / 2, axis_y - hok - hno, bw - gap, hno, "no", NULL);
-        svg_group_end(s);
+        sl__cli_svg_group_begin(s, NULL, tip);
+        if (ok) sl__cli_svg_rect(s, x + gap / 2, axis_y - hok, bw - gap, hok, "ok", NULL);
+        if (no) sl__cli_svg_rect(s, x + gap / 2, axis_y - hok - hno, bw - gap, hno, "no", NULL);
+        sl__cli_svg_group_end(s);
     }
     if (base) {
         draw_ramp(s, cfg, base, left, bw, axis_y, plot_h, ytop, limit_per_bin);
     } else if (limit_per_bin <= (double)ytop) {
         double y = axis_y - plot_h * limit_per_bin / (double)ytop;
-        svg_line(s, left, y, W - right, y, "limit", NULL);
+        sl__cli_svg_line(s, left, y, W - right, y, "limit", NULL);
     }
 
-    svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
+    sl__cli_svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
     int64_t secs = sl__ceil_s(cfg->duration);
     int64_t tstep = round_step(secs * 6 / 12 + 1);
     for (int64_t sec = 0; sec * SL_NS_PER_SEC <= (int64_t)r->nbins * HERD_BIN; sec += tstep) {
         double x = left + bw * ((double)(sec * SL_NS_PER_SEC) / HERD_BIN); /* whole bins */
-        svg_line(s, x, axis_y, x, axis_y + 5, "axis", NULL);
-        svg_textf(s, x, axis_y + 18, "tick", "middle", "%lld", (long long)sec);
+        sl__cli_svg_line(s, x, axis_y, x, axis_y + 5, "axis", NULL);
+        sl__cli_svg_textf(s, x, axis_y + 18, "tick", "middle", "%lld", (long long)sec);
     }
-    svg_text(s, left + pw / 2, axis_y + 38, "tick", "middle", "time (s)");
-    if (svg_close(s) != 0)
+    sl__cli_svg_text(s, left + pw / 2, axis_y + 38, "tick", "middle", "time (s)");
+    if (sl__cli_svg_close(s) != 0)
         return snprintf(err, errlen, "%s: write error: %s", path, strerror(errno)), -1;
     return 0;
 }
@@ -516,7 +522,7 @@ static const cli_opt herd_opts[] = {
     {NULL, NULL},
 };
 
-int sim_herd_main(const char *cmd, int argc, char **argv, int first) {
+int sl__cli_sim_herd_main(const char *cmd, int argc, char **argv, int first) {
     herd_config cfg = {
         .workers = 300,
         .alg = SL_TOKEN_BUCKET,
@@ -531,50 +537,52 @@ int sim_herd_main(const char *cmd, int argc, char **argv, int first) {
     out_format fmt = OUT_TABLE;
     const char *svg_path = NULL;
     cli_args a;
-    args_init(&a, cmd, argc, argv, first);
+    sl__cli_args_init(&a, cmd, argc, argv, first);
     int idx, got;
     const char *v;
-    while ((got = args_next(&a, herd_opts, &idx, &v)) > 0) {
+    while ((got = sl__cli_args_next(&a, herd_opts, &idx, &v)) > 0) {
         int rc = 0;
         switch (idx) {
         case H_WORKERS:
-            rc = args_int(&a, v, 1, 100000, &cfg.workers);
+            rc = sl__cli_args_int(&a, v, 1, 100000, &cfg.workers);
             break;
         case H_RATE:
-            rc = args_rate(&a, v, &cfg.rate);
+            rc = sl__cli_args_rate(&a, v, &cfg.rate);
             break;
         case H_BURST:
-            rc = args_int(&a, v, 1, INT64_C(1) << 61, &cfg.burst);
+            rc = sl__cli_args_int(&a, v, 1, INT64_C(1) << 61, &cfg.burst);
             break;
         case H_ALGORITHM:
-            rc = args_algorithm(&a, v, &cfg.alg);
+            rc = sl__cli_args_algorithm(&a, v, &cfg.alg);
             break;
         case H_RETRY:
-            rc = args_seconds(&a, v, 1, 3600000, "seconds from 0.001 to 3600", &cfg.retry_after);
+            rc = sl__cli_args_seconds(&a, v, 1, 3600000, "seconds from 0.001 to 3600",
+                                      &cfg.retry_after);
             break;
         case H_JITTER:
-            rc = args_seconds(&a, v, 0, 3600000, "seconds from 0 to 3600", &cfg.jitter);
+            rc = sl__cli_args_seconds(&a, v, 0, 3600000, "seconds from 0 to 3600", &cfg.jitter);
             break;
         case H_DURATION:
-            rc = args_seconds(&a, v, 1, 3600000, "seconds from 0.001 to 3600", &cfg.duration);
+            rc = sl__cli_args_seconds(&a, v, 1, 3600000, "seconds from 0.001 to 3600",
+                                      &cfg.duration);
             break;
         case H_SEED:
-            rc = args_u64(&a, v, &cfg.seed);
+            rc = sl__cli_args_u64(&a, v, &cfg.seed);
             break;
         case H_START_EMPTY:
             cfg.start_empty = true;
             break;
         case H_RAMP_UP:
-            rc =
-                args_seconds(&a, v, 1, 86400000, "seconds from 0.001 to 86400", &cfg.ramp.duration);
+            rc = sl__cli_args_seconds(&a, v, 1, 86400000, "seconds from 0.001 to 86400",
+                                      &cfg.ramp.duration);
             break;
         case H_RAMP_FROM:
-            rc = args_decimal(&a, v, 4, 1, SL_RAMP_ONE, "a percentage above 0 and at most 100",
-                              &cfg.ramp.from);
+            rc = sl__cli_args_decimal(&a, v, 4, 1, SL_RAMP_ONE,
+                                      "a percentage above 0 and at most 100", &cfg.ramp.from);
             break;
         case H_FORMAT:
-            if (out_format_parse(v, &fmt) != 0)
-                rc = args_error(&a, "expected table, csv or json, got '%s'", v);
+            if (sl__cli_out_format_parse(v, &fmt) != 0)
+                rc = sl__cli_args_error(&a, "expected table, csv or json, got '%s'", v);
             break;
         case H_SVG:
             svg_path = v;
@@ -599,13 +607,13 @@ int sim_herd_main(const char *cmd, int argc, char **argv, int first) {
     herd_config plain = cfg;
     plain.ramp.duration = 0;
     bool ramped = cfg.ramp.duration > 0;
-    if (herd_run(&cfg, &r, err, sizeof err) != 0) {
+    if (sl__cli_herd_run(&cfg, &r, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         return 1;
     }
-    if (ramped && herd_run(&plain, &base, err, sizeof err) != 0) {
+    if (ramped && sl__cli_herd_run(&plain, &base, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
-        herd_result_free(&r);
+        sl__cli_herd_result_free(&r);
         return 1;
     }
     char rate_text[64];
@@ -619,7 +627,7 @@ int sim_herd_main(const char *cmd, int argc, char **argv, int first) {
         fprintf(stderr, "%s: out of memory\n", cmd);
         status = 1;
     }
-    herd_result_free(&r);
-    herd_result_free(&base);
+    sl__cli_herd_result_free(&r);
+    sl__cli_herd_result_free(&base);
     return status;
 }

@@ -44,8 +44,8 @@ typedef struct herd_result {
 
 /* Runs the herd. Returns 0, or -1 with a message in err (bad parameters,
  * out of memory, more than HERD_MAX_SENT requests). Free with
- * herd_result_free. */
-int herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen);
-void herd_result_free(herd_result *r);
+ * sl__cli_herd_result_free. */
+int sl__cli_herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen);
+void sl__cli_herd_result_free(herd_result *r);
 
 #endif

@@ -22,8 +22,8 @@ static const sl_algorithm all_algorithms[6] = {SL_FIXED_WINDOW, SL_SLIDING_LOG, 
 
 /* ---- engine ----------------------------------------------------------------- */
 
-int64_t busiest_interval(const int64_t *times, const int64_t *weights, size_t n, int64_t period,
-                         int64_t *start) {
+int64_t sl__cli_busiest_interval(const int64_t *times, const int64_t *weights, size_t n,
+                                 int64_t period, int64_t *start) {
     int64_t best = 0, best_at = n ? times[0] : 0, sum = 0;
     size_t j = 0;
     /* For each event i as the interval's start, [times[i], times[i] + period)
@@ -74,7 +74,7 @@ static int compute_busiest(const trace *t, race_result *r, int64_t period) {
             ev[m++] = (timed){t->reqs[i].t + r->delay[i], t->reqs[i].cost, t->reqs[i].key};
     qsort(ev, m, sizeof *ev, cmp_time);
     for (size_t i = 0; i < m; i++) times[i] = ev[i].t, weights[i] = ev[i].w;
-    r->busiest = busiest_interval(times, weights, m, period, &r->busiest_at);
+    r->busiest = sl__cli_busiest_interval(times, weights, m, period, &r->busiest_at);
     r->busiest_key = 0;
     if (t->nkeys > 1) {
         qsort(ev, m, sizeof *ev, cmp_key_time);
@@ -82,7 +82,7 @@ static int compute_busiest(const trace *t, race_result *r, int64_t period) {
             size_t j = i;
             for (; j < m && ev[j].key == ev[i].key; j++)
                 times[j - i] = ev[j].t, weights[j - i] = ev[j].w;
-            int64_t b = busiest_interval(times, weights, j - i, period, NULL);
+            int64_t b = sl__cli_busiest_interval(times, weights, j - i, period, NULL);
             if (b > r->busiest_key) r->busiest_key = b;
             i = j;
         }
@@ -93,7 +93,7 @@ static int compute_busiest(const trace *t, race_result *r, int64_t period) {
     return 0;
 }
 
-void race_results_free(race_result *results, int n) {
+void sl__cli_race_results_free(race_result *results, int n) {
     for (int i = 0; i < n; i++) {
         free(results[i].ok);
         free(results[i].delay);
@@ -111,7 +111,7 @@ static int run_one(const trace *t, const race_config *cfg, sl_algorithm alg, int
     if (!r->ok || !r->delay) return snprintf(err, errlen, "out of memory"), -1;
     sl_params p = {.algorithm = alg, .rate = cfg->rate, .burst = cfg->burst};
     sl_table *tab;
-    if (sim_table_create(&p, &tab, err, errlen) != SL_OK) return -1;
+    if (sl__cli_sim_table_create(&p, &tab, err, errlen) != SL_OK) return -1;
     int rc = 0;
     for (size_t i = 0; i < t->n && rc == 0; i++) {
         const trace_req *q = &t->reqs[i];
@@ -133,20 +133,20 @@ static int run_one(const trace *t, const race_config *cfg, sl_algorithm alg, int
             r->rejected++;
         if (r->delay[i] > r->max_delay) r->max_delay = r->delay[i];
     }
-    if (rc == 0) rc = sim_table_check_evictions(tab, err, errlen);
+    if (rc == 0) rc = sl__cli_sim_table_check_evictions(tab, err, errlen);
     sl_table_destroy(tab);
     if (rc == 0 && compute_busiest(t, r, cfg->rate.period) != 0)
         rc = -1, snprintf(err, errlen, "out of memory");
     return rc;
 }
 
-int race_run(const trace *t, const race_config *cfg, race_result *results, char *err,
-             size_t errlen) {
+int sl__cli_race_run(const trace *t, const race_config *cfg, race_result *results, char *err,
+                     size_t errlen) {
     int64_t span = t->n ? t->reqs[t->n - 1].t : 0;
-    int64_t base = sim_time_base(cfg->rate.period, span);
+    int64_t base = sl__cli_sim_time_base(cfg->rate.period, span);
     for (int i = 0; i < cfg->nalgs; i++) {
         if (run_one(t, cfg, cfg->algs[i], base, &results[i], err, errlen) != 0) {
-            race_results_free(results, i + 1);
+            sl__cli_race_results_free(results, i + 1);
             return -1;
         }
     }
@@ -162,52 +162,54 @@ static int print_summary(FILE *fp, out_format f, const trace *t, const race_conf
                          const race_result *res, uint64_t seed, const char *rate_text) {
     /* the text table shows busiest_key only when there are several keys;
      * CSV and JSON always have it, so their shape does not depend on the trace */
-    out_table *tab = out_table_new(f == OUT_TABLE && t->nkeys == 1 ? 6 : 7, race_columns);
+    out_table *tab = sl__cli_out_table_new(f == OUT_TABLE && t->nkeys == 1 ? 6 : 7, race_columns);
     if (!tab) return -1;
     char b1[40];
     for (int i = 0; i < cfg->nalgs; i++) {
         const race_result *r = &res[i];
-        out_table_add(tab, CELL_STR, "%s", sl_algorithm_name(r->alg));
-        out_table_add(tab, CELL_NUM, "%lld", (long long)r->allowed);
-        out_table_add(tab, CELL_NUM, "%lld", (long long)r->rejected);
-        out_table_add(tab, CELL_NUM, "%lld", (long long)r->busiest);
-        out_table_add(tab, CELL_NUM, "%s", fmt_seconds(r->busiest_at, 3, b1, sizeof b1));
+        sl__cli_out_table_add(tab, CELL_STR, "%s", sl_algorithm_name(r->alg));
+        sl__cli_out_table_add(tab, CELL_NUM, "%lld", (long long)r->allowed);
+        sl__cli_out_table_add(tab, CELL_NUM, "%lld", (long long)r->rejected);
+        sl__cli_out_table_add(tab, CELL_NUM, "%lld", (long long)r->busiest);
+        sl__cli_out_table_add(tab, CELL_NUM, "%s",
+                              sl__cli_fmt_seconds(r->busiest_at, 3, b1, sizeof b1));
         if (r->alg == SL_LEAKY_QUEUE)
-            out_table_add(tab, CELL_NUM, "%s", fmt_seconds(r->max_delay, 3, b1, sizeof b1));
+            sl__cli_out_table_add(tab, CELL_NUM, "%s",
+                                  sl__cli_fmt_seconds(r->max_delay, 3, b1, sizeof b1));
         else
-            out_table_add(tab, CELL_NULL, "-");
+            sl__cli_out_table_add(tab, CELL_NULL, "-");
         if (f != OUT_TABLE || t->nkeys > 1)
-            out_table_add(tab, CELL_NUM, "%lld", (long long)r->busiest_key);
+            sl__cli_out_table_add(tab, CELL_NUM, "%lld", (long long)r->busiest_key);
     }
     char period[40];
-    fmt_seconds(cfg->rate.period, 0, period, sizeof period);
+    sl__cli_fmt_seconds(cfg->rate.period, 0, period, sizeof period);
     int64_t first = t->reqs[0].t, last = t->reqs[t->n - 1].t;
     int rc = 0;
     if (f == OUT_TABLE) {
         char b2[40];
         fprintf(fp, "trace %s: %zu requests from %s s to %s s, %zu key%s\n", t->name, t->n,
-                fmt_seconds(first, 3, b1, sizeof b1), fmt_seconds(last, 3, b2, sizeof b2), t->nkeys,
-                t->nkeys == 1 ? "" : "s");
+                sl__cli_fmt_seconds(first, 3, b1, sizeof b1),
+                sl__cli_fmt_seconds(last, 3, b2, sizeof b2), t->nkeys, t->nkeys == 1 ? "" : "s");
         fprintf(fp,
                 "limit %s: windows allow %lld per %s s, buckets refill %s with burst %lld;\n"
                 "busiest = most requests reaching the server in any %s s (queue: at release)%s\n\n",
                 rate_text, (long long)cfg->rate.limit, period, rate_text, (long long)cfg->burst,
                 period, t->nkeys > 1 ? ";\nbusiest_key = the same for the busiest single key" : "");
-        rc = out_table_print(tab, fp, f, 0);
+        rc = sl__cli_out_table_print(tab, fp, f, 0);
     } else if (f == OUT_CSV) {
-        rc = out_table_print(tab, fp, f, 0);
+        rc = sl__cli_out_table_print(tab, fp, f, 0);
     } else {
         fputs("{\n  \"trace\": ", fp);
-        out_json_string(fp, t->name);
+        sl__cli_out_json_string(fp, t->name);
         fprintf(fp, ",\n  \"requests\": %zu,\n  \"keys\": %zu,\n  \"rate\": ", t->n, t->nkeys);
-        out_json_string(fp, rate_text);
+        sl__cli_out_json_string(fp, rate_text);
         fprintf(fp, ",\n  \"period\": %s,\n  \"burst\": %lld,\n  \"seed\": %llu,\n", period,
                 (long long)cfg->burst, (unsigned long long)seed);
         fputs("  \"results\": ", fp);
-        rc = out_table_print(tab, fp, f, 2);
+        rc = sl__cli_out_table_print(tab, fp, f, 2);
         fputs("\n}\n", fp);
     }
-    out_table_free(tab);
+    sl__cli_out_table_free(tab);
     return rc;
 }
 
@@ -221,9 +223,9 @@ static int write_log(const char *path, const trace *t, const race_config *cfg,
         const char *name = sl_algorithm_name(res[a].alg);
         for (size_t i = 0; i < t->n; i++) {
             const trace_req *q = &t->reqs[i];
-            fprintf(fp, "%s,%s,%s,%lld,%d,%s\n", name, trace_time_text(q, tb, sizeof tb),
+            fprintf(fp, "%s,%s,%s,%lld,%d,%s\n", name, sl__cli_trace_time_text(q, tb, sizeof tb),
                     t->keys[q->key], (long long)q->cost, res[a].ok[i] ? 1 : 0,
-                    fmt_seconds(res[a].delay[i], 3, db, sizeof db));
+                    sl__cli_fmt_seconds(res[a].delay[i], 3, db, sizeof db));
         }
     }
     int bad = ferror(fp);
@@ -277,8 +279,8 @@ static double xt(const race_chart *c, int64_t t) {
 
 static void legend_item(svg *s, double *x, double y, const char *cls, const char *label,
                         double label_w) {
-    if (cls) svg_rect(s, *x, y - 11, 2.5, 13, cls, NULL);
-    svg_text(s, *x + 8, y, "legend", "start", label);
+    if (cls) sl__cli_svg_rect(s, *x, y - 11, 2.5, 13, cls, NULL);
+    sl__cli_svg_text(s, *x + 8, y, "legend", "start", label);
     *x += label_w;
 }
 
@@ -305,60 +307,62 @@ static int write_svg(const char *path, const trace *t, const race_config *cfg,
     int H = (int)(axis_y + 46);
 
     char title[256], b1[40], b2[40], period_s[40];
-    fmt_seconds(period, 0, period_s, sizeof period_s);
+    sl__cli_fmt_seconds(period, 0, period_s, sizeof period_s);
     snprintf(title, sizeof title, "sluice sim race: %s trace, %s, burst %lld", t->name, rate_text,
              (long long)cfg->burst);
-    svg *s = svg_open(path, (int)W, H, title, race_css);
+    svg *s = sl__cli_svg_open(path, (int)W, H, title, race_css);
     if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
     race_chart c = {s, left, W - left - right, start, end};
 
-    svg_text(s, 16, 28, "title", "start", title);
-    svg_textf(s, 16, 48, "sub", "start",
-              "%zu requests, %zu key%s. Windows: at most %lld per %s s, edges aligned to t = 0. "
-              "Buckets: %s, room for %lld.",
-              t->n, t->nkeys, t->nkeys == 1 ? "" : "s", (long long)cfg->rate.limit, period_s,
-              rate_text, (long long)cfg->burst);
+    sl__cli_svg_text(s, 16, 28, "title", "start", title);
+    sl__cli_svg_textf(
+        s, 16, 48, "sub", "start",
+        "%zu requests, %zu key%s. Windows: at most %lld per %s s, edges aligned to t = 0. "
+        "Buckets: %s, room for %lld.",
+        t->n, t->nkeys, t->nkeys == 1 ? "" : "s", (long long)cfg->rate.limit, period_s, rate_text,
+        (long long)cfg->burst);
 
     /* legend */
     double lx = 16, ly = 76;
     legend_item(s, &lx, ly, "ok", "allowed", 84);
     legend_item(s, &lx, ly, "no", "rejected", 92);
-    svg_rect(s, lx, ly - 11, 2.5, 13, "wait", NULL);
-    svg_line(s, lx + 1.25, ly - 11, lx + 15.25, ly - 6, "link", NULL);
-    svg_rect(s, lx + 14, ly - 6, 2.5, 8, "rel", NULL);
-    svg_text(s, lx + 24, ly, "legend", "start", "queued, line to its release");
+    sl__cli_svg_rect(s, lx, ly - 11, 2.5, 13, "wait", NULL);
+    sl__cli_svg_line(s, lx + 1.25, ly - 11, lx + 15.25, ly - 6, "link", NULL);
+    sl__cli_svg_rect(s, lx + 14, ly - 6, 2.5, 8, "rel", NULL);
+    sl__cli_svg_text(s, lx + 24, ly, "legend", "start", "queued, line to its release");
     lx += 206;
-    svg_rect(s, lx, ly - 12, 22, 14, "busy", NULL);
-    svg_textf(s, lx + 28, ly, "legend", "start", "busiest %s s (most reaching the server)",
-              period_s);
+    sl__cli_svg_rect(s, lx, ly - 12, 22, 14, "busy", NULL);
+    sl__cli_svg_textf(s, lx + 28, ly, "legend", "start", "busiest %s s (most reaching the server)",
+                      period_s);
     lx += 290;
-    svg_line(s, lx, ly - 13, lx, ly + 2, "edge", NULL);
-    svg_text(s, lx + 8, ly, "legend", "start", "window edge");
+    sl__cli_svg_line(s, lx, ly - 13, lx, ly + 2, "edge", NULL);
+    sl__cli_svg_text(s, lx + 8, ly, "legend", "start", "window edge");
 
     /* rows */
     for (int a = 0; a < cfg->nalgs; a++) {
         const race_result *r = &res[a];
         double y = top + row_h * a;
-        if (a % 2 == 0) svg_rect(s, 0, y, W, row_h, "band", NULL);
+        if (a % 2 == 0) sl__cli_svg_rect(s, 0, y, W, row_h, "band", NULL);
         int64_t busy_end = r->busiest_at + period < end ? r->busiest_at + period : end;
-        svg_rect(s, xt(&c, r->busiest_at), y + 3, xt(&c, busy_end) - xt(&c, r->busiest_at),
-                 row_h - 6, "busy", NULL);
-        svg_text(s, 16, y + 22, "alg", "start", sl_algorithm_name(r->alg));
-        svg_textf(s, 16, y + 39, "stat", "start", "%lld allowed, %lld rejected",
-                  (long long)r->allowed, (long long)r->rejected);
+        sl__cli_svg_rect(s, xt(&c, r->busiest_at), y + 3, xt(&c, busy_end) - xt(&c, r->busiest_at),
+                         row_h - 6, "busy", NULL);
+        sl__cli_svg_text(s, 16, y + 22, "alg", "start", sl_algorithm_name(r->alg));
+        sl__cli_svg_textf(s, 16, y + 39, "stat", "start", "%lld allowed, %lld rejected",
+                          (long long)r->allowed, (long long)r->rejected);
         if (r->alg == SL_LEAKY_QUEUE)
-            svg_textf(s, 16, y + 55, "stat", "start", "busiest %lld, max delay %s s",
-                      (long long)r->busiest, fmt_seconds(r->max_delay, 3, b1, sizeof b1));
+            sl__cli_svg_textf(s, 16, y + 55, "stat", "start", "busiest %lld, max delay %s s",
+                              (long long)r->busiest,
+                              sl__cli_fmt_seconds(r->max_delay, 3, b1, sizeof b1));
         else
-            svg_textf(s, 16, y + 55, "stat", "start", "busiest %lld in %s s from %s s",
-                      (long long)r->busiest, period_s,
-                      fmt_seconds(r->busiest_at, 3, b1, sizeof b1));
-        svg_line(s, left, y + 41, W - right, y + 41, "base", NULL);
+            sl__cli_svg_textf(s, 16, y + 55, "stat", "start", "busiest %lld in %s s from %s s",
+                              (long long)r->busiest, period_s,
+                              sl__cli_fmt_seconds(r->busiest_at, 3, b1, sizeof b1));
+        sl__cli_svg_line(s, left, y + 41, W - right, y + 41, "base", NULL);
     }
     /* window edges, when there are few enough to read */
     if ((end - start) / period <= 200)
         for (int64_t e = start + period; e < end; e += period)
-            svg_line(s, xt(&c, e), top, xt(&c, e), axis_y - 6, "edge", NULL);
+            sl__cli_svg_line(s, xt(&c, e), top, xt(&c, e), axis_y - 6, "edge", NULL);
 
     for (int a = 0; a < cfg->nalgs; a++) {
         const race_result *r = &res[a];
@@ -368,7 +372,7 @@ static int write_svg(const char *path, const trace *t, const race_config *cfg,
             double x = xt(&c, q->t);
             char tip[400];
             int n = snprintf(tip, sizeof tip, "%s: t = %s s", sl_algorithm_name(r->alg),
-                             fmt_seconds(q->t, 3, b1, sizeof b1));
+                             sl__cli_fmt_seconds(q->t, 3, b1, sizeof b1));
             if (t->nkeys > 1 && n > 0 && (size_t)n < sizeof tip)
                 n += snprintf(tip + n, sizeof tip - (size_t)n, ", key %s", t->keys[q->key]);
             if (q->cost != 1 && n > 0 && (size_t)n < sizeof tip)
@@ -376,43 +380,44 @@ static int write_svg(const char *path, const trace *t, const race_config *cfg,
             if (n < 0 || (size_t)n >= sizeof tip) n = (int)strlen(tip);
             if (!r->ok[i]) {
                 snprintf(tip + n, sizeof tip - (size_t)n, ": rejected");
-                svg_rect(s, x - 1.25, y + 43, 2.5, 11, "no", tip);
+                sl__cli_svg_rect(s, x - 1.25, y + 43, 2.5, 11, "no", tip);
             } else if (r->delay[i] == 0) {
                 snprintf(tip + n, sizeof tip - (size_t)n, ": allowed");
                 if (r->alg == SL_LEAKY_QUEUE) {
                     /* the released stream shows every accepted request */
-                    svg_group_begin(s, NULL, tip);
-                    svg_rect(s, x - 1.25, y + 26, 2.5, 14, "ok", NULL);
-                    svg_rect(s, x - 1.25, y + 8, 2.5, 11, "rel", NULL);
-                    svg_group_end(s);
+                    sl__cli_svg_group_begin(s, NULL, tip);
+                    sl__cli_svg_rect(s, x - 1.25, y + 26, 2.5, 14, "ok", NULL);
+                    sl__cli_svg_rect(s, x - 1.25, y + 8, 2.5, 11, "rel", NULL);
+                    sl__cli_svg_group_end(s);
                 } else {
-                    svg_rect(s, x - 1.25, y + 26, 2.5, 14, "ok", tip);
+                    sl__cli_svg_rect(s, x - 1.25, y + 26, 2.5, 14, "ok", tip);
                 }
             } else {
                 int64_t rel = q->t + r->delay[i];
                 snprintf(tip + n, sizeof tip - (size_t)n, ": queued %s s, released at %s s",
-                         fmt_seconds(r->delay[i], 3, b1, sizeof b1),
-                         fmt_seconds(rel, 3, b2, sizeof b2));
+                         sl__cli_fmt_seconds(r->delay[i], 3, b1, sizeof b1),
+                         sl__cli_fmt_seconds(rel, 3, b2, sizeof b2));
                 double xr = xt(&c, rel);
-                svg_group_begin(s, NULL, tip);
-                svg_rect(s, x - 1.25, y + 26, 2.5, 14, "wait", NULL);
-                svg_line(s, x, y + 26, xr, y + 19, "link", NULL);
-                svg_rect(s, xr - 1.25, y + 8, 2.5, 11, "rel", NULL);
-                svg_group_end(s);
+                sl__cli_svg_group_begin(s, NULL, tip);
+                sl__cli_svg_rect(s, x - 1.25, y + 26, 2.5, 14, "wait", NULL);
+                sl__cli_svg_line(s, x, y + 26, xr, y + 19, "link", NULL);
+                sl__cli_svg_rect(s, xr - 1.25, y + 8, 2.5, 11, "rel", NULL);
+                sl__cli_svg_group_end(s);
             }
         }
     }
 
     /* time axis */
-    svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
+    sl__cli_svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
     for (int64_t tk = start; tk <= end; tk += step) {
         double x = xt(&c, tk);
-        svg_line(s, x, axis_y, x, axis_y + 5, "axis", NULL);
-        svg_text(s, x, axis_y + 18, "tick", "middle", fmt_seconds(tk, 0, b1, sizeof b1));
+        sl__cli_svg_line(s, x, axis_y, x, axis_y + 5, "axis", NULL);
+        sl__cli_svg_text(s, x, axis_y + 18, "tick", "middle",
+                         sl__cli_fmt_seconds(tk, 0, b1, sizeof b1));
     }
-    svg_text(s, left + c.width / 2, axis_y + 36, "tick", "middle", "time (s)");
+    sl__cli_svg_text(s, left + c.width / 2, axis_y + 36, "tick", "middle", "time (s)");
 
-    if (svg_close(s) != 0)
+    if (sl__cli_svg_close(s) != 0)
         return snprintf(err, errlen, "%s: write error: %s", path, strerror(errno)), -1;
     return 0;
 }
@@ -473,7 +478,7 @@ static const cli_opt race_opts[] = {
     {NULL, NULL},
 };
 
-int sim_race_main(const char *cmd, int argc, char **argv, int first) {
+int sl__cli_sim_race_main(const char *cmd, int argc, char **argv, int first) {
     race_config cfg = {.rate = {5, SL_NS_PER_SEC}, .burst = 5, .nalgs = 6};
     memcpy(cfg.algs, all_algorithms, sizeof cfg.algs);
     const char *trace_arg = "bursty", *log_path = NULL, *svg_path = NULL;
@@ -482,35 +487,35 @@ int sim_race_main(const char *cmd, int argc, char **argv, int first) {
     out_format fmt = OUT_TABLE;
 
     cli_args a;
-    args_init(&a, cmd, argc, argv, first);
+    sl__cli_args_init(&a, cmd, argc, argv, first);
     int idx, got;
     const char *v;
-    while ((got = args_next(&a, race_opts, &idx, &v)) > 0) {
+    while ((got = sl__cli_args_next(&a, race_opts, &idx, &v)) > 0) {
         int rc = 0;
         switch (idx) {
         case O_RATE:
-            rc = args_rate(&a, v, &cfg.rate);
+            rc = sl__cli_args_rate(&a, v, &cfg.rate);
             break;
         case O_BURST:
-            rc = args_int(&a, v, 1, INT64_C(1) << 61, &cfg.burst);
+            rc = sl__cli_args_int(&a, v, 1, INT64_C(1) << 61, &cfg.burst);
             break;
         case O_TRACE:
             trace_arg = v;
             break;
         case O_ALGORITHMS:
-            rc = args_algorithms(&a, v, cfg.algs, &cfg.nalgs);
+            rc = sl__cli_args_algorithms(&a, v, cfg.algs, &cfg.nalgs);
             break;
         case O_MEAN_RATE:
-            rc = args_decimal(&a, v, 3, 1, 1000000,
-                              "requests per second from 0.001 to 1000 (at most 3 decimals)",
-                              &mean_rate);
+            rc = sl__cli_args_decimal(&a, v, 3, 1, 1000000,
+                                      "requests per second from 0.001 to 1000 (at most 3 decimals)",
+                                      &mean_rate);
             break;
         case O_SEED:
-            rc = args_u64(&a, v, &seed);
+            rc = sl__cli_args_u64(&a, v, &seed);
             break;
         case O_FORMAT:
-            if (out_format_parse(v, &fmt) != 0)
-                rc = args_error(&a, "expected table, csv or json, got '%s'", v);
+            if (sl__cli_out_format_parse(v, &fmt) != 0)
+                rc = sl__cli_args_error(&a, "expected table, csv or json, got '%s'", v);
             break;
         case O_LOG:
             log_path = v;
@@ -544,22 +549,22 @@ int sim_race_main(const char *cmd, int argc, char **argv, int first) {
 
     char err[512];
     trace tr;
-    trace_builtin b = trace_builtin_find(trace_arg);
-    int rc = b != TRACE_NONE ? trace_builtin_make(b, mean_rate, seed, &tr, err, sizeof err)
-                             : trace_load_file(trace_arg, &tr, err, sizeof err);
+    trace_builtin b = sl__cli_trace_builtin_find(trace_arg);
+    int rc = b != TRACE_NONE ? sl__cli_trace_builtin_make(b, mean_rate, seed, &tr, err, sizeof err)
+                             : sl__cli_trace_load_file(trace_arg, &tr, err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         return 1;
     }
     if (tr.n == 0) { /* only a very low --mean-rate can do this */
         fprintf(stderr, "%s: the %s trace has no requests\n", cmd, tr.name);
-        trace_free(&tr);
+        sl__cli_trace_free(&tr);
         return 1;
     }
     race_result res[6];
-    if (race_run(&tr, &cfg, res, err, sizeof err) != 0) {
+    if (sl__cli_race_run(&tr, &cfg, res, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
-        trace_free(&tr);
+        sl__cli_trace_free(&tr);
         return 1;
     }
     char rate_text[64];
@@ -574,7 +579,7 @@ int sim_race_main(const char *cmd, int argc, char **argv, int first) {
         fprintf(stderr, "%s: out of memory\n", cmd);
         status = 1;
     }
-    race_results_free(res, cfg.nalgs);
-    trace_free(&tr);
+    sl__cli_race_results_free(res, cfg.nalgs);
+    sl__cli_trace_free(&tr);
     return status;
 }

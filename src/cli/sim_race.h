@@ -36,15 +36,15 @@ typedef struct race_result {
 /* Runs the race: results[i] for cfg->algs[i] (results must hold cfg->nalgs).
  * Keys are independent limiters (one table per algorithm holding all the
  * trace's keys). Returns 0, or -1 with a message in err (bad parameters for
- * an algorithm, out of memory). On success free with race_results_free. */
-int race_run(const trace *t, const race_config *cfg, race_result *results, char *err,
-             size_t errlen);
-void race_results_free(race_result *results, int n);
+ * an algorithm, out of memory). On success free with sl__cli_race_results_free. */
+int sl__cli_race_run(const trace *t, const race_config *cfg, race_result *results, char *err,
+                     size_t errlen);
+void sl__cli_race_results_free(race_result *results, int n);
 
 /* The largest total weight of events in any half-open interval of length
  * `period`, exactly. times must be sorted ascending. *start (may be NULL)
  * gets the earliest interval start reaching it (an event time; 0 if n is 0). */
-int64_t busiest_interval(const int64_t *times, const int64_t *weights, size_t n, int64_t period,
-                         int64_t *start);
+int64_t sl__cli_busiest_interval(const int64_t *times, const int64_t *weights, size_t n,
+                                 int64_t period, int64_t *start);
 
 #endif

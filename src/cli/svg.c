@@ -70,7 +70,7 @@ static void end_elem(FILE *fp, const char *name, const char *tip) {
     fprintf(fp, "</title></%s>\n", name);
 }
 
-svg *svg_open(const char *path, int width, int height, const char *title, const char *css) {
+svg *sl__cli_svg_open(const char *path, int width, int height, const char *title, const char *css) {
     svg *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->fp = fopen(path, "w");
@@ -97,7 +97,7 @@ svg *svg_open(const char *path, int width, int height, const char *title, const 
     return s;
 }
 
-int svg_close(svg *s) {
+int sl__cli_svg_close(svg *s) {
     fputs("</svg>\n", s->fp);
     int bad = ferror(s->fp);
     int e = errno;
@@ -113,7 +113,8 @@ int svg_close(svg *s) {
     return 0;
 }
 
-void svg_rect(svg *s, double x, double y, double w, double h, const char *cls, const char *tip) {
+void sl__cli_svg_rect(svg *s, double x, double y, double w, double h, const char *cls,
+                      const char *tip) {
     fputs("<rect", s->fp);
     attr_num(s->fp, "x", x);
     attr_num(s->fp, "y", y);
@@ -123,8 +124,8 @@ void svg_rect(svg *s, double x, double y, double w, double h, const char *cls, c
     end_elem(s->fp, "rect", tip);
 }
 
-void svg_line(svg *s, double x1, double y1, double x2, double y2, const char *cls,
-              const char *tip) {
+void sl__cli_svg_line(svg *s, double x1, double y1, double x2, double y2, const char *cls,
+                      const char *tip) {
     fputs("<line", s->fp);
     attr_num(s->fp, "x1", x1);
     attr_num(s->fp, "y1", y1);
@@ -134,7 +135,7 @@ void svg_line(svg *s, double x1, double y1, double x2, double y2, const char *cl
     end_elem(s->fp, "line", tip);
 }
 
-void svg_circle(svg *s, double cx, double cy, double r, const char *cls, const char *tip) {
+void sl__cli_svg_circle(svg *s, double cx, double cy, double r, const char *cls, const char *tip) {
     fputs("<circle", s->fp);
     attr_num(s->fp, "cx", cx);
     attr_num(s->fp, "cy", cy);
@@ -143,7 +144,8 @@ void svg_circle(svg *s, double cx, double cy, double r, const char *cls, const c
     end_elem(s->fp, "circle", tip);
 }
 
-void svg_text(svg *s, double x, double y, const char *cls, const char *anchor, const char *text) {
+void sl__cli_svg_text(svg *s, double x, double y, const char *cls, const char *anchor,
+                      const char *text) {
     fputs("<text", s->fp);
     attr_num(s->fp, "x", x);
     attr_num(s->fp, "y", y);
@@ -154,8 +156,8 @@ void svg_text(svg *s, double x, double y, const char *cls, const char *anchor, c
     fputs("</text>\n", s->fp);
 }
 
-void svg_textf(svg *s, double x, double y, const char *cls, const char *anchor, const char *fmt,
-               ...) {
+void sl__cli_svg_textf(svg *s, double x, double y, const char *cls, const char *anchor,
+                       const char *fmt, ...) {
     char buf[512];
     va_list ap;
     va_start(ap, fmt);
@@ -163,28 +165,28 @@ void svg_textf(svg *s, double x, double y, const char *cls, const char *anchor, 
     // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    svg_text(s, x, y, cls, anchor, buf);
+    sl__cli_svg_text(s, x, y, cls, anchor, buf);
 }
 
-void svg_polyline_begin(svg *s, const char *cls) {
+void sl__cli_svg_polyline_begin(svg *s, const char *cls) {
     fputs("<polyline", s->fp);
     cls_attr(s->fp, cls);
     fputs(" points=\"", s->fp);
     s->points = 0;
 }
 
-void svg_polyline_point(svg *s, double x, double y) {
+void sl__cli_svg_polyline_point(svg *s, double x, double y) {
     if (s->points++) fputc(s->points % 8 == 1 ? '\n' : ' ', s->fp);
     num(s->fp, x);
     fputc(',', s->fp);
     num(s->fp, y);
 }
 
-void svg_polyline_end(svg *s) {
+void sl__cli_svg_polyline_end(svg *s) {
     fputs("\"/>\n", s->fp);
 }
 
-void svg_group_begin(svg *s, const char *cls, const char *tip) {
+void sl__cli_svg_group_begin(svg *s, const char *cls, const char *tip) {
     fputs("<g", s->fp);
     cls_attr(s->fp, cls);
     fputs(">", s->fp);
@@ -196,6 +198,6 @@ void svg_group_begin(svg *s, const char *cls, const char *tip) {
     fputc('\n', s->fp);
 }
 
-void svg_group_end(svg *s) {
+void sl__cli_svg_group_end(svg *s) {
     fputs("</g>\n", s->fp);
 }

@@ -243,7 +243,7 @@ static void render(frame *f, const char *base, const cJSON *doc, const cJSON *pr
     keys_section(f, doc, "top_near", "KEYS NEAR THEIR LIMIT");
 }
 
-int top_main(const char *cmd, int argc, char **argv, int first) {
+int sl__cli_top_main(const char *cmd, int argc, char **argv, int first) {
     const char *base = "http://127.0.0.1:8080";
     bool once = false;
     int64_t interval = 1000;

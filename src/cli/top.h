@@ -9,6 +9,6 @@
  * ("sluice top"). Returns the exit code: 0 (--once printed a frame, or the
  * view was stopped by SIGINT/SIGTERM), 1 when sluiced could not be read or
  * answered something that is not a /v1/stats document, 2 on a usage error. */
-int top_main(const char *cmd, int argc, char **argv, int first);
+int sl__cli_top_main(const char *cmd, int argc, char **argv, int first);
 
 #endif

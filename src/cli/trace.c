@@ -118,7 +118,7 @@ static int finish_sort(trace *t) {
     return 0;
 }
 
-void trace_free(trace *t) {
+void sl__cli_trace_free(trace *t) {
     if (!t) return;
     for (size_t i = 0; i < t->nkeys; i++) free(t->keys[i]);
     free(t->keys);
@@ -131,7 +131,7 @@ void trace_free(trace *t) {
 
 static const char *const builtin_names[] = {"bursty", "edge", "steady", "poisson"};
 
-trace_builtin trace_builtin_find(const char *name) {
+trace_builtin sl__cli_trace_builtin_find(const char *name) {
     for (int i = 0; i < TRACE_NONE; i++)
         if (strcmp(name, builtin_names[i]) == 0) return (trace_builtin)i;
     return TRACE_NONE;
@@ -170,8 +170,8 @@ static int add_segments(builder *b, const segment *s, size_t n) {
     return 0;
 }
 
-int trace_builtin_make(trace_builtin which, int64_t mean_rate_milli, uint64_t seed, trace *out,
-                       char *err, size_t errlen) {
+int sl__cli_trace_builtin_make(trace_builtin which, int64_t mean_rate_milli, uint64_t seed,
+                               trace *out, char *err, size_t errlen) {
     builder b;
     if (builder_init(&b, out) != 0) return fail(err, errlen, "out of memory");
     snprintf(out->name, sizeof out->name, "%s", builtin_names[which]);
@@ -204,7 +204,7 @@ int trace_builtin_make(trace_builtin which, int64_t mean_rate_milli, uint64_t se
     builder_done(&b);
     if (rc == 0) rc = finish_sort(out);
     if (rc != 0) {
-        trace_free(out);
+        sl__cli_trace_free(out);
         return fail(err, errlen, "out of memory");
     }
     return 0;
@@ -237,8 +237,8 @@ static const char *check_key(const char *s, size_t len) {
     return NULL;
 }
 
-int trace_parse(const char *name, const char *text, size_t len, trace *out, char *err,
-                size_t errlen) {
+int sl__cli_trace_parse(const char *name, const char *text, size_t len, trace *out, char *err,
+                        size_t errlen) {
     builder b;
     if (builder_init(&b, out) != 0) return fail(err, errlen, "%s: out of memory", name);
     const char *base = strrchr(name, '/');
@@ -246,7 +246,7 @@ int trace_parse(const char *name, const char *text, size_t len, trace *out, char
     out->arena = malloc(len + 1);
     if (!out->arena) {
         builder_done(&b);
-        trace_free(out);
+        sl__cli_trace_free(out);
         return fail(err, errlen, "%s: out of memory", name);
     }
     memcpy(out->arena, text, len);
@@ -312,7 +312,7 @@ int trace_parse(const char *name, const char *text, size_t len, trace *out, char
 
         const char *why;
         int64_t t_ns, cost = 1;
-        if (parse_decimal(f[0], fl[0], 9, TRACE_MAX_TIME, &t_ns, &why) != 0) {
+        if (sl__cli_parse_decimal(f[0], fl[0], 9, TRACE_MAX_TIME, &t_ns, &why) != 0) {
             if (strcmp(why, "too large") == 0) why = "beyond 1000000 s";
             rc = fail(err, errlen, "%s:%u: time '%.*s': %s (expected seconds such as 0.250)", name,
                       lineno, (int)(fl[0] > 40 ? 40 : fl[0]), f[0], why);
@@ -329,7 +329,7 @@ int trace_parse(const char *name, const char *text, size_t len, trace *out, char
                 break;
             }
         }
-        if (nf == 3 && parse_decimal(f[2], fl[2], 0, TRACE_MAX_COST, &cost, &why) != 0) {
+        if (nf == 3 && sl__cli_parse_decimal(f[2], fl[2], 0, TRACE_MAX_COST, &cost, &why) != 0) {
             if (strcmp(why, "too large") == 0) why = "above 1000000000";
             rc = fail(err, errlen, "%s:%u: cost '%.*s': %s (expected a whole number)", name, lineno,
                       (int)(fl[2] > 40 ? 40 : fl[2]), f[2], why);
@@ -357,11 +357,11 @@ int trace_parse(const char *name, const char *text, size_t len, trace *out, char
     builder_done(&b);
     if (rc == 0 && out->n == 0) rc = fail(err, errlen, "%s: no requests in the trace", name);
     if (rc == 0 && finish_sort(out) != 0) rc = fail(err, errlen, "%s: out of memory", name);
-    if (rc != 0) trace_free(out);
+    if (rc != 0) sl__cli_trace_free(out);
     return rc;
 }
 
-int trace_load_file(const char *path, trace *out, char *err, size_t errlen) {
+int sl__cli_trace_load_file(const char *path, trace *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     char *buf;
     size_t len;
@@ -381,12 +381,12 @@ int trace_load_file(const char *path, trace *out, char *err, size_t errlen) {
     default:
         return fail(err, errlen, "%s: out of memory", path);
     }
-    rc = trace_parse(path, buf, len, out, err, errlen);
+    rc = sl__cli_trace_parse(path, buf, len, out, err, errlen);
     free(buf);
     return rc;
 }
 
-const char *trace_time_text(const trace_req *r, char *buf, size_t size) {
+const char *sl__cli_trace_time_text(const trace_req *r, char *buf, size_t size) {
     if (r->text) return r->text;
-    return fmt_seconds(r->t, 3, buf, size);
+    return sl__cli_fmt_seconds(r->t, 3, buf, size);
 }

@@ -51,27 +51,27 @@ typedef enum trace_builtin {
 } trace_builtin;
 
 /* The built-in trace named `name`, or TRACE_NONE. */
-trace_builtin trace_builtin_find(const char *name);
+trace_builtin sl__cli_trace_builtin_find(const char *name);
 
 /* Builds a built-in trace. mean_rate_milli (requests per 1000 s, i.e. per
  * second times 1000) and seed are used by poisson only. Returns 0, or -1 on
  * allocation failure (message in err). */
-int trace_builtin_make(trace_builtin which, int64_t mean_rate_milli, uint64_t seed, trace *out,
-                       char *err, size_t errlen);
+int sl__cli_trace_builtin_make(trace_builtin which, int64_t mean_rate_milli, uint64_t seed,
+                               trace *out, char *err, size_t errlen);
 
 /* Loads a CSV trace. Returns 0, or -1 with "path:line: message" (or
  * "path: message") in err. */
-int trace_load_file(const char *path, trace *out, char *err, size_t errlen);
+int sl__cli_trace_load_file(const char *path, trace *out, char *err, size_t errlen);
 
 /* Parses CSV text already in memory (for tests); `name` is used in messages
- * as the file name. Same rules and bounds as trace_load_file. */
-int trace_parse(const char *name, const char *text, size_t len, trace *out, char *err,
-                size_t errlen);
+ * as the file name. Same rules and bounds as sl__cli_trace_load_file. */
+int sl__cli_trace_parse(const char *name, const char *text, size_t len, trace *out, char *err,
+                        size_t errlen);
 
-void trace_free(trace *t);
+void sl__cli_trace_free(trace *t);
 
 /* Writes a request's time as the log shows it: the original text for a file
  * trace, seconds with 3 decimals for a built-in one. Returns buf. */
-const char *trace_time_text(const trace_req *r, char *buf, size_t size);
+const char *sl__cli_trace_time_text(const trace_req *r, char *buf, size_t size);
 
 #endif

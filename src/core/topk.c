@@ -79,7 +79,7 @@ static void index_remove(sl__topk *t, size_t slot) {
 }
 
 void sl__topk_add(sl__topk *t, const char *key, size_t keylen, uint64_t weight) {
-    if (keylen > SL_TOPK_KEY_MAX) keylen = SL_TOPK_KEY_MAX;
+    if (keylen > SL__TOPK_KEY_MAX) keylen = SL__TOPK_KEY_MAX;
     uint64_t h = sl__hash(key, keylen, t->seed);
     pthread_mutex_lock(&t->mu);
     size_t slot = probe(t, h, key, keylen);

@@ -2,19 +2,19 @@
  * `capacity` counters; any key whose true count exceeds total/capacity is
  * guaranteed to be present, and each count overestimates by at most its
  * `error`. Thread-safe (one short lock). Keys are copied, truncated to
- * SL_TOPK_KEY_MAX bytes. */
+ * SL__TOPK_KEY_MAX bytes. */
 #ifndef SLUICE_CORE_TOPK_H
 #define SLUICE_CORE_TOPK_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define SL_TOPK_KEY_MAX 128
+#define SL__TOPK_KEY_MAX 128
 
 typedef struct sl__topk sl__topk;
 
 typedef struct sl__topk_item {
-    char key[SL_TOPK_KEY_MAX];
+    char key[SL__TOPK_KEY_MAX];
     size_t keylen;
     uint64_t count; /* an upper bound of the true count */
     uint64_t error; /* count - error is a lower bound */

@@ -16,10 +16,10 @@
 
 #define EMPTY UINT32_MAX
 
-struct sl_apikeys {
+struct sl__apikeys {
     atomic_int refs;
     char *text; /* the arena: the file's bytes, separators replaced by NUL */
-    sl_apikey *keys;
+    sl__apikey *keys;
     uint64_t *hashes; /* of each key, to skip most comparisons */
     size_t n;
     uint32_t *slots; /* key index or EMPTY */
@@ -28,7 +28,7 @@ struct sl_apikeys {
 };
 
 typedef struct loader {
-    sl_apikeys_error_fn err;
+    sl__apikeys_error_fn err;
     void *err_ctx;
     size_t errors;
 } loader;
@@ -53,20 +53,20 @@ static bool org_byte(unsigned char c) {
            c == '.' || c == '-';
 }
 
-static const sl_apikey *find(const sl_apikeys *k, const char *key, size_t len, uint64_t h) {
+static const sl__apikey *find(const sl__apikeys *k, const char *key, size_t len, uint64_t h) {
     for (size_t i = h & k->mask;; i = (i + 1) & k->mask) {
         uint32_t s = k->slots[i];
         if (s == EMPTY) return NULL;
-        const sl_apikey *e = &k->keys[s];
+        const sl__apikey *e = &k->keys[s];
         if (k->hashes[s] == h && e->keylen == len && memcmp(e->key, key, len) == 0) return e;
     }
 }
 
-void sl__apikeys_retain(sl_apikeys *k) {
+void sl__apikeys_retain(sl__apikeys *k) {
     if (k) atomic_fetch_add(&k->refs, 1);
 }
 
-void sl__apikeys_release(sl_apikeys *k) {
+void sl__apikeys_release(sl__apikeys *k) {
     if (!k || atomic_fetch_sub(&k->refs, 1) != 1) return;
     free(k->text);
     free(k->keys);
@@ -90,9 +90,9 @@ static size_t fields(char *s, size_t n, char **f, size_t *fl) {
 }
 
 /* Takes ownership of `text` (malloc'd, len bytes plus one spare byte). */
-static int build(char *text, size_t len, sl_apikeys_tier_fn tier, void *tier_ctx, loader *l,
-                 sl_apikeys **out) {
-    sl_apikeys *k = calloc(1, sizeof *k);
+static int build(char *text, size_t len, sl__apikeys_tier_fn tier, void *tier_ctx, loader *l,
+                 sl__apikeys **out) {
+    sl__apikeys *k = calloc(1, sizeof *k);
     if (!k) {
         free(text);
         report(l, 0, "out of memory");
@@ -119,8 +119,8 @@ static int build(char *text, size_t len, sl_apikeys_tier_fn tier, void *tier_ctx
             report(l, line, "too many fields (expected KEY [TIER [ORG]])");
             continue;
         }
-        if (fl[0] > SL_APIKEY_MAX) {
-            report(l, line, "the key is longer than %d bytes", SL_APIKEY_MAX);
+        if (fl[0] > SL__APIKEY_MAX) {
+            report(l, line, "the key is longer than %d bytes", SL__APIKEY_MAX);
             ok = false;
         }
         for (size_t i = 0; ok && i < fl[0]; i++) {
@@ -149,22 +149,22 @@ static int build(char *text, size_t len, sl_apikeys_tier_fn tier, void *tier_ctx
             }
         }
         if (nf > 2) {
-            bool good = fl[2] <= SL_APIKEY_ORG_MAX;
+            bool good = fl[2] <= SL__APIKEY_ORG_MAX;
             for (size_t i = 0; good && i < fl[2]; i++) good = org_byte((unsigned char)f[2][i]);
             if (!good) {
                 report(l, line, "the organisation must be 1 to %d of A-Z a-z 0-9 _ . -",
-                       SL_APIKEY_ORG_MAX);
+                       SL__APIKEY_ORG_MAX);
                 ok = false;
             }
         }
         if (!ok) continue;
-        if (k->n == SL_APIKEYS_MAX_KEYS) {
-            report(l, line, "more than %u keys", SL_APIKEYS_MAX_KEYS);
+        if (k->n == SL__APIKEYS_MAX_KEYS) {
+            report(l, line, "more than %u keys", SL__APIKEYS_MAX_KEYS);
             break;
         }
         if (k->n == cap) {
             cap = cap ? 2 * cap : 64;
-            sl_apikey *nk = realloc(k->keys, cap * sizeof *nk);
+            sl__apikey *nk = realloc(k->keys, cap * sizeof *nk);
             uint32_t *nl2 = nk ? realloc(lines, cap * sizeof *nl2) : NULL;
             if (nk) k->keys = nk;
             if (!nk || !nl2) {
@@ -178,8 +178,8 @@ static int build(char *text, size_t len, sl_apikeys_tier_fn tier, void *tier_ctx
         /* NUL-terminate the fields in place (the byte after each is a
          * separator, the line end, or the spare byte after the text). */
         f[0][fl[0]] = '\0';
-        sl_apikey *e = &k->keys[k->n];
-        *e = (sl_apikey){.key = f[0], .keylen = (uint16_t)fl[0], .tier = t};
+        sl__apikey *e = &k->keys[k->n];
+        *e = (sl__apikey){.key = f[0], .keylen = (uint16_t)fl[0], .tier = t};
         if (nf > 2) {
             f[2][fl[2]] = '\0';
             e->org = f[2];
@@ -209,10 +209,10 @@ static int build(char *text, size_t len, sl_apikeys_tier_fn tier, void *tier_ctx
     k->mask = slots - 1;
     k->seed = sl__random_seed();
     for (size_t i = 0; i < k->n; i++) {
-        sl_apikey *e = &k->keys[i];
+        sl__apikey *e = &k->keys[i];
         uint64_t h = sl__hash(e->key, e->keylen, k->seed);
         k->hashes[i] = h;
-        const sl_apikey *dup = find(k, e->key, e->keylen, h);
+        const sl__apikey *dup = find(k, e->key, e->keylen, h);
         if (dup) {
             /* lines has an entry per key */
             // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
@@ -233,12 +233,12 @@ static int build(char *text, size_t len, sl_apikeys_tier_fn tier, void *tier_ctx
     return 0;
 }
 
-int sl__apikeys_parse(const char *text, size_t len, sl_apikeys_tier_fn tier, void *tier_ctx,
-                      sl_apikeys_error_fn err, void *err_ctx, sl_apikeys **out) {
+int sl__apikeys_parse(const char *text, size_t len, sl__apikeys_tier_fn tier, void *tier_ctx,
+                      sl__apikeys_error_fn err, void *err_ctx, sl__apikeys **out) {
     loader l = {err, err_ctx, 0};
     *out = NULL;
-    if (len > SL_APIKEYS_MAX_BYTES) {
-        report(&l, 0, "larger than %u bytes: refused", SL_APIKEYS_MAX_BYTES);
+    if (len > SL__APIKEYS_MAX_BYTES) {
+        report(&l, 0, "larger than %u bytes: refused", SL__APIKEYS_MAX_BYTES);
         return -1;
     }
     char *copy = malloc(len + 1);
@@ -251,27 +251,27 @@ int sl__apikeys_parse(const char *text, size_t len, sl_apikeys_tier_fn tier, voi
     return build(copy, len, tier, tier_ctx, &l, out);
 }
 
-int sl__apikeys_load(const char *path, sl_apikeys_tier_fn tier, void *tier_ctx,
-                     sl_apikeys_error_fn err, void *err_ctx, sl_apikeys **out) {
+int sl__apikeys_load(const char *path, sl__apikeys_tier_fn tier, void *tier_ctx,
+                     sl__apikeys_error_fn err, void *err_ctx, sl__apikeys **out) {
     loader l = {err, err_ctx, 0};
     *out = NULL;
     /* SL__FILE_REGULAR: a FIFO named by mistake must not hang a reload. */
     char *buf, msg[160];
     size_t len;
     int err_no = 0;
-    int rc = sl__file_read(path, SL_APIKEYS_MAX_BYTES, SL__FILE_REGULAR, &buf, &len, &err_no);
+    int rc = sl__file_read(path, SL__APIKEYS_MAX_BYTES, SL__FILE_REGULAR, &buf, &len, &err_no);
     if (rc != SL__FILE_OK) {
-        report(&l, 0, "%s", sl__file_strerror(rc, err_no, SL_APIKEYS_MAX_BYTES, msg, sizeof msg));
+        report(&l, 0, "%s", sl__file_strerror(rc, err_no, SL__APIKEYS_MAX_BYTES, msg, sizeof msg));
         return -1;
     }
     return build(buf, len, tier, tier_ctx, &l, out);
 }
 
-const sl_apikey *sl__apikeys_find(const sl_apikeys *k, const char *key, size_t len) {
-    if (!k || !key || len == 0 || len > SL_APIKEY_MAX || k->n == 0) return NULL;
+const sl__apikey *sl__apikeys_find(const sl__apikeys *k, const char *key, size_t len) {
+    if (!k || !key || len == 0 || len > SL__APIKEY_MAX || k->n == 0) return NULL;
     return find(k, key, len, sl__hash(key, len, k->seed));
 }
 
-size_t sl__apikeys_count(const sl_apikeys *k) {
+size_t sl__apikeys_count(const sl__apikeys *k) {
     return k ? k->n : 0;
 }

@@ -11,8 +11,8 @@
  *     KEY [TIER [ORG]]
  *
  * separated by spaces or tabs; TIER "-" means none (so that an ORG can
- * follow). KEY is 1 to SL_APIKEY_MAX printable ASCII bytes other than '#';
- * TIER a declared tier; ORG 1 to SL_APIKEY_ORG_MAX of [A-Za-z0-9_.-]. */
+ * follow). KEY is 1 to SL__APIKEY_MAX printable ASCII bytes other than '#';
+ * TIER a declared tier; ORG 1 to SL__APIKEY_ORG_MAX of [A-Za-z0-9_.-]. */
 #ifndef SLUICE_POLICY_APIKEYS_H
 #define SLUICE_POLICY_APIKEYS_H
 
@@ -20,47 +20,47 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SL_APIKEY_MAX        256
-#define SL_APIKEY_ORG_MAX    64
-#define SL_APIKEYS_MAX_KEYS  (1u << 24)   /* 16 Mi keys */
-#define SL_APIKEYS_MAX_BYTES (512u << 20) /* a larger key file is refused */
+#define SL__APIKEY_MAX        256
+#define SL__APIKEY_ORG_MAX    64
+#define SL__APIKEYS_MAX_KEYS  (1u << 24)   /* 16 Mi keys */
+#define SL__APIKEYS_MAX_BYTES (512u << 20) /* a larger key file is refused */
 
-typedef struct sl_apikeys sl_apikeys;
+typedef struct sl__apikeys sl__apikeys;
 
 /* One key. Pointers live as long as the table. */
-typedef struct sl_apikey {
+typedef struct sl__apikey {
     const char *key;
     const char *org; /* NULL when the line has none */
     uint16_t keylen, orglen;
     int16_t tier; /* index of the tier, -1 for none */
-} sl_apikey;
+} sl__apikey;
 
 /* Maps a tier name to its index, or -1 when no such tier is declared (then
  * `names` is set to a human list of the declared ones for the message). */
-typedef int (*sl_apikeys_tier_fn)(void *ctx, const char *name, size_t len, const char **names);
+typedef int (*sl__apikeys_tier_fn)(void *ctx, const char *name, size_t len, const char **names);
 
 /* Receives each problem: line (1-based) and a message (never containing a
  * key: they are secrets). */
-typedef void (*sl_apikeys_error_fn)(void *ctx, int line, const char *message);
+typedef void (*sl__apikeys_error_fn)(void *ctx, int line, const char *message);
 
 /* Parses key-file text (len bytes, not necessarily NUL-terminated). `tier`
  * may be NULL (then any TIER other than "-" is an error). Returns 0 and
  * *out, or -1 after reporting every problem to err (one call each; err
  * decides how many it keeps). */
-int sl__apikeys_parse(const char *text, size_t len, sl_apikeys_tier_fn tier, void *tier_ctx,
-                      sl_apikeys_error_fn err, void *err_ctx, sl_apikeys **out);
+int sl__apikeys_parse(const char *text, size_t len, sl__apikeys_tier_fn tier, void *tier_ctx,
+                      sl__apikeys_error_fn err, void *err_ctx, sl__apikeys **out);
 
-/* Reads a regular file (at most SL_APIKEYS_MAX_BYTES) and parses it. Errors
+/* Reads a regular file (at most SL__APIKEYS_MAX_BYTES) and parses it. Errors
  * about the file itself (cannot open, not a regular file, too large) are
  * reported with line 0. */
-int sl__apikeys_load(const char *path, sl_apikeys_tier_fn tier, void *tier_ctx,
-                     sl_apikeys_error_fn err, void *err_ctx, sl_apikeys **out);
+int sl__apikeys_load(const char *path, sl__apikeys_tier_fn tier, void *tier_ctx,
+                     sl__apikeys_error_fn err, void *err_ctx, sl__apikeys **out);
 
-void sl__apikeys_retain(sl_apikeys *k);
-void sl__apikeys_release(sl_apikeys *k);
+void sl__apikeys_retain(sl__apikeys *k);
+void sl__apikeys_release(sl__apikeys *k);
 
 /* The key, or NULL. Constant time in the number of keys; no allocation. */
-const sl_apikey *sl__apikeys_find(const sl_apikeys *k, const char *key, size_t len);
-size_t sl__apikeys_count(const sl_apikeys *k);
+const sl__apikey *sl__apikeys_find(const sl__apikeys *k, const char *key, size_t len);
+size_t sl__apikeys_count(const sl__apikeys *k);
 
 #endif

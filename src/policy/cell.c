@@ -40,8 +40,8 @@
  * and policy names have no colon). */
 #define REDIS_NAME "cell:tat"
 
-struct sl_cell {
-    sl_decide_limit lim; /* the engine's limit: its table is an any-rate GCRA of every key,
+struct sl__cell {
+    sl__decide_limit lim; /* the engine's limit: its table is an any-rate GCRA of every key,
                             also the Redis store's local fallback */
 };
 
@@ -57,10 +57,10 @@ static const char ERR_KEY[] = "ERR key too long";
 static const char ERR_CLOCK[] = "ERR clock out of range";
 static const char ERR_INTERNAL[] = "ERR internal error";
 
-int sl__cell_create(size_t max_memory, sl_cell **out) {
+int sl__cell_create(size_t max_memory, sl__cell **out) {
     if (!out) return SL_EINVAL;
     *out = NULL;
-    sl_cell *c = calloc(1, sizeof *c);
+    sl__cell *c = calloc(1, sizeof *c);
     if (!c) return SL_ENOMEM;
     /* the table's own rate is never used: every call brings its own plan */
     sl_table_options o = {
@@ -73,16 +73,16 @@ int sl__cell_create(size_t max_memory, sl_cell **out) {
         return rc == SL_ENOMEM ? SL_ENOMEM : SL_EINVAL;
     }
     sl__decide_limit_init(&c->lim, false);
-    c->lim.store = (sl_store_limit){.name = REDIS_NAME,
-                                    .any_rate = true,
-                                    .table = t,
-                                    .fallback = t,
-                                    .on_failure = SL_FAIL_OPEN};
+    c->lim.store = (sl__store_limit){.name = REDIS_NAME,
+                                     .any_rate = true,
+                                     .table = t,
+                                     .fallback = t,
+                                     .on_failure = SL__FAIL_OPEN};
     *out = c;
     return SL_OK;
 }
 
-void sl__cell_destroy(sl_cell *c) {
+void sl__cell_destroy(sl__cell *c) {
     if (!c) return;
     sl_table_destroy(c->lim.store.table);
     free(c);
@@ -128,23 +128,23 @@ static void cell_reply(int64_t max_burst, const sl_decision *d, bool never, int6
     reply[4] = cell_seconds(d->reset_after);
 }
 
-sl_decide_call *sl__cell_forget_prepare(sl_cell *c, const char *const *keys, const size_t *lens,
-                                        size_t n, size_t user_bytes) {
-    if (n == 0 || n > SL_CELL_DEL_MAX) return NULL;
-    sl_decide_item it[SL_CELL_DEL_MAX];
+sl__decide_call *sl__cell_forget_prepare(sl__cell *c, const char *const *keys, const size_t *lens,
+                                         size_t n, size_t user_bytes) {
+    if (n == 0 || n > SL__CELL_DEL_MAX) return NULL;
+    sl__decide_item it[SL__CELL_DEL_MAX];
     for (size_t i = 0; i < n; i++)
-        it[i] = (sl_decide_item){.limit = &c->lim, .key = keys[i], .keylen = lens[i]};
+        it[i] = (sl__decide_item){.limit = &c->lim, .key = keys[i], .keylen = lens[i]};
     return sl__decide_call_new(it, n, NULL, NULL, user_bytes);
 }
 
-long long sl__cell_forgotten(sl_decide_call *call, char *err, size_t errlen) {
+long long sl__cell_forgotten(sl__decide_call *call, char *err, size_t errlen) {
     if (call->rc != SL_OK)
         return fail(call->rc,
                     call->rc == SL_EKEY     ? ERR_KEY
                     : call->rc == SL_ENOMEM ? ERR_NOMEM
                                             : ERR_INTERNAL,
                     err, errlen);
-    if (call->from != SL_FROM_REDIS) /* a fallback: no store error code says it */
+    if (call->from != SL__FROM_REDIS) /* a fallback: no store error code says it */
         return fail(SL_EINVAL, "ERR the store could not be reached: nothing is known to be deleted",
                     err, errlen);
     long long removed = 0;
@@ -152,7 +152,7 @@ long long sl__cell_forgotten(sl_decide_call *call, char *err, size_t errlen) {
     return removed;
 }
 
-void sl__cell_set_fail_mode(sl_cell *c, sl_fail_mode on_failure) {
+void sl__cell_set_fail_mode(sl__cell *c, sl__fail_mode on_failure) {
     c->lim.store.on_failure = on_failure;
 }
 
@@ -165,8 +165,8 @@ typedef struct throttle {
 
 #define THROTTLE_BYTES ((sizeof(throttle) + 15) & ~(size_t)15)
 
-int sl__cell_prepare(sl_cell *c, const char *key, size_t keylen, int64_t max_burst, int64_t count,
-                     int64_t period, int64_t quantity, size_t user_bytes, sl_decide_call **out,
+int sl__cell_prepare(sl__cell *c, const char *key, size_t keylen, int64_t max_burst, int64_t count,
+                     int64_t period, int64_t quantity, size_t user_bytes, sl__decide_call **out,
                      char *err, size_t errlen) {
     throttle t;
     *out = NULL;
@@ -174,8 +174,8 @@ int sl__cell_prepare(sl_cell *c, const char *key, size_t keylen, int64_t max_bur
     if (rc != 0) return rc;
     if (keylen > SL_KEY_MAX) return fail(SL_EKEY, ERR_KEY, err, errlen);
     t.max_burst = max_burst;
-    sl_decide_item it = {.limit = &c->lim, .key = key, .keylen = keylen, .cost = quantity};
-    sl_decide_call *call = sl__decide_call_new(&it, 1, NULL, NULL, THROTTLE_BYTES + user_bytes);
+    sl__decide_item it = {.limit = &c->lim, .key = key, .keylen = keylen, .cost = quantity};
+    sl__decide_call *call = sl__decide_call_new(&it, 1, NULL, NULL, THROTTLE_BYTES + user_bytes);
     if (!call) return fail(SL_ENOMEM, ERR_NOMEM, err, errlen);
     throttle *u = sl__decide_call_user(call);
     *u = t;
@@ -185,13 +185,13 @@ int sl__cell_prepare(sl_cell *c, const char *key, size_t keylen, int64_t max_bur
     return 0;
 }
 
-void *sl__cell_user(sl_decide_call *call) {
+void *sl__cell_user(sl__decide_call *call) {
     return (char *)sl__decide_call_user(call) + THROTTLE_BYTES;
 }
 
-int sl__cell_finish(sl_decide_call *call, int64_t reply[5], char *err, size_t errlen) {
+int sl__cell_finish(sl__decide_call *call, int64_t reply[5], char *err, size_t errlen) {
     const throttle *t = sl__decide_call_user(call);
-    const sl_decide_item *it = &call->items[0];
+    const sl__decide_item *it = &call->items[0];
     switch (call->rc) {
     case SL_OK:
     case SL_ECOST: /* quantity > max_burst + 1: the key as it is, limited for good */
@@ -210,7 +210,7 @@ int sl__cell_finish(sl_decide_call *call, int64_t reply[5], char *err, size_t er
     return 0;
 }
 
-void sl__cell_stats(sl_cell *c, uint64_t *keys, uint64_t *bytes, uint64_t *evicted_live) {
+void sl__cell_stats(sl__cell *c, uint64_t *keys, uint64_t *bytes, uint64_t *evicted_live) {
     sl_table_stats st;
     sl_table_stats_get(c->lim.store.table, &st);
     if (keys) *keys = st.keys;
@@ -218,6 +218,6 @@ void sl__cell_stats(sl_cell *c, uint64_t *keys, uint64_t *bytes, uint64_t *evict
     if (evicted_live) *evicted_live = st.evicted_live;
 }
 
-size_t sl__cell_sweep(sl_cell *c, int64_t now, size_t max_visits) {
+size_t sl__cell_sweep(sl__cell *c, int64_t now, size_t max_visits) {
     return sl_table_sweep(c->lim.store.table, now, max_visits);
 }

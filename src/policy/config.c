@@ -83,7 +83,7 @@ static const char *const top_keys[] = {"listen",
                                        "shedding"};
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug"};
-_Static_assert(SL_LOG_ERROR == 0 && SL_LOG_WARN == 1 && SL_LOG_INFO == 2 && SL_LOG_DEBUG == 3,
+_Static_assert(SL__LOG_ERROR == 0 && SL__LOG_WARN == 1 && SL__LOG_INFO == 2 && SL__LOG_DEBUG == 3,
                "log_levels is in sl_log_level order");
 
 /* Where a key that is unknown in one place does belong (for the message). */
@@ -178,7 +178,7 @@ static void top_workers(sl__config_parser *p, const char *path) {
  * parse (sl__domain_rules_load). A relative path is relative to the config
  * file's directory. */
 static void top_domains(sl__config_parser *p, const char *path) {
-    sl_config *c = p->cfg;
+    sl__config *c = p->cfg;
     const char *s = sl__yaml_scalar(&p->y, path, "a directory or file of rule files");
     if (!s) return;
     c->domains_line = p->y.key_line;
@@ -194,7 +194,7 @@ static void top_domains(sl__config_parser *p, const char *path) {
 
 static void top_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
-    sl_config *c = p->cfg;
+    sl__config *c = p->cfg;
     (void)obj;
     int i;
     bool flag;
@@ -219,7 +219,7 @@ static void top_value(sl__yaml *y, void *obj, int key, const char *path) {
         break;
     case TOP_LOG_LEVEL:
         i = sl__yaml_enum(y, path, "log level", log_levels, COUNT(log_levels));
-        if (i >= 0) c->log_level = (sl_log_level)i; /* log_levels is in its order */
+        if (i >= 0) c->log_level = (sl__log_level)i; /* log_levels is in its order */
         break;
     case TOP_IDENTITY:
         sl__config_identity(p, path);
@@ -285,25 +285,25 @@ static void parse_stream(sl__config_parser *p) {
                        "only one YAML document is allowed (remove the second ---)");
 }
 
-static void set_defaults(sl_config *c, const char *source) {
+static void set_defaults(sl__config *c, const char *source) {
     snprintf(c->source, sizeof c->source, "%s", source);
-    c->http = (sl_listen_config){.enabled = true, .host = "127.0.0.1", .port = 8080};
-    c->grpc = (sl_listen_config){.enabled = true, .host = "127.0.0.1", .port = 8081};
-    c->resp = (sl_listen_config){.enabled = true, .host = "127.0.0.1", .port = 6380};
+    c->http = (sl__listen_config){.enabled = true, .host = "127.0.0.1", .port = 8080};
+    c->grpc = (sl__listen_config){.enabled = true, .host = "127.0.0.1", .port = 8081};
+    c->resp = (sl__listen_config){.enabled = true, .host = "127.0.0.1", .port = 6380};
     c->workers = 0;
     c->store_type = SL__STORE_MEMORY;
     c->max_memory = (size_t)(256 * MiB);
-    c->redis = (sl_redis_config){.addr = {.host = "127.0.0.1", .port = 6379},
-                                 .timeout = 250 * NS_MS,
-                                 .on_failure = SL_FAIL_LOCAL,
-                                 .expected_instances = 1,
-                                 .sync_interval = 100 * NS_MS,
-                                 .prefix = "sluice:",
-                                 .breaker_failures = 5,
-                                 .breaker_cooldown = NS_SEC,
-                                 .breaker_window = 500 * NS_MS,
-                                 .deny_cache = 65536};
-    c->limits = (sl_limits_config){
+    c->redis = (sl__redis_config){.addr = {.host = "127.0.0.1", .port = 6379},
+                                  .timeout = 250 * NS_MS,
+                                  .on_failure = SL__FAIL_LOCAL,
+                                  .expected_instances = 1,
+                                  .sync_interval = 100 * NS_MS,
+                                  .prefix = "sluice:",
+                                  .breaker_failures = 5,
+                                  .breaker_cooldown = NS_SEC,
+                                  .breaker_window = 500 * NS_MS,
+                                  .deny_cache = 65536};
+    c->limits = (sl__limits_config){
         .max_header_bytes = 8 * KiB,
         .max_body_bytes = 64 * KiB,
         .max_resp_frame = 64 * KiB,
@@ -316,9 +316,9 @@ static void set_defaults(sl_config *c, const char *source) {
         .max_pending_output_total = 64 * MiB,
         .max_held = 1000,
     };
-    c->log_level = SL_LOG_INFO;
-    c->identity = (sl_identity_config){
-        .forwarded = SL_FWD_XFF,
+    c->log_level = SL__LOG_INFO;
+    c->identity = (sl__identity_config){
+        .forwarded = SL__FWD_XFF,
         .ipv4_prefix = 32,
         .ipv6_prefix = 64,
         .client_ip_header = "X-Real-IP",
@@ -333,15 +333,15 @@ static void set_defaults(sl_config *c, const char *source) {
  * config. Their errors are reported at the domains: line, each naming its
  * rule file and line: "sluice.yaml:9: domains: rules/a.yaml:4: field: ...". */
 static void load_domain_rules(sl__config_parser *p) {
-    sl_config *c = p->cfg;
-    sl_config_errors *rerrs = malloc(sizeof *rerrs);
+    sl__config *c = p->cfg;
+    sl__config_errors *rerrs = malloc(sizeof *rerrs);
     if (!rerrs) {
         sl__yaml_error(&p->y, c->domains_line, "domains", "out of memory");
         return;
     }
     rerrs->n = 0;
     if (sl__domain_rules_load(c->domains, &c->domain_rules, rerrs) != 0) {
-        size_t stored = rerrs->n < SL_CONFIG_MAX_ERRORS ? rerrs->n : SL_CONFIG_MAX_ERRORS;
+        size_t stored = rerrs->n < SL__CONFIG_MAX_ERRORS ? rerrs->n : SL__CONFIG_MAX_ERRORS;
         for (size_t i = 0; i < stored; i++)
             sl__yaml_error(&p->y, c->domains_line, "domains", "%s", rerrs->msg[i]);
         if (rerrs->n > stored) p->y.errs->n += rerrs->n - stored;
@@ -349,9 +349,9 @@ static void load_domain_rules(sl__config_parser *p) {
     free(rerrs);
 }
 
-int sl__config_parse(const char *text, size_t len, const char *source, sl_config **out,
-                     sl_config_errors *errs) {
-    sl_config_errors scratch;
+int sl__config_parse(const char *text, size_t len, const char *source, sl__config **out,
+                     sl__config_errors *errs) {
+    sl__config_errors scratch;
     if (!errs) errs = &scratch;
     errs->n = 0;
     if (!source) source = "<config>";
@@ -364,11 +364,12 @@ int sl__config_parse(const char *text, size_t len, const char *source, sl_config
         sl__errors_add(errs, source, 0, NULL, "no text");
         return SL_EINVAL;
     }
-    if (len > SL_CONFIG_MAX_BYTES) {
-        sl__errors_add(errs, source, 0, NULL, "larger than %u bytes: refused", SL_CONFIG_MAX_BYTES);
+    if (len > SL__CONFIG_MAX_BYTES) {
+        sl__errors_add(errs, source, 0, NULL, "larger than %u bytes: refused",
+                       SL__CONFIG_MAX_BYTES);
         return SL_EINVAL;
     }
-    sl_config *c = calloc(1, sizeof *c);
+    sl__config *c = calloc(1, sizeof *c);
     if (!c) {
         sl__errors_add(errs, source, 0, NULL, "out of memory");
         return SL_ENOMEM;
@@ -402,8 +403,8 @@ int sl__config_parse(const char *text, size_t len, const char *source, sl_config
     return 0;
 }
 
-int sl__config_load(const char *path, sl_config **out, sl_config_errors *errs) {
-    sl_config_errors scratch;
+int sl__config_load(const char *path, sl__config **out, sl__config_errors *errs) {
+    sl__config_errors scratch;
     if (!errs) errs = &scratch;
     errs->n = 0;
     if (out) *out = NULL;
@@ -414,10 +415,10 @@ int sl__config_load(const char *path, sl_config **out, sl_config_errors *errs) {
     char *buf, msg[160];
     size_t len;
     int err_no = 0;
-    int rc = sl__file_read(path, SL_CONFIG_MAX_BYTES, 0, &buf, &len, &err_no);
+    int rc = sl__file_read(path, SL__CONFIG_MAX_BYTES, 0, &buf, &len, &err_no);
     if (rc != SL__FILE_OK) {
         sl__errors_add(errs, path, 0, NULL, "%s",
-                       sl__file_strerror(rc, err_no, SL_CONFIG_MAX_BYTES, msg, sizeof msg));
+                       sl__file_strerror(rc, err_no, SL__CONFIG_MAX_BYTES, msg, sizeof msg));
         return SL_EINVAL;
     }
     rc = sl__config_parse(buf, len, path, out, errs);
@@ -425,12 +426,12 @@ int sl__config_load(const char *path, sl_config **out, sl_config_errors *errs) {
     return rc;
 }
 
-int sl__config_load_default(sl_config **out, sl_config_errors *errs) {
+int sl__config_load_default(sl__config **out, sl__config_errors *errs) {
     return sl__config_parse(sl__default_config_text, strlen(sl__default_config_text),
                             DEFAULT_SOURCE, out, errs);
 }
 
-void sl__config_free(sl_config *c) {
+void sl__config_free(sl__config *c) {
     if (!c) return;
     sl__domain_rules_free(c->domain_rules);
     free(c->policies);
@@ -439,10 +440,10 @@ void sl__config_free(sl_config *c) {
     free(c);
 }
 
-const sl_policy_config *sl__config_policy(const sl_config *c, const char *name, size_t len) {
-    if (!c || !name || len > SL_POLICY_NAME_MAX) return NULL;
+const sl__policy_config *sl__config_policy(const sl__config *c, const char *name, size_t len) {
+    if (!c || !name || len > SL__POLICY_NAME_MAX) return NULL;
     for (size_t i = 0; i < c->npolicies; i++) {
-        const sl_policy_config *pc = &c->policies[i];
+        const sl__policy_config *pc = &c->policies[i];
         if (strlen(pc->name) == len && memcmp(pc->name, name, len) == 0) return pc;
     }
     return NULL;

@@ -8,15 +8,15 @@
 #include "policy/domains.h"
 #include "policy/policy.h"
 
-void sl__config_print_errors(const sl_config_errors *e, FILE *err) {
-    size_t shown = e->n < SL_CONFIG_MAX_ERRORS ? e->n : SL_CONFIG_MAX_ERRORS;
+void sl__config_print_errors(const sl__config_errors *e, FILE *err) {
+    size_t shown = e->n < SL__CONFIG_MAX_ERRORS ? e->n : SL__CONFIG_MAX_ERRORS;
     for (size_t i = 0; i < shown; i++) fprintf(err, "%s\n", e->msg[i]);
     if (e->n > shown) fprintf(err, "... and %zu more errors\n", e->n - shown);
 }
 
 int sl__config_check_file(const char *path, FILE *out, FILE *err) {
-    sl_config *cfg;
-    sl_config_errors *errs = malloc(sizeof *errs);
+    sl__config *cfg;
+    sl__config_errors *errs = malloc(sizeof *errs);
     if (!errs) {
         fprintf(err, "%s: out of memory\n", path);
         return 1;
@@ -28,8 +28,8 @@ int sl__config_check_file(const char *path, FILE *out, FILE *err) {
     }
     free(errs);
     char msg[512];
-    sl_policy_set *ps = NULL;
-    sl_domain_set *ds = NULL;
+    sl__policy_set *ps = NULL;
+    sl__domain_set *ds = NULL;
     int rc = 0;
     if (sl__policy_set_create(cfg, NULL, 0, &ps, msg, sizeof msg) != 0 ||
         sl__domain_set_create(cfg, NULL, 0, &ds, msg, sizeof msg) != 0) {

@@ -17,6 +17,6 @@ int sl__config_check_file(const char *path, FILE *out, FILE *err);
 
 /* Prints the stored errors of a failed load, one per line, and a count of
  * those that were not stored. */
-void sl__config_print_errors(const sl_config_errors *e, FILE *err);
+void sl__config_print_errors(const sl__config_errors *e, FILE *err);
 
 #endif

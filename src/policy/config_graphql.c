@@ -33,7 +33,7 @@ static const sl__yaml_alias scheme_aliases[] = {
 #define DEFAULT_PAGE_MAX UINT64_C(1000000000)
 
 static void graphql_value(sl__yaml *y, void *obj, int key, const char *path) {
-    sl_policy_graphql *g = obj;
+    sl__policy_graphql *g = obj;
     uint64_t u;
     int i;
     switch (key) {
@@ -44,7 +44,7 @@ static void graphql_value(sl__yaml *y, void *obj, int key, const char *path) {
         break;
     case GQL_DIVISOR:
         if (sl__yaml_uint(y, path, "a whole number from 1 to 10^12 (raw count per point)", 1,
-                          (uint64_t)SL_GQL_POINTS_MAX, &u))
+                          (uint64_t)SL__GQL_POINTS_MAX, &u))
             g->divisor = u;
         break;
     case GQL_DEFAULT_PAGE:
@@ -53,13 +53,13 @@ static void graphql_value(sl__yaml *y, void *obj, int key, const char *path) {
         break;
     case GQL_MAX_COST:
         if (sl__yaml_uint(y, path, "a number of points from 0 (no bound) to 10^12", 0,
-                          (uint64_t)SL_GQL_POINTS_MAX, &u))
+                          (uint64_t)SL__GQL_POINTS_MAX, &u))
             g->max_cost = u;
         break;
     }
 }
 
-void sl__config_policy_graphql(sl__config_parser *p, const char *path, sl_policy_graphql *g) {
+void sl__config_policy_graphql(sl__config_parser *p, const char *path, sl__policy_graphql *g) {
     memset(g, 0, sizeof *g);
     g->default_page = 100;
     int seen[GQL_NKEYS] = {0};

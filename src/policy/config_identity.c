@@ -52,9 +52,9 @@ bool sl__config_check_name(sl__config_parser *p, int line, const char *path, con
     char q[64];
     sl__yaml_quote(q, sizeof q, s, n);
     if (n == 0) return sl__yaml_error(&p->y, line, path, "the name is empty"), false;
-    if (n > SL_POLICY_NAME_MAX)
+    if (n > SL__POLICY_NAME_MAX)
         return sl__yaml_error(&p->y, line, path, "%s is longer than %d characters", q,
-                              SL_POLICY_NAME_MAX),
+                              SL__POLICY_NAME_MAX),
                false;
     for (size_t i = 0; i < n; i++)
         if (!name_char(s[i]))
@@ -77,7 +77,7 @@ static void get_header_name(sl__config_parser *p, const char *path, char *out, b
     }
     char q[64];
     sl__yaml_quote(q, sizeof q, s, n);
-    bool ok = n > 0 && n <= SL_HEADER_NAME_MAX;
+    bool ok = n > 0 && n <= SL__HEADER_NAME_MAX;
     for (size_t i = 0; ok && i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -86,14 +86,14 @@ static void get_header_name(sl__config_parser *p, const char *path, char *out, b
     if (!ok) {
         sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
                        "%s is not a header name (1 to %d letters, digits or - _ .)", q,
-                       SL_HEADER_NAME_MAX);
+                       SL__HEADER_NAME_MAX);
         return;
     }
     memcpy(out, s, n + 1);
 }
 
 typedef struct cidr_build {
-    sl_cidr **arr;
+    sl__cidr **arr;
     size_t *n, cap;
 } cidr_build;
 
@@ -102,7 +102,7 @@ static void cidr_item(sl__yaml *y, void *obj, size_t i, const char *item) {
     (void)i;
     const char *s = sl__yaml_scalar(y, item, "a CIDR block such as 10.0.0.0/8");
     if (!s) return;
-    sl_cidr c;
+    sl__cidr c;
     const char *why = "";
     if (sl__cidr_parse(s, sl__yaml_len(y), &c, &why) != 0) {
         char q[64];
@@ -110,7 +110,7 @@ static void cidr_item(sl__yaml *y, void *obj, size_t i, const char *item) {
         sl__yaml_error(y, sl__yaml_line(y), item, "cannot use %s: %s", q, why);
         return;
     }
-    sl_cidr *na =
+    sl__cidr *na =
         sl__yaml_grow(y, *b->arr, &b->cap, *b->n, sizeof **b->arr, 8, sl__yaml_line(y), item);
     if (!na) return;
     *b->arr = na;
@@ -118,10 +118,10 @@ static void cidr_item(sl__yaml *y, void *obj, size_t i, const char *item) {
 }
 
 /* A list of CIDR blocks, appended to *arr. */
-static void cidr_list(sl__config_parser *p, const char *path, sl_cidr **arr, size_t *n) {
+static void cidr_list(sl__config_parser *p, const char *path, sl__cidr **arr, size_t *n) {
     static const sl__yaml_list list = {
         .what = "a list of CIDR blocks such as [10.0.0.0/8, \"2001:db8::/32\"]",
-        .max = SL_CONFIG_MAX_CIDRS,
+        .max = SL__CONFIG_MAX_CIDRS,
         .many = "blocks",
     };
     cidr_build b = {.arr = arr, .n = n, .cap = *n};
@@ -179,7 +179,7 @@ void sl__config_pattern(sl__config_parser *p, const char *path, char *out) {
     const char *why = NULL;
     if (n == 0 || s[0] != '/')
         why = "a path starts with / (or is * for every path)";
-    else if (n > SL_PATTERN_MAX)
+    else if (n > SL__PATTERN_MAX)
         why = "longer than 255 bytes";
     for (size_t i = 0; !why && i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -198,7 +198,7 @@ void sl__config_pattern(sl__config_parser *p, const char *path, char *out) {
 static void api_keys_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
     (void)obj;
-    sl_identity_config *id = &p->cfg->identity;
+    sl__identity_config *id = &p->cfg->identity;
     bool flag;
     switch (key) {
     case AK_FILE: {
@@ -224,7 +224,7 @@ static void api_keys_value(sl__yaml *y, void *obj, int key, const char *path) {
             sl__yaml_scalar(&p->y, path, "a query parameter name such as api_key, or off");
         if (!s) break;
         size_t n = sl__yaml_len(&p->y);
-        bool ok = n > 0 && n <= SL_HEADER_NAME_MAX;
+        bool ok = n > 0 && n <= SL__HEADER_NAME_MAX;
         for (size_t i = 0; ok && i < n; i++)
             ok = name_char((char)(s[i] | ((s[i] >= 'A' && s[i] <= 'Z') ? 0x20 : 0)));
         if (strcmp(s, "off") == 0) {
@@ -234,7 +234,7 @@ static void api_keys_value(sl__yaml *y, void *obj, int key, const char *path) {
             sl__yaml_quote(q, sizeof q, s, n);
             sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
                            "%s is not a parameter name (1 to %d letters, digits or _ . -)", q,
-                           SL_HEADER_NAME_MAX);
+                           SL__HEADER_NAME_MAX);
         } else {
             memcpy(id->key_query, s, n + 1);
         }
@@ -250,7 +250,7 @@ static void api_keys_value(sl__yaml *y, void *obj, int key, const char *path) {
 static void identity_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
     (void)obj;
-    sl_identity_config *id = &p->cfg->identity;
+    sl__identity_config *id = &p->cfg->identity;
     uint64_t u;
     switch (key) {
     case ID_TRUSTED:
@@ -260,9 +260,9 @@ static void identity_value(sl__yaml *y, void *obj, int key, const char *path) {
         const char *s = sl__yaml_scalar(&p->y, path, "X-Forwarded-For or Forwarded");
         if (!s) break;
         if (strcasecmp(s, "x-forwarded-for") == 0) {
-            id->forwarded = SL_FWD_XFF;
+            id->forwarded = SL__FWD_XFF;
         } else if (strcasecmp(s, "forwarded") == 0) {
-            id->forwarded = SL_FWD_FORWARDED;
+            id->forwarded = SL__FWD_FORWARDED;
         } else {
             char q[64];
             sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
@@ -300,9 +300,9 @@ static void identity_value(sl__yaml *y, void *obj, int key, const char *path) {
 
 static void exempt_path(sl__yaml *y, void *obj, size_t i, const char *item) {
     sl__config_parser *p = y->user;
-    sl_exempt_config *ex = obj;
+    sl__exempt_config *ex = obj;
     (void)i;
-    sl_route_match *m = &ex->paths[ex->npaths];
+    sl__route_match *m = &ex->paths[ex->npaths];
     memset(m, 0, sizeof *m);
     m->path[0] = '\x01'; /* unset until sl__config_pattern succeeds */
     sl__config_pattern(p, item, m->path);
@@ -322,10 +322,10 @@ static void exempt_tier(sl__yaml *y, void *obj, size_t i, const char *item) {
 static void exempt_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
     (void)obj;
-    sl_exempt_config *ex = &p->cfg->exempt;
+    sl__exempt_config *ex = &p->cfg->exempt;
     static const sl__yaml_list paths = {
         .what = "a list of paths such as [/healthz, /readyz]",
-        .max = SL_CONFIG_MAX_EXEMPT,
+        .max = SL__CONFIG_MAX_EXEMPT,
         .many = "entries",
     };
     static const sl__yaml_list tiers = {
@@ -341,7 +341,7 @@ static void exempt_value(sl__yaml *y, void *obj, int key, const char *path) {
         sl__yaml_each_item(y, path, &tiers, exempt_tier, p->ident);
 }
 
-int sl__config_tier(const sl_config *c, const char *name, size_t len) {
+int sl__config_tier(const sl__config *c, const char *name, size_t len) {
     for (size_t i = 0; c && i < c->ntiers; i++)
         if (strlen(c->tiers[i].name) == len && memcmp(c->tiers[i].name, name, len) == 0)
             return (int)i;
@@ -372,7 +372,7 @@ static void keyfile_error(void *ctx, int line, const char *msg) {
 }
 
 static void load_key_file(sl__config_parser *p) {
-    sl_identity_config *id = &p->cfg->identity;
+    sl__identity_config *id = &p->cfg->identity;
     char path[1024];
     const char *slash = strrchr(p->y.source, '/');
     if (id->key_file[0] == '/' || !slash)
@@ -381,54 +381,54 @@ static void load_key_file(sl__config_parser *p) {
         snprintf(path, sizeof path, "%.*s/%s", (int)(slash - p->y.source), p->y.source,
                  id->key_file);
     keyfile_ctx k = {.p = p};
-    const char *names[SL_CONFIG_MAX_TIERS];
+    const char *names[SL__CONFIG_MAX_TIERS];
     for (size_t i = 0; i < p->cfg->ntiers; i++) names[i] = p->cfg->tiers[i].name;
     sl__yaml_join_names(k.names, sizeof k.names, names, p->cfg->ntiers);
     sl__apikeys_load(path, keyfile_tier, &k, keyfile_error, &k, &id->keys);
 }
 
-static const sl_policy_config *find_policy(const sl_config *c, const char *name) {
+static const sl__policy_config *find_policy(const sl__config *c, const char *name) {
     return sl__config_policy(c, name, strlen(name));
 }
 
 void sl__config_check_identity(sl__config_parser *p) {
-    sl_config *c = p->cfg;
+    sl__config *c = p->cfg;
     char field[SL__YAML_PATH_SIZE + 64];
     for (size_t i = 0; i < c->nrules; i++) {
-        const sl_rule_config *r = &c->rules[i];
+        const sl__rule_config *r = &c->rules[i];
         for (unsigned j = 0; j < r->nlimits; j++) {
-            const sl_limit_config *l = &r->limits[j];
+            const sl__limit_config *l = &r->limits[j];
             snprintf(field, sizeof field, "rules[%zu].limits[%u].policy", i, j);
             if (l->policy[0] && !find_policy(c, l->policy))
                 sl__yaml_error(&p->y, l->line, field, "no policy or quota named \"%s\"", l->policy);
             for (unsigned k = 0; k < l->nby; k++) {
-                if ((l->by[k] == SL_SRC_API_KEY || l->by[k] == SL_SRC_ORG) &&
+                if ((l->by[k] == SL__SRC_API_KEY || l->by[k] == SL__SRC_ORG) &&
                     !c->identity.key_file[0]) {
                     snprintf(field, sizeof field, "rules[%zu].limits[%u].by", i, j);
                     sl__yaml_error(&p->y, l->line, field,
                                    "%s needs API keys: set identity.api_keys.file",
-                                   l->by[k] == SL_SRC_API_KEY ? "api_key" : "org");
+                                   l->by[k] == SL__SRC_API_KEY ? "api_key" : "org");
                     break;
                 }
             }
         }
     }
     for (size_t i = 0; i < c->ntiers; i++) {
-        const sl_tier_config *t = &c->tiers[i];
+        const sl__tier_config *t = &c->tiers[i];
         for (size_t j = 0; j < t->noverrides; j++) {
-            const sl_tier_override *o = &t->overrides[j];
+            const sl__tier_override *o = &t->overrides[j];
             snprintf(field, sizeof field, "tiers.%s.%s", t->name, o->policy);
-            const sl_policy_config *pc = find_policy(c, o->policy);
+            const sl__policy_config *pc = find_policy(c, o->policy);
             if (!pc) {
                 sl__yaml_error(&p->y, o->line, field, "no policy or quota named \"%s\"", o->policy);
                 continue;
             }
-            if (strlen(pc->name) + 1 + strlen(t->name) > SL_POLICY_NAME_MAX) {
+            if (strlen(pc->name) + 1 + strlen(t->name) > SL__POLICY_NAME_MAX) {
                 sl__yaml_error(
                     &p->y, o->line, field,
                     "%s:%s is longer than %d characters (its table's name): use a shorter "
                     "tier or policy name",
-                    pc->name, t->name, SL_POLICY_NAME_MAX);
+                    pc->name, t->name, SL__POLICY_NAME_MAX);
                 continue;
             }
             if (pc->quota && (o->have_rate || o->have_burst)) {
@@ -455,9 +455,9 @@ void sl__config_check_identity(sl__config_parser *p) {
         }
     }
     for (size_t i = 0; i < c->npolicies; i++) { /* hold_weights: name declared tiers */
-        const sl_policy_config *pc = &c->policies[i];
+        const sl__policy_config *pc = &c->policies[i];
         for (unsigned j = 0; j < pc->nhold_weights; j++) {
-            const struct sl_hold_weight *w = &pc->hold_weights[j];
+            const struct sl__hold_weight *w = &pc->hold_weights[j];
             if (sl__config_tier(c, w->tier, strlen(w->tier)) >= 0) continue;
             snprintf(field, sizeof field, "policies.%s.hold_weights.%s", pc->name, w->tier);
             sl__yaml_error(&p->y, w->line, field, "no tier named \"%s\" (declare it under tiers:)",
@@ -480,7 +480,7 @@ void sl__config_check_identity(sl__config_parser *p) {
     if (c->identity.key_file[0] && p->y.errs->n == 0) load_key_file(p);
 }
 
-void sl__config_free_identity(sl_config *c) {
+void sl__config_free_identity(sl__config *c) {
     free(c->identity.trusted);
     sl__apikeys_release(c->identity.keys);
     for (size_t i = 0; i < c->ntiers; i++) free(c->tiers[i].overrides);

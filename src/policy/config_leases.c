@@ -1,7 +1,7 @@
 /* config_leases.c: concurrency limits in the policies: section
  * (`algorithm: concurrency`, `limit:`, `lease:`; docs/protection.md): what
  * makes sense for them, with a clear error for what does not (a rate, a
- * burst, ...), and their place in the config (sl_config.leases, apart from
+ * burst, ...), and their place in the config (sl__config.leases, apart from
  * the rate policies). The policies section reads the keys
  * (config_policies.c) and hands the policy over here. */
 #include <stdio.h>
@@ -35,11 +35,11 @@ static const struct {
     {"ramp_up", "a ramp scales a rate and a burst; a concurrency limit's N is not ramped (yet)"},
 };
 
-void sl__config_lease_finish(sl__config_parser *p, sl_policy_config *pc, const int *seen,
-                             const char *const *keys, size_t nkeys, const sl_lease_config *in,
+void sl__config_lease_finish(sl__config_parser *p, sl__policy_config *pc, const int *seen,
+                             const char *const *keys, size_t nkeys, const sl__lease_config *in,
                              const char *path, int line, size_t errors_before) {
     char field[SL__YAML_PATH_SIZE + 32];
-    sl_config *c = p->cfg;
+    sl__config *c = p->cfg;
     if (!seen_at(seen, keys, nkeys, "name")) {
         snprintf(field, sizeof field, "%s.name", path);
         sl__yaml_error(&p->y, line, field, "missing (every policy needs a name)");
@@ -80,22 +80,22 @@ void sl__config_lease_finish(sl__config_parser *p, sl_policy_config *pc, const i
                        (long long)in->limit, (long long)lo, (long long)in->max_limit);
     }
     /* the policy leaves cfg->policies in any case: it was the last one */
-    sl_policy_config copy = *pc;
+    sl__policy_config copy = *pc;
     c->npolicies--;
     if (p->y.errs->n != errors_before) return;
-    sl_lease_config *nl = realloc(c->leases, (c->nleases + 1) * sizeof *nl);
+    sl__lease_config *nl = realloc(c->leases, (c->nleases + 1) * sizeof *nl);
     if (!nl) {
         sl__yaml_error(&p->y, line, path, "out of memory");
         p->y.fatal = true;
         return;
     }
     c->leases = nl;
-    sl_lease_config *lc = &c->leases[c->nleases++];
+    sl__lease_config *lc = &c->leases[c->nleases++];
     memset(lc, 0, sizeof *lc);
     memcpy(lc->name, copy.name, sizeof lc->name);
     lc->on_failure = copy.on_failure;
     lc->limit = in->limit;
-    lc->lease = in->lease ? in->lease : SL_LEASE_DEFAULT;
+    lc->lease = in->lease ? in->lease : SL__LEASE_DEFAULT;
     lc->line = line;
     lc->adaptive = in->adaptive;
     lc->min_limit = in->adaptive ? lo : 0;
@@ -108,10 +108,10 @@ void sl__config_lease_finish(sl__config_parser *p, sl_policy_config *pc, const i
     }
 }
 
-const sl_lease_config *sl__config_lease(const sl_config *c, const char *name, size_t len) {
-    if (!c || !name || len > SL_POLICY_NAME_MAX) return NULL;
+const sl__lease_config *sl__config_lease(const sl__config *c, const char *name, size_t len) {
+    if (!c || !name || len > SL__POLICY_NAME_MAX) return NULL;
     for (size_t i = 0; i < c->nleases; i++) {
-        const sl_lease_config *lc = &c->leases[i];
+        const sl__lease_config *lc = &c->leases[i];
         if (strlen(lc->name) == len && memcmp(lc->name, name, len) == 0) return lc;
     }
     return NULL;

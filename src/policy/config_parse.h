@@ -35,12 +35,12 @@
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 #define QUOTA_MAX     (INT64_C(1) << 61) /* a quota's limit, in a quota or a tier */
-#define MAX_TIER_REFS SL_CONFIG_MAX_TIERS
+#define MAX_TIER_REFS SL__CONFIG_MAX_TIERS
 
 /* What the identity sections keep until the whole file is read: exempt.tiers
  * names can only be resolved once tiers: is known, wherever it is. */
 typedef struct sl__config_ident {
-    char tier_names[MAX_TIER_REFS][SL_POLICY_NAME_MAX + 1];
+    char tier_names[MAX_TIER_REFS][SL__POLICY_NAME_MAX + 1];
     int tier_lines[MAX_TIER_REFS];
     size_t ntier_names;
     size_t rules_cap, costs_cap, tiers_cap;
@@ -51,7 +51,7 @@ typedef struct sl__config_ident {
  * the end need to know. */
 typedef struct sl__config_parser {
     sl__yaml y; /* the reader; y.user is this parser */
-    sl_config *cfg;
+    sl__config *cfg;
     size_t policies_cap;
     int listen_line[3];                /* where each listener was set (0: default) */
     bool listen_bad[3];                /* its value was refused: no clash check */
@@ -60,7 +60,7 @@ typedef struct sl__config_parser {
     sl__config_ident *ident;           /* identity sections (see there) */
 } sl__config_parser;
 
-/* "open", "closed", "local": store.redis.on_failure and a policy's (= sl_fail_mode) */
+/* "open", "closed", "local": store.redis.on_failure and a policy's (= sl__fail_mode) */
 extern const char *const sl__config_failure_modes[3];
 
 /* ---- config_server.c ---- */
@@ -83,14 +83,14 @@ void sl__config_check_redis_limits(sl__config_parser *p);
 
 /* ---- config_graphql.c ---- */
 /* A policy's graphql: block into *g (defaults first). */
-void sl__config_policy_graphql(sl__config_parser *p, const char *path, sl_policy_graphql *g);
+void sl__config_policy_graphql(sl__config_parser *p, const char *path, sl__policy_graphql *g);
 
 /* ---- config_ramp.c ---- */
 /* A policy's ramp_up: block into *r (zeroed first; duration 0 after errors). */
 void sl__config_policy_ramp(sl__config_parser *p, const char *path, sl_ramp *r);
 /* Whether pc's ramp can scale its limit (sliding_log cannot; the limit and
  * burst must fit in thousandths of a request): NULL, or why not. */
-const char *sl__config_ramp_problem(const sl_policy_config *pc);
+const char *sl__config_ramp_problem(const sl__policy_config *pc);
 
 /* "10%", "2.5%": a percentage with up to four decimals into parts per
  * million; false if not one (config_ramp.c). */
@@ -103,15 +103,15 @@ bool sl__config_header_name(const char *s, size_t n, size_t max);
 /* A policy's retry_budget: block into *r (defaults first; window 0 after
  * errors). */
 void sl__config_policy_retry(sl__config_parser *p, const char *path,
-                             struct sl_retry_budget_config *r);
+                             struct sl__retry_budget_config *r);
 
 /* A policy with algorithm: concurrency, read into pc by the policies
  * section (its keys[0..nkeys) and the lines they were seen at; in lc the
  * limit, lease, adaptive, min_limit and max_limit as read, 0 when absent):
  * checks it and moves it from cfg->policies (it must be the last one) to
  * cfg->leases (config_leases.c). */
-void sl__config_lease_finish(sl__config_parser *p, sl_policy_config *pc, const int *seen,
-                             const char *const *keys, size_t nkeys, const sl_lease_config *lc,
+void sl__config_lease_finish(sl__config_parser *p, sl__policy_config *pc, const int *seen,
+                             const char *const *keys, size_t nkeys, const sl__lease_config *lc,
                              const char *path, int line, size_t errors_before);
 
 /* ---- config_identity.c ---- */
@@ -121,14 +121,14 @@ void sl__config_exempt(sl__config_parser *p, const char *path);
  * then the key file (only when nothing else is wrong). */
 void sl__config_check_identity(sl__config_parser *p);
 /* Frees what the identity sections own in c (not c). */
-void sl__config_free_identity(sl_config *c);
+void sl__config_free_identity(sl__config *c);
 /* A name as policies have them: [a-z0-9_.-], 1 to 63 bytes. False after
  * reporting at line/path. */
 bool sl__config_check_name(sl__config_parser *p, int line, const char *path, const char *s,
                            size_t n);
 /* A method or a list of methods, OR-ed into *mask. */
 void sl__config_methods(sl__config_parser *p, const char *path, unsigned *mask);
-/* A path pattern into out (SL_PATTERN_MAX + 1 bytes; unchanged when refused). */
+/* A path pattern into out (SL__PATTERN_MAX + 1 bytes; unchanged when refused). */
 void sl__config_pattern(sl__config_parser *p, const char *path, char *out);
 
 /* ---- config_rules.c ---- */

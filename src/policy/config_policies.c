@@ -1,4 +1,4 @@
-/* config_policies.c: the policies: and quotas: sections (one sl_policy_config
+/* config_policies.c: the policies: and quotas: sections (one sl__policy_config
  * each, quotas being fixed windows of a day or a calendar month), the
  * variants tiers make of them, and the check that every one of them is a
  * limit the Redis store decides exactly. docs/configuration.md. */
@@ -71,7 +71,7 @@ static const char *const quota_periods[] = {"day", "month"};
 #define MONTH_PERIOD (31 * NS_DAY) /* a calendar quota's table period, see policy.c */
 
 typedef struct policy_build {
-    sl_policy_config *pc;
+    sl__policy_config *pc;
     size_t index;
     int seen[POL_NKEYS];
     bool have_algorithm;
@@ -90,14 +90,14 @@ static void policy_name(sl__config_parser *p, policy_build *b, const char *path)
     char q[64];
     sl__yaml_quote(q, sizeof q, s, n);
     for (size_t i = 0; i < b->index; i++) {
-        const sl_policy_config *o = &p->cfg->policies[i];
+        const sl__policy_config *o = &p->cfg->policies[i];
         if (strcmp(o->name, s) == 0) {
             sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
                            "duplicate policy name %s (first at line %d)", q, o->line);
             return;
         }
     }
-    const sl_lease_config *lc = sl__config_lease(p->cfg, s, n);
+    const sl__lease_config *lc = sl__config_lease(p->cfg, s, n);
     if (lc) {
         sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
                        "duplicate policy name %s (first at line %d)", q, lc->line);
@@ -111,7 +111,7 @@ static void policy_name(sl__config_parser *p, policy_build *b, const char *path)
 static void hold_weight(sl__yaml *y, void *obj, const char *key, size_t len, int line,
                         const char *path) {
     sl__config_parser *p = y->user;
-    sl_policy_config *pc = obj;
+    sl__policy_config *pc = obj;
     uint64_t u;
     for (unsigned i = 0; i < pc->nhold_weights; i++) {
         if (strcmp(pc->hold_weights[i].tier, key) == 0) {
@@ -121,15 +121,16 @@ static void hold_weight(sl__yaml *y, void *obj, const char *key, size_t len, int
             return;
         }
     }
-    if (len > SL_POLICY_NAME_MAX || pc->nhold_weights == SL_HOLD_WEIGHTS_MAX) {
+    if (len > SL__POLICY_NAME_MAX || pc->nhold_weights == SL__HOLD_WEIGHTS_MAX) {
         sl__yaml_error(y, line, path,
-                       len > SL_POLICY_NAME_MAX ? "not a tier name" : "too many tiers (at most %d)",
-                       SL_HOLD_WEIGHTS_MAX);
+                       len > SL__POLICY_NAME_MAX ? "not a tier name"
+                                                 : "too many tiers (at most %d)",
+                       SL__HOLD_WEIGHTS_MAX);
         sl__yaml_skip(y);
         return;
     }
-    if (!sl__yaml_uint(&p->y, path, "a whole number weight", 1, SL_HOLD_WEIGHT_MAX, &u)) return;
-    struct sl_hold_weight *w = &pc->hold_weights[pc->nhold_weights++];
+    if (!sl__yaml_uint(&p->y, path, "a whole number weight", 1, SL__HOLD_WEIGHT_MAX, &u)) return;
+    struct sl__hold_weight *w = &pc->hold_weights[pc->nhold_weights++];
     memcpy(w->tier, key, len + 1);
     w->weight = (uint32_t)u;
     w->line = line;
@@ -138,7 +139,7 @@ static void hold_weight(sl__yaml *y, void *obj, const char *key, size_t len, int
 static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
     policy_build *b = obj;
-    sl_policy_config *pc = b->pc;
+    sl__policy_config *pc = b->pc;
     uint64_t u;
     bool flag;
     int i;
@@ -159,7 +160,7 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
                       &b->limit);
         break;
     case POL_LEASE:
-        sl__yaml_duration(&p->y, path, NS_MS, SL_LEASE_MAX, &b->lease);
+        sl__yaml_duration(&p->y, path, NS_MS, SL__LEASE_MAX, &b->lease);
         break;
     case POL_ADAPTIVE:
         sl__yaml_bool(&p->y, path, &b->adaptive);
@@ -199,7 +200,7 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
         break;
     case POL_HOLD: {
         int64_t d;
-        if (sl__yaml_duration(&p->y, path, NS_MS, SL_HOLD_MAX, &d)) pc->hold = d;
+        if (sl__yaml_duration(&p->y, path, NS_MS, SL__HOLD_MAX, &d)) pc->hold = d;
         break;
     }
     case POL_HOLD_WEIGHTS:
@@ -211,7 +212,7 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
         sl__yaml_each_named(&p->y, path, hold_weight, pc);
         break;
     case POL_HOLD_PER_TENANT:
-        if (sl__yaml_uint(&p->y, path, "a number of answers", 1, SL_HOLD_PER_TENANT_MAX, &u))
+        if (sl__yaml_uint(&p->y, path, "a number of answers", 1, SL__HOLD_PER_TENANT_MAX, &u))
             pc->hold_per_tenant = (int64_t)u;
         break;
     case POL_GRAPHQL:
@@ -240,7 +241,7 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
     case POL_ON_FAILURE:
         i = sl__yaml_enum(&p->y, path, "failure mode", sl__config_failure_modes,
                           COUNT(sl__config_failure_modes));
-        if (i >= 0) pc->on_failure = (sl__fail_setting)(1 + i); /* in sl_fail_mode's order */
+        if (i >= 0) pc->on_failure = (sl__fail_setting)(1 + i); /* in sl__fail_mode's order */
         break;
     }
 }
@@ -248,14 +249,14 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
 /* Checks a parsed policy as a whole (required fields, sl_params_validate). */
 static void policy_finish(sl__config_parser *p, policy_build *b, const char *path, int line,
                           size_t errors_before) {
-    sl_policy_config *pc = b->pc;
+    sl__policy_config *pc = b->pc;
     char field[SL__YAML_PATH_SIZE + 32];
     if (b->concurrency) {
-        sl_lease_config lc = {.limit = (int64_t)b->limit,
-                              .lease = b->lease,
-                              .adaptive = b->adaptive,
-                              .min_limit = (int64_t)b->min_limit,
-                              .max_limit = (int64_t)b->max_limit};
+        sl__lease_config lc = {.limit = (int64_t)b->limit,
+                               .lease = b->lease,
+                               .adaptive = b->adaptive,
+                               .min_limit = (int64_t)b->min_limit,
+                               .max_limit = (int64_t)b->max_limit};
         sl__config_lease_finish(p, pc, b->seen, policy_keys, POL_NKEYS, &lc, path, line,
                                 errors_before);
         return;
@@ -361,17 +362,17 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
         sl__yaml_error(&p->y, at, field, "%s", sl_strerror(rc));
 }
 
-static sl_policy_config *new_policy(sl__config_parser *p) {
-    sl_config *c = p->cfg;
+static sl__policy_config *new_policy(sl__config_parser *p) {
+    sl__config *c = p->cfg;
     if (c->npolicies == p->policies_cap) {
         size_t cap = p->policies_cap ? 2 * p->policies_cap : 8;
-        if (cap > SL_CONFIG_MAX_POLICIES) cap = SL_CONFIG_MAX_POLICIES;
-        sl_policy_config *np = realloc(c->policies, cap * sizeof *np);
+        if (cap > SL__CONFIG_MAX_POLICIES) cap = SL__CONFIG_MAX_POLICIES;
+        sl__policy_config *np = realloc(c->policies, cap * sizeof *np);
         if (!np) return NULL;
         c->policies = np;
         p->policies_cap = cap;
     }
-    sl_policy_config *pc = &c->policies[c->npolicies++];
+    sl__policy_config *pc = &c->policies[c->npolicies++];
     memset(pc, 0, sizeof *pc);
     return pc;
 }
@@ -398,7 +399,7 @@ void sl__config_policies(sl__config_parser *p, const char *path) {
     static const sl__yaml_list list = {
         .what = "a list of policies (- name: ...)",
         .item = "a policy (a mapping of name, algorithm, rate, ...)",
-        .max = SL_CONFIG_MAX_POLICIES,
+        .max = SL__CONFIG_MAX_POLICIES,
         .many = "policies",
     };
     sl__yaml_each_item(&p->y, path, &list, policy_item, NULL);
@@ -436,9 +437,9 @@ static void quota_value(sl__yaml *y, void *obj, int key, const char *path) {
 static void quota_item(sl__yaml *y, void *obj, size_t i, const char *item) {
     sl__config_parser *p = y->user;
     (void)obj, (void)i;
-    if (p->cfg->npolicies >= SL_CONFIG_MAX_POLICIES) {
+    if (p->cfg->npolicies >= SL__CONFIG_MAX_POLICIES) {
         sl__yaml_error(y, sl__yaml_line(y), item, "too many policies and quotas (at most %d)",
-                       SL_CONFIG_MAX_POLICIES);
+                       SL__CONFIG_MAX_POLICIES);
         sl__yaml_skip(y);
         return;
     }
@@ -463,13 +464,13 @@ static void quota_item(sl__yaml *y, void *obj, size_t i, const char *item) {
         {QU_LIMIT, "every quota needs a limit"},
         {QU_PER, "every quota needs a period: per: day or per: month"}};
     sl__yaml_missing(y, line, item, quota_keys, q.seen, required, COUNT(required));
-    sl_policy_config *pc = q.b.pc;
+    sl__policy_config *pc = q.b.pc;
     pc->params.algorithm = SL_FIXED_WINDOW;
     pc->params.rate.limit = q.limit > 0 ? q.limit : 1;
     /* A day is a fixed window aligned to the Unix epoch: midnight UTC. A
      * month is a window on a calendar clock (policy.c) of 31 days. */
     pc->params.rate.period = q.per == 1 ? MONTH_PERIOD : NS_DAY;
-    pc->calendar = q.per == 1 ? SL_CALENDAR_MONTH : SL_CALENDAR_NONE;
+    pc->calendar = q.per == 1 ? SL__CALENDAR_MONTH : SL__CALENDAR_NONE;
 }
 
 void sl__config_quotas(sl__config_parser *p, const char *path) {
@@ -483,20 +484,20 @@ void sl__config_quotas(sl__config_parser *p, const char *path) {
 
 /* Errors of the store check (sl__config_check_store), with their lines for
  * sort_errors when error_line is given. */
-__attribute__((format(printf, 5, 6))) static void store_error(sl_config_errors *errs,
+__attribute__((format(printf, 5, 6))) static void store_error(sl__config_errors *errs,
                                                               int *error_line, const char *source,
                                                               int line, const char *fmt, ...) {
-    if (error_line && errs->n < SL_CONFIG_MAX_ERRORS) error_line[errs->n] = line;
+    if (error_line && errs->n < SL__CONFIG_MAX_ERRORS) error_line[errs->n] = line;
     va_list ap;
     va_start(ap, fmt);
     sl__errors_addv(errs, source, line, NULL, fmt, ap);
     va_end(ap);
 }
 
-static const char *redis_limit_problem(const sl_policy_config *pc) {
+static const char *redis_limit_problem(const sl__policy_config *pc) {
     sl_params unit = pc->params; /* a ramped limit's state is kept in units (sluice/ramp.h) */
     if (pc->ramp.duration && sl_ramp_params(&pc->params, &unit) != SL_OK) unit = pc->params;
-    int rc = sl__redis_script_check(&unit, pc->calendar == SL_CALENDAR_MONTH);
+    int rc = sl__redis_script_check(&unit, pc->calendar == SL__CALENDAR_MONTH);
     if (rc == SL_OK) return NULL;
     return rc == SL_EOVERFLOW ? "too large for the Redis store (the limit, burst x period in "
                                 "microseconds, or delay_after x 1024 must stay below 2^52)"
@@ -507,11 +508,11 @@ static const char *redis_limit_problem(const sl_policy_config *pc) {
 /* With the Redis store, every policy and every tier variant must be a
  * limit the script decides exactly (whole microseconds; doubles exact to
  * 2^52: redis_script.h). The one place this is checked. */
-static size_t store_errors(const sl_config *c, sl_config_errors *errs, int *error_line) {
+static size_t store_errors(const sl__config *c, sl__config_errors *errs, int *error_line) {
     size_t before = errs->n;
     if (c->store_type != SL__STORE_REDIS) return 0;
     for (size_t i = 0; i < c->npolicies; i++) {
-        const sl_policy_config *pc = &c->policies[i];
+        const sl__policy_config *pc = &c->policies[i];
         const char *why = redis_limit_problem(pc);
         if (why)
             store_error(errs, error_line, c->source, pc->line, "%s %s: %s",
@@ -523,9 +524,9 @@ static size_t store_errors(const sl_config *c, sl_config_errors *errs, int *erro
                     "every server hold the limit)",
                     c->leases[i].name);
     for (size_t t = 0; t < c->ntiers; t++) {
-        const sl_tier_config *tc = &c->tiers[t];
+        const sl__tier_config *tc = &c->tiers[t];
         for (size_t j = 0; j < tc->noverrides; j++) {
-            sl_policy_config v;
+            sl__policy_config v;
             if (sl__config_tier_variant(c, tc, &tc->overrides[j], &v) != 0) continue;
             const char *why = redis_limit_problem(&v);
             if (why)
@@ -540,16 +541,16 @@ void sl__config_check_redis_limits(sl__config_parser *p) {
     store_errors(p->cfg, p->y.errs, p->y.error_line);
 }
 
-int sl__config_check_store(const sl_config *c, sl_config_errors *errs) {
+int sl__config_check_store(const sl__config *c, sl__config_errors *errs) {
     return store_errors(c, errs, NULL) ? -1 : 0;
 }
 
-int sl__config_tier_variant(const sl_config *c, const sl_tier_config *t, const sl_tier_override *o,
-                            sl_policy_config *out) {
-    const sl_policy_config *base = sl__config_policy(c, o->policy, strlen(o->policy));
+int sl__config_tier_variant(const sl__config *c, const sl__tier_config *t,
+                            const sl__tier_override *o, sl__policy_config *out) {
+    const sl__policy_config *base = sl__config_policy(c, o->policy, strlen(o->policy));
     if (!base) return -1;
     size_t bl = strlen(base->name), tl = strlen(t->name);
-    if (bl + 1 + tl > SL_POLICY_NAME_MAX) return -1; /* the loader refuses these */
+    if (bl + 1 + tl > SL__POLICY_NAME_MAX) return -1; /* the loader refuses these */
     *out = *base;
     memcpy(out->name, base->name, bl);
     out->name[bl] = ':';

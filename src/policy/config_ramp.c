@@ -81,7 +81,7 @@ void sl__config_policy_ramp(sl__config_parser *p, const char *path, sl_ramp *r) 
     if (p->y.errs->n != before) memset(r, 0, sizeof *r);
 }
 
-const char *sl__config_ramp_problem(const sl_policy_config *pc) {
+const char *sl__config_ramp_problem(const sl__policy_config *pc) {
     if (pc->ramp.duration == 0) return NULL;
     sl_params unit;
     int rc = sl_ramp_params(&pc->params, &unit);

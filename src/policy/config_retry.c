@@ -24,7 +24,7 @@ static const char *const retry_keys[] = {"ratio", "min_retries", "window", "head
 #define RATIO_WHAT "a percentage from 0% to 100%, such as 10% or 2.5%"
 
 static void retry_value(sl__yaml *y, void *obj, int key, const char *path) {
-    struct sl_retry_budget_config *r = obj;
+    struct sl__retry_budget_config *r = obj;
     uint64_t u;
     switch (key) {
     case RB_RATIO: {
@@ -67,11 +67,11 @@ static void retry_value(sl__yaml *y, void *obj, int key, const char *path) {
 }
 
 void sl__config_policy_retry(sl__config_parser *p, const char *path,
-                             struct sl_retry_budget_config *r) {
-    *r = (struct sl_retry_budget_config){.ratio_ppm = SL_RETRY_DEFAULT_PPM,
-                                         .min_retries = SL_RETRY_MIN_DEFAULT,
-                                         .window = 10 * SL_NS_PER_SEC,
-                                         .header = "Retry-Attempt"};
+                             struct sl__retry_budget_config *r) {
+    *r = (struct sl__retry_budget_config){.ratio_ppm = SL_RETRY_DEFAULT_PPM,
+                                          .min_retries = SL__RETRY_MIN_DEFAULT,
+                                          .window = 10 * SL_NS_PER_SEC,
+                                          .header = "Retry-Attempt"};
     int seen[RB_NKEYS] = {0};
     size_t before = p->y.errs->n;
     sl__yaml_section(&p->y, path, retry_keys, RB_NKEYS, retry_value, r, seen,

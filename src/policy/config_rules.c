@@ -31,14 +31,14 @@ static const char *const override_keys[] = {"rate", "burst", "limit"};
 
 static const char *const source_names[] = {"api_key", "org", "ip", "route", "global"};
 
-static const uint8_t source_values[] = {SL_SRC_API_KEY, SL_SRC_ORG, SL_SRC_IP, SL_SRC_ROUTE,
-                                        SL_SRC_GLOBAL};
+static const uint8_t source_values[] = {SL__SRC_API_KEY, SL__SRC_ORG, SL__SRC_IP, SL__SRC_ROUTE,
+                                        SL__SRC_GLOBAL};
 
 #define COST_MAX INT64_C(1000000000000) /* as /v1/check's cost */
 
 static void override_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
-    sl_tier_override *o = obj;
+    sl__tier_override *o = obj;
     uint64_t u;
     switch (key) {
     case TO_RATE: {
@@ -75,7 +75,7 @@ static void override_value(sl__yaml *y, void *obj, int key, const char *path) {
 static void tier_policy(sl__yaml *y, void *obj, const char *key, size_t len, int line,
                         const char *path) {
     sl__config_parser *p = y->user;
-    sl_tier_config *t = obj;
+    sl__tier_config *t = obj;
     if (!sl__config_check_name(p, line, path, key, len)) {
         sl__yaml_skip(&p->y);
         return;
@@ -92,14 +92,14 @@ static void tier_policy(sl__yaml *y, void *obj, const char *key, size_t len, int
         sl__yaml_expected(&p->y, path, "a mapping of rate and burst (a policy) or limit (a quota)");
         return;
     }
-    sl_tier_override *no = realloc(t->overrides, (t->noverrides + 1) * sizeof *no);
+    sl__tier_override *no = realloc(t->overrides, (t->noverrides + 1) * sizeof *no);
     if (!no) {
         sl__yaml_error(&p->y, line, path, "out of memory");
         p->y.fatal = true;
         return;
     }
     t->overrides = no;
-    sl_tier_override *o = &t->overrides[t->noverrides++];
+    sl__tier_override *o = &t->overrides[t->noverrides++];
     memset(o, 0, sizeof *o);
     memcpy(o->policy, key, len + 1);
     o->line = line;
@@ -111,7 +111,7 @@ static void tier_entry(sl__yaml *y, void *obj, const char *key, size_t len, int 
                        const char *path) {
     sl__config_parser *p = y->user;
     sl__config_ident *ip = obj;
-    sl_config *c = p->cfg;
+    sl__config *c = p->cfg;
     if (!sl__config_check_name(p, line, path, key, len)) {
         sl__yaml_skip(&p->y);
         return;
@@ -124,16 +124,16 @@ static void tier_entry(sl__yaml *y, void *obj, const char *key, size_t len, int 
             return;
         }
     }
-    if (c->ntiers == SL_CONFIG_MAX_TIERS) {
-        sl__yaml_error(&p->y, line, path, "too many tiers (at most %d)", SL_CONFIG_MAX_TIERS);
+    if (c->ntiers == SL__CONFIG_MAX_TIERS) {
+        sl__yaml_error(&p->y, line, path, "too many tiers (at most %d)", SL__CONFIG_MAX_TIERS);
         sl__yaml_skip(&p->y);
         return;
     }
-    sl_tier_config *tiers =
+    sl__tier_config *tiers =
         sl__yaml_grow(&p->y, c->tiers, &ip->tiers_cap, c->ntiers, sizeof *c->tiers, 4, line, path);
     if (!tiers) return;
     c->tiers = tiers;
-    sl_tier_config *t = &c->tiers[c->ntiers++];
+    sl__tier_config *t = &c->tiers[c->ntiers++];
     memset(t, 0, sizeof *t);
     memcpy(t->name, key, len + 1);
     t->line = line;
@@ -156,7 +156,7 @@ void sl__config_tiers(sl__config_parser *p, const char *path) {
 
 static void cost_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
-    sl_cost_config *c = obj;
+    sl__cost_config *c = obj;
     uint64_t u;
     switch (key) {
     case CO_METHOD:
@@ -174,14 +174,14 @@ static void cost_value(sl__yaml *y, void *obj, int key, const char *path) {
 
 static void cost_item(sl__yaml *y, void *obj, size_t i, const char *item) {
     sl__config_parser *p = y->user;
-    sl_config *cfg = p->cfg;
+    sl__config *cfg = p->cfg;
     (void)obj, (void)i;
-    sl_cost_config *costs = sl__yaml_grow(y, cfg->costs, &p->ident->costs_cap, cfg->ncosts,
-                                          sizeof *cfg->costs, 8, sl__yaml_line(y), item);
+    sl__cost_config *costs = sl__yaml_grow(y, cfg->costs, &p->ident->costs_cap, cfg->ncosts,
+                                           sizeof *cfg->costs, 8, sl__yaml_line(y), item);
     if (!costs) return;
     cfg->costs = costs;
     int line = sl__yaml_line(y);
-    sl_cost_config *c = &cfg->costs[cfg->ncosts++];
+    sl__cost_config *c = &cfg->costs[cfg->ncosts++];
     memset(c, 0, sizeof *c);
     c->line = line;
     int seen[COUNT(cost_keys)] = {0};
@@ -194,18 +194,18 @@ void sl__config_costs(sl__config_parser *p, const char *path) {
     static const sl__yaml_list list = {
         .what = "a list of costs (- {method: POST, path: /exports, cost: 50})",
         .item = "a cost (a mapping of method, path and cost)",
-        .max = SL_CONFIG_MAX_COSTS,
+        .max = SL__CONFIG_MAX_COSTS,
         .many = "costs",
     };
     sl__yaml_each_item(&p->y, path, &list, cost_item, NULL);
 }
 
 typedef struct rule_build {
-    sl_rule_config *r;
+    sl__rule_config *r;
     size_t index;
 } rule_build;
 
-static void limit_by(sl__config_parser *p, sl_limit_config *l, const char *path) {
+static void limit_by(sl__config_parser *p, sl__limit_config *l, const char *path) {
     bool seq = sl__yaml_is_seq(&p->y);
     const char *list = "api_key, org, ip, route, header:NAME or global";
     for (size_t i = 0;; i++) {
@@ -227,7 +227,7 @@ static void limit_by(sl__config_parser *p, sl_limit_config *l, const char *path)
             if (!src && strncmp(s, "header:", 7) == 0) {
                 const char *h = s + 7;
                 size_t hn = n - 7;
-                bool ok = hn > 0 && hn <= SL_HEADER_NAME_MAX;
+                bool ok = hn > 0 && hn <= SL__HEADER_NAME_MAX;
                 for (size_t k = 0; ok && k < hn; k++) {
                     unsigned char c = (unsigned char)h[k];
                     ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -241,7 +241,7 @@ static void limit_by(sl__config_parser *p, sl_limit_config *l, const char *path)
                                    q);
                 } else {
                     memcpy(l->header, h, hn + 1);
-                    src = SL_SRC_HEADER;
+                    src = SL__SRC_HEADER;
                 }
                 if (!src) goto next_item;
             }
@@ -253,13 +253,13 @@ static void limit_by(sl__config_parser *p, sl_limit_config *l, const char *path)
                 else
                     sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
                                    "unknown key source %s (expected %s)", q, list);
-            } else if (l->nby == SL_LIMIT_MAX_SOURCES) {
+            } else if (l->nby == SL__LIMIT_MAX_SOURCES) {
                 sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
-                               "at most %d key sources per limit", SL_LIMIT_MAX_SOURCES);
+                               "at most %d key sources per limit", SL__LIMIT_MAX_SOURCES);
             } else {
                 bool dup = false;
                 for (unsigned k = 0; k < l->nby; k++) dup |= l->by[k] == src;
-                if (dup && src != SL_SRC_HEADER)
+                if (dup && src != SL__SRC_HEADER)
                     sl__yaml_error(&p->y, sl__yaml_line(&p->y), item, "%s is listed twice", q);
                 else
                     l->by[l->nby++] = src;
@@ -271,14 +271,14 @@ static void limit_by(sl__config_parser *p, sl_limit_config *l, const char *path)
     if (l->nby == 0 && !p->y.fatal) return;
     /* global with anything else is the other thing alone: refuse the confusion */
     for (unsigned k = 0; k < l->nby; k++)
-        if (l->by[k] == SL_SRC_GLOBAL && l->nby > 1)
+        if (l->by[k] == SL__SRC_GLOBAL && l->nby > 1)
             sl__yaml_error(&p->y, p->y.key_line, path,
                            "global is one key for everyone: use it alone");
 }
 
 static void limit_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
-    sl_limit_config *l = obj;
+    sl__limit_config *l = obj;
     uint64_t u;
     switch (key) {
     case LI_POLICY: {
@@ -293,7 +293,7 @@ static void limit_value(sl__yaml *y, void *obj, int key, const char *path) {
     case LI_COST:
         if (sl__yaml_is_plain(&p->y) && sl__yaml_len(&p->y) == 7 &&
             memcmp(sl__yaml_text(&p->y), "graphql", 7) == 0) {
-            l->cost = SL_COST_GRAPHQL; /* the query's points (POST /v1/graphql) */
+            l->cost = SL__COST_GRAPHQL; /* the query's points (POST /v1/graphql) */
             break;
         }
         if (sl__yaml_uint(&p->y, path, "a cost from 0 to 10^12, or graphql (the query's points)", 0,
@@ -304,10 +304,10 @@ static void limit_value(sl__yaml *y, void *obj, int key, const char *path) {
 }
 
 static void limit_item(sl__yaml *y, void *obj, size_t i, const char *item) {
-    sl_rule_config *r = obj;
+    sl__rule_config *r = obj;
     (void)i;
     int line = sl__yaml_line(y);
-    sl_limit_config *l = &r->limits[r->nlimits++];
+    sl__limit_config *l = &r->limits[r->nlimits++];
     memset(l, 0, sizeof *l);
     l->line = line;
     l->cost = -1;
@@ -320,11 +320,11 @@ static void limit_item(sl__yaml *y, void *obj, size_t i, const char *item) {
     sl__yaml_missing(y, line, item, limit_keys, seen, required, COUNT(required));
 }
 
-static void rule_limits(sl__config_parser *p, sl_rule_config *r, const char *path) {
+static void rule_limits(sl__config_parser *p, sl__rule_config *r, const char *path) {
     static const sl__yaml_list list = {
         .what = "a list of limits (- {policy: api, by: api_key})",
         .item = "a limit (a mapping of policy, by and cost)",
-        .max = SL_RULE_MAX_LIMITS,
+        .max = SL__RULE_MAX_LIMITS,
         .many = "limits",
         .why = ": one request checks at most that many",
     };
@@ -334,7 +334,7 @@ static void rule_limits(sl__config_parser *p, sl_rule_config *r, const char *pat
 static void rule_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
     rule_build *b = obj;
-    sl_rule_config *r = b->r;
+    sl__rule_config *r = b->r;
     bool flag;
     switch (key) {
     case RU_NAME: {
@@ -377,10 +377,10 @@ static void rule_value(sl__yaml *y, void *obj, int key, const char *path) {
 
 static void rule_item(sl__yaml *y, void *obj, size_t i, const char *item) {
     sl__config_parser *p = y->user;
-    sl_config *cfg = p->cfg;
+    sl__config *cfg = p->cfg;
     (void)obj, (void)i;
-    sl_rule_config *rules = sl__yaml_grow(y, cfg->rules, &p->ident->rules_cap, cfg->nrules,
-                                          sizeof *cfg->rules, 4, sl__yaml_line(y), item);
+    sl__rule_config *rules = sl__yaml_grow(y, cfg->rules, &p->ident->rules_cap, cfg->nrules,
+                                           sizeof *cfg->rules, 4, sl__yaml_line(y), item);
     if (!rules) return;
     cfg->rules = rules;
     int line = sl__yaml_line(y);
@@ -402,7 +402,7 @@ void sl__config_rules(sl__config_parser *p, const char *path) {
     static const sl__yaml_list list = {
         .what = "a list of rules (- name: ..., path: ..., limits: [...])",
         .item = "a rule (a mapping of name, method, path, limits, shadow)",
-        .max = SL_CONFIG_MAX_RULES,
+        .max = SL__CONFIG_MAX_RULES,
         .many = "rules",
     };
     sl__yaml_each_item(&p->y, path, &list, rule_item, NULL);

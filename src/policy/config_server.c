@@ -11,11 +11,11 @@
 
 const char *const sl__config_failure_modes[3] = {"open", "closed", "local"};
 
-_Static_assert(SL_FAIL_OPEN == 0 && SL_FAIL_CLOSED == 1 && SL_FAIL_LOCAL == 2,
+_Static_assert(SL__FAIL_OPEN == 0 && SL__FAIL_CLOSED == 1 && SL__FAIL_LOCAL == 2,
                "sl__config_failure_modes is in sl_fail_mode order");
 
-sl_fail_mode sl__config_fail_mode(sl__fail_setting on_failure, sl_fail_mode inherit) {
-    return on_failure == SL__FAIL_INHERIT ? inherit : (sl_fail_mode)(on_failure - 1);
+sl__fail_mode sl__config_fail_mode(sl__fail_setting on_failure, sl__fail_mode inherit) {
+    return on_failure == SL__FAIL_INHERIT ? inherit : (sl__fail_mode)(on_failure - 1);
 }
 
 /* who may use the admin endpoints (docs/configuration.md, `admin`) */
@@ -23,9 +23,9 @@ enum { ADMIN_RELOAD, ADMIN_RELOAD_TOKEN, ADMIN_UI };
 
 static const char *const admin_keys[] = {"reload", "reload_token", "ui"};
 
-static const char *const ui_modes[] = {"off", "loopback", "on"}; /* = SL_UI_* */
+static const char *const ui_modes[] = {"off", "loopback", "on"}; /* = SL__UI_* */
 
-static const char *const reload_modes[] = {"loopback", "off", "token"}; /* = SL_RELOAD_* */
+static const char *const reload_modes[] = {"loopback", "off", "token"}; /* = SL__RELOAD_* */
 
 enum { LISTEN_HTTP, LISTEN_GRPC, LISTEN_RESP };
 
@@ -87,11 +87,11 @@ _Static_assert(SL__STORE_MEMORY == 0 && SL__STORE_REDIS == 1,
                "store_types is in sl__store_type order");
 
 static const char *const sync_modes[] = {"exact", "batched"};
-static const char *const module_modes[] = {"auto", "require", "off"}; /* sl_redis_module_mode */
+static const char *const module_modes[] = {"auto", "require", "off"}; /* sl__redis_module_mode */
 
 /* "host:port" or "[v6]:port" with a numeric host, stored canonically.
  * False with the reason in `why`. */
-static bool parse_listen(const char *s, sl_listen_config *out, const char **why) {
+static bool parse_listen(const char *s, sl__listen_config *out, const char **why) {
     char host[80];
     const char *port;
     int family;
@@ -144,7 +144,7 @@ static bool is_wildcard(const char *host) {
 /* Two enabled listeners on the same port of the same (or every) address
  * would both bind with SO_REUSEPORT and share connections: refuse. */
 void sl__config_check_listeners(sl__config_parser *p) {
-    const sl_listen_config *l[3] = {&p->cfg->http, &p->cfg->grpc, &p->cfg->resp};
+    const sl__listen_config *l[3] = {&p->cfg->http, &p->cfg->grpc, &p->cfg->resp};
     for (int i = 0; i < 3; i++) {
         for (int j = 0; j < i; j++) {
             if (!l[i]->enabled || !l[j]->enabled || l[i]->port == 0 || l[i]->port != l[j]->port ||
@@ -165,7 +165,7 @@ void sl__config_check_listeners(sl__config_parser *p) {
 static void listen_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
     (void)obj;
-    sl_listen_config *l[3] = {&p->cfg->http, &p->cfg->grpc, &p->cfg->resp};
+    sl__listen_config *l[3] = {&p->cfg->http, &p->cfg->grpc, &p->cfg->resp};
     if (sl__yaml_is_seq(&p->y)) {
         sl__yaml_expected(&p->y, path,
                           "host:port or off (write an IPv6 listener in quotes: \"[::1]:8080\")");
@@ -176,12 +176,12 @@ static void listen_value(sl__yaml *y, void *obj, int key, const char *path) {
     if (!s) return;
     p->listen_line[key] = sl__yaml_line(&p->y);
     if (strcmp(s, "off") == 0) {
-        *l[key] = (sl_listen_config){.enabled = false};
+        *l[key] = (sl__listen_config){.enabled = false};
         p->listen_bad[key] = false;
         return;
     }
     const char *why = "";
-    sl_listen_config v = {0};
+    sl__listen_config v = {0};
     if (!parse_listen(s, &v, &why)) {
         char q[64];
         sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
@@ -193,7 +193,7 @@ static void listen_value(sl__yaml *y, void *obj, int key, const char *path) {
 }
 
 /* "host:port" (the port required unless def_port) or "[v6]:port" into a. */
-static bool parse_host_port(const char *s, size_t len, uint16_t def_port, sl_redis_addr *a) {
+static bool parse_host_port(const char *s, size_t len, uint16_t def_port, sl__redis_addr *a) {
     const char *end = s + len, *hs = s, *he, *colon = NULL;
     if (len && *s == '[') {
         hs = s + 1;
@@ -209,7 +209,7 @@ static bool parse_host_port(const char *s, size_t len, uint16_t def_port, sl_red
         if (colon && memchr(s, ':', (size_t)(colon - s))) return false; /* v6 needs brackets */
     }
     size_t hl = (size_t)(he - hs);
-    if (hl == 0 || hl > SL_REDIS_HOST_MAX) return false;
+    if (hl == 0 || hl > SL__REDIS_HOST_MAX) return false;
     uint64_t port = def_port;
     if (colon) {
         char num[8];
@@ -227,7 +227,7 @@ static bool parse_host_port(const char *s, size_t len, uint16_t def_port, sl_red
 }
 
 /* redis://[[user]:password@]host[:port][/db] or unix://path. */
-static bool parse_redis_url(const char *s, sl_redis_config *r, const char **why) {
+static bool parse_redis_url(const char *s, sl__redis_config *r, const char **why) {
     if (strncmp(s, "rediss://", 9) == 0) {
         *why = "TLS (rediss://) is not supported: hiredis 0.14's async API has no TLS; use a "
                "local TLS tunnel and redis://";
@@ -274,7 +274,7 @@ static bool parse_redis_url(const char *s, sl_redis_config *r, const char **why)
 
 /* store.redis.cluster: a list of seed nodes (host:port); null is an error
  * here (a cluster without seeds). */
-static void redis_cluster(sl__config_parser *p, sl_redis_config *r, const char *path) {
+static void redis_cluster(sl__config_parser *p, sl__redis_config *r, const char *path) {
     if (!sl__yaml_is_seq(&p->y)) {
         sl__yaml_expected(&p->y, path, "a list of host:port");
         return;
@@ -287,9 +287,9 @@ static void redis_cluster(sl__config_parser *p, sl_redis_config *r, const char *
         snprintf(item, sizeof item, "%s[%zu]", path, i);
         const char *s = sl__yaml_scalar(&p->y, item, "host:port");
         if (!s) continue;
-        if (r->nseeds == SL_REDIS_MAX_SEEDS) {
+        if (r->nseeds == SL__REDIS_MAX_SEEDS) {
             sl__yaml_error(&p->y, sl__yaml_line(&p->y), item, "at most %d seed nodes",
-                           SL_REDIS_MAX_SEEDS);
+                           SL__REDIS_MAX_SEEDS);
             continue;
         }
         if (!parse_host_port(s, strlen(s), 0, &r->seeds[r->nseeds]))
@@ -302,7 +302,7 @@ static void redis_cluster(sl__config_parser *p, sl_redis_config *r, const char *
 static void redis_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
     (void)obj;
-    sl_redis_config *r = &p->cfg->redis;
+    sl__redis_config *r = &p->cfg->redis;
     uint64_t u;
     int64_t d;
     switch (key) {
@@ -325,7 +325,7 @@ static void redis_value(sl__yaml *y, void *obj, int key, const char *path) {
     case REDIS_ON_FAILURE: {
         int i = sl__yaml_enum(&p->y, path, "failure mode", sl__config_failure_modes,
                               COUNT(sl__config_failure_modes));
-        if (i >= 0) r->on_failure = (sl_fail_mode)i;
+        if (i >= 0) r->on_failure = (sl__fail_mode)i;
         break;
     }
     case REDIS_INSTANCES:
@@ -364,7 +364,7 @@ static void redis_value(sl__yaml *y, void *obj, int key, const char *path) {
         break;
     case REDIS_MODULE: {
         int i = sl__yaml_enum(&p->y, path, "module mode", module_modes, COUNT(module_modes));
-        if (i >= 0) r->module = (sl_redis_module_mode)i;
+        if (i >= 0) r->module = (sl__redis_module_mode)i;
         break;
     }
     case REDIS_DENY_CACHE:
@@ -377,7 +377,7 @@ static void redis_value(sl__yaml *y, void *obj, int key, const char *path) {
 static void store_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
     (void)obj;
-    sl_config *c = p->cfg;
+    sl__config *c = p->cfg;
     switch (key) {
     case STORE_TYPE: {
         int t = sl__yaml_enum(&p->y, path, "store type", store_types, COUNT(store_types));
@@ -409,7 +409,7 @@ static void store_value(sl__yaml *y, void *obj, int key, const char *path) {
 static void limits_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
     (void)obj;
-    sl_limits_config *l = &p->cfg->limits;
+    sl__limits_config *l = &p->cfg->limits;
     uint64_t v;
     int64_t d;
     switch (key) {
@@ -454,7 +454,7 @@ static void limits_value(sl__yaml *y, void *obj, int key, const char *path) {
 static void admin_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
     (void)obj;
-    sl_admin_config *a = &p->cfg->admin;
+    sl__admin_config *a = &p->cfg->admin;
     int i;
     switch (key) {
     case ADMIN_RELOAD:
@@ -474,11 +474,12 @@ static void admin_value(sl__yaml *y, void *obj, int key, const char *path) {
         bool printable = true;
         for (size_t k = 0; k < n; k++)
             if (s[k] < 0x21 || s[k] > 0x7e) printable = false;
-        if (n < 16 || n > SL_ADMIN_TOKEN_MAX || !printable) {
+        if (n < 16 || n > SL__ADMIN_TOKEN_MAX || !printable) {
             sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
                            "expected a token of 16 to %d printable characters without spaces, got "
                            "%zu bytes%s",
-                           SL_ADMIN_TOKEN_MAX, n, printable ? "" : " with a space or control byte");
+                           SL__ADMIN_TOKEN_MAX, n,
+                           printable ? "" : " with a space or control byte");
             break;
         }
         memcpy(a->reload_token, s, n);
@@ -496,7 +497,7 @@ void sl__config_listen(sl__config_parser *p, const char *path) {
 }
 
 void sl__config_store(sl__config_parser *p, const char *path) {
-    sl_config *c = p->cfg;
+    sl__config *c = p->cfg;
     int seen[COUNT(store_keys)] = {0};
     sl__yaml_section(&p->y, path, store_keys, COUNT(store_keys), store_value, NULL, seen,
                      "a mapping of type, max_memory, ...");
@@ -514,16 +515,16 @@ void sl__config_limits(sl__config_parser *p, const char *path) {
 }
 
 void sl__config_admin(sl__config_parser *p, const char *path) {
-    sl_config *c = p->cfg;
+    sl__config *c = p->cfg;
     int seen[COUNT(admin_keys)] = {0};
     p->admin_line = p->y.key_line;
     sl__yaml_section(&p->y, path, admin_keys, COUNT(admin_keys), admin_value, NULL, seen,
                      "a mapping of reload and reload_token");
     if (p->y.fatal) return;
-    if (c->admin.reload == SL_RELOAD_TOKEN && !c->admin.reload_token[0] && !seen[1])
+    if (c->admin.reload == SL__RELOAD_TOKEN && !c->admin.reload_token[0] && !seen[1])
         sl__yaml_error(&p->y, seen[0] ? seen[0] : p->admin_line, "admin.reload",
                        "reload: token needs admin.reload_token (the bearer token to ask for)");
-    else if (c->admin.reload != SL_RELOAD_TOKEN && c->admin.reload_token[0])
+    else if (c->admin.reload != SL__RELOAD_TOKEN && c->admin.reload_token[0])
         sl__yaml_error(&p->y, p->reload_token_line, "admin.reload_token",
                        "only used with reload: token (set admin.reload: token, or remove it)");
 }

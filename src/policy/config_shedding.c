@@ -49,7 +49,7 @@ bool sl__config_header_name(const char *s, size_t n, size_t max) {
 }
 
 static void shed_value(sl__yaml *y, void *obj, int key, const char *path) {
-    sl_shed_config *sc = obj;
+    sl__shed_config *sc = obj;
     uint64_t u;
     switch (key) {
     case SH_RATE: {
@@ -78,13 +78,13 @@ static void shed_value(sl__yaml *y, void *obj, int key, const char *path) {
         const char *s = sl__yaml_scalar(y, path, "a header name such as X-Priority");
         if (!s) break;
         size_t n = sl__yaml_len(y);
-        if (!sl__config_header_name(s, n, SL_SHED_HEADER_MAX)) {
+        if (!sl__config_header_name(s, n, SL__SHED_HEADER_MAX)) {
             char q[64];
             sl__yaml_quote(q, sizeof q, s, n);
             sl__yaml_error(y, sl__yaml_line(y), path,
                            "%s is not a header name (letters, digits and !#$%%&'*+-.^_`|~, at "
                            "most %d)",
-                           q, SL_SHED_HEADER_MAX - 1);
+                           q, SL__SHED_HEADER_MAX - 1);
             break;
         }
         memcpy(sc->header, s, n + 1);
@@ -98,18 +98,18 @@ static void shed_value(sl__yaml *y, void *obj, int key, const char *path) {
     case SH_ON_FAILURE: {
         int i = sl__yaml_enum(y, path, "failure mode", sl__config_failure_modes,
                               COUNT(sl__config_failure_modes));
-        if (i >= 0) sc->on_failure = (sl__fail_setting)(1 + i); /* in sl_fail_mode's order */
+        if (i >= 0) sc->on_failure = (sl__fail_setting)(1 + i); /* in sl__fail_mode's order */
         break;
     }
     }
 }
 
 void sl__config_shedding(sl__config_parser *p, const char *path) {
-    sl_shed_config *sc = &p->cfg->shedding;
+    sl__shed_config *sc = &p->cfg->shedding;
     int line = p->y.key_line;
     int seen[COUNT(shed_keys)] = {0};
     size_t before = p->y.errs->n;
-    *sc = (sl_shed_config){.header = "X-Priority"};
+    *sc = (sl__shed_config){.header = "X-Priority"};
     sl__yaml_section(&p->y, path, shed_keys, COUNT(shed_keys), shed_value, sc, seen,
                      "a mapping of rate, burst, reserve_critical, reserve_default, header, "
                      "scope and on_failure");
@@ -147,12 +147,12 @@ void sl__config_shedding(sl__config_parser *p, const char *path) {
 }
 
 /* The largest burst of a fleet capacity: its floors travel in the script's
- * flags (floor x SL_SCRIPT_DELAY_AFTER below 2^52, redis_script.h). */
+ * flags (floor x SL__SCRIPT_DELAY_AFTER below 2^52, redis_script.h). */
 #define FLEET_BURST_MAX (INT64_C(1) << 41)
 
 void sl__config_check_shedding(sl__config_parser *p) {
-    const sl_config *c = p->cfg;
-    const sl_shed_config *sc = &c->shedding;
+    const sl__config *c = p->cfg;
+    const sl__shed_config *sc = &c->shedding;
     if (!sc->enabled || !sc->fleet) return;
     int line = sc->scope_line ? sc->scope_line : sc->line;
     const char *why = NULL;

@@ -20,32 +20,32 @@
 
 enum { STORE_MEMORY, STORE_REDIS, STORE_BATCHED };
 
-struct sl_engine {
+struct sl__engine {
     int kind;
-    sl_redis_config cfg;       /* store.redis */
-    sl_redis_config batch_cfg; /* with the syncs' timeout */
-    sl_batch *batch;           /* sync: batched */
-    sl_store_stats stats[SL_ENGINE_MAX_WORKERS];
+    sl__redis_config cfg;       /* store.redis */
+    sl__redis_config batch_cfg; /* with the syncs' timeout */
+    sl__batch *batch;           /* sync: batched */
+    sl__store_stats stats[SL__ENGINE_MAX_WORKERS];
 };
 
-struct sl_decider {
-    sl_engine *e;
-    sl_store *store;
-    sl_policy_set *const *policies;
-    sl_store_stats *stats; /* this worker's */
-    bool was_up, down;     /* sl__decider_recovered: up once, and down since */
+struct sl__decider {
+    sl__engine *e;
+    sl__store *store;
+    sl__policy_set *const *policies;
+    sl__store_stats *stats; /* this worker's */
+    bool was_up, down;      /* sl__decider_recovered: up once, and down since */
 };
 
-void sl__decide_limit_init(sl_decide_limit *l, bool shadow) {
+void sl__decide_limit_init(sl__decide_limit *l, bool shadow) {
     atomic_init(&l->allowed, 0);
     atomic_init(&l->limited, 0);
     atomic_init(&l->shadow_limited, 0);
     atomic_init(&l->shadow, shadow);
-    for (int i = 0; i <= SL_RATIO_BUCKETS; i++) atomic_init(&l->ratio[i], 0);
+    for (int i = 0; i <= SL__RATIO_BUCKETS; i++) atomic_init(&l->ratio[i], 0);
     atomic_init(&l->ratio_sum, 0);
     l->ramp = NULL; /* the owner sets them for a policy with ramp_up */
     l->ramp_cap = 0;
-    for (int i = 0; i < SL_FROM_COUNT; i++) atomic_init(&l->store.from[i], 0);
+    for (int i = 0; i < SL__FROM_COUNT; i++) atomic_init(&l->store.from[i], 0);
 }
 
 /* ---- calls ------------------------------------------------------------------ */
@@ -56,7 +56,7 @@ void sl__decide_limit_init(sl_decide_limit *l, bool shadow) {
  * them (a worker decides one after another: no allocator on the path). */
 #define CACHED_EXTRA                                                                               \
     (16 * 1024) /* keys, labels and user bytes of a cached call (a domain call: 10 KiB) */
-#define CACHED_BYTES (ALIGN(sizeof(sl_decide_call)) + CACHED_EXTRA)
+#define CACHED_BYTES (ALIGN(sizeof(sl__decide_call)) + CACHED_EXTRA)
 #define CACHE_MAX    16
 
 typedef struct cached {
@@ -98,7 +98,7 @@ static void *call_alloc(size_t bytes, size_t *cap) {
     return malloc(bytes);
 }
 
-static void call_release(sl_decide_call *c) {
+static void call_release(sl__decide_call *c) {
     if (c->cap == CACHED_BYTES && ncache < CACHE_MAX) {
         if (!cache_armed) { /* arm the destructor of this thread's cache */
             pthread_once(&cache_once, cache_init);
@@ -114,25 +114,25 @@ static void call_release(sl_decide_call *c) {
     free(c);
 }
 
-static inline sl_decide_call *call_new(const sl_decide_item *items, size_t n,
-                                       sl_decide_label_fn label, void *ctx, size_t user_bytes,
-                                       size_t own) {
+static inline sl__decide_call *call_new(const sl__decide_item *items, size_t n,
+                                        sl__decide_label_fn label, void *ctx, size_t user_bytes,
+                                        size_t own) {
     if (n > SL_CHECK_MAX || own > user_bytes) return NULL;
-    char lbuf[SL_CHECK_MAX][SL_TOPK_KEY_MAX];
+    char lbuf[SL_CHECK_MAX][SL__TOPK_KEY_MAX];
     size_t llen[SL_CHECK_MAX];
-    size_t bytes = ALIGN(sizeof(sl_decide_call)) + ALIGN(user_bytes);
+    size_t bytes = ALIGN(sizeof(sl__decide_call)) + ALIGN(user_bytes);
     for (size_t i = 0; i < n; i++) {
         llen[i] = label ? label(ctx, i, lbuf[i], sizeof lbuf[i]) : 0;
         bytes += items[i].keylen + llen[i] + 1;
     }
     size_t cap;
-    sl_decide_call *c = call_alloc(bytes, &cap);
+    sl__decide_call *c = call_alloc(bytes, &cap);
     if (!c) return NULL;
     c->cap = cap; /* every field is set below; items beyond n stay as they are */
     c->n = n;
     c->rc = SL_OK;
     c->refused = n;
-    c->from = SL_FROM_REDIS;
+    c->from = SL__FROM_REDIS;
     c->retry_closed = 0;
     c->done = NULL;
     c->arg = NULL;
@@ -148,7 +148,7 @@ static inline sl_decide_call *call_new(const sl_decide_item *items, size_t n,
     c->priority = SL_PRIORITY_DEFAULT;
     c->cap_local = c->shed = false;
     c->shed_retry = 0;
-    c->user = (char *)c + ALIGN(sizeof(sl_decide_call));
+    c->user = (char *)c + ALIGN(sizeof(sl__decide_call));
     memset((char *)c->user + own, 0, user_bytes - own);
     char *p = (char *)c->user + ALIGN(user_bytes);
     for (size_t i = 0; i < n; i++) {
@@ -171,40 +171,40 @@ static inline sl_decide_call *call_new(const sl_decide_item *items, size_t n,
     return c;
 }
 
-sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_decide_label_fn label,
-                                    void *ctx, size_t user_bytes) {
+sl__decide_call *sl__decide_call_new(const sl__decide_item *items, size_t n,
+                                     sl__decide_label_fn label, void *ctx, size_t user_bytes) {
     return call_new(items, n, label, ctx, user_bytes, 0);
 }
 
-sl_decide_call *sl__decide_call_new_own(const sl_decide_item *items, size_t n,
-                                        sl_decide_label_fn label, void *ctx, size_t user_bytes,
-                                        size_t own) {
+sl__decide_call *sl__decide_call_new_own(const sl__decide_item *items, size_t n,
+                                         sl__decide_label_fn label, void *ctx, size_t user_bytes,
+                                         size_t own) {
     return call_new(items, n, label, ctx, user_bytes, own);
 }
 
-void *sl__decide_call_user(sl_decide_call *c) {
+void *sl__decide_call_user(sl__decide_call *c) {
     return c->user;
 }
 
-void sl__decide_call_shed(sl_decide_call *c, sl_decide_capacity *cap, sl_priority p) {
+void sl__decide_call_shed(sl__decide_call *c, sl__decide_capacity *cap, sl_priority p) {
     c->capacity = cap;
     c->priority = p;
 }
 
 /* The reference is taken only when the call outlives sl__engine_decide
  * (the caller's set lives at least that long). */
-void sl__decide_call_hold(sl_decide_call *c, sl_policy_set *set) {
+void sl__decide_call_hold(sl__decide_call *c, sl__policy_set *set) {
     if (c->set_held) sl__policy_set_release(c->set);
     c->set_held = false;
     c->set = set;
 }
 
-void sl__decide_call_on_free(sl_decide_call *c, void (*fn)(void *arg), void *arg) {
+void sl__decide_call_on_free(sl__decide_call *c, void (*fn)(void *arg), void *arg) {
     c->on_free = fn;
     c->on_free_arg = arg;
 }
 
-void sl__decide_call_label_later(sl_decide_call *c, sl_decide_label_fn fn, void *ctx) {
+void sl__decide_call_label_later(sl__decide_call *c, sl__decide_label_fn fn, void *ctx) {
     c->later = fn;
     c->later_ctx = ctx;
 }
@@ -212,14 +212,14 @@ void sl__decide_call_label_later(sl_decide_call *c, sl_decide_label_fn fn, void 
 /* The call goes on without its caller's frame: its labels are copied now
  * (into one heap block; out of memory, the label says so: never the key,
  * which may be an API key). */
-static void labels_now(sl_decide_call *c) {
+static void labels_now(sl__decide_call *c) {
     static const char lost[] = "(no memory for the label)";
-    char *p = c->later_labels = malloc(c->n * SL_TOPK_KEY_MAX);
+    char *p = c->later_labels = malloc(c->n * SL__TOPK_KEY_MAX);
     for (size_t i = 0; i < c->n; i++) {
         if (p) {
             c->labels[i] = p;
-            c->label_len[i] = (uint16_t)c->later(c->later_ctx, i, p, SL_TOPK_KEY_MAX);
-            p += SL_TOPK_KEY_MAX;
+            c->label_len[i] = (uint16_t)c->later(c->later_ctx, i, p, SL__TOPK_KEY_MAX);
+            p += SL__TOPK_KEY_MAX;
         } else {
             c->labels[i] = (char *)lost;
             c->label_len[i] = (uint16_t)(sizeof lost - 1);
@@ -229,7 +229,7 @@ static void labels_now(sl_decide_call *c) {
     c->later_ctx = NULL;
 }
 
-void sl__decide_call_free(sl_decide_call *c) {
+void sl__decide_call_free(sl__decide_call *c) {
     if (!c) return;
     free(c->later_labels);
     if (c->on_free) c->on_free(c->on_free_arg);
@@ -241,15 +241,15 @@ void sl__decide_call_free(sl_decide_call *c) {
 
 /* Shadow mode says in the log what it would have refused: the key as in
  * the sketch (a rule's label, never an API key in clear), printable ASCII,
- * at most SL_TOPK_KEY_MAX bytes, through sl__log_limited's budget. */
-static void log_shadow(const sl_decide_limit *l, const char *key, size_t keylen,
+ * at most SL__TOPK_KEY_MAX bytes, through sl__log_limited's budget. */
+static void log_shadow(const sl__decide_limit *l, const char *key, size_t keylen,
                        const sl_decision *d, int64_t now) {
     if (l->log_shadow) {
         l->log_shadow(l, key, keylen, d, now);
         return;
     }
-    char text[SL_TOPK_KEY_MAX + 1];
-    size_t n = keylen < SL_TOPK_KEY_MAX ? keylen : SL_TOPK_KEY_MAX;
+    char text[SL__TOPK_KEY_MAX + 1];
+    size_t n = keylen < SL__TOPK_KEY_MAX ? keylen : SL__TOPK_KEY_MAX;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)key[i];
         text[i] = (char)(c >= 0x20 && c < 0x7f ? c : '?');
@@ -257,27 +257,27 @@ static void log_shadow(const sl_decide_limit *l, const char *key, size_t keylen,
     text[n] = '\0';
     int64_t ms = d->retry_after < 0 ? -1 : sl__ceil_ms(d->retry_after);
     if (ms < 0)
-        sl__log_limited(now, SL_LOG_INFO,
+        sl__log_limited(now, SL__LOG_INFO,
                         "shadow: policy %s would have refused %s (its cost can never pass)",
                         l->store.name, text);
     else
-        sl__log_limited(now, SL_LOG_INFO,
+        sl__log_limited(now, SL__LOG_INFO,
                         "shadow: policy %s would have refused %s (retry after %lld ms)",
                         l->store.name, text, (long long)ms);
 }
 
 /* The near-limit histogram: remaining / limit of one decision, in integers
  * (128-bit products: limits go up to 2^61). Two relaxed atomic adds. */
-static void observe_ratio(sl_decide_limit *l, const sl_decision *d) {
+static void observe_ratio(sl__decide_limit *l, const sl_decision *d) {
     if (d->limit <= 0) return;
-    static const unsigned bound[SL_RATIO_BUCKETS] = SL_RATIO_BOUNDS;
+    static const unsigned bound[SL__RATIO_BUCKETS] = SL__RATIO_BOUNDS;
     unsigned __int128 rem = d->remaining > 0 ? (unsigned __int128)d->remaining : 0;
     unsigned __int128 lim = (unsigned __int128)d->limit;
     int b = 0;
     if (rem * 2 > lim) /* the common case, more than half left: the two last buckets */
-        b = rem > lim ? SL_RATIO_BUCKETS : SL_RATIO_BUCKETS - 1;
+        b = rem > lim ? SL__RATIO_BUCKETS : SL__RATIO_BUCKETS - 1;
     else
-        while (b < SL_RATIO_BUCKETS && rem * 100 > lim * bound[b]) b++;
+        while (b < SL__RATIO_BUCKETS && rem * 100 > lim * bound[b]) b++;
     atomic_fetch_add_explicit(&l->ratio[b], 1, memory_order_relaxed);
     if (!rem) return;
     /* 64-bit division when the product fits (any remaining below 2^44) */
@@ -290,13 +290,13 @@ static void observe_ratio(sl_decide_limit *l, const sl_decision *d) {
 /* Item i's label for the sketches and the shadow log: the call's copy, or
  * made now by the caller's function (inside sl__engine_decide, while the
  * caller's context lives), or the key. */
-static const char *label_of(sl_decide_call *c, size_t i, char buf[SL_TOPK_KEY_MAX], size_t *len) {
+static const char *label_of(sl__decide_call *c, size_t i, char buf[SL__TOPK_KEY_MAX], size_t *len) {
     if (c->labels[i]) {
         *len = c->label_len[i];
         return c->labels[i];
     }
     if (c->later) {
-        *len = c->later(c->later_ctx, i, buf, SL_TOPK_KEY_MAX);
+        *len = c->later(c->later_ctx, i, buf, SL__TOPK_KEY_MAX);
         return buf;
     }
     *len = c->items[i].keylen;
@@ -306,19 +306,19 @@ static const char *label_of(sl_decide_call *c, size_t i, char buf[SL_TOPK_KEY_MA
 /* Counts the items idx[0..n) of one group: every one as allowed when the
  * group passed; else only those that said no (as limited, or as
  * shadow_limited for the shadow group, which then reports them allowed). */
-static void count_group(sl_decide_call *c, const size_t *idx, size_t n, bool refused, bool shadow,
+static void count_group(sl__decide_call *c, const size_t *idx, size_t n, bool refused, bool shadow,
                         int64_t now) {
     for (size_t k = 0; k < n; k++) {
-        sl_decide_item *it = &c->items[idx[k]];
+        sl__decide_item *it = &c->items[idx[k]];
         if (!it->decided) continue;
-        sl_decide_limit *l = it->limit;
+        sl__decide_limit *l = it->limit;
         observe_ratio(l, &it->decision);
-        char lbuf[SL_TOPK_KEY_MAX];
+        char lbuf[SL__TOPK_KEY_MAX];
         size_t len;
         if (!refused && !it->dropped) {
             atomic_fetch_add_explicit(&l->allowed, 1, memory_order_relaxed);
             /* near its limit: at most a tenth left (remaining <= limit / 10) */
-            if (l->near && it->decision.remaining <= it->decision.limit / SL_NEAR_DIVISOR &&
+            if (l->near && it->decision.remaining <= it->decision.limit / SL__NEAR_DIVISOR &&
                 it->decision.limit > 0) {
                 const char *label = label_of(c, idx[k], lbuf, &len);
                 sl__topk_add(l->near, label, len, 1);
@@ -340,12 +340,12 @@ static void count_group(sl_decide_call *c, const size_t *idx, size_t n, bool ref
     }
 }
 
-static void store_try(sl_decide_call *c);
+static void store_try(sl__decide_call *c);
 
 /* The store decided a fleet capacity: its fail mode counted; true when it
  * shed the call (done has run). */
-static bool cap_shed(sl_decide_call *c, const sl_store_call *sc) {
-    if (sc->cap_from >= SL_FROM_OPEN)
+static bool cap_shed(sl__decide_call *c, const sl__store_call *sc) {
+    if (sc->cap_from >= SL__FROM_OPEN)
         atomic_fetch_add_explicit(&sc->cap->from[sc->cap_from], 1, memory_order_relaxed);
     if (!sc->cap_refused) return false;
     c->shed = true;
@@ -357,7 +357,7 @@ static bool cap_shed(sl_decide_call *c, const sl_store_call *sc) {
 
 /* The call refused (or failed): the token of the local shedder it took goes
  * back (refused requests do not use up the capacity). */
-static void cap_give_back(sl_decide_call *c, int64_t now) {
+static void cap_give_back(sl__decide_call *c, int64_t now) {
     if (!c->cap_local || (c->rc == SL_OK && c->refused == c->n)) return;
     sl_shed_refund(c->capacity->local, 1, now);
     c->cap_local = false;
@@ -366,7 +366,7 @@ static void cap_give_back(sl_decide_call *c, int64_t now) {
 /* The store refused item r (a call item) of an "any" group: true when
  * another group is left, after dropping r's group (its items keep the
  * decisions of this try) and asking the store again without it. */
-static bool try_without(sl_decide_call *c, size_t r) {
+static bool try_without(sl__decide_call *c, size_t r) {
     uint8_t g = c->items[r].any_group;
     if (!g || c->items[r].shadow_group) return false;
     bool other = false;
@@ -382,8 +382,8 @@ static bool try_without(sl_decide_call *c, size_t r) {
 
 /* The store decided: counters, the sketch, shadow mode, rc and refused
  * (or, an "any" group refusing, another try). */
-static void decided(sl_store_call *sc) {
-    sl_decide_call *c = sc->arg;
+static void decided(sl__store_call *sc) {
+    sl__decide_call *c = sc->arg;
     size_t n = c->n;
     size_t enf[SL_CHECK_MAX], sha[SL_CHECK_MAX], ne = 0, ns = 0;
     c->from = sc->from;
@@ -392,7 +392,7 @@ static void decided(sl_store_call *sc) {
     c->refused = n;
     if (sc->cap && cap_shed(c, sc)) return;
     for (size_t j = 0; j < sc->n; j++) {
-        sl_decide_item *it = &c->items[c->map[j]];
+        sl__decide_item *it = &c->items[c->map[j]];
         it->decision = sc->items[j].decision;
         it->decided = sc->items[j].decided;
         if (it->limit->ramp) /* units back into requests (sluice/ramp.h) */
@@ -408,7 +408,7 @@ static void decided(sl_store_call *sc) {
     }
     if (sc->rc == SL_OK)
         for (size_t j = 0; j < sc->n; j++) { /* the first refusal, in the store's order */
-            const sl_decide_item *it = &c->items[c->map[j]];
+            const sl__decide_item *it = &c->items[c->map[j]];
             if (sc->items[j].group || !it->decided || it->decision.allowed) continue;
             if (try_without(c, c->map[j])) return; /* the next try answers */
             break;
@@ -421,12 +421,12 @@ static void decided(sl_store_call *sc) {
         c->done(c);
         return;
     }
-    if (sc->from >= SL_FROM_OPEN)
+    if (sc->from >= SL__FROM_OPEN)
         for (size_t k = 0; k < ne; k++)
             atomic_fetch_add_explicit(&c->items[enf[k]].limit->store.from[sc->from], 1,
                                       memory_order_relaxed);
     for (size_t j = 0; j < sc->n; j++) {
-        sl_decide_item *it = &c->items[c->map[j]];
+        sl__decide_item *it = &c->items[c->map[j]];
         if (it->shadow_group || !it->decided || it->decision.allowed) continue;
         if (c->refused == n) c->refused = c->map[j];
         if (it->decision.retry_after < 0) { /* its cost can never pass */
@@ -452,9 +452,9 @@ static void decided(sl_store_call *sc) {
 }
 
 /* Hands the items not dropped to the store (one try). */
-static void store_try(sl_decide_call *c) {
-    sl_store_call *sc = &c->sc;
-    sc->from = SL_FROM_REDIS;
+static void store_try(sl__decide_call *c) {
+    sl__store_call *sc = &c->sc;
+    sc->from = SL__FROM_REDIS;
     sc->retry_closed = 0;
     sc->rc = SL_OK;
     sc->done = decided;
@@ -465,42 +465,42 @@ static void store_try(sl_decide_call *c) {
     sc->failed = false;
     sc->cap_refused = false;
     sc->cap_retry = 0;
-    sc->cap_from = SL_FROM_REDIS;
+    sc->cap_from = SL__FROM_REDIS;
     size_t m = 0;
     for (size_t i = 0; i < c->n; i++) {
-        const sl_decide_item *it = &c->items[i];
+        const sl__decide_item *it = &c->items[i];
         if (it->dropped) continue;
         int64_t cost = it->cost;
         if (it->limit->ramp && cost > 0) /* charged cost / factor in units (sluice/ramp.h) */
             cost =
                 sl_ramp_cost(it->limit->store.params, cost, it->ramp_factor, it->limit->ramp_cap);
         c->map[m] = (uint8_t)i;
-        sc->items[m++] = (sl_store_item){.limit = &it->limit->store,
-                                         .params = it->params,
-                                         .plan = it->plan,
-                                         .key = it->key,
-                                         .keylen = it->keylen,
-                                         .cost = cost,
-                                         .group = it->shadow_group ? 1 : 0};
+        sc->items[m++] = (sl__store_item){.limit = &it->limit->store,
+                                          .params = it->params,
+                                          .plan = it->plan,
+                                          .key = it->key,
+                                          .keylen = it->keylen,
+                                          .cost = cost,
+                                          .group = it->shadow_group ? 1 : 0};
     }
     sc->n = m;
     sc->rc_item = m;
     sl__store_decide(c->store, sc);
 }
 
-void sl__engine_decide(sl_decider *d, sl_decide_call *c, int64_t now) {
+void sl__engine_decide(sl__decider *d, sl__decide_call *c, int64_t now) {
     sl__engine_decide_on(d ? d->store : sl__memory_store(), c, now);
 }
 
 /* The store has not answered inline: the call outlives the caller's frame
  * (its labels are made now, its policy set held). */
-static void goes_on(sl_decide_call *c);
+static void goes_on(sl__decide_call *c);
 
-void sl__decide_call_detach(sl_decide_call *c) {
+void sl__decide_call_detach(sl__decide_call *c) {
     goes_on(c);
 }
 
-static void goes_on(sl_decide_call *c) {
+static void goes_on(sl__decide_call *c) {
     c->inline_mark = NULL;
     if (c->later) labels_now(c);  /* the caller's label context ends with this call */
     if (c->set && !c->set_held) { /* hold its set */
@@ -512,7 +512,7 @@ static void goes_on(sl_decide_call *c) {
 /* Load shedding before the store: a fleet capacity goes to a store that
  * decides it; else this server's shedder (the capacity, or a fleet's local
  * share) takes a token now. False when it refused (done has run). */
-static bool shed_start(sl_decide_call *c, sl_store *store, int64_t now) {
+static bool shed_start(sl__decide_call *c, sl__store *store, int64_t now) {
     c->shed = c->cap_local = false;
     if (c->capacity->fleet && store->ops->capacity) {
         c->sc.cap = c->capacity;
@@ -532,12 +532,12 @@ static bool shed_start(sl_decide_call *c, sl_store *store, int64_t now) {
     return false;
 }
 
-void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now) {
+void sl__engine_decide_on(sl__store *store, sl__decide_call *c, int64_t now) {
     c->sc.now = now;
     c->store = store;
     int64_t ramp_start = -1; /* read once per call, when a limit ramps */
     for (size_t i = 0; i < c->n; i++) {
-        sl_decide_item *it = &c->items[i];
+        sl__decide_item *it = &c->items[i];
         it->dropped = false;
         if (it->limit->ramp) {
             if (ramp_start < 0) ramp_start = sl__ramp_started();
@@ -556,8 +556,8 @@ void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now) {
 }
 
 /* The store forgot: what it said, for the caller. */
-static void forgotten(sl_store_call *sc) {
-    sl_decide_call *c = sc->arg;
+static void forgotten(sl__store_call *sc) {
+    sl__decide_call *c = sc->arg;
     for (size_t i = 0; i < c->n; i++) c->items[i].decided = sc->items[i].decided;
     c->from = sc->from;
     c->rc = sc->rc;
@@ -566,14 +566,14 @@ static void forgotten(sl_store_call *sc) {
     c->done(c);
 }
 
-void sl__engine_forget(sl_decider *d, sl_decide_call *c, int64_t now) {
-    sl_store_call *sc = &c->sc;
-    *sc = (sl_store_call){.n = c->n, .now = now, .rc_item = c->n, .done = forgotten, .arg = c};
+void sl__engine_forget(sl__decider *d, sl__decide_call *c, int64_t now) {
+    sl__store_call *sc = &c->sc;
+    *sc = (sl__store_call){.n = c->n, .now = now, .rc_item = c->n, .done = forgotten, .arg = c};
     for (size_t i = 0; i < c->n; i++) {
         c->map[i] = (uint8_t)i;
-        sc->items[i] = (sl_store_item){.limit = &c->items[i].limit->store,
-                                       .key = c->items[i].key,
-                                       .keylen = c->items[i].keylen};
+        sc->items[i] = (sl__store_item){.limit = &c->items[i].limit->store,
+                                        .key = c->items[i].key,
+                                        .keylen = c->items[i].keylen};
     }
     bool done_inline = false;
     c->inline_mark = &done_inline;
@@ -583,20 +583,20 @@ void sl__engine_forget(sl_decider *d, sl_decide_call *c, int64_t now) {
 
 /* ---- the engine ----------------------------------------------------------------- */
 
-static sl_decider memory_decider;
+static sl__decider memory_decider;
 static pthread_once_t memory_once = PTHREAD_ONCE_INIT;
 
 static void memory_init(void) {
     memory_decider.store = sl__memory_store();
 }
 
-sl_decider *sl__decider_memory(void) {
+sl__decider *sl__decider_memory(void) {
     pthread_once(&memory_once, memory_init);
     return &memory_decider;
 }
 
-sl_engine *sl__engine_new(const sl_config *cfg) {
-    sl_engine *e = calloc(1, sizeof *e);
+sl__engine *sl__engine_new(const sl__config *cfg) {
+    sl__engine *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->cfg = cfg->redis;
     e->kind = cfg->store_type != SL__STORE_REDIS ? STORE_MEMORY
@@ -616,7 +616,7 @@ sl_engine *sl__engine_new(const sl_config *cfg) {
     return e;
 }
 
-void sl__engine_free(sl_engine *e) {
+void sl__engine_free(sl__engine *e) {
     if (!e) return;
     sl__batch_free(e->batch);
     free(e);
@@ -626,9 +626,9 @@ void sl__engine_free(sl_engine *e) {
  * worker's (the server's) tables; returns the debt to carry. */
 static int64_t batch_charge(void *ctx, const char *policy, const char *key, size_t keylen,
                             int64_t n) {
-    sl_decider *d = ctx;
-    sl_policy_set *set = *d->policies;
-    sl_policy *p = set ? sl__policy_find(set, policy, strlen(policy)) : NULL;
+    sl__decider *d = ctx;
+    sl__policy_set *set = *d->policies;
+    sl__policy *p = set ? sl__policy_find(set, policy, strlen(policy)) : NULL;
     unsigned n_inst = d->e->cfg.expected_instances;
     /* the worker's clock is not at hand here: the real one, as the sync's */
     return p ? sl__memory_charge_shared(&p->lim.store, key, keylen, n, sl_now(),
@@ -636,14 +636,14 @@ static int64_t batch_charge(void *ctx, const char *policy, const char *key, size
              : 0;
 }
 
-sl_decider *sl__engine_worker_new(sl_engine *e, uv_loop_t *loop, unsigned id,
-                                  sl_policy_set *const *policies) {
-    if (id >= SL_ENGINE_MAX_WORKERS) return NULL;
-    sl_decider *d = calloc(1, sizeof *d);
+sl__decider *sl__engine_worker_new(sl__engine *e, uv_loop_t *loop, unsigned id,
+                                   sl__policy_set *const *policies) {
+    if (id >= SL__ENGINE_MAX_WORKERS) return NULL;
+    sl__decider *d = calloc(1, sizeof *d);
     if (!d) return NULL;
     d->e = e;
     d->policies = policies;
-    sl_store_stats *st = &e->stats[id];
+    sl__store_stats *st = &e->stats[id];
     d->stats = st;
     switch (e->kind) {
     case STORE_MEMORY:
@@ -654,7 +654,7 @@ sl_decider *sl__engine_worker_new(sl_engine *e, uv_loop_t *loop, unsigned id,
         d->store = sl__redis_store_new(loop, &e->cfg, st);
         break;
     default: {
-        sl_batch_hooks hooks = {.charge = batch_charge, .ctx = d};
+        sl__batch_hooks hooks = {.charge = batch_charge, .ctx = d};
         d->store =
             sl__batch_store_new(e->batch, loop, &e->batch_cfg, &st->redis, id == 0 ? &hooks : NULL);
         break;
@@ -667,7 +667,7 @@ sl_decider *sl__engine_worker_new(sl_engine *e, uv_loop_t *loop, unsigned id,
     return d;
 }
 
-bool sl__decider_recovered(sl_decider *d) {
+bool sl__decider_recovered(sl__decider *d) {
     if (!d || d->e->kind == STORE_MEMORY) return false;
     bool up = atomic_load_explicit(&d->stats->redis.up, memory_order_relaxed) != 0;
     if (!up) {
@@ -680,24 +680,24 @@ bool sl__decider_recovered(sl_decider *d) {
     return back;
 }
 
-sl_store *sl__decider_store(sl_decider *d) {
+sl__store *sl__decider_store(sl__decider *d) {
     return d ? d->store : sl__memory_store();
 }
 
-void sl__decider_free(sl_decider *d) {
+void sl__decider_free(sl__decider *d) {
     if (!d) return;
     sl__store_free(d->store);
     free(d);
 }
 
-void sl__engine_stats(const sl_engine *e, unsigned nworkers, sl_engine_stats *out) {
+void sl__engine_stats(const sl__engine *e, unsigned nworkers, sl__engine_report *out) {
     memset(out, 0, sizeof *out);
     out->redis = e->kind != STORE_MEMORY;
     out->batched = e->kind == STORE_BATCHED;
     out->up = 1;
-    if (nworkers > SL_ENGINE_MAX_WORKERS) nworkers = SL_ENGINE_MAX_WORKERS;
+    if (nworkers > SL__ENGINE_MAX_WORKERS) nworkers = SL__ENGINE_MAX_WORKERS;
     for (unsigned i = 0; i < nworkers; i++) {
-        const sl_store_stats *s = &e->stats[i];
+        const sl__store_stats *s = &e->stats[i];
         out->up &= atomic_load(&s->redis.up);
         out->breakers_open += atomic_load(&s->redis.breaker_open);
         out->ok += atomic_load(&s->redis.ok);
@@ -720,7 +720,7 @@ void sl__engine_stats(const sl_engine *e, unsigned nworkers, sl_engine_stats *ou
         out->deny_inserts += atomic_load(&s->deny_inserts);
     }
     if (e->batch) {
-        const sl_batch_stats *bs = sl__batch_stats(e->batch);
+        const sl__batch_counters *bs = sl__batch_stats(e->batch);
         out->syncs = atomic_load(&bs->syncs);
         out->keys_synced = atomic_load(&bs->keys_synced);
         out->failed_syncs = atomic_load(&bs->failed_syncs);

@@ -31,33 +31,33 @@
 #include "sluice/table.h"
 #include "store/store.h"
 
-#define SL_ENGINE_MAX_WORKERS 256
+#define SL__ENGINE_MAX_WORKERS 256
 
 /* The near-limit histogram (sluice_decision_remaining_ratio): a decision
  * falls in bucket b, the first whose bound k/100 it does not exceed
- * (remaining * 100 <= limit * k, in integers), k in SL_RATIO_BOUNDS; one more
+ * (remaining * 100 <= limit * k, in integers), k in SL__RATIO_BOUNDS; one more
  * bucket for anything above 1 (none today: remaining never exceeds limit). */
-#define SL_RATIO_BUCKETS 7
-#define SL_RATIO_BOUNDS                                                                            \
+#define SL__RATIO_BUCKETS 7
+#define SL__RATIO_BOUNDS                                                                           \
     { 0, 1, 5, 10, 25, 50, 100 }
 /* An allowed decision is "near" its limit when it left at most a tenth of it
- * (remaining * SL_NEAR_DIVISOR <= limit): the keys of /v1/top?by=near. */
-#define SL_NEAR_DIVISOR 10
+ * (remaining * SL__NEAR_DIVISOR <= limit): the keys of /v1/top?by=near. */
+#define SL__NEAR_DIVISOR 10
 
 /* A limit as the engine sees it: what the stores see, and its counters. */
-typedef struct sl_decide_limit {
-    sl_store_limit store; /* first */
+typedef struct sl__decide_limit {
+    sl__store_limit store; /* first */
     atomic_uint_fast64_t allowed, limited, shadow_limited;
     atomic_bool shadow; /* every use of it is a dry run (may change without new state) */
     sl__topk *top;      /* the rejected keys (labels), or NULL */
     sl__topk *near;     /* the keys allowed near their limit (labels), or NULL */
     /* remaining / limit after each decision: counts per bucket (not
        cumulative; the last is above 1) and the sum in millionths */
-    atomic_uint_fast64_t ratio[SL_RATIO_BUCKETS + 1];
+    atomic_uint_fast64_t ratio[SL__RATIO_BUCKETS + 1];
     atomic_uint_fast64_t ratio_sum;
     /* the shadow log's line for a refusal it would have made (label: as in
        the sketch); NULL: "shadow: policy <name> would have refused <label>" */
-    void (*log_shadow)(const struct sl_decide_limit *l, const char *label, size_t len,
+    void (*log_shadow)(const struct sl__decide_limit *l, const char *label, size_t len,
                        const sl_decision *d, int64_t now);
     /* ramp_up (sluice/ramp.h, policy/ramp.h), or NULL: store.params are then
        the unit params, each use is charged sl_ramp_cost at the factor of the
@@ -68,15 +68,15 @@ typedef struct sl_decide_limit {
        whole limit): a local fallback's share, so that a lone request passes
        there too at the lowest factors */
     int64_t ramp_cap;
-} sl_decide_limit;
+} sl__decide_limit;
 
 /* Zeroes l's counters and flags (the store part is the owner's to fill). */
-void sl__decide_limit_init(sl_decide_limit *l, bool shadow);
+void sl__decide_limit_init(sl__decide_limit *l, bool shadow);
 
 /* One limit of a call. */
-typedef struct sl_decide_item {
+typedef struct sl__decide_item {
     /* in */
-    sl_decide_limit *limit;
+    sl__decide_limit *limit;
     const void *key; /* copied into the call by sl__decide_call_new */
     size_t keylen;
     int64_t cost;
@@ -91,18 +91,18 @@ typedef struct sl_decide_item {
     bool shadow_group;   /* decided in the shadow group */
     bool dropped;        /* its "any" group refused and was left out: not charged */
     int64_t ramp_factor; /* internal: the factor a ramped limit was decided at */
-} sl_decide_item;
+} sl__decide_item;
 
 /* Writes a human label for item i's key (the sketch's key; no API key in
  * clear) into buf (size bytes) and returns its length. */
-typedef size_t (*sl_decide_label_fn)(void *ctx, size_t i, char *buf, size_t size);
+typedef size_t (*sl__decide_label_fn)(void *ctx, size_t i, char *buf, size_t size);
 
-typedef struct sl_decide_call sl_decide_call;
-typedef void (*sl_decide_fn)(sl_decide_call *c);
+typedef struct sl__decide_call sl__decide_call;
+typedef void (*sl__decide_fn)(sl__decide_call *c);
 
 /* The server's load-shedding capacity (sluice/shed.h, the config's
  * shedding:), built with the policy set (sl__policy_set_shed). */
-typedef sl_store_capacity sl_decide_capacity;
+typedef sl__store_capacity sl__decide_capacity;
 
 /* "Any" groups (Envoy's quota_mode, docs/envoy.md): the enforced items
  * with any_group 0 are required; those with any_group k > 0 form group k.
@@ -124,37 +124,37 @@ typedef sl_store_capacity sl_decide_capacity;
  * - rc SL_ECOST: item `refused`'s cost can never pass; other rc: a table
  *   error of item `refused` (or n); nothing was charged, nothing counted;
  * - from / retry_closed: where the decision came from (store.h). */
-struct sl_decide_call {
-    sl_decide_item items[SL_CHECK_MAX];
+struct sl__decide_call {
+    sl__decide_item items[SL_CHECK_MAX];
     size_t n;
     int rc;
     size_t refused;
-    sl_store_from from;
+    sl__store_from from;
     int64_t retry_closed;
     /* load shedding (sl__decide_call_shed): shed when the capacity refused
        the call (rc 0, refused n: no item decided, charged or counted), and
        shed_retry ns until its priority would pass */
     bool shed;
     int64_t shed_retry;
-    sl_decide_fn done; /* set by the caller before sl__engine_decide */
+    sl__decide_fn done; /* set by the caller before sl__engine_decide */
     void *arg;
     /* internal */
-    sl_store_call sc;
-    sl_store *store;           /* the store deciding it (tries of "any" groups) */
-    uint8_t map[SL_CHECK_MAX]; /* store item -> call item (the items not dropped) */
-    size_t cap;                /* bytes allocated */
-    struct sl_policy_set *set; /* sl__decide_call_hold: held once the call outlives its start */
+    sl__store_call sc;
+    sl__store *store;           /* the store deciding it (tries of "any" groups) */
+    uint8_t map[SL_CHECK_MAX];  /* store item -> call item (the items not dropped) */
+    size_t cap;                 /* bytes allocated */
+    struct sl__policy_set *set; /* sl__decide_call_hold: held once the call outlives its start */
     bool set_held;
     bool *inline_mark; /* while starting: set when done ran inline */
     void (*on_free)(void *arg);
     void *on_free_arg;
     char *labels[SL_CHECK_MAX];
     uint16_t label_len[SL_CHECK_MAX];
-    sl_decide_label_fn later; /* sl__decide_call_label_later: until sl__engine_decide returns */
+    sl__decide_label_fn later; /* sl__decide_call_label_later: until sl__engine_decide returns */
     void *later_ctx;
     char *later_labels; /* where they were copied when the call went on (heap) */
     void *user;
-    sl_decide_capacity *capacity; /* sl__decide_call_shed */
+    sl__decide_capacity *capacity; /* sl__decide_call_shed */
     sl_priority priority;
     bool cap_local; /* a token of capacity->local was taken (given back if refused) */
 };
@@ -163,15 +163,15 @@ struct sl_decide_call {
  * and (label given) their labels, and reserves `user_bytes` for the
  * caller (sl__decide_call_user, aligned for any type, zeroed). One
  * allocation. NULL: out of memory, or n too large. */
-sl_decide_call *sl__decide_call_new(const sl_decide_item *items, size_t n, sl_decide_label_fn label,
-                                    void *ctx, size_t user_bytes);
+sl__decide_call *sl__decide_call_new(const sl__decide_item *items, size_t n,
+                                     sl__decide_label_fn label, void *ctx, size_t user_bytes);
 /* The same, except that the first `own` of the user_bytes are not zeroed:
  * the caller writes what it reads of them at once (a domain call's state,
  * about 10 KiB of which a request uses a few hundred bytes). */
-sl_decide_call *sl__decide_call_new_own(const sl_decide_item *items, size_t n,
-                                        sl_decide_label_fn label, void *ctx, size_t user_bytes,
-                                        size_t own);
-void *sl__decide_call_user(sl_decide_call *c);
+sl__decide_call *sl__decide_call_new_own(const sl__decide_item *items, size_t n,
+                                         sl__decide_label_fn label, void *ctx, size_t user_bytes,
+                                         size_t own);
+void *sl__decide_call_user(sl__decide_call *c);
 /* Labels formatted only when needed, instead of eagerly by sl__decide_call_new:
  * fn(ctx, i, ...) runs for item i when a refusal of it is counted while the
  * call completes inside sl__engine_decide (the memory store: most calls), or
@@ -179,15 +179,15 @@ void *sl__decide_call_user(sl_decide_call *c);
  * without it (the Redis store; the labels are then copied into the call). So
  * ctx must live until sl__engine_decide returns, no longer. A label is only
  * needed on a refusal. Without labels (given neither way) the key is used. */
-void sl__decide_call_label_later(sl_decide_call *c, sl_decide_label_fn fn, void *ctx);
+void sl__decide_call_label_later(sl__decide_call *c, sl__decide_label_fn fn, void *ctx);
 /* The call keeps set (its policies) alive until freed: set must be alive
  * when sl__engine_decide starts the call, and a reference is taken only if
  * the call does not complete inline. */
-void sl__decide_call_hold(sl_decide_call *c, struct sl_policy_set *set);
+void sl__decide_call_hold(sl__decide_call *c, struct sl__policy_set *set);
 /* c will be started after its caller's frame is gone (a retry budget that
  * answers later, store/retry.h): its labels are made now and its set (given
  * to sl__decide_call_hold) is held until it is freed. */
-void sl__decide_call_detach(sl_decide_call *c);
+void sl__decide_call_detach(sl__decide_call *c);
 /* Load shedding: the call first takes one token of cap (the set's, which
  * the call must hold: sl__decide_call_hold) at priority p, all or nothing
  * with its enforced items: a call the capacity refuses is shed (c->shed,
@@ -195,58 +195,58 @@ void sl__decide_call_detach(sl_decide_call *c);
  * was. Scope process: this server's shedder, decided here; fleet: the store
  * decides it for the fleet (store.h), with the capacity's fail mode when
  * Redis fails. NULL cap: none. */
-void sl__decide_call_shed(sl_decide_call *c, sl_decide_capacity *cap, sl_priority p);
+void sl__decide_call_shed(sl__decide_call *c, sl__decide_capacity *cap, sl_priority p);
 /* fn(arg) runs when the call is freed (a domain call releases its set). */
-void sl__decide_call_on_free(sl_decide_call *c, void (*fn)(void *arg), void *arg);
-void sl__decide_call_free(sl_decide_call *c);
+void sl__decide_call_on_free(sl__decide_call *c, void (*fn)(void *arg), void *arg);
+void sl__decide_call_free(sl__decide_call *c);
 
-typedef struct sl_decider sl_decider;
-typedef struct sl_engine sl_engine;
+typedef struct sl__decider sl__decider;
+typedef struct sl__engine sl__engine;
 
 /* Decides c on d's store (NULL: the memory store) and calls c->done
  * exactly once, maybe before it returns (always, on the memory store).
  * `now`: the worker's clock. */
-void sl__engine_decide(sl_decider *d, sl_decide_call *c, int64_t now);
+void sl__engine_decide(sl__decider *d, sl__decide_call *c, int64_t now);
 /* The same on a given store (what sl__engine_decide does with d's; for
  * tests that drive a store of their own). */
-void sl__engine_decide_on(sl_store *store, sl_decide_call *c, int64_t now);
+void sl__engine_decide_on(sl__store *store, sl__decide_call *c, int64_t now);
 
 /* Forgets the state of each item's (limit, key) on d's store (NULL: the
  * memory store), as if never used (store.h: forget): in done,
  * items[i].decided says whether the store held one; rc 0, or a table error
- * of item `refused`; from: SL_FROM_OPEN when Redis failed (nothing known).
+ * of item `refused`; from: SL__FROM_OPEN when Redis failed (nothing known).
  * Nothing is counted. c->done exactly once, maybe before it returns. */
-void sl__engine_forget(sl_decider *d, sl_decide_call *c, int64_t now);
+void sl__engine_forget(sl__decider *d, sl__decide_call *c, int64_t now);
 
 /* A decider on the memory store, for whoever has no worker (tests, tools):
  * shared, never freed. */
-sl_decider *sl__decider_memory(void);
+sl__decider *sl__decider_memory(void);
 
 /* The process-wide engine for cfg's store (copies what it needs of cfg).
  * NULL: out of memory. */
-sl_engine *sl__engine_new(const sl_config *cfg);
+sl__engine *sl__engine_new(const sl__config *cfg);
 /* After every decider is freed (and their loops ran). */
-void sl__engine_free(sl_engine *e);
-/* Worker `id`'s decider (id < SL_ENGINE_MAX_WORKERS), on its loop.
+void sl__engine_free(sl__engine *e);
+/* Worker `id`'s decider (id < SL__ENGINE_MAX_WORKERS), on its loop.
  * *policies is the worker's current policy set, read on that loop (batched
  * mode's syncs charge the fleet's use to it). NULL: out of memory or a
  * connection that could not be set up. */
-sl_decider *sl__engine_worker_new(sl_engine *e, uv_loop_t *loop, unsigned id,
-                                  struct sl_policy_set *const *policies);
+sl__decider *sl__engine_worker_new(sl__engine *e, uv_loop_t *loop, unsigned id,
+                                   struct sl__policy_set *const *policies);
 /* Calls in flight are answered first (fail modes); the loop must run
  * afterwards for what it closes. NULL is fine. */
-void sl__decider_free(sl_decider *d);
-/* True once each time d's store recovered: its health (sl_engine_stats.up,
+void sl__decider_free(sl__decider *d);
+/* True once each time d's store recovered: its health (sl__engine_report.up,
  * this worker's part) went from down to up after it had been up. d's loop
  * only (the worker's tick); always false for the memory store. */
-bool sl__decider_recovered(sl_decider *d);
+bool sl__decider_recovered(sl__decider *d);
 
 /* d's store, for the operations that are not decisions (concurrency
  * leases: policy/lease_set.h). */
-sl_store *sl__decider_store(sl_decider *d);
+sl__store *sl__decider_store(sl__decider *d);
 
 /* What /metrics, /readyz and INFO print of the store (summed over workers). */
-typedef struct sl_engine_stats {
+typedef struct sl__engine_report {
     bool redis, batched; /* store.type redis; sync: batched */
     int up;              /* 1: every worker reaches Redis (always 1 in memory) */
     int breakers_open;
@@ -257,7 +257,7 @@ typedef struct sl_engine_stats {
     int module_missing;                  /* workers refused by module: require */
     int module_workers, workers; /* workers whose latest call went as SLUICE.DECIDE, of all */
     uint64_t syncs, keys_synced, failed_syncs; /* batched mode */
-} sl_engine_stats;
-void sl__engine_stats(const sl_engine *e, unsigned nworkers, sl_engine_stats *out);
+} sl__engine_report;
+void sl__engine_stats(const sl__engine *e, unsigned nworkers, sl__engine_report *out);
 
 #endif

@@ -61,7 +61,7 @@ static bool glob_match(const char *p, size_t pn, const char *v, size_t vn) {
     return i == pn;
 }
 
-static const cnode *lookup(const sl_domain_set *s, const clevel *lv, const sl_rls_entry *e,
+static const cnode *lookup(const sl__domain_set *s, const clevel *lv, const sl__rls_entry *e,
                            bool *via_share) {
     *via_share = false;
     /* key + value */
@@ -95,7 +95,7 @@ static const cnode *lookup(const sl_domain_set *s, const clevel *lv, const sl_rl
 /* upstream GetLimit: the rule limit for a descriptor, or NULL. via[i] is
  * the node entry i matched when that was a share_threshold wildcard (its
  * pattern stands for the value in the table key), else NULL. */
-static const climit *match(const sl_domain_set *s, const cdomain *d, const sl_rls_descriptor *q,
+static const climit *match(const sl__domain_set *s, const cdomain *d, const sl__rls_descriptor *q,
                            const cnode **via) {
     const clevel *lv = &d->top;
     const climit *found = NULL;
@@ -111,21 +111,21 @@ static const climit *match(const sl_domain_set *s, const cdomain *d, const sl_rl
     return found;
 }
 
-bool sl__domain_set_match(const sl_domain_set *s, const char *domain, size_t dlen,
-                          const sl_rls_descriptor *q, sl_domain_match *out) {
+bool sl__domain_set_match(const sl__domain_set *s, const char *domain, size_t dlen,
+                          const sl__rls_descriptor *q, sl__domain_match *out) {
     const cdomain *d = sl__dset_find(s, domain, dlen);
-    if (!d || !q->nentries || q->nentries > SL_RLS_MAX_ENTRIES) return false;
-    const cnode *via[SL_RLS_MAX_ENTRIES];
+    if (!d || !q->nentries || q->nentries > SL__RLS_MAX_ENTRIES) return false;
+    const cnode *via[SL__RLS_MAX_ENTRIES];
     const climit *c = match(s, d, q, via);
     if (!c) return false;
-    *out = (sl_domain_match){.rule = c->st->id + d->len + 1,
-                             .name = c->name,
-                             .metadata = c->metadata,
-                             .requests_per_unit = c->rpu,
-                             .unit = c->unit,
-                             .unlimited = c->unlimited,
-                             .shadow = c->shadow || s->shadow,
-                             .quota_mode = c->quota || s->quota};
+    *out = (sl__domain_match){.rule = c->st->id + d->len + 1,
+                              .name = c->name,
+                              .metadata = c->metadata,
+                              .requests_per_unit = c->rpu,
+                              .unit = c->unit,
+                              .unlimited = c->unlimited,
+                              .shadow = c->shadow || s->shadow,
+                              .quota_mode = c->quota || s->quota};
     for (size_t i = 0; i < q->nentries; i++) out->shared |= via[i] != NULL;
     return true;
 }
@@ -137,7 +137,7 @@ static uint32_t clamp_u32(int64_t v) {
 }
 
 /* The override table for (domain, rpu, unit), created on first use. */
-static lstate *override_state(sl_domain_set *s, const cdomain *d, uint32_t rpu, int unit) {
+static lstate *override_state(sl__domain_set *s, const cdomain *d, uint32_t rpu, int unit) {
     size_t di = (size_t)(d - s->domains);
     size_t n = atomic_load_explicit(&s->nov, memory_order_acquire);
     for (size_t i = 0; i < n; i++)
@@ -148,7 +148,7 @@ static lstate *override_state(sl_domain_set *s, const cdomain *d, uint32_t rpu, 
     lstate *st = NULL;
     for (size_t i = 0; i < n && !st; i++)
         if (s->ov[i].domain == di && s->ov[i].rpu == rpu && s->ov[i].unit == unit) st = s->ov[i].st;
-    if (!st && n < SL_RLS_MAX_OVERRIDES) {
+    if (!st && n < SL__RLS_MAX_OVERRIDES) {
         sl_params p = {.algorithm = SL_FIXED_WINDOW,
                        .rate = {.limit = rpu, .period = sl__rls_unit_seconds[unit] * NS_SEC},
                        .flags = s->limit_flags};
@@ -202,11 +202,11 @@ static size_t put_text(char *buf, size_t o, size_t cap, const char *s, size_t n)
     return o;
 }
 
-/* The sketch key of a refused descriptor (at most SL_TOPK_KEY_MAX bytes):
+/* The sketch key of a refused descriptor (at most SL__TOPK_KEY_MAX bytes):
  * its rule's stats key, TOP_SEP, and the entries as "key=value,key=value",
  * in printable ASCII. Returns the length. */
-static size_t descriptor_label(const item *it, const sl_rls_descriptor *q, char *buf) {
-    const size_t cap = SL_TOPK_KEY_MAX;
+static size_t descriptor_label(const item *it, const sl__rls_descriptor *q, char *buf) {
+    const size_t cap = SL__TOPK_KEY_MAX;
     const char *rule = it->st->id + strlen(it->st->id) + 1;
     size_t o = put_text(buf, 0, cap, rule, strlen(rule));
     if (o < cap) buf[o++] = TOP_SEP;
@@ -221,7 +221,7 @@ static size_t descriptor_label(const item *it, const sl_rls_descriptor *q, char 
 
 /* A domain limit's shadow log line: its domain and rule, the descriptor
  * (from the sketch label: rule TOP_SEP entries) and its rate. */
-void sl__dset_log_shadow(const sl_decide_limit *l, const char *label, size_t n,
+void sl__dset_log_shadow(const sl__decide_limit *l, const char *label, size_t n,
                          const sl_decision *d, int64_t now) {
     (void)d;
     const lstate *st = (const lstate *)(const void *)l;
@@ -230,7 +230,7 @@ void sl__dset_log_shadow(const sl_decide_limit *l, const char *label, size_t n,
     size_t sep = 0;
     while (sep < n && label[sep] != TOP_SEP) sep++;
     const char *what = sep < n ? label + sep + 1 : "";
-    sl__log_limited(now, SL_LOG_INFO,
+    sl__log_limited(now, SL__LOG_INFO,
                     "shadow: domain %s rule %.*s would have refused %.*s (%u per %s)", dom,
                     (int)sep, label, (int)(sep < n ? n - sep - 1 : 0), what, (unsigned)st->rpu,
                     sl__rls_unit_name(st->unit));
@@ -239,15 +239,15 @@ void sl__dset_log_shadow(const sl_decide_limit *l, const char *label, size_t n,
 /* A request's limits while the engine decides them (the call's user area;
  * the caller's bytes follow). */
 typedef struct dstate {
-    sl_domain_set *set; /* held */
+    sl__domain_set *set; /* held */
     const cdomain *domain;
-    item items[SL_RLS_MAX_DESCRIPTORS];
+    item items[SL__RLS_MAX_DESCRIPTORS];
     size_t nitems;
     size_t map[SL_CHECK_MAX]; /* engine item -> items index */
     size_t nactive;
     int64_t now;
     size_t ndesc;
-    sl_rls_status statuses[SL_RLS_MAX_DESCRIPTORS]; /* those final before deciding */
+    sl__rls_status statuses[SL__RLS_MAX_DESCRIPTORS]; /* those final before deciding */
 } dstate;
 
 #define DSTATE_BYTES ((sizeof(dstate) + 15) & ~(size_t)15)
@@ -255,50 +255,51 @@ typedef struct dstate {
 typedef struct label_ctx {
     const item *items;
     const size_t *map;
-    const sl_rls_request *req;
+    const sl__rls_request *req;
 } label_ctx;
 
 static size_t label_of(void *ctx, size_t a, char *buf, size_t size) {
-    (void)size; /* SL_TOPK_KEY_MAX */
+    (void)size; /* SL__TOPK_KEY_MAX */
     const label_ctx *lc = ctx;
     const item *it = &lc->items[lc->map[a]];
     return descriptor_label(it, &lc->req->descriptors[it->desc], buf);
 }
 
 static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t now,
-                        const sl_rls_request *req, sl_rls_status *statuses, int *overall);
-static void note_refusal(const cdomain *d, const item *it, const sl_rls_request *req, int64_t now);
+                        const sl__rls_request *req, sl__rls_status *statuses, int *overall);
+static void note_refusal(const cdomain *d, const item *it, const sl__rls_request *req, int64_t now);
 
 /* Steps 1-5 of a decision; the table limits go into an engine call. */
-static int decide(sl_domain_set *s, const sl_rls_request *req, int64_t now, sl_rls_status *statuses,
-                  int *overall, const char **message, size_t user_bytes, sl_decide_call **call) {
+static int decide(sl__domain_set *s, const sl__rls_request *req, int64_t now,
+                  sl__rls_status *statuses, int *overall, const char **message, size_t user_bytes,
+                  sl__decide_call **call) {
     *call = NULL;
-    *overall = SL_RLS_OK;
+    *overall = SL__RLS_OK;
     *message = NULL;
     if (!req->domain_len) return *message = "rate limit domain must not be empty", SL_EINVAL;
     if (!req->ndescriptors)
         return *message = "rate limit descriptor list must not be empty", SL_EINVAL;
-    if (req->ndescriptors > SL_RLS_MAX_DESCRIPTORS)
+    if (req->ndescriptors > SL__RLS_MAX_DESCRIPTORS)
         return *message = "too many descriptors (at most 64)", SL_EINVAL;
     for (size_t i = 0; i < req->ndescriptors; i++) {
-        const sl_rls_descriptor *q = &req->descriptors[i];
-        if (q->nentries > SL_RLS_MAX_ENTRIES)
+        const sl__rls_descriptor *q = &req->descriptors[i];
+        if (q->nentries > SL__RLS_MAX_ENTRIES)
             return *message = "too many entries in a descriptor (at most 32)", SL_EINVAL;
         if (q->has_limit &&
-            (q->limit_unit < SL_RLS_UNIT_SECOND || q->limit_unit > SL_RLS_UNIT_YEAR))
+            (q->limit_unit < SL__RLS_UNIT_SECOND || q->limit_unit > SL__RLS_UNIT_YEAR))
             return *message = "a descriptor's limit override needs a unit from SECOND to YEAR",
                    SL_EINVAL;
-        statuses[i] = (sl_rls_status){.code = SL_RLS_OK};
+        statuses[i] = (sl__rls_status){.code = SL__RLS_OK};
     }
     const cdomain *d = sl__dset_find(s, req->domain, req->domain_len);
     if (!d) return SL_OK; /* unknown domain: nothing applies (upstream) */
 
     /* 1. which rule applies to each descriptor (overrides need none) */
-    const climit *matched[SL_RLS_MAX_DESCRIPTORS];
-    bool shared[SL_RLS_MAX_DESCRIPTORS];
-    const cnode *via[SL_RLS_MAX_ENTRIES];
+    const climit *matched[SL__RLS_MAX_DESCRIPTORS];
+    bool shared[SL__RLS_MAX_DESCRIPTORS];
+    const cnode *via[SL__RLS_MAX_ENTRIES];
     for (size_t i = 0; i < req->ndescriptors; i++) {
-        const sl_rls_descriptor *q = &req->descriptors[i];
+        const sl__rls_descriptor *q = &req->descriptors[i];
         matched[i] = NULL;
         shared[i] = false;
         if (q->has_limit) continue;
@@ -318,11 +319,11 @@ static int decide(sl_domain_set *s, const sl_rls_request *req, int64_t now, sl_r
         if (replaced) matched[i] = NULL;
     }
     /* 3. the limits to decide */
-    item items[SL_RLS_MAX_DESCRIPTORS];
+    item items[SL__RLS_MAX_DESCRIPTORS];
     size_t nitems = 0;
     int64_t request_cost = req->hits_addend ? req->hits_addend : 1;
     for (size_t i = 0; i < req->ndescriptors; i++) {
-        const sl_rls_descriptor *q = &req->descriptors[i];
+        const sl__rls_descriptor *q = &req->descriptors[i];
         const climit *c = matched[i];
         item it = {.desc = i, .share = shared[i]};
         it.cost = q->has_hits ? (q->hits > INT64_MAX ? INT64_MAX : (int64_t)q->hits) : request_cost;
@@ -358,14 +359,14 @@ static int decide(sl_domain_set *s, const sl_rls_request *req, int64_t now, sl_r
      * the keys); an override's table by keys and values */
     size_t need = 1;
     for (size_t k = 0; k < nitems; k++) {
-        const sl_rls_descriptor *q = &req->descriptors[items[k].desc];
+        const sl__rls_descriptor *q = &req->descriptors[items[k].desc];
         for (size_t e = 0; e < q->nentries; e++)
             need += 21 + q->entries[e].value_len + (items[k].cl ? 0 : q->entries[e].key_len);
     }
     char stack[KEY_STACK_BYTES];
     str keys = {.p = stack, .cap = sizeof stack};
     if (need > sizeof stack) keys = (str){0};
-    sl_decide_item active[SL_CHECK_MAX];
+    sl__decide_item active[SL_CHECK_MAX];
     size_t map[SL_CHECK_MAX], nactive = 0;
     bool blocked = false;          /* an enforced limit of 0 refuses the request */
     size_t nquota = 0, quota0 = 0; /* quota groups, and those of a limit of 0 */
@@ -385,11 +386,11 @@ static int decide(sl_domain_set *s, const sl_rls_request *req, int64_t now, sl_r
             *message = "too many rate-limited descriptors in one request (at most 16)";
             goto out;
         }
-        const sl_rls_descriptor *q = &req->descriptors[it->desc];
+        const sl__rls_descriptor *q = &req->descriptors[it->desc];
         if (it->share) match(s, d, q, via);
         size_t off = keys.len;
         for (size_t e = 0; e < q->nentries; e++) {
-            const sl_rls_entry *x = &q->entries[e];
+            const sl__rls_entry *x = &q->entries[e];
             if (!it->cl) put_varint(&keys, x->key_len), sl__dstr_add(&keys, x->key, x->key_len);
             if (it->share && via[e]) { /* share_threshold: one counter for the pattern */
                 sl__dstr_add(&keys, "*", 1);
@@ -408,11 +409,11 @@ static int decide(sl_domain_set *s, const sl_rls_request *req, int64_t now, sl_r
         }
         (void)t;
         /* the key's bytes: an offset now, a pointer once the buffer stops moving */
-        active[nactive] = (sl_decide_item){.limit = &it->st->lim,
-                                           .keylen = keys.len - off,
-                                           .cost = it->cost,
-                                           .shadow = it->shadow,
-                                           .any_group = it->quota ? ++groups : 0};
+        active[nactive] = (sl__decide_item){.limit = &it->st->lim,
+                                            .keylen = keys.len - off,
+                                            .cost = it->cost,
+                                            .shadow = it->shadow,
+                                            .any_group = it->quota ? ++groups : 0};
         active[nactive].key = (const void *)(uintptr_t)off;
         map[nactive++] = k;
     }
@@ -426,7 +427,7 @@ static int decide(sl_domain_set *s, const sl_rls_request *req, int64_t now, sl_r
      * as their own group */
     if (nactive) {
         label_ctx lc = {.items = items, .map = map, .req = req};
-        sl_decide_call *c =
+        sl__decide_call *c =
             sl__decide_call_new_own(active, nactive, label_of, &lc, DSTATE_BYTES + user_bytes,
                                     DSTATE_BYTES); /* written below, as far as it is read */
         if (!c) {
@@ -467,8 +468,9 @@ out:
 
 /* A refused descriptor the engine did not see (a limit of 0 requests): into
  * the domain's sketch, and for a shadow limit into the log. */
-static void note_refusal(const cdomain *d, const item *it, const sl_rls_request *req, int64_t now) {
-    char buf[SL_TOPK_KEY_MAX];
+static void note_refusal(const cdomain *d, const item *it, const sl__rls_request *req,
+                         int64_t now) {
+    char buf[SL__TOPK_KEY_MAX];
     size_t n = descriptor_label(it, &req->descriptors[it->desc], buf);
     sl__topk_add(d->refused->top, buf, n, 1);
     if (it->shadow) sl__dset_log_shadow(&it->st->lim, buf, n, &it->dec, now);
@@ -477,7 +479,7 @@ static void note_refusal(const cdomain *d, const item *it, const sl_rls_request 
 /* 6. the statuses, in the descriptors' order (req: for the labels of
  * refusals the engine did not see; NULL when there are none) */
 static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t now,
-                        const sl_rls_request *req, sl_rls_status *statuses, int *overall) {
+                        const sl__rls_request *req, sl__rls_status *statuses, int *overall) {
     /* over: an ordinary enforced limit is, or every quota-mode one (upstream) */
     size_t nquota = 0, quota_over = 0;
     bool over = false;
@@ -491,7 +493,7 @@ static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t no
     over |= nquota && quota_over == nquota;
     for (size_t k = 0; k < nitems; k++) {
         item *it = &items[k];
-        sl_rls_status *st = &statuses[it->desc];
+        sl__rls_status *st = &statuses[it->desc];
         st->has_limit = true;
         st->requests_per_unit = it->rpu;
         st->unit = it->unit;
@@ -515,9 +517,9 @@ static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t no
         } else if (it->refused && !it->shadow) { /* upstream never says more than 0 here (an
                                                     Envoy would show X-RateLimit-Remaining > 0
                                                     on a 429) */
-            st->code = SL_RLS_OVER_LIMIT;
+            st->code = SL__RLS_OVER_LIMIT;
             st->limit_remaining = 0;
-            *overall = SL_RLS_OVER_LIMIT;
+            *overall = SL__RLS_OVER_LIMIT;
         }
         if (!it->refused && it->cl) st->metadata = it->cl->metadata;
         if (it->st && !it->counted) { /* a limit of 0: counted here */
@@ -549,22 +551,22 @@ static void dstate_release(void *arg) {
     sl__domain_set_release(ds->set);
 }
 
-int sl__domain_prepare(sl_domain_set *s, const sl_rls_request *req, int64_t now,
-                       sl_rls_status *statuses, int *overall, const char **message,
-                       size_t user_bytes, sl_decide_call **call) {
+int sl__domain_prepare(sl__domain_set *s, const sl__rls_request *req, int64_t now,
+                       sl__rls_status *statuses, int *overall, const char **message,
+                       size_t user_bytes, sl__decide_call **call) {
     int rc = decide(s, req, now, statuses, overall, message, user_bytes, call);
     if (*call) sl__decide_call_on_free(*call, dstate_release, sl__decide_call_user(*call));
     return rc;
 }
 
-void *sl__domain_user(sl_decide_call *c) {
+void *sl__domain_user(sl__decide_call *c) {
     return (char *)sl__decide_call_user(c) + DSTATE_BYTES;
 }
 
-int sl__domain_finish(sl_decide_call *c, sl_rls_status *statuses, size_t *n, int *overall,
+int sl__domain_finish(sl__decide_call *c, sl__rls_status *statuses, size_t *n, int *overall,
                       const char **message) {
     dstate *ds = sl__decide_call_user(c);
-    *overall = SL_RLS_OK;
+    *overall = SL__RLS_OK;
     *message = NULL;
     *n = ds->ndesc;
     if (c->rc != SL_OK && c->rc != SL_ECOST) {
@@ -578,7 +580,7 @@ int sl__domain_finish(sl_decide_call *c, sl_rls_status *statuses, size_t *n, int
         if (c->items[a].shadow_group && c->items[a].shadowed) shadow_passed = false;
     for (size_t a = 0; a < ds->nactive; a++) {
         item *it = &ds->items[ds->map[a]];
-        const sl_decide_item *di = &c->items[a];
+        const sl__decide_item *di = &c->items[a];
         it->counted = true;
         if (di->decided) {
             it->dec = di->decision;
@@ -613,7 +615,7 @@ static bool has_key(const char *o, size_t n, const char *k, size_t klen) {
     return false;
 }
 
-size_t sl__domain_dynamic_metadata(const sl_rls_status *st, size_t n, char **out) {
+size_t sl__domain_dynamic_metadata(const sl__rls_status *st, size_t n, char **out) {
     *out = NULL;
     bool any = false; /* most answers have nothing to say: no allocation then */
     for (size_t i = 0; i < n && !any; i++) any = st[i].quota_over || st[i].metadata;
@@ -634,7 +636,7 @@ size_t sl__domain_dynamic_metadata(const sl_rls_status *st, size_t n, char **out
         const char *m = st[i].metadata;
         if (!m) continue;
         const char *p = m + 1, *end = m + strlen(m);
-        while (p < end && *p == '"' && members < SL_RLS_METADATA_MAX_KEYS) {
+        while (p < end && *p == '"' && members < SL__RLS_METADATA_MAX_KEYS) {
             size_t kl = sl__json_skip(p, end);
             size_t vl = kl ? sl__json_skip(p + kl + 1, end) : 0;
             if (!vl) break;

@@ -20,7 +20,7 @@
 #include "sluice/table.h"
 
 #define COUNT(a)        (sizeof(a) / sizeof((a)[0]))
-#define YAML_MAX_DEPTH  (2 * SL_DOMAINS_MAX_DEPTH + 8)
+#define YAML_MAX_DEPTH  (2 * SL__DOMAINS_MAX_DEPTH + 8)
 #define YAML_MAX_NODES  (1u << 21) /* nodes of one file */
 #define FIELD_MAX       160
 #define SHOW_MAX        40
@@ -29,7 +29,7 @@
 #define TOP_CAPACITY    64     /* counters of a domain's refused-descriptors sketch */
 #define TOP_SEP         '\x1f' /* between the rule and the descriptor in a sketch key */
 
-/* Envoy's units (SL_RLS_UNIT_*): names, and seconds (a month is 30 days, a
+/* Envoy's units (SL__RLS_UNIT_*): names, and seconds (a month is 30 days, a
  * year 365, as upstream). */
 extern const char *const sl__rls_unit_names[8];
 extern const int64_t sl__rls_unit_seconds[8];
@@ -50,7 +50,7 @@ void sl__dstr_add(str *s, const char *p, size_t n);
 typedef struct rlimit {
     bool unlimited;
     uint32_t rpu;
-    int unit;   /* SL_RLS_UNIT_*; UNKNOWN when unlimited */
+    int unit;   /* SL__RLS_UNIT_*; UNKNOWN when unlimited */
     char *name; /* NULL: none */
     char **replaces;
     size_t nreplaces;
@@ -79,7 +79,7 @@ typedef struct rdomain {
     size_t n;
 } rdomain;
 
-struct sl_domain_rules {
+struct sl__domain_rules {
     rdomain *d;
     size_t n, cap;
     size_t nlimits, ndescs;
@@ -91,7 +91,7 @@ struct sl_domain_rules {
  * mode; decide.h). Shared by the sets of successive reloads while the limit
  * does not change. */
 typedef struct lstate {
-    sl_decide_limit lim; /* first */
+    sl__decide_limit lim; /* first */
     atomic_int refs;
     char *id; /* domain NUL rule-path NUL */
     size_t idlen;
@@ -163,14 +163,14 @@ typedef struct arena_block {
     _Alignas(16) unsigned char data[];
 } arena_block;
 
-struct sl_domain_set {
+struct sl__domain_set {
     atomic_int refs;
     uint64_t seed;
     size_t max_memory;
-    bool shadow;             /* the config's top-level shadow: every limit is a shadow limit */
-    bool quota;              /* the config's top-level quota_mode: every limit is in quota mode */
-    sl_fail_mode on_failure; /* the Redis store's, for every limit */
-    unsigned limit_flags;    /* SL_COUNT_REJECTED with charge_refused_hits, else 0 */
+    bool shadow;              /* the config's top-level shadow: every limit is a shadow limit */
+    bool quota;               /* the config's top-level quota_mode: every limit is in quota mode */
+    sl__fail_mode on_failure; /* the Redis store's, for every limit */
+    unsigned limit_flags;     /* SL_COUNT_REJECTED with charge_refused_hits, else 0 */
     cdomain *domains;
     size_t ndomains;
     uint32_t *dslots;
@@ -180,7 +180,7 @@ struct sl_domain_set {
     arena_block *arena;
     pthread_mutex_t ov_lock;
     atomic_size_t nov;
-    override ov[SL_RLS_MAX_OVERRIDES];
+    override ov[SL__RLS_MAX_OVERRIDES];
 };
 
 static inline uint64_t pair_hash(uint64_t seed, const char *k, size_t kl, const char *v, size_t vl,
@@ -190,19 +190,19 @@ static inline uint64_t pair_hash(uint64_t seed, const char *k, size_t kl, const 
 }
 
 /* The domain `name` of s (NULL: none, or s NULL). */
-const cdomain *sl__dset_find(const sl_domain_set *s, const char *name, size_t len);
+const cdomain *sl__dset_find(const sl__domain_set *s, const char *name, size_t len);
 
 /* A limit's state (one reference), or NULL; `top` is its domain's sketch of
  * refused descriptors. */
 lstate *sl__dset_lstate_new(const char *id, size_t idlen, const sl_params *p, size_t max_memory,
-                            sl_fail_mode on_failure, sl__topk *top, uint32_t rpu, int unit);
+                            sl__fail_mode on_failure, sl__topk *top, uint32_t rpu, int unit);
 
 /* The limit's table, created on first use (NULL: no table, or out of
  * memory). */
 sl_table *sl__dset_table(lstate *st);
 
 /* A domain limit's shadow log line (domains.c). */
-void sl__dset_log_shadow(const sl_decide_limit *l, const char *label, size_t n,
+void sl__dset_log_shadow(const sl__decide_limit *l, const char *label, size_t n,
                          const sl_decision *d, int64_t now);
 
 #endif

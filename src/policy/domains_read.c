@@ -1,6 +1,6 @@
 /* domains_read.c: reading envoyproxy/ratelimit rule files (domains.h,
  * first stage). A file is parsed into a bounded node tree (domains_yaml.c:
- * 4 MiB per file, SL_DOMAINS_MAX_RULES descriptors, nesting), then walked
+ * 4 MiB per file, SL__DOMAINS_MAX_RULES descriptors, nesting), then walked
  * against the schema of envoyproxy/ratelimit's YamlRoot / YamlDescriptor /
  * YamlRateLimit. Every problem becomes "file:line: field: message"; the
  * messages of upstream checks keep upstream's words ("descriptor has empty
@@ -44,7 +44,7 @@ static void rdescs_free(rdesc *d, size_t n) {
     free(d);
 }
 
-void sl__domain_rules_free(sl_domain_rules *r) {
+void sl__domain_rules_free(sl__domain_rules *r) {
     if (!r) return;
     for (size_t i = 0; i < r->n; i++) {
         free(r->d[i].name);
@@ -55,11 +55,11 @@ void sl__domain_rules_free(sl_domain_rules *r) {
     free(r);
 }
 
-size_t sl__domain_rules_domains(const sl_domain_rules *r) {
+size_t sl__domain_rules_domains(const sl__domain_rules *r) {
     return r ? r->n : 0;
 }
 
-size_t sl__domain_rules_limits(const sl_domain_rules *r) {
+size_t sl__domain_rules_limits(const sl__domain_rules *r) {
     return r ? r->nlimits : 0;
 }
 
@@ -515,9 +515,9 @@ static void walk_descs(walker *w, const ynode *v, const char *field, rdesc **out
         sl__dy_expected(w, v, field, "a list of descriptors (- key: ...)");
         return;
     }
-    if (depth > SL_DOMAINS_MAX_DEPTH) {
+    if (depth > SL__DOMAINS_MAX_DEPTH) {
         sl__errors_add(w->errs, w->source, v->line, field, "descriptors nested more than %d deep",
-                       SL_DOMAINS_MAX_DEPTH);
+                       SL__DOMAINS_MAX_DEPTH);
         return;
     }
     rdesc *d = calloc(v->n ? v->n : 1, sizeof *d);
@@ -530,10 +530,10 @@ static void walk_descs(walker *w, const ynode *v, const char *field, rdesc **out
         const ynode *item = v->kids[i];
         char f[FIELD_MAX];
         snprintf(f, sizeof f, "%s[%zu]", field, i);
-        if (++w->rules->ndescs > SL_DOMAINS_MAX_RULES) {
-            if (w->rules->ndescs == SL_DOMAINS_MAX_RULES + 1)
+        if (++w->rules->ndescs > SL__DOMAINS_MAX_RULES) {
+            if (w->rules->ndescs == SL__DOMAINS_MAX_RULES + 1)
                 sl__errors_add(w->errs, w->source, item->line, f,
-                               "too many descriptors (at most %d)", SL_DOMAINS_MAX_RULES);
+                               "too many descriptors (at most %d)", SL__DOMAINS_MAX_RULES);
             continue;
         }
         if (item->type != Y_MAP) {
@@ -619,7 +619,7 @@ static void walk_file(walker *w, const ynode *root) {
         sl__dy_expected(w, root, NULL, "a mapping of domain and descriptors");
         return;
     }
-    sl_domain_rules *r = w->rules;
+    sl__domain_rules *r = w->rules;
     if (r->n == r->cap) {
         size_t cap = r->cap ? 2 * r->cap : 8;
         rdomain *nd = realloc(r->d, cap * sizeof *nd);
@@ -660,8 +660,8 @@ static void walk_file(walker *w, const ynode *root) {
     }
 }
 
-static int parse_into(sl_domain_rules *r, const char *text, size_t len, const char *source,
-                      sl_config_errors *errs) {
+static int parse_into(sl__domain_rules *r, const char *text, size_t len, const char *source,
+                      sl__config_errors *errs) {
     size_t before = errs->n;
     ynode *root = sl__dy_tree(text, len, source, errs);
     if (!root) return -1;
@@ -672,17 +672,17 @@ static int parse_into(sl_domain_rules *r, const char *text, size_t len, const ch
     return errs->n == before ? 0 : -1;
 }
 
-int sl__domain_rules_parse(const char *text, size_t len, const char *source, sl_domain_rules **out,
-                           sl_config_errors *errs) {
+int sl__domain_rules_parse(const char *text, size_t len, const char *source, sl__domain_rules **out,
+                           sl__config_errors *errs) {
     *out = NULL;
-    sl_domain_rules *r = calloc(1, sizeof *r);
+    sl__domain_rules *r = calloc(1, sizeof *r);
     if (!r) {
         sl__errors_add(errs, source, 0, NULL, "out of memory");
         return -1;
     }
-    if (len > SL_DOMAINS_MAX_FILE_SIZE) {
+    if (len > SL__DOMAINS_MAX_FILE_SIZE) {
         sl__errors_add(errs, source, 0, NULL, "larger than %u bytes: refused",
-                       SL_DOMAINS_MAX_FILE_SIZE);
+                       SL__DOMAINS_MAX_FILE_SIZE);
         sl__domain_rules_free(r);
         return -1;
     }
@@ -694,15 +694,15 @@ int sl__domain_rules_parse(const char *text, size_t len, const char *source, sl_
     return 0;
 }
 
-/* Reads a regular file of at most SL_DOMAINS_MAX_FILE_SIZE bytes. */
-static char *read_file(const char *path, size_t *len, sl_config_errors *errs) {
+/* Reads a regular file of at most SL__DOMAINS_MAX_FILE_SIZE bytes. */
+static char *read_file(const char *path, size_t *len, sl__config_errors *errs) {
     char *buf = NULL;
     int err_no = 0;
-    int rc = sl__file_read(path, SL_DOMAINS_MAX_FILE_SIZE, SL__FILE_REGULAR, &buf, len, &err_no);
+    int rc = sl__file_read(path, SL__DOMAINS_MAX_FILE_SIZE, SL__FILE_REGULAR, &buf, len, &err_no);
     if (rc != SL__FILE_OK) {
         char msg[160];
         sl__errors_add(errs, path, 0, NULL, "%s",
-                       sl__file_strerror(rc, err_no, SL_DOMAINS_MAX_FILE_SIZE, msg, sizeof msg));
+                       sl__file_strerror(rc, err_no, SL__DOMAINS_MAX_FILE_SIZE, msg, sizeof msg));
         return NULL;
     }
     return buf;
@@ -718,7 +718,7 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int sl__domain_rules_load(const char *path, sl_domain_rules **out, sl_config_errors *errs) {
+int sl__domain_rules_load(const char *path, sl__domain_rules **out, sl__config_errors *errs) {
     *out = NULL;
     size_t before = errs->n;
     struct stat st;
@@ -726,7 +726,7 @@ int sl__domain_rules_load(const char *path, sl_domain_rules **out, sl_config_err
         sl__errors_add(errs, path, 0, NULL, "cannot open: %s", strerror(errno));
         return -1;
     }
-    sl_domain_rules *r = calloc(1, sizeof *r);
+    sl__domain_rules *r = calloc(1, sizeof *r);
     if (!r) {
         sl__errors_add(errs, path, 0, NULL, "out of memory");
         return -1;
@@ -746,9 +746,9 @@ int sl__domain_rules_load(const char *path, sl_domain_rules **out, sl_config_err
             bool nomem = false;
             for (struct dirent *e; (e = readdir(dir));) {
                 if (!rule_file_name(e->d_name)) continue;
-                if (n == SL_DOMAINS_MAX_FILES) {
+                if (n == SL__DOMAINS_MAX_FILES) {
                     sl__errors_add(errs, path, 0, NULL, "more than %d rule files",
-                                   SL_DOMAINS_MAX_FILES);
+                                   SL__DOMAINS_MAX_FILES);
                     break;
                 }
                 if (n == cap) {

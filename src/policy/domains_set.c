@@ -35,7 +35,7 @@ void sl__dstr_add(str *s, const char *p, size_t n) {
 
 /* ---- the compiled set ---------------------------------------------------- */
 
-static void *arena_alloc(sl_domain_set *s, size_t n) {
+static void *arena_alloc(sl__domain_set *s, size_t n) {
     n = (n + 15) & ~(size_t)15;
     arena_block *b = s->arena;
     if (!b || b->cap - b->used < n) {
@@ -53,7 +53,7 @@ static void *arena_alloc(sl_domain_set *s, size_t n) {
     return p;
 }
 
-static const char *arena_str(sl_domain_set *s, const char *src, size_t n) {
+static const char *arena_str(sl__domain_set *s, const char *src, size_t n) {
     char *p = arena_alloc(s, n + 1);
     if (p) memcpy(p, src, n), p[n] = '\0';
     return p;
@@ -68,7 +68,7 @@ static void lstate_release(lstate *st) {
 
 /* A limit's state; `top` is its domain's sketch of refused descriptors. */
 lstate *sl__dset_lstate_new(const char *id, size_t idlen, const sl_params *p, size_t max_memory,
-                            sl_fail_mode on_failure, sl__topk *top, uint32_t rpu, int unit) {
+                            sl__fail_mode on_failure, sl__topk *top, uint32_t rpu, int unit) {
     lstate *st = calloc(1, sizeof *st);
     if (!st || !(st->id = malloc(idlen + 1))) {
         free(st);
@@ -124,13 +124,13 @@ static void dtop_release(dtop *t) {
 }
 
 /* The sketch of domain `name` in prev (shared), or a new one. */
-static dtop *dtop_for(const sl_domain_set *prev, const char *name, size_t len);
+static dtop *dtop_for(const sl__domain_set *prev, const char *name, size_t len);
 
-void sl__domain_set_retain(sl_domain_set *s) {
+void sl__domain_set_retain(sl__domain_set *s) {
     atomic_fetch_add(&s->refs, 1);
 }
 
-void sl__domain_set_release(sl_domain_set *s) {
+void sl__domain_set_release(sl__domain_set *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
     for (size_t i = 0; i < s->nstates; i++) lstate_release(s->states[i]);
     free(s->states);
@@ -194,7 +194,7 @@ static void *smap_get(const smap *m, const char *k, size_t n) {
 }
 
 typedef struct builder {
-    sl_domain_set *s;
+    sl__domain_set *s;
     sl__topk *top; /* the sketch of the domain being compiled */
     smap prev;     /* id -> lstate of the previous set */
     smap names;    /* rate_limit name -> id + 1 */
@@ -214,7 +214,7 @@ static int name_id(builder *b, const char *name) {
 
 static climit *compile_limit(builder *b, const rdesc *d, const char *domain, size_t dlen,
                              const str *path) {
-    sl_domain_set *s = b->s;
+    sl__domain_set *s = b->s;
     const rlimit *r = d->limit;
     climit *c = arena_alloc(s, sizeof *c);
     if (!c) return NULL;
@@ -279,7 +279,7 @@ static climit *compile_limit(builder *b, const rdesc *d, const char *domain, siz
 
 static bool compile_level(builder *b, const rdesc *d, size_t n, clevel *lv, const char *domain,
                           size_t dlen, str *path) {
-    sl_domain_set *s = b->s;
+    sl__domain_set *s = b->s;
     lv->nodes = arena_alloc(s, (n ? n : 1) * sizeof *lv->nodes);
     size_t cap = 4;
     while (cap < 2 * n) cap *= 2;
@@ -327,11 +327,11 @@ static bool compile_level(builder *b, const rdesc *d, size_t n, clevel *lv, cons
     return true;
 }
 
-static int build(const sl_domain_rules *rules, size_t max_memory, sl_fail_mode on_failure,
-                 unsigned limit_flags, sl_domain_set *prev, sl_domain_set **out, char *err,
+static int build(const sl__domain_rules *rules, size_t max_memory, sl__fail_mode on_failure,
+                 unsigned limit_flags, sl__domain_set *prev, sl__domain_set **out, char *err,
                  size_t errlen) {
     *out = NULL;
-    sl_domain_set *s = calloc(1, sizeof *s);
+    sl__domain_set *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -404,10 +404,10 @@ static int build(const sl_domain_rules *rules, size_t max_memory, sl_fail_mode o
     return 0;
 }
 
-int sl__domain_set_build(const sl_domain_rules *rules, size_t max_memory, sl_domain_set *prev,
-                         int64_t now, sl_domain_set **out, char *err, size_t errlen) {
+int sl__domain_set_build(const sl__domain_rules *rules, size_t max_memory, sl__domain_set *prev,
+                         int64_t now, sl__domain_set **out, char *err, size_t errlen) {
     (void)now;
-    return build(rules, max_memory, SL_FAIL_OPEN, 0, prev, out, err, errlen);
+    return build(rules, max_memory, SL__FAIL_OPEN, 0, prev, out, err, errlen);
 }
 
 static bool any_quota(const rdesc *d, size_t n) {
@@ -417,14 +417,14 @@ static bool any_quota(const rdesc *d, size_t n) {
 }
 
 /* Whether a rule of r (NULL: none) is in quota_mode. */
-static bool rules_quota(const sl_domain_rules *r) {
+static bool rules_quota(const sl__domain_rules *r) {
     for (size_t i = 0; r && i < r->n; i++)
         if (any_quota(r->d[i].descs, r->d[i].n)) return true;
     return false;
 }
 
-int sl__domain_set_create(const sl_config *cfg, sl_domain_set *prev, int64_t now,
-                          sl_domain_set **out, char *err, size_t errlen) {
+int sl__domain_set_create(const sl__config *cfg, sl__domain_set *prev, int64_t now,
+                          sl__domain_set **out, char *err, size_t errlen) {
     (void)now;
     /* each try of an "any" group that refuses charges count_rejected limits
        (decide.h): quota groups would charge refused hits more than once */
@@ -442,11 +442,11 @@ int sl__domain_set_create(const sl_config *cfg, sl_domain_set *prev, int64_t now
     return rc;
 }
 
-void sl__domain_set_shadow(sl_domain_set *s, bool shadow) {
+void sl__domain_set_shadow(sl__domain_set *s, bool shadow) {
     s->shadow = shadow;
 }
 
-void sl__domain_set_quota_mode(sl_domain_set *s, bool quota_mode) {
+void sl__domain_set_quota_mode(sl__domain_set *s, bool quota_mode) {
     s->quota = quota_mode;
 }
 
@@ -454,7 +454,7 @@ void sl__domain_set_quota_mode(sl_domain_set *s, bool quota_mode) {
 
 /* ---- finding a domain -------------------------------------------------------- */
 
-const cdomain *sl__dset_find(const sl_domain_set *s, const char *name, size_t len) {
+const cdomain *sl__dset_find(const sl__domain_set *s, const char *name, size_t len) {
     if (!s || !s->ndomains) return NULL;
     for (uint32_t j = (uint32_t)sl__hash(name, len, s->seed) & s->dmask; s->dslots[j];
          j = (j + 1) & s->dmask) {
@@ -464,7 +464,7 @@ const cdomain *sl__dset_find(const sl_domain_set *s, const char *name, size_t le
     return NULL;
 }
 
-static dtop *dtop_for(const sl_domain_set *prev, const char *name, size_t len) {
+static dtop *dtop_for(const sl__domain_set *prev, const char *name, size_t len) {
     const cdomain *old = sl__dset_find(prev, name, len);
     if (old && old->refused) {
         atomic_fetch_add(&old->refused->refs, 1);
@@ -481,17 +481,17 @@ static dtop *dtop_for(const sl_domain_set *prev, const char *name, size_t len) {
 
 /* ---- statistics --------------------------------------------------------------- */
 
-size_t sl__domain_set_rule_count(const sl_domain_set *s) {
-    return s ? s->nstates + atomic_load(&((sl_domain_set *)s)->nov) : 0;
+size_t sl__domain_set_rule_count(const sl__domain_set *s) {
+    return s ? s->nstates + atomic_load(&((sl__domain_set *)s)->nov) : 0;
 }
 
-bool sl__domain_set_rule_stats(const sl_domain_set *s, size_t i, sl_domain_rule_stats *out) {
+bool sl__domain_set_rule_stats(const sl__domain_set *s, size_t i, sl__domain_rule_stats *out) {
     if (!s) return false;
     lstate *st;
     if (i < s->nstates)
         st = s->states[i];
-    else if (i - s->nstates < atomic_load(&((sl_domain_set *)s)->nov))
-        st = ((sl_domain_set *)s)->ov[i - s->nstates].st;
+    else if (i - s->nstates < atomic_load(&((sl__domain_set *)s)->nov))
+        st = ((sl__domain_set *)s)->ov[i - s->nstates].st;
     else
         return false;
     out->domain = st->id;
@@ -509,19 +509,19 @@ bool sl__domain_set_rule_stats(const sl_domain_set *s, size_t i, sl_domain_rule_
     return true;
 }
 
-long sl__domain_set_top(const sl_domain_set *s, const char *domain, size_t dlen, const char *rule,
-                        size_t rlen, sl_domain_top_item *out, size_t max) {
+long sl__domain_set_top(const sl__domain_set *s, const char *domain, size_t dlen, const char *rule,
+                        size_t rlen, sl__domain_top_item *out, size_t max) {
     const cdomain *d = sl__dset_find(s, domain, dlen);
     if (!d) return -1;
     sl__topk_item all[TOP_CAPACITY];
     size_t n = sl__topk_list(d->refused->top, all, TOP_CAPACITY), k = 0;
-    _Static_assert(SL_DOMAIN_TOP_TEXT >= SL_TOPK_KEY_MAX, "a sketch key fits");
+    _Static_assert(SL__DOMAIN_TOP_TEXT >= SL__TOPK_KEY_MAX, "a sketch key fits");
     for (size_t i = 0; i < n && k < max; i++) {
         const char *p = all[i].key;
         size_t len = all[i].keylen, sep = 0;
         while (sep < len && p[sep] != TOP_SEP) sep++;
         if (rule && (sep != rlen || memcmp(p, rule, rlen) != 0)) continue;
-        sl_domain_top_item *o = &out[k++];
+        sl__domain_top_item *o = &out[k++];
         memcpy(o->rule, p, sep);
         o->rule[sep] = '\0';
         size_t kl = sep < len ? len - sep - 1 : 0;

@@ -63,7 +63,7 @@ static int line_of_offset(const char *text, size_t len, size_t off) {
 }
 
 static void yaml_syntax_error(const yaml_parser_t *y, const char *text, size_t len,
-                              const char *source, sl_config_errors *errs) {
+                              const char *source, sl__config_errors *errs) {
     const char *problem = y->problem ? y->problem : "malformed YAML";
     if (y->error == YAML_MEMORY_ERROR)
         sl__errors_add(errs, source, 0, NULL, "out of memory while parsing");
@@ -81,7 +81,7 @@ static void yaml_syntax_error(const yaml_parser_t *y, const char *text, size_t l
 
 /* Parses one YAML document into a tree. NULL after reporting (an empty
  * file is reported too). */
-ynode *sl__dy_tree(const char *text, size_t len, const char *source, sl_config_errors *errs) {
+ynode *sl__dy_tree(const char *text, size_t len, const char *source, sl__config_errors *errs) {
     yaml_parser_t yp;
     if (!yaml_parser_initialize(&yp)) {
         sl__errors_add(errs, source, 0, NULL, "out of memory");

@@ -30,7 +30,7 @@ void sl__dy_free(ynode *n);
 /* Parses a file's text into a tree (bounded: YAML_MAX_NODES nodes,
  * YAML_MAX_DEPTH levels; aliases and tags are refused). NULL after
  * reporting into errs (an empty file included). */
-ynode *sl__dy_tree(const char *text, size_t len, const char *source, sl_config_errors *errs);
+ynode *sl__dy_tree(const char *text, size_t len, const char *source, sl__config_errors *errs);
 
 /* `s` quoted for a message: escaped, ASCII only, shortened, into out. */
 void sl__dy_quote(char *out, size_t size, const char *s, size_t len);
@@ -38,8 +38,8 @@ void sl__dy_quote(char *out, size_t size, const char *s, size_t len);
 /* One file being read. */
 typedef struct walker {
     const char *source;
-    sl_config_errors *errs;
-    sl_domain_rules *rules;
+    sl__config_errors *errs;
+    sl__domain_rules *rules;
     bool nomem;
 } walker;
 

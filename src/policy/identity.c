@@ -10,7 +10,7 @@
 
 static const uint8_t v4_mapped_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
-bool sl__addr_is_v4(const sl_addr *a) {
+bool sl__addr_is_v4(const sl__addr *a) {
     return memcmp(a->b, v4_mapped_prefix, 12) == 0;
 }
 
@@ -120,8 +120,8 @@ static int parse_v6(const char *s, size_t n, uint8_t out[16]) {
     return 0;
 }
 
-int sl__addr_parse(const char *s, size_t n, sl_addr *out) {
-    if (!s || n == 0 || n > SL_ADDR_TEXT_MAX) return -1;
+int sl__addr_parse(const char *s, size_t n, sl__addr *out) {
+    if (!s || n == 0 || n > SL__ADDR_TEXT_MAX) return -1;
     if (memchr(s, ':', n)) return parse_v6(s, n, out->b);
     uint8_t v4[4];
     if (parse_v4(s, n, v4) != 0) return -1;
@@ -140,11 +140,11 @@ static bool parse_port(const char *s, size_t n) {
     return v <= 65535;
 }
 
-int sl__addr_parse_node(const char *s, size_t n, sl_addr *out) {
+int sl__addr_parse_node(const char *s, size_t n, sl__addr *out) {
     if (!s) return -1;
     while (n && (s[0] == ' ' || s[0] == '\t')) s++, n--;
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
-    if (n == 0 || n > SL_ADDR_TEXT_MAX) return -1;
+    if (n == 0 || n > SL__ADDR_TEXT_MAX) return -1;
     if (s[0] == '[') {
         const char *close = memchr(s, ']', n);
         if (!close) return -1;
@@ -171,7 +171,7 @@ static char *put_u(char *p, unsigned v) {
     return p + sl__decimal_u64(p, v);
 }
 
-size_t sl__addr_format(const sl_addr *a, char *buf) {
+size_t sl__addr_format(const sl__addr *a, char *buf) {
     static const char hex[] = "0123456789abcdef";
     char *p = buf;
     if (sl__addr_is_v4(a)) {
@@ -216,17 +216,17 @@ size_t sl__addr_format(const sl_addr *a, char *buf) {
     return (size_t)(p - buf);
 }
 
-void sl__addr_mask(sl_addr *a, unsigned bits) {
+void sl__addr_mask(sl__addr *a, unsigned bits) {
     if (bits >= 128) return;
     unsigned full = bits / 8, rem = bits % 8;
     if (rem) a->b[full++] &= (uint8_t)(0xff00u >> rem);
     memset(a->b + full, 0, 16 - full);
 }
 
-int sl__cidr_parse(const char *s, size_t n, sl_cidr *out, const char **why) {
+int sl__cidr_parse(const char *s, size_t n, sl__cidr *out, const char **why) {
     const char *dummy;
     if (!why) why = &dummy;
-    if (!s || n == 0 || n > SL_ADDR_TEXT_MAX + 4)
+    if (!s || n == 0 || n > SL__ADDR_TEXT_MAX + 4)
         return *why = "not an IP address or CIDR block", -1;
     const char *slash = memchr(s, '/', n);
     size_t an = slash ? (size_t)(slash - s) : n;
@@ -249,7 +249,7 @@ int sl__cidr_parse(const char *s, size_t n, sl_cidr *out, const char **why) {
                    -1;
     }
     if (!v6_text) bits += 96;
-    sl_addr masked = out->addr;
+    sl__addr masked = out->addr;
     sl__addr_mask(&masked, bits);
     if (memcmp(&masked, &out->addr, sizeof masked) != 0)
         return *why = "host bits are set (write the network address, such as 10.0.0.0/8)", -1;
@@ -257,11 +257,11 @@ int sl__cidr_parse(const char *s, size_t n, sl_cidr *out, const char **why) {
     return 0;
 }
 
-unsigned sl__cidr_user_bits(const sl_cidr *c) {
+unsigned sl__cidr_user_bits(const sl__cidr *c) {
     return sl__addr_is_v4(&c->addr) && c->bits >= 96 ? c->bits - 96u : c->bits;
 }
 
-bool sl__cidr_contains(const sl_cidr *c, const sl_addr *a) {
+bool sl__cidr_contains(const sl__cidr *c, const sl__addr *a) {
     unsigned full = c->bits / 8, rem = c->bits % 8;
     if (memcmp(c->addr.b, a->b, full) != 0) return false;
     if (!rem) return true;
@@ -269,13 +269,13 @@ bool sl__cidr_contains(const sl_cidr *c, const sl_addr *a) {
     return (a->b[full] & m) == c->addr.b[full];
 }
 
-bool sl__cidr_set_contains(const sl_cidr *set, size_t n, const sl_addr *a) {
+bool sl__cidr_set_contains(const sl__cidr *set, size_t n, const sl__addr *a) {
     for (size_t i = 0; i < n; i++)
         if (sl__cidr_contains(&set[i], a)) return true;
     return false;
 }
 
-void sl__addr_prefix(const sl_addr *a, unsigned v4_bits, unsigned v6_bits, sl_addr *out,
+void sl__addr_prefix(const sl__addr *a, unsigned v4_bits, unsigned v6_bits, sl__addr *out,
                      unsigned *bits) {
     *out = *a;
     unsigned b =
@@ -294,14 +294,14 @@ typedef struct entry {
 
 enum { ENTRY_NODE, ENTRY_QUOTED, ENTRY_BAD };
 
-/* The last SL_FWD_MAX_HOPS entries of the list, in a ring. */
+/* The last SL__FWD_MAX_HOPS entries of the list, in a ring. */
 typedef struct ring {
-    entry e[SL_FWD_MAX_HOPS];
+    entry e[SL__FWD_MAX_HOPS];
     size_t total;
 } ring;
 
 static void push(ring *r, const char *p, size_t n, uint8_t kind) {
-    r->e[r->total % SL_FWD_MAX_HOPS] = (entry){p, n, kind};
+    r->e[r->total % SL__FWD_MAX_HOPS] = (entry){p, n, kind};
     r->total++;
 }
 
@@ -405,10 +405,10 @@ static void split_forwarded(ring *r, const char *s, size_t n) {
     }
 }
 
-static int parse_entry(const entry *e, sl_addr *out) {
+static int parse_entry(const entry *e, sl__addr *out) {
     if (e->kind == ENTRY_BAD) return -1;
     if (e->kind == ENTRY_NODE) return sl__addr_parse_node(e->p, e->n, out);
-    char buf[SL_ADDR_TEXT_MAX];
+    char buf[SL__ADDR_TEXT_MAX];
     size_t k = 0;
     for (size_t i = 0; i < e->n; i++) {
         char c = e->p[i];
@@ -419,11 +419,11 @@ static int parse_entry(const entry *e, sl_addr *out) {
     return sl__addr_parse_node(buf, k, out);
 }
 
-void sl__forwarded_client(sl_fwd_kind kind, const sl_addr *peer, const sl_cidr *trusted,
+void sl__forwarded_client(sl__fwd_kind kind, const sl__addr *peer, const sl__cidr *trusted,
                           size_t ntrusted, const char *const *values, const size_t *lens,
-                          size_t nvalues, sl_fwd_result *out) {
+                          size_t nvalues, sl__fwd_result *out) {
     memset(out, 0, sizeof *out);
-    sl_addr cur = *peer;
+    sl__addr cur = *peer;
     if (ntrusted == 0 || !sl__cidr_set_contains(trusted, ntrusted, &cur)) {
         out->client = cur;
         return;
@@ -432,17 +432,17 @@ void sl__forwarded_client(sl_fwd_kind kind, const sl_addr *peer, const sl_cidr *
     r.total = 0;
     for (size_t v = 0; v < nvalues; v++) {
         if (!values[v]) continue;
-        if (kind == SL_FWD_FORWARDED)
+        if (kind == SL__FWD_FORWARDED)
             split_forwarded(&r, values[v], lens[v]);
         else
             split_xff(&r, values[v], lens[v]);
     }
-    size_t lo = r.total > SL_FWD_MAX_HOPS ? r.total - SL_FWD_MAX_HOPS : 0;
+    size_t lo = r.total > SL__FWD_MAX_HOPS ? r.total - SL__FWD_MAX_HOPS : 0;
     size_t k = r.total;
     while (k > lo && sl__cidr_set_contains(trusted, ntrusted, &cur)) {
         k--;
-        sl_addr next;
-        if (parse_entry(&r.e[k % SL_FWD_MAX_HOPS], &next) != 0) {
+        sl__addr next;
+        if (parse_entry(&r.e[k % SL__FWD_MAX_HOPS], &next) != 0) {
             out->bad_entry = true;
             break;
         }

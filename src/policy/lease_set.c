@@ -11,13 +11,13 @@
 #include "store/memory.h"
 
 typedef struct entry {
-    sl_lease_limit lim; /* first */
+    sl__lease_limit lim; /* first */
     atomic_int refs;
     bool adaptive; /* as built: a reload that changes these makes a new entry */
     int64_t min_limit, max_limit;
 } entry;
 
-struct sl_lease_set {
+struct sl__lease_set {
     size_t n;
     entry **e;
 };
@@ -35,7 +35,7 @@ static int64_t fallback_limit(int64_t limit, unsigned instances) {
     return l < 1 ? 1 : l;
 }
 
-static void set_limit(sl_lease_limit *l, int64_t limit) {
+static void set_limit(sl__lease_limit *l, int64_t limit) {
     atomic_store(&l->limit, limit);
     sl_concurrency_set_limit(l->conc, limit);
     sl_concurrency_set_limit(l->fallback, fallback_limit(limit, l->instances));
@@ -43,8 +43,8 @@ static void set_limit(sl_lease_limit *l, int64_t limit) {
 
 /* Applies lc to e's limit (new or reused: an adaptive limit keeps where it
  * got to). */
-static void apply(entry *e, const sl_config *cfg, const sl_lease_config *lc, bool fresh) {
-    sl_lease_limit *l = &e->lim; /* instances: fixed at creation (the store section is) */
+static void apply(entry *e, const sl__config *cfg, const sl__lease_config *lc, bool fresh) {
+    sl__lease_limit *l = &e->lim; /* instances: fixed at creation (the store section is) */
     int64_t limit = fresh || !e->adaptive ? lc->limit : atomic_load(&l->limit);
     atomic_store(&l->limit, limit);
     atomic_store(&l->lease, lc->lease);
@@ -55,7 +55,7 @@ static void apply(entry *e, const sl_config *cfg, const sl_lease_config *lc, boo
     sl_concurrency_set_lease(l->fallback, lc->lease);
 }
 
-static entry *entry_new(const sl_config *cfg, const sl_lease_config *lc, int64_t now) {
+static entry *entry_new(const sl__config *cfg, const sl__lease_config *lc, int64_t now) {
     entry *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     atomic_init(&e->refs, 1);
@@ -81,9 +81,9 @@ static entry *entry_new(const sl_config *cfg, const sl_lease_config *lc, int64_t
     return e;
 }
 
-int sl__lease_set_create(const sl_config *cfg, const sl_lease_set *prev, int64_t now,
-                         sl_lease_set **out, char *err, size_t errlen) {
-    sl_lease_set *s = calloc(1, sizeof *s);
+int sl__lease_set_create(const sl__config *cfg, const sl__lease_set *prev, int64_t now,
+                         sl__lease_set **out, char *err, size_t errlen) {
+    sl__lease_set *s = calloc(1, sizeof *s);
     // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     if (!s || !(s->e = calloc(cfg->nleases ? cfg->nleases : 1, sizeof *s->e))) {
         free(s);
@@ -91,7 +91,7 @@ int sl__lease_set_create(const sl_config *cfg, const sl_lease_set *prev, int64_t
         return SL_ENOMEM;
     }
     for (size_t i = 0; i < cfg->nleases; i++) {
-        const sl_lease_config *lc = &cfg->leases[i];
+        const sl__lease_config *lc = &cfg->leases[i];
         entry *e =
             prev ? (entry *)(void *)sl__lease_set_find(prev, lc->name, strlen(lc->name)) : NULL;
         if (e && (e->adaptive != lc->adaptive || e->min_limit != lc->min_limit ||
@@ -112,32 +112,32 @@ int sl__lease_set_create(const sl_config *cfg, const sl_lease_set *prev, int64_t
     return 0;
 }
 
-void sl__lease_set_free(sl_lease_set *s) {
+void sl__lease_set_free(sl__lease_set *s) {
     if (!s) return;
     for (size_t i = 0; i < s->n; i++) entry_release(s->e[i]);
     free(s->e);
     free(s);
 }
 
-sl_lease_limit *sl__lease_set_find(const sl_lease_set *s, const char *name, size_t len) {
+sl__lease_limit *sl__lease_set_find(const sl__lease_set *s, const char *name, size_t len) {
     for (size_t i = 0; s && i < s->n; i++) {
-        sl_lease_limit *l = &s->e[i]->lim;
+        sl__lease_limit *l = &s->e[i]->lim;
         if (strlen(l->name) == len && memcmp(l->name, name, len) == 0) return l;
     }
     return NULL;
 }
 
-size_t sl__lease_set_count(const sl_lease_set *s) {
+size_t sl__lease_set_count(const sl__lease_set *s) {
     return s ? s->n : 0;
 }
 
-sl_lease_limit *sl__lease_set_at(const sl_lease_set *s, size_t i) {
+sl__lease_limit *sl__lease_set_at(const sl__lease_set *s, size_t i) {
     return &s->e[i]->lim;
 }
 
-void sl__lease_start(sl_decider *d, sl_lease_call *c) {
+void sl__lease_start(sl__decider *d, sl__lease_call *c) {
     c->rc = SL_OK;
-    c->from = SL_FROM_REDIS;
+    c->from = SL__FROM_REDIS;
     c->retry_closed = 0;
     c->in_flight = -1;
     c->state = NULL;
@@ -146,16 +146,16 @@ void sl__lease_start(sl_decider *d, sl_lease_call *c) {
     sl__store_lease(d ? sl__decider_store(d) : sl__memory_store(), c);
 }
 
-void sl__lease_count(const sl_lease_call *c) {
-    sl_lease_limit *l = c->limit;
+void sl__lease_count(const sl__lease_call *c) {
+    sl__lease_limit *l = c->limit;
     switch (c->op) {
-    case SL_LEASE_ACQUIRE:
+    case SL__LEASE_ACQUIRE:
         atomic_fetch_add_explicit(c->acq.acquired ? &l->acquired : &l->refused, 1,
                                   memory_order_relaxed);
-        if (c->from < SL_FROM_COUNT)
+        if (c->from < SL__FROM_COUNT)
             atomic_fetch_add_explicit(&l->from[c->from], 1, memory_order_relaxed);
         break;
-    case SL_LEASE_RELEASE:
+    case SL__LEASE_RELEASE:
         atomic_fetch_add_explicit(c->rc == SL_OK ? &l->released : &l->unknown, 1,
                                   memory_order_relaxed);
         /* an adaptive limit follows the latencies of the work its leases covered */

@@ -19,16 +19,16 @@
 
 #define TOPK_CAPACITY 64
 
-struct sl_policy_set {
+struct sl__policy_set {
     atomic_int refs;
     size_t n;
-    sl_policy **p;
+    sl__policy **p;
     size_t max_memory;
     bool redis;                  /* store.type: redis */
     unsigned expected_instances; /* of the local fallback tables */
-    sl_rules *rules;
-    struct sl_lease_set *leases; /* the concurrency limits (lease_set.h) */
-    struct shed_ref *shed;       /* load shedding (shedding:), or NULL */
+    sl__rules *rules;
+    struct sl__lease_set *leases; /* the concurrency limits (lease_set.h) */
+    struct shed_ref *shed;        /* load shedding (shedding:), or NULL */
 };
 
 /* The server's shedding capacity, shared by the sets of successive reloads
@@ -36,11 +36,11 @@ struct sl_policy_set {
  * its tokens carry over. */
 typedef struct shed_ref {
     atomic_int refs;
-    sl_decide_capacity cap;
-    sl_shed_config cfg;
+    sl__decide_capacity cap;
+    sl__shed_config cfg;
     bool redis;         /* store.type redis (a fleet capacity's store) */
     unsigned instances; /* store.redis.expected_instances (a fleet's local share) */
-    sl_fail_mode on_failure;
+    sl__fail_mode on_failure;
 } shed_ref;
 
 static void shed_release(shed_ref *r) {
@@ -49,8 +49,8 @@ static void shed_release(shed_ref *r) {
     free(r);
 }
 
-static bool same_shed(const shed_ref *r, const sl_config *cfg) {
-    const sl_shed_config *a = &r->cfg, *b = &cfg->shedding;
+static bool same_shed(const shed_ref *r, const sl__config *cfg) {
+    const sl__shed_config *a = &r->cfg, *b = &cfg->shedding;
     bool redis = cfg->store_type == SL__STORE_REDIS;
     return a->rate.limit == b->rate.limit && a->rate.period == b->rate.period &&
            a->burst == b->burst && a->reserve_critical == b->reserve_critical &&
@@ -80,7 +80,8 @@ static sl_shed_options shed_share(sl_shed_options o, unsigned instances) {
 }
 
 /* The capacity for cfg: prev's when unchanged, else a new one, full at now. */
-static int shed_for(const sl_config *cfg, const sl_policy_set *prev, int64_t now, shed_ref **out) {
+static int shed_for(const sl__config *cfg, const sl__policy_set *prev, int64_t now,
+                    shed_ref **out) {
     *out = NULL;
     if (!cfg->shedding.enabled) return 0;
     if (prev && prev->shed && same_shed(prev->shed, cfg)) {
@@ -90,7 +91,7 @@ static int shed_for(const sl_config *cfg, const sl_policy_set *prev, int64_t now
     }
     shed_ref *r = calloc(1, sizeof *r);
     if (!r) return SL_ENOMEM;
-    const sl_shed_config *c = &cfg->shedding;
+    const sl__shed_config *c = &cfg->shedding;
     sl_shed_options o = {.rate = c->rate,
                          .burst = c->burst,
                          .reserve_critical = c->reserve_critical,
@@ -99,7 +100,7 @@ static int shed_for(const sl_config *cfg, const sl_policy_set *prev, int64_t now
     r->redis = cfg->store_type == SL__STORE_REDIS;
     r->instances = cfg->redis.expected_instances;
     r->on_failure = sl__config_fail_mode(c->on_failure, cfg->redis.on_failure);
-    sl_decide_capacity *cap = &r->cap;
+    sl__decide_capacity *cap = &r->cap;
     cap->fleet = c->fleet && r->redis;
     cap->name = "shed!"; /* no policy name has a '!' */
     cap->params = (sl_params){.algorithm = SL_TOKEN_BUCKET, .rate = c->rate, .burst = c->burst};
@@ -107,7 +108,7 @@ static int shed_for(const sl_config *cfg, const sl_policy_set *prev, int64_t now
     cap->floor[SL_PRIORITY_DEFAULT] = c->reserve_critical;
     cap->floor[SL_PRIORITY_SHEDDABLE] = c->reserve_critical + c->reserve_default;
     cap->on_failure = r->on_failure;
-    for (int i = 0; i < SL_FROM_COUNT; i++) atomic_init(&cap->from[i], 0);
+    for (int i = 0; i < SL__FROM_COUNT; i++) atomic_init(&cap->from[i], 0);
     if (cap->fleet) o = shed_share(o, r->instances);
     int rc = sl_shed_create(&o, now < 0 ? 0 : now, &cap->local);
     if (rc != SL_OK) {
@@ -119,13 +120,13 @@ static int shed_for(const sl_config *cfg, const sl_policy_set *prev, int64_t now
     return 0;
 }
 
-sl_decide_capacity *sl__policy_set_shed(const sl_policy_set *s, const char **header) {
+sl__decide_capacity *sl__policy_set_shed(const sl__policy_set *s, const char **header) {
     if (!s || !s->shed) return NULL;
     if (header) *header = s->shed->cfg.header;
     return &s->shed->cap;
 }
 
-static void policy_release(sl_policy *p) {
+static void policy_release(sl__policy *p) {
     if (!p || atomic_fetch_sub(&p->refs, 1) != 1) return;
     sl_table_destroy(p->lim.store.table);
     sl_table_destroy(p->lim.store.fallback);
@@ -140,18 +141,18 @@ static void policy_release(sl_policy *p) {
     free(p);
 }
 
-static bool same_retry(const struct sl_retry_budget_config *a,
-                       const struct sl_retry_budget_config *b) {
+static bool same_retry(const struct sl__retry_budget_config *a,
+                       const struct sl__retry_budget_config *b) {
     return a->window == b->window && a->ratio_ppm == b->ratio_ppm &&
            a->min_retries == b->min_retries && strcmp(a->header, b->header) == 0;
 }
 
 /* p's retry budget (cfg.retry): the memory store's, and for the Redis
  * store's local fail mode one at min_retries / expected_instances. */
-static int retry_new(sl_policy *p, const sl_config *conf) {
-    const struct sl_retry_budget_config *rc = &p->cfg.retry;
+static int retry_new(sl__policy *p, const sl__config *conf) {
+    const struct sl__retry_budget_config *rc = &p->cfg.retry;
     if (!rc->window) return SL_OK;
-    sl_retry_limit *r = calloc(1, sizeof *r);
+    sl__retry_limit *r = calloc(1, sizeof *r);
     if (!r) return SL_ENOMEM;
     p->retry = r;
     r->name = p->cfg.name;
@@ -161,7 +162,7 @@ static int retry_new(sl_policy *p, const sl_config *conf) {
                                  .max_memory = conf->max_memory};
     r->on_failure = p->lim.store.on_failure;
     int e = sl_retry_create(&r->opts, &r->mem);
-    if (e == SL_OK && conf->store_type == SL__STORE_REDIS && r->on_failure == SL_FAIL_LOCAL) {
+    if (e == SL_OK && conf->store_type == SL__STORE_REDIS && r->on_failure == SL__FAIL_LOCAL) {
         sl_retry_options f = r->opts;
         unsigned n = conf->redis.expected_instances > 1 ? conf->redis.expected_instances : 1;
         f.min_retries /= n;
@@ -173,7 +174,7 @@ static int retry_new(sl_policy *p, const sl_config *conf) {
 
 /* Same limit, so the state can be kept: algorithm, rate, burst, flags, and
  * the graphql: block (read by POST /v1/graphql from the running policy). */
-static bool same_limit(const sl_policy_config *a, const sl_policy_config *b) {
+static bool same_limit(const sl__policy_config *a, const sl__policy_config *b) {
     return a->params.algorithm == b->params.algorithm &&
            a->params.rate.limit == b->params.rate.limit &&
            a->params.rate.period == b->params.rate.period && a->params.burst == b->params.burst &&
@@ -194,10 +195,10 @@ static sl_params fallback_params(sl_params p, unsigned instances) {
     return p;
 }
 
-static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool shadow,
-                             const sl_config *conf, int64_t now, char *err, size_t errlen) {
+static sl__policy *policy_new(const sl__policy_config *cfg, size_t base_len, bool shadow,
+                              const sl__config *conf, int64_t now, char *err, size_t errlen) {
     size_t max_memory = conf->max_memory;
-    sl_policy *p = calloc(1, sizeof *p);
+    sl__policy *p = calloc(1, sizeof *p);
     if (!p) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -208,10 +209,10 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool 
     if (p->cfg.params.flags & SL_START_EMPTY) p->cfg.params.origin = now;
     atomic_init(&p->refs, 1);
     sl__decide_limit_init(&p->lim, shadow);
-    sl_store_limit *l = &p->lim.store;
+    sl__store_limit *l = &p->lim.store;
     l->name = p->cfg.name;
     l->params = &p->cfg.params;
-    l->calendar_month = p->cfg.calendar == SL_CALENDAR_MONTH;
+    l->calendar_month = p->cfg.calendar == SL__CALENDAR_MONTH;
     int rc = SL_OK;
     if (p->cfg.ramp.duration) { /* the state in units, charged cost / factor (sluice/ramp.h) */
         rc = sl_ramp_params(&p->cfg.params, &p->unit);
@@ -225,7 +226,7 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool 
     if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->lim.top) != 0) rc = SL_ENOMEM;
     if (rc == SL_OK && sl__topk_create(TOPK_CAPACITY, &p->lim.near) != 0) rc = SL_ENOMEM;
     l->on_failure = sl__config_fail_mode(cfg->on_failure, conf->redis.on_failure);
-    if (rc == SL_OK && conf->store_type == SL__STORE_REDIS && l->on_failure == SL_FAIL_LOCAL) {
+    if (rc == SL_OK && conf->store_type == SL__STORE_REDIS && l->on_failure == SL__FAIL_LOCAL) {
         sl_table_options f = {.params =
                                   fallback_params(p->cfg.params, conf->redis.expected_instances),
                               .max_memory = max_memory};
@@ -234,7 +235,7 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool 
         if (p->lim.ramp) p->lim.ramp_cap = sl_params_limit(&f.params); /* one fits a share */
         l->fallback = fb;
     }
-    if (rc == SL_OK && cfg->calendar != SL_CALENDAR_NONE) rc = sl__store_limit_stripes(l);
+    if (rc == SL_OK && cfg->calendar != SL__CALENDAR_NONE) rc = sl__store_limit_stripes(l);
     if (rc == SL_OK) rc = retry_new(p, conf);
     if (rc != SL_OK) {
         snprintf(err, errlen, "policy %s: %s", cfg->name, sl_strerror(rc));
@@ -247,11 +248,11 @@ static sl_policy *policy_new(const sl_policy_config *cfg, size_t base_len, bool 
 
 /* Adds the policy for pc to s: the one of prev with the same name and limit
  * (keeping its state), or a new one. */
-static int add_policy(sl_policy_set *s, const sl_config *cfg, sl_policy_set *prev,
-                      const sl_policy_config *pc, size_t base_len, int64_t now, char *err,
+static int add_policy(sl__policy_set *s, const sl__config *cfg, sl__policy_set *prev,
+                      const sl__policy_config *pc, size_t base_len, int64_t now, char *err,
                       size_t errlen) {
     bool shadow = pc->shadow || cfg->shadow;
-    sl_policy *old = prev ? sl__policy_find(prev, pc->name, strlen(pc->name)) : NULL;
+    sl__policy *old = prev ? sl__policy_find(prev, pc->name, strlen(pc->name)) : NULL;
     bool redis = cfg->store_type == SL__STORE_REDIS;
     if (old && same_limit(&old->cfg, pc) && prev->max_memory == cfg->max_memory &&
         prev->redis == redis && prev->expected_instances == cfg->redis.expected_instances &&
@@ -264,17 +265,17 @@ static int add_policy(sl_policy_set *s, const sl_config *cfg, sl_policy_set *pre
     }
     /* whether the store can decide pc exactly was checked with the config
        (sl__config_check_store): by the loader, and again by a reload */
-    sl_policy *p = policy_new(pc, base_len, shadow, cfg, now, err, errlen);
+    sl__policy *p = policy_new(pc, base_len, shadow, cfg, now, err, errlen);
     if (!p) return -1;
     s->p[s->n++] = p;
     return 0;
 }
 
-int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now,
-                          sl_policy_set **out, char *err, size_t errlen) {
+int sl__policy_set_create(const sl__config *cfg, sl__policy_set *prev, int64_t now,
+                          sl__policy_set **out, char *err, size_t errlen) {
     size_t total = cfg->npolicies;
     for (size_t t = 0; t < cfg->ntiers; t++) total += cfg->tiers[t].noverrides;
-    sl_policy_set *s = calloc(1, sizeof *s);
+    sl__policy_set *s = calloc(1, sizeof *s);
     // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     if (!s || !(s->p = calloc(total ? total : 1, sizeof *s->p))) {
         free(s);
@@ -287,15 +288,15 @@ int sl__policy_set_create(const sl_config *cfg, sl_policy_set *prev, int64_t now
     s->expected_instances = cfg->redis.expected_instances;
     int rc = SL_EINVAL; /* what fail returns unless a call says more */
     for (size_t i = 0; i < cfg->npolicies; i++) {
-        const sl_policy_config *pc = &cfg->policies[i];
+        const sl__policy_config *pc = &cfg->policies[i];
         if ((rc = add_policy(s, cfg, prev, pc, strlen(pc->name), now, err, errlen)) != 0) goto fail;
     }
     /* Tier variants: the base policy with the tier's rate, burst or limit. */
     for (size_t t = 0; t < cfg->ntiers; t++) {
-        const sl_tier_config *tc = &cfg->tiers[t];
+        const sl__tier_config *tc = &cfg->tiers[t];
         for (size_t j = 0; j < tc->noverrides; j++) {
-            const sl_tier_override *o = &tc->overrides[j];
-            sl_policy_config v;
+            const sl__tier_override *o = &tc->overrides[j];
+            sl__policy_config v;
             if (sl__config_tier_variant(cfg, tc, o, &v) != 0) {
                 snprintf(err, errlen, "tier %s: no policy %s, or the name %s:%s is too long",
                          tc->name, o->policy, o->policy, tc->name);
@@ -321,11 +322,11 @@ fail:
     return rc < 0 ? rc : SL_EINVAL;
 }
 
-void sl__policy_set_retain(sl_policy_set *s) {
+void sl__policy_set_retain(sl__policy_set *s) {
     atomic_fetch_add(&s->refs, 1);
 }
 
-void sl__policy_set_release(sl_policy_set *s) {
+void sl__policy_set_release(sl__policy_set *s) {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
     sl__rules_free(s->rules);
     sl__lease_set_free(s->leases);
@@ -335,26 +336,26 @@ void sl__policy_set_release(sl_policy_set *s) {
     free(s);
 }
 
-const struct sl_lease_set *sl__policy_set_leases(const sl_policy_set *s) {
+const struct sl__lease_set *sl__policy_set_leases(const sl__policy_set *s) {
     return s->leases;
 }
 
-size_t sl__policy_set_count(const sl_policy_set *s) {
+size_t sl__policy_set_count(const sl__policy_set *s) {
     return s->n;
 }
 
-size_t sl__policy_set_ramped(const sl_policy_set *s) {
+size_t sl__policy_set_ramped(const sl__policy_set *s) {
     size_t n = 0;
     for (size_t i = 0; s && i < s->n; i++) n += s->p[i]->lim.ramp != NULL;
     return n;
 }
 
-sl_policy *sl__policy_set_at(const sl_policy_set *s, size_t i) {
+sl__policy *sl__policy_set_at(const sl__policy_set *s, size_t i) {
     return i < s->n ? s->p[i] : NULL;
 }
 
-sl_policy *sl__policy_find(const sl_policy_set *s, const char *name, size_t len) {
-    if (!s || len > SL_POLICY_NAME_MAX) return NULL;
+sl__policy *sl__policy_find(const sl__policy_set *s, const char *name, size_t len) {
+    if (!s || len > SL__POLICY_NAME_MAX) return NULL;
     for (size_t i = 0; i < s->n; i++) {
         const char *n = s->p[i]->cfg.name;
         if (strlen(n) == len && memcmp(n, name, len) == 0) return s->p[i];
@@ -362,7 +363,7 @@ sl_policy *sl__policy_find(const sl_policy_set *s, const char *name, size_t len)
     return NULL;
 }
 
-const sl_rules *sl__policy_set_rules(const sl_policy_set *s) {
+const sl__rules *sl__policy_set_rules(const sl__policy_set *s) {
     return s->rules;
 }
 
@@ -370,11 +371,11 @@ const sl_rules *sl__policy_set_rules(const sl_policy_set *s) {
 
 #define SF_INT_MAX INT64_C(999999999999999)
 
-void sl__policy_quota(const sl_policy *p, int64_t now, uint64_t *q, uint64_t *w) {
+void sl__policy_quota(const sl__policy *p, int64_t now, uint64_t *q, uint64_t *w) {
     const sl_params *pp = &p->cfg.params;
     int64_t limit = pp->rate.limit > 0 ? pp->rate.limit : 1;
     int64_t period = pp->rate.period > 0 ? pp->rate.period : 1;
-    if (p->cfg.calendar == SL_CALENDAR_MONTH) {
+    if (p->cfg.calendar == SL__CALENDAR_MONTH) {
         int64_t index, start, length;
         sl__calendar_month(now, &index, &start, &length);
         period = length;
@@ -396,8 +397,8 @@ void sl__policy_quota(const sl_policy *p, int64_t now, uint64_t *q, uint64_t *w)
     *w = secs > (unsigned __int128)SF_INT_MAX ? (uint64_t)SF_INT_MAX : (uint64_t)secs;
 }
 
-size_t sl__policy_rate_format(const sl_policy_config *cfg, char *buf, size_t size) {
-    int n = cfg->calendar == SL_CALENDAR_MONTH
+size_t sl__policy_rate_format(const sl__policy_config *cfg, char *buf, size_t size) {
+    int n = cfg->calendar == SL__CALENDAR_MONTH
                 ? snprintf(buf, size, "%lld/month", (long long)cfg->params.rate.limit)
                 : sl_rate_format(cfg->params.rate, buf, size);
     if (n < 0) n = 0;

@@ -11,25 +11,25 @@
 
 #include <stdint.h>
 
-typedef enum sl_ramp_reason {
-    SL_RAMP_BY_START = 0, /* the server started */
-    SL_RAMP_BY_RECOVERY,  /* the store came back after an outage */
-    SL_RAMP_BY_ADMIN,     /* POST /v1/ramp */
-    SL_RAMP_REASONS
-} sl_ramp_reason;
+typedef enum sl__ramp_reason {
+    SL__RAMP_BY_START = 0, /* the server started */
+    SL__RAMP_BY_RECOVERY,  /* the store came back after an outage */
+    SL__RAMP_BY_ADMIN,     /* POST /v1/ramp */
+    SL__RAMP_REASONS
+} sl__ramp_reason;
 
 /* Starts every ramp again at `now` (a start never moves back: a restart
  * with an earlier `now` than the running start keeps that start, so a
  * ramp's factor never jumps up). Counts the restart under `why`. */
-void sl__ramp_restart(int64_t now, sl_ramp_reason why);
+void sl__ramp_restart(int64_t now, sl__ramp_reason why);
 
 /* The running start (0: never started). */
 int64_t sl__ramp_started(void);
 
-/* Restarts counted under `why` (why < SL_RAMP_REASONS). */
-uint64_t sl__ramp_restarts(sl_ramp_reason why);
+/* Restarts counted under `why` (why < SL__RAMP_REASONS). */
+uint64_t sl__ramp_restarts(sl__ramp_reason why);
 
 /* "start", "recovery", "admin": the metric label of `why`. */
-const char *sl__ramp_reason_name(sl_ramp_reason why);
+const char *sl__ramp_reason_name(sl__ramp_reason why);
 
 #endif

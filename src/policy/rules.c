@@ -27,14 +27,14 @@ typedef struct pattern {
     unsigned methods;
     uint8_t kind;
     size_t len;
-    char path[SL_PATTERN_MAX + 1]; /* TREE and PREFIX: without the star (TREE: without "/") */
+    char path[SL__PATTERN_MAX + 1]; /* TREE and PREFIX: without the star (TREE: without "/") */
 } pattern;
 
 typedef struct limit {
-    sl_policy **by_tier; /* [0]: no tier; [1 + t]: tier t (its variant, or the base) */
-    uint8_t src[SL_LIMIT_MAX_SOURCES];
+    sl__policy **by_tier; /* [0]: no tier; [1 + t]: tier t (its variant, or the base) */
+    uint8_t src[SL__LIMIT_MAX_SOURCES];
     unsigned nsrc;
-    char header[SL_HEADER_NAME_MAX + 1];
+    char header[SL__HEADER_NAME_MAX + 1];
     size_t header_len;
     int64_t cost; /* -1: the request's */
     /* decisions per tier slot (as by_tier): allowed, limited, shadow_limited */
@@ -44,9 +44,9 @@ typedef struct limit {
 typedef struct rule {
     pattern match;
     bool shadow;
-    int priority;              /* sl_priority, or -1 */
-    sl_policy_graphql graphql; /* how its cost: graphql limits cost a query */
-    char name[SL_POLICY_NAME_MAX + 1];
+    int priority;               /* sl_priority, or -1 */
+    sl__policy_graphql graphql; /* how its cost: graphql limits cost a query */
+    char name[SL__POLICY_NAME_MAX + 1];
     size_t name_len;
     limit *limits;
     unsigned nlimits;
@@ -58,41 +58,41 @@ typedef struct cost_entry {
 } cost_entry;
 
 /* What one item was built from, for its label. */
-typedef struct sl_rules_meta item_meta; /* rule and lim: a rule and a limit of this file */
+typedef struct sl__rules_meta item_meta; /* rule and lim: a rule and a limit of this file */
 
-struct sl_rules {
-    sl_cidr *trusted;
+struct sl__rules {
+    sl__cidr *trusted;
     size_t ntrusted;
-    sl_fwd_kind forwarded;
+    sl__fwd_kind forwarded;
     unsigned v4_bits, v6_bits;
-    char client_ip_header[SL_HEADER_NAME_MAX + 1];
-    char method_header[SL_HEADER_NAME_MAX + 1];
-    char uri_header[SL_HEADER_NAME_MAX + 1];
-    char key_header[SL_HEADER_NAME_MAX + 1];
+    char client_ip_header[SL__HEADER_NAME_MAX + 1];
+    char method_header[SL__HEADER_NAME_MAX + 1];
+    char uri_header[SL__HEADER_NAME_MAX + 1];
+    char key_header[SL__HEADER_NAME_MAX + 1];
     bool key_bearer, key_required;
-    char key_query[SL_HEADER_NAME_MAX + 1];
-    sl_apikeys *keys;
+    char key_query[SL__HEADER_NAME_MAX + 1];
+    sl__apikeys *keys;
     pattern *exempt_paths;
     size_t nexempt_paths;
-    sl_cidr *exempt_cidrs;
+    sl__cidr *exempt_cidrs;
     size_t nexempt_cidrs;
     uint64_t exempt_tiers;
     cost_entry *costs;
     size_t ncosts;
     rule *rules;
     size_t nrules;
-    char (*tier_names)[SL_POLICY_NAME_MAX + 1];
+    char (*tier_names)[SL__POLICY_NAME_MAX + 1];
     size_t ntiers;
-    atomic_uint_fast64_t refused[SL_RULES_REFUSALS]; /* sl__rules_refusal_names */
+    atomic_uint_fast64_t refused[SL__RULES_REFUSALS]; /* sl__rules_refusal_names */
 };
 
-const char *const sl__rules_refusal_names[SL_RULES_REFUSALS] = {
+const char *const sl__rules_refusal_names[SL__RULES_REFUSALS] = {
     "unknown_key", "missing_key", "missing_client_address", "bad_client_address",
     "missing_uri", "bad_uri",     "missing_method",         "bad_method"};
 
 /* ---- compiling ----------------------------------------------------------------- */
 
-static void compile_pattern(const sl_route_match *m, pattern *p) {
+static void compile_pattern(const sl__route_match *m, pattern *p) {
     memset(p, 0, sizeof *p);
     p->methods = m->methods;
     size_t n = strlen(m->path);
@@ -114,7 +114,7 @@ static void compile_pattern(const sl_route_match *m, pattern *p) {
     p->len = n;
 }
 
-void sl__rules_free(sl_rules *r) {
+void sl__rules_free(sl__rules *r) {
     if (!r) return;
     for (size_t i = 0; i < r->nrules; i++) {
         for (unsigned j = 0; j < r->rules[i].nlimits; j++) {
@@ -140,11 +140,11 @@ static void *dup_mem(const void *p, size_t n) {
     return d;
 }
 
-int sl__rules_compile(const sl_config *cfg, const sl_policy_set *set, sl_rules **out, char *err,
+int sl__rules_compile(const sl__config *cfg, const sl__policy_set *set, sl__rules **out, char *err,
                       size_t errlen) {
-    sl_rules *r = calloc(1, sizeof *r);
+    sl__rules *r = calloc(1, sizeof *r);
     if (!r) goto oom;
-    const sl_identity_config *id = &cfg->identity;
+    const sl__identity_config *id = &cfg->identity;
     r->ntrusted = id->ntrusted;
     r->trusted = dup_mem(id->trusted, id->ntrusted * sizeof *id->trusted);
     r->forwarded = id->forwarded;
@@ -160,7 +160,7 @@ int sl__rules_compile(const sl_config *cfg, const sl_policy_set *set, sl_rules *
     r->keys = id->keys;
     sl__apikeys_retain(r->keys);
 
-    const sl_exempt_config *ex = &cfg->exempt;
+    const sl__exempt_config *ex = &cfg->exempt;
     r->nexempt_paths = ex->npaths;
     if (ex->npaths && !(r->exempt_paths = calloc(ex->npaths, sizeof *r->exempt_paths))) goto oom;
     for (size_t i = 0; i < ex->npaths; i++) compile_pattern(&ex->paths[i], &r->exempt_paths[i]);
@@ -183,7 +183,7 @@ int sl__rules_compile(const sl_config *cfg, const sl_policy_set *set, sl_rules *
 
     if (cfg->nrules && !(r->rules = calloc(cfg->nrules, sizeof *r->rules))) goto oom;
     for (size_t i = 0; i < cfg->nrules; i++) {
-        const sl_rule_config *rc = &cfg->rules[i];
+        const sl__rule_config *rc = &cfg->rules[i];
         rule *ru = &r->rules[r->nrules++];
         compile_pattern(&rc->match, &ru->match);
         ru->shadow = rc->shadow;
@@ -193,7 +193,7 @@ int sl__rules_compile(const sl_config *cfg, const sl_policy_set *set, sl_rules *
         ru->name_len = strlen(ru->name);
         if (rc->nlimits && !(ru->limits = calloc(rc->nlimits, sizeof *ru->limits))) goto oom;
         for (unsigned j = 0; j < rc->nlimits; j++) {
-            const sl_limit_config *lc = &rc->limits[j];
+            const sl__limit_config *lc = &rc->limits[j];
             limit *l = &ru->limits[ru->nlimits++];
             // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
             if (!(l->by_tier = calloc(cfg->ntiers + 1, sizeof *l->by_tier))) goto oom;
@@ -205,9 +205,9 @@ int sl__rules_compile(const sl_config *cfg, const sl_policy_set *set, sl_rules *
                 return -1;
             }
             for (size_t t = 0; t < cfg->ntiers; t++) {
-                char name[2 * SL_POLICY_NAME_MAX + 2];
+                char name[2 * SL__POLICY_NAME_MAX + 2];
                 int k = snprintf(name, sizeof name, "%s:%s", lc->policy, cfg->tiers[t].name);
-                sl_policy *v = k > 0 ? sl__policy_find(set, name, (size_t)k) : NULL;
+                sl__policy *v = k > 0 ? sl__policy_find(set, name, (size_t)k) : NULL;
                 l->by_tier[1 + t] = v ? v : l->by_tier[0];
             }
             memcpy(l->src, lc->by, sizeof l->src);
@@ -227,7 +227,7 @@ oom:
 
 /* ---- request parts ----------------------------------------------------------------- */
 
-static const sl_req_header *header(const sl_req_header *h, size_t n, const char *name) {
+static const sl__req_header *header(const sl__req_header *h, size_t n, const char *name) {
     size_t len = strlen(name);
     if (len == 0) return NULL;
     for (size_t i = 0; i < n; i++)
@@ -236,26 +236,26 @@ static const sl_req_header *header(const sl_req_header *h, size_t n, const char 
 }
 
 /* Whether the header `found` (the first named `name`) has a second one. */
-static bool repeated(const sl_req_header *h, size_t n, const char *name,
-                     const sl_req_header *found) {
+static bool repeated(const sl__req_header *h, size_t n, const char *name,
+                     const sl__req_header *found) {
     return found && header(found + 1, n - (size_t)(found + 1 - h), name) != NULL;
 }
 
-void sl__rules_from_proxy(const sl_rules *r, const sl_req_header *h, size_t n, sl_request *req) {
+void sl__rules_from_proxy(const sl__rules *r, const sl__req_header *h, size_t n, sl__request *req) {
     memset(req, 0, sizeof *req);
     req->headers = h;
     req->nheaders = n;
-    const sl_req_header *m = header(h, n, r->method_header);
-    const sl_req_header *u = header(h, n, r->uri_header);
-    const sl_req_header *c = header(h, n, r->client_ip_header);
+    const sl__req_header *m = header(h, n, r->method_header);
+    const sl__req_header *u = header(h, n, r->uri_header);
+    const sl__req_header *c = header(h, n, r->client_ip_header);
     if (m) req->method = m->value, req->method_len = m->value_len;
     if (u) req->uri = u->value, req->uri_len = u->value_len;
     if (c) req->client = c->value, req->client_len = c->value_len;
     /* Two of one: which one the proxy set is not knowable (nginx's
      * proxy_set_header replaces the client's own, so a proxy sends one). */
-    req->repeated = (repeated(h, n, r->method_header, m) ? SL_REQ_METHOD : 0u) |
-                    (repeated(h, n, r->uri_header, u) ? SL_REQ_URI : 0u) |
-                    (repeated(h, n, r->client_ip_header, c) ? SL_REQ_CLIENT : 0u);
+    req->repeated = (repeated(h, n, r->method_header, m) ? SL__REQ_METHOD : 0u) |
+                    (repeated(h, n, r->uri_header, u) ? SL__REQ_URI : 0u) |
+                    (repeated(h, n, r->client_ip_header, c) ? SL__REQ_CLIENT : 0u);
 }
 
 static int hexval(char c) {
@@ -399,8 +399,8 @@ static bool matches(const pattern *p, unsigned method, const char *path, size_t 
 
 /* ---- keys and labels -------------------------------------------------------------- */
 
-static bool put_part(sl_rules_answer *a, char tag, const void *data, size_t n) {
-    if (a->used + 3 + n > SL_RULES_ARENA) return false;
+static bool put_part(sl__rules_answer *a, char tag, const void *data, size_t n) {
+    if (a->used + 3 + n > SL__RULES_ARENA) return false;
     char *p = a->arena + a->used;
     p[0] = tag;
     p[1] = (char)(n >> 8);
@@ -422,7 +422,7 @@ static size_t append(char *buf, size_t size, size_t o, const char *s, size_t n) 
 /* The label of item i: a is the answer being decided (its metas and rules);
  * it lives in the caller's frame while sl__engine_decide runs. */
 static size_t label_fn(void *ctx, size_t i, char *buf, size_t size) {
-    const sl_rules_answer *a = ctx;
+    const sl__rules_answer *a = ctx;
     const item_meta *m = &a->meta[i];
     const limit *lim = m->lim;
     const rule *ru = m->rule;
@@ -431,8 +431,8 @@ static size_t label_fn(void *ctx, size_t i, char *buf, size_t size) {
     for (unsigned k = 0; k < lim->nsrc; k++) {
         if (k) o = append(buf, size, o, " ", 1);
         switch (lim->src[k]) {
-        case SL_SRC_API_KEY: {
-            const sl_apikey *key = a->key;
+        case SL__SRC_API_KEY: {
+            const sl__apikey *key = a->key;
             size_t show = key->keylen / 3 < 6 ? key->keylen / 3 : 6;
             char fp[24];
             snprintf(fp, sizeof fp, "~%08llx",
@@ -442,15 +442,15 @@ static size_t label_fn(void *ctx, size_t i, char *buf, size_t size) {
             o = append(buf, size, o, fp, strlen(fp));
             break;
         }
-        case SL_SRC_ORG:
+        case SL__SRC_ORG:
             o = append(buf, size, o, "org:", 4);
             o = append(buf, size, o, a->key->org, a->key->orglen);
             break;
-        case SL_SRC_IP: {
-            sl_addr pre;
+        case SL__SRC_IP: {
+            sl__addr pre;
             unsigned bits;
             sl__addr_prefix(&a->client, a->rules->v4_bits, a->rules->v6_bits, &pre, &bits);
-            char t[SL_ADDR_FORMAT_MAX + 8];
+            char t[SL__ADDR_FORMAT_MAX + 8];
             size_t tn = sl__addr_format(&pre, t);
             tn += (size_t)snprintf(t + tn, sizeof t - tn, "/%u",
                                    sl__addr_is_v4(&pre) ? bits - 96 : bits);
@@ -458,11 +458,11 @@ static size_t label_fn(void *ctx, size_t i, char *buf, size_t size) {
             o = append(buf, size, o, t, tn);
             break;
         }
-        case SL_SRC_ROUTE:
+        case SL__SRC_ROUTE:
             o = append(buf, size, o, "route:", 6);
             o = append(buf, size, o, ru->name, ru->name_len);
             break;
-        case SL_SRC_HEADER:
+        case SL__SRC_HEADER:
             o = append(buf, size, o, lim->header, lim->header_len);
             o = append(buf, size, o, ":", 1);
             o = append(buf, size, o, m->hval, m->hlen);
@@ -477,7 +477,7 @@ static size_t label_fn(void *ctx, size_t i, char *buf, size_t size) {
 
 /* ---- deciding ---------------------------------------------------------------------- */
 
-static void verdict(sl_rules_answer *a, sl_verdict v, const char *reason, const char *message) {
+static void verdict(sl__rules_answer *a, sl__verdict v, const char *reason, const char *message) {
     a->verdict = v;
     a->reason = reason;
     a->message = message;
@@ -485,26 +485,26 @@ static void verdict(sl_rules_answer *a, sl_verdict v, const char *reason, const 
 
 /* The answer for a request whose key check failed (a->key_refused) and
  * that no limit refused. */
-static void unauthorized(sl_rules_answer *a) {
-    if (a->key_refused == SL_KEY_UNKNOWN)
-        verdict(a, SL_VERDICT_UNAUTHORIZED, "unknown_key", "unknown API key");
+static void unauthorized(sl__rules_answer *a) {
+    if (a->key_refused == SL__KEY_UNKNOWN)
+        verdict(a, SL__VERDICT_UNAUTHORIZED, "unknown_key", "unknown API key");
     else
-        verdict(a, SL_VERDICT_UNAUTHORIZED, "missing_key", "an API key is required");
+        verdict(a, SL__VERDICT_UNAUTHORIZED, "missing_key", "an API key is required");
 }
 
 /* The client: the proxy's peer, then the forwarded chain through trusted
  * proxies. False (with the verdict set) when the address is malformed. */
-static bool find_client(const sl_rules *r, const sl_request *req, sl_rules_answer *a) {
-    sl_addr peer;
-    if (req->repeated & SL_REQ_CLIENT) {
-        verdict(a, SL_VERDICT_BAD_REQUEST, "bad_client_address",
+static bool find_client(const sl__rules *r, const sl__request *req, sl__rules_answer *a) {
+    sl__addr peer;
+    if (req->repeated & SL__REQ_CLIENT) {
+        verdict(a, SL__VERDICT_BAD_REQUEST, "bad_client_address",
                 "the client address header (X-Real-IP) came more than once: the proxy must set "
                 "it, replacing the client's own");
         return false;
     }
     if (req->client) {
         if (sl__addr_parse_node(req->client, req->client_len, &peer) != 0) {
-            verdict(a, SL_VERDICT_BAD_REQUEST, "bad_client_address",
+            verdict(a, SL__VERDICT_BAD_REQUEST, "bad_client_address",
                     "the client address header is not an IP address");
             return false;
         }
@@ -516,10 +516,10 @@ static bool find_client(const sl_rules *r, const sl_request *req, sl_rules_answe
     const char *vals[MAX_FWD_LINES];
     size_t lens[MAX_FWD_LINES], nv = 0;
     if (r->ntrusted) {
-        const char *name = r->forwarded == SL_FWD_FORWARDED ? "Forwarded" : "X-Forwarded-For";
+        const char *name = r->forwarded == SL__FWD_FORWARDED ? "Forwarded" : "X-Forwarded-For";
         size_t nl = strlen(name);
         for (size_t i = 0; i < req->nheaders; i++) {
-            const sl_req_header *h = &req->headers[i];
+            const sl__req_header *h = &req->headers[i];
             if (h->name_len != nl || strncasecmp(h->name, name, nl) != 0) continue;
             if (nv == MAX_FWD_LINES) { /* keep the rightmost lines */
                 memmove(vals, vals + 1, (MAX_FWD_LINES - 1) * sizeof *vals);
@@ -530,7 +530,7 @@ static bool find_client(const sl_rules *r, const sl_request *req, sl_rules_answe
             lens[nv++] = h->value_len;
         }
     }
-    sl_fwd_result fr;
+    sl__fwd_result fr;
     sl__forwarded_client(r->forwarded, &peer, r->trusted, r->ntrusted, vals, lens, nv, &fr);
     a->client = fr.client;
     a->have_client = true;
@@ -538,14 +538,14 @@ static bool find_client(const sl_rules *r, const sl_request *req, sl_rules_answe
 }
 
 /* The API key of the request (header, bearer, query), or NULL. */
-static const char *find_key(const sl_rules *r, const sl_request *req, const char *query,
+static const char *find_key(const sl__rules *r, const sl__request *req, const char *query,
                             size_t qlen, char *buf, size_t size, size_t *len) {
     if (r->key_header[0]) {
-        const sl_req_header *h = header(req->headers, req->nheaders, r->key_header);
+        const sl__req_header *h = header(req->headers, req->nheaders, r->key_header);
         if (h && h->value_len) return *len = h->value_len, h->value;
     }
     if (r->key_bearer) {
-        const sl_req_header *h = header(req->headers, req->nheaders, "Authorization");
+        const sl__req_header *h = header(req->headers, req->nheaders, "Authorization");
         const char *k = h ? sl__rules_bearer(h->value, h->value_len, len) : NULL;
         if (k) return k;
     }
@@ -560,7 +560,7 @@ static const char *find_key(const sl_rules *r, const sl_request *req, const char
 /* The points of the request's GraphQL query under rule ru's graphql:
  * block, or -1 with a BAD_REQUEST verdict (the first costing is kept in
  * a->query_cost for the answer). */
-static int64_t query_points(const rule *ru, const sl_rules_query *q, sl_rules_answer *a) {
+static int64_t query_points(const rule *ru, const sl__rules_query *q, sl__rules_answer *a) {
     sl_gql_options o;
     sl_gql_options_init(&o);
     if (ru->graphql.configured) {
@@ -575,7 +575,7 @@ static int64_t query_points(const rule *ru, const sl_rules_query *q, sl_rules_an
     sl_gql_cost_result res;
     sl_gql_error err = {0};
     int rc = sl_gql_cost(q->doc, &o, &res, &err);
-    if (rc == SL_OK && res.points > (uint64_t)SL_GQL_POINTS_MAX) {
+    if (rc == SL_OK && res.points > (uint64_t)SL__GQL_POINTS_MAX) {
         rc = SL_ECOST;
         snprintf(err.message, sizeof err.message,
                  "The query costs %llu points, more than any budget (10^12).",
@@ -587,7 +587,7 @@ static int64_t query_points(const rule *ru, const sl_rules_query *q, sl_rules_an
     }
     if (rc == SL_OK) return (int64_t)res.points;
     snprintf(a->query_message, sizeof a->query_message, "%s", err.message);
-    verdict(a, SL_VERDICT_BAD_REQUEST, rc == SL_ECOST ? "query_too_costly" : "bad_query",
+    verdict(a, SL__VERDICT_BAD_REQUEST, rc == SL_ECOST ? "query_too_costly" : "bad_query",
             a->query_message);
     a->n = 0;
     return -1;
@@ -595,9 +595,9 @@ static int64_t query_points(const rule *ru, const sl_rules_query *q, sl_rules_an
 
 /* Steps 1-5 up to deciding the limits. Returns true when a->items[0..n)
  * are to be decided (metas[i] says what built item i, for labels). */
-static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a,
+static bool collect(const sl__rules *r, const sl__request *req, sl__rules_answer *a,
                     item_meta *metas) {
-    a->verdict = SL_VERDICT_ALLOW;
+    a->verdict = SL__VERDICT_ALLOW;
     a->reason = a->message = NULL;
     a->n = a->refused = 0;
     a->cost = 1;
@@ -606,7 +606,7 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
     a->tier_name = NULL;
     a->have_client = false;
     a->key = NULL;
-    a->key_refused = SL_KEY_ACCEPTED;
+    a->key_refused = SL__KEY_ACCEPTED;
     a->used = 0;
     a->query_costed = false;
     a->query_message[0] = '\0';
@@ -614,29 +614,29 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
     char path[URI_MAX];
     const char *query;
     size_t qlen;
-    if (req->repeated & SL_REQ_URI) {
-        verdict(a, SL_VERDICT_BAD_REQUEST, "bad_uri",
+    if (req->repeated & SL__REQ_URI) {
+        verdict(a, SL__VERDICT_BAD_REQUEST, "bad_uri",
                 "the original URI header (X-Original-URI) came more than once");
         return false;
     }
-    if (req->repeated & SL_REQ_METHOD) {
-        verdict(a, SL_VERDICT_BAD_REQUEST, "bad_method",
+    if (req->repeated & SL__REQ_METHOD) {
+        verdict(a, SL__VERDICT_BAD_REQUEST, "bad_method",
                 "the original method header (X-Original-Method) came more than once");
         return false;
     }
     if (!req->uri) {
-        verdict(a, SL_VERDICT_BAD_REQUEST, "missing_uri",
+        verdict(a, SL__VERDICT_BAD_REQUEST, "missing_uri",
                 "the original URI is missing (set X-Original-URI in the auth location)");
         return false;
     }
     if (!req->method) {
-        verdict(a, SL_VERDICT_BAD_REQUEST, "missing_method",
+        verdict(a, SL__VERDICT_BAD_REQUEST, "missing_method",
                 "the original method is missing (set X-Original-Method in the auth location)");
         return false;
     }
     long pl = sl__rules_normalize_path(req->uri, req->uri_len, path, sizeof path, &query, &qlen);
     if (pl < 0) {
-        verdict(a, SL_VERDICT_BAD_REQUEST, "bad_uri",
+        verdict(a, SL__VERDICT_BAD_REQUEST, "bad_uri",
                 "the original URI is not a path, has a bad %-escape or an encoded control "
                 "character, or is too long");
         return false;
@@ -647,14 +647,14 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
     /* 1. exempt paths: health checks need no key and count nowhere */
     for (size_t i = 0; i < r->nexempt_paths; i++) {
         if (matches(&r->exempt_paths[i], method, path, plen)) {
-            verdict(a, SL_VERDICT_EXEMPT, "path", "exempt path");
+            verdict(a, SL__VERDICT_EXEMPT, "path", "exempt path");
             return false;
         }
     }
     /* 2. the client, and internal networks */
     if (!find_client(r, req, a)) return false;
     if (a->have_client && sl__cidr_set_contains(r->exempt_cidrs, r->nexempt_cidrs, &a->client)) {
-        verdict(a, SL_VERDICT_EXEMPT, "cidr", "exempt network");
+        verdict(a, SL__VERDICT_EXEMPT, "cidr", "exempt network");
         return false;
     }
     /* 3. the API key. An unknown key (or none where one is required) is
@@ -662,21 +662,21 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
      * decided, as for an anonymous request: a flood of random keys is
      * throttled like any other flood, and no state is keyed by them. */
     if (r->keys || r->key_required) {
-        char qbuf[SL_APIKEY_MAX + 2];
+        char qbuf[SL__APIKEY_MAX + 2];
         size_t klen = 0;
         const char *k = find_key(r, req, query, qlen, qbuf, sizeof qbuf, &klen);
         if (k) {
             a->key = sl__apikeys_find(r->keys, k, klen);
-            if (!a->key) a->key_refused = SL_KEY_UNKNOWN;
+            if (!a->key) a->key_refused = SL__KEY_UNKNOWN;
         } else if (r->key_required) {
-            a->key_refused = SL_KEY_MISSING;
+            a->key_refused = SL__KEY_MISSING;
         }
         if (a->key) {
             a->tier = a->key->tier;
             if (a->tier >= 0 && (size_t)a->tier < r->ntiers) {
                 a->tier_name = r->tier_names[a->tier];
                 if (r->exempt_tiers & (UINT64_C(1) << a->tier)) {
-                    verdict(a, SL_VERDICT_EXEMPT, "tier", "exempt tier");
+                    verdict(a, SL__VERDICT_EXEMPT, "tier", "exempt tier");
                     return false;
                 }
             }
@@ -703,28 +703,28 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
             bool skip = false, full = false;
             for (unsigned k = 0; k < l->nsrc && !skip && !full; k++) {
                 switch (l->src[k]) {
-                case SL_SRC_API_KEY:
+                case SL__SRC_API_KEY:
                     if (!a->key)
                         skip = true;
                     else
                         full = !put_part(a, 'k', a->key->key, a->key->keylen);
                     break;
-                case SL_SRC_ORG:
+                case SL__SRC_ORG:
                     if (!a->key || !a->key->org)
                         skip = true;
                     else
                         full = !put_part(a, 'o', a->key->org, a->key->orglen);
                     break;
-                case SL_SRC_IP: {
+                case SL__SRC_IP: {
                     if (!a->have_client) {
                         a->used = start;
-                        verdict(a, SL_VERDICT_BAD_REQUEST, "missing_client_address",
+                        verdict(a, SL__VERDICT_BAD_REQUEST, "missing_client_address",
                                 "a limit counts by client address, and the request has none "
                                 "(set X-Real-IP in the auth location)");
                         a->n = 0;
                         return false;
                     }
-                    sl_addr pre;
+                    sl__addr pre;
                     unsigned bits;
                     sl__addr_prefix(&a->client, r->v4_bits, r->v6_bits, &pre, &bits);
                     uint8_t b[17];
@@ -733,17 +733,17 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
                     full = !put_part(a, 'i', b, sizeof b);
                     break;
                 }
-                case SL_SRC_ROUTE:
+                case SL__SRC_ROUTE:
                     full = !put_part(a, 'r', ru->name, ru->name_len);
                     break;
-                case SL_SRC_HEADER: {
-                    const sl_req_header *h = header(req->headers, req->nheaders, l->header);
+                case SL__SRC_HEADER: {
+                    const sl__req_header *h = header(req->headers, req->nheaders, l->header);
                     if (!h || h->value_len == 0) {
                         skip = true;
                         break;
                     }
                     hval = h->value;
-                    hlen = h->value_len > SL_HEADER_KEY_MAX ? SL_HEADER_KEY_MAX : h->value_len;
+                    hlen = h->value_len > SL__HEADER_KEY_MAX ? SL__HEADER_KEY_MAX : h->value_len;
                     full = !put_part(a, 'h', hval, hlen);
                     break;
                 }
@@ -753,7 +753,7 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
                 }
             }
             if (full) {
-                verdict(a, SL_VERDICT_ERROR, "internal", "the keys of this request do not fit");
+                verdict(a, SL__VERDICT_ERROR, "internal", "the keys of this request do not fit");
                 a->n = 0;
                 return false;
             }
@@ -761,11 +761,11 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
                 a->used = start;
                 continue;
             }
-            sl_policy *pol = l->by_tier[tier_slot];
+            sl__policy *pol = l->by_tier[tier_slot];
             const char *key = a->arena + start;
             size_t keylen = a->used - start;
             int64_t cost = l->cost >= 0 ? l->cost : a->cost;
-            if (l->cost == SL_COST_GRAPHQL && req->query &&
+            if (l->cost == SL__COST_GRAPHQL && req->query &&
                 (cost = query_points(ru, req->query, a)) < 0)
                 return false;
             size_t d = 0;
@@ -779,28 +779,28 @@ static bool collect(const sl_rules *r, const sl_request *req, sl_rules_answer *a
                 continue;
             }
             if (a->n == SL_CHECK_MAX) {
-                verdict(a, SL_VERDICT_ERROR, "too_many_limits",
+                verdict(a, SL__VERDICT_ERROR, "too_many_limits",
                         "more than 16 limits apply to this request: split the rules");
                 a->n = 0;
                 return false;
             }
             metas[a->n] = (item_meta){ru, l, hval, hlen};
             a->counts[a->n] = l->counts[tier_slot];
-            a->items[a->n] = (sl_policy_item){
+            a->items[a->n] = (sl__policy_item){
                 .policy = pol, .key = key, .keylen = keylen, .cost = cost, .shadow = ru->shadow};
             a->n++;
         }
     }
-    if (a->n == 0 && a->key_refused != SL_KEY_ACCEPTED) unauthorized(a);
+    if (a->n == 0 && a->key_refused != SL__KEY_ACCEPTED) unauthorized(a);
     return a->n > 0;
 }
 
 /* A refusal of the request itself (a 400 or 401 verdict), by reason. */
-static void count_refusal(const sl_rules *r, const sl_rules_answer *a) {
+static void count_refusal(const sl__rules *r, const sl__rules_answer *a) {
     if (!r || !a->reason ||
-        (a->verdict != SL_VERDICT_BAD_REQUEST && a->verdict != SL_VERDICT_UNAUTHORIZED))
+        (a->verdict != SL__VERDICT_BAD_REQUEST && a->verdict != SL__VERDICT_UNAUTHORIZED))
         return;
-    for (size_t i = 0; i < SL_RULES_REFUSALS; i++)
+    for (size_t i = 0; i < SL__RULES_REFUSALS; i++)
         if (strcmp(a->reason, sl__rules_refusal_names[i]) == 0) {
             atomic_fetch_add_explicit((atomic_uint_fast64_t *)&r->refused[i], 1,
                                       memory_order_relaxed);
@@ -812,13 +812,13 @@ static void count_refusal(const sl_rules *r, const sl_rules_answer *a) {
  * (decide.c count_group): a group that passed counts every item allowed; a
  * refused group only its refusers (limited, or shadow_limited in the shadow
  * group, decided only when the enforced group passed). */
-static void count_rules(const sl_rules_answer *a, const sl_decide_call *c) {
+static void count_rules(const sl__rules_answer *a, const sl__decide_call *c) {
     size_t n = a->n < c->n ? a->n : c->n;
     bool shadow_refused = false;
     for (size_t i = 0; i < n; i++) shadow_refused |= c->items[i].shadowed;
     for (size_t i = 0; i < n; i++) {
         atomic_uint_fast64_t *k = a->counts[i];
-        const sl_decide_item *it = &c->items[i];
+        const sl__decide_item *it = &c->items[i];
         if (!k || !it->decided) continue;
         int slot = -1;
         if (!c->items[i].shadow_group) {
@@ -833,7 +833,7 @@ static void count_rules(const sl_rules_answer *a, const sl_decide_call *c) {
     }
 }
 
-void sl__rules_finish(sl_rules_answer *a, const sl_decide_call *c) {
+void sl__rules_finish(sl__rules_answer *a, const sl__decide_call *c) {
     for (size_t i = 0; i < a->n && i < c->n; i++) {
         a->items[i].decision = c->items[i].decision;
         a->items[i].decided = c->items[i].decided;
@@ -845,38 +845,38 @@ void sl__rules_finish(sl_rules_answer *a, const sl_decide_call *c) {
     if (rc == SL_OK) {
         count_rules(a, c);
         if (refused < a->n)
-            verdict(a, SL_VERDICT_LIMITED, "rate_limited", "rate limit exceeded");
-        else if (a->key_refused != SL_KEY_ACCEPTED) {
+            verdict(a, SL__VERDICT_LIMITED, "rate_limited", "rate limit exceeded");
+        else if (a->key_refused != SL__KEY_ACCEPTED) {
             unauthorized(a); /* the fence passed (and was charged): now the key's 401 */
             count_refusal(a->rules, a);
         }
         return;
     }
     if (rc == SL_ECOST && refused < a->n) {
-        verdict(a, SL_VERDICT_LIMITED, "cost_exceeds_limit",
+        verdict(a, SL__VERDICT_LIMITED, "cost_exceeds_limit",
                 "this request costs more than the limit allows at once: it can never pass");
         return;
     }
     a->refused = a->n;
-    verdict(a, SL_VERDICT_ERROR, "internal", sl_strerror(rc));
+    verdict(a, SL__VERDICT_ERROR, "internal", sl_strerror(rc));
 }
 
-sl_decide_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_policy_set *set,
-                                  sl_rules_answer *a, size_t user_bytes) {
+sl__decide_call *sl__rules_prepare(const sl__rules *r, const sl__request *req, sl__policy_set *set,
+                                   sl__rules_answer *a, size_t user_bytes) {
     a->rules = r;
     if (!collect(r, req, a, a->meta)) {
         count_refusal(r, a);
         return NULL;
     }
-    sl_decide_item items[SL_CHECK_MAX];
+    sl__decide_item items[SL_CHECK_MAX];
     for (size_t i = 0; i < a->n; i++)
         items[i] = sl__policy_use(a->items[i].policy, a->items[i].key, a->items[i].keylen,
                                   a->items[i].cost, a->items[i].shadow);
-    sl_decide_call *c = sl__decide_call_new(items, a->n, NULL, NULL, user_bytes);
+    sl__decide_call *c = sl__decide_call_new(items, a->n, NULL, NULL, user_bytes);
     /* labels only for what is refused, from a while the engine decides */
     if (c) sl__decide_call_label_later(c, label_fn, a);
     if (!c) {
-        verdict(a, SL_VERDICT_ERROR, "internal", "out of memory");
+        verdict(a, SL__VERDICT_ERROR, "internal", "out of memory");
         a->n = 0;
         return NULL;
     }
@@ -886,14 +886,14 @@ sl_decide_call *sl__rules_prepare(const sl_rules *r, const sl_request *req, sl_p
 
 /* ---- what /metrics prints ------------------------------------------------------ */
 
-void sl__rules_each_stat(const sl_rules *r, void (*fn)(void *ctx, const sl_rule_stats *st),
+void sl__rules_each_stat(const sl__rules *r, void (*fn)(void *ctx, const sl__rule_stats *st),
                          void *ctx) {
     for (size_t i = 0; r && i < r->nrules; i++) {
         const rule *ru = &r->rules[i];
         for (unsigned j = 0; j < ru->nlimits; j++) {
             const limit *l = &ru->limits[j];
             for (size_t t = 0; t <= r->ntiers; t++) {
-                sl_rule_stats st = {
+                sl__rule_stats st = {
                     .rule = ru->name,
                     .policy = l->by_tier[t]->cfg.name,
                     .tier = t ? r->tier_names[t - 1] : NULL,
@@ -906,7 +906,7 @@ void sl__rules_each_stat(const sl_rules *r, void (*fn)(void *ctx, const sl_rule_
     }
 }
 
-void sl__rules_refusals(const sl_rules *r, uint64_t out[SL_RULES_REFUSALS]) {
-    for (size_t i = 0; i < SL_RULES_REFUSALS; i++)
+void sl__rules_refusals(const sl__rules *r, uint64_t out[SL__RULES_REFUSALS]) {
+    for (size_t i = 0; i < SL__RULES_REFUSALS; i++)
         out[i] = r ? atomic_load_explicit(&r->refused[i], memory_order_relaxed) : 0;
 }

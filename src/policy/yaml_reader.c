@@ -19,12 +19,12 @@
 
 /* ---- the error list and the cursor ---------------------------------------- */
 
-__attribute__((format(printf, 5, 0))) void sl__errors_addv(sl_config_errors *errs,
+__attribute__((format(printf, 5, 0))) void sl__errors_addv(sl__config_errors *errs,
                                                            const char *source, int line,
                                                            const char *field, const char *fmt,
                                                            va_list ap) {
     size_t i = errs->n++;
-    if (i >= SL_CONFIG_MAX_ERRORS) return;
+    if (i >= SL__CONFIG_MAX_ERRORS) return;
     /* written whole first: a message longer than its slot loses its middle
        (a long path), never its end (what is wrong) */
     char full[ERROR_FULL_MAX];
@@ -52,7 +52,7 @@ __attribute__((format(printf, 5, 0))) void sl__errors_addv(sl_config_errors *err
     memcpy(m + ERROR_HEAD + 3, full + len - tail, tail + 1);
 }
 
-__attribute__((format(printf, 5, 6))) void sl__errors_add(sl_config_errors *errs,
+__attribute__((format(printf, 5, 6))) void sl__errors_add(sl__config_errors *errs,
                                                           const char *source, int line,
                                                           const char *field, const char *fmt, ...) {
     va_list ap;
@@ -64,7 +64,7 @@ __attribute__((format(printf, 5, 6))) void sl__errors_add(sl_config_errors *errs
 /* One error at `line` about `field` (a path such as "policies[1].rate"). */
 __attribute__((format(printf, 4, 5))) void sl__yaml_error(sl__yaml *y, int line, const char *field,
                                                           const char *fmt, ...) {
-    if (y->errs->n < SL_CONFIG_MAX_ERRORS) y->error_line[y->errs->n] = line;
+    if (y->errs->n < SL__CONFIG_MAX_ERRORS) y->error_line[y->errs->n] = line;
     va_list ap;
     va_start(ap, fmt);
     sl__errors_addv(y->errs, y->source, line, field, fmt, ap);
@@ -75,7 +75,7 @@ __attribute__((format(printf, 4, 5))) void sl__yaml_error(sl__yaml *y, int line,
  * are only found after the lines below them (a missing key, a listener
  * clash). */
 void sl__yaml_sort_errors(sl__yaml *y) {
-    size_t n = y->errs->n < SL_CONFIG_MAX_ERRORS ? y->errs->n : SL_CONFIG_MAX_ERRORS;
+    size_t n = y->errs->n < SL__CONFIG_MAX_ERRORS ? y->errs->n : SL__CONFIG_MAX_ERRORS;
     char tmp[sizeof y->errs->msg[0]];
     for (size_t i = 1; i < n; i++) {
         int line = y->error_line[i];
@@ -174,7 +174,7 @@ void sl__yaml_skip(sl__yaml *y) {
 }
 
 int sl__yaml_open(sl__yaml *y, const char *text, size_t len, const char *source,
-                  sl_config_errors *errs) {
+                  sl__config_errors *errs) {
     memset(y, 0, sizeof *y);
     y->text = text;
     y->len = len;
@@ -682,14 +682,14 @@ void sl__yaml_section(sl__yaml *y, const char *path, const char *const *keys, si
 void sl__yaml_each_named(sl__yaml *y, const char *parent, sl__yaml_named_fn fn, void *obj) {
     while (next_key(y, parent)) {
         int line = sl__yaml_line(y);
-        char key[SL_POLICY_NAME_MAX + 2];
+        char key[SL__POLICY_NAME_MAX + 2];
         size_t len = sl__yaml_len(y);
         size_t keep = len < sizeof key - 1 ? len : sizeof key - 1;
         memcpy(key, sl__yaml_text(y), keep);
         key[keep] = '\0';
         char path[SL__YAML_PATH_SIZE];
         join_path(path, parent, sl__yaml_text(y), len);
-        if (memchr(sl__yaml_text(y), '\0', len)) len = SL_POLICY_NAME_MAX + 1; /* refused below */
+        if (memchr(sl__yaml_text(y), '\0', len)) len = SL__POLICY_NAME_MAX + 1; /* refused below */
         if (!sl__yaml_next(y)) return;
         fn(y, obj, key, len, line, path);
     }

@@ -26,18 +26,18 @@
 #define SL__YAML_SHOW_MAX  40  /* bytes of a user's value quoted in a message */
 #define SL__YAML_PATH_SIZE 112 /* a field path ("rules[3].limits[0].by[1]") */
 
-/* ---- the error list (sl_config_errors) ---- */
+/* ---- the error list (sl__config_errors) ---- */
 
 /* Appends "source:line: field: message" (no "line: " when line <= 0, no
  * "field: " when field is NULL or ""). errs->n counts every call; only the
- * first SL_CONFIG_MAX_ERRORS are stored, each fitted to its slot: a longer
+ * first SL__CONFIG_MAX_ERRORS are stored, each fitted to its slot: a longer
  * one keeps its start and its end (what is wrong), its middle elided as
  * "..." (a long path). */
-__attribute__((format(printf, 5, 0))) void sl__errors_addv(sl_config_errors *errs,
+__attribute__((format(printf, 5, 0))) void sl__errors_addv(sl__config_errors *errs,
                                                            const char *source, int line,
                                                            const char *field, const char *fmt,
                                                            va_list ap);
-__attribute__((format(printf, 5, 6))) void sl__errors_add(sl_config_errors *errs,
+__attribute__((format(printf, 5, 6))) void sl__errors_add(sl__config_errors *errs,
                                                           const char *source, int line,
                                                           const char *field, const char *fmt, ...);
 
@@ -58,10 +58,10 @@ typedef struct sl__yaml {
     const char *text;
     size_t len;
     const char *source; /* names the text in messages */
-    sl_config_errors *errs;
-    int error_line[SL_CONFIG_MAX_ERRORS]; /* of each stored message, to sort them */
-    int key_line;                         /* of the key whose value is being read */
-    const sl__yaml_home *homes;           /* for "unknown key here (x belongs ...)" */
+    sl__config_errors *errs;
+    int error_line[SL__CONFIG_MAX_ERRORS]; /* of each stored message, to sort them */
+    int key_line;                          /* of the key whose value is being read */
+    const sl__yaml_home *homes;            /* for "unknown key here (x belongs ...)" */
     size_t nhomes;
     void *user; /* the caller's context, for its callbacks */
 } sl__yaml;
@@ -70,7 +70,7 @@ typedef struct sl__yaml {
  * go to errs (not reset). Returns 0, or -1 when libyaml cannot allocate
  * (nothing reported, nothing to close). */
 int sl__yaml_open(sl__yaml *y, const char *text, size_t len, const char *source,
-                  sl_config_errors *errs);
+                  sl__config_errors *errs);
 void sl__yaml_close(sl__yaml *y);
 
 /* Advances to the next event. False (with the error reported) when reading
@@ -165,8 +165,8 @@ void sl__yaml_each_key(sl__yaml *y, const char *parent, const char *const *keys,
 void sl__yaml_section(sl__yaml *y, const char *path, const char *const *keys, size_t nkeys,
                       sl__yaml_value_fn fn, void *obj, int *seen, const char *what);
 
-/* Receives one user-chosen key: at most SL_POLICY_NAME_MAX + 1 bytes of it,
- * NUL-terminated, and its length (SL_POLICY_NAME_MAX + 1 when it holds a
+/* Receives one user-chosen key: at most SL__POLICY_NAME_MAX + 1 bytes of it,
+ * NUL-terminated, and its length (SL__POLICY_NAME_MAX + 1 when it holds a
  * NUL byte), with its value as the current event (to consume). */
 typedef void (*sl__yaml_named_fn)(sl__yaml *y, void *obj, const char *key, size_t len, int line,
                                   const char *path);

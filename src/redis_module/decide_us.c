@@ -62,7 +62,7 @@ static int64_t month_start(int64_t i) {
 
 /* ---- parameter sets ---- */
 
-const char *sl__mod_set_check(sl_mod_set *ps, int j, const int64_t v[6], const char *tag,
+const char *sl__mod_set_check(sl__mod_set *ps, int j, const int64_t v[6], const char *tag,
                               size_t taglen, char *err, size_t errlen) {
     memset(ps, 0, sizeof *ps);
     int64_t flags = v[4];
@@ -80,7 +80,7 @@ const char *sl__mod_set_check(sl_mod_set *ps, int j, const int64_t v[6], const c
     ps->da = flags / 1024;
     ps->maxcost = ps->N;
     ps->limit = ps->N;
-    if (low > 7 || taglen < 1 || taglen > SL_MOD_TAGMAX) {
+    if (low > 7 || taglen < 1 || taglen > SL__MOD_TAGMAX) {
         snprintf(err, errlen, "parameter set %d: bad flags or tag", j);
         return err;
     }
@@ -90,10 +90,10 @@ const char *sl__mod_set_check(sl_mod_set *ps, int j, const int64_t v[6], const c
     int64_t g = sl__gcd64(ps->N, ps->P);
     ps->n = ps->N / g;
     ps->p = ps->P / g;
-    if (ps->alg >= SL_MOD_TB) {
+    if (ps->alg >= SL__MOD_TB) {
         /* module.c bounds limit and period to >= 1 */
         // NOLINTNEXTLINE(clang-analyzer-core.DivideZero)
-        if (ps->B < 1 || ps->B > SL_MOD_MAXV / ps->p) {
+        if (ps->B < 1 || ps->B > SL__MOD_MAXV / ps->p) {
             snprintf(err, errlen,
                      "parameter set %d: burst must be 1..2^52/(period/gcd(limit, period))", j);
             return err;
@@ -101,32 +101,32 @@ const char *sl__mod_set_check(sl_mod_set *ps, int j, const int64_t v[6], const c
         ps->full = ps->B * ps->p;
         ps->maxcost = ps->B;
         ps->limit = ps->B;
-    } else if (ps->alg == SL_MOD_SLOG && ps->N > SL_MOD_LOGMAX) {
-        snprintf(err, errlen, "parameter set %d: sliding log limit > %d", j, SL_MOD_LOGMAX);
+    } else if (ps->alg == SL__MOD_SLOG && ps->N > SL__MOD_LOGMAX) {
+        snprintf(err, errlen, "parameter set %d: sliding log limit > %d", j, SL__MOD_LOGMAX);
         return err;
     }
-    if (ps->cal && ps->alg != SL_MOD_FW) {
+    if (ps->cal && ps->alg != SL__MOD_FW) {
         snprintf(err, errlen, "parameter set %d: a calendar month needs a fixed window", j);
         return err;
     }
-    if (ps->steps && ps->alg != SL_MOD_TB) {
+    if (ps->steps && ps->alg != SL__MOD_TB) {
         snprintf(err, errlen, "parameter set %d: step refill needs a token bucket", j);
         return err;
     }
-    if (ps->da > 0 && (ps->alg != SL_MOD_LQ || ps->da >= ps->B)) {
+    if (ps->da > 0 && (ps->alg != SL__MOD_LQ || ps->da >= ps->B)) {
         snprintf(err, errlen,
                  "parameter set %d: delay_after needs a leaky queue and must be below its burst",
                  j);
         return err;
     }
     if (ps->any) {
-        if (ps->alg != SL_MOD_GCRA || low != 0) {
+        if (ps->alg != SL__MOD_GCRA || low != 0) {
             snprintf(err, errlen, "parameter set %d: any rate needs a gcra without flags", j);
             return err;
         }
         memcpy(ps->fp, "cell", 5);
         ps->fplen = 4;
-    } else if (ps->alg >= SL_MOD_GCRA && ps->n == 1) {
+    } else if (ps->alg >= SL__MOD_GCRA && ps->n == 1) {
         /* the script: tonumber(tag, 16) % 1000, 0 for a tag that is no hex
            number (16 hex digits at most: exact in 64 bits) */
         uint64_t h = 0;
@@ -154,11 +154,11 @@ const char *sl__mod_set_check(sl_mod_set *ps, int j, const int64_t v[6], const c
 
 /* ---- the algorithms (decide.lua's functions of the same names) ---- */
 
-static int64_t fw_window(const sl_mod_set *ps, int64_t t) {
+static int64_t fw_window(const sl__mod_set *ps, int64_t t) {
     return ps->cal ? month_index(t) : t / ps->P;
 }
 
-static int64_t fw_end(const sl_mod_set *ps, int64_t w) {
+static int64_t fw_end(const sl__mod_set *ps, int64_t w) {
     return ps->cal ? month_start(w + 1) : (w + 1) * ps->P;
 }
 
@@ -171,7 +171,7 @@ static void put6(int64_t out[6], bool a, int64_t l, int64_t r, int64_t re, int64
     out[5] = de;
 }
 
-static void fixed_window(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, sl_mod_mode mode,
+static void fixed_window(const sl__mod_set *ps, sl__mod_state *st, int64_t cost, sl__mod_mode mode,
                          bool cr, int64_t now, int64_t out[6]) {
     int64_t *s = st->v, N = ps->N;
     int64_t w = fw_window(ps, now);
@@ -179,8 +179,8 @@ static void fixed_window(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, s
     int64_t count = w == s[0] ? s[1] : 0;
     bool allowed = count + cost <= N;
     int64_t after = count;
-    if (allowed || cr || mode == SL_MOD_CHARGE) after = sl__min64(count + cost, N);
-    if (mode != SL_MOD_PEEK && after != count) {
+    if (allowed || cr || mode == SL__MOD_CHARGE) after = sl__min64(count + cost, N);
+    if (mode != SL__MOD_PEEK && after != count) {
         s[0] = w;
         s[1] = after;
         st->dirty = true;
@@ -189,8 +189,8 @@ static void fixed_window(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, s
     put6(out, allowed, N, N - after, allowed ? 0 : left, after > 0 ? left : 0, 0);
 }
 
-static void sliding_window(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, sl_mod_mode mode,
-                           bool cr, int64_t now, int64_t out[6]) {
+static void sliding_window(const sl__mod_set *ps, sl__mod_state *st, int64_t cost,
+                           sl__mod_mode mode, bool cr, int64_t now, int64_t out[6]) {
     int64_t *s = st->v, N = ps->N, P = ps->P;
     int64_t w = now / P;
     int64_t elapsed = now - w * P;
@@ -209,8 +209,8 @@ static void sliding_window(const sl_mod_set *ps, sl_mod_state *st, int64_t cost,
     int64_t room = N - curr - cost;
     bool allowed = room >= 0 && (prev == 0 || (sl__i128)prev * (P - elapsed) <= (sl__i128)room * P);
     int64_t after = curr;
-    if (allowed || cr || mode == SL_MOD_CHARGE) after = sl__min64(curr + cost, N);
-    if (mode != SL_MOD_PEEK && after != curr) {
+    if (allowed || cr || mode == SL__MOD_CHARGE) after = sl__min64(curr + cost, N);
+    if (mode != SL__MOD_PEEK && after != curr) {
         s[0] = w;
         s[1] = prev;
         s[2] = after;
@@ -236,20 +236,20 @@ static void sliding_window(const sl_mod_set *ps, sl_mod_state *st, int64_t cost,
 }
 
 /* The last step at or before t (t >= 0): step refill credits whole periods. */
-static int64_t step_of(const sl_mod_set *ps, int64_t t) {
+static int64_t step_of(const sl__mod_set *ps, int64_t t) {
     return t - t % ps->P;
 }
 
 /* The time from t until `units` (> 0) more scaled units have arrived: at n
  * per us, or in steps of P*n units at every multiple of P. */
-static int64_t tb_wait(const sl_mod_set *ps, int64_t units, int64_t t) {
+static int64_t tb_wait(const sl__mod_set *ps, int64_t units, int64_t t) {
     if (!ps->steps) return ceil_div(units, ps->n);
     sl__i128 per = (sl__i128)ps->P * ps->n;
     int64_t k = per >= units ? 1 : ceil_div(units, (int64_t)per);
     return k * ps->P - (t - step_of(ps, t));
 }
 
-static void token_bucket(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, sl_mod_mode mode,
+static void token_bucket(const sl__mod_set *ps, sl__mod_state *st, int64_t cost, sl__mod_mode mode,
                          bool cr, int64_t now, int64_t out[6]) {
     int64_t *s = st->v, full = ps->full, n = ps->n, p = ps->p;
     int64_t tokens = s[0], last = s[1];
@@ -263,8 +263,8 @@ static void token_bucket(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, s
     int64_t need = cost * p;
     bool allowed = tokens >= need;
     int64_t after = tokens;
-    if (allowed || cr || mode == SL_MOD_CHARGE) after = tokens > need ? tokens - need : 0;
-    if (mode != SL_MOD_PEEK && after != tokens) {
+    if (allowed || cr || mode == SL__MOD_CHARGE) after = tokens > need ? tokens - need : 0;
+    if (mode != SL__MOD_PEEK && after != tokens) {
         s[0] = after;
         s[1] = last > now ? last : now;
         st->dirty = true;
@@ -279,12 +279,12 @@ static void token_bucket(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, s
 }
 
 /* (t - now) * n + f <= x, for x >= 0 and 0 <= f < n. */
-static bool ahead_le(const sl_mod_set *ps, int64_t t, int64_t f, int64_t x, int64_t now) {
+static bool ahead_le(const sl__mod_set *ps, int64_t t, int64_t f, int64_t x, int64_t now) {
     if (t < now) return true;
     return x >= f && t - now <= (x - f) / ps->n;
 }
 
-static void gcra(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, sl_mod_mode mode, bool cr,
+static void gcra(const sl__mod_set *ps, sl__mod_state *st, int64_t cost, sl__mod_mode mode, bool cr,
                  int64_t now, int64_t out[6]) {
     int64_t *s = st->v, n = ps->n, p = ps->p, full = ps->full;
     if (ps->any && s[2] != n) {
@@ -317,7 +317,7 @@ static void gcra(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, sl_mod_mo
     if (allowed) {
         at = nt;
         af = nf;
-    } else if (cr || mode == SL_MOD_CHARGE) {
+    } else if (cr || mode == SL__MOD_CHARGE) {
         /* a counted rejection empties the bucket, no debt: tat = now + B*T */
         int64_t fq = full / n;
         at = now + fq;
@@ -327,7 +327,7 @@ static void gcra(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, sl_mod_mo
             af = bf;
         }
     }
-    if (mode != SL_MOD_PEEK && (at != bt || af != bf)) {
+    if (mode != SL__MOD_PEEK && (at != bt || af != bf)) {
         s[0] = at;
         s[1] = af;
         st->dirty = true;
@@ -337,23 +337,23 @@ static void gcra(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, sl_mod_mo
     if (ahead_le(ps, at, af, full, now)) remaining = (full - (d * n + af)) / p;
     int64_t retry = 0;
     if (!allowed) retry = sl__max64(0, d + ceil_signed(af + step - full, n));
-    if (ps->alg != SL_MOD_LQ || !(allowed || cost == 0)) delay = 0;
+    if (ps->alg != SL__MOD_LQ || !(allowed || cost == 0)) delay = 0;
     put6(out, allowed, ps->B, remaining, retry, d + (af > 0), delay);
 }
 
 /* ---- the sliding log ---- */
 
-static int64_t log_base(const sl_mod_log *l, int64_t j) {
+static int64_t log_base(const sl__mod_log *l, int64_t j) {
     if (l->has_vt) return l->vt;
     return l->at(l->list, j);
 }
 
-int64_t sl__mod_log_len(const sl_mod_log *l) {
+int64_t sl__mod_log_len(const sl__mod_log *l) {
     return l->blen - l->drop + l->radd;
 }
 
 /* The i-th (0-based) live entry. */
-static int64_t log_at(const sl_mod_log *l, int64_t i) {
+static int64_t log_at(const sl__mod_log *l, int64_t i) {
     int64_t j = l->drop + i;
     if (j < l->blen) return log_base(l, j);
     j -= l->blen;
@@ -365,7 +365,7 @@ static int64_t log_at(const sl_mod_log *l, int64_t i) {
 }
 
 /* How many entries from the head have t <= lim (the log is sorted). */
-static int64_t log_gone(const sl_mod_log *l, int64_t lim) {
+static int64_t log_gone(const sl__mod_log *l, int64_t lim) {
     int64_t k = 0;
     int64_t live_base = l->blen - l->drop;
     if (live_base > 0) {
@@ -403,12 +403,12 @@ static int64_t log_gone(const sl_mod_log *l, int64_t lim) {
     return k;
 }
 
-static void log_drop(sl_mod_log *l, int64_t m) {
+static void log_drop(sl__mod_log *l, int64_t m) {
     int64_t fromb = sl__min64(m, l->blen - l->drop);
     l->drop += fromb;
     m -= fromb;
     while (m > 0 && l->rhead < l->rlen) {
-        sl_mod_run *r = &l->runs[l->rhead];
+        sl__mod_run *r = &l->runs[l->rhead];
         if (r->c <= m) {
             m -= r->c;
             l->radd -= r->c;
@@ -421,21 +421,21 @@ static void log_drop(sl_mod_log *l, int64_t m) {
     }
 }
 
-static int64_t log_newest(const sl_mod_log *l) {
+static int64_t log_newest(const sl__mod_log *l) {
     if (l->radd > 0) return l->runs[l->rlen - 1].t;
     if (l->blen > 0) return log_base(l, l->blen - 1);
     return 0;
 }
 
-static bool sliding_log(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, sl_mod_mode mode,
+static bool sliding_log(const sl__mod_set *ps, sl__mod_state *st, int64_t cost, sl__mod_mode mode,
                         bool cr, int64_t now, int64_t out[6]) {
-    sl_mod_log *l = &st->log;
+    sl__mod_log *l = &st->log;
     int64_t N = ps->N, P = ps->P;
     int64_t gone = log_gone(l, now - P);
     int64_t live = sl__mod_log_len(l) - gone;
     bool allowed = live + cost <= N;
     int64_t add = 0;
-    if (allowed || cr || mode == SL_MOD_CHARGE) add = cost;
+    if (allowed || cr || mode == SL__MOD_CHARGE) add = cost;
     /* the log after this call: the live entries minus the `dropped` oldest,
        then `fresh` new entries at `stamp`; at most N in all */
     int64_t after = sl__min64(live + add, N);
@@ -457,10 +457,10 @@ static bool sliding_log(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, sl
         int64_t t = i < kept ? log_at(l, first + i) : stamp;
         retry = sl__max64(0, t + P - now);
     }
-    if (mode != SL_MOD_PEEK && (fresh > 0 || dropped > 0)) {
+    if (mode != SL__MOD_PEEK && (fresh > 0 || dropped > 0)) {
         if (fresh > 0 && l->rlen == l->rcap) { /* room for a run (the drop may empty them) */
             size_t cap = l->rcap ? 2 * l->rcap : 4;
-            sl_mod_run *r = sl__mod_realloc(l->runs, cap * sizeof *r);
+            sl__mod_run *r = sl__mod_realloc(l->runs, cap * sizeof *r);
             if (!r) return false;
             l->runs = r;
             l->rcap = cap;
@@ -470,7 +470,7 @@ static bool sliding_log(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, sl
             if (l->rlen > l->rhead && l->runs[l->rlen - 1].t == stamp) {
                 l->runs[l->rlen - 1].c += fresh;
             } else {
-                l->runs[l->rlen++] = (sl_mod_run){.t = stamp, .c = fresh};
+                l->runs[l->rlen++] = (sl__mod_run){.t = stamp, .c = fresh};
             }
             l->radd += fresh;
         }
@@ -480,21 +480,21 @@ static bool sliding_log(const sl_mod_set *ps, sl_mod_state *st, int64_t cost, sl
     return true;
 }
 
-bool sl__mod_decide(const sl_mod_set *ps, sl_mod_state *s, int64_t cost, sl_mod_mode mode, bool cr,
-                    int64_t now, int64_t out[6]) {
+bool sl__mod_decide(const sl__mod_set *ps, sl__mod_state *s, int64_t cost, sl__mod_mode mode,
+                    bool cr, int64_t now, int64_t out[6]) {
     bool peek = cost == 0;
-    if (peek) mode = SL_MOD_PEEK;
+    if (peek) mode = SL__MOD_PEEK;
     switch (ps->alg) {
-    case SL_MOD_FW:
+    case SL__MOD_FW:
         fixed_window(ps, s, cost, mode, cr, now, out);
         break;
-    case SL_MOD_SLOG:
+    case SL__MOD_SLOG:
         if (!sliding_log(ps, s, cost, mode, cr, now, out)) return false;
         break;
-    case SL_MOD_SW:
+    case SL__MOD_SW:
         sliding_window(ps, s, cost, mode, cr, now, out);
         break;
-    case SL_MOD_TB:
+    case SL__MOD_TB:
         token_bucket(ps, s, cost, mode, cr, now, out);
         break;
     default:
@@ -510,28 +510,28 @@ bool sl__mod_decide(const sl_mod_set *ps, sl_mod_state *s, int64_t cost, sl_mod_
 
 /* ---- states ---- */
 
-void sl__mod_init(const sl_mod_set *ps, sl_mod_state *s, int64_t now) {
+void sl__mod_init(const sl__mod_set *ps, sl__mod_state *s, int64_t now) {
     int64_t t = ps->empty ? ps->origin : now;
     s->dirty = false;
-    s->is_log = ps->alg == SL_MOD_SLOG;
+    s->is_log = ps->alg == SL__MOD_SLOG;
     s->v[0] = s->v[1] = s->v[2] = 0;
     switch (ps->alg) {
-    case SL_MOD_FW:
+    case SL__MOD_FW:
         s->v[0] = fw_window(ps, t);
         s->v[1] = ps->empty ? ps->N : 0;
         break;
-    case SL_MOD_SLOG:
+    case SL__MOD_SLOG:
         if (ps->empty) {
             s->log.has_vt = true;
             s->log.vt = ps->origin;
             s->log.blen = ps->N;
         }
         break;
-    case SL_MOD_SW:
+    case SL__MOD_SW:
         s->v[0] = t / ps->P;
         s->v[2] = ps->empty ? ps->N : 0;
         break;
-    case SL_MOD_TB:
+    case SL__MOD_TB:
         s->v[0] = ps->empty ? 0 : ps->full;
         s->v[1] = t;
         break;
@@ -574,7 +574,7 @@ static bool is_alnum(char c) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-bool sl__mod_parse(const sl_mod_set *ps, const char *v, size_t len, sl_mod_state *s) {
+bool sl__mod_parse(const sl__mod_set *ps, const char *v, size_t len, sl__mod_state *s) {
     const char *end = v + len;
     s->dirty = false;
     s->is_log = false;
@@ -608,10 +608,10 @@ bool sl__mod_parse(const sl_mod_set *ps, const char *v, size_t len, sl_mod_state
     if (p != end) return false;
     s->v[0] = a;
     s->v[1] = b;
-    if (ps->alg == SL_MOD_SW || ps->any) {
+    if (ps->alg == SL__MOD_SW || ps->any) {
         if (!has_c) return false;
         s->v[2] = c;
-        if (ps->any && (c < 1 || c > SL_MOD_MAXV || b >= c)) return false;
+        if (ps->any && (c < 1 || c > SL__MOD_MAXV || b >= c)) return false;
         return true;
     }
     return !has_c;
@@ -628,7 +628,7 @@ size_t sl__mod_put_hex(char *p, uint64_t v) {
     return k;
 }
 
-size_t sl__mod_format(const sl_mod_set *ps, const sl_mod_state *s, char *out) {
+size_t sl__mod_format(const sl__mod_set *ps, const sl__mod_state *s, char *out) {
     char *p = out;
     if (ps->t3on) {
         p += sl__decimal_i64(p, s->v[0]);
@@ -641,38 +641,38 @@ size_t sl__mod_format(const sl_mod_set *ps, const sl_mod_state *s, char *out) {
     p += sl__mod_put_hex(p, (uint64_t)s->v[0]);
     *p++ = ':';
     p += sl__mod_put_hex(p, (uint64_t)s->v[1]);
-    if (ps->alg == SL_MOD_SW || ps->any) {
+    if (ps->alg == SL__MOD_SW || ps->any) {
         *p++ = ':';
         p += sl__mod_put_hex(p, (uint64_t)s->v[2]);
     }
     return (size_t)(p - out);
 }
 
-int64_t sl__mod_ttl(const sl_mod_set *ps, sl_mod_state *s, int64_t now) {
+int64_t sl__mod_ttl(const sl__mod_set *ps, sl__mod_state *s, int64_t now) {
     int64_t ttl, out[6];
-    if (ps->alg == SL_MOD_SLOG) log_drop(&s->log, log_gone(&s->log, now - ps->P));
-    if (ps->alg == SL_MOD_GCRA || ps->alg == SL_MOD_LQ) {
+    if (ps->alg == SL__MOD_SLOG) log_drop(&s->log, log_gone(&s->log, now - ps->P));
+    if (ps->alg == SL__MOD_GCRA || ps->alg == SL__MOD_LQ) {
         /* fresh once tat + frac/n <= now (any rate: whatever n) */
         ttl = s->v[0] - now + (s->v[1] > 0);
-    } else if (ps->alg == SL_MOD_TB) { /* v[1] >= now here */
+    } else if (ps->alg == SL__MOD_TB) { /* v[1] >= now here */
         ttl = s->v[1] - now;
         if (s->v[0] < ps->full) ttl += tb_wait(ps, ps->full - s->v[0], s->v[1]);
     } else {
-        sl__mod_decide(ps, s, 0, SL_MOD_PEEK, false, now, out);
+        sl__mod_decide(ps, s, 0, SL__MOD_PEEK, false, now, out);
         ttl = out[4];
     }
     if (ps->empty) { /* until then a fresh key is still exhausted at the origin */
-        sl_mod_state e;
+        sl__mod_state e;
         memset(&e, 0, sizeof e);
         sl__mod_init(ps, &e, ps->origin);
-        sl__mod_decide(ps, &e, 0, SL_MOD_PEEK, false, ps->origin, out);
+        sl__mod_decide(ps, &e, 0, SL__MOD_PEEK, false, ps->origin, out);
         ttl = sl__max64(ttl, ps->origin + out[4] - now);
     }
     return ttl;
 }
 
-bool sl__mod_state_copy(sl_mod_state *dst, const sl_mod_state *src) {
-    sl_mod_state c = *src;
+bool sl__mod_state_copy(sl__mod_state *dst, const sl__mod_state *src) {
+    sl__mod_state c = *src;
     if (src->is_log && src->log.rlen > src->log.rhead) {
         size_t nr = src->log.rlen - src->log.rhead;
         c.log.runs = sl__mod_realloc(NULL, nr * sizeof *c.log.runs);
@@ -688,7 +688,7 @@ bool sl__mod_state_copy(sl_mod_state *dst, const sl_mod_state *src) {
     return true;
 }
 
-void sl__mod_state_free(sl_mod_state *s) {
+void sl__mod_state_free(sl__mod_state *s) {
     if (s->is_log && s->log.runs) sl__mod_free(s->log.runs);
     s->log.runs = NULL;
     s->log.rhead = s->log.rlen = s->log.rcap = 0;

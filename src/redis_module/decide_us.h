@@ -29,90 +29,90 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SL_MOD_FW   1 /* sl_algorithm numbers, as the script reads them */
-#define SL_MOD_SLOG 2
-#define SL_MOD_SW   3
-#define SL_MOD_TB   4
-#define SL_MOD_GCRA 5
-#define SL_MOD_LQ   6
+#define SL__MOD_FW   1 /* sl_algorithm numbers, as the script reads them */
+#define SL__MOD_SLOG 2
+#define SL__MOD_SW   3
+#define SL__MOD_TB   4
+#define SL__MOD_GCRA 5
+#define SL__MOD_LQ   6
 
-#define SL_MOD_MAXV   (INT64_C(1) << 52)        /* every count, size and scaled value */
-#define SL_MOD_TMAX   INT64_C(4611686018427387) /* SL_TIME_MAX (2^62 ns) in us */
-#define SL_MOD_PMAX   INT64_C(3162240000000000) /* 100 years of 366 days in us */
-#define SL_MOD_LOGMAX 100000                    /* SL_SLIDING_LOG_MAX */
-#define SL_MOD_TAGMAX 16
-#define SL_MOD_FMAX   (SL_MOD_MAXV - 1) /* flags: delay_after x 1024 + options */
+#define SL__MOD_MAXV   (INT64_C(1) << 52)        /* every count, size and scaled value */
+#define SL__MOD_TMAX   INT64_C(4611686018427387) /* SL_TIME_MAX (2^62 ns) in us */
+#define SL__MOD_PMAX   INT64_C(3162240000000000) /* 100 years of 366 days in us */
+#define SL__MOD_LOGMAX 100000                    /* SL_SLIDING_LOG_MAX */
+#define SL__MOD_TAGMAX 16
+#define SL__MOD_FMAX   (SL__MOD_MAXV - 1) /* flags: delay_after x 1024 + options */
 
-typedef enum sl_mod_mode { SL_MOD_APPLY, SL_MOD_PEEK, SL_MOD_CHARGE } sl_mod_mode;
+typedef enum sl__mod_mode { SL__MOD_APPLY, SL__MOD_PEEK, SL__MOD_CHARGE } sl__mod_mode;
 
 /* A parameter set of a call, checked (sl__mod_set_check). */
-typedef struct sl_mod_set {
+typedef struct sl__mod_set {
     int alg;
     int64_t N, P, B, origin;
     bool cal, any, empty, cr;
     bool steps; /* token bucket: refills in whole periods (flags 4) */
     int64_t da; /* leaky queue: delay_after (flags / 1024) */
     int64_t n, p, full, maxcost, limit;
-    char fp[SL_MOD_TAGMAX + 1]; /* the state's tag ("cell" for any rate) */
+    char fp[SL__MOD_TAGMAX + 1]; /* the state's tag ("cell" for any rate) */
     size_t fplen;
     bool t3on; /* gcra with n 1: the state is "<tat><t3>" in decimal */
     char t3[4];
-} sl_mod_set;
+} sl__mod_set;
 
 /* A run of c new sliding-log entries at time t. */
-typedef struct sl_mod_run {
+typedef struct sl__mod_run {
     int64_t t, c;
-} sl_mod_run;
+} sl__mod_run;
 
 /* Reads element j (0-based) of the stored list of a sliding log. */
-typedef int64_t (*sl_mod_list_at)(void *list, int64_t j);
+typedef int64_t (*sl__mod_list_at)(void *list, int64_t j);
 
 /* A sliding log: its stored list (blen elements, of which `drop` are gone
  * from the head in this call), plus this call's new runs at the tail; a
  * start-empty key that does not exist is a virtual list of blen entries at
  * vt. runs is owned (sl__mod_state_free). */
-typedef struct sl_mod_log {
-    sl_mod_list_at at;
+typedef struct sl__mod_log {
+    sl__mod_list_at at;
     void *list;
     int64_t blen, drop, radd;
-    sl_mod_run *runs;
+    sl__mod_run *runs;
     size_t rhead, rlen, rcap; /* the live runs are runs[rhead..rlen) */
     bool has_vt;
     int64_t vt;
     bool exists, wrong; /* the key exists; it holds another type */
-} sl_mod_log;
+} sl__mod_log;
 
 /* One key's state during a call: v[] as the script's s[1..3], or a log. */
-typedef struct sl_mod_state {
+typedef struct sl__mod_state {
     int64_t v[3];
     bool dirty;
     bool is_log;
-    sl_mod_log log;
-} sl_mod_state;
+    sl__mod_log log;
+} sl__mod_state;
 
 /* Checks the 6 numbers of parameter set j (1-based; alg, N, P, B, flags,
  * origin already parsed as integers in their ranges) and its tag, and fills
  * ps. Returns NULL, or the error text after "ERR sluice: " written into
  * err (errlen bytes). */
-const char *sl__mod_set_check(sl_mod_set *ps, int j, const int64_t v[6], const char *tag,
+const char *sl__mod_set_check(sl__mod_set *ps, int j, const int64_t v[6], const char *tag,
                               size_t taglen, char *err, size_t errlen);
 
 /* A brand-new key's state at now (fresh, or exhausted at the origin). For
  * a log, only its virtual part (the caller sets the list). */
-void sl__mod_init(const sl_mod_set *ps, sl_mod_state *s, int64_t now);
+void sl__mod_init(const sl__mod_set *ps, sl__mod_state *s, int64_t now);
 
 /* Parses a stored string state v[0..len) written under ps; false when it is
  * not one (the key then reads as fresh). */
-bool sl__mod_parse(const sl_mod_set *ps, const char *v, size_t len, sl_mod_state *s);
+bool sl__mod_parse(const sl__mod_set *ps, const char *v, size_t len, sl__mod_state *s);
 
 /* The longest stored string state: a tag of 16, '|', three hex numbers of
  * at most 16 digits with their ':'. */
-#define SL_MOD_STATE_MAX (SL_MOD_TAGMAX + 1 + 3 * 17)
+#define SL__MOD_STATE_MAX (SL__MOD_TAGMAX + 1 + 3 * 17)
 
-/* Formats s as its stored string into out (SL_MOD_STATE_MAX bytes at
+/* Formats s as its stored string into out (SL__MOD_STATE_MAX bytes at
  * least); returns the length. By hand (sl__mod_put_hex, sl__decimal_i64):
  * no printf per decision. */
-size_t sl__mod_format(const sl_mod_set *ps, const sl_mod_state *s, char *out);
+size_t sl__mod_format(const sl__mod_set *ps, const sl__mod_state *s, char *out);
 
 /* Writes v in lower-case hex at p (at most 16 bytes, no NUL); returns the
  * bytes written. */
@@ -123,19 +123,19 @@ size_t sl__mod_put_hex(char *p, uint64_t v);
  * delay_us); s changes only when mode is not PEEK and the decision changes
  * it (then s->dirty). Returns false when a sliding log's runs could not
  * grow (out of memory; s unchanged then). */
-bool sl__mod_decide(const sl_mod_set *ps, sl_mod_state *s, int64_t cost, sl_mod_mode mode, bool cr,
-                    int64_t now, int64_t out[6]);
+bool sl__mod_decide(const sl__mod_set *ps, sl__mod_state *s, int64_t cost, sl__mod_mode mode,
+                    bool cr, int64_t now, int64_t out[6]);
 
 /* The TTL (us, relative to now) after which a dirty state equals a fresh
  * key's; for a log, first drops the entries expired at now. */
-int64_t sl__mod_ttl(const sl_mod_set *ps, sl_mod_state *s, int64_t now);
+int64_t sl__mod_ttl(const sl__mod_set *ps, sl__mod_state *s, int64_t now);
 
 /* A deep copy of src into dst (false: out of memory, dst untouched). */
-bool sl__mod_state_copy(sl_mod_state *dst, const sl_mod_state *src);
-void sl__mod_state_free(sl_mod_state *s);
+bool sl__mod_state_copy(sl__mod_state *dst, const sl__mod_state *src);
+void sl__mod_state_free(sl__mod_state *s);
 
 /* The sliding log's live entries (stored minus dropped plus new). */
-int64_t sl__mod_log_len(const sl_mod_log *l);
+int64_t sl__mod_log_len(const sl__mod_log *l);
 
 /* Memory for the runs (RedisModule_Realloc / Free inside Redis, realloc /
  * free elsewhere): set once before any call. */

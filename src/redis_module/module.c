@@ -13,7 +13,7 @@
  * Differences from the script, all on input sluiced never sends: numbers
  * are plain decimal integers (the script's tonumber also takes "1e3",
  * " 5", "0x10", which are errors here, reported with the same text as any
- * other bad value); at most SL_MOD_MAX_ITEMS (512, SL_SCRIPT_MAX_ITEMS)
+ * other bad value); at most SL__MOD_MAX_ITEMS (512, SL__SCRIPT_MAX_ITEMS)
  * items; a sliding log element that is no decimal reads as 0.
  *
  * Redis: keys through the getkeys-api (positions 2..n+1: Cluster routes
@@ -38,12 +38,12 @@
 #include "redis_module/replicate.h"
 #include "util/units.h"
 
-#define SL_MOD_MAX_ITEMS  512 /* SL_SCRIPT_MAX_ITEMS */
-#define SL_MOD_MAX_GROUPS 512 /* groups 2r + g, r < 256 */
-#define SL_MOD_CMAX       INT64_MAX
-#define PUSH_CHUNK        1000 /* RPUSH arguments per replicated command */
-#define PACKED_ITEM       12   /* SL_SCRIPT_PACKED_ITEM: set u16, group u16, cost u64 */
-#define PACKED_REPLY      48   /* SL_SCRIPT_PACKED_REPLY: 6 x int64 */
+#define SL__MOD_MAX_ITEMS  512 /* SL__SCRIPT_MAX_ITEMS */
+#define SL__MOD_MAX_GROUPS 512 /* groups 2r + g, r < 256 */
+#define SL__MOD_CMAX       INT64_MAX
+#define PUSH_CHUNK         1000 /* RPUSH arguments per replicated command */
+#define PACKED_ITEM        12   /* SL__SCRIPT_PACKED_ITEM: set u16, group u16, cost u64 */
+#define PACKED_REPLY       48   /* SL__SCRIPT_PACKED_REPLY: 6 x int64 */
 
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 
@@ -56,7 +56,7 @@ typedef struct call {
     int n;       /* items = keys */
     int nsets;   /* parameter sets */
     int64_t now; /* us */
-    sl_mod_set *sets;
+    sl__mod_set *sets;
     int *ips;      /* item -> set (0-based) */
     int64_t *cost; /* per item */
     int *group;    /* per item */
@@ -65,20 +65,20 @@ typedef struct call {
     int nopen;     /* keys opened and their states read: keys[], st[] below this */
     int *first;    /* distinct key -> its first item */
     RedisModuleKey **keys;
-    sl_mod_state *st; /* per distinct key */
-    int64_t *out;     /* 6 per item */
+    sl__mod_state *st; /* per distinct key */
+    int64_t *out;      /* 6 per item */
     bool oom;
-    bool packed;         /* items in one argument, the reply one string */
-    char *reply;         /* packed: the reply's bytes */
-    void *scratch;       /* the one block all arrays point into */
-    int *table;          /* distinct keys by hash: open addressing, at most half full */
-    size_t tmask;        /* the table's size - 1 (a power of two >= 2n) */
-    int *cnt, *fill;     /* per group: its first item in list; filling */
-    bool *seen;          /* per request */
-    int *list, *order;   /* items by group; requests in order */
-    int *saved_k;        /* run_group: the keys whose states are saved */
-    sl_mod_state *saved; /* and those states */
-    sl_mod_effects fx;   /* what is replicated */
+    bool packed;          /* items in one argument, the reply one string */
+    char *reply;          /* packed: the reply's bytes */
+    void *scratch;        /* the one block all arrays point into */
+    int *table;           /* distinct keys by hash: open addressing, at most half full */
+    size_t tmask;         /* the table's size - 1 (a power of two >= 2n) */
+    int *cnt, *fill;      /* per group: its first item in list; filling */
+    bool *seen;           /* per request */
+    int *list, *order;    /* items by group; requests in order */
+    int *saved_k;         /* run_group: the keys whose states are saved */
+    sl__mod_state *saved; /* and those states */
+    sl__mod_effects fx;   /* what is replicated */
     RedisModuleString **fx_keys;
     char *fx_buf;
 } call;
@@ -172,15 +172,15 @@ static size_t call_layout(call *c, char *base, int n, int m, size_t *zeroed) {
     while (tsize < 2 * un) tsize *= 2;
     c->tmask = tsize - 1;
     c->table = carve(base, &off, tsize, sizeof *c->table);
-    c->cnt = carve(base, &off, SL_MOD_MAX_GROUPS + 1, sizeof *c->cnt);
-    c->seen = carve(base, &off, SL_MOD_MAX_GROUPS / 2, sizeof *c->seen);
+    c->cnt = carve(base, &off, SL__MOD_MAX_GROUPS + 1, sizeof *c->cnt);
+    c->seen = carve(base, &off, SL__MOD_MAX_GROUPS / 2, sizeof *c->seen);
     *zeroed = off;
     /* an array of pointers */
     // NOLINTNEXTLINE(bugprone-sizeof-expression)
     c->keys = carve(base, &off, un, sizeof *c->keys); /* set as opened (nopen) */
     c->st = carve(base, &off, un, sizeof *c->st);
     c->sets = carve(base, &off, (size_t)m, sizeof *c->sets);
-    c->fill = carve(base, &off, SL_MOD_MAX_GROUPS, sizeof *c->fill);
+    c->fill = carve(base, &off, SL__MOD_MAX_GROUPS, sizeof *c->fill);
     c->ips = carve(base, &off, un, sizeof *c->ips);
     c->cost = carve(base, &off, un, sizeof *c->cost);
     c->group = carve(base, &off, un, sizeof *c->group);
@@ -194,7 +194,7 @@ static size_t call_layout(call *c, char *base, int n, int m, size_t *zeroed) {
     /* an array of pointers */
     // NOLINTNEXTLINE(bugprone-sizeof-expression)
     c->fx_keys = carve(base, &off, un, sizeof *c->fx_keys);
-    c->fx_buf = carve(base, &off, un, SL_MOD_EFFECT_MAX);
+    c->fx_buf = carve(base, &off, un, SL__MOD_EFFECT_MAX);
     c->reply = carve(base, &off, un, PACKED_REPLY);
     return off + 1;
 }
@@ -224,11 +224,11 @@ static int64_t list_at(void *list, int64_t j) {
 
 static void read_state(call *c, int k) {
     int i = c->first[k];
-    const sl_mod_set *ps = &c->sets[c->ips[i]];
+    const sl__mod_set *ps = &c->sets[c->ips[i]];
     RedisModuleKey *key = c->keys[k];
-    sl_mod_state *s = &c->st[k];
+    sl__mod_state *s = &c->st[k];
     int type = RedisModule_KeyType(key);
-    if (ps->alg == SL_MOD_SLOG) {
+    if (ps->alg == SL__MOD_SLOG) {
         memset(s, 0, sizeof *s);
         s->is_log = true;
         s->log.at = list_at;
@@ -257,7 +257,7 @@ static void read_state(call *c, int k) {
 
 /* ---- groups (decide.lua's deny, look, run_one, run_group) ---- */
 
-static void decide_item(call *c, int i, int64_t cost, sl_mod_mode mode, bool cr, int64_t *o) {
+static void decide_item(call *c, int i, int64_t cost, sl__mod_mode mode, bool cr, int64_t *o) {
     if (!sl__mod_decide(&c->sets[c->ips[i]], &c->st[c->kidx[i]], cost, mode, cr, c->now, o))
         c->oom = true;
 }
@@ -274,23 +274,23 @@ static void deny(call *c, int i) {
 
 /* What item i's limit says at its cost with nothing charged. */
 static void look(call *c, int i) {
-    const sl_mod_set *ps = &c->sets[c->ips[i]];
+    const sl__mod_set *ps = &c->sets[c->ips[i]];
     int64_t *o = &c->out[6 * i];
-    decide_item(c, i, c->cost[i], SL_MOD_PEEK, ps->cr, o);
+    decide_item(c, i, c->cost[i], SL__MOD_PEEK, ps->cr, o);
     if (o[0] == 1) o[2] += c->cost[i];
 }
 
 /* Decides item i alone; true if it passed. */
 static bool run_one(call *c, int i) {
-    const sl_mod_set *ps = &c->sets[c->ips[i]];
+    const sl__mod_set *ps = &c->sets[c->ips[i]];
     int64_t *o = &c->out[6 * i];
     if (c->cost[i] > ps->maxcost) {
         deny(c, i);
         return false;
     }
-    decide_item(c, i, c->cost[i], SL_MOD_APPLY, false, o);
+    decide_item(c, i, c->cost[i], SL__MOD_APPLY, false, o);
     if (o[0] == 1) return true;
-    if (ps->cr) decide_item(c, i, c->cost[i], SL_MOD_CHARGE, true, o);
+    if (ps->cr) decide_item(c, i, c->cost[i], SL__MOD_CHARGE, true, o);
     return false;
 }
 
@@ -314,7 +314,7 @@ static bool run_group(call *c, const int *list, int nl) {
     }
     /* the states as they were, to undo a refused group */
     int *saved_k = c->saved_k;
-    sl_mod_state *saved = c->saved;
+    sl__mod_state *saved = c->saved;
     int ns = 0;
     for (int m = 0; m < nl; m++) {
         int k = c->kidx[list[m]];
@@ -331,7 +331,7 @@ static bool run_group(call *c, const int *list, int nl) {
     for (int m = 0; m < nl; m++) {
         int i = list[m];
         int64_t *o = &c->out[6 * i];
-        decide_item(c, i, c->cost[i], SL_MOD_APPLY, false, o);
+        decide_item(c, i, c->cost[i], SL__MOD_APPLY, false, o);
         if (o[0] == 0) {
             refused = i;
             break;
@@ -350,7 +350,7 @@ static bool run_group(call *c, const int *list, int nl) {
     for (int m = 0; m < nl; m++) {
         int i = list[m];
         if (c->sets[c->ips[i]].cr)
-            decide_item(c, i, c->cost[i], SL_MOD_CHARGE, true, &c->out[6 * i]);
+            decide_item(c, i, c->cost[i], SL__MOD_CHARGE, true, &c->out[6 * i]);
     }
     return false;
 }
@@ -370,9 +370,9 @@ static void run_requests(call *c) {
             order[nreq++] = r;
         }
     }
-    for (int g = 0; g < SL_MOD_MAX_GROUPS; g++) cnt[g + 1] += cnt[g]; /* cnt[g]: start of g */
+    for (int g = 0; g < SL__MOD_MAX_GROUPS; g++) cnt[g + 1] += cnt[g]; /* cnt[g]: start of g */
     int *fill = c->fill;
-    memcpy(fill, cnt, SL_MOD_MAX_GROUPS * sizeof *fill);
+    memcpy(fill, cnt, SL__MOD_MAX_GROUPS * sizeof *fill);
     for (int i = 0; i < c->n; i++) list[fill[c->group[i]]++] = i;
     for (int q = 0; q < nreq; q++) {
         int g0 = 2 * order[q], g1 = g0 + 1;
@@ -382,7 +382,7 @@ static void run_requests(call *c) {
             if (n1) run_group(c, l1, n1);
         } else {
             for (int x = 0; x < n1; x++)
-                decide_item(c, l1[x], 0, SL_MOD_PEEK, false, &c->out[6 * l1[x]]);
+                decide_item(c, l1[x], 0, SL__MOD_PEEK, false, &c->out[6 * l1[x]]);
         }
     }
 }
@@ -443,8 +443,8 @@ static bool write_in_place(RedisModuleKey *key, const char *v, size_t len) {
 /* A string state: in place or set, its expiry at `at` (ms), recorded for
  * the one replicated EVAL. */
 static void write_string(call *c, int k, long long at) {
-    const sl_mod_set *ps = &c->sets[c->ips[c->first[k]]];
-    char buf[SL_MOD_STATE_MAX];
+    const sl__mod_set *ps = &c->sets[c->ips[c->first[k]]];
+    char buf[SL__MOD_STATE_MAX];
     size_t len = sl__mod_format(ps, &c->st[k], buf);
     if (!write_in_place(c->keys[k], buf, len)) {
         RedisModuleString *v = RedisModule_CreateString(c->ctx, buf, len);
@@ -461,7 +461,7 @@ static void write_string(call *c, int k, long long at) {
 
 /* A sliding log: its list trimmed and appended to, its expiry at `at`. */
 static void write_log(call *c, int k, int64_t ttl, long long at) {
-    sl_mod_log *l = &c->st[k].log;
+    sl__mod_log *l = &c->st[k].log;
     RedisModuleString *name = c->argv[2 + c->first[k]];
     if (ttl <= 0 || sl__mod_log_len(l) == 0) {
         if (l->exists) del_key(c, k);
@@ -487,12 +487,12 @@ static void write_log(call *c, int k, int64_t ttl, long long at) {
 /* Every changed state with its expiry: base_ms + the TTL rounded up. */
 static void write_back(call *c, long long base_ms) {
     for (int k = 0; k < c->nkeys; k++) {
-        sl_mod_state *s = &c->st[k];
+        sl__mod_state *s = &c->st[k];
         if (!s->dirty) continue;
-        const sl_mod_set *ps = &c->sets[c->ips[c->first[k]]];
+        const sl__mod_set *ps = &c->sets[c->ips[c->first[k]]];
         int64_t ttl = sl__mod_ttl(ps, s, c->now);
         long long at = base_ms + (long long)((ttl + 999) / 1000);
-        if (ps->alg == SL_MOD_SLOG) {
+        if (ps->alg == SL__MOD_SLOG) {
             write_log(c, k, ttl, at);
         } else if (ttl > 0) {
             write_string(c, k, at);
@@ -524,8 +524,8 @@ static bool arg_items(call *c, RedisModuleString **it, char *err, size_t errlen)
     for (int i = 0; i < c->n; i++, it += 3) {
         int64_t j, g;
         if (!arg_int(it[0], 1, c->nsets, "parameter set", "item", i + 1, &j, err, errlen) ||
-            !arg_int(it[1], 0, SL_MOD_CMAX, "cost", "item", i + 1, &c->cost[i], err, errlen) ||
-            !arg_int(it[2], 0, SL_MOD_MAX_GROUPS - 1, "group", "item", i + 1, &g, err, errlen))
+            !arg_int(it[1], 0, SL__MOD_CMAX, "cost", "item", i + 1, &c->cost[i], err, errlen) ||
+            !arg_int(it[2], 0, SL__MOD_MAX_GROUPS - 1, "group", "item", i + 1, &g, err, errlen))
             return false;
         c->ips[i] = (int)j - 1;
         c->group[i] = (int)g;
@@ -551,8 +551,8 @@ static bool packed_items(call *c, const RedisModuleString *s, char *err, size_t 
     for (int i = 0; i < c->n; i++, p += PACKED_ITEM) {
         uint64_t j = get_le(p, 2), g = get_le(p + 2, 2), cost = get_le(p + 4, 8);
         const char *what = j < 1 || j > (uint64_t)c->nsets ? "parameter set"
-                           : g >= SL_MOD_MAX_GROUPS        ? "group"
-                           : cost > (uint64_t)SL_MOD_CMAX  ? "cost"
+                           : g >= SL__MOD_MAX_GROUPS       ? "group"
+                           : cost > (uint64_t)SL__MOD_CMAX ? "cost"
                                                            : NULL;
         if (what) {
             snprintf(err, errlen, "item %d: bad %s", i + 1, what);
@@ -580,14 +580,14 @@ static const char *check_args(call *c, int argc, char *err, size_t errlen) {
         return err;
     }
     c->nsets = (int)m;
-    if (!arg_int(a[0], 0, SL_MOD_TMAX, "now_us", NULL, 0, &c->now, err, errlen)) return err;
+    if (!arg_int(a[0], 0, SL__MOD_TMAX, "now_us", NULL, 0, &c->now, err, errlen)) return err;
     if (!call_alloc(c, n, c->nsets)) {
         snprintf(err, errlen, "out of memory");
         return err;
     }
-    static const int64_t lo[6] = {SL_MOD_FW, 1, 1, 0, 0, 0};
-    static const int64_t hi[6] = {SL_MOD_LQ,   SL_MOD_MAXV, SL_MOD_PMAX,
-                                  SL_MOD_MAXV, SL_MOD_FMAX, SL_MOD_TMAX};
+    static const int64_t lo[6] = {SL__MOD_FW, 1, 1, 0, 0, 0};
+    static const int64_t hi[6] = {SL__MOD_LQ,   SL__MOD_MAXV, SL__MOD_PMAX,
+                                  SL__MOD_MAXV, SL__MOD_FMAX, SL__MOD_TMAX};
     static const char *const what[6] = {"algorithm", "limit", "period", "burst", "flags", "origin"};
     for (int j = 0; j < c->nsets; j++) {
         RedisModuleString **b = a + 2 + 7 * j;
@@ -622,7 +622,7 @@ static const char *check_args(call *c, int argc, char *err, size_t errlen) {
             size_t flen;
             const char *fk = RedisModule_StringPtrLen(argv[2 + f], &flen);
             if (flen != len || memcmp(fk, k, len) != 0) continue;
-            const sl_mod_set *a1 = &c->sets[c->ips[f]], *a2 = &c->sets[c->ips[i]];
+            const sl__mod_set *a1 = &c->sets[c->ips[f]], *a2 = &c->sets[c->ips[i]];
             if (a1->fplen != a2->fplen || memcmp(a1->fp, a2->fp, a1->fplen) != 0) {
                 snprintf(err, errlen, "key %.*s given with two different limits",
                          (int)(len > 400 ? 400 : len), k);
@@ -665,9 +665,9 @@ static int decide_command(RedisModuleCtx *ctx, RedisModuleString **argv, int arg
         return RedisModule_ReplyWithError(
             ctx, "ERR Number of keys can't be greater than number of args");
     if (n < 0) return RedisModule_ReplyWithError(ctx, "ERR Number of keys can't be negative");
-    if (n > SL_MOD_MAX_ITEMS) {
+    if (n > SL__MOD_MAX_ITEMS) {
         char msg[64];
-        snprintf(msg, sizeof msg, "more than %d items in one call", SL_MOD_MAX_ITEMS);
+        snprintf(msg, sizeof msg, "more than %d items in one call", SL__MOD_MAX_ITEMS);
         return reply_error(ctx, msg);
     }
     call c;

@@ -4,20 +4,20 @@
 #include "redis_module/module_api.h"
 
 // NOLINTNEXTLINE(bugprone-macro-parentheses): a declarator
-#define SL_MODULE_DEFINE(ret, name, params) ret(*RedisModule_##name) params;
-SL_MODULE_API(SL_MODULE_DEFINE)
-#undef SL_MODULE_DEFINE
+#define SL__MODULE_DEFINE(ret, name, params) ret(*RedisModule_##name) params;
+SL__MODULE_API(SL__MODULE_DEFINE)
+#undef SL__MODULE_DEFINE
 
 int sl__module_api_init(RedisModuleCtx *ctx, const char *name, int version) {
     /* the ctx's first word is int GetApi(const char *name, void *fnptr) */
     int (*get_api)(const char *, void *);
     void *first = *(void **)ctx;
     *(void **)&get_api = first;
-#define SL_MODULE_FETCH(ret, fname, params)                                                        \
+#define SL__MODULE_FETCH(ret, fname, params)                                                       \
     if (get_api("RedisModule_" #fname, (void *)&RedisModule_##fname) != REDISMODULE_OK)            \
         return REDISMODULE_ERR;
-    SL_MODULE_API(SL_MODULE_FETCH)
-#undef SL_MODULE_FETCH
+    SL__MODULE_API(SL__MODULE_FETCH)
+#undef SL__MODULE_FETCH
     RedisModule_SetModuleAttribs(ctx, name, version, REDISMODULE_APIVER_1);
     return REDISMODULE_OK;
 }

@@ -58,7 +58,7 @@ typedef void (*RedisModuleEventCallback)(RedisModuleCtx *ctx, RedisModuleEvent e
                                          uint64_t subevent, void *data);
 
 /* X(return type, name, parameters): every function the module uses. */
-#define SL_MODULE_API(X)                                                                           \
+#define SL__MODULE_API(X)                                                                          \
     X(void, SetModuleAttribs, (RedisModuleCtx * ctx, const char *name, int ver, int apiver))       \
     X(int, CreateCommand,                                                                          \
       (RedisModuleCtx * ctx, const char *name, RedisModuleCmdFunc f, const char *flags, int first, \
@@ -98,11 +98,11 @@ typedef void (*RedisModuleEventCallback)(RedisModuleCtx *ctx, RedisModuleEvent e
     X(void, Free, (void *p))
 
 // NOLINTNEXTLINE(bugprone-macro-parentheses): a declarator
-#define SL_MODULE_DECLARE(ret, name, params) extern ret(*RedisModule_##name) params;
-SL_MODULE_API(SL_MODULE_DECLARE)
-#undef SL_MODULE_DECLARE
+#define SL__MODULE_DECLARE(ret, name, params) extern ret(*RedisModule_##name) params;
+SL__MODULE_API(SL__MODULE_DECLARE)
+#undef SL__MODULE_DECLARE
 
-/* Fetches every function of SL_MODULE_API through ctx's GetApi and sets
+/* Fetches every function of SL__MODULE_API through ctx's GetApi and sets
  * the module's name and version. Returns REDISMODULE_OK, or
  * REDISMODULE_ERR when a function is missing (the load fails). */
 int sl__module_api_init(RedisModuleCtx *ctx, const char *name, int version);

@@ -8,7 +8,7 @@
 
 /* The effects script: pairs "<value> <at_ms>" in ARGV[1], one per key;
  * value "-" deletes. Core commands only. */
-#define SL_MOD_EFFECTS_LUA                                                                         \
+#define SL__MOD_EFFECTS_LUA                                                                        \
     "local i=0 for v,t in string.gmatch(ARGV[1],'(%S+) (%S+)') do i=i+1 "                          \
     "if v=='-' then redis.call('DEL',KEYS[i]) "                                                    \
     "else redis.call('SET',KEYS[i],v,'PXAT',t) end end"
@@ -53,7 +53,7 @@ int sl__mod_listen_init(RedisModuleCtx *ctx) {
     return REDISMODULE_OK;
 }
 
-void sl__mod_effects_begin(sl_mod_effects *e, RedisModuleCtx *ctx, RedisModuleString **keys,
+void sl__mod_effects_begin(sl__mod_effects *e, RedisModuleCtx *ctx, RedisModuleString **keys,
                            char *buf) {
     int flags = RedisModule_GetContextFlags(ctx);
     /* Replicated always, for now: with the skip while nothing listens, a
@@ -70,7 +70,7 @@ void sl__mod_effects_begin(sl_mod_effects *e, RedisModuleCtx *ctx, RedisModuleSt
     e->len = 0;
 }
 
-void sl__mod_effects_set(sl_mod_effects *e, RedisModuleString *key, const char *v, size_t len,
+void sl__mod_effects_set(sl__mod_effects *e, RedisModuleString *key, const char *v, size_t len,
                          long long at) {
     e->changed++;
     if (!e->listen) return;
@@ -92,10 +92,10 @@ void sl__mod_effects_set(sl_mod_effects *e, RedisModuleString *key, const char *
     e->keys[e->nkeys++] = key;
 }
 
-void sl__mod_effects_end(sl_mod_effects *e, RedisModuleCtx *ctx) {
+void sl__mod_effects_end(sl__mod_effects *e, RedisModuleCtx *ctx) {
     if (e->listen && e->nkeys > 0)
-        RedisModule_Replicate(ctx, "EVAL", "clvb", SL_MOD_EFFECTS_LUA, (long long)e->nkeys, e->keys,
-                              (size_t)e->nkeys, e->buf, e->len);
+        RedisModule_Replicate(ctx, "EVAL", "clvb", SL__MOD_EFFECTS_LUA, (long long)e->nkeys,
+                              e->keys, (size_t)e->nkeys, e->buf, e->len);
     else if (e->dirty && e->changed > 0)
         RedisModule_Replicate(ctx, "PING", "");
 }

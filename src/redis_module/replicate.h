@@ -4,7 +4,7 @@
  * Effects, never the command (a replica or an AOF replay deciding again at
  * its own time would diverge). A call's string states go out as ONE
  * replicated command, whatever their number:
- *   EVAL <SL_MOD_EFFECTS_LUA> <k> <key_1..key_k> "<v_1> <at_1> <v_2> <at_2> ..."
+ *   EVAL <SL__MOD_EFFECTS_LUA> <k> <key_1..key_k> "<v_1> <at_1> <v_2> <at_2> ..."
  * a fixed script of core commands only (SET key v PXAT at, or DEL key for
  * v "-"), so a replica or an AOF loaded without the module applies it. A
  * sliding log's list effects (DEL, LTRIM, RPUSH, PEXPIREAT) go as they are.
@@ -32,14 +32,14 @@
 #include "redis_module/module_api.h"
 
 /* The most bytes one state adds to the packed argument: a state (at most
- * SL_MOD_STATE_MAX), a space, an absolute time in ms (at most 20), a space. */
-#define SL_MOD_EFFECT_MAX (SL_MOD_STATE_MAX + 22)
+ * SL__MOD_STATE_MAX), a space, an absolute time in ms (at most 20), a space. */
+#define SL__MOD_EFFECT_MAX (SL__MOD_STATE_MAX + 22)
 
 /* What a call propagates: what listens (sl__mod_effects_begin), the string
  * states' keys (borrowed from the command's argv) and their packed values.
  * keys and buf are the caller's scratch: room for n keys and
- * n x SL_MOD_EFFECT_MAX bytes. */
-typedef struct sl_mod_effects {
+ * n x SL__MOD_EFFECT_MAX bytes. */
+typedef struct sl__mod_effects {
     bool listen; /* an AOF, a replica or a backlog: effects are replicated */
     bool dirty;  /* RDB save points only: one PING counts the call */
     int changed; /* keys written (whether or not anything listens) */
@@ -47,21 +47,21 @@ typedef struct sl_mod_effects {
     int nkeys;
     char *buf;
     size_t len;
-} sl_mod_effects;
+} sl__mod_effects;
 
 /* Subscribes to the server events above and reads INFO once; at load. */
 int sl__mod_listen_init(RedisModuleCtx *ctx);
 
 /* Starts a call's effects over the given scratch. */
-void sl__mod_effects_begin(sl_mod_effects *e, RedisModuleCtx *ctx, RedisModuleString **keys,
+void sl__mod_effects_begin(sl__mod_effects *e, RedisModuleCtx *ctx, RedisModuleString **keys,
                            char *buf);
 
 /* Records that key now holds v[0..len) until at (ms), or, with v NULL, is
  * gone. Nothing when nothing listens. */
-void sl__mod_effects_set(sl_mod_effects *e, RedisModuleString *key, const char *v, size_t len,
+void sl__mod_effects_set(sl__mod_effects *e, RedisModuleString *key, const char *v, size_t len,
                          long long at);
 
 /* Replicates what was recorded, as one EVAL (or the PING of `dirty`). */
-void sl__mod_effects_end(sl_mod_effects *e, RedisModuleCtx *ctx);
+void sl__mod_effects_end(sl__mod_effects *e, RedisModuleCtx *ctx);
 
 #endif

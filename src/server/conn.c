@@ -6,7 +6,7 @@
  * and request timeouts, the connection cap, and closing (at once, after the
  * last answer, or when the worker drains).
  *
- * Reads land in the worker's shared buffer (SL_READ_BUF_BYTES). A
+ * Reads land in the worker's shared buffer (SL__READ_BUF_BYTES). A
  * connection keeps bytes of its own (c->in) only for a partial RESP command
  * (HTTP keeps partial requests in its parser) and for input held back while
  * its output is over a bound.
@@ -61,11 +61,11 @@
 
 /* An answer that will be written later (a decision in Redis), and the
  * answers that follow it: pipelined answers leave in request order. */
-struct sl_deferred {
-    struct sl_deferred *next;
-    struct sl_answer_slot *c;
-    sl_buf answer; /* written by the protocol when the decision is in */
-    sl_buf after;  /* answers to the requests that followed it, ready earlier */
+struct sl__deferred {
+    struct sl__deferred *next;
+    struct sl__answer_slot *c;
+    sl__buf answer; /* written by the protocol when the decision is in */
+    sl__buf after;  /* answers to the requests that followed it, ready earlier */
     bool done;
     bool closes;                 /* its answer says Connection: close (sl__deferred_keep) */
     void (*on_close)(void *arg); /* sl__reply_on_close: the connection closed first */
@@ -74,16 +74,16 @@ struct sl_deferred {
 
 /* A connection; to its protocol's handlers, the answer slot of the request
  * being handled (reply.h). */
-typedef struct sl_answer_slot {
+typedef struct sl__answer_slot {
     uv_tcp_t tcp;
     uv_timer_t timer;
-    sl_worker *w;
-    const sl_proto_ops *ops; /* its protocol (proto.h) */
-    void *state;             /* the protocol's (a parser, a session), or NULL */
-    struct sl_answer_slot *prev, *next;
-    sl_buf in;   /* a partial RESP command, or input held back (see the top) */
-    sl_buf out;  /* answers being built */
-    sl_buf wbuf; /* answers being written */
+    sl__worker *w;
+    const sl__proto_ops_table *ops; /* its protocol (proto.h) */
+    void *state;                    /* the protocol's (a parser, a session), or NULL */
+    struct sl__answer_slot *prev, *next;
+    sl__buf in;   /* a partial RESP command, or input held back (see the top) */
+    sl__buf out;  /* answers being built */
+    sl__buf wbuf; /* answers being written */
     uv_write_t wreq;
     uint64_t last_activity_ms;
     uint64_t request_started_ms; /* 0: no partial HTTP request or RESP command */
@@ -95,23 +95,23 @@ typedef struct sl_answer_slot {
     bool writing, close_after_write, closing, read_paused;
     bool busy;    /* handling input: held-back input is not resumed from inside */
     bool yielded; /* used its turn: on the worker's yielded list, resumed next tick */
-    struct sl_answer_slot *yprev, *ynext;
+    struct sl__answer_slot *yprev, *ynext;
     int open_handles;
-    sl_deferred *deferred, *deferred_tail; /* answers awaited, oldest first */
+    sl__deferred *deferred, *deferred_tail; /* answers awaited, oldest first */
     unsigned ndeferred;
     bool freed; /* closed while answers were awaited: freed by the last one */
 } conn;
 
 /* Where the answer to the request being handled goes: after the last
  * awaited answer, if any. */
-static sl_buf *conn_out(conn *c) {
+static sl__buf *conn_out(conn *c) {
     return c->deferred_tail ? &c->deferred_tail->after : &c->out;
 }
 
 static void conn_close(conn *c);
 static void flush(conn *c);
 
-static void list_add(sl_worker *w, conn *c) {
+static void list_add(sl__worker *w, conn *c) {
     conn *head = w->conns;
     c->prev = NULL;
     c->next = head;
@@ -119,7 +119,7 @@ static void list_add(sl_worker *w, conn *c) {
     w->conns = c;
 }
 
-static void list_remove(sl_worker *w, conn *c) {
+static void list_remove(sl__worker *w, conn *c) {
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -133,7 +133,7 @@ static void count(atomic_uint_fast64_t *c) {
 
 /* Draining: the worker is, or the server has started to (the worker hears
  * of it at its next tick; answers given meanwhile already close). */
-static bool draining(const sl_worker *w) {
+static bool draining(const sl__worker *w) {
     return w->draining || atomic_load_explicit(&w->server->draining, memory_order_relaxed);
 }
 
@@ -175,11 +175,11 @@ static void account(conn *c) {
  * stop reading before the next answer, 1 to resume: the gap keeps a
  * connection from flapping)? */
 static bool output_over(const conn *c, unsigned shift) {
-    const sl_limits_config *l = &c->w->limits;
+    const sl__limits_config *l = &c->w->limits;
     size_t q = queued_out(c);
     if (q >= l->max_pending_output >> shift || c->ndeferred >= MAX_DEFERRED >> shift) return true;
     if (q == 0) return false;
-    sl_server *s = c->w->server;
+    sl__server *s = c->w->server;
     uint64_t total = atomic_load_explicit(&s->pending_output, memory_order_relaxed);
     total = total - c->accounted + q; /* ours is in it: the thread that added it reads it */
     if (total < l->max_pending_output_total) return false;
@@ -207,7 +207,7 @@ static void yield_turn(conn *c) {
         uv_read_stop((uv_stream_t *)&c->tcp);
     }
     if (c->yielded) return;
-    sl_worker *w = c->w;
+    sl__worker *w = c->w;
     c->yielded = true;
     c->yprev = NULL;
     c->ynext = w->yielded;
@@ -229,7 +229,7 @@ static void unyield(conn *c) {
 
 /* Releases the storage of a buffer that was emptied after growing large,
  * so that idle connections do not pin it. */
-static void buf_trim(sl_buf *b) {
+static void buf_trim(sl__buf *b) {
     if (b->len == 0 && b->cap > BUF_KEEP) {
         sl__buf_free(b);
         sl__buf_init(b);
@@ -251,7 +251,7 @@ static bool pending(const conn *c) {
 }
 
 static void arm_timer(conn *c) {
-    const sl_limits_config *l = &c->w->limits;
+    const sl__limits_config *l = &c->w->limits;
     uint64_t now = uv_now(&c->w->loop);
     uint64_t idle = (uint64_t)(l->idle_timeout / 1000000);
     uint64_t deadline = c->last_activity_ms + idle;
@@ -312,7 +312,7 @@ static void on_timer(uv_timer_t *t) {
         if (n > 0) flush(c);
         if (c->closing) return;
     }
-    const sl_limits_config *l = &c->w->limits;
+    const sl__limits_config *l = &c->w->limits;
     uint64_t now = uv_now(&c->w->loop);
     /* While its input is held back, a request waits on us, not on the client. */
     bool request_late = c->request_started_ms && !c->read_paused &&
@@ -342,7 +342,7 @@ static void conn_free(conn *c) {
 static void on_closed(uv_handle_t *h) {
     conn *c = h->data;
     if (--c->open_handles > 0) return;
-    sl_worker *w = c->w;
+    sl__worker *w = c->w;
     if (c->ndeferred)
         c->freed = true; /* the last awaited answer frees it */
     else
@@ -359,7 +359,7 @@ static void release_done(conn *c);
  * closes: their holders are told, and their places released. */
 static void cancel_awaited(conn *c) {
     bool any = false;
-    for (sl_deferred *d = c->deferred; d; d = d->next) {
+    for (sl__deferred *d = c->deferred; d; d = d->next) {
         if (!d->on_close || d->done) continue;
         void (*fn)(void *) = d->on_close;
         d->on_close = NULL;
@@ -450,7 +450,7 @@ static void after_output(conn *c) {
 
 /* The next tick: the connections that used their turn go on. */
 static void on_yield(uv_idle_t *h) {
-    sl_worker *w = h->data;
+    sl__worker *w = h->data;
     conn *list = w->yielded;
     w->yielded = NULL;
     for (conn *c = list; c; c = c->ynext) c->yielded = false; /* off the old list */
@@ -497,7 +497,7 @@ static void flush(conn *c) {
         }
         if (n > 0) sl__buf_consume(&c->out, (size_t)n);
         if (c->out.len) { /* the rest goes out asynchronously */
-            sl_buf t = c->wbuf;
+            sl__buf t = c->wbuf;
             c->wbuf = c->out;
             c->out = t;
             sl__buf_reset(&c->out);
@@ -542,30 +542,30 @@ static bool stop_before_answer(conn *c, size_t produced) {
  * rest is held back). A pipelined batch of answers is timed once, from the
  * feed of its first request to the end. */
 static size_t handle_input(conn *c, const char *data, size_t len, bool *completed) {
-    sl_worker *w = c->w;
-    const sl_proto_ops *ops = c->ops;
+    sl__worker *w = c->w;
+    const sl__proto_ops_table *ops = c->ops;
     /* a reload answered to anyone is in force for every request after it,
        on every worker (one atomic load when nothing changed) */
     sl__worker_refresh(w);
-    sl_request_ctx rq = {.now = sl__worker_now(w),
-                         .policies = w->policies,
-                         .domains = w->domains,
-                         .cell = w->server->cell,
-                         .decider = w->decider,
-                         .slot = c,
-                         .stats = &w->stats,
-                         .limits = &w->limits,
-                         .draining =
-                             atomic_load_explicit(&w->server->draining, memory_order_relaxed),
-                         .admin = sl__worker_admin(w),
-                         .hold = w->hold};
+    sl__request_ctx rq = {.now = sl__worker_now(w),
+                          .policies = w->policies,
+                          .domains = w->domains,
+                          .cell = w->server->cell,
+                          .decider = w->decider,
+                          .slot = c,
+                          .stats = &w->stats,
+                          .limits = &w->limits,
+                          .draining =
+                              atomic_load_explicit(&w->server->draining, memory_order_relaxed),
+                          .admin = sl__worker_admin(w),
+                          .hold = w->hold};
     size_t off = 0;
     uint64_t answered = 0;
     int64_t t0 = 0;
     c->turn_made = 0;
     while (off < len && !c->close_after_write) {
         if (!ops->self_paced && stop_before_answer(c, c->turn_made)) break;
-        sl_buf *out = conn_out(c);
+        sl__buf *out = conn_out(c);
         c->feed_mark = out->len;
         if (answered == 0) t0 = sl_now_monotonic();
         size_t used = 0;
@@ -574,22 +574,22 @@ static size_t handle_input(conn *c, const char *data, size_t len, bool *complete
         size_t made = out->len - c->feed_mark;
         c->turn_made += made;
         if (out != &c->out) c->deferred_bytes += made;
-        if (r & SL_FEED_ANSWERED) answered++;
-        if (r & SL_FEED_ERROR) count(&w->stats.protocol_errors);
-        if (r & (SL_FEED_CLOSE | SL_FEED_ERROR)) c->close_after_write = true;
-        if (r & SL_FEED_STOP) break;
+        if (r & SL__FEED_ANSWERED) answered++;
+        if (r & SL__FEED_ERROR) count(&w->stats.protocol_errors);
+        if (r & (SL__FEED_CLOSE | SL__FEED_ERROR)) c->close_after_write = true;
+        if (r & SL__FEED_STOP) break;
     }
     if (answered) sl__stats_record(&w->stats, ops->id, answered, sl_now_monotonic() - t0);
     *completed = answered > 0;
     return c->close_after_write ? len : off;
 }
 
-bool sl__slot_stop(sl_answer_slot *c) {
+bool sl__slot_stop(sl__answer_slot *c) {
     if (!c || c->closing || c->close_after_write) return false;
     return stop_before_answer(c, c->turn_made + (conn_out(c)->len - c->feed_mark));
 }
 
-bool sl__slot_closing(sl_answer_slot *c) {
+bool sl__slot_closing(sl__answer_slot *c) {
     return c && draining(c->w) && unread_bytes(c) == 0;
 }
 
@@ -597,7 +597,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     (void)suggested;
     conn *c = h->data;
     buf->base = c->w->read_buf;
-    buf->len = SL_READ_BUF_BYTES;
+    buf->len = SL__READ_BUF_BYTES;
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
@@ -632,9 +632,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 
 static void answered_later(conn *c);
 
-sl_deferred *sl__slot_defer(sl_answer_slot *c) {
+sl__deferred *sl__slot_defer(sl__answer_slot *c) {
     if (!c) return NULL;
-    sl_deferred *d = calloc(1, sizeof *d);
+    sl__deferred *d = calloc(1, sizeof *d);
     if (!d) return NULL;
     d->c = c;
     sl__buf_init(&d->answer);
@@ -648,11 +648,11 @@ sl_deferred *sl__slot_defer(sl_answer_slot *c) {
     return d;
 }
 
-sl_buf *sl__deferred_out(sl_deferred *d) {
+sl__buf *sl__deferred_out(sl__deferred *d) {
     return &d->answer;
 }
 
-static void deferred_free(sl_deferred *d) {
+static void deferred_free(sl__deferred *d) {
     sl__buf_free(&d->answer);
     sl__buf_free(&d->after);
     free(d);
@@ -661,7 +661,7 @@ static void deferred_free(sl_deferred *d) {
 /* Releases the answers that are complete, in order. */
 static void release_done(conn *c) {
     while (c->deferred && c->deferred->done) {
-        sl_deferred *h = c->deferred;
+        sl__deferred *h = c->deferred;
         c->deferred = h->next;
         if (!c->deferred) c->deferred_tail = NULL;
         c->ndeferred--;
@@ -677,7 +677,7 @@ static void release_done(conn *c) {
     }
 }
 
-void sl__deferred_done(sl_deferred *d) {
+void sl__deferred_done(sl__deferred *d) {
     conn *c = d->c;
     d->done = true;
     release_done(c);
@@ -698,7 +698,7 @@ static void answered_later(conn *c) {
     }
 }
 
-bool sl__deferred_keep(sl_deferred *d, bool keep) {
+bool sl__deferred_keep(sl__deferred *d, bool keep) {
     conn *c = d->c;
     if (!keep || c->closing || !draining(c->w)) return keep;
     /* draining: only the last answer of the connection closes it */
@@ -708,7 +708,7 @@ bool sl__deferred_keep(sl_deferred *d, bool keep) {
     return false;
 }
 
-int sl__slot_peer(sl_answer_slot *c, struct sockaddr_storage *out) {
+int sl__slot_peer(sl__answer_slot *c, struct sockaddr_storage *out) {
     if (!c) return UV_ENOTCONN;
     int len = (int)sizeof *out;
     return uv_tcp_getpeername(&c->tcp, (struct sockaddr *)out, &len);
@@ -716,7 +716,7 @@ int sl__slot_peer(sl_answer_slot *c, struct sockaddr_storage *out) {
 
 /* ---- accepting ------------------------------------------------------------ */
 
-void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto) {
+void sl__conn_accept(sl__worker *w, uv_stream_t *listener, sl__proto proto) {
     conn *c = calloc(1, sizeof *c);
     if (!c) return;
     c->w = w;
@@ -750,7 +750,7 @@ void sl__conn_accept(sl_worker *w, uv_stream_t *listener, sl_proto proto) {
     arm_timer(c);
 }
 
-void sl__conn_drain_all(sl_worker *w) {
+void sl__conn_drain_all(sl__worker *w) {
     for (conn *c = w->conns, *next; c; c = next) {
         next = c->next;
         if (c->ops->drain) { /* the protocol drains itself (gRPC: GOAWAY, streams answered) */
@@ -766,7 +766,7 @@ void sl__conn_drain_all(sl_worker *w) {
     }
 }
 
-void sl__conn_close_all(sl_worker *w) {
+void sl__conn_close_all(sl__worker *w) {
     for (conn *c = w->conns, *next; c; c = next) {
         next = c->next;
         conn_close(c);
@@ -775,13 +775,13 @@ void sl__conn_close_all(sl_worker *w) {
 
 /* ---- where a decision's answer goes (reply.h) ------------------------------------ */
 
-void sl__reply_begin(sl_reply *r, sl_answer_slot *slot, sl_buf *out, bool *answered) {
-    *r = (sl_reply){.slot = slot, .out = out, .answered = answered};
+void sl__reply_begin(sl__reply *r, sl__answer_slot *slot, sl__buf *out, bool *answered) {
+    *r = (sl__reply){.slot = slot, .out = out, .answered = answered};
     sl__buf_init(&r->scratch);
     *answered = false;
 }
 
-bool sl__reply_hold(sl_reply *r) {
+bool sl__reply_hold(sl__reply *r) {
     r->answered = NULL;
     r->out = NULL;
     conn *c = r->slot;
@@ -791,7 +791,7 @@ bool sl__reply_hold(sl_reply *r) {
     return true;
 }
 
-bool sl__reply_wait(sl_reply *r) {
+bool sl__reply_wait(sl__reply *r) {
     r->answered = NULL; /* the handler returns: done runs later */
     r->out = NULL;
     r->d = sl__slot_defer(r->slot);
@@ -799,24 +799,24 @@ bool sl__reply_wait(sl_reply *r) {
     return r->d != NULL;
 }
 
-sl_buf *sl__reply_out(sl_reply *r) {
+sl__buf *sl__reply_out(sl__reply *r) {
     if (r->answered) return r->out;
     if (r->d) return sl__deferred_out(r->d);
     return &r->scratch;
 }
 
-bool sl__reply_on_close(sl_reply *r, void (*fn)(void *arg), void *arg) {
+bool sl__reply_on_close(sl__reply *r, void (*fn)(void *arg), void *arg) {
     if (!r->d) return false;
     r->d->on_close = fn;
     r->d->on_close_arg = arg;
     return true;
 }
 
-bool sl__reply_keep(sl_reply *r, bool keep) {
+bool sl__reply_keep(sl__reply *r, bool keep) {
     return r->d ? sl__deferred_keep(r->d, keep) : keep;
 }
 
-void sl__reply_end(sl_reply *r) {
+void sl__reply_end(sl__reply *r) {
     if (r->answered) {
         *r->answered = true;
         r->answered = NULL;
@@ -829,7 +829,7 @@ void sl__reply_end(sl_reply *r) {
         answered_later(c);
     }
     if (r->d) {
-        sl_deferred *d = r->d;
+        sl__deferred *d = r->d;
         r->d = NULL;
         sl__deferred_done(d);
     }

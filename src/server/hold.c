@@ -23,10 +23,10 @@ typedef struct hold_group {
     char key[];
 } hold_group;
 
-struct sl_hold_item {
+struct sl__hold_item {
     hold_group *g;
     uint64_t id; /* in g->q */
-    sl_hold_fn fn;
+    sl__hold_fn fn;
     void *arg;
 };
 
@@ -35,7 +35,7 @@ typedef struct hold_time {
     hold_group *g;
 } hold_time;
 
-struct sl_hold {
+struct sl__hold {
     size_t max_held;
     size_t held;
     hold_group **index;
@@ -51,7 +51,7 @@ struct sl_hold {
 
 /* ---- the heap of release times ------------------------------------------- */
 
-static void heap_push(sl_hold *h, hold_time e) {
+static void heap_push(sl__hold *h, hold_time e) {
     size_t i = h->nheap++;
     while (i > 0) {
         size_t p = (i - 1) / 2;
@@ -62,7 +62,7 @@ static void heap_push(sl_hold *h, hold_time e) {
     h->heap[i] = e;
 }
 
-static hold_time heap_pop(sl_hold *h) {
+static hold_time heap_pop(sl__hold *h) {
     hold_time top = h->heap[0], last = h->heap[--h->nheap];
     size_t i = 0, n = h->nheap;
     for (;;) {
@@ -79,13 +79,13 @@ static hold_time heap_pop(sl_hold *h) {
 
 /* ---- the groups ------------------------------------------------------------ */
 
-static hold_group *group_find(sl_hold *h, const char *key, size_t len, uint64_t hash) {
+static hold_group *group_find(sl__hold *h, const char *key, size_t len, uint64_t hash) {
     for (hold_group *g = h->index[hash & h->mask]; g; g = g->next)
         if (g->hash == hash && g->len == len && memcmp(g->key, key, len) == 0) return g;
     return NULL;
 }
 
-static hold_group *group_get(sl_hold *h, const char *key, size_t len, size_t per_tenant) {
+static hold_group *group_get(sl__hold *h, const char *key, size_t len, size_t per_tenant) {
     uint64_t hash = sl__hash(key, len, h->seed);
     hold_group *g = group_find(h, key, len, hash);
     if (g) return g;
@@ -108,7 +108,7 @@ static hold_group *group_get(sl_hold *h, const char *key, size_t len, size_t per
 }
 
 /* Frees g once nothing names it (no answer held, no time pending). */
-static void group_drop(sl_hold *h, hold_group *g) {
+static void group_drop(sl__hold *h, hold_group *g) {
     if (g->items || g->times) return;
     hold_group **p = &h->index[g->hash & h->mask];
     while (*p != g) p = &(*p)->next;
@@ -122,7 +122,7 @@ static void group_drop(sl_hold *h, hold_group *g) {
 static void on_timer(uv_timer_t *t);
 
 /* Sets the timer for the earliest pending time (or stops it). */
-static void arm(sl_hold *h) {
+static void arm(sl__hold *h) {
     if (!h->timer_on || h->closing) return;
     int64_t next = sl__hold_next(h);
     if (next == h->armed) return;
@@ -137,7 +137,7 @@ static void arm(sl_hold *h) {
 }
 
 static void on_timer(uv_timer_t *t) {
-    sl_hold *h = t->data;
+    sl__hold *h = t->data;
     h->armed = INT64_MAX;
     sl__hold_run(h, sl_now());
     arm(h);
@@ -145,9 +145,9 @@ static void on_timer(uv_timer_t *t) {
 
 /* ---- the interface ----------------------------------------------------------- */
 
-sl_hold *sl__hold_new(size_t max_held, uv_loop_t *loop) {
+sl__hold *sl__hold_new(size_t max_held, uv_loop_t *loop) {
     if (max_held < 1 || max_held > SL_FAIRQ_ITEMS_MAX / 2) return NULL;
-    sl_hold *h = calloc(1, sizeof *h);
+    sl__hold *h = calloc(1, sizeof *h);
     if (!h) return NULL;
     h->max_held = max_held;
     h->capheap = 2 * max_held;
@@ -173,12 +173,12 @@ sl_hold *sl__hold_new(size_t max_held, uv_loop_t *loop) {
     return h;
 }
 
-int sl__hold_push(sl_hold *h, const sl_hold_entry *e, sl_hold_item **out) {
+int sl__hold_push(sl__hold *h, const sl__hold_entry *e, sl__hold_item **out) {
     *out = NULL;
     if (h->closing || h->held >= h->max_held || h->nheap >= h->capheap) return SL_ETOOMANY;
     hold_group *g = group_get(h, e->group, e->group_len, e->per_tenant);
     if (!g) return SL_ENOMEM;
-    sl_hold_item *it = malloc(sizeof *it);
+    sl__hold_item *it = malloc(sizeof *it);
     int rc = it ? 0 : SL_ENOMEM;
     uint32_t w = e->weight ? e->weight : 1;
     if (rc == 0 && sl_fairq_weight(g->q, e->tenant, e->tenant_len) != w)
@@ -189,7 +189,7 @@ int sl__hold_push(sl_hold *h, const sl_hold_entry *e, sl_hold_item **out) {
         group_drop(h, g);
         return rc;
     }
-    *it = (sl_hold_item){.g = g, .id = it->id, .fn = e->fn, .arg = e->arg};
+    *it = (sl__hold_item){.g = g, .id = it->id, .fn = e->fn, .arg = e->arg};
     g->items++;
     g->times++;
     h->held++;
@@ -199,7 +199,7 @@ int sl__hold_push(sl_hold *h, const sl_hold_entry *e, sl_hold_item **out) {
     return 0;
 }
 
-void *sl__hold_cancel(sl_hold *h, sl_hold_item *it) {
+void *sl__hold_cancel(sl__hold *h, sl__hold_item *it) {
     hold_group *g = it->g;
     void *arg = it->arg;
     sl_fairq_remove(g->q, it->id, NULL);
@@ -210,7 +210,7 @@ void *sl__hold_cancel(sl_hold *h, sl_hold_item *it) {
     return arg;
 }
 
-size_t sl__hold_run(sl_hold *h, int64_t now) {
+size_t sl__hold_run(sl__hold *h, int64_t now) {
     size_t released = 0;
     while (h->nheap && h->heap[0].t <= now) {
         hold_group *g = heap_pop(h).g;
@@ -220,8 +220,8 @@ size_t sl__hold_run(sl_hold *h, int64_t now) {
             group_drop(h, g);
             continue;
         }
-        sl_hold_item *it = fi.ptr;
-        sl_hold_fn fn = it->fn;
+        sl__hold_item *it = fi.ptr;
+        sl__hold_fn fn = it->fn;
         void *arg = it->arg;
         free(it);
         g->items--;
@@ -234,21 +234,21 @@ size_t sl__hold_run(sl_hold *h, int64_t now) {
     return released;
 }
 
-int64_t sl__hold_next(const sl_hold *h) {
+int64_t sl__hold_next(const sl__hold *h) {
     return h->nheap ? h->heap[0].t : INT64_MAX;
 }
 
-size_t sl__hold_count(const sl_hold *h) {
+size_t sl__hold_count(const sl__hold *h) {
     return h->held;
 }
 
-void sl__hold_close(sl_hold *h) {
+void sl__hold_close(sl__hold *h) {
     if (!h || h->closing) return;
     h->closing = true;
     if (h->timer_on) uv_close((uv_handle_t *)&h->timer, NULL);
 }
 
-void sl__hold_free(sl_hold *h) {
+void sl__hold_free(sl__hold *h) {
     if (!h) return;
     for (size_t b = 0; b <= h->mask; b++)
         for (hold_group *g = h->index[b], *next; g; g = next) {

@@ -17,7 +17,7 @@
 #include "sluice/sluice.h"
 #include "util/log.h"
 
-static sl_server server;
+static sl__server server;
 
 /* ---- systemd readiness (Type=notify; docs/operations.md) -------------------
  * Tells the service manager READY=1 once the listeners are bound, RELOADING=1
@@ -58,7 +58,7 @@ static void on_signal(uv_signal_t *h, int signum) {
     static bool exiting; /* from the first SIGTERM/SIGINT on, signals change nothing */
     if (exiting) return;
     if (signum == SIGHUP) {
-        static sl_reload_result r; /* 2 KiB: not on the stack; this is the main thread */
+        static sl__reload_result r; /* 2 KiB: not on the stack; this is the main thread */
         notify("RELOADING=1");
         sl__server_reload(&server, &r); /* logged either way */
         notify("READY=1");
@@ -100,8 +100,8 @@ int main(int argc, char **argv) {
     }
     signal(SIGPIPE, SIG_IGN);
 
-    sl_config *cfg;
-    sl_config_errors errs;
+    sl__config *cfg;
+    sl__config_errors errs;
     int rc = path ? sl__config_load(path, &cfg, &errs) : sl__config_load_default(&cfg, &errs);
     if (rc != 0) {
         sl__config_print_errors(&errs, stderr);
@@ -113,7 +113,7 @@ int main(int argc, char **argv) {
         sl__config_free(cfg);
         return 2;
     }
-    sl__log_set_level((sl_log_level)lv);
+    sl__log_set_level((sl__log_level)lv);
     sl__log_info("sluiced %s starting with %s", SLUICE_VERSION,
                  path ? path : "the embedded default config");
 

@@ -3,12 +3,12 @@
  * own file and one line here. */
 #include "server/proto.h"
 
-static const sl_proto_ops *const protos[SL_PROTO_COUNT] = {
-    [SL_PROTO_HTTP] = &sl__http_proto,
-    [SL_PROTO_RESP] = &sl__resp_proto,
-    [SL_PROTO_GRPC] = &sl__grpc_proto,
+static const sl__proto_ops_table *const protos[SL__PROTO_COUNT] = {
+    [SL__PROTO_HTTP] = &sl__http_proto,
+    [SL__PROTO_RESP] = &sl__resp_proto,
+    [SL__PROTO_GRPC] = &sl__grpc_proto,
 };
 
-const sl_proto_ops *sl__proto_ops(sl_proto p) {
-    return (unsigned)p < SL_PROTO_COUNT ? protos[p] : NULL;
+const sl__proto_ops_table *sl__proto_ops(sl__proto p) {
+    return (unsigned)p < SL__PROTO_COUNT ? protos[p] : NULL;
 }

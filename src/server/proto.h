@@ -24,51 +24,56 @@
 #include "policy/config.h"
 #include "util/buf.h"
 
-typedef enum sl_proto { SL_PROTO_HTTP, SL_PROTO_RESP, SL_PROTO_GRPC, SL_PROTO_COUNT } sl_proto;
+typedef enum sl__proto {
+    SL__PROTO_HTTP,
+    SL__PROTO_RESP,
+    SL__PROTO_GRPC,
+    SL__PROTO_COUNT
+} sl__proto;
 
-struct sl_request_ctx;
+struct sl__request_ctx;
 
 /* What one feed call did (flags). */
 enum {
-    SL_FEED_ANSWERED = 1, /* one request was answered (or its answer reserved): counted and timed
+    SL__FEED_ANSWERED = 1, /* one request was answered (or its answer reserved): counted and timed
                              by the connection, in its protocol's requests and latency */
-    SL_FEED_STOP = 2,     /* handle nothing more of this input now: the rest is an incomplete
+    SL__FEED_STOP = 2,     /* handle nothing more of this input now: the rest is an incomplete
                              request (kept by the connection, fed again with what follows) or
                              is held back (sl__slot_stop said so) */
-    SL_FEED_CLOSE = 4,    /* close once the output is written; the rest of the input is dropped */
-    SL_FEED_ERROR = 8     /* a protocol error (its answer, if any, is in out): counted, and the
+    SL__FEED_CLOSE = 4,    /* close once the output is written; the rest of the input is dropped */
+    SL__FEED_ERROR = 8     /* a protocol error (its answer, if any, is in out): counted, and the
                              connection closes once the output is written */
 };
 
-typedef struct sl_proto_ops {
-    sl_proto id;     /* the index of its counters (sl_worker_stats) */
+typedef struct sl__proto_ops_table {
+    sl__proto id;    /* the index of its counters (sl__worker_stats) */
     bool self_paced; /* feed takes many units and asks sl__slot_stop before each */
     /* The connection's state (a parser, a session), or NULL when out of
      * memory. `out` is the connection's output buffer, for a protocol that
      * writes on its own (gRPC: the server preface, frames between requests);
      * it lives as long as the state. NULL: the protocol keeps no state. */
-    void *(*create)(const sl_limits_config *limits, sl_buf *out);
+    void *(*create)(const sl__limits_config *limits, sl__buf *out);
     /* Handles the len bytes at data (len > 0) with the request context rq
      * (request.h: the same for all the feeds of one input): sets *used (the
-     * bytes taken) and returns SL_FEED_* flags. A self-paced protocol asks
+     * bytes taken) and returns SL__FEED_* flags. A self-paced protocol asks
      * sl__slot_stop(rq->slot) before each unit it takes and, when that says
-     * so, returns SL_FEED_STOP with nothing more used. */
-    unsigned (*feed)(void *st, const struct sl_request_ctx *rq, const char *data, size_t len,
-                     sl_buf *out, size_t *used);
+     * so, returns SL__FEED_STOP with nothing more used. */
+    unsigned (*feed)(void *st, const struct sl__request_ctx *rq, const char *data, size_t len,
+                     sl__buf *out, size_t *used);
     /* A request has begun and is not complete (its request timeout runs);
      * `held`: bytes of input the connection keeps (a partial RESP command).
      * NULL: never (a protocol with deadlines of its own). */
     bool (*pending)(const void *st, size_t held);
     /* How long a request may take once begun (ns): limits.header_timeout or
      * limits.command_timeout. */
-    int64_t (*request_timeout)(const sl_limits_config *l);
+    int64_t (*request_timeout)(const sl__limits_config *l);
     /* The connection times out and closes after what this writes into out:
      * request_late (its request took too long) or idle; started: a request
      * was on its way. */
-    void (*timeout)(void *st, bool request_late, bool started, sl_buf *out);
+    void (*timeout)(void *st, bool request_late, bool started, sl__buf *out);
     /* The connection is refused (limits.max_connections): the answer to
      * write before closing it. NULL: closed without a word. */
-    void (*refuse)(sl_buf *out);
+    void (*refuse)(sl__buf *out);
     /* The same when no descriptor is left to accept it with (worker.c
      * writes it on the raw socket): static bytes, or NULL. */
     const char *refuse_raw;
@@ -87,13 +92,13 @@ typedef struct sl_proto_ops {
     /* Bytes of answers the protocol holds outside `out` (HTTP/2 flow
      * control): counted in the connection's pending output. */
     size_t (*held)(const void *st);
-} sl_proto_ops;
+} sl__proto_ops_table;
 
 /* The protocols, by listener (proto.c). */
-const sl_proto_ops *sl__proto_ops(sl_proto p);
+const sl__proto_ops_table *sl__proto_ops(sl__proto p);
 
-extern const sl_proto_ops sl__http_proto; /* http/http_conn.c */
-extern const sl_proto_ops sl__resp_proto; /* resp/resp_conn.c */
-extern const sl_proto_ops sl__grpc_proto; /* grpc/grpc_conn.c */
+extern const sl__proto_ops_table sl__http_proto; /* http/http_conn.c */
+extern const sl__proto_ops_table sl__resp_proto; /* resp/resp_conn.c */
+extern const sl__proto_ops_table sl__grpc_proto; /* grpc/grpc_conn.c */
 
 #endif

@@ -20,24 +20,24 @@
 #include "server/reload.h"
 #include "util/log.h"
 
-struct sl_reload_ask {
-    struct sl_reload_ask *next;
-    sl_worker *w;   /* the asking worker: the answer is written on its loop */
-    sl_deferred *d; /* the answer's place on the connection */
-    bool keep;      /* the connection stays open after the answer */
-    bool draining;  /* answered by sl__reload_stop: no reload ran */
-    sl_reload_result r;
+struct sl__reload_pending {
+    struct sl__reload_pending *next;
+    sl__worker *w;   /* the asking worker: the answer is written on its loop */
+    sl__deferred *d; /* the answer's place on the connection */
+    bool keep;       /* the connection stays open after the answer */
+    bool draining;   /* answered by sl__reload_stop: no reload ran */
+    sl__reload_result r;
 };
 
 /* ---- the main loop ------------------------------------------------------------ */
 
 /* Hands every ask of `list` its answer and wakes the workers that asked. */
-static void hand_back(sl_server *s, struct sl_reload_ask *list, const sl_reload_result *r,
+static void hand_back(sl__server *s, struct sl__reload_pending *list, const sl__reload_result *r,
                       bool draining) {
-    bool wake[SL_MAX_WORKERS] = {false};
+    bool wake[SL__MAX_WORKERS] = {false};
     pthread_mutex_lock(&s->ask_lock);
     while (list) {
-        struct sl_reload_ask *a = list;
+        struct sl__reload_pending *a = list;
         list = a->next;
         a->r = *r;
         a->draining = draining;
@@ -50,9 +50,9 @@ static void hand_back(sl_server *s, struct sl_reload_ask *list, const sl_reload_
         if (wake[i]) uv_async_send(&s->workers[i].wake);
 }
 
-static struct sl_reload_ask *take_asks(sl_server *s) {
+static struct sl__reload_pending *take_asks(sl__server *s) {
     pthread_mutex_lock(&s->ask_lock);
-    struct sl_reload_ask *list = s->asks;
+    struct sl__reload_pending *list = s->asks;
     s->asks = NULL;
     s->nasks = 0;
     pthread_mutex_unlock(&s->ask_lock);
@@ -63,24 +63,24 @@ static struct sl_reload_ask *take_asks(sl_server *s) {
  * runs signal the handle again and get the next one (they may have been
  * sent after the file changed again). */
 static void on_asks(uv_async_t *h) {
-    sl_server *s = h->data;
-    struct sl_reload_ask *list = take_asks(s);
+    sl__server *s = h->data;
+    struct sl__reload_pending *list = take_asks(s);
     if (!list) return;
-    sl_reload_result *r = malloc(sizeof *r);
+    sl__reload_result *r = malloc(sizeof *r);
     if (!r) {
-        static const sl_reload_result oom = {.rc = -1, .message = "out of memory"};
+        static const sl__reload_result oom = {.rc = -1, .message = "out of memory"};
         hand_back(s, list, &oom, false);
         return;
     }
     unsigned n = 0;
-    for (struct sl_reload_ask *a = list; a; a = a->next) n++;
+    for (struct sl__reload_pending *a = list; a; a = a->next) n++;
     sl__log_debug("reload asked over HTTP by %u request(s)", n);
     sl__server_reload(s, r);
     hand_back(s, list, r, false);
     free(r);
 }
 
-int sl__reload_init(sl_server *s, uv_loop_t *main_loop) {
+int sl__reload_init(sl__server *s, uv_loop_t *main_loop) {
     pthread_mutex_init(&s->ask_lock, NULL);
     s->asks = NULL;
     s->nasks = 0;
@@ -92,13 +92,13 @@ int sl__reload_init(sl_server *s, uv_loop_t *main_loop) {
     return 0;
 }
 
-void sl__reload_stop(sl_server *s) {
+void sl__reload_stop(sl__server *s) {
     if (!s->reload_async_open) return;
     pthread_mutex_lock(&s->ask_lock);
     s->asks_closed = true;
     pthread_mutex_unlock(&s->ask_lock);
-    struct sl_reload_ask *list = take_asks(s);
-    static const sl_reload_result none = {.rc = -1, .message = "sluiced is shutting down"};
+    struct sl__reload_pending *list = take_asks(s);
+    static const sl__reload_result none = {.rc = -1, .message = "sluiced is shutting down"};
     if (list) hand_back(s, list, &none, true);
     uv_close((uv_handle_t *)&s->reload_async, NULL);
     s->reload_async_open = false;
@@ -106,9 +106,9 @@ void sl__reload_stop(sl_server *s) {
 
 /* ---- the workers --------------------------------------------------------------- */
 
-static void answer_now(sl_buf *out, bool keep, int status, const char *code, const char *message,
+static void answer_now(sl__buf *out, bool keep, int status, const char *code, const char *message,
                        const char *extra_name, const char *extra_value) {
-    sl_buf body;
+    sl__buf body;
     sl__buf_init(&body);
     sl__http_error_json(&body, code, message);
     sl__http_begin(out, status);
@@ -138,10 +138,10 @@ static bool same_token(const char *given, size_t len, const char *want) {
     return diff == 0;
 }
 
-bool sl__reload_allowed(sl_worker *w, sl_answer_slot *slot, const sl_http_request *req, bool keep,
-                        sl_buf *out, const char *what) {
-    const sl_admin_config *ac = &w->admin;
-    if (ac->reload == SL_RELOAD_OFF) {
+bool sl__reload_allowed(sl__worker *w, sl__answer_slot *slot, const sl__http_request *req,
+                        bool keep, sl__buf *out, const char *what) {
+    const sl__admin_config *ac = &w->admin;
+    if (ac->reload == SL__RELOAD_OFF) {
         char msg[160];
         if (strcmp(what, "POST /v1/reload") == 0)
             snprintf(msg, sizeof msg,
@@ -151,8 +151,8 @@ bool sl__reload_allowed(sl_worker *w, sl_answer_slot *slot, const sl_http_reques
         answer_now(out, keep, 403, "reload_disabled", msg, NULL, NULL);
         return false;
     }
-    if (ac->reload == SL_RELOAD_TOKEN) {
-        const sl_http_header *h = sl__http_header(req, "Authorization");
+    if (ac->reload == SL__RELOAD_TOKEN) {
+        const sl__http_field *h = sl__http_header(req, "Authorization");
         static const char scheme[] = "Bearer ";
         size_t sn = sizeof scheme - 1;
         if (h && h->value_len > sn && strncasecmp(h->value, scheme, sn) == 0 &&
@@ -175,11 +175,11 @@ bool sl__reload_allowed(sl_worker *w, sl_answer_slot *slot, const sl_http_reques
     return false;
 }
 
-bool sl__reload_ask(sl_worker *w, sl_answer_slot *slot, const sl_http_request *req, bool keep,
-                    sl_buf *out) {
-    sl_server *s = w->server;
+bool sl__reload_ask(sl__worker *w, sl__answer_slot *slot, const sl__http_request *req, bool keep,
+                    sl__buf *out) {
+    sl__server *s = w->server;
     if (!sl__reload_allowed(w, slot, req, keep, out, "POST /v1/reload")) return false;
-    struct sl_reload_ask *a = calloc(1, sizeof *a);
+    struct sl__reload_pending *a = calloc(1, sizeof *a);
     if (!a) {
         answer_now(out, keep, 500, "internal", "out of memory", NULL, NULL);
         return false;
@@ -187,9 +187,9 @@ bool sl__reload_ask(sl_worker *w, sl_answer_slot *slot, const sl_http_request *r
     a->w = w;
     a->keep = keep;
     pthread_mutex_lock(&s->ask_lock);
-    const char *refused = s->asks_closed                   ? "draining"
-                          : s->nasks >= SL_RELOAD_MAX_ASKS ? "reload_busy"
-                                                           : NULL;
+    const char *refused = s->asks_closed                    ? "draining"
+                          : s->nasks >= SL__RELOAD_MAX_ASKS ? "reload_busy"
+                                                            : NULL;
     if (!refused && !(a->d = sl__slot_defer(slot))) refused = "internal";
     if (refused) {
         pthread_mutex_unlock(&s->ask_lock);
@@ -211,7 +211,7 @@ bool sl__reload_ask(sl_worker *w, sl_answer_slot *slot, const sl_http_request *r
     return true;
 }
 
-static void write_answer(sl_buf *out, const struct sl_reload_ask *a) {
+static void write_answer(sl__buf *out, const struct sl__reload_pending *a) {
     if (a->draining) {
         answer_now(out, a->keep, 503, "draining", a->r.message, NULL, NULL);
         return;
@@ -220,7 +220,7 @@ static void write_answer(sl_buf *out, const struct sl_reload_ask *a) {
         answer_now(out, a->keep, 500, "reload_failed", a->r.message, NULL, NULL);
         return;
     }
-    sl_buf body;
+    sl__buf body;
     sl__buf_init(&body);
     sl__buf_printf(&body,
                    "{\"reloaded\":true,\"policies\":%zu,\"added\":%zu,\"removed\":%zu,"
@@ -231,14 +231,14 @@ static void write_answer(sl_buf *out, const struct sl_reload_ask *a) {
     sl__buf_free(&body);
 }
 
-void sl__reload_deliver(sl_worker *w) {
-    sl_server *s = w->server;
+void sl__reload_deliver(sl__worker *w) {
+    sl__server *s = w->server;
     pthread_mutex_lock(&s->ask_lock);
-    struct sl_reload_ask *list = w->answers;
+    struct sl__reload_pending *list = w->answers;
     w->answers = NULL;
     pthread_mutex_unlock(&s->ask_lock);
     while (list) {
-        struct sl_reload_ask *a = list;
+        struct sl__reload_pending *a = list;
         list = a->next;
         write_answer(sl__deferred_out(a->d), a);
         sl__deferred_done(a->d);

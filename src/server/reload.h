@@ -14,16 +14,16 @@
 #include "server/server.h"
 #include "util/buf.h"
 
-#define SL_RELOAD_MAX_ASKS 1024 /* asks waiting at once; more get 503 reload_busy */
+#define SL__RELOAD_MAX_ASKS 1024 /* asks waiting at once; more get 503 reload_busy */
 
 /* Sets up the main loop's side (before the workers start). Returns 0 or a
  * libuv error. */
-int sl__reload_init(sl_server *s, uv_loop_t *main_loop);
+int sl__reload_init(sl__server *s, uv_loop_t *main_loop);
 
 /* Main thread, its loop stopped, before the workers drain: refuses new asks,
  * answers the waiting ones 503 (draining) and closes the main loop's handle
  * (run the loop once more to finish closing it). */
-void sl__reload_stop(sl_server *s);
+void sl__reload_stop(sl__server *s);
 
 /* POST /v1/reload on w's loop, for the request being handled there, whose
  * answer slot is `slot` (req's headers are read now, not kept). Either the
@@ -31,19 +31,19 @@ void sl__reload_stop(sl_server *s);
  * is done), or it is complete in `out` at once (returns false: refused by
  * admin.reload, too many asks waiting, shutting down, out of memory). keep:
  * may the connection stay open after the answer. */
-struct sl_http_request;
-bool sl__reload_ask(sl_worker *w, sl_answer_slot *slot, const struct sl_http_request *req,
-                    bool keep, sl_buf *out);
+struct sl__http_request;
+bool sl__reload_ask(sl__worker *w, sl__answer_slot *slot, const struct sl__http_request *req,
+                    bool keep, sl__buf *out);
 
 /* admin.reload's access rule (off, loopback or token), the one for every
  * admin call: may the client of req (on slot) make `what` ("POST
  * /v1/reload", "POST /v1/ramp")? If not, writes the refusal (403 or 401,
  * naming `what`) into out and returns false. */
-bool sl__reload_allowed(sl_worker *w, sl_answer_slot *slot, const struct sl_http_request *req,
-                        bool keep, sl_buf *out, const char *what);
+bool sl__reload_allowed(sl__worker *w, sl__answer_slot *slot, const struct sl__http_request *req,
+                        bool keep, sl__buf *out, const char *what);
 
 /* On w's loop (its wake): writes the answers of the reloads done for w's
  * clients. Call before draining. */
-void sl__reload_deliver(sl_worker *w);
+void sl__reload_deliver(sl__worker *w);
 
 #endif

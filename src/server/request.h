@@ -29,24 +29,24 @@
 #include "server/reply.h"
 #include "server/stats.h"
 
-struct sl_policy_set;
-struct sl_domain_set;
-struct sl_cell;
-struct sl_decider;
-typedef struct sl_admin sl_admin; /* opaque: admin/admin.h */
+struct sl__policy_set;
+struct sl__domain_set;
+struct sl__cell;
+struct sl__decider;
+typedef struct sl__admin sl__admin; /* opaque: admin/admin.h */
 
-typedef struct sl_request_ctx {
-    int64_t now;                    /* this loop tick's clock (Unix ns) */
-    struct sl_policy_set *policies; /* the running policy set; may be NULL */
-    struct sl_domain_set *domains;  /* Envoy rules of the same generation; may be NULL */
-    struct sl_cell *cell;           /* CL.THROTTLE's table; may be NULL */
-    struct sl_decider *decider;     /* decisions (policy/decide.h); NULL: the memory store */
-    sl_answer_slot *slot;           /* this request's answer (reply.h); NULL: no connection */
-    sl_worker_stats *stats;         /* counters; NULL: none */
-    const sl_limits_config *limits; /* limits.*; never NULL */
-    bool draining;                  /* the server has begun to drain (SIGTERM) */
-    sl_admin *admin;                /* the admin pages' handle (admin/admin.h); NULL: none */
-    struct sl_hold *hold;           /* this worker's held answers (hold.h); NULL: never held */
-} sl_request_ctx;
+typedef struct sl__request_ctx {
+    int64_t now;                     /* this loop tick's clock (Unix ns) */
+    struct sl__policy_set *policies; /* the running policy set; may be NULL */
+    struct sl__domain_set *domains;  /* Envoy rules of the same generation; may be NULL */
+    struct sl__cell *cell;           /* CL.THROTTLE's table; may be NULL */
+    struct sl__decider *decider;     /* decisions (policy/decide.h); NULL: the memory store */
+    sl__answer_slot *slot;           /* this request's answer (reply.h); NULL: no connection */
+    sl__worker_stats *stats;         /* counters; NULL: none */
+    const sl__limits_config *limits; /* limits.*; never NULL */
+    bool draining;                   /* the server has begun to drain (SIGTERM) */
+    sl__admin *admin;                /* the admin pages' handle (admin/admin.h); NULL: none */
+    struct sl__hold *hold;           /* this worker's held answers (hold.h); NULL: never held */
+} sl__request_ctx;
 
 #endif

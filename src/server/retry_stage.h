@@ -16,24 +16,24 @@
 #include "policy/decide.h"
 #include "store/retry.h"
 
-typedef struct sl_retry_stage sl_retry_stage;
+typedef struct sl__retry_stage sl__retry_stage;
 
-struct sl_retry_stage {
-    sl_retry_call call; /* out: the budget's answer (d, from) */
-    sl_decide_call *decide;
-    sl_decider *decider; /* the worker's: outlives its calls */
+struct sl__retry_stage {
+    sl__retry_call call; /* out: the budget's answer (d, from) */
+    sl__decide_call *decide;
+    sl__decider *decider; /* the worker's: outlives its calls */
     int64_t now;
     bool *ran; /* the starter's flag while sl__retry_stage_start runs */
     /* writes the refusal of a retry (st->call.d) and frees st->decide */
-    void (*refused)(sl_retry_stage *st);
+    void (*refused)(sl__retry_stage *st);
     void *arg; /* the protocol's */
 };
 
 /* Starts the budget of `limit` for key (the call's copy: lives as long as
  * decide) on decider's store; then the decision or `refused`, each exactly
  * once, maybe before this returns. */
-void sl__retry_stage_start(sl_retry_stage *st, sl_retry_limit *limit, const char *key,
-                           size_t keylen, bool retry, sl_decide_call *decide, sl_decider *decider,
-                           int64_t now, void (*refused)(sl_retry_stage *st), void *arg);
+void sl__retry_stage_start(sl__retry_stage *st, sl__retry_limit *limit, const char *key,
+                           size_t keylen, bool retry, sl__decide_call *decide, sl__decider *decider,
+                           int64_t now, void (*refused)(sl__retry_stage *st), void *arg);
 
 #endif

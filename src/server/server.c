@@ -26,7 +26,7 @@
 #include "sluice/clock.h"
 #include "util/log.h"
 
-static int parse_addr(const sl_listen_config *l, struct sockaddr_storage *ss, socklen_t *len) {
+static int parse_addr(const sl__listen_config *l, struct sockaddr_storage *ss, socklen_t *len) {
     memset(ss, 0, sizeof *ss);
     struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
     struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
@@ -46,8 +46,8 @@ static int parse_addr(const sl_listen_config *l, struct sockaddr_storage *ss, so
 }
 
 /* Binds one SO_REUSEPORT listening socket; *port in/out (0 = pick one). */
-static int bind_listener(const sl_listen_config *l, uint16_t *port) {
-    sl_listen_config at = *l;
+static int bind_listener(const sl__listen_config *l, uint16_t *port) {
+    sl__listen_config at = *l;
     at.port = *port ? *port : l->port;
     struct sockaddr_storage ss;
     socklen_t len;
@@ -78,7 +78,8 @@ static int bind_listener(const sl_listen_config *l, uint16_t *port) {
     return fd;
 }
 
-int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path, uv_loop_t *main_loop) {
+int sl__server_start(sl__server *s, sl__config *cfg, const char *config_path,
+                     uv_loop_t *main_loop) {
     memset(s, 0, sizeof *s);
     s->config = cfg;
     s->config_path = config_path ? strdup(config_path) : NULL;
@@ -88,7 +89,7 @@ int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path, uv_l
         return -1;
     }
     s->started_at = sl_now();
-    sl__ramp_restart(s->started_at, SL_RAMP_BY_START); /* ramp_up: from the start */
+    sl__ramp_restart(s->started_at, SL__RAMP_BY_START); /* ramp_up: from the start */
     char err[256];
     if (sl__policy_set_create(cfg, NULL, s->started_at, &s->policies, err, sizeof err) != 0) {
         sl__log_error("%s", err);
@@ -116,34 +117,34 @@ int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path, uv_l
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         n = cores > 0 ? (unsigned)cores : 1;
     }
-    if (n > SL_MAX_WORKERS) n = SL_MAX_WORKERS;
+    if (n > SL__MAX_WORKERS) n = SL__MAX_WORKERS;
     s->nworkers = n;
     s->workers = calloc(n, sizeof *s->workers);
     if (!s->workers) return -1;
 
-    const sl_listen_config *ls[SL_PROTO_COUNT] = {&cfg->http, &cfg->resp, &cfg->grpc};
-    static const char *const pname[SL_PROTO_COUNT] = {"http", "resp", "grpc"};
-    int fds[SL_MAX_WORKERS][SL_PROTO_COUNT];
+    const sl__listen_config *ls[SL__PROTO_COUNT] = {&cfg->http, &cfg->resp, &cfg->grpc};
+    static const char *const pname[SL__PROTO_COUNT] = {"http", "resp", "grpc"};
+    int fds[SL__MAX_WORKERS][SL__PROTO_COUNT];
     for (unsigned i = 0; i < n; i++) {
-        for (int p = 0; p < SL_PROTO_COUNT; p++) {
+        for (int p = 0; p < SL__PROTO_COUNT; p++) {
             fds[i][p] = -1;
             if (!ls[p]->enabled) continue;
             fds[i][p] = bind_listener(ls[p], &s->bound_port[p]);
             if (fds[i][p] < 0) return -1;
         }
     }
-    for (int p = 0; p < SL_PROTO_COUNT; p++)
+    for (int p = 0; p < SL__PROTO_COUNT; p++)
         if (ls[p]->enabled)
             sl__log_info("listening %s on %s%s%s:%u (%u workers)", pname[p],
                          strchr(ls[p]->host, ':') ? "[" : "", ls[p]->host,
                          strchr(ls[p]->host, ':') ? "]" : "", (unsigned)s->bound_port[p], n);
 
     for (unsigned i = 0; i < n; i++) {
-        sl_worker *w = &s->workers[i];
+        sl__worker *w = &s->workers[i];
         w->server = s;
         w->id = i;
         uv_sem_init(&w->started, 0);
-        for (int p = 0; p < SL_PROTO_COUNT; p++) {
+        for (int p = 0; p < SL__PROTO_COUNT; p++) {
             w->listening[p] = fds[i][p] >= 0;
             w->listen_fd[p] = fds[i][p];
         }
@@ -159,12 +160,13 @@ int sl__server_start(sl_server *s, sl_config *cfg, const char *config_path, uv_l
 
 /* Counts what a reload did to the policies, and logs the names (at most a
  * line's worth of each kind). */
-static void reload_diff(const sl_policy_set *old, const sl_policy_set *next, sl_reload_result *r) {
+static void reload_diff(const sl__policy_set *old, const sl__policy_set *next,
+                        sl__reload_result *r) {
     char added[512] = "", removed[512] = "", changed[512] = "";
     r->added = r->removed = r->changed = r->kept = 0;
     for (size_t i = 0; i < sl__policy_set_count(next); i++) {
-        const sl_policy *p = sl__policy_set_at(next, i);
-        const sl_policy *o = sl__policy_find(old, p->cfg.name, strlen(p->cfg.name));
+        const sl__policy *p = sl__policy_set_at(next, i);
+        const sl__policy *o = sl__policy_find(old, p->cfg.name, strlen(p->cfg.name));
         char *list = NULL;
         if (!o) {
             r->added++;
@@ -179,7 +181,7 @@ static void reload_diff(const sl_policy_set *old, const sl_policy_set *next, sl_
             strcat(strcat(list, " "), p->cfg.name);
     }
     for (size_t i = 0; i < sl__policy_set_count(old); i++) {
-        const sl_policy *o = sl__policy_set_at(old, i);
+        const sl__policy *o = sl__policy_set_at(old, i);
         if (sl__policy_find(next, o->cfg.name, strlen(o->cfg.name))) continue;
         r->removed++;
         if (strlen(removed) + strlen(o->cfg.name) + 2 < sizeof removed)
@@ -190,18 +192,18 @@ static void reload_diff(const sl_policy_set *old, const sl_policy_set *next, sl_
                  added, r->removed, r->removed ? ":" : "", removed);
 }
 
-static void reload_failed(sl_server *s, sl_reload_result *r) {
+static void reload_failed(sl__server *s, sl__reload_result *r) {
     r->rc = -1;
     atomic_fetch_add(&s->reload_failures, 1);
     sl__log_error("reload failed, keeping the running config: %s", r->message);
 }
 
-int sl__server_reload(sl_server *s, sl_reload_result *r) {
+int sl__server_reload(sl__server *s, sl__reload_result *r) {
     memset(r, 0, sizeof *r);
     char *err = r->message;
     size_t errlen = sizeof r->message;
-    sl_config *cfg = NULL;
-    sl_config_errors *errs = malloc(sizeof *errs);
+    sl__config *cfg = NULL;
+    sl__config_errors *errs = malloc(sizeof *errs);
     if (!errs) {
         snprintf(err, errlen, "out of memory");
         reload_failed(s, r);
@@ -227,7 +229,7 @@ int sl__server_reload(sl_server *s, sl_reload_result *r) {
     }
     if (rc != 0) {
         size_t off = (size_t)snprintf(err, errlen, "config has %zu error(s)", errs->n);
-        for (size_t i = 0; i < errs->n && i < SL_CONFIG_MAX_ERRORS && off < errlen; i++)
+        for (size_t i = 0; i < errs->n && i < SL__CONFIG_MAX_ERRORS && off < errlen; i++)
             off += (size_t)snprintf(err + off, errlen - off, "; %s", errs->msg[i]);
         free(errs);
         sl__config_free(cfg);
@@ -235,8 +237,8 @@ int sl__server_reload(sl_server *s, sl_reload_result *r) {
         return -1;
     }
     free(errs);
-    sl_policy_set *next = NULL;
-    sl_domain_set *next_domains = NULL;
+    sl__policy_set *next = NULL;
+    sl__domain_set *next_domains = NULL;
     if (sl__policy_set_create(cfg, s->policies, sl_now(), &next, err, errlen) != 0 ||
         sl__domain_set_create(cfg, s->domains, sl_now(), &next_domains, err, errlen) != 0) {
         if (next) sl__policy_set_release(next);
@@ -260,9 +262,9 @@ int sl__server_reload(sl_server *s, sl_reload_result *r) {
     cfg->workers = s->config->workers;
     reload_diff(s->policies, next, r);
     r->policies = sl__policy_set_count(next);
-    sl_policy_set *old = s->policies;
-    sl_domain_set *old_domains = s->domains;
-    sl_config *old_cfg = s->config;
+    sl__policy_set *old = s->policies;
+    sl__domain_set *old_domains = s->domains;
+    sl__config *old_cfg = s->config;
     /* the workers read these under reload_lock; this thread is their only writer */
     pthread_mutex_lock(&s->reload_lock);
     s->policies = next;
@@ -280,7 +282,7 @@ int sl__server_reload(sl_server *s, sl_reload_result *r) {
     return 0;
 }
 
-void sl__server_drain_and_stop(sl_server *s, int64_t grace) {
+void sl__server_drain_and_stop(sl__server *s, int64_t grace) {
     sl__reload_stop(s); /* before the workers drain: they write the answers first */
     s->drain_grace = grace;
     atomic_store(&s->draining, true);

@@ -12,10 +12,10 @@
 #include "server/proto.h"
 #include "util/counter.h"
 
-typedef struct sl_worker_stats {
-    atomic_uint_fast64_t requests[SL_PROTO_COUNT];
-    atomic_uint_fast64_t latency[SL_PROTO_COUNT][SL_PROM_LATENCY_BUCKETS + 1];
-    atomic_uint_fast64_t latency_sum_ns[SL_PROTO_COUNT];
+typedef struct sl__worker_stats {
+    atomic_uint_fast64_t requests[SL__PROTO_COUNT];
+    atomic_uint_fast64_t latency[SL__PROTO_COUNT][SL__PROM_LATENCY_BUCKETS + 1];
+    atomic_uint_fast64_t latency_sum_ns[SL__PROTO_COUNT];
     atomic_uint_fast64_t accepted, closed, refused_connections;
     atomic_uint_fast64_t protocol_errors, timeouts;
     atomic_uint_fast64_t unknown_keys, missing_keys; /* /v1/auth: API keys refused */
@@ -24,12 +24,12 @@ typedef struct sl_worker_stats {
     /* /v1/auth answers held until their release time (server/hold.h): held, then released
        or cancelled (their connection closed); refused at once (hold full, delay past hold:) */
     atomic_uint_fast64_t held, held_released, held_cancelled, held_refused;
-} sl_worker_stats;
+} sl__worker_stats;
 
 /* Records n answered requests of protocol p that took ns in all (a
  * pipelined batch is timed once and each of its answers counted at the
  * average). st NULL: nothing (no worker: tests, tools). */
-static inline void sl__stats_record(sl_worker_stats *st, sl_proto p, uint64_t n, int64_t ns) {
+static inline void sl__stats_record(sl__worker_stats *st, sl__proto p, uint64_t n, int64_t ns) {
     if (!st || n == 0) return;
     sl__counter_add(&st->latency[p][sl__prom_latency_bucket(ns / (int64_t)n)], n);
     sl__counter_add(&st->latency_sum_ns[p], (uint64_t)ns);

@@ -30,7 +30,7 @@
 #define ACCEPT_PAUSE_MS 100
 #define REFUSE_MAX      1024 /* connections refused in one loop tick, at most */
 
-int64_t sl__worker_now(sl_worker *w) {
+int64_t sl__worker_now(sl__worker *w) {
     if (!w->now_valid) {
         w->now = sl_now();
         w->now_valid = true;
@@ -38,12 +38,12 @@ int64_t sl__worker_now(sl_worker *w) {
     return w->now;
 }
 
-void sl__worker_take_policies(sl_worker *w) {
-    sl_server *s = w->server;
+void sl__worker_take_policies(sl__worker *w) {
+    sl__server *s = w->server;
     pthread_mutex_lock(&s->reload_lock);
-    sl_policy_set *next = s->policies;
+    sl__policy_set *next = s->policies;
     sl__policy_set_retain(next);
-    sl_domain_set *next_domains = s->domains;
+    sl__domain_set *next_domains = s->domains;
     sl__domain_set_retain(next_domains);
     w->limits = s->config->limits;
     w->admin = s->config->admin;
@@ -56,20 +56,20 @@ void sl__worker_take_policies(sl_worker *w) {
 }
 
 static void on_tick(uv_prepare_t *h) {
-    sl_worker *w = h->data;
+    sl__worker *w = h->data;
     w->now_valid = false;
     w->refused_tick = 0;
     sl__worker_refresh(w);
     if (sl__decider_recovered(w->decider)) { /* ramp_up: the store is back (policy/ramp.h) */
-        sl__ramp_restart(sl_now(), SL_RAMP_BY_RECOVERY);
+        sl__ramp_restart(sl_now(), SL__RAMP_BY_RECOVERY);
         if (sl__policy_set_ramped(w->policies))
             sl__log_info("worker %u: the store is reachable again: ramp_up restarts", w->id);
     }
 }
 
 /* One line a second at most, for the whole process. */
-static void warn_accept(sl_worker *w, int status) {
-    sl_server *s = w->server;
+static void warn_accept(sl__worker *w, int status) {
+    sl__server *s = w->server;
     atomic_fetch_add_explicit(&s->accept_unwarned, 1, memory_order_relaxed);
     int64_t now = sl_now_monotonic();
     int64_t last = atomic_load_explicit(&s->accept_warned_at, memory_order_relaxed);
@@ -83,7 +83,7 @@ static void warn_accept(sl_worker *w, int status) {
 
 /* The answer a connection refused at accept gets before it is closed (its
  * protocol's, proto.h). */
-static void refuse_fd(int fd, sl_proto p) {
+static void refuse_fd(int fd, sl__proto p) {
     const char *answer = sl__proto_ops(p)->refuse_raw;
     ssize_t rc = 0;
     if (answer) rc = send(fd, answer, strlen(answer), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -93,7 +93,7 @@ static void refuse_fd(int fd, sl_proto p) {
 
 /* Takes the listener's pending connections with the spare descriptor and
  * refuses them (at most REFUSE_MAX per loop tick). */
-static void refuse_pending(sl_worker *w, sl_proto p) {
+static void refuse_pending(sl__worker *w, sl__proto p) {
     uv_os_fd_t lfd;
     if (w->spare_fd < 0 || uv_fileno((uv_handle_t *)&w->listeners[p], &lfd) != 0) return;
     close(w->spare_fd);
@@ -112,20 +112,20 @@ static void refuse_pending(sl_worker *w, sl_proto p) {
 }
 
 static void on_listener_closed(uv_handle_t *h) {
-    sl_worker *w = h->loop->data;
-    for (int p = 0; p < SL_PROTO_COUNT; p++)
-        if (h == (uv_handle_t *)&w->listeners[p]) w->listen_state[p] = SL_LISTEN_PAUSED;
+    sl__worker *w = h->loop->data;
+    for (int p = 0; p < SL__PROTO_COUNT; p++)
+        if (h == (uv_handle_t *)&w->listeners[p]) w->listen_state[p] = SL__LISTEN_PAUSED;
 }
 
 static void on_connection(uv_stream_t *listener, int status);
 
 /* Reopens the paused listeners (their sockets kept their backlogs). */
 static void on_accept_timer(uv_timer_t *t) {
-    sl_worker *w = t->data;
+    sl__worker *w = t->data;
     bool again = false;
-    for (int p = 0; p < SL_PROTO_COUNT && !w->draining; p++) {
-        if (w->listen_state[p] == SL_LISTEN_CLOSING) again = true;
-        if (w->listen_state[p] != SL_LISTEN_PAUSED) continue;
+    for (int p = 0; p < SL__PROTO_COUNT && !w->draining; p++) {
+        if (w->listen_state[p] == SL__LISTEN_CLOSING) again = true;
+        if (w->listen_state[p] != SL__LISTEN_PAUSED) continue;
         int fd = dup(w->listen_dup[p]);
         if (fd < 0) { /* still no descriptor to spare */
             again = true;
@@ -138,10 +138,10 @@ static void on_accept_timer(uv_timer_t *t) {
         else
             rc = uv_listen((uv_stream_t *)&w->listeners[p], 1024, on_connection);
         if (rc == 0) {
-            w->listen_state[p] = SL_LISTEN_OPEN;
+            w->listen_state[p] = SL__LISTEN_OPEN;
             continue;
         }
-        w->listen_state[p] = SL_LISTEN_CLOSING;
+        w->listen_state[p] = SL__LISTEN_CLOSING;
         uv_close((uv_handle_t *)&w->listeners[p], on_listener_closed);
         again = true;
     }
@@ -152,30 +152,30 @@ static void on_accept_timer(uv_timer_t *t) {
 
 /* Stops accepting on this listener for ACCEPT_PAUSE_MS: closing its handle
  * is the only way out of libuv's accept loop. */
-static void pause_listener(sl_worker *w, sl_proto p) {
-    if (w->listen_state[p] != SL_LISTEN_OPEN || w->listen_dup[p] < 0) return;
-    w->listen_state[p] = SL_LISTEN_CLOSING;
+static void pause_listener(sl__worker *w, sl__proto p) {
+    if (w->listen_state[p] != SL__LISTEN_OPEN || w->listen_dup[p] < 0) return;
+    w->listen_state[p] = SL__LISTEN_CLOSING;
     uv_close((uv_handle_t *)&w->listeners[p], on_listener_closed);
     if (!uv_is_active((uv_handle_t *)&w->accept_timer))
         uv_timer_start(&w->accept_timer, on_accept_timer, ACCEPT_PAUSE_MS, 0);
 }
 
 static void on_connection(uv_stream_t *listener, int status) {
-    sl_worker *w = listener->loop->data;
+    sl__worker *w = listener->loop->data;
     int p = 0;
-    while (p < SL_PROTO_COUNT && listener != (uv_stream_t *)&w->listeners[p]) p++;
-    if (p == SL_PROTO_COUNT) return;
+    while (p < SL__PROTO_COUNT && listener != (uv_stream_t *)&w->listeners[p]) p++;
+    if (p == SL__PROTO_COUNT) return;
     if (status < 0) {
         sl__counter_add(&w->stats.accept_errors, 1);
         warn_accept(w, status);
         /* The pending connections are refused now; then the listener rests
          * (at the limit, every accept fails at once, whether a connection
          * is waiting or not: libuv would call back again and again). */
-        if (status == UV_EMFILE || status == UV_ENFILE) refuse_pending(w, (sl_proto)p);
-        pause_listener(w, (sl_proto)p);
+        if (status == UV_EMFILE || status == UV_ENFILE) refuse_pending(w, (sl__proto)p);
+        pause_listener(w, (sl__proto)p);
         return;
     }
-    sl__conn_accept(w, listener, (sl_proto)p);
+    sl__conn_accept(w, listener, (sl__proto)p);
 }
 
 static void close_handle(uv_handle_t *h) {
@@ -187,19 +187,19 @@ static void close_walk(uv_handle_t *h, void *arg) {
     close_handle(h);
 }
 
-static void stop_store(sl_worker *w) {
+static void stop_store(sl__worker *w) {
     /* calls still in flight are answered by their fail modes */
     sl__decider_free(w->decider);
     w->decider = NULL;
 }
 
-static int start_store(sl_worker *w) {
+static int start_store(sl__worker *w) {
     w->decider = sl__engine_worker_new(w->server->engine, &w->loop, w->id, &w->policies);
     return w->decider ? 0 : -1;
 }
 
-static void close_dups(sl_worker *w) {
-    for (int p = 0; p < SL_PROTO_COUNT; p++) {
+static void close_dups(sl__worker *w) {
+    for (int p = 0; p < SL__PROTO_COUNT; p++) {
         if (w->listen_dup[p] >= 0) close(w->listen_dup[p]);
         w->listen_dup[p] = -1;
     }
@@ -207,7 +207,7 @@ static void close_dups(sl_worker *w) {
     w->spare_fd = -1;
 }
 
-void sl__worker_finish(sl_worker *w) {
+void sl__worker_finish(sl__worker *w) {
     stop_store(w);
     sl__hold_close(w->hold); /* its connections are closed: nothing is held */
     close_handle((uv_handle_t *)&w->accept_timer);
@@ -218,7 +218,7 @@ void sl__worker_finish(sl_worker *w) {
 }
 
 static void on_drain_deadline(uv_timer_t *t) {
-    sl_worker *w = t->data;
+    sl__worker *w = t->data;
     if (w->connections)
         sl__log_warn("worker %u: closing %u connections at the drain deadline", w->id,
                      w->connections);
@@ -226,10 +226,10 @@ static void on_drain_deadline(uv_timer_t *t) {
     if (w->connections == 0) sl__worker_finish(w);
 }
 
-static void start_drain(sl_worker *w) {
+static void start_drain(sl__worker *w) {
     w->draining = true;
-    for (int p = 0; p < SL_PROTO_COUNT; p++)
-        if (w->listening[p] && w->listen_state[p] == SL_LISTEN_OPEN)
+    for (int p = 0; p < SL__PROTO_COUNT; p++)
+        if (w->listening[p] && w->listen_state[p] == SL__LISTEN_OPEN)
             close_handle((uv_handle_t *)&w->listeners[p]);
     uv_timer_stop(&w->accept_timer);
     close_dups(w);
@@ -244,16 +244,16 @@ static void start_drain(sl_worker *w) {
 }
 
 static void on_wake(uv_async_t *a) {
-    sl_worker *w = a->data;
+    sl__worker *w = a->data;
     sl__worker_refresh(w);
     sl__reload_deliver(w); /* before draining: the answers are written, then it closes */
     if (atomic_load(&w->server->draining) && !w->draining) start_drain(w);
 }
 
 void *sl__worker_main(void *arg) {
-    sl_worker *w = arg;
-    sl_server *s = w->server;
-    w->read_buf = malloc(SL_READ_BUF_BYTES);
+    sl__worker *w = arg;
+    sl__server *s = w->server;
+    w->read_buf = malloc(SL__READ_BUF_BYTES);
     if (!w->read_buf || uv_loop_init(&w->loop) != 0) {
         w->start_error = -1;
         uv_sem_post(&w->started);
@@ -278,7 +278,7 @@ void *sl__worker_main(void *arg) {
         sl__log_error("worker %u: cannot set up its store", w->id);
         w->start_error = -1;
     }
-    for (int p = 0; p < SL_PROTO_COUNT; p++) {
+    for (int p = 0; p < SL__PROTO_COUNT; p++) {
         w->listen_dup[p] = -1;
         if (!w->listening[p]) continue;
         w->listen_dup[p] = fcntl(w->listen_fd[p], F_DUPFD_CLOEXEC, 0);

@@ -58,28 +58,28 @@ typedef struct stripe {
     entry *b[BUCKETS];
 } stripe;
 
-struct sl_batch {
-    const sl_redis_config *cfg;
+struct sl__batch {
+    const sl__redis_config *cfg;
     uint64_t seed;
     stripe s[STRIPES];
     atomic_size_t entries;
     atomic_int debtors; /* entries with a debt */
     atomic_uint_fast64_t dropped;
-    sl_batch_stats stats;
+    sl__batch_counters stats;
     /* the syncing worker's side */
     uv_loop_t *loop;
-    sl_redis *rc;
-    sl_batch_hooks hooks;
+    sl__redis *rc;
+    sl__batch_hooks hooks;
     uv_timer_t timer;
     bool started;
     int in_flight;        /* script calls of the current sync not answered yet */
     unsigned next_stripe; /* where the next sync starts (syncs that hit SYNC_KEYS rotate) */
-    sl_buf cmd;
+    sl__buf cmd;
 };
 
 /* One script call: up to CHUNK entries of one slot. */
 typedef struct push {
-    sl_batch *b;
+    sl__batch *b;
     unsigned slot;
     size_t n;
     entry *e[CHUNK];
@@ -91,8 +91,8 @@ static void add(atomic_uint_fast64_t *c, uint64_t n) {
     atomic_fetch_add_explicit(c, n, memory_order_relaxed);
 }
 
-sl_batch *sl__batch_new(const sl_redis_config *cfg) {
-    sl_batch *b = calloc(1, sizeof *b);
+sl__batch *sl__batch_new(const sl__redis_config *cfg) {
+    sl__batch *b = calloc(1, sizeof *b);
     if (!b) return NULL;
     b->cfg = cfg;
     b->seed = sl__random_seed();
@@ -101,7 +101,7 @@ sl_batch *sl__batch_new(const sl_redis_config *cfg) {
     return b;
 }
 
-void sl__batch_free(sl_batch *b) {
+void sl__batch_free(sl__batch *b) {
     if (!b) return;
     for (int i = 0; i < STRIPES; i++) {
         for (int k = 0; k < BUCKETS; k++)
@@ -115,17 +115,17 @@ void sl__batch_free(sl_batch *b) {
     free(b);
 }
 
-const sl_batch_stats *sl__batch_stats(const sl_batch *b) {
+const sl__batch_counters *sl__batch_stats(const sl__batch *b) {
     return &b->stats;
 }
 
-static uint64_t hash_of(const sl_batch *b, const char *policy, size_t plen, const void *key,
+static uint64_t hash_of(const sl__batch *b, const char *policy, size_t plen, const void *key,
                         size_t keylen) {
     return sl__hash(key, keylen, b->seed) ^ sl__hash(policy, plen, b->seed + 1);
 }
 
 /* The entry of (policy, key) in the stripe of h (locked by the caller). */
-static entry *find(sl_batch *b, uint64_t h, const char *policy, size_t plen, const void *key,
+static entry *find(sl__batch *b, uint64_t h, const char *policy, size_t plen, const void *key,
                    size_t keylen, entry ***head) {
     stripe *st = &b->s[h % STRIPES];
     *head = &st->b[(h / STRIPES) % BUCKETS];
@@ -137,7 +137,7 @@ static entry *find(sl_batch *b, uint64_t h, const char *policy, size_t plen, con
     return e;
 }
 
-bool sl__batch_in_debt(sl_batch *b, const char *policy, const void *key, size_t keylen) {
+bool sl__batch_in_debt(sl__batch *b, const char *policy, const void *key, size_t keylen) {
     if (atomic_load_explicit(&b->debtors, memory_order_relaxed) == 0) return false;
     size_t plen = strlen(policy);
     uint64_t h = hash_of(b, policy, plen, key, keylen);
@@ -150,7 +150,7 @@ bool sl__batch_in_debt(sl_batch *b, const char *policy, const void *key, size_t 
     return owes;
 }
 
-void sl__batch_add(sl_batch *b, const char *policy, const void *key, size_t keylen, int64_t cost) {
+void sl__batch_add(sl__batch *b, const char *policy, const void *key, size_t keylen, int64_t cost) {
     if (cost <= 0) return;
     size_t plen = strlen(policy);
     uint64_t h = hash_of(b, policy, plen, key, keylen);
@@ -178,7 +178,7 @@ void sl__batch_add(sl_batch *b, const char *policy, const void *key, size_t keyl
     pthread_mutex_unlock(&st->mu);
 }
 
-int64_t sl__batch_pending(sl_batch *b, const char *policy, const void *key, size_t keylen) {
+int64_t sl__batch_pending(sl__batch *b, const char *policy, const void *key, size_t keylen) {
     size_t plen = strlen(policy);
     uint64_t h = hash_of(b, policy, plen, key, keylen);
     stripe *st = &b->s[h % STRIPES];
@@ -192,15 +192,15 @@ int64_t sl__batch_pending(sl_batch *b, const char *policy, const void *key, size
 
 /* ---- syncing (on the syncing worker's loop) ---------------------------------- */
 
-static void set_debt(sl_batch *b, entry *e, int64_t debt) {
+static void set_debt(sl__batch *b, entry *e, int64_t debt) {
     if ((e->debt > 0) != (debt > 0)) atomic_fetch_add(&b->debtors, debt > 0 ? 1 : -1);
     e->debt = debt;
 }
 
 static void on_push(void *arg, const redisReply *reply, int status) {
     push *p = arg;
-    sl_batch *b = p->b;
-    bool ok = status == SL_REDIS_OK && reply->type == REDIS_REPLY_ARRAY && reply->elements == p->n;
+    sl__batch *b = p->b;
+    bool ok = status == SL__REDIS_OK && reply->type == REDIS_REPLY_ARRAY && reply->elements == p->n;
     for (size_t i = 0; ok && i < p->n; i++) ok = reply->element[i]->type == REDIS_REPLY_INTEGER;
     if (!ok) add(&b->stats.failed_syncs, p->n);
     for (size_t i = 0; i < p->n; i++) {
@@ -219,7 +219,7 @@ static void on_push(void *arg, const redisReply *reply, int status) {
             e->last_seen = total;
             e->have_last = true;
             owed = others + e->debt;
-        } else if (status != SL_REDIS_ETIMEOUT) {
+        } else if (status != SL__REDIS_ETIMEOUT) {
             /* not counted by the fleet: push it again next time. A call that
              * timed out may have been counted all the same, so it is not
              * pushed again (the fleet may miss it; pushing it twice would
@@ -242,16 +242,16 @@ static void on_push(void *arg, const redisReply *reply, int status) {
     free(p);
 }
 
-static void send_push(sl_batch *b, push *p) {
+static void send_push(sl__batch *b, push *p) {
     const int64_t *cost = p->cost;
-    sl_buf *c = &b->cmd;
+    sl__buf *c = &b->cmd;
     sl__buf_reset(c);
     sl__buf_printf(c, "*%zu\r\n$4\r\nEVAL\r\n$%zu\r\n", 4 + 2 * p->n, sizeof sync_script - 1);
     sl__buf_append(c, sync_script, sizeof sync_script - 1);
     char num[24];
     int k = snprintf(num, sizeof num, "%zu", p->n);
     sl__buf_printf(c, "\r\n$%d\r\n%s\r\n", k, num);
-    sl_buf key;
+    sl__buf key;
     sl__buf_init(&key);
     for (size_t i = 0; i < p->n; i++) {
         entry *e = p->e[i];
@@ -273,15 +273,15 @@ static void send_push(sl_batch *b, push *p) {
     if (c->failed) {
         sl__buf_free(c);
         sl__buf_init(c);
-        on_push(p, NULL, SL_REDIS_EIO);
+        on_push(p, NULL, SL__REDIS_EIO);
         return;
     }
     sl__redis_call(b->rc, p->slot, c->data, c->len, on_push, p);
 }
 
-static unsigned slot_of(sl_batch *b, const entry *e) {
+static unsigned slot_of(sl__batch *b, const entry *e) {
     if (!b->cfg->cluster) return 0;
-    sl_buf key;
+    sl__buf key;
     sl__buf_init(&key);
     sl__redis_key(&key, b->cfg->prefix, e->text, e->text + e->plen + 1, e->klen);
     unsigned s = key.failed ? 0 : sl__cluster_keyslot(key.data, key.len);
@@ -292,7 +292,7 @@ static unsigned slot_of(sl_batch *b, const entry *e) {
 #define MAX_OPEN 64 /* pushes being filled at once (one per cluster slot seen) */
 
 static void on_sync(uv_timer_t *t) {
-    sl_batch *b = t->data;
+    sl__batch *b = t->data;
     if (b->in_flight) return; /* the last sync is not answered yet */
     b->in_flight = 1;         /* held while pushing */
     push *open[MAX_OPEN];
@@ -355,7 +355,7 @@ static void on_sync(uv_timer_t *t) {
     if (--b->in_flight == 0) add(&b->stats.syncs, 1);
 }
 
-void sl__batch_start(sl_batch *b, uv_loop_t *loop, sl_redis *rc, const sl_batch_hooks *hooks) {
+void sl__batch_start(sl__batch *b, uv_loop_t *loop, sl__redis *rc, const sl__batch_hooks *hooks) {
     b->loop = loop;
     b->rc = rc;
     b->hooks = *hooks;
@@ -367,7 +367,7 @@ void sl__batch_start(sl_batch *b, uv_loop_t *loop, sl_redis *rc, const sl_batch_
     b->started = true;
 }
 
-void sl__batch_stop(sl_batch *b) {
+void sl__batch_stop(sl__batch *b) {
     if (!b || !b->started) return;
     b->started = false;
     uv_close((uv_handle_t *)&b->timer, NULL);
@@ -376,26 +376,26 @@ void sl__batch_stop(sl_batch *b) {
 /* ---- the batched store ------------------------------------------------------- */
 
 typedef struct batch_store {
-    sl_store base; /* first: the store interface */
-    sl_batch *b;
+    sl__store base; /* first: the store interface */
+    sl__batch *b;
     int64_t owes_retry; /* what a refusal for a debt says (the sync interval) */
-    sl_redis *rc;       /* the syncer's client, or NULL */
+    sl__redis *rc;      /* the syncer's client, or NULL */
 } batch_store;
 
-static void done_nothing(sl_store_call *c) {
+static void done_nothing(sl__store_call *c) {
     (void)c;
 }
 
 /* Did the items idx[0..n) pass (as their group)? */
-static bool passed(const sl_store_call *c, const size_t *idx, size_t n) {
+static bool passed(const sl__store_call *c, const size_t *idx, size_t n) {
     for (size_t k = 0; k < n; k++)
         if (!c->items[idx[k]].decided || !c->items[idx[k]].decision.allowed) return false;
     return true;
 }
 
-static void record(sl_batch *b, const sl_store_call *c, const size_t *idx, size_t n) {
+static void record(sl__batch *b, const sl__store_call *c, const size_t *idx, size_t n) {
     for (size_t k = 0; k < n; k++) {
-        const sl_store_item *it = &c->items[idx[k]];
+        const sl__store_item *it = &c->items[idx[k]];
         if (it->cost > 0) sl__batch_add(b, it->limit->name, it->key, it->keylen, it->cost);
     }
 }
@@ -405,12 +405,12 @@ static void record(sl_batch *b, const sl_store_call *c, const size_t *idx, size_
  * refusing ones what they had left, never beyond empty; before[] is what
  * each had left before the call; nothing at all when a cost can never
  * pass). */
-static void record_rejected(sl_batch *b, const sl_store_call *c, const size_t *idx, size_t n,
+static void record_rejected(sl__batch *b, const sl__store_call *c, const size_t *idx, size_t n,
                             const int64_t *before) {
     for (size_t k = 0; k < n; k++)
         if (c->items[idx[k]].decided && c->items[idx[k]].decision.retry_after < 0) return;
     for (size_t k = 0; k < n; k++) {
-        const sl_store_item *it = &c->items[idx[k]];
+        const sl__store_item *it = &c->items[idx[k]];
         if (it->cost <= 0 || before[idx[k]] < 0 || !it->decided) continue;
         int64_t charged = it->decision.allowed        ? it->cost
                           : it->cost < before[idx[k]] ? it->cost
@@ -419,14 +419,14 @@ static void record_rejected(sl_batch *b, const sl_store_call *c, const size_t *i
     }
 }
 
-static bool counts_rejected(const sl_store_item *it) {
+static bool counts_rejected(const sl__store_item *it) {
     const sl_params *p = it->params ? it->params : it->limit->params;
     return it->cost > 0 && p && (p->flags & SL_COUNT_REJECTED);
 }
 
-static void batch_decide(sl_store *s, sl_store_call *c) {
+static void batch_decide(sl__store *s, sl__store_call *c) {
     batch_store *bs = (batch_store *)s;
-    size_t g0[SL_STORE_MAX_ITEMS] = {0}, g1[SL_STORE_MAX_ITEMS] = {0}, n0 = 0, n1 = 0;
+    size_t g0[SL__STORE_MAX_ITEMS] = {0}, g1[SL__STORE_MAX_ITEMS] = {0}, n0 = 0, n1 = 0;
     for (size_t i = 0; i < c->n; i++) {
         if (c->items[i].group)
             g1[n1++] = i;
@@ -435,14 +435,14 @@ static void batch_decide(sl_store *s, sl_store_call *c) {
     }
     /* a limit whose key owes the fleet refuses, its table untouched (looked at) */
     for (size_t k = 0; k < n0; k++) {
-        sl_store_item *it = &c->items[g0[k]];
+        sl__store_item *it = &c->items[g0[k]];
         if (it->cost <= 0 || !sl__batch_in_debt(bs->b, it->limit->name, it->key, it->keylen))
             continue;
-        c->from = SL_FROM_REDIS;
+        c->from = SL__FROM_REDIS;
         c->rc = 0;
         c->rc_item = c->n;
         for (size_t i = 0; i < c->n; i++) {
-            sl_store_item *x = &c->items[i];
+            sl__store_item *x = &c->items[i];
             x->decided = sl__memory_peek(x->limit, x->key, x->keylen, c->now, &x->decision) == 0;
         }
         sl_decision *d = &it->decision;
@@ -456,9 +456,9 @@ static void batch_decide(sl_store *s, sl_store_call *c) {
         return;
     }
     /* what count_rejected items have left before (their charge when refused) */
-    int64_t before[SL_STORE_MAX_ITEMS];
+    int64_t before[SL__STORE_MAX_ITEMS];
     for (size_t i = 0; i < c->n; i++) {
-        sl_store_item *x = &c->items[i];
+        sl__store_item *x = &c->items[i];
         sl_decision d;
         before[i] =
             counts_rejected(x) && sl__memory_peek(x->limit, x->key, x->keylen, c->now, &d) == 0
@@ -466,7 +466,7 @@ static void batch_decide(sl_store *s, sl_store_call *c) {
                 : -1;
     }
     /* the memory store decides (inline); then the charges are recorded */
-    sl_store_done_fn done = c->done;
+    sl__store_done_fn done = c->done;
     c->done = done_nothing;
     sl__memory_decide(c);
     c->done = done;
@@ -482,7 +482,7 @@ static void batch_decide(sl_store *s, sl_store_call *c) {
     c->done(c);
 }
 
-static void batch_store_free(sl_store *s) {
+static void batch_store_free(sl__store *s) {
     batch_store *bs = (batch_store *)s;
     if (bs->rc) {
         sl__batch_stop(bs->b);
@@ -493,18 +493,18 @@ static void batch_store_free(sl_store *s) {
 
 /* Batched mode forgets this server's state only: the fleet's counts in
  * Redis are the syncs' (docs/resp.md). */
-static void batch_forget(sl_store *s, sl_store_call *c) {
+static void batch_forget(sl__store *s, sl__store_call *c) {
     (void)s;
     sl__memory_forget(c, false);
 }
 
-static const sl_store_ops batch_ops = {.decide = batch_decide,
-                                       .free = batch_store_free,
-                                       .forget = batch_forget,
-                                       .retry = sl__memory_retry}; /* per server */
+static const sl__store_ops batch_ops = {.decide = batch_decide,
+                                        .free = batch_store_free,
+                                        .forget = batch_forget,
+                                        .retry = sl__memory_retry}; /* per server */
 
-sl_store *sl__batch_store_new(sl_batch *b, uv_loop_t *loop, const sl_redis_config *sync_cfg,
-                              sl_redis_stats *stats, const sl_batch_hooks *hooks) {
+sl__store *sl__batch_store_new(sl__batch *b, uv_loop_t *loop, const sl__redis_config *sync_cfg,
+                               sl__redis_stats *stats, const sl__batch_hooks *hooks) {
     batch_store *bs = calloc(1, sizeof *bs);
     if (!bs) return NULL;
     bs->base.ops = &batch_ops;

@@ -29,41 +29,41 @@
 #include "store/redis_config.h"
 #include "store/store.h"
 
-typedef struct sl_batch sl_batch;
+typedef struct sl__batch sl__batch;
 
 /* What the syncs need from the server's current policies (called on the
  * syncing worker's loop): charges n units that other servers consumed to
  * (policy, key) of the local table, as far as it can absorb them now, and
  * returns the rest (the debt to carry, for every algorithm: a window's is
  * paid from the next windows). */
-typedef struct sl_batch_hooks {
+typedef struct sl__batch_hooks {
     int64_t (*charge)(void *ctx, const char *policy, const char *key, size_t keylen, int64_t n);
     void *ctx;
-} sl_batch_hooks;
+} sl__batch_hooks;
 
-typedef struct sl_batch_stats {
+typedef struct sl__batch_counters {
     atomic_uint_fast64_t syncs, keys_synced, applied_units, failed_syncs;
-} sl_batch_stats;
+} sl__batch_counters;
 
 /* Shared by the workers; cfg must outlive it. */
-sl_batch *sl__batch_new(const sl_redis_config *cfg);
-void sl__batch_free(sl_batch *b);
-const sl_batch_stats *sl__batch_stats(const sl_batch *b);
+sl__batch *sl__batch_new(const sl__redis_config *cfg);
+void sl__batch_free(sl__batch *b);
+const sl__batch_counters *sl__batch_stats(const sl__batch *b);
 
 /* True while (policy, key) owes the fleet: it is then refused locally.
  * Thread-safe; costs nothing while no key owes anything. */
-bool sl__batch_in_debt(sl_batch *b, const char *policy, const void *key, size_t keylen);
+bool sl__batch_in_debt(sl__batch *b, const char *policy, const void *key, size_t keylen);
 
 /* Records that this server charged `cost` to (policy, key). Thread-safe. */
-void sl__batch_add(sl_batch *b, const char *policy, const void *key, size_t keylen, int64_t cost);
+void sl__batch_add(sl__batch *b, const char *policy, const void *key, size_t keylen, int64_t cost);
 
 /* What this server charged to (policy, key) since the last sync (tests). */
-int64_t sl__batch_pending(sl_batch *b, const char *policy, const void *key, size_t keylen);
+int64_t sl__batch_pending(sl__batch *b, const char *policy, const void *key, size_t keylen);
 
 /* Starts the syncs on one worker's loop (its Redis client: rc). */
-void sl__batch_start(sl_batch *b, uv_loop_t *loop, sl_redis *rc, const sl_batch_hooks *hooks);
+void sl__batch_start(sl__batch *b, uv_loop_t *loop, sl__redis *rc, const sl__batch_hooks *hooks);
 /* Stops the timer (the loop must run afterwards to close it). */
-void sl__batch_stop(sl_batch *b);
+void sl__batch_stop(sl__batch *b);
 
 /* A worker's batched store (store.h): the memory store (memory.h), plus
  * what batched mode adds around it: an enforced limit whose key owes the
@@ -74,7 +74,7 @@ void sl__batch_stop(sl_batch *b);
  * on `loop`, with a Redis client of its own (sync_cfg: the syncs' settings; stats: its counters);
  * without, it never talks to Redis and says so in stats->up. b, sync_cfg and stats must outlive it.
  * NULL: out of memory. */
-sl_store *sl__batch_store_new(sl_batch *b, uv_loop_t *loop, const sl_redis_config *sync_cfg,
-                              sl_redis_stats *stats, const sl_batch_hooks *hooks);
+sl__store *sl__batch_store_new(sl__batch *b, uv_loop_t *loop, const sl__redis_config *sync_cfg,
+                               sl__redis_stats *stats, const sl__batch_hooks *hooks);
 
 #endif

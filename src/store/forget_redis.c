@@ -7,7 +7,7 @@
  * among the worker's decision calls (sl__redis_store_after), so that a DEL
  * pipelined after a CL.THROTTLE of the same key runs after it in Redis, and
  * one before it before. A DEL that fails leaves
- * nothing known: the item is not counted and c->from says SL_FROM_OPEN. */
+ * nothing known: the item is not counted and c->from says SL__FROM_OPEN. */
 #include <hiredis/hiredis.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +21,10 @@
 #include "util/buf.h"
 
 typedef struct fstate {
-    sl_redis_queued q; /* first */
-    sl_store_call *c;
-    sl_redis *redis;
-    const sl_redis_config *cfg;
+    sl__redis_queued q; /* first */
+    sl__store_call *c;
+    sl__redis *redis;
+    const sl__redis_config *cfg;
     size_t left; /* DELs not answered yet */
     bool failed;
 } fstate;
@@ -35,12 +35,12 @@ typedef struct fone {
 } fone;
 
 static void finish(fstate *st) {
-    sl_store_call *c = st->c;
+    sl__store_call *c = st->c;
     for (size_t i = 0; i < c->n; i++) { /* the local fallback: forgotten too, not counted */
         sl_table *fb = atomic_load_explicit(&c->items[i].limit->fallback, memory_order_acquire);
         if (fb) sl_table_forget(fb, c->items[i].key, c->items[i].keylen);
     }
-    c->from = st->failed ? SL_FROM_OPEN : SL_FROM_REDIS;
+    c->from = st->failed ? SL__FROM_OPEN : SL__FROM_REDIS;
     c->rc = SL_OK;
     c->rc_item = c->n;
     free(st);
@@ -58,9 +58,9 @@ static void on_del(void *arg, const redisReply *r, int status) {
 }
 
 /* Sends the DELs (send), or answers without Redis. */
-static void run(sl_redis_queued *q, bool send) {
+static void run(sl__redis_queued *q, bool send) {
     fstate *st = (fstate *)(void *)q;
-    sl_store_call *c = st->c;
+    sl__store_call *c = st->c;
     if (!send) {
         st->failed = true;
         finish(st);
@@ -69,18 +69,18 @@ static void run(sl_redis_queued *q, bool send) {
     fone *ones = (fone *)(st + 1);
     st->left = c->n + 1; /* + 1: held until every DEL is sent */
     for (size_t i = 0; i < c->n; i++) {
-        sl_store_item *it = &c->items[i];
+        sl__store_item *it = &c->items[i];
         /* st->left holds st until every DEL is sent */
         // NOLINTNEXTLINE(clang-analyzer-unix.Malloc)
         ones[i] = (fone){.st = st, .i = i};
-        sl_buf k, cmd;
+        sl__buf k, cmd;
         sl__buf_init(&k);
         sl__buf_init(&cmd);
         sl__redis_key(&k, st->cfg->prefix, it->limit->name, it->key, it->keylen);
         sl__buf_puts(&cmd, "*2\r\n$3\r\nDEL\r\n");
         sl__buf_bulk(&cmd, k.data, k.len);
         if (k.failed || cmd.failed)
-            on_del(&ones[i], NULL, SL_REDIS_EIO);
+            on_del(&ones[i], NULL, SL__REDIS_EIO);
         else
             sl__redis_call(st->redis, sl__cluster_keyslot(k.data, k.len), cmd.data, cmd.len, on_del,
                            &ones[i]);
@@ -92,10 +92,10 @@ static void run(sl_redis_queued *q, bool send) {
     if (--st->left == 0) finish(st);
 }
 
-void sl__redis_forget(sl_store *s, sl_store_call *c) {
+void sl__redis_forget(sl__store *s, sl__store_call *c) {
     uv_loop_t *loop;
-    const sl_redis_config *cfg;
-    sl_redis *redis;
+    const sl__redis_config *cfg;
+    sl__redis *redis;
     sl__redis_store_parts(s, &loop, &cfg, &redis);
     fstate *st = malloc(sizeof *st + c->n * sizeof(fone));
     if (!st) {

@@ -3,19 +3,19 @@
 #include "sluice/error.h"
 #include "store/lease.h"
 
-void sl__memory_lease(sl_store *s, sl_lease_call *c) {
+void sl__memory_lease(sl__store *s, sl__lease_call *c) {
     (void)s;
-    sl_lease_limit *l = c->limit;
-    c->from = SL_FROM_REDIS; /* "the store itself" */
+    sl__lease_limit *l = c->limit;
+    c->from = SL__FROM_REDIS; /* "the store itself" */
     c->in_flight = -1;
     switch (c->op) {
-    case SL_LEASE_ACQUIRE:
+    case SL__LEASE_ACQUIRE:
         c->rc = sl_concurrency_acquire(l->conc, c->key, c->keylen, c->now, &c->acq);
         break;
-    case SL_LEASE_RELEASE:
+    case SL__LEASE_RELEASE:
         c->rc = sl_concurrency_release(l->conc, c->key, c->keylen, c->id, c->now, &c->in_flight);
         break;
-    case SL_LEASE_RENEW:
+    case SL__LEASE_RENEW:
         c->rc = sl_concurrency_renew(l->conc, c->key, c->keylen, c->id, c->now, &c->lease);
         break;
     default:

@@ -62,18 +62,18 @@ static uint64_t new_id(void) {
 /* ---- a call ---------------------------------------------------------------------- */
 
 typedef struct lstate {
-    sl_lease_call *c;
-    sl_store *s;
-    sl_redis *redis;
+    sl__lease_call *c;
+    sl__store *s;
+    sl__redis *redis;
     uv_loop_t *loop;
-    const sl_redis_config *cfg;
+    const sl__redis_config *cfg;
     unsigned slot;
     bool with_source;
     size_t rkeylen;
     char rkey[]; /* any bytes: the client key's included */
 } lstate;
 
-static void put_int(sl_buf *b, long long v) {
+static void put_int(sl__buf *b, long long v) {
     char t[24];
     int n = snprintf(t, sizeof t, "%lld", v);
     sl__buf_bulk(b, t, (size_t)n);
@@ -82,12 +82,12 @@ static void put_int(sl_buf *b, long long v) {
 static void on_reply(void *arg, const redisReply *r, int status);
 
 static void send_call(lstate *st) {
-    sl_lease_call *c = st->c;
+    sl__lease_call *c = st->c;
     static const char ops[] = {
-        [SL_LEASE_ACQUIRE] = 'a', [SL_LEASE_RELEASE] = 'r', [SL_LEASE_RENEW] = 'n'};
+        [SL__LEASE_ACQUIRE] = 'a', [SL__LEASE_RELEASE] = 'r', [SL__LEASE_RENEW] = 'n'};
     char id[17];
     snprintf(id, sizeof id, "%016llx", (unsigned long long)c->id);
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__buf_puts(&b, "*9\r\n");
     if (st->with_source) {
@@ -106,7 +106,7 @@ static void send_call(lstate *st) {
     put_int(&b, st->cfg->script_now ? (long long)(c->now / 1000) : 0);
     if (b.failed) {
         sl__buf_free(&b);
-        on_reply(st, NULL, SL_REDIS_EIO);
+        on_reply(st, NULL, SL__REDIS_EIO);
         return;
     }
     sl__redis_call(st->redis, st->slot, b.data, b.len, on_reply, st);
@@ -115,29 +115,29 @@ static void send_call(lstate *st) {
 
 /* Redis did not answer: the limit's fail mode decides. */
 static void without_redis(lstate *st) {
-    sl_lease_call *c = st->c;
-    sl_lease_limit *l = c->limit;
+    sl__lease_call *c = st->c;
+    sl__lease_limit *l = c->limit;
     int mode = atomic_load_explicit(&l->on_failure, memory_order_relaxed);
     int64_t limit = atomic_load_explicit(&l->limit, memory_order_relaxed);
     int64_t lease = atomic_load_explicit(&l->lease, memory_order_relaxed);
-    if (mode == SL_FAIL_LOCAL) {
-        c->from = SL_FROM_LOCAL;
-        if (c->op == SL_LEASE_ACQUIRE)
+    if (mode == SL__FAIL_LOCAL) {
+        c->from = SL__FROM_LOCAL;
+        if (c->op == SL__LEASE_ACQUIRE)
             c->rc = sl_concurrency_acquire(l->fallback, c->key, c->keylen, c->now, &c->acq);
-        else if (c->op == SL_LEASE_RELEASE)
+        else if (c->op == SL__LEASE_RELEASE)
             c->rc = sl_concurrency_release(l->fallback, c->key, c->keylen, c->id, c->now,
                                            &c->in_flight);
         else
             c->rc = sl_concurrency_renew(l->fallback, c->key, c->keylen, c->id, c->now, &c->lease);
         return;
     }
-    c->from = mode == SL_FAIL_CLOSED ? SL_FROM_CLOSED : SL_FROM_OPEN;
-    if (c->op != SL_LEASE_ACQUIRE) {
+    c->from = mode == SL__FAIL_CLOSED ? SL__FROM_CLOSED : SL__FROM_OPEN;
+    if (c->op != SL__LEASE_ACQUIRE) {
         c->rc = SL_ELEASE; /* not known: the lease expires in Redis by itself */
         return;
     }
     c->rc = SL_OK;
-    if (mode == SL_FAIL_CLOSED) {
+    if (mode == SL__FAIL_CLOSED) {
         uint64_t at = sl__redis_retry_at(st->redis, st->slot), now = uv_now(st->loop);
         int64_t retry = at > now ? (int64_t)(at - now) * 1000000 : st->cfg->breaker_cooldown;
         if (retry < 1000000) retry = 1000000;
@@ -155,7 +155,7 @@ static void without_redis(lstate *st) {
 
 static void on_reply(void *arg, const redisReply *r, int status) {
     lstate *st = arg;
-    sl_lease_call *c = st->c;
+    sl__lease_call *c = st->c;
     if (!st->with_source && sl__redis_reply_noscript(r, status)) {
         st->with_source = true;
         send_call(st);
@@ -168,11 +168,11 @@ static void on_reply(void *arg, const redisReply *r, int status) {
         without_redis(st);
     } else {
         int64_t limit = atomic_load_explicit(&c->limit->limit, memory_order_relaxed);
-        c->from = SL_FROM_REDIS;
+        c->from = SL__FROM_REDIS;
         c->rc = SL_OK;
         c->in_flight = n;
         switch (c->op) {
-        case SL_LEASE_ACQUIRE:
+        case SL__LEASE_ACQUIRE:
             c->acq = (sl_acquire){.acquired = ok == 1,
                                   .limit = limit,
                                   .in_flight = n,
@@ -182,7 +182,7 @@ static void on_reply(void *arg, const redisReply *r, int status) {
             else
                 c->acq.retry_after = retry > 0 ? (int64_t)retry * 1000 : 1000;
             break;
-        case SL_LEASE_RELEASE:
+        case SL__LEASE_RELEASE:
             c->rc = ok == 1 ? SL_OK : SL_ELEASE;
             break;
         default:
@@ -195,14 +195,14 @@ static void on_reply(void *arg, const redisReply *r, int status) {
     c->done(c);
 }
 
-void sl__redis_lease(sl_store *s, sl_lease_call *c) {
+void sl__redis_lease(sl__store *s, sl__lease_call *c) {
     uv_loop_t *loop;
-    const sl_redis_config *cfg;
-    sl_redis *redis;
+    const sl__redis_config *cfg;
+    sl__redis *redis;
     sl__redis_store_parts(s, &loop, &cfg, &redis);
     char ns[sizeof c->limit->name + 8];
     snprintf(ns, sizeof ns, "%s~lease", c->limit->name); /* '~' is in no policy name */
-    sl_buf k;
+    sl__buf k;
     sl__buf_init(&k);
     sl__redis_key(&k, cfg->prefix, ns, c->key, c->keylen);
     lstate *st = k.failed ? NULL : malloc(sizeof *st + k.len + 1);
@@ -222,6 +222,6 @@ void sl__redis_lease(sl_store *s, sl_lease_call *c) {
     st->cfg = cfg;
     st->slot = sl__cluster_keyslot(k.data, k.len);
     sl__buf_free(&k);
-    if (c->op == SL_LEASE_ACQUIRE) c->id = new_id();
+    if (c->op == SL__LEASE_ACQUIRE) c->id = new_id();
     send_call(st);
 }

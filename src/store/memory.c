@@ -18,16 +18,16 @@
 #define STRIPE_SEED  UINT64_C(0x736c7569636571)
 #define NONE         SIZE_MAX
 
-int sl__store_limit_stripes(sl_store_limit *l) {
-    l->stripes = malloc(SL_STORE_STRIPES * sizeof *l->stripes);
+int sl__store_limit_stripes(sl__store_limit *l) {
+    l->stripes = malloc(SL__STORE_STRIPES * sizeof *l->stripes);
     if (!l->stripes) return SL_ENOMEM;
-    for (int i = 0; i < SL_STORE_STRIPES; i++) pthread_mutex_init(&l->stripes[i], NULL);
+    for (int i = 0; i < SL__STORE_STRIPES; i++) pthread_mutex_init(&l->stripes[i], NULL);
     return SL_OK;
 }
 
-void sl__store_limit_stripes_free(sl_store_limit *l) {
+void sl__store_limit_stripes_free(sl__store_limit *l) {
     if (!l->stripes) return;
-    for (int i = 0; i < SL_STORE_STRIPES; i++) pthread_mutex_destroy(&l->stripes[i]);
+    for (int i = 0; i < SL__STORE_STRIPES; i++) pthread_mutex_destroy(&l->stripes[i]);
     free(l->stripes);
     l->stripes = NULL;
 }
@@ -85,13 +85,13 @@ static void calendar_fix(sl_decision *d, int64_t slack) {
     if (d->reset_after > slack) d->reset_after -= slack;
 }
 
-static pthread_mutex_t *stripe(const sl_store_limit *l, const void *key, size_t keylen) {
-    return &l->stripes[sl__hash(key, keylen, STRIPE_SEED) & (SL_STORE_STRIPES - 1)];
+static pthread_mutex_t *stripe(const sl__store_limit *l, const void *key, size_t keylen) {
+    return &l->stripes[sl__hash(key, keylen, STRIPE_SEED) & (SL__STORE_STRIPES - 1)];
 }
 
 /* sl_table_check (with the item's plan, any-rate) and the calendar clock
  * for calendar quotas. */
-static int table_check(sl_store_limit *l, const struct sl__plan *plan, const void *key,
+static int table_check(sl__store_limit *l, const struct sl__plan *plan, const void *key,
                        size_t keylen, int64_t cost, int64_t now, sl_decision *d) {
     if (plan) return sl__table_check_with(l->table, plan, key, keylen, cost, now, d);
     if (!l->stripes) return sl_table_check(l->table, key, keylen, cost, now, d);
@@ -105,16 +105,16 @@ static int table_check(sl_store_limit *l, const struct sl__plan *plan, const voi
     return rc;
 }
 
-int sl__memory_peek(sl_store_limit *l, const void *key, size_t keylen, int64_t now,
+int sl__memory_peek(sl__store_limit *l, const void *key, size_t keylen, int64_t now,
                     sl_decision *d) {
     return table_check(l, NULL, key, keylen, 0, now, d);
 }
 
 /* ---- groups ------------------------------------------------------------------- */
 
-static void peek_all(sl_store_item *items, const size_t *idx, size_t n, int64_t now) {
+static void peek_all(sl__store_item *items, const size_t *idx, size_t n, int64_t now) {
     for (size_t k = 0; k < n; k++) {
-        sl_store_item *it = &items[idx[k]];
+        sl__store_item *it = &items[idx[k]];
         it->decided =
             table_check(it->limit, it->plan, it->key, it->keylen, 0, now, &it->decision) == SL_OK;
     }
@@ -125,24 +125,24 @@ static void peek_all(sl_store_item *items, const size_t *idx, size_t n, int64_t 
  * locked together, calendar quotas on their clock). *refused gets the item
  * index of the refusal (of a cost that can never pass, with SL_ECOST; of a
  * table error), or NONE. Returns 0 or the table error. */
-static int check_group(sl_store_item *items, const size_t *idx, size_t n, int64_t now,
+static int check_group(sl__store_item *items, const size_t *idx, size_t n, int64_t now,
                        size_t *refused) {
     *refused = NONE;
     if (n == 1 && !items[idx[0]].limit->stripes) { /* the common case: one limit, no undo log */
-        sl_store_item *it = &items[idx[0]];
+        sl__store_item *it = &items[idx[0]];
         int rc =
             table_check(it->limit, it->plan, it->key, it->keylen, it->cost, now, &it->decision);
         it->decided = true;
         if (rc != SL_OK || !it->decision.allowed) *refused = idx[0];
         return rc;
     }
-    sl_check checks[SL_STORE_MAX_ITEMS];
-    const struct sl__plan *plans[SL_STORE_MAX_ITEMS] = {0};
-    int64_t nows[SL_STORE_MAX_ITEMS] = {0};
+    sl_check checks[SL__STORE_MAX_ITEMS];
+    const struct sl__plan *plans[SL__STORE_MAX_ITEMS] = {0};
+    int64_t nows[SL__STORE_MAX_ITEMS] = {0};
     int64_t slack = 0, cnow = 0;
     bool calendar = false;
     for (size_t k = 0; k < n; k++) {
-        const sl_store_item *it = &items[idx[k]];
+        const sl__store_item *it = &items[idx[k]];
         checks[k] = (sl_check){
             .table = it->limit->table, .key = it->key, .keylen = it->keylen, .cost = it->cost};
         plans[k] = it->plan;
@@ -156,7 +156,7 @@ static int check_group(sl_store_item *items, const size_t *idx, size_t n, int64_
     size_t r = n;
     int rc = sl__table_check_group(checks, plans, nows, n, &r);
     for (size_t k = 0; k < n; k++) {
-        sl_store_item *it = &items[idx[k]];
+        sl__store_item *it = &items[idx[k]];
         it->decision = checks[k].decision;
         it->decided = true;
         if (it->limit->stripes) calendar_fix(&it->decision, slack);
@@ -169,7 +169,7 @@ static int check_group(sl_store_item *items, const size_t *idx, size_t n, int64_
  * remaining 0, retry_after -1, reset_after 0: store.h), the others of its
  * group were looked at. An any-rate item (CL.THROTTLE) describes its key as
  * it is instead, as redis-cell does. */
-static void never(sl_store_item *it, int64_t now) {
+static void never(sl__store_item *it, int64_t now) {
     sl_decision d;
     if (it->limit->any_rate &&
         table_check(it->limit, it->plan, it->key, it->keylen, 0, now, &d) == SL_OK) {
@@ -180,9 +180,9 @@ static void never(sl_store_item *it, int64_t now) {
     it->decided = true;
 }
 
-void sl__memory_decide(sl_store_call *c) {
-    size_t g0[SL_STORE_MAX_ITEMS], g1[SL_STORE_MAX_ITEMS], n0 = 0, n1 = 0;
-    c->from = SL_FROM_REDIS;
+void sl__memory_decide(sl__store_call *c) {
+    size_t g0[SL__STORE_MAX_ITEMS], g1[SL__STORE_MAX_ITEMS], n0 = 0, n1 = 0;
+    c->from = SL__FROM_REDIS;
     c->rc = SL_OK;
     c->rc_item = c->n;
     for (size_t i = 0; i < c->n; i++) {
@@ -213,12 +213,12 @@ void sl__memory_decide(sl_store_call *c) {
     c->done(c);
 }
 
-void sl__memory_forget(sl_store_call *c, bool fallback) {
-    c->from = SL_FROM_REDIS;
+void sl__memory_forget(sl__store_call *c, bool fallback) {
+    c->from = SL__FROM_REDIS;
     c->rc = SL_OK;
     c->rc_item = c->n;
     for (size_t i = 0; i < c->n; i++) {
-        sl_store_item *it = &c->items[i];
+        sl__store_item *it = &c->items[i];
         sl_table *t = atomic_load_explicit(&it->limit->table, memory_order_acquire);
         sl_table *fb =
             fallback ? atomic_load_explicit(&it->limit->fallback, memory_order_acquire) : NULL;
@@ -233,32 +233,32 @@ void sl__memory_forget(sl_store_call *c, bool fallback) {
     c->done(c);
 }
 
-static void memory_forget(sl_store *s, sl_store_call *c) {
+static void memory_forget(sl__store *s, sl__store_call *c) {
     (void)s;
     sl__memory_forget(c, false);
 }
 
-static void memory_decide(sl_store *s, sl_store_call *c) {
+static void memory_decide(sl__store *s, sl__store_call *c) {
     (void)s;
     sl__memory_decide(c);
 }
 
-static void memory_free(sl_store *s) {
+static void memory_free(sl__store *s) {
     (void)s;
 }
 
-static const sl_store_ops memory_ops = {.decide = memory_decide,
-                                        .free = memory_free,
-                                        .lease = sl__memory_lease,
-                                        .forget = memory_forget,
-                                        .retry = sl__memory_retry};
-static sl_store memory_store = {.ops = &memory_ops};
+static const sl__store_ops memory_ops = {.decide = memory_decide,
+                                         .free = memory_free,
+                                         .lease = sl__memory_lease,
+                                         .forget = memory_forget,
+                                         .retry = sl__memory_retry};
+static sl__store memory_store = {.ops = &memory_ops};
 
-sl_store *sl__memory_store(void) {
+sl__store *sl__memory_store(void) {
     return &memory_store;
 }
 
-int64_t sl__memory_charge_shared(sl_store_limit *l, const void *key, size_t keylen, int64_t n,
+int64_t sl__memory_charge_shared(sl__store_limit *l, const void *key, size_t keylen, int64_t n,
                                  int64_t now, unsigned others) {
     sl_decision d;
     if (n <= 0 || table_check(l, NULL, key, keylen, 0, now, &d) != SL_OK) return 0;

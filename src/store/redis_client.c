@@ -21,7 +21,7 @@
 #include "util/log.h"
 #include "util/units.h"
 
-#define MAX_NODES        SL_CLUSTER_MAX_NODES
+#define MAX_NODES        SL__CLUSTER_MAX_NODES
 #define MAX_REDIRECTS    5
 #define MAINT_MS         50   /* housekeeping period: reconnects, probes, health */
 #define RECONNECT_MIN_MS 50   /* a node that just failed to connect is not retried sooner */
@@ -33,8 +33,8 @@
 enum { CLOSED, OPEN, HALF_OPEN };
 
 typedef struct node {
-    sl_redis *r;
-    char host[SL_REDIS_HOST_MAX + 1];
+    sl__redis *r;
+    char host[SL__REDIS_HOST_MAX + 1];
     uint16_t port;
     redisAsyncContext *ac; /* NULL: not connected */
     bool connected;        /* the connect callback said yes */
@@ -57,9 +57,9 @@ typedef struct node {
 
 typedef struct call {
     struct call *prev, *next; /* calls whose function is still to be called */
-    sl_redis *r;
+    sl__redis *r;
     node *n; /* where it was last sent (NULL: waiting for the slot map) */
-    sl_redis_reply_fn fn;
+    sl__redis_reply_fn fn;
     void *arg;
     uint64_t deadline; /* uv_now ms */
     uint64_t started;  /* uv_hrtime ns */
@@ -71,10 +71,10 @@ typedef struct call {
     char cmd[];
 } call;
 
-struct sl_redis {
+struct sl__redis {
     uv_loop_t *loop;
-    const sl_redis_config *cfg;
-    sl_redis_stats *stats;
+    const sl__redis_config *cfg;
+    sl__redis_stats *stats;
     uv_timer_t deadline_timer, maint_timer;
     int open_handles;
     bool freeing;
@@ -82,7 +82,7 @@ struct sl_redis {
     node *nodes[MAX_NODES];
     size_t nnodes;
     /* cluster */
-    node *slot_node[SL_CLUSTER_SLOTS];
+    node *slot_node[SL__CLUSTER_SLOTS];
     bool map_known, refreshing, refresh_wanted;
     uint64_t last_refresh;
     uint64_t startup_by; /* uv_now ms: calls wait this long for the first slot map */
@@ -165,12 +165,12 @@ static int uv_attach(redisAsyncContext *ac, uv_loop_t *loop) {
     return REDIS_OK;
 }
 static void send_call(call *c, node *n, bool asking);
-static void refresh_slots(sl_redis *r);
+static void refresh_slots(sl__redis *r);
 static void on_deadline(uv_timer_t *t);
 
 /* ---- the list of calls in flight, and their deadlines ------------------- */
 
-static void arm_deadline(sl_redis *r) {
+static void arm_deadline(sl__redis *r) {
     if (r->freeing) return;
     if (!r->head) {
         uv_timer_stop(&r->deadline_timer);
@@ -183,7 +183,7 @@ static void arm_deadline(sl_redis *r) {
 
 /* Inserts c by deadline (almost always at the tail: every call has the
  * same timeout, except those waiting for a node's first connection). */
-static void list_insert(sl_redis *r, call *c) {
+static void list_insert(sl__redis *r, call *c) {
     call *after = r->tail;
     while (after && after->deadline > c->deadline) after = after->prev;
     c->prev = after;
@@ -199,12 +199,12 @@ static void list_insert(sl_redis *r, call *c) {
     if (r->head == c) arm_deadline(r);
 }
 
-static void list_push(sl_redis *r, call *c) {
+static void list_push(sl__redis *r, call *c) {
     c->refs++;
     list_insert(r, c);
 }
 
-static void list_remove(sl_redis *r, call *c) {
+static void list_remove(sl__redis *r, call *c) {
     bool was_head = r->head == c;
     if (c->prev)
         c->prev->next = c->next;
@@ -223,7 +223,7 @@ static bool in_list(const call *c) {
 }
 
 /* Moves c's deadline later (it stays in the list). */
-static void extend_deadline(sl_redis *r, call *c, uint64_t deadline) {
+static void extend_deadline(sl__redis *r, call *c, uint64_t deadline) {
     if (deadline <= c->deadline) return;
     list_remove(r, c);
     c->deadline = deadline;
@@ -253,7 +253,7 @@ static void breaker_success(node *n) {
  * A failure a whole window after the last one (no calls meanwhile) starts
  * a new streak: two stalls far apart are not one failure. */
 static void breaker_failure(node *n) {
-    sl_redis *r = n->r;
+    sl__redis *r = n->r;
     uint64_t now = uv_now(r->loop);
     uint64_t window = (uint64_t)(r->cfg->breaker_window / 1000000);
     if (n->failures > 0 && window > 0 && now - n->last_failure > window) n->failures = 0;
@@ -293,40 +293,40 @@ static bool breaker_admits(node *n, bool *probe) {
 /* ---- finishing calls ------------------------------------------------------ */
 
 static void finish(call *c, const redisReply *reply, int status) {
-    sl_redis *r = c->r;
+    sl__redis *r = c->r;
     if (!in_list(c)) return;
     list_remove(r, c);
-    sl_redis_reply_fn fn = c->fn;
+    sl__redis_reply_fn fn = c->fn;
     c->fn = NULL;
     switch (status) {
-    case SL_REDIS_OK:
+    case SL__REDIS_OK:
         sl__counter_add(&r->stats->ok, 1);
         sl__counter_add(&r->stats->latency_sum_us, (uv_hrtime() - c->started) / 1000);
         break;
-    case SL_REDIS_ETIMEOUT:
+    case SL__REDIS_ETIMEOUT:
         sl__counter_add(&r->stats->timeouts, 1);
         break;
-    case SL_REDIS_EOPEN:
+    case SL__REDIS_EOPEN:
         sl__counter_add(&r->stats->rejected_open, 1);
         break;
     default:
         sl__counter_add(&r->stats->errors, 1);
     }
     if (c->n) {
-        if (status == SL_REDIS_OK)
+        if (status == SL__REDIS_OK)
             breaker_success(c->n);
-        else if (status == SL_REDIS_ETIMEOUT || status == SL_REDIS_EIO)
+        else if (status == SL__REDIS_ETIMEOUT || status == SL__REDIS_EIO)
             breaker_failure(c->n);
         else if (c->probe)
             c->n->probe_out = false;
     }
-    if (status != SL_REDIS_OK && r->cfg->cluster) r->refresh_wanted = true;
+    if (status != SL__REDIS_OK && r->cfg->cluster) r->refresh_wanted = true;
     fn(c->arg, reply, status);
     unref(c);
 }
 
 static void on_deadline(uv_timer_t *t) {
-    sl_redis *r = t->data;
+    sl__redis *r = t->data;
     /* libuv runs timers before it polls: after this loop was held up (a
      * busy machine), replies may be waiting unread in the sockets. They
      * are read first, so that only calls Redis has not answered time out. */
@@ -342,7 +342,7 @@ static void on_deadline(uv_timer_t *t) {
     }
     uv_update_time(r->loop);
     uint64_t now = uv_now(r->loop);
-    while (r->head && r->head->deadline <= now) finish(r->head, NULL, SL_REDIS_ETIMEOUT);
+    while (r->head && r->head->deadline <= now) finish(r->head, NULL, SL__REDIS_ETIMEOUT);
     arm_deadline(r);
 }
 
@@ -416,7 +416,7 @@ static void mark_ready_after(node *n) {
 
 /* How long calls wait for a node's first connection: STARTUP_WAIT_MS, or
  * the timeout when that is longer. */
-static uint64_t startup_wait(const sl_redis_config *cfg) {
+static uint64_t startup_wait(const sl__redis_config *cfg) {
     uint64_t t = (uint64_t)sl__ceil_ms(cfg->timeout);
     return t > STARTUP_WAIT_MS ? t : STARTUP_WAIT_MS;
 }
@@ -424,9 +424,9 @@ static uint64_t startup_wait(const sl_redis_config *cfg) {
 /* Opens n's connection if it has none (and may have one now). */
 static bool ensure_connected(node *n) {
     if (n->ac) return true;
-    sl_redis *r = n->r;
+    sl__redis *r = n->r;
     if (r->freeing || uv_now(r->loop) < n->next_connect) return false;
-    const sl_redis_config *cfg = r->cfg;
+    const sl__redis_config *cfg = r->cfg;
     redisAsyncContext *ac = !cfg->cluster && cfg->unix_path[0]
                                 ? redisAsyncConnectUnix(cfg->unix_path)
                                 : redisAsyncConnect(n->host, n->port);
@@ -482,7 +482,7 @@ static void drop_connection(node *n) {
     redisAsyncFree(ac);
 }
 
-static node *node_get(sl_redis *r, const char *host, uint16_t port) {
+static node *node_get(sl__redis *r, const char *host, uint16_t port) {
     for (size_t i = 0; i < r->nnodes; i++)
         if (r->nodes[i]->port == port && strcmp(r->nodes[i]->host, host) == 0) return r->nodes[i];
     if (r->nnodes == MAX_NODES) return NULL;
@@ -504,12 +504,12 @@ static void send_call(call *c, node *n, bool asking) {
     bool probe;
     c->n = n;
     if (!breaker_admits(n, &probe)) {
-        finish(c, NULL, SL_REDIS_EOPEN);
+        finish(c, NULL, SL__REDIS_EOPEN);
         return;
     }
     c->probe = c->probe || probe;
     if (!ensure_connected(n)) {
-        finish(c, NULL, SL_REDIS_EIO);
+        finish(c, NULL, SL__REDIS_EIO);
         return;
     }
     if (!n->ever_ready && n->ready_by) extend_deadline(n->r, c, n->ready_by);
@@ -517,12 +517,12 @@ static void send_call(call *c, node *n, bool asking) {
     c->refs++;
     if (redisAsyncFormattedCommand(n->ac, on_reply, c, c->cmd, c->len) != REDIS_OK) {
         c->refs--;
-        finish(c, NULL, SL_REDIS_EIO);
+        finish(c, NULL, SL__REDIS_EIO);
     }
 }
 
 static void dispatch(call *c) {
-    sl_redis *r = c->r;
+    sl__redis *r = c->r;
     if (!r->cfg->cluster) {
         send_call(c, r->nodes[0], false);
         return;
@@ -552,11 +552,11 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata) {
     c->r->replies++;
     if (in_list(c)) {
         if (!rep) {
-            finish(c, NULL, SL_REDIS_EIO);
+            finish(c, NULL, SL__REDIS_EIO);
         } else if (c->r->cfg->cluster && is_redirect(rep) && c->redirects < MAX_REDIRECTS) {
-            sl_redis *r = c->r;
+            sl__redis *r = c->r;
             unsigned slot;
-            char host[SL_CLUSTER_HOST_MAX];
+            char host[SL__CLUSTER_HOST_MAX];
             uint16_t port;
             int kind = sl__cluster_redirect(rep->str, rep->len, &slot, host, sizeof host, &port);
             const char *sp = rep->len < 256 ? memchr(rep->str + 4, ' ', rep->len - 4) : NULL;
@@ -573,12 +573,12 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata) {
             }
             node *to = kind ? node_get(r, host, port) : NULL;
             if (!to) {
-                finish(c, rep, SL_REDIS_OK); /* an error answer the caller reports */
+                finish(c, rep, SL__REDIS_OK); /* an error answer the caller reports */
             } else {
                 c->redirects++;
                 if (kind == 1) { /* MOVED: the slot lives there now */
                     sl__counter_add(&r->stats->moved, 1);
-                    if (slot < SL_CLUSTER_SLOTS) r->slot_node[slot] = to;
+                    if (slot < SL__CLUSTER_SLOTS) r->slot_node[slot] = to;
                     r->refresh_wanted = true;
                 } else {
                     sl__counter_add(&r->stats->ask, 1);
@@ -588,17 +588,17 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata) {
                 send_call(c, to, kind == 2);
             }
         } else {
-            finish(c, rep, SL_REDIS_OK);
+            finish(c, rep, SL__REDIS_OK);
         }
     }
     unref(c);
 }
 
-void sl__redis_call(sl_redis *r, unsigned slot, const char *cmd, size_t len, sl_redis_reply_fn fn,
+void sl__redis_call(sl__redis *r, unsigned slot, const char *cmd, size_t len, sl__redis_reply_fn fn,
                     void *arg) {
     call *c = malloc(sizeof *c + len);
     if (!c) {
-        fn(arg, NULL, SL_REDIS_EIO);
+        fn(arg, NULL, SL__REDIS_EIO);
         return;
     }
     *c = (call){.r = r,
@@ -606,7 +606,7 @@ void sl__redis_call(sl_redis *r, unsigned slot, const char *cmd, size_t len, sl_
                 .arg = arg,
                 .deadline = uv_now(r->loop) + (uint64_t)sl__ceil_ms(r->cfg->timeout),
                 .started = uv_hrtime(),
-                .slot = slot % SL_CLUSTER_SLOTS,
+                .slot = slot % SL__CLUSTER_SLOTS,
                 .len = len};
     memcpy(c->cmd, cmd, len);
     list_push(r, c);
@@ -616,12 +616,12 @@ void sl__redis_call(sl_redis *r, unsigned slot, const char *cmd, size_t len, sl_
 /* ---- the cluster's slot map ----------------------------------------------------- */
 
 static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
-    sl_redis *r = privdata;
+    sl__redis *r = privdata;
     const redisReply *rep = reply;
     node *from = ac->data;
     r->refreshing = false;
     if (r->freeing) return;
-    sl_cluster_map *m = malloc(sizeof *m);
+    sl__cluster_map *m = malloc(sizeof *m);
     char err[128] = "";
     if (!rep || !m) {
         free(m);
@@ -633,12 +633,12 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
         free(m);
         return;
     }
-    node *by_index[SL_CLUSTER_MAX_NODES] = {0};
+    node *by_index[SL__CLUSTER_MAX_NODES] = {0};
     for (size_t i = 0; i < m->nnodes; i++)
         by_index[i] = node_get(r, m->nodes[i].host, m->nodes[i].port);
     size_t covered = 0;
     bool serves[MAX_NODES] = {0};
-    for (unsigned s = 0; s < SL_CLUSTER_SLOTS; s++) {
+    for (unsigned s = 0; s < SL__CLUSTER_SLOTS; s++) {
         int i = m->node[s];
         r->slot_node[s] = i >= 0 && (size_t)i < m->nnodes ? by_index[i] : NULL;
         covered += r->slot_node[s] != NULL;
@@ -666,7 +666,7 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
     sl__counter_add(&r->stats->slot_refreshes, 1);
     if (first)
         sl__log_info("redis cluster: slot map from %s:%u, %zu of %u slots served", from->host,
-                     from->port, covered, SL_CLUSTER_SLOTS);
+                     from->port, covered, SL__CLUSTER_SLOTS);
     /* calls that waited for the map go out now, all of them (held by a
      * reference each: sending one may finish others, even free the client) */
     size_t nw = 0;
@@ -692,14 +692,14 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
             if (n)
                 send_call(c, n, false);
             else
-                finish(c, NULL, SL_REDIS_ENOSLOT);
+                finish(c, NULL, SL__REDIS_ENOSLOT);
         }
         unref(c);
     }
     if (waiting != small) free(waiting);
 }
 
-static void refresh_slots(sl_redis *r) {
+static void refresh_slots(sl__redis *r) {
     uint64_t now = uv_now(r->loop);
     if (r->refreshing || r->freeing || r->nnodes == 0) return;
     if (r->last_refresh && now - r->last_refresh < REFRESH_MIN_MS) return;
@@ -729,7 +729,7 @@ static void probe_done(void *arg, const redisReply *reply, int status) {
 }
 
 static void on_maint(uv_timer_t *t) {
-    sl_redis *r = t->data;
+    sl__redis *r = t->data;
     uint64_t now = uv_now(r->loop);
     int up = 1;
     for (size_t i = 0; i < r->nnodes; i++) {
@@ -770,8 +770,8 @@ static void on_maint(uv_timer_t *t) {
 
 /* ---- life ------------------------------------------------------------------------- */
 
-sl_redis *sl__redis_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_redis_stats *stats) {
-    sl_redis *r = calloc(1, sizeof *r);
+sl__redis *sl__redis_new(uv_loop_t *loop, const sl__redis_config *cfg, sl__redis_stats *stats) {
+    sl__redis *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     r->loop = loop;
     r->cfg = cfg;
@@ -799,7 +799,7 @@ sl_redis *sl__redis_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_redis_st
     return r;
 }
 
-void sl__redis_set_preamble(sl_redis *r, const char *cmd, size_t len) {
+void sl__redis_set_preamble(sl__redis *r, const char *cmd, size_t len) {
     char *p = malloc(len);
     if (!p) return;
     memcpy(p, cmd, len);
@@ -815,7 +815,7 @@ void sl__redis_set_preamble(sl_redis *r, const char *cmd, size_t len) {
 }
 
 static void on_handle_closed(uv_handle_t *h) {
-    sl_redis *r = h->data;
+    sl__redis *r = h->data;
     if (--r->open_handles == 0) {
         for (size_t i = 0; i < r->nnodes; i++) free(r->nodes[i]);
         free(r->preamble);
@@ -823,7 +823,7 @@ static void on_handle_closed(uv_handle_t *h) {
     }
 }
 
-void sl__redis_free(sl_redis *r) {
+void sl__redis_free(sl__redis *r) {
     if (!r) return;
     r->freeing = true;
     for (size_t i = 0; i < r->nnodes; i++) {
@@ -835,28 +835,28 @@ void sl__redis_free(sl_redis *r) {
     }
     /* finish unlinks the head first */
     // NOLINTNEXTLINE(clang-analyzer-unix.Malloc)
-    while (r->head) finish(r->head, NULL, SL_REDIS_EIO);
+    while (r->head) finish(r->head, NULL, SL__REDIS_EIO);
     uv_close((uv_handle_t *)&r->deadline_timer, on_handle_closed);
     uv_close((uv_handle_t *)&r->maint_timer, on_handle_closed);
 }
 
-static node *node_for(sl_redis *r, unsigned slot) {
+static node *node_for(sl__redis *r, unsigned slot) {
     if (!r->cfg->cluster) return r->nnodes ? r->nodes[0] : NULL;
-    return r->map_known ? r->slot_node[slot % SL_CLUSTER_SLOTS] : NULL;
+    return r->map_known ? r->slot_node[slot % SL__CLUSTER_SLOTS] : NULL;
 }
 
-bool sl__redis_available(sl_redis *r, unsigned slot) {
+bool sl__redis_available(sl__redis *r, unsigned slot) {
     node *n = node_for(r, slot);
     if (!n) return true; /* unknown yet: try */
     return n->state == CLOSED || uv_now(r->loop) >= n->open_until;
 }
 
-int sl__redis_has_command(sl_redis *r, unsigned slot) {
+int sl__redis_has_command(sl__redis *r, unsigned slot) {
     node *n = node_for(r, slot);
     return n ? n->has_command : -1;
 }
 
-void sl__redis_probe_command(sl_redis *r, const char *name) {
+void sl__redis_probe_command(sl__redis *r, const char *name) {
     snprintf(r->probe_command, sizeof r->probe_command, "%s", name);
     /* a connection already open is asked too, before it counts as ready */
     for (size_t i = 0; i < r->nnodes; i++)
@@ -867,7 +867,7 @@ void sl__redis_probe_command(sl_redis *r, const char *name) {
         }
 }
 
-uint64_t sl__redis_retry_at(sl_redis *r, unsigned slot) {
+uint64_t sl__redis_retry_at(sl__redis *r, unsigned slot) {
     node *n = node_for(r, slot);
     return n && n->state != CLOSED ? n->open_until : 0;
 }

@@ -75,27 +75,27 @@ static bool host_char(unsigned char c) {
 }
 
 static bool host_ok(const char *host, size_t len) {
-    if (len == 0 || len >= SL_CLUSTER_HOST_MAX) return false;
+    if (len == 0 || len >= SL__CLUSTER_HOST_MAX) return false;
     for (size_t i = 0; i < len; i++)
         if (!host_char((unsigned char)host[i])) return false;
     return true;
 }
 
-void sl__cluster_map_init(sl_cluster_map *m) {
+void sl__cluster_map_init(sl__cluster_map *m) {
     m->nnodes = 0;
     memset(m->nodes, 0, sizeof m->nodes);
-    for (size_t i = 0; i < SL_CLUSTER_SLOTS; i++) m->node[i] = -1;
+    for (size_t i = 0; i < SL__CLUSTER_SLOTS; i++) m->node[i] = -1;
 }
 
-int sl__cluster_map_node(sl_cluster_map *m, const char *host, size_t hostlen, uint16_t port) {
+int sl__cluster_map_node(sl__cluster_map *m, const char *host, size_t hostlen, uint16_t port) {
     if (!host || port == 0 || !host_ok(host, hostlen)) return -1;
     for (size_t i = 0; i < m->nnodes; i++) {
-        const sl_cluster_node *n = &m->nodes[i];
+        const sl__cluster_node *n = &m->nodes[i];
         if (n->port == port && strlen(n->host) == hostlen && memcmp(n->host, host, hostlen) == 0)
             return (int)i;
     }
-    if (m->nnodes >= SL_CLUSTER_MAX_NODES) return -1;
-    sl_cluster_node *n = &m->nodes[m->nnodes];
+    if (m->nnodes >= SL__CLUSTER_MAX_NODES) return -1;
+    sl__cluster_node *n = &m->nodes[m->nnodes];
     memcpy(n->host, host, hostlen);
     n->host[hostlen] = '\0';
     n->port = port;
@@ -161,7 +161,7 @@ static int check_node(const redisReply *n, const char *fallback_host, const char
 }
 
 /* Fills t (already initialised) from r; returns 0 or -1 with err set. */
-static int fill_map(sl_cluster_map *t, const redisReply *r, const char *fallback_host, char *err,
+static int fill_map(sl__cluster_map *t, const redisReply *r, const char *fallback_host, char *err,
                     size_t errlen) {
     if (!r) return fail(err, errlen, "CLUSTER SLOTS: no reply");
     if (r->type == REDIS_REPLY_ERROR)
@@ -178,9 +178,9 @@ static int fill_map(sl_cluster_map *t, const redisReply *r, const char *fallback
         const redisReply *s = e->element[0], *en = e->element[1];
         if (!s || !en || s->type != REDIS_REPLY_INTEGER || en->type != REDIS_REPLY_INTEGER)
             return fail(err, errlen, "CLUSTER SLOTS: range %zu bounds are not integers", i);
-        if (s->integer < 0 || en->integer < s->integer || en->integer >= SL_CLUSTER_SLOTS)
+        if (s->integer < 0 || en->integer < s->integer || en->integer >= SL__CLUSTER_SLOTS)
             return fail(err, errlen, "CLUSTER SLOTS: range %zu is %lld-%lld, not within 0-%d", i,
-                        s->integer, en->integer, SL_CLUSTER_SLOTS - 1);
+                        s->integer, en->integer, SL__CLUSTER_SLOTS - 1);
         /* every node (master first, then its replicas) must be well-formed;
          * only the master is routed to */
         int idx = -1;
@@ -193,7 +193,7 @@ static int fill_map(sl_cluster_map *t, const redisReply *r, const char *fallback
                 return -1;
             if (j == 2 && (idx = sl__cluster_map_node(t, host, hostlen, port)) < 0)
                 return fail(err, errlen, "CLUSTER SLOTS: more than %d masters",
-                            SL_CLUSTER_MAX_NODES);
+                            SL__CLUSTER_MAX_NODES);
         }
         for (long long slot = s->integer; slot <= en->integer; slot++) {
             if (t->node[slot] != -1)
@@ -204,10 +204,10 @@ static int fill_map(sl_cluster_map *t, const redisReply *r, const char *fallback
     return 0;
 }
 
-int sl__cluster_map_from_slots(sl_cluster_map *m, const struct redisReply *r,
+int sl__cluster_map_from_slots(sl__cluster_map *m, const struct redisReply *r,
                                const char *fallback_host, char *err, size_t errlen) {
     /* built aside and copied on success, so that m is unchanged on error */
-    sl_cluster_map *t = malloc(sizeof *t);
+    sl__cluster_map *t = malloc(sizeof *t);
     if (!t) return fail(err, errlen, "CLUSTER SLOTS: out of memory");
     sl__cluster_map_init(t);
     int rc = fill_map(t, r, fallback_host, err, errlen);
@@ -247,7 +247,7 @@ int sl__cluster_redirect(const char *str, size_t len, unsigned *slot, char *host
         return 0;
     }
     unsigned long s;
-    if (!read_uint(str, len, &i, 5, &s) || s >= SL_CLUSTER_SLOTS) return 0;
+    if (!read_uint(str, len, &i, 5, &s) || s >= SL__CLUSTER_SLOTS) return 0;
     if (i >= len || str[i] != ' ') return 0;
     i++;
     /* the rest is "<host>:<port>"; the last ':' separates the port so that an

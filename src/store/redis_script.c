@@ -67,24 +67,24 @@ static int64_t us_up(int64_t ns) {
 }
 
 /* The script's flags for an item: the options, then delay_after (or a
- * token bucket's floor) from SL_SCRIPT_DELAY_AFTER up (below 2^52:
+ * token bucket's floor) from SL__SCRIPT_DELAY_AFTER up (below 2^52:
  * sl__redis_script_check; a floor is below the burst). */
-static int64_t item_flags(const sl_script_item *it) {
+static int64_t item_flags(const sl__script_item *it) {
     unsigned flags = it->params->flags & (SL_START_EMPTY | SL_COUNT_REJECTED | SL_STEP_REFILL);
-    if (it->calendar_month) flags |= SL_SCRIPT_CALENDAR_MONTH;
-    if (it->any_rate) flags |= SL_SCRIPT_ANY_RATE;
+    if (it->calendar_month) flags |= SL__SCRIPT_CALENDAR_MONTH;
+    if (it->any_rate) flags |= SL__SCRIPT_ANY_RATE;
     int64_t high = it->params->algorithm == SL_TOKEN_BUCKET ? it->floor : it->params->delay_after;
-    return (int64_t)flags + high * SL_SCRIPT_DELAY_AFTER;
+    return (int64_t)flags + high * SL__SCRIPT_DELAY_AFTER;
 }
 
 /* A parameter set as the script reads it (decide.lua). */
 typedef struct pset {
     int64_t
-        v[SL_SCRIPT_ARGS_PER_SET - 1]; /* algorithm, limit, period_us, burst, flags, origin_us */
+        v[SL__SCRIPT_ARGS_PER_SET - 1]; /* algorithm, limit, period_us, burst, flags, origin_us */
     uint32_t tag;
 } pset;
 
-static void pset_of(const sl_script_item *it, pset *s) {
+static void pset_of(const sl__script_item *it, pset *s) {
     const sl_params *pa = it->params;
     int64_t flags = item_flags(it);
     s->v[0] = (int64_t)pa->algorithm;
@@ -122,7 +122,7 @@ static size_t tag_hex(char *p, uint32_t tag) {
     return n;
 }
 
-#define SET_TABLE (2 * SL_SCRIPT_MAX_ITEMS) /* open addressing, at most half full */
+#define SET_TABLE (2 * SL__SCRIPT_MAX_ITEMS) /* open addressing, at most half full */
 
 /* Finds or adds item i's parameter set; returns its index (0-based). */
 static size_t pset_index(pset *sets, size_t *nsets, uint16_t *table, const pset *s) {
@@ -140,15 +140,15 @@ static size_t pset_index(pset *sets, size_t *nsets, uint16_t *table, const pset 
     }
 }
 
-void sl__redis_script_format(sl_buf *out, bool with_source, const sl_script_item *items, size_t n,
+void sl__redis_script_format(sl__buf *out, bool with_source, const sl__script_item *items, size_t n,
                              int64_t now_us) {
-    sl__redis_script_format_as(out, with_source ? SL_SCRIPT_EVAL : SL_SCRIPT_EVALSHA, items, n,
+    sl__redis_script_format_as(out, with_source ? SL__SCRIPT_EVAL : SL__SCRIPT_EVALSHA, items, n,
                                now_us);
 }
 
-void sl__redis_script_format_as(sl_buf *out, sl_script_command how, const sl_script_item *items,
+void sl__redis_script_format_as(sl__buf *out, sl__script_command how, const sl__script_item *items,
                                 size_t n, int64_t now_us) {
-    if (n > SL_SCRIPT_MAX_ITEMS) {
+    if (n > SL__SCRIPT_MAX_ITEMS) {
         out->failed = true;
         return;
     }
@@ -170,17 +170,17 @@ void sl__redis_script_format_as(sl_buf *out, sl_script_command how, const sl_scr
     }
     free(table);
 
-    bool module = how == SL_SCRIPT_MODULE || how == SL_SCRIPT_MODULE_ARGS;
-    bool packed = how == SL_SCRIPT_MODULE;
-    const char *body = how == SL_SCRIPT_EVAL ? sl__decide_lua_text : sl__decide_lua_text_sha1;
+    bool module = how == SL__SCRIPT_MODULE || how == SL__SCRIPT_MODULE_ARGS;
+    bool packed = how == SL__SCRIPT_MODULE;
+    const char *body = how == SL__SCRIPT_EVAL ? sl__decide_lua_text : sl__decide_lua_text_sha1;
     size_t body_len = module ? 0 : strlen(body);
-    size_t argc = (module ? 2 : 3) + n + 2 + nsets * SL_SCRIPT_ARGS_PER_SET +
-                  (packed ? 1 : n * SL_SCRIPT_ARGS_PER_ITEM);
+    size_t argc = (module ? 2 : 3) + n + 2 + nsets * SL__SCRIPT_ARGS_PER_SET +
+                  (packed ? 1 : n * SL__SCRIPT_ARGS_PER_ITEM);
     size_t need =
-        INT_FIELD_BYTES * (6 + nsets * SL_SCRIPT_ARGS_PER_SET + n * SL_SCRIPT_ARGS_PER_ITEM) +
+        INT_FIELD_BYTES * (6 + nsets * SL__SCRIPT_ARGS_PER_SET + n * SL__SCRIPT_ARGS_PER_ITEM) +
         body_len;
     for (size_t i = 0; i < n; i++) need += INT_FIELD_BYTES + items[i].rkeylen;
-    if (packed) need += INT_FIELD_BYTES + n * SL_SCRIPT_PACKED_ITEM;
+    if (packed) need += INT_FIELD_BYTES + n * SL__SCRIPT_PACKED_ITEM;
     char *start = sl__buf_reserve(out, need);
     if (!start) {
         free(sets);
@@ -190,9 +190,9 @@ void sl__redis_script_format_as(sl_buf *out, sl_script_command how, const sl_scr
 
     char *p = put_line(start, '*', (int64_t)argc);
     if (module) {
-        p = put_bulk(p, SL_SCRIPT_MODULE_COMMAND, sizeof SL_SCRIPT_MODULE_COMMAND - 1);
+        p = put_bulk(p, SL__SCRIPT_MODULE_COMMAND, sizeof SL__SCRIPT_MODULE_COMMAND - 1);
     } else {
-        p = how == SL_SCRIPT_EVAL ? put_bulk(p, "EVAL", 4) : put_bulk(p, "EVALSHA", 7);
+        p = how == SL__SCRIPT_EVAL ? put_bulk(p, "EVAL", 4) : put_bulk(p, "EVALSHA", 7);
         p = put_bulk(p, body, body_len);
     }
     p = put_int(p, (int64_t)n);
@@ -200,12 +200,12 @@ void sl__redis_script_format_as(sl_buf *out, sl_script_command how, const sl_scr
     p = put_int(p, now_us);
     p = put_int(p, (int64_t)nsets);
     for (size_t j = 0; j < nsets; j++) {
-        for (size_t k = 0; k < SL_SCRIPT_ARGS_PER_SET - 1; k++) p = put_int(p, sets[j].v[k]);
+        for (size_t k = 0; k < SL__SCRIPT_ARGS_PER_SET - 1; k++) p = put_int(p, sets[j].v[k]);
         char tag[8];
         p = put_bulk(p, tag, tag_hex(tag, sets[j].tag));
     }
     if (packed) {
-        p = put_line(p, '$', (int64_t)(n * SL_SCRIPT_PACKED_ITEM));
+        p = put_line(p, '$', (int64_t)(n * SL__SCRIPT_PACKED_ITEM));
         for (size_t i = 0; i < n; i++) {
             p = put_le(p, idx[i] + 1u, 2);
             p = put_le(p, items[i].group, 2);
@@ -225,7 +225,7 @@ void sl__redis_script_format_as(sl_buf *out, sl_script_command how, const sl_scr
     free(idx);
 }
 
-void sl__redis_key(sl_buf *out, const char *prefix, const char *policy, const void *key,
+void sl__redis_key(sl__buf *out, const char *prefix, const char *policy, const void *key,
                    size_t keylen) {
     size_t plen = strlen(prefix), nlen = strlen(policy);
     char *start = sl__buf_reserve(out, plen + keylen + nlen + 3);
@@ -272,7 +272,7 @@ int sl__redis_script_check(const sl_params *p, bool calendar_month) {
         // NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult)
         if (p->burst > SCRIPT_MAX / pu) return SL_EOVERFLOW;
     }
-    if (p->delay_after >= SCRIPT_MAX / SL_SCRIPT_DELAY_AFTER) return SL_EOVERFLOW; /* in flags */
+    if (p->delay_after >= SCRIPT_MAX / SL__SCRIPT_DELAY_AFTER) return SL_EOVERFLOW; /* in flags */
     return SL_OK;
 }
 
@@ -306,7 +306,7 @@ static uint64_t get_le64(const char *p) {
     return v;
 }
 
-int sl__redis_script_parse(const struct redisReply *r, sl_script_item *items, size_t n, char *err,
+int sl__redis_script_parse(const struct redisReply *r, sl__script_item *items, size_t n, char *err,
                            size_t errlen) {
     for (size_t i = 0; i < n; i++) items[i].decided = false;
     if (!r) return FAIL("no reply from Redis");
@@ -315,19 +315,19 @@ int sl__redis_script_parse(const struct redisReply *r, sl_script_item *items, si
         return fail(err, errlen, r->str, r->len);
     }
     bool packed = r->type == REDIS_REPLY_STRING;
-    if (packed && r->len != n * SL_SCRIPT_PACKED_REPLY)
+    if (packed && r->len != n * SL__SCRIPT_PACKED_REPLY)
         return FAIL("module reply has the wrong length");
     if (!packed && r->type != REDIS_REPLY_ARRAY) return FAIL("script reply is not an array");
-    if (!packed && r->elements != n * SL_SCRIPT_REPLY_FIELDS)
+    if (!packed && r->elements != n * SL__SCRIPT_REPLY_FIELDS)
         return FAIL("script reply has the wrong number of fields");
     for (size_t i = 0; i < n; i++) {
-        long long v[SL_SCRIPT_REPLY_FIELDS];
-        for (size_t k = 0; k < SL_SCRIPT_REPLY_FIELDS; k++) {
+        long long v[SL__SCRIPT_REPLY_FIELDS];
+        for (size_t k = 0; k < SL__SCRIPT_REPLY_FIELDS; k++) {
             if (packed) {
-                v[k] = (long long)get_le64(r->str + (i * SL_SCRIPT_REPLY_FIELDS + k) * 8);
+                v[k] = (long long)get_le64(r->str + (i * SL__SCRIPT_REPLY_FIELDS + k) * 8);
                 continue;
             }
-            const redisReply *x = r->element[i * SL_SCRIPT_REPLY_FIELDS + k];
+            const redisReply *x = r->element[i * SL__SCRIPT_REPLY_FIELDS + k];
             if (!x || x->type != REDIS_REPLY_INTEGER)
                 return FAIL("script reply field is not an integer");
             v[k] = x->integer;
@@ -348,7 +348,7 @@ int sl__redis_script_parse(const struct redisReply *r, sl_script_item *items, si
 }
 
 bool sl__redis_reply_ints(const redisReply *r, int status, long long *v, size_t n) {
-    if (status != SL_REDIS_OK || !r || r->type != REDIS_REPLY_ARRAY || r->elements < n)
+    if (status != SL__REDIS_OK || !r || r->type != REDIS_REPLY_ARRAY || r->elements < n)
         return false;
     for (size_t i = 0; i < n; i++) {
         if (r->element[i]->type != REDIS_REPLY_INTEGER) return false;
@@ -358,6 +358,6 @@ bool sl__redis_reply_ints(const redisReply *r, int status, long long *v, size_t 
 }
 
 bool sl__redis_reply_noscript(const redisReply *r, int status) {
-    return status == SL_REDIS_OK && r && r->type == REDIS_REPLY_ERROR &&
+    return status == SL__REDIS_OK && r && r->type == REDIS_REPLY_ERROR &&
            strncmp(r->str, "NOSCRIPT", 8) == 0;
 }

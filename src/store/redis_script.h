@@ -12,9 +12,9 @@
  * call, however many items share it), 7 arguments each:
  *   algorithm (sl_algorithm number), limit, period_us, burst,
  *   flags (SL_START_EMPTY | SL_COUNT_REJECTED | SL_STEP_REFILL |
- *   SL_SCRIPT_CALENDAR_MONTH | SL_SCRIPT_ANY_RATE, plus the leaky queue's
- *   delay_after x SL_SCRIPT_DELAY_AFTER, or a token bucket's floor x
- *   SL_SCRIPT_DELAY_AFTER), origin_us, tag (the state's tag, a 32-bit hash in
+ *   SL__SCRIPT_CALENDAR_MONTH | SL__SCRIPT_ANY_RATE, plus the leaky queue's
+ *   delay_after x SL__SCRIPT_DELAY_AFTER, or a token bucket's floor x
+ *   SL__SCRIPT_DELAY_AFTER), origin_us, tag (the state's tag, a 32-bit hash in
  *   hex: a state written under other parameters reads as a fresh key).
  * Per item, in order, 3 arguments: its parameter set (1..m), cost, group
  * (0 enforced, 1 shadow; 2r + g for group g of request r when one call
@@ -46,7 +46,7 @@
  * Every key gets a TTL (PEXPIRE) of the time after which its state is the
  * same as a fresh key's, so idle keys vanish; a decision that changes
  * nothing writes nothing.
- * Reply: one flat array of n x SL_SCRIPT_REPLY_FIELDS (6) integers, item
+ * Reply: one flat array of n x SL__SCRIPT_REPLY_FIELDS (6) integers, item
  * after item (Redis converts one flat Lua table much faster than n nested
  * ones):
  *   allowed (0/1), limit, remaining, retry_after_us (-1: never, the cost
@@ -64,16 +64,16 @@
 #include "sluice/limit.h"
 #include "util/buf.h"
 
-#define SL_SCRIPT_CALENDAR_MONTH 0x100u /* flags: fixed window = the calendar month (UTC) */
-#define SL_SCRIPT_ANY_RATE       0x200u /* flags: GCRA state read under any parameters */
-#define SL_SCRIPT_DELAY_AFTER    0x400  /* flags: delay_after, in units of this (below 2^42) */
-#define SL_SCRIPT_ARGS_PER_SET   7      /* per parameter set */
-#define SL_SCRIPT_ARGS_PER_ITEM  3      /* per item: parameter set, cost, group */
-#define SL_SCRIPT_MAX_ITEMS      512    /* items in one call (store.c sends at most as many) */
-#define SL_SCRIPT_REPLY_FIELDS   6
+#define SL__SCRIPT_CALENDAR_MONTH 0x100u /* flags: fixed window = the calendar month (UTC) */
+#define SL__SCRIPT_ANY_RATE       0x200u /* flags: GCRA state read under any parameters */
+#define SL__SCRIPT_DELAY_AFTER    0x400  /* flags: delay_after, in units of this (below 2^42) */
+#define SL__SCRIPT_ARGS_PER_SET   7      /* per parameter set */
+#define SL__SCRIPT_ARGS_PER_ITEM  3      /* per item: parameter set, cost, group */
+#define SL__SCRIPT_MAX_ITEMS      512    /* items in one call (store.c sends at most as many) */
+#define SL__SCRIPT_REPLY_FIELDS   6
 
 /* One limit of a script call. */
-typedef struct sl_script_item {
+typedef struct sl__script_item {
     const sl_params *params; /* algorithm, rate, burst, flags, origin (ns) */
     bool calendar_month;     /* a calendar-month quota (fixed window of 31 days in the config) */
     bool any_rate;           /* gcra: one state per key whatever the parameters (CL.THROTTLE) */
@@ -87,7 +87,7 @@ typedef struct sl_script_item {
     unsigned group;       /* 0 enforced, 1 shadow; + 2 x the request's index in a batch */
     sl_decision decision; /* out (ns); retry_after -1 = never */
     bool decided;         /* out */
-} sl_script_item;
+} sl__script_item;
 
 /* The script's source text and its SHA1 (40 hex digits + NUL). */
 const char *sl__redis_script_source(void);
@@ -96,42 +96,42 @@ const char *sl__redis_script_sha(void);
 /* How a decision call is sent: the script by its sha, the script's source,
  * or the native command of sluice-redis.so (src/redis_module/), which takes
  * the same arguments after the sha and answers the same. */
-typedef enum sl_script_command {
-    SL_SCRIPT_EVALSHA,    /* EVALSHA <sha> <n> ... */
-    SL_SCRIPT_EVAL,       /* EVAL <source> <n> ... */
-    SL_SCRIPT_MODULE,     /* SLUICE.DECIDE <n> ..., items packed (below) */
-    SL_SCRIPT_MODULE_ARGS /* SLUICE.DECIDE <n> ..., the script's 3 arguments per item */
-} sl_script_command;
+typedef enum sl__script_command {
+    SL__SCRIPT_EVALSHA,    /* EVALSHA <sha> <n> ... */
+    SL__SCRIPT_EVAL,       /* EVAL <source> <n> ... */
+    SL__SCRIPT_MODULE,     /* SLUICE.DECIDE <n> ..., items packed (below) */
+    SL__SCRIPT_MODULE_ARGS /* SLUICE.DECIDE <n> ..., the script's 3 arguments per item */
+} sl__script_command;
 
-/* The module's packed form (SL_SCRIPT_MODULE), what sluiced sends it: the
+/* The module's packed form (SL__SCRIPT_MODULE), what sluiced sends it: the
  * keys, now_us, m and the sets as for the script, then ONE argument of
- * SL_SCRIPT_PACKED_ITEM bytes per item (parameter set 1..m and group as
+ * SL__SCRIPT_PACKED_ITEM bytes per item (parameter set 1..m and group as
  * 16-bit, cost as 64-bit, little-endian), and the reply is ONE bulk
- * string of SL_SCRIPT_PACKED_REPLY bytes per item (the 6 reply integers,
+ * string of SL__SCRIPT_PACKED_REPLY bytes per item (the 6 reply integers,
  * 64-bit little-endian): Redis parses one argument per decision instead of
  * four and writes one reply instead of six integers. */
-#define SL_SCRIPT_PACKED_ITEM  12
-#define SL_SCRIPT_PACKED_REPLY (8 * SL_SCRIPT_REPLY_FIELDS)
+#define SL__SCRIPT_PACKED_ITEM  12
+#define SL__SCRIPT_PACKED_REPLY (8 * SL__SCRIPT_REPLY_FIELDS)
 
-#define SL_SCRIPT_MODULE_COMMAND "sluice.decide"
+#define SL__SCRIPT_MODULE_COMMAND "sluice.decide"
 
 /* Appends the RESP command "EVALSHA sha n keys... now_us m sets... items..."
  * (or "EVAL <source> ...", or "SLUICE.DECIDE n keys...": how) for
  * items[0..n) to out, in one reserve (out->failed on allocation failure, or
- * n above SL_SCRIPT_MAX_ITEMS). now_us 0 = Redis TIME. Items with the same
+ * n above SL__SCRIPT_MAX_ITEMS). now_us 0 = Redis TIME. Items with the same
  * parameters share one parameter set. Periods and start-empty origins are
  * sent in us, rounded up. */
-void sl__redis_script_format_as(sl_buf *out, sl_script_command how, const sl_script_item *items,
+void sl__redis_script_format_as(sl__buf *out, sl__script_command how, const sl__script_item *items,
                                 size_t n, int64_t now_us);
 
 /* sl__redis_script_format_as with EVAL (with_source) or EVALSHA. */
-void sl__redis_script_format(sl_buf *out, bool with_source, const sl_script_item *items, size_t n,
+void sl__redis_script_format(sl__buf *out, bool with_source, const sl__script_item *items, size_t n,
                              int64_t now_us);
 
 /* Writes the Redis key for (prefix, policy name, client key) into out:
  * "<prefix>{<client key>}:<policy>" so that every limit of one client key
  * shares a cluster slot. */
-void sl__redis_key(sl_buf *out, const char *prefix, const char *policy, const void *key,
+void sl__redis_key(sl__buf *out, const char *prefix, const char *policy, const void *key,
                    size_t keylen);
 
 /* Returns 0 when the script decides limits with these parameters exactly as
@@ -154,14 +154,14 @@ struct redisReply;
  * included: err gets its text), with a message in err (NUL-terminated,
  * truncated to errlen) and every item's decided false. Does not keep r. */
 /* The small scripts' replies (lease.lua, retry.lua): true when r (with
- * the call's status, SL_REDIS_OK) is an array of at least n integers, into
+ * the call's status, SL__REDIS_OK) is an array of at least n integers, into
  * v[0..n). */
 bool sl__redis_reply_ints(const struct redisReply *r, int status, long long *v, size_t n);
 /* True when r is Redis's NOSCRIPT error (the script is to be sent again as
  * EVAL with its source). */
 bool sl__redis_reply_noscript(const struct redisReply *r, int status);
 
-int sl__redis_script_parse(const struct redisReply *r, sl_script_item *items, size_t n, char *err,
+int sl__redis_script_parse(const struct redisReply *r, sl__script_item *items, size_t n, char *err,
                            size_t errlen);
 
 #endif

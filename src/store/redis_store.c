@@ -5,7 +5,7 @@
  * has sluice-redis.so (store.redis.module, redis_config.h), else as
  * EVALSHA: the same arguments, the same answer.
  *
- * A fleet shedding capacity (store.h: sl_store_call.cap) is one more script
+ * A fleet shedding capacity (store.h: sl__store_call.cap) is one more script
  * item in front of the request's: a token bucket with the floor of the
  * request's priority (decide.lua), in its enforced group, so the capacity
  * and the request's limits are one all-or-nothing decision. The module
@@ -31,7 +31,7 @@
 
 #define MAX_OPEN        16  /* script calls being filled at once (cluster: one per slot) */
 #define FLIGHT_REQUESTS 128 /* requests in one script call (decide.lua allows 256) */
-#define FLIGHT_ITEMS    SL_SCRIPT_MAX_ITEMS /* limits in one script call */
+#define FLIGHT_ITEMS    SL__SCRIPT_MAX_ITEMS /* limits in one script call */
 #define MODULE_RETRY_MS 5000 /* auto: the script this long after the module went away */
 
 typedef struct deny_entry {
@@ -42,17 +42,17 @@ typedef struct deny_entry {
     int64_t cost; /* the refused cost: a smaller one may pass sooner, so it is not refused here */
 } deny_entry;
 
-typedef struct sl_store_worker {
-    sl_store base; /* first: the store interface */
+typedef struct sl__store_worker {
+    sl__store base; /* first: the store interface */
     uv_loop_t *loop;
-    const sl_redis_config *cfg;
-    sl_redis *redis;
-    sl_redis_stats *rstats;
-    sl_store_stats *stats;
+    const sl__redis_config *cfg;
+    sl__redis *redis;
+    sl__redis_stats *rstats;
+    sl__store_stats *stats;
     deny_entry *deny;
     size_t deny_mask;
     uint64_t seed1, seed2;
-    sl_buf cmd; /* scratch: the command being formatted */
+    sl__buf cmd; /* scratch: the command being formatted */
     /* the script calls being filled during this loop iteration, one per
        slot, sent when it ends (uv_check) or when full */
     struct flight *open[MAX_OPEN];
@@ -62,29 +62,29 @@ typedef struct sl_store_worker {
     /* script calls that failed before reaching Redis, answered from the loop
        (on_idle), never inside the store operation that sent them (store.h);
        while there is one, what comes after it waits behind it, in order */
-    sl_redis_queued *later, **later_tail;
+    sl__redis_queued *later, **later_tail;
     uv_idle_t idle;
     bool idle_on;
     int open_handles; /* check and idle, until closed */
     /* sent before the open calls, in order (sl__redis_store_after) */
-    sl_redis_queued *fifo, **fifo_tail;
+    sl__redis_queued *fifo, **fifo_tail;
     uint64_t no_module_until; /* uv_now ms: the module answered "unknown command" */
-} sl_store_worker;
+} sl__store_worker;
 
 /* A call's items of one cluster slot: one request of a script call. */
 typedef struct part {
-    sl_store_call *c;
+    sl__store_call *c;
     unsigned slot;
     size_t n;
-    uint8_t idx[SL_STORE_MAX_ITEMS];
+    uint8_t idx[SL__STORE_MAX_ITEMS];
     bool cap; /* its first script item is the call's capacity (then n + 1 items) */
 } part;
 
 /* One script call: every request a worker has for one slot in one loop
  * iteration (decide.lua: group 2r + g). */
 typedef struct flight {
-    sl_redis_queued q; /* first: queued behind a forget (sl__redis_store_after) */
-    sl_store_worker *sw;
+    sl__redis_queued q; /* first: queued behind a forget (sl__redis_store_after) */
+    sl__store_worker *sw;
     bool sending;    /* inside sl__redis_call: an answer now is a failure to defer */
     bool failed_now; /* ... and it came */
     unsigned slot;
@@ -96,9 +96,9 @@ typedef struct flight {
 } flight;
 
 typedef struct call_state {
-    part parts[SL_STORE_MAX_ITEMS];
-    const char *rkey[SL_STORE_MAX_ITEMS];
-    size_t rkeylen[SL_STORE_MAX_ITEMS];
+    part parts[SL__STORE_MAX_ITEMS];
+    const char *rkey[SL__STORE_MAX_ITEMS];
+    size_t rkeylen[SL__STORE_MAX_ITEMS];
     char *rkeys;    /* their bytes */
     size_t cap_off; /* the capacity's Redis key: rkeys[cap_off..cap_end) */
     size_t cap_end;
@@ -106,10 +106,10 @@ typedef struct call_state {
 
 /* ---- worker ------------------------------------------------------------------ */
 
-void sl__store_preamble(sl_redis *r) {
+void sl__store_preamble(sl__redis *r) {
     const char *src = sl__redis_script_source();
     size_t n = strlen(src);
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__buf_printf(&b, "*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n$%zu\r\n", n);
     sl__buf_append(&b, src, n);
@@ -118,25 +118,26 @@ void sl__store_preamble(sl_redis *r) {
     sl__buf_free(&b);
 }
 
-static void redis_decide(sl_store *s, sl_store_call *c);
-static void redis_free(sl_store *s);
-static const sl_store_ops redis_ops = {.decide = redis_decide,
-                                       .free = redis_free,
-                                       .lease = sl__redis_lease,
-                                       .forget = sl__redis_forget,
-                                       .retry = sl__redis_retry,
-                                       .capacity = true};
+static void redis_decide(sl__store *s, sl__store_call *c);
+static void redis_free(sl__store *s);
+static const sl__store_ops redis_ops = {.decide = redis_decide,
+                                        .free = redis_free,
+                                        .lease = sl__redis_lease,
+                                        .forget = sl__redis_forget,
+                                        .retry = sl__redis_retry,
+                                        .capacity = true};
 
-void sl__redis_store_parts(sl_store *s, uv_loop_t **loop, const sl_redis_config **cfg,
-                           sl_redis **redis) {
-    sl_store_worker *sw = (sl_store_worker *)s;
+void sl__redis_store_parts(sl__store *s, uv_loop_t **loop, const sl__redis_config **cfg,
+                           sl__redis **redis) {
+    sl__store_worker *sw = (sl__store_worker *)s;
     *loop = sw->loop;
     *cfg = sw->cfg;
     *redis = sw->redis;
 }
 
-sl_store *sl__redis_store_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_store_stats *stats) {
-    sl_store_worker *sw = calloc(1, sizeof *sw);
+sl__store *sl__redis_store_new(uv_loop_t *loop, const sl__redis_config *cfg,
+                               sl__store_stats *stats) {
+    sl__store_worker *sw = calloc(1, sizeof *sw);
     if (!sw) return NULL;
     sw->base.ops = &redis_ops;
     sw->stats = stats;
@@ -163,8 +164,8 @@ sl_store *sl__redis_store_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_st
         return NULL;
     }
     sl__store_preamble(sw->redis);
-    if (cfg->module != SL_REDIS_MODULE_OFF)
-        sl__redis_probe_command(sw->redis, SL_SCRIPT_MODULE_COMMAND);
+    if (cfg->module != SL__REDIS_MODULE_OFF)
+        sl__redis_probe_command(sw->redis, SL__SCRIPT_MODULE_COMMAND);
     uv_check_init(loop, &sw->check);
     uv_idle_init(loop, &sw->idle);
     sw->check.data = sw->idle.data = sw;
@@ -175,23 +176,23 @@ sl_store *sl__redis_store_new(uv_loop_t *loop, const sl_redis_config *cfg, sl_st
 static void flight_fail(flight *f);
 
 static void on_handle_closed(uv_handle_t *h) {
-    sl_store_worker *sw = h->data;
+    sl__store_worker *sw = h->data;
     if (--sw->open_handles) return;
     sl__buf_free(&sw->cmd);
     free(sw->deny);
     free(sw);
 }
 
-static void redis_free(sl_store *s) {
-    sl_store_worker *sw = (sl_store_worker *)s;
+static void redis_free(sl__store *s) {
+    sl__store_worker *sw = (sl__store_worker *)s;
     /* requests not sent yet, in order, then those in flight: their fail modes answer */
     while (sw->later) {
-        sl_redis_queued *q = sw->later;
+        sl__redis_queued *q = sw->later;
         sw->later = q->next;
         q->run(q, false);
     }
     while (sw->fifo) {
-        sl_redis_queued *q = sw->fifo;
+        sl__redis_queued *q = sw->fifo;
         sw->fifo = q->next;
         q->run(q, false);
     }
@@ -203,7 +204,7 @@ static void redis_free(sl_store *s) {
 
 /* ---- calls -------------------------------------------------------------------- */
 
-static void state_free(sl_store_call *c) {
+static void state_free(sl__store_call *c) {
     call_state *st = c->state;
     if (st) free(st->rkeys);
     free(st);
@@ -212,7 +213,7 @@ static void state_free(sl_store_call *c) {
 
 /* ---- deny cache ------------------------------------------------------------------- */
 
-static deny_entry *deny_slot(sl_store_worker *sw, const char *rkey, size_t len, uint64_t *h1,
+static deny_entry *deny_slot(sl__store_worker *sw, const char *rkey, size_t len, uint64_t *h1,
                              uint64_t *h2) {
     *h1 = sl__hash(rkey, len, sw->seed1);
     *h2 = sl__hash(rkey, len, sw->seed2);
@@ -223,7 +224,7 @@ static deny_entry *deny_slot(sl_store_worker *sw, const char *rkey, size_t len, 
 
 /* Fail mode closed: ns until Redis is tried again (the breaker of the key's
  * node says when), at least 1 s. */
-static int64_t closed_retry(sl_store_worker *sw, const sl_store_call *c) {
+static int64_t closed_retry(sl__store_worker *sw, const sl__store_call *c) {
     const call_state *st = c->state;
     uint64_t at = sl__redis_retry_at(sw->redis, st ? st->parts[0].slot : 0);
     uint64_t now = uv_now(sw->loop);
@@ -234,23 +235,23 @@ static int64_t closed_retry(sl_store_worker *sw, const sl_store_call *c) {
 /* Redis failed: the capacity's fail mode decides it (open: taken; closed:
  * only critical requests pass; local: this server's share, a token taken).
  * True when it shed the call. */
-static bool cap_fallback(sl_store_worker *sw, sl_store_call *c, bool *took) {
-    sl_store_capacity *cap = c->cap;
+static bool cap_fallback(sl__store_worker *sw, sl__store_call *c, bool *took) {
+    sl__store_capacity *cap = c->cap;
     *took = false;
     c->cap_refused = false;
     c->cap_retry = 0;
     switch (cap->on_failure) {
-    case SL_FAIL_OPEN:
-        c->cap_from = SL_FROM_OPEN;
+    case SL__FAIL_OPEN:
+        c->cap_from = SL__FROM_OPEN;
         return false;
-    case SL_FAIL_CLOSED:
-        c->cap_from = SL_FROM_CLOSED;
+    case SL__FAIL_CLOSED:
+        c->cap_from = SL__FROM_CLOSED;
         if (c->cap_priority == SL_PRIORITY_CRITICAL) return false;
         c->cap_refused = true;
         c->cap_retry = closed_retry(sw, c);
         return true;
     default: {
-        c->cap_from = SL_FROM_LOCAL;
+        c->cap_from = SL__FROM_LOCAL;
         sl_shed_decision d;
         if (sl_shed_admit(cap->local, c->cap_priority, 1, c->now, &d) == SL_OK && d.admitted) {
             *took = true;
@@ -263,9 +264,9 @@ static bool cap_fallback(sl_store_worker *sw, sl_store_call *c, bool *took) {
     }
 }
 
-static void items_without_redis(sl_store_worker *sw, sl_store_call *c);
+static void items_without_redis(sl__store_worker *sw, sl__store_call *c);
 
-static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
+static void decide_without_redis(sl__store_worker *sw, sl__store_call *c) {
     for (size_t i = 0; i < c->n; i++) c->items[i].decided = false;
     bool took = false;
     if (c->cap && cap_fallback(sw, c, &took)) {
@@ -279,11 +280,11 @@ static void decide_without_redis(sl_store_worker *sw, sl_store_call *c) {
     if (took && refused) sl_shed_refund(c->cap->local, 1, c->now); /* not used after all */
 }
 
-static void items_without_redis(sl_store_worker *sw, sl_store_call *c) {
+static void items_without_redis(sl__store_worker *sw, sl__store_call *c) {
     /* closed: the first enforced limit that fails closed refuses the request */
     for (size_t i = 0; i < c->n; i++) {
-        sl_store_item *it = &c->items[i];
-        if (it->group != 0 || it->limit->on_failure != SL_FAIL_CLOSED) continue;
+        sl__store_item *it = &c->items[i];
+        if (it->group != 0 || it->limit->on_failure != SL__FAIL_CLOSED) continue;
         int64_t retry = closed_retry(sw, c);
         it->decision = (sl_decision){.allowed = false,
                                      .limit = sl_params_limit(sl__store_item_params(it)),
@@ -291,26 +292,26 @@ static void items_without_redis(sl_store_worker *sw, sl_store_call *c) {
                                      .retry_after = retry,
                                      .reset_after = retry};
         it->decided = true;
-        c->from = SL_FROM_CLOSED;
+        c->from = SL__FROM_CLOSED;
         c->retry_closed = retry;
         return;
     }
     /* local: the fallback tables decide their limits together; open: allowed */
-    sl_check checks[SL_STORE_MAX_ITEMS];
-    const sl__plan *plans[SL_STORE_MAX_ITEMS];
-    size_t idx[SL_STORE_MAX_ITEMS], nl = 0;
-    c->from = SL_FROM_OPEN;
+    sl_check checks[SL__STORE_MAX_ITEMS];
+    const sl__plan *plans[SL__STORE_MAX_ITEMS];
+    size_t idx[SL__STORE_MAX_ITEMS], nl = 0;
+    c->from = SL__FROM_OPEN;
     for (size_t i = 0; i < c->n; i++) {
-        sl_store_item *it = &c->items[i];
+        sl__store_item *it = &c->items[i];
         if (it->group != 0) continue;
-        if (it->limit->on_failure == SL_FAIL_LOCAL && it->limit->fallback) {
+        if (it->limit->on_failure == SL__FAIL_LOCAL && it->limit->fallback) {
             checks[nl] = (sl_check){.table = it->limit->fallback,
                                     .key = it->key,
                                     .keylen = it->keylen,
                                     .cost = it->cost};
             plans[nl] = it->plan;
             idx[nl++] = i;
-            c->from = SL_FROM_LOCAL;
+            c->from = SL__FROM_LOCAL;
         } else {
             int64_t l = sl_params_limit(sl__store_item_params(it));
             it->decision = (sl_decision){.allowed = true, .limit = l, .remaining = l};
@@ -321,7 +322,7 @@ static void items_without_redis(sl_store_worker *sw, sl_store_call *c) {
     size_t r = nl;
     int rc = sl__table_check_all_with(checks, plans, nl, c->now, &r);
     for (size_t k = 0; k < nl; k++) {
-        sl_store_item *it = &c->items[idx[k]];
+        sl__store_item *it = &c->items[idx[k]];
         it->decision = checks[k].decision;
         it->decided = rc == SL_OK || k == r;
         if (rc != SL_OK && k == r) {
@@ -333,16 +334,16 @@ static void items_without_redis(sl_store_worker *sw, sl_store_call *c) {
 
 /* ---- script calls -------------------------------------------------------------------- */
 
-static void complete(sl_store_call *c) {
-    sl_store_worker *sw = (sl_store_worker *)c->store;
+static void complete(sl__store_call *c) {
+    sl__store_worker *sw = (sl__store_worker *)c->store;
     call_state *st = c->state;
     if (c->failed) {
         decide_without_redis(sw, c);
     } else {
-        c->from = SL_FROM_REDIS;
+        c->from = SL__FROM_REDIS;
         /* Redis's refusals go to the deny cache */
         for (size_t i = 0; sw->deny && i < c->n; i++) {
-            sl_store_item *it = &c->items[i];
+            sl__store_item *it = &c->items[i];
             /* an any-rate key (CL.THROTTLE) may be charged meanwhile under
              * other parameters, and be allowed under others: never cached */
             if (it->group != 0 || !it->decided || it->decision.allowed ||
@@ -366,33 +367,33 @@ static void complete(sl_store_call *c) {
 
 /* The script items of a request's part: the capacity first when it has it,
  * then its items; returns how many (pt->n, or pt->n + 1). */
-static size_t script_items(const sl_store_call *c, const part *pt, sl_script_item *si) {
+static size_t script_items(const sl__store_call *c, const part *pt, sl__script_item *si) {
     const call_state *st = c->state;
     if (pt->cap) {
-        const sl_store_capacity *cap = c->cap;
-        *si++ = (sl_script_item){.params = &cap->params,
-                                 .rkey = st->rkeys + st->cap_off,
-                                 .rkeylen = st->cap_end - st->cap_off,
-                                 .cost = 1,
-                                 .floor = cap->floor[c->cap_priority],
-                                 .group = 0};
+        const sl__store_capacity *cap = c->cap;
+        *si++ = (sl__script_item){.params = &cap->params,
+                                  .rkey = st->rkeys + st->cap_off,
+                                  .rkeylen = st->cap_end - st->cap_off,
+                                  .cost = 1,
+                                  .floor = cap->floor[c->cap_priority],
+                                  .group = 0};
     }
     for (size_t k = 0; k < pt->n; k++) {
-        const sl_store_item *it = &c->items[pt->idx[k]];
-        si[k] = (sl_script_item){.params = sl__store_item_params(it),
-                                 .calendar_month = it->limit->calendar_month,
-                                 .any_rate = it->limit->any_rate,
-                                 .rkey = st->rkey[pt->idx[k]],
-                                 .rkeylen = st->rkeylen[pt->idx[k]],
-                                 .cost = it->cost,
-                                 .group = it->group};
+        const sl__store_item *it = &c->items[pt->idx[k]];
+        si[k] = (sl__script_item){.params = sl__store_item_params(it),
+                                  .calendar_month = it->limit->calendar_month,
+                                  .any_rate = it->limit->any_rate,
+                                  .rkey = st->rkey[pt->idx[k]],
+                                  .rkeylen = st->rkeylen[pt->idx[k]],
+                                  .cost = it->cost,
+                                  .group = it->group};
     }
     return pt->n + pt->cap;
 }
 
 /* A request's script call is over: ok, or failed (its fail modes decide). */
 static void part_done(part *pt, bool ok) {
-    sl_store_call *c = pt->c;
+    sl__store_call *c = pt->c;
     if (!ok) c->failed = true;
     if (--c->parts_left == 0) complete(c);
 }
@@ -402,7 +403,7 @@ static void flight_fail(flight *f) {
     free(f);
 }
 
-static void enqueue(sl_redis_queued **head, sl_redis_queued ***tail, sl_redis_queued *q) {
+static void enqueue(sl__redis_queued **head, sl__redis_queued ***tail, sl__redis_queued *q) {
     q->next = NULL;
     if (!*head) *tail = head;
     **tail = q;
@@ -418,18 +419,18 @@ static void enqueue(sl_redis_queued **head, sl_redis_queued ***tail, sl_redis_qu
  * free answers under it). A call that fails again here joins the end of
  * the line, behind nothing but what this turn's dones started. */
 static void on_idle(uv_idle_t *h) {
-    sl_store_worker *sw = h->data;
+    sl__store_worker *sw = h->data;
     uv_idle_stop(&sw->idle);
     sw->idle_on = false;
     while (sw->later) {
-        sl_redis_queued *q = sw->later;
+        sl__redis_queued *q = sw->later;
         sw->later = q->next;
         q->run(q, true);
     }
 }
 
 /* q goes behind the failed calls (on_idle runs it). */
-static void run_later(sl_store_worker *sw, sl_redis_queued *q) {
+static void run_later(sl__store_worker *sw, sl__redis_queued *q) {
     enqueue(&sw->later, &sw->later_tail, q);
     if (!sw->idle_on) {
         uv_idle_start(&sw->idle, on_idle);
@@ -437,7 +438,7 @@ static void run_later(sl_store_worker *sw, sl_redis_queued *q) {
     }
 }
 
-static void flight_failed_run(sl_redis_queued *q, bool send) {
+static void flight_failed_run(sl__redis_queued *q, bool send) {
     (void)send;
     flight_fail((flight *)(void *)q);
 }
@@ -450,7 +451,7 @@ static void flight_fail_later(flight *f) {
 
 /* The script items of every request of f, request k's groups moved to
  * 2k + g. si has room for f->nitems. */
-static void flight_items(const flight *f, sl_script_item *si) {
+static void flight_items(const flight *f, sl__script_item *si) {
     size_t o = 0;
     for (size_t k = 0; k < f->nparts; k++) {
         const part *pt = f->parts[k];
@@ -463,8 +464,8 @@ static void flight_items(const flight *f, sl_script_item *si) {
 static void on_flight(void *arg, const redisReply *reply, int status);
 
 static void flight_send(flight *f) {
-    sl_store_worker *sw = f->sw;
-    sl_script_item *si = malloc(f->nitems * sizeof *si);
+    sl__store_worker *sw = f->sw;
+    sl__script_item *si = malloc(f->nitems * sizeof *si);
     if (!si) {
         flight_fail_later(f);
         return;
@@ -476,10 +477,10 @@ static void flight_send(flight *f) {
     /* the module where the node has it (unknown before its first connect
        has answered: the script, or with require the module) */
     int has = sl__redis_has_command(sw->redis, f->slot);
-    sl_redis_module_mode mode = sw->cfg->module;
+    sl__redis_module_mode mode = sw->cfg->module;
     bool cap = false; /* a capacity's floor: only the script knows it */
     for (size_t k = 0; k < f->nparts; k++) cap |= f->parts[k]->cap;
-    if (mode == SL_REDIS_MODULE_REQUIRE) {
+    if (mode == SL__REDIS_MODULE_REQUIRE) {
         atomic_store(&sw->stats->module_missing, has == 0);
         if (has == 0 && !cap) { /* refused: the fail modes answer */
             free(si);
@@ -487,12 +488,12 @@ static void flight_send(flight *f) {
             return;
         }
     }
-    f->via_module = !cap && (mode == SL_REDIS_MODULE_REQUIRE ||
-                             (mode == SL_REDIS_MODULE_AUTO && has == 1 && !f->no_module &&
+    f->via_module = !cap && (mode == SL__REDIS_MODULE_REQUIRE ||
+                             (mode == SL__REDIS_MODULE_AUTO && has == 1 && !f->no_module &&
                               uv_now(sw->loop) >= sw->no_module_until));
-    sl_script_command how = f->via_module    ? SL_SCRIPT_MODULE
-                            : f->with_source ? SL_SCRIPT_EVAL
-                                             : SL_SCRIPT_EVALSHA;
+    sl__script_command how = f->via_module    ? SL__SCRIPT_MODULE
+                             : f->with_source ? SL__SCRIPT_EVAL
+                                              : SL__SCRIPT_EVALSHA;
     sl__counter_add(f->via_module ? &sw->stats->module_calls : &sw->stats->script_calls, 1);
     atomic_store(&sw->stats->module_now, f->via_module);
     sl__redis_script_format_as(&sw->cmd, how, si, f->nitems, now_us);
@@ -514,12 +515,12 @@ static void flight_send(flight *f) {
 
 static void on_flight(void *arg, const redisReply *reply, int status) {
     flight *f = arg;
-    sl_store_worker *sw = f->sw;
+    sl__store_worker *sw = f->sw;
     if (f->sending) { /* failed inside sl__redis_call (never a reply): flight_send defers it */
         f->failed_now = true;
         return;
     }
-    if (status == SL_REDIS_OK && reply->type == REDIS_REPLY_ERROR && !f->with_source &&
+    if (status == SL__REDIS_OK && reply->type == REDIS_REPLY_ERROR && !f->with_source &&
         strncmp(reply->str, "NOSCRIPT", 8) == 0) {
         /* Redis lost the script (restart, SCRIPT FLUSH, failover): EVAL loads it again */
         sl__counter_add(&sw->stats->noscript_reloads, 1);
@@ -527,8 +528,8 @@ static void on_flight(void *arg, const redisReply *reply, int status) {
         flight_send(f);
         return;
     }
-    if (status == SL_REDIS_OK && reply->type == REDIS_REPLY_ERROR && f->via_module &&
-        sw->cfg->module == SL_REDIS_MODULE_AUTO &&
+    if (status == SL__REDIS_OK && reply->type == REDIS_REPLY_ERROR && f->via_module &&
+        sw->cfg->module == SL__REDIS_MODULE_AUTO &&
         strncmp(reply->str, "ERR unknown command", 19) == 0) {
         /* the module went away (MODULE UNLOAD, a failover to a node without
            it) before the next connect asks again: the script */
@@ -537,7 +538,7 @@ static void on_flight(void *arg, const redisReply *reply, int status) {
         flight_send(f);
         return;
     }
-    sl_script_item *si = status == SL_REDIS_OK ? malloc(f->nitems * sizeof *si) : NULL;
+    sl__script_item *si = status == SL__REDIS_OK ? malloc(f->nitems * sizeof *si) : NULL;
     bool ok = si != NULL;
     if (ok) {
         char err[160];
@@ -552,15 +553,15 @@ static void on_flight(void *arg, const redisReply *reply, int status) {
     size_t o = 0;
     for (size_t k = 0; k < f->nparts; k++) {
         part *pt = f->parts[k];
-        sl_store_call *c = pt->c;
+        sl__store_call *c = pt->c;
         if (ok && pt->cap) { /* the capacity's decision (decide.lua: its floor) */
             c->cap_refused = !si[o].decision.allowed;
             c->cap_retry = si[o].decision.retry_after;
-            c->cap_from = SL_FROM_REDIS;
+            c->cap_from = SL__FROM_REDIS;
         }
         o += pt->cap;
         for (size_t j = 0; ok && j < pt->n; j++) {
-            sl_store_item *it = &c->items[pt->idx[j]];
+            sl__store_item *it = &c->items[pt->idx[j]];
             it->decision = si[o + j].decision;
             it->decided = si[o + j].decided;
         }
@@ -571,10 +572,10 @@ static void on_flight(void *arg, const redisReply *reply, int status) {
     free(f);
 }
 
-static void flight_run(sl_redis_queued *q, bool send);
+static void flight_run(sl__redis_queued *q, bool send);
 
 /* q goes out now, or behind the failed calls waiting to be answered. */
-static void run_in_turn(sl_store_worker *sw, sl_redis_queued *q) {
+static void run_in_turn(sl__store_worker *sw, sl__redis_queued *q) {
     if (sw->later)
         run_later(sw, q);
     else
@@ -583,11 +584,11 @@ static void run_in_turn(sl_store_worker *sw, sl_redis_queued *q) {
 
 /* The loop iteration is over: every script call being filled goes out. */
 static void on_check(uv_check_t *h) {
-    sl_store_worker *sw = h->data;
+    sl__store_worker *sw = h->data;
     uv_check_stop(&sw->check);
     sw->check_on = false;
     while (sw->fifo) {
-        sl_redis_queued *q = sw->fifo;
+        sl__redis_queued *q = sw->fifo;
         sw->fifo = q->next;
         run_in_turn(sw, q);
     }
@@ -598,7 +599,7 @@ static void on_check(uv_check_t *h) {
     }
 }
 
-static void flight_run(sl_redis_queued *q, bool send) {
+static void flight_run(sl__redis_queued *q, bool send) {
     flight *f = (flight *)(void *)q;
     if (send)
         flight_send(f);
@@ -607,7 +608,7 @@ static void flight_run(sl_redis_queued *q, bool send) {
 }
 
 /* A call goes out now, or behind what is queued. */
-static void flight_out(sl_store_worker *sw, flight *f) {
+static void flight_out(sl__store_worker *sw, flight *f) {
     f->q.run = flight_run;
     if (!sw->fifo) {
         run_in_turn(sw, &f->q);
@@ -616,8 +617,8 @@ static void flight_out(sl_store_worker *sw, flight *f) {
     enqueue(&sw->fifo, &sw->fifo_tail, &f->q);
 }
 
-void sl__redis_store_after(sl_store *s, sl_redis_queued *q) {
-    sl_store_worker *sw = (sl_store_worker *)s;
+void sl__redis_store_after(sl__store *s, sl__redis_queued *q) {
+    sl__store_worker *sw = (sl__store_worker *)s;
     if (!sw->check_on) { /* nothing waits for the end of the iteration: now, or behind the failed */
         run_in_turn(sw, q);
         return;
@@ -631,7 +632,7 @@ void sl__redis_store_after(sl_store *s, sl_redis_queued *q) {
 }
 
 /* Adds a request to the script call of its slot being filled. */
-static void send_part(sl_store_worker *sw, part *pt) {
+static void send_part(sl__store_worker *sw, part *pt) {
     size_t j = 0;
     while (j < sw->nopen && sw->open[j]->slot != pt->slot) j++;
     size_t m = pt->n + pt->cap;
@@ -667,18 +668,18 @@ static void send_part(sl_store_worker *sw, part *pt) {
     }
 }
 
-static void redis_decide(sl_store *s, sl_store_call *c) {
-    sl_store_worker *sw = (sl_store_worker *)s;
+static void redis_decide(sl__store *s, sl__store_call *c) {
+    sl__store_worker *sw = (sl__store_worker *)s;
     c->store = s;
     c->rc = 0;
     c->rc_item = c->n;
     c->failed = false;
-    c->from = SL_FROM_REDIS;
+    c->from = SL__FROM_REDIS;
     /* the Redis keys, built once into one buffer that the call state owns */
     call_state *st = calloc(1, sizeof *st);
-    sl_buf kb;
+    sl__buf kb;
     sl__buf_init(&kb);
-    size_t off[SL_STORE_MAX_ITEMS];
+    size_t off[SL__STORE_MAX_ITEMS];
     for (size_t i = 0; st && i < c->n; i++) {
         c->items[i].decided = false;
         off[i] = kb.len;
@@ -706,7 +707,7 @@ static void redis_decide(sl_store *s, sl_store_call *c) {
 
     /* the deny cache: an enforced limit that Redis refused until later */
     for (size_t i = 0; sw->deny && i < c->n; i++) {
-        sl_store_item *it = &c->items[i];
+        sl__store_item *it = &c->items[i];
         if (it->group != 0 || it->cost <= 0 || it->limit->any_rate) continue;
         uint64_t h1, h2;
         deny_entry *e = deny_slot(sw, st->rkey[i], st->rkeylen[i], &h1, &h2);
@@ -723,7 +724,7 @@ static void redis_decide(sl_store *s, sl_store_call *c) {
                                      .retry_after = retry,
                                      .reset_after = reset > retry ? reset : retry};
         it->decided = true;
-        c->from = SL_FROM_DENY_CACHE; /* a capacity is not charged (nor asked) */
+        c->from = SL__FROM_DENY_CACHE; /* a capacity is not charged (nor asked) */
         state_free(c);
         c->done(c);
         return;

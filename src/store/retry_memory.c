@@ -4,15 +4,15 @@
 #include "sluice/error.h"
 #include "store/retry.h"
 
-void sl__memory_retry(sl_store *s, sl_retry_call *c) {
+void sl__memory_retry(sl__store *s, sl__retry_call *c) {
     (void)s;
-    c->from = SL_FROM_REDIS; /* "the store itself" */
+    c->from = SL__FROM_REDIS; /* "the store itself" */
     c->rc = sl_retry_note(c->limit->mem, c->key, c->keylen, c->retry, c->now, &c->d);
     c->done(c);
 }
 
-void sl__retry_count(sl_retry_call *c) {
-    sl_retry_limit *l = c->limit;
+void sl__retry_count(sl__retry_call *c) {
+    sl__retry_limit *l = c->limit;
     if (!c->retry) {
         atomic_fetch_add_explicit(&l->firsts, 1, memory_order_relaxed);
         return;

@@ -27,17 +27,17 @@ const char *sl__retry_script_source(void) {
 }
 
 typedef struct rstate {
-    sl_retry_call *c;
-    sl_redis *redis;
+    sl__retry_call *c;
+    sl__redis *redis;
     uv_loop_t *loop;
-    const sl_redis_config *cfg;
+    const sl__redis_config *cfg;
     unsigned slot;
     bool with_source;
     size_t rkeylen;
     char rkey[]; /* any bytes: the client key's included */
 } rstate;
 
-static void put_int(sl_buf *b, long long v) {
+static void put_int(sl__buf *b, long long v) {
     char t[24];
     int n = snprintf(t, sizeof t, "%lld", v);
     sl__buf_bulk(b, t, (size_t)n);
@@ -46,9 +46,9 @@ static void put_int(sl_buf *b, long long v) {
 static void on_reply(void *arg, const redisReply *r, int status);
 
 static void send_call(rstate *st) {
-    sl_retry_call *c = st->c;
+    sl__retry_call *c = st->c;
     const sl_retry_options *o = &c->limit->opts;
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__buf_puts(&b, "*9\r\n");
     if (st->with_source) {
@@ -67,7 +67,7 @@ static void send_call(rstate *st) {
     put_int(&b, st->cfg->script_now ? (long long)(c->now / 1000) : 0);
     if (b.failed) {
         sl__buf_free(&b);
-        on_reply(st, NULL, SL_REDIS_EIO);
+        on_reply(st, NULL, SL__REDIS_EIO);
         return;
     }
     sl__redis_call(st->redis, st->slot, b.data, b.len, on_reply, st);
@@ -76,16 +76,16 @@ static void send_call(rstate *st) {
 
 /* Redis did not answer: the limit's fail mode decides. */
 static void without_redis(rstate *st) {
-    sl_retry_call *c = st->c;
-    sl_retry_limit *l = c->limit;
+    sl__retry_call *c = st->c;
+    sl__retry_limit *l = c->limit;
     c->rc = SL_OK;
-    if (l->on_failure == SL_FAIL_LOCAL && l->fallback) {
-        c->from = SL_FROM_LOCAL;
+    if (l->on_failure == SL__FAIL_LOCAL && l->fallback) {
+        c->from = SL__FROM_LOCAL;
         c->rc = sl_retry_note(l->fallback, c->key, c->keylen, c->retry, c->now, &c->d);
         return;
     }
-    bool closed = l->on_failure == SL_FAIL_CLOSED;
-    c->from = closed ? SL_FROM_CLOSED : SL_FROM_OPEN;
+    bool closed = l->on_failure == SL__FAIL_CLOSED;
+    c->from = closed ? SL__FROM_CLOSED : SL__FROM_OPEN;
     c->d = (sl_retry_decision){.allowed = !c->retry || !closed, .budget = l->opts.min_retries};
     if (c->d.allowed) return;
     uint64_t at = sl__redis_retry_at(st->redis, st->slot), now = uv_now(st->loop);
@@ -95,7 +95,7 @@ static void without_redis(rstate *st) {
 
 static void on_reply(void *arg, const redisReply *r, int status) {
     rstate *st = arg;
-    sl_retry_call *c = st->c;
+    sl__retry_call *c = st->c;
     if (!st->with_source && sl__redis_reply_noscript(r, status)) {
         st->with_source = true;
         send_call(st);
@@ -108,7 +108,7 @@ static void on_reply(void *arg, const redisReply *r, int status) {
         without_redis(st);
     } else {
         const sl_retry_options *o = &c->limit->opts;
-        c->from = SL_FROM_REDIS;
+        c->from = SL__FROM_REDIS;
         c->rc = SL_OK;
         c->d = (sl_retry_decision){.allowed = ok == 1,
                                    .firsts = F,
@@ -123,14 +123,14 @@ static void on_reply(void *arg, const redisReply *r, int status) {
     c->done(c);
 }
 
-void sl__redis_retry(sl_store *s, sl_retry_call *c) {
+void sl__redis_retry(sl__store *s, sl__retry_call *c) {
     uv_loop_t *loop;
-    const sl_redis_config *cfg;
-    sl_redis *redis;
+    const sl__redis_config *cfg;
+    sl__redis *redis;
     sl__redis_store_parts(s, &loop, &cfg, &redis);
-    char ns[SL_RETRY_NS_MAX];
+    char ns[SL__RETRY_NS_MAX];
     snprintf(ns, sizeof ns, "%s~retry", c->limit->name); /* '~' is in no policy name */
-    sl_buf k;
+    sl__buf k;
     sl__buf_init(&k);
     sl__redis_key(&k, cfg->prefix, ns, c->key, c->keylen);
     rstate *st = k.failed ? NULL : malloc(sizeof *st + k.len + 1);
@@ -138,7 +138,7 @@ void sl__redis_retry(sl_store *s, sl_retry_call *c) {
         sl__buf_free(&k);
         c->rc = SL_ENOMEM;
         c->d = (sl_retry_decision){.allowed = !c->retry};
-        c->from = SL_FROM_REDIS;
+        c->from = SL__FROM_REDIS;
         c->done(c);
         return;
     }

@@ -2,7 +2,7 @@
  * completion contract, whatever keeps the state.
  *
  * A store decides a call: n items, each one configured limit (an
- * sl_store_limit, bound when its policy set, domain set or CL.THROTTLE
+ * sl__store_limit, bound when its policy set, domain set or CL.THROTTLE
  * table is built) used with a key and a cost, in group 0 (enforced) or 1
  * (shadow). The contract, the same for every store:
  * - sl__store_decide calls c->done exactly once, either before it returns
@@ -43,12 +43,12 @@
  *   -1, reset_after 0 (the first such item is the refusal); every other
  *   item is a look as above;
  * - c->from says where the decision came from (the memory store: always
- *   SL_FROM_REDIS, "the store itself"); c->rc is 0, or a table error
+ *   SL__FROM_REDIS, "the store itself"); c->rc is 0, or a table error
  *   (SL_EKEY, SL_ENOMEM, SL_EINVAL) of item c->rc_item, nothing charged.
  * redis_script.h states the same groups for the script; test_differential.c
  * checks that both stores answer alike, field by field.
  *
- * The stores (each behind sl_store_ops, built by the engine only,
+ * The stores (each behind sl__store_ops, built by the engine only,
  * policy/decide.h):
  * - memory.h: the limits' own tables, decided inline;
  * - redis_store.h: Redis (exact mode), with the deny cache, fail modes,
@@ -69,33 +69,33 @@
 #include "store/redis_client.h"
 #include "store/redis_config.h"
 
-#define SL_STORE_MAX_ITEMS 16 /* = SL_CHECK_MAX */
-#define SL_STORE_STRIPES   64 /* key stripes of a calendar quota (memory store) */
+#define SL__STORE_MAX_ITEMS 16 /* = SL_CHECK_MAX */
+#define SL__STORE_STRIPES   64 /* key stripes of a calendar quota (memory store) */
 
 /* Where a decision came from. */
-typedef enum sl_store_from {
-    SL_FROM_REDIS = 0, /* the store itself (Redis, or the memory tables) */
-    SL_FROM_DENY_CACHE,
-    SL_FROM_OPEN,   /* Redis failed: allowed (fail open) */
-    SL_FROM_CLOSED, /* Redis failed: refused (fail closed) */
-    SL_FROM_LOCAL,  /* Redis failed: decided by the local fallback table */
-    SL_FROM_COUNT
-} sl_store_from;
+typedef enum sl__store_from {
+    SL__FROM_REDIS = 0, /* the store itself (Redis, or the memory tables) */
+    SL__FROM_DENY_CACHE,
+    SL__FROM_OPEN,   /* Redis failed: allowed (fail open) */
+    SL__FROM_CLOSED, /* Redis failed: refused (fail closed) */
+    SL__FROM_LOCAL,  /* Redis failed: decided by the local fallback table */
+    SL__FROM_COUNT
+} sl__store_from;
 
 /* The fail mode that made a decision: "open", "closed" or "local"; NULL
- * when the store itself decided (SL_FROM_REDIS, SL_FROM_DENY_CACHE). The one
+ * when the store itself decided (SL__FROM_REDIS, SL__FROM_DENY_CACHE). The one
  * spelling of answers' fallback fields, headers and metric labels. */
-static inline const char *sl__store_fallback_name(sl_store_from from) {
-    return from == SL_FROM_OPEN     ? "open"
-           : from == SL_FROM_CLOSED ? "closed"
-           : from == SL_FROM_LOCAL  ? "local"
-                                    : NULL;
+static inline const char *sl__store_fallback_name(sl__store_from from) {
+    return from == SL__FROM_OPEN     ? "open"
+           : from == SL__FROM_CLOSED ? "closed"
+           : from == SL__FROM_LOCAL  ? "local"
+                                     : NULL;
 }
 
 /* One configured limit as the stores see it. Filled by its owner (a
  * policy, a domain limit, CL.THROTTLE's table), which keeps it alive while
  * calls use it. */
-typedef struct sl_store_limit {
+typedef struct sl__store_limit {
     const char *name;        /* the Redis key namespace (a policy's name, "cell:tat", ...) */
     const sl_params *params; /* NULL for an any-rate limit: each item brings its own */
     bool calendar_month;     /* a calendar-month quota (fixed window of 31 days) */
@@ -104,16 +104,16 @@ typedef struct sl_store_limit {
        may create it then: Envoy rules' tables are made on first use) */
     _Atomic(sl_table *) table;
     pthread_mutex_t
-        *stripes;            /* calendar quotas: SL_STORE_STRIPES locks (sl__store_limit_stripes) */
-    sl_fail_mode on_failure; /* the Redis store: what to do when Redis fails */
+        *stripes; /* calendar quotas: SL__STORE_STRIPES locks (sl__store_limit_stripes) */
+    sl__fail_mode on_failure;     /* the Redis store: what to do when Redis fails */
     _Atomic(sl_table *) fallback; /* ... and its local table (fail mode local), or NULL */
-    atomic_uint_fast64_t from[SL_FROM_COUNT]; /* decisions of its enforced uses, by origin */
-} sl_store_limit;
+    atomic_uint_fast64_t from[SL__FROM_COUNT]; /* decisions of its enforced uses, by origin */
+} sl__store_limit;
 
 /* Gives l the stripe locks of a calendar quota. Returns 0 or SL_ENOMEM. */
-int sl__store_limit_stripes(sl_store_limit *l);
+int sl__store_limit_stripes(sl__store_limit *l);
 /* Destroys what sl__store_limit_stripes made (not the tables: their owner's). */
-void sl__store_limit_stripes_free(sl_store_limit *l);
+void sl__store_limit_stripes_free(sl__store_limit *l);
 
 /* A load-shedding capacity (sluice/shed.h: a token bucket with a floor per
  * priority), owned by the policy set (policy.c). `local` is this server's
@@ -121,20 +121,20 @@ void sl__store_limit_stripes_free(sl_store_limit *l);
  * with `fleet` its share at rate / expected_instances, used when Redis
  * fails (on_failure local). With `fleet` a store whose ops have `capacity`
  * decides it for the whole fleet: one key (`name`) in Redis. */
-typedef struct sl_store_capacity {
+typedef struct sl__store_capacity {
     bool fleet;
     const char *name;             /* the Redis key's name part (not a policy name) */
     sl_params params;             /* a token bucket: the capacity's rate and burst */
     int64_t floor[SL_PRIORITIES]; /* tokens a take must leave, by priority (the reserves) */
-    sl_fail_mode on_failure;      /* fleet: when Redis fails (closed: only critical passes) */
+    sl__fail_mode on_failure;     /* fleet: when Redis fails (closed: only critical passes) */
     sl_shed *local;
-    atomic_uint_fast64_t from[SL_FROM_COUNT]; /* fleet: its decisions by origin */
-} sl_store_capacity;
+    atomic_uint_fast64_t from[SL__FROM_COUNT]; /* fleet: its decisions by origin */
+} sl__store_capacity;
 
 /* One limit of a call. */
-typedef struct sl_store_item {
+typedef struct sl__store_item {
     /* in */
-    sl_store_limit *limit;
+    sl__store_limit *limit;
     const sl_params *params;     /* any-rate: this call's parameters; else NULL (the limit's) */
     const struct sl__plan *plan; /* any-rate: params compiled (core/table_any.h) */
     const char *key;             /* lives until done */
@@ -144,48 +144,48 @@ typedef struct sl_store_item {
     /* out */
     sl_decision decision;
     bool decided;
-} sl_store_item;
+} sl__store_item;
 
-typedef struct sl_store_call sl_store_call;
-typedef void (*sl_store_done_fn)(sl_store_call *c);
+typedef struct sl__store_call sl__store_call;
+typedef void (*sl__store_done_fn)(sl__store_call *c);
 
-struct sl_store_call {
-    sl_store_item items[SL_STORE_MAX_ITEMS];
+struct sl__store_call {
+    sl__store_item items[SL__STORE_MAX_ITEMS];
     size_t n;
     int64_t now;          /* the worker's clock */
-    sl_store_from from;   /* out */
-    int64_t retry_closed; /* out, SL_FROM_CLOSED: ns until Redis is tried again */
+    sl__store_from from;  /* out */
+    int64_t retry_closed; /* out, SL__FROM_CLOSED: ns until Redis is tried again */
     int rc;               /* out: 0, or a table error of item rc_item (memory store) */
     size_t rc_item;
-    /* in: a fleet capacity (sl_store_capacity.fleet; only for a store with
+    /* in: a fleet capacity (sl__store_capacity.fleet; only for a store with
        ops.capacity) the call takes one token of at priority cap_priority,
        as the first item of group 0: if it refuses, group 0 refuses with
        nothing charged (its items are looked at, or not decided); if an
        item of group 0 refuses, it is not charged. NULL: none. */
-    sl_store_capacity *cap;
+    sl__store_capacity *cap;
     sl_priority cap_priority;
     /* out: refused by the capacity, and when this priority would pass (ns);
        cap_from: who decided it (Redis, or its fail mode) */
     bool cap_refused;
     int64_t cap_retry;
-    sl_store_from cap_from;
-    sl_store_done_fn done;
+    sl__store_from cap_from;
+    sl__store_done_fn done;
     void *arg;
     /* the store's own, while deciding */
-    struct sl_store *store;
+    struct sl__store *store;
     void *state;
     int parts_left;
     bool failed;
 };
 
 /* A parameter set's params: the item's own (any-rate), else its limit's. */
-static inline const sl_params *sl__store_item_params(const sl_store_item *it) {
+static inline const sl_params *sl__store_item_params(const sl__store_item *it) {
     return it->params ? it->params : it->limit->params;
 }
 
 /* Counters of one worker's store (written by it, read by /metrics). */
-typedef struct sl_store_stats {
-    sl_redis_stats redis; /* its Redis client */
+typedef struct sl__store_stats {
+    sl__redis_stats redis; /* its Redis client */
     atomic_uint_fast64_t deny_hits, deny_inserts;
     atomic_uint_fast64_t script_errors;
     atomic_uint_fast64_t noscript_reloads;
@@ -193,49 +193,49 @@ typedef struct sl_store_stats {
     atomic_uint_fast64_t module_calls, script_calls;
     atomic_int module_missing; /* module: require, and the worker's node lacks it */
     atomic_int module_now;     /* its latest decision call went as SLUICE.DECIDE */
-} sl_store_stats;
+} sl__store_stats;
 
-typedef struct sl_store sl_store;
-struct sl_lease_call;
-struct sl_retry_call;
-typedef struct sl_store_ops {
+typedef struct sl__store sl__store;
+struct sl__lease_call;
+struct sl__retry_call;
+typedef struct sl__store_ops {
     /* Decides c (the contract above). */
-    void (*decide)(sl_store *s, sl_store_call *c);
+    void (*decide)(sl__store *s, sl__store_call *c);
     /* Frees the store: calls in flight are answered first (fail modes);
      * the loop must run afterwards for what it closes. */
-    void (*free)(sl_store *s);
+    void (*free)(sl__store *s);
     /* Acquires, releases or renews a lease of a concurrency limit
      * (store/lease.h, the same completion contract); NULL: the store has
      * none (batched mode). */
-    void (*lease)(sl_store *s, struct sl_lease_call *c);
+    void (*lease)(sl__store *s, struct sl__lease_call *c);
     /* Forgets the state of each item's (limit, key), as if never used
      * (CL.THROTTLE's DEL): item.decided says whether there was one (the
      * store's own; the Redis store's local fallback table is emptied of the
      * key too but not counted); c->rc 0, or SL_EKEY / SL_ENOMEM of
-     * c->rc_item; c->from as for decide (a Redis that failed: SL_FROM_OPEN,
+     * c->rc_item; c->from as for decide (a Redis that failed: SL__FROM_OPEN,
      * nothing known, only the fallback forgotten); c->done exactly once,
      * maybe before it returns, under decide's rule (an operation completes
      * no call but its own). Calendar quotas are not forgotten. */
-    void (*forget)(sl_store *s, sl_store_call *c);
+    void (*forget)(sl__store *s, sl__store_call *c);
     /* Counts a first attempt or decides a retry of a policy's retry budget
      * (store/retry.h, the same completion contract). */
-    void (*retry)(sl_store *s, struct sl_retry_call *c);
-    /* decides a fleet capacity (sl_store_call.cap); else the engine takes
+    void (*retry)(sl__store *s, struct sl__retry_call *c);
+    /* decides a fleet capacity (sl__store_call.cap); else the engine takes
        the capacity's local share */
     bool capacity;
-} sl_store_ops;
+} sl__store_ops;
 
-struct sl_store {
-    const sl_store_ops *ops;
+struct sl__store {
+    const sl__store_ops *ops;
 };
 
-static inline void sl__store_decide(sl_store *s, sl_store_call *c) {
+static inline void sl__store_decide(sl__store *s, sl__store_call *c) {
     s->ops->decide(s, c);
 }
-static inline void sl__store_forget(sl_store *s, sl_store_call *c) {
+static inline void sl__store_forget(sl__store *s, sl__store_call *c) {
     s->ops->forget(s, c);
 }
-static inline void sl__store_free(sl_store *s) {
+static inline void sl__store_free(sl__store *s) {
     if (s) s->ops->free(s);
 }
 

@@ -7,16 +7,16 @@
 #include "util/buf.h"
 #include "util/units.h"
 
-void sl__buf_init(sl_buf *b) {
+void sl__buf_init(sl__buf *b) {
     memset(b, 0, sizeof *b);
 }
 
-void sl__buf_free(sl_buf *b) {
+void sl__buf_free(sl__buf *b) {
     free(b->data);
     sl__buf_init(b);
 }
 
-char *sl__buf_reserve(sl_buf *b, size_t n) {
+char *sl__buf_reserve(sl__buf *b, size_t n) {
     if (b->failed) return NULL;
     if (b->cap - b->len < n) {
         size_t cap = b->cap ? b->cap : 256;
@@ -38,28 +38,28 @@ char *sl__buf_reserve(sl_buf *b, size_t n) {
     return b->data + b->len;
 }
 
-void sl__buf_commit(sl_buf *b, size_t n) {
+void sl__buf_commit(sl__buf *b, size_t n) {
     b->len += n;
 }
 
-void sl__buf_append(sl_buf *b, const void *p, size_t n) {
+void sl__buf_append(sl__buf *b, const void *p, size_t n) {
     char *dst = sl__buf_reserve(b, n);
     if (!dst) return;
     if (n) memcpy(dst, p, n);
     b->len += n;
 }
 
-void sl__buf_puts(sl_buf *b, const char *s) {
+void sl__buf_puts(sl__buf *b, const char *s) {
     sl__buf_append(b, s, strlen(s));
 }
 
-void sl__buf_bulk(sl_buf *b, const void *p, size_t n) {
+void sl__buf_bulk(sl__buf *b, const void *p, size_t n) {
     sl__buf_printf(b, "$%zu\r\n", n);
     sl__buf_append(b, p, n);
     sl__buf_puts(b, "\r\n");
 }
 
-void sl__buf_printf(sl_buf *b, const char *fmt, ...) {
+void sl__buf_printf(sl__buf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     char tmp[256];
@@ -81,12 +81,12 @@ void sl__buf_printf(sl_buf *b, const char *fmt, ...) {
     b->len += (size_t)n;
 }
 
-void sl__buf_i64(sl_buf *b, int64_t v) {
+void sl__buf_i64(sl__buf *b, int64_t v) {
     char *p = sl__buf_reserve(b, SL__DECIMAL_MAX);
     if (p) sl__buf_commit(b, sl__decimal_i64(p, v));
 }
 
-void sl__buf_consume(sl_buf *b, size_t n) {
+void sl__buf_consume(sl__buf *b, size_t n) {
     if (n >= b->len) {
         b->len = 0;
         return;
@@ -95,7 +95,7 @@ void sl__buf_consume(sl_buf *b, size_t n) {
     b->len -= n;
 }
 
-void sl__buf_reset(sl_buf *b) {
+void sl__buf_reset(sl__buf *b) {
     b->len = 0;
     b->failed = false;
 }

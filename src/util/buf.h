@@ -10,26 +10,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct sl_buf {
+typedef struct sl__buf {
     char *data;
     size_t len, cap;
     bool failed;
-} sl_buf;
+} sl__buf;
 
-void sl__buf_init(sl_buf *b);
-void sl__buf_free(sl_buf *b);
+void sl__buf_init(sl__buf *b);
+void sl__buf_free(sl__buf *b);
 /* Makes room for n more bytes; returns a pointer to write them (then call
  * sl__buf_commit), or NULL on failure. */
-char *sl__buf_reserve(sl_buf *b, size_t n);
-void sl__buf_commit(sl_buf *b, size_t n);
-void sl__buf_append(sl_buf *b, const void *p, size_t n);
-void sl__buf_puts(sl_buf *b, const char *s);
-void sl__buf_printf(sl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void sl__buf_i64(sl_buf *b, int64_t v); /* decimal */
+char *sl__buf_reserve(sl__buf *b, size_t n);
+void sl__buf_commit(sl__buf *b, size_t n);
+void sl__buf_append(sl__buf *b, const void *p, size_t n);
+void sl__buf_puts(sl__buf *b, const char *s);
+void sl__buf_printf(sl__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sl__buf_i64(sl__buf *b, int64_t v); /* decimal */
 /* n bytes of p as one RESP bulk string ($n CRLF bytes CRLF): a Redis command's argument. */
-void sl__buf_bulk(sl_buf *b, const void *p, size_t n);
+void sl__buf_bulk(sl__buf *b, const void *p, size_t n);
 /* Drops the first n bytes (consumed input). */
-void sl__buf_consume(sl_buf *b, size_t n);
-void sl__buf_reset(sl_buf *b);
+void sl__buf_consume(sl__buf *b, size_t n);
+void sl__buf_reset(sl__buf *b);
 
 #endif

@@ -11,10 +11,10 @@
 
 #include "util/log.h"
 
-static atomic_int log_level = SL_LOG_INFO;
+static atomic_int log_level = SL__LOG_INFO;
 static const char *const names[] = {"error", "warn", "info", "debug"};
 
-void sl__log_set_level(sl_log_level level) {
+void sl__log_set_level(sl__log_level level) {
     atomic_store(&log_level, (int)level);
 }
 
@@ -27,7 +27,7 @@ int sl__log_parse_level(const char *name) {
 static atomic_uint_fast64_t limited_state, limited_dropped;
 static atomic_uint_fast64_t limited_dropped_total; /* never reset: for /metrics */
 
-__attribute__((format(printf, 3, 0))) static void vlog(sl_log_level level, const char *suffix,
+__attribute__((format(printf, 3, 0))) static void vlog(sl__log_level level, const char *suffix,
                                                        const char *fmt, va_list ap) {
     char line[1024];
     struct timespec ts;
@@ -46,7 +46,7 @@ __attribute__((format(printf, 3, 0))) static void vlog(sl_log_level level, const
     (void)w;
 }
 
-void sl__log(sl_log_level level, const char *fmt, ...) {
+void sl__log(sl__log_level level, const char *fmt, ...) {
     if ((int)level > atomic_load_explicit(&log_level, memory_order_relaxed)) return;
     va_list ap;
     va_start(ap, fmt);
@@ -54,14 +54,14 @@ void sl__log(sl_log_level level, const char *fmt, ...) {
     va_end(ap);
 }
 
-void sl__log_limited(int64_t now, sl_log_level level, const char *fmt, ...) {
+void sl__log_limited(int64_t now, sl__log_level level, const char *fmt, ...) {
     if ((int)level > atomic_load_explicit(&log_level, memory_order_relaxed)) return;
     uint64_t sec = now > 0 ? (uint64_t)(now / 1000000000) : 0;
     uint_fast64_t cur = atomic_load_explicit(&limited_state, memory_order_relaxed), next;
     do {
         if (sec > cur >> 8)
             next = sec << 8 | 1;
-        else if ((cur & 0xff) < SL_LOG_LIMITED_PER_SEC)
+        else if ((cur & 0xff) < SL__LOG_LIMITED_PER_SEC)
             next = cur + 1;
         else {
             atomic_fetch_add_explicit(&limited_dropped, 1, memory_order_relaxed);

@@ -73,7 +73,7 @@ static size_t each_line(const char *text, size_t len, void (*fn)(void *, size_t,
 typedef struct run {
     const char *text;
     size_t len, lines;
-    const sl_apikeys *keys;
+    const sl__apikeys *keys;
     size_t found, errors;
     int reports;
 } run;
@@ -83,7 +83,7 @@ static void check_found(void *ctx, size_t lineno, const line *l) {
     run *r = ctx;
     if (l->nf == 0) return;
     if (l->nf > 3) abort(); /* the parser refuses such a file */
-    const sl_apikey *k = sl__apikeys_find(r->keys, l->f[0], l->fl[0]);
+    const sl__apikey *k = sl__apikeys_find(r->keys, l->f[0], l->fl[0]);
     if (!k || k->keylen != l->fl[0] || memcmp(k->key, l->f[0], l->fl[0]) != 0) abort();
     if (k->key[k->keylen] != '\0') abort();
     int tier = -1;
@@ -106,8 +106,8 @@ static run *current;
 static void check_secret(void *ctx, size_t lineno, const line *l) {
     const char *msg = ctx;
     if (lineno != (size_t)current->reports || l->nf == 0 || l->fl[0] < 12) return;
-    char key[SL_APIKEY_MAX + 1];
-    size_t n = l->fl[0] > SL_APIKEY_MAX ? SL_APIKEY_MAX : l->fl[0];
+    char key[SL__APIKEY_MAX + 1];
+    size_t n = l->fl[0] > SL__APIKEY_MAX ? SL__APIKEY_MAX : l->fl[0];
     memcpy(key, l->f[0], n);
     key[n] = '\0';
     if (strlen(key) < 12) return; /* a NUL inside: not comparable as text */
@@ -140,7 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size) memcpy(text, data, size);
     run r = {.text = text, .len = size, .reports = -1};
     r.lines = each_line(text, size, NULL, NULL);
-    sl_apikeys *keys = NULL;
+    sl__apikeys *keys = NULL;
     int rc = sl__apikeys_parse(text, size, tier_of, NULL, on_error, &r, &keys);
     if (rc == 0) {
         if (!keys) abort();
@@ -148,7 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         each_line(text, size, check_found, &r);
         if (r.found != sl__apikeys_count(keys)) abort();
         /* not keys: the empty string, a too-long one, a key plus a byte */
-        static const char longkey[SL_APIKEY_MAX + 2] = {0};
+        static const char longkey[SL__APIKEY_MAX + 2] = {0};
         if (sl__apikeys_find(keys, "", 0)) abort();
         if (sl__apikeys_find(keys, longkey, sizeof longkey - 1)) abort();
         if (sl__apikeys_find(keys, "#", 1)) abort();

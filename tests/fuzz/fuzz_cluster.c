@@ -38,14 +38,14 @@ static void *bounded_create_array(const redisReadTask *task, int elements) {
     return default_create_array(task, elements);
 }
 
-static void check_map(const sl_cluster_map *m) {
-    if (m->nnodes > SL_CLUSTER_MAX_NODES) abort();
+static void check_map(const sl__cluster_map *m) {
+    if (m->nnodes > SL__CLUSTER_MAX_NODES) abort();
     for (size_t i = 0; i < m->nnodes; i++) {
-        const sl_cluster_node *n = &m->nodes[i];
+        const sl__cluster_node *n = &m->nodes[i];
         size_t hl = strnlen(n->host, sizeof n->host);
         if (hl == 0 || hl >= sizeof n->host || n->port == 0) abort();
     }
-    for (size_t s = 0; s < SL_CLUSTER_SLOTS; s++)
+    for (size_t s = 0; s < SL__CLUSTER_SLOTS; s++)
         if (m->node[s] < -1 || m->node[s] >= (int)m->nnodes) abort();
 }
 
@@ -60,9 +60,9 @@ static void check_redirect(const uint8_t *data, size_t size, size_t hostsize) {
     if (kind < 0 || kind > 2) abort();
     if (kind) {
         size_t hl = strnlen(host, hostsize);
-        if (hl >= hostsize || slot >= SL_CLUSTER_SLOTS || port == 0) abort();
+        if (hl >= hostsize || slot >= SL__CLUSTER_SLOTS || port == 0) abort();
         /* Redis's own spelling of the same redirection parses the same */
-        char again[128], host2[SL_CLUSTER_HOST_MAX + 8];
+        char again[128], host2[SL__CLUSTER_HOST_MAX + 8];
         int n = snprintf(again, sizeof again, "%s %u %s:%u", kind == 1 ? "MOVED" : "ASK", slot,
                          host, (unsigned)port);
         if (n < 0 || (size_t)n >= sizeof again) abort();
@@ -78,7 +78,7 @@ static void check_redirect(const uint8_t *data, size_t size, size_t hostsize) {
 
 static void check_keyslot(const uint8_t *data, size_t size) {
     unsigned slot = sl__cluster_keyslot(data, size);
-    if (slot >= SL_CLUSTER_SLOTS) abort();
+    if (slot >= SL__CLUSTER_SLOTS) abort();
     const uint8_t *open = memchr(data, '{', size);
     if (!open) return;
     size_t s = (size_t)(open - data) + 1;
@@ -89,7 +89,7 @@ static void check_keyslot(const uint8_t *data, size_t size) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static sl_cluster_map *map, *before;
+    static sl__cluster_map *map, *before;
     if (!map) {
         map = malloc(sizeof *map);
         before = malloc(sizeof *before);
@@ -98,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* start from a non-trivial map so that "unchanged" means something */
     sl__cluster_map_init(map);
     if (sl__cluster_map_node(map, "127.0.0.1", 9, 7000) != 0) abort();
-    for (size_t s = 0; s < SL_CLUSTER_SLOTS; s += 2) map->node[s] = 0;
+    for (size_t s = 0; s < SL__CLUSTER_SLOTS; s += 2) map->node[s] = 0;
 
     redisReader *rd = redisReaderCreate();
     if (!rd) abort();
@@ -135,7 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (memcmp(before, map, sizeof *map) != 0) abort();
         }
         if (r->type == REDIS_REPLY_ERROR && r->str)
-            check_redirect((const uint8_t *)r->str, r->len, SL_CLUSTER_HOST_MAX);
+            check_redirect((const uint8_t *)r->str, r->len, SL__CLUSTER_HOST_MAX);
         freeReplyObject(reply);
     }
     redisReaderFree(rd);

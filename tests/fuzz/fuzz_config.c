@@ -17,13 +17,13 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check_accepted(const sl_config *c) {
-    if (c->npolicies > SL_CONFIG_MAX_POLICIES) abort();
+static void check_accepted(const sl__config *c) {
+    if (c->npolicies > SL__CONFIG_MAX_POLICIES) abort();
     if (c->workers > 256) abort();
     for (size_t i = 0; i < c->npolicies; i++) {
-        const sl_policy_config *pc = &c->policies[i];
+        const sl__policy_config *pc = &c->policies[i];
         size_t n = strnlen(pc->name, sizeof pc->name);
-        if (n == 0 || n > SL_POLICY_NAME_MAX) abort();
+        if (n == 0 || n > SL__POLICY_NAME_MAX) abort();
         if (strspn(pc->name, "abcdefghijklmnopqrstuvwxyz0123456789_.-") != n) abort();
         if (sl_params_validate(&pc->params) != SL_OK) abort();
         if (sl__config_policy(c, pc->name, n) != pc) abort(); /* unique */
@@ -32,8 +32,8 @@ static void check_accepted(const sl_config *c) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static sl_config_errors errs;
-    sl_config *c = NULL;
+    static sl__config_errors errs;
+    sl__config *c = NULL;
     int rc = sl__config_parse((const char *)data, size, "fuzz.yaml", &c, &errs);
     if (rc == 0) {
         if (!c || errs.n != 0) abort();
@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     if ((rc != SL_EPARSE && rc != SL_EINVAL && rc != SL_ENOMEM) || c || errs.n == 0) abort();
-    size_t stored = errs.n < SL_CONFIG_MAX_ERRORS ? errs.n : SL_CONFIG_MAX_ERRORS;
+    size_t stored = errs.n < SL__CONFIG_MAX_ERRORS ? errs.n : SL__CONFIG_MAX_ERRORS;
     for (size_t i = 0; i < stored; i++) {
         if (!memchr(errs.msg[i], '\0', sizeof errs.msg[i])) abort();
         if (strncmp(errs.msg[i], "fuzz.yaml:", 10) != 0) abort();

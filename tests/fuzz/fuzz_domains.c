@@ -16,16 +16,16 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static sl_config_errors errs;
+    static sl__config_errors errs;
     errs.n = 0;
-    sl_domain_rules *r = NULL;
+    sl__domain_rules *r = NULL;
     int rc = sl__domain_rules_parse((const char *)data, size, "fuzz.yaml", &r, &errs);
     if (rc != 0) {
         if (r || errs.n == 0) abort();
         return 0;
     }
     if (!r) abort();
-    sl_domain_set *s = NULL;
+    sl__domain_set *s = NULL;
     char err[128];
     if (sl__domain_set_build(r, 1u << 20, NULL, 0, &s, err, sizeof err) != 0) {
         sl__domain_rules_free(r);
@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     sl__domain_rules_free(r);
     /* descriptors from the input: up to 4 entries split at '\n', each
      * "key:value" split at the first ':' or taken as a key with an empty value */
-    sl_rls_entry e[4];
+    sl__rls_entry e[4];
     size_t n = 0, start = 0;
     for (size_t i = 0; i <= size && n < 4; i++) {
         if (i < size && data[i] != '\n') continue;
@@ -51,8 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const char *const domains[] = {"d", "test-domain", "rl"};
     for (size_t d = 0; d < 3; d++)
         for (size_t m = 1; m <= n; m++) {
-            sl_rls_descriptor q = {.entries = e, .nentries = m};
-            sl_domain_match out;
+            sl__rls_descriptor q = {.entries = e, .nentries = m};
+            sl__domain_match out;
             if (!sl__domain_set_match(s, domains[d], strlen(domains[d]), &q, &out)) continue;
             if (!out.rule || strlen(out.rule) > (4u << 20)) abort();
             if (out.metadata && out.metadata[0] != '{') abort();

@@ -53,11 +53,11 @@ static const char RULES[] = "domain: d\n"
                             "  - key: z\n"
                             "    rate_limit: {unit: day, requests_per_unit: 0}\n";
 
-static sl_domain_set *rule_set(void) {
-    static sl_domain_set *set;
+static sl__domain_set *rule_set(void) {
+    static sl__domain_set *set;
     if (set) return set;
-    sl_domain_rules *r = NULL;
-    sl_config_errors e = {0};
+    sl__domain_rules *r = NULL;
+    sl__config_errors e = {0};
     CHECK(sl__domain_rules_parse(RULES, sizeof RULES - 1, "fuzz.yaml", &r, &e) == 0);
     char err[128];
     CHECK(sl__domain_set_build(r, 1u << 20, NULL, 0, &set, err, sizeof err) == 0);
@@ -65,7 +65,7 @@ static sl_domain_set *rule_set(void) {
     return set;
 }
 
-static void check_message(const sl_buf *b, size_t from) {
+static void check_message(const sl__buf *b, size_t from) {
     CHECK(b->len >= from + 5);
     const uint8_t *p = (const uint8_t *)b->data + from;
     CHECK(p[0] == 0);
@@ -74,18 +74,18 @@ static void check_message(const sl_buf *b, size_t from) {
 }
 
 static void connection(const uint8_t *data, size_t size, bool preface) {
-    static sl_limits_config limits;
+    static sl__limits_config limits;
     limits.max_body_bytes = 2048;
     limits.max_header_bytes = 4096;
-    sl_request_ctx rq = {.now = sl_now(), .domains = rule_set(), .limits = &limits};
+    sl__request_ctx rq = {.now = sl_now(), .domains = rule_set(), .limits = &limits};
     if (size < 1) return;
     uint32_t x = 0x9e3779b9u ^ data[0];
     bool split = data[0] & 1;
     data++;
     size--;
-    sl_buf out;
+    sl__buf out;
     sl__buf_init(&out);
-    sl_grpc_session *s = sl__grpc_session_new(&limits, &out);
+    sl__grpc_session *s = sl__grpc_session_new(&limits, &out);
     CHECK(s);
     int rc = 0;
     if (preface) {
@@ -121,17 +121,17 @@ static void connection(const uint8_t *data, size_t size, bool preface) {
     sl__buf_free(&out);
 }
 
-static void one_call(sl_grpc_method m, const uint8_t *data, size_t size) {
-    static sl_grpc_arena arena;
-    sl_grpc_call_env env = {.domains = rule_set(),
-                            .now = INT64_C(1700000000) * SL_NS_PER_SEC,
-                            .serving = true,
-                            .arena = &arena};
-    sl_buf out;
+static void one_call(sl__grpc_method_id m, const uint8_t *data, size_t size) {
+    static sl__grpc_arena arena;
+    sl__grpc_call_env env = {.domains = rule_set(),
+                             .now = INT64_C(1700000000) * SL_NS_PER_SEC,
+                             .serving = true,
+                             .arena = &arena};
+    sl__buf out;
     sl__buf_init(&out);
     const char *message = NULL;
     int code = sl__grpc_call(&env, m, data, size, &out, &message);
-    if (code == SL_GRPC_OK)
+    if (code == SL__GRPC_OK)
         check_message(&out, 0);
     else
         CHECK(message && out.len == 0);
@@ -139,24 +139,24 @@ static void one_call(sl_grpc_method m, const uint8_t *data, size_t size) {
 }
 
 static void rule_file(const uint8_t *data, size_t size) {
-    sl_domain_rules *r = NULL;
-    static sl_config_errors e;
+    sl__domain_rules *r = NULL;
+    static sl__config_errors e;
     e.n = 0;
     if (sl__domain_rules_parse((const char *)data, size, "fuzz.yaml", &r, &e) != 0) {
         CHECK(!r && e.n > 0);
         return;
     }
     CHECK(r && e.n == 0);
-    sl_domain_set *s = NULL;
+    sl__domain_set *s = NULL;
     char err[128];
     if (sl__domain_set_build(r, 1u << 20, NULL, 0, &s, err, sizeof err) == 0) {
         /* a request against the first domain, if any */
-        sl_rls_entry en[2] = {{.key = "k", .key_len = 1, .value = "v", .value_len = 1},
-                              {.key = "a", .key_len = 1, .value = "", .value_len = 0}};
-        sl_rls_descriptor d[2] = {{.entries = en, .nentries = 1}, {.entries = en, .nentries = 2}};
+        sl__rls_entry en[2] = {{.key = "k", .key_len = 1, .value = "v", .value_len = 1},
+                               {.key = "a", .key_len = 1, .value = "", .value_len = 0}};
+        sl__rls_descriptor d[2] = {{.entries = en, .nentries = 1}, {.entries = en, .nentries = 2}};
         const char *dom = size > 8 ? "d" : "x";
-        sl_rls_request q = {.domain = dom, .domain_len = 1, .descriptors = d, .ndescriptors = 2};
-        sl_rls_status st[2];
+        sl__rls_request q = {.domain = dom, .domain_len = 1, .descriptors = d, .ndescriptors = 2};
+        sl__rls_status st[2];
         int overall;
         const char *message;
         domain_decide(s, &q, INT64_C(1700000000) * SL_NS_PER_SEC, st, &overall, &message);
@@ -178,10 +178,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         connection(data, size, false);
         break;
     case 2:
-        one_call(SL_GRPC_M_SHOULD_RATE_LIMIT, data, size);
+        one_call(SL__GRPC_M_SHOULD_RATE_LIMIT, data, size);
         break;
     case 3:
-        one_call(SL_GRPC_M_HEALTH_CHECK, data, size);
+        one_call(SL__GRPC_M_HEALTH_CHECK, data, size);
         break;
     default:
         rule_file(data, size);

@@ -23,8 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
         if (!(c)) abort();                                                                         \
     } while (0)
 
-static void exercise(const sl_http_request *r, size_t max_header, size_t max_body, sl_buf *out) {
-    CHECK(r->nheaders <= SL_HTTP_MAX_HEADERS);
+static void exercise(const sl__http_request *r, size_t max_header, size_t max_body, sl__buf *out) {
+    CHECK(r->nheaders <= SL__HTTP_MAX_HEADERS);
     CHECK(r->body_len <= max_body);
     CHECK(r->body[r->body_len] == '\0');
     CHECK(strlen(r->path) == r->path_len);
@@ -34,12 +34,12 @@ static void exercise(const sl_http_request *r, size_t max_header, size_t max_bod
     CHECK(r->http_major == 1);
     size_t header_bytes = 0;
     for (size_t i = 0; i < r->nheaders; i++) {
-        const sl_http_header *h = &r->headers[i];
+        const sl__http_field *h = &r->headers[i];
         CHECK(strlen(h->name) == h->name_len && h->name_len > 0);
         CHECK(strlen(h->value) == h->value_len);
         header_bytes += h->name_len + h->value_len;
         /* the first header of that name, case-insensitively */
-        const sl_http_header *f = sl__http_header(r, h->name);
+        const sl__http_field *f = sl__http_header(r, h->name);
         CHECK(f && f <= h && f->name_len == h->name_len);
     }
     CHECK(header_bytes <= max_header);
@@ -60,7 +60,7 @@ static void exercise(const sl_http_request *r, size_t max_header, size_t max_bod
 
     /* what the router writes back may carry request bytes: all escaped */
     sl__buf_reset(out);
-    sl__http_begin(out, r->method == SL_HTTP_OTHER ? 405 : 404);
+    sl__http_begin(out, r->method == SL__HTTP_OTHER ? 405 : 404);
     sl__http_header_line(out, "X-Path", r->path);
     sl__http_error_json(out, r->path, r->query);
     sl__http_end(out, r->keep_alive, "application/json", r->body, r->body_len);
@@ -69,10 +69,10 @@ static void exercise(const sl_http_request *r, size_t max_header, size_t max_bod
     /* the JSON body checks (http_body.c) and the JSON string writer on the body's bytes */
     const char *t = NULL;
     size_t tl = 0;
-    sl_json_scan sc = sl__http_json_scan(r->body, r->body_len, "cost", &t, &tl);
-    CHECK(sc >= SL_JSON_OK && sc <= SL_JSON_SYNTAX);
+    sl__json_scan sc = sl__http_json_scan(r->body, r->body_len, "cost", &t, &tl);
+    CHECK(sc >= SL__JSON_OK && sc <= SL__JSON_SYNTAX);
     CHECK(!t || (t >= r->body && tl <= r->body_len && (size_t)(t - r->body) <= r->body_len - tl));
-    if (sc == SL_JSON_OK || sc == SL_JSON_TRAILING) CHECK(!memchr(r->body, 0, r->body_len));
+    if (sc == SL__JSON_OK || sc == SL__JSON_TRAILING) CHECK(!memchr(r->body, 0, r->body_len));
     sl__buf_reset(out);
     sl__http_json_string(out, r->body, r->body_len);
     CHECK(!out->failed && out->len >= 2 && out->data[0] == '"' && out->data[out->len - 1] == '"');
@@ -88,9 +88,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     data += 3;
     size -= 3;
 
-    sl_http_parser *p = sl__http_parser_new(max_header, max_body);
+    sl__http_parser *p = sl__http_parser_new(max_header, max_body);
     CHECK(p);
-    sl_buf out;
+    sl__buf out;
     sl__buf_init(&out);
     size_t start = 0;
     bool stop = false;
@@ -105,15 +105,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         size_t off = 0;
         while (off < piece) {
             size_t used = 0;
-            sl_http_status st = sl__http_parser_feed(p, chunk + off, piece - off, &used);
+            sl__http_status st = sl__http_parser_feed(p, chunk + off, piece - off, &used);
             CHECK(used <= piece - off);
             off += used;
-            if (st == SL_HTTP_READY) {
-                const sl_http_request *r = sl__http_parser_request(p);
+            if (st == SL__HTTP_READY) {
+                const sl__http_request *r = sl__http_parser_request(p);
                 CHECK(r);
                 exercise(r, max_header, max_body, &out);
                 sl__http_parser_next(p);
-            } else if (st == SL_HTTP_ERROR) {
+            } else if (st == SL__HTTP_ERROR) {
                 const char *msg = NULL;
                 int s = sl__http_parser_error_status(p, &msg);
                 CHECK(msg);

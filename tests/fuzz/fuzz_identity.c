@@ -7,7 +7,7 @@
  *
  * - an address that parses formats to text that parses to the same address;
  * - a CIDR block contains its own network address and has at most 128 bits;
- * - the walk never takes more than SL_FWD_MAX_HOPS entries, ignores the
+ * - the walk never takes more than SL__FWD_MAX_HOPS entries, ignores the
  *   header when nothing is trusted, and answers an address it was given
  *   (the peer or one that parses from the header);
  * - a normalized path starts with "/", has no empty, "." or ".." segment,
@@ -26,19 +26,19 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check_addr(const char *s, size_t n) {
-    sl_addr a, b;
+    sl__addr a, b;
     if (sl__addr_parse(s, n, &a) == 0) {
-        char text[SL_ADDR_FORMAT_MAX];
+        char text[SL__ADDR_FORMAT_MAX];
         size_t k = sl__addr_format(&a, text);
         if (k >= sizeof text || text[k] != '\0') abort();
         if (sl__addr_parse(text, k, &b) != 0 || memcmp(&a, &b, sizeof a) != 0) abort();
     }
     if (sl__addr_parse_node(s, n, &a) == 0) {
-        char text[SL_ADDR_FORMAT_MAX];
+        char text[SL__ADDR_FORMAT_MAX];
         size_t k = sl__addr_format(&a, text);
         if (sl__addr_parse(text, k, &b) != 0 || memcmp(&a, &b, sizeof a) != 0) abort();
     }
-    sl_cidr c;
+    sl__cidr c;
     const char *why = NULL;
     if (sl__cidr_parse(s, n, &c, &why) == 0) {
         if (c.bits > 128) abort();
@@ -50,7 +50,7 @@ static void check_addr(const char *s, size_t n) {
 }
 
 static void check_walk(uint8_t mode, const char *s, size_t n) {
-    static sl_cidr trusted[3];
+    static sl__cidr trusted[3];
     static bool init;
     if (!init) {
         const char *t[3] = {"10.0.0.0/8", "2001:db8::/32", "127.0.0.1"};
@@ -59,8 +59,8 @@ static void check_walk(uint8_t mode, const char *s, size_t n) {
         init = true;
     }
     size_t ntrusted = mode & 3;
-    sl_fwd_kind kind = (mode & 4) ? SL_FWD_FORWARDED : SL_FWD_XFF;
-    sl_addr peer;
+    sl__fwd_kind kind = (mode & 4) ? SL__FWD_FORWARDED : SL__FWD_XFF;
+    sl__addr peer;
     if (sl__addr_parse("10.1.2.3", 8, &peer) != 0) abort();
     /* the text as one header line, or split in two at a byte the input picks */
     const char *vals[2] = {s, NULL};
@@ -72,9 +72,9 @@ static void check_walk(uint8_t mode, const char *s, size_t n) {
         lens[1] = n - cut;
         nv = 2;
     }
-    sl_fwd_result r;
+    sl__fwd_result r;
     sl__forwarded_client(kind, &peer, trusted, ntrusted, vals, lens, nv, &r);
-    if (r.hops > SL_FWD_MAX_HOPS) abort();
+    if (r.hops > SL__FWD_MAX_HOPS) abort();
     if (ntrusted == 0 && (r.hops || memcmp(&r.client, &peer, sizeof peer) != 0)) abort();
     if (r.hops == 0 && memcmp(&r.client, &peer, sizeof peer) != 0) abort();
 }

@@ -23,7 +23,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static sl_cell *fuzz_cell;
+static sl__cell *fuzz_cell;
 
 /* Skips one RESP2 reply at p; returns the end, or NULL if it is malformed. */
 static const char *skip_reply(const char *p, const char *end, int depth) {
@@ -55,11 +55,11 @@ static const char *skip_reply(const char *p, const char *end, int depth) {
     return NULL;
 }
 
-static long parse_copy(const uint8_t *data, size_t k, sl_resp_command *cmd, char *err) {
+static long parse_copy(const uint8_t *data, size_t k, sl__resp_command *cmd, char *err) {
     char *copy = malloc(k ? k : 1);
     if (!copy) abort();
     memcpy(copy, data, k);
-    long n = sl__resp_parse(copy, k, MAX_FRAME, cmd, err, SL_RESP_ERR_MAX);
+    long n = sl__resp_parse(copy, k, MAX_FRAME, cmd, err, SL__RESP_ERR_MAX);
     free(copy);
     return n;
 }
@@ -69,14 +69,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* the clock: fixed, moved by the first byte so that time passes between runs */
     int64_t now =
         INT64_C(1700000000) * SL_NS_PER_SEC + (size ? (int64_t)data[0] * 50 * SL_NS_PER_MS : 0);
-    sl_resp_context ctx = {.cell = fuzz_cell, .now = now};
+    sl__resp_context ctx = {.cell = fuzz_cell, .now = now};
     const char *buf = (const char *)data;
-    sl_buf out;
+    sl__buf out;
     sl__buf_init(&out);
     size_t off = 0, replies = 0;
     while (off < size) {
-        sl_resp_command cmd;
-        char err[SL_RESP_ERR_MAX] = "";
+        sl__resp_command cmd;
+        char err[SL__RESP_ERR_MAX] = "";
         long n = sl__resp_parse(buf + off, size - off, MAX_FRAME, &cmd, err, sizeof err);
         if ((n < 0 && n != SL_EPARSE) || n > (long)(size - off)) abort();
         if (n < 0 && !err[0]) abort();
@@ -84,8 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* incremental: a split of this command behaves as promised */
         size_t whole = n > 0 ? (size_t)n : size - off;
         size_t k = whole > 1 ? (size_t)data[off + whole / 2] % whole : 0;
-        sl_resp_command pc;
-        char perr[SL_RESP_ERR_MAX] = "";
+        sl__resp_command pc;
+        char perr[SL__RESP_ERR_MAX] = "";
         long pn = parse_copy(data + off, k, &pc, perr);
         if (n > 0 && pn != 0) abort();         /* a proper prefix of a good command is incomplete */
         if (pn < 0 && n != SL_EPARSE) abort(); /* an error never turns good with more bytes */

@@ -44,9 +44,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int replies = 0; replies < 4; replies++) {
         void *reply = NULL;
         if (redisReaderGetReply(rd, &reply) != REDIS_OK || !reply) break;
-        sl_script_item items[16];
+        sl__script_item items[16];
         for (size_t i = 0; i < n; i++)
-            items[i] = (sl_script_item){.params = &p, .rkey = "k", .rkeylen = 1, .decided = true};
+            items[i] = (sl__script_item){.params = &p, .rkey = "k", .rkeylen = 1, .decided = true};
         char err[64];
         memset(err, 'x', sizeof err);
         int rc = sl__redis_script_parse(reply, items, n, err, errlen);

@@ -11,7 +11,7 @@
   `domains:` rules (POST /json answers OK, counted as shadow_limited), every
   rule's decisions show in /metrics by domain and rule (never by descriptor
   value) and the refused descriptors in /v1/top?domain=, shadow logs what it
-  would have refused at most SL_LOG_LIMITED_PER_SEC lines a second however
+  would have refused at most SL__LOG_LIMITED_PER_SEC lines a second however
   large the flood, and a reload to `shadow: false` enforces the same rules.
 
 Requests go over raw sockets, pipelined, so that 12,000 of them take seconds.
@@ -34,7 +34,7 @@ import harness  # noqa: E402
 from harness import Pipe, metric  # noqa: E402
 
 STORE = "store:\n  type: memory\n"
-LOG_LIMIT = 10  # SL_LOG_LIMITED_PER_SEC (src/util/log.h)
+LOG_LIMIT = 10  # SL__LOG_LIMITED_PER_SEC (src/util/log.h)
 
 
 def use_redis_store():

@@ -1,4 +1,4 @@
-/* cell_expect.h: one CL.THROTTLE call on a memory sl_cell checked against
+/* cell_expect.h: one CL.THROTTLE call on a memory sl__cell checked against
  * its five-integer answer, for the unit tests of CL.THROTTLE (test_cell,
  * test_resp). The including file defines T0 and MS (ns) and includes
  * cmocka and policy/cell.h first. */
@@ -15,10 +15,10 @@ typedef struct want5 {
 } want5;
 
 /* CL.THROTTLE key b n p q at now must answer w (the test fails otherwise). */
-static void throttle(sl_cell *c, const char *key, int64_t b, int64_t n, int64_t p, int64_t q,
+static void throttle(sl__cell *c, const char *key, int64_t b, int64_t n, int64_t p, int64_t q,
                      int64_t now, want5 w) {
     int64_t r[5];
-    char err[SL_CELL_ERR_MAX];
+    char err[SL__CELL_ERR_MAX];
     if (cell_throttle(c, key, strlen(key), b, n, p, q, now, r, err) != 0)
         fail_msg("CL.THROTTLE %s %lld %lld %lld %lld: %s", key, (long long)b, (long long)n,
                  (long long)p, (long long)q, err);

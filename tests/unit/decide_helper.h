@@ -12,12 +12,12 @@
 #include "policy/decide.h"
 #include "sluice/error.h"
 
-static void helper_done_nothing(sl_decide_call *c) {
+static void helper_done_nothing(sl__decide_call *c) {
     (void)c;
 }
 
 /* Runs c on the memory store (inline) and leaves its outcome in c. */
-static inline void helper_run(sl_decide_call *c, int64_t now) {
+static inline void helper_run(sl__decide_call *c, int64_t now) {
     c->done = helper_done_nothing;
     sl__engine_decide(sl__decider_memory(), c, now);
 }
@@ -25,12 +25,12 @@ static inline void helper_run(sl_decide_call *c, int64_t now) {
 #ifdef SLUICE_POLICY_POLICY_H
 /* One request of one policy: hrc of the engine (SL_ECOST: never passes),
  * the decision, and whether shadow mode allowed a refusal. */
-static inline int policy_check(sl_policy *p, const char *key, size_t keylen, int64_t cost,
+static inline int policy_check(sl__policy *p, const char *key, size_t keylen, int64_t cost,
                                int64_t now, sl_decision *d, bool *shadowed) {
     *d = (sl_decision){0};
     *shadowed = false;
-    sl_decide_item it = sl__policy_use(p, key, keylen, cost, false);
-    sl_decide_call *c = sl__decide_call_new(&it, 1, NULL, NULL, 0);
+    sl__decide_item it = sl__policy_use(p, key, keylen, cost, false);
+    sl__decide_call *c = sl__decide_call_new(&it, 1, NULL, NULL, 0);
     if (!c) return SL_ENOMEM;
     helper_run(c, now);
     *d = c->items[0].decision;
@@ -42,15 +42,15 @@ static inline int policy_check(sl_policy *p, const char *key, size_t keylen, int
 
 /* n uses of policies decided as one request (the engine's groups); the
  * outcome goes back into items; *refused as the call's. */
-static inline int policy_check_all(sl_policy_item *items, size_t n, int64_t now,
-                                   sl_policy_label_fn label, void *ctx, size_t *refused) {
-    sl_decide_item di[SL_CHECK_MAX];
+static inline int policy_check_all(sl__policy_item *items, size_t n, int64_t now,
+                                   sl__policy_label_fn label, void *ctx, size_t *refused) {
+    sl__decide_item di[SL_CHECK_MAX];
     *refused = n;
     if (n > SL_CHECK_MAX) return SL_ETOOMANY;
     for (size_t i = 0; i < n; i++)
         di[i] = sl__policy_use(items[i].policy, items[i].key, items[i].keylen, items[i].cost,
                                items[i].shadow);
-    sl_decide_call *c = sl__decide_call_new(di, n, label, ctx, 0);
+    sl__decide_call *c = sl__decide_call_new(di, n, label, ctx, 0);
     if (!c) return SL_ENOMEM;
     helper_run(c, now);
     for (size_t i = 0; i < n; i++) {
@@ -67,11 +67,11 @@ static inline int policy_check_all(sl_policy_item *items, size_t n, int64_t now,
 
 #ifdef SLUICE_POLICY_RULES_H
 /* sl__rules_prepare, the engine, sl__rules_finish. */
-static inline void rules_decide(const sl_rules *r, const sl_request *req, int64_t now,
-                                sl_rules_answer *a) {
-    static _Thread_local char arena[SL_RULES_ARENA]; /* a's keys, until the next call */
+static inline void rules_decide(const sl__rules *r, const sl__request *req, int64_t now,
+                                sl__rules_answer *a) {
+    static _Thread_local char arena[SL__RULES_ARENA]; /* a's keys, until the next call */
     a->arena = arena;
-    sl_decide_call *c = sl__rules_prepare(r, req, NULL, a, 0);
+    sl__decide_call *c = sl__rules_prepare(r, req, NULL, a, 0);
     if (!c) return;
     helper_run(c, now);
     sl__rules_finish(a, c);
@@ -81,12 +81,12 @@ static inline void rules_decide(const sl_rules *r, const sl_request *req, int64_
 
 #ifdef SLUICE_POLICY_CELL_H
 /* CL.THROTTLE: 0 and reply[], or a negative SL_E* code and its message in
- * err (SL_CELL_ERR_MAX bytes, or NULL). */
-static inline int cell_throttle(sl_cell *cell, const char *key, size_t keylen, int64_t max_burst,
+ * err (SL__CELL_ERR_MAX bytes, or NULL). */
+static inline int cell_throttle(sl__cell *cell, const char *key, size_t keylen, int64_t max_burst,
                                 int64_t count, int64_t period, int64_t quantity, int64_t now,
                                 int64_t reply[5], char *err) {
-    size_t errlen = err ? SL_CELL_ERR_MAX : 0;
-    sl_decide_call *c;
+    size_t errlen = err ? SL__CELL_ERR_MAX : 0;
+    sl__decide_call *c;
     int hrc =
         sl__cell_prepare(cell, key, keylen, max_burst, count, period, quantity, 0, &c, err, errlen);
     if (hrc != 0) return hrc;
@@ -99,9 +99,9 @@ static inline int cell_throttle(sl_cell *cell, const char *key, size_t keylen, i
 
 #ifdef SLUICE_POLICY_DOMAINS_H
 /* ShouldRateLimit in the protocol-neutral structs. */
-static inline int domain_decide(sl_domain_set *s, const sl_rls_request *req, int64_t now,
-                                sl_rls_status *statuses, int *overall, const char **message) {
-    sl_decide_call *c = NULL;
+static inline int domain_decide(sl__domain_set *s, const sl__rls_request *req, int64_t now,
+                                sl__rls_status *statuses, int *overall, const char **message) {
+    sl__decide_call *c = NULL;
     int hrc = sl__domain_prepare(s, req, now, statuses, overall, message, 0, &c);
     if (hrc != SL_OK || !c) return hrc;
     helper_run(c, now);

@@ -104,15 +104,15 @@ static inline int64_t fake_clock_tick(fake_clock *c, int64_t step) {
     } while (0)
 
 #ifdef SLUICE_POLICY_CONFIG_H
-static inline void print_errors(const sl_config_errors *e) {
-    for (size_t i = 0; i < e->n && i < SL_CONFIG_MAX_ERRORS; i++)
+static inline void print_errors(const sl__config_errors *e) {
+    for (size_t i = 0; i < e->n && i < SL__CONFIG_MAX_ERRORS; i++)
         print_message("  %s\n", e->msg[i]);
 }
 
 /* text parsed as "t.yaml": the config, or the test fails with its errors. */
-static inline sl_config *config_parse_ok(const char *text) {
-    sl_config *c = NULL;
-    static sl_config_errors e;
+static inline sl__config *config_parse_ok(const char *text) {
+    sl__config *c = NULL;
+    static sl__config_errors e;
     if (sl__config_parse(text, strlen(text), "t.yaml", &c, &e) != 0) {
         print_errors(&e);
         fail_msg("expected this config to load:\n%s", text);
@@ -123,7 +123,7 @@ static inline sl_config *config_parse_ok(const char *text) {
 /* e must hold exactly the messages want[0..n), in order; each wanted message
  * is passed through map first when map is not NULL (a test's placeholders).
  * Otherwise prints what came and what was wanted and fails, showing text. */
-static inline void expect_error_list(const sl_config_errors *e, const char *const *want, size_t n,
+static inline void expect_error_list(const sl__config_errors *e, const char *const *want, size_t n,
                                      const char *(*map)(const char *), const char *text) {
     bool same = e->n == n;
     for (size_t i = 0; same && i < n; i++)
@@ -139,8 +139,8 @@ static inline void expect_error_list(const sl_config_errors *e, const char *cons
 
 /* text parsed as "t.yaml" must fail with exactly want[0..n). */
 static inline void config_expect_errors(const char *text, const char *const *want, size_t n) {
-    sl_config *c = NULL;
-    static sl_config_errors e;
+    sl__config *c = NULL;
+    static sl__config_errors e;
     assert_int_equal(sl__config_parse(text, strlen(text), "t.yaml", &c, &e), SL_EPARSE);
     expect_error_list(&e, want, n, NULL, text);
 }

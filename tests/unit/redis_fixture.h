@@ -128,8 +128,8 @@ static redisReply *cmd(const char *fmt, ...) {
 
 /* One call of the decision script for items[0..n) (EVALSHA, or EVAL with
  * the source); the raw reply, freed by the caller. */
-static redisReply *eval_raw(sl_script_item *items, size_t n, int64_t now_us, bool with_source) {
-    sl_buf b;
+static redisReply *eval_raw(sl__script_item *items, size_t n, int64_t now_us, bool with_source) {
+    sl__buf b;
     sl__buf_init(&b);
     sl__redis_script_format(&b, with_source, items, n, now_us);
     assert_false(b.failed);
@@ -142,7 +142,7 @@ static redisReply *eval_raw(sl_script_item *items, size_t n, int64_t now_us, boo
 
 /* Runs the script on items[0..n) at now_us (EVALSHA; loads it once when
  * Redis says NOSCRIPT); every item must be decided. */
-static void run(sl_script_item *items, size_t n, int64_t now_us) {
+static void run(sl__script_item *items, size_t n, int64_t now_us) {
     redisReply *r = eval_raw(items, n, now_us, false);
     if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
         freeReplyObject(r);

@@ -60,11 +60,11 @@ static void config_message_names_the_bucket_bound(void **state) {
                                "    algorithm: gcra\n"
                                "    rate: 1/26687d\n"
                                "    burst: 1\n";
-    sl_config *c = NULL;
-    static sl_config_errors e;
+    sl__config *c = NULL;
+    static sl__config_errors e;
     assert_int_equal(sl__config_parse(text, sizeof text - 1, "t.yaml", &c, &e), SL_EPARSE);
     assert_null(c);
-    for (size_t i = 0; i < e.n && i < SL_CONFIG_MAX_ERRORS; i++) print_message("  %s\n", e.msg[i]);
+    for (size_t i = 0; i < e.n && i < SL__CONFIG_MAX_ERRORS; i++) print_message("  %s\n", e.msg[i]);
     assert_int_equal(e.n, 1); /* only the bucket of 36600d */
     assert_non_null(strstr(e.msg[0], "t.yaml:4: policies[0].rate: 1/36600d"));
     assert_non_null(strstr(e.msg[0], "26687d"));

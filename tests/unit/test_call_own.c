@@ -19,10 +19,10 @@
 #include "policy/decide.h"
 #include "sluice/sluice.h"
 
-static sl_decide_limit lim;
+static sl__decide_limit lim;
 
-static sl_decide_call *one(size_t user, size_t own) {
-    sl_decide_item it = {.limit = &lim, .key = "k", .keylen = 1, .cost = 1};
+static sl__decide_call *one(size_t user, size_t own) {
+    sl__decide_item it = {.limit = &lim, .key = "k", .keylen = 1, .cost = 1};
     return own == SIZE_MAX ? sl__decide_call_new(&it, 1, NULL, NULL, user)
                            : sl__decide_call_new_own(&it, 1, NULL, NULL, user, own);
 }
@@ -31,7 +31,7 @@ static void test_own_bytes(void **state) {
     (void)state;
     enum { USER = 4096, OWN = 3000 };
     /* dirty calls go back to the cache */
-    sl_decide_call *c[4];
+    sl__decide_call *c[4];
     for (int i = 0; i < 4; i++) {
         c[i] = one(USER, SIZE_MAX);
         assert_non_null(c[i]);
@@ -48,12 +48,12 @@ static void test_own_bytes(void **state) {
     }
     for (int i = 0; i < 4; i++) sl__decide_call_free(c[i]);
     /* the plain constructor still zeroes it all */
-    sl_decide_call *z = one(USER, SIZE_MAX);
+    sl__decide_call *z = one(USER, SIZE_MAX);
     const unsigned char *u = sl__decide_call_user(z);
     for (size_t k = 0; k < USER; k++) assert_int_equal(u[k], 0);
     sl__decide_call_free(z);
     assert_null(one(16, 17));
-    sl_decide_call *all = one(16, 16);
+    sl__decide_call *all = one(16, 16);
     assert_non_null(all);
     sl__decide_call_free(all);
 }
@@ -75,8 +75,8 @@ static size_t label_of(void *ctx, size_t i, char *buf, size_t size) {
 }
 
 /* A fixed window of 1 a minute on the memory store, with its sketch. */
-static sl_decide_limit *window(sl_params *p, const char *name) {
-    sl_decide_limit *l = calloc(1, sizeof *l);
+static sl__decide_limit *window(sl_params *p, const char *name) {
+    sl__decide_limit *l = calloc(1, sizeof *l);
     assert_non_null(l);
     *p = (sl_params){.algorithm = SL_FIXED_WINDOW,
                      .rate = {.limit = 1, .period = 60 * SL_NS_PER_SEC}};
@@ -91,20 +91,20 @@ static sl_decide_limit *window(sl_params *p, const char *name) {
     return l;
 }
 
-static void window_free(sl_decide_limit *l) {
+static void window_free(sl__decide_limit *l) {
     sl_table_destroy(l->store.table);
     sl__topk_destroy(l->top);
     free(l);
 }
 
 static int dones;
-static void done_free(sl_decide_call *c) {
+static void done_free(sl__decide_call *c) {
     dones++;
     sl__decide_call_free(c);
 }
 
 /* the sketch's only key */
-static void top_is(sl_decide_limit *l, const char *want) {
+static void top_is(sl__decide_limit *l, const char *want) {
     sl__topk_item items[8];
     size_t k = sl__topk_list(l->top, items, 8);
     assert_int_equal(k, 1);
@@ -115,11 +115,11 @@ static void top_is(sl_decide_limit *l, const char *want) {
 static void test_labels_inline(void **state) {
     (void)state;
     sl_params p;
-    sl_decide_limit *l = window(&p, "w");
+    sl__decide_limit *l = window(&p, "w");
     label_src src = {.name = "inline"};
     for (int i = 0; i < 3; i++) {
-        sl_decide_item it = {.limit = l, .key = "secret-key", .keylen = 10, .cost = 1};
-        sl_decide_call *c = sl__decide_call_new(&it, 1, NULL, NULL, 0);
+        sl__decide_item it = {.limit = l, .key = "secret-key", .keylen = 10, .cost = 1};
+        sl__decide_call *c = sl__decide_call_new(&it, 1, NULL, NULL, 0);
         assert_non_null(c);
         sl__decide_call_label_later(c, label_of, &src);
         c->done = done_free;
@@ -134,30 +134,30 @@ static void test_labels_inline(void **state) {
 }
 
 typedef struct later_store {
-    sl_store base;
-    sl_store_call *held;
+    sl__store base;
+    sl__store_call *held;
 } later_store;
 
-static void later_decide(sl_store *s, sl_store_call *c) {
+static void later_decide(sl__store *s, sl__store_call *c) {
     ((later_store *)s)->held = c;
 }
 
-static void later_free(sl_store *s) {
+static void later_free(sl__store *s) {
     (void)s;
 }
 
-static const sl_store_ops later_ops = {.decide = later_decide, .free = later_free};
+static const sl__store_ops later_ops = {.decide = later_decide, .free = later_free};
 
 static void test_labels_later(void **state) {
     (void)state;
     sl_params p;
-    sl_decide_limit *l = window(&p, "w");
+    sl__decide_limit *l = window(&p, "w");
     later_store ls = {.base = {.ops = &later_ops}};
     label_src *src = calloc(1, sizeof *src);
     assert_non_null(src);
     strcpy(src->name, "later");
-    sl_decide_item it = {.limit = l, .key = "secret-key", .keylen = 10, .cost = 1};
-    sl_decide_call *c = sl__decide_call_new(&it, 1, NULL, NULL, 0);
+    sl__decide_item it = {.limit = l, .key = "secret-key", .keylen = 10, .cost = 1};
+    sl__decide_call *c = sl__decide_call_new(&it, 1, NULL, NULL, 0);
     sl__decide_call_label_later(c, label_of, src);
     c->done = done_free;
     dones = 0;

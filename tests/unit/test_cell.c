@@ -54,18 +54,18 @@
 #include "cell_expect.h"
 
 /* A call that must succeed; returns limited. */
-static int64_t throttle_any(sl_cell *c, const char *key, int64_t b, int64_t n, int64_t p,
+static int64_t throttle_any(sl__cell *c, const char *key, int64_t b, int64_t n, int64_t p,
                             int64_t now) {
     int64_t r[5];
-    char err[SL_CELL_ERR_MAX];
+    char err[SL__CELL_ERR_MAX];
     if (cell_throttle(c, key, strlen(key), b, n, p, 1, now, r, err) != 0)
         fail_msg("CL.THROTTLE %s %lld %lld %lld: %s", key, (long long)b, (long long)n, (long long)p,
                  err);
     return r[0];
 }
 
-static sl_cell *make_cell(size_t cap) {
-    sl_cell *c = NULL;
+static sl__cell *make_cell(size_t cap) {
+    sl__cell *c = NULL;
     assert_int_equal(sl__cell_create(cap, &c), 0);
     return c;
 }
@@ -77,7 +77,7 @@ static sl_cell *make_cell(size_t cap) {
  * then 300 s, then 60 s again). */
 static void test_params_change_keeps_state(void **state) {
     (void)state;
-    sl_cell *c = make_cell(1 << 20);
+    sl__cell *c = make_cell(1 << 20);
     throttle(c, "rk", 0, 1, 60, 1, T0, (want5){0, 1, 0, -1, 60});
     throttle(c, "rk", 4, 1, 60, 1, T0, (want5){0, 5, 3, -1, 120});
     throttle(c, "rk", 0, 1, 60, 1, T0, (want5){1, 1, 0, 120, 120});
@@ -99,7 +99,7 @@ static void test_params_change_keeps_state(void **state) {
  * holds all 5000 charges. */
 static void test_many_parameter_sets(void **state) {
     (void)state;
-    sl_cell *c = make_cell(1 << 20);
+    sl__cell *c = make_cell(1 << 20);
     for (int64_t i = 0; i < 5000; i++) assert_i64(throttle_any(c, "x", 1001 + i, 1, 1, T0), 0);
     throttle(c, "y", 7, 3, 9, 1, T0, (want5){0, 8, 7, -1, 3});
     throttle(c, "x", 0, 1, 1, 1, T0, (want5){1, 1, 0, 5000, 5000});
@@ -113,7 +113,7 @@ static void test_many_parameter_sets(void **state) {
 static void test_one_memory_cap(void **state) {
     (void)state;
     const size_t cap = 1 << 20;
-    sl_cell *c = make_cell(cap);
+    sl__cell *c = make_cell(cap);
     char key[32];
     for (int64_t set = 0; set < 64; set++) {
         for (int j = 0; j < 2000; j++) {
@@ -133,7 +133,7 @@ static void test_one_memory_cap(void **state) {
 /* Keys that hold no live state are reclaimed: by a sweep, and by inserts. */
 static void test_idle_keys_reclaimed(void **state) {
     (void)state;
-    sl_cell *c = make_cell(1 << 20);
+    sl__cell *c = make_cell(1 << 20);
     char key[32];
     for (int i = 0; i < 5000; i++) {
         snprintf(key, sizeof key, "k%d", i);
@@ -259,16 +259,16 @@ static sl_params cell_params(int64_t max_burst, int64_t count, int64_t period_s)
 
 static const char RK[] = "t:{rk}:cell:tat";
 
-static sl_script_item cell_item(const sl_params *p, int64_t cost, unsigned group) {
-    return (sl_script_item){.params = p,
-                            .any_rate = true,
-                            .rkey = RK,
-                            .rkeylen = sizeof RK - 1,
-                            .cost = cost,
-                            .group = group};
+static sl__script_item cell_item(const sl_params *p, int64_t cost, unsigned group) {
+    return (sl__script_item){.params = p,
+                             .any_rate = true,
+                             .rkey = RK,
+                             .rkeylen = sizeof RK - 1,
+                             .cost = cost,
+                             .group = group};
 }
 
-static void want(const sl_script_item *it, bool allowed, int64_t limit, int64_t remaining,
+static void want(const sl__script_item *it, bool allowed, int64_t limit, int64_t remaining,
                  int64_t retry, int64_t reset) {
     const sl_decision *d = &it->decision;
     if (!it->decided || d->allowed != allowed || d->limit != limit || d->remaining != remaining ||
@@ -292,7 +292,7 @@ static void test_redis_params_change_keeps_state(void **state) {
     (void)state;
     freeReplyObject(cmd("FLUSHALL"));
     sl_params a = cell_params(0, 1, 60), b = cell_params(4, 1, 60);
-    sl_script_item it = cell_item(&a, 1, 0);
+    sl__script_item it = cell_item(&a, 1, 0);
     run(&it, 1, T0_US);
     want(&it, true, 1, 0, 0, 60 * SEC);
     it = cell_item(&b, 1, 0);
@@ -318,7 +318,7 @@ static void test_redis_rebase_and_one_call(void **state) {
     (void)state;
     freeReplyObject(cmd("FLUSHALL"));
     sl_params third = cell_params(2, 3, 1), half = cell_params(0, 2, 1);
-    sl_script_item it = cell_item(&third, 1, 0);
+    sl__script_item it = cell_item(&third, 1, 0);
     run(&it, 1, T0_US);
     want(&it, true, 3, 2, 0, 333334 * US); /* 333333 + 1/3 us, rounded up */
     it = cell_item(&half, 0, 0);
@@ -327,7 +327,7 @@ static void test_redis_rebase_and_one_call(void **state) {
 
     freeReplyObject(cmd("FLUSHALL"));
     sl_params a = cell_params(0, 1, 60), b = cell_params(4, 1, 60);
-    sl_script_item two[3] = {cell_item(&a, 1, 0), cell_item(&b, 1, 2), cell_item(&a, 1, 4)};
+    sl__script_item two[3] = {cell_item(&a, 1, 0), cell_item(&b, 1, 2), cell_item(&a, 1, 4)};
     run(two, 3, T0_US);
     want(&two[0], true, 1, 0, 0, 60 * SEC);
     want(&two[1], true, 5, 3, 0, 120 * SEC);
@@ -341,7 +341,7 @@ static void test_redis_many_parameter_sets(void **state) {
     freeReplyObject(cmd("FLUSHALL"));
     for (int64_t i = 0; i < 1000; i++) {
         sl_params p = cell_params(1001 + i, 1, 1);
-        sl_script_item it = cell_item(&p, 1, 0);
+        sl__script_item it = cell_item(&p, 1, 0);
         run(&it, 1, T0_US);
         want(&it, true, 1002 + i, 1001, 0, (i + 1) * SEC);
     }

@@ -54,26 +54,26 @@ static void sim_herd_bad_numbers(void **state) {
     (void)state;
     static const char *const opts[] = {"--workers", "--rate",     "--burst", "--retry-after",
                                        "--jitter",  "--duration", "--seed"};
-    check_bad_values(sim_herd_main, opts, sizeof opts / sizeof *opts, NULL);
+    check_bad_values(sl__cli_sim_herd_main, opts, sizeof opts / sizeof *opts, NULL);
     /* and out of range, in both directions */
-    assert_int_equal(run(sim_herd_main, "--retry-after", "0", NULL), EXIT_USAGE);
-    assert_int_equal(run(sim_herd_main, "--jitter", "3600.001", NULL), EXIT_USAGE);
-    assert_int_equal(run(sim_herd_main, "--duration", "0.000", NULL), EXIT_USAGE);
+    assert_int_equal(run(sl__cli_sim_herd_main, "--retry-after", "0", NULL), EXIT_USAGE);
+    assert_int_equal(run(sl__cli_sim_herd_main, "--jitter", "3600.001", NULL), EXIT_USAGE);
+    assert_int_equal(run(sl__cli_sim_herd_main, "--duration", "0.000", NULL), EXIT_USAGE);
 }
 
 static void sim_aimd_bad_numbers(void **state) {
     (void)state;
     static const char *const opts[] = {"--start", "--increase", "--decrease", "--floor", "--cap",
                                        "--rate",  "--burst",    "--duration", "--seed"};
-    check_bad_values(sim_aimd_main, opts, sizeof opts / sizeof *opts, NULL);
-    assert_int_equal(run(sim_aimd_main, "--duration", "3600.001", NULL), EXIT_USAGE);
+    check_bad_values(sl__cli_sim_aimd_main, opts, sizeof opts / sizeof *opts, NULL);
+    assert_int_equal(run(sl__cli_sim_aimd_main, "--duration", "3600.001", NULL), EXIT_USAGE);
 }
 
 static void sim_race_bad_numbers(void **state) {
     (void)state;
     static const char *const opts[] = {"--rate", "--burst", "--mean-rate", "--seed",
                                        "--algorithms"};
-    check_bad_values(sim_race_main, opts, sizeof opts / sizeof *opts, NULL);
+    check_bad_values(sl__cli_sim_race_main, opts, sizeof opts / sizeof *opts, NULL);
 }
 
 static void fetch_bad_numbers(void **state) {
@@ -82,16 +82,18 @@ static void fetch_bad_numbers(void **state) {
     static const char *const opts[] = {"--max-time", "-m",        "--max-attempts", "--max-wait",
                                        "--backoff",  "--count",   "--rate",         "--seed",
                                        "--budget",   "--aimd-max"};
-    check_bad_values(fetch_main, opts, sizeof opts / sizeof *opts, "http://127.0.0.1:1/");
-    assert_int_equal(run(fetch_main, "--max-attempts", "1001", "http://127.0.0.1:1/"), EXIT_USAGE);
-    assert_int_equal(run(fetch_main, "--max-wait", "0", "http://127.0.0.1:1/"), EXIT_USAGE);
+    check_bad_values(sl__cli_fetch_main, opts, sizeof opts / sizeof *opts, "http://127.0.0.1:1/");
+    assert_int_equal(run(sl__cli_fetch_main, "--max-attempts", "1001", "http://127.0.0.1:1/"),
+                     EXIT_USAGE);
+    assert_int_equal(run(sl__cli_fetch_main, "--max-wait", "0", "http://127.0.0.1:1/"), EXIT_USAGE);
 }
 
 static void fetch_aimd_max(void **state) {
     (void)state;
     char *argv[10];
     /* --aimd-max without --aimd, and below the start */
-    assert_int_equal(run(fetch_main, "--aimd-max", "50", "http://127.0.0.1:1/"), EXIT_USAGE);
+    assert_int_equal(run(sl__cli_fetch_main, "--aimd-max", "50", "http://127.0.0.1:1/"),
+                     EXIT_USAGE);
     int n = 0;
     argv[n++] = (char *)"sluice";
     argv[n++] = (char *)"fetch";
@@ -102,14 +104,14 @@ static void fetch_aimd_max(void **state) {
     argv[n++] = (char *)"10";
     argv[n++] = (char *)"http://127.0.0.1:1/";
     argv[n] = NULL;
-    assert_int_equal(fetch_main("sluice fetch", n, argv, 2), EXIT_USAGE);
+    assert_int_equal(sl__cli_fetch_main("sluice fetch", n, argv, 2), EXIT_USAGE);
 }
 
 static void parsers_leave_defined_values(void **state) {
     (void)state;
     char *argv[] = {(char *)"sluice", NULL};
     cli_args a;
-    args_init(&a, "sluice test", 1, argv, 1);
+    sl__cli_args_init(&a, "sluice test", 1, argv, 1);
     int64_t i64 = 77;
     int i32 = 77;
     uint64_t u64 = 77;
@@ -117,38 +119,38 @@ static void parsers_leave_defined_values(void **state) {
     sl_algorithm alg = SL_GCRA;
     sl_algorithm algs[6];
     int nalgs = 3;
-    assert_int_equal(args_int(&a, "-5", 0, 10, &i64), -1);
+    assert_int_equal(sl__cli_args_int(&a, "-5", 0, 10, &i64), -1);
     assert_int_equal(i64, 0);
-    assert_int_equal(args_int32(&a, "11", 0, 10, &i32), -1);
+    assert_int_equal(sl__cli_args_int32(&a, "11", 0, 10, &i32), -1);
     assert_int_equal(i32, 0);
-    assert_int_equal(args_u64(&a, "1x", &u64), -1);
+    assert_int_equal(sl__cli_args_u64(&a, "1x", &u64), -1);
     assert_int_equal(u64, 0);
     i64 = 77;
-    assert_int_equal(args_decimal(&a, "0.1234", 3, 0, 1000, "x", &i64), -1);
+    assert_int_equal(sl__cli_args_decimal(&a, "0.1234", 3, 0, 1000, "x", &i64), -1);
     assert_int_equal(i64, 0);
     i64 = 77;
-    assert_int_equal(args_seconds(&a, "-1", 0, 3600000, "x", &i64), -1);
+    assert_int_equal(sl__cli_args_seconds(&a, "-1", 0, 3600000, "x", &i64), -1);
     assert_int_equal(i64, 0);
-    assert_int_equal(args_rate(&a, "5/parsec", &r), -1);
+    assert_int_equal(sl__cli_args_rate(&a, "5/parsec", &r), -1);
     assert_int_equal(r.limit, 0);
     assert_int_equal(r.period, 0);
-    assert_int_equal(args_algorithm(&a, "nope", &alg), -1);
-    assert_int_equal(args_algorithms(&a, "gcra,gcra", algs, &nalgs), -1);
+    assert_int_equal(sl__cli_args_algorithm(&a, "nope", &alg), -1);
+    assert_int_equal(sl__cli_args_algorithms(&a, "gcra,gcra", algs, &nalgs), -1);
     assert_int_equal(nalgs, 0);
     nalgs = 3;
-    assert_int_equal(args_algorithms(&a, "gcra,,token_bucket", algs, &nalgs), -1);
+    assert_int_equal(sl__cli_args_algorithms(&a, "gcra,,token_bucket", algs, &nalgs), -1);
     assert_int_equal(nalgs, 0);
 
     /* seconds: exact nanoseconds; the bound is clamped so the product fits */
-    assert_int_equal(args_seconds(&a, "0.001", 1, 3600000, "x", &i64), 0);
+    assert_int_equal(sl__cli_args_seconds(&a, "0.001", 1, 3600000, "x", &i64), 0);
     assert_int_equal(i64, SL_NS_PER_MS);
-    assert_int_equal(args_seconds(&a, "3600", 1, 3600000, "x", &i64), 0);
+    assert_int_equal(sl__cli_args_seconds(&a, "3600", 1, 3600000, "x", &i64), 0);
     assert_int_equal(i64, 3600 * SL_NS_PER_SEC);
-    assert_int_equal(args_seconds(&a, "9223372036.854", 0, INT64_MAX, "x", &i64), 0);
+    assert_int_equal(sl__cli_args_seconds(&a, "9223372036.854", 0, INT64_MAX, "x", &i64), 0);
     assert_int_equal(i64, ARGS_MAX_MS * SL_NS_PER_MS);
-    assert_int_equal(args_seconds(&a, "9223372036.855", 0, INT64_MAX, "x", &i64), -1);
+    assert_int_equal(sl__cli_args_seconds(&a, "9223372036.855", 0, INT64_MAX, "x", &i64), -1);
     assert_int_equal(i64, 0);
-    assert_int_equal(args_int32(&a, "1000", 1, 1000, &i32), 0);
+    assert_int_equal(sl__cli_args_int32(&a, "1000", 1, 1000, &i32), 0);
     assert_int_equal(i32, 1000);
 }
 

@@ -32,9 +32,9 @@
 /* ---- helpers --------------------------------------------------------------- */
 
 /* Parses `text` as "t.yaml"; it must load. */
-static sl_config *parse_ok(const char *text) {
-    sl_config *c = NULL;
-    static sl_config_errors e;
+static sl__config *parse_ok(const char *text) {
+    sl__config *c = NULL;
+    static sl__config_errors e;
     int rc = sl__config_parse(text, strlen(text), "t.yaml", &c, &e);
     if (rc != 0) {
         print_errors(&e);
@@ -47,8 +47,8 @@ static sl_config *parse_ok(const char *text) {
 
 /* Parses `text`: it must fail with exactly the messages `want`, in order. */
 static void expect_errors_(const char *text, const char *const *want, size_t n) {
-    sl_config *c = (sl_config *)1;
-    static sl_config_errors e;
+    sl__config *c = (sl__config *)1;
+    static sl__config_errors e;
     int rc = sl__config_parse(text, strlen(text), "t.yaml", &c, &e);
     assert_int_equal(rc, SL_EPARSE);
     assert_null(c);
@@ -57,8 +57,8 @@ static void expect_errors_(const char *text, const char *const *want, size_t n) 
 
 /* Parses `text`: it must fail with one error containing `part`. */
 static void expect_error_with(const char *text, const char *part) {
-    sl_config *c = NULL;
-    static sl_config_errors e;
+    sl__config *c = NULL;
+    static sl__config_errors e;
     int rc = sl__config_parse(text, strlen(text), "t.yaml", &c, &e);
     assert_int_equal(rc, SL_EPARSE);
     assert_null(c);
@@ -93,8 +93,8 @@ static const char *one_policy(char *buf, size_t size, const char *body) {
 
 static void test_default_loads(void **state) {
     (void)state;
-    sl_config *c = NULL;
-    sl_config_errors e;
+    sl__config *c = NULL;
+    sl__config_errors e;
     if (sl__config_load_default(&c, &e) != 0) {
         print_errors(&e);
         fail_msg("the embedded default does not load");
@@ -112,7 +112,7 @@ static void test_default_loads(void **state) {
     assert_int_equal(c->workers, 0);
     assert_int_equal(c->store_type, SL__STORE_MEMORY);
     assert_int_equal(c->max_memory, 256 * MiB);
-    assert_int_equal(c->log_level, SL_LOG_INFO);
+    assert_int_equal(c->log_level, SL__LOG_INFO);
 
     static const struct {
         const char *name;
@@ -126,7 +126,7 @@ static void test_default_loads(void **state) {
         {"daily", SL_FIXED_WINDOW, 1000, 86400 * SEC, 0},
     };
     for (size_t i = 0; i < COUNT(want); i++) {
-        const sl_policy_config *p = sl__config_policy(c, want[i].name, strlen(want[i].name));
+        const sl__policy_config *p = sl__config_policy(c, want[i].name, strlen(want[i].name));
         if (!p) fail_msg("the default has no policy %s", want[i].name);
         assert_int_equal(p->params.algorithm, want[i].alg);
         assert_int_equal(p->params.rate.limit, want[i].limit);
@@ -159,8 +159,8 @@ static void test_examples_load(void **state) {
         if (n < 6 || strcmp(de->d_name + n - 5, ".yaml") != 0) continue;
         char path[1024];
         snprintf(path, sizeof path, "%s/examples/%s", SLUICE_SOURCE_DIR, de->d_name);
-        sl_config *c = NULL;
-        sl_config_errors e;
+        sl__config *c = NULL;
+        sl__config_errors e;
         if (sl__config_load(path, &c, &e) != 0) {
             print_errors(&e);
             fail_msg("%s does not load", path);
@@ -176,8 +176,8 @@ static void test_examples_load(void **state) {
 /* Every value of all-algorithms.yaml, which sets each key to a non-default. */
 static void test_all_algorithms_example(void **state) {
     (void)state;
-    sl_config *c = NULL;
-    sl_config_errors e;
+    sl__config *c = NULL;
+    sl__config_errors e;
     if (sl__config_load(SLUICE_SOURCE_DIR "/examples/all-algorithms.yaml", &c, &e) != 0) {
         print_errors(&e);
         fail();
@@ -200,10 +200,10 @@ static void test_all_algorithms_example(void **state) {
     assert_int_equal(c->limits.command_timeout, 5 * SEC);
     assert_int_equal(c->limits.max_pending_output, 512 * KiB);
     assert_int_equal(c->limits.max_pending_output_total, 32 * MiB);
-    assert_int_equal(c->log_level, SL_LOG_DEBUG);
+    assert_int_equal(c->log_level, SL__LOG_DEBUG);
     assert_int_equal(c->npolicies, 6);
 
-    const sl_policy_config *p = &c->policies[0];
+    const sl__policy_config *p = &c->policies[0];
     assert_string_equal(p->name, "fixed");
     assert_int_equal(p->params.algorithm, SL_FIXED_WINDOW);
     p = &c->policies[1];
@@ -231,7 +231,7 @@ static void test_all_algorithms_example(void **state) {
     assert_false(p->shadow);
     assert_int_equal(p->on_failure, SL__FAIL_SET_CLOSED);
     assert_int_equal(p->line, 56);
-    assert_int_equal(c->admin.reload, SL_RELOAD_TOKEN);
+    assert_int_equal(c->admin.reload, SL__RELOAD_TOKEN);
     assert_string_equal(c->admin.reload_token, "replace-me-with-32-random-characters");
     sl__config_free(c);
 }
@@ -240,7 +240,7 @@ static void test_all_algorithms_example(void **state) {
 
 static void test_defaults(void **state) {
     (void)state;
-    sl_config *c = parse_ok("policies:\n");
+    sl__config *c = parse_ok("policies:\n");
     assert_string_equal(c->source, "t.yaml");
     assert_true(c->http.enabled && c->grpc.enabled && c->resp.enabled);
     assert_int_equal(c->http.port, 8080);
@@ -260,7 +260,7 @@ static void test_defaults(void **state) {
     assert_int_equal(c->limits.drain_timeout, 10 * SEC);
     assert_int_equal(c->limits.max_pending_output, MiB);
     assert_int_equal(c->limits.max_pending_output_total, 64 * MiB);
-    assert_int_equal(c->log_level, SL_LOG_INFO);
+    assert_int_equal(c->log_level, SL__LOG_INFO);
     assert_int_equal(c->npolicies, 0);
     sl__config_free(c);
 
@@ -270,15 +270,15 @@ static void test_defaults(void **state) {
     assert_int_equal(c->http.port, 8080);
     assert_int_equal(c->max_memory, 256 * MiB);
     assert_int_equal(c->limits.idle_timeout, 60 * SEC);
-    assert_int_equal(c->log_level, SL_LOG_DEBUG);
+    assert_int_equal(c->log_level, SL__LOG_DEBUG);
     sl__config_free(c);
 }
 
 static void test_policy_lookup(void **state) {
     (void)state;
-    sl_config *c = parse_ok("policies:\n"
-                            "  - {name: a, algorithm: fixed_window, rate: 1/s}\n"
-                            "  - {name: ab, algorithm: fixed_window, rate: 1/s}\n");
+    sl__config *c = parse_ok("policies:\n"
+                             "  - {name: a, algorithm: fixed_window, rate: 1/s}\n"
+                             "  - {name: ab, algorithm: fixed_window, rate: 1/s}\n");
     assert_ptr_equal(sl__config_policy(c, "a", 1), &c->policies[0]);
     assert_ptr_equal(sl__config_policy(c, "ab", 2), &c->policies[1]);
     assert_ptr_equal(sl__config_policy(c, "abc", 2), &c->policies[1]); /* len counts */
@@ -308,7 +308,7 @@ static void test_listen(void **state) {
     for (size_t i = 0; i < COUNT(good); i++) {
         snprintf(text, sizeof text, "listen:\n  http: %s\n  grpc: off\n  resp: off\n",
                  good[i].value);
-        sl_config *c = parse_ok(text);
+        sl__config *c = parse_ok(text);
         assert_true(c->http.enabled);
         assert_string_equal(c->http.host, good[i].host);
         assert_int_equal(c->http.port, good[i].port);
@@ -368,7 +368,7 @@ static void test_listen(void **state) {
 
 static void test_workers(void **state) {
     (void)state;
-    sl_config *c = parse_ok("workers: auto\n");
+    sl__config *c = parse_ok("workers: auto\n");
     assert_int_equal(c->workers, 0);
     sl__config_free(c);
     c = parse_ok("workers: 1\n");
@@ -406,7 +406,7 @@ static void test_sizes(void **state) {
     char text[128];
     for (size_t i = 0; i < COUNT(good); i++) {
         snprintf(text, sizeof text, "store:\n  max_memory: %s\n", good[i].text);
-        sl_config *c = parse_ok(text);
+        sl__config *c = parse_ok(text);
         assert_int_equal(c->max_memory, good[i].bytes);
         sl__config_free(c);
     }
@@ -431,13 +431,13 @@ static void test_sizes(void **state) {
 
 static void test_limits(void **state) {
     (void)state;
-    sl_config *c = parse_ok("limits:\n"
-                            "  max_header_bytes: 1KiB\n"
-                            "  max_body_bytes: 16MiB\n"
-                            "  max_resp_frame: 2048\n"
-                            "  max_connections: 1000000\n"
-                            "  idle_timeout: 1ms\n"
-                            "  header_timeout: 1h\n");
+    sl__config *c = parse_ok("limits:\n"
+                             "  max_header_bytes: 1KiB\n"
+                             "  max_body_bytes: 16MiB\n"
+                             "  max_resp_frame: 2048\n"
+                             "  max_connections: 1000000\n"
+                             "  idle_timeout: 1ms\n"
+                             "  header_timeout: 1h\n");
     assert_int_equal(c->limits.max_header_bytes, KiB);
     assert_int_equal(c->limits.max_body_bytes, 16 * MiB);
     assert_int_equal(c->limits.max_resp_frame, 2048);
@@ -501,8 +501,8 @@ static void test_log_level_and_store(void **state) {
     char text[64];
     for (size_t i = 0; i < COUNT(levels); i++) {
         snprintf(text, sizeof text, "log_level: %s\n", levels[i]);
-        sl_config *c = parse_ok(text);
-        assert_int_equal(c->log_level, (int)i); /* levels is in sl_log_level order */
+        sl__config *c = parse_ok(text);
+        assert_int_equal(c->log_level, (int)i); /* levels is in sl__log_level order */
         sl__config_free(c);
     }
     expect_errors("log_level: verbose\n", "t.yaml:1: log_level: unknown log level \"verbose\" "
@@ -510,7 +510,7 @@ static void test_log_level_and_store(void **state) {
     expect_errors("log_level: warning\n",
                   "t.yaml:1: log_level: unknown log level \"warning\" (did you mean warn?)");
 
-    sl_config *c = parse_ok("store:\n  type: memory\n");
+    sl__config *c = parse_ok("store:\n  type: memory\n");
     assert_int_equal(c->store_type, SL__STORE_MEMORY);
     sl__config_free(c);
     c = parse_ok("store:\n  type: redis\n");
@@ -521,7 +521,7 @@ static void test_log_level_and_store(void **state) {
     assert_int_equal(c->redis.breaker_failures, 5);
     assert_int_equal(c->redis.breaker_window, 500 * 1000000);
     assert_int_equal(c->redis.breaker_cooldown, 1000000000);
-    assert_int_equal(c->redis.on_failure, SL_FAIL_LOCAL);
+    assert_int_equal(c->redis.on_failure, SL__FAIL_LOCAL);
     assert_int_equal(c->redis.expected_instances, 1);
     assert_false(c->redis.batched);
     assert_string_equal(c->redis.prefix, "sluice:");
@@ -534,11 +534,11 @@ static void test_log_level_and_store(void **state) {
 static void test_booleans_and_enums(void **state) {
     (void)state;
     char text[512];
-    sl_config *c = parse_ok(one_policy(text, sizeof text,
-                                       "    algorithm: gcra\n    rate: 5/s\n    burst: 5\n"
-                                       "    count_rejected: true\n    shadow: true\n"
-                                       "    start: empty\n    on_failure: local\n"));
-    const sl_policy_config *p = &c->policies[0];
+    sl__config *c = parse_ok(one_policy(text, sizeof text,
+                                        "    algorithm: gcra\n    rate: 5/s\n    burst: 5\n"
+                                        "    count_rejected: true\n    shadow: true\n"
+                                        "    start: empty\n    on_failure: local\n"));
+    const sl__policy_config *p = &c->policies[0];
     assert_int_equal(p->params.flags, SL_COUNT_REJECTED | SL_START_EMPTY);
     assert_int_equal(p->params.origin, 0);
     assert_true(p->shadow);
@@ -598,8 +598,8 @@ static void test_policy_algorithms_and_rates(void **state) {
     for (size_t i = 0; i < COUNT(cases); i++) {
         snprintf(body, sizeof body, "    algorithm: %s\n    rate: %s\n    burst: 9\n", cases[i].alg,
                  cases[i].rate);
-        sl_config *c = parse_ok(one_policy(text, sizeof text, body));
-        const sl_policy_config *p = &c->policies[0];
+        sl__config *c = parse_ok(one_policy(text, sizeof text, body));
+        const sl__policy_config *p = &c->policies[0];
         assert_string_equal(p->name, "p");
         assert_int_equal(p->line, 2);
         assert_int_equal(p->params.algorithm, cases[i].want);
@@ -664,9 +664,9 @@ static void test_policy_algorithms_and_rates(void **state) {
 static void test_policy_hold(void **state) {
     (void)state;
     char text[512];
-    sl_config *c = parse_ok(one_policy(text, sizeof text,
-                                       "    algorithm: leaky_queue\n    rate: 5/s\n    burst: 20\n"
-                                       "    hold: 1500ms\n    hold_per_tenant: 6\n"));
+    sl__config *c = parse_ok(one_policy(text, sizeof text,
+                                        "    algorithm: leaky_queue\n    rate: 5/s\n    burst: 20\n"
+                                        "    hold: 1500ms\n    hold_per_tenant: 6\n"));
     assert_i64(c->policies[0].hold, 1500 * MS);
     assert_i64(c->policies[0].hold_per_tenant, 6);
     assert_int_equal(c->limits.max_held, 1000); /* the default */
@@ -768,14 +768,14 @@ static void test_policy_required_and_validated(void **state) {
 
 static void test_policy_names(void **state) {
     (void)state;
-    sl_config *c = parse_ok("policies:\n"
-                            "  - {name: a.b-c_9, algorithm: fixed_window, rate: 1/s}\n"
-                            "  - {name: \"123\", algorithm: fixed_window, rate: 1/s}\n"
-                            "  - {name: 0123456789012345678901234567890123456789012345678901234567"
-                            "89012, algorithm: fixed_window, rate: 1/s}\n");
+    sl__config *c = parse_ok("policies:\n"
+                             "  - {name: a.b-c_9, algorithm: fixed_window, rate: 1/s}\n"
+                             "  - {name: \"123\", algorithm: fixed_window, rate: 1/s}\n"
+                             "  - {name: 0123456789012345678901234567890123456789012345678901234567"
+                             "89012, algorithm: fixed_window, rate: 1/s}\n");
     assert_string_equal(c->policies[0].name, "a.b-c_9");
     assert_string_equal(c->policies[1].name, "123");
-    assert_int_equal(strlen(c->policies[2].name), SL_POLICY_NAME_MAX);
+    assert_int_equal(strlen(c->policies[2].name), SL__POLICY_NAME_MAX);
     sl__config_free(c);
 
     expect_errors("policies:\n"
@@ -821,7 +821,7 @@ static void test_policy_shapes(void **state) {
                   "list",
                   "t.yaml:3: policies[0].algorithm: expected fixed_window, sliding_log, "
                   "sliding_window, token_bucket, gcra, leaky_queue or concurrency, got a mapping");
-    sl_config *c = parse_ok("policies: []\n");
+    sl__config *c = parse_ok("policies: []\n");
     assert_int_equal(c->npolicies, 0);
     sl__config_free(c);
 }
@@ -892,27 +892,27 @@ static void test_not_supported_yet(void **state) {
 
 static void test_redis_store(void **state) {
     (void)state;
-    sl_config *c = parse_ok("store:\n"
-                            "  type: redis\n"
-                            "  redis:\n"
-                            "    url: redis://:s3cret@10.1.2.3:6380/2\n"
-                            "    timeout: 7ms\n"
-                            "    on_failure: closed\n"
-                            "    expected_instances: 4\n"
-                            "    sync: batched\n"
-                            "    sync_interval: 250ms\n"
-                            "    prefix: \"rl:\"\n"
-                            "    breaker_failures: 3\n"
-                            "    breaker_cooldown: 2s\n"
-                            "    breaker_window: 2500ms\n"
-                            "    deny_cache: 0\n");
+    sl__config *c = parse_ok("store:\n"
+                             "  type: redis\n"
+                             "  redis:\n"
+                             "    url: redis://:s3cret@10.1.2.3:6380/2\n"
+                             "    timeout: 7ms\n"
+                             "    on_failure: closed\n"
+                             "    expected_instances: 4\n"
+                             "    sync: batched\n"
+                             "    sync_interval: 250ms\n"
+                             "    prefix: \"rl:\"\n"
+                             "    breaker_failures: 3\n"
+                             "    breaker_cooldown: 2s\n"
+                             "    breaker_window: 2500ms\n"
+                             "    deny_cache: 0\n");
     assert_string_equal(c->redis.addr.host, "10.1.2.3");
     assert_int_equal(c->redis.addr.port, 6380);
     assert_int_equal(c->redis.db, 2);
     assert_string_equal(c->redis.user, "");
     assert_string_equal(c->redis.password, "s3cret");
     assert_int_equal(c->redis.timeout, 7 * 1000000);
-    assert_int_equal(c->redis.on_failure, SL_FAIL_CLOSED);
+    assert_int_equal(c->redis.on_failure, SL__FAIL_CLOSED);
     assert_int_equal(c->redis.expected_instances, 4);
     assert_true(c->redis.batched);
     assert_int_equal(c->redis.sync_interval, 250 * 1000000);
@@ -985,8 +985,8 @@ static void test_redis_store(void **state) {
     expect_errors(tier, "t.yaml:7: tiers.pro.a (policy a:pro): the Redis store decides in whole "
                         "microseconds: the period must be a whole number of microseconds");
     /* A reload onto a running Redis store checks a memory config again. */
-    sl_config *m = parse_ok(strstr(tier, "policies:"));
-    static sl_config_errors e;
+    sl__config *m = parse_ok(strstr(tier, "policies:"));
+    static sl__config_errors e;
     e.n = 0;
     assert_int_equal(sl__config_check_store(m, &e), 0);
     m->store_type = SL__STORE_REDIS;
@@ -995,7 +995,7 @@ static void test_redis_store(void **state) {
     assert_string_equal(e.msg[0], "t.yaml:5: tiers.pro.a (policy a:pro): the Redis store decides "
                                   "in whole microseconds: the period must be a whole number of "
                                   "microseconds");
-    sl_policy_config v;
+    sl__policy_config v;
     assert_int_equal(sl__config_tier_variant(m, &m->tiers[0], &m->tiers[0].overrides[0], &v), 0);
     assert_string_equal(v.name, "a:pro");
     assert_int_equal(v.params.rate.period, 1500);
@@ -1067,8 +1067,8 @@ static void test_errors_sorted_and_all_collected(void **state) {
     assert_non_null(text);
     size_t o = 0;
     for (size_t i = 0; i < n; i++) o += (size_t)sprintf(text + o, "bad%zu: 1\n", i);
-    sl_config *c = NULL;
-    static sl_config_errors e;
+    sl__config *c = NULL;
+    static sl__config_errors e;
     assert_int_equal(sl__config_parse(text, o, "t.yaml", &c, &e), SL_EPARSE);
     assert_null(c);
     assert_int_equal(e.n, n);
@@ -1077,17 +1077,17 @@ static void test_errors_sorted_and_all_collected(void **state) {
         "t.yaml:1: bad0: unknown key (expected listen, workers, store, "
         "domains, policies, limits, log_level, identity, tiers, quotas, "
         "costs, exempt, rules, shadow, admin, quota_mode, charge_refused_hits or shedding)");
-    assert_non_null(strstr(e.msg[SL_CONFIG_MAX_ERRORS - 1], "t.yaml:64: bad63: unknown key"));
+    assert_non_null(strstr(e.msg[SL__CONFIG_MAX_ERRORS - 1], "t.yaml:64: bad63: unknown key"));
     free(text);
 }
 
 static void test_bounds(void **state) {
     (void)state;
-    sl_config *c = NULL;
-    static sl_config_errors e;
+    sl__config *c = NULL;
+    static sl__config_errors e;
 
     /* File size: the length is checked before anything is parsed. */
-    size_t big = SL_CONFIG_MAX_BYTES + 1;
+    size_t big = SL__CONFIG_MAX_BYTES + 1;
     char *text = malloc(big);
     assert_non_null(text);
     memset(text, '#', big);
@@ -1112,7 +1112,7 @@ static void test_bounds(void **state) {
         "t.yaml:1: mappings and lists nested more than 32 deep");
 
     /* Policy count. */
-    size_t n = SL_CONFIG_MAX_POLICIES + 2;
+    size_t n = SL__CONFIG_MAX_POLICIES + 2;
     text = malloc(16 + n * 64);
     assert_non_null(text);
     size_t o = (size_t)sprintf(text, "policies:\n");
@@ -1125,7 +1125,7 @@ static void test_bounds(void **state) {
     /* ... and exactly the bound loads. */
     o = (size_t)(strstr(text, "  - {name: p1024,") - text);
     assert_int_equal(sl__config_parse(text, o, "t.yaml", &c, &e), 0);
-    assert_int_equal(c->npolicies, SL_CONFIG_MAX_POLICIES);
+    assert_int_equal(c->npolicies, SL__CONFIG_MAX_POLICIES);
     assert_non_null(sl__config_policy(c, "p1023", 5));
     sl__config_free(c);
     free(text);
@@ -1149,8 +1149,8 @@ static void test_bounds(void **state) {
 
 static void test_load_files(void **state) {
     (void)state;
-    sl_config *c = NULL;
-    static sl_config_errors e;
+    sl__config *c = NULL;
+    static sl__config_errors e;
     char path[] = "/tmp/sluice-test-config-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
@@ -1180,7 +1180,7 @@ static void test_load_files(void **state) {
     /* Too large, found by reading (not by trusting a size). */
     f = fopen(path, "w");
     assert_non_null(f);
-    for (size_t i = 0; i <= SL_CONFIG_MAX_BYTES / 64; i++)
+    for (size_t i = 0; i <= SL__CONFIG_MAX_BYTES / 64; i++)
         fputs("# ..............................................................\n", f);
     fclose(f);
     assert_int_equal(sl__config_load(path, &c, &e), -1);

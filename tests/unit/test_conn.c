@@ -24,17 +24,17 @@
 #include "sluice/sluice.h"
 
 typedef struct fixture {
-    sl_server s;
-    sl_worker w;
+    sl__server s;
+    sl__worker w;
     uv_tcp_t listener[2]; /* HTTP, RESP */
     int port[2];
 } fixture;
 
 static void on_connection(uv_stream_t *l, int status) {
-    sl_worker *w = l->loop->data;
+    sl__worker *w = l->loop->data;
     fixture *f = (fixture *)((char *)w - offsetof(fixture, w));
     assert_int_equal(status, 0);
-    sl__conn_accept(w, l, l == (uv_stream_t *)&f->listener[0] ? SL_PROTO_HTTP : SL_PROTO_RESP);
+    sl__conn_accept(w, l, l == (uv_stream_t *)&f->listener[0] ? SL__PROTO_HTTP : SL__PROTO_RESP);
 }
 
 static void on_wake(uv_async_t *a) {
@@ -45,20 +45,20 @@ static void on_wake(uv_async_t *a) {
 static fixture *fixture_new(void) {
     fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
-    sl_worker *w = &f->w;
+    sl__worker *w = &f->w;
     w->server = &f->s;
     assert_int_equal(uv_loop_init(&w->loop), 0);
     w->loop.data = w;
-    w->read_buf = malloc(SL_READ_BUF_BYTES);
-    w->limits = (sl_limits_config){.max_header_bytes = 8192,
-                                   .max_body_bytes = 65536,
-                                   .max_resp_frame = 65536,
-                                   .max_connections = 100,
-                                   .idle_timeout = 60 * SL_NS_PER_SEC,
-                                   .header_timeout = 10 * SL_NS_PER_SEC,
-                                   .command_timeout = 10 * SL_NS_PER_SEC,
-                                   .max_pending_output = 1 << 20,
-                                   .max_pending_output_total = 64 << 20};
+    w->read_buf = malloc(SL__READ_BUF_BYTES);
+    w->limits = (sl__limits_config){.max_header_bytes = 8192,
+                                    .max_body_bytes = 65536,
+                                    .max_resp_frame = 65536,
+                                    .max_connections = 100,
+                                    .idle_timeout = 60 * SL_NS_PER_SEC,
+                                    .header_timeout = 10 * SL_NS_PER_SEC,
+                                    .command_timeout = 10 * SL_NS_PER_SEC,
+                                    .max_pending_output = 1 << 20,
+                                    .max_pending_output_total = 64 << 20};
     uv_async_init(&w->loop, &w->wake, on_wake);
     uv_prepare_init(&w->loop, &w->tick);
     uv_timer_init(&w->loop, &w->drain_timer);
@@ -66,7 +66,7 @@ static fixture *fixture_new(void) {
     uv_idle_init(&w->loop, &w->yield_idle);
     w->yield_idle.data = w;
     w->spare_fd = -1;
-    for (int p = 0; p < SL_PROTO_COUNT; p++) w->listen_dup[p] = -1;
+    for (int p = 0; p < SL__PROTO_COUNT; p++) w->listen_dup[p] = -1;
     for (int i = 0; i < 2; i++) {
         struct sockaddr_in a;
         uv_ip4_addr("127.0.0.1", 0, &a);

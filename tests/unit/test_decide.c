@@ -21,7 +21,7 @@
 #define T0  (INT64_C(1769904000) * SEC)
 
 typedef struct lim {
-    sl_decide_limit l;
+    sl__decide_limit l;
     sl_params p;
 } lim;
 
@@ -73,14 +73,14 @@ static void lim_free(lim *x) {
 }
 
 static int done_calls;
-static void count_done(sl_decide_call *c) {
+static void count_done(sl__decide_call *c) {
     (void)c;
     done_calls++;
 }
 
 /* Decides items on d (NULL: memory) and returns the call (done ran). */
-static sl_decide_call *run(sl_decider *d, const sl_decide_item *items, size_t n, int64_t now) {
-    sl_decide_call *c = sl__decide_call_new(items, n, NULL, NULL, 0);
+static sl__decide_call *run(sl__decider *d, const sl__decide_item *items, size_t n, int64_t now) {
+    sl__decide_call *c = sl__decide_call_new(items, n, NULL, NULL, 0);
     assert_non_null(c);
     c->done = count_done;
     done_calls = 0;
@@ -88,8 +88,8 @@ static sl_decide_call *run(sl_decider *d, const sl_decide_item *items, size_t n,
     return c;
 }
 
-static sl_decide_item use(lim *x, const char *key, int64_t cost, bool shadow) {
-    return (sl_decide_item){
+static sl__decide_item use(lim *x, const char *key, int64_t cost, bool shadow) {
+    return (sl__decide_item){
         .limit = &x->l, .key = key, .keylen = strlen(key), .cost = cost, .shadow = shadow};
 }
 
@@ -102,15 +102,15 @@ static void test_all_or_nothing(void **state) {
     (void)state;
     lim *a = lim_new("a", SL_FIXED_WINDOW, 2, 60 * SEC, 0);
     lim *b = lim_new("b", SL_FIXED_WINDOW, 5, 60 * SEC, 0);
-    sl_decide_item it[2] = {use(a, "k", 1, false), use(b, "k", 1, false)};
+    sl__decide_item it[2] = {use(a, "k", 1, false), use(b, "k", 1, false)};
     for (int i = 0; i < 2; i++) {
-        sl_decide_call *c = run(NULL, it, 2, T0);
+        sl__decide_call *c = run(NULL, it, 2, T0);
         assert_int_equal(done_calls, 1);
         assert_int_equal(c->rc, SL_OK);
         assert_int_equal(c->refused, 2);
         sl__decide_call_free(c);
     }
-    sl_decide_call *c = run(NULL, it, 2, T0);
+    sl__decide_call *c = run(NULL, it, 2, T0);
     assert_int_equal(c->rc, SL_OK);
     assert_int_equal(c->refused, 0);
     assert_false(c->items[0].decision.allowed);
@@ -137,8 +137,8 @@ static void test_shadow_group(void **state) {
     lim *s1 = lim_new("s1", SL_FIXED_WINDOW, 1, 60 * SEC, 0);
     lim *s2 = lim_new("s2", SL_FIXED_WINDOW, 5, 60 * SEC, 0);
     atomic_store(&s2->l.shadow, true); /* shadow by the limit, s1 by its use */
-    sl_decide_item it[3] = {use(e, "k", 1, false), use(s1, "k", 1, true), use(s2, "k", 1, false)};
-    sl_decide_call *c = run(NULL, it, 3, T0);
+    sl__decide_item it[3] = {use(e, "k", 1, false), use(s1, "k", 1, true), use(s2, "k", 1, false)};
+    sl__decide_call *c = run(NULL, it, 3, T0);
     assert_int_equal(c->refused, 3);
     sl__decide_call_free(c);
     c = run(NULL, it, 3, T0);
@@ -165,9 +165,9 @@ static void test_refused_shadow_looked_at(void **state) {
     (void)state;
     lim *e = lim_new("e", SL_FIXED_WINDOW, 1, 60 * SEC, 0);
     lim *s = lim_new("s", SL_FIXED_WINDOW, 5, 60 * SEC, 0);
-    sl_decide_item it[2] = {use(e, "k", 1, false), use(s, "k", 1, true)};
+    sl__decide_item it[2] = {use(e, "k", 1, false), use(s, "k", 1, true)};
     sl__decide_call_free(run(NULL, it, 2, T0));
-    sl_decide_call *c = run(NULL, it, 2, T0);
+    sl__decide_call *c = run(NULL, it, 2, T0);
     assert_int_equal(c->refused, 0);
     assert_int_equal(c->items[1].decision.remaining, 4);
     sl__decide_call_free(c);
@@ -183,8 +183,8 @@ static void test_cost_never_passes(void **state) {
     (void)state;
     lim *a = lim_new("a", SL_TOKEN_BUCKET, 1, SEC, 3);
     lim *b = lim_new("b", SL_FIXED_WINDOW, 5, 60 * SEC, 0);
-    sl_decide_item it[2] = {use(b, "k", 1, false), use(a, "k", 4, false)};
-    sl_decide_call *c = run(NULL, it, 2, T0);
+    sl__decide_item it[2] = {use(b, "k", 1, false), use(a, "k", 4, false)};
+    sl__decide_call *c = run(NULL, it, 2, T0);
     assert_int_equal(c->rc, SL_ECOST);
     assert_int_equal(c->refused, 1);
     assert_int_equal(c->items[1].decision.retry_after, -1);
@@ -217,11 +217,11 @@ static void test_any_rate(void **state) {
     sl_params p = {.algorithm = SL_GCRA, .rate = {.limit = 10, .period = SEC}, .burst = 2};
     sl__plan plan;
     assert_int_equal(sl__plan_any_rate(&plan, &p), SL_OK);
-    sl_decide_item it = {
+    sl__decide_item it = {
         .limit = &x->l, .key = "k", .keylen = 1, .cost = 1, .params = &p, .plan = &plan};
     int allowed = 0;
     for (int i = 0; i < 3; i++) {
-        sl_decide_call *c = run(NULL, &it, 1, T0);
+        sl__decide_call *c = run(NULL, &it, 1, T0);
         allowed += c->items[0].decision.allowed;
         sl__decide_call_free(c);
     }
@@ -239,8 +239,8 @@ static void test_any_rate(void **state) {
 static void test_shadow_never_others(void **state) {
     (void)state;
     lim *a = lim_new("a", SL_FIXED_WINDOW, 5, 60 * SEC, 0);
-    sl_decide_item it[2] = {use(a, "k", 6, true), use(a, "k", 2, true)};
-    sl_decide_call *c = run(NULL, it, 2, T0);
+    sl__decide_item it[2] = {use(a, "k", 6, true), use(a, "k", 2, true)};
+    sl__decide_call *c = run(NULL, it, 2, T0);
     assert_int_equal(c->rc, SL_OK);
     assert_int_equal(c->refused, 2);
     assert_true(c->items[0].shadowed);
@@ -250,7 +250,7 @@ static void test_shadow_never_others(void **state) {
     assert_int_equal(c->items[1].decision.reset_after, 60 * SEC);
     sl__decide_call_free(c);
     assert_int_equal(n_of(&a->l.shadow_limited), 1);
-    sl_decide_item one = use(a, "k", 1, false);
+    sl__decide_item one = use(a, "k", 1, false);
     c = run(NULL, &one, 1, T0);
     assert_int_equal(c->items[0].decision.remaining, 4); /* nothing was charged */
     sl__decide_call_free(c);
@@ -263,10 +263,10 @@ static void test_ecost_others(void **state) {
     (void)state;
     lim *a = lim_new("a", SL_TOKEN_BUCKET, 1, SEC, 3);
     lim *b = lim_new("b", SL_FIXED_WINDOW, 5, 60 * SEC, 0);
-    sl_decide_item pre = use(b, "k", 3, false);
+    sl__decide_item pre = use(b, "k", 3, false);
     sl__decide_call_free(run(NULL, &pre, 1, T0));
-    sl_decide_item it[3] = {use(b, "k", 1, false), use(b, "k", 3, false), use(a, "k", 4, false)};
-    sl_decide_call *c = run(NULL, it, 3, T0);
+    sl__decide_item it[3] = {use(b, "k", 1, false), use(b, "k", 3, false), use(a, "k", 4, false)};
+    sl__decide_call *c = run(NULL, it, 3, T0);
     assert_int_equal(c->rc, SL_ECOST);
     assert_int_equal(c->refused, 2);
     assert_true(c->items[0].decision.allowed);
@@ -289,8 +289,8 @@ static void test_ecost_others(void **state) {
 static void test_quota_refused(void **state) {
     (void)state;
     lim *q = quota_new("q", 15);
-    sl_decide_item it[3] = {use(q, "k", 15, false), use(q, "k", 1, false), use(q, "k", 2, false)};
-    sl_decide_call *c = run(NULL, it, 3, T0);
+    sl__decide_item it[3] = {use(q, "k", 15, false), use(q, "k", 1, false), use(q, "k", 2, false)};
+    sl__decide_call *c = run(NULL, it, 3, T0);
     assert_int_equal(c->rc, SL_OK);
     assert_int_equal(c->refused, 1);
     assert_false(c->items[1].decision.allowed);
@@ -303,7 +303,7 @@ static void test_quota_refused(void **state) {
     assert_int_equal(c->items[0].decision.reset_after, FEB); /* as after the charge */
     sl__decide_call_free(c);
     lim *w = lim_new("w", SL_FIXED_WINDOW, 5, 60 * SEC, 0);
-    sl_decide_item big[2] = {use(w, "k", 1, false), use(q, "k", 16, false)};
+    sl__decide_item big[2] = {use(w, "k", 1, false), use(q, "k", 16, false)};
     c = run(NULL, big, 2, T0);
     assert_int_equal(c->rc, SL_ECOST);
     assert_int_equal(c->refused, 1);
@@ -321,14 +321,14 @@ static void test_quota_in_order(void **state) {
     lim *q = quota_new("q", 12);
     lim *g = lim_flags("g", SL_GCRA, 73, 730 * INT64_C(1000), 38, SL_COUNT_REJECTED);
     lim *w = lim_new("w", SL_FIXED_WINDOW, 1, 60 * SEC, 0);
-    sl_decide_item pre[2] = {use(q, "k", 12, false), use(w, "k", 1, false)};
+    sl__decide_item pre[2] = {use(q, "k", 12, false), use(w, "k", 1, false)};
     sl__decide_call_free(run(NULL, pre, 2, T0));
-    sl_decide_item it[2] = {use(w, "k", 1, false), use(q, "k", 1, false)};
-    sl_decide_call *c = run(NULL, it, 2, T0);
+    sl__decide_item it[2] = {use(w, "k", 1, false), use(q, "k", 1, false)};
+    sl__decide_call *c = run(NULL, it, 2, T0);
     assert_int_equal(c->rc, SL_OK);
     assert_int_equal(c->refused, 0);
     sl__decide_call_free(c);
-    sl_decide_item never[2] = {use(g, "k", 40, false), use(q, "k", 1, false)};
+    sl__decide_item never[2] = {use(g, "k", 40, false), use(q, "k", 1, false)};
     c = run(NULL, never, 2, T0);
     assert_int_equal(c->rc, SL_ECOST);
     assert_int_equal(c->refused, 0);
@@ -344,10 +344,10 @@ static void test_quota_in_order(void **state) {
 static void test_count_rejected_refused(void **state) {
     (void)state;
     lim *a = lim_flags("a", SL_FIXED_WINDOW, 5, 60 * SEC, 0, SL_COUNT_REJECTED);
-    sl_decide_item pre = use(a, "k", 3, false);
+    sl__decide_item pre = use(a, "k", 3, false);
     sl__decide_call_free(run(NULL, &pre, 1, T0));
-    sl_decide_item it[2] = {use(a, "k", 3, false), use(a, "k", 1, false)};
-    sl_decide_call *c = run(NULL, it, 2, T0);
+    sl__decide_item it[2] = {use(a, "k", 3, false), use(a, "k", 1, false)};
+    sl__decide_call *c = run(NULL, it, 2, T0);
     assert_int_equal(c->refused, 0);
     assert_int_equal(c->items[0].decision.remaining, 0);
     assert_false(c->items[1].decision.allowed); /* the charge of item 0 filled it */
@@ -363,16 +363,16 @@ static void test_shadow_count_rejected_charged(void **state) {
     (void)state;
     lim *s = lim_flags("s", SL_FIXED_WINDOW, 2, 60 * SEC, 0, SL_COUNT_REJECTED);
     lim *o = lim_new("o", SL_FIXED_WINDOW, 5, 60 * SEC, 0);
-    sl_decide_item pre = use(s, "k", 1, true);
+    sl__decide_item pre = use(s, "k", 1, true);
     sl__decide_call_free(run(NULL, &pre, 1, T0));
-    sl_decide_item it[2] = {use(o, "k", 1, true), use(s, "k", 2, true)};
-    sl_decide_call *c = run(NULL, it, 2, T0);
+    sl__decide_item it[2] = {use(o, "k", 1, true), use(s, "k", 2, true)};
+    sl__decide_call *c = run(NULL, it, 2, T0);
     assert_int_equal(c->refused, 2);
     assert_true(c->items[1].shadowed);
     assert_int_equal(c->items[1].decision.remaining, 0); /* charged: full */
     assert_int_equal(c->items[0].decision.remaining, 5); /* not charged */
     sl__decide_call_free(c);
-    sl_decide_item one = use(s, "k", 1, false);
+    sl__decide_item one = use(s, "k", 1, false);
     c = run(NULL, &one, 1, T0);
     assert_false(c->items[0].decision.allowed);
     sl__decide_call_free(c);
@@ -383,19 +383,19 @@ static void test_shadow_count_rejected_charged(void **state) {
 /* ---- a store that answers later ---------------------------------------------- */
 
 typedef struct later_store {
-    sl_store base;
-    sl_store_call *held;
+    sl__store base;
+    sl__store_call *held;
 } later_store;
 
-static void later_decide(sl_store *s, sl_store_call *c) {
+static void later_decide(sl__store *s, sl__store_call *c) {
     ((later_store *)s)->held = c;
 }
 
-static void later_free(sl_store *s) {
+static void later_free(sl__store *s) {
     (void)s;
 }
 
-static const sl_store_ops later_ops = {.decide = later_decide, .free = later_free};
+static const sl__store_ops later_ops = {.decide = later_decide, .free = later_free};
 
 /* The engine on such a store (through a decider built on it by hand is not
  * possible: deciders come from the engine), so the store call is driven
@@ -404,8 +404,8 @@ static void test_later_and_fail_modes(void **state) {
     (void)state;
     lim *a = lim_new("a", SL_FIXED_WINDOW, 2, 60 * SEC, 0);
     later_store ls = {.base = {.ops = &later_ops}};
-    sl_decide_item it = use(a, "k", 1, false);
-    sl_decide_call *c = sl__decide_call_new(&it, 1, NULL, NULL, 0);
+    sl__decide_item it = use(a, "k", 1, false);
+    sl__decide_call *c = sl__decide_call_new(&it, 1, NULL, NULL, 0);
     c->done = count_done;
     done_calls = 0;
     /* what sl__engine_decide does, on the fake store */
@@ -415,14 +415,14 @@ static void test_later_and_fail_modes(void **state) {
     assert_int_equal(ls.held->items[0].group, 0);
     assert_ptr_equal(ls.held->items[0].limit, &a->l.store);
     /* Redis failed; the local fallback refused */
-    ls.held->from = SL_FROM_LOCAL;
+    ls.held->from = SL__FROM_LOCAL;
     ls.held->items[0].decided = true;
     ls.held->items[0].decision = (sl_decision){.allowed = false, .limit = 2, .retry_after = SEC};
     ls.held->done(ls.held);
     assert_int_equal(done_calls, 1);
-    assert_int_equal(c->from, SL_FROM_LOCAL);
+    assert_int_equal(c->from, SL__FROM_LOCAL);
     assert_int_equal(c->refused, 0);
-    assert_int_equal(n_of(&a->l.store.from[SL_FROM_LOCAL]), 1);
+    assert_int_equal(n_of(&a->l.store.from[SL__FROM_LOCAL]), 1);
     assert_int_equal(n_of(&a->l.limited), 1);
     sl__decide_call_free(c);
     lim_free(a);
@@ -432,16 +432,16 @@ static void test_later_and_fail_modes(void **state) {
 
 static void test_batched_records(void **state) {
     (void)state;
-    sl_redis_config cfg = {.sync_interval = 100 * SL_NS_PER_MS};
-    sl_batch *b = sl__batch_new(&cfg);
+    sl__redis_config cfg = {.sync_interval = 100 * SL_NS_PER_MS};
+    sl__batch *b = sl__batch_new(&cfg);
     assert_non_null(b);
-    sl_redis_stats rs = {0};
-    sl_store *st = sl__batch_store_new(b, NULL, NULL, &rs, NULL);
+    sl__redis_stats rs = {0};
+    sl__store *st = sl__batch_store_new(b, NULL, NULL, &rs, NULL);
     assert_non_null(st);
     assert_int_equal(atomic_load(&rs.up), 1);
     lim *a = lim_new("a", SL_FIXED_WINDOW, 3, 60 * SEC, 0);
-    sl_decide_item it = use(a, "k", 2, false);
-    sl_decide_call *c = sl__decide_call_new(&it, 1, NULL, NULL, 0);
+    sl__decide_item it = use(a, "k", 2, false);
+    sl__decide_call *c = sl__decide_call_new(&it, 1, NULL, NULL, 0);
     c->done = count_done;
     done_calls = 0;
     sl__engine_decide_on(st, c, T0);
@@ -459,16 +459,16 @@ static void test_batched_records(void **state) {
  * of them): an item with room its cost, the refusing one what it had left. */
 static void test_batched_records_rejected(void **state) {
     (void)state;
-    sl_redis_config cfg = {.sync_interval = 100 * SL_NS_PER_MS};
-    sl_batch *b = sl__batch_new(&cfg);
-    sl_redis_stats rs = {0};
-    sl_store *st = sl__batch_store_new(b, NULL, NULL, &rs, NULL);
+    sl__redis_config cfg = {.sync_interval = 100 * SL_NS_PER_MS};
+    sl__batch *b = sl__batch_new(&cfg);
+    sl__redis_stats rs = {0};
+    sl__store *st = sl__batch_store_new(b, NULL, NULL, &rs, NULL);
     lim *tight = lim_flags("tight", SL_FIXED_WINDOW, 3, 60 * SEC, 0, SL_COUNT_REJECTED);
     lim *wide = lim_flags("wide", SL_FIXED_WINDOW, 100, 60 * SEC, 0, SL_COUNT_REJECTED);
     lim *plain = lim_new("plain", SL_FIXED_WINDOW, 100, 60 * SEC, 0);
-    sl_decide_item it[3] = {use(tight, "k", 2, false), use(wide, "k", 2, false),
-                            use(plain, "k", 2, false)};
-    sl_decide_call *c = sl__decide_call_new(it, 3, NULL, NULL, 0);
+    sl__decide_item it[3] = {use(tight, "k", 2, false), use(wide, "k", 2, false),
+                             use(plain, "k", 2, false)};
+    sl__decide_call *c = sl__decide_call_new(it, 3, NULL, NULL, 0);
     c->done = count_done;
     sl__engine_decide_on(st, c, T0); /* passes: 2 each */
     assert_int_equal(c->refused, 3);
@@ -483,7 +483,7 @@ static void test_batched_records_rejected(void **state) {
     assert_int_equal(sl__batch_pending(b, "wide", "k", 1), 4);  /* + its cost */
     assert_int_equal(sl__batch_pending(b, "plain", "k", 1), 2); /* nothing: not counted */
     /* a cost that can never pass charges nothing at all */
-    sl_decide_item never[2] = {use(tight, "k", 4, false), use(wide, "k", 1, false)};
+    sl__decide_item never[2] = {use(tight, "k", 4, false), use(wide, "k", 1, false)};
     c = sl__decide_call_new(never, 2, NULL, NULL, 0);
     c->done = count_done;
     sl__engine_decide_on(st, c, T0);

@@ -25,8 +25,8 @@
  * The two stores sit behind decide_memory() and decide_redis(); the
  * generator, the comparison and the report know nothing of them. The Redis
  * store runs on a real redis-server (redis_fixture.h) through a
- * sl_store_worker on a uv loop, with the test-only clock knob
- * sl_redis_config.script_now (the call's now instead of Redis TIME) and no
+ * sl__store_worker on a uv loop, with the test-only clock knob
+ * sl__redis_config.script_now (the call's now instead of Redis TIME) and no
  * deny cache (a cache in front of the store, not the store's semantics).
  *
  * Redis would expire keys on its real clock (TTLs of 1 ms are common on the
@@ -446,25 +446,25 @@ static void print_request(const gseq *s, size_t k) {
 /* ---- the two stores --------------------------------------------------------------- */
 
 typedef struct stores {
-    sl_config *cfg;
-    sl_policy_set *set; /* both stores decide the same policies */
-    const sl_policy *pol[MAX_POL];
+    sl__config *cfg;
+    sl__policy_set *set; /* both stores decide the same policies */
+    const sl__policy *pol[MAX_POL];
 } stores;
 
 /* The items of request q, keys in keybuf (MAX_LIM x KEY_MAX). */
-static void make_items(const stores *st, const greq *q, sl_policy_item *items, char *keybuf) {
+static void make_items(const stores *st, const greq *q, sl__policy_item *items, char *keybuf) {
     for (size_t j = 0; j < q->n; j++) {
         char *k = keybuf + j * KEY_MAX;
         key_name(k, KEY_MAX, q->l[j].key);
-        items[j] = (sl_policy_item){.policy = (sl_policy *)st->pol[q->l[j].pol],
-                                    .key = k,
-                                    .keylen = strlen(k),
-                                    .cost = q->l[j].cost,
-                                    .shadow = q->l[j].shadow};
+        items[j] = (sl__policy_item){.policy = (sl__policy *)st->pol[q->l[j].pol],
+                                     .key = k,
+                                     .keylen = strlen(k),
+                                     .cost = q->l[j].cost,
+                                     .shadow = q->l[j].shadow};
     }
 }
 
-static void take_answer(answer *a, const sl_policy_item *items, size_t n, int code,
+static void take_answer(answer *a, const sl__policy_item *items, size_t n, int code,
                         size_t refused) {
     *a = (answer){.rc = code, .refused = refused, .n = n};
     for (size_t j = 0; j < n; j++) {
@@ -478,27 +478,27 @@ static void take_answer(answer *a, const sl_policy_item *items, size_t n, int co
  * until done: the memory store answers inline, the Redis store after its
  * loop iteration has sent the script call and read the reply. */
 static uv_loop_t loop;
-static sl_redis_config rcfg, mcfg;
-static sl_store_stats sstats, mstats;
-static sl_store *redis, *module;
+static sl__redis_config rcfg, mcfg;
+static sl__store_stats sstats, mstats;
+static sl__store *redis, *module;
 
 static unsigned long long dropped_requests; /* memory: requests with a group dropped */
 
-static void on_call_done(sl_decide_call *c) {
+static void on_call_done(sl__decide_call *c) {
     *(bool *)c->arg = true;
 }
 
-static void decide_on(sl_store *store, stores *st, const greq *q, int64_t now, answer *a) {
-    sl_policy_item items[MAX_LIM];
+static void decide_on(sl__store *store, stores *st, const greq *q, int64_t now, answer *a) {
+    sl__policy_item items[MAX_LIM];
     char keys[MAX_LIM * KEY_MAX];
     make_items(st, q, items, keys);
-    sl_decide_item di[MAX_LIM];
+    sl__decide_item di[MAX_LIM];
     for (size_t j = 0; j < q->n; j++) {
         di[j] = sl__policy_use(items[j].policy, items[j].key, items[j].keylen, items[j].cost,
                                items[j].shadow);
         di[j].any_group = q->l[j].group;
     }
-    sl_decide_call *c = sl__decide_call_new(di, q->n, NULL, NULL, 0);
+    sl__decide_call *c = sl__decide_call_new(di, q->n, NULL, NULL, 0);
     assert_non_null(c);
     bool done = false;
     c->done = on_call_done;
@@ -510,7 +510,7 @@ static void decide_on(sl_store *store, stores *st, const greq *q, int64_t now, a
            does not wait, then iterations that wait for the answer */
         uv_run(&loop, UV_RUN_NOWAIT);
         while (!done) uv_run(&loop, UV_RUN_ONCE);
-        if (c->from != SL_FROM_REDIS)
+        if (c->from != SL__FROM_REDIS)
             fail_msg("the Redis store answered without Redis (from %d): is redis-server alive?",
                      (int)c->from);
     } else {
@@ -597,7 +597,7 @@ static bool same_keys(char *why, size_t size) {
 static void stores_open(stores *st, const gseq *s) {
     char text[CFG_BYTES];
     config_text(s, text, sizeof text);
-    static sl_config_errors e;
+    static sl__config_errors e;
     *st = (stores){0};
     if (sl__config_parse(text, strlen(text), "diff.yaml", &st->cfg, &e) != 0) {
         for (size_t i = 0; i < e.n; i++) print_message("%s\n", e.msg[i]);
@@ -649,26 +649,26 @@ static int setup(void **state) {
     (void)run; /* redis_fixture.h's script runner: this test goes through the store */
     redis_fixture_preload = FROZEN_CLOCK_LIB;
     redis_fixture_module = SLUICE_REDIS_MODULE;
-    sl__log_set_level(getenv("DIFF_LOG") ? SL_LOG_WARN : SL_LOG_ERROR); /* no shadow-mode lines */
+    sl__log_set_level(getenv("DIFF_LOG") ? SL__LOG_WARN : SL__LOG_ERROR); /* no shadow-mode lines */
     if (redis_fixture_start(state) != 0) return -1;
     if (!clock_frozen()) {
         fprintf(stderr, "redis-server's clock runs: %s not preloaded?\n", FROZEN_CLOCK_LIB);
         return -1;
     }
     if (uv_loop_init(&loop) != 0) return -1;
-    rcfg = (sl_redis_config){.timeout = 30 * SL_NS_PER_SEC,
-                             .on_failure = SL_FAIL_OPEN,
-                             .expected_instances = 1,
-                             .prefix = PREFIX,
-                             .breaker_failures = 1000000,
-                             .breaker_cooldown = SL_NS_PER_SEC,
-                             .breaker_window = SL_NS_PER_SEC,
-                             .deny_cache = 0,
-                             .module = SL_REDIS_MODULE_OFF,
-                             .script_now = true};
+    rcfg = (sl__redis_config){.timeout = 30 * SL_NS_PER_SEC,
+                              .on_failure = SL__FAIL_OPEN,
+                              .expected_instances = 1,
+                              .prefix = PREFIX,
+                              .breaker_failures = 1000000,
+                              .breaker_cooldown = SL_NS_PER_SEC,
+                              .breaker_window = SL_NS_PER_SEC,
+                              .deny_cache = 0,
+                              .module = SL__REDIS_MODULE_OFF,
+                              .script_now = true};
     snprintf(rcfg.unix_path, sizeof rcfg.unix_path, "%s", sock_path);
     mcfg = rcfg;
-    mcfg.module = SL_REDIS_MODULE_REQUIRE;
+    mcfg.module = SL__REDIS_MODULE_REQUIRE;
     snprintf(mcfg.prefix, sizeof mcfg.prefix, "%s", PREFIX_M);
     redis = sl__redis_store_new(&loop, &rcfg, &sstats);
     module = sl__redis_store_new(&loop, &mcfg, &mstats);

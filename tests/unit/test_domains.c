@@ -37,9 +37,9 @@
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-static sl_domain_rules *rules_ok(const char *text) {
-    sl_domain_rules *r = NULL;
-    static sl_config_errors e;
+static sl__domain_rules *rules_ok(const char *text) {
+    sl__domain_rules *r = NULL;
+    static sl__config_errors e;
     e.n = 0;
     if (sl__domain_rules_parse(text, strlen(text), "r.yaml", &r, &e) != 0) {
         print_errors(&e);
@@ -50,17 +50,17 @@ static sl_domain_rules *rules_ok(const char *text) {
 }
 
 static void expect_errors_(const char *text, const char *const *want, size_t n) {
-    sl_domain_rules *r = (sl_domain_rules *)1;
-    static sl_config_errors e;
+    sl__domain_rules *r = (sl__domain_rules *)1;
+    static sl__config_errors e;
     e.n = 0;
     assert_int_equal(sl__domain_rules_parse(text, strlen(text), "r.yaml", &r, &e), -1);
     assert_null(r);
     expect_error_list(&e, want, n, NULL, text);
 }
 
-static sl_domain_set *set_of(const char *text, sl_domain_set *prev) {
-    sl_domain_rules *r = rules_ok(text);
-    sl_domain_set *s = NULL;
+static sl__domain_set *set_of(const char *text, sl__domain_set *prev) {
+    sl__domain_rules *r = rules_ok(text);
+    sl__domain_set *s = NULL;
     char err[256];
     assert_int_equal(sl__domain_set_build(r, 16u << 20, prev, T0, &s, err, sizeof err), 0);
     sl__domain_rules_free(r);
@@ -69,11 +69,11 @@ static sl_domain_set *set_of(const char *text, sl_domain_set *prev) {
 
 /* A request of up to 8 descriptors written as "k=v,k2=v2" strings. */
 typedef struct req {
-    sl_rls_request q;
-    sl_rls_descriptor d[8];
-    sl_rls_entry e[8][8];
+    sl__rls_request q;
+    sl__rls_descriptor d[8];
+    sl__rls_entry e[8][8];
     char text[8][256];
-    sl_rls_status st[8];
+    sl__rls_status st[8];
     int overall;
     const char *message;
 } req;
@@ -88,7 +88,7 @@ static void build(req *r, const char *domain, const char *const *descs, size_t n
         snprintf(r->text[i], sizeof r->text[i], "%s", descs[i]);
         r->d[i].entries = r->e[i];
         for (char *p = r->text[i]; *p;) {
-            sl_rls_entry *x = &r->e[i][r->d[i].nentries++];
+            sl__rls_entry *x = &r->e[i][r->d[i].nentries++];
             char *end = strchr(p, ',');
             if (end) *end = '\0';
             char *eq = strchr(p, '=');
@@ -101,7 +101,7 @@ static void build(req *r, const char *domain, const char *const *descs, size_t n
     }
 }
 
-static int decide(sl_domain_set *s, req *r, int64_t now) {
+static int decide(sl__domain_set *s, req *r, int64_t now) {
     int rc = domain_decide(s, &r->q, now, r->st, &r->overall, &r->message);
     assert_int_equal(rc, SL_OK);
     return r->overall;
@@ -137,7 +137,7 @@ static const char README_MESSAGING[] =
 
 static void test_readme_examples_load(void **state) {
     (void)state;
-    sl_domain_rules *r = rules_ok(README_MESSAGING);
+    sl__domain_rules *r = rules_ok(README_MESSAGING);
     assert_int_equal(sl__domain_rules_domains(r), 1);
     assert_int_equal(sl__domain_rules_limits(r), 2);
     sl__domain_rules_free(r);
@@ -270,8 +270,8 @@ static void test_directory_and_config(void **state) {
     write_file(rules, "a.yml", "domain: other\n");
     write_file(rules, "notes.txt", "not yaml at all: [");
     write_file(rules, ".hidden.yaml", "not yaml at all: [");
-    sl_domain_rules *r = NULL;
-    sl_config_errors e = {0};
+    sl__domain_rules *r = NULL;
+    sl__config_errors e = {0};
     assert_int_equal(sl__domain_rules_load(rules, &r, &e), 0);
     assert_int_equal(sl__domain_rules_domains(r), 2);
     sl__domain_rules_free(r);
@@ -281,17 +281,17 @@ static void test_directory_and_config(void **state) {
                "domains: rules\npolicies:\n  - {name: a, algorithm: "
                "gcra, rate: 1/s, burst: 1}\n");
     snprintf(p, sizeof p, "%s/sluice.yaml", tmpdir);
-    sl_config *c = NULL;
+    sl__config *c = NULL;
     e.n = 0;
     if (sl__config_load(p, &c, &e) != 0) print_errors(&e);
     assert_non_null(c);
     assert_non_null(c->domain_rules);
     assert_int_equal(sl__domain_rules_domains(c->domain_rules), 2);
-    sl_domain_set *s = NULL;
+    sl__domain_set *s = NULL;
     char err[128];
     assert_int_equal(sl__domain_set_create(c, NULL, T0, &s, err, sizeof err), 0);
     req q;
-    assert_int_equal(DECIDE(s, &q, T0, "messaging", "to_number=1"), SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &q, T0, "messaging", "to_number=1"), SL__RLS_OK);
     assert_int_equal(q.st[0].requests_per_unit, 100);
     sl__domain_set_release(s);
     sl__config_free(c);
@@ -302,7 +302,7 @@ static void test_directory_and_config(void **state) {
                "second, requests_per_unit: 1}\n  - key: k\n");
     write_file(rules, "d.yaml", "domain: messaging\n");
     e.n = 0;
-    c = (sl_config *)1;
+    c = (sl__config *)1;
     assert_int_equal(sl__config_load(p, &c, &e), SL_EPARSE);
     assert_null(c);
     assert_int_equal(e.n, 2);
@@ -345,148 +345,148 @@ static void test_directory_and_config(void **state) {
 
 static void test_nested_and_all_or_nothing(void **state) {
     (void)state;
-    sl_domain_set *s = set_of(README_MESSAGING, NULL);
+    sl__domain_set *s = set_of(README_MESSAGING, NULL);
     req r;
     for (int i = 1; i <= 5; i++) {
         assert_int_equal(
             DECIDE(s, &r, T0, "messaging", "message_type=marketing,to_number=1", "to_number=1"),
-            SL_RLS_OK);
-        assert_int_equal(r.st[0].code, SL_RLS_OK);
+            SL__RLS_OK);
+        assert_int_equal(r.st[0].code, SL__RLS_OK);
         assert_int_equal(r.st[0].limit_remaining, 5 - i);
         assert_int_equal(r.st[1].limit_remaining, 100 - i);
         assert_true(r.st[0].has_limit);
-        assert_int_equal(r.st[0].unit, SL_RLS_UNIT_DAY);
+        assert_int_equal(r.st[0].unit, SL__RLS_UNIT_DAY);
         assert_int_equal(r.st[0].reset_seconds, 86400 - 10);
     }
     assert_int_equal(
         DECIDE(s, &r, T0, "messaging", "message_type=marketing,to_number=1", "to_number=1"),
-        SL_RLS_OVER_LIMIT);
-    assert_int_equal(r.st[0].code, SL_RLS_OVER_LIMIT);
-    assert_int_equal(r.st[1].code, SL_RLS_OK);
+        SL__RLS_OVER_LIMIT);
+    assert_int_equal(r.st[0].code, SL__RLS_OVER_LIMIT);
+    assert_int_equal(r.st[1].code, SL__RLS_OK);
     assert_int_equal(r.st[1].limit_remaining, 95); /* nothing consumed */
     /* order: statuses follow the descriptors */
     assert_int_equal(
         DECIDE(s, &r, T0, "messaging", "to_number=1", "message_type=marketing,to_number=1"),
-        SL_RLS_OVER_LIMIT);
-    assert_int_equal(r.st[0].code, SL_RLS_OK);
-    assert_int_equal(r.st[1].code, SL_RLS_OVER_LIMIT);
+        SL__RLS_OVER_LIMIT);
+    assert_int_equal(r.st[0].code, SL__RLS_OK);
+    assert_int_equal(r.st[1].code, SL__RLS_OVER_LIMIT);
     /* the next day */
     assert_int_equal(
         DECIDE(s, &r, T0 + 86400 * SEC, "messaging", "message_type=marketing,to_number=1"),
-        SL_RLS_OK);
+        SL__RLS_OK);
     /* depth: more entries than the rules, or fewer, match nothing */
     assert_int_equal(DECIDE(s, &r, T0, "messaging", "to_number=1,x=y", "message_type=marketing"),
-                     SL_RLS_OK);
+                     SL__RLS_OK);
     assert_false(r.st[0].has_limit);
     assert_false(r.st[1].has_limit);
     assert_int_equal(r.st[0].limit_remaining, 0);
     /* unknown domain, no entries */
-    assert_int_equal(DECIDE(s, &r, T0, "nope", "to_number=1"), SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "nope", "to_number=1"), SL__RLS_OK);
     assert_false(r.st[0].has_limit);
     sl__domain_set_release(s);
 }
 
 static void test_specific_wildcard_and_zero(void **state) {
     (void)state;
-    sl_domain_set *s = set_of("domain: d\n"
-                              "descriptors:\n"
-                              "  - key: ip\n"
-                              "    rate_limit: {unit: second, requests_per_unit: 2}\n"
-                              "  - key: ip\n"
-                              "    value: 50.0.0.5\n"
-                              "    rate_limit: {unit: second, requests_per_unit: 0}\n"
-                              "  - key: ip\n"
-                              "    value: 10.*\n"
-                              "    rate_limit: {unit: second, requests_per_unit: 5}\n"
-                              "  - key: path\n"
-                              "    value: /api/*\n"
-                              "    share_threshold: true\n"
-                              "    rate_limit: {unit: minute, requests_per_unit: 3}\n",
-                              NULL);
+    sl__domain_set *s = set_of("domain: d\n"
+                               "descriptors:\n"
+                               "  - key: ip\n"
+                               "    rate_limit: {unit: second, requests_per_unit: 2}\n"
+                               "  - key: ip\n"
+                               "    value: 50.0.0.5\n"
+                               "    rate_limit: {unit: second, requests_per_unit: 0}\n"
+                               "  - key: ip\n"
+                               "    value: 10.*\n"
+                               "    rate_limit: {unit: second, requests_per_unit: 5}\n"
+                               "  - key: path\n"
+                               "    value: /api/*\n"
+                               "    share_threshold: true\n"
+                               "    rate_limit: {unit: minute, requests_per_unit: 3}\n",
+                               NULL);
     req r;
     int64_t t = T0 + 250 * SL_NS_PER_MS;
-    assert_int_equal(DECIDE(s, &r, t, "d", "ip=1.2.3.4"), SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, t, "d", "ip=1.2.3.4"), SL__RLS_OK);
     assert_int_equal(r.st[0].requests_per_unit, 2);
     assert_int_equal(r.st[0].reset_seconds, 1); /* 750 ms, rounded up */
-    assert_int_equal(DECIDE(s, &r, t, "d", "ip=1.2.3.4"), SL_RLS_OK);
-    assert_int_equal(DECIDE(s, &r, t, "d", "ip=1.2.3.4"), SL_RLS_OVER_LIMIT);
+    assert_int_equal(DECIDE(s, &r, t, "d", "ip=1.2.3.4"), SL__RLS_OK);
+    assert_int_equal(DECIDE(s, &r, t, "d", "ip=1.2.3.4"), SL__RLS_OVER_LIMIT);
     /* the exact value wins over the key alone: 0 per second refuses all */
-    assert_int_equal(DECIDE(s, &r, t, "d", "ip=50.0.0.5"), SL_RLS_OVER_LIMIT);
+    assert_int_equal(DECIDE(s, &r, t, "d", "ip=50.0.0.5"), SL__RLS_OVER_LIMIT);
     assert_int_equal(r.st[0].requests_per_unit, 0);
     assert_int_equal(r.st[0].limit_remaining, 0);
     /* ... a check without consuming too: a limit of 0 is always exhausted */
     build(&r, "d", (const char *const[]){"ip=50.0.0.5"}, 1);
     r.d[0].has_hits = true;
     r.d[0].hits = 0;
-    assert_int_equal(decide(s, &r, t), SL_RLS_OVER_LIMIT);
+    assert_int_equal(decide(s, &r, t), SL__RLS_OVER_LIMIT);
     /* the wildcard wins over the key alone; a counter per value */
-    for (int i = 0; i < 5; i++) assert_int_equal(DECIDE(s, &r, t, "d", "ip=10.0.0.1"), SL_RLS_OK);
-    assert_int_equal(DECIDE(s, &r, t, "d", "ip=10.0.0.1"), SL_RLS_OVER_LIMIT);
-    assert_int_equal(DECIDE(s, &r, t, "d", "ip=10.0.0.2"), SL_RLS_OK);
+    for (int i = 0; i < 5; i++) assert_int_equal(DECIDE(s, &r, t, "d", "ip=10.0.0.1"), SL__RLS_OK);
+    assert_int_equal(DECIDE(s, &r, t, "d", "ip=10.0.0.1"), SL__RLS_OVER_LIMIT);
+    assert_int_equal(DECIDE(s, &r, t, "d", "ip=10.0.0.2"), SL__RLS_OK);
     assert_int_equal(r.st[0].requests_per_unit, 5);
-    assert_int_equal(DECIDE(s, &r, t, "d", "ip=10."), SL_RLS_OK); /* an empty rest matches */
+    assert_int_equal(DECIDE(s, &r, t, "d", "ip=10."), SL__RLS_OK); /* an empty rest matches */
     /* share_threshold: one counter for every value under the pattern */
-    assert_int_equal(DECIDE(s, &r, t, "d", "path=/api/a"), SL_RLS_OK);
-    assert_int_equal(DECIDE(s, &r, t, "d", "path=/api/b"), SL_RLS_OK);
-    assert_int_equal(DECIDE(s, &r, t, "d", "path=/api/c"), SL_RLS_OK);
-    assert_int_equal(DECIDE(s, &r, t, "d", "path=/api/d"), SL_RLS_OVER_LIMIT);
-    assert_int_equal(DECIDE(s, &r, t, "d", "path=/other"), SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, t, "d", "path=/api/a"), SL__RLS_OK);
+    assert_int_equal(DECIDE(s, &r, t, "d", "path=/api/b"), SL__RLS_OK);
+    assert_int_equal(DECIDE(s, &r, t, "d", "path=/api/c"), SL__RLS_OK);
+    assert_int_equal(DECIDE(s, &r, t, "d", "path=/api/d"), SL__RLS_OVER_LIMIT);
+    assert_int_equal(DECIDE(s, &r, t, "d", "path=/other"), SL__RLS_OK);
     assert_false(r.st[0].has_limit);
     sl__domain_set_release(s);
 }
 
 static void test_replaces_unlimited_shadow(void **state) {
     (void)state;
-    sl_domain_set *s = set_of("domain: d\n"
-                              "descriptors:\n"
-                              "  - key: key_1\n"
-                              "    value: value_1\n"
-                              "    descriptors:\n"
-                              "      - key: user\n"
-                              "        rate_limit: {name: specific_limit, unit: second, "
-                              "requests_per_unit: 1}\n"
-                              "  - key: key_2\n"
-                              "    descriptors:\n"
-                              "      - key: user\n"
-                              "        rate_limit:\n"
-                              "          replaces: [{name: specific_limit}]\n"
-                              "          unit: second\n"
-                              "          requests_per_unit: 2\n"
-                              "  - key: ldap\n"
-                              "    rate_limit: {unlimited: true}\n"
-                              "  - key: soft\n"
-                              "    shadow_mode: true\n"
-                              "    rate_limit: {unit: minute, requests_per_unit: 1}\n"
-                              "  - key: hard\n"
-                              "    rate_limit: {unit: minute, requests_per_unit: 2}\n",
-                              NULL);
+    sl__domain_set *s = set_of("domain: d\n"
+                               "descriptors:\n"
+                               "  - key: key_1\n"
+                               "    value: value_1\n"
+                               "    descriptors:\n"
+                               "      - key: user\n"
+                               "        rate_limit: {name: specific_limit, unit: second, "
+                               "requests_per_unit: 1}\n"
+                               "  - key: key_2\n"
+                               "    descriptors:\n"
+                               "      - key: user\n"
+                               "        rate_limit:\n"
+                               "          replaces: [{name: specific_limit}]\n"
+                               "          unit: second\n"
+                               "          requests_per_unit: 2\n"
+                               "  - key: ldap\n"
+                               "    rate_limit: {unlimited: true}\n"
+                               "  - key: soft\n"
+                               "    shadow_mode: true\n"
+                               "    rate_limit: {unit: minute, requests_per_unit: 1}\n"
+                               "  - key: hard\n"
+                               "    rate_limit: {unit: minute, requests_per_unit: 2}\n",
+                               NULL);
     req r;
     /* the replaced limit is dropped: no status, not consumed */
     for (int i = 0; i < 2; i++) {
         assert_int_equal(DECIDE(s, &r, T0, "d", "key_1=value_1,user=u", "key_2=x,user=u"),
-                         SL_RLS_OK);
+                         SL__RLS_OK);
         assert_false(r.st[0].has_limit);
         assert_int_equal(r.st[1].requests_per_unit, 2);
     }
     assert_int_equal(DECIDE(s, &r, T0, "d", "key_1=value_1,user=u", "key_2=x,user=u"),
-                     SL_RLS_OVER_LIMIT);
-    assert_int_equal(DECIDE(s, &r, T0, "d", "key_1=value_1,user=u"), SL_RLS_OK);
+                     SL__RLS_OVER_LIMIT);
+    assert_int_equal(DECIDE(s, &r, T0, "d", "key_1=value_1,user=u"), SL__RLS_OK);
     assert_string_equal(r.st[0].name, "specific_limit");
     /* unlimited */
-    assert_int_equal(DECIDE(s, &r, T0, "d", "ldap=x"), SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "d", "ldap=x"), SL__RLS_OK);
     assert_int_equal(r.st[0].limit_remaining, UINT32_MAX);
     assert_false(r.st[0].has_limit);
     /* shadow: never refuses, never blocks the others, still counts */
-    assert_int_equal(DECIDE(s, &r, T0, "d", "soft=a", "hard=a"), SL_RLS_OK);
-    assert_int_equal(DECIDE(s, &r, T0, "d", "soft=a", "hard=a"), SL_RLS_OK);
-    assert_int_equal(r.st[0].code, SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "d", "soft=a", "hard=a"), SL__RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "d", "soft=a", "hard=a"), SL__RLS_OK);
+    assert_int_equal(r.st[0].code, SL__RLS_OK);
     assert_int_equal(r.st[0].limit_remaining, 0);
     assert_int_equal(r.st[1].limit_remaining, 0); /* the hard limit did consume */
-    assert_int_equal(DECIDE(s, &r, T0, "d", "soft=a", "hard=a"), SL_RLS_OVER_LIMIT);
-    assert_int_equal(r.st[0].code, SL_RLS_OK);
-    assert_int_equal(r.st[1].code, SL_RLS_OVER_LIMIT);
+    assert_int_equal(DECIDE(s, &r, T0, "d", "soft=a", "hard=a"), SL__RLS_OVER_LIMIT);
+    assert_int_equal(r.st[0].code, SL__RLS_OK);
+    assert_int_equal(r.st[1].code, SL__RLS_OVER_LIMIT);
     /* the counters */
-    sl_domain_rule_stats st;
+    sl__domain_rule_stats st;
     bool found = false;
     for (size_t i = 0; i < sl__domain_set_rule_count(s); i++) {
         assert_true(sl__domain_set_rule_stats(s, i, &st));
@@ -509,28 +509,28 @@ static void test_replaces_unlimited_shadow(void **state) {
  * when one refuses, the others keep what they had. */
 static void test_shadow_group_all_or_nothing(void **state) {
     (void)state;
-    sl_domain_set *s = set_of("domain: d\ndescriptors:\n"
-                              "  - key: one\n"
-                              "    shadow_mode: true\n"
-                              "    rate_limit: {unit: minute, requests_per_unit: 1}\n"
-                              "  - key: five\n"
-                              "    shadow_mode: true\n"
-                              "    rate_limit: {unit: minute, requests_per_unit: 5}\n",
-                              NULL);
+    sl__domain_set *s = set_of("domain: d\ndescriptors:\n"
+                               "  - key: one\n"
+                               "    shadow_mode: true\n"
+                               "    rate_limit: {unit: minute, requests_per_unit: 1}\n"
+                               "  - key: five\n"
+                               "    shadow_mode: true\n"
+                               "    rate_limit: {unit: minute, requests_per_unit: 5}\n",
+                               NULL);
     req r;
-    assert_int_equal(DECIDE(s, &r, T0, "d", "one=a", "five=a"), SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "d", "one=a", "five=a"), SL__RLS_OK);
     assert_int_equal(r.st[0].limit_remaining, 0);
     assert_int_equal(r.st[1].limit_remaining, 4);
     /* `one` would refuse: the group charges nothing, `five` keeps 4 */
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(DECIDE(s, &r, T0, "d", "one=a", "five=a"), SL_RLS_OK);
-        assert_int_equal(r.st[0].code, SL_RLS_OK);
+        assert_int_equal(DECIDE(s, &r, T0, "d", "one=a", "five=a"), SL__RLS_OK);
+        assert_int_equal(r.st[0].code, SL__RLS_OK);
         assert_int_equal(r.st[1].limit_remaining, 4);
     }
     /* alone, `five` is charged as usual */
-    assert_int_equal(DECIDE(s, &r, T0, "d", "five=a"), SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "d", "five=a"), SL__RLS_OK);
     assert_int_equal(r.st[0].limit_remaining, 3);
-    sl_domain_rule_stats st;
+    sl__domain_rule_stats st;
     for (size_t i = 0; i < sl__domain_set_rule_count(s); i++) {
         assert_true(sl__domain_set_rule_stats(s, i, &st));
         if (!strcmp(st.rule, "one")) assert_int_equal(st.shadow_limited, 3);
@@ -541,39 +541,39 @@ static void test_shadow_group_all_or_nothing(void **state) {
 
 static void test_hits_and_overrides(void **state) {
     (void)state;
-    sl_domain_set *s = set_of("domain: d\ndescriptors:\n  - key: k\n"
-                              "    rate_limit: {unit: hour, requests_per_unit: 5}\n",
-                              NULL);
+    sl__domain_set *s = set_of("domain: d\ndescriptors:\n  - key: k\n"
+                               "    rate_limit: {unit: hour, requests_per_unit: 5}\n",
+                               NULL);
     req r;
     build(&r, "d", (const char *const[]){"k=a"}, 1);
     r.q.hits_addend = 3;
-    assert_int_equal(decide(s, &r, T0), SL_RLS_OK);
+    assert_int_equal(decide(s, &r, T0), SL__RLS_OK);
     assert_int_equal(r.st[0].limit_remaining, 2);
     /* descriptor hits_addend overrides the request's; 0 checks without consuming */
     build(&r, "d", (const char *const[]){"k=a"}, 1);
     r.q.hits_addend = 3;
     r.d[0].has_hits = true;
     r.d[0].hits = 0;
-    assert_int_equal(decide(s, &r, T0), SL_RLS_OK);
+    assert_int_equal(decide(s, &r, T0), SL__RLS_OK);
     assert_int_equal(r.st[0].limit_remaining, 2);
     r.d[0].hits = 3;
-    assert_int_equal(decide(s, &r, T0), SL_RLS_OVER_LIMIT);
+    assert_int_equal(decide(s, &r, T0), SL__RLS_OVER_LIMIT);
     assert_int_equal(r.st[0].limit_remaining, 0); /* OVER_LIMIT says 0, as upstream (2 are left) */
     r.d[0].hits = UINT64_MAX; /* can never pass: remaining 0 (store.h), nothing charged */
-    assert_int_equal(decide(s, &r, T0), SL_RLS_OVER_LIMIT);
+    assert_int_equal(decide(s, &r, T0), SL__RLS_OVER_LIMIT);
     assert_int_equal(r.st[0].limit_remaining, 0); /* the store contract, and what the peer sends */
     assert_int_equal(r.st[0].reset_seconds, 3600 - 10);
     /* a limit override: a table of its own per (rate, unit), fixed windows */
     build(&r, "d", (const char *const[]){"k=a", "other=b"}, 2);
     r.d[1].has_limit = true;
     r.d[1].limit_requests_per_unit = 1;
-    r.d[1].limit_unit = SL_RLS_UNIT_MINUTE;
-    assert_int_equal(decide(s, &r, T0), SL_RLS_OK);
+    r.d[1].limit_unit = SL__RLS_UNIT_MINUTE;
+    assert_int_equal(decide(s, &r, T0), SL__RLS_OK);
     assert_int_equal(r.st[1].requests_per_unit, 1);
-    assert_int_equal(r.st[1].unit, SL_RLS_UNIT_MINUTE);
+    assert_int_equal(r.st[1].unit, SL__RLS_UNIT_MINUTE);
     assert_int_equal(r.st[1].reset_seconds, 50);
     assert_int_equal(r.st[0].limit_remaining, 1);
-    assert_int_equal(decide(s, &r, T0), SL_RLS_OVER_LIMIT);
+    assert_int_equal(decide(s, &r, T0), SL__RLS_OVER_LIMIT);
     assert_int_equal(r.st[0].limit_remaining, 1); /* the rule was not consumed */
     r.d[1].limit_unit = 0;
     assert_int_equal(domain_decide(s, &r.q, T0, r.st, &r.overall, &r.message), SL_EINVAL);
@@ -586,7 +586,7 @@ static void test_hits_and_overrides(void **state) {
     assert_string_equal(r.message, "rate limit descriptor list must not be empty");
     /* no set at all */
     build(&r, "d", (const char *const[]){"k=a"}, 1);
-    assert_int_equal(decide(NULL, &r, T0), SL_RLS_OK);
+    assert_int_equal(decide(NULL, &r, T0), SL__RLS_OK);
     sl__domain_set_release(s);
 }
 
@@ -595,48 +595,48 @@ static void test_hits_and_overrides(void **state) {
  * OVER_LIMIT once the limit is exhausted; counted as what it answered. */
 static void test_check_only_hits_zero(void **state) {
     (void)state;
-    sl_domain_set *s = set_of("domain: d\ndescriptors:\n"
-                              "  - key: k\n"
-                              "    rate_limit: {unit: hour, requests_per_unit: 2}\n"
-                              "  - key: sh\n"
-                              "    shadow_mode: true\n"
-                              "    rate_limit: {unit: hour, requests_per_unit: 1}\n",
-                              NULL);
+    sl__domain_set *s = set_of("domain: d\ndescriptors:\n"
+                               "  - key: k\n"
+                               "    rate_limit: {unit: hour, requests_per_unit: 2}\n"
+                               "  - key: sh\n"
+                               "    shadow_mode: true\n"
+                               "    rate_limit: {unit: hour, requests_per_unit: 1}\n",
+                               NULL);
     req r;
     build(&r, "d", (const char *const[]){"k=a"}, 1);
     r.d[0].has_hits = true;
     r.d[0].hits = 0;
-    assert_int_equal(decide(s, &r, T0), SL_RLS_OK);
+    assert_int_equal(decide(s, &r, T0), SL__RLS_OK);
     assert_int_equal(r.st[0].limit_remaining, 2);
-    assert_int_equal(DECIDE(s, &r, T0, "d", "k=a"), SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "d", "k=a"), SL__RLS_OK);
     build(&r, "d", (const char *const[]){"k=a"}, 1);
     r.d[0].has_hits = true;
     r.d[0].hits = 0;
-    assert_int_equal(decide(s, &r, T0), SL_RLS_OK); /* one hit is left */
+    assert_int_equal(decide(s, &r, T0), SL__RLS_OK); /* one hit is left */
     assert_int_equal(r.st[0].limit_remaining, 1);
-    assert_int_equal(DECIDE(s, &r, T0, "d", "k=a"), SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "d", "k=a"), SL__RLS_OK);
     build(&r, "d", (const char *const[]){"k=a"}, 1);
     r.d[0].has_hits = true;
     r.d[0].hits = 0;
-    assert_int_equal(decide(s, &r, T0), SL_RLS_OVER_LIMIT); /* exhausted */
-    assert_int_equal(r.st[0].code, SL_RLS_OVER_LIMIT);
+    assert_int_equal(decide(s, &r, T0), SL__RLS_OVER_LIMIT); /* exhausted */
+    assert_int_equal(r.st[0].code, SL__RLS_OVER_LIMIT);
     assert_int_equal(r.st[0].limit_remaining, 0);
     /* the next window: a check passes again */
     build(&r, "d", (const char *const[]){"k=a"}, 1);
     r.d[0].has_hits = true;
     r.d[0].hits = 0;
-    assert_int_equal(decide(s, &r, T0 + 3600 * SEC), SL_RLS_OK);
+    assert_int_equal(decide(s, &r, T0 + 3600 * SEC), SL__RLS_OK);
     /* a shadow limit exhausted: the check is shadow-limited, the request OK */
-    assert_int_equal(DECIDE(s, &r, T0, "d", "sh=x"), SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "d", "sh=x"), SL__RLS_OK);
     build(&r, "d", (const char *const[]){"sh=x"}, 1);
     r.d[0].has_hits = true;
     r.d[0].hits = 0;
-    assert_int_equal(decide(s, &r, T0), SL_RLS_OK);
-    assert_int_equal(r.st[0].code, SL_RLS_OK);
+    assert_int_equal(decide(s, &r, T0), SL__RLS_OK);
+    assert_int_equal(r.st[0].code, SL__RLS_OK);
     /* the counters say what was answered */
-    sl_domain_rule_stats k = {0}, sh = {0};
+    sl__domain_rule_stats k = {0}, sh = {0};
     for (size_t i = 0; i < sl__domain_set_rule_count(s); i++) {
-        sl_domain_rule_stats st;
+        sl__domain_rule_stats st;
         assert_true(sl__domain_set_rule_stats(s, i, &st));
         if (strstr(st.rule, "sh"))
             sh = st;
@@ -665,21 +665,21 @@ static void test_charge_refused_hits(void **state) {
         write_file(tmpdir, "charge.yaml",
                    charge ? "domains: charge\ncharge_refused_hits: true\n" : "domains: charge\n");
         snprintf(p, sizeof p, "%s/charge.yaml", tmpdir);
-        sl_config *c = NULL;
-        sl_config_errors e = {0};
+        sl__config *c = NULL;
+        sl__config_errors e = {0};
         if (sl__config_load(p, &c, &e) != 0) print_errors(&e);
         assert_non_null(c);
         assert_int_equal(c->charge_refused_hits, charge);
-        sl_domain_set *s = NULL;
+        sl__domain_set *s = NULL;
         char err[128];
         assert_int_equal(sl__domain_set_create(c, NULL, T0, &s, err, sizeof err), 0);
         req r;
-        assert_int_equal(DECIDE(s, &r, T0, "c", "a=1", "b=1"), SL_RLS_OK);
+        assert_int_equal(DECIDE(s, &r, T0, "c", "a=1", "b=1"), SL__RLS_OK);
         assert_int_equal(r.st[1].limit_remaining, 4);
-        assert_int_equal(DECIDE(s, &r, T0, "c", "a=1", "b=1"), SL_RLS_OVER_LIMIT);
-        assert_int_equal(r.st[0].code, SL_RLS_OVER_LIMIT);
+        assert_int_equal(DECIDE(s, &r, T0, "c", "a=1", "b=1"), SL__RLS_OVER_LIMIT);
+        assert_int_equal(r.st[0].code, SL__RLS_OVER_LIMIT);
         /* b's count: charged by the refused request only when asked to */
-        assert_int_equal(DECIDE(s, &r, T0, "c", "b=1"), SL_RLS_OK);
+        assert_int_equal(DECIDE(s, &r, T0, "c", "b=1"), SL__RLS_OK);
         assert_int_equal(r.st[0].limit_remaining, charge ? 2 : 3);
         sl__domain_set_release(s);
         sl__config_free(c);
@@ -688,22 +688,22 @@ static void test_charge_refused_hits(void **state) {
 
 static void test_algorithms(void **state) {
     (void)state;
-    sl_domain_set *s = set_of("domain: d\ndescriptors:\n"
-                              "  - key: tb\n"
-                              "    rate_limit: {unit: second, requests_per_unit: 2, algorithm: "
-                              "token_bucket, burst: 4}\n"
-                              "  - key: gcra\n"
-                              "    rate_limit: {unit: minute, requests_per_unit: 60, algorithm: "
-                              "gcra}\n",
-                              NULL);
+    sl__domain_set *s = set_of("domain: d\ndescriptors:\n"
+                               "  - key: tb\n"
+                               "    rate_limit: {unit: second, requests_per_unit: 2, algorithm: "
+                               "token_bucket, burst: 4}\n"
+                               "  - key: gcra\n"
+                               "    rate_limit: {unit: minute, requests_per_unit: 60, algorithm: "
+                               "gcra}\n",
+                               NULL);
     req r;
-    for (int i = 0; i < 4; i++) assert_int_equal(DECIDE(s, &r, T0, "d", "tb=x"), SL_RLS_OK);
-    assert_int_equal(DECIDE(s, &r, T0, "d", "tb=x"), SL_RLS_OVER_LIMIT);
+    for (int i = 0; i < 4; i++) assert_int_equal(DECIDE(s, &r, T0, "d", "tb=x"), SL__RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "d", "tb=x"), SL__RLS_OVER_LIMIT);
     assert_int_equal(r.st[0].reset_seconds, 1); /* retry after 500 ms, rounded up */
     assert_int_equal(r.st[0].requests_per_unit, 2);
-    assert_int_equal(DECIDE(s, &r, T0 + 500 * SL_NS_PER_MS, "d", "tb=x"), SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0 + 500 * SL_NS_PER_MS, "d", "tb=x"), SL__RLS_OK);
     /* gcra 60/min, burst = requests_per_unit */
-    assert_int_equal(DECIDE(s, &r, T0, "d", "gcra=x"), SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "d", "gcra=x"), SL__RLS_OK);
     assert_int_equal(r.st[0].limit_remaining, 59);
     assert_int_equal(r.st[0].reset_seconds, 1);
     sl__domain_set_release(s);
@@ -717,16 +717,16 @@ static void test_reload_keeps_state(void **state) {
     const char *v2 = "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: hour, "
                      "requests_per_unit: 5}\n  - key: b\n    rate_limit: {unit: hour, "
                      "requests_per_unit: 6}\n";
-    sl_domain_set *s1 = set_of(v1, NULL);
+    sl__domain_set *s1 = set_of(v1, NULL);
     req r;
     DECIDE(s1, &r, T0, "d", "a=1", "b=1");
     /* a limit override in use also survives */
     build(&r, "d", (const char *const[]){"c=1"}, 1);
     r.d[0].has_limit = true;
     r.d[0].limit_requests_per_unit = 3;
-    r.d[0].limit_unit = SL_RLS_UNIT_HOUR;
+    r.d[0].limit_unit = SL__RLS_UNIT_HOUR;
     decide(s1, &r, T0);
-    sl_domain_set *s2 = set_of(v2, s1);
+    sl__domain_set *s2 = set_of(v2, s1);
     sl__domain_set_release(s1);
     DECIDE(s2, &r, T0, "d", "a=1", "b=1");
     assert_int_equal(r.st[0].limit_remaining, 3); /* kept */
@@ -734,7 +734,7 @@ static void test_reload_keeps_state(void **state) {
     build(&r, "d", (const char *const[]){"c=1"}, 1);
     r.d[0].has_limit = true;
     r.d[0].limit_requests_per_unit = 3;
-    r.d[0].limit_unit = SL_RLS_UNIT_HOUR;
+    r.d[0].limit_unit = SL__RLS_UNIT_HOUR;
     decide(s2, &r, T0);
     assert_int_equal(r.st[0].limit_remaining, 1);
     sl__domain_set_release(s2);
@@ -744,32 +744,32 @@ static void test_reload_keeps_state(void **state) {
  * comments there say. */
 static void test_envoy_example(void **state) {
     (void)state;
-    sl_config *c = NULL;
-    sl_config_errors e = {0};
+    sl__config *c = NULL;
+    sl__config_errors e = {0};
     if (sl__config_load(SLUICE_SOURCE_DIR "/examples/envoy/sluice.yaml", &c, &e) != 0)
         print_errors(&e);
     assert_non_null(c);
-    sl_domain_set *s = NULL;
+    sl__domain_set *s = NULL;
     char err[128];
     assert_int_equal(sl__domain_set_create(c, NULL, T0, &s, err, sizeof err), 0);
     req r;
-    assert_int_equal(DECIDE(s, &r, T0, "edge", "remote_address=198.51.100.1"), SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "edge", "remote_address=198.51.100.1"), SL__RLS_OK);
     assert_int_equal(r.st[0].requests_per_unit, 10);
-    assert_int_equal(DECIDE(s, &r, T0, "edge", "remote_address=203.0.113.7"), SL_RLS_OVER_LIMIT);
-    assert_int_equal(DECIDE(s, &r, T0, "edge", "api_key=internal-batch"), SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "edge", "remote_address=203.0.113.7"), SL__RLS_OVER_LIMIT);
+    assert_int_equal(DECIDE(s, &r, T0, "edge", "api_key=internal-batch"), SL__RLS_OK);
     assert_int_equal(r.st[0].limit_remaining, UINT32_MAX);
-    assert_int_equal(DECIDE(s, &r, T0, "edge", "api_key=k1"), SL_RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "edge", "api_key=k1"), SL__RLS_OK);
     assert_int_equal(r.st[0].limit_remaining, 49); /* gcra, burst 50 */
     for (int i = 0; i < 7; i++)
         assert_int_equal(DECIDE(s, &r, T0, "edge", "generic_key=login,remote_address=1"),
-                         SL_RLS_OK);
+                         SL__RLS_OK);
     sl__domain_set_release(s);
     sl__config_free(c);
 }
 
 /* The stats of the limit with this rule key, or a failure. */
-static sl_domain_rule_stats stats_of(const sl_domain_set *s, const char *rule) {
-    sl_domain_rule_stats st;
+static sl__domain_rule_stats stats_of(const sl__domain_set *s, const char *rule) {
+    sl__domain_rule_stats st;
     for (size_t i = 0; i < sl__domain_set_rule_count(s); i++)
         if (sl__domain_set_rule_stats(s, i, &st) && strcmp(st.rule, rule) == 0) return st;
     fail_msg("no rule %s", rule);
@@ -790,26 +790,26 @@ static void test_global_shadow_stats_and_top(void **state) {
                                 "    rate_limit: {unit: hour, requests_per_unit: 0}\n"
                                 "  - key: free\n"
                                 "    rate_limit: {unlimited: true}\n";
-    sl_domain_set *s = set_of(rules, NULL);
+    sl__domain_set *s = set_of(rules, NULL);
     sl__domain_set_shadow(s, true);
     req r;
     for (int i = 0; i < 5; i++)
-        assert_int_equal(DECIDE(s, &r, T0, "edge", "remote_address=198.51.100.7"), SL_RLS_OK);
-    assert_int_equal(r.st[0].code, SL_RLS_OK);
+        assert_int_equal(DECIDE(s, &r, T0, "edge", "remote_address=198.51.100.7"), SL__RLS_OK);
+    assert_int_equal(r.st[0].code, SL__RLS_OK);
     assert_int_equal(r.st[0].limit_remaining, 0);
     assert_int_equal(DECIDE(s, &r, T0, "edge",
                             "blocked=a\x01"
                             "b"),
-                     SL_RLS_OK);
-    assert_int_equal(DECIDE(s, &r, T0, "edge", "free=x"), SL_RLS_OK);
+                     SL__RLS_OK);
+    assert_int_equal(DECIDE(s, &r, T0, "edge", "free=x"), SL__RLS_OK);
     /* a limit override is a shadow limit as well */
     build(&r, "edge", (const char *const[]){"k=v"}, 1);
     r.d[0].has_limit = true;
     r.d[0].limit_requests_per_unit = 1;
-    r.d[0].limit_unit = SL_RLS_UNIT_HOUR;
+    r.d[0].limit_unit = SL__RLS_UNIT_HOUR;
     decide(s, &r, T0);
-    assert_int_equal(decide(s, &r, T0), SL_RLS_OK);
-    sl_domain_rule_stats st = stats_of(s, "remote_address");
+    assert_int_equal(decide(s, &r, T0), SL__RLS_OK);
+    sl__domain_rule_stats st = stats_of(s, "remote_address");
     assert_string_equal(st.domain, "edge");
     assert_int_equal(st.allowed, 2);
     assert_int_equal(st.limited, 0);
@@ -821,7 +821,7 @@ static void test_global_shadow_stats_and_top(void **state) {
     assert_int_equal(st.allowed, 1);
     assert_int_equal(st.shadow_limited, 1);
     /* the sketch: by rule, the entries in printable ASCII */
-    sl_domain_top_item top[8];
+    sl__domain_top_item top[8];
     assert_int_equal(sl__domain_set_top(s, "edge", 4, NULL, 0, top, 8), 3);
     assert_string_equal(top[0].rule, "remote_address");
     assert_string_equal(top[0].key, "remote_address=198.51.100.7");
@@ -833,9 +833,9 @@ static void test_global_shadow_stats_and_top(void **state) {
     assert_int_equal(sl__domain_set_top(s, "edge", 4, NULL, 0, top, 1), 1);
     assert_int_equal(sl__domain_set_top(s, "nope", 4, NULL, 0, top, 8), -1);
     /* a reload without shadow: enforced, the tables and the sketch kept */
-    sl_domain_set *s2 = set_of(rules, s);
+    sl__domain_set *s2 = set_of(rules, s);
     sl__domain_set_release(s);
-    assert_int_equal(DECIDE(s2, &r, T0, "edge", "remote_address=198.51.100.7"), SL_RLS_OVER_LIMIT);
+    assert_int_equal(DECIDE(s2, &r, T0, "edge", "remote_address=198.51.100.7"), SL__RLS_OVER_LIMIT);
     assert_int_equal(stats_of(s2, "remote_address").limited, 1);
     assert_int_equal(sl__domain_set_top(s2, "edge", 4, "remote_address", 14, top, 8), 1);
     assert_int_equal(top[0].count, 4);

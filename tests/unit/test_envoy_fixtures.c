@@ -46,15 +46,15 @@
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-static sl_config_errors errs;
+static sl__config_errors errs;
 
 static void print_errors(void) {
-    for (size_t i = 0; i < errs.n && i < SL_CONFIG_MAX_ERRORS; i++)
+    for (size_t i = 0; i < errs.n && i < SL__CONFIG_MAX_ERRORS; i++)
         print_message("  %s\n", errs.msg[i]);
 }
 
-static sl_domain_rules *load_ok(const char *path) {
-    sl_domain_rules *r = NULL;
+static sl__domain_rules *load_ok(const char *path) {
+    sl__domain_rules *r = NULL;
     errs.n = 0;
     if (sl__domain_rules_load(path, &r, &errs) != 0) {
         print_errors();
@@ -66,22 +66,22 @@ static sl_domain_rules *load_ok(const char *path) {
 
 /* path is refused, and one of its errors contains want. */
 static void load_refused(const char *path, const char *want) {
-    sl_domain_rules *r = (sl_domain_rules *)1;
+    sl__domain_rules *r = (sl__domain_rules *)1;
     errs.n = 0;
     if (sl__domain_rules_load(path, &r, &errs) == 0) {
         sl__domain_rules_free(r);
         fail_msg("the peer refuses %s; sluice loaded it", path);
     }
     assert_null(r);
-    for (size_t i = 0; i < errs.n && i < SL_CONFIG_MAX_ERRORS; i++)
+    for (size_t i = 0; i < errs.n && i < SL__CONFIG_MAX_ERRORS; i++)
         if (strstr(errs.msg[i], want)) return;
     print_errors();
     fail_msg("%s: no error says '%s'", path, want);
 }
 
-static sl_domain_set *set_of(const char *path) {
-    sl_domain_rules *r = load_ok(path);
-    sl_domain_set *s = NULL;
+static sl__domain_set *set_of(const char *path) {
+    sl__domain_rules *r = load_ok(path);
+    sl__domain_set *s = NULL;
     char err[256];
     assert_int_equal(sl__domain_set_build(r, 16u << 20, NULL, T0, &s, err, sizeof err), 0);
     sl__domain_rules_free(r);
@@ -90,12 +90,12 @@ static sl_domain_set *set_of(const char *path) {
 
 /* One descriptor from "k=v,k2=v2" (at most 8 entries). */
 typedef struct desc {
-    sl_rls_descriptor d;
-    sl_rls_entry e[8];
+    sl__rls_descriptor d;
+    sl__rls_entry e[8];
     char text[512];
 } desc;
 
-static const sl_rls_descriptor *parse_desc(desc *x, const char *spec) {
+static const sl__rls_descriptor *parse_desc(desc *x, const char *spec) {
     memset(x, 0, sizeof *x);
     snprintf(x->text, sizeof x->text, "%s", spec);
     char *save = NULL;
@@ -103,8 +103,8 @@ static const sl_rls_descriptor *parse_desc(desc *x, const char *spec) {
         char *eq = strchr(p, '=');
         assert_non_null(eq);
         *eq = '\0';
-        sl_rls_entry *e = &x->e[x->d.nentries++];
-        *e = (sl_rls_entry){
+        sl__rls_entry *e = &x->e[x->d.nentries++];
+        *e = (sl__rls_entry){
             .key = p, .key_len = strlen(p), .value = eq + 1, .value_len = strlen(eq + 1)};
     }
     x->d.entries = x->e;
@@ -112,10 +112,10 @@ static const sl_rls_descriptor *parse_desc(desc *x, const char *spec) {
 }
 
 /* The rule spec matches in domain, or NULL. */
-static const char *rule_of(const sl_domain_set *s, const char *domain, const char *spec,
-                           sl_domain_match *m) {
+static const char *rule_of(const sl__domain_set *s, const char *domain, const char *spec,
+                           sl__domain_match *m) {
     desc x;
-    sl_domain_match local;
+    sl__domain_match local;
     if (!m) m = &local;
     if (!sl__domain_set_match(s, domain, strlen(domain), parse_desc(&x, spec), m)) return NULL;
     return m->rule;
@@ -131,13 +131,13 @@ static const char *rule_of(const sl_domain_set *s, const char *domain, const cha
     } while (0)
 
 /* Decides one request of one descriptor; returns the status code. */
-static int decide_one(sl_domain_set *s, const char *domain, const char *spec, int64_t now) {
+static int decide_one(sl__domain_set *s, const char *domain, const char *spec, int64_t now) {
     desc x;
-    sl_rls_request q = {.domain = domain,
-                        .domain_len = strlen(domain),
-                        .descriptors = parse_desc(&x, spec),
-                        .ndescriptors = 1};
-    sl_rls_status st;
+    sl__rls_request q = {.domain = domain,
+                         .domain_len = strlen(domain),
+                         .descriptors = parse_desc(&x, spec),
+                         .ndescriptors = 1};
+    sl__rls_status st;
     int overall = 0;
     const char *message = NULL;
     assert_int_equal(domain_decide(s, &q, now, &st, &overall, &message), SL_OK);
@@ -256,7 +256,7 @@ static void test_accepted_fixtures_load(void **state) {
     sl__domain_rules_free(load_ok(FIX "peer/examples/ratelimit/config/config.yaml"));
     sl__domain_rules_free(load_ok(FIX "peer/examples/ratelimit/config/example.yaml"));
     for (size_t i = 0; i < COUNT(accepted_dirs); i++) {
-        sl_domain_rules *r = load_ok(accepted_dirs[i]);
+        sl__domain_rules *r = load_ok(accepted_dirs[i]);
         assert_true(sl__domain_rules_domains(r) >= 2);
         sl__domain_rules_free(r);
     }
@@ -290,7 +290,7 @@ static void test_refused_fixtures_are_refused(void **state) {
 
 static void test_wildcards_anywhere(void **state) {
     (void)state;
-    sl_domain_set *s = set_of(PEER "wildcard.yaml");
+    sl__domain_set *s = set_of(PEER "wildcard.yaml");
     const char *d = "test-domain";
     /* foo*: a prefix; the '*' may stand for nothing */
     expect_rule(s, d, "wild=foo1", "wild_foo*");
@@ -327,9 +327,9 @@ static void test_wildcards_anywhere(void **state) {
     /* a match applies (10 per minute on multiWild): one counter per value
      * when share_threshold is off */
     for (int i = 0; i < 10; i++)
-        assert_int_equal(decide_one(s, d, "multiWild=foo1bar2baz", T0), SL_RLS_OK);
-    assert_int_equal(decide_one(s, d, "multiWild=foo1bar2baz", T0), SL_RLS_OVER_LIMIT);
-    assert_int_equal(decide_one(s, d, "multiWild=foobarbaz", T0), SL_RLS_OK);
+        assert_int_equal(decide_one(s, d, "multiWild=foo1bar2baz", T0), SL__RLS_OK);
+    assert_int_equal(decide_one(s, d, "multiWild=foo1bar2baz", T0), SL__RLS_OVER_LIMIT);
+    assert_int_equal(decide_one(s, d, "multiWild=foobarbaz", T0), SL__RLS_OK);
     sl__domain_set_release(s);
 }
 
@@ -344,10 +344,10 @@ static void test_wildcards_in_file_order_and_exact_first(void **state) {
         "  - {key: k, value: '*', rate_limit: {unit: minute, requests_per_unit: 4}}\n"
         "  - {key: k, rate_limit: {unit: minute, requests_per_unit: 5}}\n"
         "  - {key: j, value: '**x**', rate_limit: {unit: minute, requests_per_unit: 6}}\n";
-    sl_domain_rules *r = NULL;
+    sl__domain_rules *r = NULL;
     errs.n = 0;
     assert_int_equal(sl__domain_rules_parse(text, sizeof text - 1, "r.yaml", &r, &errs), 0);
-    sl_domain_set *s = NULL;
+    sl__domain_set *s = NULL;
     char err[128];
     assert_int_equal(sl__domain_set_build(r, 16u << 20, NULL, T0, &s, err, sizeof err), 0);
     sl__domain_rules_free(r);
@@ -386,10 +386,10 @@ static void test_wildcards_against_fnmatch(void **state) {
                  "domain: d\ndescriptors:\n  - {key: k, value: '%s', rate_limit: {unit: second, "
                  "requests_per_unit: 1}}\n",
                  pat);
-        sl_domain_rules *r = NULL;
+        sl__domain_rules *r = NULL;
         errs.n = 0;
         assert_int_equal(sl__domain_rules_parse(text, strlen(text), "r.yaml", &r, &errs), 0);
-        sl_domain_set *s = NULL;
+        sl__domain_set *s = NULL;
         char err[128];
         assert_int_equal(sl__domain_set_build(r, 1u << 20, NULL, T0, &s, err, sizeof err), 0);
         sl__domain_rules_free(r);
@@ -416,9 +416,9 @@ static void test_wildcards_against_fnmatch(void **state) {
 
 static void test_share_threshold_fixture(void **state) {
     (void)state;
-    sl_domain_set *s = set_of(PEER "share_threshold.yaml");
+    sl__domain_set *s = set_of(PEER "share_threshold.yaml");
     const char *d = "test-domain";
-    sl_domain_match m;
+    sl__domain_match m;
     static const struct {
         const char *spec, *rule;
         uint32_t rpu;
@@ -455,17 +455,17 @@ static void test_share_threshold_fixture(void **state) {
     char spec[64];
     for (int i = 0; i < 50; i++) {
         snprintf(spec, sizeof spec, "multiroute=svc%dep%drpc", i, i * 7);
-        assert_int_equal(decide_one(s, d, spec, T0), SL_RLS_OK);
+        assert_int_equal(decide_one(s, d, spec, T0), SL__RLS_OK);
     }
-    assert_int_equal(decide_one(s, d, "multiroute=svc-other-ep-rpc", T0), SL_RLS_OVER_LIMIT);
+    assert_int_equal(decide_one(s, d, "multiroute=svc-other-ep-rpc", T0), SL__RLS_OVER_LIMIT);
     /* t*prod / res*v2 nested, 60 per minute, both shared */
     for (int i = 0; i < 60; i++) {
         snprintf(spec, sizeof spec, "tenant=t%dprod,resource=res%dv2", i, i);
-        assert_int_equal(decide_one(s, d, spec, T0), SL_RLS_OK);
+        assert_int_equal(decide_one(s, d, spec, T0), SL__RLS_OK);
     }
-    assert_int_equal(decide_one(s, d, "tenant=tXprod,resource=resYv2", T0), SL_RLS_OVER_LIMIT);
+    assert_int_equal(decide_one(s, d, "tenant=tXprod,resource=resYv2", T0), SL__RLS_OVER_LIMIT);
     /* the explicit value has its own counter */
-    assert_int_equal(decide_one(s, d, "file=test1", T0), SL_RLS_OK);
+    assert_int_equal(decide_one(s, d, "file=test1", T0), SL__RLS_OK);
     sl__domain_set_release(s);
 
     /* share_threshold needs a '*' somewhere in the value */
@@ -473,7 +473,7 @@ static void test_share_threshold_fixture(void **state) {
                               "    share_threshold: true\n";
     static const char good[] = "domain: d\ndescriptors:\n  - key: a\n    value: b*c\n"
                                "    share_threshold: true\n";
-    sl_domain_rules *r = NULL;
+    sl__domain_rules *r = NULL;
     errs.n = 0;
     assert_int_equal(sl__domain_rules_parse(bad, sizeof bad - 1, "r.yaml", &r, &errs), -1);
     assert_int_equal(errs.n, 1);
@@ -488,8 +488,8 @@ static void test_share_threshold_fixture(void **state) {
 
 static void test_quota_mode_and_metadata(void **state) {
     (void)state;
-    sl_domain_set *s = set_of(FIX "peer/examples/ratelimit/config/example.yaml");
-    sl_domain_match m;
+    sl__domain_set *s = set_of(FIX "peer/examples/ratelimit/config/example.yaml");
+    sl__domain_match m;
     assert_non_null(rule_of(s, "rl", "service=service_1", &m));
     assert_true(m.quota_mode);
     assert_false(m.shadow);
@@ -539,15 +539,15 @@ static void test_metadata_as_struct_json(void **state) {
                                "      hex: 0x10\n"
                                "  - key: e\n"
                                "    metadata:\n";
-    sl_domain_rules *r = NULL;
+    sl__domain_rules *r = NULL;
     errs.n = 0;
     if (sl__domain_rules_parse(text, sizeof text - 1, "r.yaml", &r, &errs) != 0) print_errors();
     assert_non_null(r);
-    sl_domain_set *s = NULL;
+    sl__domain_set *s = NULL;
     char err[128];
     assert_int_equal(sl__domain_set_build(r, 16u << 20, NULL, T0, &s, err, sizeof err), 0);
     sl__domain_rules_free(r);
-    sl_domain_match m;
+    sl__domain_match m;
     assert_non_null(rule_of(s, "d", "k=v", &m));
     assert_string_equal(m.metadata,
                         "{\"s\":\"text\",\"q\":\"42\",\"n\":42,\"neg\":-1.5e3,"
@@ -558,7 +558,7 @@ static void test_metadata_as_struct_json(void **state) {
 
     /* metadata must be a mapping, as the peer's map */
     static const char bad[] = "domain: d\ndescriptors:\n  - key: k\n    metadata: [a]\n";
-    r = (sl_domain_rules *)1;
+    r = (sl__domain_rules *)1;
     errs.n = 0;
     assert_int_equal(sl__domain_rules_parse(bad, sizeof bad - 1, "r.yaml", &r, &errs), -1);
     assert_int_equal(errs.n, 1);
@@ -582,7 +582,7 @@ static void test_metadata_as_struct_json(void **state) {
 static void test_config_quota_mode(void **state) {
     (void)state;
     static const char text[] = "quota_mode: true\n";
-    sl_config *c = NULL;
+    sl__config *c = NULL;
     errs.n = 0;
     if (sl__config_parse(text, sizeof text - 1, "sluice.yaml", &c, &errs) != 0) print_errors();
     assert_non_null(c);

@@ -37,7 +37,7 @@ typedef struct reply {
     int grpc_status;
     char grpc_message[256];
     bool trailers_only;
-    sl_buf data;
+    sl__buf data;
     bool closed;
     uint32_t rst;
     int headers_frames;
@@ -49,10 +49,10 @@ typedef struct client {
     size_t n;
     bool goaway;
     uint32_t goaway_code;
-    sl_limits_config limits;
-    sl_request_ctx rq; /* as a connection of sluiced gives it, without the connection */
-    sl_buf out;        /* the server's output */
-    sl_grpc_session *s;
+    sl__limits_config limits;
+    sl__request_ctx rq; /* as a connection of sluiced gives it, without the connection */
+    sl__buf out;        /* the server's output */
+    sl__grpc_session *s;
     int feed_rc;
     size_t chunk; /* feed the server this many bytes at a time (0: all at once) */
 } client;
@@ -134,11 +134,11 @@ static ssize_t read_body(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t l
     return (ssize_t)n;
 }
 
-static void client_init(client *c, sl_domain_set *set, size_t max_body) {
+static void client_init(client *c, sl__domain_set *set, size_t max_body) {
     memset(c, 0, sizeof *c);
     c->limits.max_body_bytes = max_body;
     c->limits.max_header_bytes = 8192;
-    c->rq = (sl_request_ctx){.now = sl_now(), .domains = set, .limits = &c->limits};
+    c->rq = (sl__request_ctx){.now = sl_now(), .domains = set, .limits = &c->limits};
     sl__buf_init(&c->out);
     c->s = sl__grpc_session_new(&c->limits, &c->out);
     assert_non_null(c->s);
@@ -255,13 +255,13 @@ static size_t pack_request(uint8_t *out, const char *domain, const char *key, co
     return envoy__service__ratelimit__v3__rate_limit_request__pack(&q, out);
 }
 
-static sl_domain_set *rules(void) {
+static sl__domain_set *rules(void) {
     static const char text[] = "domain: d\ndescriptors:\n  - key: k\n"
                                "    rate_limit: {unit: hour, requests_per_unit: 2, name: two}\n";
-    sl_domain_rules *r = NULL;
-    sl_config_errors e = {0};
+    sl__domain_rules *r = NULL;
+    sl__config_errors e = {0};
     assert_int_equal(sl__domain_rules_parse(text, sizeof text - 1, "r.yaml", &r, &e), 0);
-    sl_domain_set *s = NULL;
+    sl__domain_set *s = NULL;
     char err[128];
     assert_int_equal(sl__domain_set_build(r, 16u << 20, NULL, 0, &s, err, sizeof err), 0);
     sl__domain_rules_free(r);
@@ -301,7 +301,7 @@ static void test_settings_and_health(void **state) {
 
 static void test_should_rate_limit(void **state) {
     (void)state;
-    sl_domain_set *set = rules();
+    sl__domain_set *set = rules();
     for (int mode = 0; mode < 2; mode++) {
         client c;
         client_init(&c, set, 1024);
@@ -439,7 +439,7 @@ static void test_shutdown(void **state) {
     body b = {.p = msg, .len = 5, .piece = 2};
     int32_t id = submit(&c, HEALTH, "application/grpc", NULL, NULL, &b);
     /* the server gets all but the last DATA frame (9 + 1 bytes) */
-    sl_buf all;
+    sl__buf all;
     sl__buf_init(&all);
     const uint8_t *data;
     ssize_t n;
@@ -568,7 +568,7 @@ static void test_response_encoding(void **state) {
                                         "prefix-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"};
     uint32_t x = 12345;
     for (int round = 0; round < 2000; round++) {
-        sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
+        sl__rls_status st[SL__RLS_MAX_DESCRIPTORS];
         size_t n = 1 + (size_t)(x % 5);
         int overall = 1 + (int)(x % 2);
         for (size_t i = 0; i < n; i++) {
@@ -582,17 +582,17 @@ static void test_response_encoding(void **state) {
             st[i].limit_remaining = (x & 32) ? 0 : (x & 64) ? UINT32_MAX : x % 1000;
             st[i].reset_seconds = (x & 128) ? 0 : (int64_t)(x % 100000);
         }
-        sl_buf mine;
+        sl__buf mine;
         sl__buf_init(&mine);
         assert_int_equal(sl__grpc_put_rls_response(&mine, overall, st, n), 0);
         /* the same through protobuf-c */
         Envoy__Service__Ratelimit__V3__RateLimitResponse r =
             ENVOY__SERVICE__RATELIMIT__V3__RATE_LIMIT_RESPONSE__INIT;
         Envoy__Service__Ratelimit__V3__RateLimitResponse__DescriptorStatus
-            ds[SL_RLS_MAX_DESCRIPTORS],
-            *dp[SL_RLS_MAX_DESCRIPTORS];
-        Envoy__Service__Ratelimit__V3__RateLimitResponse__RateLimit rl[SL_RLS_MAX_DESCRIPTORS];
-        Google__Protobuf__Duration du[SL_RLS_MAX_DESCRIPTORS];
+            ds[SL__RLS_MAX_DESCRIPTORS],
+            *dp[SL__RLS_MAX_DESCRIPTORS];
+        Envoy__Service__Ratelimit__V3__RateLimitResponse__RateLimit rl[SL__RLS_MAX_DESCRIPTORS];
+        Google__Protobuf__Duration du[SL__RLS_MAX_DESCRIPTORS];
         r.overall_code = (Envoy__Service__Ratelimit__V3__RateLimitResponse__Code)overall;
         r.n_statuses = n;
         r.statuses = dp;
@@ -632,20 +632,20 @@ static void test_response_encoding(void **state) {
  * reads back value for value. */
 static void test_dynamic_metadata(void **state) {
     (void)state;
-    sl_rls_status st[3] = {{.code = SL_RLS_OK,
-                            .metadata = "{\"svc\":{\"name\":\"a\\\"b\\u0001\"},"
-                                        "\"n\":1.5,\"l\":[true,null,\"x\"]}"},
-                           {.code = SL_RLS_OK, .quota_over = true},
-                           {.code = SL_RLS_OK, .metadata = "{\"svc\":2,\"z\":false}"}};
+    sl__rls_status st[3] = {{.code = SL__RLS_OK,
+                             .metadata = "{\"svc\":{\"name\":\"a\\\"b\\u0001\"},"
+                                         "\"n\":1.5,\"l\":[true,null,\"x\"]}"},
+                            {.code = SL__RLS_OK, .quota_over = true},
+                            {.code = SL__RLS_OK, .metadata = "{\"svc\":2,\"z\":false}"}};
     char *json = NULL;
     size_t len = sl__domain_dynamic_metadata(st, 3, &json);
     assert_string_equal(json, "{\"quotaModeViolations\":[1],\"svc\":{\"name\":\"a\\\"b\\u0001\"},"
                               "\"n\":1.5,\"l\":[true,null,\"x\"],\"z\":false}");
     assert_int_equal(len, strlen(json));
     free(json);
-    sl_buf mine;
+    sl__buf mine;
     sl__buf_init(&mine);
-    assert_int_equal(sl__grpc_put_rls_response(&mine, SL_RLS_OK, st, 3), 0);
+    assert_int_equal(sl__grpc_put_rls_response(&mine, SL__RLS_OK, st, 3), 0);
     Envoy__Service__Ratelimit__V3__RateLimitResponse *r =
         envoy__service__ratelimit__v3__rate_limit_response__unpack(NULL, mine.len - 5,
                                                                    (const uint8_t *)mine.data + 5);
@@ -674,7 +674,7 @@ static void test_dynamic_metadata(void **state) {
     envoy__service__ratelimit__v3__rate_limit_response__free_unpacked(r, NULL);
     sl__buf_free(&mine);
     /* nothing to say: no field 6 */
-    sl_rls_status plain = {.code = SL_RLS_OK};
+    sl__rls_status plain = {.code = SL__RLS_OK};
     assert_int_equal(sl__domain_dynamic_metadata(&plain, 1, &json), 0);
     assert_null(json);
 }

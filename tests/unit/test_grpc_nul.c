@@ -48,12 +48,12 @@ static msg request(const char *domain, size_t dl, const char *key, size_t kl, co
 }
 
 static int call(const msg *m, const char **message) {
-    sl_grpc_arena arena = {0};
-    sl_grpc_call_env env = {.domains = NULL, .now = 0, .serving = true, .arena = &arena};
-    sl_buf out;
+    sl__grpc_arena arena = {0};
+    sl__grpc_call_env env = {.domains = NULL, .now = 0, .serving = true, .arena = &arena};
+    sl__buf out;
     sl__buf_init(&out);
     *message = NULL;
-    int rc = sl__grpc_call(&env, SL_GRPC_M_SHOULD_RATE_LIMIT, m->b, m->n, &out, message);
+    int rc = sl__grpc_call(&env, SL__GRPC_M_SHOULD_RATE_LIMIT, m->b, m->n, &out, message);
     sl__buf_free(&out);
     sl__grpc_arena_free(&arena);
     return rc;
@@ -63,17 +63,17 @@ static void test_nul_refused(void **state) {
     (void)state;
     const char *why;
     msg m = request("edge", 4, "k", 1, "v\0x", 3, NULL, 0);
-    assert_int_equal(call(&m, &why), SL_GRPC_INVALID_ARGUMENT);
+    assert_int_equal(call(&m, &why), SL__GRPC_INVALID_ARGUMENT);
     assert_string_equal(why, "a domain, descriptor key or value contains a NUL byte");
     m = request("edge\0zz", 7, "k", 1, "v", 1, NULL, 0);
-    assert_int_equal(call(&m, &why), SL_GRPC_INVALID_ARGUMENT);
+    assert_int_equal(call(&m, &why), SL__GRPC_INVALID_ARGUMENT);
     m = request("edge", 4, "k\0", 2, "v", 1, NULL, 0);
-    assert_int_equal(call(&m, &why), SL_GRPC_INVALID_ARGUMENT);
+    assert_int_equal(call(&m, &why), SL__GRPC_INVALID_ARGUMENT);
     m = request("edge", 4, "k", 1, "\0", 1, NULL, 0);
-    assert_int_equal(call(&m, &why), SL_GRPC_INVALID_ARGUMENT);
+    assert_int_equal(call(&m, &why), SL__GRPC_INVALID_ARGUMENT);
     /* the same without the NUL: decided (no rules: OK) */
     m = request("edge", 4, "k", 1, "vx", 2, NULL, 0);
-    assert_int_equal(call(&m, &why), SL_GRPC_OK);
+    assert_int_equal(call(&m, &why), SL__GRPC_OK);
 }
 
 static void test_zero_bytes_elsewhere(void **state) {
@@ -84,17 +84,17 @@ static void test_zero_bytes_elsewhere(void **state) {
     static const uint8_t extra[] = {0x12, 0x04, 0x08, 0x00, 0x10, 0x00, 0x1a, 0x02, 0x08, 0x00};
     msg m = request("edge", 4, "k", 1, "v", 1, extra, sizeof extra);
     int rc = call(&m, &why);
-    assert_true(rc == SL_GRPC_OK || (why && !strstr(why, "NUL")));
+    assert_true(rc == SL__GRPC_OK || (why && !strstr(why, "NUL")));
     /* the request's hits_addend 0 (a varint 0x00) */
     m = request("edge", 4, "k", 1, "v", 1, NULL, 0);
     static const uint8_t hits[] = {0x18, 0x00};
     put(&m, hits, sizeof hits);
-    assert_int_equal(call(&m, &why), SL_GRPC_OK);
+    assert_int_equal(call(&m, &why), SL__GRPC_OK);
     /* an unknown length-delimited field with zeros, at every level */
     static const uint8_t unknown[] = {0x7a, 0x02, 0x00, 0x00};
     m = request("edge", 4, "k", 1, "v", 1, unknown, sizeof unknown);
     put(&m, unknown, sizeof unknown);
-    assert_int_equal(call(&m, &why), SL_GRPC_OK);
+    assert_int_equal(call(&m, &why), SL__GRPC_OK);
 }
 
 int main(void) {

@@ -32,14 +32,14 @@ typedef struct rec {
     size_t n;
     int64_t at[MAXLOG]; /* the clock when released */
     int64_t now;
-    sl_hold *h;
-    sl_hold_item *victim; /* cancelled by the next release, if set */
+    sl__hold *h;
+    sl__hold_item *victim; /* cancelled by the next release, if set */
 } rec;
 
 typedef struct answer {
     rec *r;
     char name[16];
-    sl_hold_item *item;
+    sl__hold_item *item;
 } answer;
 
 static void released(void *arg) {
@@ -54,23 +54,23 @@ static void released(void *arg) {
     }
 }
 
-static int push(sl_hold *h, answer *a, rec *r, const char *name, const char *group,
+static int push(sl__hold *h, answer *a, rec *r, const char *name, const char *group,
                 const char *tenant, uint32_t weight, int64_t release) {
     a->r = r;
     snprintf(a->name, sizeof a->name, "%s", name);
-    sl_hold_entry e = {.group = group,
-                       .group_len = strlen(group),
-                       .tenant = tenant,
-                       .tenant_len = strlen(tenant),
-                       .weight = weight,
-                       .release = release,
-                       .per_tenant = strcmp(group, "q") == 0 && strcmp(tenant, "x") == 0 ? 2 : 0,
-                       .fn = released,
-                       .arg = a};
+    sl__hold_entry e = {.group = group,
+                        .group_len = strlen(group),
+                        .tenant = tenant,
+                        .tenant_len = strlen(tenant),
+                        .weight = weight,
+                        .release = release,
+                        .per_tenant = strcmp(group, "q") == 0 && strcmp(tenant, "x") == 0 ? 2 : 0,
+                        .fn = released,
+                        .arg = a};
     return sl__hold_push(h, &e, &a->item);
 }
 
-static void run_to(sl_hold *h, rec *r, int64_t t) {
+static void run_to(sl__hold *h, rec *r, int64_t t) {
     r->now = t;
     sl__hold_run(h, t);
 }
@@ -81,7 +81,7 @@ static void run_to(sl_hold *h, rec *r, int64_t t) {
 static void test_small_tenant_goes_next(void **state) {
     (void)state;
     rec r = {0};
-    sl_hold *h = sl__hold_new(100, NULL);
+    sl__hold *h = sl__hold_new(100, NULL);
     assert_non_null(h);
     answer big[6], small;
     char name[16];
@@ -110,7 +110,7 @@ static void test_small_tenant_goes_next(void **state) {
 static void test_weights(void **state) {
     (void)state;
     rec r = {0};
-    sl_hold *h = sl__hold_new(100, NULL);
+    sl__hold *h = sl__hold_new(100, NULL);
     answer a[16];
     char name[16];
     for (int i = 0; i < 8; i++) {
@@ -134,7 +134,7 @@ static void test_weights(void **state) {
 static void test_groups_apart(void **state) {
     (void)state;
     rec r = {0};
-    sl_hold *h = sl__hold_new(100, NULL);
+    sl__hold *h = sl__hold_new(100, NULL);
     answer a1, a2, b1;
     assert_int_equal(push(h, &a1, &r, "a1", "qa", "t", 1, 10 * MS), 0);
     assert_int_equal(push(h, &a2, &r, "a2", "qa", "t", 1, 30 * MS), 0);
@@ -153,7 +153,7 @@ static void test_bounds(void **state) {
     (void)state;
     rec r = {0};
     assert_null(sl__hold_new(0, NULL));
-    sl_hold *h = sl__hold_new(4, NULL); /* group q holds 2 of tenant x (push) */
+    sl__hold *h = sl__hold_new(4, NULL); /* group q holds 2 of tenant x (push) */
     answer a[8];
     assert_int_equal(push(h, &a[0], &r, "x0", "q", "x", 1, 10 * MS), 0);
     assert_int_equal(push(h, &a[1], &r, "x1", "q", "x", 1, 20 * MS), 0);
@@ -180,7 +180,7 @@ static void test_bounds(void **state) {
 static void test_cancel(void **state) {
     (void)state;
     rec r = {0};
-    sl_hold *h = sl__hold_new(2, NULL);
+    sl__hold *h = sl__hold_new(2, NULL);
     answer a[4];
     assert_int_equal(push(h, &a[0], &r, "a0", "q", "a", 1, 10 * MS), 0);
     assert_int_equal(push(h, &a[1], &r, "a1", "q", "a", 1, 20 * MS), 0);
@@ -215,7 +215,7 @@ static void test_cancel(void **state) {
 static void test_cancel_inside_release(void **state) {
     (void)state;
     rec r = {0};
-    sl_hold *h = sl__hold_new(8, NULL);
+    sl__hold *h = sl__hold_new(8, NULL);
     r.h = h;
     answer a[3];
     assert_int_equal(push(h, &a[0], &r, "a0", "q", "a", 1, 10 * MS), 0);
@@ -234,7 +234,7 @@ static void test_cancel_inside_release(void **state) {
 static void test_free_with_items(void **state) {
     (void)state;
     rec r = {0};
-    sl_hold *h = sl__hold_new(8, NULL);
+    sl__hold *h = sl__hold_new(8, NULL);
     answer a[2];
     assert_int_equal(push(h, &a[0], &r, "a0", "q", "a", 1, 10 * MS), 0);
     assert_int_equal(push(h, &a[1], &r, "b0", "p", "b", 1, 10 * MS), 0);

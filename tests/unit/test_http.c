@@ -35,14 +35,14 @@
 /* ---- feeding helpers ---------------------------------------------------------- */
 
 /* A readable, complete description of a parsed request, to compare parses. */
-static void dump(sl_buf *b, const sl_http_request *r) {
+static void dump(sl__buf *b, const sl__http_request *r) {
     sl__buf_printf(b, "%d %s path=[%.*s](%zu) query=[%.*s](%zu) HTTP/%d.%d ka=%d\n", r->method,
                    r->method_name, (int)r->path_len, r->path, r->path_len, (int)r->query_len,
                    r->query, r->query_len, r->http_major, r->http_minor, r->keep_alive);
     assert_int_equal(strlen(r->path), r->path_len);
     assert_int_equal(strlen(r->query), r->query_len);
     for (size_t i = 0; i < r->nheaders; i++) {
-        const sl_http_header *h = &r->headers[i];
+        const sl__http_field *h = &r->headers[i];
         assert_int_equal(strlen(h->name), h->name_len);
         assert_int_equal(strlen(h->value), h->value_len);
         sl__buf_printf(b, "  [%s]=[%s]\n", h->name, h->value);
@@ -59,9 +59,9 @@ static void dump(sl_buf *b, const sl_http_request *r) {
  * (caller frees). */
 static char *feed_cuts(size_t max_header, size_t max_body, const char *data, size_t len,
                        const size_t *cuts, size_t ncuts) {
-    sl_http_parser *p = sl__http_parser_new(max_header, max_body);
+    sl__http_parser *p = sl__http_parser_new(max_header, max_body);
     assert_non_null(p);
-    sl_buf out;
+    sl__buf out;
     sl__buf_init(&out);
     size_t start = 0;
     bool stop = false;
@@ -70,16 +70,16 @@ static char *feed_cuts(size_t max_header, size_t max_body, const char *data, siz
         size_t off = start;
         while (off < end) {
             size_t used = 12345;
-            sl_http_status st = sl__http_parser_feed(p, data + off, end - off, &used);
+            sl__http_status st = sl__http_parser_feed(p, data + off, end - off, &used);
             assert_true(used <= end - off);
             off += used;
-            if (st == SL_HTTP_READY) {
-                const sl_http_request *r = sl__http_parser_request(p);
+            if (st == SL__HTTP_READY) {
+                const sl__http_request *r = sl__http_parser_request(p);
                 assert_non_null(r);
                 assert_false(sl__http_parser_in_request(p));
                 dump(&out, r);
                 sl__http_parser_next(p);
-            } else if (st == SL_HTTP_ERROR) {
+            } else if (st == SL__HTTP_ERROR) {
                 const char *msg = NULL;
                 int status = sl__http_parser_error_status(p, &msg);
                 assert_non_null(msg);
@@ -111,13 +111,13 @@ static char *feed_bytewise(size_t max_header, size_t max_body, const char *data,
 }
 
 /* Parses one complete request and returns the parser holding it. */
-static sl_http_parser *parse_one(const char *req) {
-    sl_http_parser *p = sl__http_parser_new(8192, 65536);
+static sl__http_parser *parse_one(const char *req) {
+    sl__http_parser *p = sl__http_parser_new(8192, 65536);
     size_t used = 0;
-    sl_http_status st = sl__http_parser_feed(p, req, strlen(req), &used);
-    if (st != SL_HTTP_READY) {
+    sl__http_status st = sl__http_parser_feed(p, req, strlen(req), &used);
+    if (st != SL__HTTP_READY) {
         const char *msg = "";
-        int s = st == SL_HTTP_ERROR ? sl__http_parser_error_status(p, &msg) : 0;
+        int s = st == SL__HTTP_ERROR ? sl__http_parser_error_status(p, &msg) : 0;
         fail_msg("not ready (%d, %d %s): %s", st, s, msg, req);
     }
     assert_int_equal(used, strlen(req));
@@ -126,12 +126,12 @@ static sl_http_parser *parse_one(const char *req) {
 
 /* The status a request gets: 0 when it parses, else the error status. */
 static int status_of(size_t max_header, size_t max_body, const char *req, size_t len) {
-    sl_http_parser *p = sl__http_parser_new(max_header, max_body);
+    sl__http_parser *p = sl__http_parser_new(max_header, max_body);
     size_t used = 0;
-    sl_http_status st = sl__http_parser_feed(p, req, len, &used);
-    int s = st == SL_HTTP_ERROR   ? sl__http_parser_error_status(p, NULL)
-            : st == SL_HTTP_READY ? 0
-                                  : -1;
+    sl__http_status st = sl__http_parser_feed(p, req, len, &used);
+    int s = st == SL__HTTP_ERROR   ? sl__http_parser_error_status(p, NULL)
+            : st == SL__HTTP_READY ? 0
+                                   : -1;
     sl__http_parser_free(p);
     return s;
 }
@@ -140,11 +140,11 @@ static int status_of(size_t max_header, size_t max_body, const char *req, size_t
 
 static void test_simple_get(void **state) {
     (void)state;
-    sl_http_parser *p = parse_one("GET /v1/check?policy=api&key=alice HTTP/1.1\r\n"
-                                  "Host: localhost:8080\r\nUser-Agent: curl/7.88.1\r\n"
-                                  "Accept: */*\r\n\r\n");
-    const sl_http_request *r = sl__http_parser_request(p);
-    assert_int_equal(r->method, SL_HTTP_GET);
+    sl__http_parser *p = parse_one("GET /v1/check?policy=api&key=alice HTTP/1.1\r\n"
+                                   "Host: localhost:8080\r\nUser-Agent: curl/7.88.1\r\n"
+                                   "Accept: */*\r\n\r\n");
+    const sl__http_request *r = sl__http_parser_request(p);
+    assert_int_equal(r->method, SL__HTTP_GET);
     assert_string_equal(r->method_name, "GET");
     assert_string_equal(r->path, "/v1/check");
     assert_int_equal(r->path_len, 9);
@@ -164,9 +164,10 @@ static void test_simple_get(void **state) {
 
 static void test_header_values(void **state) {
     (void)state;
-    sl_http_parser *p = parse_one("GET / HTTP/1.1\r\nX-Empty:\r\nX-Spaces:   \r\n"
-                                  "X-Trail: value \t \r\nX-Fold: a\r\n b\r\nX-Inner: a  b\r\n\r\n");
-    const sl_http_request *r = sl__http_parser_request(p);
+    sl__http_parser *p =
+        parse_one("GET / HTTP/1.1\r\nX-Empty:\r\nX-Spaces:   \r\n"
+                  "X-Trail: value \t \r\nX-Fold: a\r\n b\r\nX-Inner: a  b\r\n\r\n");
+    const sl__http_request *r = sl__http_parser_request(p);
     assert_int_equal(r->nheaders, 5);
     assert_string_equal(r->headers[0].name, "X-Empty");
     assert_string_equal(r->headers[0].value, "");
@@ -217,25 +218,25 @@ static void test_pipelined_consumed(void **state) {
                *b = "POST /b HTTP/1.1\r\nContent-Length: 3\r\n\r\nxyz";
     char buf[256];
     snprintf(buf, sizeof buf, "%s%s%s", a, b, a);
-    sl_http_parser *p = sl__http_parser_new(8192, 65536);
+    sl__http_parser *p = sl__http_parser_new(8192, 65536);
     size_t used, off = 0, len = strlen(buf);
-    assert_int_equal(sl__http_parser_feed(p, buf, len, &used), SL_HTTP_READY);
+    assert_int_equal(sl__http_parser_feed(p, buf, len, &used), SL__HTTP_READY);
     assert_int_equal(used, strlen(a));
     /* Without sl__http_parser_next() nothing more is taken. */
-    assert_int_equal(sl__http_parser_feed(p, buf + used, len - used, &used), SL_HTTP_READY);
+    assert_int_equal(sl__http_parser_feed(p, buf + used, len - used, &used), SL__HTTP_READY);
     assert_int_equal(used, 0);
     off = strlen(a);
     sl__http_parser_next(p);
-    assert_int_equal(sl__http_parser_feed(p, buf + off, len - off, &used), SL_HTTP_READY);
+    assert_int_equal(sl__http_parser_feed(p, buf + off, len - off, &used), SL__HTTP_READY);
     assert_int_equal(used, strlen(b));
     assert_string_equal(sl__http_parser_request(p)->body, "xyz");
     off += used;
     sl__http_parser_next(p);
-    assert_int_equal(sl__http_parser_feed(p, buf + off, len - off, &used), SL_HTTP_READY);
+    assert_int_equal(sl__http_parser_feed(p, buf + off, len - off, &used), SL__HTTP_READY);
     assert_int_equal(used, strlen(a));
     assert_string_equal(sl__http_parser_request(p)->path, "/a");
     sl__http_parser_next(p);
-    assert_int_equal(sl__http_parser_feed(p, "", 0, &used), SL_HTTP_NEED_MORE);
+    assert_int_equal(sl__http_parser_feed(p, "", 0, &used), SL__HTTP_NEED_MORE);
     assert_int_equal(used, 0);
     sl__http_parser_free(p);
 }
@@ -285,11 +286,11 @@ static void test_random_pieces(void **state) {
 
 static void test_chunked(void **state) {
     (void)state;
-    sl_http_parser *p = parse_one("POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
-                                  "Content-Type: application/json\r\n\r\n"
-                                  "1\r\n{\r\nA;name=\"quoted\"\r\n\"a\":\"0123\"\r\n"
-                                  "1\r\n}\r\n0\r\n\r\n");
-    const sl_http_request *r = sl__http_parser_request(p);
+    sl__http_parser *p = parse_one("POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+                                   "Content-Type: application/json\r\n\r\n"
+                                   "1\r\n{\r\nA;name=\"quoted\"\r\n\"a\":\"0123\"\r\n"
+                                   "1\r\n}\r\n0\r\n\r\n");
+    const sl__http_request *r = sl__http_parser_request(p);
     assert_int_equal(r->body_len, 12);
     assert_memory_equal(r->body, "{\"a\":\"0123\"}", 12);
     assert_int_equal(r->body[12], '\0');
@@ -364,10 +365,10 @@ static void test_431_exact(void **state) {
 
 static void test_too_many_headers(void **state) {
     (void)state;
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__buf_puts(&b, "GET / HTTP/1.1\r\n");
-    for (int i = 0; i < SL_HTTP_MAX_HEADERS; i++) sl__buf_printf(&b, "H%d: %d\r\n", i, i);
+    for (int i = 0; i < SL__HTTP_MAX_HEADERS; i++) sl__buf_printf(&b, "H%d: %d\r\n", i, i);
     size_t mark = b.len;
     sl__buf_puts(&b, "\r\n");
     assert_int_equal(status_of(8192, 0, b.data, b.len), 0);
@@ -409,7 +410,7 @@ static void test_413(void **state) {
 /* Chunk extensions and trailers are framing, not body: still bounded. */
 static void test_chunk_framing_bounded(void **state) {
     (void)state;
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__buf_puts(&b, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;");
     for (int i = 0; i < 40000; i++) sl__buf_puts(&b, "x");
@@ -489,10 +490,10 @@ static void test_bad_requests(void **state) {
     assert_int_equal(status_of(8192, 1024, nul_url, sizeof nul_url - 1), 400);
     assert_int_equal(status_of(8192, 1024, nul_name, sizeof nul_name - 1), 400);
     /* the error stays: nothing more is parsed */
-    sl_http_parser *p = sl__http_parser_new(8192, 1024);
+    sl__http_parser *p = sl__http_parser_new(8192, 1024);
     size_t used;
-    assert_int_equal(sl__http_parser_feed(p, "XYZ", 3, &used), SL_HTTP_ERROR);
-    assert_int_equal(sl__http_parser_feed(p, "GET / HTTP/1.1\r\n\r\n", 18, &used), SL_HTTP_ERROR);
+    assert_int_equal(sl__http_parser_feed(p, "XYZ", 3, &used), SL__HTTP_ERROR);
+    assert_int_equal(sl__http_parser_feed(p, "GET / HTTP/1.1\r\n\r\n", 18, &used), SL__HTTP_ERROR);
     assert_int_equal(used, 0);
     assert_null(sl__http_parser_request(p));
     const char *msg;
@@ -500,7 +501,7 @@ static void test_bad_requests(void **state) {
     assert_true(strlen(msg) > 0);
     /* a new request after sl__http_parser_next() parses again */
     sl__http_parser_next(p);
-    assert_int_equal(sl__http_parser_feed(p, "GET / HTTP/1.1\r\n\r\n", 18, &used), SL_HTTP_READY);
+    assert_int_equal(sl__http_parser_feed(p, "GET / HTTP/1.1\r\n\r\n", 18, &used), SL__HTTP_READY);
     sl__http_parser_free(p);
 }
 
@@ -516,15 +517,15 @@ static void test_other_methods(void **state) {
     static const char *const paths[] = {"/v1/check", "/v1/check",       "*",
                                         "/x",        "example.com:443", "/"};
     for (size_t i = 0; i < 6; i++) {
-        sl_http_parser *p = parse_one(reqs[i]);
-        const sl_http_request *r = sl__http_parser_request(p);
-        assert_int_equal(r->method, SL_HTTP_OTHER);
+        sl__http_parser *p = parse_one(reqs[i]);
+        const sl__http_request *r = sl__http_parser_request(p);
+        assert_int_equal(r->method, SL__HTTP_OTHER);
         assert_string_equal(r->method_name, names[i]);
         assert_string_equal(r->path, paths[i]);
         sl__http_parser_free(p);
     }
-    sl_http_parser *p = parse_one("HEAD /healthz HTTP/1.1\r\n\r\n");
-    assert_int_equal(sl__http_parser_request(p)->method, SL_HTTP_HEAD);
+    sl__http_parser *p = parse_one("HEAD /healthz HTTP/1.1\r\n\r\n");
+    assert_int_equal(sl__http_parser_request(p)->method, SL__HTTP_HEAD);
     sl__http_parser_free(p);
 }
 
@@ -545,7 +546,7 @@ static void test_keep_alive(void **state) {
         {"POST / HTTP/1.1\r\nConnection: close\r\nContent-Length: 1\r\n\r\nx", false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        sl_http_parser *p = parse_one(cases[i].req);
+        sl__http_parser *p = parse_one(cases[i].req);
         if (sl__http_parser_request(p)->keep_alive != cases[i].keep)
             fail_msg("case %zu: %s", i, cases[i].req);
         sl__http_parser_free(p);
@@ -572,8 +573,8 @@ static void test_targets(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char req[256];
         snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: h\r\n\r\n", cases[i].target);
-        sl_http_parser *p = parse_one(req);
-        const sl_http_request *r = sl__http_parser_request(p);
+        sl__http_parser *p = parse_one(req);
+        const sl__http_request *r = sl__http_parser_request(p);
         if (strcmp(r->path, cases[i].path) || strcmp(r->query, cases[i].query))
             fail_msg("%s: path [%s] query [%s]", cases[i].target, r->path, r->query);
         assert_int_equal(r->path_len, strlen(cases[i].path));
@@ -584,15 +585,15 @@ static void test_targets(void **state) {
 
 static void test_in_request(void **state) {
     (void)state;
-    sl_http_parser *p = sl__http_parser_new(8192, 1024);
+    sl__http_parser *p = sl__http_parser_new(8192, 1024);
     size_t used;
     assert_false(sl__http_parser_in_request(p));
     /* empty lines before a request do not start one */
-    assert_int_equal(sl__http_parser_feed(p, "\r\n", 2, &used), SL_HTTP_NEED_MORE);
+    assert_int_equal(sl__http_parser_feed(p, "\r\n", 2, &used), SL__HTTP_NEED_MORE);
     assert_false(sl__http_parser_in_request(p));
-    assert_int_equal(sl__http_parser_feed(p, "GE", 2, &used), SL_HTTP_NEED_MORE);
+    assert_int_equal(sl__http_parser_feed(p, "GE", 2, &used), SL__HTTP_NEED_MORE);
     assert_true(sl__http_parser_in_request(p));
-    assert_int_equal(sl__http_parser_feed(p, "T / HTTP/1.1\r\n\r\n", 16, &used), SL_HTTP_READY);
+    assert_int_equal(sl__http_parser_feed(p, "T / HTTP/1.1\r\n\r\n", 16, &used), SL__HTTP_READY);
     assert_false(sl__http_parser_in_request(p));
     sl__http_parser_next(p);
     assert_false(sl__http_parser_in_request(p));
@@ -601,37 +602,37 @@ static void test_in_request(void **state) {
 
 static void test_expect_continue(void **state) {
     (void)state;
-    sl_http_parser *p = sl__http_parser_new(8192, 1024);
+    sl__http_parser *p = sl__http_parser_new(8192, 1024);
     const char *h = "POST /v1/check HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 5\r\n\r\n";
     size_t used;
     assert_false(sl__http_parser_take_continue(p));
-    assert_int_equal(sl__http_parser_feed(p, h, strlen(h), &used), SL_HTTP_NEED_MORE);
+    assert_int_equal(sl__http_parser_feed(p, h, strlen(h), &used), SL__HTTP_NEED_MORE);
     assert_true(sl__http_parser_take_continue(p));
     assert_false(sl__http_parser_take_continue(p)); /* once */
-    assert_int_equal(sl__http_parser_feed(p, "hello", 5, &used), SL_HTTP_READY);
+    assert_int_equal(sl__http_parser_feed(p, "hello", 5, &used), SL__HTTP_READY);
     assert_false(sl__http_parser_take_continue(p));
     sl__http_parser_next(p);
     /* body already there: nothing to continue */
     const char *whole = "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nx";
-    assert_int_equal(sl__http_parser_feed(p, whole, strlen(whole), &used), SL_HTTP_READY);
+    assert_int_equal(sl__http_parser_feed(p, whole, strlen(whole), &used), SL__HTTP_READY);
     assert_false(sl__http_parser_take_continue(p));
     sl__http_parser_next(p);
     /* no body, HTTP/1.0, or too large: no 100 */
     const char *nobody = "GET / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n";
-    assert_int_equal(sl__http_parser_feed(p, nobody, strlen(nobody), &used), SL_HTTP_READY);
+    assert_int_equal(sl__http_parser_feed(p, nobody, strlen(nobody), &used), SL__HTTP_READY);
     assert_false(sl__http_parser_take_continue(p));
     sl__http_parser_next(p);
     const char *h10 = "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n";
-    assert_int_equal(sl__http_parser_feed(p, h10, strlen(h10), &used), SL_HTTP_NEED_MORE);
+    assert_int_equal(sl__http_parser_feed(p, h10, strlen(h10), &used), SL__HTTP_NEED_MORE);
     assert_false(sl__http_parser_take_continue(p));
     sl__http_parser_next(p);
     const char *big = "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n";
-    assert_int_equal(sl__http_parser_feed(p, big, strlen(big), &used), SL_HTTP_ERROR);
+    assert_int_equal(sl__http_parser_feed(p, big, strlen(big), &used), SL__HTTP_ERROR);
     assert_int_equal(sl__http_parser_error_status(p, NULL), 413);
     assert_false(sl__http_parser_take_continue(p));
     sl__http_parser_free(p);
 
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__http_continue(&b);
     assert_int_equal(b.len, 25);
@@ -644,23 +645,23 @@ static void test_expect_continue(void **state) {
 static void test_arena_reuse(void **state) {
     (void)state;
     size_t big = 300 * 1024;
-    sl_http_parser *p = sl__http_parser_new(8192, big);
-    sl_buf b;
+    sl__http_parser *p = sl__http_parser_new(8192, big);
+    sl__buf b;
     sl__buf_init(&b);
     sl__buf_printf(&b, "POST / HTTP/1.1\r\nContent-Length: %zu\r\n\r\n", big);
     char *body = sl__buf_reserve(&b, big);
     for (size_t i = 0; i < big; i++) body[i] = (char)('a' + i % 26);
     sl__buf_commit(&b, big);
     size_t used;
-    assert_int_equal(sl__http_parser_feed(p, b.data, b.len, &used), SL_HTTP_READY);
-    const sl_http_request *r = sl__http_parser_request(p);
+    assert_int_equal(sl__http_parser_feed(p, b.data, b.len, &used), SL__HTTP_READY);
+    const sl__http_request *r = sl__http_parser_request(p);
     assert_int_equal(r->body_len, big);
     assert_int_equal(r->body[big - 1], 'a' + (big - 1) % 26);
     for (int i = 0; i < 1000; i++) {
         sl__http_parser_next(p);
         char req[128];
         int n = snprintf(req, sizeof req, "GET /r%d?i=%d HTTP/1.1\r\nX-I: %d\r\n\r\n", i, i, i);
-        assert_int_equal(sl__http_parser_feed(p, req, (size_t)n, &used), SL_HTTP_READY);
+        assert_int_equal(sl__http_parser_feed(p, req, (size_t)n, &used), SL__HTTP_READY);
         r = sl__http_parser_request(p);
         char want[32];
         snprintf(want, sizeof want, "%d", i);
@@ -674,11 +675,11 @@ static void test_arena_reuse(void **state) {
 
 static void test_header_lookup(void **state) {
     (void)state;
-    sl_http_parser *p = parse_one("POST / HTTP/1.1\r\ncontent-type: application/json\r\n"
-                                  "X-Dup: first\r\nX-Dup: second\r\nContent: no\r\n"
-                                  "Content-Length: 0\r\n\r\n");
-    const sl_http_request *r = sl__http_parser_request(p);
-    const sl_http_header *h = sl__http_header(r, "Content-Type");
+    sl__http_parser *p = parse_one("POST / HTTP/1.1\r\ncontent-type: application/json\r\n"
+                                   "X-Dup: first\r\nX-Dup: second\r\nContent: no\r\n"
+                                   "Content-Length: 0\r\n\r\n");
+    const sl__http_request *r = sl__http_parser_request(p);
+    const sl__http_field *h = sl__http_header(r, "Content-Type");
     assert_non_null(h);
     assert_string_equal(h->value, "application/json");
     assert_ptr_equal(sl__http_header(r, "CONTENT-TYPE"), h);
@@ -752,7 +753,7 @@ static void test_query_param(void **state) {
 
 /* ---- responses ---------------------------------------------------------------- */
 
-static char *take(sl_buf *b) {
+static char *take(sl__buf *b) {
     sl__buf_append(b, "", 1);
     assert_false(b->failed);
     return b->data;
@@ -771,7 +772,7 @@ static void test_reasons(void **state) {
     assert_string_equal(sl__http_reason(431), "Request Header Fields Too Large");
     assert_string_equal(sl__http_reason(299), "Unknown");
     assert_string_equal(sl__http_reason(418), "Unknown");
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__http_begin(&b, 404);
     assert_string_equal(take(&b), "HTTP/1.1 404 Not Found\r\nServer: sluiced\r\n");
@@ -783,7 +784,7 @@ static void test_reasons(void **state) {
 
 static void test_framing(void **state) {
     (void)state;
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__http_begin(&b, 200);
     sl__http_header_line(&b, "Allow", "GET, HEAD");
@@ -806,14 +807,14 @@ static void test_framing(void **state) {
 /* The view /v1/check and /v1/auth build for a policy of these parameters:
  * the policy layer's q, w and rate text (the one implementation of them).
  * p is a stand-in policy that only has its config; it must outlive v. */
-static sl_http_policy_view view_of(sl_policy *p, const char *name, sl_algorithm alg, sl_rate rate,
-                                   int64_t burst) {
+static sl__http_policy_view view_of(sl__policy *p, const char *name, sl_algorithm alg, sl_rate rate,
+                                    int64_t burst) {
     memset(p, 0, sizeof *p);
     p->cfg.params.algorithm = alg;
     p->cfg.params.rate = rate;
     p->cfg.params.burst = burst;
     sl__policy_rate_format(&p->cfg, p->rate_text, sizeof p->rate_text);
-    sl_http_policy_view v = {.name = name, .rate = p->rate_text};
+    sl__http_policy_view v = {.name = name, .rate = p->rate_text};
     sl__policy_quota(p, T0, &v.q, &v.w);
     return v;
 }
@@ -831,12 +832,12 @@ static void test_429_bytes(void **state) {
     assert_false(d.allowed);
     assert_i64(d.retry_after, 500 * MS);
     assert_i64(d.reset_after, 1500 * MS);
-    sl_buf body, out;
+    sl__buf body, out;
     sl__buf_init(&body);
     sl__buf_init(&out);
     sl__http_decision_json(&body, "api", &d, false);
-    sl_policy sp;
-    sl_http_policy_view v = view_of(&sp, "api", SL_TOKEN_BUCKET, (sl_rate){2, SEC}, 3);
+    sl__policy sp;
+    sl__http_policy_view v = view_of(&sp, "api", SL_TOKEN_BUCKET, (sl_rate){2, SEC}, 3);
     sl__http_begin(&out, 429);
     sl__http_ratelimit_fields(&out, &v, &d);
     sl__http_header_line(&out, "Cache-Control", "no-store");
@@ -1001,8 +1002,8 @@ static void test_ratelimit_fields_all_algorithms(void **state) {
         assert_int_equal(sl_rate_parse(k->rate, &o.params.rate), 0);
         sl_table *t;
         assert_int_equal(sl_table_create(&o, &t), 0);
-        sl_policy sp;
-        sl_http_policy_view v = view_of(&sp, "pol.x-1_2", k->alg, o.params.rate, k->burst);
+        sl__policy sp;
+        sl__http_policy_view v = view_of(&sp, "pol.x-1_2", k->alg, o.params.rate, k->burst);
         int64_t now = T0 + 123 * MS;
         int limited = 0;
         for (int i = 0; i < 150 && limited < 3; i++) {
@@ -1010,7 +1011,7 @@ static void test_ratelimit_fields_all_algorithms(void **state) {
             int64_t cost = i == 0 ? 0 : 1; /* a peek first: fresh state, t=0 */
             assert_int_equal(sl_table_check(t, "k", 1, cost, now, &d), 0);
             if (!d.allowed) limited++;
-            sl_buf b;
+            sl__buf b;
             sl__buf_init(&b);
             sl__http_ratelimit_fields(&b, &v, &d);
             const char *text = take(&b);
@@ -1056,7 +1057,7 @@ static void test_ratelimit_fields_all_algorithms(void **state) {
 
 static void test_ratelimit_fields_edges(void **state) {
     (void)state;
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     /* Retry-After rounds up, at least 1; t follows it */
     static const struct {
@@ -1080,8 +1081,8 @@ static void test_ratelimit_fields_edges(void **state) {
          "RateLimit: \"p\";r=0;t=5\r\nX-RateLimit-Limit: 1\r\n"
          "X-RateLimit-Remaining: 0\r\nX-RateLimit-Reset: 5\r\n"},
     };
-    sl_policy sp;
-    sl_http_policy_view v = view_of(&sp, "p", SL_FIXED_WINDOW, (sl_rate){1, SEC}, 0);
+    sl__policy sp;
+    sl__http_policy_view v = view_of(&sp, "p", SL_FIXED_WINDOW, (sl_rate){1, SEC}, 0);
     for (size_t i = 0; i < sizeof limited / sizeof limited[0]; i++) {
         sl__buf_reset(&b);
         sl_decision d = {.allowed = false,
@@ -1102,8 +1103,8 @@ static void test_ratelimit_fields_edges(void **state) {
     assert_non_null(strstr(take(&b), "RateLimit: \"p\";r=0;t=2\r\n"));
     /* Structured Field integers have at most 15 digits */
     sl__buf_reset(&b);
-    sl_policy hp;
-    sl_http_policy_view huge = view_of(
+    sl__policy hp;
+    sl__http_policy_view huge = view_of(
         &hp, "h", SL_TOKEN_BUCKET, (sl_rate){1, INT64_C(36600) * 86400 * SEC}, INT64_C(1) << 40);
     sl_decision big = {.allowed = true,
                        .limit = INT64_C(1) << 40,
@@ -1116,14 +1117,14 @@ static void test_ratelimit_fields_edges(void **state) {
     assert_non_null(strstr(s, "X-RateLimit-Remaining: 1152921504606846976\r\n"));
     /* odd characters in a name cannot break the sf-string */
     sl__buf_reset(&b);
-    sl_policy op;
-    sl_http_policy_view odd = view_of(&op, "a\"b\\c\x01", SL_GCRA, (sl_rate){1, SEC}, 1);
+    sl__policy op;
+    sl__http_policy_view odd = view_of(&op, "a\"b\\c\x01", SL_GCRA, (sl_rate){1, SEC}, 1);
     sl__http_ratelimit_fields(&b, &odd, &ok);
     assert_non_null(strstr(take(&b), "RateLimit-Policy: \"a\\\"b\\\\c?\";q=1;w=1;"));
     /* sub-second windows and bucket refills round up to 1 */
     sl__buf_reset(&b);
-    sl_policy fp;
-    sl_http_policy_view fast = view_of(&fp, "f", SL_GCRA, (sl_rate){1000, SEC}, 10);
+    sl__policy fp;
+    sl__http_policy_view fast = view_of(&fp, "f", SL_GCRA, (sl_rate){1000, SEC}, 10);
     sl__http_ratelimit_fields(&b, &fast, &ok);
     assert_non_null(
         strstr(take(&b), "RateLimit-Policy: \"f\";q=10;w=1;sluice-rate=\"1000/s\"\r\n"));
@@ -1133,7 +1134,7 @@ static void test_ratelimit_fields_edges(void **state) {
 /* sluice-rate is the policy layer's text; it must say what sl_rate_format says. */
 static void test_rate_text_matches_core(void **state) {
     (void)state;
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     uint64_t x = 88172645463325252u;
     for (int i = 0; i < 20000; i++) {
@@ -1147,8 +1148,8 @@ static void test_rate_text_matches_core(void **state) {
         char want[64], got[64];
         sl_rate_format(r, want, sizeof want);
         sl__buf_reset(&b);
-        sl_policy sp;
-        sl_http_policy_view v = view_of(&sp, "p", SL_GCRA, r, 1);
+        sl__policy sp;
+        sl__http_policy_view v = view_of(&sp, "p", SL_GCRA, r, 1);
         sl__http_ratelimit_fields(&b, &v, &(sl_decision){.allowed = true});
         char *text = take(&b), pol[256];
         sf_item it;
@@ -1161,7 +1162,7 @@ static void test_rate_text_matches_core(void **state) {
 
 static void test_decision_json(void **state) {
     (void)state;
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl_decision d = {
         .allowed = true, .limit = 5, .remaining = 4, .retry_after = 0, .reset_after = 200 * MS};
@@ -1193,7 +1194,7 @@ static void test_decision_json(void **state) {
 
 static void test_json_escaping(void **state) {
     (void)state;
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__http_error_json(&b, "bad_request", "q\"b\\s/\n\r\t\b\f\x01\x1f\x7f|");
     assert_string_equal(take(&b), "{\"error\":\"bad_request\",\"message\":"

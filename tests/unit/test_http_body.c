@@ -16,47 +16,47 @@
 
 #include "server/http/http.h"
 
-static sl_json_scan scan(const char *body, const char *member, char *text, size_t size) {
+static sl__json_scan scan(const char *body, const char *member, char *text, size_t size) {
     const char *t = NULL;
     size_t n = 0;
-    sl_json_scan rc = sl__http_json_scan(body, strlen(body), member, &t, &n);
+    sl__json_scan rc = sl__http_json_scan(body, strlen(body), member, &t, &n);
     if (text) snprintf(text, size, "%.*s", t ? (int)n : 4, t ? t : "NONE");
     return rc;
 }
 
 static void test_nul(void **state) {
     (void)state;
-    assert_int_equal(scan("{\"key\":\"a\\u0000b\"}", NULL, NULL, 0), SL_JSON_NUL);
-    assert_int_equal(scan("{\"key\":\"\\u0000\"}", NULL, NULL, 0), SL_JSON_NUL);
-    assert_int_equal(scan("{\"ke\\u0000y\":\"a\"}", NULL, NULL, 0), SL_JSON_NUL);
-    assert_int_equal(scan("[\"x\",{\"a\":[\"\\u0000\"]}]", NULL, NULL, 0), SL_JSON_NUL);
+    assert_int_equal(scan("{\"key\":\"a\\u0000b\"}", NULL, NULL, 0), SL__JSON_NUL);
+    assert_int_equal(scan("{\"key\":\"\\u0000\"}", NULL, NULL, 0), SL__JSON_NUL);
+    assert_int_equal(scan("{\"ke\\u0000y\":\"a\"}", NULL, NULL, 0), SL__JSON_NUL);
+    assert_int_equal(scan("[\"x\",{\"a\":[\"\\u0000\"]}]", NULL, NULL, 0), SL__JSON_NUL);
     /* an escaped backslash, then the text u0000: no NUL */
-    assert_int_equal(scan("{\"key\":\"a\\\\u0000\"}", NULL, NULL, 0), SL_JSON_OK);
-    assert_int_equal(scan("{\"key\":\"\\u0001\\u0100\"}", NULL, NULL, 0), SL_JSON_OK);
+    assert_int_equal(scan("{\"key\":\"a\\\\u0000\"}", NULL, NULL, 0), SL__JSON_OK);
+    assert_int_equal(scan("{\"key\":\"\\u0001\\u0100\"}", NULL, NULL, 0), SL__JSON_OK);
     /* a raw 0 byte anywhere */
     static const char raw[] = "{\"key\":\"a\0b\"}";
-    assert_int_equal(sl__http_json_scan(raw, sizeof raw - 1, NULL, NULL, NULL), SL_JSON_NUL);
+    assert_int_equal(sl__http_json_scan(raw, sizeof raw - 1, NULL, NULL, NULL), SL__JSON_NUL);
     static const char after[] = "{\"key\":\"a\"}\0";
-    assert_int_equal(sl__http_json_scan(after, sizeof after - 1, NULL, NULL, NULL), SL_JSON_NUL);
+    assert_int_equal(sl__http_json_scan(after, sizeof after - 1, NULL, NULL, NULL), SL__JSON_NUL);
 }
 
 static void test_trailing_and_syntax(void **state) {
     (void)state;
-    assert_int_equal(scan("{\"a\":1}", NULL, NULL, 0), SL_JSON_OK);
-    assert_int_equal(scan(" \r\n\t{\"a\":1} \r\n\t", NULL, NULL, 0), SL_JSON_OK);
-    assert_int_equal(scan("{\"a\":1} x", NULL, NULL, 0), SL_JSON_TRAILING);
-    assert_int_equal(scan("{\"a\":1}{}", NULL, NULL, 0), SL_JSON_TRAILING);
-    assert_int_equal(scan("{\"a\":1},", NULL, NULL, 0), SL_JSON_TRAILING);
-    assert_int_equal(scan("{\"a\":1}]", NULL, NULL, 0), SL_JSON_TRAILING);
-    assert_int_equal(scan("\"s\" 1", NULL, NULL, 0), SL_JSON_TRAILING);
-    assert_int_equal(scan("1 2", NULL, NULL, 0), SL_JSON_TRAILING);
-    assert_int_equal(scan("", NULL, NULL, 0), SL_JSON_SYNTAX);
-    assert_int_equal(scan("   ", NULL, NULL, 0), SL_JSON_SYNTAX);
-    assert_int_equal(scan("{\"a\":1", NULL, NULL, 0), SL_JSON_SYNTAX);
-    assert_int_equal(scan("{\"a", NULL, NULL, 0), SL_JSON_SYNTAX);
-    assert_int_equal(scan("{\"a\\u12\":1}", NULL, NULL, 0), SL_JSON_SYNTAX);
-    assert_int_equal(scan("}", NULL, NULL, 0), SL_JSON_SYNTAX);
-    assert_int_equal(scan("{\"a\":\xff}", NULL, NULL, 0), SL_JSON_SYNTAX);
+    assert_int_equal(scan("{\"a\":1}", NULL, NULL, 0), SL__JSON_OK);
+    assert_int_equal(scan(" \r\n\t{\"a\":1} \r\n\t", NULL, NULL, 0), SL__JSON_OK);
+    assert_int_equal(scan("{\"a\":1} x", NULL, NULL, 0), SL__JSON_TRAILING);
+    assert_int_equal(scan("{\"a\":1}{}", NULL, NULL, 0), SL__JSON_TRAILING);
+    assert_int_equal(scan("{\"a\":1},", NULL, NULL, 0), SL__JSON_TRAILING);
+    assert_int_equal(scan("{\"a\":1}]", NULL, NULL, 0), SL__JSON_TRAILING);
+    assert_int_equal(scan("\"s\" 1", NULL, NULL, 0), SL__JSON_TRAILING);
+    assert_int_equal(scan("1 2", NULL, NULL, 0), SL__JSON_TRAILING);
+    assert_int_equal(scan("", NULL, NULL, 0), SL__JSON_SYNTAX);
+    assert_int_equal(scan("   ", NULL, NULL, 0), SL__JSON_SYNTAX);
+    assert_int_equal(scan("{\"a\":1", NULL, NULL, 0), SL__JSON_SYNTAX);
+    assert_int_equal(scan("{\"a", NULL, NULL, 0), SL__JSON_SYNTAX);
+    assert_int_equal(scan("{\"a\\u12\":1}", NULL, NULL, 0), SL__JSON_SYNTAX);
+    assert_int_equal(scan("}", NULL, NULL, 0), SL__JSON_SYNTAX);
+    assert_int_equal(scan("{\"a\":\xff}", NULL, NULL, 0), SL__JSON_SYNTAX);
     /* deep nesting is counted, not recursed */
     size_t depth = 100000;
     char *deep = malloc(2 * depth + 1);
@@ -64,9 +64,9 @@ static void test_trailing_and_syntax(void **state) {
     memset(deep, '[', depth);
     memset(deep + depth, ']', depth);
     deep[2 * depth] = '\0';
-    assert_int_equal(scan(deep, "cost", NULL, 0), SL_JSON_OK);
+    assert_int_equal(scan(deep, "cost", NULL, 0), SL__JSON_OK);
     deep[2 * depth - 1] = '\0';
-    assert_int_equal(scan(deep, "cost", NULL, 0), SL_JSON_SYNTAX);
+    assert_int_equal(scan(deep, "cost", NULL, 0), SL__JSON_SYNTAX);
     free(deep);
 }
 
@@ -98,19 +98,19 @@ static void test_member_text(void **state) {
         {"{}", "NONE"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        sl_json_scan rc = scan(cases[i].body, "cost", t, sizeof t);
+        sl__json_scan rc = scan(cases[i].body, "cost", t, sizeof t);
         if (strcmp(cases[i].want, "NONE") == 0 && strstr(cases[i].body, "\\u0000")) {
-            assert_int_equal(rc, SL_JSON_NUL);
+            assert_int_equal(rc, SL__JSON_NUL);
             continue;
         }
-        assert_int_equal(rc, SL_JSON_OK);
+        assert_int_equal(rc, SL__JSON_OK);
         if (strcmp(t, cases[i].want))
             fail_msg("case %zu: got [%s], want [%s]", i, t, cases[i].want);
     }
 }
 
 static char *json_of(const void *s, size_t n) {
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__http_json_string(&b, s, n);
     sl__buf_append(&b, "", 1);

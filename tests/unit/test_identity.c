@@ -15,14 +15,14 @@
 
 #include "policy/identity.h"
 
-static sl_addr A(const char *s) {
-    sl_addr a;
+static sl__addr A(const char *s) {
+    sl__addr a;
     if (sl__addr_parse(s, strlen(s), &a) != 0) fail_msg("cannot parse %s", s);
     return a;
 }
 
-static const char *fmt(const sl_addr *a) {
-    static char buf[4][SL_ADDR_FORMAT_MAX];
+static const char *fmt(const sl__addr *a) {
+    static char buf[4][SL__ADDR_FORMAT_MAX];
     static int k;
     char *b = buf[k++ & 3];
     sl__addr_format(a, b);
@@ -30,12 +30,12 @@ static const char *fmt(const sl_addr *a) {
 }
 
 static bool parses(const char *s) {
-    sl_addr a;
+    sl__addr a;
     return sl__addr_parse(s, strlen(s), &a) == 0;
 }
 
 static bool node_parses(const char *s, const char *want) {
-    sl_addr a;
+    sl__addr a;
     if (sl__addr_parse_node(s, strlen(s), &a) != 0) return false;
     if (want && strcmp(fmt(&a), want) != 0) fail_msg("%s parsed as %s, not %s", s, fmt(&a), want);
     return true;
@@ -43,11 +43,11 @@ static bool node_parses(const char *s, const char *want) {
 
 static void test_ipv4(void **state) {
     (void)state;
-    assert_string_equal(fmt(&(sl_addr){0}), "::");
-    sl_addr a = A("192.0.2.1");
+    assert_string_equal(fmt(&(sl__addr){0}), "::");
+    sl__addr a = A("192.0.2.1");
     assert_true(sl__addr_is_v4(&a));
     assert_string_equal(fmt(&a), "192.0.2.1");
-    assert_string_equal(fmt(&(sl_addr){.b = {[10] = 0xff, [11] = 0xff}}), "0.0.0.0");
+    assert_string_equal(fmt(&(sl__addr){.b = {[10] = 0xff, [11] = 0xff}}), "0.0.0.0");
     assert_true(parses("0.0.0.0"));
     assert_true(parses("255.255.255.255"));
     const char *bad[] = {"256.0.0.1", "1.2.3",    "1.2.3.4.5",  "01.2.3.4", "1.2.3.04",
@@ -77,7 +77,7 @@ static void test_ipv6(void **state) {
         {"::2:3:4:5:6:7:8", "0:2:3:4:5:6:7:8"},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        sl_addr a = A(ok[i].in);
+        sl__addr a = A(ok[i].in);
         assert_string_equal(fmt(&a), ok[i].out);
     }
     const char *bad[] = {":",       ":::",      "1:::2",         "1::2::3", "1:2:3:4:5:6:7:8:9",
@@ -107,12 +107,12 @@ static void test_nodes(void **state) {
 
 static void test_cidr(void **state) {
     (void)state;
-    sl_cidr c;
+    sl__cidr c;
     const char *why;
     assert_int_equal(sl__cidr_parse("10.0.0.0/8", 10, &c, &why), 0);
     assert_int_equal(c.bits, 104);
     assert_int_equal(sl__cidr_user_bits(&c), 8);
-    sl_addr in = A("10.200.3.4"), out = A("11.0.0.1"), v6 = A("2001:db8::1");
+    sl__addr in = A("10.200.3.4"), out = A("11.0.0.1"), v6 = A("2001:db8::1");
     assert_true(sl__cidr_contains(&c, &in));
     assert_false(sl__cidr_contains(&c, &out));
     assert_false(sl__cidr_contains(&c, &v6));
@@ -136,21 +136,21 @@ static void test_cidr(void **state) {
     assert_int_equal(sl__cidr_parse("localhost", 9, &c, &why), -1);
     /* odd prefix lengths */
     assert_int_equal(sl__cidr_parse("10.128.0.0/9", 12, &c, &why), 0);
-    sl_addr x = A("10.129.0.1"), y = A("10.127.0.1");
+    sl__addr x = A("10.129.0.1"), y = A("10.127.0.1");
     assert_true(sl__cidr_contains(&c, &x));
     assert_false(sl__cidr_contains(&c, &y));
 }
 
 static void test_prefixes(void **state) {
     (void)state;
-    sl_addr p;
+    sl__addr p;
     unsigned bits;
-    sl_addr a = A("2001:db8:1:2:aaaa:bbbb:cccc:dddd"), b = A("2001:db8:1:2::1"),
-            c = A("2001:db8:1:3::1");
+    sl__addr a = A("2001:db8:1:2:aaaa:bbbb:cccc:dddd"), b = A("2001:db8:1:2::1"),
+             c = A("2001:db8:1:3::1");
     sl__addr_prefix(&a, 32, 64, &p, &bits);
     assert_int_equal(bits, 64);
     assert_string_equal(fmt(&p), "2001:db8:1:2::");
-    sl_addr pb, pc;
+    sl__addr pb, pc;
     sl__addr_prefix(&b, 32, 64, &pb, &bits);
     sl__addr_prefix(&c, 32, 64, &pc, &bits);
     assert_memory_equal(&p, &pb, sizeof p); /* the same /64: one client */
@@ -160,7 +160,7 @@ static void test_prefixes(void **state) {
     assert_int_equal(bits, 56);
     assert_memory_equal(&p, &pc, sizeof p);
     assert_string_equal(fmt(&p), "2001:db8:1::");
-    sl_addr v4 = A("198.51.100.77");
+    sl__addr v4 = A("198.51.100.77");
     sl__addr_prefix(&v4, 32, 64, &p, &bits);
     assert_int_equal(bits, 128);
     assert_string_equal(fmt(&p), "198.51.100.77");
@@ -171,7 +171,7 @@ static void test_prefixes(void **state) {
 
 /* ---- the walk ---------------------------------------------------------------- */
 
-static sl_cidr trusted[3];
+static sl__cidr trusted[3];
 static size_t ntrusted;
 
 static void trust(const char *list) {
@@ -185,23 +185,23 @@ static void trust(const char *list) {
 }
 
 /* The client of a request from `peer` with one header line (or none). */
-static sl_fwd_result walk(sl_fwd_kind kind, const char *peer, const char *header) {
-    sl_addr p = A(peer);
-    sl_fwd_result r;
+static sl__fwd_result walk(sl__fwd_kind kind, const char *peer, const char *header) {
+    sl__addr p = A(peer);
+    sl__fwd_result r;
     const char *vals[1] = {header};
     size_t lens[1] = {header ? strlen(header) : 0};
     sl__forwarded_client(kind, &p, trusted, ntrusted, vals, lens, header ? 1 : 0, &r);
     return r;
 }
 
-static const char *client(sl_fwd_kind kind, const char *peer, const char *header) {
-    sl_fwd_result r = walk(kind, peer, header);
+static const char *client(sl__fwd_kind kind, const char *peer, const char *header) {
+    sl__fwd_result r = walk(kind, peer, header);
     return fmt(&r.client);
 }
 
 static void test_xff(void **state) {
     (void)state;
-    sl_fwd_kind X = SL_FWD_XFF;
+    sl__fwd_kind X = SL__FWD_XFF;
     /* no trusted proxies: the header is ignored */
     trust("");
     assert_string_equal(client(X, "203.0.113.9", "1.2.3.4"), "203.0.113.9");
@@ -217,7 +217,7 @@ static void test_xff(void **state) {
     /* every entry trusted: the leftmost (still a trusted address) */
     assert_string_equal(client(X, "10.0.0.2", "10.9.9.9, 10.1.1.1"), "10.9.9.9");
     /* garbage where an address should be: stop at the last trusted hop */
-    sl_fwd_result r = walk(X, "10.0.0.2", "198.51.100.7, unknown");
+    sl__fwd_result r = walk(X, "10.0.0.2", "198.51.100.7, unknown");
     assert_true(r.bad_entry);
     assert_string_equal(fmt(&r.client), "10.0.0.2");
     r = walk(X, "10.0.0.2", "garbage, 198.51.100.7");
@@ -239,30 +239,30 @@ static void test_xff_lines_and_bounds(void **state) {
     /* several header lines form one list, in order */
     const char *vals[2] = {"6.6.6.6, 198.51.100.7", "10.0.0.9"};
     size_t lens[2] = {strlen(vals[0]), strlen(vals[1])};
-    sl_addr peer = A("10.0.0.2");
-    sl_fwd_result r;
-    sl__forwarded_client(SL_FWD_XFF, &peer, trusted, ntrusted, vals, lens, 2, &r);
+    sl__addr peer = A("10.0.0.2");
+    sl__fwd_result r;
+    sl__forwarded_client(SL__FWD_XFF, &peer, trusted, ntrusted, vals, lens, 2, &r);
     assert_string_equal(fmt(&r.client), "198.51.100.7");
     assert_int_equal(r.hops, 2);
     /* more trusted hops than are kept: the last one kept */
     char big[4096];
     size_t o = (size_t)snprintf(big, sizeof big, "1.2.3.4");
     for (int i = 0; i < 40; i++) o += (size_t)snprintf(big + o, sizeof big - o, ", 10.0.0.%d", i);
-    r = walk(SL_FWD_XFF, "10.0.0.2", big);
+    r = walk(SL__FWD_XFF, "10.0.0.2", big);
     assert_true(r.truncated);
-    assert_int_equal(r.hops, SL_FWD_MAX_HOPS);
+    assert_int_equal(r.hops, SL__FWD_MAX_HOPS);
     assert_string_equal(fmt(&r.client), "10.0.0.8");
     /* a long untrusted tail costs nothing more than a scan */
     o = 0;
     for (int i = 0; i < 300; i++)
         o += (size_t)snprintf(big + o, sizeof big - o, "9.9.9.%d,", i % 250);
     o += (size_t)snprintf(big + o, sizeof big - o, "198.51.100.7");
-    assert_string_equal(client(SL_FWD_XFF, "10.0.0.2", big), "198.51.100.7");
+    assert_string_equal(client(SL__FWD_XFF, "10.0.0.2", big), "198.51.100.7");
 }
 
 static void test_forwarded(void **state) {
     (void)state;
-    sl_fwd_kind F = SL_FWD_FORWARDED;
+    sl__fwd_kind F = SL__FWD_FORWARDED;
     trust("");
     assert_string_equal(client(F, "203.0.113.9", "for=1.2.3.4"), "203.0.113.9");
     trust("10.0.0.0/8");
@@ -285,7 +285,7 @@ static void test_forwarded(void **state) {
     assert_string_equal(client(F, "10.0.0.2", "for=1.1.1.1, by=\"x,y\";for=198.51.100.17"),
                         "198.51.100.17");
     /* an element without for=, for=unknown, two for=, or malformed: the walk stops */
-    sl_fwd_result r = walk(F, "10.0.0.2", "for=198.51.100.17, proto=https");
+    sl__fwd_result r = walk(F, "10.0.0.2", "for=198.51.100.17, proto=https");
     assert_true(r.bad_entry);
     assert_string_equal(fmt(&r.client), "10.0.0.2");
     r = walk(F, "10.0.0.2", "for=unknown");

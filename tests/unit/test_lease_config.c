@@ -26,11 +26,11 @@
 #define SEC SL_NS_PER_SEC
 #define T0  (1000 * SEC)
 
-static sl_config *parse_ok(const char *text) {
-    sl_config *c = NULL;
-    static sl_config_errors e;
+static sl__config *parse_ok(const char *text) {
+    sl__config *c = NULL;
+    static sl__config_errors e;
     if (sl__config_parse(text, strlen(text), "t.yaml", &c, &e) != 0) {
-        for (size_t i = 0; i < e.n && i < SL_CONFIG_MAX_ERRORS; i++)
+        for (size_t i = 0; i < e.n && i < SL__CONFIG_MAX_ERRORS; i++)
             print_message("  %s\n", e.msg[i]);
         fail_msg("expected this config to load:\n%s", text);
     }
@@ -38,14 +38,14 @@ static sl_config *parse_ok(const char *text) {
 }
 
 static void expect_errors_(const char *text, const char *const *want, size_t n) {
-    sl_config *c = NULL;
-    static sl_config_errors e;
+    sl__config *c = NULL;
+    static sl__config_errors e;
     assert_int_equal(sl__config_parse(text, strlen(text), "t.yaml", &c, &e), SL_EPARSE);
     bool same = e.n == n;
     for (size_t i = 0; same && i < n; i++) same = strcmp(e.msg[i], want[i]) == 0;
     if (!same) {
         print_message("got %zu error(s):\n", e.n);
-        for (size_t i = 0; i < e.n && i < SL_CONFIG_MAX_ERRORS; i++)
+        for (size_t i = 0; i < e.n && i < SL__CONFIG_MAX_ERRORS; i++)
             print_message("  %s\n", e.msg[i]);
         fail_msg("unexpected errors for:\n%s", text);
     }
@@ -58,21 +58,21 @@ static void expect_errors_(const char *text, const char *const *want, size_t n) 
 
 static void test_parse(void **state) {
     (void)state;
-    sl_config *c = parse_ok("policies:\n"
-                            "  - name: api\n    algorithm: gcra\n    rate: 5/s\n    burst: 5\n"
-                            "  - name: jobs\n    algorithm: concurrency\n    limit: 4\n"
-                            "  - name: slow\n    algorithm: concurrency\n    limit: 65536\n"
-                            "    lease: 2m\n    on_failure: closed\n");
+    sl__config *c = parse_ok("policies:\n"
+                             "  - name: api\n    algorithm: gcra\n    rate: 5/s\n    burst: 5\n"
+                             "  - name: jobs\n    algorithm: concurrency\n    limit: 4\n"
+                             "  - name: slow\n    algorithm: concurrency\n    limit: 65536\n"
+                             "    lease: 2m\n    on_failure: closed\n");
     /* kept apart from the rate policies */
     assert_int_equal(c->npolicies, 1);
     assert_string_equal(c->policies[0].name, "api");
     assert_int_equal(c->nleases, 2);
-    const sl_lease_config *j = sl__config_lease(c, "jobs", 4);
+    const sl__lease_config *j = sl__config_lease(c, "jobs", 4);
     assert_non_null(j);
     assert_int_equal(j->limit, 4);
     assert_int_equal(j->lease, 30 * SEC); /* the default */
     assert_int_equal(j->line, 6);
-    const sl_lease_config *s = sl__config_lease(c, "slow", 4);
+    const sl__lease_config *s = sl__config_lease(c, "slow", 4);
     assert_int_equal(s->limit, SL_CONCURRENCY_MAX);
     assert_int_equal(s->lease, 120 * SEC);
     assert_int_equal(s->on_failure, SL__FAIL_SET_CLOSED);
@@ -117,8 +117,8 @@ static void test_errors(void **state) {
 
 static void test_example_loads(void **state) {
     (void)state;
-    sl_config *c = NULL;
-    sl_config_errors e;
+    sl__config *c = NULL;
+    sl__config_errors e;
     assert_int_equal(sl__config_load(SLUICE_SOURCE_DIR "/examples/protection/sluice.yaml", &c, &e),
                      0);
     assert_int_equal(c->nleases, 2);
@@ -126,17 +126,17 @@ static void test_example_loads(void **state) {
     sl__config_free(c);
 }
 
-static void count_done(sl_lease_call *c) {
+static void count_done(sl__lease_call *c) {
     sl__lease_count(c);
 }
 
-static sl_lease_call acquire(sl_lease_limit *l, const char *key, int64_t now) {
-    sl_lease_call c = {.op = SL_LEASE_ACQUIRE,
-                       .limit = l,
-                       .key = key,
-                       .keylen = strlen(key),
-                       .now = now,
-                       .done = count_done};
+static sl__lease_call acquire(sl__lease_limit *l, const char *key, int64_t now) {
+    sl__lease_call c = {.op = SL__LEASE_ACQUIRE,
+                        .limit = l,
+                        .key = key,
+                        .keylen = strlen(key),
+                        .now = now,
+                        .done = count_done};
     sl__lease_start(NULL, &c);
     return c;
 }
@@ -144,35 +144,35 @@ static sl_lease_call acquire(sl_lease_limit *l, const char *key, int64_t now) {
 /* A reload keeps every held lease and puts the new limit in force. */
 static void test_reload_keeps_leases(void **state) {
     (void)state;
-    sl_config *c1 = parse_ok("policies:\n  - name: j\n    algorithm: concurrency\n    limit: 2\n");
+    sl__config *c1 = parse_ok("policies:\n  - name: j\n    algorithm: concurrency\n    limit: 2\n");
     char err[256];
-    sl_policy_set *s1, *s2;
+    sl__policy_set *s1, *s2;
     assert_int_equal(sl__policy_set_create(c1, NULL, T0, &s1, err, sizeof err), 0);
-    sl_lease_limit *l1 = sl__lease_set_find(sl__policy_set_leases(s1), "j", 1);
+    sl__lease_limit *l1 = sl__lease_set_find(sl__policy_set_leases(s1), "j", 1);
     assert_non_null(l1);
-    sl_lease_call a = acquire(l1, "k", T0), b = acquire(l1, "k", T0);
+    sl__lease_call a = acquire(l1, "k", T0), b = acquire(l1, "k", T0);
     assert_true(a.acq.acquired && b.acq.acquired);
     assert_false(acquire(l1, "k", T0).acq.acquired);
     assert_int_equal(atomic_load(&l1->acquired), 2);
     assert_int_equal(atomic_load(&l1->refused), 1);
 
-    sl_config *c2 = parse_ok("policies:\n  - name: j\n    algorithm: concurrency\n    limit: 3\n");
+    sl__config *c2 = parse_ok("policies:\n  - name: j\n    algorithm: concurrency\n    limit: 3\n");
     assert_int_equal(sl__policy_set_create(c2, s1, T0, &s2, err, sizeof err), 0);
     sl__policy_set_release(s1);
-    sl_lease_limit *l2 = sl__lease_set_find(sl__policy_set_leases(s2), "j", 1);
+    sl__lease_limit *l2 = sl__lease_set_find(sl__policy_set_leases(s2), "j", 1);
     assert_ptr_equal(l1, l2);
-    sl_lease_call x = acquire(l2, "k", T0);
+    sl__lease_call x = acquire(l2, "k", T0);
     assert_true(x.acq.acquired);
     assert_int_equal(x.acq.in_flight, 3);
     assert_false(acquire(l2, "k", T0).acq.acquired);
     /* a lease of before the reload is released after it */
-    sl_lease_call r = {.op = SL_LEASE_RELEASE,
-                       .limit = l2,
-                       .key = "k",
-                       .keylen = 1,
-                       .id = a.acq.lease.id,
-                       .now = T0,
-                       .done = count_done};
+    sl__lease_call r = {.op = SL__LEASE_RELEASE,
+                        .limit = l2,
+                        .key = "k",
+                        .keylen = 1,
+                        .id = a.acq.lease.id,
+                        .now = T0,
+                        .done = count_done};
     sl__lease_start(NULL, &r);
     assert_int_equal(r.rc, SL_OK);
     assert_int_equal(r.in_flight, 2);
@@ -187,11 +187,11 @@ static void test_reload_keeps_leases(void **state) {
 
 static void test_adaptive_config(void **state) {
     (void)state;
-    sl_config *c = parse_ok("policies:\n  - name: j\n    algorithm: concurrency\n    limit: 10\n"
-                            "    adaptive: true\n    min_limit: 2\n    max_limit: 100\n"
-                            "  - name: k\n    algorithm: concurrency\n    limit: 5\n"
-                            "    adaptive: true\n    max_limit: 5\n");
-    const sl_lease_config *j = sl__config_lease(c, "j", 1), *k = sl__config_lease(c, "k", 1);
+    sl__config *c = parse_ok("policies:\n  - name: j\n    algorithm: concurrency\n    limit: 10\n"
+                             "    adaptive: true\n    min_limit: 2\n    max_limit: 100\n"
+                             "  - name: k\n    algorithm: concurrency\n    limit: 5\n"
+                             "    adaptive: true\n    max_limit: 5\n");
+    const sl__lease_config *j = sl__config_lease(c, "j", 1), *k = sl__config_lease(c, "k", 1);
     assert_true(j->adaptive);
     assert_int_equal(j->min_limit, 2);
     assert_int_equal(j->max_limit, 100);
@@ -222,39 +222,39 @@ static void test_adaptive_release(void **state) {
     (void)state;
     const char *text = "policies:\n  - name: j\n    algorithm: concurrency\n    limit: 10\n"
                        "    adaptive: true\n    max_limit: 100\n";
-    sl_config *cfg = parse_ok(text);
+    sl__config *cfg = parse_ok(text);
     char err[256];
-    sl_policy_set *s1, *s2;
+    sl__policy_set *s1, *s2;
     assert_int_equal(sl__policy_set_create(cfg, NULL, T0, &s1, err, sizeof err), 0);
-    sl_lease_limit *l = sl__lease_set_find(sl__policy_set_leases(s1), "j", 1);
+    sl__lease_limit *l = sl__lease_set_find(sl__policy_set_leases(s1), "j", 1);
     /* a window's samples count from the first release after it: 10, 10, 12, 14 */
     int64_t want[] = {10, 10, 12, 14};
     for (int w = 0; w < 4; w++) {
         int64_t now = T0 + w * SEC;
-        sl_lease_call a = acquire(l, "k", now);
+        sl__lease_call a = acquire(l, "k", now);
         assert_true(a.acq.acquired);
         assert_int_equal(a.acq.limit, want[w]);
-        sl_lease_call r = {.op = SL_LEASE_RELEASE,
-                           .limit = l,
-                           .key = "k",
-                           .keylen = 1,
-                           .id = a.acq.lease.id,
-                           .latency = 10 * SL_NS_PER_MS,
-                           .now = now,
-                           .done = count_done};
+        sl__lease_call r = {.op = SL__LEASE_RELEASE,
+                            .limit = l,
+                            .key = "k",
+                            .keylen = 1,
+                            .id = a.acq.lease.id,
+                            .latency = 10 * SL_NS_PER_MS,
+                            .now = now,
+                            .done = count_done};
         sl__lease_start(NULL, &r);
         assert_int_equal(r.rc, SL_OK);
     }
     assert_int_equal(sl_concurrency_limit(l->conc), 16);
     /* a release without a latency changes nothing */
-    sl_lease_call a = acquire(l, "k", T0 + 10 * SEC);
-    sl_lease_call r = {.op = SL_LEASE_RELEASE,
-                       .limit = l,
-                       .key = "k",
-                       .keylen = 1,
-                       .id = a.acq.lease.id,
-                       .now = T0 + 10 * SEC,
-                       .done = count_done};
+    sl__lease_call a = acquire(l, "k", T0 + 10 * SEC);
+    sl__lease_call r = {.op = SL__LEASE_RELEASE,
+                        .limit = l,
+                        .key = "k",
+                        .keylen = 1,
+                        .id = a.acq.lease.id,
+                        .now = T0 + 10 * SEC,
+                        .done = count_done};
     sl__lease_start(NULL, &r);
     assert_int_equal(atomic_load(&l->limit), 16); /* no sample: window 3's is not counted */
     assert_int_equal(sl__policy_set_create(cfg, s1, T0 + 11 * SEC, &s2, err, sizeof err), 0);

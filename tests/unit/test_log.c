@@ -1,6 +1,6 @@
 /* test_log.c: the budget of sl__log_limited (src/util/log.c), the log of
  * lines that clients can cause (shadow mode's would-be refusals, issue 12
- * item 15): at most SL_LOG_LIMITED_PER_SEC lines in one second of the
+ * item 15): at most SL__LOG_LIMITED_PER_SEC lines in one second of the
  * caller's clock, the first line after a drop says how many were dropped, a
  * clock that goes back opens no new second, and lines below the level are
  * neither written nor counted. stderr is redirected to a file and read back. */
@@ -55,27 +55,27 @@ static int lines_with(const char *text, const char *needle) {
 
 static void test_budget(void **state) {
     (void)state;
-    sl__log_set_level(SL_LOG_INFO);
+    sl__log_set_level(SL__LOG_INFO);
     capture();
-    for (int i = 0; i < 15; i++) sl__log_limited(T0 + i, SL_LOG_INFO, "flood %d", i);
+    for (int i = 0; i < 15; i++) sl__log_limited(T0 + i, SL__LOG_INFO, "flood %d", i);
     /* the next second: one line, saying that 5 were dropped */
-    sl__log_limited(T0 + SEC, SL_LOG_INFO, "next");
+    sl__log_limited(T0 + SEC, SL__LOG_INFO, "next");
     /* the clock goes back: still the same second (9 lines left in it) */
-    for (int i = 0; i < 12; i++) sl__log_limited(T0 - SEC, SL_LOG_INFO, "back %d", i);
+    for (int i = 0; i < 12; i++) sl__log_limited(T0 - SEC, SL__LOG_INFO, "back %d", i);
     /* below the level: neither written nor counted as dropped */
-    sl__log_set_level(SL_LOG_WARN);
-    for (int i = 0; i < 5; i++) sl__log_limited(T0 + 2 * SEC, SL_LOG_INFO, "quiet");
-    sl__log_limited(T0 + 2 * SEC, SL_LOG_WARN, "warned");
-    sl__log_set_level(SL_LOG_INFO);
+    sl__log_set_level(SL__LOG_WARN);
+    for (int i = 0; i < 5; i++) sl__log_limited(T0 + 2 * SEC, SL__LOG_INFO, "quiet");
+    sl__log_limited(T0 + 2 * SEC, SL__LOG_WARN, "warned");
+    sl__log_set_level(SL__LOG_INFO);
     char *out = captured();
-    assert_int_equal(lines_with(out, " flood "), SL_LOG_LIMITED_PER_SEC);
+    assert_int_equal(lines_with(out, " flood "), SL__LOG_LIMITED_PER_SEC);
     assert_non_null(strstr(out, "flood 9\n"));
     assert_null(strstr(out, "flood 10"));
     assert_non_null(strstr(out, "info  next (5 similar lines before this one not logged)\n"));
-    assert_int_equal(lines_with(out, " back "), SL_LOG_LIMITED_PER_SEC - 1);
+    assert_int_equal(lines_with(out, " back "), SL__LOG_LIMITED_PER_SEC - 1);
     assert_null(strstr(out, "quiet"));
     assert_non_null(strstr(out, "warn  warned (3 similar lines before this one not logged)\n"));
-    assert_int_equal(lines_with(out, "\n"), 2 * SL_LOG_LIMITED_PER_SEC + 1);
+    assert_int_equal(lines_with(out, "\n"), 2 * SL__LOG_LIMITED_PER_SEC + 1);
     free(out);
 }
 

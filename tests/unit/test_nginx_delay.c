@@ -139,8 +139,8 @@ static void delay_after_bounds(void **state) {
 }
 
 static const char *config_error(const char *text) {
-    static sl_config_errors e;
-    sl_config *c = NULL;
+    static sl__config_errors e;
+    sl__config *c = NULL;
     if (sl__config_parse(text, strlen(text), "t.yaml", &c, &e) == 0) {
         sl__config_free(c);
         return NULL;
@@ -153,7 +153,7 @@ static const char *config_error(const char *text) {
 
 static void delay_after_in_config(void **state) {
     (void)state;
-    sl_config *c = NULL;
+    sl__config *c = NULL;
     const char *ok = POLICY("    delay_after: 8\n");
     assert_int_equal(sl__config_parse(ok, strlen(ok), "t.yaml", &c, NULL), 0);
     assert_int_equal(c->policies[0].params.delay_after, 8);

@@ -17,7 +17,7 @@
 
 #include "server/admin/prom.h"
 
-static char *take(sl_buf *b) {
+static char *take(sl__buf *b) {
     sl__buf_append(b, "", 1);
     assert_false(b->failed);
     b->len--;
@@ -26,7 +26,7 @@ static char *take(sl_buf *b) {
 
 static void test_family(void **state) {
     (void)state;
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__prom_family(&b, "sluice_decisions_total", "counter", "Decisions by policy and outcome.");
     assert_string_equal(take(&b), "# HELP sluice_decisions_total Decisions by policy and outcome.\n"
@@ -40,7 +40,7 @@ static void test_family(void **state) {
 
 static void test_samples(void **state) {
     (void)state;
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__prom_sample(&b, "sluice_connections", NULL, 0);
     const char *const none[] = {NULL};
@@ -65,7 +65,7 @@ static void test_floats(void **state) {
         {0.0, "0"},       {0.5, "0.5"},    {0.1, "0.1"}, {1e-7, "1e-07"},
         {-2.25, "-2.25"}, {1e21, "1e+21"}, {3.0, "3"},   {1.0 / 3.0, "0.33333333333333331"},
     };
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sl__buf_reset(&b);
@@ -87,12 +87,12 @@ static void test_floats(void **state) {
 
 static void test_bounds(void **state) {
     (void)state;
-    for (int i = 1; i < SL_PROM_LATENCY_BUCKETS; i++)
+    for (int i = 1; i < SL__PROM_LATENCY_BUCKETS; i++)
         assert_true(sl__prom_latency_bounds_ns[i - 1] < sl__prom_latency_bounds_ns[i]);
-    assert_true(sl__prom_latency_bounds_ns[0] <= 1000);                                /* <= 1 us */
-    assert_true(sl__prom_latency_bounds_ns[SL_PROM_LATENCY_BUCKETS - 1] >= 100000000); /* 100 ms */
+    assert_true(sl__prom_latency_bounds_ns[0] <= 1000); /* <= 1 us */
+    assert_true(sl__prom_latency_bounds_ns[SL__PROM_LATENCY_BUCKETS - 1] >= 100000000); /* 100 ms */
     /* le is inclusive: a latency equal to a bound is in that bucket */
-    for (int i = 0; i < SL_PROM_LATENCY_BUCKETS; i++) {
+    for (int i = 0; i < SL__PROM_LATENCY_BUCKETS; i++) {
         int64_t le = sl__prom_latency_bounds_ns[i];
         assert_int_equal(sl__prom_latency_bucket(le), i);
         assert_int_equal(sl__prom_latency_bucket(le + 1), i + 1);
@@ -101,17 +101,17 @@ static void test_bounds(void **state) {
     }
     assert_int_equal(sl__prom_latency_bucket(0), 0);
     assert_int_equal(sl__prom_latency_bucket(-5), 0); /* a clock step back counts as fastest */
-    assert_int_equal(sl__prom_latency_bucket(INT64_MAX), SL_PROM_LATENCY_BUCKETS);
+    assert_int_equal(sl__prom_latency_bucket(INT64_MAX), SL__PROM_LATENCY_BUCKETS);
 }
 
 static void test_histogram(void **state) {
     (void)state;
-    uint64_t counts[SL_PROM_LATENCY_BUCKETS + 1] = {0};
+    uint64_t counts[SL__PROM_LATENCY_BUCKETS + 1] = {0};
     counts[0] = 5;  /* <= 250 ns */
     counts[2] = 3;  /* <= 1 us */
     counts[11] = 1; /* <= 100 ms */
     counts[12] = 2; /* beyond */
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     const char *const l[] = {"proto", "http", NULL};
     sl__prom_histogram(&b, "sluice_decision_seconds", l, counts, UINT64_C(1500000123));
@@ -132,7 +132,7 @@ static void test_histogram(void **state) {
                         "sluice_decision_seconds_sum{proto=\"http\"} 1.500000123\n"
                         "sluice_decision_seconds_count{proto=\"http\"} 11\n");
     /* without labels; an empty histogram */
-    uint64_t zero[SL_PROM_LATENCY_BUCKETS + 1] = {0};
+    uint64_t zero[SL__PROM_LATENCY_BUCKETS + 1] = {0};
     sl__buf_reset(&b);
     sl__prom_histogram(&b, "h", NULL, zero, 0);
     const char *s = take(&b);
@@ -151,13 +151,13 @@ static void test_histogram(void **state) {
 /* A whole exposition, as /metrics writes it, is well formed line by line. */
 static void test_exposition_lines(void **state) {
     (void)state;
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__prom_family(&b, "sluice_decisions_total", "counter", "Decisions.");
     const char *const l1[] = {"policy", "api", "outcome", "limited", NULL};
     sl__prom_sample(&b, "sluice_decisions_total", l1, 7);
     sl__prom_family(&b, "sluice_decision_seconds", "histogram", "Latency.");
-    uint64_t counts[SL_PROM_LATENCY_BUCKETS + 1] = {1, 2, 3};
+    uint64_t counts[SL__PROM_LATENCY_BUCKETS + 1] = {1, 2, 3};
     sl__prom_histogram(&b, "sluice_decision_seconds", NULL, counts, 1234);
     char *text = take(&b);
     assert_true(b.len > 0 && text[b.len - 1] == '\n');

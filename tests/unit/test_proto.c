@@ -18,22 +18,22 @@
 #include "server/request.h"
 #include "sluice/sluice.h"
 
-static const sl_limits_config limits = {.max_header_bytes = 8192,
-                                        .max_body_bytes = 65536,
-                                        .max_resp_frame = 65536,
-                                        .header_timeout = 10 * SL_NS_PER_SEC,
-                                        .command_timeout = 7 * SL_NS_PER_SEC};
+static const sl__limits_config limits = {.max_header_bytes = 8192,
+                                         .max_body_bytes = 65536,
+                                         .max_resp_frame = 65536,
+                                         .header_timeout = 10 * SL_NS_PER_SEC,
+                                         .command_timeout = 7 * SL_NS_PER_SEC};
 
-static const sl_request_ctx rq = {.now = 1700000000 * SL_NS_PER_SEC, .limits = &limits};
+static const sl__request_ctx rq = {.now = 1700000000 * SL_NS_PER_SEC, .limits = &limits};
 
-static bool has(const sl_buf *b, const char *s) {
+static bool has(const sl__buf *b, const char *s) {
     return b->len && memmem(b->data, b->len, s, strlen(s)) != NULL;
 }
 
 /* Feeds len bytes at p as conn.c does: again with what is left, until all is
  * used or the protocol stops or closes; returns the flags of every feed, or-ed. */
-static unsigned feed_all(const sl_proto_ops *ops, void *st, const char *p, size_t len, sl_buf *out,
-                         size_t *used_total, unsigned *answers) {
+static unsigned feed_all(const sl__proto_ops_table *ops, void *st, const char *p, size_t len,
+                         sl__buf *out, size_t *used_total, unsigned *answers) {
     unsigned all = 0;
     size_t off = 0;
     *answers = 0;
@@ -42,8 +42,8 @@ static unsigned feed_all(const sl_proto_ops *ops, void *st, const char *p, size_
         unsigned r = ops->feed(st, &rq, p + off, len - off, out, &used);
         off += used;
         all |= r;
-        if (r & SL_FEED_ANSWERED) (*answers)++;
-        if (r & (SL_FEED_STOP | SL_FEED_CLOSE | SL_FEED_ERROR)) break;
+        if (r & SL__FEED_ANSWERED) (*answers)++;
+        if (r & (SL__FEED_STOP | SL__FEED_CLOSE | SL__FEED_ERROR)) break;
     }
     *used_total = off;
     return all;
@@ -51,8 +51,8 @@ static unsigned feed_all(const sl_proto_ops *ops, void *st, const char *p, size_
 
 static void test_every_protocol_registers(void **state) {
     (void)state;
-    for (int p = 0; p < SL_PROTO_COUNT; p++) {
-        const sl_proto_ops *ops = sl__proto_ops((sl_proto)p);
+    for (int p = 0; p < SL__PROTO_COUNT; p++) {
+        const sl__proto_ops_table *ops = sl__proto_ops((sl__proto)p);
         assert_non_null(ops);
         assert_int_equal(ops->id, p);
         assert_non_null(ops->feed);
@@ -64,17 +64,17 @@ static void test_every_protocol_registers(void **state) {
         assert_true(!ops->drain || ops->self_paced);
         assert_true(ops->drain || ops->pending); /* conn.c times its requests */
     }
-    assert_null(sl__proto_ops(SL_PROTO_COUNT));
-    assert_int_equal(sl__proto_ops(SL_PROTO_RESP)->request_timeout(&limits), 7 * SL_NS_PER_SEC);
-    assert_int_equal(sl__proto_ops(SL_PROTO_HTTP)->request_timeout(&limits), 10 * SL_NS_PER_SEC);
+    assert_null(sl__proto_ops(SL__PROTO_COUNT));
+    assert_int_equal(sl__proto_ops(SL__PROTO_RESP)->request_timeout(&limits), 7 * SL_NS_PER_SEC);
+    assert_int_equal(sl__proto_ops(SL__PROTO_HTTP)->request_timeout(&limits), 10 * SL_NS_PER_SEC);
 }
 
 static void test_http_pipelined(void **state) {
     (void)state;
-    const sl_proto_ops *ops = sl__proto_ops(SL_PROTO_HTTP);
+    const sl__proto_ops_table *ops = sl__proto_ops(SL__PROTO_HTTP);
     void *st = ops->create(&limits, NULL);
     assert_non_null(st);
-    sl_buf out;
+    sl__buf out;
     sl__buf_init(&out);
     static const char two[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
                               "GET /nope HTTP/1.1\r\nHost: x\r\n\r\nGET /hea";
@@ -83,7 +83,7 @@ static void test_http_pipelined(void **state) {
     unsigned r = feed_all(ops, st, two, sizeof two - 1, &out, &used, &answers);
     assert_int_equal(answers, 2);
     assert_int_equal(used, sizeof two - 1); /* the parser keeps the partial third */
-    assert_false(r & (SL_FEED_CLOSE | SL_FEED_ERROR));
+    assert_false(r & (SL__FEED_CLOSE | SL__FEED_ERROR));
     assert_true(has(&out, "HTTP/1.1 200 OK"));
     assert_true(has(&out, "{\"status\":\"ok\"}"));
     assert_true(has(&out, "HTTP/1.1 404 Not Found"));
@@ -101,7 +101,7 @@ static void test_http_pipelined(void **state) {
     sl__buf_reset(&out);
     static const char bad[] = "GET / HTTP/1.1\r\nBad Header\r\n\r\n";
     r = feed_all(ops, st, bad, sizeof bad - 1, &out, &used, &answers);
-    assert_true(r & SL_FEED_ERROR);
+    assert_true(r & SL__FEED_ERROR);
     assert_int_equal(answers, 0);
     assert_true(has(&out, "HTTP/1.1 400 "));
     assert_true(has(&out, "\"bad_request\""));
@@ -116,7 +116,7 @@ static void test_http_pipelined(void **state) {
     static const char close_req[] = "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n";
     r = feed_all(ops, st, close_req, sizeof close_req - 1, &out, &used, &answers);
     assert_int_equal(answers, 1);
-    assert_true(r & SL_FEED_CLOSE);
+    assert_true(r & SL__FEED_CLOSE);
     ops->free(st);
 
     sl__buf_reset(&out);
@@ -129,16 +129,16 @@ static void test_http_pipelined(void **state) {
 
 static void test_resp_commands(void **state) {
     (void)state;
-    const sl_proto_ops *ops = sl__proto_ops(SL_PROTO_RESP);
+    const sl__proto_ops_table *ops = sl__proto_ops(SL__PROTO_RESP);
     assert_null(ops->create); /* a partial command is the connection's held input */
-    sl_buf out;
+    sl__buf out;
     sl__buf_init(&out);
     static const char in[] = "PING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n*1\r\n$4\r\nPI";
     size_t used;
     unsigned answers;
     unsigned r = feed_all(ops, NULL, in, sizeof in - 1, &out, &used, &answers);
     assert_int_equal(answers, 2);
-    assert_true(r & SL_FEED_STOP);
+    assert_true(r & SL__FEED_STOP);
     assert_int_equal(used, strlen("PING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n"));
     assert_int_equal(out.len, strlen("+PONG\r\n$2\r\nhi\r\n"));
     assert_memory_equal(out.data, "+PONG\r\n$2\r\nhi\r\n", out.len);
@@ -174,13 +174,13 @@ static void test_resp_commands(void **state) {
     static const char quit[] = "QUIT\r\nPING\r\n";
     r = feed_all(ops, NULL, quit, sizeof quit - 1, &out, &used, &answers);
     assert_int_equal(answers, 1);
-    assert_true(r & SL_FEED_CLOSE);
+    assert_true(r & SL__FEED_CLOSE);
     assert_memory_equal(out.data, "+OK\r\n", out.len);
 
     sl__buf_reset(&out);
     static const char bad[] = "*1\r\n$x\r\n";
     r = feed_all(ops, NULL, bad, sizeof bad - 1, &out, &used, &answers);
-    assert_true(r & SL_FEED_ERROR);
+    assert_true(r & SL__FEED_ERROR);
     assert_true(has(&out, "-ERR Protocol error: "));
 
     sl__buf_reset(&out);
@@ -198,11 +198,11 @@ static void test_resp_commands(void **state) {
 
 static void test_grpc_paces_itself(void **state) {
     (void)state;
-    const sl_proto_ops *ops = sl__proto_ops(SL_PROTO_GRPC);
+    const sl__proto_ops_table *ops = sl__proto_ops(SL__PROTO_GRPC);
     assert_true(ops->self_paced);
     assert_null(ops->refuse); /* closed without a word */
     assert_null(ops->refuse_raw);
-    sl_buf out;
+    sl__buf out;
     sl__buf_init(&out);
     void *st = ops->create(&limits, &out);
     assert_non_null(st);
@@ -213,7 +213,7 @@ static void test_grpc_paces_itself(void **state) {
     size_t used;
     unsigned answers;
     unsigned r = feed_all(ops, st, junk, sizeof junk - 1, &out, &used, &answers);
-    assert_true(r & SL_FEED_ERROR);
+    assert_true(r & SL__FEED_ERROR);
     assert_int_equal(answers, 0);
     ops->free(st);
 
@@ -224,7 +224,7 @@ static void test_grpc_paces_itself(void **state) {
                                   "\x00\x00\x00\x04\x00\x00\x00\x00\x00";
     r = feed_all(ops, st, preface, sizeof preface - 1, &out, &used, &answers);
     assert_int_equal(used, sizeof preface - 1);
-    assert_false(r & (SL_FEED_ERROR | SL_FEED_CLOSE));
+    assert_false(r & (SL__FEED_ERROR | SL__FEED_CLOSE));
     size_t before = out.len;
     assert_true(ops->drain(st));
     assert_true(out.len > before); /* the GOAWAY */
@@ -245,10 +245,10 @@ static __attribute__((noinline)) void dirty_stack(void) {
  * query_costed unset, read by the JSON body: clang-tidy and UBSan). */
 static void test_auth_without_policies(void **state) {
     (void)state;
-    const sl_proto_ops *ops = sl__proto_ops(SL_PROTO_HTTP);
+    const sl__proto_ops_table *ops = sl__proto_ops(SL__PROTO_HTTP);
     void *st = ops->create(&limits, NULL);
     assert_non_null(st);
-    sl_buf out;
+    sl__buf out;
     sl__buf_init(&out);
     static const char req[] = "GET /v1/auth HTTP/1.1\r\nHost: x\r\n\r\n";
     size_t used;
@@ -256,7 +256,7 @@ static void test_auth_without_policies(void **state) {
     dirty_stack();
     unsigned r = feed_all(ops, st, req, sizeof req - 1, &out, &used, &answers);
     assert_int_equal(answers, 1);
-    assert_false(r & SL_FEED_ERROR);
+    assert_false(r & SL__FEED_ERROR);
     assert_true(has(&out, "HTTP/1.1 500 "));
     assert_true(has(&out, "no policy set"));
     assert_false(has(&out, "\"cost\":")); /* no query was costed */

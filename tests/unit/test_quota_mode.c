@@ -31,13 +31,13 @@
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-static sl_domain_set *rules(const char *text) {
-    sl_domain_rules *r = NULL;
-    static sl_config_errors e;
+static sl__domain_set *rules(const char *text) {
+    sl__domain_rules *r = NULL;
+    static sl__config_errors e;
     e.n = 0;
     if (sl__domain_rules_parse(text, strlen(text), "q.yaml", &r, &e) != 0) print_errors(&e);
     assert_non_null(r);
-    sl_domain_set *s = NULL;
+    sl__domain_set *s = NULL;
     char err[256];
     assert_int_equal(sl__domain_set_build(r, 16u << 20, NULL, T0, &s, err, sizeof err), 0);
     sl__domain_rules_free(r);
@@ -46,23 +46,23 @@ static sl_domain_set *rules(const char *text) {
 
 /* One request of one-entry descriptors ("key=value" each). */
 typedef struct ask {
-    sl_rls_entry e[8];
-    sl_rls_descriptor d[8];
-    sl_rls_status st[8];
+    sl__rls_entry e[8];
+    sl__rls_descriptor d[8];
+    sl__rls_status st[8];
     int overall;
 } ask;
 
-static int ask_n(sl_domain_set *s, ask *a, const char *const *kv, size_t n, int64_t now) {
+static int ask_n(sl__domain_set *s, ask *a, const char *const *kv, size_t n, int64_t now) {
     memset(a, 0, sizeof *a);
     for (size_t i = 0; i < n; i++) {
         const char *eq = strchr(kv[i], '=');
-        a->e[i] = (sl_rls_entry){.key = kv[i],
-                                 .key_len = (size_t)(eq - kv[i]),
-                                 .value = eq + 1,
-                                 .value_len = strlen(eq + 1)};
-        a->d[i] = (sl_rls_descriptor){.entries = &a->e[i], .nentries = 1};
+        a->e[i] = (sl__rls_entry){.key = kv[i],
+                                  .key_len = (size_t)(eq - kv[i]),
+                                  .value = eq + 1,
+                                  .value_len = strlen(eq + 1)};
+        a->d[i] = (sl__rls_descriptor){.entries = &a->e[i], .nentries = 1};
     }
-    sl_rls_request q = {.domain = "q", .domain_len = 1, .descriptors = a->d, .ndescriptors = n};
+    sl__rls_request q = {.domain = "q", .domain_len = 1, .descriptors = a->d, .ndescriptors = n};
     const char *msg = NULL;
     assert_int_equal(domain_decide(s, &q, now, a->st, &a->overall, &msg), SL_OK);
     return a->overall;
@@ -72,8 +72,8 @@ static int ask_n(sl_domain_set *s, ask *a, const char *const *kv, size_t n, int6
     ask_n((s), (a), (const char *const[]){__VA_ARGS__},                                            \
           COUNT(((const char *const[]){__VA_ARGS__})), (now))
 
-static uint64_t stat_of(sl_domain_set *s, const char *rule, int which) {
-    sl_domain_rule_stats st;
+static uint64_t stat_of(sl__domain_set *s, const char *rule, int which) {
+    sl__domain_rule_stats st;
     for (size_t i = 0; sl__domain_set_rule_stats(s, i, &st); i++)
         if (!strcmp(st.rule, rule)) return which == 0 ? st.allowed : st.limited;
     fail_msg("no rule %s", rule);
@@ -99,10 +99,10 @@ static const char RULES[] = "domain: q\ndescriptors:\n"
 
 static void test_over_when_every_quota_is(void **state) {
     (void)state;
-    sl_domain_set *s = rules(RULES);
+    sl__domain_set *s = rules(RULES);
     ask a;
     /* 1: everything under its limit: charged, metadata of each quota */
-    assert_int_equal(ASK(s, &a, T0, "r=x", "qa=x", "qb=x"), SL_RLS_OK);
+    assert_int_equal(ASK(s, &a, T0, "r=x", "qa=x", "qb=x"), SL__RLS_OK);
     assert_int_equal(a.st[0].limit_remaining, 4);
     assert_int_equal(a.st[1].limit_remaining, 0);
     assert_int_equal(a.st[2].limit_remaining, 1);
@@ -111,67 +111,67 @@ static void test_over_when_every_quota_is(void **state) {
     assert_string_equal(a.st[2].metadata, "{\"backend\":\"b\"}");
     assert_false(a.st[1].quota_over || a.st[2].quota_over);
     /* 2: qa over, qb not: OK; qa says OK with 0 left and is a violation */
-    assert_int_equal(ASK(s, &a, T0, "r=x", "qa=x", "qb=x"), SL_RLS_OK);
+    assert_int_equal(ASK(s, &a, T0, "r=x", "qa=x", "qb=x"), SL__RLS_OK);
     assert_int_equal(a.st[0].limit_remaining, 3);
-    assert_int_equal(a.st[1].code, SL_RLS_OK);
+    assert_int_equal(a.st[1].code, SL__RLS_OK);
     assert_int_equal(a.st[1].limit_remaining, 0);
     assert_true(a.st[1].quota_over);
     assert_null(a.st[1].metadata);
     assert_int_equal(a.st[2].limit_remaining, 0);
     assert_string_equal(a.st[2].metadata, "{\"backend\":\"b\"}");
     /* 3: both over: OVER_LIMIT, and r is not charged (all or nothing) */
-    assert_int_equal(ASK(s, &a, T0, "r=x", "qa=x", "qb=x"), SL_RLS_OVER_LIMIT);
-    assert_int_equal(a.st[0].code, SL_RLS_OK);
+    assert_int_equal(ASK(s, &a, T0, "r=x", "qa=x", "qb=x"), SL__RLS_OVER_LIMIT);
+    assert_int_equal(a.st[0].code, SL__RLS_OK);
     assert_int_equal(a.st[0].limit_remaining, 3);
-    assert_int_equal(a.st[1].code, SL_RLS_OVER_LIMIT);
-    assert_int_equal(a.st[2].code, SL_RLS_OVER_LIMIT);
+    assert_int_equal(a.st[1].code, SL__RLS_OVER_LIMIT);
+    assert_int_equal(a.st[2].code, SL__RLS_OVER_LIMIT);
     assert_false(a.st[1].quota_over || a.st[2].quota_over);
-    assert_int_equal(ASK(s, &a, T0, "r=x"), SL_RLS_OK);
+    assert_int_equal(ASK(s, &a, T0, "r=x"), SL__RLS_OK);
     assert_int_equal(a.st[0].limit_remaining, 2);
     /* counted: qa refused twice, qb once; r allowed 3 times (1, 2, alone) */
     assert_int_equal(stat_of(s, "qa", 1), 2);
     assert_int_equal(stat_of(s, "qb", 1), 1);
     assert_int_equal(stat_of(s, "r", 0), 3);
     /* the next minute: all back */
-    assert_int_equal(ASK(s, &a, T0 + 60 * SEC, "qa=x", "qb=x"), SL_RLS_OK);
+    assert_int_equal(ASK(s, &a, T0 + 60 * SEC, "qa=x", "qb=x"), SL__RLS_OK);
     assert_int_equal(a.st[1].limit_remaining, 1);
     sl__domain_set_release(s);
 }
 
 static void test_ordinary_over_refuses(void **state) {
     (void)state;
-    sl_domain_set *s = rules(RULES);
+    sl__domain_set *s = rules(RULES);
     ask a;
-    for (int i = 0; i < 5; i++) assert_int_equal(ASK(s, &a, T0, "r=y"), SL_RLS_OK);
+    for (int i = 0; i < 5; i++) assert_int_equal(ASK(s, &a, T0, "r=y"), SL__RLS_OK);
     /* r over: refused though both quotas have room; they are not charged */
-    assert_int_equal(ASK(s, &a, T0, "qa=y", "r=y", "qb=y"), SL_RLS_OVER_LIMIT);
-    assert_int_equal(a.st[0].code, SL_RLS_OK);
+    assert_int_equal(ASK(s, &a, T0, "qa=y", "r=y", "qb=y"), SL__RLS_OVER_LIMIT);
+    assert_int_equal(a.st[0].code, SL__RLS_OK);
     assert_int_equal(a.st[0].limit_remaining, 1);
-    assert_int_equal(a.st[1].code, SL_RLS_OVER_LIMIT);
+    assert_int_equal(a.st[1].code, SL__RLS_OVER_LIMIT);
     assert_int_equal(a.st[2].limit_remaining, 2);
-    assert_int_equal(ASK(s, &a, T0, "qa=y"), SL_RLS_OK);
+    assert_int_equal(ASK(s, &a, T0, "qa=y"), SL__RLS_OK);
     assert_int_equal(a.st[0].limit_remaining, 0);
     sl__domain_set_release(s);
 }
 
 static void test_quota_only(void **state) {
     (void)state;
-    sl_domain_set *s = rules(RULES);
+    sl__domain_set *s = rules(RULES);
     ask a;
     /* one quota descriptor alone is every quota: over, it refuses */
-    assert_int_equal(ASK(s, &a, T0, "qa=z"), SL_RLS_OK);
-    assert_int_equal(ASK(s, &a, T0, "qa=z"), SL_RLS_OVER_LIMIT);
-    assert_int_equal(a.st[0].code, SL_RLS_OVER_LIMIT);
+    assert_int_equal(ASK(s, &a, T0, "qa=z"), SL__RLS_OK);
+    assert_int_equal(ASK(s, &a, T0, "qa=z"), SL__RLS_OVER_LIMIT);
+    assert_int_equal(a.st[0].code, SL__RLS_OVER_LIMIT);
     /* a quota of 0 requests is always over: with another one it does not refuse */
-    assert_int_equal(ASK(s, &a, T0, "zero=z", "qb=z"), SL_RLS_OK);
+    assert_int_equal(ASK(s, &a, T0, "zero=z", "qb=z"), SL__RLS_OK);
     assert_true(a.st[0].quota_over);
     assert_int_equal(a.st[1].limit_remaining, 1);
     /* alone, or with only exhausted quotas: refused, r not charged */
-    assert_int_equal(ASK(s, &a, T0, "zero=z"), SL_RLS_OVER_LIMIT);
-    assert_int_equal(ASK(s, &a, T0, "r=z", "zero=z"), SL_RLS_OVER_LIMIT);
+    assert_int_equal(ASK(s, &a, T0, "zero=z"), SL__RLS_OVER_LIMIT);
+    assert_int_equal(ASK(s, &a, T0, "r=z", "zero=z"), SL__RLS_OVER_LIMIT);
     assert_int_equal(a.st[0].limit_remaining, 5);
-    assert_int_equal(ASK(s, &a, T0, "r=z", "zero=z", "qa=z"), SL_RLS_OVER_LIMIT);
-    assert_int_equal(ASK(s, &a, T0, "r=z"), SL_RLS_OK);
+    assert_int_equal(ASK(s, &a, T0, "r=z", "zero=z", "qa=z"), SL__RLS_OVER_LIMIT);
+    assert_int_equal(ASK(s, &a, T0, "r=z"), SL__RLS_OK);
     assert_int_equal(a.st[0].limit_remaining, 4);
     sl__domain_set_release(s);
 }
@@ -180,58 +180,59 @@ static void test_quota_only(void **state) {
  * some over; mixed with a regular limit under its limit. */
 static void test_peer_svc_quota(void **state) {
     (void)state;
-    static sl_config_errors e;
-    sl_domain_rules *r = NULL;
+    static sl__config_errors e;
+    sl__domain_rules *r = NULL;
     e.n = 0;
     assert_int_equal(
         sl__domain_rules_load(SLUICE_SOURCE_DIR
                               "/tests/peers/envoyproxy-ratelimit/translated/svc_quota.yaml",
                               &r, &e),
         0);
-    sl_domain_set *s = NULL;
+    sl__domain_set *s = NULL;
     char err[256];
     assert_int_equal(sl__domain_set_build(r, 16u << 20, NULL, T0, &s, err, sizeof err), 0);
     sl__domain_rules_free(r);
     ask a;
     for (int i = 0; i < 3; i++) {
         memset(&a, 0, sizeof a);
-        sl_rls_entry e1 = {.key = "quota", .key_len = 5, .value = "v", .value_len = 1};
-        sl_rls_entry e2 = {.key = "quota1", .key_len = 6, .value = "v", .value_len = 1};
-        sl_rls_descriptor d[2] = {{.entries = &e1, .nentries = 1}, {.entries = &e2, .nentries = 1}};
-        sl_rls_request rq = {
+        sl__rls_entry e1 = {.key = "quota", .key_len = 5, .value = "v", .value_len = 1};
+        sl__rls_entry e2 = {.key = "quota1", .key_len = 6, .value = "v", .value_len = 1};
+        sl__rls_descriptor d[2] = {{.entries = &e1, .nentries = 1},
+                                   {.entries = &e2, .nentries = 1}};
+        sl__rls_request rq = {
             .domain = "svc-quota", .domain_len = 9, .descriptors = d, .ndescriptors = 2};
         const char *msg;
         assert_int_equal(domain_decide(s, &rq, T0, a.st, &a.overall, &msg), SL_OK);
-        assert_int_equal(a.overall, SL_RLS_OK);
+        assert_int_equal(a.overall, SL__RLS_OK);
     }
     /* quota (3) is used up, quota1 (5) has 2 left: some over, OK */
-    sl_rls_entry e1 = {.key = "quota", .key_len = 5, .value = "v", .value_len = 1};
-    sl_rls_entry e2 = {.key = "quota1", .key_len = 6, .value = "v", .value_len = 1};
-    sl_rls_entry e3 = {.key = "regular", .key_len = 7, .value = "v", .value_len = 1};
-    sl_rls_descriptor d[3] = {{.entries = &e1, .nentries = 1},
-                              {.entries = &e2, .nentries = 1},
-                              {.entries = &e3, .nentries = 1}};
-    sl_rls_request rq = {
+    sl__rls_entry e1 = {.key = "quota", .key_len = 5, .value = "v", .value_len = 1};
+    sl__rls_entry e2 = {.key = "quota1", .key_len = 6, .value = "v", .value_len = 1};
+    sl__rls_entry e3 = {.key = "regular", .key_len = 7, .value = "v", .value_len = 1};
+    sl__rls_descriptor d[3] = {{.entries = &e1, .nentries = 1},
+                               {.entries = &e2, .nentries = 1},
+                               {.entries = &e3, .nentries = 1}};
+    sl__rls_request rq = {
         .domain = "svc-quota", .domain_len = 9, .descriptors = d, .ndescriptors = 3};
     const char *msg;
     for (int i = 0; i < 2; i++) {
         assert_int_equal(domain_decide(s, &rq, T0, a.st, &a.overall, &msg), SL_OK);
-        assert_int_equal(a.overall, SL_RLS_OK);
+        assert_int_equal(a.overall, SL__RLS_OK);
         assert_true(a.st[0].quota_over);
         assert_int_equal(a.st[2].limit_remaining, 4 - i);
     }
     /* all over: OVER_LIMIT, the regular one (3 left) not charged */
     assert_int_equal(domain_decide(s, &rq, T0, a.st, &a.overall, &msg), SL_OK);
-    assert_int_equal(a.overall, SL_RLS_OVER_LIMIT);
-    assert_int_equal(a.st[2].code, SL_RLS_OK);
+    assert_int_equal(a.overall, SL__RLS_OVER_LIMIT);
+    assert_int_equal(a.st[2].code, SL__RLS_OK);
     assert_int_equal(a.st[2].limit_remaining, 3);
     sl__domain_set_release(s);
 }
 
 /* ---- the engine's "any" groups directly ------------------------------------------- */
 
-static sl_decide_limit *limit_new(int64_t n) {
-    sl_decide_limit *l = calloc(1, sizeof *l);
+static sl__decide_limit *limit_new(int64_t n) {
+    sl__decide_limit *l = calloc(1, sizeof *l);
     static sl_params p;
     p = (sl_params){.algorithm = SL_FIXED_WINDOW, .rate = {.limit = n, .period = 60 * SEC}};
     sl_params *pp = malloc(sizeof *pp);
@@ -246,24 +247,24 @@ static sl_decide_limit *limit_new(int64_t n) {
     return l;
 }
 
-static void limit_free(sl_decide_limit *l) {
+static void limit_free(sl__decide_limit *l) {
     sl_table_destroy(atomic_load(&l->store.table));
     free((void *)l->store.params);
     free(l);
 }
 
-static void noop(sl_decide_call *c) {
+static void noop(sl__decide_call *c) {
     (void)c;
 }
 
 /* Decides items of (limit, any_group) at now: the refused index (n: passed). */
-static size_t run(sl_decide_limit **l, const uint8_t *g, size_t n, int64_t now,
-                  sl_decide_item *out) {
-    sl_decide_item it[8];
+static size_t run(sl__decide_limit **l, const uint8_t *g, size_t n, int64_t now,
+                  sl__decide_item *out) {
+    sl__decide_item it[8];
     for (size_t i = 0; i < n; i++)
         it[i] =
-            (sl_decide_item){.limit = l[i], .key = "k", .keylen = 1, .cost = 1, .any_group = g[i]};
-    sl_decide_call *c = sl__decide_call_new(it, n, NULL, NULL, 0);
+            (sl__decide_item){.limit = l[i], .key = "k", .keylen = 1, .cost = 1, .any_group = g[i]};
+    sl__decide_call *c = sl__decide_call_new(it, n, NULL, NULL, 0);
     c->done = noop;
     sl__engine_decide(NULL, c, now);
     size_t r = c->refused;
@@ -275,10 +276,10 @@ static size_t run(sl_decide_limit **l, const uint8_t *g, size_t n, int64_t now,
 static void test_engine_groups(void **state) {
     (void)state;
     /* required R(10); group 1 = {A(1), B(5)}; group 2 = {C(2)} */
-    sl_decide_limit *R = limit_new(10), *A = limit_new(1), *B = limit_new(5), *C = limit_new(2);
-    sl_decide_limit *l[] = {R, A, B, C};
+    sl__decide_limit *R = limit_new(10), *A = limit_new(1), *B = limit_new(5), *C = limit_new(2);
+    sl__decide_limit *l[] = {R, A, B, C};
     const uint8_t g[] = {0, 1, 1, 2};
-    sl_decide_item o[4];
+    sl__decide_item o[4];
     assert_int_equal(run(l, g, 4, T0, o), 4); /* all charged */
     assert_int_equal(o[2].decision.remaining, 4);
     assert_int_equal(o[3].decision.remaining, 1);
@@ -302,7 +303,7 @@ static void test_engine_groups(void **state) {
     /* a required item over ends it at once: no other try */
     for (int i = 0; i < 7; i++) run(l, only_r, 1, T0, o);
     assert_int_equal(run(l, (const uint8_t[]){2, 0}, 2, T0 + 60 * SEC, o), 2);
-    sl_decide_limit *l2[] = {C, R};
+    sl__decide_limit *l2[] = {C, R};
     assert_int_equal(run(l2, (const uint8_t[]){1, 0}, 2, T0, o), 0); /* the last group: final */
     assert_false(o[0].dropped);
     for (size_t i = 0; i < COUNT(l); i++) limit_free(l[i]);
@@ -312,14 +313,14 @@ static void test_engine_groups(void **state) {
 
 static void test_charge_refused_hits_refused(void **state) {
     (void)state;
-    sl_config cfg = {0};
-    sl_domain_rules *r = NULL;
-    static sl_config_errors e;
+    sl__config cfg = {0};
+    sl__domain_rules *r = NULL;
+    static sl__config_errors e;
     assert_int_equal(sl__domain_rules_parse(RULES, strlen(RULES), "q.yaml", &r, &e), 0);
     cfg.domain_rules = r;
     cfg.max_memory = 16u << 20;
     cfg.charge_refused_hits = true;
-    sl_domain_set *s = NULL;
+    sl__domain_set *s = NULL;
     char err[256] = "";
     assert_int_equal(sl__domain_set_create(&cfg, NULL, T0, &s, err, sizeof err), -1);
     assert_non_null(strstr(err, "charge_refused_hits: not supported with quota_mode"));

@@ -46,7 +46,7 @@ static void expect_errors_(const char *text, const char *const *want, size_t n) 
 
 static void parse(void **state) {
     (void)state;
-    sl_config *c =
+    sl__config *c =
         parse_ok(POLICY("token_bucket", "    burst: 100\n", "{duration: 5m, from: 10%}"));
     assert_i64(c->policies[0].ramp.duration, 300 * SEC);
     assert_i64(c->policies[0].ramp.from, 100000);
@@ -102,23 +102,23 @@ static void errors(void **state) {
                   "a rate and a burst; a concurrency limit's N is not ramped (yet))");
 }
 
-static sl_policy_set *build(const char *text, sl_policy_set *prev, int64_t now) {
-    sl_config *c = parse_ok(text);
-    sl_policy_set *s = NULL;
+static sl__policy_set *build(const char *text, sl__policy_set *prev, int64_t now) {
+    sl__config *c = parse_ok(text);
+    sl__policy_set *s = NULL;
     char err[256];
     assert_int_equal(sl__policy_set_create(c, prev, now, &s, err, sizeof err), 0);
     sl__config_free(c);
     return s;
 }
 
-static sl_decision check(sl_policy *p, const char *key, int64_t now) {
+static sl_decision check(sl__policy *p, const char *key, int64_t now) {
     sl_decision d;
     bool shadowed;
     assert_int_equal(policy_check(p, key, strlen(key), 1, now, &d, &shadowed), SL_OK);
     return d;
 }
 
-static int burst_of(sl_policy *p, const char *key, int64_t now) {
+static int burst_of(sl__policy *p, const char *key, int64_t now) {
     int n = 0;
     while (check(p, key, now).allowed) n++;
     return n;
@@ -131,10 +131,10 @@ static const char ramped[] =
 
 static void engine_ramps(void **state) {
     (void)state;
-    sl_policy_set *s = build(ramped, NULL, T0);
-    sl_policy *api = sl__policy_find(s, "api", 3), *plain = sl__policy_find(s, "plain", 5);
+    sl__policy_set *s = build(ramped, NULL, T0);
+    sl__policy *api = sl__policy_find(s, "api", 3), *plain = sl__policy_find(s, "plain", 5);
     assert_non_null(api);
-    sl__ramp_restart(T0, SL_RAMP_BY_START);
+    sl__ramp_restart(T0, SL__RAMP_BY_START);
     sl_decision d = check(api, "a", T0);
     assert_true(d.allowed);
     assert_i64(d.limit, 10);
@@ -149,28 +149,28 @@ static void engine_ramps(void **state) {
     assert_i64(d.limit, 100);
     assert_i64(d.remaining, 99);
     /* a restart (the store recovered): a full key is scaled back to 10 */
-    sl__ramp_restart(T0 + 300 * SEC, SL_RAMP_BY_RECOVERY);
+    sl__ramp_restart(T0 + 300 * SEC, SL__RAMP_BY_RECOVERY);
     assert_int_equal(burst_of(api, "e", T0 + 300 * SEC), 10);
     /* a restart never moves the start back */
-    sl__ramp_restart(T0, SL_RAMP_BY_ADMIN);
+    sl__ramp_restart(T0, SL__RAMP_BY_ADMIN);
     assert_i64(sl__ramp_started(), T0 + 300 * SEC);
-    assert_true(sl__ramp_restarts(SL_RAMP_BY_ADMIN) >= 1);
+    assert_true(sl__ramp_restarts(SL__RAMP_BY_ADMIN) >= 1);
     sl__policy_set_release(s);
 }
 
 static void reload_keeps_state(void **state) {
     (void)state;
     int64_t t = T0 + 1000 * SEC;
-    sl__ramp_restart(t, SL_RAMP_BY_ADMIN);
-    sl_policy_set *s1 = build(ramped, NULL, t);
-    sl_policy *a1 = sl__policy_find(s1, "api", 3);
+    sl__ramp_restart(t, SL__RAMP_BY_ADMIN);
+    sl__policy_set *s1 = build(ramped, NULL, t);
+    sl__policy *a1 = sl__policy_find(s1, "api", 3);
     assert_int_equal(burst_of(a1, "k", t), 10);
-    sl_policy_set *s2 = build(ramped, s1, t); /* unchanged: the same policy, its state */
+    sl__policy_set *s2 = build(ramped, s1, t); /* unchanged: the same policy, its state */
     assert_ptr_equal(sl__policy_find(s2, "api", 3), a1);
     assert_int_equal(burst_of(a1, "k", t), 0);
-    sl_policy_set *s3 =
+    sl__policy_set *s3 =
         build(POLICY("token_bucket", "    burst: 100\n", "{duration: 100s, from: 20%}"), s2, t);
-    sl_policy *a3 = sl__policy_find(s3, "api", 3);
+    sl__policy *a3 = sl__policy_find(s3, "api", 3);
     assert_ptr_not_equal(a3, a1); /* a changed ramp: new units, fresh state */
     assert_int_equal(burst_of(a3, "k", t), 20);
     sl__policy_set_release(s1);
@@ -180,17 +180,17 @@ static void reload_keeps_state(void **state) {
 
 static void example_loads(void **state) {
     (void)state;
-    sl_config *c = NULL;
-    static sl_config_errors e;
+    sl__config *c = NULL;
+    static sl__config_errors e;
     if (sl__config_load(SLUICE_SOURCE_DIR "/examples/ramp-up/sluice.yaml", &c, &e) != 0) {
         print_errors(&e);
         fail();
     }
-    sl_policy_set *s = NULL;
+    sl__policy_set *s = NULL;
     char err[256];
     int64_t t = T0 + 5000 * SEC;
     assert_int_equal(sl__policy_set_create(c, NULL, t, &s, err, sizeof err), 0);
-    sl__ramp_restart(t, SL_RAMP_BY_START);
+    sl__ramp_restart(t, SL__RAMP_BY_START);
     assert_int_equal(burst_of(sl__policy_find(s, "api", 3), "x", t), 10);
     assert_int_equal(burst_of(sl__policy_find(s, "search", 6), "x", t), 250);
     assert_int_equal(burst_of(sl__policy_find(s, "login", 5), "x", t), 5);

@@ -181,11 +181,11 @@ static void test_keyslot_random(void **state) {
 
 static void test_map_nodes(void **state) {
     (void)state;
-    sl_cluster_map *m = malloc(sizeof *m);
+    sl__cluster_map *m = malloc(sizeof *m);
     assert_non_null(m);
     sl__cluster_map_init(m);
     assert_int_equal(m->nnodes, 0);
-    for (size_t i = 0; i < SL_CLUSTER_SLOTS; i++) assert_int_equal(m->node[i], -1);
+    for (size_t i = 0; i < SL__CLUSTER_SLOTS; i++) assert_int_equal(m->node[i], -1);
 
     assert_int_equal(sl__cluster_map_node(m, "127.0.0.1", 9, 7000), 0);
     assert_int_equal(sl__cluster_map_node(m, "127.0.0.1", 9, 7001), 1);
@@ -206,19 +206,19 @@ static void test_map_nodes(void **state) {
     assert_int_equal(sl__cluster_map_node(m, "a b", 3, 1), -1);
     assert_int_equal(sl__cluster_map_node(m, "a\0b", 3, 1), -1);
     assert_int_equal(sl__cluster_map_node(m, "?", 1, 1), -1);
-    char longhost[SL_CLUSTER_HOST_MAX + 1];
+    char longhost[SL__CLUSTER_HOST_MAX + 1];
     memset(longhost, 'h', sizeof longhost);
-    assert_int_equal(sl__cluster_map_node(m, longhost, SL_CLUSTER_HOST_MAX, 1), -1);
-    assert_int_equal(sl__cluster_map_node(m, longhost, SL_CLUSTER_HOST_MAX - 1, 1), 5);
-    assert_int_equal(strlen(m->nodes[5].host), SL_CLUSTER_HOST_MAX - 1);
+    assert_int_equal(sl__cluster_map_node(m, longhost, SL__CLUSTER_HOST_MAX, 1), -1);
+    assert_int_equal(sl__cluster_map_node(m, longhost, SL__CLUSTER_HOST_MAX - 1, 1), 5);
+    assert_int_equal(strlen(m->nodes[5].host), SL__CLUSTER_HOST_MAX - 1);
     assert_int_equal(m->nnodes, 6);
 
     /* full table */
-    for (uint16_t p = 1; m->nnodes < SL_CLUSTER_MAX_NODES; p++)
+    for (uint16_t p = 1; m->nnodes < SL__CLUSTER_MAX_NODES; p++)
         assert_true(sl__cluster_map_node(m, "10.0.0.1", 8, p) >= 0);
     assert_int_equal(sl__cluster_map_node(m, "10.0.0.2", 8, 1), -1);
     assert_int_equal(sl__cluster_map_node(m, "127.0.0.1", 9, 7001), 1); /* existing still found */
-    assert_int_equal(m->nnodes, SL_CLUSTER_MAX_NODES);
+    assert_int_equal(m->nnodes, SL__CLUSTER_MAX_NODES);
     free(m);
 }
 
@@ -241,8 +241,8 @@ static void build_redis7_reply(resp_buf *r) {
     put_node7(r, "127.0.0.1", 30004, ID_A);
 }
 
-static sl_cluster_map *new_map(void) {
-    sl_cluster_map *m = malloc(sizeof *m);
+static sl__cluster_map *new_map(void) {
+    sl__cluster_map *m = malloc(sizeof *m);
     assert_non_null(m);
     sl__cluster_map_init(m);
     return m;
@@ -253,7 +253,7 @@ static void test_slots_redis7(void **state) {
     resp_buf b;
     build_redis7_reply(&b);
     redisReply *r = reply_from(b.b, b.n);
-    sl_cluster_map *m = new_map();
+    sl__cluster_map *m = new_map();
     char err[128] = "";
     assert_int_equal(sl__cluster_map_from_slots(m, r, "127.0.0.1", err, sizeof err), 0);
     assert_string_equal(err, "");
@@ -268,12 +268,12 @@ static void test_slots_redis7(void **state) {
     assert_int_equal(m->node[10922], 1);
     assert_int_equal(m->node[10923], 2);
     assert_int_equal(m->node[16383], 2);
-    for (size_t i = 0; i < SL_CLUSTER_SLOTS; i++) assert_true(m->node[i] >= 0 && m->node[i] < 3);
+    for (size_t i = 0; i < SL__CLUSTER_SLOTS; i++) assert_true(m->node[i] >= 0 && m->node[i] < 3);
     /* "foo" (12182) is on the third master */
     assert_int_equal(m->nodes[m->node[slot_s("foo")]].port, 30003);
 
     /* a refresh replaces the table: a new topology, nodes in reply order */
-    sl_cluster_map *before = new_map();
+    sl__cluster_map *before = new_map();
     memcpy(before, m, sizeof *m);
     redisReply *r2 = reply_s("*1\r\n*3\r\n:100\r\n:100\r\n*2\r\n$9\r\n127.0.0.1\r\n:30009\r\n");
     assert_int_equal(sl__cluster_map_from_slots(m, r2, NULL, err, sizeof err), 0);
@@ -301,7 +301,7 @@ static const char captured[] =
 static void test_slots_captured(void **state) {
     (void)state;
     redisReply *r = reply_from(captured, sizeof captured - 1);
-    sl_cluster_map *m = new_map();
+    sl__cluster_map *m = new_map();
     char err[128] = "";
     assert_int_equal(sl__cluster_map_from_slots(m, r, NULL, err, sizeof err), 0);
     assert_int_equal(m->nnodes, 3);
@@ -312,7 +312,7 @@ static void test_slots_captured(void **state) {
     redisReply *e = reply_s("-MOVED 12182 127.0.0.1:42821\r\n");
     assert_int_equal(e->type, REDIS_REPLY_ERROR);
     unsigned slot;
-    char host[SL_CLUSTER_HOST_MAX];
+    char host[SL__CLUSTER_HOST_MAX];
     uint16_t port;
     assert_int_equal(sl__cluster_redirect(e->str, e->len, &slot, host, sizeof host, &port), 1);
     assert_int_equal(slot, slot_s("foo"));
@@ -325,7 +325,7 @@ static void test_slots_captured(void **state) {
 
 static void test_slots_shapes(void **state) {
     (void)state;
-    sl_cluster_map *m = new_map();
+    sl__cluster_map *m = new_map();
     char err[128];
 
     /* Redis 3-6: [ip, port, id]; several ranges of one master share its
@@ -357,7 +357,7 @@ static void test_slots_shapes(void **state) {
     assert_string_equal(m->nodes[m->node[1]].host, "::1");
     assert_int_equal(m->nodes[m->node[1]].port, 7001);
     /* ... and without a fallback that is an error */
-    sl_cluster_map *keep = new_map();
+    sl__cluster_map *keep = new_map();
     memcpy(keep, m, sizeof *m);
     strcpy(err, "");
     assert_int_equal(sl__cluster_map_from_slots(m, r, NULL, err, sizeof err), -1);
@@ -369,7 +369,7 @@ static void test_slots_shapes(void **state) {
     r = reply_s("*0\r\n");
     assert_int_equal(sl__cluster_map_from_slots(m, r, NULL, err, sizeof err), 0);
     assert_int_equal(m->nnodes, 0);
-    for (size_t i = 0; i < SL_CLUSTER_SLOTS; i++) assert_int_equal(m->node[i], -1);
+    for (size_t i = 0; i < SL__CLUSTER_SLOTS; i++) assert_int_equal(m->node[i], -1);
     freeReplyObject(r);
 
     /* err may be NULL or tiny */
@@ -387,7 +387,7 @@ static void test_slots_shapes(void **state) {
 /* Each malformed reply: -1, a message, and the map exactly as it was. */
 static void expect_bad(const char *resp, size_t len, const char *want_in_err) {
     redisReply *r = reply_from(resp, len);
-    sl_cluster_map *m = new_map(), *before = new_map();
+    sl__cluster_map *m = new_map(), *before = new_map();
     /* a non-trivial map to compare with */
     resp_buf b;
     build_redis7_reply(&b);
@@ -477,7 +477,7 @@ static void test_slots_too_many_masters(void **state) {
     resp_buf *b = malloc(sizeof *b);
     assert_non_null(b);
     /* 64 masters fit, 65 do not */
-    for (int n = SL_CLUSTER_MAX_NODES; n <= SL_CLUSTER_MAX_NODES + 1; n++) {
+    for (int n = SL__CLUSTER_MAX_NODES; n <= SL__CLUSTER_MAX_NODES + 1; n++) {
         b->n = 0;
         put(b, "*%d\r\n", n);
         for (int i = 0; i < n; i++) {
@@ -487,12 +487,12 @@ static void test_slots_too_many_masters(void **state) {
             put(b, ":%d\r\n", 10000 + i);
         }
         redisReply *r = reply_from(b->b, b->n);
-        sl_cluster_map *m = new_map();
+        sl__cluster_map *m = new_map();
         char err[128] = "";
         int rc = sl__cluster_map_from_slots(m, r, NULL, err, sizeof err);
-        if (n == SL_CLUSTER_MAX_NODES) {
+        if (n == SL__CLUSTER_MAX_NODES) {
             assert_int_equal(rc, 0);
-            assert_int_equal(m->nnodes, SL_CLUSTER_MAX_NODES);
+            assert_int_equal(m->nnodes, SL__CLUSTER_MAX_NODES);
             assert_int_equal(m->node[63], 63);
             assert_int_equal(m->nodes[63].port, 10063);
         } else {
@@ -522,7 +522,7 @@ static int redirect_n(const char *s, size_t len, unsigned *slot, char *host, siz
 static void expect_redirect(const char *s, int kind, unsigned slot, const char *host,
                             uint16_t port) {
     unsigned gs = 99999;
-    char gh[SL_CLUSTER_HOST_MAX];
+    char gh[SL__CLUSTER_HOST_MAX];
     uint16_t gp = 0;
     int rc = redirect_n(s, strlen(s), &gs, gh, sizeof gh, &gp);
     if (rc != kind) fail_msg("'%s': %d, want %d", s, rc, kind);
@@ -565,7 +565,7 @@ static void test_redirect_good(void **state) {
 
 static void expect_not_redirect(const char *s, size_t len) {
     unsigned slot = 77;
-    char host[SL_CLUSTER_HOST_MAX] = "untouched";
+    char host[SL__CLUSTER_HOST_MAX] = "untouched";
     uint16_t port = 77;
     int rc = redirect_n(s, len, &slot, host, sizeof host, &port);
     if (rc != 0) fail_msg("'%.*s' accepted as %d", (int)len, s, rc);
@@ -638,7 +638,7 @@ static void test_redirect_bad(void **state) {
     /* the length bounds the parse: a valid string cut short is not valid */
     const char *s = "MOVED 3999 127.0.0.1:6381";
     for (size_t n = 0; n < strlen(s); n++) {
-        char h[SL_CLUSTER_HOST_MAX];
+        char h[SL__CLUSTER_HOST_MAX];
         int rc = redirect_n(s, n, &slot, h, sizeof h, &port);
         /* cut inside the port still leaves a shorter valid port */
         if (n >= strlen("MOVED 3999 127.0.0.1:6"))

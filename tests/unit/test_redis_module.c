@@ -144,20 +144,20 @@ static void key_of(char *out, size_t size, const char *prefix, const gseq *s, in
 
 /* One call: its reply (freed by the caller). */
 static redisReply *send_call(const gseq *s, const gcall *k, const char *prefix,
-                             sl_script_command how) {
+                             sl__script_command how) {
     char keys[MAXITEMS][48];
-    sl_script_item it[MAXITEMS];
+    sl__script_item it[MAXITEMS];
     for (size_t i = 0; i < k->n; i++) {
         key_of(keys[i], sizeof keys[i], prefix, s, k->set[i], k->key[i]);
-        it[i] = (sl_script_item){.params = &s->sets[k->set[i]].p,
-                                 .calendar_month = s->sets[k->set[i]].cal,
-                                 .any_rate = s->sets[k->set[i]].any,
-                                 .rkey = keys[i],
-                                 .rkeylen = strlen(keys[i]),
-                                 .cost = k->cost[i],
-                                 .group = k->group[i]};
+        it[i] = (sl__script_item){.params = &s->sets[k->set[i]].p,
+                                  .calendar_month = s->sets[k->set[i]].cal,
+                                  .any_rate = s->sets[k->set[i]].any,
+                                  .rkey = keys[i],
+                                  .rkeylen = strlen(keys[i]),
+                                  .cost = k->cost[i],
+                                  .group = k->group[i]};
     }
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__redis_script_format_as(&b, how, it, k->n, k->now_us);
     assert_false(b.failed);
@@ -275,11 +275,11 @@ static void test_mixed(void **state) {
         gen_seq(&s, seed + q);
         freeReplyObject(cmd("FLUSHALL"));
         for (size_t c = 0; c < NCALLS; c++) {
-            redisReply *a = send_call(&s, &s.calls[c], "s:", SL_SCRIPT_EVAL);
-            redisReply *b = send_call(&s, &s.calls[c], "m:", SL_SCRIPT_MODULE);
+            redisReply *a = send_call(&s, &s.calls[c], "s:", SL__SCRIPT_EVAL);
+            redisReply *b = send_call(&s, &s.calls[c], "m:", SL__SCRIPT_MODULE);
             redisReply *x =
-                send_call(&s, &s.calls[c], "x:", c % 2 ? SL_SCRIPT_MODULE : SL_SCRIPT_EVAL);
-            redisReply *y = send_call(&s, &s.calls[c], "y:", SL_SCRIPT_MODULE_ARGS);
+                send_call(&s, &s.calls[c], "x:", c % 2 ? SL__SCRIPT_MODULE : SL__SCRIPT_EVAL);
+            redisReply *y = send_call(&s, &s.calls[c], "y:", SL__SCRIPT_MODULE_ARGS);
             if (a->type == REDIS_REPLY_ERROR) fail_msg("script: %s", a->str);
             if (!same_decisions(a, b) || !same_decisions(a, x) || !same_decisions(a, y)) {
                 print_seq(&s, c);
@@ -432,12 +432,12 @@ static void test_errors(void **state) {
     /* the second item is bad: nothing of the first is written either */
     SAME_ERROR("second item", "2", "k", "j", "0", "1", SET, "1", "1", "0", "1", "1", "x");
 #undef SET
-    /* the module's own bound: at most SL_SCRIPT_MAX_ITEMS items */
+    /* the module's own bound: at most SL__SCRIPT_MAX_ITEMS items */
     redisReply *r = cmd("SLUICE.DECIDE 513");
     assert_int_equal(r->type, REDIS_REPLY_ERROR);
     freeReplyObject(r);
     {
-        int n = SL_SCRIPT_MAX_ITEMS + 1, argc = 2 + n + 2 + 7 + 3 * n;
+        int n = SL__SCRIPT_MAX_ITEMS + 1, argc = 2 + n + 2 + 7 + 3 * n;
         const char **av = calloc((size_t)argc, sizeof *av);
         char(*keys)[16] = calloc((size_t)n, sizeof *keys);
         assert_non_null(av);
@@ -482,16 +482,16 @@ static void pack_item(char *p, unsigned set, unsigned group, uint64_t cost) {
  * before it. */
 static void test_packed(void **state) {
     (void)state;
-    char two[2 * SL_SCRIPT_PACKED_ITEM];
+    char two[2 * SL__SCRIPT_PACKED_ITEM];
     freeReplyObject(cmd("FLUSHALL"));
     pack_item(two, 1, 0, 2);
-    pack_item(two + SL_SCRIPT_PACKED_ITEM, 1, 2, 1);
+    pack_item(two + SL__SCRIPT_PACKED_ITEM, 1, 2, 1);
     redisReply *a =
         cmd("SLUICE.DECIDE 2 pk pj 1000000 1 5 5 1000000 5 0 0 abc %b", two, sizeof two);
     freeReplyObject(cmd("FLUSHALL"));
     redisReply *b = cmd("SLUICE.DECIDE 2 pk pj 1000000 1 5 5 1000000 5 0 0 abc 1 2 0 1 1 2");
     assert_int_equal(a->type, REDIS_REPLY_STRING);
-    assert_int_equal(a->len, 2 * SL_SCRIPT_PACKED_REPLY);
+    assert_int_equal(a->len, 2 * SL__SCRIPT_PACKED_REPLY);
     assert_true(same_packed(b, a));
     freeReplyObject(a);
     freeReplyObject(b);
@@ -506,7 +506,7 @@ static void test_packed(void **state) {
     for (size_t t = 0; t < sizeof bad / sizeof bad[0]; t++) {
         freeReplyObject(cmd("FLUSHALL"));
         pack_item(two, 1, 0, 1);
-        pack_item(two + SL_SCRIPT_PACKED_ITEM, bad[t].set, bad[t].group, bad[t].cost);
+        pack_item(two + SL__SCRIPT_PACKED_ITEM, bad[t].set, bad[t].group, bad[t].cost);
         redisReply *r = cmd("SLUICE.DECIDE 2 pk pj 0 1 5 5 1000000 5 0 0 abc %b", two, sizeof two);
         assert_int_equal(r->type, REDIS_REPLY_ERROR);
         assert_string_equal(r->str, bad[t].err);
@@ -555,22 +555,22 @@ static void test_keys(void **state) {
  * by test_differential; ASan sees it here every time). */
 static void test_log_runs(void **state) {
     (void)state;
-    sl_mod_set ps;
+    sl__mod_set ps;
     char err[128];
-    const int64_t v[6] = {SL_MOD_SLOG, 1, 10, 0, 2 /* count rejected */, 0};
+    const int64_t v[6] = {SL__MOD_SLOG, 1, 10, 0, 2 /* count rejected */, 0};
     assert_null(sl__mod_set_check(&ps, 1, v, "t", 1, err, sizeof err));
-    sl_mod_state s;
+    sl__mod_state s;
     memset(&s, 0, sizeof s);
     s.is_log = true;
     int64_t out[6];
-    assert_true(sl__mod_decide(&ps, &s, 1, SL_MOD_APPLY, false, 100, out));
+    assert_true(sl__mod_decide(&ps, &s, 1, SL__MOD_APPLY, false, 100, out));
     assert_int_equal(out[0], 1);
-    sl_mod_state copy;
+    sl__mod_state copy;
     assert_true(sl__mod_state_copy(&copy, &s));
     assert_int_equal(copy.log.rcap, copy.log.rlen);
     sl__mod_state_free(&s);
     s = copy;
-    assert_true(sl__mod_decide(&ps, &s, 1, SL_MOD_CHARGE, true, 100, out));
+    assert_true(sl__mod_decide(&ps, &s, 1, SL__MOD_CHARGE, true, 100, out));
     assert_int_equal(out[0], 0);
     assert_int_equal(sl__mod_log_len(&s.log), 1);
     assert_int_equal(s.log.runs[s.log.rlen - 1].t, 100);

@@ -70,7 +70,7 @@ static const char *rkey(const char *policy, const char *key) {
     static char ring[64][96];
     static unsigned next;
     char *out = ring[next++ % 64];
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__buf_puts(&b, "t:");
     sl__redis_key(&b, "", policy, key, strlen(key));
@@ -81,8 +81,8 @@ static const char *rkey(const char *policy, const char *key) {
     return out;
 }
 
-static sl_script_item item(const sl_params *p, const char *rk, int64_t cost, unsigned group) {
-    return (sl_script_item){
+static sl__script_item item(const sl_params *p, const char *rk, int64_t cost, unsigned group) {
+    return (sl__script_item){
         .params = p, .rkey = rk, .rkeylen = strlen(rk), .cost = cost, .group = group};
 }
 
@@ -142,9 +142,9 @@ static void check_pttl(const char *ctx, long long pttl, int64_t ttl_us, int64_t 
  * them, all in one MULTI/EXEC: no key can expire in real time between the
  * script and the PERSIST. pttl[i] gets -2 (no key), -1 (no TTL: not written
  * since the last PERSIST) or the TTL in ms. The script must be loaded. */
-static void run_persist(sl_script_item *items, size_t n, int64_t now_us, const char *const *keys,
+static void run_persist(sl__script_item *items, size_t n, int64_t now_us, const char *const *keys,
                         size_t nk, long long *pttl) {
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__redis_script_format(&b, false, items, n, now_us);
     assert_false(b.failed);
@@ -330,7 +330,7 @@ static void trace_one(const pset *ps, int steps, uint64_t seed) {
         sl_decision dm;
         int rcm = sl_table_check(t, keyname, strlen(keyname), cost, now * US, &dm);
         assert_true(rcm == 0 || rcm == SL_ECOST);
-        sl_script_item it = item(&p, rk, cost, 0);
+        sl__script_item it = item(&p, rk, cost, 0);
         int64_t t0 = mono_ms();
         long long pttl;
         run_persist(&it, 1, now, &rk, 1, &pttl);
@@ -468,7 +468,7 @@ static void test_traces_groups(void **state) {
             bool refused[2];
             ref_policy(pool, g, n, now, ref, refused);
 
-            sl_script_item it[6];
+            sl__script_item it[6];
             for (size_t i = 0; i < n; i++)
                 it[i] = item(&pool[g[i].e].p, pool[g[i].e].rk, g[i].cost, g[i].group);
             long long pttl[NP];
@@ -530,7 +530,7 @@ static void test_batched_requests(void **state) {
         for (int step = 0; step < 60; step++) {
             now += rnd_below(200 * MS_US);
             size_t nreq = 1 + (size_t)rnd_below(6), total = 0;
-            sl_script_item one[24], all[24];
+            sl__script_item one[24], all[24];
             size_t start[7];
             for (size_t r = 0; r < nreq; r++) {
                 start[r] = total;
@@ -577,7 +577,7 @@ static void test_groups_by_hand(void **state) {
     cmd_ok("DEL %s %s %s %s", a, b, c, d);
 
     /* 1. a pair that passes: both charged */
-    sl_script_item g[3] = {item(&tb, a, 1, 0), item(&one, b, 1, 0)};
+    sl__script_item g[3] = {item(&tb, a, 1, 0), item(&one, b, 1, 0)};
     run(g, 2, now);
     assert_true(g[0].decision.allowed && g[1].decision.allowed);
     assert_i64(g[0].decision.remaining, 4);
@@ -591,7 +591,7 @@ static void test_groups_by_hand(void **state) {
     assert_false(g[1].decision.allowed);
     assert_i64(g[0].decision.remaining, 4);
     assert_i64(g[1].decision.retry_after, 10 * SL_NS_PER_SEC);
-    sl_script_item look = item(&tb, a, 0, 0);
+    sl__script_item look = item(&tb, a, 0, 0);
     run(&look, 1, now);
     assert_i64(look.decision.remaining, 4);
 
@@ -674,7 +674,7 @@ static void test_evalsha(void **state) {
     (void)state;
     sl_params p = {.algorithm = SL_GCRA, .rate = {5, SL_NS_PER_SEC}, .burst = 5};
     const char *k = rkey("sha", "k");
-    sl_script_item it = item(&p, k, 1, 0);
+    sl__script_item it = item(&p, k, 1, 0);
     cmd_ok("SCRIPT FLUSH");
     redisReply *r = eval_raw(&it, 1, T0_US, false);
     char err[256];
@@ -713,7 +713,7 @@ static void test_bad_arguments(void **state) {
     assert_int_equal(sl_params_validate(&big), 0);
     assert_int_equal(sl__redis_script_check(&big, false), SL_EOVERFLOW);
     const char *k = rkey("bad", "k");
-    sl_script_item it = item(&big, k, 1, 0);
+    sl__script_item it = item(&big, k, 1, 0);
     redisReply *r = eval_raw(&it, 1, T0_US, true);
     assert_int_equal(sl__redis_script_parse(r, &it, 1, err, sizeof err), SL_EPARSE);
     assert_non_null(strstr(err, "ERR sluice: parameter set 1: burst"));
@@ -761,7 +761,7 @@ static void test_foreign_state(void **state) {
     tb10.burst = 10;
     sl_params log = {.algorithm = SL_SLIDING_LOG, .rate = {5, SL_NS_PER_SEC}};
     const char *k = rkey("foreign", "k");
-    sl_script_item it;
+    sl__script_item it;
 
     cmd_ok("SET %s garbage", k); /* a string that is no state: fresh */
     it = item(&tb, k, 2, 0);
@@ -824,7 +824,7 @@ static void test_foreign_state(void **state) {
     assert_i64(it.decision.remaining, 4);
 
     /* the same key with two different limits in one call is refused */
-    sl_script_item two[2] = {item(&tb, k, 1, 0), item(&tb10, k, 1, 0)};
+    sl__script_item two[2] = {item(&tb, k, 1, 0), item(&tb10, k, 1, 0)};
     r = eval_raw(two, 2, T0_US, true);
     char err[128];
     assert_int_equal(sl__redis_script_parse(r, two, 2, err, sizeof err), SL_EPARSE);
@@ -858,7 +858,7 @@ static void test_ttl_real_time(void **state) {
         snprintf(name, sizeof name, "ttl-%zu", i);
         const char *k = rkey(name, "k");
         cmd_ok("DEL %s", k);
-        sl_script_item it = item(&ps[i], k, 2, 0);
+        sl__script_item it = item(&ps[i], k, 2, 0);
         run(&it, 1, 0);
         assert_true(it.decision.allowed);
         long long t = pttl_of(k);
@@ -879,7 +879,7 @@ static void test_ttl_real_time(void **state) {
     sl_params fast = {.algorithm = SL_TOKEN_BUCKET, .rate = {1000, SL_NS_PER_SEC}, .burst = 2};
     sl_params fastlog = {.algorithm = SL_SLIDING_LOG, .rate = {2, 5 * SL_NS_PER_MS}};
     const char *k1 = rkey("vanish-tb", "k"), *k2 = rkey("vanish-log", "k");
-    sl_script_item two[2] = {item(&fast, k1, 2, 0), item(&fastlog, k2, 2, 0)};
+    sl__script_item two[2] = {item(&fast, k1, 2, 0), item(&fastlog, k2, 2, 0)};
     run(two, 2, 0);
     assert_true(two[0].decision.allowed && two[1].decision.allowed);
     long long t1 = pttl_of(k1), t2 = pttl_of(k2);
@@ -901,7 +901,7 @@ static void test_ttl_real_time(void **state) {
                     .origin = tnow * US};
     const char *k3 = rkey("ttl-se", "k");
     cmd_ok("DEL %s", k3);
-    sl_script_item it = item(&se, k3, 1, 0);
+    sl__script_item it = item(&se, k3, 1, 0);
     run(&it, 1, 0);
     assert_false(it.decision.allowed);
     long long t3 = pttl_of(k3);
@@ -918,7 +918,7 @@ static void test_calendar_month(void **state) {
     /* 2024-02-29 23:59:59.5 UTC, a leap day: the month ends at 2024-03-01 */
     int64_t mar1 = INT64_C(1709251200) * S_US;
     int64_t now = mar1 - 500 * MS_US;
-    sl_script_item it = item(&q, k, 1, 0);
+    sl__script_item it = item(&q, k, 1, 0);
     it.calendar_month = true;
     for (int i = 0; i < 3; i++) {
         run(&it, 1, now);
@@ -977,9 +977,9 @@ static void test_format(void **state) {
                    .burst = 7,
                    .flags = SL_START_EMPTY,
                    .origin = 2001};
-    sl_script_item it = item(&p, "k{x}:p", 3, 1);
+    sl__script_item it = item(&p, "k{x}:p", 3, 1);
     it.calendar_month = true;
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__redis_script_format(&b, false, &it, 1, 12345);
     char want[1024];
@@ -999,7 +999,7 @@ static void test_format(void **state) {
     sl_params q = p;
     q.flags = 0;
     q.origin = 0;
-    sl_script_item three[3] = {item(&p, "a", 1, 0), item(&q, "b", 2, 2), item(&p, "c", 1, 4)};
+    sl__script_item three[3] = {item(&p, "a", 1, 0), item(&q, "b", 2, 2), item(&p, "c", 1, 4)};
     for (size_t i = 0; i < 3; i++) three[i].calendar_month = true;
     sl__buf_reset(&b);
     sl__redis_script_format(&b, false, three, 3, 0);
@@ -1038,7 +1038,7 @@ static redisReply *read_reply(const char *resp) {
 static void test_parse(void **state) {
     (void)state;
     sl_params p = {.algorithm = SL_GCRA, .rate = {1, SL_NS_PER_SEC}, .burst = 1};
-    sl_script_item it[2] = {item(&p, "a", 1, 0), item(&p, "b", 1, 0)};
+    sl__script_item it[2] = {item(&p, "a", 1, 0), item(&p, "b", 1, 0)};
     char err[64];
     redisReply *r = read_reply("*12\r\n:1\r\n:5\r\n:4\r\n:0\r\n:200000\r\n:7\r\n"
                                ":0\r\n:5\r\n:0\r\n:-1\r\n:0\r\n:0\r\n");

@@ -38,13 +38,13 @@
 
 /* Parses a copy of s[0..len) in a heap block of exactly len bytes, so that
  * ASan sees any read past the end. */
-static long parse_n(const char *s, size_t len, size_t max_frame, sl_resp_command *cmd,
-                    char err[SL_RESP_ERR_MAX]) {
+static long parse_n(const char *s, size_t len, size_t max_frame, sl__resp_command *cmd,
+                    char err[SL__RESP_ERR_MAX]) {
     char *copy = malloc(len ? len : 1);
     assert_non_null(copy);
     memcpy(copy, s, len);
     err[0] = '\0';
-    long n = sl__resp_parse(copy, len, max_frame, cmd, err, SL_RESP_ERR_MAX);
+    long n = sl__resp_parse(copy, len, max_frame, cmd, err, SL__RESP_ERR_MAX);
     /* the arguments point into the copy: move them to s before freeing it */
     if (n > 0)
         for (size_t i = 0; i < cmd->argc; i++) cmd->argv[i] = s + (cmd->argv[i] - copy);
@@ -52,11 +52,11 @@ static long parse_n(const char *s, size_t len, size_t max_frame, sl_resp_command
     return n;
 }
 
-static long parse_s(const char *s, sl_resp_command *cmd, char err[SL_RESP_ERR_MAX]) {
+static long parse_s(const char *s, sl__resp_command *cmd, char err[SL__RESP_ERR_MAX]) {
     return parse_n(s, strlen(s), FRAME, cmd, err);
 }
 
-static void assert_arg(const sl_resp_command *cmd, size_t i, const char *want) {
+static void assert_arg(const sl__resp_command *cmd, size_t i, const char *want) {
     assert_true(i < cmd->argc);
     if (cmd->argl[i] != strlen(want) || memcmp(cmd->argv[i], want, cmd->argl[i]) != 0)
         fail_msg("argv[%zu] = '%.*s', want '%s'", i, (int)cmd->argl[i], cmd->argv[i], want);
@@ -64,15 +64,15 @@ static void assert_arg(const sl_resp_command *cmd, size_t i, const char *want) {
 
 /* Expects s to fail with exactly `msg`. */
 static void assert_parse_error(const char *s, size_t len, size_t max_frame, const char *msg) {
-    sl_resp_command cmd;
-    char err[SL_RESP_ERR_MAX];
+    sl__resp_command cmd;
+    char err[SL__RESP_ERR_MAX];
     long n = parse_n(s, len, max_frame, &cmd, err);
     if (n != SL_EPARSE) fail_msg("parse of '%.*s' returned %ld, want an error", (int)len, s, n);
     assert_string_equal(err, msg);
 }
 
-/* A sl_buf's contents as a NUL-terminated string (the buffer keeps ownership). */
-static const char *text(sl_buf *b) {
+/* A sl__buf's contents as a NUL-terminated string (the buffer keeps ownership). */
+static const char *text(sl__buf *b) {
     sl__buf_append(b, "", 1);
     b->len--;
     return b->data;
@@ -80,19 +80,19 @@ static const char *text(sl_buf *b) {
 
 /* Runs every command of `input` (which must parse) and returns the replies. */
 typedef struct session {
-    sl_buf out;
+    sl__buf out;
     int quit;
     size_t commands;
 } session;
 
-static void run(const sl_resp_context *ctx, const char *input, size_t len, session *s) {
+static void run(const sl__resp_context *ctx, const char *input, size_t len, session *s) {
     sl__buf_init(&s->out);
     s->quit = 0;
     s->commands = 0;
     size_t off = 0;
     while (off < len) {
-        sl_resp_command cmd;
-        char err[SL_RESP_ERR_MAX];
+        sl__resp_command cmd;
+        char err[SL__RESP_ERR_MAX];
         long n = parse_n(input + off, len - off, FRAME, &cmd, err);
         if (n <= 0) fail_msg("input does not parse at %zu: %s", off, n < 0 ? err : "incomplete");
         s->quit |= sl__resp_execute(ctx, &cmd, &s->out);
@@ -101,7 +101,7 @@ static void run(const sl_resp_context *ctx, const char *input, size_t len, sessi
     }
 }
 
-static void expect_reply_n(const sl_resp_context *ctx, const char *input, size_t len,
+static void expect_reply_n(const sl__resp_context *ctx, const char *input, size_t len,
                            const char *want) {
     session s;
     run(ctx, input, len, &s);
@@ -109,7 +109,7 @@ static void expect_reply_n(const sl_resp_context *ctx, const char *input, size_t
     sl__buf_free(&s.out);
 }
 
-static void expect_reply(const sl_resp_context *ctx, const char *input, const char *want) {
+static void expect_reply(const sl__resp_context *ctx, const char *input, const char *want) {
     expect_reply_n(ctx, input, strlen(input), want);
 }
 
@@ -117,8 +117,8 @@ static void expect_reply(const sl_resp_context *ctx, const char *input, const ch
 
 static void test_parse_multibulk(void **state) {
     (void)state;
-    sl_resp_command cmd;
-    char err[SL_RESP_ERR_MAX];
+    sl__resp_command cmd;
+    char err[SL__RESP_ERR_MAX];
     const char *s = "*3\r\n$11\r\nCL.THROTTLE\r\n$0\r\n\r\n$3\r\na\r\n\r\n";
     assert_i64(parse_s(s, &cmd, err), strlen(s));
     assert_i64(cmd.argc, 3);
@@ -140,8 +140,8 @@ static void test_parse_multibulk(void **state) {
 
 static void test_parse_inline(void **state) {
     (void)state;
-    sl_resp_command cmd;
-    char err[SL_RESP_ERR_MAX];
+    sl__resp_command cmd;
+    char err[SL__RESP_ERR_MAX];
     assert_i64(parse_s("PING\r\n", &cmd, err), 6);
     assert_i64(cmd.argc, 1);
     assert_arg(&cmd, 0, "PING");
@@ -170,8 +170,8 @@ static void test_parse_inline(void **state) {
 
 static void test_parse_empty_commands(void **state) {
     (void)state;
-    sl_resp_command cmd;
-    char err[SL_RESP_ERR_MAX];
+    sl__resp_command cmd;
+    char err[SL__RESP_ERR_MAX];
     /* Redis consumes these without a reply; so do we (argc 0) */
     assert_i64(parse_s("*0\r\n", &cmd, err), 4);
     assert_i64(cmd.argc, 0);
@@ -188,8 +188,8 @@ static void test_parse_empty_commands(void **state) {
 /* Every proper prefix of a well-formed command needs more bytes; the whole
  * parses to the same arguments. */
 static void check_every_split(const char *s, size_t len, size_t argc) {
-    sl_resp_command cmd;
-    char err[SL_RESP_ERR_MAX];
+    sl__resp_command cmd;
+    char err[SL__RESP_ERR_MAX];
     for (size_t k = 0; k < len; k++) {
         long n = parse_n(s, k, FRAME, &cmd, err);
         if (n != 0)
@@ -233,8 +233,8 @@ static void test_parse_pipelined(void **state) {
         {"PING", NULL}, {"PING", NULL}, {"ECHO", "hi"}, {NULL, NULL}, {"QUIT", NULL}};
     size_t len = strlen(in), off = 0, i = 0;
     while (off < len) {
-        sl_resp_command cmd;
-        char err[SL_RESP_ERR_MAX];
+        sl__resp_command cmd;
+        char err[SL__RESP_ERR_MAX];
         long n = parse_n(in + off, len - off, FRAME, &cmd, err);
         assert_true(n > 0);
         assert_true(i < 5);
@@ -251,17 +251,17 @@ static void test_parse_pipelined(void **state) {
 
 static void test_parse_max_args(void **state) {
     (void)state;
-    sl_buf b;
-    sl_resp_command cmd;
-    char err[SL_RESP_ERR_MAX];
-    for (int argc = SL_RESP_MAX_ARGS; argc <= SL_RESP_MAX_ARGS + 1; argc++) {
+    sl__buf b;
+    sl__resp_command cmd;
+    char err[SL__RESP_ERR_MAX];
+    for (int argc = SL__RESP_MAX_ARGS; argc <= SL__RESP_MAX_ARGS + 1; argc++) {
         sl__buf_init(&b);
         sl__buf_printf(&b, "*%d\r\n", argc);
         for (int i = 0; i < argc; i++) sl__buf_puts(&b, "$1\r\nx\r\n");
         long n = parse_n(b.data, b.len, FRAME, &cmd, err);
-        if (argc == SL_RESP_MAX_ARGS) {
+        if (argc == SL__RESP_MAX_ARGS) {
             assert_i64(n, b.len);
-            assert_i64(cmd.argc, SL_RESP_MAX_ARGS);
+            assert_i64(cmd.argc, SL__RESP_MAX_ARGS);
         } else {
             assert_i64(n, SL_EPARSE);
             assert_string_equal(err, "too many arguments");
@@ -274,8 +274,8 @@ static void test_parse_max_args(void **state) {
         for (int i = 0; i < argc; i++) sl__buf_puts(&b, "x ");
         sl__buf_puts(&b, "\r\n");
         n = parse_n(b.data, b.len, FRAME, &cmd, err);
-        if (argc == SL_RESP_MAX_ARGS)
-            assert_i64(cmd.argc, SL_RESP_MAX_ARGS);
+        if (argc == SL__RESP_MAX_ARGS)
+            assert_i64(cmd.argc, SL__RESP_MAX_ARGS);
         else
             assert_string_equal(err, "too many arguments");
         sl__buf_free(&b);
@@ -284,8 +284,8 @@ static void test_parse_max_args(void **state) {
 
 static void test_parse_max_frame(void **state) {
     (void)state;
-    sl_resp_command cmd;
-    char err[SL_RESP_ERR_MAX];
+    sl__resp_command cmd;
+    char err[SL__RESP_ERR_MAX];
     /* "*1\r\n$N\r\n" + N + "\r\n" spans exactly 100 bytes for N = 88 */
     char buf[256];
     memcpy(buf, "*1\r\n$88\r\n", 9);
@@ -298,7 +298,7 @@ static void test_parse_max_frame(void **state) {
     assert_parse_error("*1\r\n$1000000\r\n", 15, FRAME, "command too large");
     {
         /* two bulks that fit alone but not together */
-        sl_buf b;
+        sl__buf b;
         sl__buf_init(&b);
         sl__buf_puts(&b, "*2\r\n$40000\r\n");
         for (int i = 0; i < 40000; i++) sl__buf_append(&b, "y", 1);
@@ -319,13 +319,13 @@ static void test_parse_max_frame(void **state) {
 static void test_parse_allows_big_bulk_within_frame(void **state) {
     (void)state;
     /* the counted check above must not reject a frame that does fit */
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__buf_puts(&b, "*2\r\n$4\r\nECHO\r\n$30000\r\n");
     for (int i = 0; i < 30000; i++) sl__buf_append(&b, "z", 1);
     sl__buf_puts(&b, "\r\n");
-    sl_resp_command cmd;
-    char err[SL_RESP_ERR_MAX];
+    sl__resp_command cmd;
+    char err[SL__RESP_ERR_MAX];
     assert_i64(parse_n(b.data, b.len, FRAME, &cmd, err), b.len);
     assert_i64(cmd.argl[1], 30000);
     sl__buf_free(&b);
@@ -386,13 +386,13 @@ static void test_parse_errors_early_and_stable(void **state) {
         {"*1\r\n$4\r\nPINGxx", 13},
         {"*1\r\n$40000000\r\n", 9}, /* 4000 > max_frame already */
         {"*1\r\n$12345678901234567890", 9},
-        {"*65\r\n", 3}, /* 65 > SL_RESP_MAX_ARGS */
+        {"*65\r\n", 3}, /* 65 > SL__RESP_MAX_ARGS */
         {"*1\r\n$-1\r\n", 6},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t len = strlen(cases[i].in);
-        sl_resp_command cmd;
-        char err[SL_RESP_ERR_MAX];
+        sl__resp_command cmd;
+        char err[SL__RESP_ERR_MAX];
         for (size_t k = 0; k <= len; k++) {
             long n = parse_n(cases[i].in, k, 1024, &cmd, err);
             long want = k >= cases[i].known_at ? SL_EPARSE : 0;
@@ -410,7 +410,7 @@ static void *parse_bad_quietly(void *arg) {
     static const char *bad[] = {"*x\r\n", "*1\r\n$x\r\n", "*1\r\n+PING\r\n", "ECHO \"a\n"};
     intptr_t failed = 0;
     for (int i = 0; i < 2000; i++) {
-        sl_resp_command cmd;
+        sl__resp_command cmd;
         const char *in = bad[i % 4];
         if (sl__resp_parse(in, strlen(in), FRAME, &cmd, NULL, 0) == SL_EPARSE) failed++;
     }
@@ -444,8 +444,8 @@ static void test_parse_random_bytes(void **state) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
             buf[len] = alphabet[x % (sizeof alphabet - 1)];
         }
-        sl_resp_command cmd;
-        char err[SL_RESP_ERR_MAX];
+        sl__resp_command cmd;
+        char err[SL__RESP_ERR_MAX];
         long n = parse_n(buf, len, 64, &cmd, err);
         assert_true((n >= 0 || n == SL_EPARSE) && n <= (long)len);
         if (n < 0) assert_true(err[0] != '\0');
@@ -462,7 +462,7 @@ static void test_parse_random_bytes(void **state) {
 
 static void test_writers(void **state) {
     (void)state;
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__resp_simple(&b, "OK");
     sl__resp_error(&b, "ERR bad\r\nthing");
@@ -504,20 +504,20 @@ static void test_writers(void **state) {
     sl__buf_free(&b);
 }
 
-/* ---- CL.THROTTLE (sl_cell) ------------------------------------------------------------ */
+/* ---- CL.THROTTLE (sl__cell) ------------------------------------------------------------ */
 
-static sl_cell *make_cell(void) {
-    sl_cell *c = NULL;
+static sl__cell *make_cell(void) {
+    sl__cell *c = NULL;
     assert_int_equal(sl__cell_create(1 << 20, &c), 0);
     return c;
 }
 
 #include "cell_expect.h"
 
-static void throttle_error(sl_cell *c, int64_t b, int64_t n, int64_t p, int64_t q,
+static void throttle_error(sl__cell *c, int64_t b, int64_t n, int64_t p, int64_t q,
                            const char *msg) {
     int64_t r[5];
-    char err[SL_CELL_ERR_MAX];
+    char err[SL__CELL_ERR_MAX];
     assert_true(cell_throttle(c, "k", 1, b, n, p, q, T0, r, err) < 0);
     assert_string_equal(err, msg);
 }
@@ -525,7 +525,7 @@ static void throttle_error(sl_cell *c, int64_t b, int64_t n, int64_t p, int64_t 
 /* README: CL.THROTTLE user123 15 30 60 -> 0, 16, 15, -1, 2 */
 static void test_cell_readme_example(void **state) {
     (void)state;
-    sl_cell *c = make_cell();
+    sl__cell *c = make_cell();
     throttle(c, "user123", 15, 30, 60, 1, T0, (want5){0, 16, 15, -1, 2});
     sl__cell_destroy(c);
 }
@@ -534,7 +534,7 @@ static void test_cell_readme_example(void **state) {
  * 1 per second; its durations rounded to seconds as its command does. */
 static void test_cell_redis_cell_table(void **state) {
     (void)state;
-    sl_cell *c = make_cell();
+    sl__cell *c = make_cell();
     static const struct {
         int64_t at_ms, q;
         want5 w;
@@ -555,7 +555,7 @@ static void test_cell_redis_cell_table(void **state) {
 /* redis-cell's end-to-end test: max_burst 0, 1 per 2 s. */
 static void test_cell_e2e_sequence(void **state) {
     (void)state;
-    sl_cell *c = make_cell();
+    sl__cell *c = make_cell();
     throttle(c, "user123", 0, 1, 2, 1, T0, (want5){0, 1, 0, -1, 2});
     throttle(c, "user123", 0, 1, 2, 1, T0, (want5){1, 1, 0, 2, 2});
     throttle(c, "user123", 0, 1, 2, 1, T0 + 2 * SEC, (want5){0, 1, 0, -1, 2});
@@ -565,7 +565,7 @@ static void test_cell_e2e_sequence(void **state) {
 /* Burst exhaustion and the retry time it gives, then passing exactly then. */
 static void test_cell_burst_then_retry(void **state) {
     (void)state;
-    sl_cell *c = make_cell();
+    sl__cell *c = make_cell();
     /* 10 per 60 s (T = 6 s), max_burst 2: three pass at once */
     throttle(c, "k", 2, 10, 60, 1, T0, (want5){0, 3, 2, -1, 6});
     throttle(c, "k", 2, 10, 60, 1, T0, (want5){0, 3, 1, -1, 12});
@@ -594,7 +594,7 @@ static void test_cell_burst_then_retry(void **state) {
  * the second has whole milliseconds; a sub-millisecond rest is dropped. */
 static void test_cell_rounding(void **state) {
     (void)state;
-    sl_cell *c = make_cell();
+    sl__cell *c = make_cell();
     throttle(c, "r", 0, 1, 2, 1, T0, (want5){0, 1, 0, -1, 2});                 /* tat = T0 + 2 s */
     throttle(c, "r", 0, 1, 2, 0, T0 + 999999500, (want5){0, 1, 0, -1, 1});     /* 1.0000005 s */
     throttle(c, "r", 0, 1, 2, 0, T0 + 999 * MS, (want5){0, 1, 0, -1, 2});      /* 1.001 s */
@@ -611,7 +611,7 @@ static void test_cell_rounding(void **state) {
 
 static void test_cell_errors(void **state) {
     (void)state;
-    sl_cell *c = make_cell();
+    sl__cell *c = make_cell();
     throttle_error(c, 1, 0, 1, 1, "Cell error: Store error: Zero rates are not supported");
     throttle_error(c, 1, 1, 0, 1, "Cell error: Store error: Zero rates are not supported");
     throttle_error(c, 1, -1, 1, 1, "Cell error: Negative rates are not supported");
@@ -627,7 +627,7 @@ static void test_cell_errors(void **state) {
     assert_i64(keys, 0); /* refused calls store nothing */
 
     int64_t r[5];
-    char err[SL_CELL_ERR_MAX];
+    char err[SL__CELL_ERR_MAX];
     assert_int_equal(cell_throttle(c, "k", 1, 1, 1, 1, 1, -1, r, err), SL_EINVAL);
     assert_string_equal(err, "ERR clock out of range");
     char *longkey = calloc(1, SL_KEY_MAX + 1);
@@ -640,7 +640,7 @@ static void test_cell_errors(void **state) {
 }
 
 typedef struct race_arg {
-    sl_cell *c;
+    sl__cell *c;
     int id;
     int errors, shared_allowed;
     int allowed[7];
@@ -650,7 +650,7 @@ static void *race(void *p) {
     race_arg *a = p;
     for (int i = 0; i < 2000; i++) {
         int64_t r[5];
-        char err[SL_CELL_ERR_MAX];
+        char err[SL__CELL_ERR_MAX];
         char key[16];
         snprintf(key, sizeof key, "k%d", i % 7);
         /* 24 parameter sets on the same keys at one instant */
@@ -674,7 +674,7 @@ static void *race(void *p) {
  * max_burst + 1 = 24 of them pass), never an error. */
 static void test_cell_concurrent(void **state) {
     (void)state;
-    sl_cell *c = make_cell();
+    sl__cell *c = make_cell();
     pthread_t th[8];
     race_arg args[8];
     for (int i = 0; i < 8; i++) {
@@ -701,7 +701,7 @@ static void test_cell_concurrent(void **state) {
 
 static void test_cmd_basics(void **state) {
     (void)state;
-    sl_resp_context ctx = {.now = T0};
+    sl__resp_context ctx = {.now = T0};
     expect_reply(&ctx, "PING\r\n", "+PONG\r\n");
     expect_reply(&ctx, "pInG\r\n", "+PONG\r\n");
     expect_reply(&ctx, "*2\r\n$4\r\nping\r\n$5\r\nhello\r\n", "$5\r\nhello\r\n");
@@ -737,7 +737,7 @@ static void test_cmd_basics(void **state) {
 
 static void test_cmd_quit(void **state) {
     (void)state;
-    sl_resp_context ctx = {.now = T0};
+    sl__resp_context ctx = {.now = T0};
     session s;
     run(&ctx, "QUIT\r\n", 6, &s);
     assert_string_equal(text(&s.out), "+OK\r\n");
@@ -747,7 +747,7 @@ static void test_cmd_quit(void **state) {
 
 static void test_cmd_unknown(void **state) {
     (void)state;
-    sl_resp_context ctx = {.now = T0};
+    sl__resp_context ctx = {.now = T0};
     expect_reply(&ctx, "FOO a b\r\n",
                  "-ERR unknown command 'FOO', with args beginning with: 'a' 'b' \r\n");
     expect_reply(&ctx, "GET\r\n", "-ERR unknown command 'GET', with args beginning with: \r\n");
@@ -767,8 +767,8 @@ static void test_cmd_unknown(void **state) {
 
 static void test_cmd_throttle(void **state) {
     (void)state;
-    sl_cell *c = make_cell();
-    sl_resp_context ctx = {.cell = c, .now = T0};
+    sl__cell *c = make_cell();
+    sl__resp_context ctx = {.cell = c, .now = T0};
     expect_reply(&ctx, "CL.THROTTLE user123 15 30 60\r\n",
                  "*5\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n");
     expect_reply(&ctx,
@@ -807,8 +807,8 @@ static void test_cmd_throttle(void **state) {
 
 static void test_cmd_info(void **state) {
     (void)state;
-    sl_cell *c = make_cell();
-    sl_resp_context ctx = {.cell = c, .now = T0};
+    sl__cell *c = make_cell();
+    sl__resp_context ctx = {.cell = c, .now = T0};
     session s;
     run(&ctx, "INFO\r\n", 6, &s);
     const char *t = text(&s.out);
@@ -833,14 +833,14 @@ static void test_cmd_info(void **state) {
     sl__cell_destroy(c);
 }
 
-static void extra_info(void *p, sl_buf *out) {
+static void extra_info(void *p, sl__buf *out) {
     assert_string_equal(p, "me");
     sl__buf_puts(out, "# Clients\r\nconnected_clients:3\r\n\r\n# Stats\r\ntotal_commands:9\r\n");
 }
 
 static void test_cmd_info_callback(void **state) {
     (void)state;
-    sl_resp_context ctx = {.now = T0, .info = extra_info, .info_ctx = "me"};
+    sl__resp_context ctx = {.now = T0, .info = extra_info, .info_ctx = "me"};
     session s;
     run(&ctx, "INFO\r\n", 6, &s);
     const char *t = text(&s.out);
@@ -856,7 +856,7 @@ static void test_cmd_info_callback(void **state) {
 
 static void test_cmd_command_and_config(void **state) {
     (void)state;
-    sl_resp_context ctx = {.now = T0};
+    sl__resp_context ctx = {.now = T0};
     session s;
     run(&ctx, "COMMAND COUNT\r\n", 15, &s);
     const char *t = text(&s.out);
@@ -905,8 +905,8 @@ static void test_cmd_command_and_config(void **state) {
 
 /* ---- SL.CHECK ------------------------------------------------------------------------------ */
 
-static sl_policy_set *make_policies(void) {
-    static sl_policy_config pc[3];
+static sl__policy_set *make_policies(void) {
+    static sl__policy_config pc[3];
     memset(pc, 0, sizeof pc);
     snprintf(pc[0].name, sizeof pc[0].name, "api");
     pc[0].params = (sl_params){.algorithm = SL_TOKEN_BUCKET, .rate = {2, SEC}, .burst = 3};
@@ -915,12 +915,12 @@ static sl_policy_set *make_policies(void) {
     pc[1].shadow = true;
     snprintf(pc[2].name, sizeof pc[2].name, "smooth");
     pc[2].params = (sl_params){.algorithm = SL_LEAKY_QUEUE, .rate = {2, SEC}, .burst = 3};
-    sl_config cfg;
+    sl__config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.policies = pc;
     cfg.npolicies = 3;
     cfg.max_memory = 1 << 20;
-    sl_policy_set *set = NULL;
+    sl__policy_set *set = NULL;
     char err[256];
     if (sl__policy_set_create(&cfg, NULL, T0, &set, err, sizeof err) != 0) fail_msg("%s", err);
     return set;
@@ -928,7 +928,7 @@ static sl_policy_set *make_policies(void) {
 
 static void test_cmd_check(void **state) {
     (void)state;
-    sl_resp_context ctx = {.now = T0};
+    sl__resp_context ctx = {.now = T0};
     expect_reply(&ctx, "SL.CHECK api k\r\n", "-ERR no policies are loaded\r\n");
 
     ctx.policies = make_policies();
@@ -981,7 +981,7 @@ static void test_cmd_check(void **state) {
  * clients reading five by position (or checking the length) still work. */
 static void test_cmd_check_delay(void **state) {
     (void)state;
-    sl_resp_context ctx = {.now = T0, .policies = make_policies()};
+    sl__resp_context ctx = {.now = T0, .policies = make_policies()};
     /* leaky queue 2/s, 3 may wait: delays 0, 500, 1000 ms, then refused */
     expect_reply(&ctx, "SL.CHECK smooth k DELAY\r\n",
                  "*6\r\n:1\r\n:3\r\n:2\r\n:0\r\n:500\r\n:0\r\n");

@@ -27,13 +27,13 @@
 
 /* The reply to one inline command line (no CRLF needed), as a C string in
  * a static buffer. */
-static const char *reply(const sl_resp_context *ctx, const char *line) {
+static const char *reply(const sl__resp_context *ctx, const char *line) {
     static char got[4096];
     char in[2048];
     int n = snprintf(in, sizeof in, "%s\r\n", line);
-    sl_resp_command cmd;
+    sl__resp_command cmd;
     assert_int_equal(sl__resp_parse(in, (size_t)n, 1 << 16, &cmd, NULL, 0), n);
-    sl_buf out;
+    sl__buf out;
     sl__buf_init(&out);
     sl__resp_execute(ctx, &cmd, &out);
     snprintf(got, sizeof got, "%.*s", (int)out.len, out.data ? out.data : "");
@@ -43,9 +43,9 @@ static const char *reply(const sl_resp_context *ctx, const char *line) {
 
 static void test_del_resets_a_key(void **state) {
     (void)state;
-    sl_cell *cell = NULL;
+    sl__cell *cell = NULL;
     assert_int_equal(sl__cell_create(1 << 20, &cell), 0);
-    sl_resp_context ctx = {.cell = cell, .now = T0};
+    sl__resp_context ctx = {.cell = cell, .now = T0};
     const char *allowed = "*5\r\n:0\r\n:1\r\n:0\r\n:-1\r\n:60\r\n";
     assert_string_equal(reply(&ctx, "CL.THROTTLE k 0 1 60"), allowed);
     assert_string_equal(reply(&ctx, "CL.THROTTLE k 0 1 60"),
@@ -70,9 +70,9 @@ static void test_del_resets_a_key(void **state) {
 
 static void test_del_errors(void **state) {
     (void)state;
-    sl_cell *cell = NULL;
+    sl__cell *cell = NULL;
     assert_int_equal(sl__cell_create(1 << 20, &cell), 0);
-    sl_resp_context ctx = {.cell = cell, .now = T0};
+    sl__resp_context ctx = {.cell = cell, .now = T0};
     assert_string_equal(reply(&ctx, "DEL"), "-ERR wrong number of arguments for 'del' command\r\n");
     char line[512] = "DEL";
     for (int i = 0; i < 16; i++) snprintf(line + strlen(line), 16, " k%d", i);
@@ -80,7 +80,7 @@ static void test_del_errors(void **state) {
     strcat(line, " k16");
     assert_string_equal(reply(&ctx, line),
                         "-ERR DEL takes at most 16 keys here (CL.THROTTLE state)\r\n");
-    sl_resp_context none = {.now = T0};
+    sl__resp_context none = {.now = T0};
     assert_string_equal(reply(&none, "DEL k"),
                         "-ERR CL.THROTTLE is not enabled on this server\r\n");
     sl__cell_destroy(cell);
@@ -88,7 +88,7 @@ static void test_del_errors(void **state) {
 
 static void test_del_command_info(void **state) {
     (void)state;
-    sl_resp_context ctx = {.now = T0};
+    sl__resp_context ctx = {.now = T0};
     const char *info = reply(&ctx, "COMMAND INFO del");
     assert_memory_equal(
         info, "*1\r\n*10\r\n$3\r\ndel\r\n:-2\r\n*1\r\n+write\r\n:1\r\n:-1\r\n:1\r\n",

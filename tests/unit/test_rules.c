@@ -88,9 +88,9 @@ static const char *with_keys(const char *text) {
     return buf;
 }
 
-static sl_config *parse_ok(const char *text) {
-    sl_config *c = NULL;
-    static sl_config_errors e;
+static sl__config *parse_ok(const char *text) {
+    sl__config *c = NULL;
+    static sl__config_errors e;
     const char *t = with_keys(text);
     if (sl__config_parse(t, strlen(t), "t.yaml", &c, &e) != 0) {
         print_errors(&e);
@@ -100,8 +100,8 @@ static sl_config *parse_ok(const char *text) {
 }
 
 static void expect_errors_(const char *text, const char *const *want, size_t n) {
-    sl_config *c = NULL;
-    static sl_config_errors e;
+    sl__config *c = NULL;
+    static sl__config_errors e;
     const char *t = with_keys(text);
     int rc = sl__config_parse(t, strlen(t), "t.yaml", &c, &e);
     assert_int_equal(rc, SL_EPARSE);
@@ -110,13 +110,13 @@ static void expect_errors_(const char *text, const char *const *want, size_t n) 
 
 /* ---- a running set ---------------------------------------------------------- */
 
-static sl_config *cfg;
-static sl_policy_set *set;
-static sl_rules_answer ans;
+static sl__config *cfg;
+static sl__policy_set *set;
+static sl__rules_answer ans;
 
 static void load(const char *text, int64_t now) {
-    sl_config *c = parse_ok(text);
-    sl_policy_set *s = NULL;
+    sl__config *c = parse_ok(text);
+    sl__policy_set *s = NULL;
     char err[256];
     if (sl__policy_set_create(c, set, now, &s, err, sizeof err) != 0) fail_msg("%s", err);
     if (set) sl__policy_set_release(set);
@@ -140,26 +140,26 @@ static int fresh(void **state) {
 }
 
 /* Decides one request; extra headers as name, value pairs ending in NULL. */
-static sl_verdict decide(const char *method, const char *uri, const char *ip, const char *key,
-                         int64_t now, ...) {
-    sl_req_header h[16];
+static sl__verdict decide(const char *method, const char *uri, const char *ip, const char *key,
+                          int64_t now, ...) {
+    sl__req_header h[16];
     size_t n = 0;
-    if (key) h[n++] = (sl_req_header){"X-API-Key", key, 9, strlen(key)};
+    if (key) h[n++] = (sl__req_header){"X-API-Key", key, 9, strlen(key)};
     va_list ap;
     va_start(ap, now);
     for (const char *name; (name = va_arg(ap, const char *));) {
         const char *value = va_arg(ap, const char *);
-        h[n++] = (sl_req_header){name, value, strlen(name), strlen(value)};
+        h[n++] = (sl__req_header){name, value, strlen(name), strlen(value)};
     }
     va_end(ap);
-    sl_request r = {.method = method,
-                    .method_len = method ? strlen(method) : 0,
-                    .uri = uri,
-                    .uri_len = uri ? strlen(uri) : 0,
-                    .client = ip,
-                    .client_len = ip ? strlen(ip) : 0,
-                    .headers = h,
-                    .nheaders = n};
+    sl__request r = {.method = method,
+                     .method_len = method ? strlen(method) : 0,
+                     .uri = uri,
+                     .uri_len = uri ? strlen(uri) : 0,
+                     .client = ip,
+                     .client_len = ip ? strlen(ip) : 0,
+                     .headers = h,
+                     .nheaders = n};
     rules_decide(sl__policy_set_rules(set), &r, now, &ans);
     return ans.verdict;
 }
@@ -169,7 +169,7 @@ static const char *refused_by(void) {
     return ans.items[ans.refused].policy->cfg.name;
 }
 
-static const sl_policy_item *item(const char *policy) {
+static const sl__policy_item *item(const char *policy) {
     for (size_t i = 0; i < ans.n; i++)
         if (strcmp(ans.items[i].policy->cfg.name, policy) == 0) return &ans.items[i];
     fail_msg("no item for %s", policy);
@@ -177,7 +177,7 @@ static const sl_policy_item *item(const char *policy) {
 }
 
 static uint64_t keys_in(const char *policy) {
-    sl_policy *p = sl__policy_find(set, policy, strlen(policy));
+    sl__policy *p = sl__policy_find(set, policy, strlen(policy));
     assert_non_null(p);
     sl_table_stats st;
     sl_table_stats_get(p->lim.store.table, &st);
@@ -188,8 +188,8 @@ static uint64_t keys_in(const char *policy) {
 
 static void test_examples_load(void **state) {
     (void)state;
-    sl_config *c = NULL;
-    sl_config_errors e;
+    sl__config *c = NULL;
+    sl__config_errors e;
     const char *path = SLUICE_SOURCE_DIR "/examples/identity.yaml";
     if (sl__config_load(path, &c, &e) != 0) {
         print_errors(&e);
@@ -201,7 +201,7 @@ static void test_examples_load(void **state) {
     assert_true(c->ntiers >= 3);
     assert_true(c->ncosts >= 2);
     char err[256];
-    sl_policy_set *s;
+    sl__policy_set *s;
     assert_int_equal(sl__policy_set_create(c, NULL, T0, &s, err, sizeof err), 0);
     assert_non_null(sl__policy_find(s, "per_key:pro", 11));
     sl__policy_set_release(s);
@@ -258,10 +258,10 @@ static const char full[] = "identity:\n"
 
 static void test_config_keys(void **state) {
     (void)state;
-    sl_config *c = parse_ok(full);
-    const sl_identity_config *id = &c->identity;
+    sl__config *c = parse_ok(full);
+    const sl__identity_config *id = &c->identity;
     assert_int_equal(id->ntrusted, 2);
-    assert_int_equal(id->forwarded, SL_FWD_FORWARDED);
+    assert_int_equal(id->forwarded, SL__FWD_FORWARDED);
     assert_int_equal(id->ipv4_prefix, 24);
     assert_int_equal(id->ipv6_prefix, 56);
     assert_string_equal(id->client_ip_header, "X-Client");
@@ -278,26 +278,26 @@ static void test_config_keys(void **state) {
     assert_int_equal(c->tiers[1].overrides[0].burst, 100);
     assert_int_equal(c->tiers[1].overrides[1].limit, 500);
     assert_int_equal(c->npolicies, 3); /* api, and the two quotas */
-    const sl_policy_config *m = sl__config_policy(c, "monthly", 7);
+    const sl__policy_config *m = sl__config_policy(c, "monthly", 7);
     assert_true(m->quota);
-    assert_int_equal(m->calendar, SL_CALENDAR_MONTH);
+    assert_int_equal(m->calendar, SL__CALENDAR_MONTH);
     assert_int_equal(m->params.algorithm, SL_FIXED_WINDOW);
     assert_int_equal(m->params.rate.limit, 100);
-    const sl_policy_config *d = sl__config_policy(c, "daily", 5);
+    const sl__policy_config *d = sl__config_policy(c, "daily", 5);
     assert_int_equal(d->params.rate.period, DAY);
     assert_true(d->shadow);
     assert_int_equal(c->ncosts, 3);
-    assert_int_equal(c->costs[1].match.methods, SL_METHOD_GET | SL_METHOD_HEAD);
+    assert_int_equal(c->costs[1].match.methods, SL__METHOD_GET | SL__METHOD_HEAD);
     assert_string_equal(c->costs[2].match.path, "");
     assert_int_equal(c->exempt.npaths, 2);
     assert_int_equal(c->exempt.ncidrs, 1);
     assert_int_equal(c->exempt.tiers, 1u << 2);
     assert_int_equal(c->nrules, 1);
-    const sl_rule_config *r = &c->rules[0];
+    const sl__rule_config *r = &c->rules[0];
     assert_true(r->shadow);
     assert_int_equal(r->nlimits, 5);
     assert_int_equal(r->limits[0].nby, 2);
-    assert_int_equal(r->limits[0].by[1], SL_SRC_ROUTE);
+    assert_int_equal(r->limits[0].by[1], SL__SRC_ROUTE);
     assert_int_equal(r->limits[0].cost, 1);
     assert_int_equal(r->limits[1].cost, -1);
     assert_string_equal(r->limits[2].header, "X-Tenant");
@@ -452,12 +452,12 @@ static int tier_of(void *ctx, const char *name, size_t len, const char **names) 
 
 static void test_apikeys(void **state) {
     (void)state;
-    sl_apikeys *k;
+    sl__apikeys *k;
     const char text[] = "k1 free a.b-c_D\n\n# c\nk2\tpro\nk3 -\n  k4   \r\nk5#x free\n";
     assert_int_equal(sl__apikeys_parse(text, sizeof text - 1, tier_of, NULL, NULL, NULL, &k), -1);
     assert_int_equal(sl__apikeys_parse(text, sizeof text - 12, tier_of, NULL, NULL, NULL, &k), 0);
     assert_int_equal(sl__apikeys_count(k), 4);
-    const sl_apikey *e = sl__apikeys_find(k, "k1", 2);
+    const sl__apikey *e = sl__apikeys_find(k, "k1", 2);
     assert_non_null(e);
     assert_int_equal(e->tier, 0);
     assert_string_equal(e->org, "a.b-c_D");
@@ -531,26 +531,26 @@ static void test_seed_demo(void **state) {
     (void)state;
     load(demo, T0);
     for (int i = 0; i < 3; i++) assert_int_equal(decide("GET", "/", NULL, "alice", T0, NULL), 0);
-    assert_int_equal(decide("GET", "/", NULL, "alice", T0, NULL), SL_VERDICT_LIMITED);
+    assert_int_equal(decide("GET", "/", NULL, "alice", T0, NULL), SL__VERDICT_LIMITED);
     assert_string_equal(refused_by(), "per_key");
     assert_int_equal(ans.items[0].decision.retry_after, 200 * MS); /* Retry-After: 1 */
-    assert_int_equal(decide("GET", "/", NULL, "bob", T0, NULL), SL_VERDICT_ALLOW);
+    assert_int_equal(decide("GET", "/", NULL, "bob", T0, NULL), SL__VERDICT_ALLOW);
     assert_int_equal(keys_in("per_key"), 2);
-    assert_int_equal(decide("GET", "/", NULL, "x7f3-made-up", T0, NULL), SL_VERDICT_UNAUTHORIZED);
+    assert_int_equal(decide("GET", "/", NULL, "x7f3-made-up", T0, NULL), SL__VERDICT_UNAUTHORIZED);
     assert_string_equal(ans.reason, "unknown_key");
     assert_int_equal(ans.n, 0);
     /* a flood of random keys: 401 each, and not one limiter state more */
     char key[32];
     for (int i = 0; i < 10000; i++) {
         snprintf(key, sizeof key, "%08x%08x", (unsigned)rand(), (unsigned)i);
-        assert_int_equal(decide("GET", "/", NULL, key, T0, NULL), SL_VERDICT_UNAUTHORIZED);
+        assert_int_equal(decide("GET", "/", NULL, key, T0, NULL), SL__VERDICT_UNAUTHORIZED);
     }
     assert_int_equal(keys_in("per_key"), 2);
     /* no key at all: nothing to count by (not required) */
-    assert_int_equal(decide("GET", "/", NULL, NULL, T0, NULL), SL_VERDICT_ALLOW);
+    assert_int_equal(decide("GET", "/", NULL, NULL, T0, NULL), SL__VERDICT_ALLOW);
     assert_int_equal(ans.n, 0);
     /* alice passes again 200 ms later */
-    assert_int_equal(decide("GET", "/", NULL, "alice", T0 + 200 * MS, NULL), SL_VERDICT_ALLOW);
+    assert_int_equal(decide("GET", "/", NULL, "alice", T0 + 200 * MS, NULL), SL__VERDICT_ALLOW);
     unload();
 }
 
@@ -578,34 +578,34 @@ static void test_fence_before_key_check(void **state) {
     char key[32];
     for (int i = 0; i < 12000; i++) {
         snprintf(key, sizeof key, "%08x%08x", (unsigned)rand(), (unsigned)i);
-        sl_verdict v = decide("GET", "/api/x", "198.51.100.7", key, T0 + i * MS, NULL);
-        assert_int_equal(ans.key_refused, SL_KEY_UNKNOWN);
+        sl__verdict v = decide("GET", "/api/x", "198.51.100.7", key, T0 + i * MS, NULL);
+        assert_int_equal(ans.key_refused, SL__KEY_UNKNOWN);
         if (i < 200) {
-            assert_int_equal(v, SL_VERDICT_UNAUTHORIZED);
+            assert_int_equal(v, SL__VERDICT_UNAUTHORIZED);
             assert_string_equal(ans.reason, "unknown_key");
             assert_int_equal(ans.n, 1); /* the fence alone: per_key needs a key */
             assert_true(item("per_ip")->decision.allowed);
         } else {
-            assert_int_equal(v, SL_VERDICT_LIMITED);
+            assert_int_equal(v, SL__VERDICT_LIMITED);
             assert_string_equal(refused_by(), "per_ip");
             assert_true(ans.items[ans.refused].decision.retry_after > 0);
         }
     }
-    sl_policy *fence = sl__policy_find(set, "per_ip", 6);
+    sl__policy *fence = sl__policy_find(set, "per_ip", 6);
     assert_int_equal(atomic_load(&fence->lim.allowed), 200);
     assert_int_equal(atomic_load(&fence->lim.limited), 11800);
     assert_int_equal(keys_in("per_ip"), 1);
     assert_int_equal(keys_in("per_key"), 0);
     /* a valid key from the fenced address is fenced like any other request */
     assert_int_equal(decide("GET", "/api/x", "198.51.100.7", "alice", T0 + 13 * SEC, NULL),
-                     SL_VERDICT_LIMITED);
-    assert_int_equal(ans.key_refused, SL_KEY_ACCEPTED);
+                     SL__VERDICT_LIMITED);
+    assert_int_equal(ans.key_refused, SL__KEY_ACCEPTED);
     /* another address has a fence of its own; exempt tiers skip everything */
     assert_int_equal(decide("GET", "/api/x", "198.51.100.8", "alice", T0 + 13 * SEC, NULL), 0);
     assert_int_equal(decide("GET", "/api/x", "198.51.100.8", "nope", T0 + 13 * SEC, NULL),
-                     SL_VERDICT_UNAUTHORIZED);
+                     SL__VERDICT_UNAUTHORIZED);
     assert_int_equal(decide("GET", "/api/x", "198.51.100.7", "root", T0 + 13 * SEC, NULL),
-                     SL_VERDICT_EXEMPT);
+                     SL__VERDICT_EXEMPT);
     /* no limit applies without a key (no fence on this path): the 401 at once */
     load("identity:\n"
          "  api_keys: {file: KEYS, required: true}\n"
@@ -618,17 +618,17 @@ static void test_fence_before_key_check(void **state) {
          "    limits: [{policy: per_ip, by: ip}]\n",
          T0);
     assert_int_equal(decide("GET", "/open", "198.51.100.7", "nope", T0, NULL),
-                     SL_VERDICT_UNAUTHORIZED);
+                     SL__VERDICT_UNAUTHORIZED);
     assert_int_equal(ans.n, 0);
     /* a missing key, where one is required, passes the fence first as well */
     for (int i = 0; i < 2; i++) {
         assert_int_equal(decide("GET", "/fenced", "198.51.100.7", NULL, T0, NULL),
-                         SL_VERDICT_UNAUTHORIZED);
+                         SL__VERDICT_UNAUTHORIZED);
         assert_string_equal(ans.reason, "missing_key");
-        assert_int_equal(ans.key_refused, SL_KEY_MISSING);
+        assert_int_equal(ans.key_refused, SL__KEY_MISSING);
     }
-    assert_int_equal(decide("GET", "/fenced", "198.51.100.7", NULL, T0, NULL), SL_VERDICT_LIMITED);
-    assert_int_equal(ans.key_refused, SL_KEY_MISSING);
+    assert_int_equal(decide("GET", "/fenced", "198.51.100.7", NULL, T0, NULL), SL__VERDICT_LIMITED);
+    assert_int_equal(ans.key_refused, SL__KEY_MISSING);
     unload();
 }
 
@@ -674,7 +674,7 @@ static const char layered[] =
     "    limits: [{policy: points, by: api_key}]\n";
 
 static int64_t remaining(const char *policy) {
-    const sl_policy_item *it = item(policy);
+    const sl__policy_item *it = item(policy);
     assert_true(it->decided);
     return it->decision.remaining;
 }
@@ -688,7 +688,7 @@ static void test_layered(void **state) {
     assert_int_equal(remaining("per_ip"), 3);
     assert_int_equal(decide("GET", "/api/a", "198.51.100.1", "alice", T0, NULL), 0);
     assert_int_equal(decide("GET", "/api/a", "198.51.100.1", "alice", T0, NULL),
-                     SL_VERDICT_LIMITED);
+                     SL__VERDICT_LIMITED);
     assert_string_equal(refused_by(), "per_key");
     /* the refusal charged nothing: per_ip still has 2 (4 - 2), global 998 */
     assert_int_equal(remaining("per_ip"), 2);
@@ -696,13 +696,13 @@ static void test_layered(void **state) {
     /* bob shares the IP: per_ip is the fence, bob's own key is fresh */
     assert_int_equal(decide("GET", "/api/a", "198.51.100.1", "bob", T0, NULL), 0);
     assert_int_equal(decide("GET", "/api/a", "198.51.100.1", "bob", T0, NULL), 0);
-    assert_int_equal(decide("GET", "/api/a", "198.51.100.1", "bob", T0, NULL), SL_VERDICT_LIMITED);
+    assert_int_equal(decide("GET", "/api/a", "198.51.100.1", "bob", T0, NULL), SL__VERDICT_LIMITED);
     assert_string_equal(refused_by(), "per_ip");
     /* per organisation: alice and carol are acme; 3 per minute between them */
     assert_int_equal(decide("GET", "/api/a", "198.51.100.2", "carol", T0, NULL), 0);
     assert_int_equal(remaining("per_org"), 0); /* alice 2 + carol 1 */
     assert_int_equal(decide("GET", "/api/a", "198.51.100.2", "carol", T0, NULL),
-                     SL_VERDICT_LIMITED);
+                     SL__VERDICT_LIMITED);
     assert_string_equal(refused_by(), "per_org");
     /* dave has an org but no tier; erin has neither: org limits skip her */
     assert_int_equal(decide("GET", "/api/a", "198.51.100.3", "erin", T0, NULL), 0);
@@ -713,7 +713,7 @@ static void test_layered(void **state) {
     assert_int_equal(ans.n, 2);
     /* counters: every limit that said no counts as limited (bob's third
      * request was over per_ip, which refused first, and over per_key too) */
-    sl_policy *pk = sl__policy_find(set, "per_key", 7), *pi = sl__policy_find(set, "per_ip", 6);
+    sl__policy *pk = sl__policy_find(set, "per_key", 7), *pi = sl__policy_find(set, "per_ip", 6);
     assert_int_equal(atomic_load(&pk->lim.limited), 2);
     assert_int_equal(atomic_load(&pi->lim.limited), 1);
     unload();
@@ -735,7 +735,7 @@ static void test_tiers_and_costs(void **state) {
     assert_int_equal(remaining("per_ip"), 3);
     assert_int_equal(decide("POST", "/exports", "198.51.100.10", "dave", t, NULL), 0);
     assert_int_equal(decide("POST", "/exports", "198.51.100.10", "dave", t, NULL),
-                     SL_VERDICT_LIMITED);
+                     SL__VERDICT_LIMITED);
     assert_string_equal(refused_by(), "points");
     assert_int_equal(item("points")->decision.retry_after, 500 * MS);
     /* GET /search costs 5; the method matters: POST /search costs 1 */
@@ -760,7 +760,7 @@ static void test_month_quota(void **state) {
         assert_int_equal(decide("GET", "/billed/x", "198.51.100.20", "bob", t, NULL), 0);
     assert_int_equal(remaining("monthly"), 0);
     assert_int_equal(decide("GET", "/billed/x", "198.51.100.20", "bob", t, NULL),
-                     SL_VERDICT_LIMITED);
+                     SL__VERDICT_LIMITED);
     assert_string_equal(refused_by(), "monthly");
     /* exactly until 1 March 00:00 UTC, not 31 days after 1 February */
     assert_int_equal(item("monthly")->decision.retry_after, 10 * SEC);
@@ -772,7 +772,7 @@ static void test_month_quota(void **state) {
     assert_int_equal(q, 3);
     assert_int_equal(w, 28 * 86400);
     assert_int_equal(decide("GET", "/billed/x", "198.51.100.20", "bob", MAR1 - 1, NULL),
-                     SL_VERDICT_LIMITED);
+                     SL__VERDICT_LIMITED);
     assert_int_equal(decide("GET", "/billed/x", "198.51.100.20", "bob", MAR1, NULL), 0);
     assert_int_equal(remaining("monthly"), 2);
     /* March has 31 days: the reset is 31 days away */
@@ -786,13 +786,13 @@ static void test_month_quota(void **state) {
         assert_int_equal(decide("GET", "/billed/x", ip, "carol", MAR1, NULL), 0);
     }
     assert_int_equal(decide("GET", "/billed/x", "198.51.100.21", "carol", MAR1, NULL),
-                     SL_VERDICT_LIMITED);
+                     SL__VERDICT_LIMITED);
     assert_string_equal(refused_by(), "monthly:pro");
     /* a refused rate limit does not use up the quota: erin empties points */
     assert_int_equal(decide("POST", "/billed/exports", "198.51.100.22", "erin", MAR1, NULL), 0);
     assert_int_equal(remaining("monthly"), 2);
     /* the same policy checked on its own (/v1/check, SL.CHECK) uses the calendar */
-    sl_policy *m = sl__policy_find(set, "monthly", 7);
+    sl__policy *m = sl__policy_find(set, "monthly", 7);
     sl_decision d;
     bool sh;
     for (int i = 0; i < 4; i++)
@@ -805,17 +805,18 @@ static void test_month_quota(void **state) {
 static void test_exemptions(void **state) {
     (void)state;
     load(layered, T0);
-    assert_int_equal(decide("GET", "/healthz", NULL, NULL, T0, NULL), SL_VERDICT_EXEMPT);
+    assert_int_equal(decide("GET", "/healthz", NULL, NULL, T0, NULL), SL__VERDICT_EXEMPT);
     assert_string_equal(ans.reason, "path");
     /* exempt paths need no key, even a bad one */
-    assert_int_equal(decide("GET", "/healthz", NULL, "nope", T0, NULL), SL_VERDICT_EXEMPT);
-    assert_int_equal(decide("GET", "/api/x", "192.168.7.7", "nope", T0, NULL), SL_VERDICT_EXEMPT);
+    assert_int_equal(decide("GET", "/healthz", NULL, "nope", T0, NULL), SL__VERDICT_EXEMPT);
+    assert_int_equal(decide("GET", "/api/x", "192.168.7.7", "nope", T0, NULL), SL__VERDICT_EXEMPT);
     assert_string_equal(ans.reason, "cidr");
     /* an internal address behind a trusted proxy */
     assert_int_equal(
         decide("GET", "/api/x", "10.0.0.5", NULL, T0, "X-Forwarded-For", "192.168.1.1", NULL),
-        SL_VERDICT_EXEMPT);
-    assert_int_equal(decide("GET", "/api/x", "198.51.100.30", "root", T0, NULL), SL_VERDICT_EXEMPT);
+        SL__VERDICT_EXEMPT);
+    assert_int_equal(decide("GET", "/api/x", "198.51.100.30", "root", T0, NULL),
+                     SL__VERDICT_EXEMPT);
     assert_string_equal(ans.reason, "tier");
     assert_int_equal(keys_in("per_ip"), 0);
     unload();
@@ -838,7 +839,7 @@ static void test_shadow(void **state) {
     for (int i = 0; i < 3; i++)
         assert_int_equal(decide("GET", "/x", "198.51.100.40", NULL, T0, NULL), 0);
     assert_true(item("a")->shadowed);
-    sl_policy *a = sl__policy_find(set, "a", 1), *b = sl__policy_find(set, "b", 1);
+    sl__policy *a = sl__policy_find(set, "a", 1), *b = sl__policy_find(set, "b", 1);
     assert_int_equal(atomic_load(&a->lim.shadow_limited), 2);
     assert_int_equal(atomic_load(&a->lim.limited), 0);
     /* the shadow group is all-or-nothing too: b was charged once (the first
@@ -848,7 +849,7 @@ static void test_shadow(void **state) {
     assert_int_equal(ans.n, 2);
     assert_false(item("b")->shadow);
     assert_int_equal(decide("GET", "/e", "198.51.100.41", NULL, T0, NULL), 0);
-    assert_int_equal(decide("GET", "/e", "198.51.100.41", NULL, T0, NULL), SL_VERDICT_LIMITED);
+    assert_int_equal(decide("GET", "/e", "198.51.100.41", NULL, T0, NULL), SL__VERDICT_LIMITED);
     assert_string_equal(refused_by(), "b");
     assert_int_equal(atomic_load(&b->lim.limited), 1);
     unload();
@@ -891,7 +892,7 @@ static void test_addresses(void **state) {
     /* one /64: the second address of the same home network is the same client */
     assert_int_equal(decide("GET", "/", "2001:db8:1:2::a", NULL, T0, NULL), 0);
     assert_int_equal(decide("GET", "/", "2001:db8:1:2:ffff::b", NULL, T0, NULL), 0);
-    assert_int_equal(decide("GET", "/", "2001:db8:1:2::c", NULL, T0, NULL), SL_VERDICT_LIMITED);
+    assert_int_equal(decide("GET", "/", "2001:db8:1:2::c", NULL, T0, NULL), SL__VERDICT_LIMITED);
     assert_int_equal(decide("GET", "/", "2001:db8:1:3::a", NULL, T0, NULL), 0);
     /* a spoofed X-Forwarded-For from an untrusted client is ignored */
     for (int i = 0; i < 2; i++) {
@@ -902,7 +903,7 @@ static void test_addresses(void **state) {
     }
     assert_int_equal(
         decide("GET", "/", "198.51.100.50", NULL, T0, "X-Forwarded-For", "203.0.113.99", NULL),
-        SL_VERDICT_LIMITED);
+        SL__VERDICT_LIMITED);
     /* through a trusted proxy the forwarded client counts; its fake entry does not */
     assert_int_equal(
         decide("GET", "/", "10.0.0.1", NULL, T0, "X-Forwarded-For", "6.6.6.6, 198.51.100.51", NULL),
@@ -912,22 +913,22 @@ static void test_addresses(void **state) {
         0);
     assert_int_equal(
         decide("GET", "/", "10.0.0.2", NULL, T0, "X-Forwarded-For", "8.8.8.8, 198.51.100.51", NULL),
-        SL_VERDICT_LIMITED);
-    char ip[SL_ADDR_FORMAT_MAX];
+        SL__VERDICT_LIMITED);
+    char ip[SL__ADDR_FORMAT_MAX];
     sl__addr_format(&ans.client, ip);
     assert_string_equal(ip, "198.51.100.51");
     /* an IPv4-mapped address is the IPv4 client */
     assert_int_equal(decide("GET", "/", "::ffff:198.51.100.51", NULL, T0, NULL),
-                     SL_VERDICT_LIMITED);
+                     SL__VERDICT_LIMITED);
     /* no address where one is needed; a malformed one */
-    assert_int_equal(decide("GET", "/", NULL, NULL, T0, NULL), SL_VERDICT_BAD_REQUEST);
+    assert_int_equal(decide("GET", "/", NULL, NULL, T0, NULL), SL__VERDICT_BAD_REQUEST);
     assert_string_equal(ans.reason, "missing_client_address");
-    assert_int_equal(decide("GET", "/", "300.1.1.1", NULL, T0, NULL), SL_VERDICT_BAD_REQUEST);
+    assert_int_equal(decide("GET", "/", "300.1.1.1", NULL, T0, NULL), SL__VERDICT_BAD_REQUEST);
     assert_string_equal(ans.reason, "bad_client_address");
-    assert_int_equal(decide("GET", NULL, "1.1.1.1", NULL, T0, NULL), SL_VERDICT_BAD_REQUEST);
+    assert_int_equal(decide("GET", NULL, "1.1.1.1", NULL, T0, NULL), SL__VERDICT_BAD_REQUEST);
     assert_string_equal(ans.reason, "missing_uri");
-    assert_int_equal(decide(NULL, "/", "1.1.1.1", NULL, T0, NULL), SL_VERDICT_BAD_REQUEST);
-    assert_int_equal(decide("GET", "/%zz", "1.1.1.1", NULL, T0, NULL), SL_VERDICT_BAD_REQUEST);
+    assert_int_equal(decide(NULL, "/", "1.1.1.1", NULL, T0, NULL), SL__VERDICT_BAD_REQUEST);
+    assert_int_equal(decide("GET", "/%zz", "1.1.1.1", NULL, T0, NULL), SL__VERDICT_BAD_REQUEST);
     assert_string_equal(ans.reason, "bad_uri");
     unload();
 }
@@ -948,22 +949,22 @@ static void test_key_sources(void **state) {
                         "    path: /login\n"
                         "    limits: [{policy: acct, by: \"header:X-Account\"}]\n";
     load(text, T0);
-    assert_int_equal(decide("GET", "/", NULL, NULL, T0, NULL), SL_VERDICT_UNAUTHORIZED);
+    assert_int_equal(decide("GET", "/", NULL, NULL, T0, NULL), SL__VERDICT_UNAUTHORIZED);
     assert_string_equal(ans.reason, "missing_key");
     assert_int_equal(decide("GET", "/", NULL, NULL, T0, "Authorization", "Bearer alice", NULL), 0);
     assert_int_equal(decide("GET", "/", NULL, NULL, T0, "Authorization", "bearer  bob ", NULL), 0);
     assert_int_equal(decide("GET", "/", NULL, NULL, T0, "Authorization", "Basic YWxpY2U=", NULL),
-                     SL_VERDICT_UNAUTHORIZED);
+                     SL__VERDICT_UNAUTHORIZED);
     assert_int_equal(decide("GET", "/?x=1&api_key=carol", NULL, NULL, T0, NULL), 0);
     assert_int_equal(ans.tier, 1);
     assert_string_equal(ans.tier_name, "pro");
     assert_int_equal(decide("GET", "/?api_key=%63arol", NULL, NULL, T0, NULL), 0);
     assert_int_equal(decide("GET", "/?api_key=mallory", NULL, NULL, T0, NULL),
-                     SL_VERDICT_UNAUTHORIZED);
+                     SL__VERDICT_UNAUTHORIZED);
     /* the header source: one counter per account; absent header, no limit */
     assert_int_equal(decide("POST", "/login", NULL, "bob", T0, "X-Account", "u1", NULL), 0);
     assert_int_equal(decide("POST", "/login", NULL, "bob", T0, "X-Account", "u1", NULL),
-                     SL_VERDICT_LIMITED);
+                     SL__VERDICT_LIMITED);
     assert_string_equal(refused_by(), "acct");
     assert_int_equal(decide("POST", "/login", NULL, "bob", T0, "X-Account", "u2", NULL), 0);
     assert_int_equal(decide("POST", "/login", NULL, "bob", T0, NULL), 0);
@@ -1021,7 +1022,7 @@ static void test_reload_keeps_state(void **state) {
     load(layered, T0);
     assert_int_equal(decide("GET", "/api/a", "198.51.100.60", "alice", T0, NULL), 0);
     assert_int_equal(decide("GET", "/api/a", "198.51.100.60", "carol", T0, NULL), 0);
-    sl_policy *ip = sl__policy_find(set, "per_ip", 6);
+    sl__policy *ip = sl__policy_find(set, "per_ip", 6);
     /* the same config again: the same policies, the same state */
     load(layered, T0);
     assert_ptr_equal(sl__policy_find(set, "per_ip", 6), ip);
@@ -1034,8 +1035,8 @@ static void test_reload_keeps_state(void **state) {
     snprintf(changed, sizeof changed, "%s", layered);
     char *at = strstr(changed, "rate: 50/s, burst: 10");
     memcpy(at, "rate: 60/s, burst: 10", 21);
-    sl_policy *pro = sl__policy_find(set, "per_key:pro", 11);
-    sl_policy *key = sl__policy_find(set, "per_key", 7);
+    sl__policy *pro = sl__policy_find(set, "per_key:pro", 11);
+    sl__policy *key = sl__policy_find(set, "per_key", 7);
     load(changed, T0);
     assert_ptr_equal(sl__policy_find(set, "per_ip", 6), ip);
     assert_ptr_equal(sl__policy_find(set, "per_key", 7), key);
@@ -1075,10 +1076,10 @@ static pthread_barrier_t busy_phase;
 
 static void *busy_thread(void *arg) {
     intptr_t alone = (intptr_t)arg;
-    sl_rules_answer *a = malloc(sizeof *a);
-    const sl_rules *r = sl__policy_set_rules(set);
-    sl_policy *m = sl__policy_find(set, "monthly", 7);
-    sl_request req = {.method = "GET", .method_len = 3, .uri = "/", .uri_len = 1};
+    sl__rules_answer *a = malloc(sizeof *a);
+    const sl__rules *r = sl__policy_set_rules(set);
+    sl__policy *m = sl__policy_find(set, "monthly", 7);
+    sl__request req = {.method = "GET", .method_len = 3, .uri = "/", .uri_len = 1};
     int steps = alone ? BUSY_STEPS / 2 : BUSY_STEPS;
     for (int phase = 0; phase < 2; phase++) {
         for (int i = 0; i < steps; i++) {
@@ -1091,7 +1092,7 @@ static void *busy_thread(void *arg) {
                     atomic_fetch_add(&allowed_alone, 1);
             } else if (phase == 0) {
                 rules_decide(r, &req, now, a);
-                if (a->verdict == SL_VERDICT_ALLOW) atomic_fetch_add(&allowed_layered, 1);
+                if (a->verdict == SL__VERDICT_ALLOW) atomic_fetch_add(&allowed_layered, 1);
             }
         }
         pthread_barrier_wait(&busy_phase); /* phase 2: the layered threads are done */
@@ -1114,7 +1115,7 @@ static void test_concurrent_quota(void **state) {
     pthread_barrier_destroy(&busy_phase);
     int n_layered = atomic_load(&allowed_layered);
     assert_int_equal(n_layered + atomic_load(&allowed_alone), 1000);
-    sl_policy *m = sl__policy_find(set, "monthly", 7);
+    sl__policy *m = sl__policy_find(set, "monthly", 7);
     sl_decision d;
     bool sh;
     assert_int_equal(policy_check(m, "g\0\0", 3, 0, T0, &d, &sh), SL_OK);
@@ -1122,7 +1123,7 @@ static void test_concurrent_quota(void **state) {
     /* the rate's bound, and every layered refusal was the rate's (the
        quota had room throughout phase 1) */
     assert_true(n_layered <= 200 + 60);
-    sl_policy *rate = sl__policy_find(set, "rate", 4);
+    sl__policy *rate = sl__policy_find(set, "rate", 4);
     assert_int_equal(atomic_load(&rate->lim.limited), BUSY_LAYERED * BUSY_STEPS - n_layered);
     unload();
 }

@@ -51,20 +51,20 @@ static const char *const POLICIES = "policies:\n"
                                     "  reserve_default: 3\n";
 
 static uv_loop_t loop;
-static sl_redis_config rcfg, mcfg;
-static sl_store_stats sstats, mstats;
-static sl_store *redis, *module;
+static sl__redis_config rcfg, mcfg;
+static sl__store_stats sstats, mstats;
+static sl__store *redis, *module;
 
 typedef struct side {
-    sl_config *cfg;
-    sl_policy_set *set;
+    sl__config *cfg;
+    sl__policy_set *set;
 } side;
 
 static void side_open(side *s, bool fleet) {
     char text[1024];
     snprintf(text, sizeof text, "store:\n  type: %s\n%s%s", fleet ? "redis" : "memory", POLICIES,
              fleet ? "  scope: fleet\n" : "");
-    static sl_config_errors e;
+    static sl__config_errors e;
     if (sl__config_parse(text, strlen(text), "shed.yaml", &s->cfg, &e) != 0) {
         for (size_t i = 0; i < e.n; i++) print_message("%s\n", e.msg[i]);
         fail_msg("config does not load");
@@ -97,7 +97,7 @@ typedef struct answer {
     sl_decision d[2];
 } answer;
 
-static void on_done(sl_decide_call *c) {
+static void on_done(sl__decide_call *c) {
     answer *a = c->arg;
     a->shed = c->shed;
     a->shed_retry = c->shed_retry;
@@ -107,16 +107,16 @@ static void on_done(sl_decide_call *c) {
     sl__decide_call_free(c);
 }
 
-static void decide(sl_store *store, side *s, const req *q, int64_t now_us, answer *a) {
+static void decide(sl__store *store, side *s, const req *q, int64_t now_us, answer *a) {
     static const char *const names[] = {"tb", "fw"};
-    sl_decide_item items[2];
+    sl__decide_item items[2];
     char keys[2][8];
     for (size_t j = 0; j < q->n; j++) {
         snprintf(keys[j], sizeof keys[j], "k%d", q->key[j]);
-        sl_policy *p = sl__policy_find(s->set, names[q->pol[j]], 2);
+        sl__policy *p = sl__policy_find(s->set, names[q->pol[j]], 2);
         items[j] = sl__policy_use(p, keys[j], strlen(keys[j]), q->cost[j], false);
     }
-    sl_decide_call *c = sl__decide_call_new(items, q->n, NULL, NULL, 0);
+    sl__decide_call *c = sl__decide_call_new(items, q->n, NULL, NULL, 0);
     assert_non_null(c);
     *a = (answer){.rc = -12345};
     c->done = on_done;
@@ -167,7 +167,7 @@ static void compare_items(const char *ctx, const answer *m, const answer *r, siz
     }
 }
 
-static void sequence(sl_store *store, uint64_t seed, int steps, unsigned *shed_seen) {
+static void sequence(sl__store *store, uint64_t seed, int steps, unsigned *shed_seen) {
     rng = seed;
     side mem, red;
     side_open(&mem, false);
@@ -199,7 +199,7 @@ static void sequence(sl_store *store, uint64_t seed, int steps, unsigned *shed_s
     side_close(&red);
 }
 
-static void run_on(sl_store *store, sl_store_stats *st) {
+static void run_on(sl__store *store, sl__store_stats *st) {
     unsigned shed[SL_PRIORITIES] = {0};
     uint64_t script_before = atomic_load(&st->script_calls);
     for (uint64_t k = 0; k < 12; k++) sequence(store, 0x5ed0 + k, 200, shed);
@@ -222,22 +222,22 @@ static int setup(void **state) {
     (void)run;
     redis_fixture_preload = FROZEN_CLOCK_LIB;
     redis_fixture_module = SLUICE_REDIS_MODULE;
-    sl__log_set_level(SL_LOG_ERROR);
+    sl__log_set_level(SL__LOG_ERROR);
     if (redis_fixture_start(state) != 0) return -1;
     if (uv_loop_init(&loop) != 0) return -1;
-    rcfg = (sl_redis_config){.timeout = 30 * SL_NS_PER_SEC,
-                             .on_failure = SL_FAIL_OPEN,
-                             .expected_instances = 1,
-                             .prefix = "s:",
-                             .breaker_failures = 1000000,
-                             .breaker_cooldown = SL_NS_PER_SEC,
-                             .breaker_window = SL_NS_PER_SEC,
-                             .deny_cache = 0,
-                             .module = SL_REDIS_MODULE_OFF,
-                             .script_now = true};
+    rcfg = (sl__redis_config){.timeout = 30 * SL_NS_PER_SEC,
+                              .on_failure = SL__FAIL_OPEN,
+                              .expected_instances = 1,
+                              .prefix = "s:",
+                              .breaker_failures = 1000000,
+                              .breaker_cooldown = SL_NS_PER_SEC,
+                              .breaker_window = SL_NS_PER_SEC,
+                              .deny_cache = 0,
+                              .module = SL__REDIS_MODULE_OFF,
+                              .script_now = true};
     snprintf(rcfg.unix_path, sizeof rcfg.unix_path, "%s", sock_path);
     mcfg = rcfg;
-    mcfg.module = SL_REDIS_MODULE_REQUIRE;
+    mcfg.module = SL__REDIS_MODULE_REQUIRE;
     redis = sl__redis_store_new(&loop, &rcfg, &sstats);
     module = sl__redis_store_new(&loop, &mcfg, &mstats);
     return redis && module ? 0 : -1;

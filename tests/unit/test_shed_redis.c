@@ -36,7 +36,7 @@
 
 /* Runs the script and PERSISTs key in one MULTI/EXEC (its TTL runs on
  * Redis's real clock, the trace's time is simulated). */
-static void run_keep(sl_script_item *items, size_t n, int64_t now_us, const char *key) {
+static void run_keep(sl__script_item *items, size_t n, int64_t now_us, const char *key) {
     static bool loaded;
     if (!loaded) {
         const char *src = sl__redis_script_source();
@@ -45,7 +45,7 @@ static void run_keep(sl_script_item *items, size_t n, int64_t now_us, const char
         freeReplyObject(l);
         loaded = true;
     }
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__redis_script_format(&b, false, items, n, now_us);
     assert_false(b.failed);
@@ -119,12 +119,12 @@ static void trace(const capacity *c, uint64_t seed, int steps) {
         sl_shed_decision d;
         int rcm = sl_shed_admit(ref, p, cost, now * US, &d);
         assert_true(rcm == SL_OK || rcm == SL_ECOST);
-        sl_script_item it = {.params = &pa,
-                             .rkey = key,
-                             .rkeylen = strlen(key),
-                             .cost = cost,
-                             .floor = fl,
-                             .group = 0};
+        sl__script_item it = {.params = &pa,
+                              .rkey = key,
+                              .rkeylen = strlen(key),
+                              .cost = cost,
+                              .floor = fl,
+                              .group = 0};
         run_keep(&it, 1, now, key);
         const sl_decision *x = &it.decision;
         char ctx[160];
@@ -162,7 +162,7 @@ static void test_one_group(void **state) {
     redisReply *r = cmd("DEL %s %s %s", ck, pk1, pk2);
     freeReplyObject(r);
     int64_t now = T0_US;
-    sl_script_item it[2] = {
+    sl__script_item it[2] = {
         {.params = &cap, .rkey = ck, .rkeylen = strlen(ck), .cost = 1, .floor = 1},
         {.params = &pol, .rkey = pk1, .rkeylen = strlen(pk1), .cost = 1}};
     run_keep(it, 2, now, ck); /* both pass: 3 tokens left */
@@ -171,20 +171,20 @@ static void test_one_group(void **state) {
     run_keep(it, 2, now, ck);                      /* the policy refuses: nothing taken */
     assert_true(!it[1].decision.allowed);
     assert_int_equal(it[0].decision.remaining, 2);
-    sl_script_item peek = it[0];
+    sl__script_item peek = it[0];
     peek.cost = 0;
     run(&peek, 1, now); /* a look writes nothing (no TTL to keep) */
     assert_int_equal(peek.decision.remaining, 2);
     /* two requests of one call (as a flight sends them: groups 0 and 2), a
        default and a critical one: 3 -> 1 */
-    sl_script_item two[2] = {
+    sl__script_item two[2] = {
         {.params = &cap, .rkey = ck, .rkeylen = strlen(ck), .cost = 1, .floor = 1},
         {.params = &cap, .rkey = ck, .rkeylen = strlen(ck), .cost = 1, .floor = 0, .group = 2}};
     run_keep(two, 2, now, ck);
     assert_true(two[0].decision.allowed && two[1].decision.allowed);
     assert_int_equal(two[1].decision.remaining, 1);
     /* the capacity refuses at its floor: the policy of key b is not charged */
-    sl_script_item refused[2] = {
+    sl__script_item refused[2] = {
         {.params = &cap, .rkey = ck, .rkeylen = strlen(ck), .cost = 1, .floor = 1},
         {.params = &pol, .rkey = pk2, .rkeylen = strlen(pk2), .cost = 1}};
     run_keep(refused, 2, now, ck);
@@ -204,7 +204,7 @@ static void test_one_group(void **state) {
 static void test_bad_floor(void **state) {
     (void)state;
     sl_params cap = {.algorithm = SL_TOKEN_BUCKET, .rate = {10, SL_NS_PER_SEC}, .burst = 4};
-    sl_script_item it = {.params = &cap, .rkey = "b:cap", .rkeylen = 5, .cost = 1, .floor = 4};
+    sl__script_item it = {.params = &cap, .rkey = "b:cap", .rkeylen = 5, .cost = 1, .floor = 4};
     redisReply *r = eval_raw(&it, 1, T0_US, true);
     assert_int_equal(r->type, REDIS_REPLY_ERROR);
     assert_non_null(strstr(r->str, "floor"));

@@ -21,7 +21,7 @@
 #define T0  (INT64_C(1769904000) * SEC)
 
 typedef struct lim {
-    sl_decide_limit l;
+    sl__decide_limit l;
     sl_params p;
 } lim;
 
@@ -50,12 +50,12 @@ static void lim_free(lim *x) {
 
 /* One call of items for limits ls[0..n) (key, cost each), labels optional. */
 static int decide(lim **ls, const char **keys, const int64_t *costs, size_t n,
-                  sl_decide_label_fn label, int64_t now) {
-    sl_decide_item it[SL_CHECK_MAX];
+                  sl__decide_label_fn label, int64_t now) {
+    sl__decide_item it[SL_CHECK_MAX];
     for (size_t i = 0; i < n; i++)
-        it[i] = (sl_decide_item){
+        it[i] = (sl__decide_item){
             .limit = &ls[i]->l, .key = keys[i], .keylen = strlen(keys[i]), .cost = costs[i]};
-    sl_decide_call *c = sl__decide_call_new(it, n, label, NULL, 0);
+    sl__decide_call *c = sl__decide_call_new(it, n, label, NULL, 0);
     assert_non_null(c);
     helper_run(c, now);
     int rc = c->rc;
@@ -165,7 +165,7 @@ static void test_near_groups_and_labels(void **state) {
     assert_int_equal(atomic_load(&a->l.allowed), 1);
     /* every decided item was observed: a twice, b twice, s once */
     uint64_t na = 0, nb = 0, ns = 0;
-    for (int i = 0; i <= SL_RATIO_BUCKETS; i++) {
+    for (int i = 0; i <= SL__RATIO_BUCKETS; i++) {
         na += bucket(a, i);
         nb += bucket(b, i);
         ns += bucket(s, i);
@@ -183,7 +183,7 @@ static void test_ecost_not_observed(void **state) {
     (void)state;
     lim *x = lim_new(SL_TOKEN_BUCKET, 1, SEC, 5, false);
     assert_int_equal(one(x, "k", 6, T0), SL_ECOST);
-    for (int i = 0; i <= SL_RATIO_BUCKETS; i++) assert_int_equal(bucket(x, i), 0);
+    for (int i = 0; i <= SL__RATIO_BUCKETS; i++) assert_int_equal(bucket(x, i), 0);
     lim_free(x);
 }
 

@@ -31,16 +31,16 @@ static void seed_example_and_bounds(void **state) {
     aimd_config cfg = defaults();
     /* "Starting from 20/s, two successes and a 429 give 20.5 -> 21 -> 10.5" */
     int64_t r = 20000;
-    r = aimd_step(&cfg, r, false);
+    r = sl__cli_aimd_step(&cfg, r, false);
     assert_int_equal(r, 20500);
-    r = aimd_step(&cfg, r, false);
+    r = sl__cli_aimd_step(&cfg, r, false);
     assert_int_equal(r, 21000);
-    r = aimd_step(&cfg, r, true);
+    r = sl__cli_aimd_step(&cfg, r, true);
     assert_int_equal(r, 10500);
     /* halving rounds down to 0.001/s, never below the floor, never above the cap */
-    assert_int_equal(aimd_step(&cfg, 42875, true), 21437);
-    assert_int_equal(aimd_step(&cfg, 1500, true), 1000);
-    assert_int_equal(aimd_step(&cfg, 49800, false), 50000);
+    assert_int_equal(sl__cli_aimd_step(&cfg, 42875, true), 21437);
+    assert_int_equal(sl__cli_aimd_step(&cfg, 1500, true), 1000);
+    assert_int_equal(sl__cli_aimd_step(&cfg, 49800, false), 50000);
 }
 
 static void sawtooth_around_the_limit(void **state) {
@@ -48,7 +48,7 @@ static void sawtooth_around_the_limit(void **state) {
     aimd_config cfg = defaults();
     aimd_result r;
     char err[256];
-    assert_int_equal(aimd_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(sl__cli_aimd_run(&cfg, &r, err, sizeof err), 0);
     assert_true(r.n > 0);
     assert_int_equal((int64_t)r.n, r.served + r.rejected);
     int64_t prev_rate = cfg.start, prev_prev_rate = cfg.start, prev_t = -1, cuts = 0, above = 0,
@@ -58,7 +58,7 @@ static void sawtooth_around_the_limit(void **state) {
         assert_true(p->t >= 0 && p->t < cfg.duration);
         assert_in_range(p->rate, cfg.floor, cfg.cap);
         /* the rate follows the rule exactly */
-        assert_int_equal(p->rate, aimd_step(&cfg, prev_rate, !p->ok));
+        assert_int_equal(p->rate, sl__cli_aimd_step(&cfg, prev_rate, !p->ok));
         /* paced by its own limiter: never faster than the rate in force,
          * (t - prev_t) * rate >= 1 request (1000 s in these units), except for
          * the credit of the nanosecond the previous send time was rounded up
@@ -77,7 +77,7 @@ static void sawtooth_around_the_limit(void **state) {
     assert_true(above > 0);
     /* and the served rate hugs the server's limit: 20/s over the last 20 s */
     assert_in_range(served_late, 300, 20 * 20 + 10);
-    aimd_result_free(&r);
+    sl__cli_aimd_result_free(&r);
 }
 
 static void a_generous_server_lets_the_client_reach_the_cap(void **state) {
@@ -88,10 +88,10 @@ static void a_generous_server_lets_the_client_reach_the_cap(void **state) {
     cfg.duration = 20 * SEC;
     aimd_result r;
     char err[256];
-    assert_int_equal(aimd_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(sl__cli_aimd_run(&cfg, &r, err, sizeof err), 0);
     assert_int_equal(r.rejected, 0);
     assert_int_equal(r.pts[r.n - 1].rate, cfg.cap);
-    aimd_result_free(&r);
+    sl__cli_aimd_result_free(&r);
 }
 
 int main(void) {

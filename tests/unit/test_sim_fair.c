@@ -36,7 +36,7 @@ static void default_run_numbers(void **state) {
     fair_config cfg = default_config();
     fair_result r;
     char err[256];
-    assert_int_equal(fair_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), 0);
     assert_int_equal(r.service, MSEC);
     /* FIFO: a small job waits for what is left of the dump */
     assert_int_equal(r.small[FAIR_FIFO].p50, 5219959025);
@@ -53,7 +53,7 @@ static void default_run_numbers(void **state) {
     /* the server never idles: the last job starts at the same time */
     assert_int_equal(r.done_at[FAIR_FIFO], 10099 * MSEC);
     assert_int_equal(r.done_at[FAIR_WFQ], 10099 * MSEC);
-    fair_result_free(&r);
+    sl__cli_fair_result_free(&r);
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) {
@@ -82,7 +82,7 @@ static void bounded_under_wfq_behind_the_dump_under_fifo(void **state) {
                                .seed = seed};
             fair_result r;
             char err[256];
-            assert_int_equal(fair_run(&cfg, &r, err, sizeof err), 0);
+            assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), 0);
             int64_t svc = ceil_div(cfg.rate.period, cfg.rate.limit);
             int64_t dump_end = (int64_t)((__int128)cfg.jobs * cfg.rate.period / cfg.rate.limit);
             for (int64_t i = 0; i < cfg.tenants; i++) {
@@ -100,7 +100,7 @@ static void bounded_under_wfq_behind_the_dump_under_fifo(void **state) {
             }
             assert_true(r.small[FAIR_WFQ].max < r.small[FAIR_FIFO].p50);
             assert_int_equal(r.done_at[FAIR_FIFO], r.done_at[FAIR_WFQ]);
-            fair_result_free(&r);
+            sl__cli_fair_result_free(&r);
         }
 }
 
@@ -116,19 +116,19 @@ static void a_rate_that_does_not_divide(void **state) {
                        .seed = 1};
     fair_result r;
     char err[256];
-    assert_int_equal(fair_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), 0);
     assert_int_equal(r.arrival[0], 0);
     assert_int_equal(r.wait[FAIR_FIFO][0], SEC);      /* after the three */
     assert_int_equal(r.wait[FAIR_WFQ][0], 333333333); /* after the first */
     assert_int_equal(r.big[FAIR_WFQ].max, 1 * SEC);   /* the dump's last */
     assert_int_equal(r.done_at[FAIR_FIFO], SEC);
-    fair_result_free(&r);
+    sl__cli_fair_result_free(&r);
 
     /* weight 2 for the dump: two of its jobs, then the small one */
     cfg.weight_big = 2;
-    assert_int_equal(fair_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), 0);
     assert_int_equal(r.wait[FAIR_WFQ][0], 666666666);
-    fair_result_free(&r);
+    sl__cli_fair_result_free(&r);
 }
 
 static void without_a_dump_both_agree(void **state) {
@@ -139,12 +139,12 @@ static void without_a_dump_both_agree(void **state) {
     cfg.spread = SEC; /* 2000 jobs in 1 s at 1000/s: a queue builds up */
     fair_result r;
     char err[256];
-    assert_int_equal(fair_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), 0);
     for (int64_t i = 0; i < cfg.tenants; i++)
         assert_int_equal(r.wait[FAIR_FIFO][i], r.wait[FAIR_WFQ][i]);
     assert_true(r.small[FAIR_FIFO].max > 500 * MSEC);
     assert_int_equal(r.big[FAIR_FIFO].max, 0);
-    fair_result_free(&r);
+    sl__cli_fair_result_free(&r);
 }
 
 static void deterministic_per_seed(void **state) {
@@ -152,10 +152,10 @@ static void deterministic_per_seed(void **state) {
     fair_config cfg = default_config();
     fair_result a, b, c;
     char err[256];
-    assert_int_equal(fair_run(&cfg, &a, err, sizeof err), 0);
-    assert_int_equal(fair_run(&cfg, &b, err, sizeof err), 0);
+    assert_int_equal(sl__cli_fair_run(&cfg, &a, err, sizeof err), 0);
+    assert_int_equal(sl__cli_fair_run(&cfg, &b, err, sizeof err), 0);
     cfg.seed = 2;
-    assert_int_equal(fair_run(&cfg, &c, err, sizeof err), 0);
+    assert_int_equal(sl__cli_fair_run(&cfg, &c, err, sizeof err), 0);
     bool differ = false;
     for (int64_t i = 0; i < cfg.tenants; i++) {
         assert_int_equal(a.arrival[i], b.arrival[i]);
@@ -164,9 +164,9 @@ static void deterministic_per_seed(void **state) {
         differ |= a.arrival[i] != c.arrival[i];
     }
     assert_true(differ);
-    fair_result_free(&a);
-    fair_result_free(&b);
-    fair_result_free(&c);
+    sl__cli_fair_result_free(&a);
+    sl__cli_fair_result_free(&b);
+    sl__cli_fair_result_free(&c);
 }
 
 static void bad_parameters(void **state) {
@@ -175,13 +175,13 @@ static void bad_parameters(void **state) {
     fair_result r;
     char err[256];
     cfg.tenants = 0;
-    assert_int_equal(fair_run(&cfg, &r, err, sizeof err), -1);
+    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), -1);
     cfg = default_config();
     cfg.weight_big = 0;
-    assert_int_equal(fair_run(&cfg, &r, err, sizeof err), -1);
+    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), -1);
     cfg = default_config();
     cfg.rate = (sl_rate){1, INT64_C(1) << 62}; /* 10,100 jobs of 2^62 ns each */
-    assert_int_equal(fair_run(&cfg, &r, err, sizeof err), -1);
+    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), -1);
     assert_non_null(strstr(err, "time domain"));
 }
 

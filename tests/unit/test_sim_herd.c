@@ -32,7 +32,7 @@ static void no_jitter_lockstep_most_refused_again(void **state) {
     herd_config cfg = seed_config(0);
     herd_result r;
     char err[256];
-    assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), 0);
     /* lockstep: requests only in the 100 ms bins at 0, 2, 4, ... s */
     int waves = 0;
     for (size_t b = 0; b < r.nbins; b++) {
@@ -52,14 +52,14 @@ static void no_jitter_lockstep_most_refused_again(void **state) {
     assert_int_equal(r.unserved, 120);
     assert_int_equal(r.last_served_at, 10 * SEC);
     assert_int_equal(r.all_served_at, -1);
-    herd_result_free(&r);
+    sl__cli_herd_result_free(&r);
 
     /* the seed's telling: the key exhausted at 0, so all 300 were told 2 s */
     cfg.start_empty = true;
-    assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), 0);
     assert_int_equal(r.retries, 1200);
     assert_int_equal(r.unserved, 150);
-    herd_result_free(&r);
+    sl__cli_herd_result_free(&r);
 }
 
 static void jitter_as_large_as_the_hint_spreads_the_herd(void **state) {
@@ -70,31 +70,31 @@ static void jitter_as_large_as_the_hint_spreads_the_herd(void **state) {
     for (uint64_t seed = 1; seed <= 5; seed++) {
         cfg.seed = seed;
         cfg.start_empty = false;
-        assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
+        assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), 0);
         assert_int_equal(r.unserved, 0);
         assert_true(r.all_served_at >= 2 * SEC && r.all_served_at <= 4 * SEC);
         /* 270 were refused at 0: close to one retry each */
         assert_in_range(r.retries, 270, 290);
-        herd_result_free(&r);
+        sl__cli_herd_result_free(&r);
 
         /* all 300 told 2 s at once: close to one request per worker */
         cfg.start_empty = true;
-        assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
+        assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), 0);
         assert_int_equal(r.unserved, 0);
         assert_in_range(r.retries, 300, 320);
         assert_true(r.all_served_at <= 4 * SEC);
-        herd_result_free(&r);
+        sl__cli_herd_result_free(&r);
     }
     /* a smaller jitter is better than none but bunches more */
     cfg = seed_config(1);
     herd_result none, some;
     herd_config c0 = seed_config(0);
-    assert_int_equal(herd_run(&c0, &none, err, sizeof err), 0);
-    assert_int_equal(herd_run(&cfg, &some, err, sizeof err), 0);
+    assert_int_equal(sl__cli_herd_run(&c0, &none, err, sizeof err), 0);
+    assert_int_equal(sl__cli_herd_run(&cfg, &some, err, sizeof err), 0);
     assert_true(some.sent < none.sent && some.unserved <= none.unserved);
     assert_true(some.retries > 270);
-    herd_result_free(&none);
-    herd_result_free(&some);
+    sl__cli_herd_result_free(&none);
+    sl__cli_herd_result_free(&some);
 }
 
 static void deterministic_per_seed(void **state) {
@@ -102,10 +102,10 @@ static void deterministic_per_seed(void **state) {
     herd_config cfg = seed_config(1);
     herd_result a, b, c;
     char err[256];
-    assert_int_equal(herd_run(&cfg, &a, err, sizeof err), 0);
-    assert_int_equal(herd_run(&cfg, &b, err, sizeof err), 0);
+    assert_int_equal(sl__cli_herd_run(&cfg, &a, err, sizeof err), 0);
+    assert_int_equal(sl__cli_herd_run(&cfg, &b, err, sizeof err), 0);
     cfg.seed = 2;
-    assert_int_equal(herd_run(&cfg, &c, err, sizeof err), 0);
+    assert_int_equal(sl__cli_herd_run(&cfg, &c, err, sizeof err), 0);
     assert_int_equal(a.sent, b.sent);
     assert_int_equal(a.last_served_at, b.last_served_at);
     bool differ = a.last_served_at != c.last_served_at;
@@ -115,9 +115,9 @@ static void deterministic_per_seed(void **state) {
         differ |= a.rejected_bin[i] != c.rejected_bin[i];
     }
     assert_true(differ);
-    herd_result_free(&a);
-    herd_result_free(&b);
-    herd_result_free(&c);
+    sl__cli_herd_result_free(&a);
+    sl__cli_herd_result_free(&b);
+    sl__cli_herd_result_free(&c);
 }
 
 static void stops_at_the_duration(void **state) {
@@ -126,16 +126,16 @@ static void stops_at_the_duration(void **state) {
     cfg.duration = 2 * SEC; /* the wave at exactly 2 s is not sent */
     herd_result r;
     char err[256];
-    assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), 0);
     assert_int_equal(r.nbins, 20);
     assert_int_equal(r.sent, 300);
     assert_int_equal(r.unserved, 270);
-    herd_result_free(&r);
+    sl__cli_herd_result_free(&r);
     cfg.duration = 2 * SEC + 1;
-    assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), 0);
     assert_int_equal(r.nbins, 21);
     assert_int_equal(r.sent, 570);
-    herd_result_free(&r);
+    sl__cli_herd_result_free(&r);
 }
 
 static void a_queue_serves_late(void **state) {
@@ -144,11 +144,11 @@ static void a_queue_serves_late(void **state) {
     cfg.alg = SL_LEAKY_QUEUE;
     herd_result r;
     char err[256];
-    assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), 0);
     /* the queue takes 30 per wave too, but releases them 1/150 s apart */
     assert_int_equal(r.served, 180);
     assert_true(r.last_served_at > 10 * SEC && r.last_served_at < 10 * SEC + SEC / 5);
-    herd_result_free(&r);
+    sl__cli_herd_result_free(&r);
 }
 
 /* The herd after a recovery against ramp_up (5 s from 10%): the first wave
@@ -160,8 +160,8 @@ static void a_ramp_holds_the_first_wave(void **state) {
     cfg.ramp = (sl_ramp){.duration = 5 * SEC, .from = SL_RAMP_ONE / 10};
     herd_result r, b;
     char err[256];
-    assert_int_equal(herd_run(&cfg, &r, err, sizeof err), 0);
-    assert_int_equal(herd_run(&plain, &b, err, sizeof err), 0);
+    assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), 0);
+    assert_int_equal(sl__cli_herd_run(&plain, &b, err, sizeof err), 0);
     assert_int_equal(r.served_bin[0], 3);  /* 10% of the burst of 30 */
     assert_int_equal(b.served_bin[0], 30); /* the whole burst at once */
     int64_t served = 0, base_served = 0;
@@ -174,10 +174,10 @@ static void a_ramp_holds_the_first_wave(void **state) {
     }
     assert_int_equal(r.unserved, 0);
     assert_int_equal(r.served, 300);
-    herd_result_free(&r);
-    herd_result_free(&b);
+    sl__cli_herd_result_free(&r);
+    sl__cli_herd_result_free(&b);
     cfg.alg = SL_SLIDING_LOG; /* one time per request counted: cannot be ramped */
-    assert_int_equal(herd_run(&cfg, &r, err, sizeof err), -1);
+    assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), -1);
     assert_non_null(strstr(err, "--ramp-up"));
 }
 

@@ -32,8 +32,8 @@ static const race_config five_per_s = {
 
 static void run_builtin(trace_builtin which, uint64_t seed, trace *t, race_result res[6]) {
     char err[256];
-    assert_int_equal(trace_builtin_make(which, 6000, seed, t, err, sizeof err), 0);
-    assert_int_equal(race_run(t, &five_per_s, res, err, sizeof err), 0);
+    assert_int_equal(sl__cli_trace_builtin_make(which, 6000, seed, t, err, sizeof err), 0);
+    assert_int_equal(sl__cli_race_run(t, &five_per_s, res, err, sizeof err), 0);
     for (int i = 0; i < 6; i++) assert_int_equal(res[i].allowed + res[i].rejected, t->n);
 }
 
@@ -74,7 +74,7 @@ static void busiest_matches_brute_force(void **state) {
             if (sum > best) best = sum, best_at = times[i];
         }
         int64_t at;
-        assert_int_equal(busiest_interval(times, weights, n, period, &at), best);
+        assert_int_equal(sl__cli_busiest_interval(times, weights, n, period, &at), best);
         assert_int_equal(at, best_at);
     }
 }
@@ -125,8 +125,8 @@ static void bursty_tells_the_seeds_story(void **state) {
 
     /* busiest is exact for every row */
     for (int i = 0; i < 6; i++) assert_int_equal(brute_busiest(&t, &res[i], SEC), res[i].busiest);
-    race_results_free(res, 6);
-    trace_free(&t);
+    sl__cli_race_results_free(res, 6);
+    sl__cli_trace_free(&t);
 }
 
 static void edge_fixed_window_doubles_the_limit(void **state) {
@@ -139,13 +139,13 @@ static void edge_fixed_window_doubles_the_limit(void **state) {
     size_t m = 0;
     for (size_t i = 0; i < t.n; i++)
         if (res[FW].ok[i]) times[m] = t.reqs[i].t, ones[m++] = 1;
-    assert_int_equal(busiest_interval(times, ones, m, SEC / 2, NULL), 10);
+    assert_int_equal(sl__cli_busiest_interval(times, ones, m, SEC / 2, NULL), 10);
     assert_int_equal(res[FW].busiest, 10);
     /* the sliding log never exceeds the limit in any period */
     assert_int_equal(res[SLOG].busiest, 5);
     assert_int_equal(brute_busiest(&t, &res[SLOG], SEC), 5);
-    race_results_free(res, 6);
-    trace_free(&t);
+    sl__cli_race_results_free(res, 6);
+    sl__cli_trace_free(&t);
 }
 
 static void steady_ends_near_the_rate(void **state) {
@@ -163,8 +163,8 @@ static void steady_ends_near_the_rate(void **state) {
     /* the seed's numbers: the log 50, the counter noticeably stingier */
     assert_int_equal(res[SLOG].allowed, 50);
     assert_true(res[SWIN].allowed < res[SLOG].allowed);
-    race_results_free(res, 6);
-    trace_free(&t);
+    sl__cli_race_results_free(res, 6);
+    sl__cli_trace_free(&t);
 }
 
 static void token_bucket_equals_gcra_and_queue_accepts_the_same(void **state) {
@@ -179,8 +179,8 @@ static void token_bucket_equals_gcra_and_queue_accepts_the_same(void **state) {
                 assert_int_equal(res[LQ].ok[i], res[GCRA].ok[i]);
             }
             assert_true(res[LQ].busiest <= 5);
-            race_results_free(res, 6);
-            trace_free(&t);
+            sl__cli_race_results_free(res, 6);
+            sl__cli_trace_free(&t);
         }
     }
 }
@@ -190,11 +190,11 @@ static void keys_are_independent_and_costs_count(void **state) {
     const char *text = "0,a\n0,a\n0,a\n0,b\n0,b\n0,b\n0.1,a,2\n0.1,b,9\n";
     trace t;
     char err[256];
-    assert_int_equal(trace_parse("t.csv", text, strlen(text), &t, err, sizeof err), 0);
+    assert_int_equal(sl__cli_trace_parse("t.csv", text, strlen(text), &t, err, sizeof err), 0);
     race_config cfg = {
         .rate = {5, SEC}, .burst = 4, .algs = {SL_FIXED_WINDOW, SL_TOKEN_BUCKET}, .nalgs = 2};
     race_result res[2];
-    assert_int_equal(race_run(&t, &cfg, res, err, sizeof err), 0);
+    assert_int_equal(sl__cli_race_run(&t, &cfg, res, err, sizeof err), 0);
     /* fixed window 5 per key: a gets 3 + 2 (cost 2), b gets 3 and not 9 */
     assert_int_equal(res[0].allowed, 7);
     assert_int_equal(res[0].busiest, 8);     /* cost units, both keys together */
@@ -203,8 +203,8 @@ static void keys_are_independent_and_costs_count(void **state) {
      * tokens); b gets 3, and cost 9 > burst can never pass (refused, no error) */
     assert_int_equal(res[1].allowed, 6);
     assert_false(res[1].ok[7]);
-    race_results_free(res, 2);
-    trace_free(&t);
+    sl__cli_race_results_free(res, 2);
+    sl__cli_trace_free(&t);
 }
 
 static void windows_align_with_the_trace_seconds(void **state) {
@@ -212,16 +212,16 @@ static void windows_align_with_the_trace_seconds(void **state) {
     const char *text = "0.999\n1.000\n1.999\n2\n";
     trace t;
     char err[256];
-    assert_int_equal(trace_parse("t.csv", text, strlen(text), &t, err, sizeof err), 0);
+    assert_int_equal(sl__cli_trace_parse("t.csv", text, strlen(text), &t, err, sizeof err), 0);
     race_config cfg = {.rate = {1, SEC}, .burst = 1, .algs = {SL_FIXED_WINDOW}, .nalgs = 1};
     race_result res[1];
-    assert_int_equal(race_run(&t, &cfg, res, err, sizeof err), 0);
+    assert_int_equal(sl__cli_race_run(&t, &cfg, res, err, sizeof err), 0);
     /* windows are [k s, (k+1) s) of the trace: 0.999 in the first, 1.000
      * opens the second, 1.999 finds it full, 2 opens the third */
     assert_int_equal(res[0].allowed, 3);
     assert_true(res[0].ok[0] && res[0].ok[1] && !res[0].ok[2] && res[0].ok[3]);
-    race_results_free(res, 1);
-    trace_free(&t);
+    sl__cli_race_results_free(res, 1);
+    sl__cli_trace_free(&t);
 }
 
 int main(void) {

@@ -17,7 +17,7 @@
 #define SEC INT64_C(1000000000)
 
 static int parse(const char *text, trace *t, char *err, size_t errlen) {
-    return trace_parse("t.csv", text, strlen(text), t, err, errlen);
+    return sl__cli_trace_parse("t.csv", text, strlen(text), t, err, errlen);
 }
 
 static void parses_fields_defaults_and_exact_times(void **state) {
@@ -52,7 +52,7 @@ static void parses_fields_defaults_and_exact_times(void **state) {
     assert_string_equal(t.keys[t.reqs[3].key], "k");
     assert_int_equal(t.reqs[4].t, TRACE_MAX_TIME);
     assert_int_equal(t.reqs[4].cost, TRACE_MAX_COST);
-    trace_free(&t);
+    sl__cli_trace_free(&t);
 }
 
 static void sorts_stably(void **state) {
@@ -65,7 +65,7 @@ static void sorts_stably(void **state) {
     for (int i = 0; i < 6; i++) assert_string_equal(t.keys[t.reqs[i].key], want[i]);
     assert_int_equal(t.reqs[3].line, 1);
     assert_int_equal(t.reqs[4].line, 3);
-    trace_free(&t);
+    sl__cli_trace_free(&t);
 }
 
 static void short_headers(void **state) {
@@ -74,10 +74,10 @@ static void short_headers(void **state) {
     char err[256];
     assert_int_equal(parse("time\n1\n", &t, err, sizeof err), 0);
     assert_int_equal(t.n, 1);
-    trace_free(&t);
+    sl__cli_trace_free(&t);
     assert_int_equal(parse("#x\ntime,key\n1,a\n", &t, err, sizeof err), 0);
     assert_int_equal(t.n, 1);
-    trace_free(&t);
+    sl__cli_trace_free(&t);
     /* a header is only a header on the first line with data */
     assert_int_equal(parse("1\ntime,key,cost\n", &t, err, sizeof err), -1);
     assert_string_equal(err, "t.csv:2: time 'time': not a number (expected seconds such as 0.250)");
@@ -129,7 +129,7 @@ static void nul_byte_and_long_lines(void **state) {
     (void)state;
     trace t;
     char err[256];
-    assert_int_equal(trace_parse("t.csv", "1\n2\0\n", 5, &t, err, sizeof err), -1);
+    assert_int_equal(sl__cli_trace_parse("t.csv", "1\n2\0\n", 5, &t, err, sizeof err), -1);
     assert_string_equal(err, "t.csv:2: NUL byte in line");
 
     char line[TRACE_MAX_LINE + 8];
@@ -138,7 +138,7 @@ static void nul_byte_and_long_lines(void **state) {
     line[TRACE_MAX_LINE] = '\n'; /* exactly the longest line */
     line[TRACE_MAX_LINE + 1] = '\0';
     assert_int_equal(parse(line, &t, err, sizeof err), 0);
-    trace_free(&t);
+    sl__cli_trace_free(&t);
     line[TRACE_MAX_LINE] = ' ';
     line[TRACE_MAX_LINE + 1] = '\n';
     line[TRACE_MAX_LINE + 2] = '\0';
@@ -148,7 +148,7 @@ static void nul_byte_and_long_lines(void **state) {
     char key[TRACE_MAX_KEY_LEN + 16];
     snprintf(key, sizeof key, "1,%0*d\n", TRACE_MAX_KEY_LEN, 0);
     assert_int_equal(parse(key, &t, err, sizeof err), 0);
-    trace_free(&t);
+    sl__cli_trace_free(&t);
     snprintf(key, sizeof key, "1,%0*d\n", TRACE_MAX_KEY_LEN + 1, 0);
     assert_int_equal(parse(key, &t, err, sizeof err), -1);
     assert_string_equal(err, "t.csv:1: key longer than 256 bytes");
@@ -165,7 +165,7 @@ static void bounds_on_keys_and_requests(void **state) {
         len += (size_t)snprintf(text + len, cap - len, "1,k%d\n", i);
     trace t;
     char err[256];
-    assert_int_equal(trace_parse("t.csv", text, len, &t, err, sizeof err), -1);
+    assert_int_equal(sl__cli_trace_parse("t.csv", text, len, &t, err, sizeof err), -1);
     assert_string_equal(err, "t.csv:10001: more than 10000 distinct keys");
     free(text);
 
@@ -174,11 +174,11 @@ static void bounds_on_keys_and_requests(void **state) {
     text = malloc(len);
     assert_non_null(text);
     for (size_t i = 0; i < len; i += 2) text[i] = '0', text[i + 1] = '\n';
-    assert_int_equal(trace_parse("t.csv", text, len, &t, err, sizeof err), -1);
+    assert_int_equal(sl__cli_trace_parse("t.csv", text, len, &t, err, sizeof err), -1);
     assert_string_equal(err, "t.csv:1000001: more than 1000000 requests");
-    assert_int_equal(trace_parse("t.csv", text, len - 2, &t, err, sizeof err), 0);
+    assert_int_equal(sl__cli_trace_parse("t.csv", text, len - 2, &t, err, sizeof err), 0);
     assert_int_equal(t.n, TRACE_MAX_REQUESTS);
-    trace_free(&t);
+    sl__cli_trace_free(&t);
     free(text);
 }
 
@@ -186,7 +186,7 @@ static void loads_files_and_reports_missing_ones(void **state) {
     (void)state;
     trace t;
     char err[512];
-    assert_int_equal(trace_load_file("/nonexistent/x.csv", &t, err, sizeof err), -1);
+    assert_int_equal(sl__cli_trace_load_file("/nonexistent/x.csv", &t, err, sizeof err), -1);
     assert_string_equal(err, "/nonexistent/x.csv: cannot open: No such file or directory");
     char path[] = "/tmp/test_sim_trace_XXXXXX";
     int fd = mkstemp(path);
@@ -194,12 +194,12 @@ static void loads_files_and_reports_missing_ones(void **state) {
     FILE *fp = fdopen(fd, "w");
     fputs("time,key,cost\n0.5,a\n0.25,b,3\n", fp);
     fclose(fp);
-    assert_int_equal(trace_load_file(path, &t, err, sizeof err), 0);
+    assert_int_equal(sl__cli_trace_load_file(path, &t, err, sizeof err), 0);
     assert_int_equal(t.n, 2);
     assert_string_equal(t.reqs[0].text, "0.25");
     assert_int_equal(t.reqs[0].cost, 3);
     assert_string_equal(t.name, strrchr(path, '/') + 1);
-    trace_free(&t);
+    sl__cli_trace_free(&t);
     remove(path);
 }
 
@@ -207,37 +207,37 @@ static void builtin_traces(void **state) {
     (void)state;
     trace t;
     char err[256];
-    assert_int_equal(trace_builtin_find("bursty"), TRACE_BURSTY);
-    assert_int_equal(trace_builtin_find("edge"), TRACE_EDGE);
-    assert_int_equal(trace_builtin_find("steady"), TRACE_STEADY);
-    assert_int_equal(trace_builtin_find("poisson"), TRACE_POISSON);
-    assert_int_equal(trace_builtin_find("bursty.csv"), TRACE_NONE);
+    assert_int_equal(sl__cli_trace_builtin_find("bursty"), TRACE_BURSTY);
+    assert_int_equal(sl__cli_trace_builtin_find("edge"), TRACE_EDGE);
+    assert_int_equal(sl__cli_trace_builtin_find("steady"), TRACE_STEADY);
+    assert_int_equal(sl__cli_trace_builtin_find("poisson"), TRACE_POISSON);
+    assert_int_equal(sl__cli_trace_builtin_find("bursty.csv"), TRACE_NONE);
 
-    assert_int_equal(trace_builtin_make(TRACE_BURSTY, 6000, 1, &t, err, sizeof err), 0);
+    assert_int_equal(sl__cli_trace_builtin_make(TRACE_BURSTY, 6000, 1, &t, err, sizeof err), 0);
     assert_in_range(t.n, 55, 65); /* "about 60 requests in 10 s" */
     assert_true(t.reqs[t.n - 1].t < 10 * SEC);
     char buf[40];
-    assert_string_equal(trace_time_text(&t.reqs[0], buf, sizeof buf), "0.100");
-    trace_free(&t);
+    assert_string_equal(sl__cli_trace_time_text(&t.reqs[0], buf, sizeof buf), "0.100");
+    sl__cli_trace_free(&t);
 
-    assert_int_equal(trace_builtin_make(TRACE_EDGE, 6000, 1, &t, err, sizeof err), 0);
+    assert_int_equal(sl__cli_trace_builtin_make(TRACE_EDGE, 6000, 1, &t, err, sizeof err), 0);
     assert_int_equal(t.n, 20); /* two bursts of 10 around the 5 s edge */
     int before = 0;
     for (size_t i = 0; i < t.n; i++) before += t.reqs[i].t < 5 * SEC;
     assert_int_equal(before, 10);
     assert_true(t.reqs[19].t - t.reqs[0].t < SEC / 2);
-    trace_free(&t);
+    sl__cli_trace_free(&t);
 
-    assert_int_equal(trace_builtin_make(TRACE_STEADY, 6000, 1, &t, err, sizeof err), 0);
+    assert_int_equal(sl__cli_trace_builtin_make(TRACE_STEADY, 6000, 1, &t, err, sizeof err), 0);
     assert_int_equal(t.n, 80); /* 8 per second for 10 s */
     for (size_t i = 1; i < t.n; i++) assert_int_equal(t.reqs[i].t - t.reqs[i - 1].t, SEC / 8);
-    trace_free(&t);
+    sl__cli_trace_free(&t);
 
     /* poisson: deterministic per seed, near the mean rate, ms resolution */
     trace a, b, c;
-    assert_int_equal(trace_builtin_make(TRACE_POISSON, 6000, 7, &a, err, sizeof err), 0);
-    assert_int_equal(trace_builtin_make(TRACE_POISSON, 6000, 7, &b, err, sizeof err), 0);
-    assert_int_equal(trace_builtin_make(TRACE_POISSON, 6000, 8, &c, err, sizeof err), 0);
+    assert_int_equal(sl__cli_trace_builtin_make(TRACE_POISSON, 6000, 7, &a, err, sizeof err), 0);
+    assert_int_equal(sl__cli_trace_builtin_make(TRACE_POISSON, 6000, 7, &b, err, sizeof err), 0);
+    assert_int_equal(sl__cli_trace_builtin_make(TRACE_POISSON, 6000, 8, &c, err, sizeof err), 0);
     assert_int_equal(a.n, b.n);
     for (size_t i = 0; i < a.n; i++) assert_int_equal(a.reqs[i].t, b.reqs[i].t);
     bool differ = a.n != c.n;
@@ -245,36 +245,36 @@ static void builtin_traces(void **state) {
     assert_true(differ);
     assert_in_range(a.n, 30, 90);
     for (size_t i = 0; i < a.n; i++) assert_int_equal(a.reqs[i].t % 1000000, 0);
-    trace_free(&a);
-    trace_free(&b);
-    trace_free(&c);
-    assert_int_equal(trace_builtin_make(TRACE_POISSON, 200000, 1, &a, err, sizeof err), 0);
+    sl__cli_trace_free(&a);
+    sl__cli_trace_free(&b);
+    sl__cli_trace_free(&c);
+    assert_int_equal(sl__cli_trace_builtin_make(TRACE_POISSON, 200000, 1, &a, err, sizeof err), 0);
     assert_in_range(a.n, 1800, 2200); /* 200/s for 10 s */
-    trace_free(&a);
+    sl__cli_trace_free(&a);
 }
 
 static void decimal_parser(void **state) {
     (void)state;
     int64_t v;
     const char *why;
-    assert_int_equal(parse_decimal("0.250", 5, 9, INT64_MAX, &v, &why), 0);
+    assert_int_equal(sl__cli_parse_decimal("0.250", 5, 9, INT64_MAX, &v, &why), 0);
     assert_int_equal(v, 250000000);
-    assert_int_equal(parse_decimal("12", 2, 3, INT64_MAX, &v, &why), 0);
+    assert_int_equal(sl__cli_parse_decimal("12", 2, 3, INT64_MAX, &v, &why), 0);
     assert_int_equal(v, 12000);
-    assert_int_equal(parse_decimal("0.5", 3, 6, 999999, &v, &why), 0);
+    assert_int_equal(sl__cli_parse_decimal("0.5", 3, 6, 999999, &v, &why), 0);
     assert_int_equal(v, 500000);
-    assert_int_equal(parse_decimal("1", 1, 6, 999999, &v, &why), -1);
+    assert_int_equal(sl__cli_parse_decimal("1", 1, 6, 999999, &v, &why), -1);
     assert_string_equal(why, "too large");
-    assert_int_equal(parse_decimal("9223372036854775808", 19, 0, INT64_MAX, &v, &why), -1);
+    assert_int_equal(sl__cli_parse_decimal("9223372036854775808", 19, 0, INT64_MAX, &v, &why), -1);
     assert_string_equal(why, "too large");
-    assert_int_equal(parse_decimal("9223372036854775807", 19, 0, INT64_MAX, &v, &why), 0);
+    assert_int_equal(sl__cli_parse_decimal("9223372036854775807", 19, 0, INT64_MAX, &v, &why), 0);
     assert_int_equal(v, INT64_MAX);
     char buf[40];
-    assert_string_equal(fmt_seconds(200000000, 3, buf, sizeof buf), "0.200");
-    assert_string_equal(fmt_seconds(333333334, 3, buf, sizeof buf), "0.333333334");
-    assert_string_equal(fmt_seconds(2 * SEC, 0, buf, sizeof buf), "2");
-    assert_string_equal(fmt_seconds(2 * SEC, 3, buf, sizeof buf), "2.000");
-    assert_string_equal(fmt_milli(21437, buf, sizeof buf), "21.437");
+    assert_string_equal(sl__cli_fmt_seconds(200000000, 3, buf, sizeof buf), "0.200");
+    assert_string_equal(sl__cli_fmt_seconds(333333334, 3, buf, sizeof buf), "0.333333334");
+    assert_string_equal(sl__cli_fmt_seconds(2 * SEC, 0, buf, sizeof buf), "2");
+    assert_string_equal(sl__cli_fmt_seconds(2 * SEC, 3, buf, sizeof buf), "2.000");
+    assert_string_equal(sl__cli_fmt_milli(21437, buf, sizeof buf), "21.437");
 }
 
 int main(void) {

@@ -177,7 +177,7 @@ static void only_token_bucket(void **state) {
     }
 }
 
-static int load(const char *text, sl_config **c, sl_config_errors *e) {
+static int load(const char *text, sl__config **c, sl__config_errors *e) {
     char path[] = "/tmp/sluice-step-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
@@ -191,8 +191,8 @@ static int load(const char *text, sl_config **c, sl_config_errors *e) {
 
 static void config_key(void **state) {
     (void)state;
-    sl_config *c = NULL;
-    sl_config_errors e = {0};
+    sl__config *c = NULL;
+    sl__config_errors e = {0};
     assert_int_equal(load("policies:\n  - {name: envoy, algorithm: token_bucket, rate: 100/1s, "
                           "burst: 100, refill: steps}\n  - {name: smooth, algorithm: token_bucket, "
                           "rate: 1/s, burst: 1, refill: continuous}\n",

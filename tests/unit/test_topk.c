@@ -34,7 +34,7 @@ static size_t key_of(char *buf, size_t size, unsigned k) {
 
 /* Parses "key-<n>" back to n. */
 static unsigned index_of(const sl__topk_item *it) {
-    char tmp[SL_TOPK_KEY_MAX + 1];
+    char tmp[SL__TOPK_KEY_MAX + 1];
     memcpy(tmp, it->key, it->keylen);
     tmp[it->keylen] = '\0';
     unsigned n;
@@ -190,7 +190,7 @@ static void test_late_heavy_hitter(void **state) {
     sl__topk_destroy(t);
 }
 
-/* Keys are truncated to SL_TOPK_KEY_MAX bytes: two keys sharing that prefix
+/* Keys are truncated to SL__TOPK_KEY_MAX bytes: two keys sharing that prefix
  * share a counter. */
 static void test_long_keys(void **state) {
     (void)state;
@@ -202,14 +202,14 @@ static void test_long_keys(void **state) {
     b[299] = 'y';
     sl__topk_add(t, a, sizeof a, 1);
     sl__topk_add(t, b, sizeof b, 2);
-    sl__topk_add(t, a, SL_TOPK_KEY_MAX, 1);
-    sl__topk_add(t, a, SL_TOPK_KEY_MAX - 1, 1);
+    sl__topk_add(t, a, SL__TOPK_KEY_MAX, 1);
+    sl__topk_add(t, a, SL__TOPK_KEY_MAX - 1, 1);
     sl__topk_item it[4];
     size_t n = sl__topk_list(t, it, 4);
     assert_int_equal(n, 2);
-    assert_int_equal(it[0].keylen, SL_TOPK_KEY_MAX);
+    assert_int_equal(it[0].keylen, SL__TOPK_KEY_MAX);
     assert_int_equal(it[0].count, 4);
-    assert_int_equal(it[1].keylen, SL_TOPK_KEY_MAX - 1);
+    assert_int_equal(it[1].keylen, SL__TOPK_KEY_MAX - 1);
     assert_int_equal(it[1].count, 1);
     sl__topk_destroy(t);
 }

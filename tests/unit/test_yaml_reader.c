@@ -76,7 +76,7 @@ static void top_value(sl__yaml *y, void *obj, int key, const char *path) {
 
 /* Reads `text` as "t.yaml" (a mapping with the key items) into d; returns
  * the number of errors. */
-static size_t read_doc(const char *text, doc *d, sl_config_errors *e) {
+static size_t read_doc(const char *text, doc *d, sl__config_errors *e) {
     static const char *const top_keys[] = {"items"};
     memset(d, 0, sizeof *d);
     d->mode = -2;
@@ -93,7 +93,7 @@ static size_t read_doc(const char *text, doc *d, sl_config_errors *e) {
     return e->n;
 }
 
-static void expect(const sl_config_errors *e, size_t i, const char *want) {
+static void expect(const sl__config_errors *e, size_t i, const char *want) {
     assert_true(i < e->n);
     assert_string_equal(e->msg[i], want);
 }
@@ -101,7 +101,7 @@ static void expect(const sl_config_errors *e, size_t i, const char *want) {
 static void test_items_load(void **state) {
     (void)state;
     doc d;
-    sl_config_errors e;
+    sl__config_errors e;
     assert_int_equal(read_doc("items:\n  - {name: a, size: 2KiB, wait: 500ms, mode: fast}\n"
                               "  - name: b\n",
                               &d, &e),
@@ -120,7 +120,7 @@ static void test_items_load(void **state) {
 static void test_list_shapes(void **state) {
     (void)state;
     doc d;
-    sl_config_errors e;
+    sl__config_errors e;
     assert_int_equal(read_doc("items: 5\n", &d, &e), 1);
     expect(&e, 0, "t.yaml:1: items: expected a list of items, got \"5\"");
     /* an item of the wrong kind is reported and skipped; the cap once */
@@ -137,7 +137,7 @@ static void test_list_shapes(void **state) {
 static void test_keys(void **state) {
     (void)state;
     doc d;
-    sl_config_errors e;
+    sl__config_errors e;
     /* missing keys are found at the end of the item, reported at its line
        and sorted there: before the later line's error */
     assert_int_equal(read_doc("items:\n  - size: 2KiB\n    nme: a\n    name: x\n    name: y\n"
@@ -156,7 +156,7 @@ static void test_keys(void **state) {
 static void test_scalars(void **state) {
     (void)state;
     doc d;
-    sl_config_errors e;
+    sl__config_errors e;
     assert_int_equal(read_doc("items:\n  - name: a\n    size: 64MB\n    wait: 1h\n"
                               "    mode: [a]\n",
                               &d, &e),
@@ -190,7 +190,7 @@ static void test_quote_and_suggest(void **state) {
 
 static void test_error_list(void **state) {
     (void)state;
-    sl_config_errors e = {0};
+    sl__config_errors e = {0};
     sl__errors_add(&e, "f.yaml", 0, NULL, "no line %d", 1);
     sl__errors_add(&e, "f.yaml", 3, "a.b", "x");
     sl__errors_add(&e, "f.yaml", 4, "", "no field");
@@ -199,12 +199,12 @@ static void test_error_list(void **state) {
     assert_string_equal(e.msg[1], "f.yaml:3: a.b: x");
     assert_string_equal(e.msg[2], "f.yaml:4: no field");
     /* beyond the stored ones, errors are counted only */
-    for (int i = 0; i < SL_CONFIG_MAX_ERRORS + 5; i++) sl__errors_add(&e, "f", i, NULL, "e");
-    assert_int_equal(e.n, SL_CONFIG_MAX_ERRORS + 8);
-    assert_string_equal(e.msg[SL_CONFIG_MAX_ERRORS - 1], "f:60: e");
+    for (int i = 0; i < SL__CONFIG_MAX_ERRORS + 5; i++) sl__errors_add(&e, "f", i, NULL, "e");
+    assert_int_equal(e.n, SL__CONFIG_MAX_ERRORS + 8);
+    assert_string_equal(e.msg[SL__CONFIG_MAX_ERRORS - 1], "f:60: e");
     /* a message longer than its slot (a deep path in a nested file's error)
      * keeps its start and its end, what is wrong: the middle goes */
-    sl_config_errors l = {0};
+    sl__config_errors l = {0};
     char path[400];
     memset(path, 'p', sizeof path - 1);
     path[sizeof path - 1] = '\0';
@@ -216,7 +216,7 @@ static void test_error_list(void **state) {
     const char *end = "ppp:8: replaces: the reason at the end";
     assert_string_equal(m + strlen(m) - strlen(end), end);
     /* one that just fits is kept whole */
-    sl_config_errors f = {0};
+    sl__config_errors f = {0};
     char fits[sizeof f.msg[0] - 3]; /* "f: " and 252 bytes: 255 */
     memset(fits, 'x', sizeof fits - 1);
     fits[sizeof fits - 1] = '\0';
@@ -229,7 +229,7 @@ static void test_error_list(void **state) {
 static void test_nesting_and_syntax(void **state) {
     (void)state;
     doc d;
-    sl_config_errors e;
+    sl__config_errors e;
     char deep[200] = "items: ";
     for (int i = 0; i < SL__YAML_MAX_DEPTH; i++) strcat(deep, "[");
     /* the item (a list, not a mapping) is skipped: skipping it goes too deep */

@@ -15,21 +15,21 @@
 #include "sluice/clock.h"
 #include "util/log.h"
 
-bool sl__admin_draining(sl_admin *a) {
+bool sl__admin_draining(sl__admin *a) {
     return a && sl__admin_worker(a)->draining;
 }
 
 /* Ready: not draining, and with the Redis store, Redis reachable from every
  * worker (no breaker open). Answers go on while Redis is down (the fail
  * modes decide), but a load balancer or orchestrator should know. */
-int sl__admin_ready(sl_admin *a, sl_buf *body) {
-    sl_worker *w = sl__admin_worker(a);
+int sl__admin_ready(sl__admin *a, sl__buf *body) {
+    sl__worker *w = sl__admin_worker(a);
     if (w->draining) {
         sl__buf_puts(body, "{\"status\":\"draining\"}");
         return 503;
     }
-    sl_server *s = w->server;
-    sl_engine_stats es;
+    sl__server *s = w->server;
+    sl__engine_report es;
     sl__engine_stats(s->engine, s->nworkers, &es);
     if (!es.redis) {
         sl__buf_puts(body, "{\"status\":\"ready\",\"store\":\"memory\"}");
@@ -51,24 +51,24 @@ int sl__admin_ready(sl_admin *a, sl_buf *body) {
     return up ? 200 : 503;
 }
 
-void sl__admin_metrics(sl_admin *a, sl_buf *body) {
+void sl__admin_metrics(sl__admin *a, sl__buf *body) {
     sl__metrics_write(sl__admin_worker(a)->server, body);
 }
 
-bool sl__admin_reload(sl_admin *a, sl_answer_slot *slot, const struct sl_http_request *req,
-                      bool keep, sl_buf *out) {
+bool sl__admin_reload(sl__admin *a, sl__answer_slot *slot, const struct sl__http_request *req,
+                      bool keep, sl__buf *out) {
     return sl__reload_ask(sl__admin_worker(a), slot, req, keep, out);
 }
 
-void sl__admin_ramp(sl_admin *a, sl_answer_slot *slot, const struct sl_http_request *req, bool keep,
-                    sl_buf *out) {
-    sl_worker *w = sl__admin_worker(a);
+void sl__admin_ramp(sl__admin *a, sl__answer_slot *slot, const struct sl__http_request *req,
+                    bool keep, sl__buf *out) {
+    sl__worker *w = sl__admin_worker(a);
     if (!sl__reload_allowed(w, slot, req, keep, out, "POST /v1/ramp")) return;
     int64_t now = sl_now();
-    sl__ramp_restart(now, SL_RAMP_BY_ADMIN);
+    sl__ramp_restart(now, SL__RAMP_BY_ADMIN);
     size_t ramped = sl__policy_set_ramped(w->policies);
     sl__log_info("POST /v1/ramp: ramp_up restarts (%zu policies ramp)", ramped);
-    sl_buf body;
+    sl__buf body;
     sl__buf_init(&body);
     sl__buf_printf(&body, "{\"ramp\":\"restarted\",\"policies\":%zu,\"started_at_ms\":%lld}",
                    ramped, (long long)(sl__ramp_started() / SL_NS_PER_MS));
@@ -90,12 +90,12 @@ static bool is_loopback(const struct sockaddr_storage *ss) {
     return false;
 }
 
-void sl__admin_ops_view(sl_admin *a, sl_answer_slot *slot, bool store, bool peer,
-                        struct sl_ops_view *v) {
+void sl__admin_ops_view(sl__admin *a, sl__answer_slot *slot, bool store, bool peer,
+                        struct sl__ops_view *v) {
     memset(v, 0, sizeof *v);
     if (!a) return;
-    sl_worker *w = sl__admin_worker(a);
-    sl_server *s = w->server;
+    sl__worker *w = sl__admin_worker(a);
+    sl__server *s = w->server;
     v->policies = w->policies;
     v->workers = s->nworkers;
     v->started_at = s->started_at;
@@ -103,6 +103,6 @@ void sl__admin_ops_view(sl_admin *a, sl_answer_slot *slot, bool store, bool peer
     v->ui = w->admin.ui;
     if (store) sl__engine_stats(s->engine, s->nworkers, &v->store);
     struct sockaddr_storage ss;
-    v->peer_loopback = peer && v->ui == SL_UI_LOOPBACK && slot && sl__slot_peer(slot, &ss) == 0 &&
+    v->peer_loopback = peer && v->ui == SL__UI_LOOPBACK && slot && sl__slot_peer(slot, &ss) == 0 &&
                        is_loopback(&ss);
 }

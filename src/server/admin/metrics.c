@@ -19,8 +19,8 @@
 #include "sluice/sluice.h"
 #include "util/log.h"
 
-/* The sum over the workers of the counter at `offset` bytes into sl_worker. */
-static uint64_t sum_at(sl_server *s, size_t offset) {
+/* The sum over the workers of the counter at `offset` bytes into sl__worker. */
+static uint64_t sum_at(sl__server *s, size_t offset) {
     uint64_t t = 0;
     for (unsigned i = 0; i < s->nworkers; i++)
         t += atomic_load_explicit((atomic_uint_fast64_t *)((char *)&s->workers[i] + offset),
@@ -28,14 +28,14 @@ static uint64_t sum_at(sl_server *s, size_t offset) {
     return t;
 }
 
-static uint64_t sum(sl_server *s, size_t offset) {
-    return sum_at(s, offsetof(sl_worker, stats) + offset);
+static uint64_t sum(sl__server *s, size_t offset) {
+    return sum_at(s, offsetof(sl__worker, stats) + offset);
 }
 
-#define SUM(s, field) sum((s), offsetof(sl_worker_stats, field))
+#define SUM(s, field) sum((s), offsetof(sl__worker_stats, field))
 
 /* Held /v1/auth answers (a policy's hold:, server/hold.h). */
-static void held_metrics(sl_server *s, sl_buf *out) {
+static void held_metrics(sl__server *s, sl__buf *out) {
     uint64_t held = SUM(s, held), released = SUM(s, held_released);
     uint64_t cancelled = SUM(s, held_cancelled), gone = released + cancelled;
     sl__prom_family(out, "sluice_held_answers", "gauge",
@@ -58,15 +58,15 @@ static void held_metrics(sl_server *s, sl_buf *out) {
 /* Load shedding (shedding:): /v1/check requests refused by the server's
  * capacity, by policy and priority; every policy once shedding is on. A
  * fleet capacity: its decisions made by its fail mode (Redis failed). */
-static void shed_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
-    const sl_decide_capacity *cap = sl__policy_set_shed(set, NULL);
+static void shed_metrics(sl__policy_set *set, size_t n, sl__buf *out) {
+    const sl__decide_capacity *cap = sl__policy_set_shed(set, NULL);
     if (!cap) return;
     if (cap->fleet) {
         sl__prom_family(out, "sluice_shed_fallback_total", "counter",
                         "Decisions of the fleet's shedding capacity (shedding: {scope: fleet}) "
                         "made by its on_failure while Redis failed, by mode.");
-        for (int f = SL_FROM_OPEN; f < SL_FROM_COUNT; f++) {
-            const char *l[] = {"mode", sl__store_fallback_name((sl_store_from)f), NULL};
+        for (int f = SL__FROM_OPEN; f < SL__FROM_COUNT; f++) {
+            const char *l[] = {"mode", sl__store_fallback_name((sl__store_from)f), NULL};
             sl__prom_sample(out, "sluice_shed_fallback_total", l, atomic_load(&cap->from[f]));
         }
     }
@@ -74,7 +74,7 @@ static void shed_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
                     "/v1/check requests shed (503) by the server's capacity (shedding:), by "
                     "policy and priority.");
     for (size_t i = 0; i < n; i++) {
-        sl_policy *p = sl__policy_set_at(set, i);
+        sl__policy *p = sl__policy_set_at(set, i);
         for (int k = 0; k < SL_PRIORITIES; k++) {
             const char *l[] = {"policy", p->cfg.name, "priority", sl_priority_name((sl_priority)k),
                                NULL};
@@ -83,21 +83,21 @@ static void shed_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
     }
 }
 
-static void graphql_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
-    static const char *const result[SL_GQL_RESULTS] = {[SL_GQL_RESULT_ALLOWED] = "allowed",
-                                                       [SL_GQL_RESULT_LIMITED] = "limited",
-                                                       [SL_GQL_RESULT_BAD_QUERY] = "bad_query",
-                                                       [SL_GQL_RESULT_TOO_COSTLY] = "too_costly",
-                                                       [SL_GQL_RESULT_TOO_LARGE] = "too_large"};
+static void graphql_metrics(sl__policy_set *set, size_t n, sl__buf *out) {
+    static const char *const result[SL__GQL_RESULTS] = {[SL__GQL_RESULT_ALLOWED] = "allowed",
+                                                        [SL__GQL_RESULT_LIMITED] = "limited",
+                                                        [SL__GQL_RESULT_BAD_QUERY] = "bad_query",
+                                                        [SL__GQL_RESULT_TOO_COSTLY] = "too_costly",
+                                                        [SL__GQL_RESULT_TOO_LARGE] = "too_large"};
     sl__prom_family(out, "sluice_graphql_queries_total", "counter",
                     "POST /v1/graphql queries by policy and result (allowed, limited; bad_query, "
                     "too_costly, too_large: refused before anything was charged).");
     for (size_t i = 0; i < n; i++) {
-        sl_policy *p = sl__policy_set_at(set, i);
-        uint64_t v[SL_GQL_RESULTS], any = 0;
-        for (int r = 0; r < SL_GQL_RESULTS; r++) any |= v[r] = atomic_load(&p->gql[r]);
+        sl__policy *p = sl__policy_set_at(set, i);
+        uint64_t v[SL__GQL_RESULTS], any = 0;
+        for (int r = 0; r < SL__GQL_RESULTS; r++) any |= v[r] = atomic_load(&p->gql[r]);
         if (!any && !p->cfg.graphql.configured) continue;
-        for (int r = 0; r < SL_GQL_RESULTS; r++) {
+        for (int r = 0; r < SL__GQL_RESULTS; r++) {
             const char *l[] = {"policy", p->cfg.name, "result", result[r], NULL};
             sl__prom_sample(out, "sluice_graphql_queries_total", l, v[r]);
         }
@@ -105,9 +105,9 @@ static void graphql_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
     sl__prom_family(out, "sluice_graphql_cost_points_total", "counter",
                     "Points charged to the policy by allowed POST /v1/graphql queries.");
     for (size_t i = 0; i < n; i++) {
-        sl_policy *p = sl__policy_set_at(set, i);
+        sl__policy *p = sl__policy_set_at(set, i);
         uint64_t any = 0;
-        for (int r = 0; r < SL_GQL_RESULTS; r++) any |= atomic_load(&p->gql[r]);
+        for (int r = 0; r < SL__GQL_RESULTS; r++) any |= atomic_load(&p->gql[r]);
         if (!any && !p->cfg.graphql.configured) continue;
         const char *l[] = {"policy", p->cfg.name, NULL};
         sl__prom_sample(out, "sluice_graphql_cost_points_total", l, atomic_load(&p->gql_points));
@@ -115,13 +115,13 @@ static void graphql_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
 }
 
 /* The tier of a tier variant ("api:pro": "pro"), or NULL. */
-static const char *tier_of(const sl_policy *p) {
+static const char *tier_of(const sl__policy *p) {
     return p->cfg.name[p->base_len] == ':' ? p->cfg.name + p->base_len + 1 : NULL;
 }
 
 /* labels: policy, then tier (for a tier variant), then `name`="value" (or
  * nothing more when name is NULL); NULL-terminated. */
-static void policy_labels(const char *l[7], const sl_policy *p, const char *name,
+static void policy_labels(const char *l[7], const sl__policy *p, const char *name,
                           const char *value) {
     size_t i = 0;
     l[i++] = "policy";
@@ -133,17 +133,17 @@ static void policy_labels(const char *l[7], const sl_policy *p, const char *name
 }
 
 /* The near-limit histogram (decide.h): remaining / limit after each
- * decision, buckets SL_RATIO_BOUNDS / 100. */
-static void ratio_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
-    static const char *const le[SL_RATIO_BUCKETS] = {"0",    "0.01", "0.05", "0.1",
-                                                     "0.25", "0.5",  "1"};
+ * decision, buckets SL__RATIO_BOUNDS / 100. */
+static void ratio_metrics(sl__policy_set *set, size_t n, sl__buf *out) {
+    static const char *const le[SL__RATIO_BUCKETS] = {"0",    "0.01", "0.05", "0.1",
+                                                      "0.25", "0.5",  "1"};
     sl__prom_family(out, "sluice_decision_remaining_ratio", "histogram",
                     "Fraction of the limit left after each decision of the policy (remaining / "
                     "limit): a key at 95% of its limit is in the le=\"0.05\" bucket.");
     for (size_t i = 0; i < n; i++) {
-        sl_policy *p = sl__policy_set_at(set, i);
-        uint64_t counts[SL_RATIO_BUCKETS + 1];
-        for (int b = 0; b <= SL_RATIO_BUCKETS; b++) counts[b] = atomic_load(&p->lim.ratio[b]);
+        sl__policy *p = sl__policy_set_at(set, i);
+        uint64_t counts[SL__RATIO_BUCKETS + 1];
+        for (int b = 0; b <= SL__RATIO_BUCKETS; b++) counts[b] = atomic_load(&p->lim.ratio[b]);
         uint64_t sum = atomic_load(&p->lim.ratio_sum); /* millionths */
         char text[32];
         int k = snprintf(text, sizeof text, "%llu.%06llu", (unsigned long long)(sum / 1000000),
@@ -152,18 +152,18 @@ static void ratio_metrics(sl_policy_set *set, size_t n, sl_buf *out) {
         if (k > 0 && text[k - 1] == '.') text[--k] = '\0';
         const char *l[7];
         policy_labels(l, p, NULL, NULL);
-        sl__prom_histogram_le(out, "sluice_decision_remaining_ratio", l, le, SL_RATIO_BUCKETS,
+        sl__prom_histogram_le(out, "sluice_decision_remaining_ratio", l, le, SL__RATIO_BUCKETS,
                               counts, text);
     }
 }
 
-static void policy_metrics(sl_policy_set *set, sl_buf *out) {
+static void policy_metrics(sl__policy_set *set, sl__buf *out) {
     size_t n = set ? sl__policy_set_count(set) : 0;
     sl__prom_family(out, "sluice_decisions_total", "counter",
                     "Decisions by policy (tier, for a tier variant) and outcome (allowed, "
                     "limited, shadow_limited).");
     for (size_t i = 0; i < n; i++) {
-        sl_policy *p = sl__policy_set_at(set, i);
+        sl__policy *p = sl__policy_set_at(set, i);
         const char *l0[7], *l1[7], *l2[7];
         policy_labels(l0, p, "outcome", "allowed");
         policy_labels(l1, p, "outcome", "limited");
@@ -176,7 +176,7 @@ static void policy_metrics(sl_policy_set *set, sl_buf *out) {
     graphql_metrics(set, n, out);
     shed_metrics(set, n, out);
     /* One snapshot per table for the four families below. A set holds the
-     * configured policies and quotas (at most SL_CONFIG_MAX_POLICIES) plus
+     * configured policies and quotas (at most SL__CONFIG_MAX_POLICIES) plus
      * one policy per tier override, so its size has no fixed bound: the
      * array is sized by the set; without memory the families are empty. */
     sl_table_stats *st = n ? calloc(n, sizeof *st) : NULL;
@@ -216,9 +216,9 @@ static void policy_metrics(sl_policy_set *set, sl_buf *out) {
  * domain, "key_value.key2"), never by descriptor value. Rules that never
  * matched are left out, so the page grows with the rules in use, not with
  * the size of the rule files. */
-static void domain_metrics(const sl_domain_set *ds, sl_buf *out) {
+static void domain_metrics(const sl__domain_set *ds, sl__buf *out) {
     size_t n = sl__domain_set_rule_count(ds);
-    sl_domain_rule_stats st;
+    sl__domain_rule_stats st;
     sl__prom_family(out, "sluice_domain_decisions_total", "counter",
                     "Envoy rate limit rule decisions by domain, rule and outcome (allowed, "
                     "limited, shadow_limited).");
@@ -243,8 +243,8 @@ static void domain_metrics(const sl_domain_set *ds, sl_buf *out) {
 
 /* The limits of rules: (/v1/auth) by rule, policy and tier (policy/rules.h):
  * those that decided at least once since the rules were compiled. */
-static void rule_stat(void *ctx, const sl_rule_stats *st) {
-    sl_buf *out = ctx;
+static void rule_stat(void *ctx, const sl__rule_stats *st) {
+    sl__buf *out = ctx;
     static const char *const outcome[3] = {"allowed", "limited", "shadow_limited"};
     const uint64_t v[3] = {st->allowed, st->limited, st->shadow_limited};
     for (int o = 0; o < 3; o++) {
@@ -258,34 +258,34 @@ static void rule_stat(void *ctx, const sl_rule_stats *st) {
     }
 }
 
-static void rules_metrics(sl_policy_set *set, sl_buf *out) {
-    const sl_rules *r = set ? sl__policy_set_rules(set) : NULL;
+static void rules_metrics(sl__policy_set *set, sl__buf *out) {
+    const sl__rules *r = set ? sl__policy_set_rules(set) : NULL;
     sl__prom_family(out, "sluice_rule_decisions_total", "counter",
                     "Decisions of the limits of rules: (GET /v1/auth) by rule (the route), policy, "
                     "the key's tier and outcome; since the rules were last compiled (start or "
                     "reload). Never by key.");
     sl__rules_each_stat(r, rule_stat, out);
-    uint64_t refused[SL_RULES_REFUSALS];
+    uint64_t refused[SL__RULES_REFUSALS];
     sl__rules_refusals(r, refused);
     sl__prom_family(out, "sluice_identity_refused_total", "counter",
                     "GET /v1/auth requests refused because who or what they are could not be "
                     "established: 401 (unknown_key, missing_key) and 400 (client address, "
                     "original URI or method missing or malformed); since the rules were last "
                     "compiled.");
-    for (size_t i = 0; i < SL_RULES_REFUSALS; i++) {
+    for (size_t i = 0; i < SL__RULES_REFUSALS; i++) {
         const char *l[] = {"reason", sl__rules_refusal_names[i], NULL};
         sl__prom_sample(out, "sluice_identity_refused_total", l, refused[i]);
     }
 }
 
 /* A family with one unlabelled sample. */
-static void single(sl_buf *out, const char *name, const char *type, const char *help, uint64_t v) {
+static void single(sl__buf *out, const char *name, const char *type, const char *help, uint64_t v) {
     sl__prom_family(out, name, type, help);
     sl__prom_sample(out, name, NULL, v);
 }
 
 /* The Redis store's health and work (store.type: redis). */
-static void redis_metrics(const sl_engine_stats *es, sl_policy_set *set, sl_buf *out) {
+static void redis_metrics(const sl__engine_report *es, sl__policy_set *set, sl__buf *out) {
     int up = es->up, open = es->breakers_open;
     single(out, "sluice_redis_up", "gauge",
            "1 when every worker reaches Redis (every node, for a cluster).", (uint64_t)up);
@@ -344,18 +344,18 @@ static void redis_metrics(const sl_engine_stats *es, sl_policy_set *set, sl_buf 
                     "Decisions made by a fail mode because Redis failed, by policy and mode.");
     size_t n = set ? sl__policy_set_count(set) : 0;
     for (size_t i = 0; i < n; i++) {
-        sl_policy *p = sl__policy_set_at(set, i);
-        for (int m = SL_FROM_OPEN; m < SL_FROM_COUNT; m++) {
+        sl__policy *p = sl__policy_set_at(set, i);
+        for (int m = SL__FROM_OPEN; m < SL__FROM_COUNT; m++) {
             const char *l[] = {"policy", p->cfg.name, "mode",
-                               sl__store_fallback_name((sl_store_from)m), NULL};
+                               sl__store_fallback_name((sl__store_from)m), NULL};
             sl__prom_sample(out, "sluice_store_fallback_total", l,
                             atomic_load(&p->lim.store.from[m]));
         }
     }
 }
 
-void sl__metrics_write(sl_server *s, sl_buf *out) {
-    static const char *const proto_names[SL_PROTO_COUNT] = {"http", "resp", "grpc"};
+void sl__metrics_write(sl__server *s, sl__buf *out) {
+    static const char *const proto_names[SL__PROTO_COUNT] = {"http", "resp", "grpc"};
     sl__prom_family(out, "sluice_info", "gauge", "Build information.");
     const char *vl[] = {"version", SLUICE_VERSION, NULL};
     sl__prom_sample(out, "sluice_info", vl, 1);
@@ -363,7 +363,7 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     sl__prom_sample(out, "sluice_start_time_seconds", NULL,
                     (uint64_t)(s->started_at / SL_NS_PER_SEC));
 
-    sl_worker *self = NULL;
+    sl__worker *self = NULL;
     for (unsigned i = 0; i < s->nworkers; i++)
         if (pthread_equal(s->workers[i].thread, pthread_self())) self = &s->workers[i];
     policy_metrics(self ? self->policies : NULL, out);
@@ -372,7 +372,7 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     sl__metrics_ramp(self ? self->policies : NULL, sl_now(), out);
     sl__metrics_retry(self ? self->policies : NULL, out);
     domain_metrics(self ? self->domains : NULL, out);
-    sl_engine_stats es;
+    sl__engine_report es;
     sl__engine_stats(s->engine, s->nworkers, &es);
     if (es.redis) redis_metrics(&es, self ? self->policies : NULL, out);
 
@@ -388,19 +388,19 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
 
     sl__prom_family(out, "sluice_requests_total", "counter",
                     "Requests (HTTP) and commands (RESP) answered.");
-    for (int p = 0; p < SL_PROTO_COUNT; p++) {
+    for (int p = 0; p < SL__PROTO_COUNT; p++) {
         const char *l[] = {"protocol", proto_names[p], NULL};
-        sl__prom_sample(
-            out, "sluice_requests_total", l,
-            sum(s, offsetof(sl_worker_stats, requests) + (size_t)p * sizeof(atomic_uint_fast64_t)));
+        sl__prom_sample(out, "sluice_requests_total", l,
+                        sum(s, offsetof(sl__worker_stats, requests) +
+                                   (size_t)p * sizeof(atomic_uint_fast64_t)));
     }
     sl__prom_family(out, "sluice_request_duration_seconds", "histogram",
                     "Time to decide and encode one request or command (a pipelined batch is timed "
                     "once and each of its answers counted at the batch's average).");
-    for (int p = 0; p < SL_PROTO_COUNT; p++) {
-        uint64_t counts[SL_PROM_LATENCY_BUCKETS + 1] = {0}, total = 0;
+    for (int p = 0; p < SL__PROTO_COUNT; p++) {
+        uint64_t counts[SL__PROM_LATENCY_BUCKETS + 1] = {0}, total = 0;
         for (unsigned i = 0; i < s->nworkers; i++) {
-            for (int b = 0; b <= SL_PROM_LATENCY_BUCKETS; b++)
+            for (int b = 0; b <= SL__PROM_LATENCY_BUCKETS; b++)
                 counts[b] +=
                     atomic_load_explicit(&s->workers[i].stats.latency[p][b], memory_order_relaxed);
             total +=
@@ -453,19 +453,19 @@ void sl__metrics_write(sl_server *s, sl_buf *out) {
     sl__prom_sample(out, "sluice_reload_failures_total", NULL, atomic_load(&s->reload_failures));
 }
 
-void sl__resp_info(void *admin, sl_buf *out) {
-    sl_worker *w = sl__admin_worker(admin);
-    sl_server *s = w->server;
+void sl__resp_info(void *admin, sl__buf *out) {
+    sl__worker *w = sl__admin_worker(admin);
+    sl__server *s = w->server;
     int64_t up = (sl_now() - s->started_at) / SL_NS_PER_SEC;
-    uint64_t cmds =
-        sum(s, offsetof(sl_worker_stats, requests) + SL_PROTO_RESP * sizeof(atomic_uint_fast64_t));
+    uint64_t cmds = sum(s, offsetof(sl__worker_stats, requests) +
+                               SL__PROTO_RESP * sizeof(atomic_uint_fast64_t));
     sl__buf_printf(out,
                    "# Sluiced\r\ntcp_port:%u\r\nuptime_in_seconds:%lld\r\nworkers:%u\r\n"
                    "policies:%zu\r\n\r\n"
                    "# Clients\r\nconnected_clients:%u\r\n\r\n"
                    "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
                    "rejected_connections:%llu\r\n",
-                   (unsigned)s->bound_port[SL_PROTO_RESP], (long long)up, s->nworkers,
+                   (unsigned)s->bound_port[SL__PROTO_RESP], (long long)up, s->nworkers,
                    w->policies ? sl__policy_set_count(w->policies) : (size_t)0,
                    atomic_load(&s->connections), (unsigned long long)SUM(s, accepted),
                    (unsigned long long)cmds, (unsigned long long)SUM(s, refused_connections));

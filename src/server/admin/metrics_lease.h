@@ -4,10 +4,10 @@
 
 #include "util/buf.h"
 
-struct sl_policy_set;
+struct sl__policy_set;
 
 /* Appends the lease families for set's concurrency limits (nothing when
  * there are none or set is NULL). */
-void sl__metrics_leases(const struct sl_policy_set *set, sl_buf *out);
+void sl__metrics_leases(const struct sl__policy_set *set, sl__buf *out);
 
 #endif

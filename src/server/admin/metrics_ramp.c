@@ -7,7 +7,7 @@
 #include "policy/ramp.h"
 #include "server/admin/prom.h"
 
-void sl__metrics_ramp(const struct sl_policy_set *set, int64_t now, sl_buf *out) {
+void sl__metrics_ramp(const struct sl__policy_set *set, int64_t now, sl__buf *out) {
     size_t n = set ? sl__policy_set_count(set) : 0;
     if (!sl__policy_set_ramped(set)) return;
     sl__prom_family(out, "sluice_ramp_factor", "gauge",
@@ -15,7 +15,7 @@ void sl__metrics_ramp(const struct sl_policy_set *set, int64_t now, sl_buf *out)
                     "from its from to 1 over its duration.");
     int64_t start = sl__ramp_started();
     for (size_t i = 0; i < n; i++) {
-        const sl_policy *p = sl__policy_set_at(set, i);
+        const sl__policy *p = sl__policy_set_at(set, i);
         if (!p->lim.ramp) continue;
         const char *labels[] = {"policy", p->cfg.name, NULL};
         int64_t f = sl_ramp_factor(p->lim.ramp, start, now);
@@ -24,9 +24,9 @@ void sl__metrics_ramp(const struct sl_policy_set *set, int64_t now, sl_buf *out)
     sl__prom_family(out, "sluice_ramp_restarts_total", "counter",
                     "Times ramp_up started: at server start, at the store's recovery after an "
                     "outage, by POST /v1/ramp.");
-    for (int r = 0; r < SL_RAMP_REASONS; r++) {
-        const char *labels[] = {"reason", sl__ramp_reason_name((sl_ramp_reason)r), NULL};
+    for (int r = 0; r < SL__RAMP_REASONS; r++) {
+        const char *labels[] = {"reason", sl__ramp_reason_name((sl__ramp_reason)r), NULL};
         sl__prom_sample(out, "sluice_ramp_restarts_total", labels,
-                        sl__ramp_restarts((sl_ramp_reason)r));
+                        sl__ramp_restarts((sl__ramp_reason)r));
     }
 }

@@ -6,9 +6,9 @@
 
 #include "util/buf.h"
 
-struct sl_policy_set;
+struct sl__policy_set;
 /* Appends sluice_ramp_factor{policy} (each ramped policy of set, at `now`)
  * and sluice_ramp_restarts_total{reason}; nothing when no policy ramps. */
-void sl__metrics_ramp(const struct sl_policy_set *set, int64_t now, sl_buf *out);
+void sl__metrics_ramp(const struct sl__policy_set *set, int64_t now, sl__buf *out);
 
 #endif

@@ -9,7 +9,7 @@
 #include "server/admin/prom.h"
 #include "store/retry.h"
 
-void sl__metrics_retry(const struct sl_policy_set *set, sl_buf *out) {
+void sl__metrics_retry(const struct sl__policy_set *set, sl__buf *out) {
     size_t n = set ? sl__policy_set_count(set) : 0, with = 0;
     for (size_t i = 0; i < n; i++) with += sl__policy_set_at(set, i)->retry != NULL;
     if (!with) return;
@@ -18,7 +18,7 @@ void sl__metrics_retry(const struct sl_policy_set *set, sl_buf *out) {
                     "allowed and refused (429, or 403 on /v1/auth) by the budget.");
     static const char *const outcome[] = {"first", "allowed", "refused"};
     for (size_t i = 0; i < n; i++) {
-        sl_policy *p = sl__policy_set_at(set, i);
+        sl__policy *p = sl__policy_set_at(set, i);
         if (!p->retry) continue;
         uint64_t v[] = {atomic_load(&p->retry->firsts), atomic_load(&p->retry->allowed),
                         atomic_load(&p->retry->refused)};
@@ -30,9 +30,9 @@ void sl__metrics_retry(const struct sl_policy_set *set, sl_buf *out) {
     sl__prom_family(out, "sluice_retry_budget_fallback_total", "counter",
                     "Retries of a retry_budget decided by a fail mode (the Redis store did not "
                     "answer), by policy and fail mode.");
-    static const sl_store_from from[] = {SL_FROM_OPEN, SL_FROM_CLOSED, SL_FROM_LOCAL};
+    static const sl__store_from from[] = {SL__FROM_OPEN, SL__FROM_CLOSED, SL__FROM_LOCAL};
     for (size_t i = 0; i < n; i++) {
-        sl_policy *p = sl__policy_set_at(set, i);
+        sl__policy *p = sl__policy_set_at(set, i);
         if (!p->retry) continue;
         for (int k = 0; k < 3; k++) {
             const char *l[] = {"policy", p->cfg.name, "fallback", sl__store_fallback_name(from[k]),

@@ -4,10 +4,10 @@
 
 #include "util/buf.h"
 
-struct sl_policy_set;
+struct sl__policy_set;
 /* Appends sluice_retry_budget_total{policy,outcome=first|allowed|refused}
  * and sluice_retry_budget_fallback_total{policy,fallback}; nothing when no
  * policy of set has a retry_budget. */
-void sl__metrics_retry(const struct sl_policy_set *set, sl_buf *out);
+void sl__metrics_retry(const struct sl__policy_set *set, sl__buf *out);
 
 #endif

@@ -23,19 +23,19 @@
 /* Decision latency bounds, upper inclusive (le), in ns: an in-memory decision
  * takes a few hundred ns, so the resolution is finest there (250 ns to
  * 10 us); the Redis store and loaded machines fill the tail (up to 100 ms). */
-const int64_t sl__prom_latency_bounds_ns[SL_PROM_LATENCY_BUCKETS] = {
+const int64_t sl__prom_latency_bounds_ns[SL__PROM_LATENCY_BUCKETS] = {
     250, 500, 1000, 2500, 5000, 10000, 50000, 100000, 500000, 1000000, 10000000, 100000000,
 };
 
 int sl__prom_latency_bucket(int64_t ns) {
     int i = 0;
-    while (i < SL_PROM_LATENCY_BUCKETS && ns > sl__prom_latency_bounds_ns[i]) i++;
+    while (i < SL__PROM_LATENCY_BUCKETS && ns > sl__prom_latency_bounds_ns[i]) i++;
     return i;
 }
 
 /* Appends s with '\' (and '"' in label values) escaped by a backslash and
  * newlines as \n. */
-static void put_escaped(sl_buf *out, const char *s, bool quote) {
+static void put_escaped(sl__buf *out, const char *s, bool quote) {
     const char *stop = quote ? "\\\"\n" : "\\\n";
     for (;;) {
         size_t n = strcspn(s, stop);
@@ -52,7 +52,7 @@ static void put_escaped(sl_buf *out, const char *s, bool quote) {
     }
 }
 
-void sl__prom_family(sl_buf *out, const char *name, const char *type, const char *help) {
+void sl__prom_family(sl__buf *out, const char *name, const char *type, const char *help) {
     sl__buf_puts(out, "# HELP ");
     sl__buf_puts(out, name);
     sl__buf_puts(out, " ");
@@ -65,8 +65,8 @@ void sl__prom_family(sl_buf *out, const char *name, const char *type, const char
 }
 
 /* name{labels[,le="le"]} without the value. */
-static void put_series(sl_buf *out, const char *name, const char *suffix, const char *const *labels,
-                       const char *le) {
+static void put_series(sl__buf *out, const char *name, const char *suffix,
+                       const char *const *labels, const char *le) {
     sl__buf_puts(out, name);
     if (suffix) sl__buf_puts(out, suffix);
     bool any = (labels && labels[0]) || le;
@@ -90,13 +90,13 @@ static void put_series(sl_buf *out, const char *name, const char *suffix, const 
     sl__buf_puts(out, "}");
 }
 
-static void put_u64(sl_buf *out, uint64_t v) {
+static void put_u64(sl__buf *out, uint64_t v) {
     char tmp[24];
     int n = snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)v);
     sl__buf_append(out, tmp, (size_t)n);
 }
 
-void sl__prom_sample(sl_buf *out, const char *name, const char *const *labels, uint64_t value) {
+void sl__prom_sample(sl__buf *out, const char *name, const char *const *labels, uint64_t value) {
     put_series(out, name, NULL, labels, NULL);
     sl__buf_puts(out, " ");
     put_u64(out, value);
@@ -104,7 +104,7 @@ void sl__prom_sample(sl_buf *out, const char *name, const char *const *labels, u
 }
 
 /* The shortest of %.15g / %.17g that reads back as the same double. */
-static void put_double(sl_buf *out, double v) {
+static void put_double(sl__buf *out, double v) {
     if (isnan(v)) {
         sl__buf_puts(out, "NaN");
         return;
@@ -121,7 +121,7 @@ static void put_double(sl_buf *out, double v) {
     sl__buf_puts(out, tmp);
 }
 
-void sl__prom_sample_f(sl_buf *out, const char *name, const char *const *labels, double value) {
+void sl__prom_sample_f(sl__buf *out, const char *name, const char *const *labels, double value) {
     put_series(out, name, NULL, labels, NULL);
     sl__buf_puts(out, " ");
     put_double(out, value);
@@ -138,11 +138,11 @@ static void format_seconds(char *buf, size_t size, uint64_t ns) {
     if (n > 0 && buf[n - 1] == '.') buf[--n] = '\0';
 }
 
-void sl__prom_histogram(sl_buf *out, const char *name, const char *const *labels,
-                        const uint64_t counts[SL_PROM_LATENCY_BUCKETS + 1], uint64_t sum_ns) {
+void sl__prom_histogram(sl__buf *out, const char *name, const char *const *labels,
+                        const uint64_t counts[SL__PROM_LATENCY_BUCKETS + 1], uint64_t sum_ns) {
     char le[32];
     uint64_t cum = 0;
-    for (int i = 0; i < SL_PROM_LATENCY_BUCKETS; i++) {
+    for (int i = 0; i < SL__PROM_LATENCY_BUCKETS; i++) {
         cum += counts[i];
         format_seconds(le, sizeof le, (uint64_t)sl__prom_latency_bounds_ns[i]);
         put_series(out, name, "_bucket", labels, le);
@@ -150,7 +150,7 @@ void sl__prom_histogram(sl_buf *out, const char *name, const char *const *labels
         put_u64(out, cum);
         sl__buf_puts(out, "\n");
     }
-    cum += counts[SL_PROM_LATENCY_BUCKETS];
+    cum += counts[SL__PROM_LATENCY_BUCKETS];
     put_series(out, name, "_bucket", labels, "+Inf");
     sl__buf_puts(out, " ");
     put_u64(out, cum);
@@ -167,7 +167,7 @@ void sl__prom_histogram(sl_buf *out, const char *name, const char *const *labels
     sl__buf_puts(out, "\n");
 }
 
-void sl__prom_histogram_le(sl_buf *out, const char *name, const char *const *labels,
+void sl__prom_histogram_le(sl__buf *out, const char *name, const char *const *labels,
                            const char *const *le, size_t nle, const uint64_t *counts,
                            const char *sum) {
     uint64_t cum = 0;

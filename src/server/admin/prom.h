@@ -10,24 +10,24 @@
 #include "util/buf.h"
 
 /* # HELP name help \n # TYPE name type */
-void sl__prom_family(sl_buf *out, const char *name, const char *type, const char *help);
+void sl__prom_family(sl__buf *out, const char *name, const char *type, const char *help);
 /* name{l1="v1",l2="v2"} value. labels: alternating names and values, NULL-terminated; may be NULL.
  */
-void sl__prom_sample(sl_buf *out, const char *name, const char *const *labels, uint64_t value);
-void sl__prom_sample_f(sl_buf *out, const char *name, const char *const *labels, double value);
+void sl__prom_sample(sl__buf *out, const char *name, const char *const *labels, uint64_t value);
+void sl__prom_sample_f(sl__buf *out, const char *name, const char *const *labels, double value);
 
 /* A latency histogram with fixed bucket bounds (ns). Counts are per bucket
  * (not cumulative); the writer makes them cumulative and adds +Inf, _sum
  * (seconds) and _count. */
-#define SL_PROM_LATENCY_BUCKETS 12
-extern const int64_t sl__prom_latency_bounds_ns[SL_PROM_LATENCY_BUCKETS];
-void sl__prom_histogram(sl_buf *out, const char *name, const char *const *labels,
-                        const uint64_t counts[SL_PROM_LATENCY_BUCKETS + 1], uint64_t sum_ns);
+#define SL__PROM_LATENCY_BUCKETS 12
+extern const int64_t sl__prom_latency_bounds_ns[SL__PROM_LATENCY_BUCKETS];
+void sl__prom_histogram(sl__buf *out, const char *name, const char *const *labels,
+                        const uint64_t counts[SL__PROM_LATENCY_BUCKETS + 1], uint64_t sum_ns);
 /* A histogram with nle bounds written as given (le[i], ascending, such as
  * "0.05"): counts[0..nle] per bucket (not cumulative; counts[nle] is above
  * the last bound), made cumulative with +Inf, _sum (the text `sum`) and
  * _count. */
-void sl__prom_histogram_le(sl_buf *out, const char *name, const char *const *labels,
+void sl__prom_histogram_le(sl__buf *out, const char *name, const char *const *labels,
                            const char *const *le, size_t nle, const uint64_t *counts,
                            const char *sum);
 /* Index of the bucket for a latency. */

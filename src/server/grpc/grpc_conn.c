@@ -7,23 +7,23 @@
 #include "server/grpc/grpc.h"
 #include "server/proto.h"
 
-static void *grpc_new(const sl_limits_config *limits, sl_buf *out) {
+static void *grpc_new(const sl__limits_config *limits, sl__buf *out) {
     return sl__grpc_session_new(limits, out);
 }
 
-static unsigned grpc_feed(void *st, const sl_request_ctx *rq, const char *data, size_t len,
-                          sl_buf *out, size_t *used) {
+static unsigned grpc_feed(void *st, const sl__request_ctx *rq, const char *data, size_t len,
+                          sl__buf *out, size_t *used) {
     (void)out; /* the session writes into the buffer it was made with */
-    if (sl__grpc_session_feed(st, rq, data, len, used) != 0) return SL_FEED_ERROR;
-    if (sl__grpc_session_done(st)) return SL_FEED_CLOSE;
-    return *used < len ? SL_FEED_STOP : 0;
+    if (sl__grpc_session_feed(st, rq, data, len, used) != 0) return SL__FEED_ERROR;
+    if (sl__grpc_session_done(st)) return SL__FEED_CLOSE;
+    return *used < len ? SL__FEED_STOP : 0;
 }
 
-static int64_t grpc_request_timeout(const sl_limits_config *l) {
+static int64_t grpc_request_timeout(const sl__limits_config *l) {
     return l->header_timeout;
 }
 
-static void grpc_timeout(void *st, bool request_late, bool started, sl_buf *out) {
+static void grpc_timeout(void *st, bool request_late, bool started, sl__buf *out) {
     (void)request_late;
     (void)started;
     (void)out;
@@ -51,8 +51,8 @@ static void grpc_free(void *st) {
     sl__grpc_session_free(st);
 }
 
-const sl_proto_ops sl__grpc_proto = {
-    .id = SL_PROTO_GRPC,
+const sl__proto_ops_table sl__grpc_proto = {
+    .id = SL__PROTO_GRPC,
     .self_paced = true,
     .create = grpc_new,
     .feed = grpc_feed,

@@ -18,23 +18,23 @@
 #define ARENA_FIRST_BLOCK (16 * 1024)
 #define ARENA_PER_BYTE    48 /* decoded bytes may take this many times their size */
 
-typedef struct sl_grpc_arena_block {
-    struct sl_grpc_arena_block *next;
+typedef struct sl__grpc_arena_block {
+    struct sl__grpc_arena_block *next;
     size_t used, cap;
     _Alignas(16) unsigned char data[];
 } arena_block;
 
-sl_grpc_method sl__grpc_method(const char *path, size_t len) {
-    if (len == sizeof SL_GRPC_RLS_PATH - 1 && !memcmp(path, SL_GRPC_RLS_PATH, len))
-        return SL_GRPC_M_SHOULD_RATE_LIMIT;
-    if (len == sizeof SL_GRPC_HEALTH_PATH - 1 && !memcmp(path, SL_GRPC_HEALTH_PATH, len))
-        return SL_GRPC_M_HEALTH_CHECK;
-    return SL_GRPC_M_UNKNOWN;
+sl__grpc_method_id sl__grpc_method(const char *path, size_t len) {
+    if (len == sizeof SL__GRPC_RLS_PATH - 1 && !memcmp(path, SL__GRPC_RLS_PATH, len))
+        return SL__GRPC_M_SHOULD_RATE_LIMIT;
+    if (len == sizeof SL__GRPC_HEALTH_PATH - 1 && !memcmp(path, SL__GRPC_HEALTH_PATH, len))
+        return SL__GRPC_M_HEALTH_CHECK;
+    return SL__GRPC_M_UNKNOWN;
 }
 
 /* ---- the arena ------------------------------------------------------------ */
 
-void sl__grpc_arena_reset(sl_grpc_arena *a) {
+void sl__grpc_arena_reset(sl__grpc_arena *a) {
     arena_block *b = a->first;
     if (b) {
         for (arena_block *x = b->next, *next; x; x = next) {
@@ -48,7 +48,7 @@ void sl__grpc_arena_reset(sl_grpc_arena *a) {
     a->used = 0;
 }
 
-void sl__grpc_arena_free(sl_grpc_arena *a) {
+void sl__grpc_arena_free(sl__grpc_arena *a) {
     for (arena_block *x = a->first, *next; x; x = next) {
         next = x->next;
         free(x);
@@ -58,7 +58,7 @@ void sl__grpc_arena_free(sl_grpc_arena *a) {
 }
 
 static void *arena_alloc(void *data, size_t n) {
-    sl_grpc_arena *a = data;
+    sl__grpc_arena *a = data;
     n = (n + 15) & ~(size_t)15;
     if (n > a->cap || a->used > a->cap - n) return NULL;
     arena_block *cur = a->cur;
@@ -87,7 +87,7 @@ static void arena_nofree(void *data, void *p) {
     (void)p;
 }
 
-static void *zalloc(sl_grpc_arena *a, size_t n) {
+static void *zalloc(sl__grpc_arena *a, size_t n) {
     void *p = arena_alloc(a, n);
     if (p) memset(p, 0, n);
     return p;
@@ -96,7 +96,7 @@ static void *zalloc(sl_grpc_arena *a, size_t n) {
 /* ---- framing of the answer ------------------------------------------------------ */
 
 /* Appends the 5-byte prefix and the packed message. */
-static int put_message(sl_buf *out, const ProtobufCMessage *m) {
+static int put_message(sl__buf *out, const ProtobufCMessage *m) {
     size_t n = protobuf_c_message_get_packed_size(m);
     uint8_t *p = (uint8_t *)sl__buf_reserve(out, n + 5);
     if (!p) return -1;
@@ -131,7 +131,7 @@ static uint8_t *put_varint(uint8_t *p, uint64_t v) {
     return p;
 }
 
-static size_t limit_len(const sl_rls_status *st, size_t name_len) {
+static size_t limit_len(const sl__rls_status *st, size_t name_len) {
     size_t n = 0;
     if (st->requests_per_unit) n += 1 + varint_len(st->requests_per_unit);
     if (st->unit) n += 1 + varint_len((uint64_t)st->unit);
@@ -139,11 +139,11 @@ static size_t limit_len(const sl_rls_status *st, size_t name_len) {
     return n;
 }
 
-static size_t duration_len(const sl_rls_status *st) {
+static size_t duration_len(const sl__rls_status *st) {
     return st->reset_seconds ? 1 + varint_len((uint64_t)st->reset_seconds) : 0;
 }
 
-static size_t status_len(const sl_rls_status *st, size_t name_len) {
+static size_t status_len(const sl__rls_status *st, size_t name_len) {
     size_t n = 0;
     if (st->code) n += 1 + varint_len((uint64_t)st->code);
     if (st->has_limit) {
@@ -155,7 +155,7 @@ static size_t status_len(const sl_rls_status *st, size_t name_len) {
 }
 
 /* dynamic_metadata (field 6), as a Struct's bytes in *meta (empty: none). */
-static int metadata_of(const sl_rls_status *st, size_t n, sl_buf *meta) {
+static int metadata_of(const sl__rls_status *st, size_t n, sl__buf *meta) {
     char *json = NULL;
     size_t len = sl__domain_dynamic_metadata(st, n, &json);
     int rc = len ? sl__grpc_put_struct(meta, json, len) : 0;
@@ -163,16 +163,16 @@ static int metadata_of(const sl_rls_status *st, size_t n, sl_buf *meta) {
     return rc;
 }
 
-int sl__grpc_put_rls_response(sl_buf *out, int overall, const sl_rls_status *st, size_t n) {
-    size_t names[SL_RLS_MAX_DESCRIPTORS], lens[SL_RLS_MAX_DESCRIPTORS];
-    if (n > SL_RLS_MAX_DESCRIPTORS) return -1;
+int sl__grpc_put_rls_response(sl__buf *out, int overall, const sl__rls_status *st, size_t n) {
+    size_t names[SL__RLS_MAX_DESCRIPTORS], lens[SL__RLS_MAX_DESCRIPTORS];
+    if (n > SL__RLS_MAX_DESCRIPTORS) return -1;
     size_t total = overall ? 1 + varint_len((uint64_t)overall) : 0;
     for (size_t i = 0; i < n; i++) {
         names[i] = st[i].has_limit && st[i].name ? strlen(st[i].name) : 0;
         lens[i] = status_len(&st[i], names[i]);
         total += 1 + varint_len(lens[i]) + lens[i];
     }
-    sl_buf meta;
+    sl__buf meta;
     sl__buf_init(&meta);
     if (metadata_of(st, n, &meta) != 0) {
         sl__buf_free(&meta);
@@ -192,7 +192,7 @@ int sl__grpc_put_rls_response(sl_buf *out, int overall, const sl_rls_status *st,
     *p++ = (uint8_t)total;
     if (overall) *p++ = 0x08, p = put_varint(p, (uint64_t)overall);
     for (size_t i = 0; i < n; i++) {
-        const sl_rls_status *x = &st[i];
+        const sl__rls_status *x = &st[i];
         *p++ = 0x12;
         p = put_varint(p, lens[i]);
         if (x->code) *p++ = 0x08, p = put_varint(p, (uint64_t)x->code);
@@ -284,37 +284,37 @@ static bool rls_strings_have_nul(const uint8_t *p, const uint8_t *end, int level
 }
 
 /* Decodes a RateLimitRequest into q (descriptors in ds, strings in the
- * arena). Returns SL_GRPC_OK or a status with *message. */
-static int decode_rls(const sl_grpc_call_env *env, const uint8_t *msg, size_t len,
-                      sl_rls_request *q, sl_rls_descriptor *ds, const char **message) {
+ * arena). Returns SL__GRPC_OK or a status with *message. */
+static int decode_rls(const sl__grpc_call_env *env, const uint8_t *msg, size_t len,
+                      sl__rls_request *q, sl__rls_descriptor *ds, const char **message) {
     ProtobufCAllocator alloc = {
         .alloc = arena_alloc, .free = arena_nofree, .allocator_data = env->arena};
     RLRequest *req = envoy__service__ratelimit__v3__rate_limit_request__unpack(&alloc, len, msg);
     if (!req) {
         *message = "cannot parse the RateLimitRequest";
-        return SL_GRPC_INTERNAL;
+        return SL__GRPC_INTERNAL;
     }
     if (rls_strings_have_nul(msg, msg + len, 0)) {
         *message = "a domain, descriptor key or value contains a NUL byte";
-        return SL_GRPC_INVALID_ARGUMENT;
+        return SL__GRPC_INVALID_ARGUMENT;
     }
     size_t nd = req->n_descriptors;
-    if (nd > SL_RLS_MAX_DESCRIPTORS) {
+    if (nd > SL__RLS_MAX_DESCRIPTORS) {
         *message = "too many descriptors (at most 64)";
-        return SL_GRPC_INVALID_ARGUMENT;
+        return SL__GRPC_INVALID_ARGUMENT;
     }
     for (size_t i = 0; i < nd; i++) {
         const RLDescriptor *d = req->descriptors[i];
-        sl_rls_descriptor *x = &ds[i];
+        sl__rls_descriptor *x = &ds[i];
         memset(x, 0, sizeof *x);
-        if (d->n_entries > SL_RLS_MAX_ENTRIES) {
+        if (d->n_entries > SL__RLS_MAX_ENTRIES) {
             *message = "too many entries in a descriptor (at most 32)";
-            return SL_GRPC_INVALID_ARGUMENT;
+            return SL__GRPC_INVALID_ARGUMENT;
         }
-        sl_rls_entry *e = zalloc(env->arena, (d->n_entries ? d->n_entries : 1) * sizeof *e);
+        sl__rls_entry *e = zalloc(env->arena, (d->n_entries ? d->n_entries : 1) * sizeof *e);
         if (!e) {
             *message = "the request is too large";
-            return SL_GRPC_RESOURCE_EXHAUSTED;
+            return SL__GRPC_RESOURCE_EXHAUSTED;
         }
         for (size_t j = 0; j < d->n_entries; j++) {
             e[j].key = d->entries[j]->key;
@@ -334,68 +334,70 @@ static int decode_rls(const sl_grpc_call_env *env, const uint8_t *msg, size_t le
             x->hits = d->hits_addend->value;
         }
     }
-    *q = (sl_rls_request){.domain = req->domain,
-                          .domain_len = strlen(req->domain),
-                          .descriptors = ds,
-                          .ndescriptors = nd,
-                          .hits_addend = req->hits_addend};
-    return SL_GRPC_OK;
+    *q = (sl__rls_request){.domain = req->domain,
+                           .domain_len = strlen(req->domain),
+                           .descriptors = ds,
+                           .ndescriptors = nd,
+                           .hits_addend = req->hits_addend};
+    return SL__GRPC_OK;
 }
 
-int sl__grpc_rls_prepare(const sl_grpc_call_env *env, const uint8_t *msg, size_t len,
-                         size_t user_bytes, sl_decide_call **call, sl_buf *out,
+int sl__grpc_rls_prepare(const sl__grpc_call_env *env, const uint8_t *msg, size_t len,
+                         size_t user_bytes, sl__decide_call **call, sl__buf *out,
                          const char **message) {
-    sl_rls_descriptor ds[SL_RLS_MAX_DESCRIPTORS];
-    sl_rls_request q;
+    sl__rls_descriptor ds[SL__RLS_MAX_DESCRIPTORS];
+    sl__rls_request q;
     *call = NULL;
     sl__grpc_arena_reset(env->arena);
     env->arena->cap = ARENA_FIRST_BLOCK + len * ARENA_PER_BYTE;
     int code = decode_rls(env, msg, len, &q, ds, message);
-    if (code != SL_GRPC_OK) return code;
-    sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
+    if (code != SL__GRPC_OK) return code;
+    sl__rls_status st[SL__RLS_MAX_DESCRIPTORS];
     int overall;
     int rc =
         sl__domain_prepare(env->domains, &q, env->now, st, &overall, message, user_bytes, call);
-    if (rc != SL_OK) return rc == SL_EINVAL ? SL_GRPC_INVALID_ARGUMENT : SL_GRPC_RESOURCE_EXHAUSTED;
+    if (rc != SL_OK)
+        return rc == SL_EINVAL ? SL__GRPC_INVALID_ARGUMENT : SL__GRPC_RESOURCE_EXHAUSTED;
     if (!*call && sl__grpc_put_rls_response(out, overall, st, q.ndescriptors) != 0) {
         *message = "out of memory";
-        return SL_GRPC_RESOURCE_EXHAUSTED;
+        return SL__GRPC_RESOURCE_EXHAUSTED;
     }
-    return SL_GRPC_OK;
+    return SL__GRPC_OK;
 }
 
-int sl__grpc_rls_answer(sl_decide_call *call, sl_buf *out, const char **message) {
-    sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
+int sl__grpc_rls_answer(sl__decide_call *call, sl__buf *out, const char **message) {
+    sl__rls_status st[SL__RLS_MAX_DESCRIPTORS];
     size_t n;
     int overall;
     int rc = sl__domain_finish(call, st, &n, &overall, message);
-    if (rc != SL_OK) return rc == SL_EINVAL ? SL_GRPC_INVALID_ARGUMENT : SL_GRPC_RESOURCE_EXHAUSTED;
+    if (rc != SL_OK)
+        return rc == SL_EINVAL ? SL__GRPC_INVALID_ARGUMENT : SL__GRPC_RESOURCE_EXHAUSTED;
     if (sl__grpc_put_rls_response(out, overall, st, n) != 0) {
         *message = "out of memory";
-        return SL_GRPC_RESOURCE_EXHAUSTED;
+        return SL__GRPC_RESOURCE_EXHAUSTED;
     }
-    return SL_GRPC_OK;
+    return SL__GRPC_OK;
 }
 
 /* sl__grpc_call's ShouldRateLimit: on the memory store, which decides inline. */
 typedef struct inline_rls {
-    sl_buf *out;
+    sl__buf *out;
     const char **message;
     int code;
 } inline_rls;
 
-static void inline_done(sl_decide_call *call) {
+static void inline_done(sl__decide_call *call) {
     inline_rls *r = sl__domain_user(call);
     r->code = sl__grpc_rls_answer(call, r->out, r->message);
 }
 
-static int should_rate_limit(const sl_grpc_call_env *env, const uint8_t *msg, size_t len,
-                             sl_buf *out, const char **message) {
-    sl_decide_call *call;
+static int should_rate_limit(const sl__grpc_call_env *env, const uint8_t *msg, size_t len,
+                             sl__buf *out, const char **message) {
+    sl__decide_call *call;
     int code = sl__grpc_rls_prepare(env, msg, len, sizeof(inline_rls), &call, out, message);
-    if (code != SL_GRPC_OK || !call) return code;
+    if (code != SL__GRPC_OK || !call) return code;
     inline_rls *r = sl__domain_user(call);
-    *r = (inline_rls){.out = out, .message = message, .code = SL_GRPC_INTERNAL};
+    *r = (inline_rls){.out = out, .message = message, .code = SL__GRPC_INTERNAL};
     call->done = inline_done;
     sl__engine_decide(sl__decider_memory(), call, env->now);
     code = r->code;
@@ -405,7 +407,7 @@ static int should_rate_limit(const sl_grpc_call_env *env, const uint8_t *msg, si
 
 /* ---- Health/Check ------------------------------------------------------------------ */
 
-static int health_check(const sl_grpc_call_env *env, const uint8_t *msg, size_t len, sl_buf *out,
+static int health_check(const sl__grpc_call_env *env, const uint8_t *msg, size_t len, sl__buf *out,
                         const char **message) {
     ProtobufCAllocator alloc = {
         .alloc = arena_alloc, .free = arena_nofree, .allocator_data = env->arena};
@@ -413,14 +415,14 @@ static int health_check(const sl_grpc_call_env *env, const uint8_t *msg, size_t 
         grpc__health__v1__health_check_request__unpack(&alloc, len, msg);
     if (!req) {
         *message = "cannot parse the HealthCheckRequest";
-        return SL_GRPC_INTERNAL;
+        return SL__GRPC_INTERNAL;
     }
     /* "" (the server), the service's full name, and "ratelimit": the name
      * envoyproxy/ratelimit registers its health service under */
-    if (req->service[0] && strcmp(req->service, SL_GRPC_RLS_SERVICE) != 0 &&
+    if (req->service[0] && strcmp(req->service, SL__GRPC_RLS_SERVICE) != 0 &&
         strcmp(req->service, "ratelimit") != 0) {
         *message = "unknown service";
-        return SL_GRPC_NOT_FOUND;
+        return SL__GRPC_NOT_FOUND;
     }
     Grpc__Health__V1__HealthCheckResponse resp = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
     resp.status = env->serving
@@ -428,30 +430,30 @@ static int health_check(const sl_grpc_call_env *env, const uint8_t *msg, size_t 
                       : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
     if (put_message(out, &resp.base) != 0) {
         *message = "out of memory";
-        return SL_GRPC_RESOURCE_EXHAUSTED;
+        return SL__GRPC_RESOURCE_EXHAUSTED;
     }
-    return SL_GRPC_OK;
+    return SL__GRPC_OK;
 }
 
-int sl__grpc_call(const sl_grpc_call_env *env, sl_grpc_method m, const uint8_t *msg, size_t len,
-                  sl_buf *out, const char **message) {
-    sl_grpc_arena *a = env->arena;
+int sl__grpc_call(const sl__grpc_call_env *env, sl__grpc_method_id m, const uint8_t *msg,
+                  size_t len, sl__buf *out, const char **message) {
+    sl__grpc_arena *a = env->arena;
     sl__grpc_arena_reset(a);
     a->cap = ARENA_FIRST_BLOCK + len * ARENA_PER_BYTE;
     size_t mark = out->len;
     int rc;
     switch (m) {
-    case SL_GRPC_M_SHOULD_RATE_LIMIT:
+    case SL__GRPC_M_SHOULD_RATE_LIMIT:
         rc = should_rate_limit(env, msg, len, out, message);
         break;
-    case SL_GRPC_M_HEALTH_CHECK:
+    case SL__GRPC_M_HEALTH_CHECK:
         rc = health_check(env, msg, len, out, message);
         break;
     default:
         *message = "unknown method";
-        rc = SL_GRPC_UNIMPLEMENTED;
+        rc = SL__GRPC_UNIMPLEMENTED;
         break;
     }
-    if (rc != SL_GRPC_OK) out->len = mark;
+    if (rc != SL__GRPC_OK) out->len = mark;
     return rc;
 }

@@ -51,7 +51,7 @@
  *   (nghttp2's own guard, 1000 ACKs unsent, never fires here: the output is
  *   taken after every frame).
  *
- * SETTINGS: at most SL_GRPC_MAX_STREAMS concurrent streams (nghttp2 refuses
+ * SETTINGS: at most SL__GRPC_MAX_STREAMS concurrent streams (nghttp2 refuses
  * more with REFUSED_STREAM until the client acknowledges the SETTINGS, then
  * treats more as a connection error), header lists of at most limits.max_header_bytes. Broken
  * HTTP/2 (bad frames, flow-control or HPACK errors) gets a GOAWAY from nghttp2 and the connection
@@ -69,9 +69,9 @@
 #include "server/request.h"
 #include "sluice/clock.h"
 
-#define SL_GRPC_MAX_STREAMS 128
-#define PREFIX_BYTES        5
-#define GRPC_MESSAGE_MAX    200 /* bytes of a grpc-message before encoding */
+#define SL__GRPC_MAX_STREAMS 128
+#define PREFIX_BYTES         5
+#define GRPC_MESSAGE_MAX     200 /* bytes of a grpc-message before encoding */
 
 #define CONTROL_MAX   1000 /* PING and SETTINGS frames in one second, at most */
 #define PREFACE_BYTES 24   /* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
@@ -84,7 +84,7 @@ enum { ST_NONE = 0, ST_405 = 405, ST_415 = 415 };
 
 typedef struct stream {
     int32_t id;
-    sl_grpc_method method;
+    sl__grpc_method_id method;
     int http_status; /* ST_405 / ST_415, or 0 */
     bool have_method, have_path, have_ct, bad_encoding, too_big, extra;
     bool crowded; /* dropped: the connection's request bytes were over max_buffered */
@@ -97,21 +97,21 @@ typedef struct stream {
     int64_t limit_at;    /* header_timeout: ended by then, or its answer sent; 0 = none */
     size_t header_bytes; /* for max_header_bytes */
     uint32_t msg_len;    /* from the prefix, once known */
-    sl_buf body;         /* the request's bytes (prefix + at most one message) */
-    sl_buf resp;         /* the answer's DATA */
+    sl__buf body;        /* the request's bytes (prefix + at most one message) */
+    sl__buf resp;        /* the answer's DATA */
     size_t resp_off;
     char encoding[32]; /* the unsupported grpc-encoding, for the message */
     struct stream *prev, *next;
 } stream;
 
-struct sl_grpc_session {
-    const sl_limits_config *limits;
-    const sl_request_ctx *rq; /* the feed's, while it runs (NULL otherwise) */
-    sl_buf *out;
+struct sl__grpc_session {
+    const sl__limits_config *limits;
+    const sl__request_ctx *rq; /* the feed's, while it runs (NULL otherwise) */
+    sl__buf *out;
     nghttp2_session *h2;
     size_t max_message, max_header;
     stream *streams; /* open streams */
-    stream *free;    /* spare ones, at most SL_GRPC_MAX_STREAMS */
+    stream *free;    /* spare ones, at most SL__GRPC_MAX_STREAMS */
     unsigned nfree;
     stream *last;          /* the stream of the latest callback (saves map lookups) */
     int64_t next_deadline; /* earliest deadline of an unanswered stream; 0 = none */
@@ -133,13 +133,13 @@ struct sl_grpc_session {
     bool timed_out;             /* GOAWAY for a late preface or frame sent */
     int64_t ctl_since;          /* the second in which ctl_count PING/SETTINGS arrived */
     unsigned ctl_count;
-    sl_grpc_arena arena;
+    sl__grpc_arena arena;
     void *pool[POOL_CLASSES]; /* free blocks for nghttp2, by size class */
     size_t pooled;            /* bytes in them */
 };
 
 /* Keeps next_deadline the earliest of the streams' deadlines. */
-static void note_deadline(sl_grpc_session *s, int64_t d) {
+static void note_deadline(sl__grpc_session *s, int64_t d) {
     if (d && (!s->next_deadline || d < s->next_deadline)) s->next_deadline = d;
 }
 
@@ -163,7 +163,7 @@ static size_t class_bytes(unsigned c) {
 }
 
 static void *pool_malloc(size_t size, void *ud) {
-    sl_grpc_session *s = ud;
+    sl__grpc_session *s = ud;
     size_t need = size + sizeof(pool_hdr);
     unsigned c = 0;
     while (c < POOL_CLASSES && class_bytes(c) < need) c++;
@@ -183,7 +183,7 @@ static void *pool_malloc(size_t size, void *ud) {
 
 static void pool_free(void *p, void *ud) {
     if (!p) return;
-    sl_grpc_session *s = ud;
+    sl__grpc_session *s = ud;
     pool_hdr *h = (pool_hdr *)p - 1;
     unsigned c = h->h.cls;
     if (c >= POOL_CLASSES || s->pooled + class_bytes(c) > POOL_MAX_BYTES) {
@@ -213,7 +213,7 @@ static void *pool_realloc(void *p, size_t size, void *ud) {
     return q;
 }
 
-static void pool_drop(sl_grpc_session *s) {
+static void pool_drop(sl__grpc_session *s) {
     for (unsigned c = 0; c < POOL_CLASSES; c++) {
         while (s->pool[c]) {
             pool_hdr *h = s->pool[c];
@@ -226,12 +226,12 @@ static void pool_drop(sl_grpc_session *s) {
 
 /* ---- streams ----------------------------------------------------------------- */
 
-static stream *stream_new(sl_grpc_session *s, int32_t id) {
+static stream *stream_new(sl__grpc_session *s, int32_t id) {
     stream *st = s->free;
     if (st) {
         s->free = st->next;
         s->nfree--;
-        sl_buf body = st->body, resp = st->resp;
+        sl__buf body = st->body, resp = st->resp;
         memset(st, 0, sizeof *st);
         sl__buf_reset(&body);
         sl__buf_reset(&resp);
@@ -250,14 +250,14 @@ static stream *stream_new(sl_grpc_session *s, int32_t id) {
     return st;
 }
 
-static stream *stream_of(sl_grpc_session *s, int32_t id) {
+static stream *stream_of(sl__grpc_session *s, int32_t id) {
     if (s->last && s->last->id == id) return s->last;
     stream *st = nghttp2_session_get_stream_user_data(s->h2, id);
     if (st) s->last = st;
     return st;
 }
 
-static void stream_free(sl_grpc_session *s, stream *st) {
+static void stream_free(sl__grpc_session *s, stream *st) {
     if (s->last == st) s->last = NULL;
     s->buffered -= st->body.len;
     if (st->prev)
@@ -266,7 +266,7 @@ static void stream_free(sl_grpc_session *s, stream *st) {
         s->streams = st->next;
     if (st->next) st->next->prev = st->prev;
     /* keep a few, with small buffers, for the next streams */
-    if (s->nfree < SL_GRPC_MAX_STREAMS && st->body.cap <= 4096 && st->resp.cap <= 4096 &&
+    if (s->nfree < SL__GRPC_MAX_STREAMS && st->body.cap <= 4096 && st->resp.cap <= 4096 &&
         !st->body.failed && !st->resp.failed) {
         st->next = s->free;
         s->free = st;
@@ -293,7 +293,7 @@ static nghttp2_nv nv_dyn(const char *name, const char *value) {
 
 /* An answer nghttp2 could not take (out of memory): the stream is reset
  * rather than left waiting. */
-static void submitted(sl_grpc_session *s, stream *st, int rc) {
+static void submitted(sl__grpc_session *s, stream *st, int rc) {
     if (rc != 0)
         nghttp2_submit_rst_stream(s->h2, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
 }
@@ -315,7 +315,7 @@ static void percent_encode(char *out, size_t size, const char *msg) {
 }
 
 /* Trailers-Only: the whole answer in one HEADERS frame with END_STREAM. */
-static void answer_status(sl_grpc_session *s, stream *st, int code, const char *message) {
+static void answer_status(sl__grpc_session *s, stream *st, int code, const char *message) {
     char status[8], text[3 * GRPC_MESSAGE_MAX + 1];
     snprintf(status, sizeof status, "%d", code);
     percent_encode(text, sizeof text, message ? message : "");
@@ -328,7 +328,7 @@ static void answer_status(sl_grpc_session *s, stream *st, int code, const char *
     submitted(s, st, nghttp2_submit_response(s->h2, st->id, nva, n, NULL));
 }
 
-static void answer_http(sl_grpc_session *s, stream *st, int status) {
+static void answer_http(sl__grpc_session *s, stream *st, int status) {
     st->answered = true;
     if (status == ST_405) {
         nghttp2_nv nva[] = {NV(":status", "405"), NV("allow", "POST")};
@@ -347,7 +347,7 @@ static ssize_t read_resp(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t l
     size_t n = left < length ? left : length;
     memcpy(buf, st->resp.data + st->resp_off, n);
     st->resp_off += n;
-    sl_grpc_session *s = user;
+    sl__grpc_session *s = user;
     s->held -= n;
     if (st->resp_off == st->resp.len) {
         static const nghttp2_nv ok[] = {NV("grpc-status", "0")};
@@ -358,7 +358,7 @@ static ssize_t read_resp(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t l
     return (ssize_t)n;
 }
 
-static void answer_ok(sl_grpc_session *s, stream *st, int64_t now) {
+static void answer_ok(sl__grpc_session *s, stream *st, int64_t now) {
     static const nghttp2_nv nva[] = {NV(":status", "200"), NV("content-type", "application/grpc")};
     nghttp2_data_provider prd = {.source = {.ptr = st}, .read_callback = read_resp};
     st->answered = true;
@@ -373,20 +373,20 @@ static void answer_ok(sl_grpc_session *s, stream *st, int64_t now) {
     submitted(s, st, nghttp2_submit_response(s->h2, st->id, nva, 2, &prd));
 }
 
-static void pump(sl_grpc_session *s);
+static void pump(sl__grpc_session *s);
 
 /* ShouldRateLimit: the table limits are decided by the worker's engine;
  * the stream is answered in done, inline or later (its connection is held
  * until then: reply.h). */
 typedef struct rls_ctx {
-    sl_reply reply;
-    sl_grpc_session *s;
+    sl__reply reply;
+    sl__grpc_session *s;
     stream *st;
 } rls_ctx;
 
-static void rls_done(sl_decide_call *call) {
+static void rls_done(sl__decide_call *call) {
     rls_ctx *rc = sl__domain_user(call);
-    sl_grpc_session *s = rc->s;
+    sl__grpc_session *s = rc->s;
     stream *st = rc->st;
     st->pending = false;
     if (st->orphan) {
@@ -394,30 +394,30 @@ static void rls_done(sl_decide_call *call) {
     } else {
         const char *message = NULL;
         int code = sl__grpc_rls_answer(call, &st->resp, &message);
-        if (code == SL_GRPC_OK && st->resp.failed) {
-            code = SL_GRPC_RESOURCE_EXHAUSTED;
+        if (code == SL__GRPC_OK && st->resp.failed) {
+            code = SL__GRPC_RESOURCE_EXHAUSTED;
             message = "out of memory";
         }
-        if (code == SL_GRPC_OK)
+        if (code == SL__GRPC_OK)
             answer_ok(s, st, sl_now_monotonic());
         else
             answer_status(s, st, code, message);
         if (!s->failed && !s->in_feed) pump(s); /* inside a feed, the feed pumps */
     }
-    sl_reply r = rc->reply; /* the call goes first: ending may free the connection */
+    sl__reply r = rc->reply; /* the call goes first: ending may free the connection */
     sl__decide_call_free(call);
     sl__reply_end(&r);
 }
 
-/* Starts ShouldRateLimit. Returns SL_GRPC_OK with st->answered when it is
- * answered (now or later), SL_GRPC_OK without when the answer is in
+/* Starts ShouldRateLimit. Returns SL__GRPC_OK with st->answered when it is
+ * answered (now or later), SL__GRPC_OK without when the answer is in
  * st->resp, or a status with *message. */
-static int rls_start(sl_grpc_session *s, stream *st, const sl_grpc_call_env *env,
+static int rls_start(sl__grpc_session *s, stream *st, const sl__grpc_call_env *env,
                      const uint8_t *msg, size_t len, const char **message) {
-    const sl_request_ctx *rq = s->rq;
-    sl_decide_call *call = NULL;
+    const sl__request_ctx *rq = s->rq;
+    sl__decide_call *call = NULL;
     int code = sl__grpc_rls_prepare(env, msg, len, sizeof(rls_ctx), &call, &st->resp, message);
-    if (code != SL_GRPC_OK || !call) return code;
+    if (code != SL__GRPC_OK || !call) return code;
     rls_ctx *rc = sl__domain_user(call);
     rc->s = s;
     rc->st = st;
@@ -428,13 +428,13 @@ static int rls_start(sl_grpc_session *s, stream *st, const sl_grpc_call_env *env
     sl__reply_begin(&rc->reply, rq->slot, &st->resp, &answered);
     sl__engine_decide(rq->decider, call, env->now);
     if (!answered) sl__reply_hold(&rc->reply); /* the handler's connection: never fails */
-    return SL_GRPC_OK;
+    return SL__GRPC_OK;
 }
 
 /* The client has ended the stream: decide and answer. */
-static void finish(sl_grpc_session *s, stream *st) {
+static void finish(sl__grpc_session *s, stream *st) {
     if (st->answered) return;
-    const sl_request_ctx *rq = s->rq;
+    const sl__request_ctx *rq = s->rq;
     int64_t t0 = sl_now_monotonic();
     if (!st->have_method) st->http_status = ST_405;
     if (!st->http_status && !st->have_ct) st->http_status = ST_415;
@@ -443,80 +443,80 @@ static void finish(sl_grpc_session *s, stream *st) {
         return;
     }
     if (st->deadline && t0 >= st->deadline) {
-        answer_status(s, st, SL_GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
-        sl__stats_record(rq->stats, SL_PROTO_GRPC, 1, sl_now_monotonic() - t0);
+        answer_status(s, st, SL__GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
+        sl__stats_record(rq->stats, SL__PROTO_GRPC, 1, sl_now_monotonic() - t0);
         return;
     }
-    int code = SL_GRPC_OK;
+    int code = SL__GRPC_OK;
     const char *message = NULL;
     char text[GRPC_MESSAGE_MAX];
     const uint8_t *b = (const uint8_t *)st->body.data;
-    if (!st->have_path || st->method == SL_GRPC_M_UNKNOWN) {
-        code = SL_GRPC_UNIMPLEMENTED;
+    if (!st->have_path || st->method == SL__GRPC_M_UNKNOWN) {
+        code = SL__GRPC_UNIMPLEMENTED;
         message = "unknown method";
     } else if (st->bad_encoding) {
-        code = SL_GRPC_UNIMPLEMENTED;
+        code = SL__GRPC_UNIMPLEMENTED;
         snprintf(text, sizeof text, "grpc-encoding %s is not supported (only identity)",
                  st->encoding);
         message = text;
     } else if (st->crowded) {
-        code = SL_GRPC_RESOURCE_EXHAUSTED;
+        code = SL__GRPC_RESOURCE_EXHAUSTED;
         snprintf(text, sizeof text,
                  "the requests on this connection hold more than %zu bytes; try again",
                  s->max_buffered);
         message = text;
     } else if (st->too_big) {
-        code = SL_GRPC_RESOURCE_EXHAUSTED;
+        code = SL__GRPC_RESOURCE_EXHAUSTED;
         snprintf(text, sizeof text, "message larger than %zu bytes", s->max_message);
         message = text;
     } else if (st->body.failed) {
-        code = SL_GRPC_RESOURCE_EXHAUSTED;
+        code = SL__GRPC_RESOURCE_EXHAUSTED;
         message = "out of memory";
     } else if (st->body.len == 0) {
-        code = SL_GRPC_UNIMPLEMENTED;
+        code = SL__GRPC_UNIMPLEMENTED;
         message = "no request message (a unary method needs exactly one)";
     } else if (st->body.len < PREFIX_BYTES || st->body.len < PREFIX_BYTES + (size_t)st->msg_len) {
-        code = SL_GRPC_INTERNAL;
+        code = SL__GRPC_INTERNAL;
         message = "the request message is truncated";
     } else if (b[0] != 0) {
-        code = SL_GRPC_INTERNAL;
+        code = SL__GRPC_INTERNAL;
         message = b[0] == 1 ? "compressed message without grpc-encoding"
                             : "bad compressed flag in the message prefix";
     } else if (st->extra) {
-        code = SL_GRPC_UNIMPLEMENTED;
+        code = SL__GRPC_UNIMPLEMENTED;
         message = "more than one request message (a unary method takes exactly one)";
     } else {
-        sl_grpc_call_env env = {
+        sl__grpc_call_env env = {
             .domains = rq->domains, .now = rq->now, .serving = !rq->draining, .arena = &s->arena};
         sl__buf_reset(&st->resp);
         st->resp_off = 0;
-        if (st->method == SL_GRPC_M_SHOULD_RATE_LIMIT) {
+        if (st->method == SL__GRPC_M_SHOULD_RATE_LIMIT) {
             code = rls_start(s, st, &env, b + PREFIX_BYTES, st->msg_len, &message);
-            if (code == SL_GRPC_OK && st->answered) { /* answered later, or already */
-                sl__stats_record(rq->stats, SL_PROTO_GRPC, 1, sl_now_monotonic() - t0);
+            if (code == SL__GRPC_OK && st->answered) { /* answered later, or already */
+                sl__stats_record(rq->stats, SL__PROTO_GRPC, 1, sl_now_monotonic() - t0);
                 return;
             }
         } else {
             code =
                 sl__grpc_call(&env, st->method, b + PREFIX_BYTES, st->msg_len, &st->resp, &message);
         }
-        if (code == SL_GRPC_OK && st->resp.failed) {
-            code = SL_GRPC_RESOURCE_EXHAUSTED;
+        if (code == SL__GRPC_OK && st->resp.failed) {
+            code = SL__GRPC_RESOURCE_EXHAUSTED;
             message = "out of memory";
         }
     }
-    if (code == SL_GRPC_OK)
+    if (code == SL__GRPC_OK)
         answer_ok(s, st, t0);
     else
         answer_status(s, st, code, message);
-    sl__stats_record(rq->stats, SL_PROTO_GRPC, 1, sl_now_monotonic() - t0);
+    sl__stats_record(rq->stats, SL__PROTO_GRPC, 1, sl_now_monotonic() - t0);
 }
 
 /* Streams past their deadline: not ended by the client in time (its
  * grpc-timeout, or header_timeout from its HEADERS) are answered
  * DEADLINE_EXCEEDED and reset; an answer still held by flow control
  * header_timeout after it was made is reset. Returns how many. */
-static unsigned expire(sl_grpc_session *s, int64_t now) {
+static unsigned expire(sl__grpc_session *s, int64_t now) {
     if (!s->next_deadline || now < s->next_deadline) return 0;
     s->next_deadline = 0;
     unsigned n = 0;
@@ -527,7 +527,7 @@ static unsigned expire(sl_grpc_session *s, int64_t now) {
             if (late || (st->limit_at && st->limit_at <= now)) {
                 /* the answer first: a reset submitted now would drop it */
                 st->rst_after = NGHTTP2_CANCEL + 1;
-                answer_status(s, st, SL_GRPC_DEADLINE_EXCEEDED,
+                answer_status(s, st, SL__GRPC_DEADLINE_EXCEEDED,
                               late ? "deadline exceeded"
                                    : "the request did not arrive within limits.header_timeout");
                 n++;
@@ -592,7 +592,7 @@ static bool is(const uint8_t *p, size_t n, const char *lit) {
 }
 
 static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, void *user) {
-    sl_grpc_session *s = user;
+    sl__grpc_session *s = user;
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     /* answers the client's window keeps here are over the bound: no new
      * work until it lets them go (REFUSED_STREAM: safe to retry) */
@@ -618,7 +618,7 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
                      void *user) {
     (void)h2;
     (void)flags;
-    sl_grpc_session *s = user;
+    sl__grpc_session *s = user;
     if (frame->hd.type != NGHTTP2_HEADERS) return 0;
     stream *st = stream_of(s, frame->hd.stream_id);
     if (!st) return 0;
@@ -660,7 +660,7 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
  * max_body_bytes message each, trickled, would hold 128 times what one
  * HTTP/1.1 connection may. The stream is then dropped (its bytes freed,
  * RESOURCE_EXHAUSTED when it ends). */
-static bool body_append(sl_grpc_session *s, stream *st, const uint8_t *data, size_t n) {
+static bool body_append(sl__grpc_session *s, stream *st, const uint8_t *data, size_t n) {
     if (s->buffered + n > s->max_buffered) {
         s->buffered -= st->body.len;
         sl__buf_free(&st->body);
@@ -678,7 +678,7 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const u
                          size_t len, void *user) {
     (void)h2;
     (void)flags;
-    sl_grpc_session *s = user;
+    sl__grpc_session *s = user;
     stream *st = stream_of(s, id);
     if (!st || st->answered || st->http_status || st->too_big || st->extra) return 0;
     while (len) {
@@ -713,7 +713,7 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const u
 }
 
 static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *user) {
-    sl_grpc_session *s = user;
+    sl__grpc_session *s = user;
     if ((frame->hd.type == NGHTTP2_SETTINGS || frame->hd.type == NGHTTP2_PING) &&
         !(frame->hd.flags & NGHTTP2_FLAG_ACK)) {
         if (frame->hd.type == NGHTTP2_SETTINGS)
@@ -748,7 +748,7 @@ static int on_frame_send(nghttp2_session *h2, const nghttp2_frame *frame, void *
 
 static int on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code, void *user) {
     (void)error_code;
-    sl_grpc_session *s = user;
+    sl__grpc_session *s = user;
     stream *st = nghttp2_session_get_stream_user_data(h2, id);
     if (st) {
         nghttp2_session_set_stream_user_data(h2, id, NULL);
@@ -765,7 +765,7 @@ static int on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code,
 /* ---- the session ----------------------------------------------------------------------- */
 
 /* Moves everything nghttp2 has to send into the connection's buffer. */
-static void pump(sl_grpc_session *s) {
+static void pump(sl__grpc_session *s) {
     for (;;) {
         const uint8_t *data;
         ssize_t n = nghttp2_session_mem_send(s->h2, &data);
@@ -778,8 +778,8 @@ static void pump(sl_grpc_session *s) {
     }
 }
 
-sl_grpc_session *sl__grpc_session_new(const sl_limits_config *limits, sl_buf *out) {
-    sl_grpc_session *s = calloc(1, sizeof *s);
+sl__grpc_session *sl__grpc_session_new(const sl__limits_config *limits, sl__buf *out) {
+    sl__grpc_session *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->limits = limits;
     s->out = out;
@@ -828,7 +828,7 @@ sl_grpc_session *sl__grpc_session_new(const sl_limits_config *limits, sl_buf *ou
         return NULL;
     }
     nghttp2_settings_entry iv[] = {
-        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, SL_GRPC_MAX_STREAMS},
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, SL__GRPC_MAX_STREAMS},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)s->max_header},
         {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
         /* no RFC 7540 priority tree: its upkeep costs on every stream, and
@@ -846,7 +846,7 @@ sl_grpc_session *sl__grpc_session_new(const sl_limits_config *limits, sl_buf *ou
 
 /* How many of the len bytes at p belong to the frame (or the preface)
  * being received, up to its end; notes where the frame ends. */
-static size_t frame_take(sl_grpc_session *s, const uint8_t *p, size_t len) {
+static size_t frame_take(sl__grpc_session *s, const uint8_t *p, size_t len) {
     size_t n;
     switch (s->fr_state) {
     case FR_PREFACE:
@@ -877,7 +877,7 @@ static size_t frame_take(sl_grpc_session *s, const uint8_t *p, size_t len) {
 }
 
 /* The deadline of the connection itself: its preface, the frame on its way. */
-static int64_t conn_deadline(const sl_grpc_session *s) {
+static int64_t conn_deadline(const sl__grpc_session *s) {
     if (s->timed_out || !s->header_timeout) return 0;
     int64_t d = s->got_settings ? 0 : s->preface_deadline;
     if (s->fr_started && (!d || s->fr_started + s->header_timeout < d))
@@ -885,9 +885,9 @@ static int64_t conn_deadline(const sl_grpc_session *s) {
     return d;
 }
 
-static int feed(sl_grpc_session *s, const char *data, size_t len, size_t *used);
+static int feed(sl__grpc_session *s, const char *data, size_t len, size_t *used);
 
-int sl__grpc_session_feed(sl_grpc_session *s, const sl_request_ctx *rq, const char *data,
+int sl__grpc_session_feed(sl__grpc_session *s, const sl__request_ctx *rq, const char *data,
                           size_t len, size_t *used) {
     s->rq = rq;
     int rc = feed(s, data, len, used);
@@ -895,7 +895,7 @@ int sl__grpc_session_feed(sl_grpc_session *s, const sl_request_ctx *rq, const ch
     return rc;
 }
 
-static int feed(sl_grpc_session *s, const char *data, size_t len, size_t *used) {
+static int feed(sl__grpc_session *s, const char *data, size_t len, size_t *used) {
     *used = len;
     if (s->failed) return -1;
     s->now = sl_now_monotonic();
@@ -933,13 +933,13 @@ static int feed(sl_grpc_session *s, const char *data, size_t len, size_t *used) 
     return 0;
 }
 
-int64_t sl__grpc_session_next_deadline(const sl_grpc_session *s) {
+int64_t sl__grpc_session_next_deadline(const sl__grpc_session *s) {
     if (s->failed) return 0;
     int64_t d = conn_deadline(s);
     return d && (!s->next_deadline || d < s->next_deadline) ? d : s->next_deadline;
 }
 
-int sl__grpc_session_tick(sl_grpc_session *s) {
+int sl__grpc_session_tick(sl__grpc_session *s) {
     if (s->failed) return 0;
     int64_t now = sl_now_monotonic();
     int64_t cd = conn_deadline(s);
@@ -960,15 +960,15 @@ int sl__grpc_session_tick(sl_grpc_session *s) {
     return n;
 }
 
-size_t sl__grpc_session_held(const sl_grpc_session *s) {
+size_t sl__grpc_session_held(const sl__grpc_session *s) {
     return s->held;
 }
 
-bool sl__grpc_session_done(const sl_grpc_session *s) {
+bool sl__grpc_session_done(const sl__grpc_session *s) {
     return s->failed || (!nghttp2_session_want_read(s->h2) && !nghttp2_session_want_write(s->h2));
 }
 
-void sl__grpc_session_shutdown(sl_grpc_session *s) {
+void sl__grpc_session_shutdown(sl__grpc_session *s) {
     if (s->shutdown || s->failed) return;
     s->shutdown = true;
     /* streams the client opened up to here are still answered; later ones
@@ -978,7 +978,7 @@ void sl__grpc_session_shutdown(sl_grpc_session *s) {
     pump(s);
 }
 
-void sl__grpc_session_free(sl_grpc_session *s) {
+void sl__grpc_session_free(sl__grpc_session *s) {
     if (!s) return;
     if (s->h2) nghttp2_session_del(s->h2); /* closes the streams: on_stream_close frees them */
     /* stream_free unlinks the head first */

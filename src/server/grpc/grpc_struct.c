@@ -13,7 +13,7 @@
 #include "server/grpc/grpc_service.h"
 #include "util/json.h"
 
-static void put_varint(sl_buf *b, uint64_t v) {
+static void put_varint(sl__buf *b, uint64_t v) {
     uint8_t t[10];
     size_t n = 0;
     while (v >= 0x80) t[n++] = (uint8_t)(v | 0x80), v >>= 7;
@@ -21,7 +21,7 @@ static void put_varint(sl_buf *b, uint64_t v) {
     sl__buf_append(b, t, n);
 }
 
-static void put_field(sl_buf *b, uint8_t tag, const void *p, size_t n) {
+static void put_field(sl__buf *b, uint8_t tag, const void *p, size_t n) {
     sl__buf_append(b, &tag, 1);
     put_varint(b, n);
     sl__buf_append(b, p, n);
@@ -35,8 +35,8 @@ static unsigned hexval(char c) {
 }
 
 /* The bytes of JSON string p[0..n) (quotes included), unescaped, as field tag. */
-static void put_string(sl_buf *b, uint8_t tag, const char *p, size_t n) {
-    sl_buf s;
+static void put_string(sl__buf *b, uint8_t tag, const char *p, size_t n) {
+    sl__buf s;
     sl__buf_init(&s);
     for (size_t i = 1; i + 1 < n; i++) {
         char c = p[i];
@@ -68,16 +68,16 @@ static void put_string(sl_buf *b, uint8_t tag, const char *p, size_t n) {
     sl__buf_free(&s);
 }
 
-static void put_value(sl_buf *b, const char *p, size_t n);
+static void put_value(sl__buf *b, const char *p, size_t n);
 
 /* The members of object p[0..n) as Struct fields. */
-static void put_struct_body(sl_buf *b, const char *p, size_t n) {
+static void put_struct_body(sl__buf *b, const char *p, size_t n) {
     const char *s = p + 1, *end = p + n - 1;
     while (s < end && *s == '"') {
         size_t kl = sl__json_skip(s, end);
         size_t vl = kl ? sl__json_skip(s + kl + 1, end) : 0;
         if (!vl) return;
-        sl_buf e, v;
+        sl__buf e, v;
         sl__buf_init(&e);
         sl__buf_init(&v);
         put_string(&e, 0x0a, s, kl);
@@ -91,8 +91,8 @@ static void put_struct_body(sl_buf *b, const char *p, size_t n) {
 }
 
 /* The Value message (its body) of the JSON value p[0..n). */
-static void put_value(sl_buf *b, const char *p, size_t n) {
-    sl_buf in;
+static void put_value(sl__buf *b, const char *p, size_t n) {
+    sl__buf in;
     sl__buf_init(&in);
     if (*p == '{') {
         put_struct_body(&in, p, n);
@@ -102,7 +102,7 @@ static void put_value(sl_buf *b, const char *p, size_t n) {
         while (s < end) {
             size_t vl = sl__json_skip(s, end);
             if (!vl) break;
-            sl_buf v;
+            sl__buf v;
             sl__buf_init(&v);
             put_value(&v, s, vl);
             put_field(&in, 0x0a, v.data ? v.data : "", v.len);
@@ -136,7 +136,7 @@ static void put_value(sl_buf *b, const char *p, size_t n) {
     sl__buf_free(&in);
 }
 
-int sl__grpc_put_struct(sl_buf *out, const char *json, size_t len) {
+int sl__grpc_put_struct(sl__buf *out, const char *json, size_t len) {
     if (len < 2 || json[0] != '{' || sl__json_skip(json, json + len) != len) return -1;
     put_struct_body(out, json, len);
     return out->failed ? -1 : 0;

@@ -12,70 +12,70 @@
 #include "sluice/limit.h"
 #include "util/buf.h"
 
-#define SL_HTTP_MAX_HEADERS 64
+#define SL__HTTP_MAX_HEADERS 64
 
-typedef enum sl_http_method {
-    SL_HTTP_OTHER = 0,
-    SL_HTTP_GET,
-    SL_HTTP_HEAD,
-    SL_HTTP_POST
-} sl_http_method;
+typedef enum sl__http_method {
+    SL__HTTP_OTHER = 0,
+    SL__HTTP_GET,
+    SL__HTTP_HEAD,
+    SL__HTTP_POST
+} sl__http_method;
 
-typedef struct sl_http_header {
+typedef struct sl__http_field {
     const char *name, *value; /* NUL-terminated, inside the parser's arena */
     size_t name_len, value_len;
-} sl_http_header;
+} sl__http_field;
 
 /* One parsed request. Pointers live until the next sl__http_parser_next()
  * or sl__http_parser_free(). */
-typedef struct sl_http_request {
-    sl_http_method method;
+typedef struct sl__http_request {
+    sl__http_method method;
     const char *method_name;
     const char *path; /* decoded? no: raw, without the query; NUL-terminated */
     size_t path_len;
     const char *query; /* after '?', raw; "" if none */
     size_t query_len;
-    sl_http_header headers[SL_HTTP_MAX_HEADERS];
+    sl__http_field headers[SL__HTTP_MAX_HEADERS];
     size_t nheaders;
     const char *body;
     size_t body_len;
     bool keep_alive;
     int http_major, http_minor;
-} sl_http_request;
+} sl__http_request;
 
-typedef struct sl_http_parser sl_http_parser;
+typedef struct sl__http_parser sl__http_parser;
 
-typedef enum sl_http_status {
-    SL_HTTP_NEED_MORE = 0, /* all bytes consumed, request not complete */
-    SL_HTTP_READY = 1,     /* a whole request is in sl__http_parser_request() */
-    SL_HTTP_ERROR = 2      /* answer sl__http_parser_error_status() and close */
-} sl_http_status;
+typedef enum sl__http_status {
+    SL__HTTP_NEED_MORE = 0, /* all bytes consumed, request not complete */
+    SL__HTTP_READY = 1,     /* a whole request is in sl__http_parser_request() */
+    SL__HTTP_ERROR = 2      /* answer sl__http_parser_error_status() and close */
+} sl__http_status;
 
 /* Limits: request line + headers <= max_header (431 beyond), body <=
  * max_body (413 as soon as Content-Length or the chunks say so). */
-sl_http_parser *sl__http_parser_new(size_t max_header, size_t max_body);
-void sl__http_parser_free(sl_http_parser *p);
+sl__http_parser *sl__http_parser_new(size_t max_header, size_t max_body);
+void sl__http_parser_free(sl__http_parser *p);
 
 /* Feeds len bytes; *consumed says how many were used (the rest belong to the
  * next, pipelined request: feed them again after sl__http_parser_next()). */
-sl_http_status sl__http_parser_feed(sl_http_parser *p, const char *data, size_t len,
-                                    size_t *consumed);
-const sl_http_request *sl__http_parser_request(const sl_http_parser *p);
-/* After SL_HTTP_ERROR: the status to answer (400, 413, 431, 501, 505; 500
+sl__http_status sl__http_parser_feed(sl__http_parser *p, const char *data, size_t len,
+                                     size_t *consumed);
+const sl__http_request *sl__http_parser_request(const sl__http_parser *p);
+/* After SL__HTTP_ERROR: the status to answer (400, 413, 431, 501, 505; 500
  * when memory ran out) and a short reason (static text). */
-int sl__http_parser_error_status(const sl_http_parser *p, const char **message);
+int sl__http_parser_error_status(const sl__http_parser *p, const char **message);
 /* Forgets the current request, ready for the next one on the connection. */
-void sl__http_parser_next(sl_http_parser *p);
+void sl__http_parser_next(sl__http_parser *p);
 /* True while a request has started but is not complete (for 408 on timeout). */
-bool sl__http_parser_in_request(const sl_http_parser *p);
+bool sl__http_parser_in_request(const sl__http_parser *p);
 /* True once per request when the client sent "Expect: 100-continue" on an
  * HTTP/1.1 request with a body that has not started to arrive (and whose
  * announced length is within max_body): the caller may then write
  * sl__http_continue() so that the client sends the body without waiting. */
-bool sl__http_parser_take_continue(sl_http_parser *p);
+bool sl__http_parser_take_continue(sl__http_parser *p);
 
 /* Case-insensitive header lookup; NULL if absent. */
-const sl_http_header *sl__http_header(const sl_http_request *r, const char *name);
+const sl__http_field *sl__http_header(const sl__http_request *r, const char *name);
 /* Finds query parameter `name` and percent-decodes its value into buf (NUL-
  * terminated, at most size-1 bytes). Returns the decoded length, or -1 if
  * absent, -2 if malformed or too long. */
@@ -89,55 +89,55 @@ long sl__http_query_param(const char *query, size_t query_len, const char *name,
  * Connection: close, the blank line and the body (last, so a HEAD answer can
  * drop it by shortening out->len). Content-Length is always written: do not
  * use them for 1xx, 204 or 304 answers. */
-void sl__http_begin(sl_buf *out, int status);
-void sl__http_header_line(sl_buf *out, const char *name, const char *value);
-void sl__http_end(sl_buf *out, bool keep_alive, const char *content_type, const char *body,
+void sl__http_begin(sl__buf *out, int status);
+void sl__http_header_line(sl__buf *out, const char *name, const char *value);
+void sl__http_end(sl__buf *out, bool keep_alive, const char *content_type, const char *body,
                   size_t body_len);
 const char *sl__http_reason(int status);
 /* The interim "HTTP/1.1 100 Continue" response (see sl__http_parser_take_continue). */
-void sl__http_continue(sl_buf *out);
+void sl__http_continue(sl__buf *out);
 
 /* What a policy looks like from the outside, for the rate-limit fields:
  * its name, and the quota, window and rate text the policy layer gives
  * (sl__policy_quota and the policy's rate_text), so that every endpoint
  * says the same of one policy. */
-typedef struct sl_http_policy_view {
+typedef struct sl__http_policy_view {
     const char *name;
     uint64_t q, w;    /* RateLimit-Policy's q and w (capped at 15 digits here) */
     const char *rate; /* sluice-rate ("5/s", "10000/month"); printable ASCII */
-} sl_http_policy_view;
+} sl__http_policy_view;
 
 /* Appends RateLimit-Policy, RateLimit, X-RateLimit-Limit, -Remaining, -Reset
  * and, when !d->allowed, Retry-After (whole seconds rounded up, at least 1).
  * Syntax and the meaning of each parameter: docs/http-api.md. */
-void sl__http_ratelimit_fields(sl_buf *out, const sl_http_policy_view *p, const sl_decision *d);
+void sl__http_ratelimit_fields(sl__buf *out, const sl__http_policy_view *p, const sl_decision *d);
 
 /* The JSON body of a decision: {"allowed":..,"limit":..,"remaining":..,
  * "retry_after_ms":..,"reset_after_ms":..} (ms rounded up), plus
  * "policy":"name" and, when shadow, "shadow":true. */
-void sl__http_decision_json(sl_buf *out, const char *policy, const sl_decision *d, bool shadowed);
+void sl__http_decision_json(sl__buf *out, const char *policy, const sl_decision *d, bool shadowed);
 
 /* {"error":"code","message":"text"} with JSON escaping. */
-void sl__http_error_json(sl_buf *out, const char *code, const char *message);
+void sl__http_error_json(sl__buf *out, const char *code, const char *message);
 /* A whole answer with that body (application/json), saying keep-alive or
  * close as keep says. */
-void sl__http_error_answer(sl_buf *out, int status, bool keep, const char *code,
+void sl__http_error_answer(sl__buf *out, int status, bool keep, const char *code,
                            const char *message);
 
 /* Appends the n bytes at s (any bytes: NUL and invalid UTF-8 included) as a
  * JSON string: quotes, backslashes and control characters escaped (NUL as
  * \u0000), each byte that does not start valid UTF-8 as U+FFFD. The output
  * is valid JSON in UTF-8 whatever s holds. */
-void sl__http_json_string(sl_buf *out, const void *s, size_t n);
+void sl__http_json_string(sl__buf *out, const void *s, size_t n);
 
 /* ---- JSON request bodies (http_body.c) ---------------------------------------- */
 
-typedef enum sl_json_scan {
-    SL_JSON_OK = 0,
-    SL_JSON_NUL,      /* a NUL byte in the body, raw or as \u0000 in a string */
-    SL_JSON_TRAILING, /* bytes other than whitespace after the top-level value */
-    SL_JSON_SYNTAX    /* not one JSON value (an unterminated string, a bad \u escape...) */
-} sl_json_scan;
+typedef enum sl__json_scan {
+    SL__JSON_OK = 0,
+    SL__JSON_NUL,      /* a NUL byte in the body, raw or as \u0000 in a string */
+    SL__JSON_TRAILING, /* bytes other than whitespace after the top-level value */
+    SL__JSON_SYNTAX    /* not one JSON value (an unterminated string, a bad \u escape...) */
+} sl__json_scan;
 
 /* Looks at a JSON body (len bytes) before cJSON parses it, for what cJSON
  * does not say: a NUL (which would cut a cJSON string short), bytes after
@@ -146,7 +146,7 @@ typedef enum sl_json_scan {
  * first member whose name, unescaped, is member (the member cJSON's
  * GetObjectItem finds), or NULL and 0; they point into body. Checks the
  * tokens, not the grammar: a body must also parse with cJSON. */
-sl_json_scan sl__http_json_scan(const char *body, size_t len, const char *member, const char **text,
-                                size_t *text_len);
+sl__json_scan sl__http_json_scan(const char *body, size_t len, const char *member,
+                                 const char **text, size_t *text_len);
 
 #endif

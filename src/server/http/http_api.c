@@ -30,7 +30,7 @@
 #define TOP_MAX  100
 
 typedef struct answer {
-    sl_buf body;
+    sl__buf body;
     int status;
     const char *content_type;
 } answer;
@@ -42,15 +42,15 @@ static void json_error(answer *a, int status, const char *code, const char *mess
 }
 
 /* Writes the answer; HEAD gets the same headers without the body. */
-static void send_answer(sl_buf *out, const sl_http_request *req, answer *a, bool keep,
+static void send_answer(sl__buf *out, const sl__http_request *req, answer *a, bool keep,
                         const char *extra_name, const char *extra_value) {
     sl__http_begin(out, a->status);
     if (extra_name) sl__http_header_line(out, extra_name, extra_value);
     sl__http_end(out, keep, a->content_type, a->body.data, a->body.len);
-    if (req->method == SL_HTTP_HEAD) out->len -= a->body.len;
+    if (req->method == SL__HTTP_HEAD) out->len -= a->body.len;
 }
 
-static bool path_is(const sl_http_request *r, const char *p) {
+static bool path_is(const sl__http_request *r, const char *p) {
     size_t n = strlen(p);
     return r->path_len == n && memcmp(r->path, p, n) == 0;
 }
@@ -70,7 +70,7 @@ static bool parse_cost(const char *s, size_t n, int64_t *out) {
 }
 
 typedef struct check_args {
-    char policy[SL_POLICY_NAME_MAX + 2];
+    char policy[SL__POLICY_NAME_MAX + 2];
     char key[KEY_MAX + 1];
     size_t key_len;
     int64_t cost;
@@ -79,15 +79,15 @@ typedef struct check_args {
 #define BAD_POLICY_TEXT                                                                            \
     "the policy parameter is malformed (a bad %-escape, or %00) or longer than 63 bytes"
 
-/* The policy parameter of a query into buf (SL_POLICY_NAME_MAX + 2 bytes):
+/* The policy parameter of a query into buf (SL__POLICY_NAME_MAX + 2 bytes):
  * its length, or -1 (absent) / -2 (malformed, or longer than any policy
  * name: a 400, not a 404, as docs/http-api.md says). */
-static long policy_param(const sl_http_request *r, char *buf, size_t size) {
+static long policy_param(const sl__http_request *r, char *buf, size_t size) {
     long n = sl__http_query_param(r->query, r->query_len, "policy", buf, size);
-    return n > SL_POLICY_NAME_MAX ? -2 : n;
+    return n > SL__POLICY_NAME_MAX ? -2 : n;
 }
 
-static bool args_from_query(const sl_http_request *r, check_args *c, answer *a) {
+static bool args_from_query(const sl__http_request *r, check_args *c, answer *a) {
     long n = policy_param(r, c->policy, sizeof c->policy);
     if (n == -1)
         return json_error(a, 400, "missing_policy", "the policy parameter is required"), false;
@@ -119,15 +119,15 @@ static bool only_ws(const char *s, const char *end) {
     return true;
 }
 
-static bool is_json(const sl_http_request *r) {
-    const sl_http_header *h = sl__http_header(r, "Content-Type");
+static bool is_json(const sl__http_request *r) {
+    const sl__http_field *h = sl__http_header(r, "Content-Type");
     if (!h) return false;
     size_t n = strlen("application/json");
     return h->value_len >= n && strncasecmp(h->value, "application/json", n) == 0 &&
            (h->value_len == n || h->value[n] == ';' || h->value[n] == ' ');
 }
 
-static bool args_from_json(const sl_http_request *r, check_args *c, answer *a) {
+static bool args_from_json(const sl__http_request *r, check_args *c, answer *a) {
     if (!is_json(r))
         return json_error(a, 415, "unsupported_media_type", "send Content-Type: application/json"),
                false;
@@ -137,12 +137,12 @@ static bool args_from_json(const sl_http_request *r, check_args *c, answer *a) {
      * in the query: "1e2" or "3.0" are refused). */
     const char *cost_text;
     size_t cost_len;
-    sl_json_scan sc = sl__http_json_scan(r->body, r->body_len, "cost", &cost_text, &cost_len);
-    if (sc == SL_JSON_NUL) return json_error(a, 400, "nul_byte", NUL_TEXT), false;
-    if (sc == SL_JSON_TRAILING)
+    sl__json_scan sc = sl__http_json_scan(r->body, r->body_len, "cost", &cost_text, &cost_len);
+    if (sc == SL__JSON_NUL) return json_error(a, 400, "nul_byte", NUL_TEXT), false;
+    if (sc == SL__JSON_TRAILING)
         return json_error(a, 400, "bad_json", "the body has bytes after the JSON object"), false;
     const char *end = NULL;
-    cJSON *j = sc == SL_JSON_OK ? cJSON_ParseWithLengthOpts(r->body, r->body_len, &end, 0) : NULL;
+    cJSON *j = sc == SL__JSON_OK ? cJSON_ParseWithLengthOpts(r->body, r->body_len, &end, 0) : NULL;
     if (j && !only_ws(end, r->body + r->body_len)) {
         cJSON_Delete(j);
         return json_error(a, 400, "bad_json", "the body has bytes after the JSON object"), false;
@@ -157,7 +157,7 @@ static bool args_from_json(const sl_http_request *r, check_args *c, answer *a) {
     const cJSON *cost = cJSON_GetObjectItemCaseSensitive(j, "cost");
     if (!cJSON_IsString(p))
         json_error(a, 400, "missing_policy", "\"policy\" must be a string");
-    else if (strlen(p->valuestring) > SL_POLICY_NAME_MAX)
+    else if (strlen(p->valuestring) > SL__POLICY_NAME_MAX)
         json_error(a, 400, "bad_policy", "\"policy\" is too long");
     else if (!cJSON_IsString(k))
         json_error(a, 400, "missing_key", "\"key\" must be a string");
@@ -179,21 +179,21 @@ static bool args_from_json(const sl_http_request *r, check_args *c, answer *a) {
 }
 
 /* Says where a decision came from when it was not Redis's own answer. */
-static void decision_source(sl_buf *body, sl_store_from from) {
-    static const char *const field[SL_FROM_COUNT] = {
-        [SL_FROM_DENY_CACHE] = ",\"cached\":true}",
-        [SL_FROM_OPEN] = ",\"fallback\":\"open\"}",
-        [SL_FROM_CLOSED] = ",\"fallback\":\"closed\"}",
-        [SL_FROM_LOCAL] = ",\"fallback\":\"local\"}",
+static void decision_source(sl__buf *body, sl__store_from from) {
+    static const char *const field[SL__FROM_COUNT] = {
+        [SL__FROM_DENY_CACHE] = ",\"cached\":true}",
+        [SL__FROM_OPEN] = ",\"fallback\":\"open\"}",
+        [SL__FROM_CLOSED] = ",\"fallback\":\"closed\"}",
+        [SL__FROM_LOCAL] = ",\"fallback\":\"local\"}",
     };
-    if (from <= SL_FROM_REDIS || from >= SL_FROM_COUNT || !body->len) return;
+    if (from <= SL__FROM_REDIS || from >= SL__FROM_COUNT || !body->len) return;
     body->len--; /* the closing brace */
     sl__buf_puts(body, field[from]);
 }
 
 /* The answer to /v1/check for a decision (rc from the policy check). */
-static void write_decision(sl_buf *out, bool head, bool keep, const sl_policy *p, int rc,
-                           const sl_decision *d, bool shadowed, int64_t cost, sl_store_from from,
+static void write_decision(sl__buf *out, bool head, bool keep, const sl__policy *p, int rc,
+                           const sl_decision *d, bool shadowed, int64_t cost, sl__store_from from,
                            int64_t now) {
     answer a = {.status = 200, .content_type = "application/json"};
     sl__buf_init(&a.body);
@@ -215,7 +215,7 @@ static void write_decision(sl_buf *out, bool head, bool keep, const sl_policy *p
     }
     sl__http_decision_json(&a.body, p->cfg.name, d, shadowed);
     decision_source(&a.body, from);
-    sl_http_policy_view view = {.name = p->cfg.name, .rate = p->rate_text};
+    sl__http_policy_view view = {.name = p->cfg.name, .rate = p->rate_text};
     sl__policy_quota(p, now, &view.q, &view.w);
     sl__http_begin(out, d->allowed ? 200 : 429);
     sl__http_ratelimit_fields(out, &view, d);
@@ -228,7 +228,7 @@ static void write_decision(sl_buf *out, bool head, bool keep, const sl_policy *p
 /* A request the server's capacity shed (shedding:, sluice/shed.h): 503
  * with Retry-After (whole seconds, at least 1), counted by policy and
  * priority. */
-static void write_shed(sl_buf *out, bool head, bool keep, sl_policy *p, sl_priority prio,
+static void write_shed(sl__buf *out, bool head, bool keep, sl__policy *p, sl_priority prio,
                        int64_t retry_after) {
     atomic_fetch_add_explicit(&p->shed[prio], 1, memory_order_relaxed);
     answer a = {.status = 503, .content_type = "application/json"};
@@ -252,16 +252,16 @@ static void write_shed(sl_buf *out, bool head, bool keep, sl_policy *p, sl_prior
  * server's shedding capacity first, when there is one); the answer is
  * written in done (reply.h). */
 typedef struct check_ctx {
-    sl_reply reply;
+    sl__reply reply;
     bool keep, head;
-    int64_t now;          /* when the request was decided (a monthly quota's w depends on it) */
-    sl_retry_stage retry; /* the policy's retry budget (retry_budget:), before the decision */
+    int64_t now;           /* when the request was decided (a monthly quota's w depends on it) */
+    sl__retry_stage retry; /* the policy's retry budget (retry_budget:), before the decision */
 } check_ctx;
 
-static void check_done(sl_decide_call *c) {
+static void check_done(sl__decide_call *c) {
     check_ctx *cc = sl__decide_call_user(c);
-    const sl_decide_item *it = &c->items[0];
-    sl_buf *out = sl__reply_out(&cc->reply);
+    const sl__decide_item *it = &c->items[0];
+    sl__buf *out = sl__reply_out(&cc->reply);
     bool keep = sl__reply_keep(&cc->reply, cc->keep);
     if (c->shed)
         write_shed(out, cc->head, keep, sl__policy_of(it->limit), c->priority, c->shed_retry);
@@ -273,27 +273,27 @@ static void check_done(sl_decide_call *c) {
 }
 
 /* The retry budget refused a retry: 429, and it is not decided. */
-static void check_retry_refused(sl_retry_stage *st) {
+static void check_retry_refused(sl__retry_stage *st) {
     check_ctx *cc = st->arg;
-    sl_buf *out = sl__reply_out(&cc->reply);
+    sl__buf *out = sl__reply_out(&cc->reply);
     sl__http_retry_refused(out, 429, cc->head, sl__reply_keep(&cc->reply, cc->keep),
                            st->call.limit->name, &st->call);
     sl__reply_end(&cc->reply);
     sl__decide_call_free(st->decide);
 }
 
-static void handle_check(const sl_request_ctx *rq, const sl_http_request *r, sl_buf *out,
+static void handle_check(const sl__request_ctx *rq, const sl__http_request *r, sl__buf *out,
                          bool keep) {
     answer a = {.status = 200, .content_type = "application/json"};
     sl__buf_init(&a.body);
     check_args c;
-    bool ok = r->method == SL_HTTP_POST ? args_from_json(r, &c, &a) : args_from_query(r, &c, &a);
+    bool ok = r->method == SL__HTTP_POST ? args_from_json(r, &c, &a) : args_from_query(r, &c, &a);
     if (!ok) {
         send_answer(out, r, &a, keep, NULL, NULL);
         sl__buf_free(&a.body);
         return;
     }
-    sl_policy *p = sl__policy_find(rq->policies, c.policy, strlen(c.policy));
+    sl__policy *p = sl__policy_find(rq->policies, c.policy, strlen(c.policy));
     if (!p) {
         char msg[128];
         snprintf(msg, sizeof msg, "no policy named \"%s\"", c.policy);
@@ -303,12 +303,12 @@ static void handle_check(const sl_request_ctx *rq, const sl_http_request *r, sl_
         return;
     }
     sl__buf_free(&a.body);
-    bool head = r->method == SL_HTTP_HEAD;
-    sl_decide_item item = sl__policy_use(p, c.key, c.key_len, c.cost, false);
-    sl_decide_call *call = sl__decide_call_new(&item, 1, NULL, NULL, sizeof(check_ctx));
+    bool head = r->method == SL__HTTP_HEAD;
+    sl__decide_item item = sl__policy_use(p, c.key, c.key_len, c.cost, false);
+    sl__decide_call *call = sl__decide_call_new(&item, 1, NULL, NULL, sizeof(check_ctx));
     if (!call) {
         sl_decision none = {0};
-        write_decision(out, head, keep, p, SL_ENOMEM, &none, false, c.cost, SL_FROM_REDIS, 0);
+        write_decision(out, head, keep, p, SL_ENOMEM, &none, false, c.cost, SL__FROM_REDIS, 0);
         return;
     }
     int64_t now = rq->now;
@@ -317,7 +317,7 @@ static void handle_check(const sl_request_ctx *rq, const sl_http_request *r, sl_
     cc->head = head;
     cc->now = now;
     const char *header = NULL;
-    sl_decide_capacity *cap = sl__policy_set_shed(rq->policies, &header);
+    sl__decide_capacity *cap = sl__policy_set_shed(rq->policies, &header);
     if (cap) sl__decide_call_shed(call, cap, sl__http_priority(r, header)); /* lives with the set */
     sl__decide_call_hold(call, rq->policies);
     call->done = check_done;
@@ -331,12 +331,12 @@ static void handle_check(const sl_request_ctx *rq, const sl_http_request *r, sl_
         sl__engine_decide(rq->decider, call, now);
     if (!answered && !sl__reply_wait(&cc->reply)) {
         sl_decision none = {0};
-        write_decision(out, head, keep, p, SL_ENOMEM, &none, false, c.cost, SL_FROM_REDIS, 0);
+        write_decision(out, head, keep, p, SL_ENOMEM, &none, false, c.cost, SL__FROM_REDIS, 0);
     }
 }
 
 /* /v1/top's n (how many keys, default 20); false when it is not 1..TOP_MAX. */
-static bool top_n(const sl_http_request *r, int64_t *want) {
+static bool top_n(const sl__http_request *r, int64_t *want) {
     char nbuf[16];
     *want = 20;
     long m = sl__http_query_param(r->query, r->query_len, "n", nbuf, sizeof nbuf);
@@ -346,8 +346,8 @@ static bool top_n(const sl_http_request *r, int64_t *want) {
 
 /* GET /v1/top?domain=D[&rule=R][&n=N]: the descriptors refused most often
  * by Envoy's rules (policy/domains.h). Rules and keys are printable ASCII. */
-static void handle_top_domain(const sl_request_ctx *rq, const sl_http_request *r, answer *a) {
-    char domain[SL_DOMAIN_TOP_TEXT + 2], rule[SL_DOMAIN_TOP_TEXT + 2];
+static void handle_top_domain(const sl__request_ctx *rq, const sl__http_request *r, answer *a) {
+    char domain[SL__DOMAIN_TOP_TEXT + 2], rule[SL__DOMAIN_TOP_TEXT + 2];
     long dn = sl__http_query_param(r->query, r->query_len, "domain", domain, sizeof domain);
     if (dn < 0)
         return json_error(a, 400, "bad_domain", "the domain parameter is malformed or too long");
@@ -356,7 +356,7 @@ static void handle_top_domain(const sl_request_ctx *rq, const sl_http_request *r
         return json_error(a, 400, "bad_rule", "the rule parameter is malformed or too long");
     int64_t want;
     if (!top_n(r, &want)) return json_error(a, 400, "bad_n", "n must be an integer from 1 to 100");
-    static _Thread_local sl_domain_top_item items[TOP_MAX]; /* large: not on the stack */
+    static _Thread_local sl__domain_top_item items[TOP_MAX]; /* large: not on the stack */
     long k = sl__domain_set_top(rq->domains, domain, (size_t)dn, rn >= 0 ? rule : NULL,
                                 rn >= 0 ? (size_t)rn : 0, items, (size_t)want);
     if (k < 0) return json_error(a, 404, "unknown_domain", "no such domain in the rule files");
@@ -379,19 +379,19 @@ static void handle_top_domain(const sl_request_ctx *rq, const sl_http_request *r
 
 /* /v1/top: keys are any bytes (NUL included, from RESP), written as JSON
  * strings that stay valid UTF-8 (invalid bytes become U+FFFD). */
-static void handle_top(const sl_request_ctx *rq, const sl_http_request *r, answer *a) {
-    char name[SL_POLICY_NAME_MAX + 2];
+static void handle_top(const sl__request_ctx *rq, const sl__http_request *r, answer *a) {
+    char name[SL__POLICY_NAME_MAX + 2];
     if (sl__http_query_param(r->query, r->query_len, "domain", name, sizeof name) != -1)
         return handle_top_domain(rq, r, a);
     long n = policy_param(r, name, sizeof name);
     if (n == -1) return json_error(a, 400, "missing_policy", "the policy parameter is required");
     if (n < 0) return json_error(a, 400, "bad_policy", BAD_POLICY_TEXT);
-    sl_policy *p = sl__policy_find(rq->policies, name, (size_t)n);
+    sl__policy *p = sl__policy_find(rq->policies, name, (size_t)n);
     if (!p) return json_error(a, 404, "unknown_policy", "no such policy");
     int64_t want;
     if (!top_n(r, &want)) return json_error(a, 400, "bad_n", "n must be an integer from 1 to 100");
     /* by=rejected (default): the rejected-keys sketch; by=near: the keys
-       allowed near their limit (decide.h, SL_NEAR_DIVISOR) */
+       allowed near their limit (decide.h, SL__NEAR_DIVISOR) */
     char by[16];
     long bn = sl__http_query_param(r->query, r->query_len, "by", by, sizeof by);
     bool near = bn == 4 && memcmp(by, "near", 4) == 0;
@@ -417,15 +417,15 @@ static void handle_top(const sl_request_ctx *rq, const sl_http_request *r, answe
     }
 }
 
-bool sl__http_api_handle(const sl_request_ctx *rq, const sl_http_request *r, sl_buf *out,
+bool sl__http_api_handle(const sl__request_ctx *rq, const sl__http_request *r, sl__buf *out,
                          bool keep) {
-    bool get = r->method == SL_HTTP_GET || r->method == SL_HTTP_HEAD;
+    bool get = r->method == SL__HTTP_GET || r->method == SL__HTTP_HEAD;
     answer a = {.status = 200, .content_type = "application/json"};
     sl__buf_init(&a.body);
     const char *allow = NULL;
 
     if (path_is(r, "/v1/check")) {
-        if (get || r->method == SL_HTTP_POST) {
+        if (get || r->method == SL__HTTP_POST) {
             handle_check(rq, r, out, keep);
             return keep;
         }
@@ -436,10 +436,10 @@ bool sl__http_api_handle(const sl_request_ctx *rq, const sl_http_request *r, sl_
         if (get) return sl__http_auth_handle(rq, r, out, keep);
         allow = "GET, HEAD";
     } else if (path_is(r, "/v1/graphql")) {
-        if (r->method == SL_HTTP_POST) return sl__http_graphql_handle(rq, r, out, keep);
+        if (r->method == SL__HTTP_POST) return sl__http_graphql_handle(rq, r, out, keep);
         allow = "POST";
     } else if (path_is(r, "/json")) {
-        if (r->method == SL_HTTP_POST) return sl__http_json_handle(rq, r, out, keep);
+        if (r->method == SL__HTTP_POST) return sl__http_json_handle(rq, r, out, keep);
         allow = "POST";
     } else if (path_is(r, "/healthz")) {
         if (get)
@@ -473,14 +473,14 @@ bool sl__http_api_handle(const sl_request_ctx *rq, const sl_http_request *r, sl_
         else
             allow = "GET, HEAD";
     } else if (path_is(r, "/v1/reload")) {
-        if (r->method == SL_HTTP_POST) { /* the main loop reloads (reload.c) */
+        if (r->method == SL__HTTP_POST) { /* the main loop reloads (reload.c) */
             sl__admin_reload(rq->admin, rq->slot, r, keep, out);
             sl__buf_free(&a.body);
             return keep;
         }
         allow = "POST";
     } else if (path_is(r, "/v1/ramp")) {
-        if (r->method == SL_HTTP_POST) { /* ramp_up restarts (admin.h) */
+        if (r->method == SL__HTTP_POST) { /* ramp_up restarts (admin.h) */
             sl__admin_ramp(rq->admin, rq->slot, r, keep, out);
             sl__buf_free(&a.body);
             return keep;

@@ -15,14 +15,14 @@
 #include "server/request.h"
 #include "util/buf.h"
 
-typedef bool sl_http_handler(const sl_request_ctx *rq, const sl_http_request *req, sl_buf *out,
-                             bool keep);
+typedef bool sl__http_handler(const sl__request_ctx *rq, const sl__http_request *req, sl__buf *out,
+                              bool keep);
 
 /* Every request (http_conn.c): routes it, or answers 404 / 405. */
-sl_http_handler sl__http_api_handle;
+sl__http_handler sl__http_api_handle;
 /* GET /v1/auth: nginx auth_request (http_auth.c). */
-sl_http_handler sl__http_auth_handle;
+sl__http_handler sl__http_auth_handle;
 /* POST /json: envoyproxy/ratelimit's JSON API (http_json.c). */
-sl_http_handler sl__http_json_handle;
+sl__http_handler sl__http_json_handle;
 
 #endif

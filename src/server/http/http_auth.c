@@ -76,7 +76,7 @@ static uint64_t sf_int(int64_t v) {
 
 /* The policy's name as configured (a tier variant "api:pro" shows as "api"),
  * as an sf-string: names are [a-z0-9_.-], nothing to escape. */
-static void fw_name(fw *w, const sl_policy *p) {
+static void fw_name(fw *w, const sl__policy *p) {
     fw_mem(w, "\"", 1);
     fw_mem(w, p->cfg.name, p->base_len);
     fw_mem(w, "\"", 1);
@@ -84,8 +84,8 @@ static void fw_name(fw *w, const sl_policy *p) {
 
 /* Whether item i is reported to the client: decided, enforced (a shadow
  * limit is a dry run: never shown), and the first item of its policy. */
-static bool shown(const sl_rules_answer *a, size_t i) {
-    const sl_policy_item *it = &a->items[i];
+static bool shown(const sl__rules_answer *a, size_t i) {
+    const sl__policy_item *it = &a->items[i];
     if (!it->decided || it->shadow || atomic_load(&it->policy->lim.shadow)) return false;
     for (size_t j = 0; j < i; j++)
         if (a->items[j].policy == it->policy && a->items[j].decided && !a->items[j].shadow)
@@ -93,14 +93,14 @@ static bool shown(const sl_rules_answer *a, size_t i) {
     return true;
 }
 
-static void write_limits(sl_buf *out, const sl_rules_answer *a, bool limited, size_t bind,
+static void write_limits(sl__buf *out, const sl__rules_answer *a, bool limited, size_t bind,
                          int64_t now) {
     char pol[FIELD_MAX], st[FIELD_MAX];
     fw wp = {pol, 0, sizeof pol}, ws = {st, 0, sizeof st};
     pol[0] = st[0] = '\0';
     for (size_t i = 0; i < a->n; i++) {
         if (!shown(a, i)) continue;
-        const sl_policy_item *it = &a->items[i];
+        const sl__policy_item *it = &a->items[i];
         const sl_decision *d = &it->decision;
         uint64_t q, w;
         sl__policy_quota(it->policy, now, &q, &w);
@@ -130,9 +130,9 @@ static void write_limits(sl_buf *out, const sl_rules_answer *a, bool limited, si
         sl__http_header_line(out, "RateLimit", st);
     }
     if (bind < a->n) {
-        const sl_policy_item *it = &a->items[bind];
+        const sl__policy_item *it = &a->items[bind];
         const sl_decision *d = &it->decision;
-        char num[24], name[SL_POLICY_NAME_MAX + 1];
+        char num[24], name[SL__POLICY_NAME_MAX + 1];
         snprintf(num, sizeof num, "%lld", (long long)(d->limit > 0 ? d->limit : 0));
         sl__http_header_line(out, "X-RateLimit-Limit", num);
         snprintf(num, sizeof num, "%lld", (long long)(d->remaining > 0 ? d->remaining : 0));
@@ -147,7 +147,7 @@ static void write_limits(sl_buf *out, const sl_rules_answer *a, bool limited, si
          * (the longest wait among them), whole seconds rounded up, >= 1. */
         int64_t retry = -1;
         for (size_t i = 0; i < a->n; i++) {
-            const sl_policy_item *it = &a->items[i];
+            const sl__policy_item *it = &a->items[i];
             if (it->decided && !it->shadowed && !it->decision.allowed &&
                 it->decision.retry_after > retry)
                 retry = it->decision.retry_after;
@@ -173,7 +173,7 @@ static void write_limits(sl_buf *out, const sl_rules_answer *a, bool limited, si
 
 /* The limit the X-RateLimit fields, Sluice-Limit and the body describe: the
  * one that refused, or the shown one with the fewest requests left. */
-static size_t binding(const sl_rules_answer *a, bool limited) {
+static size_t binding(const sl__rules_answer *a, bool limited) {
     if (limited && a->refused < a->n) return a->refused;
     size_t bind = a->n;
     for (size_t i = 0; i < a->n; i++)
@@ -218,7 +218,7 @@ static void fw_json_text(fw *w, const char *s) {
  * /v1/check's form, {"allowed":true[,"exempt":"..."]} without one, or an
  * error. */
 /* POST /v1/graphql by rules (http_graphql.c): the query's cost. */
-static void query_cost(fw *w, const sl_rules_answer *a) {
+static void query_cost(fw *w, const sl__rules_answer *a) {
     if (!a->query_costed) return;
     fw_str(w, ",\"cost\":");
     fw_u64(w, a->query_cost.points);
@@ -228,7 +228,7 @@ static void query_cost(fw *w, const sl_rules_answer *a) {
     fw_u64(w, a->query_cost.requests);
 }
 
-static void json_answer(fw *w, const sl_rules_answer *a, size_t bind, int status) {
+static void json_answer(fw *w, const sl__rules_answer *a, size_t bind, int status) {
     if (status != 200 && status != 403) {
         fw_str(w, "{\"error\":");
         fw_json_text(w, a->reason ? a->reason : "internal");
@@ -240,7 +240,7 @@ static void json_answer(fw *w, const sl_rules_answer *a, size_t bind, int status
     }
     if (bind >= a->n) {
         fw_str(w, "{\"allowed\":true");
-        if (a->verdict == SL_VERDICT_EXEMPT) {
+        if (a->verdict == SL__VERDICT_EXEMPT) {
             fw_str(w, ",\"exempt\":");
             fw_json_text(w, a->reason);
         }
@@ -248,7 +248,7 @@ static void json_answer(fw *w, const sl_rules_answer *a, size_t bind, int status
         fw_str(w, "}");
         return;
     }
-    const sl_policy_item *it = &a->items[bind];
+    const sl__policy_item *it = &a->items[bind];
     const sl_decision *d = &it->decision;
     fw_str(w, d->allowed ? "{\"allowed\":true,\"limit\":" : "{\"allowed\":false,\"limit\":");
     fw_i64(w, d->limit);
@@ -281,21 +281,21 @@ static void json_answer(fw *w, const sl_rules_answer *a, size_t bind, int status
 }
 
 /* The answer for a decided (or refused before any limit) request. */
-static void write_auth(sl_buf *out, sl_rules_answer *a, bool keep, bool head, int64_t now,
-                       sl_store_from from) {
+static void write_auth(sl__buf *out, sl__rules_answer *a, bool keep, bool head, int64_t now,
+                       sl__store_from from) {
     int status;
     switch (a->verdict) {
-    case SL_VERDICT_ALLOW:
-    case SL_VERDICT_EXEMPT:
+    case SL__VERDICT_ALLOW:
+    case SL__VERDICT_EXEMPT:
         status = 200;
         break;
-    case SL_VERDICT_LIMITED:
+    case SL__VERDICT_LIMITED:
         status = 403;
         break;
-    case SL_VERDICT_UNAUTHORIZED:
+    case SL__VERDICT_UNAUTHORIZED:
         status = 401;
         break;
-    case SL_VERDICT_BAD_REQUEST: /* a GraphQL query over max_cost: 413, as by policy */
+    case SL__VERDICT_BAD_REQUEST: /* a GraphQL query over max_cost: 413, as by policy */
         status = a->reason && strcmp(a->reason, "query_too_costly") == 0 ? 413 : 400;
         break;
     default:
@@ -311,7 +311,7 @@ static void write_auth(sl_buf *out, sl_rules_answer *a, bool keep, bool head, in
 
     sl__http_begin(out, status);
     if (status == 200 || status == 403) write_limits(out, a, limited, bind, now);
-    if (a->verdict == SL_VERDICT_EXEMPT) sl__http_header_line(out, "Sluice-Exempt", a->reason);
+    if (a->verdict == SL__VERDICT_EXEMPT) sl__http_header_line(out, "Sluice-Exempt", a->reason);
     if (status == 401) sl__http_header_line(out, "WWW-Authenticate", "Bearer realm=\"sluice\"");
     const char *fallback = sl__store_fallback_name(from);
     if (fallback) sl__http_header_line(out, "Sluice-Fallback", fallback);
@@ -322,37 +322,37 @@ static void write_auth(sl_buf *out, sl_rules_answer *a, bool keep, bool head, in
 
 /* Counts a request whose API key was refused (unknown, or missing where
  * required), whether the fence then refused it (403) or not (401). */
-static void count_key_refusal(sl_worker_stats *st, const sl_rules_answer *a) {
+static void count_key_refusal(sl__worker_stats *st, const sl__rules_answer *a) {
     if (!st) return;
-    if (a->key_refused == SL_KEY_UNKNOWN)
+    if (a->key_refused == SL__KEY_UNKNOWN)
         atomic_fetch_add_explicit(&st->unknown_keys, 1, memory_order_relaxed);
-    else if (a->key_refused == SL_KEY_MISSING)
+    else if (a->key_refused == SL__KEY_MISSING)
         atomic_fetch_add_explicit(&st->missing_keys, 1, memory_order_relaxed);
 }
 
 /* /v1/auth: the rules' answer and where it goes, kept with the engine
  * call (its keys live in the call, its arena only while preparing). */
 typedef struct auth_ctx {
-    sl_reply reply;
+    sl__reply reply;
     bool keep, head;
     int64_t now;
-    sl_rules_answer *a; /* the handler's, or a heap copy once waiting */
+    sl__rules_answer *a; /* the handler's, or a heap copy once waiting */
     bool heap;
     /* held answers (http_hold.h) */
-    sl_hold *hold;          /* the worker's, or NULL: never held */
-    sl_policy_set *set;     /* the request's: retained while held */
-    bool starting;          /* sl__engine_decide has not returned */
-    size_t hold_item;       /* done ran inline and holds for this item (SL_CHECK_MAX: no) */
-    sl_decide_call *call;   /* the call (its keys, the answer's place) */
-    sl_worker_stats *stats; /* the worker's (held, released, ...), or NULL */
-    sl_hold_item *held;
-    sl_retry_stage retry; /* a limit's retry_budget:, before the decision */
+    sl__hold *hold;          /* the worker's, or NULL: never held */
+    sl__policy_set *set;     /* the request's: retained while held */
+    bool starting;           /* sl__engine_decide has not returned */
+    size_t hold_item;        /* done ran inline and holds for this item (SL_CHECK_MAX: no) */
+    sl__decide_call *call;   /* the call (its keys, the answer's place) */
+    sl__worker_stats *stats; /* the worker's (held, released, ...), or NULL */
+    sl__hold_item *held;
+    sl__retry_stage retry; /* a limit's retry_budget:, before the decision */
 } auth_ctx;
 
 /* The whole answer of an internal error: every field the writers read is
  * set (an answer on the stack is not zeroed). */
-static void auth_error(sl_rules_answer *a, const char *message) {
-    a->verdict = SL_VERDICT_ERROR;
+static void auth_error(sl__rules_answer *a, const char *message) {
+    a->verdict = SL__VERDICT_ERROR;
     a->reason = "internal";
     a->message = message;
     a->n = a->refused = 0;
@@ -360,7 +360,7 @@ static void auth_error(sl_rules_answer *a, const char *message) {
 }
 
 /* Writes the answer where it goes and frees what the request kept. */
-static void auth_finish(auth_ctx *ac, sl_decide_call *c) {
+static void auth_finish(auth_ctx *ac, sl__decide_call *c) {
     write_auth(sl__reply_out(&ac->reply), ac->a, sl__reply_keep(&ac->reply, ac->keep), ac->head,
                ac->now, c->from);
     sl__reply_end(&ac->reply);
@@ -394,7 +394,7 @@ static void auth_cancel(void *arg) {
 
 /* Holds the allowed answer (its place reserved) until item i's release
  * time, or refuses it at once when the hold is full. */
-static void auth_hold(auth_ctx *ac, sl_decide_call *c, size_t i, int64_t delay) {
+static void auth_hold(auth_ctx *ac, sl__decide_call *c, size_t i, int64_t delay) {
     const char *tenant;
     size_t tlen;
     sl__http_hold_tenant(ac->a, &tenant, &tlen);
@@ -405,15 +405,15 @@ static void auth_hold(auth_ctx *ac, sl_decide_call *c, size_t i, int64_t delay) 
         memcpy(group, ac->a->items[i].policy->cfg.name, nlen + 1);
         memcpy(group + nlen + 1, c->items[i].key, klen);
     }
-    sl_hold_entry e = {.group = group,
-                       .group_len = nlen + 1 + klen,
-                       .tenant = tenant,
-                       .tenant_len = tlen,
-                       .weight = sl__http_hold_weight(ac->a, i),
-                       .release = ac->now + delay,
-                       .per_tenant = sl__http_hold_per_tenant(ac->a, i),
-                       .fn = auth_release,
-                       .arg = ac};
+    sl__hold_entry e = {.group = group,
+                        .group_len = nlen + 1 + klen,
+                        .tenant = tenant,
+                        .tenant_len = tlen,
+                        .weight = sl__http_hold_weight(ac->a, i),
+                        .release = ac->now + delay,
+                        .per_tenant = sl__http_hold_per_tenant(ac->a, i),
+                        .fn = auth_release,
+                        .arg = ac};
     ac->call = c;
     bool held = group && sl__reply_on_close(&ac->reply, auth_cancel, ac) &&
                 sl__hold_push(ac->hold, &e, &ac->held) == 0;
@@ -433,7 +433,7 @@ static void auth_hold(auth_ctx *ac, sl_decide_call *c, size_t i, int64_t delay) 
  * engine with its limits): 403 with Sluice-Shed: 1 and Retry-After
  * (nginx's auth_request turns a 503 into a 500: the recipe maps this 403
  * to 503), counted for the first limit's policy. */
-static void auth_shed(auth_ctx *ac, sl_decide_call *c) {
+static void auth_shed(auth_ctx *ac, sl__decide_call *c) {
     sl_priority prio = c->priority;
     atomic_fetch_add_explicit(&ac->a->items[0].policy->shed[prio], 1, memory_order_relaxed);
     int64_t secs = c->shed_retry < 0 ? 1 : sl__ceil_s(c->shed_retry);
@@ -444,7 +444,7 @@ static void auth_shed(auth_ctx *ac, sl_decide_call *c) {
                      "requests are shed (retry after %lld s)\"}",
                      sl_priority_name(prio), (long long)secs);
     snprintf(retry, sizeof retry, "%lld", (long long)secs);
-    sl_buf *out = sl__reply_out(&ac->reply);
+    sl__buf *out = sl__reply_out(&ac->reply);
     sl__http_begin(out, 403);
     sl__http_header_line(out, "Retry-After", retry);
     sl__http_header_line(out, "Sluice-Shed", "1");
@@ -456,10 +456,10 @@ static void auth_shed(auth_ctx *ac, sl_decide_call *c) {
     sl__decide_call_free(c);
 }
 
-static void auth_done(sl_decide_call *c) {
+static void auth_done(sl__decide_call *c) {
     auth_ctx *ac = sl__decide_call_user(c);
     if (!ac->a) { /* there was no memory to keep the answer */
-        sl_rules_answer e;
+        sl__rules_answer e;
         auth_error(&e, "out of memory");
         write_auth(sl__reply_out(&ac->reply), &e, sl__reply_keep(&ac->reply, ac->keep), ac->head,
                    ac->now, c->from);
@@ -490,7 +490,7 @@ static void auth_done(sl_decide_call *c) {
 /* A limit's retry budget refused the retry: 403 (what nginx's auth_request
  * passes) with Sluice-Retry-Budget: exhausted, which the nginx recipe maps
  * to 429; nothing is decided. */
-static void auth_retry_refused(sl_retry_stage *st) {
+static void auth_retry_refused(sl__retry_stage *st) {
     auth_ctx *ac = st->arg;
     sl__http_retry_refused(sl__reply_out(&ac->reply), 403, ac->head,
                            sl__reply_keep(&ac->reply, ac->keep), st->call.limit->name, &st->call);
@@ -500,47 +500,47 @@ static void auth_retry_refused(sl_retry_stage *st) {
 }
 
 /* The first enforced limit of a with a retry budget, or a->n. */
-static size_t budget_item(const sl_rules_answer *a) {
+static size_t budget_item(const sl__rules_answer *a) {
     for (size_t i = 0; i < a->n; i++)
         if (!a->items[i].shadow && !a->items[i].policy->cfg.shadow && a->items[i].policy->retry)
             return i;
     return a->n;
 }
 
-bool sl__http_auth_handle(const sl_request_ctx *rq, const sl_http_request *req, sl_buf *out,
+bool sl__http_auth_handle(const sl__request_ctx *rq, const sl__http_request *req, sl__buf *out,
                           bool keep) {
     return sl__http_auth_decide(rq, req, out, keep, NULL);
 }
 
-bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, sl_buf *out,
-                          bool keep, const sl_rules_query *query) {
-    const sl_rules *rules = rq->policies ? sl__policy_set_rules(rq->policies) : NULL;
-    sl_req_header hs[SL_HTTP_MAX_HEADERS];
-    size_t nh = req->nheaders < SL_HTTP_MAX_HEADERS ? req->nheaders : SL_HTTP_MAX_HEADERS;
+bool sl__http_auth_decide(const sl__request_ctx *rq, const sl__http_request *req, sl__buf *out,
+                          bool keep, const sl__rules_query *query) {
+    const sl__rules *rules = rq->policies ? sl__policy_set_rules(rq->policies) : NULL;
+    sl__req_header hs[SL__HTTP_MAX_HEADERS];
+    size_t nh = req->nheaders < SL__HTTP_MAX_HEADERS ? req->nheaders : SL__HTTP_MAX_HEADERS;
     for (size_t i = 0; i < nh; i++)
-        hs[i] = (sl_req_header){req->headers[i].name, req->headers[i].value,
-                                req->headers[i].name_len, req->headers[i].value_len};
+        hs[i] = (sl__req_header){req->headers[i].name, req->headers[i].value,
+                                 req->headers[i].name_len, req->headers[i].value_len};
     int64_t now = rq->now;
-    bool head = req->method == SL_HTTP_HEAD;
-    sl_rules_answer a;
-    char arena[SL_RULES_ARENA]; /* the keys: the call copies them */
+    bool head = req->method == SL__HTTP_HEAD;
+    sl__rules_answer a;
+    char arena[SL__RULES_ARENA]; /* the keys: the call copies them */
     a.arena = arena;
     if (!rules) {
         auth_error(&a, "no policy set");
-        write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
+        write_auth(out, &a, keep, head, now, SL__FROM_REDIS);
         return keep;
     }
-    sl_request r;
+    sl__request r;
     sl__rules_from_proxy(rules, hs, nh, &r);
     r.query = query;
-    sl_decide_call *c = sl__rules_prepare(rules, &r, rq->policies, &a, sizeof(auth_ctx));
+    sl__decide_call *c = sl__rules_prepare(rules, &r, rq->policies, &a, sizeof(auth_ctx));
     count_key_refusal(rq->stats, &a);
     if (!c) { /* the answer is final: nothing to decide, or an error */
-        write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
+        write_auth(out, &a, keep, head, now, SL__FROM_REDIS);
         return keep;
     }
     const char *header = NULL;
-    sl_decide_capacity *cap = sl__policy_set_shed(rq->policies, &header);
+    sl__decide_capacity *cap = sl__policy_set_shed(rq->policies, &header);
     if (cap) /* the first matching rule's priority:, else the header's; lives with the set */
         sl__decide_call_shed(
             c, cap, a.priority >= 0 ? (sl_priority)a.priority : sl__http_priority(req, header));
@@ -568,7 +568,7 @@ bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, 
     if (answered) return keep; /* done ran inline: the call, and ac with it, are gone */
     ac->starting = false;
     /* done comes later: the answer moves to the heap */
-    sl_rules_answer *copy = malloc(sizeof *copy); /* without the keys (the call has them) */
+    sl__rules_answer *copy = malloc(sizeof *copy); /* without the keys (the call has them) */
     if (copy) {
         memcpy(copy, &a, sizeof a);
         copy->arena = NULL;
@@ -578,7 +578,7 @@ bool sl__http_auth_decide(const sl_request_ctx *rq, const sl_http_request *req, 
     ac->heap = copy != NULL;
     if (!sl__reply_wait(&ac->reply)) {
         auth_error(&a, "out of memory");
-        write_auth(out, &a, keep, head, now, SL_FROM_REDIS);
+        write_auth(out, &a, keep, head, now, SL__FROM_REDIS);
         if (ac->hold_item < SL_CHECK_MAX && ac->a)
             auth_finish(ac, c); /* its answer is dropped */
         else if (ac->hold_item < SL_CHECK_MAX)

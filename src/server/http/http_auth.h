@@ -9,14 +9,14 @@
 #include "policy/rules.h"
 #include "util/buf.h"
 
-struct sl_request_ctx;
-struct sl_http_request;
+struct sl__request_ctx;
+struct sl__http_request;
 
 /* Decides req by the rules and answers as /v1/auth does (200, 403, 401,
  * 400; 413 for a query over its rule's max_cost). query: the request's
  * GraphQL query (charged to the limits with cost: graphql), or NULL; it is
  * only read before this returns. Returns whether the connection stays open. */
-bool sl__http_auth_decide(const struct sl_request_ctx *rq, const struct sl_http_request *req,
-                          sl_buf *out, bool keep, const sl_rules_query *query);
+bool sl__http_auth_decide(const struct sl__request_ctx *rq, const struct sl__http_request *req,
+                          sl__buf *out, bool keep, const sl__rules_query *query);
 
 #endif

@@ -60,12 +60,12 @@ static size_t scan_string(const unsigned char *b, size_t len, size_t i, const ch
     return 0;
 }
 
-sl_json_scan sl__http_json_scan(const char *body, size_t len, const char *member, const char **text,
-                                size_t *text_len) {
+sl__json_scan sl__http_json_scan(const char *body, size_t len, const char *member,
+                                 const char **text, size_t *text_len) {
     const unsigned char *b = (const unsigned char *)body;
     if (text) *text = NULL;
     if (text_len) *text_len = 0;
-    if (len && memchr(b, 0, len)) return SL_JSON_NUL;
+    if (len && memchr(b, 0, len)) return SL__JSON_NUL;
     /* in the top-level object (depth 1): whether a member name comes next,
        and where the value of the first member named `member` is */
     enum { CAP_NONE, CAP_NAME, CAP_COLON, CAP_VALUE, CAP_DONE } cap = CAP_NONE;
@@ -74,7 +74,7 @@ sl_json_scan sl__http_json_scan(const char *body, size_t len, const char *member
     for (size_t i = 0;;) {
         while (i < len && is_ws(b[i])) i++;
         if (i == len) break;
-        if (done) return SL_JSON_TRAILING;
+        if (done) return SL__JSON_TRAILING;
         unsigned char c = b[i];
         bool in_top = depth == 1 && top_object;
         if (in_top && cap == CAP_COLON && c != ':' && c != ',' && c != '}') {
@@ -98,7 +98,7 @@ sl_json_scan sl__http_json_scan(const char *body, size_t len, const char *member
             break;
         case '}':
         case ']':
-            if (depth == 0) return SL_JSON_SYNTAX;
+            if (depth == 0) return SL__JSON_SYNTAX;
             done = --depth == 0;
             i++;
             break;
@@ -115,8 +115,8 @@ sl_json_scan sl__http_json_scan(const char *body, size_t len, const char *member
             bool name = in_top && want_name;
             size_t end = scan_string(b, len, i, name && cap == CAP_NONE ? member : NULL, &nul,
                                      name ? &match : NULL);
-            if (!end) return SL_JSON_SYNTAX;
-            if (nul) return SL_JSON_NUL;
+            if (!end) return SL__JSON_SYNTAX;
+            if (nul) return SL__JSON_NUL;
             if (name) {
                 want_name = false;
                 if (match) cap = CAP_NAME;
@@ -131,7 +131,7 @@ sl_json_scan sl__http_json_scan(const char *body, size_t len, const char *member
                    (b[j] == '+' || b[j] == '-' || b[j] == '.' || (b[j] >= '0' && b[j] <= '9') ||
                     ((b[j] | 0x20) >= 'a' && (b[j] | 0x20) <= 'z')))
                 j++;
-            if (j == i) return SL_JSON_SYNTAX;
+            if (j == i) return SL__JSON_SYNTAX;
             i = j;
             done = depth == 0;
             break;
@@ -139,5 +139,5 @@ sl_json_scan sl__http_json_scan(const char *body, size_t len, const char *member
         }
         last = i;
     }
-    return depth == 0 && done ? SL_JSON_OK : SL_JSON_SYNTAX;
+    return depth == 0 && done ? SL__JSON_OK : SL__JSON_SYNTAX;
 }

@@ -9,27 +9,27 @@
 #include "server/proto.h"
 #include "server/request.h"
 
-static void *http_new(const sl_limits_config *limits, sl_buf *out) {
+static void *http_new(const sl__limits_config *limits, sl__buf *out) {
     (void)out;
     return sl__http_parser_new(limits->max_header_bytes, limits->max_body_bytes);
 }
 
-static unsigned http_feed(void *st, const sl_request_ctx *rq, const char *data, size_t len,
-                          sl_buf *out, size_t *used) {
-    sl_http_parser *p = st;
+static unsigned http_feed(void *st, const sl__request_ctx *rq, const char *data, size_t len,
+                          sl__buf *out, size_t *used) {
+    sl__http_parser *p = st;
     *used = 0;
-    sl_http_status s = sl__http_parser_feed(p, data, len, used);
-    if (s == SL_HTTP_READY) {
-        const sl_http_request *req = sl__http_parser_request(p);
+    sl__http_status s = sl__http_parser_feed(p, data, len, used);
+    if (s == SL__HTTP_READY) {
+        const sl__http_request *req = sl__http_parser_request(p);
         /* draining: the last request that arrived is answered with
          * Connection: close (earlier pipelined ones keep it open) */
         bool keep =
             req->keep_alive && !(*used == len && rq->draining && sl__slot_closing(rq->slot));
         keep = sl__http_api_handle(rq, req, out, keep);
         sl__http_parser_next(p);
-        return keep ? SL_FEED_ANSWERED : SL_FEED_ANSWERED | SL_FEED_CLOSE;
+        return keep ? SL__FEED_ANSWERED : SL__FEED_ANSWERED | SL__FEED_CLOSE;
     }
-    if (s == SL_HTTP_ERROR) {
+    if (s == SL__HTTP_ERROR) {
         const char *msg = "bad request";
         int status = sl__http_parser_error_status(p, &msg);
         sl__http_error_answer(out, status, false,
@@ -39,11 +39,11 @@ static unsigned http_feed(void *st, const sl_request_ctx *rq, const char *data, 
                               : status == 505 ? "http_version_not_supported"
                                               : "bad_request",
                               msg);
-        return SL_FEED_ERROR;
+        return SL__FEED_ERROR;
     }
     /* a client waiting for "100 Continue" before sending its body */
     if (sl__http_parser_take_continue(p)) sl__http_continue(out);
-    return *used == 0 ? SL_FEED_STOP : 0; /* 0 used should not happen: NEED_MORE takes all */
+    return *used == 0 ? SL__FEED_STOP : 0; /* 0 used should not happen: NEED_MORE takes all */
 }
 
 static bool http_pending(const void *st, size_t held) {
@@ -51,18 +51,18 @@ static bool http_pending(const void *st, size_t held) {
     return sl__http_parser_in_request(st);
 }
 
-static int64_t http_request_timeout(const sl_limits_config *l) {
+static int64_t http_request_timeout(const sl__limits_config *l) {
     return l->header_timeout;
 }
 
-static void http_timeout(void *st, bool request_late, bool started, sl_buf *out) {
+static void http_timeout(void *st, bool request_late, bool started, sl__buf *out) {
     (void)request_late;
     if (started || sl__http_parser_in_request(st))
         sl__http_error_answer(out, 408, false, "request_timeout",
                               "the request did not arrive in time; closing the connection");
 }
 
-static void http_refuse(sl_buf *out) {
+static void http_refuse(sl__buf *out) {
     static const char body[] =
         "{\"error\":\"too_many_connections\",\"message\":\"the server has reached its "
         "connection limit; try again later\"}";
@@ -75,8 +75,8 @@ static void http_free(void *st) {
     sl__http_parser_free(st);
 }
 
-const sl_proto_ops sl__http_proto = {
-    .id = SL_PROTO_HTTP,
+const sl__proto_ops_table sl__http_proto = {
+    .id = SL__PROTO_HTTP,
     .create = http_new,
     .feed = http_feed,
     .pending = http_pending,

@@ -27,15 +27,15 @@
 #define VARS_MAX 256 /* variables of one request that are looked at */
 
 typedef struct gql_ctx {
-    sl_reply reply;
+    sl__reply reply;
     bool keep;
     int64_t now;
     sl_gql_cost_result cost;
 } gql_ctx;
 
-static void send_error(sl_buf *out, bool keep, int status, const char *code, const char *message,
+static void send_error(sl__buf *out, bool keep, int status, const char *code, const char *message,
                        const sl_gql_error *err, const sl_gql_cost_result *cost) {
-    sl_buf body;
+    sl__buf body;
     sl__buf_init(&body);
     sl__http_error_json(&body, code, message);
     if (body.len && (err || cost)) {
@@ -52,36 +52,36 @@ static void send_error(sl_buf *out, bool keep, int status, const char *code, con
     sl__buf_free(&body);
 }
 
-static void count(sl_policy *p, int result) {
+static void count(sl__policy *p, int result) {
     if (p) atomic_fetch_add_explicit(&p->gql[result], 1, memory_order_relaxed);
 }
 
 /* Says where a decision came from when it was not the store's own answer
  * (as /v1/check does). */
-static const char *source_field(sl_store_from from) {
+static const char *source_field(sl__store_from from) {
     switch (from) {
-    case SL_FROM_DENY_CACHE:
+    case SL__FROM_DENY_CACHE:
         return ",\"cached\":true";
-    case SL_FROM_OPEN:
+    case SL__FROM_OPEN:
         return ",\"fallback\":\"open\"";
-    case SL_FROM_CLOSED:
+    case SL__FROM_CLOSED:
         return ",\"fallback\":\"closed\"";
-    case SL_FROM_LOCAL:
+    case SL__FROM_LOCAL:
         return ",\"fallback\":\"local\"";
     default:
         return "";
     }
 }
 
-static void gql_done(sl_decide_call *c) {
+static void gql_done(sl__decide_call *c) {
     gql_ctx *g = sl__decide_call_user(c);
-    const sl_decide_item *it = &c->items[0];
-    sl_policy *p = sl__policy_of(it->limit);
-    sl_buf *out = sl__reply_out(&g->reply);
+    const sl__decide_item *it = &c->items[0];
+    sl__policy *p = sl__policy_of(it->limit);
+    sl__buf *out = sl__reply_out(&g->reply);
     bool keep = sl__reply_keep(&g->reply, g->keep);
     if (c->rc != SL_OK) {
         char msg[200];
-        if (c->rc == SL_ECOST) count(p, SL_GQL_RESULT_TOO_COSTLY); /* nothing charged */
+        if (c->rc == SL_ECOST) count(p, SL__GQL_RESULT_TOO_COSTLY); /* nothing charged */
         if (c->rc == SL_ECOST)
             snprintf(msg, sizeof msg,
                      "the query costs %lld points and can never pass: policy %s allows at most "
@@ -94,10 +94,10 @@ static void gql_done(sl_decide_call *c) {
                    c->rc == SL_ECOST ? &g->cost : NULL);
     } else {
         const sl_decision *d = &it->decision;
-        count(p, d->allowed ? SL_GQL_RESULT_ALLOWED : SL_GQL_RESULT_LIMITED);
+        count(p, d->allowed ? SL__GQL_RESULT_ALLOWED : SL__GQL_RESULT_LIMITED);
         if (d->allowed)
             atomic_fetch_add_explicit(&p->gql_points, (uint64_t)it->cost, memory_order_relaxed);
-        sl_buf body;
+        sl__buf body;
         sl__buf_init(&body);
         sl__http_decision_json(&body, p->cfg.name, d, it->shadowed);
         if (body.len) {
@@ -106,7 +106,7 @@ static void gql_done(sl_decide_call *c) {
                            (unsigned long long)g->cost.points, (unsigned long long)g->cost.objects,
                            (unsigned long long)g->cost.requests, source_field(c->from));
         }
-        sl_http_policy_view view = {.name = p->cfg.name, .rate = p->rate_text};
+        sl__http_policy_view view = {.name = p->cfg.name, .rate = p->rate_text};
         sl__policy_quota(p, g->now, &view.q, &view.w);
         sl__http_begin(out, d->allowed ? 200 : 429);
         sl__http_ratelimit_fields(out, &view, d);
@@ -120,8 +120,8 @@ static void gql_done(sl_decide_call *c) {
 
 /* The media type of the body, without parameters: 1 JSON, 2 GraphQL, 0
  * anything else (or none). */
-static int media_type(const sl_http_request *r) {
-    const sl_http_header *h = sl__http_header(r, "Content-Type");
+static int media_type(const sl__http_request *r) {
+    const sl__http_field *h = sl__http_header(r, "Content-Type");
     if (!h) return 0;
     static const char *const types[] = {"application/json", "application/graphql"};
     for (int i = 0; i < 2; i++) {
@@ -167,8 +167,8 @@ typedef struct gql_request {
 } gql_request;
 
 /* Reads r's body into q; false after writing the error answer. */
-static bool read_request(const sl_http_request *r, gql_request *q, sl_buf *out, bool keep,
-                         sl_policy *p) {
+static bool read_request(const sl__http_request *r, gql_request *q, sl__buf *out, bool keep,
+                         sl__policy *p) {
     int type = media_type(r);
     if (type == 2) {
         q->query = r->body ? r->body : "";
@@ -183,13 +183,13 @@ static bool read_request(const sl_http_request *r, gql_request *q, sl_buf *out, 
         return false;
     }
     const char *bad = NULL;
-    sl_json_scan sc = sl__http_json_scan(r->body, r->body_len, NULL, NULL, NULL);
+    sl__json_scan sc = sl__http_json_scan(r->body, r->body_len, NULL, NULL, NULL);
     const char *end = NULL;
-    if (sc == SL_JSON_NUL)
+    if (sc == SL__JSON_NUL)
         bad = "the body contains a NUL character (\\u0000 or a 0 byte)";
-    else if (sc == SL_JSON_TRAILING)
+    else if (sc == SL__JSON_TRAILING)
         bad = "the body has bytes after the JSON object";
-    else if (sc != SL_JSON_OK ||
+    else if (sc != SL__JSON_OK ||
              !(q->json = cJSON_ParseWithLengthOpts(r->body, r->body_len, &end, 0)) ||
              !cJSON_IsObject(q->json))
         bad = "the body is not a JSON object";
@@ -206,7 +206,7 @@ static bool read_request(const sl_http_request *r, gql_request *q, sl_buf *out, 
             bad = "\"operationName\" must be a string (or null)";
     }
     if (bad) {
-        count(p, SL_GQL_RESULT_BAD_QUERY);
+        count(p, SL__GQL_RESULT_BAD_QUERY);
         send_error(out, keep, 400, "bad_json", bad, NULL, NULL);
         return false;
     }
@@ -220,7 +220,7 @@ static bool read_request(const sl_http_request *r, gql_request *q, sl_buf *out, 
         int64_t value;
         if (!v->string || !var_value(v, &value)) continue;
         if (q->nvars == VARS_MAX) {
-            count(p, SL_GQL_RESULT_BAD_QUERY);
+            count(p, SL__GQL_RESULT_BAD_QUERY);
             send_error(out, keep, 400, "bad_json", "more than 256 Int variables", NULL, NULL);
             return false;
         }
@@ -231,16 +231,16 @@ static bool read_request(const sl_http_request *r, gql_request *q, sl_buf *out, 
 
 /* Parses the query into *doc; false after writing the refusal (p, when
  * given, counts it). */
-static bool parse_query(sl_policy *p, const gql_request *q, sl_gql_doc **doc, sl_buf *out,
+static bool parse_query(sl__policy *p, const gql_request *q, sl_gql_doc **doc, sl__buf *out,
                         bool keep) {
     sl_gql_error err = {0};
     int rc = sl_gql_parse(q->query, q->query_len, NULL, doc, &err);
     if (rc == SL_OK) return true;
     if (rc == SL_EPARSE && err.kind == SL_GQL_ESIZE) {
-        count(p, SL_GQL_RESULT_TOO_LARGE);
+        count(p, SL__GQL_RESULT_TOO_LARGE);
         send_error(out, keep, 413, "query_too_large", err.message, NULL, NULL);
     } else if (rc == SL_EPARSE) {
-        count(p, SL_GQL_RESULT_BAD_QUERY);
+        count(p, SL__GQL_RESULT_BAD_QUERY);
         send_error(out, keep, 400, "bad_query", err.message, &err, NULL);
     } else {
         send_error(out, keep, 500, "internal", sl_strerror(rc), NULL, NULL);
@@ -250,14 +250,14 @@ static bool parse_query(sl_policy *p, const gql_request *q, sl_gql_doc **doc, sl
 
 /* The query's cost under p's graphql: block; false after writing the
  * refusal (nothing is charged). */
-static bool query_cost(sl_policy *p, const gql_request *q, sl_gql_cost_result *cost, sl_buf *out,
+static bool query_cost(sl__policy *p, const gql_request *q, sl_gql_cost_result *cost, sl__buf *out,
                        bool keep) {
     sl_gql_doc *doc = NULL;
     if (!parse_query(p, q, &doc, out, keep)) return false;
     sl_gql_error err = {0};
     sl_gql_options o;
     sl_gql_options_init(&o);
-    const sl_policy_graphql *g = &p->cfg.graphql;
+    const sl__policy_graphql *g = &p->cfg.graphql;
     if (g->configured) {
         o.scheme = (sl_gql_scheme)g->scheme;
         o.divisor = g->divisor;
@@ -269,7 +269,7 @@ static bool query_cost(sl_policy *p, const gql_request *q, sl_gql_cost_result *c
     o.nvars = q->nvars;
     int rc = sl_gql_cost(doc, &o, cost, &err);
     sl_gql_free(doc);
-    if (rc == SL_OK && cost->points > (uint64_t)SL_GQL_POINTS_MAX) {
+    if (rc == SL_OK && cost->points > (uint64_t)SL__GQL_POINTS_MAX) {
         rc = SL_ECOST;
         snprintf(err.message, sizeof err.message,
                  "The query costs %llu points, more than any budget (10^12).",
@@ -277,10 +277,10 @@ static bool query_cost(sl_policy *p, const gql_request *q, sl_gql_cost_result *c
     }
     if (rc == SL_OK) return true;
     if (rc == SL_ECOST) {
-        count(p, SL_GQL_RESULT_TOO_COSTLY);
+        count(p, SL__GQL_RESULT_TOO_COSTLY);
         send_error(out, keep, 413, "query_too_costly", err.message, NULL, cost);
     } else if (rc == SL_EPARSE) {
-        count(p, SL_GQL_RESULT_BAD_QUERY);
+        count(p, SL__GQL_RESULT_BAD_QUERY);
         send_error(out, keep, 400, "bad_query", err.message, &err, NULL);
     } else {
         send_error(out, keep, 500, "internal", sl_strerror(rc), NULL, NULL);
@@ -291,12 +291,13 @@ static bool query_cost(sl_policy *p, const gql_request *q, sl_gql_cost_result *c
 /* POST /v1/graphql without a policy: the config's rules decide, from the
  * headers a proxy sets, as /v1/auth does; their limits with cost: graphql
  * are charged the query's points (policy/rules.h). */
-static bool by_rules(const sl_request_ctx *rq, const sl_http_request *r, sl_buf *out, bool keep) {
+static bool by_rules(const sl__request_ctx *rq, const sl__http_request *r, sl__buf *out,
+                     bool keep) {
     static _Thread_local gql_request q; /* large (the variables): not on the stack */
     memset(&q, 0, sizeof q);
     sl_gql_doc *doc = NULL;
     if (read_request(r, &q, out, keep, NULL) && parse_query(NULL, &q, &doc, out, keep)) {
-        sl_rules_query query = {
+        sl__rules_query query = {
             .doc = doc, .operation = q.operation, .vars = q.vars, .nvars = q.nvars};
         keep = sl__http_auth_decide(rq, r, out, keep, &query);
     }
@@ -306,12 +307,12 @@ static bool by_rules(const sl_request_ctx *rq, const sl_http_request *r, sl_buf 
     return keep;
 }
 
-bool sl__http_graphql_handle(const sl_request_ctx *rq, const sl_http_request *r, sl_buf *out,
+bool sl__http_graphql_handle(const sl__request_ctx *rq, const sl__http_request *r, sl__buf *out,
                              bool keep) {
-    char policy[SL_POLICY_NAME_MAX + 2], key[KEY_MAX + 1];
+    char policy[SL__POLICY_NAME_MAX + 2], key[KEY_MAX + 1];
     long n = sl__http_query_param(r->query, r->query_len, "policy", policy, sizeof policy);
     if (n == -1) return by_rules(rq, r, out, keep);
-    if (n < 0 || n > SL_POLICY_NAME_MAX) {
+    if (n < 0 || n > SL__POLICY_NAME_MAX) {
         send_error(out, keep, 400, "bad_policy",
                    "the policy parameter is malformed (a bad %-escape, or %00) or longer than "
                    "63 bytes",
@@ -330,7 +331,7 @@ bool sl__http_graphql_handle(const sl_request_ctx *rq, const sl_http_request *r,
                    NULL, NULL);
         return keep;
     }
-    sl_policy *p = sl__policy_find(rq->policies, policy, (size_t)n);
+    sl__policy *p = sl__policy_find(rq->policies, policy, (size_t)n);
     if (!p) {
         char msg[128];
         snprintf(msg, sizeof msg, "no policy named \"%s\"", policy);
@@ -345,8 +346,8 @@ bool sl__http_graphql_handle(const sl_request_ctx *rq, const sl_http_request *r,
     q.json = NULL;
     if (!ok) return keep;
 
-    sl_decide_item item = sl__policy_use(p, key, (size_t)kn, (int64_t)cost.points, false);
-    sl_decide_call *call = sl__decide_call_new(&item, 1, NULL, NULL, sizeof(gql_ctx));
+    sl__decide_item item = sl__policy_use(p, key, (size_t)kn, (int64_t)cost.points, false);
+    sl__decide_call *call = sl__decide_call_new(&item, 1, NULL, NULL, sizeof(gql_ctx));
     if (!call) {
         send_error(out, keep, 500, "internal", "out of memory", NULL, NULL);
         return keep;

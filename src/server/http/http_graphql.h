@@ -7,12 +7,12 @@
 
 #include "util/buf.h"
 
-struct sl_request_ctx;
-struct sl_http_request;
+struct sl__request_ctx;
+struct sl__http_request;
 
 /* Answers one POST /v1/graphql into out (now, or from the engine's done,
  * reply.h). Returns whether the connection stays open (keep). */
-bool sl__http_graphql_handle(const struct sl_request_ctx *rq, const struct sl_http_request *r,
-                             sl_buf *out, bool keep);
+bool sl__http_graphql_handle(const struct sl__request_ctx *rq, const struct sl__http_request *r,
+                             sl__buf *out, bool keep);
 
 #endif

@@ -26,12 +26,12 @@
 #include "server/http/http_api.h"
 #include "server/request.h"
 
-#define JSON_MAX_ENTRIES (SL_RLS_MAX_DESCRIPTORS * SL_RLS_MAX_ENTRIES)
+#define JSON_MAX_ENTRIES (SL__RLS_MAX_DESCRIPTORS * SL__RLS_MAX_ENTRIES)
 
 typedef struct parsed {
-    sl_rls_request req;
-    sl_rls_descriptor d[SL_RLS_MAX_DESCRIPTORS];
-    sl_rls_entry e[JSON_MAX_ENTRIES];
+    sl__rls_request req;
+    sl__rls_descriptor d[SL__RLS_MAX_DESCRIPTORS];
+    sl__rls_entry e[JSON_MAX_ENTRIES];
     size_t nentries;
 } parsed;
 
@@ -70,22 +70,22 @@ static bool get_unit(const cJSON *v, int *out) {
         return true;
     }
     if (!cJSON_IsString(v)) return false;
-    for (int u = 0; u <= SL_RLS_UNIT_WEEK; u++)
+    for (int u = 0; u <= SL__RLS_UNIT_WEEK; u++)
         if (!strcmp(v->valuestring, sl__rls_unit_name(u))) return *out = u, true;
     return false;
 }
 
-static const char *parse_descriptor(const cJSON *o, parsed *p, sl_rls_descriptor *d) {
+static const char *parse_descriptor(const cJSON *o, parsed *p, sl__rls_descriptor *d) {
     if (!cJSON_IsObject(o)) return "each descriptor must be an object";
     for (const cJSON *f = o->child; f; f = f->next) {
         if (field_is(f, "entries", NULL)) {
             if (!cJSON_IsArray(f)) return "\"entries\" must be an array";
             d->entries = &p->e[p->nentries];
             for (const cJSON *x = f->child; x; x = x->next) {
-                if (d->nentries == SL_RLS_MAX_ENTRIES || p->nentries == JSON_MAX_ENTRIES)
+                if (d->nentries == SL__RLS_MAX_ENTRIES || p->nentries == JSON_MAX_ENTRIES)
                     return "too many entries in a descriptor (at most 32)";
                 if (!cJSON_IsObject(x)) return "each entry must be an object";
-                sl_rls_entry *e = &p->e[p->nentries++];
+                sl__rls_entry *e = &p->e[p->nentries++];
                 d->nentries++;
                 memset(e, 0, sizeof *e);
                 e->key = e->value = "";
@@ -140,9 +140,9 @@ static const char *parse_request(const cJSON *root, parsed *p) {
         } else if (field_is(f, "descriptors", NULL)) {
             if (!cJSON_IsArray(f)) return "\"descriptors\" must be an array";
             for (const cJSON *x = f->child; x; x = x->next) {
-                if (p->req.ndescriptors == SL_RLS_MAX_DESCRIPTORS)
+                if (p->req.ndescriptors == SL__RLS_MAX_DESCRIPTORS)
                     return "too many descriptors (at most 64)";
-                sl_rls_descriptor *d = &p->d[p->req.ndescriptors++];
+                sl__rls_descriptor *d = &p->d[p->req.ndescriptors++];
                 memset(d, 0, sizeof *d);
                 const char *err = parse_descriptor(x, p, d);
                 if (err) return err;
@@ -161,10 +161,10 @@ static const char *parse_request(const cJSON *root, parsed *p) {
 }
 
 static const char *code_name(int code) {
-    return code == SL_RLS_OK ? "OK" : code == SL_RLS_OVER_LIMIT ? "OVER_LIMIT" : "UNKNOWN";
+    return code == SL__RLS_OK ? "OK" : code == SL__RLS_OVER_LIMIT ? "OVER_LIMIT" : "UNKNOWN";
 }
 
-static void write_response(sl_buf *b, int overall, const sl_rls_status *st, size_t n) {
+static void write_response(sl__buf *b, int overall, const sl__rls_status *st, size_t n) {
     sl__buf_printf(b, "{\"overallCode\":\"%s\",\"statuses\":[", code_name(overall));
     for (size_t i = 0; i < n; i++) {
         sl__buf_printf(b, "%s{\"code\":\"%s\"", i ? "," : "", code_name(st[i].code));
@@ -203,17 +203,17 @@ static void write_response(sl_buf *b, int overall, const sl_rls_status *st, size
     sl__buf_puts(b, "}");
 }
 
-static bool error_answer(sl_buf *out, bool keep, int status, const char *code,
+static bool error_answer(sl__buf *out, bool keep, int status, const char *code,
                          const char *message) {
     sl__http_error_answer(out, status, keep, code, message);
     return keep;
 }
 
-static void write_answer(sl_buf *out, bool keep, int overall, const sl_rls_status *st, size_t n) {
-    sl_buf body;
+static void write_answer(sl__buf *out, bool keep, int overall, const sl__rls_status *st, size_t n) {
+    sl__buf body;
     sl__buf_init(&body);
     write_response(&body, overall, st, n);
-    sl__http_begin(out, overall == SL_RLS_OVER_LIMIT ? 429 : 200);
+    sl__http_begin(out, overall == SL__RLS_OVER_LIMIT ? 429 : 200);
     sl__http_end(out, keep, "application/json", body.data, body.len);
     sl__buf_free(&body);
 }
@@ -221,17 +221,17 @@ static void write_answer(sl_buf *out, bool keep, int overall, const sl_rls_statu
 /* The table limits are decided by the worker's engine; the answer is
  * written in done (reply.h). */
 typedef struct json_ctx {
-    sl_reply reply;
+    sl__reply reply;
     bool keep;
 } json_ctx;
 
-static void json_done(sl_decide_call *call) {
+static void json_done(sl__decide_call *call) {
     json_ctx *jc = sl__domain_user(call);
-    sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
+    sl__rls_status st[SL__RLS_MAX_DESCRIPTORS];
     size_t n;
     int overall;
     const char *message;
-    sl_buf *out = sl__reply_out(&jc->reply);
+    sl__buf *out = sl__reply_out(&jc->reply);
     bool keep = sl__reply_keep(&jc->reply, jc->keep);
     int rc = sl__domain_finish(call, st, &n, &overall, &message);
     if (rc == SL_OK)
@@ -244,18 +244,18 @@ static void json_done(sl_decide_call *call) {
     sl__decide_call_free(call);
 }
 
-bool sl__http_json_handle(const sl_request_ctx *rq, const sl_http_request *req, sl_buf *out,
+bool sl__http_json_handle(const sl__request_ctx *rq, const sl__http_request *req, sl__buf *out,
                           bool keep) {
     /* cJSON strings end at a NUL: a descriptor value "v\u0000x" would count
      * as "v". The raw body is looked at first (see sl__http_json_scan). */
-    sl_json_scan sc = sl__http_json_scan(req->body, req->body_len, NULL, NULL, NULL);
-    if (sc == SL_JSON_NUL)
+    sl__json_scan sc = sl__http_json_scan(req->body, req->body_len, NULL, NULL, NULL);
+    if (sc == SL__JSON_NUL)
         return error_answer(out, keep, 400, "nul_byte",
                             "the body contains a NUL character (\\u0000 or a 0 byte): domains, "
                             "descriptor keys and values cannot contain NUL");
-    if (sc == SL_JSON_TRAILING)
+    if (sc == SL__JSON_TRAILING)
         return error_answer(out, keep, 400, "bad_json", "the body has bytes after the JSON value");
-    cJSON *root = sc == SL_JSON_OK ? cJSON_ParseWithLength(req->body, req->body_len) : NULL;
+    cJSON *root = sc == SL__JSON_OK ? cJSON_ParseWithLength(req->body, req->body_len) : NULL;
     if (!root) return error_answer(out, keep, 400, "bad_json", "the body is not valid JSON");
     static _Thread_local parsed p; /* large: not on the stack */
     const char *err = parse_request(root, &p);
@@ -263,10 +263,10 @@ bool sl__http_json_handle(const sl_request_ctx *rq, const sl_http_request *req, 
         cJSON_Delete(root);
         return error_answer(out, keep, 400, "bad_request", err);
     }
-    sl_rls_status st[SL_RLS_MAX_DESCRIPTORS];
+    sl__rls_status st[SL__RLS_MAX_DESCRIPTORS];
     int overall;
     const char *message;
-    sl_decide_call *call = NULL;
+    sl__decide_call *call = NULL;
     int64_t now = rq->now;
     int rc = sl__domain_prepare(rq->domains, &p.req, now, st, &overall, &message, sizeof(json_ctx),
                                 &call);

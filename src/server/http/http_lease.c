@@ -22,27 +22,27 @@
 #define KEY_MAX 1024 /* as /v1/check */
 
 typedef struct lease_ctx {
-    sl_reply reply;
-    sl_lease_call call;
+    sl__reply reply;
+    sl__lease_call call;
     bool keep;
-    sl_policy_set *set; /* held: the limit lives until done */
-    char key[];         /* the key's bytes */
+    sl__policy_set *set; /* held: the limit lives until done */
+    char key[];          /* the key's bytes */
 } lease_ctx;
 
-static bool path_is(const sl_http_request *r, const char *p) {
+static bool path_is(const sl__http_request *r, const char *p) {
     size_t n = strlen(p);
     return r->path_len == n && memcmp(r->path, p, n) == 0;
 }
 
-static void send_json(sl_buf *out, bool keep, int status, const sl_buf *body, const char *retry) {
+static void send_json(sl__buf *out, bool keep, int status, const sl__buf *body, const char *retry) {
     sl__http_begin(out, status);
     if (retry) sl__http_header_line(out, "Retry-After", retry);
     sl__http_header_line(out, "Cache-Control", "no-store");
     sl__http_end(out, keep, "application/json", body->data, body->len);
 }
 
-static void send_error(sl_buf *out, bool keep, int status, const char *code, const char *msg) {
-    sl_buf b;
+static void send_error(sl__buf *out, bool keep, int status, const char *code, const char *msg) {
+    sl__buf b;
     sl__buf_init(&b);
     sl__http_error_json(&b, code, msg);
     send_json(out, keep, status, &b, NULL);
@@ -62,18 +62,18 @@ static bool parse_ms(const char *s, size_t n, int64_t *out) {
     return true;
 }
 
-static void put_fallback(sl_buf *b, sl_store_from from) {
+static void put_fallback(sl__buf *b, sl__store_from from) {
     const char *name = sl__store_fallback_name(from);
     if (name) sl__buf_printf(b, ",\"fallback\":\"%s\"", name);
 }
 
-static void write_acquire(sl_buf *out, bool keep, const sl_lease_call *c) {
+static void write_acquire(sl__buf *out, bool keep, const sl__lease_call *c) {
     const sl_acquire *a = &c->acq;
     if (c->rc != SL_OK && c->rc != SL_ENOMEM) {
         send_error(out, keep, c->rc == SL_EKEY ? 400 : 500, "internal", sl_strerror(c->rc));
         return;
     }
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     sl__buf_printf(&b, "{\"allowed\":%s,\"policy\":", a->acquired ? "true" : "false");
     sl__http_json_string(&b, c->limit->name, strlen(c->limit->name));
@@ -98,7 +98,7 @@ static void write_acquire(sl_buf *out, bool keep, const sl_lease_call *c) {
     sl__buf_free(&b);
 }
 
-static void write_unknown(sl_buf *out, bool keep, const sl_lease_call *c) {
+static void write_unknown(sl__buf *out, bool keep, const sl__lease_call *c) {
     char msg[200];
     snprintf(msg, sizeof msg,
              "no lease %016llx held for this key by policy %s (never acquired, already released, "
@@ -107,25 +107,25 @@ static void write_unknown(sl_buf *out, bool keep, const sl_lease_call *c) {
     send_error(out, keep, 404, "unknown_lease", msg);
 }
 
-static void write_release(sl_buf *out, bool keep, const sl_lease_call *c) {
-    bool failed = c->from != SL_FROM_REDIS;
+static void write_release(sl__buf *out, bool keep, const sl__lease_call *c) {
+    bool failed = c->from != SL__FROM_REDIS;
     if (c->rc == SL_ELEASE && !failed) return write_unknown(out, keep, c);
     if (c->rc != SL_OK && c->rc != SL_ELEASE) {
         send_error(out, keep, c->rc == SL_EKEY ? 400 : 500, "internal", sl_strerror(c->rc));
         return;
     }
-    sl_buf b;
+    sl__buf b;
     sl__buf_init(&b);
     bool done = c->rc == SL_OK;
-    if (c->op == SL_LEASE_RELEASE)
+    if (c->op == SL__LEASE_RELEASE)
         sl__buf_printf(&b, "{\"released\":%s,\"policy\":", done ? "true" : "false");
     else
         sl__buf_printf(&b, "{\"renewed\":%s,\"policy\":", done ? "true" : "false");
     sl__http_json_string(&b, c->limit->name, strlen(c->limit->name));
-    if (c->op == SL_LEASE_RENEW && done)
+    if (c->op == SL__LEASE_RENEW && done)
         sl__buf_printf(&b, ",\"lease\":\"%016llx\",\"lease_ms\":%lld", (unsigned long long)c->id,
                        (long long)sl__ceil_ms(c->lease.expires - c->now));
-    if (c->op == SL_LEASE_RELEASE && c->in_flight >= 0)
+    if (c->op == SL__LEASE_RELEASE && c->in_flight >= 0)
         sl__buf_printf(&b, ",\"in_flight\":%lld", (long long)c->in_flight);
     put_fallback(&b, c->from);
     sl__buf_puts(&b, "}");
@@ -136,12 +136,12 @@ static void write_release(sl_buf *out, bool keep, const sl_lease_call *c) {
     sl__buf_free(&b);
 }
 
-static void lease_done(sl_lease_call *c) {
+static void lease_done(sl__lease_call *c) {
     lease_ctx *x = c->arg;
     sl__lease_count(c);
-    sl_buf *out = sl__reply_out(&x->reply);
+    sl__buf *out = sl__reply_out(&x->reply);
     bool keep = sl__reply_keep(&x->reply, x->keep);
-    if (c->op == SL_LEASE_ACQUIRE)
+    if (c->op == SL__LEASE_ACQUIRE)
         write_acquire(out, keep, c);
     else
         write_release(out, keep, c);
@@ -150,29 +150,29 @@ static void lease_done(sl_lease_call *c) {
     free(x);
 }
 
-bool sl__http_lease_handle(const sl_request_ctx *rq, const sl_http_request *r, sl_buf *out,
+bool sl__http_lease_handle(const sl__request_ctx *rq, const sl__http_request *r, sl__buf *out,
                            bool keep) {
-    sl_lease_op op = path_is(r, "/v1/acquire")   ? SL_LEASE_ACQUIRE
-                     : path_is(r, "/v1/release") ? SL_LEASE_RELEASE
-                                                 : SL_LEASE_RENEW;
-    if (r->method != SL_HTTP_POST) {
-        sl_buf b;
+    sl__lease_op op = path_is(r, "/v1/acquire")   ? SL__LEASE_ACQUIRE
+                      : path_is(r, "/v1/release") ? SL__LEASE_RELEASE
+                                                  : SL__LEASE_RENEW;
+    if (r->method != SL__HTTP_POST) {
+        sl__buf b;
         sl__buf_init(&b);
         sl__http_error_json(&b, "method_not_allowed", "this endpoint does not take that method");
         sl__http_begin(out, 405);
         sl__http_header_line(out, "Allow", "POST");
         sl__http_end(out, keep, "application/json", b.data, b.len);
-        if (r->method == SL_HTTP_HEAD) out->len -= b.len; /* the headers only */
+        if (r->method == SL__HTTP_HEAD) out->len -= b.len; /* the headers only */
         sl__buf_free(&b);
         return keep;
     }
-    char name[SL_POLICY_NAME_MAX + 2];
+    char name[SL__POLICY_NAME_MAX + 2];
     long n = sl__http_query_param(r->query, r->query_len, "policy", name, sizeof name);
     if (n == -1) {
         send_error(out, keep, 400, "missing_policy", "the policy parameter is required");
         return keep;
     }
-    if (n < 0 || n > SL_POLICY_NAME_MAX) {
+    if (n < 0 || n > SL__POLICY_NAME_MAX) {
         send_error(out, keep, 400, "bad_policy",
                    "the policy parameter is malformed (a bad %-escape, or %00) or longer than 63 "
                    "bytes");
@@ -190,7 +190,7 @@ bool sl__http_lease_handle(const sl_request_ctx *rq, const sl_http_request *r, s
         return keep;
     }
     uint64_t id = 0;
-    if (op != SL_LEASE_ACQUIRE) {
+    if (op != SL__LEASE_ACQUIRE) {
         char idbuf[24];
         long m = sl__http_query_param(r->query, r->query_len, "lease", idbuf, sizeof idbuf);
         if (m < 0 || !sl__lease_id_parse(idbuf, (size_t)m, &id)) {
@@ -201,7 +201,7 @@ bool sl__http_lease_handle(const sl_request_ctx *rq, const sl_http_request *r, s
         }
     }
     int64_t latency = 0;
-    if (op == SL_LEASE_RELEASE) {
+    if (op == SL__LEASE_RELEASE) {
         char lbuf[24];
         long m = sl__http_query_param(r->query, r->query_len, "latency_ms", lbuf, sizeof lbuf);
         if (m == -2 || (m >= 0 && !parse_ms(lbuf, (size_t)m, &latency))) {
@@ -210,7 +210,7 @@ bool sl__http_lease_handle(const sl_request_ctx *rq, const sl_http_request *r, s
             return keep;
         }
     }
-    sl_lease_limit *l = sl__lease_set_find(sl__policy_set_leases(rq->policies), name, (size_t)n);
+    sl__lease_limit *l = sl__lease_set_find(sl__policy_set_leases(rq->policies), name, (size_t)n);
     if (!l) {
         char msg[160];
         bool rate = sl__policy_find(rq->policies, name, (size_t)n) != NULL;
@@ -232,15 +232,15 @@ bool sl__http_lease_handle(const sl_request_ctx *rq, const sl_http_request *r, s
     x->keep = keep;
     x->set = rq->policies;
     sl__policy_set_retain(x->set);
-    x->call = (sl_lease_call){.op = op,
-                              .limit = l,
-                              .key = x->key,
-                              .keylen = (size_t)k,
-                              .id = id,
-                              .latency = latency,
-                              .now = rq->now,
-                              .done = lease_done,
-                              .arg = x};
+    x->call = (sl__lease_call){.op = op,
+                               .limit = l,
+                               .key = x->key,
+                               .keylen = (size_t)k,
+                               .id = id,
+                               .latency = latency,
+                               .now = rq->now,
+                               .done = lease_done,
+                               .arg = x};
     bool answered;
     sl__reply_begin(&x->reply, rq->slot, out, &answered);
     sl__lease_start(rq->decider, &x->call);

@@ -8,11 +8,11 @@
 #include "server/http/http.h"
 #include "util/buf.h"
 
-struct sl_request_ctx;
+struct sl__request_ctx;
 
 /* Answers r (one of the three paths) into out, now or once its store has
  * decided (server/reply.h). Returns whether the connection stays open. */
-bool sl__http_lease_handle(const struct sl_request_ctx *rq, const sl_http_request *r, sl_buf *out,
-                           bool keep);
+bool sl__http_lease_handle(const struct sl__request_ctx *rq, const sl__http_request *r,
+                           sl__buf *out, bool keep);
 
 #endif

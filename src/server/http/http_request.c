@@ -19,7 +19,7 @@
  *   handed to http_parser while the header section is incomplete are capped
  *   at what is left of max_header, so the limit is exact to the byte
  *   (libhttp-parser's own 80 KiB limit, HTTP_MAX_HEADER_SIZE, also applies);
- * - at most SL_HTTP_MAX_HEADERS header fields (431);
+ * - at most SL__HTTP_MAX_HEADERS header fields (431);
  * - body <= max_body (413): decided from Content-Length when the header
  *   section ends, before any of the body is read, and from each chunk size
  *   before the chunk is read;
@@ -49,7 +49,7 @@ typedef struct span {
     size_t off, len;
 } span;
 
-struct sl_http_parser {
+struct sl__http_parser {
     http_parser hp;
     size_t max_header, max_body, max_total, max_arena;
 
@@ -57,7 +57,7 @@ struct sl_http_parser {
     size_t alen, acap;
 
     span url, body;
-    span names[SL_HTTP_MAX_HEADERS], values[SL_HTTP_MAX_HEADERS];
+    span names[SL__HTTP_MAX_HEADERS], values[SL__HTTP_MAX_HEADERS];
     size_t nheaders;
     int item; /* the item the latest data callback appended to */
 
@@ -66,11 +66,11 @@ struct sl_http_parser {
     size_t trailer_bytes; /* chunked trailers (counted, not stored) */
     bool headers_done, started, continue_pending;
 
-    sl_http_status status;
+    sl__http_status status;
     int err_status;
     const char *err_msg;
 
-    sl_http_request req;
+    sl__http_request req;
 };
 
 static size_t add_sat(size_t a, size_t b) {
@@ -79,16 +79,16 @@ static size_t add_sat(size_t a, size_t b) {
 
 /* Records the first error; callbacks return its result (nonzero) to stop
  * http_parser. */
-static int fail(sl_http_parser *p, int status, const char *msg) {
+static int fail(sl__http_parser *p, int status, const char *msg) {
     if (!p->err_status) {
         p->err_status = status;
         p->err_msg = msg;
     }
-    p->status = SL_HTTP_ERROR;
+    p->status = SL__HTTP_ERROR;
     return -1;
 }
 
-static bool arena_reserve(sl_http_parser *p, size_t n) {
+static bool arena_reserve(sl__http_parser *p, size_t n) {
     if (p->acap - p->alen >= n) return true;
     if (n > p->max_arena - p->alen)
         return fail(p, 500, "request bookkeeping exceeded its bound"), false;
@@ -102,7 +102,7 @@ static bool arena_reserve(sl_http_parser *p, size_t n) {
     return true;
 }
 
-static int append(sl_http_parser *p, const char *at, size_t len) {
+static int append(sl__http_parser *p, const char *at, size_t len) {
     if (!arena_reserve(p, len)) return -1;
     memcpy(p->arena + p->alen, at, len);
     p->alen += len;
@@ -110,13 +110,13 @@ static int append(sl_http_parser *p, const char *at, size_t len) {
 }
 
 /* Terminates the item being built (URL, name or value) with a NUL. */
-static int close_item(sl_http_parser *p) {
+static int close_item(sl__http_parser *p) {
     if (p->item == ITEM_NONE) return 0;
     p->item = ITEM_NONE;
     return append(p, "", 1);
 }
 
-static sl_http_parser *parser_of(http_parser *hp) {
+static sl__http_parser *parser_of(http_parser *hp) {
     return hp->data;
 }
 
@@ -128,7 +128,7 @@ static int on_message_begin(http_parser *hp) {
 }
 
 static int on_url(http_parser *hp, const char *at, size_t len) {
-    sl_http_parser *p = parser_of(hp);
+    sl__http_parser *p = parser_of(hp);
     if (p->item != ITEM_URL) {
         p->item = ITEM_URL;
         p->url.off = p->alen;
@@ -140,19 +140,19 @@ static int on_url(http_parser *hp, const char *at, size_t len) {
 
 /* Only HTTP/1.x is spoken here; the version is known once the request line
  * is parsed, i.e. by the first header field at the latest. */
-static int check_version(sl_http_parser *p) {
+static int check_version(sl__http_parser *p) {
     if (p->hp.http_major != 1) return fail(p, 505, "only HTTP/1.0 and HTTP/1.1 are supported");
     return 0;
 }
 
-static int trailer_bytes(sl_http_parser *p, size_t len) {
+static int trailer_bytes(sl__http_parser *p, size_t len) {
     p->trailer_bytes = add_sat(p->trailer_bytes, len);
     if (p->trailer_bytes > p->max_header) return fail(p, 431, "trailer fields too large");
     return 0;
 }
 
 static int on_header_field(http_parser *hp, const char *at, size_t len) {
-    sl_http_parser *p = parser_of(hp);
+    sl__http_parser *p = parser_of(hp);
     if (p->headers_done) return trailer_bytes(p, len);
     /* libhttp-parser (not built strict) lets spaces into names; RFC 9112 5.1:
      * whitespace before the colon MUST be rejected with 400 (it is a classic
@@ -161,7 +161,7 @@ static int on_header_field(http_parser *hp, const char *at, size_t len) {
     if (p->item != ITEM_FIELD) {
         if (p->item == ITEM_URL && check_version(p)) return -1;
         if (close_item(p)) return -1;
-        if (p->nheaders == SL_HTTP_MAX_HEADERS) return fail(p, 431, "too many header fields");
+        if (p->nheaders == SL__HTTP_MAX_HEADERS) return fail(p, 431, "too many header fields");
         p->names[p->nheaders] = (span){p->alen, 0};
         p->values[p->nheaders] = (span){p->alen, 0}; /* until a value arrives */
         p->nheaders++;
@@ -172,7 +172,7 @@ static int on_header_field(http_parser *hp, const char *at, size_t len) {
 }
 
 static int on_header_value(http_parser *hp, const char *at, size_t len) {
-    sl_http_parser *p = parser_of(hp);
+    sl__http_parser *p = parser_of(hp);
     if (p->headers_done) return trailer_bytes(p, len);
     if (p->item != ITEM_VALUE) {
         if (close_item(p)) return -1;
@@ -203,7 +203,7 @@ static bool ascii_caseeq(const char *a, const char *b, size_t n) {
 
 /* True if the stored header `name` has the value `value` (both compared
  * case-insensitively, surrounding whitespace ignored). */
-static bool header_is(const sl_http_parser *p, const char *name, const char *value) {
+static bool header_is(const sl__http_parser *p, const char *name, const char *value) {
     size_t nl = strlen(name), vl = strlen(value);
     for (size_t i = 0; i < p->nheaders; i++) {
         if (p->names[i].len != nl || !ascii_caseeq(p->arena + p->names[i].off, name, nl)) continue;
@@ -216,7 +216,7 @@ static bool header_is(const sl_http_parser *p, const char *name, const char *val
 }
 
 static int on_headers_complete(http_parser *hp) {
-    sl_http_parser *p = parser_of(hp);
+    sl__http_parser *p = parser_of(hp);
     if (close_item(p)) return -1;
     p->headers_done = true;
     if (check_version(p)) return -1;
@@ -235,30 +235,30 @@ static int on_headers_complete(http_parser *hp) {
 }
 
 static int on_chunk_header(http_parser *hp) {
-    sl_http_parser *p = parser_of(hp);
+    sl__http_parser *p = parser_of(hp);
     if (hp->content_length > p->max_body - p->body.len)
         return fail(p, 413, "request body too large");
     return 0;
 }
 
 static int on_body(http_parser *hp, const char *at, size_t len) {
-    sl_http_parser *p = parser_of(hp);
+    sl__http_parser *p = parser_of(hp);
     p->continue_pending = false;
     if (len > p->max_body - p->body.len) return fail(p, 413, "request body too large");
     p->body.len += len;
     return append(p, at, len);
 }
 
-static sl_http_method method_of(unsigned m) {
+static sl__http_method method_of(unsigned m) {
     switch (m) {
     case HTTP_GET:
-        return SL_HTTP_GET;
+        return SL__HTTP_GET;
     case HTTP_HEAD:
-        return SL_HTTP_HEAD;
+        return SL__HTTP_HEAD;
     case HTTP_POST:
-        return SL_HTTP_POST;
+        return SL__HTTP_POST;
     default:
-        return SL_HTTP_OTHER;
+        return SL__HTTP_OTHER;
     }
 }
 
@@ -266,7 +266,7 @@ static sl_http_method method_of(unsigned m) {
  * "/p?q", absolute-form "http://host/p?q" (RFC 9112 3.2.2: a server MUST
  * accept it), asterisk-form "*"; a fragment (never sent by conforming
  * clients) is dropped. */
-static void split_target(sl_http_parser *p, sl_http_request *r) {
+static void split_target(sl__http_parser *p, sl__http_request *r) {
     char *u = p->arena + p->url.off;
     size_t n = p->url.len;
     char *hash = memchr(u, '#', n);
@@ -302,14 +302,14 @@ static void split_target(sl_http_parser *p, sl_http_request *r) {
 }
 
 /* Turns the recorded offsets into the request handed out. */
-static void build_request(sl_http_parser *p) {
-    sl_http_request *r = &p->req;
+static void build_request(sl__http_parser *p) {
+    sl__http_request *r = &p->req;
     r->method = method_of(p->hp.method);
     r->method_name = http_method_str((enum http_method)p->hp.method);
     split_target(p, r);
     r->nheaders = p->nheaders;
     for (size_t i = 0; i < p->nheaders; i++) {
-        sl_http_header *h = &r->headers[i];
+        sl__http_field *h = &r->headers[i];
         h->name = p->arena + p->names[i].off;
         h->name_len = p->names[i].len;
         char *v = p->arena + p->values[i].off;
@@ -328,11 +328,11 @@ static void build_request(sl_http_parser *p) {
 }
 
 static int on_message_complete(http_parser *hp) {
-    sl_http_parser *p = parser_of(hp);
+    sl__http_parser *p = parser_of(hp);
     if (append(p, "", 1)) return -1; /* NUL after the body */
     p->continue_pending = false;
     build_request(p);
-    p->status = SL_HTTP_READY;
+    p->status = SL__HTTP_READY;
     /* Stop right after this request: the bytes behind it are the next one's. */
     http_parser_pause(hp, 1);
     return 0;
@@ -351,7 +351,7 @@ static const http_parser_settings settings = {
 
 /* ---- the parser ----------------------------------------------------------- */
 
-static void reset(sl_http_parser *p) {
+static void reset(sl__http_parser *p) {
     http_parser_init(&p->hp, HTTP_REQUEST);
     p->hp.data = p;
     p->alen = 0;
@@ -360,13 +360,13 @@ static void reset(sl_http_parser *p) {
     p->item = ITEM_NONE;
     p->header_bytes = p->total_bytes = p->trailer_bytes = 0;
     p->headers_done = p->started = p->continue_pending = false;
-    p->status = SL_HTTP_NEED_MORE;
+    p->status = SL__HTTP_NEED_MORE;
     p->err_status = 0;
     p->err_msg = NULL;
 }
 
-sl_http_parser *sl__http_parser_new(size_t max_header, size_t max_body) {
-    sl_http_parser *p = malloc(sizeof *p);
+sl__http_parser *sl__http_parser_new(size_t max_header, size_t max_body) {
+    sl__http_parser *p = malloc(sizeof *p);
     if (!p) return NULL;
     p->max_header = max_header ? max_header : 1;
     p->max_body = max_body;
@@ -374,20 +374,20 @@ sl_http_parser *sl__http_parser_new(size_t max_header, size_t max_body) {
     /* URL, names and values are at most the header bytes, plus their NULs;
      * then the body and its NUL. */
     p->max_arena =
-        add_sat(add_sat(p->max_header, 2 * SL_HTTP_MAX_HEADERS + 2), add_sat(max_body, 1));
+        add_sat(add_sat(p->max_header, 2 * SL__HTTP_MAX_HEADERS + 2), add_sat(max_body, 1));
     p->arena = NULL;
     p->acap = 0;
     reset(p);
     return p;
 }
 
-void sl__http_parser_free(sl_http_parser *p) {
+void sl__http_parser_free(sl__http_parser *p) {
     if (!p) return;
     free(p->arena);
     free(p);
 }
 
-static sl_http_status parse_error(sl_http_parser *p) {
+static sl__http_status parse_error(sl__http_parser *p) {
     enum http_errno e = HTTP_PARSER_ERRNO(&p->hp);
     if (!p->err_status) {
         switch (e) {
@@ -402,14 +402,14 @@ static sl_http_status parse_error(sl_http_parser *p) {
             break;
         }
     }
-    p->status = SL_HTTP_ERROR;
+    p->status = SL__HTTP_ERROR;
     return p->status;
 }
 
-sl_http_status sl__http_parser_feed(sl_http_parser *p, const char *data, size_t len,
-                                    size_t *consumed) {
+sl__http_status sl__http_parser_feed(sl__http_parser *p, const char *data, size_t len,
+                                     size_t *consumed) {
     size_t off = 0;
-    while (off < len && p->status == SL_HTTP_NEED_MORE) {
+    while (off < len && p->status == SL__HTTP_NEED_MORE) {
         size_t chunk = len - off;
         bool in_headers = !p->headers_done;
         size_t allow = in_headers ? p->max_header - p->header_bytes : p->max_total - p->total_bytes;
@@ -427,7 +427,7 @@ sl_http_status sl__http_parser_feed(sl_http_parser *p, const char *data, size_t 
         if (in_headers && !p->headers_done) p->header_bytes += n;
         enum http_errno e = HTTP_PARSER_ERRNO(&p->hp);
         if (e == HPE_PAUSED) break; /* a whole request: status is READY */
-        if (e != HPE_OK || p->status == SL_HTTP_ERROR) {
+        if (e != HPE_OK || p->status == SL__HTTP_ERROR) {
             parse_error(p);
             break;
         }
@@ -440,16 +440,16 @@ sl_http_status sl__http_parser_feed(sl_http_parser *p, const char *data, size_t 
     return p->status;
 }
 
-const sl_http_request *sl__http_parser_request(const sl_http_parser *p) {
-    return p->status == SL_HTTP_READY ? &p->req : NULL;
+const sl__http_request *sl__http_parser_request(const sl__http_parser *p) {
+    return p->status == SL__HTTP_READY ? &p->req : NULL;
 }
 
-int sl__http_parser_error_status(const sl_http_parser *p, const char **message) {
+int sl__http_parser_error_status(const sl__http_parser *p, const char **message) {
     if (message) *message = p->err_msg ? p->err_msg : "bad request";
     return p->err_status ? p->err_status : 400;
 }
 
-void sl__http_parser_next(sl_http_parser *p) {
+void sl__http_parser_next(sl__http_parser *p) {
     if (p->acap > ARENA_KEEP) {
         free(p->arena);
         p->arena = NULL;
@@ -458,22 +458,22 @@ void sl__http_parser_next(sl_http_parser *p) {
     reset(p);
 }
 
-bool sl__http_parser_in_request(const sl_http_parser *p) {
-    return p->started && p->status == SL_HTTP_NEED_MORE;
+bool sl__http_parser_in_request(const sl__http_parser *p) {
+    return p->started && p->status == SL__HTTP_NEED_MORE;
 }
 
-bool sl__http_parser_take_continue(sl_http_parser *p) {
-    bool c = p->continue_pending && p->status == SL_HTTP_NEED_MORE;
+bool sl__http_parser_take_continue(sl__http_parser *p) {
+    bool c = p->continue_pending && p->status == SL__HTTP_NEED_MORE;
     p->continue_pending = false;
     return c;
 }
 
 /* ---- lookups -------------------------------------------------------------- */
 
-const sl_http_header *sl__http_header(const sl_http_request *r, const char *name) {
+const sl__http_field *sl__http_header(const sl__http_request *r, const char *name) {
     size_t n = strlen(name);
     for (size_t i = 0; i < r->nheaders; i++) {
-        const sl_http_header *h = &r->headers[i];
+        const sl__http_field *h = &r->headers[i];
         if (h->name_len == n && ascii_caseeq(h->name, name, n)) return h;
     }
     return NULL;

@@ -3,7 +3,7 @@
  * draft-ietf-httpapi-ratelimit-headers-10 RateLimit-Policy and RateLimit,
  * the X-RateLimit-* triplet, Retry-After) and the JSON bodies.
  *
- * Everything is appended to an sl_buf with fixed strings and integer
+ * Everything is appended to an sl__buf with fixed strings and integer
  * formatting only (no printf, no allocation beyond the buffer's growth): this
  * runs once per answered request.
  *
@@ -85,7 +85,7 @@ const char *sl__http_reason(int status) {
     }
 }
 
-void sl__http_begin(sl_buf *out, int status) {
+void sl__http_begin(sl__buf *out, int status) {
     if (status < 100 || status > 599) status = 500;
     const char *reason = sl__http_reason(status);
     size_t rl = strlen(reason);
@@ -101,7 +101,7 @@ void sl__http_begin(sl_buf *out, int status) {
     sl__buf_commit(out, (size_t)(s - p));
 }
 
-void sl__http_continue(sl_buf *out) {
+void sl__http_continue(sl__buf *out) {
     static const char line[] = "HTTP/1.1 100 Continue\r\n\r\n";
     sl__buf_append(out, line, sizeof line - 1);
 }
@@ -114,7 +114,7 @@ static char *w_field_text(char *p, const char *s, size_t n) {
     return p + n;
 }
 
-void sl__http_header_line(sl_buf *out, const char *name, const char *value) {
+void sl__http_header_line(sl__buf *out, const char *name, const char *value) {
     size_t nl = strlen(name), vl = strlen(value);
     char *p = sl__buf_reserve(out, nl + vl + 4);
     if (!p) return;
@@ -125,7 +125,7 @@ void sl__http_header_line(sl_buf *out, const char *name, const char *value) {
     sl__buf_commit(out, (size_t)(s - p));
 }
 
-void sl__http_end(sl_buf *out, bool keep_alive, const char *content_type, const char *body,
+void sl__http_end(sl__buf *out, bool keep_alive, const char *content_type, const char *body,
                   size_t body_len) {
     size_t cl = content_type ? strlen(content_type) : 0;
     char *p = sl__buf_reserve(out, 16 + cl + 2 + 16 + U64_MAX_DIGITS + 30 + body_len);
@@ -168,7 +168,7 @@ static char *w_sf_string(char *p, const char *s, size_t n) {
     return p;
 }
 
-void sl__http_ratelimit_fields(sl_buf *out, const sl_http_policy_view *p, const sl_decision *d) {
+void sl__http_ratelimit_fields(sl__buf *out, const sl__http_policy_view *p, const sl_decision *d) {
     uint64_t q = p->q > (uint64_t)SF_INT_MAX ? (uint64_t)SF_INT_MAX : p->q;
     uint64_t w = p->w > (uint64_t)SF_INT_MAX ? (uint64_t)SF_INT_MAX : p->w;
     const char *name = p->name ? p->name : "", *rate = p->rate ? p->rate : "";
@@ -295,7 +295,7 @@ static char *w_json_string(char *p, const char *str, size_t len) {
     return p;
 }
 
-void sl__http_json_string(sl_buf *out, const void *s, size_t n) {
+void sl__http_json_string(sl__buf *out, const void *s, size_t n) {
     char *b = sl__buf_reserve(out, JSON_STRING_MAX(n));
     if (!b) return;
     sl__buf_commit(out, (size_t)(w_json_string(b, s, n) - b));
@@ -305,7 +305,7 @@ static int64_t ms_up(int64_t ns) {
     return ns < 0 ? -1 : sl__ceil_ms(ns);
 }
 
-void sl__http_decision_json(sl_buf *out, const char *policy, const sl_decision *d, bool shadowed) {
+void sl__http_decision_json(sl__buf *out, const char *policy, const sl_decision *d, bool shadowed) {
     if (!policy) policy = "";
     size_t pl = strlen(policy);
     char *b = sl__buf_reserve(out, 120 + 5 * (U64_MAX_DIGITS + 1) + 6 * pl + 2);
@@ -330,7 +330,7 @@ void sl__http_decision_json(sl_buf *out, const char *policy, const sl_decision *
     sl__buf_commit(out, (size_t)(s - b));
 }
 
-void sl__http_error_json(sl_buf *out, const char *code, const char *message) {
+void sl__http_error_json(sl__buf *out, const char *code, const char *message) {
     if (!code) code = "error";
     if (!message) message = "";
     size_t cl = strlen(code), ml = strlen(message);
@@ -344,9 +344,9 @@ void sl__http_error_json(sl_buf *out, const char *code, const char *message) {
     sl__buf_commit(out, (size_t)(s - b));
 }
 
-void sl__http_error_answer(sl_buf *out, int status, bool keep, const char *code,
+void sl__http_error_answer(sl__buf *out, int status, bool keep, const char *code,
                            const char *message) {
-    sl_buf body;
+    sl__buf body;
     sl__buf_init(&body);
     sl__http_error_json(&body, code, message);
     sl__http_begin(out, status);

@@ -6,15 +6,15 @@
 
 #include "util/units.h"
 
-sl_priority sl__http_priority(const sl_http_request *r, const char *header) {
-    const sl_http_header *h = sl__http_header(r, header);
+sl_priority sl__http_priority(const sl__http_request *r, const char *header) {
+    const sl__http_field *h = sl__http_header(r, header);
     sl_priority p = SL_PRIORITY_DEFAULT;
     if (h) sl_priority_parse(h->value, h->value_len, &p);
     return p;
 }
 
-bool sl__http_retry_marked(const sl_http_request *r, const char *header) {
-    const sl_http_header *h = sl__http_header(r, header);
+bool sl__http_retry_marked(const sl__http_request *r, const char *header) {
+    const sl__http_field *h = sl__http_header(r, header);
     if (!h || h->value_len == 0 || h->value_len > 19) return false;
     bool nonzero = false;
     for (size_t i = 0; i < h->value_len; i++) {
@@ -25,15 +25,15 @@ bool sl__http_retry_marked(const sl_http_request *r, const char *header) {
     return nonzero;
 }
 
-long long sl__http_retry_after_s(const sl_retry_call *c) {
+long long sl__http_retry_after_s(const sl__retry_call *c) {
     int64_t ns = c->d.retry_after < 0 ? c->limit->opts.window : c->d.retry_after;
     int64_t s = sl__ceil_s(ns);
     return s < 1 ? 1 : (long long)s;
 }
 
-void sl__http_retry_refused(sl_buf *out, int status, bool head, bool keep, const char *policy,
-                            const sl_retry_call *c) {
-    sl_buf body;
+void sl__http_retry_refused(sl__buf *out, int status, bool head, bool keep, const char *policy,
+                            const sl__retry_call *c) {
+    sl__buf body;
     sl__buf_init(&body);
     long long secs = sl__http_retry_after_s(c);
     sl__buf_puts(&body, "{\"error\":\"retry_budget\",\"message\":");

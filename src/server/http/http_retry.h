@@ -16,19 +16,19 @@
 
 /* True when r carries `header` with a decimal value >= 1 (a retry); absent,
  * 0 or anything else is a first attempt. */
-bool sl__http_retry_marked(const sl_http_request *r, const char *header);
+bool sl__http_retry_marked(const sl__http_request *r, const char *header);
 
 /* The request's priority: `header`'s value (critical, default, sheddable;
  * any case), default when absent or anything else (load shedding). */
-sl_priority sl__http_priority(const sl_http_request *r, const char *header);
+sl_priority sl__http_priority(const sl__http_request *r, const char *header);
 
 /* Retry-After of a refused retry in whole seconds, at least 1 (the window
  * when only new first attempts can let it pass). */
-long long sl__http_retry_after_s(const sl_retry_call *c);
+long long sl__http_retry_after_s(const sl__retry_call *c);
 
 /* Writes the refusal of c (a retry the budget of `policy` refused) with
  * `status` (429 or 403); HEAD gets the headers only. */
-void sl__http_retry_refused(sl_buf *out, int status, bool head, bool keep, const char *policy,
-                            const sl_retry_call *c);
+void sl__http_retry_refused(sl__buf *out, int status, bool head, bool keep, const char *policy,
+                            const sl__retry_call *c);
 
 #endif

@@ -4,8 +4,8 @@
  * sketch behind /v1/top) and its near-limit keys, and the store's health.
  * Counters are totals since the policy's state was made; `now_ms` (a
  * monotonic clock) lets a client turn two documents into rates. Bounded:
- * at most SL_STATS_POLICIES_MAX policies and SL_STATS_TOP_MAX keys per list,
- * each key at most SL_TOPK_KEY_MAX bytes (as /v1/top), so a document is at
+ * at most SL__STATS_POLICIES_MAX policies and SL__STATS_TOP_MAX keys per list,
+ * each key at most SL__TOPK_KEY_MAX bytes (as /v1/top), so a document is at
  * most about 1 MiB even for keys made of control bytes (64 x 20 keys of
  * 128 bytes written as \u00XX), and a few KiB for a usual config. It shows no key /v1/top does not
  * already show. */
@@ -22,8 +22,8 @@
 
 /* The keys of one sketch: [{"key":"...","<count>":N,"error":E},...], as
  * /v1/top writes them. */
-static void top_list(sl_buf *b, sl__topk *t, unsigned top, const char *count) {
-    sl__topk_item items[SL_STATS_TOP_MAX];
+static void top_list(sl__buf *b, sl__topk *t, unsigned top, const char *count) {
+    sl__topk_item items[SL__STATS_TOP_MAX];
     size_t k = t ? sl__topk_list(t, items, top) : 0;
     sl__buf_puts(b, "[");
     for (size_t i = 0; i < k; i++) {
@@ -35,7 +35,7 @@ static void top_list(sl_buf *b, sl__topk *t, unsigned top, const char *count) {
     sl__buf_puts(b, "]");
 }
 
-static void policy_entry(sl_buf *b, sl_policy *p, bool redis, unsigned top) {
+static void policy_entry(sl__buf *b, sl__policy *p, bool redis, unsigned top) {
     const sl_params *pa = &p->cfg.params;
     sl__buf_puts(b, "{\"name\":");
     sl__http_json_string(b, p->cfg.name, strlen(p->cfg.name));
@@ -74,9 +74,9 @@ static void policy_entry(sl_buf *b, sl_policy *p, bool redis, unsigned top) {
     }
     if (redis)
         sl__buf_printf(b, ",\"fallback\":{\"open\":%llu,\"closed\":%llu,\"local\":%llu}",
-                       (unsigned long long)atomic_load(&p->lim.store.from[SL_FROM_OPEN]),
-                       (unsigned long long)atomic_load(&p->lim.store.from[SL_FROM_CLOSED]),
-                       (unsigned long long)atomic_load(&p->lim.store.from[SL_FROM_LOCAL]));
+                       (unsigned long long)atomic_load(&p->lim.store.from[SL__FROM_OPEN]),
+                       (unsigned long long)atomic_load(&p->lim.store.from[SL__FROM_CLOSED]),
+                       (unsigned long long)atomic_load(&p->lim.store.from[SL__FROM_LOCAL]));
     sl__buf_puts(b, ",\"top_rejected\":");
     top_list(b, p->lim.top, top, "rejected");
     sl__buf_puts(b, ",\"top_near\":"); /* the keys allowed near their limit (/v1/top?by=near) */
@@ -84,8 +84,8 @@ static void policy_entry(sl_buf *b, sl_policy *p, bool redis, unsigned top) {
     sl__buf_puts(b, "}");
 }
 
-static void store_entry(sl_buf *b, const sl_engine_stats *e) {
-    sl_engine_stats es = *e;
+static void store_entry(sl__buf *b, const sl__engine_report *e) {
+    sl__engine_report es = *e;
     if (!es.redis) {
         sl__buf_puts(b, "\"store\":{\"type\":\"memory\",\"up\":true,\"breakers_open\":0}");
         return;
@@ -100,7 +100,7 @@ static void store_entry(sl_buf *b, const sl_engine_stats *e) {
                    (unsigned long long)es.rejected_open, (unsigned long long)es.deny_hits);
 }
 
-bool sl__http_stats_write(const sl_ops_view *v, unsigned top, sl_buf *b) {
+bool sl__http_stats_write(const sl__ops_view *v, unsigned top, sl__buf *b) {
     int64_t mono = sl_now_monotonic();
     int64_t up = (sl_now() - v->started_at) / SL_NS_PER_SEC;
     sl__buf_printf(b,
@@ -110,7 +110,7 @@ bool sl__http_stats_write(const sl_ops_view *v, unsigned top, sl_buf *b) {
                    v->workers, v->draining ? "true" : "false");
     store_entry(b, &v->store);
     size_t n = v->policies ? sl__policy_set_count(v->policies) : 0;
-    size_t shown = n < SL_STATS_POLICIES_MAX ? n : SL_STATS_POLICIES_MAX;
+    size_t shown = n < SL__STATS_POLICIES_MAX ? n : SL__STATS_POLICIES_MAX;
     sl__buf_printf(b, ",\"policies_total\":%zu,\"policies\":[", n);
     for (size_t i = 0; i < shown; i++) {
         if (i) sl__buf_puts(b, ",");

@@ -24,13 +24,13 @@ static const char icon_svg[] =
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "                \
     "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-static bool path_is(const sl_http_request *r, const char *p) {
+static bool path_is(const sl__http_request *r, const char *p) {
     size_t n = strlen(p);
     return r->path_len == n && memcmp(r->path, p, n) == 0;
 }
 
 /* One answer with the page's security headers. body may be NULL (none). */
-static void answer(sl_buf *out, const sl_http_request *r, bool keep, int status, const char *type,
+static void answer(sl__buf *out, const sl__http_request *r, bool keep, int status, const char *type,
                    const char *body, const char *location) {
     size_t n = body ? strlen(body) : 0;
     sl__http_begin(out, status);
@@ -41,12 +41,12 @@ static void answer(sl_buf *out, const sl_http_request *r, bool keep, int status,
     sl__http_header_line(out, "Cache-Control", "no-store");
     if (location) sl__http_header_line(out, "Location", location);
     sl__http_end(out, keep, type, body, n);
-    if (r->method == SL_HTTP_HEAD) out->len -= n;
+    if (r->method == SL__HTTP_HEAD) out->len -= n;
 }
 
-static void refuse(sl_buf *out, const sl_http_request *r, bool keep, int status, const char *code,
+static void refuse(sl__buf *out, const sl__http_request *r, bool keep, int status, const char *code,
                    const char *message) {
-    sl_buf body;
+    sl__buf body;
     sl__buf_init(&body);
     sl__http_error_json(&body, code, message);
     sl__buf_append(&body, "", 1); /* a NUL: answer takes a C string */
@@ -54,13 +54,13 @@ static void refuse(sl_buf *out, const sl_http_request *r, bool keep, int status,
     sl__buf_free(&body);
 }
 
-bool sl__http_ui_handle(const sl_ops_view *v, const sl_http_request *r, sl_buf *out, bool keep) {
-    if (v->ui == SL_UI_OFF) {
+bool sl__http_ui_handle(const sl__ops_view *v, const sl__http_request *r, sl__buf *out, bool keep) {
+    if (v->ui == SL__UI_OFF) {
         refuse(out, r, keep, 404, "not_found",
                "the dashboard is off (admin.ui: off); see docs/operations.md");
         return keep;
     }
-    if (v->ui == SL_UI_LOOPBACK && !v->peer_loopback) {
+    if (v->ui == SL__UI_LOOPBACK && !v->peer_loopback) {
         refuse(out, r, keep, 403, "forbidden",
                "only clients on loopback may load the dashboard (admin.ui: loopback)");
         return keep;

@@ -10,73 +10,73 @@
 
 #include "util/buf.h"
 
-#define SL_RESP_MAX_ARGS 64
+#define SL__RESP_MAX_ARGS 64
 
-typedef struct sl_resp_command {
+typedef struct sl__resp_command {
     size_t argc;
-    const char *argv[SL_RESP_MAX_ARGS]; /* point into the parsed buffer; not NUL-terminated */
-    size_t argl[SL_RESP_MAX_ARGS];
-} sl_resp_command;
+    const char *argv[SL__RESP_MAX_ARGS]; /* point into the parsed buffer; not NUL-terminated */
+    size_t argl[SL__RESP_MAX_ARGS];
+} sl__resp_command;
 
 /* Parses one command at buf: a RESP2 array of bulk strings ("*2\r\n$4\r\nPING\r\n...")
  * or an inline command ("PING\r\n", as telnet and redis-cli --pipe may send).
  * Returns the bytes it spans (> 0) with *cmd filled, 0 if more bytes are
  * needed, or SL_EPARSE on a protocol error with the reason in err[0..errlen)
  * (NUL-terminated, truncated to fit; err may be NULL with errlen 0; the
- * caller replies "-ERR Protocol error: <err>" and closes). SL_RESP_ERR_MAX
+ * caller replies "-ERR Protocol error: <err>" and closes). SL__RESP_ERR_MAX
  * bytes hold every reason. A command spanning more than max_frame bytes,
- * more than SL_RESP_MAX_ARGS arguments, or with malformed lengths is an
+ * more than SL__RESP_MAX_ARGS arguments, or with malformed lengths is an
  * error as soon as that is known. Keeps no state between calls: any thread
  * may call it. "*0", "*-1" and blank inline lines parse as argc 0: execute
  * them to get nothing (no reply), as Redis does. Details: resp_parser.c,
  * docs/resp.md. */
-#define SL_RESP_ERR_MAX 64
-long sl__resp_parse(const char *buf, size_t len, size_t max_frame, sl_resp_command *cmd, char *err,
+#define SL__RESP_ERR_MAX 64
+long sl__resp_parse(const char *buf, size_t len, size_t max_frame, sl__resp_command *cmd, char *err,
                     size_t errlen);
 
 /* Reply writers (RESP2). */
-void sl__resp_simple(sl_buf *out, const char *s);  /* +s */
-void sl__resp_error(sl_buf *out, const char *msg); /* -msg (CR, LF in msg become spaces) */
-void sl__resp_int(sl_buf *out, int64_t v);         /* :v */
-void sl__resp_bulk(sl_buf *out, const void *p, size_t n);
-void sl__resp_null(sl_buf *out);            /* $-1 */
-void sl__resp_array(sl_buf *out, size_t n); /* *n */
+void sl__resp_simple(sl__buf *out, const char *s);  /* +s */
+void sl__resp_error(sl__buf *out, const char *msg); /* -msg (CR, LF in msg become spaces) */
+void sl__resp_int(sl__buf *out, int64_t v);         /* :v */
+void sl__resp_bulk(sl__buf *out, const void *p, size_t n);
+void sl__resp_null(sl__buf *out);            /* $-1 */
+void sl__resp_array(sl__buf *out, size_t n); /* *n */
 /* An array of n integers (CL.THROTTLE, SL.CHECK) in one reservation. */
-void sl__resp_ints(sl_buf *out, const int64_t *v, size_t n);
+void sl__resp_ints(sl__buf *out, const int64_t *v, size_t n);
 
-struct sl_policy_set;
-struct sl_cell;
-struct sl_policy;
-struct sl_answer_slot;
+struct sl__policy_set;
+struct sl__cell;
+struct sl__policy;
+struct sl__answer_slot;
 
-typedef struct sl_resp_context {
-    struct sl_policy_set *policies; /* for SL.CHECK */
-    struct sl_cell *cell;           /* for CL.THROTTLE */
-    int64_t now;                    /* this loop tick's clock (Unix ns) */
+typedef struct sl__resp_context {
+    struct sl__policy_set *policies; /* for SL.CHECK */
+    struct sl__cell *cell;           /* for CL.THROTTLE */
+    int64_t now;                     /* this loop tick's clock (Unix ns) */
     /* Appends sluiced's own INFO sections (without RESP framing), each
      * "# Name\r\n" then "field:value\r\n" lines, sections separated by an
      * empty "\r\n" line. "# Server" (redis_version, ...) and "# Cell" are
      * written by sl__resp_execute itself before calling this; may be NULL. */
-    void (*info)(void *ctx, sl_buf *out);
+    void (*info)(void *ctx, sl__buf *out);
     void *info_ctx;
     /* SL.CHECK and CL.THROTTLE decide with it (policy/decide.h; NULL: the
        memory store's), and answer when it has decided (server/reply.h): at
        once when it decided inline, else in a place reserved in the
        command's answer slot (NULL: no connection, tests). */
-    struct sl_decider *decider;
-    struct sl_answer_slot *slot;
-} sl_resp_context;
+    struct sl__decider *decider;
+    struct sl__answer_slot *slot;
+} sl__resp_context;
 
-struct sl_policy;
+struct sl__policy;
 struct sl_decision;
 /* Writes SL.CHECK's reply for a decision (rc from the policy check): five
  * integers, six with `delay` (delay_ms last, docs/resp.md). */
-void sl__resp_check_reply(sl_buf *out, const struct sl_policy *p, int rc,
+void sl__resp_check_reply(sl__buf *out, const struct sl__policy *p, int rc,
                           const struct sl_decision *d, int64_t cost, bool delay);
 
 /* Runs one command and appends its reply to out. Returns 1 if the
  * connection must close after the reply is written (QUIT), else 0. Unknown
  * commands and bad arguments get an error reply, never a crash. */
-int sl__resp_execute(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out);
+int sl__resp_execute(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out);
 
 #endif

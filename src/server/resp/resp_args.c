@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-void sl__resp_errorf(sl_buf *out, const char *fmt, ...) {
+void sl__resp_errorf(sl__buf *out, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);

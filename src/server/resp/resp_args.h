@@ -44,13 +44,13 @@ static inline bool ieq(const char *a, size_t n, const char *s, size_t sn) {
 
 #define IEQ(a, n, lit) ieq((a), (n), (lit), sizeof(lit) - 1)
 
-void sl__resp_errorf(sl_buf *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sl__resp_errorf(sl__buf *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static inline int echo_len(size_t n) {
     return (int)(n < ECHO_MAX ? n : ECHO_MAX);
 }
 
-static inline void wrong_args(sl_buf *out, const char *name) {
+static inline void wrong_args(sl__buf *out, const char *name) {
     sl__resp_errorf(out, "ERR wrong number of arguments for '%s' command", name);
 }
 

@@ -19,21 +19,21 @@
 #include "sluice/sluice.h"
 #include "util/units.h"
 
-static sl_decider *decider_of(const sl_resp_context *ctx) {
+static sl__decider *decider_of(const sl__resp_context *ctx) {
     return ctx->decider ? ctx->decider : sl__decider_memory();
 }
 
 /* SL.CHECK's call: where the reply goes, its form, and what it took. */
 typedef struct check_ctx {
-    sl_reply r;
+    sl__reply r;
     bool delay; /* DELAY: delay_ms as a sixth integer */
     int64_t now;
-    sl_retry_stage retry; /* the policy's retry_budget:, before the decision */
+    sl__retry_stage retry; /* the policy's retry_budget:, before the decision */
 } check_ctx;
 
 /* The server's capacity shed the call (the engine decided it, nothing
  * else): -SHED, counted by policy and priority. */
-static void write_shed(sl_buf *out, sl_policy *p, sl_priority prio, int64_t retry_after) {
+static void write_shed(sl__buf *out, sl__policy *p, sl_priority prio, int64_t retry_after) {
     atomic_fetch_add_explicit(&p->shed[prio], 1, memory_order_relaxed);
     int64_t secs = retry_after < 0 ? 1 : sl__ceil_s(retry_after);
     sl__resp_errorf(out,
@@ -41,9 +41,9 @@ static void write_shed(sl_buf *out, sl_policy *p, sl_priority prio, int64_t retr
                     sl_priority_name(prio), (long long)(secs < 1 ? 1 : secs));
 }
 
-static void check_done(sl_decide_call *call) {
+static void check_done(sl__decide_call *call) {
     check_ctx *cc = sl__decide_call_user(call);
-    const sl_decide_item *it = &call->items[0];
+    const sl__decide_item *it = &call->items[0];
     if (call->shed)
         write_shed(sl__reply_out(&cc->r), sl__policy_of(it->limit), call->priority,
                    call->shed_retry);
@@ -55,9 +55,9 @@ static void check_done(sl_decide_call *call) {
 }
 
 /* The retry budget refused a retry: -RETRYBUDGET, and it is not decided. */
-static void check_retry_refused(sl_retry_stage *st) {
+static void check_retry_refused(sl__retry_stage *st) {
     check_ctx *cc = st->arg;
-    const sl_retry_call *rc = &st->call;
+    const sl__retry_call *rc = &st->call;
     int64_t ns = rc->d.retry_after < 0 ? rc->limit->opts.window : rc->d.retry_after;
     long long secs = sl__ceil_s(ns) < 1 ? 1 : (long long)sl__ceil_s(ns);
     sl__resp_errorf(sl__reply_out(&cc->r),
@@ -77,7 +77,7 @@ typedef struct check_opts {
 } check_opts;
 
 /* Reads them; false with the error written into out. */
-static bool parse_opts(const sl_resp_command *cmd, check_opts *o, sl_buf *out) {
+static bool parse_opts(const sl__resp_command *cmd, check_opts *o, sl__buf *out) {
     *o = (check_opts){.cost = 1, .priority = SL_PRIORITY_DEFAULT};
     size_t i = 3, argc = cmd->argc;
     if (i < argc && !IEQ(cmd->argv[i], cmd->argl[i], "delay") &&
@@ -113,7 +113,7 @@ static bool parse_opts(const sl_resp_command *cmd, check_opts *o, sl_buf *out) {
     return true;
 }
 
-int sl__resp_cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
+int sl__resp_cmd_check(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
     if (cmd->argc < 3) {
         wrong_args(out, "sl.check");
         return 0;
@@ -125,17 +125,17 @@ int sl__resp_cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, s
     /* a name that cannot be a policy's is never looked up (names are C strings) */
     const char *name = cmd->argv[1];
     size_t nlen = cmd->argl[1];
-    sl_policy *p = nlen <= SL_POLICY_NAME_MAX && !memchr(name, '\0', nlen)
-                       ? sl__policy_find(ctx->policies, name, nlen)
-                       : NULL;
+    sl__policy *p = nlen <= SL__POLICY_NAME_MAX && !memchr(name, '\0', nlen)
+                        ? sl__policy_find(ctx->policies, name, nlen)
+                        : NULL;
     if (!p) {
         sl__resp_errorf(out, "ERR unknown policy '%.*s'", echo_len(nlen), name);
         return 0;
     }
     check_opts o;
     if (!parse_opts(cmd, &o, out)) return 0;
-    sl_decide_item item = sl__policy_use(p, cmd->argv[2], cmd->argl[2], o.cost, false);
-    sl_decide_call *call = sl__decide_call_new(&item, 1, NULL, NULL, sizeof(check_ctx));
+    sl__decide_item item = sl__policy_use(p, cmd->argv[2], cmd->argl[2], o.cost, false);
+    sl__decide_call *call = sl__decide_call_new(&item, 1, NULL, NULL, sizeof(check_ctx));
     if (!call) {
         sl__resp_error(out, "ERR out of memory");
         return 0;
@@ -143,7 +143,7 @@ int sl__resp_cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, s
     check_ctx *cc = sl__decide_call_user(call);
     cc->delay = o.delay;
     cc->now = ctx->now;
-    sl_decide_capacity *cap = sl__policy_set_shed(ctx->policies, NULL);
+    sl__decide_capacity *cap = sl__policy_set_shed(ctx->policies, NULL);
     if (cap) sl__decide_call_shed(call, cap, o.priority); /* lives with the set */
     sl__decide_call_hold(call, ctx->policies);
     call->done = check_done;
@@ -159,7 +159,7 @@ int sl__resp_cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, s
     return 0;
 }
 
-void sl__resp_check_reply(sl_buf *out, const sl_policy *p, int rc, const sl_decision *d,
+void sl__resp_check_reply(sl__buf *out, const sl__policy *p, int rc, const sl_decision *d,
                           int64_t cost, bool delay) {
     switch (rc) {
     case SL_OK:

@@ -7,6 +7,6 @@
 
 /* SL.CHECK policy key [cost] [DELAY] [PRIORITY p] [RETRY n]: replies into out, now or once the
  * store has decided; returns 0 (the connection stays open). */
-int sl__resp_cmd_check(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out);
+int sl__resp_cmd_check(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out);
 
 #endif

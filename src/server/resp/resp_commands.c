@@ -34,13 +34,13 @@
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-static void bulk_str(sl_buf *out, const char *s) {
+static void bulk_str(sl__buf *out, const char *s) {
     sl__resp_bulk(out, s, strlen(s));
 }
 
 /* ---- the command table ---------------------------------------------------------- */
 
-typedef int (*handler_fn)(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out);
+typedef int (*handler_fn)(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out);
 
 typedef struct arg_doc {
     const char *name, *type;
@@ -60,17 +60,17 @@ typedef struct cmd_def {
     handler_fn fn;
 } cmd_def;
 
-static int cmd_throttle(const sl_resp_context *, const sl_resp_command *, sl_buf *);
-static int cmd_ping(const sl_resp_context *, const sl_resp_command *, sl_buf *);
-static int cmd_echo(const sl_resp_context *, const sl_resp_command *, sl_buf *);
-static int cmd_quit(const sl_resp_context *, const sl_resp_command *, sl_buf *);
-static int cmd_info(const sl_resp_context *, const sl_resp_command *, sl_buf *);
-static int cmd_command(const sl_resp_context *, const sl_resp_command *, sl_buf *);
-static int cmd_config(const sl_resp_context *, const sl_resp_command *, sl_buf *);
-static int cmd_hello(const sl_resp_context *, const sl_resp_command *, sl_buf *);
-static int cmd_auth(const sl_resp_context *, const sl_resp_command *, sl_buf *);
-static int cmd_select(const sl_resp_context *, const sl_resp_command *, sl_buf *);
-static int cmd_client(const sl_resp_context *, const sl_resp_command *, sl_buf *);
+static int cmd_throttle(const sl__resp_context *, const sl__resp_command *, sl__buf *);
+static int cmd_ping(const sl__resp_context *, const sl__resp_command *, sl__buf *);
+static int cmd_echo(const sl__resp_context *, const sl__resp_command *, sl__buf *);
+static int cmd_quit(const sl__resp_context *, const sl__resp_command *, sl__buf *);
+static int cmd_info(const sl__resp_context *, const sl__resp_command *, sl__buf *);
+static int cmd_command(const sl__resp_context *, const sl__resp_command *, sl__buf *);
+static int cmd_config(const sl__resp_context *, const sl__resp_command *, sl__buf *);
+static int cmd_hello(const sl__resp_context *, const sl__resp_command *, sl__buf *);
+static int cmd_auth(const sl__resp_context *, const sl__resp_command *, sl__buf *);
+static int cmd_select(const sl__resp_context *, const sl__resp_command *, sl__buf *);
+static int cmd_client(const sl__resp_context *, const sl__resp_command *, sl__buf *);
 
 static const arg_doc throttle_args[] = {{"key", "key", false},
                                         {"max_burst", "integer", false},
@@ -307,7 +307,7 @@ static const cmd_def *find_command(const char *name, size_t len) {
 
 /* ---- dispatch ----------------------------------------------------------------- */
 
-int sl__resp_execute(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
+int sl__resp_execute(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
     if (cmd->argc == 0) return 0; /* "*0", "*-1", a blank inline line: no reply */
     const cmd_def *d = find_command(cmd->argv[0], cmd->argl[0]);
     if (!d) {
@@ -336,14 +336,14 @@ int sl__resp_execute(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_
 
 /* ---- CL.THROTTLE ---------------------------------------------------- */
 
-static sl_decider *decider_of(const sl_resp_context *ctx) {
+static sl__decider *decider_of(const sl__resp_context *ctx) {
     return ctx->decider ? ctx->decider : sl__decider_memory();
 }
 
-static void throttle_done(sl_decide_call *call) {
-    sl_reply *r = sl__cell_user(call);
+static void throttle_done(sl__decide_call *call) {
+    sl__reply *r = sl__cell_user(call);
     int64_t reply[5];
-    char err[SL_CELL_ERR_MAX];
+    char err[SL__CELL_ERR_MAX];
     if (sl__cell_finish(call, reply, err, sizeof err) != 0)
         sl__resp_error(sl__reply_out(r), err);
     else
@@ -352,7 +352,7 @@ static void throttle_done(sl_decide_call *call) {
     sl__decide_call_free(call);
 }
 
-static int cmd_throttle(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
+static int cmd_throttle(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
     if (cmd->argc != 5 && cmd->argc != 6) {
         sl__resp_error(out, "Cell error: Store error: Usage: cl.throttle <key> <max_burst> "
                             "<count per period> <period> [<quantity>]");
@@ -370,14 +370,14 @@ static int cmd_throttle(const sl_resp_context *ctx, const sl_resp_command *cmd, 
         sl__resp_error(out, "ERR CL.THROTTLE is not enabled on this server");
         return 0;
     }
-    char err[SL_CELL_ERR_MAX];
-    sl_decide_call *call;
+    char err[SL__CELL_ERR_MAX];
+    sl__decide_call *call;
     if (sl__cell_prepare(ctx->cell, cmd->argv[1], cmd->argl[1], v[0], v[1], v[2], v[3],
-                         sizeof(sl_reply), &call, err, sizeof err) != 0) {
+                         sizeof(sl__reply), &call, err, sizeof err) != 0) {
         sl__resp_error(out, err);
         return 0;
     }
-    sl_reply *r = sl__cell_user(call);
+    sl__reply *r = sl__cell_user(call);
     call->done = throttle_done;
     bool answered;
     sl__reply_begin(r, ctx->slot, out, &answered);
@@ -388,7 +388,7 @@ static int cmd_throttle(const sl_resp_context *ctx, const sl_resp_command *cmd, 
 
 /* ---- connection commands ---------------------------------------------------------- */
 
-static int cmd_ping(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
+static int cmd_ping(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
     (void)ctx;
     if (cmd->argc == 1)
         sl__resp_simple(out, "PONG");
@@ -399,20 +399,20 @@ static int cmd_ping(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_b
     return 0;
 }
 
-static int cmd_echo(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
+static int cmd_echo(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
     (void)ctx;
     sl__resp_bulk(out, cmd->argv[1], cmd->argl[1]);
     return 0;
 }
 
-static int cmd_quit(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
+static int cmd_quit(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
     (void)ctx;
     (void)cmd;
     sl__resp_simple(out, "OK");
     return 1;
 }
 
-static int cmd_hello(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
+static int cmd_hello(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
     (void)ctx;
     if (cmd->argc >= 2) {
         int64_t ver;
@@ -444,7 +444,7 @@ static int cmd_hello(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_
     return 0;
 }
 
-static int cmd_auth(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
+static int cmd_auth(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
     (void)ctx;
     if (cmd->argc > 3) {
         sl__resp_error(out, "ERR syntax error");
@@ -456,7 +456,7 @@ static int cmd_auth(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_b
     return 0;
 }
 
-static int cmd_select(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
+static int cmd_select(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
     (void)ctx;
     int64_t db;
     if (!parse_i64(cmd->argv[1], cmd->argl[1], &db))
@@ -468,12 +468,12 @@ static int cmd_select(const sl_resp_context *ctx, const sl_resp_command *cmd, sl
     return 0;
 }
 
-static void unknown_subcommand(sl_buf *out, const sl_resp_command *cmd, const char *upper) {
+static void unknown_subcommand(sl__buf *out, const sl__resp_command *cmd, const char *upper) {
     sl__resp_errorf(out, "ERR unknown subcommand '%.*s'. Try %s HELP.", echo_len(cmd->argl[1]),
                     cmd->argv[1], upper);
 }
 
-static int cmd_client(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
+static int cmd_client(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
     (void)ctx;
     const char *sub = cmd->argv[1];
     size_t n = cmd->argl[1];
@@ -498,7 +498,7 @@ static int cmd_client(const sl_resp_context *ctx, const sl_resp_command *cmd, sl
 /* ---- INFO ------------------------------------------------------------------------ */
 
 /* Is section `name` (n bytes) asked for by INFO's arguments? */
-static bool section_wanted(const sl_resp_command *cmd, const char *name, size_t n) {
+static bool section_wanted(const sl__resp_command *cmd, const char *name, size_t n) {
     if (cmd->argc == 1) return true;
     for (size_t i = 1; i < cmd->argc; i++) {
         const char *a = cmd->argv[i];
@@ -513,8 +513,8 @@ static bool section_wanted(const sl_resp_command *cmd, const char *name, size_t 
     return false;
 }
 
-static int cmd_info(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
-    sl_buf text, sel;
+static int cmd_info(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
+    sl__buf text, sel;
     sl__buf_init(&text);
     sl__buf_init(&sel);
     sl__buf_printf(&text,
@@ -573,14 +573,14 @@ static size_t nflags(const cmd_def *d) {
 static const char *const key_flags[] = {"RW", "access", "update"};
 #define NKEY_FLAGS (sizeof key_flags / sizeof key_flags[0])
 
-static void key_flags_reply(sl_buf *out) {
+static void key_flags_reply(sl__buf *out) {
     sl__resp_array(out, NKEY_FLAGS);
     for (size_t i = 0; i < NKEY_FLAGS; i++) sl__resp_simple(out, key_flags[i]);
 }
 
 /* The one key spec of a command with a key at first_key (Redis 7's legacy
  * range spec, RESP2 form: maps flattened). */
-static void key_spec(sl_buf *out, const cmd_def *d) {
+static void key_spec(sl__buf *out, const cmd_def *d) {
     sl__resp_array(out, 6);
     bulk_str(out, "flags");
     key_flags_reply(out);
@@ -609,7 +609,7 @@ static void key_spec(sl_buf *out, const cmd_def *d) {
 /* COMMAND GETKEYS / GETKEYSANDFLAGS name arg...: the keys of that command
  * line, with Redis 7's errors: one key, or (DEL: last_key -1) every
  * argument from first_key on. */
-static void command_getkeys(sl_buf *out, const sl_resp_command *cmd, bool with_flags) {
+static void command_getkeys(sl__buf *out, const sl__resp_command *cmd, bool with_flags) {
     if (cmd->argc < 4) {
         wrong_args(out, with_flags ? "command|getkeysandflags" : "command|getkeys");
         return;
@@ -636,7 +636,7 @@ static void command_getkeys(sl_buf *out, const sl_resp_command *cmd, bool with_f
 }
 
 /* COMMAND INFO's 10-field entry (Redis 7). */
-static void command_info(sl_buf *out, const cmd_def *d) {
+static void command_info(sl__buf *out, const cmd_def *d) {
     sl__resp_array(out, 10);
     sl__resp_bulk(out, d->name, d->len);
     sl__resp_int(out, d->arity);
@@ -658,7 +658,7 @@ static void command_info(sl_buf *out, const cmd_def *d) {
 }
 
 /* COMMAND DOCS's map (flattened, RESP2), as redis-cli reads it for its help. */
-static void command_docs(sl_buf *out, const cmd_def *d) {
+static void command_docs(sl__buf *out, const cmd_def *d) {
     sl__resp_bulk(out, d->name, d->len);
     sl__resp_array(out, 8);
     bulk_str(out, "summary");
@@ -684,7 +684,7 @@ static void command_docs(sl_buf *out, const cmd_def *d) {
     }
 }
 
-static int cmd_command(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
+static int cmd_command(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
     (void)ctx;
     if (cmd->argc == 1) {
         sl__resp_array(out, NCOMMANDS);
@@ -725,7 +725,7 @@ static int cmd_command(const sl_resp_context *ctx, const sl_resp_command *cmd, s
             sl__resp_array(out, 2 * NCOMMANDS);
             for (size_t i = 0; i < NCOMMANDS; i++) command_docs(out, &commands[i]);
         } else {
-            const cmd_def *found[SL_RESP_MAX_ARGS];
+            const cmd_def *found[SL__RESP_MAX_ARGS];
             size_t nfound = 0;
             for (size_t i = 2; i < cmd->argc; i++) {
                 const cmd_def *d = find_command(cmd->argv[i], cmd->argl[i]);
@@ -744,7 +744,7 @@ static int cmd_command(const sl_resp_context *ctx, const sl_resp_command *cmd, s
 static const char *const config_params[][2] = {{"save", ""}, {"appendonly", "no"}};
 #define NCONFIG (sizeof config_params / sizeof config_params[0])
 
-static int cmd_config(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
+static int cmd_config(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
     (void)ctx;
     if (!IEQ(cmd->argv[1], cmd->argl[1], "get")) {
         unknown_subcommand(out, cmd, "CONFIG");

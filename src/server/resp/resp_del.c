@@ -12,9 +12,9 @@
 #include "policy/decide.h"
 #include "server/reply.h"
 
-static void del_done(sl_decide_call *call) {
-    sl_reply *r = sl__decide_call_user(call);
-    char err[SL_CELL_ERR_MAX];
+static void del_done(sl__decide_call *call) {
+    sl__reply *r = sl__decide_call_user(call);
+    char err[SL__CELL_ERR_MAX];
     /* a key named twice: counted where it is first named */
     for (size_t i = 0; i < call->n; i++)
         for (size_t j = 0; j < i && call->items[i].decided; j++)
@@ -30,12 +30,12 @@ static void del_done(sl_decide_call *call) {
     sl__decide_call_free(call);
 }
 
-int sl__resp_cmd_del(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
+int sl__resp_cmd_del(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
     if (cmd->argc < 2) {
         sl__resp_error(out, "ERR wrong number of arguments for 'del' command");
         return 0;
     }
-    if (cmd->argc - 1 > SL_CELL_DEL_MAX) {
+    if (cmd->argc - 1 > SL__CELL_DEL_MAX) {
         sl__resp_error(out, "ERR DEL takes at most 16 keys here (CL.THROTTLE state)");
         return 0;
     }
@@ -43,13 +43,14 @@ int sl__resp_cmd_del(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_
         sl__resp_error(out, "ERR CL.THROTTLE is not enabled on this server");
         return 0;
     }
-    sl_decide_call *call = sl__cell_forget_prepare(ctx->cell, (const char *const *)cmd->argv + 1,
-                                                   cmd->argl + 1, cmd->argc - 1, sizeof(sl_reply));
+    sl__decide_call *call =
+        sl__cell_forget_prepare(ctx->cell, (const char *const *)cmd->argv + 1, cmd->argl + 1,
+                                cmd->argc - 1, sizeof(sl__reply));
     if (!call) {
         sl__resp_error(out, "ERR out of memory");
         return 0;
     }
-    sl_reply *r = sl__decide_call_user(call);
+    sl__reply *r = sl__decide_call_user(call);
     call->done = del_done;
     bool answered;
     sl__reply_begin(r, ctx->slot, out, &answered);

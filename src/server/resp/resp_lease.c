@@ -20,24 +20,24 @@
 #include "util/units.h"
 
 typedef struct lease_ctx {
-    sl_reply reply;
-    sl_lease_call call;
-    sl_policy_set *set; /* held: the limit lives until done */
+    sl__reply reply;
+    sl__lease_call call;
+    sl__policy_set *set; /* held: the limit lives until done */
     size_t keylen;
     char key[]; /* copied: the command's bytes do not outlive a deferred answer */
 } lease_ctx;
 
-static void reply(sl_buf *out, const sl_lease_call *c) {
+static void reply(sl__buf *out, const sl__lease_call *c) {
     if (c->rc != SL_OK && c->rc != SL_ELEASE &&
-        !(c->op == SL_LEASE_ACQUIRE && c->rc == SL_ENOMEM)) {
+        !(c->op == SL__LEASE_ACQUIRE && c->rc == SL_ENOMEM)) {
         sl__resp_errorf(out, "ERR %s", c->rc == SL_EKEY ? "key too long" : sl_strerror(c->rc));
         return;
     }
-    if (c->op == SL_LEASE_RELEASE) {
+    if (c->op == SL__LEASE_RELEASE) {
         sl__resp_int(out, c->rc == SL_OK);
         return;
     }
-    if (c->op == SL_LEASE_RENEW) {
+    if (c->op == SL__LEASE_RENEW) {
         sl__resp_int(out, c->rc == SL_OK ? sl__ceil_ms(c->lease.expires - c->now) : 0);
         return;
     }
@@ -57,7 +57,7 @@ static void reply(sl_buf *out, const sl_lease_call *c) {
     sl__resp_int(out, a->acquired ? sl__ceil_ms(a->lease.expires - c->now) : 0);
 }
 
-static void lease_done(sl_lease_call *c) {
+static void lease_done(sl__lease_call *c) {
     lease_ctx *x = c->arg;
     sl__lease_count(c);
     reply(sl__reply_out(&x->reply), c);
@@ -66,9 +66,9 @@ static void lease_done(sl_lease_call *c) {
     free(x);
 }
 
-static int run(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out, sl_lease_op op,
-               const char *name, size_t argc) {
-    if (cmd->argc != argc && !(op == SL_LEASE_RELEASE && cmd->argc == argc + 1)) {
+static int run(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out,
+               sl__lease_op op, const char *name, size_t argc) {
+    if (cmd->argc != argc && !(op == SL__LEASE_RELEASE && cmd->argc == argc + 1)) {
         sl__resp_errorf(out, "ERR wrong number of arguments for '%s' command", name);
         return 0;
     }
@@ -78,8 +78,8 @@ static int run(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *o
     }
     const char *pname = cmd->argv[1];
     size_t plen = cmd->argl[1];
-    bool nameable = plen <= SL_POLICY_NAME_MAX && !memchr(pname, '\0', plen);
-    sl_lease_limit *l =
+    bool nameable = plen <= SL__POLICY_NAME_MAX && !memchr(pname, '\0', plen);
+    sl__lease_limit *l =
         nameable ? sl__lease_set_find(sl__policy_set_leases(ctx->policies), pname, plen) : NULL;
     if (!l) {
         if (nameable && sl__policy_find(ctx->policies, pname, plen))
@@ -92,7 +92,7 @@ static int run(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *o
         return 0;
     }
     uint64_t id = 0;
-    if (op != SL_LEASE_ACQUIRE && !sl__lease_id_parse(cmd->argv[3], cmd->argl[3], &id)) {
+    if (op != SL__LEASE_ACQUIRE && !sl__lease_id_parse(cmd->argv[3], cmd->argl[3], &id)) {
         sl__resp_error(out, "ERR lease must be the id SL.ACQUIRE answered (1 to 16 hex digits)");
         return 0;
     }
@@ -122,15 +122,15 @@ static int run(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *o
     x->keylen = keylen;
     x->set = ctx->policies;
     sl__policy_set_retain(x->set);
-    x->call = (sl_lease_call){.op = op,
-                              .limit = l,
-                              .key = x->key,
-                              .keylen = keylen,
-                              .id = id,
-                              .latency = latency,
-                              .now = ctx->now,
-                              .done = lease_done,
-                              .arg = x};
+    x->call = (sl__lease_call){.op = op,
+                               .limit = l,
+                               .key = x->key,
+                               .keylen = keylen,
+                               .id = id,
+                               .latency = latency,
+                               .now = ctx->now,
+                               .done = lease_done,
+                               .arg = x};
     bool answered;
     sl__reply_begin(&x->reply, ctx->slot, out, &answered);
     sl__lease_start(ctx->decider, &x->call);
@@ -138,14 +138,14 @@ static int run(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *o
     return 0;
 }
 
-int sl__resp_cmd_acquire(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
-    return run(ctx, cmd, out, SL_LEASE_ACQUIRE, "sl.acquire", 3);
+int sl__resp_cmd_acquire(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
+    return run(ctx, cmd, out, SL__LEASE_ACQUIRE, "sl.acquire", 3);
 }
 
-int sl__resp_cmd_release(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
-    return run(ctx, cmd, out, SL_LEASE_RELEASE, "sl.release", 4);
+int sl__resp_cmd_release(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
+    return run(ctx, cmd, out, SL__LEASE_RELEASE, "sl.release", 4);
 }
 
-int sl__resp_cmd_renew(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out) {
-    return run(ctx, cmd, out, SL_LEASE_RENEW, "sl.renew", 4);
+int sl__resp_cmd_renew(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out) {
+    return run(ctx, cmd, out, SL__LEASE_RENEW, "sl.renew", 4);
 }

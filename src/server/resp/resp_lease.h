@@ -7,8 +7,8 @@
 
 /* Each replies into out, now or once the store has decided; returns 0
  * (the connection stays open). */
-int sl__resp_cmd_acquire(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out);
-int sl__resp_cmd_release(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out);
-int sl__resp_cmd_renew(const sl_resp_context *ctx, const sl_resp_command *cmd, sl_buf *out);
+int sl__resp_cmd_acquire(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out);
+int sl__resp_cmd_release(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out);
+int sl__resp_cmd_renew(const sl__resp_context *ctx, const sl__resp_command *cmd, sl__buf *out);
 
 #endif

@@ -3,7 +3,7 @@
  * command from the start of the buffer; a multibulk command is walked by its
  * length lines (bulk payloads are skipped, never scanned), so a re-scan costs
  * a few bytes per argument however the command arrives. Bounded: at most
- * SL_RESP_MAX_ARGS arguments and max_frame bytes per command, and every
+ * SL__RESP_MAX_ARGS arguments and max_frame bytes per command, and every
  * length is checked against both before the parser waits for more bytes.
  *
  * Two forms, as Redis accepts them:
@@ -92,11 +92,11 @@ static long expected_dollar(const perr *e, unsigned char c) {
     return fail(e, msg);
 }
 
-static long parse_multibulk(const char *buf, size_t len, size_t max_frame, sl_resp_command *cmd,
+static long parse_multibulk(const char *buf, size_t len, size_t max_frame, sl__resp_command *cmd,
                             const perr *e) {
     int64_t n;
     size_t pos;
-    switch (scan_length(buf, len, 1, true, SL_RESP_MAX_ARGS, &n, &pos)) {
+    switch (scan_length(buf, len, 1, true, SL__RESP_MAX_ARGS, &n, &pos)) {
     case LINE_MORE:
         if (len > max_frame) goto too_large;
         return 0;
@@ -151,12 +151,12 @@ static bool is_blank(unsigned char c) {
 }
 
 /* Splits line[0..n) into words as sdssplitargs does, without unescaping. */
-static long split_inline(const char *line, size_t n, sl_resp_command *cmd, const perr *e) {
+static long split_inline(const char *line, size_t n, sl__resp_command *cmd, const perr *e) {
     size_t argc = 0, i = 0;
     for (;;) {
         while (i < n && is_blank((unsigned char)line[i])) i++;
         if (i == n) break;
-        if (argc == SL_RESP_MAX_ARGS) {
+        if (argc == SL__RESP_MAX_ARGS) {
             return fail(e, "too many arguments");
         }
         char q = line[i];
@@ -193,7 +193,7 @@ static long split_inline(const char *line, size_t n, sl_resp_command *cmd, const
     return 0;
 }
 
-static long parse_inline(const char *buf, size_t len, size_t max_frame, sl_resp_command *cmd,
+static long parse_inline(const char *buf, size_t len, size_t max_frame, sl__resp_command *cmd,
                          const perr *e) {
     size_t scan = len < max_frame ? len : max_frame;
     const char *nl = memchr(buf, '\n', scan);
@@ -211,7 +211,7 @@ static long parse_inline(const char *buf, size_t len, size_t max_frame, sl_resp_
     return (long)(n + 1);
 }
 
-long sl__resp_parse(const char *buf, size_t len, size_t max_frame, sl_resp_command *cmd, char *err,
+long sl__resp_parse(const char *buf, size_t len, size_t max_frame, sl__resp_command *cmd, char *err,
                     size_t errlen) {
     perr e = {err, errlen};
     cmd->argc = 0;

@@ -1,7 +1,7 @@
 /* resp_writer.c: RESP2 reply writers (see resp.h). Each reply is written with
  * one reservation in the output buffer and no formatting library on the hot
  * path (integers are converted by hand). A failed allocation marks the
- * buffer failed (sl_buf's contract) and the connection is closed by its
+ * buffer failed (sl__buf's contract) and the connection is closed by its
  * owner. */
 #include <string.h>
 
@@ -9,7 +9,7 @@
 #include "util/units.h"
 
 /* <type><decimal>\r\n */
-static void typed_number(sl_buf *out, char type, int64_t v) {
+static void typed_number(sl__buf *out, char type, int64_t v) {
     char *p = sl__buf_reserve(out, 24);
     if (!p) return;
     p[0] = type;
@@ -19,7 +19,7 @@ static void typed_number(sl_buf *out, char type, int64_t v) {
     sl__buf_commit(out, n);
 }
 
-void sl__resp_simple(sl_buf *out, const char *s) {
+void sl__resp_simple(sl__buf *out, const char *s) {
     size_t n = strlen(s);
     char *p = sl__buf_reserve(out, n + 3);
     if (!p) return;
@@ -31,7 +31,7 @@ void sl__resp_simple(sl_buf *out, const char *s) {
     sl__buf_commit(out, n + 3);
 }
 
-void sl__resp_error(sl_buf *out, const char *msg) {
+void sl__resp_error(sl__buf *out, const char *msg) {
     size_t n = strlen(msg);
     char *p = sl__buf_reserve(out, n + 3);
     if (!p) return;
@@ -44,11 +44,11 @@ void sl__resp_error(sl_buf *out, const char *msg) {
     sl__buf_commit(out, n + 3);
 }
 
-void sl__resp_int(sl_buf *out, int64_t v) {
+void sl__resp_int(sl__buf *out, int64_t v) {
     typed_number(out, ':', v);
 }
 
-void sl__resp_bulk(sl_buf *out, const void *data, size_t n) {
+void sl__resp_bulk(sl__buf *out, const void *data, size_t n) {
     char *p = sl__buf_reserve(out, n + 26);
     if (!p) return;
     p[0] = '$';
@@ -61,15 +61,15 @@ void sl__resp_bulk(sl_buf *out, const void *data, size_t n) {
     sl__buf_commit(out, h + n + 2);
 }
 
-void sl__resp_null(sl_buf *out) {
+void sl__resp_null(sl__buf *out) {
     sl__buf_append(out, "$-1\r\n", 5);
 }
 
-void sl__resp_array(sl_buf *out, size_t n) {
+void sl__resp_array(sl__buf *out, size_t n) {
     typed_number(out, '*', (int64_t)n);
 }
 
-void sl__resp_ints(sl_buf *out, const int64_t *v, size_t n) {
+void sl__resp_ints(sl__buf *out, const int64_t *v, size_t n) {
     /* "*n\r\n" plus n times ":v\r\n" (at most 23 bytes each) */
     char *p = sl__buf_reserve(out, 24 + 23 * n);
     if (!p) return;

@@ -13,8 +13,8 @@
     "if v=='-' then redis.call('DEL',KEYS[i]) "                                                    \
     "else redis.call('SET',KEYS[i],v,'PXAT',t) end end"
 
-#ifndef SL_MOD_SKIP_UNHEARD
-#define SL_MOD_SKIP_UNHEARD 0
+#ifndef SL__MOD_SKIP_UNHEARD
+#define SL__MOD_SKIP_UNHEARD 0
 #endif
 
 /* A replica or a backlog exists (INFO replication); true until read. */
@@ -59,9 +59,9 @@ void sl__mod_effects_begin(sl__mod_effects *e, RedisModuleCtx *ctx, RedisModuleS
     /* Replicated always, for now: with the skip while nothing listens, a
      * replica of a 3-master cluster lacked every key once in about six runs
      * on a loaded machine (redis_module_integration: cluster_replica), and
-     * the hole is not understood yet. SL_MOD_SKIP_UNHEARD=1 at build time
+     * the hole is not understood yet. SL__MOD_SKIP_UNHEARD=1 at build time
      * brings the skip back (docs/distributed.md). */
-    e->listen = !SL_MOD_SKIP_UNHEARD || repl_listen || (flags & REDISMODULE_CTX_FLAGS_AOF);
+    e->listen = !SL__MOD_SKIP_UNHEARD || repl_listen || (flags & REDISMODULE_CTX_FLAGS_AOF);
     e->dirty = !e->listen && (flags & REDISMODULE_CTX_FLAGS_RDB);
     e->changed = 0;
     e->keys = keys;

@@ -12,6 +12,10 @@ from an untrusted client ignored, one IPv6 /64 counted as one client
 exempt health check, and a flood of random API keys that leaves sluiced's
 tables exactly as large as before (/metrics sluice_table_keys).
 
+The burst cases (per_key: 5/s, burst 3) are exact only if no token comes
+back during them: one that took over 200 ms (a loaded machine) is run again
+once the buckets are full (burst_case); a quicker one must pass.
+
 Everything runs on ephemeral loopback ports in a temporary directory and is
 stopped at the end. Standard library only.
 With SLUICE_TEST_REDIS=1 the same tests run with the Redis store, on a
@@ -28,6 +32,7 @@ import string
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import harness
@@ -224,22 +229,53 @@ class NginxTest(unittest.TestCase):
             print(log)
             raise AssertionError("sluiced exited with %s" % rc)
 
+    # per_key is 5/s with a burst of 3: a token comes back every 200 ms, and
+    # the whole bucket within 600 ms.
+    TOKEN_S = 0.2
+    REFILL_S = 0.7
+
+    def burst_case(self, case, attempts=8):
+        """Runs case(client), which spends per_key tokens and asserts that a
+        burst is refused. The premise is that no token came back during it:
+        an attempt that took less than TOKEN_S from its first request to its
+        last answer must pass (a failure is a failure); one that took longer
+        (the machine held nginx, sluiced or Redis up) proves nothing and is
+        run again once the keys' buckets are full (REFILL_S, sized against
+        the policy, not the machine)."""
+        for attempt in range(attempts):
+            c = self.stack.client()
+            t0 = time.monotonic()
+            try:
+                case(c)
+                return
+            except AssertionError:
+                took = time.monotonic() - t0
+                if took < self.TOKEN_S or attempt == attempts - 1:
+                    raise
+                print("  the attempt took %.0f ms, over one token's %.0f ms: again"
+                      % (took * 1000, self.TOKEN_S * 1000))
+            finally:
+                c.close()
+            time.sleep(self.REFILL_S)
+
     def test_01_seed_demo(self):
         """alice 200 200 200 429 (Retry-After: 1), bob 200, a made-up key 401."""
-        c = self.stack.client()
-        got = []
-        for key in ("alice", "alice", "alice", "alice", "bob", "x7f3-made-up"):
-            status, h, body = c.get("/api/items/42", key)
-            got.append((key, status, h.get("retry-after")))
-        c.close()
-        self.assertEqual(got, [("alice", 200, None), ("alice", 200, None), ("alice", 200, None),
-                               ("alice", 429, "1"), ("bob", 200, None),
-                               ("x7f3-made-up", 401, None)])
+        def case(c):
+            got = []
+            for key in ("alice", "alice", "alice", "alice", "bob", "x7f3-made-up"):
+                status, h, body = c.get("/api/items/42", key)
+                got.append((key, status, h.get("retry-after")))
+            self.assertEqual(got, [("alice", 200, None), ("alice", 200, None),
+                                   ("alice", 200, None), ("alice", 429, "1"), ("bob", 200, None),
+                                   ("x7f3-made-up", 401, None)])
+        self.burst_case(case)
 
     def test_02_fields(self):
         """Allowed answers carry the application's body and the RateLimit fields;
         a limited one is a 429 with Retry-After, the fields and a JSON body."""
-        c = self.stack.client()
+        self.burst_case(self.fields_case)
+
+    def fields_case(self, c):
         status, h, body = c.get("/api/x", "dave")
         self.assertEqual(status, 200)
         self.assertEqual(body, "ok GET /api/x\n")
@@ -263,17 +299,16 @@ class NginxTest(unittest.TestCase):
         # Authorization: Bearer works as well as X-API-Key
         status, _, _ = c.get("/api/x", headers={"Authorization": "Bearer erin"})
         self.assertEqual(status, 200)
-        c.close()
 
     def test_03_fairness(self):
         """alice's burst does not affect bob: while alice is refused, bob passes."""
-        c = self.stack.client()
-        statuses = [c.get("/api/fair", "alice")[0] for _ in range(6)]
-        self.assertEqual(statuses[-1], 429)
-        status, h, _ = c.get("/api/fair", "bob")
-        self.assertEqual(status, 200)
-        self.assertEqual(c.get("/api/fair", "alice")[0], 429)
-        c.close()
+        def case(c):
+            statuses = [c.get("/api/fair", "alice")[0] for _ in range(6)]
+            self.assertEqual(statuses[-1], 429)
+            status, h, _ = c.get("/api/fair", "bob")
+            self.assertEqual(status, 200)
+            self.assertEqual(c.get("/api/fair", "alice")[0], 429)
+        self.burst_case(case)
 
     def test_04_spoofed_forwarded_for(self):
         """From an untrusted client (127.0.0.2), X-Forwarded-For is ignored: a

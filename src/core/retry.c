@@ -134,6 +134,7 @@ static void remove_entry(shard *s, entry *e) {
  * (the index stays as it was, still correct). */
 static bool grow(shard *s) {
     size_t n = s->nbuckets ? s->nbuckets * 2 : 16;
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     entry **nb = calloc(n, sizeof *nb);
     if (!nb) return false;
     for (size_t i = 0; i < s->nbuckets; i++) {

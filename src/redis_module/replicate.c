@@ -14,7 +14,7 @@
     "else redis.call('SET',KEYS[i],v,'PXAT',t) end end"
 
 #ifndef SL__MOD_SKIP_UNHEARD
-#define SL__MOD_SKIP_UNHEARD 0
+#define SL__MOD_SKIP_UNHEARD 1 /* 0: replicate every call, whoever listens */
 #endif
 
 /* A replica or a backlog exists (INFO replication); true until read. */
@@ -56,11 +56,6 @@ int sl__mod_listen_init(RedisModuleCtx *ctx) {
 void sl__mod_effects_begin(sl__mod_effects *e, RedisModuleCtx *ctx, RedisModuleString **keys,
                            char *buf) {
     int flags = RedisModule_GetContextFlags(ctx);
-    /* Replicated always, for now: with the skip while nothing listens, a
-     * replica of a 3-master cluster lacked every key once in about six runs
-     * on a loaded machine (redis_module_integration: cluster_replica), and
-     * the hole is not understood yet. SL__MOD_SKIP_UNHEARD=1 at build time
-     * brings the skip back (docs/distributed.md). */
     e->listen = !SL__MOD_SKIP_UNHEARD || repl_listen || (flags & REDISMODULE_CTX_FLAGS_AOF);
     e->dirty = !e->listen && (flags & REDISMODULE_CTX_FLAGS_RDB);
     e->changed = 0;

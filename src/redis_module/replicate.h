@@ -20,7 +20,22 @@
  * INFO again. A backlog outlives its replicas (a replica may come back with
  * PSYNC), so listening stays on while it exists. With RDB save points but
  * no listener, one PING is replicated per call (dropped by Redis), so that
- * rdb_changes_since_last_save still moves and save points still fire. */
+ * rdb_changes_since_last_save still moves and save points still fire.
+ *
+ * Why no write a listener needs is skipped (Redis 7.0's replication.c):
+ * a replica is added (syncCommand) with no event, but until its fork it
+ * waits for a snapshot that will hold every write made before the fork,
+ * and the fork (FORK_CHILD born) turns listening on before the next
+ * command; it goes online (REPLICA_CHANGE online, also after a partial
+ * resync) with a backlog that exists from its SYNC on; leaving
+ * (REPLICA_CHANGE offline) or the fork's end re-read INFO, which still
+ * shows the backlog; only the backlog's TTL frees it, with no event:
+ * listening then stays on (costly, never lossy). A node that synced as a
+ * replica creates its backlog without an event, but a replica runs no
+ * SLUICE.DECIDE (it applies the master's EVALs), and its promotion fires
+ * REPLICATION_ROLE_CHANGED. redis_module_integration's listener_windows
+ * orders both windows (the fork delayed, a dropped replica kept stopped).
+ * SL__MOD_SKIP_UNHEARD=0 at build time replicates every call. */
 #ifndef SLUICE_REDIS_MODULE_REPLICATE_H
 #define SLUICE_REDIS_MODULE_REPLICATE_H
 

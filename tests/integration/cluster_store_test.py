@@ -502,7 +502,7 @@ class ClusterStore(unittest.TestCase):
         for k in other_keys:
             self.hit(k, 5)
         # the replica has everything so far...
-        acked = c.call(victim, "WAIT", 1, 2000)
+        acked = c.wait_replicated(victim)
         self.assertGreaterEqual(acked, 1, "replica of %s acknowledged" % victim)
         # ... except, maybe, the last increments of this key, written right
         # before the kill (asynchronous replication)

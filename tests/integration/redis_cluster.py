@@ -503,6 +503,24 @@ class Cluster:
         """Until the cluster is healthy (see _healthy)."""
         self._wait("cluster healthy", self._healthy, timeout)
 
+    def wait_replicated(self, node, timeout=30):
+        """Until every online replica of master node acknowledged the node's
+        replication offset as it is now (what WAIT cannot do from a fresh
+        connection: it waits for that connection's own writes, so there it
+        returns at once). Returns how many replicas did (at least one)."""
+        port = _port(node)
+        target = int(parse_info(self.call(port, "INFO", "replication"))["master_repl_offset"])
+        got = []
+
+        def acked():
+            rep = parse_info(self.call(port, "INFO", "replication"))
+            offs = [int(re.search(r"offset=(\d+)", v).group(1)) for k, v in rep.items()
+                    if re.fullmatch(r"slave\d+", k) and "state=online" in v]
+            got[:] = [len(offs)]
+            return bool(offs) and min(offs) >= target or "offsets %s < %d" % (offs, target)
+        self._wait("replicas of %d at offset %d" % (port, target), acked, timeout)
+        return got[0]
+
     # -- slot migration --
 
     def migrate_slot(self, slot, src, dst, pause=False, move_first=None, batch=100):
@@ -740,7 +758,7 @@ def self_test(verbose=True):
         # failover: kill the master that now holds keys_b; its replica (in
         # sync: WAIT) takes over with the data
         victim = dst
-        _check(c.call(victim, "WAIT", 1, 2000) >= 1, "replica acknowledged")
+        _check(c.wait_replicated(victim) >= 1, "replica acknowledged")
         c.stop_master(victim)
         stamp("master %d killed" % victim)
         new_masters = c.wait_failover()

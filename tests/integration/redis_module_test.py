@@ -13,8 +13,13 @@
   replica's full sync, the AOF rewrite) and the AOF flag must turn it back
   on; and with RDB save points only, rdb_changes_since_last_save still
   counts the calls;
+- listener_windows: a replica attached while its full sync's fork is
+  delayed (writes then are in the fork's snapshot), and a replica dropped by
+  the master and kept stopped while keys are written (the backlog keeps the
+  module replicating; its PSYNC brings them);
 - cluster_replica: on a 3-master Redis Cluster with the module, a call's
-  replicated EVAL (its keys in one slot) reaches the master's replica;
+  replicated EVAL (its keys in one slot) reaches the master's replica,
+  stopped during the calls (WAIT on the calls' own connection);
 - require_missing: store.redis.module: require on a Redis without the module
   refuses to decide (the fail mode answers) and /readyz says degraded,
   "decide":"missing";
@@ -27,6 +32,7 @@ Built on distributed_test.py's Env, RedisServer and Daemon (standard library
 only)."""
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -187,6 +193,44 @@ def late_listeners():
     print("  late replica, late AOF and save points: %d keys" % len(want))
 
 
+def listener_windows():
+    """The two windows in which a replica listens without a server event
+    having said so, ordered by the test: (1) a replica attached (SYNC)
+    but its full sync's fork not started yet (a diskless sync delay):
+    writes then are skipped, and the snapshot taken at the fork has them;
+    (2) a replica whose link the master dropped (REPLICA_CHANGE offline),
+    kept stopped while keys are written: the backlog keeps the module
+    replicating, so its partial resync (PSYNC) brings them."""
+    dt.REDIS_MODULE = MODULE
+    with dt.Env("modwin") as env:
+        master = env.redis(["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "3600"])
+        dt.REDIS_MODULE = None
+        replica = env.redis(["--replicaof", "127.0.0.1", str(master.port)])
+        harness.wait_until(lambda: "state=wait_bgsave" in master.info("replication").get(
+            "slave0", ""), 30, "the replica is not waiting for its fork")
+        decide_every(master, 3, "w")  # attached, no fork yet
+        assert master.call("CONFIG", "SET", "repl-diskless-sync-delay", "0") == "OK"
+        harness.wait_until(lambda: replica.info("replication").get("master_link_status") == "up",
+                           30, "the replica did not sync")
+        decide_every(master, 3, "x")  # online
+        want = same_keys(master, replica, "attached before the fork")
+        assert sum(k.startswith(b"w") for k in want) >= 6, want
+        partial = int(master.info("stats")["sync_partial_ok"])
+        replica.proc.send_signal(signal.SIGSTOP)
+        try:
+            master.call("CLIENT", "KILL", "TYPE", "replica")
+            harness.wait_until(lambda: master.info("replication")["connected_slaves"] == "0", 30,
+                               "the master kept its replica")
+            decide_every(master, 3, "y")  # no replica, a backlog
+        finally:
+            replica.proc.send_signal(signal.SIGCONT)
+        harness.wait_until(lambda: int(master.info("stats")["sync_partial_ok"]) > partial, 30,
+                           "the replica did not come back with PSYNC")
+        want = same_keys(master, replica, "partial resync")
+        assert sum(k.startswith(b"y") for k in want) >= 6, want
+    print("  attached before the fork, back by PSYNC: %d keys" % len(want))
+
+
 def copy_aof(src, dst):
     """Copies an AOF directory (manifest and parts) into dst."""
     for name in os.listdir(src):
@@ -202,20 +246,32 @@ class ModuleCluster(redis_cluster.Cluster):
 
 
 def cluster_replica():
+    """The calls and WAIT on one connection (WAIT counts the replicas that
+    acknowledged the writes of its own connection: on a fresh one it returns
+    at once), the replica stopped meanwhile, so that only the replicated
+    EVAL can bring it the keys and WAIT cannot return before it did."""
     keys = ["sl:{u1}:%d" % j for j in range(len(SETS))]
     with ModuleCluster(masters=3, replicas=1) as cl:
         port = int(cl.node_for_key(keys[0]).split(":")[1])
-        for rnd in range(3):
-            items = [x for j in range(len(SETS)) for x in (str(j + 1), str(1 + rnd), "0")]
-            r = cl.command(keys[0], "SLUICE.DECIDE", str(len(keys)), *keys, "0", str(len(SETS)),
-                           *[x for st in SETS for x in st], *items)
-            assert isinstance(r, list) and len(r) == 6 * len(keys), r
-        assert cl.call(port, "WAIT", "1", "10000") == 1
-        with cl.client(port) as c:
-            want = {k: (c.call("TYPE", k), c.call("PEXPIRETIME", k)) for k in keys}
         replica = [n["port"] for n in cl.cluster_nodes()
                    if "slave" in n["flags"] and n.get("master") == cl.ids[port]]
         assert len(replica) == 1, replica
+        proc = cl.nodes[replica[0]].proc
+        with cl.client(port) as c:
+            proc.send_signal(signal.SIGSTOP)
+            try:
+                for rnd in range(3):
+                    items = [x for j in range(len(SETS)) for x in (str(j + 1), str(1 + rnd), "0")]
+                    r = c.call("SLUICE.DECIDE", str(len(keys)), *keys, "0", str(len(SETS)),
+                               *[x for st in SETS for x in st], *items)
+                    assert isinstance(r, list) and len(r) == 6 * len(keys), r
+                # a stopped replica acknowledges nothing: 0 unless nothing
+                # was replicated (the offset of this connection not moved)
+                assert c.call("WAIT", "1", "100") == 0
+            finally:
+                proc.send_signal(signal.SIGCONT)
+            assert c.call("WAIT", "1", "20000") == 1
+            want = {k: (c.call("TYPE", k), c.call("PEXPIRETIME", k)) for k in keys}
         with cl.client(replica[0]) as c:
             c.call("READONLY")
             got = {k: (c.call("TYPE", k), c.call("PEXPIRETIME", k)) for k in keys}
@@ -273,7 +329,7 @@ def config_key():
                 assert "module" in p.stdout + p.stderr, p.stderr
 
 
-TESTS = [replication, late_listeners, cluster_replica, require_missing, auto_fallback, config_key]
+TESTS = [replication, late_listeners, listener_windows, cluster_replica, require_missing, auto_fallback, config_key]
 
 
 def main():

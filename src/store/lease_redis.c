@@ -73,12 +73,6 @@ typedef struct lstate {
     char rkey[]; /* any bytes: the client key's included */
 } lstate;
 
-static void put_int(sl__buf *b, long long v) {
-    char t[24];
-    int n = snprintf(t, sizeof t, "%lld", v);
-    sl__buf_bulk(b, t, (size_t)n);
-}
-
 static void on_reply(void *arg, const redisReply *r, int status);
 
 static void send_call(lstate *st) {
@@ -89,21 +83,16 @@ static void send_call(lstate *st) {
     snprintf(id, sizeof id, "%016llx", (unsigned long long)c->id);
     sl__buf b;
     sl__buf_init(&b);
-    sl__buf_puts(&b, "*9\r\n");
-    if (st->with_source) {
-        sl__buf_bulk(&b, "EVAL", 4);
-        sl__buf_bulk(&b, sl__lease_lua_text, strlen(sl__lease_lua_text));
-    } else {
-        sl__buf_bulk(&b, "EVALSHA", 7);
-        sl__buf_bulk(&b, sl__lease_lua_text_sha1, 40);
-    }
+    sl__redis_small_script_head(&b, 9, st->with_source, sl__lease_lua_text,
+                                sl__lease_lua_text_sha1);
     sl__buf_bulk(&b, "1", 1);
     sl__buf_bulk(&b, st->rkey, st->rkeylen);
     sl__buf_bulk(&b, &ops[c->op], 1);
-    put_int(&b, (long long)atomic_load_explicit(&c->limit->limit, memory_order_relaxed));
-    put_int(&b, (long long)(atomic_load_explicit(&c->limit->lease, memory_order_relaxed) / 1000));
+    sl__buf_bulk_i64(&b, (int64_t)atomic_load_explicit(&c->limit->limit, memory_order_relaxed));
+    sl__buf_bulk_i64(
+        &b, (int64_t)(atomic_load_explicit(&c->limit->lease, memory_order_relaxed) / 1000));
     sl__buf_bulk(&b, id, 16);
-    put_int(&b, st->cfg->script_now ? (long long)(c->now / 1000) : 0);
+    sl__buf_bulk_i64(&b, st->cfg->script_now ? c->now / 1000 : 0);
     if (b.failed) {
         sl__buf_free(&b);
         on_reply(st, NULL, SL__REDIS_EIO);

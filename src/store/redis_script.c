@@ -357,6 +357,18 @@ bool sl__redis_reply_ints(const redisReply *r, int status, long long *v, size_t 
     return true;
 }
 
+void sl__redis_small_script_head(sl__buf *b, int nargs, bool with_source, const char *source,
+                                 const char *sha1) {
+    sl__buf_printf(b, "*%d\r\n", nargs);
+    if (with_source) {
+        sl__buf_bulk(b, "EVAL", 4);
+        sl__buf_bulk(b, source, strlen(source));
+    } else {
+        sl__buf_bulk(b, "EVALSHA", 7);
+        sl__buf_bulk(b, sha1, 40);
+    }
+}
+
 bool sl__redis_reply_noscript(const redisReply *r, int status) {
     return status == SL__REDIS_OK && r && r->type == REDIS_REPLY_ERROR &&
            strncmp(r->str, "NOSCRIPT", 8) == 0;

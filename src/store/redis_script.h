@@ -157,6 +157,11 @@ struct redisReply;
  * the call's status, SL__REDIS_OK) is an array of at least n integers, into
  * v[0..n). */
 bool sl__redis_reply_ints(const struct redisReply *r, int status, long long *v, size_t n);
+/* The head of a small script's call (lease.lua, retry.lua): a RESP array of
+ * nargs arguments, then EVAL and the source (with_source) or EVALSHA and its
+ * sha1; the caller writes the nargs - 2 arguments that follow. */
+void sl__redis_small_script_head(sl__buf *b, int nargs, bool with_source, const char *source,
+                                 const char *sha1);
 /* True when r is Redis's NOSCRIPT error (the script is to be sent again as
  * EVAL with its source). */
 bool sl__redis_reply_noscript(const struct redisReply *r, int status);

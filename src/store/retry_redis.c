@@ -37,12 +37,6 @@ typedef struct rstate {
     char rkey[]; /* any bytes: the client key's included */
 } rstate;
 
-static void put_int(sl__buf *b, long long v) {
-    char t[24];
-    int n = snprintf(t, sizeof t, "%lld", v);
-    sl__buf_bulk(b, t, (size_t)n);
-}
-
 static void on_reply(void *arg, const redisReply *r, int status);
 
 static void send_call(rstate *st) {
@@ -50,21 +44,15 @@ static void send_call(rstate *st) {
     const sl_retry_options *o = &c->limit->opts;
     sl__buf b;
     sl__buf_init(&b);
-    sl__buf_puts(&b, "*9\r\n");
-    if (st->with_source) {
-        sl__buf_bulk(&b, "EVAL", 4);
-        sl__buf_bulk(&b, sl__retry_lua_text, strlen(sl__retry_lua_text));
-    } else {
-        sl__buf_bulk(&b, "EVALSHA", 7);
-        sl__buf_bulk(&b, sl__retry_lua_text_sha1, 40);
-    }
+    sl__redis_small_script_head(&b, 9, st->with_source, sl__retry_lua_text,
+                                sl__retry_lua_text_sha1);
     sl__buf_bulk(&b, "1", 1);
     sl__buf_bulk(&b, st->rkey, st->rkeylen);
     sl__buf_bulk(&b, c->retry ? "1" : "0", 1);
-    put_int(&b, (long long)o->ratio_ppm);
-    put_int(&b, (long long)o->min_retries);
-    put_int(&b, (long long)(o->window / SL_RETRY_SLOTS / 1000)); /* whole us: window in ms */
-    put_int(&b, st->cfg->script_now ? (long long)(c->now / 1000) : 0);
+    sl__buf_bulk_i64(&b, (int64_t)o->ratio_ppm);
+    sl__buf_bulk_i64(&b, (int64_t)o->min_retries);
+    sl__buf_bulk_i64(&b, (int64_t)(o->window / SL_RETRY_SLOTS / 1000)); /* whole us: window in ms */
+    sl__buf_bulk_i64(&b, st->cfg->script_now ? c->now / 1000 : 0);
     if (b.failed) {
         sl__buf_free(&b);
         on_reply(st, NULL, SL__REDIS_EIO);

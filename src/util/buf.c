@@ -59,6 +59,11 @@ void sl__buf_bulk(sl__buf *b, const void *p, size_t n) {
     sl__buf_puts(b, "\r\n");
 }
 
+void sl__buf_bulk_i64(sl__buf *b, int64_t v) {
+    char t[SL__DECIMAL_MAX];
+    sl__buf_bulk(b, t, sl__decimal_i64(t, v));
+}
+
 void sl__buf_printf(sl__buf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -28,6 +28,8 @@ void sl__buf_printf(sl__buf *b, const char *fmt, ...) __attribute__((format(prin
 void sl__buf_i64(sl__buf *b, int64_t v); /* decimal */
 /* n bytes of p as one RESP bulk string ($n CRLF bytes CRLF): a Redis command's argument. */
 void sl__buf_bulk(sl__buf *b, const void *p, size_t n);
+/* v in decimal as one RESP bulk string. */
+void sl__buf_bulk_i64(sl__buf *b, int64_t v);
 /* Drops the first n bytes (consumed input). */
 void sl__buf_consume(sl__buf *b, size_t n);
 void sl__buf_reset(sl__buf *b);

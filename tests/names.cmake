@@ -21,3 +21,12 @@ endforeach()
 add_test(NAME internal_symbols
   COMMAND ${PROJECT_SOURCE_DIR}/scripts/rename-internal.sh --check-symbols ${sluice_name_libs})
 set_tests_properties(internal_symbols PROPERTIES LABELS unit TIMEOUT 60)
+
+# server_layering: the layers of docs/ARCHITECTURE.md (issue 14): no file under
+# src/server/ includes a store header or asks the decider for its store; what a
+# protocol needs of the store (a decision, a retry budget, a lease) goes through the
+# policy layer (policy/decide.h, policy/retry_stage.h, policy/lease_set.h).
+add_test(NAME server_layering
+  COMMAND sh -c "! grep -rnE '#[[:space:]]*include[[:space:]]*[<\"]store/|sl__decider_store' src/server"
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(server_layering PROPERTIES LABELS unit TIMEOUT 60)

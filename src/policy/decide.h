@@ -242,7 +242,9 @@ void sl__decider_free(sl__decider *d);
 bool sl__decider_recovered(sl__decider *d);
 
 /* d's store, for the operations that are not decisions (concurrency
- * leases: policy/lease_set.h). */
+ * leases: policy/lease_set.h; retry budgets: policy/retry_stage.h). Only
+ * the policy layer calls it: no file under src/server/ does (the protocols
+ * go through those two headers; tests/names.cmake, server_layering). */
 sl__store *sl__decider_store(sl__decider *d);
 
 /* What /metrics, /readyz and INFO print of the store (summed over workers). */

@@ -1,13 +1,11 @@
 /* metrics_retry.c: /metrics for retry budgets (metrics_retry.h): what each
- * policy's retry_budget: counted (store/retry.h), first attempts and
+ * policy's retry_budget: counted (policy/retry_stage.h), first attempts and
  * retries admitted or refused, and the retries a fail mode decided. */
 #include "server/admin/metrics_retry.h"
 
-#include <stdatomic.h>
-
 #include "policy/policy.h"
 #include "server/admin/prom.h"
-#include "store/retry.h"
+#include "policy/retry_stage.h"
 
 void sl__metrics_retry(const struct sl__policy_set *set, sl__buf *out) {
     size_t n = set ? sl__policy_set_count(set) : 0, with = 0;
@@ -20,8 +18,8 @@ void sl__metrics_retry(const struct sl__policy_set *set, sl__buf *out) {
     for (size_t i = 0; i < n; i++) {
         sl__policy *p = sl__policy_set_at(set, i);
         if (!p->retry) continue;
-        uint64_t v[] = {atomic_load(&p->retry->firsts), atomic_load(&p->retry->allowed),
-                        atomic_load(&p->retry->refused)};
+        sl__retry_counts rc = sl__retry_limit_counts(p->retry);
+        uint64_t v[] = {rc.firsts, rc.allowed, rc.refused};
         for (int k = 0; k < 3; k++) {
             const char *l[] = {"policy", p->cfg.name, "outcome", outcome[k], NULL};
             sl__prom_sample(out, "sluice_retry_budget_total", l, v[k]);
@@ -34,11 +32,11 @@ void sl__metrics_retry(const struct sl__policy_set *set, sl__buf *out) {
     for (size_t i = 0; i < n; i++) {
         sl__policy *p = sl__policy_set_at(set, i);
         if (!p->retry) continue;
+        sl__retry_counts rc = sl__retry_limit_counts(p->retry);
         for (int k = 0; k < 3; k++) {
             const char *l[] = {"policy", p->cfg.name, "fallback", sl__store_fallback_name(from[k]),
                                NULL};
-            sl__prom_sample(out, "sluice_retry_budget_fallback_total", l,
-                            atomic_load(&p->retry->from[from[k]]));
+            sl__prom_sample(out, "sluice_retry_budget_fallback_total", l, rc.from[from[k]]);
         }
     }
 }

@@ -12,6 +12,7 @@
 #include "policy/decide.h"
 #include "policy/domains.h"
 #include "policy/policy.h"
+#include "policy/retry_stage.h"
 #include "server/admin/admin.h"
 #include "server/http/http.h"
 #include "server/http/http_api.h"
@@ -19,7 +20,6 @@
 #include "server/request.h"
 #include "server/http/http_lease.h"
 #include "server/http/http_retry.h"
-#include "server/retry_stage.h"
 #include "sluice/error.h"
 #include "util/units.h"
 
@@ -323,12 +323,10 @@ static void handle_check(const sl__request_ctx *rq, const sl__http_request *r, s
     call->done = check_done;
     bool answered;
     sl__reply_begin(&cc->reply, rq->slot, out, &answered);
-    if (p->retry) /* retry_budget: first the budget (retry_stage.h), then the policy */
-        sl__retry_stage_start(&cc->retry, p->retry, (const char *)call->items[0].key, c.key_len,
-                              sl__http_retry_marked(r, p->cfg.retry.header), call, rq->decider, now,
-                              check_retry_refused, cc);
-    else
-        sl__engine_decide(rq->decider, call, now);
+    /* retry_budget: first the budget (policy/retry_stage.h), then the policy */
+    sl__engine_decide_retry(&cc->retry, p->retry, (const char *)call->items[0].key, c.key_len,
+                            p->retry && sl__http_retry_marked(r, p->cfg.retry.header), call,
+                            rq->decider, now, check_retry_refused, cc);
     if (!answered && !sl__reply_wait(&cc->reply)) {
         sl_decision none = {0};
         write_decision(out, head, keep, p, SL_ENOMEM, &none, false, c.cost, SL__FROM_REDIS, 0);

@@ -32,12 +32,12 @@
 #include "policy/decide.h"
 #include "policy/rules.h"
 #include "policy/policy.h"
+#include "policy/retry_stage.h"
 #include "server/http/http.h"
 #include "server/http/http_api.h"
 #include "server/http/http_auth.h"
 #include "server/http/http_hold.h"
 #include "server/http/http_retry.h"
-#include "server/retry_stage.h"
 #include "server/hold.h"
 #include "server/request.h"
 #include "sluice/error.h"
@@ -558,11 +558,11 @@ bool sl__http_auth_decide(const sl__request_ctx *rq, const sl__http_request *req
     bool answered;
     sl__reply_begin(&ac->reply, rq->slot, out, &answered);
     size_t b = budget_item(&a);
-    if (b < a.n) /* retry_budget: first the budget (retry_stage.h), then the limits */
-        sl__retry_stage_start(&ac->retry, a.items[b].policy->retry, (const char *)c->items[b].key,
-                              c->items[b].keylen,
-                              sl__http_retry_marked(req, a.items[b].policy->cfg.retry.header), c,
-                              rq->decider, now, auth_retry_refused, ac);
+    if (b < a.n) /* retry_budget: first the budget (policy/retry_stage.h), then the limits */
+        sl__engine_decide_retry(&ac->retry, a.items[b].policy->retry, (const char *)c->items[b].key,
+                                c->items[b].keylen,
+                                sl__http_retry_marked(req, a.items[b].policy->cfg.retry.header), c,
+                                rq->decider, now, auth_retry_refused, ac);
     else
         sl__engine_decide(rq->decider, c, now);
     if (answered) return keep; /* done ran inline: the call, and ac with it, are gone */

@@ -1,4 +1,4 @@
-/* http_retry.h: a policy's retry budget over HTTP (store/retry.h,
+/* http_retry.h: a policy's retry budget over HTTP (policy/retry_stage.h,
  * docs/protection.md "Retry budget"): which requests are retries, and the
  * answer to a retry the budget refused; and a request's priority for load
  * shedding. /v1/check answers it 429; /v1/auth
@@ -11,7 +11,7 @@
 
 #include "server/http/http.h"
 #include "sluice/shed.h"
-#include "store/retry.h"
+#include "policy/retry_stage.h"
 #include "util/buf.h"
 
 /* True when r carries `header` with a decimal value >= 1 (a retry); absent,

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "policy/ramp.h"
+#include "policy/retry_stage.h"
 #include "server/http/http_ops.h"
-#include "store/retry.h"
 #include "sluice/clock.h"
 #include "sluice/limit.h"
 #include "sluice/sluice.h"
@@ -61,11 +61,12 @@ static void policy_entry(sl__buf *b, sl__policy *p, bool redis, unsigned top) {
         else
             sl__buf_printf(b, ",\"ramp_factor\":0.%06lld", (long long)f);
     }
-    if (p->retry) /* retry_budget: (store/retry.h) */
+    if (p->retry) { /* retry_budget: (policy/retry_stage.h) */
+        sl__retry_counts rc = sl__retry_limit_counts(p->retry);
         sl__buf_printf(b, ",\"retry_budget\":{\"first\":%llu,\"allowed\":%llu,\"refused\":%llu}",
-                       (unsigned long long)atomic_load(&p->retry->firsts),
-                       (unsigned long long)atomic_load(&p->retry->allowed),
-                       (unsigned long long)atomic_load(&p->retry->refused));
+                       (unsigned long long)rc.firsts, (unsigned long long)rc.allowed,
+                       (unsigned long long)rc.refused);
+    }
     sl_table *t = atomic_load(&p->lim.store.table);
     if (t) {
         sl_table_stats st;

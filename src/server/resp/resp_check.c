@@ -13,9 +13,9 @@
 
 #include "policy/decide.h"
 #include "policy/policy.h"
+#include "policy/retry_stage.h"
 #include "server/reply.h"
 #include "server/resp/resp_args.h"
-#include "server/retry_stage.h"
 #include "sluice/sluice.h"
 #include "util/units.h"
 
@@ -149,12 +149,9 @@ int sl__resp_cmd_check(const sl__resp_context *ctx, const sl__resp_command *cmd,
     call->done = check_done;
     bool answered;
     sl__reply_begin(&cc->r, ctx->slot, out, &answered);
-    if (p->retry) /* retry_budget: first the budget (retry_stage.h), then the policy */
-        sl__retry_stage_start(&cc->retry, p->retry, (const char *)call->items[0].key, cmd->argl[2],
-                              o.retry >= 1, call, decider_of(ctx), ctx->now, check_retry_refused,
-                              cc);
-    else
-        sl__engine_decide(decider_of(ctx), call, ctx->now);
+    /* retry_budget: first the budget (policy/retry_stage.h), then the policy */
+    sl__engine_decide_retry(&cc->retry, p->retry, (const char *)call->items[0].key, cmd->argl[2],
+                            o.retry >= 1, call, decider_of(ctx), ctx->now, check_retry_refused, cc);
     if (!answered && !sl__reply_wait(&cc->r)) sl__resp_error(out, "ERR out of memory");
     return 0;
 }

@@ -1,5 +1,6 @@
-/* retry_stage.c: the retry budget in front of a decision (retry_stage.h). */
-#include "server/retry_stage.h"
+/* retry_stage.c: the retry budget in front of a decision, through the
+ * decider's store (retry_stage.h). */
+#include "policy/retry_stage.h"
 
 static void stage_done(sl__retry_call *rc) {
     sl__retry_stage *st = rc->arg;
@@ -11,9 +12,14 @@ static void stage_done(sl__retry_call *rc) {
         st->refused(st); /* frees the call, and st with it */
 }
 
-void sl__retry_stage_start(sl__retry_stage *st, sl__retry_limit *limit, const char *key,
-                           size_t keylen, bool retry, sl__decide_call *decide, sl__decider *decider,
-                           int64_t now, void (*refused)(sl__retry_stage *st), void *arg) {
+void sl__engine_decide_retry(sl__retry_stage *st, sl__retry_limit *limit, const char *key,
+                             size_t keylen, bool retry, sl__decide_call *decide,
+                             sl__decider *decider, int64_t now,
+                             void (*refused)(sl__retry_stage *st), void *arg) {
+    if (!limit) {
+        sl__engine_decide(decider, decide, now);
+        return;
+    }
     bool ran = false;
     *st = (sl__retry_stage){.call = {.limit = limit,
                                      .key = key,
@@ -32,4 +38,14 @@ void sl__retry_stage_start(sl__retry_stage *st, sl__retry_limit *limit, const ch
     if (ran) return; /* st may be gone */
     st->ran = NULL;
     sl__decide_call_detach(decide); /* the budget answers later */
+}
+
+sl__retry_counts sl__retry_limit_counts(const sl__retry_limit *limit) {
+    const sl__retry_limit *l = limit;
+    sl__retry_counts c = {.firsts = atomic_load_explicit(&l->firsts, memory_order_relaxed),
+                          .allowed = atomic_load_explicit(&l->allowed, memory_order_relaxed),
+                          .refused = atomic_load_explicit(&l->refused, memory_order_relaxed)};
+    for (int k = 0; k < SL__FROM_COUNT; k++)
+        c.from[k] = atomic_load_explicit(&l->from[k], memory_order_relaxed);
+    return c;
 }

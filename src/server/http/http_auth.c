@@ -24,7 +24,11 @@
  * An allowed answer that a leaky queue with `hold:` delayed waits for its
  * release time in the worker's hold (server/hold.h, http_hold.h), its
  * place reserved, the call and the policy set kept until it is written;
- * a closed connection cancels it. */
+ * a closed connection cancels it. One done (auth_done) completes every
+ * decided request, as in the other handlers: when it runs inline and holds
+ * the answer, it moves the answer to the heap and reserves its place
+ * itself (auth_reserve); the handler only reserves for a done that comes
+ * later. */
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -341,8 +345,7 @@ typedef struct auth_ctx {
     /* held answers (http_hold.h) */
     sl__hold *hold;          /* the worker's, or NULL: never held */
     sl__policy_set *set;     /* the request's: retained while held */
-    bool starting;           /* sl__engine_decide has not returned */
-    size_t hold_item;        /* done ran inline and holds for this item (SL_CHECK_MAX: no) */
+    bool *ran;               /* the handler's flag while it starts the decision: done ran */
     sl__decide_call *call;   /* the call (its keys, the answer's place) */
     sl__worker_stats *stats; /* the worker's (held, released, ...), or NULL */
     sl__hold_item *held;
@@ -357,6 +360,30 @@ static void auth_error(sl__rules_answer *a, const char *message) {
     a->message = message;
     a->n = a->refused = 0;
     a->query_costed = false;
+}
+
+/* The answer moves off the handler's frame (done comes later, or holds it
+ * past the handler): a heap copy without the keys (the call has them);
+ * ac->a NULL when there is no memory for it (done answers an error). */
+static void auth_keep(auth_ctx *ac) {
+    sl__rules_answer *copy = malloc(sizeof *copy);
+    if (copy) {
+        memcpy(copy, ac->a, sizeof *copy);
+        copy->arena = NULL;
+        for (size_t i = 0; i < copy->n; i++) copy->items[i].key = NULL;
+    }
+    ac->a = copy;
+    ac->heap = copy != NULL;
+}
+
+/* No memory to keep the answer: an internal error is the answer. */
+static void auth_oom(auth_ctx *ac, sl__decide_call *c) {
+    sl__rules_answer e;
+    auth_error(&e, "out of memory");
+    write_auth(sl__reply_out(&ac->reply), &e, sl__reply_keep(&ac->reply, ac->keep), ac->head,
+               ac->now, c->from);
+    sl__reply_end(&ac->reply);
+    sl__decide_call_free(c);
 }
 
 /* Writes the answer where it goes and frees what the request kept. */
@@ -456,15 +483,37 @@ static void auth_shed(auth_ctx *ac, sl__decide_call *c) {
     sl__decide_call_free(c);
 }
 
+/* done runs inline and holds the answer past the handler: the answer moves
+ * to the heap and its place is reserved now (the handler is still running,
+ * its slot valid: reply.h). false: no memory for one of them; the error
+ * answer is written (into the handler's output when no place could be
+ * reserved, the held answer dropped) and the call freed. */
+static bool auth_reserve(auth_ctx *ac, sl__decide_call *c) {
+    sl__buf *out = sl__reply_out(&ac->reply); /* the handler's */
+    auth_keep(ac);
+    if (sl__reply_wait(&ac->reply)) {
+        if (ac->a) return true;
+        auth_oom(ac, c); /* into its place */
+        return false;
+    }
+    sl__rules_answer e;
+    auth_error(&e, "out of memory");
+    write_auth(out, &e, ac->keep, ac->head, ac->now, SL__FROM_REDIS);
+    sl__reply_end(&ac->reply);
+    if (ac->heap) free(ac->a);
+    sl__decide_call_free(c);
+    return false;
+}
+
+/* The one completion of a decided /v1/auth request: the answer written
+ * inline or in its reserved place, refused by the hold, or held. */
 static void auth_done(sl__decide_call *c) {
     auth_ctx *ac = sl__decide_call_user(c);
+    bool inline_ = ac->ran != NULL;
+    if (ac->ran) *ac->ran = true;
+    ac->ran = NULL;
     if (!ac->a) { /* there was no memory to keep the answer */
-        sl__rules_answer e;
-        auth_error(&e, "out of memory");
-        write_auth(sl__reply_out(&ac->reply), &e, sl__reply_keep(&ac->reply, ac->keep), ac->head,
-                   ac->now, c->from);
-        sl__reply_end(&ac->reply);
-        sl__decide_call_free(c);
+        auth_oom(ac, c);
         return;
     }
     if (c->shed) { /* the engine's capacity shed it: nothing was decided */
@@ -477,11 +526,8 @@ static void auth_done(sl__decide_call *c) {
     if (i < ac->a->n && !sl__http_hold_fits(ac->a, i, delay)) {
         HOLD_COUNT(ac, held_refused);
         sl__http_hold_refuse(ac->a, i, delay);
-    } else if (i < ac->a->n && ac->starting) {
-        ac->hold_item = i; /* held once its place is reserved */
-        return;
     } else if (i < ac->a->n) {
-        auth_hold(ac, c, i, delay);
+        if (!inline_ || auth_reserve(ac, c)) auth_hold(ac, c, i, delay);
         return;
     }
     auth_finish(ac, c);
@@ -551,11 +597,10 @@ bool sl__http_auth_decide(const sl__request_ctx *rq, const sl__http_request *req
                      .a = &a,
                      .hold = rq->slot ? rq->hold : NULL,
                      .set = rq->policies,
-                     .starting = true,
-                     .stats = rq->stats,
-                     .hold_item = SL_CHECK_MAX};
+                     .stats = rq->stats};
     c->done = auth_done;
-    bool answered;
+    bool answered, ran = false;
+    ac->ran = &ran;
     sl__reply_begin(&ac->reply, rq->slot, out, &answered);
     size_t b = budget_item(&a);
     if (b < a.n) /* retry_budget: first the budget (policy/retry_stage.h), then the limits */
@@ -565,32 +610,14 @@ bool sl__http_auth_decide(const sl__request_ctx *rq, const sl__http_request *req
                                 rq->decider, now, auth_retry_refused, ac);
     else
         sl__engine_decide(rq->decider, c, now);
-    if (answered) return keep; /* done ran inline: the call, and ac with it, are gone */
-    ac->starting = false;
-    /* done comes later: the answer moves to the heap */
-    sl__rules_answer *copy = malloc(sizeof *copy); /* without the keys (the call has them) */
-    if (copy) {
-        memcpy(copy, &a, sizeof a);
-        copy->arena = NULL;
-        for (size_t i = 0; i < copy->n; i++) copy->items[i].key = NULL;
-    }
-    ac->a = copy;
-    ac->heap = copy != NULL;
+    /* done (or the budget's refusal) ran inline: it wrote the answer, or
+       holds it in the place it reserved; the call, and ac with it, may be gone */
+    if (answered || ran) return keep;
+    ac->ran = NULL;
+    auth_keep(ac); /* done comes later */
     if (!sl__reply_wait(&ac->reply)) {
         auth_error(&a, "out of memory");
         write_auth(out, &a, keep, head, now, SL__FROM_REDIS);
-        if (ac->hold_item < SL_CHECK_MAX && ac->a)
-            auth_finish(ac, c); /* its answer is dropped */
-        else if (ac->hold_item < SL_CHECK_MAX)
-            auth_done(c);
-        return keep;
-    }
-    if (ac->hold_item < SL_CHECK_MAX) { /* done ran inline and holds the answer */
-        int64_t delay = ac->a ? ac->a->items[ac->hold_item].decision.delay : 0;
-        if (ac->a)
-            auth_hold(ac, c, ac->hold_item, delay);
-        else
-            auth_done(c); /* no memory to keep it: the error answer */
     }
     return keep;
 }

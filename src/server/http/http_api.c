@@ -2,7 +2,10 @@
  * docs/http-api.md): /v1/check (GET, HEAD, POST), /healthz, /readyz,
  * /healthcheck (envoyproxy/ratelimit's),
  * /metrics, /v1/top, /v1/reload. Every answer is complete in `out`; the
- * return value says whether the connection stays open. */
+ * return value says whether the connection stays open. sl__http_api_handle
+ * routes in two steps: route_handler (the endpoints whose handler writes
+ * its own answer: decisions, leases, reloads, the operator's pages), then
+ * route_page (the pages answered here, or 404); 405 for either. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -415,81 +418,99 @@ static void handle_top(const sl__request_ctx *rq, const sl__http_request *r, ans
     }
 }
 
+/* The endpoints whose own handler writes the answer into out (a decision,
+ * a lease, a reload, the operator's pages). true: r was handled, *keep_out
+ * what the handler returned; false: not one of them, or (*allow set) one of
+ * them asked with a method it does not take. */
+static bool route_handler(const sl__request_ctx *rq, const sl__http_request *r, sl__buf *out,
+                          bool keep, const char **allow, bool *keep_out) {
+    bool get = r->method == SL__HTTP_GET || r->method == SL__HTTP_HEAD;
+    bool post = r->method == SL__HTTP_POST;
+    *keep_out = keep;
+    if (path_is(r, "/v1/check")) {
+        if (get || post) {
+            handle_check(rq, r, out, keep);
+            return true;
+        }
+        *allow = "GET, HEAD, POST";
+    } else if (path_is(r, "/v1/acquire") || path_is(r, "/v1/release") || path_is(r, "/v1/renew")) {
+        *keep_out = sl__http_lease_handle(rq, r, out, keep);
+        return true;
+    } else if (path_is(r, "/v1/auth")) {
+        if (get) {
+            *keep_out = sl__http_auth_handle(rq, r, out, keep);
+            return true;
+        }
+        *allow = "GET, HEAD";
+    } else if (path_is(r, "/v1/graphql")) {
+        if (post) {
+            *keep_out = sl__http_graphql_handle(rq, r, out, keep);
+            return true;
+        }
+        *allow = "POST";
+    } else if (path_is(r, "/json")) {
+        if (post) {
+            *keep_out = sl__http_json_handle(rq, r, out, keep);
+            return true;
+        }
+        *allow = "POST";
+    } else if (path_is(r, "/v1/reload")) {
+        if (post) { /* the main loop reloads (reload.c) */
+            sl__admin_reload(rq->admin, rq->slot, r, keep, out);
+            return true;
+        }
+        *allow = "POST";
+    } else if (path_is(r, "/v1/ramp")) {
+        if (post) { /* ramp_up restarts (admin.h) */
+            sl__admin_ramp(rq->admin, rq->slot, r, keep, out);
+            return true;
+        }
+        *allow = "POST";
+    } else if (sl__http_ops_path(r)) { /* /v1/stats, /ui/ (http_ops.h) */
+        *keep_out = sl__http_ops_handle(rq, r, out, keep);
+        return true;
+    }
+    return false;
+}
+
+/* The endpoints answered here, into a (health, readiness, /metrics,
+ * /v1/top; else 404). Returns the Allow value when r's method is not one
+ * the endpoint takes (GET, HEAD), else NULL. */
+static const char *route_page(const sl__request_ctx *rq, const sl__http_request *r, answer *a) {
+    bool get = r->method == SL__HTTP_GET || r->method == SL__HTTP_HEAD;
+    bool page = path_is(r, "/healthz") || path_is(r, "/healthcheck") || path_is(r, "/readyz") ||
+                path_is(r, "/metrics") || path_is(r, "/v1/top");
+    if (!page) {
+        json_error(a, 404, "not_found", "no such endpoint; see docs/http-api.md");
+        return NULL;
+    }
+    if (!get) return "GET, HEAD";
+    if (path_is(r, "/healthz")) {
+        sl__buf_puts(&a->body, "{\"status\":\"ok\"}");
+    } else if (path_is(r, "/healthcheck")) { /* envoyproxy/ratelimit's: OK, or 500 */
+        a->content_type = "text/plain; charset=utf-8";
+        bool draining = sl__admin_draining(rq->admin);
+        if (draining) a->status = 500;
+        if (!draining) sl__buf_puts(&a->body, "OK");
+    } else if (path_is(r, "/readyz")) {
+        a->status = sl__admin_ready(rq->admin, &a->body);
+    } else if (path_is(r, "/metrics")) {
+        a->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        sl__admin_metrics(rq->admin, &a->body);
+    } else {
+        handle_top(rq, r, a);
+    }
+    return NULL;
+}
+
 bool sl__http_api_handle(const sl__request_ctx *rq, const sl__http_request *r, sl__buf *out,
                          bool keep) {
-    bool get = r->method == SL__HTTP_GET || r->method == SL__HTTP_HEAD;
+    const char *allow = NULL;
+    bool keep_out;
+    if (route_handler(rq, r, out, keep, &allow, &keep_out)) return keep_out;
     answer a = {.status = 200, .content_type = "application/json"};
     sl__buf_init(&a.body);
-    const char *allow = NULL;
-
-    if (path_is(r, "/v1/check")) {
-        if (get || r->method == SL__HTTP_POST) {
-            handle_check(rq, r, out, keep);
-            return keep;
-        }
-        allow = "GET, HEAD, POST";
-    } else if (path_is(r, "/v1/acquire") || path_is(r, "/v1/release") || path_is(r, "/v1/renew")) {
-        return sl__http_lease_handle(rq, r, out, keep);
-    } else if (path_is(r, "/v1/auth")) {
-        if (get) return sl__http_auth_handle(rq, r, out, keep);
-        allow = "GET, HEAD";
-    } else if (path_is(r, "/v1/graphql")) {
-        if (r->method == SL__HTTP_POST) return sl__http_graphql_handle(rq, r, out, keep);
-        allow = "POST";
-    } else if (path_is(r, "/json")) {
-        if (r->method == SL__HTTP_POST) return sl__http_json_handle(rq, r, out, keep);
-        allow = "POST";
-    } else if (path_is(r, "/healthz")) {
-        if (get)
-            sl__buf_puts(&a.body, "{\"status\":\"ok\"}");
-        else
-            allow = "GET, HEAD";
-    } else if (path_is(r, "/healthcheck")) { /* envoyproxy/ratelimit's: OK, or 500 */
-        if (get) {
-            a.content_type = "text/plain; charset=utf-8";
-            bool draining = sl__admin_draining(rq->admin);
-            if (draining) a.status = 500;
-            if (!draining) sl__buf_puts(&a.body, "OK");
-        } else {
-            allow = "GET, HEAD";
-        }
-    } else if (path_is(r, "/readyz")) {
-        if (get)
-            a.status = sl__admin_ready(rq->admin, &a.body);
-        else
-            allow = "GET, HEAD";
-    } else if (path_is(r, "/metrics")) {
-        if (get) {
-            a.content_type = "text/plain; version=0.0.4; charset=utf-8";
-            sl__admin_metrics(rq->admin, &a.body);
-        } else {
-            allow = "GET, HEAD";
-        }
-    } else if (path_is(r, "/v1/top")) {
-        if (get)
-            handle_top(rq, r, &a);
-        else
-            allow = "GET, HEAD";
-    } else if (path_is(r, "/v1/reload")) {
-        if (r->method == SL__HTTP_POST) { /* the main loop reloads (reload.c) */
-            sl__admin_reload(rq->admin, rq->slot, r, keep, out);
-            sl__buf_free(&a.body);
-            return keep;
-        }
-        allow = "POST";
-    } else if (path_is(r, "/v1/ramp")) {
-        if (r->method == SL__HTTP_POST) { /* ramp_up restarts (admin.h) */
-            sl__admin_ramp(rq->admin, rq->slot, r, keep, out);
-            sl__buf_free(&a.body);
-            return keep;
-        }
-        allow = "POST";
-    } else if (sl__http_ops_path(r)) { /* /v1/stats, /ui/ (http_ops.h) */
-        sl__buf_free(&a.body);
-        return sl__http_ops_handle(rq, r, out, keep);
-    } else {
-        json_error(&a, 404, "not_found", "no such endpoint; see docs/http-api.md");
-    }
+    if (!allow) allow = route_page(rq, r, &a);
     if (allow) {
         sl__buf_reset(&a.body);
         json_error(&a, 405, "method_not_allowed", "this endpoint does not take that method");

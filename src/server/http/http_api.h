@@ -4,8 +4,8 @@
  * the parsed request, writes its answer into out (or reserves it in
  * rq->slot, reply.h), and returns whether the connection stays open: keep,
  * unless it must close. A new endpoint is one handler of this shape in a
- * file of its own, declared here, and one `path_is` line in
- * sl__http_api_handle. */
+ * file of its own, declared here, and one `path_is` branch in http_api.c's
+ * route_handler. */
 #ifndef SLUICE_SERVER_HTTP_API_H
 #define SLUICE_SERVER_HTTP_API_H
 

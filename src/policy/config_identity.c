@@ -110,11 +110,9 @@ static void cidr_item(sl__yaml *y, void *obj, size_t i, const char *item) {
         sl__yaml_error(y, sl__yaml_line(y), item, "cannot use %s: %s", q, why);
         return;
     }
-    sl__cidr *na =
-        sl__yaml_grow(y, *b->arr, &b->cap, *b->n, sizeof **b->arr, 8, sl__yaml_line(y), item);
-    if (!na) return;
-    *b->arr = na;
-    (*b->arr)[(*b->n)++] = c;
+    sl__cidr *e =
+        sl__yaml_push(y, b->arr, &b->cap, b->n, sizeof **b->arr, 8, sl__yaml_line(y), item);
+    if (e) *e = c;
 }
 
 /* A list of CIDR blocks, appended to *arr. */
@@ -128,40 +126,16 @@ static void cidr_list(sl__config_parser *p, const char *path, sl__cidr **arr, si
     sl__yaml_each_item(&p->y, path, &list, cidr_item, &b);
 }
 
+/* One method of a method: value, OR-ed into the mask at obj. */
+static void method_item(sl__yaml *y, void *obj, const char *item) {
+    unsigned *mask = obj;
+    int k = sl__yaml_enum(y, item, "method", method_names, COUNT(method_names));
+    if (k >= 0) *mask |= 1u << k;
+}
+
 /* A method or a list of methods, as a mask. */
 void sl__config_methods(sl__config_parser *p, const char *path, unsigned *mask) {
-    char list[96];
-    sl__yaml_join_names(list, sizeof list, method_names, COUNT(method_names));
-    bool seq = sl__yaml_is_seq(&p->y);
-    for (size_t i = 0;; i++) {
-        char item[SL__YAML_PATH_SIZE];
-        if (seq) {
-            if (!sl__yaml_next_item(&p->y)) return;
-            snprintf(item, sizeof item, "%s[%zu]", path, i);
-        } else {
-            snprintf(item, sizeof item, "%s", path);
-        }
-        const char *s = sl__yaml_scalar(&p->y, item, list);
-        if (s) {
-            size_t k = 0;
-            while (k < COUNT(method_names) && strcmp(s, method_names[k]) != 0) k++;
-            if (k < COUNT(method_names)) {
-                *mask |= 1u << k;
-            } else {
-                char q[64];
-                sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
-                const char *near =
-                    sl__yaml_suggest(s, sl__yaml_len(&p->y), method_names, COUNT(method_names));
-                if (near)
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
-                                   "unknown method %s (did you mean %s?)", q, near);
-                else
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
-                                   "unknown method %s (expected %s)", q, list);
-            }
-        }
-        if (!seq) return;
-    }
+    sl__yaml_each_scalar(&p->y, path, method_item, mask);
 }
 
 /* A path pattern: a star (any), "/exact", a subtree "/tree/" + star, or a

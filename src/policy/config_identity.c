@@ -365,7 +365,9 @@ static const sl__policy_config *find_policy(const sl__config *c, const char *nam
     return sl__config_policy(c, name, strlen(name));
 }
 
-void sl__config_check_identity(sl__config_parser *p) {
+/* Every limit of every rule names a policy or quota, and counts by a key
+ * only where there are API keys. */
+static void check_rule_names(sl__config_parser *p) {
     sl__config *c = p->cfg;
     char field[SL__YAML_PATH_SIZE + 64];
     for (size_t i = 0; i < c->nrules; i++) {
@@ -387,47 +389,54 @@ void sl__config_check_identity(sl__config_parser *p) {
             }
         }
     }
-    for (size_t i = 0; i < c->ntiers; i++) {
-        const sl__tier_config *t = &c->tiers[i];
-        for (size_t j = 0; j < t->noverrides; j++) {
-            const sl__tier_override *o = &t->overrides[j];
-            snprintf(field, sizeof field, "tiers.%s.%s", t->name, o->policy);
-            const sl__policy_config *pc = find_policy(c, o->policy);
-            if (!pc) {
-                sl__yaml_error(&p->y, o->line, field, "no policy or quota named \"%s\"", o->policy);
-                continue;
-            }
-            if (strlen(pc->name) + 1 + strlen(t->name) > SL__POLICY_NAME_MAX) {
-                sl__yaml_error(
-                    &p->y, o->line, field,
-                    "%s:%s is longer than %d characters (its table's name): use a shorter "
-                    "tier or policy name",
-                    pc->name, t->name, SL__POLICY_NAME_MAX);
-                continue;
-            }
-            if (pc->quota && (o->have_rate || o->have_burst)) {
-                sl__yaml_error(&p->y, o->line, field, "%s is a quota: a tier sets its limit",
-                               pc->name);
-                continue;
-            }
-            if (!pc->quota && o->have_limit) {
-                sl__yaml_error(&p->y, o->line, field,
-                               "%s is a policy: a tier sets its rate and burst", pc->name);
-                continue;
-            }
-            if (!o->have_rate && !o->have_burst && !o->have_limit) {
-                sl__yaml_error(&p->y, o->line, field, "empty: set %s",
-                               pc->quota ? "limit" : "rate or burst");
-                continue;
-            }
-            sl_params pp = pc->params;
-            if (o->have_rate) pp.rate = o->rate;
-            if (o->have_burst) pp.burst = sl_algorithm_is_bucket(pp.algorithm) ? o->burst : 0;
-            if (o->have_limit) pp.rate.limit = o->limit;
-            int rc = sl_params_validate(&pp);
-            if (rc != SL_OK) sl__yaml_error(&p->y, o->line, field, "%s", sl_strerror(rc));
-        }
+}
+
+/* Tier t's override o: of a policy or quota there is, with a table name
+ * that fits, the keys of its kind, and valid parameters once applied. */
+static void check_override(sl__config_parser *p, const sl__tier_config *t,
+                           const sl__tier_override *o) {
+    sl__config *c = p->cfg;
+    char field[SL__YAML_PATH_SIZE + 64];
+    snprintf(field, sizeof field, "tiers.%s.%s", t->name, o->policy);
+    const sl__policy_config *pc = find_policy(c, o->policy);
+    if (!pc) {
+        sl__yaml_error(&p->y, o->line, field, "no policy or quota named \"%s\"", o->policy);
+        return;
     }
+    if (strlen(pc->name) + 1 + strlen(t->name) > SL__POLICY_NAME_MAX) {
+        sl__yaml_error(&p->y, o->line, field,
+                       "%s:%s is longer than %d characters (its table's name): use a shorter "
+                       "tier or policy name",
+                       pc->name, t->name, SL__POLICY_NAME_MAX);
+        return;
+    }
+    if (pc->quota && (o->have_rate || o->have_burst)) {
+        sl__yaml_error(&p->y, o->line, field, "%s is a quota: a tier sets its limit", pc->name);
+        return;
+    }
+    if (!pc->quota && o->have_limit) {
+        sl__yaml_error(&p->y, o->line, field, "%s is a policy: a tier sets its rate and burst",
+                       pc->name);
+        return;
+    }
+    if (!o->have_rate && !o->have_burst && !o->have_limit) {
+        sl__yaml_error(&p->y, o->line, field, "empty: set %s",
+                       pc->quota ? "limit" : "rate or burst");
+        return;
+    }
+    sl_params pp = pc->params;
+    if (o->have_rate) pp.rate = o->rate;
+    if (o->have_burst) pp.burst = sl_algorithm_is_bucket(pp.algorithm) ? o->burst : 0;
+    if (o->have_limit) pp.rate.limit = o->limit;
+    int rc = sl_params_validate(&pp);
+    if (rc != SL_OK) sl__yaml_error(&p->y, o->line, field, "%s", sl_strerror(rc));
+}
+
+/* Tier names given before tiers: was known (hold_weights, exempt.tiers)
+ * resolved; exempt.tiers into its mask. */
+static void check_tier_names(sl__config_parser *p) {
+    sl__config *c = p->cfg;
+    char field[SL__YAML_PATH_SIZE + 64];
     for (size_t i = 0; i < c->npolicies; i++) { /* hold_weights: name declared tiers */
         const sl__policy_config *pc = &c->policies[i];
         for (unsigned j = 0; j < pc->nhold_weights; j++) {
@@ -448,6 +457,15 @@ void sl__config_check_identity(sl__config_parser *p) {
         else
             c->exempt.tiers |= UINT64_C(1) << t;
     }
+}
+
+void sl__config_check_identity(sl__config_parser *p) {
+    sl__config *c = p->cfg;
+    check_rule_names(p);
+    for (size_t i = 0; i < c->ntiers; i++)
+        for (size_t j = 0; j < c->tiers[i].noverrides; j++)
+            check_override(p, &c->tiers[i], &c->tiers[i].overrides[j]);
+    check_tier_names(p);
     if (c->identity.key_required && !c->identity.key_file[0])
         sl__yaml_error(&p->y, p->ident->required_line, "identity.api_keys.required",
                        "every key would be unknown: set identity.api_keys.file");

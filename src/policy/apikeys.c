@@ -89,6 +89,118 @@ static size_t fields(char *s, size_t n, char **f, size_t *fl) {
     return nf;
 }
 
+/* A line's fields (f, fl: nf of them, 1 to 3; s is the line) checked: the
+ * key's length and bytes, the tier (by `tier`: *t, or -1 for none or "-"),
+ * the organisation. Each fault is reported at `line`; returns whether there
+ * was none. */
+static bool check_line(loader *l, int line, const char *s, char **f, const size_t *fl, size_t nf,
+                       sl__apikeys_tier_fn tier, void *tier_ctx, int16_t *t) {
+    bool ok = true;
+    if (fl[0] > SL__APIKEY_MAX) {
+        report(l, line, "the key is longer than %d bytes", SL__APIKEY_MAX);
+        ok = false;
+    }
+    for (size_t i = 0; ok && i < fl[0]; i++) {
+        if (!key_byte((unsigned char)f[0][i])) {
+            report(l, line, "the key has a byte that is not printable ASCII at column %zu",
+                   (size_t)(f[0] - s) + i + 1);
+            ok = false;
+        }
+    }
+    *t = -1;
+    if (nf > 1 && !(fl[1] == 1 && f[1][0] == '-')) {
+        const char *names = NULL;
+        int ti = tier ? tier(tier_ctx, f[1], fl[1], &names) : -1;
+        if (ti < 0) {
+            char q[48];
+            snprintf(q, sizeof q, "%.*s", fl[1] > 40 ? 40 : (int)fl[1], f[1]);
+            for (char *c = q; *c; c++)
+                if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
+            if (names && *names)
+                report(l, line, "unknown tier \"%s\" (declared: %s)", q, names);
+            else
+                report(l, line, "unknown tier \"%s\" (declare tiers under tiers: first)", q);
+            ok = false;
+        } else {
+            *t = (int16_t)ti;
+        }
+    }
+    if (nf > 2) {
+        bool good = fl[2] <= SL__APIKEY_ORG_MAX;
+        for (size_t i = 0; good && i < fl[2]; i++) good = org_byte((unsigned char)f[2][i]);
+        if (!good) {
+            report(l, line, "the organisation must be 1 to %d of A-Z a-z 0-9 _ . -",
+                   SL__APIKEY_ORG_MAX);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+/* Appends the checked key of fields f, fl (nf of them) with tier t to k,
+ * and its line to *lines (both grown by doubling *cap). Returns 0, or -1
+ * when out of memory (k->keys and *lines stay valid to free). */
+static int add_key(sl__apikeys *k, size_t *cap, uint32_t **lines, char **f, const size_t *fl,
+                   size_t nf, int16_t t, int line) {
+    if (k->n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        sl__apikey *nk = realloc(k->keys, *cap * sizeof *nk);
+        uint32_t *nl2 = nk ? realloc(*lines, *cap * sizeof *nl2) : NULL;
+        if (nk) k->keys = nk;
+        if (!nk || !nl2) return -1;
+        *lines = nl2;
+    }
+    /* NUL-terminate the fields in place (the byte after each is a
+     * separator, the line end, or the spare byte after the text). */
+    f[0][fl[0]] = '\0';
+    sl__apikey *e = &k->keys[k->n];
+    *e = (sl__apikey){.key = f[0], .keylen = (uint16_t)fl[0], .tier = t};
+    if (nf > 2) {
+        f[2][fl[2]] = '\0';
+        e->org = f[2];
+        e->orglen = (uint16_t)fl[2];
+    }
+    /* lines grows with keys (cap == n at the first) */
+    // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
+    (*lines)[k->n] = (uint32_t)line;
+    k->n++;
+    return 0;
+}
+
+/* The index of k's keys (slots, hashes, a new seed); a key seen before is
+ * reported at its line (lines: one per key). Returns 0, or -1 when out of
+ * memory (reported). */
+static int index_keys(sl__apikeys *k, const uint32_t *lines, loader *l) {
+    size_t slots = 64;
+    while (slots < 2 * k->n) slots *= 2;
+    k->slots = malloc(slots * sizeof *k->slots);
+    k->hashes = malloc((k->n ? k->n : 1) * sizeof *k->hashes);
+    if (!k->slots || !k->hashes) {
+        report(l, 0, "out of memory");
+        return -1;
+    }
+    memset(k->slots, 0xff, slots * sizeof *k->slots);
+    k->mask = slots - 1;
+    k->seed = sl__random_seed();
+    for (size_t i = 0; i < k->n; i++) {
+        sl__apikey *e = &k->keys[i];
+        uint64_t h = sl__hash(e->key, e->keylen, k->seed);
+        k->hashes[i] = h;
+        const sl__apikey *dup = find(k, e->key, e->keylen, h);
+        if (dup) {
+            /* lines has an entry per key */
+            // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
+            report(l, (int)lines[i], "duplicate key (first at line %u)",
+                   (unsigned)lines[dup - k->keys]);
+            continue;
+        }
+        size_t j = h & k->mask;
+        while (k->slots[j] != EMPTY) j = (j + 1) & k->mask;
+        k->slots[j] = (uint32_t)i;
+    }
+    return 0;
+}
+
 /* Takes ownership of `text` (malloc'd, len bytes plus one spare byte). */
 static int build(char *text, size_t len, sl__apikeys_tier_fn tier, void *tier_ctx, loader *l,
                  sl__apikeys **out) {
@@ -114,115 +226,27 @@ static int build(char *text, size_t len, sl__apikeys_tier_fn tier, void *tier_ct
         size_t fl[4];
         size_t nf = fields(s, n, f, fl);
         if (nf == 0) continue;
-        bool ok = true;
         if (nf > 3) {
             report(l, line, "too many fields (expected KEY [TIER [ORG]])");
             continue;
         }
-        if (fl[0] > SL__APIKEY_MAX) {
-            report(l, line, "the key is longer than %d bytes", SL__APIKEY_MAX);
-            ok = false;
-        }
-        for (size_t i = 0; ok && i < fl[0]; i++) {
-            if (!key_byte((unsigned char)f[0][i])) {
-                report(l, line, "the key has a byte that is not printable ASCII at column %zu",
-                       (size_t)(f[0] - s) + i + 1);
-                ok = false;
-            }
-        }
-        int16_t t = -1;
-        if (nf > 1 && !(fl[1] == 1 && f[1][0] == '-')) {
-            const char *names = NULL;
-            int ti = tier ? tier(tier_ctx, f[1], fl[1], &names) : -1;
-            if (ti < 0) {
-                char q[48];
-                snprintf(q, sizeof q, "%.*s", fl[1] > 40 ? 40 : (int)fl[1], f[1]);
-                for (char *c = q; *c; c++)
-                    if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
-                if (names && *names)
-                    report(l, line, "unknown tier \"%s\" (declared: %s)", q, names);
-                else
-                    report(l, line, "unknown tier \"%s\" (declare tiers under tiers: first)", q);
-                ok = false;
-            } else {
-                t = (int16_t)ti;
-            }
-        }
-        if (nf > 2) {
-            bool good = fl[2] <= SL__APIKEY_ORG_MAX;
-            for (size_t i = 0; good && i < fl[2]; i++) good = org_byte((unsigned char)f[2][i]);
-            if (!good) {
-                report(l, line, "the organisation must be 1 to %d of A-Z a-z 0-9 _ . -",
-                       SL__APIKEY_ORG_MAX);
-                ok = false;
-            }
-        }
-        if (!ok) continue;
+        int16_t t;
+        if (!check_line(l, line, s, f, fl, nf, tier, tier_ctx, &t)) continue;
         if (k->n == SL__APIKEYS_MAX_KEYS) {
             report(l, line, "more than %u keys", SL__APIKEYS_MAX_KEYS);
             break;
         }
-        if (k->n == cap) {
-            cap = cap ? 2 * cap : 64;
-            sl__apikey *nk = realloc(k->keys, cap * sizeof *nk);
-            uint32_t *nl2 = nk ? realloc(lines, cap * sizeof *nl2) : NULL;
-            if (nk) k->keys = nk;
-            if (!nk || !nl2) {
-                report(l, 0, "out of memory");
-                free(lines);
-                sl__apikeys_release(k);
-                return -1;
-            }
-            lines = nl2;
+        if (add_key(k, &cap, &lines, f, fl, nf, t, line) != 0) {
+            report(l, 0, "out of memory");
+            free(lines);
+            sl__apikeys_release(k);
+            return -1;
         }
-        /* NUL-terminate the fields in place (the byte after each is a
-         * separator, the line end, or the spare byte after the text). */
-        f[0][fl[0]] = '\0';
-        sl__apikey *e = &k->keys[k->n];
-        *e = (sl__apikey){.key = f[0], .keylen = (uint16_t)fl[0], .tier = t};
-        if (nf > 2) {
-            f[2][fl[2]] = '\0';
-            e->org = f[2];
-            e->orglen = (uint16_t)fl[2];
-        }
-        /* lines grows with keys (cap == n at the first) */
-        // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
-        lines[k->n] = (uint32_t)line;
-        k->n++;
     }
-    if (l->errors) {
+    if (l->errors || index_keys(k, lines, l) != 0) {
         free(lines);
         sl__apikeys_release(k);
         return -1;
-    }
-    size_t slots = 64;
-    while (slots < 2 * k->n) slots *= 2;
-    k->slots = malloc(slots * sizeof *k->slots);
-    k->hashes = malloc((k->n ? k->n : 1) * sizeof *k->hashes);
-    if (!k->slots || !k->hashes) {
-        report(l, 0, "out of memory");
-        free(lines);
-        sl__apikeys_release(k);
-        return -1;
-    }
-    memset(k->slots, 0xff, slots * sizeof *k->slots);
-    k->mask = slots - 1;
-    k->seed = sl__random_seed();
-    for (size_t i = 0; i < k->n; i++) {
-        sl__apikey *e = &k->keys[i];
-        uint64_t h = sl__hash(e->key, e->keylen, k->seed);
-        k->hashes[i] = h;
-        const sl__apikey *dup = find(k, e->key, e->keylen, h);
-        if (dup) {
-            /* lines has an entry per key */
-            // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
-            report(l, (int)lines[i], "duplicate key (first at line %u)",
-                   (unsigned)lines[dup - k->keys]);
-            continue;
-        }
-        size_t j = h & k->mask;
-        while (k->slots[j] != EMPTY) j = (j + 1) & k->mask;
-        k->slots[j] = (uint32_t)i;
     }
     free(lines);
     if (l->errors) {

@@ -110,11 +110,9 @@ static void cidr_item(sl__yaml *y, void *obj, size_t i, const char *item) {
         sl__yaml_error(y, sl__yaml_line(y), item, "cannot use %s: %s", q, why);
         return;
     }
-    sl__cidr *na =
-        sl__yaml_grow(y, *b->arr, &b->cap, *b->n, sizeof **b->arr, 8, sl__yaml_line(y), item);
-    if (!na) return;
-    *b->arr = na;
-    (*b->arr)[(*b->n)++] = c;
+    sl__cidr *e =
+        sl__yaml_push(y, b->arr, &b->cap, b->n, sizeof **b->arr, 8, sl__yaml_line(y), item);
+    if (e) *e = c;
 }
 
 /* A list of CIDR blocks, appended to *arr. */
@@ -128,40 +126,16 @@ static void cidr_list(sl__config_parser *p, const char *path, sl__cidr **arr, si
     sl__yaml_each_item(&p->y, path, &list, cidr_item, &b);
 }
 
+/* One method of a method: value, OR-ed into the mask at obj. */
+static void method_item(sl__yaml *y, void *obj, const char *item) {
+    unsigned *mask = obj;
+    int k = sl__yaml_enum(y, item, "method", method_names, COUNT(method_names));
+    if (k >= 0) *mask |= 1u << k;
+}
+
 /* A method or a list of methods, as a mask. */
 void sl__config_methods(sl__config_parser *p, const char *path, unsigned *mask) {
-    char list[96];
-    sl__yaml_join_names(list, sizeof list, method_names, COUNT(method_names));
-    bool seq = sl__yaml_is_seq(&p->y);
-    for (size_t i = 0;; i++) {
-        char item[SL__YAML_PATH_SIZE];
-        if (seq) {
-            if (!sl__yaml_next_item(&p->y)) return;
-            snprintf(item, sizeof item, "%s[%zu]", path, i);
-        } else {
-            snprintf(item, sizeof item, "%s", path);
-        }
-        const char *s = sl__yaml_scalar(&p->y, item, list);
-        if (s) {
-            size_t k = 0;
-            while (k < COUNT(method_names) && strcmp(s, method_names[k]) != 0) k++;
-            if (k < COUNT(method_names)) {
-                *mask |= 1u << k;
-            } else {
-                char q[64];
-                sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
-                const char *near =
-                    sl__yaml_suggest(s, sl__yaml_len(&p->y), method_names, COUNT(method_names));
-                if (near)
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
-                                   "unknown method %s (did you mean %s?)", q, near);
-                else
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
-                                   "unknown method %s (expected %s)", q, list);
-            }
-        }
-        if (!seq) return;
-    }
+    sl__yaml_each_scalar(&p->y, path, method_item, mask);
 }
 
 /* A path pattern: a star (any), "/exact", a subtree "/tree/" + star, or a
@@ -391,7 +365,9 @@ static const sl__policy_config *find_policy(const sl__config *c, const char *nam
     return sl__config_policy(c, name, strlen(name));
 }
 
-void sl__config_check_identity(sl__config_parser *p) {
+/* Every limit of every rule names a policy or quota, and counts by a key
+ * only where there are API keys. */
+static void check_rule_names(sl__config_parser *p) {
     sl__config *c = p->cfg;
     char field[SL__YAML_PATH_SIZE + 64];
     for (size_t i = 0; i < c->nrules; i++) {
@@ -413,47 +389,54 @@ void sl__config_check_identity(sl__config_parser *p) {
             }
         }
     }
-    for (size_t i = 0; i < c->ntiers; i++) {
-        const sl__tier_config *t = &c->tiers[i];
-        for (size_t j = 0; j < t->noverrides; j++) {
-            const sl__tier_override *o = &t->overrides[j];
-            snprintf(field, sizeof field, "tiers.%s.%s", t->name, o->policy);
-            const sl__policy_config *pc = find_policy(c, o->policy);
-            if (!pc) {
-                sl__yaml_error(&p->y, o->line, field, "no policy or quota named \"%s\"", o->policy);
-                continue;
-            }
-            if (strlen(pc->name) + 1 + strlen(t->name) > SL__POLICY_NAME_MAX) {
-                sl__yaml_error(
-                    &p->y, o->line, field,
-                    "%s:%s is longer than %d characters (its table's name): use a shorter "
-                    "tier or policy name",
-                    pc->name, t->name, SL__POLICY_NAME_MAX);
-                continue;
-            }
-            if (pc->quota && (o->have_rate || o->have_burst)) {
-                sl__yaml_error(&p->y, o->line, field, "%s is a quota: a tier sets its limit",
-                               pc->name);
-                continue;
-            }
-            if (!pc->quota && o->have_limit) {
-                sl__yaml_error(&p->y, o->line, field,
-                               "%s is a policy: a tier sets its rate and burst", pc->name);
-                continue;
-            }
-            if (!o->have_rate && !o->have_burst && !o->have_limit) {
-                sl__yaml_error(&p->y, o->line, field, "empty: set %s",
-                               pc->quota ? "limit" : "rate or burst");
-                continue;
-            }
-            sl_params pp = pc->params;
-            if (o->have_rate) pp.rate = o->rate;
-            if (o->have_burst) pp.burst = sl_algorithm_is_bucket(pp.algorithm) ? o->burst : 0;
-            if (o->have_limit) pp.rate.limit = o->limit;
-            int rc = sl_params_validate(&pp);
-            if (rc != SL_OK) sl__yaml_error(&p->y, o->line, field, "%s", sl_strerror(rc));
-        }
+}
+
+/* Tier t's override o: of a policy or quota there is, with a table name
+ * that fits, the keys of its kind, and valid parameters once applied. */
+static void check_override(sl__config_parser *p, const sl__tier_config *t,
+                           const sl__tier_override *o) {
+    sl__config *c = p->cfg;
+    char field[SL__YAML_PATH_SIZE + 64];
+    snprintf(field, sizeof field, "tiers.%s.%s", t->name, o->policy);
+    const sl__policy_config *pc = find_policy(c, o->policy);
+    if (!pc) {
+        sl__yaml_error(&p->y, o->line, field, "no policy or quota named \"%s\"", o->policy);
+        return;
     }
+    if (strlen(pc->name) + 1 + strlen(t->name) > SL__POLICY_NAME_MAX) {
+        sl__yaml_error(&p->y, o->line, field,
+                       "%s:%s is longer than %d characters (its table's name): use a shorter "
+                       "tier or policy name",
+                       pc->name, t->name, SL__POLICY_NAME_MAX);
+        return;
+    }
+    if (pc->quota && (o->have_rate || o->have_burst)) {
+        sl__yaml_error(&p->y, o->line, field, "%s is a quota: a tier sets its limit", pc->name);
+        return;
+    }
+    if (!pc->quota && o->have_limit) {
+        sl__yaml_error(&p->y, o->line, field, "%s is a policy: a tier sets its rate and burst",
+                       pc->name);
+        return;
+    }
+    if (!o->have_rate && !o->have_burst && !o->have_limit) {
+        sl__yaml_error(&p->y, o->line, field, "empty: set %s",
+                       pc->quota ? "limit" : "rate or burst");
+        return;
+    }
+    sl_params pp = pc->params;
+    if (o->have_rate) pp.rate = o->rate;
+    if (o->have_burst) pp.burst = sl_algorithm_is_bucket(pp.algorithm) ? o->burst : 0;
+    if (o->have_limit) pp.rate.limit = o->limit;
+    int rc = sl_params_validate(&pp);
+    if (rc != SL_OK) sl__yaml_error(&p->y, o->line, field, "%s", sl_strerror(rc));
+}
+
+/* Tier names given before tiers: was known (hold_weights, exempt.tiers)
+ * resolved; exempt.tiers into its mask. */
+static void check_tier_names(sl__config_parser *p) {
+    sl__config *c = p->cfg;
+    char field[SL__YAML_PATH_SIZE + 64];
     for (size_t i = 0; i < c->npolicies; i++) { /* hold_weights: name declared tiers */
         const sl__policy_config *pc = &c->policies[i];
         for (unsigned j = 0; j < pc->nhold_weights; j++) {
@@ -474,6 +457,15 @@ void sl__config_check_identity(sl__config_parser *p) {
         else
             c->exempt.tiers |= UINT64_C(1) << t;
     }
+}
+
+void sl__config_check_identity(sl__config_parser *p) {
+    sl__config *c = p->cfg;
+    check_rule_names(p);
+    for (size_t i = 0; i < c->ntiers; i++)
+        for (size_t j = 0; j < c->tiers[i].noverrides; j++)
+            check_override(p, &c->tiers[i], &c->tiers[i].overrides[j]);
+    check_tier_names(p);
     if (c->identity.key_required && !c->identity.key_file[0])
         sl__yaml_error(&p->y, p->ident->required_line, "identity.api_keys.required",
                        "every key would be unknown: set identity.api_keys.file");

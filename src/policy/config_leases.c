@@ -83,15 +83,9 @@ void sl__config_lease_finish(sl__config_parser *p, sl__policy_config *pc, const 
     sl__policy_config copy = *pc;
     c->npolicies--;
     if (p->y.errs->n != errors_before) return;
-    sl__lease_config *nl = realloc(c->leases, (c->nleases + 1) * sizeof *nl);
-    if (!nl) {
-        sl__yaml_error(&p->y, line, path, "out of memory");
-        p->y.fatal = true;
-        return;
-    }
-    c->leases = nl;
-    sl__lease_config *lc = &c->leases[c->nleases++];
-    memset(lc, 0, sizeof *lc);
+    sl__lease_config *lc =
+        sl__yaml_push(&p->y, &c->leases, NULL, &c->nleases, sizeof *c->leases, 1, line, path);
+    if (!lc) return;
     memcpy(lc->name, copy.name, sizeof lc->name);
     lc->on_failure = copy.on_failure;
     lc->limit = in->limit;

@@ -95,6 +95,10 @@ const char *sl__config_ramp_problem(const sl__policy_config *pc);
 /* "10%", "2.5%": a percentage with up to four decimals into parts per
  * million; false if not one (config_ramp.c). */
 bool sl__config_percent(const char *s, size_t n, int64_t *ppm);
+/* The current node as such a percentage in [min, max] ppm into *ppm; false
+ * after reporting "Q: expected `what`" (config_ramp.c). */
+bool sl__config_percent_value(sl__yaml *y, const char *path, const char *what, int64_t min,
+                              int64_t max, int64_t *ppm);
 
 /* A header name (an HTTP token shorter than max); config_shedding.c. */
 bool sl__config_header_name(const char *s, size_t n, size_t max);

@@ -136,6 +136,73 @@ static void hold_weight(sl__yaml *y, void *obj, const char *key, size_t len, int
     w->line = line;
 }
 
+/* The keys of a concurrency limit (limit, lease, adaptive, min_limit,
+ * max_limit), kept in b until the policy is finished (config_leases.c). */
+static void lease_value(sl__config_parser *p, policy_build *b, int key, const char *path) {
+    switch (key) {
+    case POL_LIMIT:
+        sl__yaml_uint(&p->y, path, "a whole number of leases held at once", 1, SL_CONCURRENCY_MAX,
+                      &b->limit);
+        break;
+    case POL_LEASE:
+        sl__yaml_duration(&p->y, path, NS_MS, SL__LEASE_MAX, &b->lease);
+        break;
+    case POL_ADAPTIVE:
+        sl__yaml_bool(&p->y, path, &b->adaptive);
+        break;
+    case POL_MIN_LIMIT:
+        sl__yaml_uint(&p->y, path, "a whole number of leases", 1, SL_CONCURRENCY_MAX,
+                      &b->min_limit);
+        break;
+    case POL_MAX_LIMIT:
+        sl__yaml_uint(&p->y, path, "a whole number of leases", 1, SL_CONCURRENCY_MAX,
+                      &b->max_limit);
+        break;
+    }
+}
+
+/* rate: into pc's params. */
+static void policy_rate(sl__config_parser *p, sl__policy_config *pc, const char *path) {
+    const char *s = sl__yaml_scalar(&p->y, path, "a rate such as 5/s");
+    if (!s) return;
+    char q[64];
+    sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
+    int rc = sl_rate_parse(s, &pc->params.rate);
+    if (rc == SL_EPARSE)
+        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
+                       "cannot parse %s (expected N/s, N/m, N/h, N/d or N/<duration> such as "
+                       "100/10s)",
+                       q);
+    else if (rc == SL_EOVERFLOW)
+        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "%s: a number is too large", q);
+    else if (rc != SL_OK)
+        sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "%s: %s", q, sl_strerror(rc));
+}
+
+/* hold, hold_weights and hold_per_tenant: into pc. */
+static void hold_value(sl__config_parser *p, sl__policy_config *pc, int key, const char *path) {
+    uint64_t u;
+    switch (key) {
+    case POL_HOLD: {
+        int64_t d;
+        if (sl__yaml_duration(&p->y, path, NS_MS, SL__HOLD_MAX, &d)) pc->hold = d;
+        break;
+    }
+    case POL_HOLD_WEIGHTS:
+        if (sl__yaml_is_null(&p->y)) break;
+        if (!sl__yaml_is_map(&p->y)) {
+            sl__yaml_expected(&p->y, path, "a mapping of tier names to weights (pro: 4)");
+            break;
+        }
+        sl__yaml_each_named(&p->y, path, hold_weight, pc);
+        break;
+    case POL_HOLD_PER_TENANT:
+        if (sl__yaml_uint(&p->y, path, "a number of answers", 1, SL__HOLD_PER_TENANT_MAX, &u))
+            pc->hold_per_tenant = (int64_t)u;
+        break;
+    }
+}
+
 static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl__config_parser *p = y->user;
     policy_build *b = obj;
@@ -156,40 +223,15 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
             b->have_algorithm = true;
         break;
     case POL_LIMIT:
-        sl__yaml_uint(&p->y, path, "a whole number of leases held at once", 1, SL_CONCURRENCY_MAX,
-                      &b->limit);
-        break;
     case POL_LEASE:
-        sl__yaml_duration(&p->y, path, NS_MS, SL__LEASE_MAX, &b->lease);
-        break;
     case POL_ADAPTIVE:
-        sl__yaml_bool(&p->y, path, &b->adaptive);
-        break;
     case POL_MIN_LIMIT:
-        sl__yaml_uint(&p->y, path, "a whole number of leases", 1, SL_CONCURRENCY_MAX,
-                      &b->min_limit);
-        break;
     case POL_MAX_LIMIT:
-        sl__yaml_uint(&p->y, path, "a whole number of leases", 1, SL_CONCURRENCY_MAX,
-                      &b->max_limit);
+        lease_value(p, b, key, path);
         break;
-    case POL_RATE: {
-        const char *s = sl__yaml_scalar(&p->y, path, "a rate such as 5/s");
-        if (!s) break;
-        char q[64];
-        sl__yaml_quote(q, sizeof q, s, sl__yaml_len(&p->y));
-        int rc = sl_rate_parse(s, &pc->params.rate);
-        if (rc == SL_EPARSE)
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path,
-                           "cannot parse %s (expected N/s, N/m, N/h, N/d or N/<duration> such as "
-                           "100/10s)",
-                           q);
-        else if (rc == SL_EOVERFLOW)
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "%s: a number is too large", q);
-        else if (rc != SL_OK)
-            sl__yaml_error(&p->y, sl__yaml_line(&p->y), path, "%s: %s", q, sl_strerror(rc));
+    case POL_RATE:
+        policy_rate(p, pc, path);
         break;
-    }
     case POL_BURST:
         if (sl__yaml_uint(&p->y, path, "a whole number of requests", 1, INT64_MAX, &u))
             pc->params.burst = (int64_t)u;
@@ -198,22 +240,10 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
         if (sl__yaml_uint(&p->y, path, "a whole number of requests", 0, INT64_MAX, &u))
             pc->params.delay_after = (int64_t)u;
         break;
-    case POL_HOLD: {
-        int64_t d;
-        if (sl__yaml_duration(&p->y, path, NS_MS, SL__HOLD_MAX, &d)) pc->hold = d;
-        break;
-    }
+    case POL_HOLD:
     case POL_HOLD_WEIGHTS:
-        if (sl__yaml_is_null(&p->y)) break;
-        if (!sl__yaml_is_map(&p->y)) {
-            sl__yaml_expected(&p->y, path, "a mapping of tier names to weights (pro: 4)");
-            break;
-        }
-        sl__yaml_each_named(&p->y, path, hold_weight, pc);
-        break;
     case POL_HOLD_PER_TENANT:
-        if (sl__yaml_uint(&p->y, path, "a number of answers", 1, SL__HOLD_PER_TENANT_MAX, &u))
-            pc->hold_per_tenant = (int64_t)u;
+        hold_value(p, pc, key, path);
         break;
     case POL_GRAPHQL:
         sl__config_policy_graphql(p, path, &pc->graphql);
@@ -246,21 +276,11 @@ static void policy_value(sl__yaml *y, void *obj, int key, const char *path) {
     }
 }
 
-/* Checks a parsed policy as a whole (required fields, sl_params_validate). */
-static void policy_finish(sl__config_parser *p, policy_build *b, const char *path, int line,
-                          size_t errors_before) {
+/* A policy's keys against its algorithm: the required ones, those of a
+ * concurrency limit only, a bucket's burst (a window's is dropped). */
+static void finish_keys(sl__config_parser *p, policy_build *b, const char *path, int line) {
     sl__policy_config *pc = b->pc;
     char field[SL__YAML_PATH_SIZE + 32];
-    if (b->concurrency) {
-        sl__lease_config lc = {.limit = (int64_t)b->limit,
-                               .lease = b->lease,
-                               .adaptive = b->adaptive,
-                               .min_limit = (int64_t)b->min_limit,
-                               .max_limit = (int64_t)b->max_limit};
-        sl__config_lease_finish(p, pc, b->seen, policy_keys, POL_NKEYS, &lc, path, line,
-                                errors_before);
-        return;
-    }
     static const sl__yaml_required required[] = {
         {POL_NAME, "every policy needs a name"},
         {POL_ALGORITHM, "every policy needs an algorithm"},
@@ -281,7 +301,14 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
                                                               : "the bucket size");
     }
     if (b->have_algorithm && !sl_algorithm_is_bucket(pc->params.algorithm)) pc->params.burst = 0;
-    if (p->y.errs->n != errors_before) return; /* nothing to validate, or cascades */
+}
+
+/* The keys that only some algorithms or only a held policy take:
+ * delay_after, hold, hold_per_tenant and hold_weights, refill: steps. False
+ * after reporting the first that does not fit. */
+static bool finish_combinations(sl__config_parser *p, policy_build *b, const char *path) {
+    sl__policy_config *pc = b->pc;
+    char field[SL__YAML_PATH_SIZE + 32];
     if (b->seen[POL_DELAY_AFTER] && pc->params.delay_after != 0 &&
         (pc->params.algorithm != SL_LEAKY_QUEUE || pc->params.delay_after >= pc->params.burst)) {
         snprintf(field, sizeof field, "%s.delay_after", path);
@@ -293,7 +320,7 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
             sl__yaml_error(&p->y, b->seen[POL_DELAY_AFTER], field,
                            "%lld: must be below the burst (%lld; burst - 1 delays nothing)",
                            (long long)pc->params.delay_after, (long long)pc->params.burst);
-        return;
+        return false;
     }
     if (b->seen[POL_HOLD] && pc->params.algorithm != SL_LEAKY_QUEUE) {
         snprintf(field, sizeof field, "%s.hold", path);
@@ -301,7 +328,7 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
                        "only a leaky_queue holds answers until their release time (nginx's "
                        "burst=B without nodelay is leaky_queue, burst B+1, hold: ...)");
         pc->nhold_weights = 0;
-        return;
+        return false;
     }
     for (int k = POL_HOLD_PER_TENANT; k <= POL_HOLD_WEIGHTS; k++)
         if (b->seen[k] && !b->seen[POL_HOLD]) {
@@ -309,16 +336,23 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
             sl__yaml_error(&p->y, b->seen[k], field,
                            "only a policy with hold: holds answers (hold: 5s, the longest wait)");
             pc->nhold_weights = 0; /* no cascade: its tiers are not checked */
-            return;
+            return false;
         }
     if ((pc->params.flags & SL_STEP_REFILL) && pc->params.algorithm != SL_TOKEN_BUCKET) {
         snprintf(field, sizeof field, "%s.refill", path);
         sl__yaml_error(&p->y, b->seen[POL_REFILL], field,
                        "steps: only a token_bucket refills in steps (Envoy's local rate limit: "
                        "token_bucket, rate tokens_per_fill/fill_interval, burst max_tokens)");
-        return;
+        return false;
     }
+    return true;
+}
 
+/* sl_params_validate and the ramp's check, each refusal explained at the
+ * key to blame (the burst only if the rate alone is fine). */
+static void finish_params(sl__config_parser *p, policy_build *b, const char *path, int line) {
+    sl__policy_config *pc = b->pc;
+    char field[SL__YAML_PATH_SIZE + 32];
     int rc = sl_params_validate(&pc->params);
     const char *ramp = rc == SL_OK ? sl__config_ramp_problem(pc) : NULL;
     if (ramp) {
@@ -360,6 +394,25 @@ static void policy_finish(sl__config_parser *p, policy_build *b, const char *pat
                        sl_strerror(rc));
     else
         sl__yaml_error(&p->y, at, field, "%s", sl_strerror(rc));
+}
+
+/* Checks a parsed policy as a whole (required fields, sl_params_validate). */
+static void policy_finish(sl__config_parser *p, policy_build *b, const char *path, int line,
+                          size_t errors_before) {
+    if (b->concurrency) {
+        sl__lease_config lc = {.limit = (int64_t)b->limit,
+                               .lease = b->lease,
+                               .adaptive = b->adaptive,
+                               .min_limit = (int64_t)b->min_limit,
+                               .max_limit = (int64_t)b->max_limit};
+        sl__config_lease_finish(p, b->pc, b->seen, policy_keys, POL_NKEYS, &lc, path, line,
+                                errors_before);
+        return;
+    }
+    finish_keys(p, b, path, line);
+    if (p->y.errs->n != errors_before) return; /* nothing to validate, or cascades */
+    if (!finish_combinations(p, b, path)) return;
+    finish_params(p, b, path, line);
 }
 
 static sl__policy_config *new_policy(sl__config_parser *p) {

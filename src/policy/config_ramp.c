@@ -43,25 +43,31 @@ bool sl__config_percent(const char *s, size_t n, int64_t *ppm) {
     return true;
 }
 
+bool sl__config_percent_value(sl__yaml *y, const char *path, const char *what, int64_t min,
+                              int64_t max, int64_t *ppm) {
+    const char *s = sl__yaml_scalar(y, path, what);
+    if (!s) return false;
+    size_t n = sl__yaml_len(y);
+    char q[64];
+    sl__yaml_quote(q, sizeof q, s, n);
+    int64_t v = 0;
+    if (!sl__config_percent(s, n, &v) || v < min || v > max) {
+        sl__yaml_error(y, sl__yaml_line(y), path, "%s: expected %s", q, what);
+        return false;
+    }
+    *ppm = v;
+    return true;
+}
+
 static void ramp_value(sl__yaml *y, void *obj, int key, const char *path) {
     sl_ramp *r = obj;
     switch (key) {
     case RAMP_DURATION:
         sl__yaml_duration(y, path, NS_MS, SL_RAMP_DURATION_MAX, &r->duration);
         break;
-    case RAMP_FROM: {
-        const char *s = sl__yaml_scalar(y, path, FROM_WHAT);
-        if (!s) break;
-        size_t n = sl__yaml_len(y);
-        char q[64];
-        sl__yaml_quote(q, sizeof q, s, n);
-        int64_t ppm = 0;
-        if (!sl__config_percent(s, n, &ppm) || ppm < 1 || ppm > SL_RAMP_ONE)
-            sl__yaml_error(y, sl__yaml_line(y), path, "%s: expected %s", q, FROM_WHAT);
-        else
-            r->from = ppm;
+    case RAMP_FROM:
+        sl__config_percent_value(y, path, FROM_WHAT, 1, SL_RAMP_ONE, &r->from);
         break;
-    }
     }
 }
 

@@ -27,19 +27,9 @@ static void retry_value(sl__yaml *y, void *obj, int key, const char *path) {
     struct sl__retry_budget_config *r = obj;
     uint64_t u;
     switch (key) {
-    case RB_RATIO: {
-        const char *s = sl__yaml_scalar(y, path, RATIO_WHAT);
-        if (!s) break;
-        size_t n = sl__yaml_len(y);
-        char q[64];
-        sl__yaml_quote(q, sizeof q, s, n);
-        int64_t ppm = 0;
-        if (!sl__config_percent(s, n, &ppm) || ppm > SL_RETRY_PPM)
-            sl__yaml_error(y, sl__yaml_line(y), path, "%s: expected %s", q, RATIO_WHAT);
-        else
-            r->ratio_ppm = ppm;
+    case RB_RATIO:
+        sl__config_percent_value(y, path, RATIO_WHAT, 0, SL_RETRY_PPM, &r->ratio_ppm);
         break;
-    }
     case RB_MIN:
         if (sl__yaml_uint(y, path, "a whole number of retries", 0, SL_RETRY_MIN_MAX, &u))
             r->min_retries = (int64_t)u;

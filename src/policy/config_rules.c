@@ -92,15 +92,9 @@ static void tier_policy(sl__yaml *y, void *obj, const char *key, size_t len, int
         sl__yaml_expected(&p->y, path, "a mapping of rate and burst (a policy) or limit (a quota)");
         return;
     }
-    sl__tier_override *no = realloc(t->overrides, (t->noverrides + 1) * sizeof *no);
-    if (!no) {
-        sl__yaml_error(&p->y, line, path, "out of memory");
-        p->y.fatal = true;
-        return;
-    }
-    t->overrides = no;
-    sl__tier_override *o = &t->overrides[t->noverrides++];
-    memset(o, 0, sizeof *o);
+    sl__tier_override *o = sl__yaml_push(&p->y, &t->overrides, NULL, &t->noverrides,
+                                         sizeof *t->overrides, 1, line, path);
+    if (!o) return;
     memcpy(o->policy, key, len + 1);
     o->line = line;
     int seen[COUNT(override_keys)] = {0};
@@ -129,12 +123,9 @@ static void tier_entry(sl__yaml *y, void *obj, const char *key, size_t len, int 
         sl__yaml_skip(&p->y);
         return;
     }
-    sl__tier_config *tiers =
-        sl__yaml_grow(&p->y, c->tiers, &ip->tiers_cap, c->ntiers, sizeof *c->tiers, 4, line, path);
-    if (!tiers) return;
-    c->tiers = tiers;
-    sl__tier_config *t = &c->tiers[c->ntiers++];
-    memset(t, 0, sizeof *t);
+    sl__tier_config *t = sl__yaml_push(&p->y, &c->tiers, &ip->tiers_cap, &c->ntiers,
+                                       sizeof *c->tiers, 4, line, path);
+    if (!t) return;
     memcpy(t->name, key, len + 1);
     t->line = line;
     if (sl__yaml_is_null(&p->y)) return; /* a tier without overrides (admin: ~) */
@@ -176,13 +167,10 @@ static void cost_item(sl__yaml *y, void *obj, size_t i, const char *item) {
     sl__config_parser *p = y->user;
     sl__config *cfg = p->cfg;
     (void)obj, (void)i;
-    sl__cost_config *costs = sl__yaml_grow(y, cfg->costs, &p->ident->costs_cap, cfg->ncosts,
-                                           sizeof *cfg->costs, 8, sl__yaml_line(y), item);
-    if (!costs) return;
-    cfg->costs = costs;
     int line = sl__yaml_line(y);
-    sl__cost_config *c = &cfg->costs[cfg->ncosts++];
-    memset(c, 0, sizeof *c);
+    sl__cost_config *c = sl__yaml_push(y, &cfg->costs, &p->ident->costs_cap, &cfg->ncosts,
+                                       sizeof *cfg->costs, 8, line, item);
+    if (!c) return;
     c->line = line;
     int seen[COUNT(cost_keys)] = {0};
     sl__yaml_each_key(y, item, cost_keys, COUNT(cost_keys), cost_value, c, seen);
@@ -205,69 +193,64 @@ typedef struct rule_build {
     size_t index;
 } rule_build;
 
-static void limit_by(sl__config_parser *p, sl__limit_config *l, const char *path) {
-    bool seq = sl__yaml_is_seq(&p->y);
-    const char *list = "api_key, org, ip, route, header:NAME or global";
-    for (size_t i = 0;; i++) {
-        char item[SL__YAML_PATH_SIZE];
-        if (seq) {
-            if (!sl__yaml_next_item(&p->y)) break;
-            snprintf(item, sizeof item, "%s[%zu]", path, i);
-        } else {
-            snprintf(item, sizeof item, "%s", path);
-        }
-        const char *s = sl__yaml_scalar(&p->y, item, list);
-        if (s) {
-            size_t n = sl__yaml_len(&p->y);
-            char q[64];
-            sl__yaml_quote(q, sizeof q, s, n);
-            uint8_t src = 0;
-            for (size_t k = 0; k < COUNT(source_names); k++)
-                if (strcmp(s, source_names[k]) == 0) src = source_values[k];
-            if (!src && strncmp(s, "header:", 7) == 0) {
-                const char *h = s + 7;
-                size_t hn = n - 7;
-                bool ok = hn > 0 && hn <= SL__HEADER_NAME_MAX;
-                for (size_t k = 0; ok && k < hn; k++) {
-                    unsigned char c = (unsigned char)h[k];
-                    ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                         (c >= '0' && c <= '9') || strchr("!#$%&'*+-.^_`|~", c) != NULL;
-                }
-                if (!ok) {
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
-                                   "%s: expected header:NAME with a header name", q);
-                } else if (l->header[0]) {
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item, "%s: one header per limit",
-                                   q);
-                } else {
-                    memcpy(l->header, h, hn + 1);
-                    src = SL__SRC_HEADER;
-                }
-                if (!src) goto next_item;
-            }
-            if (!src) {
-                const char *near = sl__yaml_suggest(s, n, source_names, COUNT(source_names));
-                if (near)
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
-                                   "unknown key source %s (did you mean %s?)", q, near);
-                else
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
-                                   "unknown key source %s (expected %s)", q, list);
-            } else if (l->nby == SL__LIMIT_MAX_SOURCES) {
-                sl__yaml_error(&p->y, sl__yaml_line(&p->y), item,
-                               "at most %d key sources per limit", SL__LIMIT_MAX_SOURCES);
-            } else {
-                bool dup = false;
-                for (unsigned k = 0; k < l->nby; k++) dup |= l->by[k] == src;
-                if (dup && src != SL__SRC_HEADER)
-                    sl__yaml_error(&p->y, sl__yaml_line(&p->y), item, "%s is listed twice", q);
-                else
-                    l->by[l->nby++] = src;
-            }
-        }
-    next_item:
-        if (!seq) break;
+#define SOURCE_LIST "api_key, org, ip, route, header:NAME or global"
+
+/* "header:NAME" into l (its header, once per limit): SL__SRC_HEADER, or 0
+ * after reporting at item (q: s quoted). */
+static uint8_t limit_header(sl__yaml *y, sl__limit_config *l, const char *s, size_t n,
+                            const char *item, const char *q) {
+    const char *h = s + 7;
+    size_t hn = n - 7;
+    if (!sl__config_header_name(h, hn, SL__HEADER_NAME_MAX + 1)) {
+        sl__yaml_error(y, sl__yaml_line(y), item, "%s: expected header:NAME with a header name", q);
+        return 0;
     }
+    if (l->header[0]) {
+        sl__yaml_error(y, sl__yaml_line(y), item, "%s: one header per limit", q);
+        return 0;
+    }
+    memcpy(l->header, h, hn + 1);
+    return SL__SRC_HEADER;
+}
+
+/* One key source of a limit's by: into the limit at obj. */
+static void limit_source(sl__yaml *y, void *obj, const char *item) {
+    sl__limit_config *l = obj;
+    const char *s = sl__yaml_scalar(y, item, SOURCE_LIST);
+    if (!s) return;
+    size_t n = sl__yaml_len(y);
+    char q[64];
+    sl__yaml_quote(q, sizeof q, s, n);
+    uint8_t src = 0;
+    for (size_t k = 0; k < COUNT(source_names); k++)
+        if (strcmp(s, source_names[k]) == 0) src = source_values[k];
+    if (!src && strncmp(s, "header:", 7) == 0) {
+        src = limit_header(y, l, s, n, item, q);
+        if (!src) return;
+    }
+    if (!src) {
+        const char *near = sl__yaml_suggest(s, n, source_names, COUNT(source_names));
+        if (near)
+            sl__yaml_error(y, sl__yaml_line(y), item, "unknown key source %s (did you mean %s?)", q,
+                           near);
+        else
+            sl__yaml_error(y, sl__yaml_line(y), item, "unknown key source %s (expected %s)", q,
+                           SOURCE_LIST);
+    } else if (l->nby == SL__LIMIT_MAX_SOURCES) {
+        sl__yaml_error(y, sl__yaml_line(y), item, "at most %d key sources per limit",
+                       SL__LIMIT_MAX_SOURCES);
+    } else {
+        bool dup = false;
+        for (unsigned k = 0; k < l->nby; k++) dup |= l->by[k] == src;
+        if (dup && src != SL__SRC_HEADER)
+            sl__yaml_error(y, sl__yaml_line(y), item, "%s is listed twice", q);
+        else
+            l->by[l->nby++] = src;
+    }
+}
+
+static void limit_by(sl__config_parser *p, sl__limit_config *l, const char *path) {
+    sl__yaml_each_scalar(&p->y, path, limit_source, l);
     if (l->nby == 0 && !p->y.fatal) return;
     /* global with anything else is the other thing alone: refuse the confusion */
     for (unsigned k = 0; k < l->nby; k++)
@@ -379,14 +362,11 @@ static void rule_item(sl__yaml *y, void *obj, size_t i, const char *item) {
     sl__config_parser *p = y->user;
     sl__config *cfg = p->cfg;
     (void)obj, (void)i;
-    sl__rule_config *rules = sl__yaml_grow(y, cfg->rules, &p->ident->rules_cap, cfg->nrules,
-                                           sizeof *cfg->rules, 4, sl__yaml_line(y), item);
-    if (!rules) return;
-    cfg->rules = rules;
     int line = sl__yaml_line(y);
-    rule_build b = {.r = &cfg->rules[cfg->nrules], .index = cfg->nrules};
-    cfg->nrules++;
-    memset(b.r, 0, sizeof *b.r);
+    rule_build b = {.index = cfg->nrules};
+    b.r = sl__yaml_push(y, &cfg->rules, &p->ident->rules_cap, &cfg->nrules, sizeof *cfg->rules, 4,
+                        line, item);
+    if (!b.r) return;
     b.r->line = line;
     b.r->priority = -1;
     int seen[RU_NKEYS] = {0};

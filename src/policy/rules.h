@@ -132,13 +132,13 @@ typedef struct sl__rules_answer {
     bool query_costed;
     sl_gql_cost_result query_cost;
     char query_message[160];
-    /* private to rules.c: what built each item, and the rules, for the labels
+    /* private to rules*.c: what built each item, and the rules, for the labels
        of the keys the engine counts as refused (/v1/top, the shadow log);
        read while sl__engine_decide runs (decide.h: sl__decide_call_label_later);
        and the counters of the rule, limit and tier each item counts in (for
        sl__rules_finish's counts) */
     struct sl__rules_meta {
-        const void *rule, *lim; /* rules.c's rule and limit */
+        const void *rule, *lim; /* rules_internal.h's rule and limit */
         const char *hval;       /* the header value (by: header), in the request */
         size_t hlen;
     } meta[SL_CHECK_MAX];

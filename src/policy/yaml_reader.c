@@ -749,3 +749,30 @@ void *sl__yaml_grow(sl__yaml *y, void *arr, size_t *cap, size_t n, size_t elem, 
     *cap = ncap;
     return na;
 }
+
+void *sl__yaml_push(sl__yaml *y, void *arrp, size_t *cap, size_t *n, size_t elem, size_t first,
+                    int line, const char *field) {
+    void *arr;
+    memcpy(&arr, arrp, sizeof arr);
+    size_t none = 0; /* no capacity kept: grow to n + 1 */
+    void *na =
+        sl__yaml_grow(y, arr, cap ? cap : &none, *n, elem, cap ? first : *n + 1, line, field);
+    if (!na) return NULL;
+    memcpy(arrp, &na, sizeof na);
+    void *e = (char *)na + *n * elem;
+    memset(e, 0, elem);
+    (*n)++;
+    return e;
+}
+
+void sl__yaml_each_scalar(sl__yaml *y, const char *path, sl__yaml_scalar_fn fn, void *obj) {
+    if (!sl__yaml_is_seq(y)) {
+        fn(y, obj, path);
+        return;
+    }
+    for (size_t i = 0; sl__yaml_next_item(y); i++) {
+        char item[SL__YAML_PATH_SIZE];
+        snprintf(item, sizeof item, "%s[%zu]", path, i);
+        fn(y, obj, item);
+    }
+}

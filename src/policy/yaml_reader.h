@@ -210,4 +210,23 @@ void sl__yaml_missing(sl__yaml *y, int line, const char *path, const char *const
 void *sl__yaml_grow(sl__yaml *y, void *arr, size_t *cap, size_t n, size_t elem, size_t first,
                     int line, const char *field);
 
+/* Appends one zeroed element (elem bytes) to the growing array whose
+ * pointer is at `arrp` (a T ** passed as void *) and whose length is *n,
+ * and returns it (*n counts it). The capacity *cap doubles from `first`;
+ * cap NULL: the array holds exactly *n elements and grows by one. On
+ * failure as sl__yaml_grow: NULL after reporting "out of memory" at
+ * line/field (fatal), the array and *n unchanged. */
+void *sl__yaml_push(sl__yaml *y, void *arrp, size_t *cap, size_t *n, size_t elem, size_t first,
+                    int line, const char *field);
+
+/* Receives one scalar of a "one or a list" value (as the current event, to
+ * consume) at `path` ("rules[0].limits[1].by[2]", or the value's own path
+ * when it is no list). */
+typedef void (*sl__yaml_scalar_fn)(sl__yaml *y, void *obj, const char *path);
+
+/* A value that is one scalar or a list of them (method: GET, or method:
+ * [GET, POST]): calls fn for the value itself, or for each item of the
+ * list. */
+void sl__yaml_each_scalar(sl__yaml *y, const char *path, sl__yaml_scalar_fn fn, void *obj);
+
 #endif

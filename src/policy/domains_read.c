@@ -82,13 +82,13 @@ static const char *const desc_keys[] = {
 static const char *const limit_keys[] = {"unit",     "requests_per_unit", "unlimited", "name",
                                          "replaces", "algorithm",         "burst"};
 
-/* Which of `keys` a mapping key is, or -1 after reporting it (unknown, in
- * the wrong block, or not a string). */
+/* Which of `keys` a mapping key is (its index), or SL_EINVAL after
+ * reporting it (unknown, in the wrong block, or not a string). */
 static int key_index(walker *w, const ynode *k, const char *parent, const char *const *keys,
                      size_t nkeys) {
     if (k->type != Y_SCALAR) {
         sl__dy_expected(w, k, parent, "a key");
-        return -1;
+        return SL_EINVAL;
     }
     for (size_t i = 0; i < nkeys; i++)
         if (strlen(keys[i]) == k->len && memcmp(keys[i], k->text, k->len) == 0) return (int)i;
@@ -108,7 +108,7 @@ static int key_index(walker *w, const ynode *k, const char *parent, const char *
         sl__errors_add(w->errs, w->source, k->line, field, "config error, key %s %s", q, where);
     else
         sl__errors_add(w->errs, w->source, k->line, field, "config error, unknown key %s", q);
-    return -1;
+    return SL_EINVAL;
 }
 
 /* Walks a mapping: calls fn for each known key once; reports unknown and
@@ -682,16 +682,20 @@ static void walk_file(walker *w, const ynode *root) {
     }
 }
 
+/* One file's text into r (a domain appended). SL_OK; else, after
+ * reporting into errs, SL_ENOMEM when an allocation failed, SL_EINVAL for
+ * any other problem. */
 static int parse_into(sl__domain_rules *r, const char *text, size_t len, const char *source,
                       sl__config_errors *errs) {
     size_t before = errs->n;
-    ynode *root = sl__dy_tree(text, len, source, errs);
-    if (!root) return -1;
+    ynode *root;
+    int rc = sl__dy_tree(text, len, source, errs, &root);
+    if (rc != SL_OK) return rc;
     walker w = {.source = source, .errs = errs, .rules = r};
     walk_file(&w, root);
     sl__dy_free(root);
     if (w.nomem) sl__errors_add(errs, source, 0, NULL, "out of memory");
-    return errs->n == before ? 0 : -1;
+    return w.nomem ? SL_ENOMEM : errs->n == before ? SL_OK : SL_EINVAL;
 }
 
 int sl__domain_rules_parse(const char *text, size_t len, const char *source, sl__domain_rules **out,
@@ -700,20 +704,21 @@ int sl__domain_rules_parse(const char *text, size_t len, const char *source, sl_
     sl__domain_rules *r = calloc(1, sizeof *r);
     if (!r) {
         sl__errors_add(errs, source, 0, NULL, "out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
     if (len > SL__DOMAINS_MAX_FILE_SIZE) {
         sl__errors_add(errs, source, 0, NULL, "larger than %u bytes: refused",
                        SL__DOMAINS_MAX_FILE_SIZE);
         sl__domain_rules_free(r);
-        return -1;
+        return SL_EINVAL;
     }
-    if (parse_into(r, text, len, source, errs) != 0) {
+    int rc = parse_into(r, text, len, source, errs);
+    if (rc != SL_OK) {
         sl__domain_rules_free(r);
-        return -1;
+        return rc;
     }
     *out = r;
-    return 0;
+    return SL_OK;
 }
 
 /* Reads a regular file of at most SL__DOMAINS_MAX_FILE_SIZE bytes. */
@@ -778,23 +783,26 @@ static size_t list_rule_files(DIR *dir, const char *path, char ***names_out, boo
 }
 
 /* A directory of rule files into r, in the order of their names; regular
- * files only. Every problem goes into errs. */
-static void load_dir(sl__domain_rules *r, const char *path, sl__config_errors *errs) {
+ * files only. Every problem goes into errs; returns SL_ENOMEM when an
+ * allocation failed (reported), else SL_OK (other problems: errs only). */
+static int load_dir(sl__domain_rules *r, const char *path, sl__config_errors *errs) {
     DIR *dir = opendir(path);
     if (!dir) {
         sl__errors_add(errs, path, 0, NULL, "cannot open: %s", strerror(errno));
-        return;
+        return SL_OK;
     }
     char **names;
     bool nomem;
     size_t n = list_rule_files(dir, path, &names, &nomem, errs);
     closedir(dir);
+    bool failed = nomem; /* nomem stops the loop, a file's own does not */
     size_t plen = strlen(path);
     for (size_t i = 0; i < n && !nomem; i++) {
         size_t need = plen + strlen(names[i]) + 2;
         char *file = malloc(need);
         if (!file) {
             sl__errors_add(errs, path, 0, NULL, "out of memory");
+            failed = true;
             break;
         }
         snprintf(file, need, "%s%s%s", path, plen && path[plen - 1] == '/' ? "" : "/", names[i]);
@@ -802,13 +810,14 @@ static void load_dir(sl__domain_rules *r, const char *path, sl__config_errors *e
         if (stat(file, &fs) == 0 && S_ISREG(fs.st_mode)) {
             size_t len;
             char *text = read_file(file, &len, errs);
-            if (text) parse_into(r, text, len, file, errs);
+            if (text && parse_into(r, text, len, file, errs) == SL_ENOMEM) failed = true;
             free(text);
         }
         free(file);
     }
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
+    return failed ? SL_ENOMEM : SL_OK;
 }
 
 int sl__domain_rules_load(const char *path, sl__domain_rules **out, sl__config_errors *errs) {
@@ -817,25 +826,26 @@ int sl__domain_rules_load(const char *path, sl__domain_rules **out, sl__config_e
     struct stat st;
     if (stat(path, &st) != 0) {
         sl__errors_add(errs, path, 0, NULL, "cannot open: %s", strerror(errno));
-        return -1;
+        return SL_EINVAL;
     }
     sl__domain_rules *r = calloc(1, sizeof *r);
     if (!r) {
         sl__errors_add(errs, path, 0, NULL, "out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
+    int rc = SL_OK;
     if (!S_ISDIR(st.st_mode)) {
         size_t len;
         char *text = read_file(path, &len, errs);
-        if (text) parse_into(r, text, len, path, errs);
+        if (text) rc = parse_into(r, text, len, path, errs);
         free(text);
     } else {
-        load_dir(r, path, errs);
+        rc = load_dir(r, path, errs);
     }
     if (errs->n != before) {
         sl__domain_rules_free(r);
-        return -1;
+        return rc == SL_ENOMEM ? SL_ENOMEM : SL_EINVAL;
     }
     *out = r;
-    return 0;
+    return SL_OK;
 }

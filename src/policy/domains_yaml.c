@@ -12,6 +12,7 @@
 #include <yaml.h>
 
 #include "policy/domains_internal.h"
+#include "sluice/error.h"
 
 /* `s` quoted for a message: escaped, ASCII only, shortened. */
 void sl__dy_quote(char *out, size_t size, const char *s, size_t len) {
@@ -88,6 +89,7 @@ typedef struct tree_build {
     size_t nodes, docs;
     const char *source;
     sl__config_errors *errs;
+    bool nomem; /* an allocation failed (reported) */
 } tree_build;
 
 /* The node of a scalar, mapping start or sequence start event, not yet
@@ -128,11 +130,13 @@ static bool add_node(tree_build *t, const yaml_event_t *ev, int line) {
     ynode *n = node_of(ev, line);
     if (!n) {
         sl__errors_add(t->errs, t->source, line, NULL, "out of memory");
+        t->nomem = true;
         return false;
     }
     if (t->depth > 0) {
         if (!ynode_add(t->stack[t->depth - 1], n)) {
             sl__errors_add(t->errs, t->source, line, NULL, "out of memory");
+            t->nomem = true;
             sl__dy_free(n);
             return false;
         }
@@ -184,13 +188,14 @@ static bool tree_event(tree_build *t, const yaml_event_t *ev, bool *done) {
     }
 }
 
-/* Parses one YAML document into a tree. NULL after reporting (an empty
- * file is reported too). */
-ynode *sl__dy_tree(const char *text, size_t len, const char *source, sl__config_errors *errs) {
+/* Parses one YAML document into a tree (domains_yaml.h: the codes). */
+int sl__dy_tree(const char *text, size_t len, const char *source, sl__config_errors *errs,
+                ynode **out) {
+    *out = NULL;
     yaml_parser_t yp;
     if (!yaml_parser_initialize(&yp)) {
         sl__errors_add(errs, source, 0, NULL, "out of memory");
-        return NULL;
+        return SL_ENOMEM;
     }
     yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
     tree_build t = {.source = source, .errs = errs};
@@ -199,6 +204,7 @@ ynode *sl__dy_tree(const char *text, size_t len, const char *source, sl__config_
         yaml_event_t ev;
         if (!yaml_parser_parse(&yp, &ev)) {
             yaml_syntax_error(&yp, text, len, source, errs);
+            t.nomem |= yp.error == YAML_MEMORY_ERROR;
             ok = false;
             break;
         }
@@ -208,12 +214,15 @@ ynode *sl__dy_tree(const char *text, size_t len, const char *source, sl__config_
     yaml_parser_delete(&yp);
     if (!ok) {
         sl__dy_free(t.root);
-        return NULL;
+        return t.nomem ? SL_ENOMEM : SL_EINVAL;
     }
-    if (!t.root)
+    if (!t.root) {
         sl__errors_add(errs, source, 1, NULL,
                        "the file is empty (expected domain: and descriptors:)");
-    return t.root;
+        return SL_EINVAL;
+    }
+    *out = t.root;
+    return SL_OK;
 }
 
 /* ---- scalars ------------------------------------------------------------- */

@@ -274,6 +274,19 @@ typedef struct limit_build {
     bool bad;
 } limit_build;
 
+/* A list's array: v->n zeroed elements of size bytes (one at least, for
+ * an empty list); NULL with w->nomem set when out of memory. */
+static void *list_array(walker *w, const ynode *v, size_t size) {
+    void *p = calloc(v->n ? v->n : 1, size);
+    if (!p) w->nomem = true;
+    return p;
+}
+
+/* out (FIELD_MAX bytes) = "field[i]", the name of a list's item i. */
+static void item_field(char *out, const char *field, size_t i) {
+    snprintf(out, FIELD_MAX, "%s[%zu]", field, i);
+}
+
 /* A limit's replaces: (a list of - name: ...) into l->replaces; b->bad on
  * an error in it, w->nomem when out of memory. */
 static void limit_replaces(walker *w, limit_build *b, const ynode *v, const char *field) {
@@ -284,15 +297,12 @@ static void limit_replaces(walker *w, limit_build *b, const ynode *v, const char
         b->bad = true;
         return;
     }
-    l->replaces = calloc(v->n ? v->n : 1, sizeof *l->replaces);
-    if (!l->replaces) {
-        w->nomem = true;
-        return;
-    }
+    l->replaces = list_array(w, v, sizeof *l->replaces);
+    if (!l->replaces) return;
     for (size_t i = 0; i < v->n; i++) {
         const ynode *item = v->kids[i];
         char f[FIELD_MAX];
-        snprintf(f, sizeof f, "%s[%zu]", field, i);
+        item_field(f, field, i);
         char *name = NULL;
         if (item->type != Y_MAP) {
             sl__dy_expected(w, item, f, "a mapping with name");
@@ -566,7 +576,7 @@ static void check_siblings(walker *w, const rdesc *d, size_t n, const char *fiel
         if (a->klen == b->klen && !memcmp(a->key, b->key, a->klen) && a->vlen == b->vlen &&
             !memcmp(a->value ? a->value : "", b->value ? b->value : "", a->vlen)) {
             char f[FIELD_MAX];
-            snprintf(f, sizeof f, "%s[%zu]", field, s[i].i);
+            item_field(f, field, s[i].i);
             sl__errors_add(w->errs, w->source, b->line, f,
                            "duplicate descriptor composite key '%s%s%s%s' (first at line %d)",
                            parent_key, b->key, b->value ? "_" : "", b->value ? b->value : "",
@@ -592,16 +602,13 @@ static void walk_descs(walker *w, const ynode *v, const char *field, rdesc **out
                        SL__DOMAINS_MAX_DEPTH);
         return;
     }
-    rdesc *d = calloc(v->n ? v->n : 1, sizeof *d);
-    if (!d) {
-        w->nomem = true;
-        return;
-    }
+    rdesc *d = list_array(w, v, sizeof *d);
+    if (!d) return;
     *out = d;
     for (size_t i = 0; i < v->n; i++) {
         const ynode *item = v->kids[i];
         char f[FIELD_MAX];
-        snprintf(f, sizeof f, "%s[%zu]", field, i);
+        item_field(f, field, i);
         if (++w->rules->ndescs > SL__DOMAINS_MAX_RULES) {
             if (w->rules->ndescs == SL__DOMAINS_MAX_RULES + 1)
                 sl__errors_add(w->errs, w->source, item->line, f,

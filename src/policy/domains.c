@@ -192,7 +192,6 @@ static void put_varint(str *k, size_t v) {
     sl__dstr_add(k, b, n);
 }
 
-/* What a limit says without consuming anything. */
 /* printable ASCII of s[0..n) at buf[o..cap): other bytes become '?'. */
 static size_t put_text(char *buf, size_t o, size_t cap, const char *s, size_t n) {
     for (size_t i = 0; i < n && o < cap; i++) {
@@ -269,13 +268,11 @@ static void statuses_of(const cdomain *d, item *items, size_t nitems, int64_t no
                         const sl__rls_request *req, sl__rls_status *statuses, int *overall);
 static void note_refusal(const cdomain *d, const item *it, const sl__rls_request *req, int64_t now);
 
-/* Steps 1-5 of a decision; the table limits go into an engine call. */
-static int decide(sl__domain_set *s, const sl__rls_request *req, int64_t now,
-                  sl__rls_status *statuses, int *overall, const char **message, size_t user_bytes,
-                  sl__decide_call **call) {
-    *call = NULL;
-    *overall = SL__RLS_OK;
-    *message = NULL;
+/* A request's checks before anything is looked up: its domain and
+ * descriptors present, within the caps, overrides with a valid unit;
+ * statuses[i] set to OK for each descriptor. SL_EINVAL with *message. */
+static int check_request(const sl__rls_request *req, sl__rls_status *statuses,
+                         const char **message) {
     if (!req->domain_len) return *message = "rate limit domain must not be empty", SL_EINVAL;
     if (!req->ndescriptors)
         return *message = "rate limit descriptor list must not be empty", SL_EINVAL;
@@ -291,12 +288,13 @@ static int decide(sl__domain_set *s, const sl__rls_request *req, int64_t now,
                    SL_EINVAL;
         statuses[i] = (sl__rls_status){.code = SL__RLS_OK};
     }
-    const cdomain *d = sl__dset_find(s, req->domain, req->domain_len);
-    if (!d) return SL_OK; /* unknown domain: nothing applies (upstream) */
+    return SL_OK;
+}
 
-    /* 1. which rule applies to each descriptor (overrides need none) */
-    const climit *matched[SL__RLS_MAX_DESCRIPTORS];
-    bool shared[SL__RLS_MAX_DESCRIPTORS];
+/* Step 1: which rule applies to each descriptor (overrides need none);
+ * shared[i] when it matched through a share_threshold wildcard. */
+static void match_all(const sl__domain_set *s, const cdomain *d, const sl__rls_request *req,
+                      const climit **matched, bool *shared) {
     const cnode *via[SL__RLS_MAX_ENTRIES];
     for (size_t i = 0; i < req->ndescriptors; i++) {
         const sl__rls_descriptor *q = &req->descriptors[i];
@@ -307,21 +305,40 @@ static int decide(sl__domain_set *s, const sl__rls_request *req, int64_t now,
         for (size_t e = 0; matched[i] && e < q->nentries && !shared[i]; e++)
             shared[i] = via[e] != NULL;
     }
-    /* 2. replaces: a matched limit whose name another matched limit
-     * replaces is dropped (upstream: unlimited ones replace too) */
-    for (size_t i = 0; i < req->ndescriptors; i++) {
+}
+
+/* Step 2, replaces: a matched limit whose name another matched limit
+ * replaces is dropped (upstream: unlimited ones replace too). */
+static void drop_replaced(size_t n, const climit **matched) {
+    for (size_t i = 0; i < n; i++) {
         const climit *c = matched[i];
         if (!c || c->name_id < 0) continue;
         bool replaced = false;
-        for (size_t j = 0; j < req->ndescriptors && !replaced; j++)
+        for (size_t j = 0; j < n && !replaced; j++)
             for (size_t r = 0; matched[j] && r < matched[j]->nreplaces && !replaced; r++)
                 replaced = matched[j]->replaces[r] == c->name_id;
         if (replaced) matched[i] = NULL;
     }
-    /* 3. the limits to decide */
+}
+
+/* A request's limits on their way into the engine call (decide's steps 3
+ * to 5): the items, the engine's items and which item each is. */
+typedef struct plan {
     item items[SL__RLS_MAX_DESCRIPTORS];
-    size_t nitems = 0;
+    size_t nitems;
+    sl__decide_item active[SL_CHECK_MAX];
+    size_t map[SL_CHECK_MAX]; /* engine item -> items index */
+    size_t nactive;
+} plan;
+
+/* Step 3: the limits to decide, into pl->items. An unlimited rule is
+ * answered (and counted) here; a descriptor without a rule says nothing.
+ * SL_ETOOMANY with *message when an override's table cannot be had. */
+static int collect_items(sl__domain_set *s, const cdomain *d, const sl__rls_request *req,
+                         const climit **matched, const bool *shared, sl__rls_status *statuses,
+                         plan *pl, const char **message) {
     int64_t request_cost = req->hits_addend ? req->hits_addend : 1;
+    pl->nitems = 0;
     for (size_t i = 0; i < req->ndescriptors; i++) {
         const sl__rls_descriptor *q = &req->descriptors[i];
         const climit *c = matched[i];
@@ -351,29 +368,54 @@ static int decide(sl__domain_set *s, const sl__rls_request *req, int64_t now,
         }
         it.shadow |= s->shadow; /* the config's top-level shadow: a dry run of everything */
         it.quota &= !it.shadow; /* a shadow limit never refuses: no quota group */
-        items[nitems++] = it;
+        pl->items[pl->nitems++] = it;
     }
-    if (!nitems) return SL_OK;
+    return SL_OK;
+}
 
-    /* 4. table keys: a rule's table by the entries' values (the rule fixes
-     * the keys); an override's table by keys and values */
+/* The bytes the table keys of pl's items take at most (step 4). */
+static size_t keys_need(const sl__rls_request *req, const plan *pl) {
     size_t need = 1;
-    for (size_t k = 0; k < nitems; k++) {
-        const sl__rls_descriptor *q = &req->descriptors[items[k].desc];
+    for (size_t k = 0; k < pl->nitems; k++) {
+        const sl__rls_descriptor *q = &req->descriptors[pl->items[k].desc];
         for (size_t e = 0; e < q->nentries; e++)
-            need += 21 + q->entries[e].value_len + (items[k].cl ? 0 : q->entries[e].key_len);
+            need += 21 + q->entries[e].value_len + (pl->items[k].cl ? 0 : q->entries[e].key_len);
     }
-    char stack[KEY_STACK_BYTES];
-    str keys = {.p = stack, .cap = sizeof stack};
-    if (need > sizeof stack) keys = (str){0};
-    sl__decide_item active[SL_CHECK_MAX];
-    size_t map[SL_CHECK_MAX], nactive = 0;
+    return need;
+}
+
+/* An item's table key, appended to keys: a rule's table by the entries'
+ * values (the rule fixes the keys), an override's by keys and values;
+ * via (from match, for a share_threshold item) puts the pattern for the
+ * value it matched, so that the pattern has one counter. */
+static void put_key(str *keys, const item *it, const sl__rls_descriptor *q, const cnode **via) {
+    for (size_t e = 0; e < q->nentries; e++) {
+        const sl__rls_entry *x = &q->entries[e];
+        if (!it->cl) put_varint(keys, x->key_len), sl__dstr_add(keys, x->key, x->key_len);
+        if (it->share && via[e]) { /* share_threshold: one counter for the pattern */
+            sl__dstr_add(keys, "*", 1);
+            put_varint(keys, via[e]->vlen);
+            sl__dstr_add(keys, via[e]->value, via[e]->vlen);
+        } else {
+            put_varint(keys, x->value_len);
+            sl__dstr_add(keys, x->value, x->value_len);
+        }
+    }
+}
+
+/* Step 4: the engine items of pl's limits other than those of 0 requests
+ * (refused here), their keys in keys. When an enforced limit of 0 (or every
+ * quota group's) refuses the request, the others only look (cost 0).
+ * SL_EINVAL past SL_CHECK_MAX items, SL_ENOMEM, with *message. */
+static int table_items(const sl__domain_set *s, const cdomain *d, const sl__rls_request *req,
+                       plan *pl, str *keys, const char **message) {
+    const cnode *via[SL__RLS_MAX_ENTRIES];
     bool blocked = false;          /* an enforced limit of 0 refuses the request */
     size_t nquota = 0, quota0 = 0; /* quota groups, and those of a limit of 0 */
     uint8_t groups = 0;
-    int rc = SL_OK;
-    for (size_t k = 0; k < nitems; k++) {
-        item *it = &items[k];
+    pl->nactive = 0;
+    for (size_t k = 0; k < pl->nitems; k++) {
+        item *it = &pl->items[k];
         nquota += it->quota;
         if (it->rpu == 0) {
             it->refused = true; /* a limit of 0 is always exhausted: a check (hits 0) too */
@@ -381,87 +423,96 @@ static int decide(sl__domain_set *s, const sl__rls_request *req, int64_t now,
             quota0 += it->quota;
             continue;
         }
-        if (nactive == SL_CHECK_MAX) {
-            rc = SL_EINVAL;
-            *message = "too many rate-limited descriptors in one request (at most 16)";
-            goto out;
-        }
+        if (pl->nactive == SL_CHECK_MAX)
+            return *message = "too many rate-limited descriptors in one request (at most 16)",
+                   SL_EINVAL;
         const sl__rls_descriptor *q = &req->descriptors[it->desc];
         if (it->share) match(s, d, q, via);
-        size_t off = keys.len;
-        for (size_t e = 0; e < q->nentries; e++) {
-            const sl__rls_entry *x = &q->entries[e];
-            if (!it->cl) put_varint(&keys, x->key_len), sl__dstr_add(&keys, x->key, x->key_len);
-            if (it->share && via[e]) { /* share_threshold: one counter for the pattern */
-                sl__dstr_add(&keys, "*", 1);
-                put_varint(&keys, via[e]->vlen);
-                sl__dstr_add(&keys, via[e]->value, via[e]->vlen);
-            } else {
-                put_varint(&keys, x->value_len);
-                sl__dstr_add(&keys, x->value, x->value_len);
-            }
-        }
-        sl_table *t = sl__dset_table(it->st);
-        if (!t || keys.failed) {
-            rc = SL_ENOMEM;
-            *message = "out of memory";
-            goto out;
-        }
-        (void)t;
+        size_t off = keys->len;
+        put_key(keys, it, q, via);
+        if (!sl__dset_table(it->st) || keys->failed) return *message = "out of memory", SL_ENOMEM;
         /* the key's bytes: an offset now, a pointer once the buffer stops moving */
-        active[nactive] = (sl__decide_item){.limit = &it->st->lim,
-                                            .keylen = keys.len - off,
-                                            .cost = it->cost,
-                                            .shadow = it->shadow,
-                                            .any_group = it->quota ? ++groups : 0};
-        active[nactive].key = (const void *)(uintptr_t)off;
-        map[nactive++] = k;
+        pl->active[pl->nactive] = (sl__decide_item){.limit = &it->st->lim,
+                                                    .keylen = keys->len - off,
+                                                    .cost = it->cost,
+                                                    .shadow = it->shadow,
+                                                    .any_group = it->quota ? ++groups : 0};
+        pl->active[pl->nactive].key = (const void *)(uintptr_t)off;
+        pl->map[pl->nactive++] = k;
     }
     blocked |= nquota && quota0 == nquota; /* every quota group is a limit of 0 */
-    for (size_t a = 0; a < nactive; a++) {
-        active[a].key = keys.p + (uintptr_t)active[a].key;
-        if (blocked) active[a].cost = 0; /* refused anyway: the others are only looked at */
+    for (size_t a = 0; a < pl->nactive; a++) {
+        pl->active[a].key = keys->p + (uintptr_t)pl->active[a].key;
+        if (blocked) pl->active[a].cost = 0; /* refused anyway: the others are only looked at */
     }
+    return SL_OK;
+}
 
-    /* 5. the table limits: one engine call, all or nothing, shadow limits
-     * as their own group */
-    if (nactive) {
-        label_ctx lc = {.items = items, .map = map, .req = req};
-        sl__decide_call *c =
-            sl__decide_call_new_own(active, nactive, label_of, &lc, DSTATE_BYTES + user_bytes,
-                                    DSTATE_BYTES); /* written below, as far as it is read */
-        if (!c) {
-            rc = SL_ENOMEM;
-            *message = "out of memory";
-            goto out;
-        }
-        /* limits of 0 are counted now (their labels need the request) */
-        for (size_t k = 0; k < nitems; k++) {
-            item *it = &items[k];
-            if (it->rpu || !it->st) continue;
-            atomic_fetch_add_explicit(!it->refused ? &it->st->lim.allowed
-                                      : it->shadow ? &it->st->lim.shadow_limited
-                                                   : &it->st->lim.limited,
-                                      1, memory_order_relaxed);
-            if (it->refused) note_refusal(d, it, req, now);
-            it->counted = true;
-        }
-        dstate *ds = sl__decide_call_user(c);
-        ds->set = s;
-        sl__domain_set_retain(s);
-        ds->domain = d;
-        memcpy(ds->items, items, nitems * sizeof *items);
-        ds->nitems = nitems;
-        memcpy(ds->map, map, nactive * sizeof *map);
-        ds->nactive = nactive;
-        ds->now = now;
-        ds->ndesc = req->ndescriptors;
-        memcpy(ds->statuses, statuses, req->ndescriptors * sizeof *statuses);
-        *call = c;
-        goto out;
+/* Step 5: the table limits as one engine call (all or nothing, shadow
+ * limits as their own group), its dstate written; the limits of 0 are
+ * counted now (their labels need the request). NULL when out of memory. */
+static sl__decide_call *start_call(sl__domain_set *s, const cdomain *d, const sl__rls_request *req,
+                                   int64_t now, plan *pl, const sl__rls_status *statuses,
+                                   size_t user_bytes) {
+    label_ctx lc = {.items = pl->items, .map = pl->map, .req = req};
+    sl__decide_call *c =
+        sl__decide_call_new_own(pl->active, pl->nactive, label_of, &lc, DSTATE_BYTES + user_bytes,
+                                DSTATE_BYTES); /* written below, as far as it is read */
+    if (!c) return NULL;
+    for (size_t k = 0; k < pl->nitems; k++) {
+        item *it = &pl->items[k];
+        if (it->rpu || !it->st) continue;
+        atomic_fetch_add_explicit(!it->refused ? &it->st->lim.allowed
+                                  : it->shadow ? &it->st->lim.shadow_limited
+                                               : &it->st->lim.limited,
+                                  1, memory_order_relaxed);
+        if (it->refused) note_refusal(d, it, req, now);
+        it->counted = true;
     }
-    statuses_of(d, items, nitems, now, req, statuses, overall);
-out:
+    dstate *ds = sl__decide_call_user(c);
+    ds->set = s;
+    sl__domain_set_retain(s);
+    ds->domain = d;
+    memcpy(ds->items, pl->items, pl->nitems * sizeof *pl->items);
+    ds->nitems = pl->nitems;
+    memcpy(ds->map, pl->map, pl->nactive * sizeof *pl->map);
+    ds->nactive = pl->nactive;
+    ds->now = now;
+    ds->ndesc = req->ndescriptors;
+    memcpy(ds->statuses, statuses, req->ndescriptors * sizeof *statuses);
+    return c;
+}
+
+/* Steps 1-5 of a decision; the table limits go into an engine call. */
+static int decide(sl__domain_set *s, const sl__rls_request *req, int64_t now,
+                  sl__rls_status *statuses, int *overall, const char **message, size_t user_bytes,
+                  sl__decide_call **call) {
+    *call = NULL;
+    *overall = SL__RLS_OK;
+    *message = NULL;
+    int rc = check_request(req, statuses, message);
+    if (rc != SL_OK) return rc;
+    const cdomain *d = sl__dset_find(s, req->domain, req->domain_len);
+    if (!d) return SL_OK; /* unknown domain: nothing applies (upstream) */
+
+    const climit *matched[SL__RLS_MAX_DESCRIPTORS];
+    bool shared[SL__RLS_MAX_DESCRIPTORS];
+    match_all(s, d, req, matched, shared);
+    drop_replaced(req->ndescriptors, matched);
+    plan pl;
+    rc = collect_items(s, d, req, matched, shared, statuses, &pl, message);
+    if (rc != SL_OK || !pl.nitems) return rc;
+
+    char stack[KEY_STACK_BYTES];
+    str keys = {.p = stack, .cap = sizeof stack};
+    if (keys_need(req, &pl) > sizeof stack) keys = (str){0};
+    rc = table_items(s, d, req, &pl, &keys, message);
+    if (rc == SL_OK && pl.nactive) {
+        *call = start_call(s, d, req, now, &pl, statuses, user_bytes);
+        if (!*call) rc = SL_ENOMEM, *message = "out of memory";
+    } else if (rc == SL_OK) {
+        statuses_of(d, pl.items, pl.nitems, now, req, statuses, overall);
+    }
     if (keys.p != stack) free(keys.p);
     return rc;
 }

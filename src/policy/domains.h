@@ -34,12 +34,15 @@ typedef struct sl__domain_rules sl__domain_rules;
 /* Reads `path`: a directory (every *.yaml and *.yml file in it, not
  * recursive, in name order, hidden files skipped) or one file. Every problem
  * is appended to errs (errs->n counts them all) as
- * "file:line: field: message". Returns 0 and *out (free with
- * sl__domain_rules_free), or -1 (*out NULL). */
+ * "file:line: field: message". Returns SL_OK and *out (free with
+ * sl__domain_rules_free); else *out NULL and SL_ENOMEM when an allocation
+ * failed, SL_EINVAL for any other problem (path missing, a file too large,
+ * not YAML, not valid rules). */
 int sl__domain_rules_load(const char *path, sl__domain_rules **out, sl__config_errors *errs);
 
 /* The same for one rule file given as text (tests, fuzzing); `source` names
- * it in messages. */
+ * it in messages. The same codes (SL_EINVAL for text over
+ * SL__DOMAINS_MAX_FILE_SIZE bytes: error.h has no code of its own for it). */
 int sl__domain_rules_parse(const char *text, size_t len, const char *source, sl__domain_rules **out,
                            sl__config_errors *errs);
 
@@ -57,10 +60,13 @@ typedef struct sl__domain_set sl__domain_set;
  * unchanged limits of prev (may be NULL): same domain, same descriptor path,
  * same algorithm, rate and burst, and each remaining domain's sketch of
  * refused descriptors. The config's top-level `shadow: true` makes every
- * limit a shadow limit (sl__domain_set_shadow). Returns 0, or -1 with err. */
+ * limit a shadow limit (sl__domain_set_shadow). Returns SL_OK and *out;
+ * else *out NULL, the reason in err: SL_EINVAL for charge_refused_hits with
+ * quota_mode rules, SL_ENOMEM when an allocation failed. */
 int sl__domain_set_create(const sl__config *cfg, sl__domain_set *prev, int64_t now,
                           sl__domain_set **out, char *err, size_t errlen);
-/* The same from rules directly (tests, fuzzing); rules may be NULL (empty). */
+/* The same from rules directly (tests, fuzzing); rules may be NULL (empty).
+ * SL_OK, or SL_ENOMEM with err. */
 int sl__domain_set_build(const sl__domain_rules *rules, size_t max_memory, sl__domain_set *prev,
                          int64_t now, sl__domain_set **out, char *err, size_t errlen);
 /* Every limit of s decides and counts but never refuses (shadow), or only
@@ -206,8 +212,8 @@ bool sl__domain_set_rule_stats(const sl__domain_set *s, size_t i, sl__domain_rul
  * included), from a bounded heavy-hitters sketch per domain (64 counters,
  * kept across reloads while the domain remains): of every rule, or only of
  * the rule whose stats key (as in sl__domain_rule_stats) is `rule` (NULL:
- * all). Heaviest first, at most max. Returns how many, or -1 when s has no
- * such domain. Rule and key are printable ASCII (other bytes shown as '?'),
+ * all). Heaviest first, at most max. Returns how many, or SL_EINVAL (-1)
+ * when s has no such domain. Rule and key are printable ASCII (other bytes shown as '?'),
  * truncated so that both fit in one sketch key. */
 #define SL__DOMAIN_TOP_TEXT 128
 typedef struct sl__domain_top_item {

@@ -82,13 +82,13 @@ static const char *const desc_keys[] = {
 static const char *const limit_keys[] = {"unit",     "requests_per_unit", "unlimited", "name",
                                          "replaces", "algorithm",         "burst"};
 
-/* Which of `keys` a mapping key is, or -1 after reporting it (unknown, in
- * the wrong block, or not a string). */
+/* Which of `keys` a mapping key is (its index), or SL_EINVAL after
+ * reporting it (unknown, in the wrong block, or not a string). */
 static int key_index(walker *w, const ynode *k, const char *parent, const char *const *keys,
                      size_t nkeys) {
     if (k->type != Y_SCALAR) {
         sl__dy_expected(w, k, parent, "a key");
-        return -1;
+        return SL_EINVAL;
     }
     for (size_t i = 0; i < nkeys; i++)
         if (strlen(keys[i]) == k->len && memcmp(keys[i], k->text, k->len) == 0) return (int)i;
@@ -108,7 +108,7 @@ static int key_index(walker *w, const ynode *k, const char *parent, const char *
         sl__errors_add(w->errs, w->source, k->line, field, "config error, key %s %s", q, where);
     else
         sl__errors_add(w->errs, w->source, k->line, field, "config error, unknown key %s", q);
-    return -1;
+    return SL_EINVAL;
 }
 
 /* Walks a mapping: calls fn for each known key once; reports unknown and
@@ -274,6 +274,83 @@ typedef struct limit_build {
     bool bad;
 } limit_build;
 
+/* A list's array: v->n zeroed elements of size bytes (one at least, for
+ * an empty list); NULL with w->nomem set when out of memory. */
+static void *list_array(walker *w, const ynode *v, size_t size) {
+    void *p = calloc(v->n ? v->n : 1, size);
+    if (!p) w->nomem = true;
+    return p;
+}
+
+/* out (FIELD_MAX bytes) = "field[i]", the name of a list's item i. */
+static void item_field(char *out, const char *field, size_t i) {
+    snprintf(out, FIELD_MAX, "%s[%zu]", field, i);
+}
+
+/* A limit's replaces: (a list of - name: ...) into l->replaces; b->bad on
+ * an error in it, w->nomem when out of memory. */
+static void limit_replaces(walker *w, limit_build *b, const ynode *v, const char *field) {
+    rlimit *l = b->l;
+    if (v->type == Y_SCALAR && v->null) return;
+    if (v->type != Y_SEQ) {
+        sl__dy_expected(w, v, field, "a list of - name: ...");
+        b->bad = true;
+        return;
+    }
+    l->replaces = list_array(w, v, sizeof *l->replaces);
+    if (!l->replaces) return;
+    for (size_t i = 0; i < v->n; i++) {
+        const ynode *item = v->kids[i];
+        char f[FIELD_MAX];
+        item_field(f, field, i);
+        char *name = NULL;
+        if (item->type != Y_MAP) {
+            sl__dy_expected(w, item, f, "a mapping with name");
+            b->bad = true;
+            continue;
+        }
+        for (size_t j = 0; j + 1 < item->n; j += 2) {
+            static const char *const rk[] = {"name"};
+            if (key_index(w, item->kids[j], f, rk, 1) < 0) {
+                b->bad = true;
+                continue;
+            }
+            char nf[FIELD_MAX];
+            sl__dy_join(nf, f, "name");
+            if (!sl__dy_string(w, item->kids[j + 1], nf, &name, NULL)) b->bad = true;
+        }
+        if (!name || !*name) {
+            sl__errors_add(w->errs, w->source, item->line, f,
+                           "should not have an empty replaces entry");
+            b->bad = true;
+            free(name);
+            continue;
+        }
+        l->replaces[l->nreplaces++] = name;
+    }
+}
+
+/* A limit's algorithm: one of sl_algorithm_parse's names into
+ * l->algorithm; b->bad (and an error) otherwise. */
+static void limit_algorithm(walker *w, limit_build *b, const ynode *v, const char *field) {
+    char *name = NULL;
+    b->algorithm_line = v->line;
+    if (!sl__dy_string(w, v, field, &name, NULL)) {
+        b->bad = true;
+        return;
+    }
+    if (sl_algorithm_parse(name, &b->l->algorithm) != SL_OK) {
+        char q[64];
+        sl__dy_quote(q, sizeof q, name, strlen(name));
+        sl__errors_add(w->errs, w->source, v->line, field,
+                       "unknown algorithm %s (expected fixed_window, sliding_log, sliding_window, "
+                       "token_bucket, gcra or leaky_queue)",
+                       q);
+        b->bad = true;
+    }
+    free(name);
+}
+
 static void limit_value(walker *w, void *obj, int key, const ynode *v, const char *field) {
     limit_build *b = obj;
     rlimit *l = b->l;
@@ -298,69 +375,12 @@ static void limit_value(walker *w, void *obj, int key, const ynode *v, const cha
         if (!sl__dy_string(w, v, field, &l->name, &len)) b->bad = true;
         if (l->name && !*l->name) free(l->name), l->name = NULL;
         break;
-    case 4: {
-        if (v->type == Y_SCALAR && v->null) break;
-        if (v->type != Y_SEQ) {
-            sl__dy_expected(w, v, field, "a list of - name: ...");
-            b->bad = true;
-            break;
-        }
-        l->replaces = calloc(v->n ? v->n : 1, sizeof *l->replaces);
-        if (!l->replaces) {
-            w->nomem = true;
-            break;
-        }
-        for (size_t i = 0; i < v->n; i++) {
-            const ynode *item = v->kids[i];
-            char f[FIELD_MAX];
-            snprintf(f, sizeof f, "%s[%zu]", field, i);
-            char *name = NULL;
-            if (item->type != Y_MAP) {
-                sl__dy_expected(w, item, f, "a mapping with name");
-                b->bad = true;
-                continue;
-            }
-            for (size_t j = 0; j + 1 < item->n; j += 2) {
-                static const char *const rk[] = {"name"};
-                if (key_index(w, item->kids[j], f, rk, 1) < 0) {
-                    b->bad = true;
-                    continue;
-                }
-                char nf[FIELD_MAX];
-                sl__dy_join(nf, f, "name");
-                if (!sl__dy_string(w, item->kids[j + 1], nf, &name, NULL)) b->bad = true;
-            }
-            if (!name || !*name) {
-                sl__errors_add(w->errs, w->source, item->line, f,
-                               "should not have an empty replaces entry");
-                b->bad = true;
-                free(name);
-                continue;
-            }
-            l->replaces[l->nreplaces++] = name;
-        }
+    case 4:
+        limit_replaces(w, b, v, field);
         break;
-    }
-    case 5: {
-        char *name = NULL;
-        b->algorithm_line = v->line;
-        if (!sl__dy_string(w, v, field, &name, NULL)) {
-            b->bad = true;
-            break;
-        }
-        if (sl_algorithm_parse(name, &l->algorithm) != SL_OK) {
-            char q[64];
-            sl__dy_quote(q, sizeof q, name, strlen(name));
-            sl__errors_add(
-                w->errs, w->source, v->line, field,
-                "unknown algorithm %s (expected fixed_window, sliding_log, sliding_window, "
-                "token_bucket, gcra or leaky_queue)",
-                q);
-            b->bad = true;
-        }
-        free(name);
+    case 5:
+        limit_algorithm(w, b, v, field);
         break;
-    }
     case 6:
         b->burst_line = v->line;
         if (sl__dy_uint(w, v, field, (uint64_t)1 << 61, &u) && u >= 1)
@@ -504,6 +524,68 @@ static int cmp_desc(const void *a, const void *b) {
     return i < j ? -1 : i > j;
 }
 
+/* One descriptor (the mapping item, at field f) into x: its keys, the
+ * checks on it, and its nested descriptors (with parent_key, the composite
+ * key so far, for messages). */
+static void walk_desc(walker *w, const ynode *item, const char *f, rdesc *x, int depth,
+                      const char *parent_key) {
+    desc_build b = {.d = x, .depth = depth};
+    each_key(w, item, f, desc_keys, COUNT(desc_keys), desc_value, &b);
+    if (!x->key || !*x->key) {
+        char kf[FIELD_MAX];
+        sl__dy_join(kf, f, "key");
+        sl__errors_add(w->errs, w->source, item->line, kf, "descriptor has empty key");
+    }
+    if (x->value && !*x->value) free(x->value), x->value = NULL, x->vlen = 0;
+    if (x->limit) w->rules->nlimits++;
+    if (x->share_threshold && !(x->value && memchr(x->value, '*', x->vlen))) {
+        char sf[FIELD_MAX];
+        sl__dy_join(sf, f, "share_threshold");
+        sl__errors_add(w->errs, w->source, item->line, sf,
+                       "share_threshold can only be used with wildcard values (containing '*')");
+    }
+    /* nested descriptors, with the composite key for messages */
+    for (size_t j = 0; j + 1 < item->n; j += 2) {
+        const ynode *k = item->kids[j];
+        if (k->type != Y_SCALAR || k->len != 11 || memcmp(k->text, "descriptors", 11) != 0)
+            continue;
+        char nf[FIELD_MAX], pk[FIELD_MAX];
+        sl__dy_join(nf, f, "descriptors");
+        snprintf(pk, sizeof pk, "%s%s%s%s.", parent_key, x->key ? x->key : "", x->value ? "_" : "",
+                 x->value ? x->value : "");
+        if (!x->kids) walk_descs(w, item->kids[j + 1], nf, &x->kids, &x->nkids, depth + 1, pk);
+    }
+}
+
+/* upstream: "duplicate descriptor composite key" among the siblings
+ * d[0..n) of the list at field (parent_key: the composite key so far). */
+static void check_siblings(walker *w, const rdesc *d, size_t n, const char *field,
+                           const char *parent_key) {
+    if (n < 2) return;
+    sort_item *s = malloc(n * sizeof *s);
+    if (!s) {
+        w->nomem = true;
+        return;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (d[i].key) s[m].d = &d[i], s[m].i = i, m++;
+    qsort(s, m, sizeof *s, cmp_desc);
+    for (size_t i = 1; i < m; i++) {
+        const rdesc *a = s[i - 1].d, *b = s[i].d;
+        if (a->klen == b->klen && !memcmp(a->key, b->key, a->klen) && a->vlen == b->vlen &&
+            !memcmp(a->value ? a->value : "", b->value ? b->value : "", a->vlen)) {
+            char f[FIELD_MAX];
+            item_field(f, field, s[i].i);
+            sl__errors_add(w->errs, w->source, b->line, f,
+                           "duplicate descriptor composite key '%s%s%s%s' (first at line %d)",
+                           parent_key, b->key, b->value ? "_" : "", b->value ? b->value : "",
+                           a->line);
+        }
+    }
+    free(s);
+}
+
 /* A list of descriptors. parent_key is the composite key so far
  * ("domain.key_value."), for upstream's duplicate message. */
 static void walk_descs(walker *w, const ynode *v, const char *field, rdesc **out, size_t *n,
@@ -520,16 +602,13 @@ static void walk_descs(walker *w, const ynode *v, const char *field, rdesc **out
                        SL__DOMAINS_MAX_DEPTH);
         return;
     }
-    rdesc *d = calloc(v->n ? v->n : 1, sizeof *d);
-    if (!d) {
-        w->nomem = true;
-        return;
-    }
+    rdesc *d = list_array(w, v, sizeof *d);
+    if (!d) return;
     *out = d;
     for (size_t i = 0; i < v->n; i++) {
         const ynode *item = v->kids[i];
         char f[FIELD_MAX];
-        snprintf(f, sizeof f, "%s[%zu]", field, i);
+        item_field(f, field, i);
         if (++w->rules->ndescs > SL__DOMAINS_MAX_RULES) {
             if (w->rules->ndescs == SL__DOMAINS_MAX_RULES + 1)
                 sl__errors_add(w->errs, w->source, item->line, f,
@@ -542,59 +621,9 @@ static void walk_descs(walker *w, const ynode *v, const char *field, rdesc **out
         }
         rdesc *x = &d[(*n)++];
         x->line = item->line;
-        desc_build b = {.d = x, .depth = depth};
-        each_key(w, item, f, desc_keys, COUNT(desc_keys), desc_value, &b);
-        if (!x->key || !*x->key) {
-            char kf[FIELD_MAX];
-            sl__dy_join(kf, f, "key");
-            sl__errors_add(w->errs, w->source, item->line, kf, "descriptor has empty key");
-        }
-        if (x->value && !*x->value) free(x->value), x->value = NULL, x->vlen = 0;
-        if (x->limit) w->rules->nlimits++;
-        if (x->share_threshold && !(x->value && memchr(x->value, '*', x->vlen))) {
-            char sf[FIELD_MAX];
-            sl__dy_join(sf, f, "share_threshold");
-            sl__errors_add(
-                w->errs, w->source, item->line, sf,
-                "share_threshold can only be used with wildcard values (containing '*')");
-        }
-        /* nested descriptors, with the composite key for messages */
-        for (size_t j = 0; j + 1 < item->n; j += 2) {
-            const ynode *k = item->kids[j];
-            if (k->type != Y_SCALAR || k->len != 11 || memcmp(k->text, "descriptors", 11) != 0)
-                continue;
-            char nf[FIELD_MAX], pk[FIELD_MAX];
-            sl__dy_join(nf, f, "descriptors");
-            snprintf(pk, sizeof pk, "%s%s%s%s.", parent_key, x->key ? x->key : "",
-                     x->value ? "_" : "", x->value ? x->value : "");
-            if (!x->kids) walk_descs(w, item->kids[j + 1], nf, &x->kids, &x->nkids, depth + 1, pk);
-        }
+        walk_desc(w, item, f, x, depth, parent_key);
     }
-    /* upstream: "duplicate descriptor composite key" among siblings */
-    if (*n > 1) {
-        sort_item *s = malloc(*n * sizeof *s);
-        if (!s) {
-            w->nomem = true;
-            return;
-        }
-        size_t m = 0;
-        for (size_t i = 0; i < *n; i++)
-            if (d[i].key) s[m].d = &d[i], s[m].i = i, m++;
-        qsort(s, m, sizeof *s, cmp_desc);
-        for (size_t i = 1; i < m; i++) {
-            const rdesc *a = s[i - 1].d, *b = s[i].d;
-            if (a->klen == b->klen && !memcmp(a->key, b->key, a->klen) && a->vlen == b->vlen &&
-                !memcmp(a->value ? a->value : "", b->value ? b->value : "", a->vlen)) {
-                char f[FIELD_MAX];
-                snprintf(f, sizeof f, "%s[%zu]", field, s[i].i);
-                sl__errors_add(w->errs, w->source, b->line, f,
-                               "duplicate descriptor composite key '%s%s%s%s' (first at line %d)",
-                               parent_key, b->key, b->value ? "_" : "", b->value ? b->value : "",
-                               a->line);
-            }
-        }
-        free(s);
-    }
+    check_siblings(w, d, *n, field, parent_key);
 }
 
 typedef struct top_build {
@@ -660,16 +689,20 @@ static void walk_file(walker *w, const ynode *root) {
     }
 }
 
+/* One file's text into r (a domain appended). SL_OK; else, after
+ * reporting into errs, SL_ENOMEM when an allocation failed, SL_EINVAL for
+ * any other problem. */
 static int parse_into(sl__domain_rules *r, const char *text, size_t len, const char *source,
                       sl__config_errors *errs) {
     size_t before = errs->n;
-    ynode *root = sl__dy_tree(text, len, source, errs);
-    if (!root) return -1;
+    ynode *root;
+    int rc = sl__dy_tree(text, len, source, errs, &root);
+    if (rc != SL_OK) return rc;
     walker w = {.source = source, .errs = errs, .rules = r};
     walk_file(&w, root);
     sl__dy_free(root);
     if (w.nomem) sl__errors_add(errs, source, 0, NULL, "out of memory");
-    return errs->n == before ? 0 : -1;
+    return w.nomem ? SL_ENOMEM : errs->n == before ? SL_OK : SL_EINVAL;
 }
 
 int sl__domain_rules_parse(const char *text, size_t len, const char *source, sl__domain_rules **out,
@@ -678,20 +711,21 @@ int sl__domain_rules_parse(const char *text, size_t len, const char *source, sl_
     sl__domain_rules *r = calloc(1, sizeof *r);
     if (!r) {
         sl__errors_add(errs, source, 0, NULL, "out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
     if (len > SL__DOMAINS_MAX_FILE_SIZE) {
         sl__errors_add(errs, source, 0, NULL, "larger than %u bytes: refused",
                        SL__DOMAINS_MAX_FILE_SIZE);
         sl__domain_rules_free(r);
-        return -1;
+        return SL_EINVAL;
     }
-    if (parse_into(r, text, len, source, errs) != 0) {
+    int rc = parse_into(r, text, len, source, errs);
+    if (rc != SL_OK) {
         sl__domain_rules_free(r);
-        return -1;
+        return rc;
     }
     *out = r;
-    return 0;
+    return SL_OK;
 }
 
 /* Reads a regular file of at most SL__DOMAINS_MAX_FILE_SIZE bytes. */
@@ -718,84 +752,107 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The rule files of a directory (*.yaml and *.yml, no dot files, at most
+ * SL__DOMAINS_MAX_FILES), sorted by name: *names (each and the array
+ * malloc'd, the caller frees them, also on an error) and their count. An
+ * error into errs when out of memory (the names listed so far are kept,
+ * *nomem set). */
+static size_t list_rule_files(DIR *dir, const char *path, char ***names_out, bool *nomem,
+                              sl__config_errors *errs) {
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    *nomem = false;
+    for (struct dirent *e; (e = readdir(dir));) {
+        if (!rule_file_name(e->d_name)) continue;
+        if (n == SL__DOMAINS_MAX_FILES) {
+            sl__errors_add(errs, path, 0, NULL, "more than %d rule files", SL__DOMAINS_MAX_FILES);
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **nn = realloc(names, cap * sizeof *nn);
+            if (!nn) {
+                *nomem = true;
+                break;
+            }
+            names = nn;
+        }
+        if (!(names[n] = strdup(e->d_name))) {
+            *nomem = true;
+            break;
+        }
+        n++;
+    }
+    if (*nomem) sl__errors_add(errs, path, 0, NULL, "out of memory");
+    if (n) qsort(names, n, sizeof *names, cmp_str);
+    *names_out = names;
+    return n;
+}
+
+/* A directory of rule files into r, in the order of their names; regular
+ * files only. Every problem goes into errs; returns SL_ENOMEM when an
+ * allocation failed (reported), else SL_OK (other problems: errs only). */
+static int load_dir(sl__domain_rules *r, const char *path, sl__config_errors *errs) {
+    DIR *dir = opendir(path);
+    if (!dir) {
+        sl__errors_add(errs, path, 0, NULL, "cannot open: %s", strerror(errno));
+        return SL_OK;
+    }
+    char **names;
+    bool nomem;
+    size_t n = list_rule_files(dir, path, &names, &nomem, errs);
+    closedir(dir);
+    bool failed = nomem; /* nomem stops the loop, a file's own does not */
+    size_t plen = strlen(path);
+    for (size_t i = 0; i < n && !nomem; i++) {
+        size_t need = plen + strlen(names[i]) + 2;
+        char *file = malloc(need);
+        if (!file) {
+            sl__errors_add(errs, path, 0, NULL, "out of memory");
+            failed = true;
+            break;
+        }
+        snprintf(file, need, "%s%s%s", path, plen && path[plen - 1] == '/' ? "" : "/", names[i]);
+        struct stat fs;
+        if (stat(file, &fs) == 0 && S_ISREG(fs.st_mode)) {
+            size_t len;
+            char *text = read_file(file, &len, errs);
+            if (text && parse_into(r, text, len, file, errs) == SL_ENOMEM) failed = true;
+            free(text);
+        }
+        free(file);
+    }
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return failed ? SL_ENOMEM : SL_OK;
+}
+
 int sl__domain_rules_load(const char *path, sl__domain_rules **out, sl__config_errors *errs) {
     *out = NULL;
     size_t before = errs->n;
     struct stat st;
     if (stat(path, &st) != 0) {
         sl__errors_add(errs, path, 0, NULL, "cannot open: %s", strerror(errno));
-        return -1;
+        return SL_EINVAL;
     }
     sl__domain_rules *r = calloc(1, sizeof *r);
     if (!r) {
         sl__errors_add(errs, path, 0, NULL, "out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
+    int rc = SL_OK;
     if (!S_ISDIR(st.st_mode)) {
         size_t len;
         char *text = read_file(path, &len, errs);
-        if (text) parse_into(r, text, len, path, errs);
+        if (text) rc = parse_into(r, text, len, path, errs);
         free(text);
     } else {
-        DIR *dir = opendir(path);
-        if (!dir) {
-            sl__errors_add(errs, path, 0, NULL, "cannot open: %s", strerror(errno));
-        } else {
-            char **names = NULL;
-            size_t n = 0, cap = 0;
-            bool nomem = false;
-            for (struct dirent *e; (e = readdir(dir));) {
-                if (!rule_file_name(e->d_name)) continue;
-                if (n == SL__DOMAINS_MAX_FILES) {
-                    sl__errors_add(errs, path, 0, NULL, "more than %d rule files",
-                                   SL__DOMAINS_MAX_FILES);
-                    break;
-                }
-                if (n == cap) {
-                    cap = cap ? 2 * cap : 16;
-                    char **nn = realloc(names, cap * sizeof *nn);
-                    if (!nn) {
-                        nomem = true;
-                        break;
-                    }
-                    names = nn;
-                }
-                if (!(names[n] = strdup(e->d_name))) {
-                    nomem = true;
-                    break;
-                }
-                n++;
-            }
-            closedir(dir);
-            if (nomem) sl__errors_add(errs, path, 0, NULL, "out of memory");
-            if (n) qsort(names, n, sizeof *names, cmp_str);
-            size_t plen = strlen(path);
-            for (size_t i = 0; i < n && !nomem; i++) {
-                size_t need = plen + strlen(names[i]) + 2;
-                char *file = malloc(need);
-                if (!file) {
-                    sl__errors_add(errs, path, 0, NULL, "out of memory");
-                    break;
-                }
-                snprintf(file, need, "%s%s%s", path, plen && path[plen - 1] == '/' ? "" : "/",
-                         names[i]);
-                struct stat fs;
-                if (stat(file, &fs) == 0 && S_ISREG(fs.st_mode)) {
-                    size_t len;
-                    char *text = read_file(file, &len, errs);
-                    if (text) parse_into(r, text, len, file, errs);
-                    free(text);
-                }
-                free(file);
-            }
-            for (size_t i = 0; i < n; i++) free(names[i]);
-            free(names);
-        }
+        rc = load_dir(r, path, errs);
     }
     if (errs->n != before) {
         sl__domain_rules_free(r);
-        return -1;
+        return rc == SL_ENOMEM ? SL_ENOMEM : SL_EINVAL;
     }
     *out = r;
-    return 0;
+    return SL_OK;
 }

@@ -334,7 +334,7 @@ static int build(const sl__domain_rules *rules, size_t max_memory, sl__fail_mode
     sl__domain_set *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
     atomic_init(&s->refs, 1);
     atomic_init(&s->nov, 0);
@@ -398,10 +398,10 @@ static int build(const sl__domain_rules *rules, size_t max_memory, sl__fail_mode
     if (!ok) {
         snprintf(err, errlen, "out of memory while compiling the rule files");
         sl__domain_set_release(s);
-        return -1;
+        return SL_ENOMEM;
     }
     *out = s;
-    return 0;
+    return SL_OK;
 }
 
 int sl__domain_set_build(const sl__domain_rules *rules, size_t max_memory, sl__domain_set *prev,
@@ -433,7 +433,7 @@ int sl__domain_set_create(const sl__config *cfg, sl__domain_set *prev, int64_t n
                  "charge_refused_hits: not supported with quota_mode rules "
                  "(docs/envoy.md)");
         *out = NULL;
-        return -1;
+        return SL_EINVAL;
     }
     int rc = build(cfg->domain_rules, cfg->max_memory, cfg->redis.on_failure,
                    cfg->charge_refused_hits ? SL_COUNT_REJECTED : 0, prev, out, err, errlen);
@@ -512,7 +512,7 @@ bool sl__domain_set_rule_stats(const sl__domain_set *s, size_t i, sl__domain_rul
 long sl__domain_set_top(const sl__domain_set *s, const char *domain, size_t dlen, const char *rule,
                         size_t rlen, sl__domain_top_item *out, size_t max) {
     const cdomain *d = sl__dset_find(s, domain, dlen);
-    if (!d) return -1;
+    if (!d) return SL_EINVAL;
     sl__topk_item all[TOP_CAPACITY];
     size_t n = sl__topk_list(d->refused->top, all, TOP_CAPACITY), k = 0;
     _Static_assert(SL__DOMAIN_TOP_TEXT >= SL__TOPK_KEY_MAX, "a sketch key fits");

@@ -12,6 +12,7 @@
 #include <yaml.h>
 
 #include "policy/domains_internal.h"
+#include "sluice/error.h"
 
 /* `s` quoted for a message: escaped, ASCII only, shortened. */
 void sl__dy_quote(char *out, size_t size, const char *s, size_t len) {
@@ -79,123 +80,149 @@ static void yaml_syntax_error(const yaml_parser_t *y, const char *text, size_t l
                        problem, (int)y->problem_mark.column + 1);
 }
 
-/* Parses one YAML document into a tree. NULL after reporting (an empty
- * file is reported too). */
-ynode *sl__dy_tree(const char *text, size_t len, const char *source, sl__config_errors *errs) {
+/* sl__dy_tree's state while it reads events: the open collections, the
+ * root, and the counts its caps bound. */
+typedef struct tree_build {
+    ynode *stack[YAML_MAX_DEPTH];
+    int depth;
+    ynode *root;
+    size_t nodes, docs;
+    const char *source;
+    sl__config_errors *errs;
+    bool nomem; /* an allocation failed (reported) */
+} tree_build;
+
+/* The node of a scalar, mapping start or sequence start event, not yet
+ * placed; a scalar with its text, whether it is plain and whether it is
+ * YAML's null. NULL when out of memory. */
+static ynode *node_of(const yaml_event_t *ev, int line) {
+    ynode *n = calloc(1, sizeof *n);
+    if (!n) return NULL;
+    n->line = line;
+    if (ev->type != YAML_SCALAR_EVENT) {
+        n->type = ev->type == YAML_MAPPING_START_EVENT ? Y_MAP : Y_SEQ;
+        return n;
+    }
+    n->type = Y_SCALAR;
+    n->len = ev->data.scalar.length;
+    n->text = malloc(n->len + 1);
+    if (!n->text) {
+        sl__dy_free(n);
+        return NULL;
+    }
+    memcpy(n->text, ev->data.scalar.value, n->len);
+    n->text[n->len] = '\0';
+    n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !ev->data.scalar.tag;
+    n->null = n->plain && (n->len == 0 || !strcmp(n->text, "~") || !strcmp(n->text, "null") ||
+                           !strcmp(n->text, "Null") || !strcmp(n->text, "NULL"));
+    return n;
+}
+
+/* A node event: the node counted (YAML_MAX_NODES), made, put under the
+ * open collection (or as the root) and, for a collection, opened
+ * (YAML_MAX_DEPTH). false after reporting. */
+static bool add_node(tree_build *t, const yaml_event_t *ev, int line) {
+    if (++t->nodes > YAML_MAX_NODES) {
+        sl__errors_add(t->errs, t->source, line, NULL, "too many YAML nodes (at most %u)",
+                       YAML_MAX_NODES);
+        return false;
+    }
+    ynode *n = node_of(ev, line);
+    if (!n) {
+        sl__errors_add(t->errs, t->source, line, NULL, "out of memory");
+        t->nomem = true;
+        return false;
+    }
+    if (t->depth > 0) {
+        if (!ynode_add(t->stack[t->depth - 1], n)) {
+            sl__errors_add(t->errs, t->source, line, NULL, "out of memory");
+            t->nomem = true;
+            sl__dy_free(n);
+            return false;
+        }
+    } else if (!t->root) {
+        t->root = n;
+    } else { /* cannot happen: one document has one root */
+        sl__dy_free(n);
+        return true;
+    }
+    if (n->type != Y_SCALAR) {
+        if (t->depth == YAML_MAX_DEPTH) {
+            sl__errors_add(t->errs, t->source, line, NULL, "nested more than %d deep",
+                           YAML_MAX_DEPTH);
+            return false;
+        }
+        t->stack[t->depth++] = n;
+    }
+    return true;
+}
+
+/* One parser event into the tree; *done at the stream's end. false after
+ * reporting (a second document, an alias, a node past a cap, no memory). */
+static bool tree_event(tree_build *t, const yaml_event_t *ev, bool *done) {
+    int line = (int)ev->start_mark.line + 1;
+    switch (ev->type) {
+    case YAML_STREAM_END_EVENT:
+        *done = true;
+        return true;
+    case YAML_DOCUMENT_START_EVENT:
+        if (++t->docs > 1) {
+            sl__errors_add(t->errs, t->source, line, NULL,
+                           "only one YAML document per rule file (remove the second ---)");
+            return false;
+        }
+        return true;
+    case YAML_ALIAS_EVENT:
+        sl__errors_add(t->errs, t->source, line, "yaml", "aliases (*name) are not supported");
+        return false;
+    case YAML_SCALAR_EVENT:
+    case YAML_MAPPING_START_EVENT:
+    case YAML_SEQUENCE_START_EVENT:
+        return add_node(t, ev, line);
+    case YAML_MAPPING_END_EVENT:
+    case YAML_SEQUENCE_END_EVENT:
+        if (t->depth > 0) t->depth--;
+        return true;
+    default:
+        return true;
+    }
+}
+
+/* Parses one YAML document into a tree (domains_yaml.h: the codes). */
+int sl__dy_tree(const char *text, size_t len, const char *source, sl__config_errors *errs,
+                ynode **out) {
+    *out = NULL;
     yaml_parser_t yp;
     if (!yaml_parser_initialize(&yp)) {
         sl__errors_add(errs, source, 0, NULL, "out of memory");
-        return NULL;
+        return SL_ENOMEM;
     }
     yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
-    ynode *stack[YAML_MAX_DEPTH];
-    int depth = 0;
-    ynode *root = NULL;
-    size_t nodes = 0, docs = 0;
+    tree_build t = {.source = source, .errs = errs};
     bool ok = true, done = false;
     while (ok && !done) {
         yaml_event_t ev;
         if (!yaml_parser_parse(&yp, &ev)) {
             yaml_syntax_error(&yp, text, len, source, errs);
+            t.nomem |= yp.error == YAML_MEMORY_ERROR;
             ok = false;
             break;
         }
-        int line = (int)ev.start_mark.line + 1;
-        ynode *n = NULL;
-        switch (ev.type) {
-        case YAML_STREAM_END_EVENT:
-            done = true;
-            break;
-        case YAML_DOCUMENT_START_EVENT:
-            if (++docs > 1) {
-                sl__errors_add(errs, source, line, NULL,
-                               "only one YAML document per rule file (remove the second ---)");
-                ok = false;
-            }
-            break;
-        case YAML_ALIAS_EVENT:
-            sl__errors_add(errs, source, line, "yaml", "aliases (*name) are not supported");
-            ok = false;
-            break;
-        case YAML_SCALAR_EVENT:
-        case YAML_MAPPING_START_EVENT:
-        case YAML_SEQUENCE_START_EVENT:
-            if (++nodes > YAML_MAX_NODES) {
-                sl__errors_add(errs, source, line, NULL, "too many YAML nodes (at most %u)",
-                               YAML_MAX_NODES);
-                ok = false;
-                break;
-            }
-            n = calloc(1, sizeof *n);
-            if (!n) {
-                sl__errors_add(errs, source, line, NULL, "out of memory");
-                ok = false;
-                break;
-            }
-            n->line = line;
-            if (ev.type == YAML_SCALAR_EVENT) {
-                n->type = Y_SCALAR;
-                n->len = ev.data.scalar.length;
-                n->text = malloc(n->len + 1);
-                if (n->text) {
-                    memcpy(n->text, ev.data.scalar.value, n->len);
-                    n->text[n->len] = '\0';
-                }
-                n->plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !ev.data.scalar.tag;
-                n->null = n->plain && (n->len == 0 || !strcmp(n->text ? n->text : "", "~") ||
-                                       !strcmp(n->text ? n->text : "", "null") ||
-                                       !strcmp(n->text ? n->text : "", "Null") ||
-                                       !strcmp(n->text ? n->text : "", "NULL"));
-            } else {
-                n->type = ev.type == YAML_MAPPING_START_EVENT ? Y_MAP : Y_SEQ;
-            }
-            if (n->type == Y_SCALAR && !n->text) {
-                sl__errors_add(errs, source, line, NULL, "out of memory");
-                sl__dy_free(n);
-                ok = false;
-                break;
-            }
-            if (depth > 0) {
-                if (!ynode_add(stack[depth - 1], n)) {
-                    sl__errors_add(errs, source, line, NULL, "out of memory");
-                    sl__dy_free(n);
-                    ok = false;
-                    break;
-                }
-            } else if (!root) {
-                root = n;
-            } else { /* cannot happen: one document has one root */
-                sl__dy_free(n);
-                break;
-            }
-            if (n->type != Y_SCALAR) {
-                if (depth == YAML_MAX_DEPTH) {
-                    sl__errors_add(errs, source, line, NULL, "nested more than %d deep",
-                                   YAML_MAX_DEPTH);
-                    ok = false;
-                    break;
-                }
-                stack[depth++] = n;
-            }
-            break;
-        case YAML_MAPPING_END_EVENT:
-        case YAML_SEQUENCE_END_EVENT:
-            if (depth > 0) depth--;
-            break;
-        default:
-            break;
-        }
+        ok = tree_event(&t, &ev, &done);
         yaml_event_delete(&ev);
     }
     yaml_parser_delete(&yp);
     if (!ok) {
-        sl__dy_free(root);
-        return NULL;
+        sl__dy_free(t.root);
+        return t.nomem ? SL_ENOMEM : SL_EINVAL;
     }
-    if (!root)
+    if (!t.root) {
         sl__errors_add(errs, source, 1, NULL,
                        "the file is empty (expected domain: and descriptors:)");
-    return root;
+        return SL_EINVAL;
+    }
+    *out = t.root;
+    return SL_OK;
 }
 
 /* ---- scalars ------------------------------------------------------------- */

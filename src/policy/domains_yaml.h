@@ -28,9 +28,12 @@ typedef struct ynode {
 void sl__dy_free(ynode *n);
 
 /* Parses a file's text into a tree (bounded: YAML_MAX_NODES nodes,
- * YAML_MAX_DEPTH levels; aliases and tags are refused). NULL after
- * reporting into errs (an empty file included). */
-ynode *sl__dy_tree(const char *text, size_t len, const char *source, sl__config_errors *errs);
+ * YAML_MAX_DEPTH levels; aliases and tags are refused). Returns SL_OK and
+ * *out (free with sl__dy_free); else *out NULL after reporting into errs:
+ * SL_ENOMEM when an allocation failed (libyaml's included), SL_EINVAL for
+ * anything else (a YAML error, a cap, a second document, an empty file). */
+int sl__dy_tree(const char *text, size_t len, const char *source, sl__config_errors *errs,
+                ynode **out);
 
 /* `s` quoted for a message: escaped, ASCII only, shortened, into out. */
 void sl__dy_quote(char *out, size_t size, const char *s, size_t len);

@@ -180,9 +180,9 @@ int sl__yaml_open(sl__yaml *y, const char *text, size_t len, const char *source,
     y->len = len;
     y->source = source;
     y->errs = errs;
-    if (!yaml_parser_initialize(&y->yp)) return -1;
+    if (!yaml_parser_initialize(&y->yp)) return SL_ENOMEM;
     yaml_parser_set_input_string(&y->yp, (const unsigned char *)text, len);
-    return 0;
+    return SL_OK;
 }
 
 void sl__yaml_close(sl__yaml *y) {
@@ -434,13 +434,13 @@ void sl__yaml_join_names(char *out, size_t size, const char *const *names, size_
     }
 }
 
-/* One of `names` (an index), or -1 after reporting. */
+/* One of `names` (an index), or SL_EINVAL after reporting. */
 int sl__yaml_enum_aliased(sl__yaml *y, const char *path, const char *what, const char *const *names,
                           size_t n, const sl__yaml_alias *aliases, size_t naliases) {
     char list[160];
     sl__yaml_join_names(list, sizeof list, names, n);
     const char *s = sl__yaml_scalar(y, path, list);
-    if (!s) return -1;
+    if (!s) return SL_EINVAL;
     for (size_t i = 0; i < n; i++)
         if (strcmp(s, names[i]) == 0) return (int)i;
     char q[64];
@@ -453,7 +453,7 @@ int sl__yaml_enum_aliased(sl__yaml *y, const char *path, const char *what, const
                        near);
     else
         sl__yaml_error(y, sl__yaml_line(y), path, "unknown %s %s (expected %s)", what, q, list);
-    return -1;
+    return SL_EINVAL;
 }
 
 int sl__yaml_enum(sl__yaml *y, const char *path, const char *what, const char *const *names,

@@ -67,8 +67,8 @@ typedef struct sl__yaml {
 } sl__yaml;
 
 /* Starts reading `text` (len bytes, borrowed until sl__yaml_close); errors
- * go to errs (not reset). Returns 0, or -1 when libyaml cannot allocate
- * (nothing reported, nothing to close). */
+ * go to errs (not reset). Returns SL_OK, or SL_ENOMEM when libyaml cannot
+ * allocate (nothing reported, nothing to close). */
 int sl__yaml_open(sl__yaml *y, const char *text, size_t len, const char *source,
                   sl__config_errors *errs);
 void sl__yaml_close(sl__yaml *y);
@@ -143,7 +143,8 @@ typedef struct sl__yaml_alias {
     const char *name, *means;
 } sl__yaml_alias;
 
-/* One of `names` (its index), or -1 after reporting "unknown `what` ...". */
+/* One of `names` (its index), or SL_EINVAL (-1) after reporting "unknown
+ * `what` ..." (or that the value is no scalar). */
 int sl__yaml_enum(sl__yaml *y, const char *path, const char *what, const char *const *names,
                   size_t n);
 int sl__yaml_enum_aliased(sl__yaml *y, const char *path, const char *what, const char *const *names,

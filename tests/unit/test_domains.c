@@ -842,6 +842,34 @@ static void test_global_shadow_stats_and_top(void **state) {
     sl__domain_set_release(s2);
 }
 
+/* The loader's error codes (sluice/error.h, domains.h): invalid input is
+ * SL_EINVAL, whatever its kind, *out NULL and the reason in the list. */
+static void test_error_codes(void **state) {
+    (void)state;
+    static sl__config_errors e;
+    sl__domain_rules *r = (sl__domain_rules *)1;
+    e.n = 0;
+    assert_int_equal(sl__domain_rules_load("/nonexistent/sluice-rules", &r, &e), SL_EINVAL);
+    assert_null(r);
+    assert_int_equal(e.n, 1);
+    /* too large: refused before it is read */
+    r = (sl__domain_rules *)1;
+    e.n = 0;
+    assert_int_equal(
+        sl__domain_rules_parse("domain: d\n", SL__DOMAINS_MAX_FILE_SIZE + 1, "r.yaml", &r, &e),
+        SL_EINVAL);
+    assert_null(r);
+    assert_int_equal(e.n, 1);
+    /* not YAML, an empty file */
+    r = (sl__domain_rules *)1;
+    e.n = 0;
+    assert_int_equal(sl__domain_rules_parse("a: [", 4, "r.yaml", &r, &e), SL_EINVAL);
+    assert_null(r);
+    e.n = 0;
+    assert_int_equal(sl__domain_rules_parse("", 0, "r.yaml", &r, &e), SL_EINVAL);
+    assert_null(r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_readme_examples_load),
@@ -858,6 +886,7 @@ int main(void) {
         cmocka_unit_test(test_reload_keeps_state),
         cmocka_unit_test(test_envoy_example),
         cmocka_unit_test(test_global_shadow_stats_and_top),
+        cmocka_unit_test(test_error_codes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

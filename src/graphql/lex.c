@@ -197,6 +197,22 @@ static size_t escape_len(const sl__gql_lexer *p, size_t i) {
     return 0;
 }
 
+/* The current token: t at s[b..e), the lexer after it. Returns 0. */
+static int token(sl__gql_lexer *p, sl__gql_tok t, size_t b, size_t e) {
+    p->tok = t;
+    p->start = b;
+    p->end = p->pos = e;
+    return 0;
+}
+
+/* Steps *i over the UTF-8 scalar value there; -1 (msg at *i) if invalid. */
+static int skip_utf8(sl__gql_lexer *p, size_t *i, const char *msg) {
+    size_t n = utf8_len(p, *i);
+    if (!n) return sl__gql_syntax(p, *i, msg);
+    *i += n;
+    return 0;
+}
+
 static int read_digits(sl__gql_lexer *p, size_t *i) {
     if (!is_digit(at(p, *i))) return sl__gql_syntax(p, *i, "Invalid number, expected digit.");
     while (is_digit(at(p, *i))) (*i)++;
@@ -209,7 +225,8 @@ static int read_number(sl__gql_lexer *p, size_t i) {
     if (at(p, i) == '-') i++;
     if (at(p, i) == '0') {
         i++;
-        if (is_digit(at(p, i))) return sl__gql_syntax(p, i, "Invalid number, unexpected digit after 0.");
+        if (is_digit(at(p, i)))
+            return sl__gql_syntax(p, i, "Invalid number, unexpected digit after 0.");
     } else if (read_digits(p, &i) < 0) {
         return -1;
     }
@@ -226,10 +243,7 @@ static int read_number(sl__gql_lexer *p, size_t i) {
     }
     if (at(p, i) == '.' || is_name_start(at(p, i)))
         return sl__gql_syntax(p, i, "Invalid number, expected digit.");
-    p->tok = is_float ? SL__GQL_T_FLOAT : SL__GQL_T_INT;
-    p->start = b;
-    p->end = p->pos = i;
-    return 0;
+    return token(p, is_float ? SL__GQL_T_FLOAT : SL__GQL_T_INT, b, i);
 }
 
 static int read_string(sl__gql_lexer *p, size_t i) {
@@ -244,14 +258,9 @@ static int read_string(sl__gql_lexer *p, size_t i) {
             i += n;
             continue;
         }
-        size_t n = utf8_len(p, i);
-        if (!n) return sl__gql_syntax(p, i, "Invalid UTF-8 within String.");
-        i += n;
+        if (skip_utf8(p, &i, "Invalid UTF-8 within String.") < 0) return -1;
     }
-    p->tok = SL__GQL_T_STRING;
-    p->start = b;
-    p->end = p->pos = i + 1;
-    return 0;
+    return token(p, SL__GQL_T_STRING, b, i + 1);
 }
 
 static bool three_quotes(const sl__gql_lexer *p, size_t i) {
@@ -268,117 +277,68 @@ static int read_block_string(sl__gql_lexer *p, size_t i) {
             i += 4;
             continue;
         }
-        size_t n = utf8_len(p, i);
-        if (!n) return sl__gql_syntax(p, i, "Invalid UTF-8 within String.");
-        i += n;
+        if (skip_utf8(p, &i, "Invalid UTF-8 within String.") < 0) return -1;
     }
-    p->tok = SL__GQL_T_BLOCK_STRING;
-    p->start = b;
-    p->end = p->pos = i + 3;
-    return 0;
+    return token(p, SL__GQL_T_BLOCK_STRING, b, i + 3);
+}
+
+static int read_name(sl__gql_lexer *p, size_t i) {
+    size_t b = i++;
+    const unsigned char *u = (const unsigned char *)p->s;
+    while (i < p->len && (cls[u[i]] & C_NAME)) i++;
+    return token(p, SL__GQL_T_NAME, b, i);
+}
+
+/* Steps *i over ignored tokens: white space, commas, BOMs (U+FEFF) and
+ * comments (to the end of the line, valid UTF-8). 0, or -1 (syntax). */
+static int skip_ignored(sl__gql_lexer *p, size_t *i) {
+    for (;;) {
+        int c = at(p, *i);
+        if (c < 0) return 0;
+        if (cls[c] & C_IGNORED) {
+            (*i)++;
+        } else if (c == 0xEF && at(p, *i + 1) == 0xBB && at(p, *i + 2) == 0xBF) {
+            *i += 3;
+        } else if (c == '#') {
+            (*i)++;
+            while (at(p, *i) >= 0 && at(p, *i) != '\n' && at(p, *i) != '\r')
+                if (skip_utf8(p, i, "Invalid UTF-8 in comment.") < 0) return -1;
+        } else {
+            return 0;
+        }
+    }
+}
+
+/* The punctuators of one byte ("..." is read apart); 0 (SL__GQL_T_EOF): none. */
+static const uint8_t punct[256] = {
+    ['!'] = SL__GQL_T_BANG,      ['$'] = SL__GQL_T_DOLLAR,  ['&'] = SL__GQL_T_AMP,
+    ['('] = SL__GQL_T_PAREN_L,   [')'] = SL__GQL_T_PAREN_R, [':'] = SL__GQL_T_COLON,
+    ['='] = SL__GQL_T_EQUALS,    ['@'] = SL__GQL_T_AT,      ['['] = SL__GQL_T_BRACKET_L,
+    [']'] = SL__GQL_T_BRACKET_R, ['{'] = SL__GQL_T_BRACE_L, ['|'] = SL__GQL_T_PIPE,
+    ['}'] = SL__GQL_T_BRACE_R,
+};
+
+/* A byte that starts no token, at i. Returns -1. */
+static int unexpected_char(sl__gql_lexer *p, size_t i, int c) {
+    if (c == '.') return sl__gql_syntax(p, i, "Unexpected character \".\".");
+    if (c >= 0x20 && c < 0x7F) {
+        char msg[40];
+        snprintf(msg, sizeof msg, "Unexpected character \"%c\".", c);
+        return sl__gql_syntax(p, i, msg);
+    }
+    return sl__gql_syntax(p, i, "Unexpected character.");
 }
 
 int sl__gql_lex_next(sl__gql_lexer *p) {
     size_t i = p->pos;
-    for (;;) {
-        int c = at(p, i);
-        if (c < 0) {
-            p->tok = SL__GQL_T_EOF;
-            p->start = p->end = p->pos = p->len;
-            return 0;
-        }
-        if (cls[c] & C_IGNORED) {
-            i++;
-            continue;
-        }
-        if (c == 0xEF && at(p, i + 1) == 0xBB && at(p, i + 2) == 0xBF) { /* U+FEFF */
-            i += 3;
-            continue;
-        }
-        if (c == '#') {
-            i++;
-            while (at(p, i) >= 0 && at(p, i) != '\n' && at(p, i) != '\r') {
-                size_t n = utf8_len(p, i);
-                if (!n) return sl__gql_syntax(p, i, "Invalid UTF-8 in comment.");
-                i += n;
-            }
-            continue;
-        }
-        break;
-    }
+    if (skip_ignored(p, &i) < 0) return -1;
     int c = at(p, i);
-    sl__gql_tok t;
-    switch (c) {
-    case '!':
-        t = SL__GQL_T_BANG;
-        break;
-    case '$':
-        t = SL__GQL_T_DOLLAR;
-        break;
-    case '&':
-        t = SL__GQL_T_AMP;
-        break;
-    case '(':
-        t = SL__GQL_T_PAREN_L;
-        break;
-    case ')':
-        t = SL__GQL_T_PAREN_R;
-        break;
-    case ':':
-        t = SL__GQL_T_COLON;
-        break;
-    case '=':
-        t = SL__GQL_T_EQUALS;
-        break;
-    case '@':
-        t = SL__GQL_T_AT;
-        break;
-    case '[':
-        t = SL__GQL_T_BRACKET_L;
-        break;
-    case ']':
-        t = SL__GQL_T_BRACKET_R;
-        break;
-    case '{':
-        t = SL__GQL_T_BRACE_L;
-        break;
-    case '|':
-        t = SL__GQL_T_PIPE;
-        break;
-    case '}':
-        t = SL__GQL_T_BRACE_R;
-        break;
-    case '.':
-        if (at(p, i + 1) == '.' && at(p, i + 2) == '.') {
-            p->tok = SL__GQL_T_SPREAD;
-            p->start = i;
-            p->end = p->pos = i + 3;
-            return 0;
-        }
-        return sl__gql_syntax(p, i, "Unexpected character \".\".");
-    case '"':
-        return three_quotes(p, i) ? read_block_string(p, i) : read_string(p, i);
-    default:
-        if (is_digit(c) || c == '-') return read_number(p, i);
-        if (is_name_start(c)) {
-            size_t b = i++;
-            const unsigned char *u = (const unsigned char *)p->s;
-            while (i < p->len && (cls[u[i]] & C_NAME)) i++;
-            p->tok = SL__GQL_T_NAME;
-            p->start = b;
-            p->end = p->pos = i;
-            return 0;
-        }
-        if (c >= 0x20 && c < 0x7F) {
-            char msg[40];
-            snprintf(msg, sizeof msg, "Unexpected character \"%c\".", c);
-            return sl__gql_syntax(p, i, msg);
-        }
-        return sl__gql_syntax(p, i, "Unexpected character.");
-    }
-    p->tok = t;
-    p->start = i;
-    p->end = p->pos = i + 1;
-    return 0;
+    if (c < 0) return token(p, SL__GQL_T_EOF, p->len, p->len);
+    if (punct[c]) return token(p, (sl__gql_tok)punct[c], i, i + 1);
+    if (c == '.' && at(p, i + 1) == '.' && at(p, i + 2) == '.')
+        return token(p, SL__GQL_T_SPREAD, i, i + 3);
+    if (c == '"') return three_quotes(p, i) ? read_block_string(p, i) : read_string(p, i);
+    if (is_digit(c) || c == '-') return read_number(p, i);
+    if (is_name_start(c)) return read_name(p, i);
+    return unexpected_char(p, i, c);
 }
-

@@ -64,6 +64,7 @@
 
 #include "policy/decide.h"
 #include "server/grpc/grpc.h"
+#include "server/grpc/grpc_pool.h"
 #include "server/grpc/grpc_service.h"
 #include "server/reply.h"
 #include "server/request.h"
@@ -76,9 +77,6 @@
 #define CONTROL_MAX   1000 /* PING and SETTINGS frames in one second, at most */
 #define PREFACE_BYTES 24   /* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
 #define FRAME_HDR     9
-
-#define POOL_CLASSES   8            /* 64 B .. 8 KiB */
-#define POOL_MAX_BYTES (256 * 1024) /* kept per session at most */
 
 enum { ST_NONE = 0, ST_405 = 405, ST_415 = 415 };
 
@@ -134,94 +132,12 @@ struct sl__grpc_session {
     int64_t ctl_since;          /* the second in which ctl_count PING/SETTINGS arrived */
     unsigned ctl_count;
     sl__grpc_arena arena;
-    void *pool[POOL_CLASSES]; /* free blocks for nghttp2, by size class */
-    size_t pooled;            /* bytes in them */
+    sl__grpc_pool pool; /* nghttp2's memory */
 };
 
 /* Keeps next_deadline the earliest of the streams' deadlines. */
 static void note_deadline(sl__grpc_session *s, int64_t d) {
     if (d && (!s->next_deadline || d < s->next_deadline)) s->next_deadline = d;
-}
-
-/* ---- nghttp2's memory ------------------------------------------------------------------ */
-
-/* nghttp2 allocates and frees a few small blocks per stream (the stream,
- * its frames, header copies). A free list per size class in the session
- * (one thread) makes them cheap; blocks beyond POOL_MAX_BYTES go back to
- * malloc. Each block starts with a header that says its class (or its size
- * when it is too large for one). */
-typedef union pool_hdr {
-    struct {
-        uint32_t cls; /* POOL_CLASSES: a large block */
-        size_t size;  /* usable bytes */
-    } h;
-    max_align_t align;
-} pool_hdr;
-
-static size_t class_bytes(unsigned c) {
-    return (size_t)64 << c;
-}
-
-static void *pool_malloc(size_t size, void *ud) {
-    sl__grpc_session *s = ud;
-    size_t need = size + sizeof(pool_hdr);
-    unsigned c = 0;
-    while (c < POOL_CLASSES && class_bytes(c) < need) c++;
-    pool_hdr *h;
-    if (c < POOL_CLASSES && s->pool[c]) {
-        h = s->pool[c];
-        s->pool[c] = *(void **)(h + 1);
-        s->pooled -= class_bytes(c);
-    } else {
-        h = malloc(c < POOL_CLASSES ? class_bytes(c) : need);
-        if (!h) return NULL;
-    }
-    h->h.cls = c;
-    h->h.size = c < POOL_CLASSES ? class_bytes(c) - sizeof(pool_hdr) : size;
-    return h + 1;
-}
-
-static void pool_free(void *p, void *ud) {
-    if (!p) return;
-    sl__grpc_session *s = ud;
-    pool_hdr *h = (pool_hdr *)p - 1;
-    unsigned c = h->h.cls;
-    if (c >= POOL_CLASSES || s->pooled + class_bytes(c) > POOL_MAX_BYTES) {
-        free(h);
-        return;
-    }
-    *(void **)(h + 1) = s->pool[c];
-    s->pool[c] = h;
-    s->pooled += class_bytes(c);
-}
-
-static void *pool_calloc(size_t n, size_t size, void *ud) {
-    if (size && n > SIZE_MAX / size) return NULL;
-    void *p = pool_malloc(n * size, ud);
-    if (p) memset(p, 0, n * size);
-    return p;
-}
-
-static void *pool_realloc(void *p, size_t size, void *ud) {
-    if (!p) return pool_malloc(size, ud);
-    size_t have = ((pool_hdr *)p - 1)->h.size;
-    if (size <= have) return p;
-    void *q = pool_malloc(size, ud);
-    if (!q) return NULL;
-    memcpy(q, p, have);
-    pool_free(p, ud);
-    return q;
-}
-
-static void pool_drop(sl__grpc_session *s) {
-    for (unsigned c = 0; c < POOL_CLASSES; c++) {
-        while (s->pool[c]) {
-            pool_hdr *h = s->pool[c];
-            s->pool[c] = *(void **)(h + 1);
-            free(h);
-        }
-    }
-    s->pooled = 0;
 }
 
 /* ---- streams ----------------------------------------------------------------- */
@@ -814,11 +730,7 @@ sl__grpc_session *sl__grpc_session_new(const sl__limits_config *limits, sl__buf 
         nghttp2_option_set_max_continuations(opt, 8);
         nghttp2_option_set_max_settings(opt, 32);
         nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
-        nghttp2_mem mem = {.mem_user_data = s,
-                           .malloc = pool_malloc,
-                           .free = pool_free,
-                           .calloc = pool_calloc,
-                           .realloc = pool_realloc};
+        nghttp2_mem mem = sl__grpc_pool_mem(&s->pool);
         rc = nghttp2_session_server_new3(&s->h2, cb, s, opt, &mem);
         nghttp2_option_del(opt);
     }
@@ -991,6 +903,6 @@ void sl__grpc_session_free(sl__grpc_session *s) {
         free(st);
     }
     sl__grpc_arena_free(&s->arena);
-    pool_drop(s);
+    sl__grpc_pool_drop(&s->pool);
     free(s);
 }

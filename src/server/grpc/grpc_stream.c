@@ -214,7 +214,60 @@ static int rls_start(sl__grpc_session *s, sl__grpc_stream *st, const sl__grpc_ca
     return SL__GRPC_OK;
 }
 
-/* The client has ended the stream: decide and answer. */
+/* Whether the request of an ended stream (method, encoding, one whole
+ * uncompressed message) can be called: SL__GRPC_OK, or its status and
+ * *message (written into text, GRPC_MESSAGE_MAX bytes, when it says a
+ * figure). */
+static int request_status(const sl__grpc_session *s, const sl__grpc_stream *st, char *text,
+                          const char **message) {
+    const uint8_t *b = (const uint8_t *)st->body.data;
+    if (!st->have_path || st->method == SL__GRPC_M_UNKNOWN) {
+        *message = "unknown method";
+        return SL__GRPC_UNIMPLEMENTED;
+    }
+    if (st->bad_encoding) {
+        snprintf(text, GRPC_MESSAGE_MAX, "grpc-encoding %s is not supported (only identity)",
+                 st->encoding);
+        *message = text;
+        return SL__GRPC_UNIMPLEMENTED;
+    }
+    if (st->crowded) {
+        snprintf(text, GRPC_MESSAGE_MAX,
+                 "the requests on this connection hold more than %zu bytes; try again",
+                 s->max_buffered);
+        *message = text;
+        return SL__GRPC_RESOURCE_EXHAUSTED;
+    }
+    if (st->too_big) {
+        snprintf(text, GRPC_MESSAGE_MAX, "message larger than %zu bytes", s->max_message);
+        *message = text;
+        return SL__GRPC_RESOURCE_EXHAUSTED;
+    }
+    if (st->body.failed) {
+        *message = "out of memory";
+        return SL__GRPC_RESOURCE_EXHAUSTED;
+    }
+    if (st->body.len == 0) {
+        *message = "no request message (a unary method needs exactly one)";
+        return SL__GRPC_UNIMPLEMENTED;
+    }
+    if (st->body.len < SL__GRPC_PREFIX_BYTES ||
+        st->body.len < SL__GRPC_PREFIX_BYTES + (size_t)st->msg_len) {
+        *message = "the request message is truncated";
+        return SL__GRPC_INTERNAL;
+    }
+    if (b[0] != 0) {
+        *message = b[0] == 1 ? "compressed message without grpc-encoding"
+                             : "bad compressed flag in the message prefix";
+        return SL__GRPC_INTERNAL;
+    }
+    if (st->extra) {
+        *message = "more than one request message (a unary method takes exactly one)";
+        return SL__GRPC_UNIMPLEMENTED;
+    }
+    return SL__GRPC_OK;
+}
+
 void sl__grpc_stream_finish(sl__grpc_session *s, sl__grpc_stream *st) {
     if (st->answered) return;
     const sl__request_ctx *rq = s->rq;
@@ -230,59 +283,23 @@ void sl__grpc_stream_finish(sl__grpc_session *s, sl__grpc_stream *st) {
         sl__stats_record(rq->stats, SL__PROTO_GRPC, 1, sl_now_monotonic() - t0);
         return;
     }
-    int code = SL__GRPC_OK;
     const char *message = NULL;
     char text[GRPC_MESSAGE_MAX];
-    const uint8_t *b = (const uint8_t *)st->body.data;
-    if (!st->have_path || st->method == SL__GRPC_M_UNKNOWN) {
-        code = SL__GRPC_UNIMPLEMENTED;
-        message = "unknown method";
-    } else if (st->bad_encoding) {
-        code = SL__GRPC_UNIMPLEMENTED;
-        snprintf(text, sizeof text, "grpc-encoding %s is not supported (only identity)",
-                 st->encoding);
-        message = text;
-    } else if (st->crowded) {
-        code = SL__GRPC_RESOURCE_EXHAUSTED;
-        snprintf(text, sizeof text,
-                 "the requests on this connection hold more than %zu bytes; try again",
-                 s->max_buffered);
-        message = text;
-    } else if (st->too_big) {
-        code = SL__GRPC_RESOURCE_EXHAUSTED;
-        snprintf(text, sizeof text, "message larger than %zu bytes", s->max_message);
-        message = text;
-    } else if (st->body.failed) {
-        code = SL__GRPC_RESOURCE_EXHAUSTED;
-        message = "out of memory";
-    } else if (st->body.len == 0) {
-        code = SL__GRPC_UNIMPLEMENTED;
-        message = "no request message (a unary method needs exactly one)";
-    } else if (st->body.len < SL__GRPC_PREFIX_BYTES ||
-               st->body.len < SL__GRPC_PREFIX_BYTES + (size_t)st->msg_len) {
-        code = SL__GRPC_INTERNAL;
-        message = "the request message is truncated";
-    } else if (b[0] != 0) {
-        code = SL__GRPC_INTERNAL;
-        message = b[0] == 1 ? "compressed message without grpc-encoding"
-                            : "bad compressed flag in the message prefix";
-    } else if (st->extra) {
-        code = SL__GRPC_UNIMPLEMENTED;
-        message = "more than one request message (a unary method takes exactly one)";
-    } else {
+    int code = request_status(s, st, text, &message);
+    if (code == SL__GRPC_OK) {
+        const uint8_t *msg = (const uint8_t *)st->body.data + SL__GRPC_PREFIX_BYTES;
         sl__grpc_call_env env = {
             .domains = rq->domains, .now = rq->now, .serving = !rq->draining, .arena = &s->arena};
         sl__buf_reset(&st->resp);
         st->resp_off = 0;
         if (st->method == SL__GRPC_M_SHOULD_RATE_LIMIT) {
-            code = rls_start(s, st, &env, b + SL__GRPC_PREFIX_BYTES, st->msg_len, &message);
+            code = rls_start(s, st, &env, msg, st->msg_len, &message);
             if (code == SL__GRPC_OK && st->answered) { /* answered later, or already */
                 sl__stats_record(rq->stats, SL__PROTO_GRPC, 1, sl_now_monotonic() - t0);
                 return;
             }
         } else {
-            code = sl__grpc_call(&env, st->method, b + SL__GRPC_PREFIX_BYTES, st->msg_len,
-                                 &st->resp, &message);
+            code = sl__grpc_call(&env, st->method, msg, st->msg_len, &st->resp, &message);
         }
         if (code == SL__GRPC_OK && st->resp.failed) {
             code = SL__GRPC_RESOURCE_EXHAUSTED;

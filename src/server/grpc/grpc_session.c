@@ -1,7 +1,11 @@
 /* grpc_session.c: one gRPC connection (grpc.h): HTTP/2 cleartext with prior
  * knowledge on nghttp2 (a server session fed with nghttp2_session_mem_recv,
  * its output taken with nghttp2_session_mem_send into the connection's
- * buffer), and gRPC's framing on top (doc/PROTOCOL-HTTP2.md).
+ * buffer), and gRPC's framing on top (doc/PROTOCOL-HTTP2.md). This file is
+ * the session itself (nghttp2's setup, input one frame at a time, the
+ * connection's deadlines, output); nghttp2's callbacks are grpc_h2.c, a
+ * stream's checks, decision and answer grpc_stream.c, nghttp2's memory
+ * grpc_pool.c, and what they share grpc_session.h.
  *
  * A stream collects its request headers (:method, :path, content-type,
  * grpc-timeout, grpc-encoding) and its DATA, whatever the frame boundaries,

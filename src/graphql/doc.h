@@ -1,5 +1,6 @@
 /* graphql/doc.h: the parsed form of a GraphQL document, shared by the parser
- * (parse.c, which builds it) and the cost walk (cost.c, which only reads it).
+ * (parse.c, which builds it; resolve.c, which links its fragments) and the
+ * cost walk (cost.c, which only reads it).
  * Only what costing needs is kept: definitions, and per selection its kind,
  * field name, first/last arguments and children. Indexes are 1-based; 0 is
  * "none". Names are offsets into the document's own copy of the text. */
@@ -69,5 +70,14 @@ struct sl_gql_doc {
 /* Fills err (may be NULL) with kind, offset and a printf-style message. */
 void sl__gql_fail(sl_gql_error *err, sl_gql_errkind kind, size_t off, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* After parsing d (every definition, its nodes node_first..node_last):
+ * resolves each spread's target (0: unknown; a duplicated name: the first
+ * fragment of that name), marks later fragments of a duplicated name
+ * (duplicate), and marks fragments on a spread cycle (cyclic: an iterative
+ * DFS with colours, a spread to a fragment still on the path closes a cycle
+ * through it). O(n log n) in the fragments plus the nodes. Returns 0, or -2
+ * when out of memory (d unchanged but for targets). */
+int sl__gql_resolve(sl_gql_doc *d);
 
 #endif

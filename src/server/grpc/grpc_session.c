@@ -1,7 +1,11 @@
 /* grpc_session.c: one gRPC connection (grpc.h): HTTP/2 cleartext with prior
  * knowledge on nghttp2 (a server session fed with nghttp2_session_mem_recv,
  * its output taken with nghttp2_session_mem_send into the connection's
- * buffer), and gRPC's framing on top (doc/PROTOCOL-HTTP2.md).
+ * buffer), and gRPC's framing on top (doc/PROTOCOL-HTTP2.md). This file is
+ * the session itself (nghttp2's setup, input one frame at a time, the
+ * connection's deadlines, output); nghttp2's callbacks are grpc_h2.c, a
+ * stream's checks, decision and answer grpc_stream.c, nghttp2's memory
+ * grpc_pool.c, and what they share grpc_session.h.
  *
  * A stream collects its request headers (:method, :path, content-type,
  * grpc-timeout, grpc-encoding) and its DATA, whatever the frame boundaries,
@@ -58,714 +62,21 @@
  * closes after it; bytes that are not HTTP/2 at all (no client preface) close the connection at
  * once. */
 #include <nghttp2/nghttp2.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/decide.h"
 #include "server/grpc/grpc.h"
-#include "server/grpc/grpc_service.h"
+#include "server/grpc/grpc_session.h"
 #include "server/reply.h"
 #include "server/request.h"
 #include "sluice/clock.h"
 
-#define SL__GRPC_MAX_STREAMS 128
-#define PREFIX_BYTES         5
-#define GRPC_MESSAGE_MAX     200 /* bytes of a grpc-message before encoding */
-
-#define CONTROL_MAX   1000 /* PING and SETTINGS frames in one second, at most */
-#define PREFACE_BYTES 24   /* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
-#define FRAME_HDR     9
-
-#define POOL_CLASSES   8            /* 64 B .. 8 KiB */
-#define POOL_MAX_BYTES (256 * 1024) /* kept per session at most */
-
-enum { ST_NONE = 0, ST_405 = 405, ST_415 = 415 };
-
-typedef struct stream {
-    int32_t id;
-    sl__grpc_method_id method;
-    int http_status; /* ST_405 / ST_415, or 0 */
-    bool have_method, have_path, have_ct, bad_encoding, too_big, extra;
-    bool crowded; /* dropped: the connection's request bytes were over max_buffered */
-    bool answered;
-    bool data_answer;    /* answered with DATA (answer_ok): may be held by flow control */
-    bool pending;        /* decided in Redis: the answer comes later */
-    bool orphan;         /* closed by the peer while pending: freed when the answer comes */
-    uint32_t rst_after;  /* + 1: reset the stream with this code once the answer is sent */
-    int64_t deadline;    /* grpc-timeout, monotonic ns; 0 = none */
-    int64_t limit_at;    /* header_timeout: ended by then, or its answer sent; 0 = none */
-    size_t header_bytes; /* for max_header_bytes */
-    uint32_t msg_len;    /* from the prefix, once known */
-    sl__buf body;        /* the request's bytes (prefix + at most one message) */
-    sl__buf resp;        /* the answer's DATA */
-    size_t resp_off;
-    char encoding[32]; /* the unsupported grpc-encoding, for the message */
-    struct stream *prev, *next;
-} stream;
-
-struct sl__grpc_session {
-    const sl__limits_config *limits;
-    const sl__request_ctx *rq; /* the feed's, while it runs (NULL otherwise) */
-    sl__buf *out;
-    nghttp2_session *h2;
-    size_t max_message, max_header;
-    stream *streams; /* open streams */
-    stream *free;    /* spare ones, at most SL__GRPC_MAX_STREAMS */
-    unsigned nfree;
-    stream *last;          /* the stream of the latest callback (saves map lookups) */
-    int64_t next_deadline; /* earliest deadline of an unanswered stream; 0 = none */
-    bool shutdown, failed;
-    bool in_feed;           /* inside sl__grpc_session_feed (nghttp2 callbacks run) */
-    int64_t header_timeout; /* limits.header_timeout in ns; 0 = none */
-    int64_t now;            /* the clock of the feed in progress */
-    size_t held;            /* bytes of answers' DATA not yet taken by mem_send */
-    size_t buffered;        /* bytes of request messages in the streams (their body) */
-    size_t max_buffered;    /* ... at most: 2 x limits.max_body_bytes */
-    /* the frame being received (input is fed one frame at a time) */
-    enum { FR_PREFACE, FR_HEADER, FR_PAYLOAD } fr_state;
-    uint32_t fr_left;           /* bytes left of the preface or the payload */
-    uint8_t fr_hdr[FRAME_HDR];  /* the frame header so far */
-    unsigned fr_hdr_len;        /* its bytes */
-    int64_t fr_started;         /* first byte of the unfinished frame; 0 = between frames */
-    int64_t preface_deadline;   /* until the client's first SETTINGS; 0 = none (yet) */
-    bool started, got_settings; /* a first byte; the client's first SETTINGS */
-    bool timed_out;             /* GOAWAY for a late preface or frame sent */
-    int64_t ctl_since;          /* the second in which ctl_count PING/SETTINGS arrived */
-    unsigned ctl_count;
-    sl__grpc_arena arena;
-    void *pool[POOL_CLASSES]; /* free blocks for nghttp2, by size class */
-    size_t pooled;            /* bytes in them */
-};
-
-/* Keeps next_deadline the earliest of the streams' deadlines. */
-static void note_deadline(sl__grpc_session *s, int64_t d) {
-    if (d && (!s->next_deadline || d < s->next_deadline)) s->next_deadline = d;
-}
-
-/* ---- nghttp2's memory ------------------------------------------------------------------ */
-
-/* nghttp2 allocates and frees a few small blocks per stream (the stream,
- * its frames, header copies). A free list per size class in the session
- * (one thread) makes them cheap; blocks beyond POOL_MAX_BYTES go back to
- * malloc. Each block starts with a header that says its class (or its size
- * when it is too large for one). */
-typedef union pool_hdr {
-    struct {
-        uint32_t cls; /* POOL_CLASSES: a large block */
-        size_t size;  /* usable bytes */
-    } h;
-    max_align_t align;
-} pool_hdr;
-
-static size_t class_bytes(unsigned c) {
-    return (size_t)64 << c;
-}
-
-static void *pool_malloc(size_t size, void *ud) {
-    sl__grpc_session *s = ud;
-    size_t need = size + sizeof(pool_hdr);
-    unsigned c = 0;
-    while (c < POOL_CLASSES && class_bytes(c) < need) c++;
-    pool_hdr *h;
-    if (c < POOL_CLASSES && s->pool[c]) {
-        h = s->pool[c];
-        s->pool[c] = *(void **)(h + 1);
-        s->pooled -= class_bytes(c);
-    } else {
-        h = malloc(c < POOL_CLASSES ? class_bytes(c) : need);
-        if (!h) return NULL;
-    }
-    h->h.cls = c;
-    h->h.size = c < POOL_CLASSES ? class_bytes(c) - sizeof(pool_hdr) : size;
-    return h + 1;
-}
-
-static void pool_free(void *p, void *ud) {
-    if (!p) return;
-    sl__grpc_session *s = ud;
-    pool_hdr *h = (pool_hdr *)p - 1;
-    unsigned c = h->h.cls;
-    if (c >= POOL_CLASSES || s->pooled + class_bytes(c) > POOL_MAX_BYTES) {
-        free(h);
-        return;
-    }
-    *(void **)(h + 1) = s->pool[c];
-    s->pool[c] = h;
-    s->pooled += class_bytes(c);
-}
-
-static void *pool_calloc(size_t n, size_t size, void *ud) {
-    if (size && n > SIZE_MAX / size) return NULL;
-    void *p = pool_malloc(n * size, ud);
-    if (p) memset(p, 0, n * size);
-    return p;
-}
-
-static void *pool_realloc(void *p, size_t size, void *ud) {
-    if (!p) return pool_malloc(size, ud);
-    size_t have = ((pool_hdr *)p - 1)->h.size;
-    if (size <= have) return p;
-    void *q = pool_malloc(size, ud);
-    if (!q) return NULL;
-    memcpy(q, p, have);
-    pool_free(p, ud);
-    return q;
-}
-
-static void pool_drop(sl__grpc_session *s) {
-    for (unsigned c = 0; c < POOL_CLASSES; c++) {
-        while (s->pool[c]) {
-            pool_hdr *h = s->pool[c];
-            s->pool[c] = *(void **)(h + 1);
-            free(h);
-        }
-    }
-    s->pooled = 0;
-}
-
-/* ---- streams ----------------------------------------------------------------- */
-
-static stream *stream_new(sl__grpc_session *s, int32_t id) {
-    stream *st = s->free;
-    if (st) {
-        s->free = st->next;
-        s->nfree--;
-        sl__buf body = st->body, resp = st->resp;
-        memset(st, 0, sizeof *st);
-        sl__buf_reset(&body);
-        sl__buf_reset(&resp);
-        st->body = body;
-        st->resp = resp;
-    } else {
-        st = calloc(1, sizeof *st);
-        if (!st) return NULL;
-        sl__buf_init(&st->body);
-        sl__buf_init(&st->resp);
-    }
-    st->id = id;
-    st->next = s->streams;
-    if (s->streams) s->streams->prev = st;
-    s->streams = st;
-    return st;
-}
-
-static stream *stream_of(sl__grpc_session *s, int32_t id) {
-    if (s->last && s->last->id == id) return s->last;
-    stream *st = nghttp2_session_get_stream_user_data(s->h2, id);
-    if (st) s->last = st;
-    return st;
-}
-
-static void stream_free(sl__grpc_session *s, stream *st) {
-    if (s->last == st) s->last = NULL;
-    s->buffered -= st->body.len;
-    if (st->prev)
-        st->prev->next = st->next;
-    else
-        s->streams = st->next;
-    if (st->next) st->next->prev = st->prev;
-    /* keep a few, with small buffers, for the next streams */
-    if (s->nfree < SL__GRPC_MAX_STREAMS && st->body.cap <= 4096 && st->resp.cap <= 4096 &&
-        !st->body.failed && !st->resp.failed) {
-        st->next = s->free;
-        s->free = st;
-        s->nfree++;
-        return;
-    }
-    sl__buf_free(&st->body);
-    sl__buf_free(&st->resp);
-    free(st);
-}
-
-/* ---- answers ------------------------------------------------------------------- */
-
-#define NV(n, v)                                                                                   \
-    {                                                                                              \
-        (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1,                              \
-            NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE                           \
-    }
-
-static nghttp2_nv nv_dyn(const char *name, const char *value) {
-    return (nghttp2_nv){(uint8_t *)name, (uint8_t *)value, strlen(name), strlen(value),
-                        NGHTTP2_NV_FLAG_NO_COPY_NAME};
-}
-
-/* An answer nghttp2 could not take (out of memory): the stream is reset
- * rather than left waiting. */
-static void submitted(sl__grpc_session *s, stream *st, int rc) {
-    if (rc != 0)
-        nghttp2_submit_rst_stream(s->h2, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
-}
-
-/* grpc-message: percent-encoded UTF-8 (PROTOCOL-HTTP2.md). */
-static void percent_encode(char *out, size_t size, const char *msg) {
-    static const char hex[] = "0123456789ABCDEF";
-    size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)msg; *p && o + 4 < size; p++) {
-        if (*p >= 0x20 && *p <= 0x7e && *p != '%') {
-            out[o++] = (char)*p;
-        } else {
-            out[o++] = '%';
-            out[o++] = hex[*p >> 4];
-            out[o++] = hex[*p & 15];
-        }
-    }
-    out[o] = '\0';
-}
-
-/* Trailers-Only: the whole answer in one HEADERS frame with END_STREAM. */
-static void answer_status(sl__grpc_session *s, stream *st, int code, const char *message) {
-    char status[8], text[3 * GRPC_MESSAGE_MAX + 1];
-    snprintf(status, sizeof status, "%d", code);
-    percent_encode(text, sizeof text, message ? message : "");
-    nghttp2_nv nva[5] = {NV(":status", "200"), NV("content-type", "application/grpc")};
-    size_t n = 2;
-    nva[n++] = nv_dyn("grpc-status", status);
-    if (message && *message) nva[n++] = nv_dyn("grpc-message", text);
-    if (st->bad_encoding) nva[n++] = (nghttp2_nv)NV("grpc-accept-encoding", "identity");
-    st->answered = true;
-    submitted(s, st, nghttp2_submit_response(s->h2, st->id, nva, n, NULL));
-}
-
-static void answer_http(sl__grpc_session *s, stream *st, int status) {
-    st->answered = true;
-    if (status == ST_405) {
-        nghttp2_nv nva[] = {NV(":status", "405"), NV("allow", "POST")};
-        submitted(s, st, nghttp2_submit_response(s->h2, st->id, nva, 2, NULL));
-    } else {
-        nghttp2_nv nva[] = {NV(":status", "415"), NV("content-type", "text/plain")};
-        submitted(s, st, nghttp2_submit_response(s->h2, st->id, nva, 2, NULL));
-    }
-}
-
-/* The DATA of an answer, then its trailers. */
-static ssize_t read_resp(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t length,
-                         uint32_t *flags, nghttp2_data_source *src, void *user) {
-    stream *st = src->ptr;
-    size_t left = st->resp.len - st->resp_off;
-    size_t n = left < length ? left : length;
-    memcpy(buf, st->resp.data + st->resp_off, n);
-    st->resp_off += n;
-    sl__grpc_session *s = user;
-    s->held -= n;
-    if (st->resp_off == st->resp.len) {
-        static const nghttp2_nv ok[] = {NV("grpc-status", "0")};
-        *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        if (nghttp2_submit_trailer(h2, id, ok, 1) != 0)
-            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    }
-    return (ssize_t)n;
-}
-
-static void answer_ok(sl__grpc_session *s, stream *st, int64_t now) {
-    static const nghttp2_nv nva[] = {NV(":status", "200"), NV("content-type", "application/grpc")};
-    nghttp2_data_provider prd = {.source = {.ptr = st}, .read_callback = read_resp};
-    st->answered = true;
-    st->data_answer = true;
-    s->held += st->resp.len - st->resp_off;
-    /* sent within header_timeout, or reset: a client that opens no window
-     * for it must not hold the stream (and its answer) forever */
-    if (s->header_timeout) {
-        st->limit_at = now + s->header_timeout;
-        note_deadline(s, st->limit_at);
-    }
-    submitted(s, st, nghttp2_submit_response(s->h2, st->id, nva, 2, &prd));
-}
-
-static void pump(sl__grpc_session *s);
-
-/* ShouldRateLimit: the table limits are decided by the worker's engine;
- * the stream is answered in done, inline or later (its connection is held
- * until then: reply.h). */
-typedef struct rls_ctx {
-    sl__reply reply;
-    sl__grpc_session *s;
-    stream *st;
-} rls_ctx;
-
-static void rls_done(sl__decide_call *call) {
-    rls_ctx *rc = sl__domain_user(call);
-    sl__grpc_session *s = rc->s;
-    stream *st = rc->st;
-    st->pending = false;
-    if (st->orphan) {
-        stream_free(s, st);
-    } else {
-        const char *message = NULL;
-        int code = sl__grpc_rls_answer(call, &st->resp, &message);
-        if (code == SL__GRPC_OK && st->resp.failed) {
-            code = SL__GRPC_RESOURCE_EXHAUSTED;
-            message = "out of memory";
-        }
-        if (code == SL__GRPC_OK)
-            answer_ok(s, st, sl_now_monotonic());
-        else
-            answer_status(s, st, code, message);
-        if (!s->failed && !s->in_feed) pump(s); /* inside a feed, the feed pumps */
-    }
-    sl__reply r = rc->reply; /* the call goes first: ending may free the connection */
-    sl__decide_call_free(call);
-    sl__reply_end(&r);
-}
-
-/* Starts ShouldRateLimit. Returns SL__GRPC_OK with st->answered when it is
- * answered (now or later), SL__GRPC_OK without when the answer is in
- * st->resp, or a status with *message. */
-static int rls_start(sl__grpc_session *s, stream *st, const sl__grpc_call_env *env,
-                     const uint8_t *msg, size_t len, const char **message) {
-    const sl__request_ctx *rq = s->rq;
-    sl__decide_call *call = NULL;
-    int code = sl__grpc_rls_prepare(env, msg, len, sizeof(rls_ctx), &call, &st->resp, message);
-    if (code != SL__GRPC_OK || !call) return code;
-    rls_ctx *rc = sl__domain_user(call);
-    rc->s = s;
-    rc->st = st;
-    call->done = rls_done;
-    st->pending = true;
-    st->answered = true; /* nothing else answers it meanwhile (deadlines included) */
-    bool answered;
-    sl__reply_begin(&rc->reply, rq->slot, &st->resp, &answered);
-    sl__engine_decide(rq->decider, call, env->now);
-    if (!answered) sl__reply_hold(&rc->reply); /* the handler's connection: never fails */
-    return SL__GRPC_OK;
-}
-
-/* The client has ended the stream: decide and answer. */
-static void finish(sl__grpc_session *s, stream *st) {
-    if (st->answered) return;
-    const sl__request_ctx *rq = s->rq;
-    int64_t t0 = sl_now_monotonic();
-    if (!st->have_method) st->http_status = ST_405;
-    if (!st->http_status && !st->have_ct) st->http_status = ST_415;
-    if (st->http_status) {
-        answer_http(s, st, st->http_status);
-        return;
-    }
-    if (st->deadline && t0 >= st->deadline) {
-        answer_status(s, st, SL__GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
-        sl__stats_record(rq->stats, SL__PROTO_GRPC, 1, sl_now_monotonic() - t0);
-        return;
-    }
-    int code = SL__GRPC_OK;
-    const char *message = NULL;
-    char text[GRPC_MESSAGE_MAX];
-    const uint8_t *b = (const uint8_t *)st->body.data;
-    if (!st->have_path || st->method == SL__GRPC_M_UNKNOWN) {
-        code = SL__GRPC_UNIMPLEMENTED;
-        message = "unknown method";
-    } else if (st->bad_encoding) {
-        code = SL__GRPC_UNIMPLEMENTED;
-        snprintf(text, sizeof text, "grpc-encoding %s is not supported (only identity)",
-                 st->encoding);
-        message = text;
-    } else if (st->crowded) {
-        code = SL__GRPC_RESOURCE_EXHAUSTED;
-        snprintf(text, sizeof text,
-                 "the requests on this connection hold more than %zu bytes; try again",
-                 s->max_buffered);
-        message = text;
-    } else if (st->too_big) {
-        code = SL__GRPC_RESOURCE_EXHAUSTED;
-        snprintf(text, sizeof text, "message larger than %zu bytes", s->max_message);
-        message = text;
-    } else if (st->body.failed) {
-        code = SL__GRPC_RESOURCE_EXHAUSTED;
-        message = "out of memory";
-    } else if (st->body.len == 0) {
-        code = SL__GRPC_UNIMPLEMENTED;
-        message = "no request message (a unary method needs exactly one)";
-    } else if (st->body.len < PREFIX_BYTES || st->body.len < PREFIX_BYTES + (size_t)st->msg_len) {
-        code = SL__GRPC_INTERNAL;
-        message = "the request message is truncated";
-    } else if (b[0] != 0) {
-        code = SL__GRPC_INTERNAL;
-        message = b[0] == 1 ? "compressed message without grpc-encoding"
-                            : "bad compressed flag in the message prefix";
-    } else if (st->extra) {
-        code = SL__GRPC_UNIMPLEMENTED;
-        message = "more than one request message (a unary method takes exactly one)";
-    } else {
-        sl__grpc_call_env env = {
-            .domains = rq->domains, .now = rq->now, .serving = !rq->draining, .arena = &s->arena};
-        sl__buf_reset(&st->resp);
-        st->resp_off = 0;
-        if (st->method == SL__GRPC_M_SHOULD_RATE_LIMIT) {
-            code = rls_start(s, st, &env, b + PREFIX_BYTES, st->msg_len, &message);
-            if (code == SL__GRPC_OK && st->answered) { /* answered later, or already */
-                sl__stats_record(rq->stats, SL__PROTO_GRPC, 1, sl_now_monotonic() - t0);
-                return;
-            }
-        } else {
-            code =
-                sl__grpc_call(&env, st->method, b + PREFIX_BYTES, st->msg_len, &st->resp, &message);
-        }
-        if (code == SL__GRPC_OK && st->resp.failed) {
-            code = SL__GRPC_RESOURCE_EXHAUSTED;
-            message = "out of memory";
-        }
-    }
-    if (code == SL__GRPC_OK)
-        answer_ok(s, st, t0);
-    else
-        answer_status(s, st, code, message);
-    sl__stats_record(rq->stats, SL__PROTO_GRPC, 1, sl_now_monotonic() - t0);
-}
-
-/* Streams past their deadline: not ended by the client in time (its
- * grpc-timeout, or header_timeout from its HEADERS) are answered
- * DEADLINE_EXCEEDED and reset; an answer still held by flow control
- * header_timeout after it was made is reset. Returns how many. */
-static unsigned expire(sl__grpc_session *s, int64_t now) {
-    if (!s->next_deadline || now < s->next_deadline) return 0;
-    s->next_deadline = 0;
-    unsigned n = 0;
-    for (stream *st = s->streams; st; st = st->next) {
-        if (st->pending || st->rst_after) continue;
-        if (!st->answered) {
-            bool late = st->deadline && st->deadline <= now;
-            if (late || (st->limit_at && st->limit_at <= now)) {
-                /* the answer first: a reset submitted now would drop it */
-                st->rst_after = NGHTTP2_CANCEL + 1;
-                answer_status(s, st, SL__GRPC_DEADLINE_EXCEEDED,
-                              late ? "deadline exceeded"
-                                   : "the request did not arrive within limits.header_timeout");
-                n++;
-                continue;
-            }
-            note_deadline(s, st->deadline);
-            note_deadline(s, st->limit_at);
-        } else if (st->data_answer && st->limit_at) {
-            if (st->limit_at <= now) {
-                st->limit_at = 0;
-                nghttp2_submit_rst_stream(s->h2, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
-                n++;
-            } else {
-                note_deadline(s, st->limit_at);
-            }
-        }
-    }
-    return n;
-}
-
-/* ---- headers ------------------------------------------------------------------------- */
-
-/* grpc-timeout: 1 to 8 digits and a unit (H M S m u n). Returns ns, -1 when
- * malformed (ignored), -2 when too far away to matter. */
-static int64_t parse_timeout(const uint8_t *v, size_t len) {
-    if (len < 2 || len > 9) return -1;
-    int64_t n = 0;
-    for (size_t i = 0; i + 1 < len; i++) {
-        if (v[i] < '0' || v[i] > '9') return -1;
-        n = n * 10 + (v[i] - '0');
-    }
-    int64_t unit;
-    switch (v[len - 1]) {
-    case 'H':
-        unit = 3600 * SL_NS_PER_SEC;
-        break;
-    case 'M':
-        unit = 60 * SL_NS_PER_SEC;
-        break;
-    case 'S':
-        unit = SL_NS_PER_SEC;
-        break;
-    case 'm':
-        unit = SL_NS_PER_MS;
-        break;
-    case 'u':
-        unit = 1000;
-        break;
-    case 'n':
-        unit = 1;
-        break;
-    default:
-        return -1;
-    }
-    /* 99999999H is beyond int64 ns: anything over a century is no deadline (-2) */
-    return n > (INT64_C(100) * 366 * 86400 * SL_NS_PER_SEC) / unit ? -2 : n * unit;
-}
-
-static bool is(const uint8_t *p, size_t n, const char *lit) {
-    size_t l = strlen(lit);
-    return n == l && memcmp(p, lit, l) == 0;
-}
-
-static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, void *user) {
-    sl__grpc_session *s = user;
-    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-    /* answers the client's window keeps here are over the bound: no new
-     * work until it lets them go (REFUSED_STREAM: safe to retry) */
-    size_t bound = s->limits->max_pending_output;
-    if (bound && s->held >= bound) {
-        nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
-                                  NGHTTP2_REFUSED_STREAM);
-        return 0;
-    }
-    stream *st = stream_new(s, frame->hd.stream_id);
-    if (!st) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* RST_STREAM this one */
-    nghttp2_session_set_stream_user_data(h2, frame->hd.stream_id, st);
-    s->last = st;
-    if (s->header_timeout) {
-        st->limit_at = s->now + s->header_timeout;
-        note_deadline(s, st->limit_at);
-    }
-    return 0;
-}
-
-static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint8_t *name,
-                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
-                     void *user) {
-    (void)h2;
-    (void)flags;
-    sl__grpc_session *s = user;
-    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
-    stream *st = stream_of(s, frame->hd.stream_id);
-    if (!st) return 0;
-    st->header_bytes += namelen + valuelen + 32;
-    if (st->header_bytes > s->max_header) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0; /* trailers: ignored */
-    if (is(name, namelen, ":method")) {
-        st->have_method = true;
-        if (!is(value, valuelen, "POST")) st->http_status = ST_405;
-    } else if (is(name, namelen, ":path")) {
-        st->have_path = true;
-        st->method = sl__grpc_method((const char *)value, valuelen);
-    } else if (is(name, namelen, "content-type")) {
-        st->have_ct = true;
-        /* application/grpc, application/grpc+proto, application/grpc;... */
-        bool grpc = valuelen >= 16 && !memcmp(value, "application/grpc", 16) &&
-                    (valuelen == 16 || value[16] == '+' || value[16] == ';');
-        if (!grpc && st->http_status != ST_405) st->http_status = ST_415;
-    } else if (is(name, namelen, "grpc-timeout")) {
-        int64_t t = parse_timeout(value, valuelen);
-        if (t >= 0) {
-            st->deadline = sl_now_monotonic() + t;
-            note_deadline(s, st->deadline);
-        }
-    } else if (is(name, namelen, "grpc-encoding")) {
-        if (!is(value, valuelen, "identity")) {
-            st->bad_encoding = true;
-            size_t n = valuelen < sizeof st->encoding - 1 ? valuelen : sizeof st->encoding - 1;
-            for (size_t i = 0; i < n; i++)
-                st->encoding[i] = (char)(value[i] >= 0x20 && value[i] < 0x7f ? value[i] : '?');
-            st->encoding[n] = '\0';
-        }
-    }
-    return 0;
-}
-
-/* Appends n request bytes to a stream's body, unless the connection's
- * streams would then hold more than max_buffered: 128 streams of one
- * max_body_bytes message each, trickled, would hold 128 times what one
- * HTTP/1.1 connection may. The stream is then dropped (its bytes freed,
- * RESOURCE_EXHAUSTED when it ends). */
-static bool body_append(sl__grpc_session *s, stream *st, const uint8_t *data, size_t n) {
-    if (s->buffered + n > s->max_buffered) {
-        s->buffered -= st->body.len;
-        sl__buf_free(&st->body);
-        sl__buf_init(&st->body);
-        st->crowded = st->too_big = true;
-        return false;
-    }
-    size_t before = st->body.len;
-    sl__buf_append(&st->body, data, n);
-    s->buffered += st->body.len - before;
-    return true;
-}
-
-static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t *data,
-                         size_t len, void *user) {
-    (void)h2;
-    (void)flags;
-    sl__grpc_session *s = user;
-    stream *st = stream_of(s, id);
-    if (!st || st->answered || st->http_status || st->too_big || st->extra) return 0;
-    while (len) {
-        size_t have = st->body.len;
-        if (have < PREFIX_BYTES) { /* the prefix, possibly split over frames */
-            size_t n = PREFIX_BYTES - have < len ? PREFIX_BYTES - have : len;
-            if (!body_append(s, st, data, n)) return 0;
-            data += n;
-            len -= n;
-            if (st->body.len == PREFIX_BYTES) {
-                const uint8_t *p = (const uint8_t *)st->body.data;
-                st->msg_len =
-                    (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
-                if (st->msg_len > s->max_message) {
-                    st->too_big = true;
-                    return 0;
-                }
-            }
-            continue;
-        }
-        size_t want = PREFIX_BYTES + st->msg_len - have;
-        if (want == 0) { /* a second message */
-            st->extra = true;
-            return 0;
-        }
-        size_t n = want < len ? want : len;
-        if (!body_append(s, st, data, n)) return 0;
-        data += n;
-        len -= n;
-    }
-    return 0;
-}
-
-static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *user) {
-    sl__grpc_session *s = user;
-    if ((frame->hd.type == NGHTTP2_SETTINGS || frame->hd.type == NGHTTP2_PING) &&
-        !(frame->hd.flags & NGHTTP2_FLAG_ACK)) {
-        if (frame->hd.type == NGHTTP2_SETTINGS)
-            s->got_settings = true; /* the first one ends the client's preface */
-        /* each asks for an ACK: a flood of them is work for nothing */
-        if (s->now - s->ctl_since >= SL_NS_PER_SEC) {
-            s->ctl_since = s->now;
-            s->ctl_count = 0;
-        }
-        if (++s->ctl_count > CONTROL_MAX)
-            nghttp2_session_terminate_session(h2, NGHTTP2_ENHANCE_YOUR_CALM);
-        return 0;
-    }
-    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
-    if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) return 0;
-    stream *st = stream_of(s, frame->hd.stream_id);
-    if (st) finish(s, st);
-    return 0;
-}
-
-/* After a Trailers-Only answer to a stream the client has not ended: the
- * reset that tells it to stop sending. */
-static int on_frame_send(nghttp2_session *h2, const nghttp2_frame *frame, void *user) {
-    if (frame->hd.type != NGHTTP2_HEADERS || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) return 0;
-    stream *st = stream_of(user, frame->hd.stream_id);
-    if (st && st->rst_after) {
-        nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, st->id, st->rst_after - 1);
-        st->rst_after = 0;
-    }
-    return 0;
-}
-
-static int on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code, void *user) {
-    (void)error_code;
-    sl__grpc_session *s = user;
-    stream *st = nghttp2_session_get_stream_user_data(h2, id);
-    if (st) {
-        nghttp2_session_set_stream_user_data(h2, id, NULL);
-        if (st->data_answer) s->held -= st->resp.len - st->resp_off;
-        st->data_answer = false;
-        if (st->pending)
-            st->orphan = true; /* the decision in flight still points at it */
-        else
-            stream_free(s, st);
-    }
-    return 0;
-}
+#define PREFACE_BYTES 24 /* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
 
 /* ---- the session ----------------------------------------------------------------------- */
 
 /* Moves everything nghttp2 has to send into the connection's buffer. */
-static void pump(sl__grpc_session *s) {
+void sl__grpc_session_pump(sl__grpc_session *s) {
     for (;;) {
         const uint8_t *data;
         ssize_t n = nghttp2_session_mem_send(s->h2, &data);
@@ -787,7 +98,7 @@ sl__grpc_session *sl__grpc_session_new(const sl__limits_config *limits, sl__buf 
     s->max_header = limits->max_header_bytes ? limits->max_header_bytes : 8 * 1024;
     s->header_timeout = limits->header_timeout > 0 ? limits->header_timeout : 0;
     s->max_buffered = 2 * s->max_message;
-    s->fr_state = FR_PREFACE;
+    s->fr_state = SL__GRPC_FR_PREFACE;
     s->fr_left = PREFACE_BYTES;
     nghttp2_session_callbacks *cb;
     nghttp2_option *opt;
@@ -795,17 +106,12 @@ sl__grpc_session *sl__grpc_session_new(const sl__limits_config *limits, sl__buf 
         free(s);
         return NULL;
     }
-    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
-    nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
-    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+    sl__grpc_h2_callbacks(cb);
     int rc = nghttp2_option_new(&opt);
     if (rc == 0) {
         /* the peer may not reserve more stream state than we allow */
         nghttp2_option_set_max_reserved_remote_streams(opt, 0);
-        /* HTTP semantics are checked here (finish), only as far as gRPC needs:
+        /* HTTP semantics are checked in sl__grpc_stream_finish, only as far as gRPC needs:
          * nghttp2's checks of every header cost more than the rest of a call */
         nghttp2_option_set_no_http_messaging(opt, 1);
         /* floods (nghttp2's defaults today, kept whatever a later version
@@ -814,11 +120,7 @@ sl__grpc_session *sl__grpc_session_new(const sl__limits_config *limits, sl__buf 
         nghttp2_option_set_max_continuations(opt, 8);
         nghttp2_option_set_max_settings(opt, 32);
         nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
-        nghttp2_mem mem = {.mem_user_data = s,
-                           .malloc = pool_malloc,
-                           .free = pool_free,
-                           .calloc = pool_calloc,
-                           .realloc = pool_realloc};
+        nghttp2_mem mem = sl__grpc_pool_mem(&s->pool);
         rc = nghttp2_session_server_new3(&s->h2, cb, s, opt, &mem);
         nghttp2_option_del(opt);
     }
@@ -840,7 +142,7 @@ sl__grpc_session *sl__grpc_session_new(const sl__limits_config *limits, sl__buf 
         sl__grpc_session_free(s);
         return NULL;
     }
-    pump(s);
+    sl__grpc_session_pump(s);
     return s;
 }
 
@@ -849,29 +151,29 @@ sl__grpc_session *sl__grpc_session_new(const sl__limits_config *limits, sl__buf 
 static size_t frame_take(sl__grpc_session *s, const uint8_t *p, size_t len) {
     size_t n;
     switch (s->fr_state) {
-    case FR_PREFACE:
-    case FR_PAYLOAD:
+    case SL__GRPC_FR_PREFACE:
+    case SL__GRPC_FR_PAYLOAD:
         n = s->fr_left < len ? s->fr_left : len;
         s->fr_left -= (uint32_t)n;
         if (s->fr_left == 0) {
-            s->fr_state = FR_HEADER;
+            s->fr_state = SL__GRPC_FR_HEADER;
             s->fr_hdr_len = 0;
             s->fr_started = 0;
         }
         return n;
-    case FR_HEADER:
+    case SL__GRPC_FR_HEADER:
     default:
-        n = FRAME_HDR - s->fr_hdr_len < len ? FRAME_HDR - s->fr_hdr_len : len;
+        n = SL__GRPC_FRAME_HDR - s->fr_hdr_len < len ? SL__GRPC_FRAME_HDR - s->fr_hdr_len : len;
         memcpy(s->fr_hdr + s->fr_hdr_len, p, n);
         s->fr_hdr_len += (unsigned)n;
-        if (s->fr_hdr_len < FRAME_HDR) return n;
+        if (s->fr_hdr_len < SL__GRPC_FRAME_HDR) return n;
         s->fr_left = (uint32_t)s->fr_hdr[0] << 16 | (uint32_t)s->fr_hdr[1] << 8 | s->fr_hdr[2];
         if (s->fr_left == 0) {
             s->fr_hdr_len = 0;
             s->fr_started = 0;
             return n;
         }
-        s->fr_state = FR_PAYLOAD;
+        s->fr_state = SL__GRPC_FR_PAYLOAD;
         return n + frame_take(s, p + n, len - n);
     }
 }
@@ -919,11 +221,11 @@ static int feed(sl__grpc_session *s, const char *data, size_t len, size_t *used)
             s->failed = true;
             if (r == NGHTTP2_ERR_BAD_CLIENT_MAGIC) return -1; /* not HTTP/2 at all: just close */
             nghttp2_session_terminate_session(s->h2, NGHTTP2_PROTOCOL_ERROR);
-            pump(s);
+            sl__grpc_session_pump(s);
             return -1;
         }
         off += n;
-        pump(s);
+        sl__grpc_session_pump(s);
         if (s->failed) return -1;
         /* nghttp2 ended the session on its own: a connection error (GOAWAY sent) */
         if (!s->shutdown && !nghttp2_session_want_read(s->h2) && !nghttp2_session_want_write(s->h2))
@@ -952,11 +254,11 @@ int sl__grpc_session_tick(sl__grpc_session *s) {
         nghttp2_submit_goaway(s->h2, NGHTTP2_FLAG_NONE,
                               nghttp2_session_get_last_proc_stream_id(s->h2), NGHTTP2_NO_ERROR,
                               (const uint8_t *)why, sizeof why - 1);
-        pump(s);
+        sl__grpc_session_pump(s);
         return -1;
     }
-    int n = (int)expire(s, now);
-    pump(s);
+    int n = (int)sl__grpc_session_expire(s, now);
+    sl__grpc_session_pump(s);
     return n;
 }
 
@@ -975,7 +277,7 @@ void sl__grpc_session_shutdown(sl__grpc_session *s) {
      * are refused by the GOAWAY (the client may retry them elsewhere) */
     nghttp2_submit_goaway(s->h2, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(s->h2),
                           NGHTTP2_NO_ERROR, NULL, 0);
-    pump(s);
+    sl__grpc_session_pump(s);
 }
 
 void sl__grpc_session_free(sl__grpc_session *s) {
@@ -983,14 +285,14 @@ void sl__grpc_session_free(sl__grpc_session *s) {
     if (s->h2) nghttp2_session_del(s->h2); /* closes the streams: on_stream_close frees them */
     /* stream_free unlinks the head first */
     // NOLINTNEXTLINE(clang-analyzer-unix.Malloc)
-    while (s->streams) stream_free(s, s->streams);
-    for (stream *st = s->free, *next; st; st = next) {
+    while (s->streams) sl__grpc_stream_free(s, s->streams);
+    for (sl__grpc_stream *st = s->free, *next; st; st = next) {
         next = st->next;
         sl__buf_free(&st->body);
         sl__buf_free(&st->resp);
         free(st);
     }
     sl__grpc_arena_free(&s->arena);
-    pool_drop(s);
+    sl__grpc_pool_drop(&s->pool);
     free(s);
 }

@@ -60,6 +60,16 @@ static size_t scan_string(const unsigned char *b, size_t len, size_t i, const ch
     return 0;
 }
 
+/* The end of the number or literal (true, false, null) at b[i]: the index
+ * after its last byte of [+-.0-9a-zA-Z]; i when there is none. cJSON
+ * judges the word itself. */
+static size_t scan_word(const unsigned char *b, size_t len, size_t i) {
+    while (i < len && (b[i] == '+' || b[i] == '-' || b[i] == '.' || (b[i] >= '0' && b[i] <= '9') ||
+                       ((b[i] | 0x20) >= 'a' && (b[i] | 0x20) <= 'z')))
+        i++;
+    return i;
+}
+
 sl__json_scan sl__http_json_scan(const char *body, size_t len, const char *member,
                                  const char **text, size_t *text_len) {
     const unsigned char *b = (const unsigned char *)body;
@@ -126,11 +136,7 @@ sl__json_scan sl__http_json_scan(const char *body, size_t len, const char *membe
             break;
         }
         default: { /* a number, true, false, null */
-            size_t j = i;
-            while (j < len &&
-                   (b[j] == '+' || b[j] == '-' || b[j] == '.' || (b[j] >= '0' && b[j] <= '9') ||
-                    ((b[j] | 0x20) >= 'a' && (b[j] | 0x20) <= 'z')))
-                j++;
+            size_t j = scan_word(b, len, i);
             if (j == i) return SL__JSON_SYNTAX;
             i = j;
             done = depth == 0;

@@ -229,6 +229,27 @@ static bool read_request(const sl__http_request *r, gql_request *q, sl__buf *out
     return true;
 }
 
+/* The refusal of a query that sl_gql_parse or sl_gql_cost refused with rc
+ * (err and cost as they left them): 413 when it is longer than max_bytes
+ * (parse) or costs too much (cost), 400 when it is no valid query, 500
+ * otherwise; p, when given, counts it. Returns false. */
+static bool refuse_query(sl__policy *p, int rc, const sl_gql_error *err,
+                         const sl_gql_cost_result *cost, sl__buf *out, bool keep) {
+    if (rc == SL_ECOST) {
+        count(p, SL__GQL_RESULT_TOO_COSTLY);
+        send_error(out, keep, 413, "query_too_costly", err->message, NULL, cost);
+    } else if (rc == SL_EPARSE && err->kind == SL_GQL_ESIZE) {
+        count(p, SL__GQL_RESULT_TOO_LARGE);
+        send_error(out, keep, 413, "query_too_large", err->message, NULL, NULL);
+    } else if (rc == SL_EPARSE) {
+        count(p, SL__GQL_RESULT_BAD_QUERY);
+        send_error(out, keep, 400, "bad_query", err->message, err, NULL);
+    } else {
+        send_error(out, keep, 500, "internal", sl_strerror(rc), NULL, NULL);
+    }
+    return false;
+}
+
 /* Parses the query into *doc; false after writing the refusal (p, when
  * given, counts it). */
 static bool parse_query(sl__policy *p, const gql_request *q, sl_gql_doc **doc, sl__buf *out,
@@ -236,16 +257,7 @@ static bool parse_query(sl__policy *p, const gql_request *q, sl_gql_doc **doc, s
     sl_gql_error err = {0};
     int rc = sl_gql_parse(q->query, q->query_len, NULL, doc, &err);
     if (rc == SL_OK) return true;
-    if (rc == SL_EPARSE && err.kind == SL_GQL_ESIZE) {
-        count(p, SL__GQL_RESULT_TOO_LARGE);
-        send_error(out, keep, 413, "query_too_large", err.message, NULL, NULL);
-    } else if (rc == SL_EPARSE) {
-        count(p, SL__GQL_RESULT_BAD_QUERY);
-        send_error(out, keep, 400, "bad_query", err.message, &err, NULL);
-    } else {
-        send_error(out, keep, 500, "internal", sl_strerror(rc), NULL, NULL);
-    }
-    return false;
+    return refuse_query(p, rc, &err, NULL, out, keep);
 }
 
 /* The query's cost under p's graphql: block; false after writing the
@@ -276,16 +288,7 @@ static bool query_cost(sl__policy *p, const gql_request *q, sl_gql_cost_result *
                  (unsigned long long)cost->points);
     }
     if (rc == SL_OK) return true;
-    if (rc == SL_ECOST) {
-        count(p, SL__GQL_RESULT_TOO_COSTLY);
-        send_error(out, keep, 413, "query_too_costly", err.message, NULL, cost);
-    } else if (rc == SL_EPARSE) {
-        count(p, SL__GQL_RESULT_BAD_QUERY);
-        send_error(out, keep, 400, "bad_query", err.message, &err, NULL);
-    } else {
-        send_error(out, keep, 500, "internal", sl_strerror(rc), NULL, NULL);
-    }
-    return false;
+    return refuse_query(p, rc, &err, cost, out, keep);
 }
 
 /* POST /v1/graphql without a policy: the config's rules decide, from the

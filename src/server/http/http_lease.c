@@ -150,36 +150,45 @@ static void lease_done(sl__lease_call *c) {
     free(x);
 }
 
-bool sl__http_lease_handle(const sl__request_ctx *rq, const sl__http_request *r, sl__buf *out,
-                           bool keep) {
-    sl__lease_op op = path_is(r, "/v1/acquire")   ? SL__LEASE_ACQUIRE
-                      : path_is(r, "/v1/release") ? SL__LEASE_RELEASE
-                                                  : SL__LEASE_RENEW;
-    if (r->method != SL__HTTP_POST) {
-        sl__buf b;
-        sl__buf_init(&b);
-        sl__http_error_json(&b, "method_not_allowed", "this endpoint does not take that method");
-        sl__http_begin(out, 405);
-        sl__http_header_line(out, "Allow", "POST");
-        sl__http_end(out, keep, "application/json", b.data, b.len);
-        if (r->method == SL__HTTP_HEAD) out->len -= b.len; /* the headers only */
-        sl__buf_free(&b);
-        return keep;
-    }
+/* A lease route's query parameters, read and checked. */
+typedef struct lease_args {
     char name[SL__POLICY_NAME_MAX + 2];
-    long n = sl__http_query_param(r->query, r->query_len, "policy", name, sizeof name);
+    size_t name_len;
+    char key[KEY_MAX + 1];
+    size_t key_len;
+    uint64_t id;     /* release, renew: the lease */
+    int64_t latency; /* release: latency_ms in ns, 0 when not given */
+} lease_args;
+
+/* 405 to anything but POST (HEAD: its headers only). */
+static void refuse_method(const sl__http_request *r, sl__buf *out, bool keep) {
+    sl__buf b;
+    sl__buf_init(&b);
+    sl__http_error_json(&b, "method_not_allowed", "this endpoint does not take that method");
+    sl__http_begin(out, 405);
+    sl__http_header_line(out, "Allow", "POST");
+    sl__http_end(out, keep, "application/json", b.data, b.len);
+    if (r->method == SL__HTTP_HEAD) out->len -= b.len; /* the headers only */
+    sl__buf_free(&b);
+}
+
+/* policy= and key= (every route), lease= (release, renew), latency_ms=
+ * (release, optional) into *a; false after writing the 400. */
+static bool read_args(const sl__http_request *r, sl__lease_op op, lease_args *a, sl__buf *out,
+                      bool keep) {
+    long n = sl__http_query_param(r->query, r->query_len, "policy", a->name, sizeof a->name);
     if (n == -1) {
         send_error(out, keep, 400, "missing_policy", "the policy parameter is required");
-        return keep;
+        return false;
     }
     if (n < 0 || n > SL__POLICY_NAME_MAX) {
         send_error(out, keep, 400, "bad_policy",
                    "the policy parameter is malformed (a bad %-escape, or %00) or longer than 63 "
                    "bytes");
-        return keep;
+        return false;
     }
-    char key[KEY_MAX + 1];
-    long k = sl__http_query_param(r->query, r->query_len, "key", key, sizeof key);
+    a->name_len = (size_t)n;
+    long k = sl__http_query_param(r->query, r->query_len, "key", a->key, sizeof a->key);
     if (k < 0) {
         if (k == -1)
             send_error(out, keep, 400, "missing_key", "the key parameter is required");
@@ -187,57 +196,80 @@ bool sl__http_lease_handle(const sl__request_ctx *rq, const sl__http_request *r,
             send_error(out, keep, 400, "bad_key",
                        "the key parameter is malformed (a bad %-escape, or %00: a key cannot "
                        "contain NUL) or longer than 1024 bytes");
-        return keep;
+        return false;
     }
-    uint64_t id = 0;
+    a->key_len = (size_t)k;
+    a->id = 0;
     if (op != SL__LEASE_ACQUIRE) {
         char idbuf[24];
         long m = sl__http_query_param(r->query, r->query_len, "lease", idbuf, sizeof idbuf);
-        if (m < 0 || !sl__lease_id_parse(idbuf, (size_t)m, &id)) {
+        if (m < 0 || !sl__lease_id_parse(idbuf, (size_t)m, &a->id)) {
             send_error(out, keep, 400, m == -1 ? "missing_lease" : "bad_lease",
                        "the lease parameter is required: the id /v1/acquire answered (1 to 16 "
                        "hex digits)");
-            return keep;
+            return false;
         }
     }
-    int64_t latency = 0;
+    a->latency = 0;
     if (op == SL__LEASE_RELEASE) {
         char lbuf[24];
         long m = sl__http_query_param(r->query, r->query_len, "latency_ms", lbuf, sizeof lbuf);
-        if (m == -2 || (m >= 0 && !parse_ms(lbuf, (size_t)m, &latency))) {
+        if (m == -2 || (m >= 0 && !parse_ms(lbuf, (size_t)m, &a->latency))) {
             send_error(out, keep, 400, "bad_latency",
                        "latency_ms must be a whole number of milliseconds from 1 to 3600000");
-            return keep;
+            return false;
         }
     }
-    sl__lease_limit *l = sl__lease_set_find(sl__policy_set_leases(rq->policies), name, (size_t)n);
-    if (!l) {
-        char msg[160];
-        bool rate = sl__policy_find(rq->policies, name, (size_t)n) != NULL;
-        snprintf(msg, sizeof msg,
-                 rate ? "policy \"%s\" is a rate limit, not a concurrency limit: use /v1/check"
-                      : "no concurrency limit named \"%s\"",
-                 name);
-        send_error(out, keep, rate ? 400 : 404, rate ? "not_a_concurrency_limit" : "unknown_policy",
-                   msg);
+    return true;
+}
+
+/* The concurrency limit a names; NULL after writing the 400 (a rate limit
+ * of that name) or 404. */
+static sl__lease_limit *find_limit(const sl__request_ctx *rq, const lease_args *a, sl__buf *out,
+                                   bool keep) {
+    sl__lease_limit *l =
+        sl__lease_set_find(sl__policy_set_leases(rq->policies), a->name, a->name_len);
+    if (l) return l;
+    char msg[160];
+    bool rate = sl__policy_find(rq->policies, a->name, a->name_len) != NULL;
+    snprintf(msg, sizeof msg,
+             rate ? "policy \"%s\" is a rate limit, not a concurrency limit: use /v1/check"
+                  : "no concurrency limit named \"%s\"",
+             a->name);
+    send_error(out, keep, rate ? 400 : 404, rate ? "not_a_concurrency_limit" : "unknown_policy",
+               msg);
+    return NULL;
+}
+
+bool sl__http_lease_handle(const sl__request_ctx *rq, const sl__http_request *r, sl__buf *out,
+                           bool keep) {
+    sl__lease_op op = path_is(r, "/v1/acquire")   ? SL__LEASE_ACQUIRE
+                      : path_is(r, "/v1/release") ? SL__LEASE_RELEASE
+                                                  : SL__LEASE_RENEW;
+    if (r->method != SL__HTTP_POST) {
+        refuse_method(r, out, keep);
         return keep;
     }
-    lease_ctx *x = malloc(sizeof *x + (size_t)k + 1);
+    lease_args a;
+    if (!read_args(r, op, &a, out, keep)) return keep;
+    sl__lease_limit *l = find_limit(rq, &a, out, keep);
+    if (!l) return keep;
+    lease_ctx *x = malloc(sizeof *x + a.key_len + 1);
     if (!x) {
         send_error(out, keep, 500, "internal", "out of memory");
         return keep;
     }
     memset(x, 0, sizeof *x);
-    memcpy(x->key, key, (size_t)k + 1);
+    memcpy(x->key, a.key, a.key_len + 1);
     x->keep = keep;
     x->set = rq->policies;
     sl__policy_set_retain(x->set);
     x->call = (sl__lease_call){.op = op,
                                .limit = l,
                                .key = x->key,
-                               .keylen = (size_t)k,
-                               .id = id,
-                               .latency = latency,
+                               .keylen = a.key_len,
+                               .id = a.id,
+                               .latency = a.latency,
                                .now = rq->now,
                                .done = lease_done,
                                .arg = x};

@@ -157,6 +157,19 @@ static void ratio_metrics(sl__policy_set *set, size_t n, sl__buf *out) {
     }
 }
 
+/* One gauge family of the policies' table snapshots `st[0..n)`: the
+ * uint64_t field at `offset` bytes into sl_table_stats, labelled by policy. */
+static void table_gauge(sl__buf *out, sl__policy_set *set, const sl_table_stats *st, size_t n,
+                        const char *family, const char *help, size_t offset) {
+    sl__prom_family(out, family, "gauge", help);
+    for (size_t i = 0; i < n; i++) {
+        const char *l[] = {"policy", sl__policy_set_at(set, i)->cfg.name, NULL};
+        uint64_t v;
+        memcpy(&v, (const char *)&st[i] + offset, sizeof v);
+        sl__prom_sample(out, family, l, v);
+    }
+}
+
 static void policy_metrics(sl__policy_set *set, sl__buf *out) {
     size_t n = set ? sl__policy_set_count(set) : 0;
     sl__prom_family(out, "sluice_decisions_total", "counter",
@@ -183,22 +196,13 @@ static void policy_metrics(sl__policy_set *set, sl__buf *out) {
     if (!st) n = 0;
     for (size_t i = 0; i < n; i++)
         sl_table_stats_get(sl__policy_set_at(set, i)->lim.store.table, &st[i]);
-    sl__prom_family(out, "sluice_table_keys", "gauge", "Keys held in the policy's table.");
-    for (size_t i = 0; i < n; i++) {
-        const char *l[] = {"policy", sl__policy_set_at(set, i)->cfg.name, NULL};
-        sl__prom_sample(out, "sluice_table_keys", l, st[i].keys);
-    }
-    sl__prom_family(out, "sluice_table_bytes", "gauge",
-                    "Bytes held by the policy's table (states, keys, index).");
-    for (size_t i = 0; i < n; i++) {
-        const char *l[] = {"policy", sl__policy_set_at(set, i)->cfg.name, NULL};
-        sl__prom_sample(out, "sluice_table_bytes", l, st[i].bytes);
-    }
-    sl__prom_family(out, "sluice_table_max_bytes", "gauge", "The table's memory cap.");
-    for (size_t i = 0; i < n; i++) {
-        const char *l[] = {"policy", sl__policy_set_at(set, i)->cfg.name, NULL};
-        sl__prom_sample(out, "sluice_table_max_bytes", l, st[i].max_bytes);
-    }
+    table_gauge(out, set, st, n, "sluice_table_keys", "Keys held in the policy's table.",
+                offsetof(sl_table_stats, keys));
+    table_gauge(out, set, st, n, "sluice_table_bytes",
+                "Bytes held by the policy's table (states, keys, index).",
+                offsetof(sl_table_stats, bytes));
+    table_gauge(out, set, st, n, "sluice_table_max_bytes", "The table's memory cap.",
+                offsetof(sl_table_stats, max_bytes));
     sl__prom_family(out, "sluice_evictions_total", "counter",
                     "States dropped: idle (fresh again, lossless) or live (memory cap reached).");
     for (size_t i = 0; i < n; i++) {
@@ -354,28 +358,18 @@ static void redis_metrics(const sl__engine_report *es, sl__policy_set *set, sl__
     }
 }
 
-void sl__metrics_write(sl__server *s, sl__buf *out) {
-    static const char *const proto_names[SL__PROTO_COUNT] = {"http", "resp", "grpc"};
+/* The build and the start time. */
+static void info_metrics(sl__server *s, sl__buf *out) {
     sl__prom_family(out, "sluice_info", "gauge", "Build information.");
     const char *vl[] = {"version", SLUICE_VERSION, NULL};
     sl__prom_sample(out, "sluice_info", vl, 1);
     sl__prom_family(out, "sluice_start_time_seconds", "gauge", "Unix time the server started.");
     sl__prom_sample(out, "sluice_start_time_seconds", NULL,
                     (uint64_t)(s->started_at / SL_NS_PER_SEC));
+}
 
-    sl__worker *self = NULL;
-    for (unsigned i = 0; i < s->nworkers; i++)
-        if (pthread_equal(s->workers[i].thread, pthread_self())) self = &s->workers[i];
-    policy_metrics(self ? self->policies : NULL, out);
-    rules_metrics(self ? self->policies : NULL, out);
-    sl__metrics_leases(self ? self->policies : NULL, out);
-    sl__metrics_ramp(self ? self->policies : NULL, sl_now(), out);
-    sl__metrics_retry(self ? self->policies : NULL, out);
-    domain_metrics(self ? self->domains : NULL, out);
-    sl__engine_report es;
-    sl__engine_stats(s->engine, s->nworkers, &es);
-    if (es.redis) redis_metrics(&es, self ? self->policies : NULL, out);
-
+/* CL.THROTTLE's own store. */
+static void cell_metrics(sl__server *s, sl__buf *out) {
     uint64_t keys = 0, bytes = 0, live = 0;
     sl__cell_stats(s->cell, &keys, &bytes, &live);
     sl__prom_family(out, "sluice_cell_keys", "gauge", "Keys held for CL.THROTTLE.");
@@ -385,7 +379,11 @@ void sl__metrics_write(sl__server *s, sl__buf *out) {
     sl__prom_family(out, "sluice_cell_evictions_total", "counter",
                     "CL.THROTTLE live states evicted at the memory cap.");
     sl__prom_sample(out, "sluice_cell_evictions_total", NULL, live);
+}
 
+/* Requests and their latency histogram, by protocol. */
+static void request_metrics(sl__server *s, sl__buf *out) {
+    static const char *const proto_names[SL__PROTO_COUNT] = {"http", "resp", "grpc"};
     sl__prom_family(out, "sluice_requests_total", "counter",
                     "Requests (HTTP) and commands (RESP) answered.");
     for (int p = 0; p < SL__PROTO_COUNT; p++) {
@@ -409,6 +407,10 @@ void sl__metrics_write(sl__server *s, sl__buf *out) {
         const char *l[] = {"protocol", proto_names[p], NULL};
         sl__prom_histogram(out, "sluice_request_duration_seconds", l, counts, total);
     }
+}
+
+/* The connection layer: open, accepted, refused, paused, malformed, timed out. */
+static void connection_metrics(sl__server *s, sl__buf *out) {
     sl__prom_family(out, "sluice_connections", "gauge", "Open client connections.");
     sl__prom_sample(out, "sluice_connections", NULL, atomic_load(&s->connections));
     sl__prom_family(out, "sluice_connections_total", "counter", "Client connections accepted.");
@@ -435,6 +437,10 @@ void sl__metrics_write(sl__server *s, sl__buf *out) {
                     "Connections closed for idleness or a request or command that came too slowly, "
                     "and gRPC streams reset past their deadline.");
     sl__prom_sample(out, "sluice_timeouts_total", NULL, SUM(s, timeouts));
+}
+
+/* API keys refused, held answers, dropped log lines and reloads. */
+static void process_metrics(sl__server *s, sl__buf *out) {
     sl__prom_family(out, "sluice_api_key_refused_total", "counter",
                     "GET /v1/auth requests with an unknown API key, or none where one is "
                     "required (401, or 403 when a limit without a key refused them first).");
@@ -451,6 +457,27 @@ void sl__metrics_write(sl__server *s, sl__buf *out) {
     sl__prom_family(out, "sluice_reload_failures_total", "counter",
                     "Reloads refused (the running config was kept).");
     sl__prom_sample(out, "sluice_reload_failures_total", NULL, atomic_load(&s->reload_failures));
+}
+
+void sl__metrics_write(sl__server *s, sl__buf *out) {
+    info_metrics(s, out);
+    sl__worker *self = NULL;
+    for (unsigned i = 0; i < s->nworkers; i++)
+        if (pthread_equal(s->workers[i].thread, pthread_self())) self = &s->workers[i];
+    policy_metrics(self ? self->policies : NULL, out);
+    rules_metrics(self ? self->policies : NULL, out);
+    sl__metrics_leases(self ? self->policies : NULL, out);
+    sl__metrics_ramp(self ? self->policies : NULL, sl_now(), out);
+    sl__metrics_retry(self ? self->policies : NULL, out);
+    domain_metrics(self ? self->domains : NULL, out);
+    sl__engine_report es;
+    sl__engine_stats(s->engine, s->nworkers, &es);
+    if (es.redis) redis_metrics(&es, self ? self->policies : NULL, out);
+
+    cell_metrics(s, out);
+    request_metrics(s, out);
+    connection_metrics(s, out);
+    process_metrics(s, out);
 }
 
 void sl__resp_info(void *admin, sl__buf *out) {

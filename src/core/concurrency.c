@@ -62,24 +62,9 @@ static bool bad_time(int64_t t) {
     return t < 0 || t > SL_TIME_MAX;
 }
 
-/* splitmix64's finalizer: a bijection of 64-bit values. */
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 30;
-    x *= UINT64_C(0xbf58476d1ce4e5b9);
-    x ^= x >> 27;
-    x *= UINT64_C(0x94d049bb133111eb);
-    x ^= x >> 31;
-    return x;
-}
-
-/* A fresh id: mix64 of distinct counter values are distinct (a bijection);
- * the one counter value that maps to 0 is skipped. */
+/* A fresh id (sl__fresh_id, core/hash.h): distinct while the counter does not wrap, never 0. */
 static uint64_t new_id(sl_concurrency *c) {
-    for (;;) {
-        uint64_t n = atomic_fetch_add_explicit(&c->counter, 1, memory_order_relaxed);
-        uint64_t id = mix64(n + c->id_key);
-        if (id) return id;
-    }
+    return sl__fresh_id(&c->counter, c->id_key);
 }
 
 static size_t cell_bytes(size_t keylen, uint32_t cap) {
@@ -99,7 +84,7 @@ int sl_concurrency_create(const sl_concurrency_options *opts, sl_concurrency **o
     atomic_init(&c->limit, opts->limit);
     atomic_init(&c->lease, opts->lease);
     c->seed = opts->seed ? opts->seed : sl__random_seed();
-    c->id_key = mix64(c->seed ^ UINT64_C(0x6c65617365696473)); /* "leaseids" */
+    c->id_key = sl__mix64(c->seed ^ UINT64_C(0x6c65617365696473)); /* "leaseids" */
     atomic_init(&c->counter, 0);
     c->max_memory = max;
     for (int i = 0; i < SHARDS; i++) {

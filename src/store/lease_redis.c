@@ -42,21 +42,9 @@ static void id_init(void) {
     id_key = sl__random_seed();
 }
 
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 30;
-    x *= UINT64_C(0xbf58476d1ce4e5b9);
-    x ^= x >> 27;
-    x *= UINT64_C(0x94d049bb133111eb);
-    x ^= x >> 31;
-    return x;
-}
-
 static uint64_t new_id(void) {
     pthread_once(&id_once, id_init);
-    for (;;) {
-        uint64_t id = mix64(atomic_fetch_add(&id_counter, 1) + id_key);
-        if (id) return id;
-    }
+    return sl__fresh_id(&id_counter, id_key);
 }
 
 /* ---- a call ---------------------------------------------------------------------- */

@@ -359,6 +359,15 @@ static int locate(sl_concurrency *c, const void *key, size_t keylen, uint64_t id
     return SL_ELEASE;
 }
 
+/* The end of an operation on what locate found: the record is freed when
+ * it holds no lease, the shard unlocked; returns rc. */
+static int unlock_located(shard *s, cell **pp, int rc) {
+    cell *e = *pp;
+    if (e && e->n == 0) unlink_free(s, pp);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
 int sl_concurrency_release(sl_concurrency *c, const void *key, size_t keylen, uint64_t id,
                            int64_t now, int64_t *in_flight) {
     shard *s;
@@ -373,9 +382,7 @@ int sl_concurrency_release(sl_concurrency *c, const void *key, size_t keylen, ui
         /* min_expires stays a lower bound */
     }
     if (in_flight) *in_flight = e ? e->n : 0;
-    if (e && e->n == 0) unlink_free(s, pp);
-    pthread_mutex_unlock(&s->mu);
-    return rc;
+    return unlock_located(s, pp, rc);
 }
 
 int sl_concurrency_renew(sl_concurrency *c, const void *key, size_t keylen, uint64_t id,
@@ -391,9 +398,7 @@ int sl_concurrency_renew(sl_concurrency *c, const void *key, size_t keylen, uint
         if (now + lease > e->leases[i].expires) e->leases[i].expires = now + lease;
         if (out) *out = e->leases[i];
     }
-    if (e && e->n == 0) unlink_free(s, pp);
-    pthread_mutex_unlock(&s->mu);
-    return rc;
+    return unlock_located(s, pp, rc);
 }
 
 int64_t sl_concurrency_in_flight(sl_concurrency *c, const void *key, size_t keylen, int64_t now) {

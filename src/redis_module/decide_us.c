@@ -129,19 +129,8 @@ const char *sl__mod_set_check(sl__mod_set *ps, int j, const int64_t v[6], const 
     } else if (ps->alg >= SL__MOD_GCRA && ps->n == 1) {
         /* the script: tonumber(tag, 16) % 1000, 0 for a tag that is no hex
            number (16 hex digits at most: exact in 64 bits) */
-        uint64_t h = 0;
-        for (size_t k = 0; k < taglen; k++) {
-            char c = tag[k];
-            int d = c >= '0' && c <= '9'   ? c - '0'
-                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                           : -1;
-            if (d < 0) {
-                h = 0;
-                break;
-            }
-            h = h * 16 + (uint64_t)d;
-        }
+        uint64_t h;
+        if (!sl__hex_u64(tag, taglen, &h)) h = 0;
         ps->t3on = true;
         unsigned t3 = (unsigned)(h % 1000);
         ps->t3[0] = (char)('0' + t3 / 100);

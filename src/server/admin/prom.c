@@ -121,6 +121,12 @@ static void put_double(sl__buf *out, double v) {
     sl__buf_puts(out, tmp);
 }
 
+void sl__prom_single(sl__buf *out, const char *name, const char *type, const char *help,
+                     uint64_t value) {
+    sl__prom_family(out, name, type, help);
+    sl__prom_sample(out, name, NULL, value);
+}
+
 void sl__prom_sample_f(sl__buf *out, const char *name, const char *const *labels, double value) {
     put_series(out, name, NULL, labels, NULL);
     sl__buf_puts(out, " ");

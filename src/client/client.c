@@ -460,23 +460,32 @@ static int transfer_error(xfer *x, CURLcode cc) {
 }
 
 /* x's method, safety, host and deadline for its request, *t0 the time
- * they start from; 0, or the error (c->err written). */
+ * they start from; 0, or the error (c->err written). The codes are spelt
+ * out after fail(): the analyzer does not follow a variadic call, and x's
+ * host is NULL on those paths. */
 static int prepare(xfer *x, int64_t *t0) {
     sl_client *c = x->c;
     const sl_client_request *req = x->req;
     x->method = req->method ? req->method : (req->body ? "POST" : "GET");
-    if (!*x->method || strpbrk(x->method, " \t\r\n"))
-        return fail(c, SL_EINVAL, "bad method '%s'", x->method);
+    if (!*x->method || strpbrk(x->method, " \t\r\n")) {
+        fail(c, SL_EINVAL, "bad method '%s'", x->method);
+        return SL_EINVAL;
+    }
     x->safe = method_safe(x->method) || has_idempotency_key(req->headers) ||
               ((req->flags | c->o.flags) & SL_CLIENT_RETRY_UNSAFE);
     char key[1100];
     int rc = host_key(c, req->url, key, sizeof key);
     if (rc) return rc;
-    if (!(x->host = sl__hosts_get(&c->hosts, key, true)))
-        return fail(c, SL_ENOMEM, "%s", "out of memory");
+    if (!(x->host = sl__hosts_get(&c->hosts, key, true))) {
+        fail(c, SL_ENOMEM, "%s", "out of memory");
+        return SL_ENOMEM;
+    }
     *t0 = now_of(c);
     int64_t timeout = req->timeout > 0 ? req->timeout : c->o.timeout;
-    if (timeout < 0) return fail(c, SL_EINVAL, "%s", "negative timeout");
+    if (timeout < 0) {
+        fail(c, SL_EINVAL, "%s", "negative timeout");
+        return SL_EINVAL;
+    }
     x->deadline = timeout > 0 && timeout <= MAX_DURATION ? *t0 + timeout : SL_NO_DEADLINE;
     return host_ready(x, *t0);
 }

@@ -708,7 +708,7 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
     bool first = !r->map_known;
     r->map_known = true;
     sl__counter_add(&r->stats->slot_refreshes, 1);
-    if (first)
+    if (first && from) /* from is NULL only while freeing (returned above) */
         sl__log_info("redis cluster: slot map from %s:%u, %zu of %u slots served", from->host,
                      from->port, covered, SL__CLUSTER_SLOTS);
     send_waiting(r);

@@ -555,7 +555,7 @@ int sl_client_do(sl_client *c, const sl_client_request *req, sl_response **out) 
     sl__response_reset(c->cur);
 
     xfer x = {.c = c, .req = req, .hint = -1};
-    int64_t t0;
+    int64_t t0 = 0; /* set by prepare on success */
     int rc = prepare(&x, &t0);
     if (rc) return rc;
     struct curl_slist *headers = NULL;

@@ -459,6 +459,92 @@ static int transfer_error(xfer *x, CURLcode cc) {
     return fail(c, SL_ETRANSFER, "%s", why);
 }
 
+/* x's method, safety, host and deadline for its request, *t0 the time
+ * they start from; 0, or the error (c->err written). The codes are spelt
+ * out after fail(): the analyzer does not follow a variadic call, and x's
+ * host is NULL on those paths. */
+static int prepare(xfer *x, int64_t *t0) {
+    sl_client *c = x->c;
+    const sl_client_request *req = x->req;
+    x->method = req->method ? req->method : (req->body ? "POST" : "GET");
+    if (!*x->method || strpbrk(x->method, " \t\r\n")) {
+        fail(c, SL_EINVAL, "bad method '%s'", x->method);
+        return SL_EINVAL;
+    }
+    x->safe = method_safe(x->method) || has_idempotency_key(req->headers) ||
+              ((req->flags | c->o.flags) & SL_CLIENT_RETRY_UNSAFE);
+    char key[1100];
+    int rc = host_key(c, req->url, key, sizeof key);
+    if (rc) return rc;
+    if (!(x->host = sl__hosts_get(&c->hosts, key, true))) {
+        fail(c, SL_ENOMEM, "%s", "out of memory");
+        return SL_ENOMEM;
+    }
+    *t0 = now_of(c);
+    int64_t timeout = req->timeout > 0 ? req->timeout : c->o.timeout;
+    if (timeout < 0) {
+        fail(c, SL_EINVAL, "%s", "negative timeout");
+        return SL_EINVAL;
+    }
+    x->deadline = timeout > 0 && timeout <= MAX_DURATION ? *t0 + timeout : SL_NO_DEADLINE;
+    return host_ready(x, *t0);
+}
+
+/* The request's extra header lines as curl's list (*out, NULL for none;
+ * the caller frees it); 0, or SL_ENOMEM with nothing to free. */
+static int header_list(sl_client *c, const char *const *hs, struct curl_slist **out) {
+    struct curl_slist *headers = NULL;
+    for (const char *const *h = hs; h && *h; h++) {
+        struct curl_slist *n = curl_slist_append(headers, *h);
+        if (!n) {
+            curl_slist_free_all(headers);
+            return fail(c, SL_ENOMEM, "%s", "out of memory");
+        }
+        headers = n;
+    }
+    *out = headers;
+    return 0;
+}
+
+/* The attempts of x, until an answer that is not retried: 0, or the error
+ * (c->err written). *waited grows by the time slept between attempts. */
+static int attempts(xfer *x, struct curl_slist *headers, int64_t *waited) {
+    sl_client *c = x->c;
+    for (;;) {
+        x->attempt++;
+        x->decided = x->retry = x->too_big = x->aborted = x->oom = false;
+        x->hint = -1;
+        sl__response_reset(c->cur);
+        int rc = setup(x, headers, now_of(c));
+        if (rc) {
+            if (rc == SL_EDEADLINE) fail(c, rc, "%s", "deadline reached");
+            if (rc == SL_EINVAL) fail(c, rc, "%s", "libcurl refused an option");
+            return rc;
+        }
+        c->stats.attempts++;
+        if (x->attempt > 1) c->stats.retries++;
+        CURLcode cc = curl_easy_perform(c->curl);
+        if (!x->decided && cc == CURLE_OK) {
+            long code = 0;
+            curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &code);
+            c->cur->status = (int)code;
+            decide(x);
+        }
+        /* A retried answer whose drained body broke off is still a 429: go
+         * on, unless the deadline is what broke it. */
+        bool broke = cc != CURLE_OK && !(x->retry && cc != CURLE_OPERATION_TIMEDOUT);
+        if (broke || !x->decided) return transfer_error(x, cc == CURLE_OK ? CURLE_RECV_ERROR : cc);
+        if (!x->retry) return 0;
+        emit(x, SL_EVENT_RETRY, c->cur->status, x->next_at - x->decided_at);
+        int64_t now = now_of(c);
+        if (x->next_at > now) {
+            c->clock->sleep_until(c->clock->ctx, x->next_at);
+            *waited += x->next_at - now;
+            c->stats.waited += x->next_at - now;
+        }
+    }
+}
+
 int sl_client_do(sl_client *c, const sl_client_request *req, sl_response **out) {
     if (!c || !out) return SL_EINVAL;
     *out = NULL;
@@ -469,71 +555,17 @@ int sl_client_do(sl_client *c, const sl_client_request *req, sl_response **out) 
     sl__response_reset(c->cur);
 
     xfer x = {.c = c, .req = req, .hint = -1};
-    x.method = req->method ? req->method : (req->body ? "POST" : "GET");
-    if (!*x.method || strpbrk(x.method, " \t\r\n"))
-        return fail(c, SL_EINVAL, "bad method '%s'", x.method);
-    x.safe = method_safe(x.method) || has_idempotency_key(req->headers) ||
-             ((req->flags | c->o.flags) & SL_CLIENT_RETRY_UNSAFE);
-    char key[1100];
-    int rc = host_key(c, req->url, key, sizeof key);
+    int64_t t0 = 0; /* set by prepare on success */
+    int rc = prepare(&x, &t0);
     if (rc) return rc;
-    if (!(x.host = sl__hosts_get(&c->hosts, key, true)))
-        return fail(c, SL_ENOMEM, "%s", "out of memory");
-    int64_t t0 = now_of(c);
-    int64_t timeout = req->timeout > 0 ? req->timeout : c->o.timeout;
-    if (timeout < 0) return fail(c, SL_EINVAL, "%s", "negative timeout");
-    x.deadline = timeout > 0 && timeout <= MAX_DURATION ? t0 + timeout : SL_NO_DEADLINE;
-    if ((rc = host_ready(&x, t0))) return rc;
-
     struct curl_slist *headers = NULL;
-    for (const char *const *h = req->headers; h && *h; h++) {
-        struct curl_slist *n = curl_slist_append(headers, *h);
-        if (!n) {
-            curl_slist_free_all(headers);
-            return fail(c, SL_ENOMEM, "%s", "out of memory");
-        }
-        headers = n;
-    }
+    if ((rc = header_list(c, req->headers, &headers))) return rc;
 
     if ((rc = pace(&x))) goto done;
     int64_t waited = c->cur->info.waited;
     c->stats.requests++;
     sl__budget_request(&c->budget);
-    for (;;) {
-        x.attempt++;
-        x.decided = x.retry = x.too_big = x.aborted = x.oom = false;
-        x.hint = -1;
-        sl__response_reset(c->cur);
-        if ((rc = setup(&x, headers, now_of(c)))) {
-            if (rc == SL_EDEADLINE) fail(c, rc, "%s", "deadline reached");
-            if (rc == SL_EINVAL) fail(c, rc, "%s", "libcurl refused an option");
-            goto done;
-        }
-        c->stats.attempts++;
-        if (x.attempt > 1) c->stats.retries++;
-        CURLcode cc = curl_easy_perform(c->curl);
-        if (!x.decided && cc == CURLE_OK) {
-            long code = 0;
-            curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &code);
-            c->cur->status = (int)code;
-            decide(&x);
-        }
-        /* A retried answer whose drained body broke off is still a 429: go
-         * on, unless the deadline is what broke it. */
-        bool broke = cc != CURLE_OK && !(x.retry && cc != CURLE_OPERATION_TIMEDOUT);
-        if (broke || !x.decided) {
-            rc = transfer_error(&x, cc == CURLE_OK ? CURLE_RECV_ERROR : cc);
-            goto done;
-        }
-        if (!x.retry) break;
-        emit(&x, SL_EVENT_RETRY, c->cur->status, x.next_at - x.decided_at);
-        int64_t now = now_of(c);
-        if (x.next_at > now) {
-            c->clock->sleep_until(c->clock->ctx, x.next_at);
-            waited += x.next_at - now;
-            c->stats.waited += x.next_at - now;
-        }
-    }
+    if ((rc = attempts(&x, headers, &waited))) goto done;
     sl_response *r = c->cur;
     r->info = (sl_response_info){.status = r->status,
                                  .attempts = x.attempt,

@@ -62,24 +62,9 @@ static bool bad_time(int64_t t) {
     return t < 0 || t > SL_TIME_MAX;
 }
 
-/* splitmix64's finalizer: a bijection of 64-bit values. */
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 30;
-    x *= UINT64_C(0xbf58476d1ce4e5b9);
-    x ^= x >> 27;
-    x *= UINT64_C(0x94d049bb133111eb);
-    x ^= x >> 31;
-    return x;
-}
-
-/* A fresh id: mix64 of distinct counter values are distinct (a bijection);
- * the one counter value that maps to 0 is skipped. */
+/* A fresh id (sl__fresh_id, core/hash.h): distinct while the counter does not wrap, never 0. */
 static uint64_t new_id(sl_concurrency *c) {
-    for (;;) {
-        uint64_t n = atomic_fetch_add_explicit(&c->counter, 1, memory_order_relaxed);
-        uint64_t id = mix64(n + c->id_key);
-        if (id) return id;
-    }
+    return sl__fresh_id(&c->counter, c->id_key);
 }
 
 static size_t cell_bytes(size_t keylen, uint32_t cap) {
@@ -99,7 +84,7 @@ int sl_concurrency_create(const sl_concurrency_options *opts, sl_concurrency **o
     atomic_init(&c->limit, opts->limit);
     atomic_init(&c->lease, opts->lease);
     c->seed = opts->seed ? opts->seed : sl__random_seed();
-    c->id_key = mix64(c->seed ^ UINT64_C(0x6c65617365696473)); /* "leaseids" */
+    c->id_key = sl__mix64(c->seed ^ UINT64_C(0x6c65617365696473)); /* "leaseids" */
     atomic_init(&c->counter, 0);
     c->max_memory = max;
     for (int i = 0; i < SHARDS; i++) {
@@ -351,64 +336,73 @@ done:
     return rc;
 }
 
-/* Finds lease id of key held at now; the shard stays locked on success
- * and on SL_ELEASE (*sp), not on argument errors. */
+/* Where locate found a lease: its shard (locked), the link to its record
+ * and the lease's index there. */
+typedef struct located {
+    shard *s;
+    cell **pp;
+    uint32_t i;
+} located;
+
+/* Finds lease id of key held at now into *at; the shard stays locked on
+ * success and on SL_ELEASE (at->s), not on argument errors. */
 static int locate(sl_concurrency *c, const void *key, size_t keylen, uint64_t id, int64_t now,
-                  shard **sp, cell ***ppp, uint32_t *idx) {
+                  located *at) {
     if (!c || (!key && keylen) || bad_time(now)) return SL_EINVAL;
     if (keylen > SL_KEY_MAX) return SL_EKEY;
     uint64_t h = sl__hash(key, keylen, c->seed);
     shard *s = shard_of(c, h);
     pthread_mutex_lock(&s->mu);
-    *sp = s;
+    at->s = s;
     cell **pp = find(s, h, key, keylen);
-    *ppp = pp;
+    at->pp = pp;
     cell *e = *pp;
     if (!e) return SL_ELEASE;
     purge(s, e, now);
     for (uint32_t i = 0; id && i < e->n; i++)
         if (e->leases[i].id == id) {
-            *idx = i;
+            at->i = i;
             return SL_OK;
         }
     return SL_ELEASE;
 }
 
+/* The end of an operation on what locate found: the record is freed when
+ * it holds no lease, the shard unlocked; returns rc. */
+static int unlock_located(const located *at, int rc) {
+    cell *e = *at->pp;
+    if (e && e->n == 0) unlink_free(at->s, at->pp);
+    pthread_mutex_unlock(&at->s->mu);
+    return rc;
+}
+
 int sl_concurrency_release(sl_concurrency *c, const void *key, size_t keylen, uint64_t id,
                            int64_t now, int64_t *in_flight) {
-    shard *s;
-    cell **pp;
-    uint32_t i;
-    int rc = locate(c, key, keylen, id, now, &s, &pp, &i);
+    located at;
+    int rc = locate(c, key, keylen, id, now, &at);
     if (rc == SL_EINVAL || rc == SL_EKEY) return rc;
-    cell *e = *pp;
+    cell *e = *at.pp;
     if (rc == SL_OK) {
-        e->leases[i] = e->leases[--e->n];
-        s->nleases--;
+        e->leases[at.i] = e->leases[--e->n];
+        at.s->nleases--;
         /* min_expires stays a lower bound */
     }
     if (in_flight) *in_flight = e ? e->n : 0;
-    if (e && e->n == 0) unlink_free(s, pp);
-    pthread_mutex_unlock(&s->mu);
-    return rc;
+    return unlock_located(&at, rc);
 }
 
 int sl_concurrency_renew(sl_concurrency *c, const void *key, size_t keylen, uint64_t id,
                          int64_t now, sl_lease *out) {
-    shard *s;
-    cell **pp;
-    uint32_t i;
-    int rc = locate(c, key, keylen, id, now, &s, &pp, &i);
+    located at;
+    int rc = locate(c, key, keylen, id, now, &at);
     if (rc == SL_EINVAL || rc == SL_EKEY) return rc;
-    cell *e = *pp;
+    cell *e = *at.pp;
     if (rc == SL_OK) {
         int64_t lease = atomic_load_explicit(&c->lease, memory_order_relaxed);
-        if (now + lease > e->leases[i].expires) e->leases[i].expires = now + lease;
-        if (out) *out = e->leases[i];
+        if (now + lease > e->leases[at.i].expires) e->leases[at.i].expires = now + lease;
+        if (out) *out = e->leases[at.i];
     }
-    if (e && e->n == 0) unlink_free(s, pp);
-    pthread_mutex_unlock(&s->mu);
-    return rc;
+    return unlock_located(&at, rc);
 }
 
 int64_t sl_concurrency_in_flight(sl_concurrency *c, const void *key, size_t keylen, int64_t now) {

@@ -8,6 +8,7 @@
 #ifndef SLUICE_CORE_HASH_H
 #define SLUICE_CORE_HASH_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -57,6 +58,29 @@ static inline uint64_t sl__hash(const void *key, size_t len, uint64_t seed) {
     }
     h = sl__hash_mix(a ^ SL__HASH_K1, b ^ h ^ SL__HASH_K2);
     return sl__hash_mix(h ^ SL__HASH_K0, (uint64_t)len ^ SL__HASH_K1);
+}
+
+/* splitmix64's finalizer: a bijection of 64-bit values. */
+static inline uint64_t sl__mix64(uint64_t x) {
+    x ^= x >> 30;
+    x *= UINT64_C(0xbf58476d1ce4e5b9);
+    x ^= x >> 27;
+    x *= UINT64_C(0x94d049bb133111eb);
+    x ^= x >> 31;
+    return x;
+}
+
+/* A fresh nonzero id: sl__mix64(n + key) for the next value n of *counter.
+ * Distinct counter values give distinct ids (a bijection), so ids do not
+ * repeat before the counter wraps; the one value that maps to 0 is skipped.
+ * Safe from any thread (the counter is atomic, relaxed: only its values
+ * matter). */
+static inline uint64_t sl__fresh_id(atomic_uint_fast64_t *counter, uint64_t key) {
+    for (;;) {
+        uint64_t n = atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+        uint64_t id = sl__mix64(n + key);
+        if (id) return id;
+    }
 }
 
 /* A random 64-bit value from the kernel (getrandom), for seeds. */

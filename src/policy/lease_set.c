@@ -9,6 +9,7 @@
 #include "sluice/adaptive.h"
 #include "sluice/error.h"
 #include "store/memory.h"
+#include "util/units.h"
 
 typedef struct entry {
     sl__lease_limit lim; /* first */
@@ -170,17 +171,5 @@ void sl__lease_count(const sl__lease_call *c) {
 }
 
 bool sl__lease_id_parse(const char *s, size_t n, uint64_t *out) {
-    if (n < 1 || n > 16) return false;
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        int d = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
-        if (d < 0) return false;
-        v = v << 4 | (uint64_t)d;
-    }
-    *out = v;
-    return v != 0;
+    return sl__hex_u64(s, n, out) && *out != 0;
 }

@@ -62,6 +62,19 @@ static int64_t month_start(int64_t i) {
 
 /* ---- parameter sets ---- */
 
+/* The script's tonumber(tag, 16) % 1000 as three digits, 0 for a tag that
+ * is no hex number (16 hex digits at most: exact in 64 bits). */
+static void set_tag3(sl__mod_set *ps, const char *tag, size_t taglen) {
+    uint64_t h;
+    if (!sl__hex_u64(tag, taglen, &h)) h = 0;
+    ps->t3on = true;
+    unsigned t3 = (unsigned)(h % 1000);
+    ps->t3[0] = (char)('0' + t3 / 100);
+    ps->t3[1] = (char)('0' + t3 / 10 % 10);
+    ps->t3[2] = (char)('0' + t3 % 10);
+    ps->t3[3] = '\0';
+}
+
 const char *sl__mod_set_check(sl__mod_set *ps, int j, const int64_t v[6], const char *tag,
                               size_t taglen, char *err, size_t errlen) {
     memset(ps, 0, sizeof *ps);
@@ -127,27 +140,7 @@ const char *sl__mod_set_check(sl__mod_set *ps, int j, const int64_t v[6], const 
         memcpy(ps->fp, "cell", 5);
         ps->fplen = 4;
     } else if (ps->alg >= SL__MOD_GCRA && ps->n == 1) {
-        /* the script: tonumber(tag, 16) % 1000, 0 for a tag that is no hex
-           number (16 hex digits at most: exact in 64 bits) */
-        uint64_t h = 0;
-        for (size_t k = 0; k < taglen; k++) {
-            char c = tag[k];
-            int d = c >= '0' && c <= '9'   ? c - '0'
-                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                           : -1;
-            if (d < 0) {
-                h = 0;
-                break;
-            }
-            h = h * 16 + (uint64_t)d;
-        }
-        ps->t3on = true;
-        unsigned t3 = (unsigned)(h % 1000);
-        ps->t3[0] = (char)('0' + t3 / 100);
-        ps->t3[1] = (char)('0' + t3 / 10 % 10);
-        ps->t3[2] = (char)('0' + t3 % 10);
-        ps->t3[3] = '\0';
+        set_tag3(ps, tag, taglen);
     }
     return NULL;
 }

@@ -130,6 +130,11 @@ static bool is_loopback(const struct sockaddr_storage *ss) {
     return false;
 }
 
+bool sl__slot_loopback(sl__answer_slot *slot) {
+    struct sockaddr_storage peer;
+    return slot && sl__slot_peer(slot, &peer) == 0 && is_loopback(&peer);
+}
+
 /* Compares in time that depends only on the configured token's length. */
 static bool same_token(const char *given, size_t len, const char *want) {
     size_t n = strlen(want);
@@ -164,8 +169,7 @@ bool sl__reload_allowed(sl__worker *w, sl__answer_slot *slot, const sl__http_req
                    "Bearer realm=\"sluiced admin\"");
         return false;
     }
-    struct sockaddr_storage peer;
-    if (sl__slot_peer(slot, &peer) == 0 && is_loopback(&peer)) return true;
+    if (sl__slot_loopback(slot)) return true;
     char msg[200];
     snprintf(msg, sizeof msg,
              "only clients on loopback may %s (admin.reload: loopback; see "

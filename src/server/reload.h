@@ -42,6 +42,10 @@ bool sl__reload_ask(sl__worker *w, sl__answer_slot *slot, const struct sl__http_
 bool sl__reload_allowed(sl__worker *w, sl__answer_slot *slot, const struct sl__http_request *req,
                         bool keep, sl__buf *out, const char *what);
 
+/* Is the client on slot connected from loopback (127.0.0.0/8, ::1, or
+ * ::ffff:127.x.y.z)? false for a NULL slot or a peer that cannot be read. */
+bool sl__slot_loopback(sl__answer_slot *slot);
+
 /* On w's loop (its wake): writes the answers of the reloads done for w's
  * clients. Call before draining. */
 void sl__reload_deliver(sl__worker *w);

@@ -198,54 +198,50 @@ static void reload_failed(sl__server *s, sl__reload_result *r) {
     sl__log_error("reload failed, keeping the running config: %s", r->message);
 }
 
-int sl__server_reload(sl__server *s, sl__reload_result *r) {
-    memset(r, 0, sizeof *r);
-    char *err = r->message;
-    size_t errlen = sizeof r->message;
-    sl__config *cfg = NULL;
+/* Loads the config file (or the default) into *cfg with the running store
+ * section kept: 0, or -1 with the errors written into err (*cfg NULL). */
+static int load_next_config(sl__server *s, sl__config **cfg, char *err, size_t errlen) {
+    *cfg = NULL;
     sl__config_errors *errs = malloc(sizeof *errs);
     if (!errs) {
         snprintf(err, errlen, "out of memory");
-        reload_failed(s, r);
         return -1;
     }
-    int rc = s->config_path ? sl__config_load(s->config_path, &cfg, errs)
-                            : sl__config_load_default(&cfg, errs);
+    int rc = s->config_path ? sl__config_load(s->config_path, cfg, errs)
+                            : sl__config_load_default(cfg, errs);
     /* the store is chosen at start (its connections live in the workers):
      * the running store section stays, and the new config must suit it */
     if (rc == 0) {
-        if (cfg->store_type != s->config->store_type ||
+        sl__config *c = *cfg;
+        if (c->store_type != s->config->store_type ||
             /* both from calloc, strings written in place: padding and the bytes
                after each NUL are zero (a false difference would only warn) */
             // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
-            memcmp(&cfg->redis, &s->config->redis, sizeof cfg->redis) != 0 ||
-            cfg->max_memory != s->config->max_memory)
+            memcmp(&c->redis, &s->config->redis, sizeof c->redis) != 0 ||
+            c->max_memory != s->config->max_memory)
             sl__log_warn("reload: store changes (type, max_memory, redis) take effect at the "
                          "next restart; the running store section stays");
-        cfg->store_type = s->config->store_type;
-        cfg->redis = s->config->redis;
-        cfg->max_memory = s->config->max_memory;
-        rc = sl__config_check_store(cfg, errs);
+        c->store_type = s->config->store_type;
+        c->redis = s->config->redis;
+        c->max_memory = s->config->max_memory;
+        rc = sl__config_check_store(c, errs);
     }
     if (rc != 0) {
         size_t off = (size_t)snprintf(err, errlen, "config has %zu error(s)", errs->n);
         for (size_t i = 0; i < errs->n && i < SL__CONFIG_MAX_ERRORS && off < errlen; i++)
             off += (size_t)snprintf(err + off, errlen - off, "; %s", errs->msg[i]);
         free(errs);
-        sl__config_free(cfg);
-        reload_failed(s, r);
+        sl__config_free(*cfg);
+        *cfg = NULL;
         return -1;
     }
     free(errs);
-    sl__policy_set *next = NULL;
-    sl__domain_set *next_domains = NULL;
-    if (sl__policy_set_create(cfg, s->policies, sl_now(), &next, err, errlen) != 0 ||
-        sl__domain_set_create(cfg, s->domains, sl_now(), &next_domains, err, errlen) != 0) {
-        if (next) sl__policy_set_release(next);
-        sl__config_free(cfg);
-        reload_failed(s, r);
-        return -1;
-    }
+    return 0;
+}
+
+/* The listeners and the workers stay as started: cfg takes the running
+ * values of those fields (a warning when they differ). */
+static void keep_listeners(const sl__server *s, sl__config *cfg) {
     if (strcmp(cfg->http.host, s->config->http.host) != 0 ||
         cfg->http.port != s->config->http.port ||
         strcmp(cfg->resp.host, s->config->resp.host) != 0 ||
@@ -260,8 +256,12 @@ int sl__server_reload(sl__server *s, sl__reload_result *r) {
     cfg->resp = s->config->resp;
     cfg->grpc = s->config->grpc;
     cfg->workers = s->config->workers;
-    reload_diff(s->policies, next, r);
-    r->policies = sl__policy_set_count(next);
+}
+
+/* Publishes cfg and its sets to the workers (taking all three) and frees
+ * the ones they replace. */
+static void swap_in(sl__server *s, sl__config *cfg, sl__policy_set *next,
+                    sl__domain_set *next_domains) {
     sl__policy_set *old = s->policies;
     sl__domain_set *old_domains = s->domains;
     sl__config *old_cfg = s->config;
@@ -275,6 +275,30 @@ int sl__server_reload(sl__server *s, sl__reload_result *r) {
     sl__policy_set_release(old);
     sl__domain_set_release(old_domains);
     sl__config_free(old_cfg);
+}
+
+int sl__server_reload(sl__server *s, sl__reload_result *r) {
+    memset(r, 0, sizeof *r);
+    char *err = r->message;
+    size_t errlen = sizeof r->message;
+    sl__config *cfg = NULL;
+    if (load_next_config(s, &cfg, err, errlen) != 0) {
+        reload_failed(s, r);
+        return -1;
+    }
+    sl__policy_set *next = NULL;
+    sl__domain_set *next_domains = NULL;
+    if (sl__policy_set_create(cfg, s->policies, sl_now(), &next, err, errlen) != 0 ||
+        sl__domain_set_create(cfg, s->domains, sl_now(), &next_domains, err, errlen) != 0) {
+        if (next) sl__policy_set_release(next);
+        sl__config_free(cfg);
+        reload_failed(s, r);
+        return -1;
+    }
+    keep_listeners(s, cfg);
+    reload_diff(s->policies, next, r);
+    r->policies = sl__policy_set_count(next);
+    swap_in(s, cfg, next, next_domains);
     atomic_fetch_add(&s->reloads, 1);
     sl__log_info("reloaded %s: %zu policies",
                  s->config_path ? s->config_path : "the default config", r->policies);

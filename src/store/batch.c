@@ -137,56 +137,63 @@ static entry *find(sl__batch *b, uint64_t h, const char *policy, size_t plen, co
     return e;
 }
 
+/* Where (policy, key) is or goes: its hash, stripe and bucket. */
+typedef struct place {
+    size_t plen;
+    uint64_t h;
+    stripe *st;
+    entry **head;
+} place;
+
+/* Locks the stripe of (policy, key) and returns its entry (NULL if none),
+ * with *p where it is or goes; the caller unlocks p->st->mu. */
+static entry *lock_find(sl__batch *b, const char *policy, const void *key, size_t keylen,
+                        place *p) {
+    p->plen = strlen(policy);
+    p->h = hash_of(b, policy, p->plen, key, keylen);
+    p->st = &b->s[p->h % STRIPES];
+    pthread_mutex_lock(&p->st->mu);
+    return find(b, p->h, policy, p->plen, key, keylen, &p->head);
+}
+
 bool sl__batch_in_debt(sl__batch *b, const char *policy, const void *key, size_t keylen) {
     if (atomic_load_explicit(&b->debtors, memory_order_relaxed) == 0) return false;
-    size_t plen = strlen(policy);
-    uint64_t h = hash_of(b, policy, plen, key, keylen);
-    stripe *st = &b->s[h % STRIPES];
-    entry **head;
-    pthread_mutex_lock(&st->mu);
-    entry *e = find(b, h, policy, plen, key, keylen, &head);
+    place p;
+    entry *e = lock_find(b, policy, key, keylen, &p);
     bool owes = e && e->debt > 0;
-    pthread_mutex_unlock(&st->mu);
+    pthread_mutex_unlock(&p.st->mu);
     return owes;
 }
 
 void sl__batch_add(sl__batch *b, const char *policy, const void *key, size_t keylen, int64_t cost) {
     if (cost <= 0) return;
-    size_t plen = strlen(policy);
-    uint64_t h = hash_of(b, policy, plen, key, keylen);
-    stripe *st = &b->s[h % STRIPES];
-    entry **head;
-    pthread_mutex_lock(&st->mu);
-    entry *e = find(b, h, policy, plen, key, keylen, &head);
+    place p;
+    entry *e = lock_find(b, policy, key, keylen, &p);
     if (!e) {
         if (atomic_load_explicit(&b->entries, memory_order_relaxed) >= MAX_ENTRIES ||
-            !(e = calloc(1, sizeof *e + plen + keylen + 2))) {
-            pthread_mutex_unlock(&st->mu);
+            !(e = calloc(1, sizeof *e + p.plen + keylen + 2))) {
+            pthread_mutex_unlock(&p.st->mu);
             add(&b->dropped, 1);
             return;
         }
-        e->hash = h;
-        e->plen = plen;
+        e->hash = p.h;
+        e->plen = p.plen;
         e->klen = keylen;
-        memcpy(e->text, policy, plen + 1);
-        memcpy(e->text + plen + 1, key, keylen);
-        e->next = *head;
-        *head = e;
+        memcpy(e->text, policy, p.plen + 1);
+        memcpy(e->text + p.plen + 1, key, keylen);
+        e->next = *p.head;
+        *p.head = e;
         atomic_fetch_add_explicit(&b->entries, 1, memory_order_relaxed);
     }
     e->delta = e->delta > INT64_MAX - cost ? INT64_MAX : e->delta + cost;
-    pthread_mutex_unlock(&st->mu);
+    pthread_mutex_unlock(&p.st->mu);
 }
 
 int64_t sl__batch_pending(sl__batch *b, const char *policy, const void *key, size_t keylen) {
-    size_t plen = strlen(policy);
-    uint64_t h = hash_of(b, policy, plen, key, keylen);
-    stripe *st = &b->s[h % STRIPES];
-    entry **head;
-    pthread_mutex_lock(&st->mu);
-    entry *e = find(b, h, policy, plen, key, keylen, &head);
+    place p;
+    entry *e = lock_find(b, policy, key, keylen, &p);
     int64_t n = e ? e->delta : 0;
-    pthread_mutex_unlock(&st->mu);
+    pthread_mutex_unlock(&p.st->mu);
     return n;
 }
 

@@ -1,8 +1,8 @@
 /* lease_redis.c: the Redis store's lease operation (store/lease.h): one
  * call of lease.lua (its top comment has the layout and the replies) per
- * operation, on the worker's connections (redis_client.h: pipelining,
- * timeouts, breaker, cluster routing), and the limit's fail mode when
- * Redis does not answer.
+ * operation, through redis_small.h (the key, EVALSHA and EVAL, the reply,
+ * on the worker's connections), and the limit's fail mode when Redis does
+ * not answer.
  *
  * Lease ids are made here, not in Redis: a bijective mix of a per-process
  * random key and a process-wide counter, so ids never repeat within one
@@ -10,20 +10,14 @@
  * of leases of one key (an id only matters within its key's set). The
  * script is called with EVALSHA; a connection whose Redis does not have it
  * yet (NOSCRIPT) gets one EVAL with the source, which caches it. */
-#include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "core/hash.h"
 #include "sluice/error.h"
 #include "store/lease.h"
-#include "store/redis_client.h"
-#include "store/redis_cluster.h"
-#include "store/redis_script.h"
-#include "store/redis_store.h"
+#include "store/redis_small.h"
 #include "util/buf.h"
 
 extern const char sl__lease_lua_text[], sl__lease_lua_text_sha1[];
@@ -42,69 +36,30 @@ static void id_init(void) {
     id_key = sl__random_seed();
 }
 
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 30;
-    x *= UINT64_C(0xbf58476d1ce4e5b9);
-    x ^= x >> 27;
-    x *= UINT64_C(0x94d049bb133111eb);
-    x ^= x >> 31;
-    return x;
-}
-
 static uint64_t new_id(void) {
     pthread_once(&id_once, id_init);
-    for (;;) {
-        uint64_t id = mix64(atomic_fetch_add(&id_counter, 1) + id_key);
-        if (id) return id;
-    }
+    return sl__fresh_id(&id_counter, id_key);
 }
 
 /* ---- a call ---------------------------------------------------------------------- */
 
-typedef struct lstate {
-    sl__lease_call *c;
-    sl__store *s;
-    sl__redis *redis;
-    uv_loop_t *loop;
-    const sl__redis_config *cfg;
-    unsigned slot;
-    bool with_source;
-    size_t rkeylen;
-    char rkey[]; /* any bytes: the client key's included */
-} lstate;
-
-static void on_reply(void *arg, const redisReply *r, int status);
-
-static void send_call(lstate *st) {
-    sl__lease_call *c = st->c;
+static void lease_args(sl__small_call *sc, sl__buf *b) {
+    sl__lease_call *c = sc->call;
     static const char ops[] = {
         [SL__LEASE_ACQUIRE] = 'a', [SL__LEASE_RELEASE] = 'r', [SL__LEASE_RENEW] = 'n'};
     char id[17];
     snprintf(id, sizeof id, "%016llx", (unsigned long long)c->id);
-    sl__buf b;
-    sl__buf_init(&b);
-    sl__redis_small_script_head(&b, 9, st->with_source, sl__lease_lua_text,
-                                sl__lease_lua_text_sha1);
-    sl__buf_bulk(&b, "1", 1);
-    sl__buf_bulk(&b, st->rkey, st->rkeylen);
-    sl__buf_bulk(&b, &ops[c->op], 1);
-    sl__buf_bulk_i64(&b, (int64_t)atomic_load_explicit(&c->limit->limit, memory_order_relaxed));
+    sl__buf_bulk(b, &ops[c->op], 1);
+    sl__buf_bulk_i64(b, (int64_t)atomic_load_explicit(&c->limit->limit, memory_order_relaxed));
     sl__buf_bulk_i64(
-        &b, (int64_t)(atomic_load_explicit(&c->limit->lease, memory_order_relaxed) / 1000));
-    sl__buf_bulk(&b, id, 16);
-    sl__buf_bulk_i64(&b, st->cfg->script_now ? c->now / 1000 : 0);
-    if (b.failed) {
-        sl__buf_free(&b);
-        on_reply(st, NULL, SL__REDIS_EIO);
-        return;
-    }
-    sl__redis_call(st->redis, st->slot, b.data, b.len, on_reply, st);
-    sl__buf_free(&b);
+        b, (int64_t)(atomic_load_explicit(&c->limit->lease, memory_order_relaxed) / 1000));
+    sl__buf_bulk(b, id, 16);
+    sl__buf_bulk_i64(b, sc->cfg->script_now ? c->now / 1000 : 0);
 }
 
 /* Redis did not answer: the limit's fail mode decides. */
-static void without_redis(lstate *st) {
-    sl__lease_call *c = st->c;
+static void without_redis(const sl__small_call *sc) {
+    sl__lease_call *c = sc->call;
     sl__lease_limit *l = c->limit;
     int mode = atomic_load_explicit(&l->on_failure, memory_order_relaxed);
     int64_t limit = atomic_load_explicit(&l->limit, memory_order_relaxed);
@@ -127,9 +82,7 @@ static void without_redis(lstate *st) {
     }
     c->rc = SL_OK;
     if (mode == SL__FAIL_CLOSED) {
-        uint64_t at = sl__redis_retry_at(st->redis, st->slot), now = uv_now(st->loop);
-        int64_t retry = at > now ? (int64_t)(at - now) * 1000000 : st->cfg->breaker_cooldown;
-        if (retry < 1000000) retry = 1000000;
+        int64_t retry = sl__small_call_retry_after(sc);
         c->acq = (sl_acquire){.limit = limit, .in_flight = limit, .retry_after = retry};
         c->retry_closed = retry;
         return;
@@ -142,19 +95,11 @@ static void without_redis(lstate *st) {
                           .remaining = limit - 1};
 }
 
-static void on_reply(void *arg, const redisReply *r, int status) {
-    lstate *st = arg;
-    sl__lease_call *c = st->c;
-    if (!st->with_source && sl__redis_reply_noscript(r, status)) {
-        st->with_source = true;
-        send_call(st);
-        return;
-    }
-    long long v[4];
-    bool good = sl__redis_reply_ints(r, status, v, 4);
+static void lease_reply(sl__small_call *sc, bool good, const long long v[4]) {
+    sl__lease_call *c = sc->call;
     long long ok = v[0], n = v[1], ttl = v[2], retry = v[3];
     if (!good) {
-        without_redis(st);
+        without_redis(sc);
     } else {
         int64_t limit = atomic_load_explicit(&c->limit->limit, memory_order_relaxed);
         c->from = SL__FROM_REDIS;
@@ -180,37 +125,24 @@ static void on_reply(void *arg, const redisReply *r, int status) {
                 c->lease = (sl_lease){.id = c->id, .expires = c->now + (int64_t)ttl * 1000};
         }
     }
-    free(st);
     c->done(c);
 }
 
+static const sl__small_script lease_script = {.source = sl__lease_lua_text,
+                                              .sha1 = sl__lease_lua_text_sha1,
+                                              .nargs = 9,
+                                              .args = lease_args,
+                                              .reply = lease_reply};
+
 void sl__redis_lease(sl__store *s, sl__lease_call *c) {
-    uv_loop_t *loop;
-    const sl__redis_config *cfg;
-    sl__redis *redis;
-    sl__redis_store_parts(s, &loop, &cfg, &redis);
     char ns[sizeof c->limit->name + 8];
     snprintf(ns, sizeof ns, "%s~lease", c->limit->name); /* '~' is in no policy name */
-    sl__buf k;
-    sl__buf_init(&k);
-    sl__redis_key(&k, cfg->prefix, ns, c->key, c->keylen);
-    lstate *st = k.failed ? NULL : malloc(sizeof *st + k.len + 1);
-    if (!st) {
-        sl__buf_free(&k);
+    sl__small_call *sc = sl__small_call_new(s, &lease_script, c, ns, c->key, c->keylen);
+    if (!sc) {
         c->rc = SL_ENOMEM;
         c->done(c);
         return;
     }
-    memset(st, 0, sizeof *st);
-    memcpy(st->rkey, k.data, k.len);
-    st->rkeylen = k.len;
-    st->c = c;
-    st->s = s;
-    st->redis = redis;
-    st->loop = loop;
-    st->cfg = cfg;
-    st->slot = sl__cluster_keyslot(k.data, k.len);
-    sl__buf_free(&k);
     if (c->op == SL__LEASE_ACQUIRE) c->id = new_id();
-    send_call(st);
+    sl__small_call_send(sc);
 }

@@ -615,24 +615,9 @@ void sl__redis_call(sl__redis *r, unsigned slot, const char *cmd, size_t len, sl
 
 /* ---- the cluster's slot map ----------------------------------------------------- */
 
-static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
-    sl__redis *r = privdata;
-    const redisReply *rep = reply;
-    node *from = ac->data;
-    r->refreshing = false;
-    if (r->freeing) return;
-    sl__cluster_map *m = malloc(sizeof *m);
-    char err[128] = "";
-    if (!rep || !m) {
-        free(m);
-        return;
-    }
-    sl__cluster_map_init(m);
-    if (sl__cluster_map_from_slots(m, rep, from ? from->host : "127.0.0.1", err, sizeof err) != 0) {
-        sl__log_warn("redis cluster: unusable CLUSTER SLOTS answer: %s", err);
-        free(m);
-        return;
-    }
+/* The slots' owners of map m into r->slot_node, and which of r's nodes
+ * serve slots (in_map). Returns the slots served. */
+static size_t apply_map(sl__redis *r, const sl__cluster_map *m) {
     node *by_index[SL__CLUSTER_MAX_NODES] = {0};
     for (size_t i = 0; i < m->nnodes; i++)
         by_index[i] = node_get(r, m->nodes[i].host, m->nodes[i].port);
@@ -647,10 +632,13 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
     for (size_t k = 0; k < r->nnodes; k++) r->nodes[k]->in_map = false;
     for (size_t i = 0; i < m->nnodes; i++)
         if (serves[i] && by_index[i]) by_index[i]->in_map = true;
-    free(m);
-    /* A node that left the map (a dead master after its failover) no longer
-     * counts: its breaker and health say nothing about the slots' owners,
-     * and it is not reconnected. A MOVED or a later map brings it back. */
+    return covered;
+}
+
+/* A node that left the map (a dead master after its failover) no longer
+ * counts: its breaker and health say nothing about the slots' owners,
+ * and it is not reconnected. A MOVED or a later map brings it back. */
+static void close_unmapped(sl__redis *r) {
     for (size_t k = 0; k < r->nnodes; k++) {
         node *n = r->nodes[k];
         if (n->in_map || n->state == CLOSED) continue;
@@ -661,14 +649,11 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
         n->failures = 0;
         n->probe_out = false;
     }
-    bool first = !r->map_known;
-    r->map_known = true;
-    sl__counter_add(&r->stats->slot_refreshes, 1);
-    if (first)
-        sl__log_info("redis cluster: slot map from %s:%u, %zu of %u slots served", from->host,
-                     from->port, covered, SL__CLUSTER_SLOTS);
-    /* calls that waited for the map go out now, all of them (held by a
-     * reference each: sending one may finish others, even free the client) */
+}
+
+/* The calls that waited for the map go out now, all of them (held by a
+ * reference each: sending one may finish others, even free the client). */
+static void send_waiting(sl__redis *r) {
     size_t nw = 0;
     for (call *c = r->head; c; c = c->next) nw += !c->n;
     call *small[64];
@@ -697,6 +682,36 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
         unref(c);
     }
     if (waiting != small) free(waiting);
+}
+
+static void on_slots(redisAsyncContext *ac, void *reply, void *privdata) {
+    sl__redis *r = privdata;
+    const redisReply *rep = reply;
+    node *from = ac->data;
+    r->refreshing = false;
+    if (r->freeing) return;
+    sl__cluster_map *m = malloc(sizeof *m);
+    char err[128] = "";
+    if (!rep || !m) {
+        free(m);
+        return;
+    }
+    sl__cluster_map_init(m);
+    if (sl__cluster_map_from_slots(m, rep, from ? from->host : "127.0.0.1", err, sizeof err) != 0) {
+        sl__log_warn("redis cluster: unusable CLUSTER SLOTS answer: %s", err);
+        free(m);
+        return;
+    }
+    size_t covered = apply_map(r, m);
+    free(m);
+    close_unmapped(r);
+    bool first = !r->map_known;
+    r->map_known = true;
+    sl__counter_add(&r->stats->slot_refreshes, 1);
+    if (first && from) /* from is NULL only while freeing (returned above) */
+        sl__log_info("redis cluster: slot map from %s:%u, %zu of %u slots served", from->host,
+                     from->port, covered, SL__CLUSTER_SLOTS);
+    send_waiting(r);
 }
 
 static void refresh_slots(sl__redis *r) {

@@ -148,11 +148,6 @@ void sl__redis_key(sl__buf *out, const char *prefix, const char *policy, const v
 int sl__redis_script_check(const sl_params *p, bool calendar_month);
 
 struct redisReply;
-/* Reads a script reply (or the module's packed one) into items[0..n)
- * (decision in ns, decided). Returns
- * 0, or SL_EPARSE when the reply is not the expected shape (an error reply
- * included: err gets its text), with a message in err (NUL-terminated,
- * truncated to errlen) and every item's decided false. Does not keep r. */
 /* The small scripts' replies (lease.lua, retry.lua): true when r (with
  * the call's status, SL__REDIS_OK) is an array of at least n integers, into
  * v[0..n). */
@@ -166,6 +161,11 @@ void sl__redis_small_script_head(sl__buf *b, int nargs, bool with_source, const 
  * EVAL with its source). */
 bool sl__redis_reply_noscript(const struct redisReply *r, int status);
 
+/* Reads a script reply (or the module's packed one) into items[0..n)
+ * (decision in ns, decided). Returns
+ * 0, or SL_EPARSE when the reply is not the expected shape (an error reply
+ * included: err gets its text), with a message in err (NUL-terminated,
+ * truncated to errlen) and every item's decided false. Does not keep r. */
 int sl__redis_script_parse(const struct redisReply *r, sl__script_item *items, size_t n, char *err,
                            size_t errlen);
 

@@ -1,12 +1,14 @@
-/* units.h: the two integer primitives every answer writer shares: a
+/* units.h: the integer primitives every answer writer shares: a
  * duration in nanoseconds rounded up to a coarser unit (milliseconds in
  * RESP and JSON, seconds in HTTP headers and Envoy's reset, ms timeouts
  * for libuv and curl), and an integer written in decimal by hand (no printf
- * on the hot paths). Header-only, so libsluice-client and the CLI use the
+ * on the hot paths); and a hex number read (lease ids, the module's
+ * tags). Header-only, so libsluice-client and the CLI use the
  * same code as the server without linking it. Integers only. */
 #ifndef SLUICE_UTIL_UNITS_H
 #define SLUICE_UTIL_UNITS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -48,6 +50,25 @@ static inline size_t sl__decimal_i64(char *p, int64_t v) {
     if (v >= 0) return sl__decimal_u64(p, (uint64_t)v);
     *p = '-';
     return 1 + sl__decimal_u64(p + 1, (uint64_t)0 - (uint64_t)v);
+}
+
+/* The hex number of s[0..n) (digits 0-9, a-f, A-F), 1 to 16 of them, into
+ * *out: true, or false (out untouched) for no digits, more than 16 or
+ * another byte. */
+static inline bool sl__hex_u64(const char *s, size_t n, uint64_t *out) {
+    if (n < 1 || n > 16) return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0) return false;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return true;
 }
 
 #endif

@@ -2,10 +2,7 @@
  * the request came to, for the pages that read the whole server. */
 #include "server/admin/admin.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "policy/ramp.h"
 #include "server/http/http.h"
@@ -77,19 +74,6 @@ void sl__admin_ramp(sl__admin *a, sl__answer_slot *slot, const struct sl__http_r
     sl__buf_free(&body);
 }
 
-static bool is_loopback(const struct sockaddr_storage *ss) {
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *v4 = (const struct sockaddr_in *)ss;
-        return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
-    }
-    if (ss->ss_family == AF_INET6) {
-        const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-        if (IN6_IS_ADDR_LOOPBACK(a)) return true;
-        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
-    }
-    return false;
-}
-
 void sl__admin_ops_view(sl__admin *a, sl__answer_slot *slot, bool store, bool peer,
                         struct sl__ops_view *v) {
     memset(v, 0, sizeof *v);
@@ -102,7 +86,5 @@ void sl__admin_ops_view(sl__admin *a, sl__answer_slot *slot, bool store, bool pe
     v->draining = w->draining;
     v->ui = w->admin.ui;
     if (store) sl__engine_stats(s->engine, s->nworkers, &v->store);
-    struct sockaddr_storage ss;
-    v->peer_loopback = peer && v->ui == SL__UI_LOOPBACK && slot && sl__slot_peer(slot, &ss) == 0 &&
-                       is_loopback(&ss);
+    v->peer_loopback = peer && v->ui == SL__UI_LOOPBACK && sl__slot_loopback(slot);
 }

@@ -38,9 +38,9 @@ static uint64_t sum(sl__server *s, size_t offset) {
 static void held_metrics(sl__server *s, sl__buf *out) {
     uint64_t held = SUM(s, held), released = SUM(s, held_released);
     uint64_t cancelled = SUM(s, held_cancelled), gone = released + cancelled;
-    sl__prom_family(out, "sluice_held_answers", "gauge",
-                    "GET /v1/auth answers held until their release time now (hold:).");
-    sl__prom_sample(out, "sluice_held_answers", NULL, held > gone ? held - gone : 0);
+    sl__prom_single(out, "sluice_held_answers", "gauge",
+                    "GET /v1/auth answers held until their release time now (hold:).",
+                    held > gone ? held - gone : 0);
     sl__prom_family(out, "sluice_hold_total", "counter",
                     "GET /v1/auth answers that a hold: delayed: held, then released at their time "
                     "or cancelled (their connection closed); refused at once (the hold full, "
@@ -157,6 +157,19 @@ static void ratio_metrics(sl__policy_set *set, size_t n, sl__buf *out) {
     }
 }
 
+/* One gauge family of the policies' table snapshots `st[0..n)`: the
+ * uint64_t field at `offset` bytes into sl_table_stats, labelled by policy. */
+static void table_gauge(sl__buf *out, sl__policy_set *set, const sl_table_stats *st, size_t n,
+                        const char *family, const char *help, size_t offset) {
+    sl__prom_family(out, family, "gauge", help);
+    for (size_t i = 0; i < n; i++) {
+        const char *l[] = {"policy", sl__policy_set_at(set, i)->cfg.name, NULL};
+        uint64_t v;
+        memcpy(&v, (const char *)&st[i] + offset, sizeof v);
+        sl__prom_sample(out, family, l, v);
+    }
+}
+
 static void policy_metrics(sl__policy_set *set, sl__buf *out) {
     size_t n = set ? sl__policy_set_count(set) : 0;
     sl__prom_family(out, "sluice_decisions_total", "counter",
@@ -183,22 +196,13 @@ static void policy_metrics(sl__policy_set *set, sl__buf *out) {
     if (!st) n = 0;
     for (size_t i = 0; i < n; i++)
         sl_table_stats_get(sl__policy_set_at(set, i)->lim.store.table, &st[i]);
-    sl__prom_family(out, "sluice_table_keys", "gauge", "Keys held in the policy's table.");
-    for (size_t i = 0; i < n; i++) {
-        const char *l[] = {"policy", sl__policy_set_at(set, i)->cfg.name, NULL};
-        sl__prom_sample(out, "sluice_table_keys", l, st[i].keys);
-    }
-    sl__prom_family(out, "sluice_table_bytes", "gauge",
-                    "Bytes held by the policy's table (states, keys, index).");
-    for (size_t i = 0; i < n; i++) {
-        const char *l[] = {"policy", sl__policy_set_at(set, i)->cfg.name, NULL};
-        sl__prom_sample(out, "sluice_table_bytes", l, st[i].bytes);
-    }
-    sl__prom_family(out, "sluice_table_max_bytes", "gauge", "The table's memory cap.");
-    for (size_t i = 0; i < n; i++) {
-        const char *l[] = {"policy", sl__policy_set_at(set, i)->cfg.name, NULL};
-        sl__prom_sample(out, "sluice_table_max_bytes", l, st[i].max_bytes);
-    }
+    table_gauge(out, set, st, n, "sluice_table_keys", "Keys held in the policy's table.",
+                offsetof(sl_table_stats, keys));
+    table_gauge(out, set, st, n, "sluice_table_bytes",
+                "Bytes held by the policy's table (states, keys, index).",
+                offsetof(sl_table_stats, bytes));
+    table_gauge(out, set, st, n, "sluice_table_max_bytes", "The table's memory cap.",
+                offsetof(sl_table_stats, max_bytes));
     sl__prom_family(out, "sluice_evictions_total", "counter",
                     "States dropped: idle (fresh again, lossless) or live (memory cap reached).");
     for (size_t i = 0; i < n; i++) {
@@ -354,38 +358,28 @@ static void redis_metrics(const sl__engine_report *es, sl__policy_set *set, sl__
     }
 }
 
-void sl__metrics_write(sl__server *s, sl__buf *out) {
-    static const char *const proto_names[SL__PROTO_COUNT] = {"http", "resp", "grpc"};
+/* The build and the start time. */
+static void info_metrics(sl__server *s, sl__buf *out) {
     sl__prom_family(out, "sluice_info", "gauge", "Build information.");
     const char *vl[] = {"version", SLUICE_VERSION, NULL};
     sl__prom_sample(out, "sluice_info", vl, 1);
-    sl__prom_family(out, "sluice_start_time_seconds", "gauge", "Unix time the server started.");
-    sl__prom_sample(out, "sluice_start_time_seconds", NULL,
+    sl__prom_single(out, "sluice_start_time_seconds", "gauge", "Unix time the server started.",
                     (uint64_t)(s->started_at / SL_NS_PER_SEC));
+}
 
-    sl__worker *self = NULL;
-    for (unsigned i = 0; i < s->nworkers; i++)
-        if (pthread_equal(s->workers[i].thread, pthread_self())) self = &s->workers[i];
-    policy_metrics(self ? self->policies : NULL, out);
-    rules_metrics(self ? self->policies : NULL, out);
-    sl__metrics_leases(self ? self->policies : NULL, out);
-    sl__metrics_ramp(self ? self->policies : NULL, sl_now(), out);
-    sl__metrics_retry(self ? self->policies : NULL, out);
-    domain_metrics(self ? self->domains : NULL, out);
-    sl__engine_report es;
-    sl__engine_stats(s->engine, s->nworkers, &es);
-    if (es.redis) redis_metrics(&es, self ? self->policies : NULL, out);
-
+/* CL.THROTTLE's own store. */
+static void cell_metrics(sl__server *s, sl__buf *out) {
     uint64_t keys = 0, bytes = 0, live = 0;
     sl__cell_stats(s->cell, &keys, &bytes, &live);
-    sl__prom_family(out, "sluice_cell_keys", "gauge", "Keys held for CL.THROTTLE.");
-    sl__prom_sample(out, "sluice_cell_keys", NULL, keys);
-    sl__prom_family(out, "sluice_cell_bytes", "gauge", "Bytes held for CL.THROTTLE.");
-    sl__prom_sample(out, "sluice_cell_bytes", NULL, bytes);
-    sl__prom_family(out, "sluice_cell_evictions_total", "counter",
-                    "CL.THROTTLE live states evicted at the memory cap.");
-    sl__prom_sample(out, "sluice_cell_evictions_total", NULL, live);
+    sl__prom_single(out, "sluice_cell_keys", "gauge", "Keys held for CL.THROTTLE.", keys);
+    sl__prom_single(out, "sluice_cell_bytes", "gauge", "Bytes held for CL.THROTTLE.", bytes);
+    sl__prom_single(out, "sluice_cell_evictions_total", "counter",
+                    "CL.THROTTLE live states evicted at the memory cap.", live);
+}
 
+/* Requests and their latency histogram, by protocol. */
+static void request_metrics(sl__server *s, sl__buf *out) {
+    static const char *const proto_names[SL__PROTO_COUNT] = {"http", "resp", "grpc"};
     sl__prom_family(out, "sluice_requests_total", "counter",
                     "Requests (HTTP) and commands (RESP) answered.");
     for (int p = 0; p < SL__PROTO_COUNT; p++) {
@@ -409,32 +403,39 @@ void sl__metrics_write(sl__server *s, sl__buf *out) {
         const char *l[] = {"protocol", proto_names[p], NULL};
         sl__prom_histogram(out, "sluice_request_duration_seconds", l, counts, total);
     }
-    sl__prom_family(out, "sluice_connections", "gauge", "Open client connections.");
-    sl__prom_sample(out, "sluice_connections", NULL, atomic_load(&s->connections));
-    sl__prom_family(out, "sluice_connections_total", "counter", "Client connections accepted.");
-    sl__prom_sample(out, "sluice_connections_total", NULL, SUM(s, accepted));
-    sl__prom_family(out, "sluice_connections_refused_total", "counter",
+}
+
+/* The connection layer: open, accepted, refused, paused, malformed, timed out. */
+static void connection_metrics(sl__server *s, sl__buf *out) {
+    sl__prom_single(out, "sluice_connections", "gauge", "Open client connections.",
+                    atomic_load(&s->connections));
+    sl__prom_single(out, "sluice_connections_total", "counter", "Client connections accepted.",
+                    SUM(s, accepted));
+    sl__prom_single(out, "sluice_connections_refused_total", "counter",
                     "Connections closed at once: max_connections reached, or no file "
-                    "descriptor left.");
-    sl__prom_sample(out, "sluice_connections_refused_total", NULL, SUM(s, refused_connections));
-    sl__prom_family(out, "sluice_accept_errors_total", "counter",
-                    "accept() failures (such as too many open files).");
-    sl__prom_sample(out, "sluice_accept_errors_total", NULL, SUM(s, accept_errors));
-    sl__prom_family(out, "sluice_pending_output_bytes", "gauge",
-                    "Answers queued on all connections, not yet taken by their clients.");
-    sl__prom_sample(out, "sluice_pending_output_bytes", NULL, atomic_load(&s->pending_output));
-    sl__prom_family(out, "sluice_read_pauses_total", "counter",
+                    "descriptor left.",
+                    SUM(s, refused_connections));
+    sl__prom_single(out, "sluice_accept_errors_total", "counter",
+                    "accept() failures (such as too many open files).", SUM(s, accept_errors));
+    sl__prom_single(out, "sluice_pending_output_bytes", "gauge",
+                    "Answers queued on all connections, not yet taken by their clients.",
+                    atomic_load(&s->pending_output));
+    sl__prom_single(out, "sluice_read_pauses_total", "counter",
                     "Times a connection stopped being read because its queued answers were "
                     "over limits.max_pending_output or its share of "
-                    "limits.max_pending_output_total.");
-    sl__prom_sample(out, "sluice_read_pauses_total", NULL, SUM(s, read_pauses));
-    sl__prom_family(out, "sluice_protocol_errors_total", "counter",
-                    "Malformed or oversized requests answered with an error and closed.");
-    sl__prom_sample(out, "sluice_protocol_errors_total", NULL, SUM(s, protocol_errors));
-    sl__prom_family(out, "sluice_timeouts_total", "counter",
+                    "limits.max_pending_output_total.",
+                    SUM(s, read_pauses));
+    sl__prom_single(out, "sluice_protocol_errors_total", "counter",
+                    "Malformed or oversized requests answered with an error and closed.",
+                    SUM(s, protocol_errors));
+    sl__prom_single(out, "sluice_timeouts_total", "counter",
                     "Connections closed for idleness or a request or command that came too slowly, "
-                    "and gRPC streams reset past their deadline.");
-    sl__prom_sample(out, "sluice_timeouts_total", NULL, SUM(s, timeouts));
+                    "and gRPC streams reset past their deadline.",
+                    SUM(s, timeouts));
+}
+
+/* API keys refused, held answers, dropped log lines and reloads. */
+static void process_metrics(sl__server *s, sl__buf *out) {
     sl__prom_family(out, "sluice_api_key_refused_total", "counter",
                     "GET /v1/auth requests with an unknown API key, or none where one is "
                     "required (401, or 403 when a limit without a key refused them first).");
@@ -442,15 +443,36 @@ void sl__metrics_write(sl__server *s, sl__buf *out) {
     sl__prom_sample(out, "sluice_api_key_refused_total", luk, SUM(s, unknown_keys));
     sl__prom_sample(out, "sluice_api_key_refused_total", lmk, SUM(s, missing_keys));
     held_metrics(s, out);
-    sl__prom_family(out, "sluice_log_lines_dropped_total", "counter",
+    sl__prom_single(out, "sluice_log_lines_dropped_total", "counter",
                     "Lines a client can cause (shadow mode's would-be refusals) not written: over "
-                    "SL_LOG_LIMITED_PER_SEC (10) a second in the process.");
-    sl__prom_sample(out, "sluice_log_lines_dropped_total", NULL, sl__log_limited_dropped());
-    sl__prom_family(out, "sluice_reloads_total", "counter", "Successful config reloads.");
-    sl__prom_sample(out, "sluice_reloads_total", NULL, atomic_load(&s->reloads));
-    sl__prom_family(out, "sluice_reload_failures_total", "counter",
-                    "Reloads refused (the running config was kept).");
-    sl__prom_sample(out, "sluice_reload_failures_total", NULL, atomic_load(&s->reload_failures));
+                    "SL_LOG_LIMITED_PER_SEC (10) a second in the process.",
+                    sl__log_limited_dropped());
+    sl__prom_single(out, "sluice_reloads_total", "counter", "Successful config reloads.",
+                    atomic_load(&s->reloads));
+    sl__prom_single(out, "sluice_reload_failures_total", "counter",
+                    "Reloads refused (the running config was kept).",
+                    atomic_load(&s->reload_failures));
+}
+
+void sl__metrics_write(sl__server *s, sl__buf *out) {
+    info_metrics(s, out);
+    sl__worker *self = NULL;
+    for (unsigned i = 0; i < s->nworkers; i++)
+        if (pthread_equal(s->workers[i].thread, pthread_self())) self = &s->workers[i];
+    policy_metrics(self ? self->policies : NULL, out);
+    rules_metrics(self ? self->policies : NULL, out);
+    sl__metrics_leases(self ? self->policies : NULL, out);
+    sl__metrics_ramp(self ? self->policies : NULL, sl_now(), out);
+    sl__metrics_retry(self ? self->policies : NULL, out);
+    domain_metrics(self ? self->domains : NULL, out);
+    sl__engine_report es;
+    sl__engine_stats(s->engine, s->nworkers, &es);
+    if (es.redis) redis_metrics(&es, self ? self->policies : NULL, out);
+
+    cell_metrics(s, out);
+    request_metrics(s, out);
+    connection_metrics(s, out);
+    process_metrics(s, out);
 }
 
 void sl__resp_info(void *admin, sl__buf *out) {

@@ -121,6 +121,12 @@ static void put_double(sl__buf *out, double v) {
     sl__buf_puts(out, tmp);
 }
 
+void sl__prom_single(sl__buf *out, const char *name, const char *type, const char *help,
+                     uint64_t value) {
+    sl__prom_family(out, name, type, help);
+    sl__prom_sample(out, name, NULL, value);
+}
+
 void sl__prom_sample_f(sl__buf *out, const char *name, const char *const *labels, double value) {
     put_series(out, name, NULL, labels, NULL);
     sl__buf_puts(out, " ");
@@ -140,31 +146,15 @@ static void format_seconds(char *buf, size_t size, uint64_t ns) {
 
 void sl__prom_histogram(sl__buf *out, const char *name, const char *const *labels,
                         const uint64_t counts[SL__PROM_LATENCY_BUCKETS + 1], uint64_t sum_ns) {
-    char le[32];
-    uint64_t cum = 0;
+    char le[SL__PROM_LATENCY_BUCKETS][32];
+    const char *lep[SL__PROM_LATENCY_BUCKETS];
     for (int i = 0; i < SL__PROM_LATENCY_BUCKETS; i++) {
-        cum += counts[i];
-        format_seconds(le, sizeof le, (uint64_t)sl__prom_latency_bounds_ns[i]);
-        put_series(out, name, "_bucket", labels, le);
-        sl__buf_puts(out, " ");
-        put_u64(out, cum);
-        sl__buf_puts(out, "\n");
+        format_seconds(le[i], sizeof le[i], (uint64_t)sl__prom_latency_bounds_ns[i]);
+        lep[i] = le[i];
     }
-    cum += counts[SL__PROM_LATENCY_BUCKETS];
-    put_series(out, name, "_bucket", labels, "+Inf");
-    sl__buf_puts(out, " ");
-    put_u64(out, cum);
-    sl__buf_puts(out, "\n");
     char sum[32];
     format_seconds(sum, sizeof sum, sum_ns);
-    put_series(out, name, "_sum", labels, NULL);
-    sl__buf_puts(out, " ");
-    sl__buf_puts(out, sum);
-    sl__buf_puts(out, "\n");
-    put_series(out, name, "_count", labels, NULL);
-    sl__buf_puts(out, " ");
-    put_u64(out, cum);
-    sl__buf_puts(out, "\n");
+    sl__prom_histogram_le(out, name, labels, lep, SL__PROM_LATENCY_BUCKETS, counts, sum);
 }
 
 void sl__prom_histogram_le(sl__buf *out, const char *name, const char *const *labels,

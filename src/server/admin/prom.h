@@ -14,6 +14,9 @@ void sl__prom_family(sl__buf *out, const char *name, const char *type, const cha
 /* name{l1="v1",l2="v2"} value. labels: alternating names and values, NULL-terminated; may be NULL.
  */
 void sl__prom_sample(sl__buf *out, const char *name, const char *const *labels, uint64_t value);
+/* A family of one unlabelled sample: sl__prom_family, then name value. */
+void sl__prom_single(sl__buf *out, const char *name, const char *type, const char *help,
+                     uint64_t value);
 void sl__prom_sample_f(sl__buf *out, const char *name, const char *const *labels, double value);
 
 /* A latency histogram with fixed bucket bounds (ns). Counts are per bucket

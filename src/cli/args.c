@@ -9,7 +9,7 @@
 
 #include "sluice/error.h"
 
-void sl__cli_args_init(cli_args *a, const char *cmd, int argc, char **argv, int first) {
+void sl__cli_args_init(sl__cli_args *a, const char *cmd, int argc, char **argv, int first) {
     a->cmd = cmd;
     a->argc = argc;
     a->argv = argv;
@@ -17,7 +17,7 @@ void sl__cli_args_init(cli_args *a, const char *cmd, int argc, char **argv, int 
     a->name[0] = '\0';
 }
 
-int sl__cli_args_error(const cli_args *a, const char *fmt, ...) {
+int sl__cli_args_error(const sl__cli_args *a, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     if (a->name[0])
@@ -30,7 +30,7 @@ int sl__cli_args_error(const cli_args *a, const char *fmt, ...) {
     return -1;
 }
 
-int sl__cli_args_next(cli_args *a, const cli_opt *opts, int *index, const char **value) {
+int sl__cli_args_next(sl__cli_args *a, const sl__cli_opt *opts, int *index, const char **value) {
     a->name[0] = '\0';
     if (a->i >= a->argc) return 0;
     const char *arg = a->argv[a->i++];
@@ -118,7 +118,7 @@ int sl__cli_parse_decimal(const char *s, size_t len, int decimals, int64_t max_s
     return 0;
 }
 
-int sl__cli_args_int(const cli_args *a, const char *v, int64_t min, int64_t max, int64_t *out) {
+int sl__cli_args_int(const sl__cli_args *a, const char *v, int64_t min, int64_t max, int64_t *out) {
     const char *why;
     int64_t x = 0;
     *out = 0;
@@ -129,7 +129,7 @@ int sl__cli_args_int(const cli_args *a, const char *v, int64_t min, int64_t max,
     return 0;
 }
 
-int sl__cli_args_int32(const cli_args *a, const char *v, int min, int max, int *out) {
+int sl__cli_args_int32(const sl__cli_args *a, const char *v, int min, int max, int *out) {
     int64_t x;
     *out = 0;
     if (sl__cli_args_int(a, v, min, max, &x) != 0) return -1;
@@ -137,7 +137,7 @@ int sl__cli_args_int32(const cli_args *a, const char *v, int min, int max, int *
     return 0;
 }
 
-int sl__cli_args_u64(const cli_args *a, const char *v, uint64_t *out) {
+int sl__cli_args_u64(const sl__cli_args *a, const char *v, uint64_t *out) {
     uint64_t x = 0;
     size_t n = strlen(v);
     *out = 0;
@@ -154,8 +154,8 @@ int sl__cli_args_u64(const cli_args *a, const char *v, uint64_t *out) {
     return 0;
 }
 
-int sl__cli_args_decimal(const cli_args *a, const char *v, int decimals, int64_t min, int64_t max,
-                         const char *expected, int64_t *out) {
+int sl__cli_args_decimal(const sl__cli_args *a, const char *v, int decimals, int64_t min,
+                         int64_t max, const char *expected, int64_t *out) {
     const char *why = "out of range";
     int64_t x = 0;
     *out = 0;
@@ -166,7 +166,7 @@ int sl__cli_args_decimal(const cli_args *a, const char *v, int decimals, int64_t
     return 0;
 }
 
-int sl__cli_args_seconds(const cli_args *a, const char *v, int64_t min_ms, int64_t max_ms,
+int sl__cli_args_seconds(const sl__cli_args *a, const char *v, int64_t min_ms, int64_t max_ms,
                          const char *expected, int64_t *out_ns) {
     int64_t ms;
     *out_ns = 0;
@@ -176,7 +176,7 @@ int sl__cli_args_seconds(const cli_args *a, const char *v, int64_t min_ms, int64
     return 0;
 }
 
-int sl__cli_args_rate(const cli_args *a, const char *v, sl_rate *out) {
+int sl__cli_args_rate(const sl__cli_args *a, const char *v, sl_rate *out) {
     sl_rate r = {0, 0};
     int rc = sl_rate_parse(v, &r);
     *out = rc == SL_OK ? r : (sl_rate){0, 0};
@@ -186,7 +186,7 @@ int sl__cli_args_rate(const cli_args *a, const char *v, sl_rate *out) {
     return 0;
 }
 
-int sl__cli_args_algorithm(const cli_args *a, const char *v, sl_algorithm *out) {
+int sl__cli_args_algorithm(const sl__cli_args *a, const char *v, sl_algorithm *out) {
     *out = SL_FIXED_WINDOW;
     if (sl_algorithm_parse(v, out) != SL_OK)
         return sl__cli_args_error(
@@ -197,7 +197,7 @@ int sl__cli_args_algorithm(const cli_args *a, const char *v, sl_algorithm *out) 
     return 0;
 }
 
-int sl__cli_args_algorithms(const cli_args *a, const char *v, sl_algorithm out[6], int *n) {
+int sl__cli_args_algorithms(const sl__cli_args *a, const char *v, sl_algorithm out[6], int *n) {
     *n = 0;
     const char *p = v;
     for (;;) {

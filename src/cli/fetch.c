@@ -89,7 +89,7 @@ enum {
 
 typedef struct fetch_opt {
     char short_name; /* 0: long only */
-    cli_opt o;
+    sl__cli_opt o;
 } fetch_opt;
 
 static const fetch_opt fetch_opts[] = {
@@ -118,7 +118,7 @@ static const fetch_opt fetch_opts[] = {
  * *value), 2 (positional: *value), 0 at the end, -1 after printing an error.
  * Short options take their value attached (-XPOST) or as the next argument;
  * "--" ends the options. */
-static int next_arg(cli_args *a, bool *only_positional, int *idx, const char **value) {
+static int next_arg(sl__cli_args *a, bool *only_positional, int *idx, const char **value) {
     a->name[0] = '\0';
     if (a->i >= a->argc) return 0;
     const char *arg = a->argv[a->i++];
@@ -292,7 +292,7 @@ static int on_body(void *ctx, const void *data, size_t len) {
 }
 
 /* --rate: "2.5" requests per second (at most 3 decimals) or a rate "150/m". */
-static int parse_rate(const cli_args *a, const char *v, sl_rate *out) {
+static int parse_rate(const sl__cli_args *a, const char *v, sl_rate *out) {
     if (strchr(v, '/')) return sl__cli_args_rate(a, v, out);
     int64_t milli;
     if (sl__cli_args_decimal(a, v, 3, 1, 1000000000,
@@ -342,7 +342,7 @@ int sl__cli_fetch_main(const char *cmd, int argc, char **argv, int first) {
     bool has_rate = false, has_aimd_max = false, only_positional = false;
     uint64_t seed = 0;
 
-    cli_args a;
+    sl__cli_args a;
     sl__cli_args_init(&a, cmd, argc, argv, first);
     int idx = 0, got;
     const char *v = NULL;

@@ -165,7 +165,7 @@ enum {
 };
 
 int sl__cli_sim_adaptive_main(const char *cmd, int argc, char **argv, int first) {
-    static const cli_opt opts[] = {
+    static const sl__cli_opt opts[] = {
         {"rate", "N"},     {"workers", "N"},        {"service", "MS"},  {"slow", "MS"},
         {"slow-at", "S"},  {"limit-rate", "N"},     {"min-limit", "N"}, {"max-limit", "N"},
         {"duration", "S"}, {"min-rtt-window", "S"}, {"format", "F"},    {"help", NULL},
@@ -181,7 +181,7 @@ int sl__cli_sim_adaptive_main(const char *cmd, int argc, char **argv, int first)
                       .duration_s = 30,
                       .min_rtt_s = 10};
     bool csv = false;
-    cli_args a;
+    sl__cli_args a;
     sl__cli_args_init(&a, cmd, argc, argv, first);
     int idx, got;
     const char *v;

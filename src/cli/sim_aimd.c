@@ -24,7 +24,7 @@ static char *short_milli(int64_t v, char *buf, size_t size) {
     return sl__cli_fmt_seconds(v * 1000000, 0, buf, size);
 }
 
-int64_t sl__cli_aimd_step(const aimd_config *cfg, int64_t rate, bool got_429) {
+int64_t sl__cli_aimd_step(const sl__cli_aimd_config *cfg, int64_t rate, bool got_429) {
     int64_t next;
     if (got_429) {
         next = rate * cfg->decrease_ppm / 1000000; /* rounded down */
@@ -36,13 +36,14 @@ int64_t sl__cli_aimd_step(const aimd_config *cfg, int64_t rate, bool got_429) {
     return next;
 }
 
-void sl__cli_aimd_result_free(aimd_result *r) {
+void sl__cli_aimd_result_free(sl__cli_aimd_result *r) {
     free(r->pts);
     r->pts = NULL;
     r->n = 0;
 }
 
-int sl__cli_aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t errlen) {
+int sl__cli_aimd_run(const sl__cli_aimd_config *cfg, sl__cli_aimd_result *out, char *err,
+                     size_t errlen) {
     memset(out, 0, sizeof *out);
     sl_params p = {.algorithm = cfg->alg, .rate = cfg->rate, .burst = cfg->burst};
     sl_table *server;
@@ -91,7 +92,7 @@ int sl__cli_aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t
         }
         if (out->n == cap) {
             size_t ncap = cap ? cap * 2 : 1024;
-            aimd_point *np = realloc(out->pts, ncap * sizeof *np);
+            sl__cli_aimd_point *np = realloc(out->pts, ncap * sizeof *np);
             if (!np) {
                 rc = -1;
                 snprintf(err, errlen, "out of memory");
@@ -100,7 +101,7 @@ int sl__cli_aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t
             out->pts = np;
             cap = ncap;
         }
-        out->pts[out->n++] = (aimd_point){now - base, rate, d.allowed};
+        out->pts[out->n++] = (sl__cli_aimd_point){now - base, rate, d.allowed};
         if (d.allowed)
             out->served++;
         else
@@ -117,9 +118,9 @@ int sl__cli_aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t
 static const char *const aimd_columns[] = {"second", "rate",   "min_rate", "max_rate",
                                            "sent",   "served", "rejected"};
 
-static int print_aimd(FILE *fp, out_format f, const aimd_config *cfg, const aimd_result *r,
-                      const char *rate_text) {
-    out_table *tab = sl__cli_out_table_new(7, aimd_columns);
+static int print_aimd(FILE *fp, sl__cli_out_format f, const sl__cli_aimd_config *cfg,
+                      const sl__cli_aimd_result *r, const char *rate_text) {
+    sl__cli_out_table *tab = sl__cli_out_table_new(7, aimd_columns);
     if (!tab) return -1;
     char b1[40], b2[40], b3[40], b4[40], b5[40];
     int64_t secs = sl__ceil_s(cfg->duration);
@@ -208,7 +209,8 @@ static double ay(const aimd_chart *c, int64_t milli) {
 
 /* A step line through every rate change, with at most four points per half
  * pixel column (entering, lowest, highest, leaving), so long runs stay small. */
-static void rate_line(svg *s, const aimd_chart *c, const aimd_config *cfg, const aimd_result *r) {
+static void rate_line(sl__cli_svg *s, const aimd_chart *c, const sl__cli_aimd_config *cfg,
+                      const sl__cli_aimd_result *r) {
     sl__cli_svg_polyline_begin(s, "rate");
     sl__cli_svg_polyline_point(s, ax(c, 0), ay(c, cfg->start));
     int64_t prev = cfg->start;
@@ -241,8 +243,9 @@ static int64_t nice_up(double v) {
     }
 }
 
-static int write_aimd_svg(const char *path, const aimd_config *cfg, const aimd_result *r,
-                          const char *rate_text, char *err, size_t errlen) {
+static int write_aimd_svg(const char *path, const sl__cli_aimd_config *cfg,
+                          const sl__cli_aimd_result *r, const char *rate_text, char *err,
+                          size_t errlen) {
     const double W = 1000, left = 64, right = 24, top = 92, ph = 280;
     double axis_y = top + ph;
     int H = (int)(axis_y + 48);
@@ -251,7 +254,7 @@ static int write_aimd_svg(const char *path, const aimd_config *cfg, const aimd_r
     snprintf(title, sizeof title,
              "sluice sim aimd: +%s/s per success, x%s per 429, against a server limit of %s",
              short_milli(cfg->increase, b1, sizeof b1), dec, rate_text);
-    svg *s = sl__cli_svg_open(path, (int)W, H, title, aimd_css);
+    sl__cli_svg *s = sl__cli_svg_open(path, (int)W, H, title, aimd_css);
     if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
     sl__cli_svg_text(s, 16, 28, "title", "start", title);
     sl__cli_svg_textf(s, 16, 48, "sub", "start",
@@ -365,7 +368,7 @@ enum {
     A_SVG,
     A_HELP
 };
-static const cli_opt aimd_opts[] = {
+static const sl__cli_opt aimd_opts[] = {
     [A_START] = {"start", "R"},       [A_INCREASE] = {"increase", "A"},
     [A_DECREASE] = {"decrease", "B"}, [A_FLOOR] = {"floor", "R"},
     [A_CAP] = {"cap", "R"},           [A_RATE] = {"rate", "N/P"},
@@ -378,7 +381,7 @@ static const cli_opt aimd_opts[] = {
 #define RATE_TEXT "requests per second from 0.001 to 1000 (at most 3 decimals)"
 
 int sl__cli_sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
-    aimd_config cfg = {
+    sl__cli_aimd_config cfg = {
         .start = 1000,
         .increase = 500,
         .floor = 1000,
@@ -389,10 +392,10 @@ int sl__cli_sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
         .burst = 10,
         .duration = 30 * SL_NS_PER_SEC,
     };
-    out_format fmt = OUT_TABLE;
+    sl__cli_out_format fmt = OUT_TABLE;
     const char *svg_path = NULL;
     uint64_t seed = 1;
-    cli_args a;
+    sl__cli_args a;
     sl__cli_args_init(&a, cmd, argc, argv, first);
     int idx, got;
     const char *v;
@@ -460,7 +463,7 @@ int sl__cli_sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
         return EXIT_USAGE;
     }
     char err[512];
-    aimd_result r;
+    sl__cli_aimd_result r;
     if (sl__cli_aimd_run(&cfg, &r, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         return 1;

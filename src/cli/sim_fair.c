@@ -29,7 +29,7 @@ const char *sl__cli_fair_discipline_name(int d) {
     return d >= 0 && d < FAIR_DISCIPLINES ? discipline_names[d] : NULL;
 }
 
-void sl__cli_fair_result_free(fair_result *r) {
+void sl__cli_fair_result_free(sl__cli_fair_result *r) {
     free(r->arrival);
     for (int d = 0; d < FAIR_DISCIPLINES; d++) free(r->wait[d]);
     memset(r, 0, sizeof *r);
@@ -41,9 +41,9 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 /* Nearest-rank percentiles of n >= 1 values (sorts them). */
-static fair_stats stats_of(int64_t *v, size_t n) {
+static sl__cli_fair_stats stats_of(int64_t *v, size_t n) {
     qsort(v, n, sizeof *v, cmp_i64);
-    return (fair_stats){
+    return (sl__cli_fair_stats){
         .p50 = v[(n + 1) / 2 - 1], .p99 = v[(99 * n + 99) / 100 - 1], .max = v[n - 1]};
 }
 
@@ -65,7 +65,7 @@ typedef struct queue {
     int64_t *fifo;
     size_t head, tail;
     sl_fairq *fq;
-    const fair_config *cfg;
+    const sl__cli_fair_config *cfg;
 } queue;
 
 static int queue_push(queue *q, int64_t job) {
@@ -103,7 +103,7 @@ static bool queue_pop(queue *q, int64_t *job) {
 }
 
 /* One discipline: every job's wait into big_wait (dump) and small_wait. */
-static int run_one(const fair_config *cfg, int discipline, const int64_t *arrival,
+static int run_one(const sl__cli_fair_config *cfg, int discipline, const int64_t *arrival,
                    const arrival_of *order, int64_t *big_wait, int64_t *small_wait,
                    int64_t *done_at, char *err, size_t errlen) {
     size_t total = (size_t)(cfg->jobs + cfg->tenants);
@@ -157,7 +157,8 @@ static int run_one(const fair_config *cfg, int discipline, const int64_t *arriva
     return 0;
 }
 
-int sl__cli_fair_run(const fair_config *cfg, fair_result *out, char *err, size_t errlen) {
+int sl__cli_fair_run(const sl__cli_fair_config *cfg, sl__cli_fair_result *out, char *err,
+                     size_t errlen) {
     memset(out, 0, sizeof *out);
     if (cfg->jobs < 0 || cfg->jobs > FAIR_MAX_JOBS || cfg->tenants < 1 ||
         cfg->tenants > FAIR_MAX_TENANTS || cfg->spread < 0 || cfg->rate.limit < 1 ||
@@ -212,17 +213,17 @@ static const char *const tenant_columns[] = {"tenant", "arrival", "fifo_wait", "
 static const char *const option_columns[] = {"jobs",       "tenants",      "spread", "rate",
                                              "weight_big", "weight_small", "seed"};
 
-static void add_seconds(out_table *t, int64_t ns) {
+static void add_seconds(sl__cli_out_table *t, int64_t ns) {
     char b[40];
     sl__cli_out_table_add(t, CELL_NUM, "%s", sl__cli_fmt_seconds(ns, 3, b, sizeof b));
 }
 
-static int print_fair(FILE *fp, out_format f, const fair_config *cfg, const fair_result *r,
-                      const char *rate_text) {
+static int print_fair(FILE *fp, sl__cli_out_format f, const sl__cli_fair_config *cfg,
+                      const sl__cli_fair_result *r, const char *rate_text) {
     char b1[40], b2[40], b3[40];
-    out_table *res = sl__cli_out_table_new(7, result_columns);
-    out_table *opt = sl__cli_out_table_new(7, option_columns);
-    out_table *per = f == OUT_JSON ? sl__cli_out_table_new(4, tenant_columns) : NULL;
+    sl__cli_out_table *res = sl__cli_out_table_new(7, result_columns);
+    sl__cli_out_table *opt = sl__cli_out_table_new(7, option_columns);
+    sl__cli_out_table *per = f == OUT_JSON ? sl__cli_out_table_new(4, tenant_columns) : NULL;
     if (!res || !opt || (f == OUT_JSON && !per)) {
         sl__cli_out_table_free(res);
         sl__cli_out_table_free(opt);
@@ -310,8 +311,9 @@ static int64_t round_step(int64_t max) {
     }
 }
 
-static int write_fair_svg(const char *path, const fair_config *cfg, const fair_result *r,
-                          const char *rate_text, char *err, size_t errlen) {
+static int write_fair_svg(const char *path, const sl__cli_fair_config *cfg,
+                          const sl__cli_fair_result *r, const char *rate_text, char *err,
+                          size_t errlen) {
     const double W = 1000, left = 64, right = 24, top = 112, plot_h = 280;
     double axis_y = top + plot_h, pw = W - left - right;
     int H = (int)(axis_y + 48);
@@ -319,7 +321,7 @@ static int write_fair_svg(const char *path, const fair_config *cfg, const fair_r
     snprintf(title, sizeof title,
              "sluice sim fair: a dump of %lld jobs against %lld small tenants, a server of %s",
              (long long)cfg->jobs, (long long)cfg->tenants, rate_text);
-    svg *s = sl__cli_svg_open(path, (int)W, H, title, fair_css);
+    sl__cli_svg *s = sl__cli_svg_open(path, (int)W, H, title, fair_css);
     if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
     sl__cli_svg_text(s, 16, 28, "title", "start", title);
     sl__cli_svg_textf(
@@ -410,7 +412,7 @@ static const char fair_help[] =
     "big_max (the dump's jobs), done_at (when the last job started). See docs/sim.md.\n";
 
 enum { F_JOBS, F_TENANTS, F_SPREAD, F_RATE, F_WEIGHTS, F_SEED, F_FORMAT, F_SVG, F_HELP };
-static const cli_opt fair_opts[] = {
+static const sl__cli_opt fair_opts[] = {
     [F_JOBS] = {"jobs", "N"},         [F_TENANTS] = {"tenants", "N"},
     [F_SPREAD] = {"spread", "S"},     [F_RATE] = {"rate", "N/P"},
     [F_WEIGHTS] = {"weights", "B,S"}, [F_SEED] = {"seed", "N"},
@@ -419,7 +421,7 @@ static const cli_opt fair_opts[] = {
 };
 
 /* "B,S": two weights, 1..SL_FAIRQ_WEIGHT_MAX. */
-static int parse_weights(const cli_args *a, const char *v, fair_config *cfg) {
+static int parse_weights(const sl__cli_args *a, const char *v, sl__cli_fair_config *cfg) {
     const char *comma = strchr(v, ',');
     char big[32];
     if (!comma || (size_t)(comma - v) >= sizeof big)
@@ -436,7 +438,7 @@ static int parse_weights(const cli_args *a, const char *v, fair_config *cfg) {
 }
 
 int sl__cli_sim_fair_main(const char *cmd, int argc, char **argv, int first) {
-    fair_config cfg = {
+    sl__cli_fair_config cfg = {
         .jobs = 10000,
         .tenants = 100,
         .spread = 10 * SL_NS_PER_SEC,
@@ -445,9 +447,9 @@ int sl__cli_sim_fair_main(const char *cmd, int argc, char **argv, int first) {
         .weight_small = 1,
         .seed = 1,
     };
-    out_format fmt = OUT_TABLE;
+    sl__cli_out_format fmt = OUT_TABLE;
     const char *svg_path = NULL;
-    cli_args a;
+    sl__cli_args a;
     sl__cli_args_init(&a, cmd, argc, argv, first);
     int idx, got;
     const char *v;
@@ -488,7 +490,7 @@ int sl__cli_sim_fair_main(const char *cmd, int argc, char **argv, int first) {
     if (got < 0) return EXIT_USAGE;
 
     char err[512];
-    fair_result r;
+    sl__cli_fair_result r;
     if (sl__cli_fair_run(&cfg, &r, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         return 1;

@@ -54,13 +54,14 @@ static event heap_pop(event *h, size_t *n) {
     return top;
 }
 
-void sl__cli_herd_result_free(herd_result *r) {
+void sl__cli_herd_result_free(sl__cli_herd_result *r) {
     free(r->served_bin);
     free(r->rejected_bin);
     r->served_bin = r->rejected_bin = NULL;
 }
 
-int sl__cli_herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen) {
+int sl__cli_herd_run(const sl__cli_herd_config *cfg, sl__cli_herd_result *out, char *err,
+                     size_t errlen) {
     memset(out, 0, sizeof *out);
     out->last_served_at = out->all_served_at = -1;
     out->nbins = (size_t)((cfg->duration + HERD_BIN - 1) / HERD_BIN);
@@ -159,20 +160,20 @@ static const char *const ramp_second_columns[] = {
     "second", "ramp", "sent", "served", "rejected", "waiting", "served_without_ramp"};
 
 /* The ramp's factor at t as a percentage with 1 decimal ("10.0", "55.3"). */
-static const char *ramp_pct(const herd_config *cfg, int64_t t, char *b, size_t n) {
+static const char *ramp_pct(const sl__cli_herd_config *cfg, int64_t t, char *b, size_t n) {
     int64_t f = sl_ramp_factor(&cfg->ramp, 0, t) / 1000; /* tenths of a percent, floored */
     snprintf(b, n, "%lld.%lld", (long long)(f / 10), (long long)(f % 10));
     return b;
 }
 
 /* Served per second of r from bin s0 on. */
-static int64_t served_second(const herd_result *r, size_t s0, size_t per_s) {
+static int64_t served_second(const sl__cli_herd_result *r, size_t s0, size_t per_s) {
     int64_t ok = 0;
     for (size_t b = s0; b < s0 + per_s && b < r->nbins; b++) ok += r->served_bin[b];
     return ok;
 }
 
-static void add_seconds(out_table *t, int64_t ns) {
+static void add_seconds(sl__cli_out_table *t, int64_t ns) {
     char b[40];
     if (ns < 0)
         sl__cli_out_table_add(t, CELL_NULL, "-");
@@ -181,17 +182,18 @@ static void add_seconds(out_table *t, int64_t ns) {
 }
 
 /* base: the same herd without the ramp (cfg has one), or NULL. */
-static int print_herd(FILE *fp, out_format f, const herd_config *cfg, const herd_result *r,
-                      const char *rate_text, const herd_result *base) {
+static int print_herd(FILE *fp, sl__cli_out_format f, const sl__cli_herd_config *cfg,
+                      const sl__cli_herd_result *r, const char *rate_text,
+                      const sl__cli_herd_result *base) {
     char b1[40], b2[40], b3[40];
     const char *sum_cols[19];
     size_t nsum = N_OF(summary_columns);
     memcpy(sum_cols, summary_columns, sizeof summary_columns);
     if (base) memcpy(sum_cols + nsum, ramp_summary_columns, sizeof ramp_summary_columns);
     if (base) nsum += N_OF(ramp_summary_columns);
-    out_table *sum = sl__cli_out_table_new(nsum, sum_cols);
-    out_table *sec = base ? sl__cli_out_table_new(7, ramp_second_columns)
-                          : sl__cli_out_table_new(5, second_columns);
+    sl__cli_out_table *sum = sl__cli_out_table_new(nsum, sum_cols);
+    sl__cli_out_table *sec = base ? sl__cli_out_table_new(7, ramp_second_columns)
+                                  : sl__cli_out_table_new(5, second_columns);
     if (!sum || !sec) {
         sl__cli_out_table_free(sum);
         sl__cli_out_table_free(sec);
@@ -323,8 +325,9 @@ static int64_t round_step(int64_t max) {
 
 /* The ramp's limit per bin (a step per bin) and the herd without the ramp
  * (base: its served per bin), over the bars. */
-static void draw_ramp(svg *s, const herd_config *cfg, const herd_result *base, double left,
-                      double bw, double axis_y, double plot_h, int64_t ytop, double limit_per_bin) {
+static void draw_ramp(sl__cli_svg *s, const sl__cli_herd_config *cfg,
+                      const sl__cli_herd_result *base, double left, double bw, double axis_y,
+                      double plot_h, int64_t ytop, double limit_per_bin) {
     sl__cli_svg_polyline_begin(s, "base");
     for (size_t b = 0; b < base->nbins; b++) {
         double y = axis_y - plot_h * (double)base->served_bin[b] / (double)ytop;
@@ -345,9 +348,9 @@ static void draw_ramp(svg *s, const herd_config *cfg, const herd_result *base, d
     sl__cli_svg_polyline_end(s);
 }
 
-static int write_herd_svg(const char *path, const herd_config *cfg, const herd_result *r,
-                          const herd_result *base, const char *rate_text, char *err,
-                          size_t errlen) {
+static int write_herd_svg(const char *path, const sl__cli_herd_config *cfg,
+                          const sl__cli_herd_result *r, const sl__cli_herd_result *base,
+                          const char *rate_text, char *err, size_t errlen) {
     const double W = 1000, left = 64, right = 24, top = 112, plot_h = 250;
     double axis_y = top + plot_h;
     int H = (int)(axis_y + 48);
@@ -359,7 +362,7 @@ static int write_herd_svg(const char *path, const herd_config *cfg, const herd_r
              sl__cli_fmt_seconds(cfg->jitter, 0, b2, sizeof b2));
     char css[sizeof herd_css + sizeof herd_ramp_css + 1];
     snprintf(css, sizeof css, "%s%s%s", herd_css, base ? "\n" : "", base ? herd_ramp_css : "");
-    svg *s = sl__cli_svg_open(path, (int)W, H, title, css);
+    sl__cli_svg *s = sl__cli_svg_open(path, (int)W, H, title, css);
     if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
     sl__cli_svg_text(s, 16, 28, "title", "start", title);
     if (r->unserved == 0)
@@ -504,7 +507,7 @@ enum {
     H_SVG,
     H_HELP
 };
-static const cli_opt herd_opts[] = {
+static const sl__cli_opt herd_opts[] = {
     [H_WORKERS] = {"workers", "N"},
     [H_RATE] = {"rate", "N/P"},
     [H_BURST] = {"burst", "B"},
@@ -523,7 +526,7 @@ static const cli_opt herd_opts[] = {
 };
 
 int sl__cli_sim_herd_main(const char *cmd, int argc, char **argv, int first) {
-    herd_config cfg = {
+    sl__cli_herd_config cfg = {
         .workers = 300,
         .alg = SL_TOKEN_BUCKET,
         .rate = {150, SL_NS_PER_SEC},
@@ -534,9 +537,9 @@ int sl__cli_sim_herd_main(const char *cmd, int argc, char **argv, int first) {
         .seed = 1,
         .ramp = {.duration = 0, .from = SL_RAMP_ONE / 10},
     };
-    out_format fmt = OUT_TABLE;
+    sl__cli_out_format fmt = OUT_TABLE;
     const char *svg_path = NULL;
-    cli_args a;
+    sl__cli_args a;
     sl__cli_args_init(&a, cmd, argc, argv, first);
     int idx, got;
     const char *v;
@@ -603,8 +606,8 @@ int sl__cli_sim_herd_main(const char *cmd, int argc, char **argv, int first) {
     }
 
     char err[512];
-    herd_result r, base = {0};
-    herd_config plain = cfg;
+    sl__cli_herd_result r, base = {0};
+    sl__cli_herd_config plain = cfg;
     plain.ramp.duration = 0;
     bool ramped = cfg.ramp.duration > 0;
     if (sl__cli_herd_run(&cfg, &r, err, sizeof err) != 0) {

@@ -59,7 +59,7 @@ static int cmp_key_time(const void *a, const void *b) {
 
 /* busiest over the requests that reached the server (allowed ones, at
  * arrival + delay): all keys together, and the most for any one key. */
-static int compute_busiest(const trace *t, race_result *r, int64_t period) {
+static int compute_busiest(const sl__cli_trace *t, sl__cli_race_result *r, int64_t period) {
     size_t cap = t->n ? t->n : 1;
     timed *ev = malloc(cap * sizeof *ev);
     int64_t *times = malloc(cap * sizeof *times);
@@ -93,7 +93,7 @@ static int compute_busiest(const trace *t, race_result *r, int64_t period) {
     return 0;
 }
 
-void sl__cli_race_results_free(race_result *results, int n) {
+void sl__cli_race_results_free(sl__cli_race_result *results, int n) {
     for (int i = 0; i < n; i++) {
         free(results[i].ok);
         free(results[i].delay);
@@ -102,8 +102,8 @@ void sl__cli_race_results_free(race_result *results, int n) {
     }
 }
 
-static int run_one(const trace *t, const race_config *cfg, sl_algorithm alg, int64_t base,
-                   race_result *r, char *err, size_t errlen) {
+static int run_one(const sl__cli_trace *t, const sl__cli_race_config *cfg, sl_algorithm alg,
+                   int64_t base, sl__cli_race_result *r, char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
     r->alg = alg;
     r->ok = calloc(t->n ? t->n : 1, sizeof *r->ok);
@@ -114,7 +114,7 @@ static int run_one(const trace *t, const race_config *cfg, sl_algorithm alg, int
     if (sl__cli_sim_table_create(&p, &tab, err, errlen) != SL_OK) return -1;
     int rc = 0;
     for (size_t i = 0; i < t->n && rc == 0; i++) {
-        const trace_req *q = &t->reqs[i];
+        const sl__cli_trace_req *q = &t->reqs[i];
         const char *key = t->keys[q->key];
         sl_decision d;
         int c = sl_table_check(tab, key, strlen(key), q->cost, base + q->t, &d);
@@ -140,8 +140,8 @@ static int run_one(const trace *t, const race_config *cfg, sl_algorithm alg, int
     return rc;
 }
 
-int sl__cli_race_run(const trace *t, const race_config *cfg, race_result *results, char *err,
-                     size_t errlen) {
+int sl__cli_race_run(const sl__cli_trace *t, const sl__cli_race_config *cfg,
+                     sl__cli_race_result *results, char *err, size_t errlen) {
     int64_t span = t->n ? t->reqs[t->n - 1].t : 0;
     int64_t base = sl__cli_sim_time_base(cfg->rate.period, span);
     for (int i = 0; i < cfg->nalgs; i++) {
@@ -158,15 +158,17 @@ int sl__cli_race_run(const trace *t, const race_config *cfg, race_result *result
 static const char *const race_columns[] = {"algorithm",  "allowed",   "rejected",   "busiest",
                                            "busiest_at", "max_delay", "busiest_key"};
 
-static int print_summary(FILE *fp, out_format f, const trace *t, const race_config *cfg,
-                         const race_result *res, uint64_t seed, const char *rate_text) {
+static int print_summary(FILE *fp, sl__cli_out_format f, const sl__cli_trace *t,
+                         const sl__cli_race_config *cfg, const sl__cli_race_result *res,
+                         uint64_t seed, const char *rate_text) {
     /* the text table shows busiest_key only when there are several keys;
      * CSV and JSON always have it, so their shape does not depend on the trace */
-    out_table *tab = sl__cli_out_table_new(f == OUT_TABLE && t->nkeys == 1 ? 6 : 7, race_columns);
+    sl__cli_out_table *tab =
+        sl__cli_out_table_new(f == OUT_TABLE && t->nkeys == 1 ? 6 : 7, race_columns);
     if (!tab) return -1;
     char b1[40];
     for (int i = 0; i < cfg->nalgs; i++) {
-        const race_result *r = &res[i];
+        const sl__cli_race_result *r = &res[i];
         sl__cli_out_table_add(tab, CELL_STR, "%s", sl_algorithm_name(r->alg));
         sl__cli_out_table_add(tab, CELL_NUM, "%lld", (long long)r->allowed);
         sl__cli_out_table_add(tab, CELL_NUM, "%lld", (long long)r->rejected);
@@ -213,8 +215,8 @@ static int print_summary(FILE *fp, out_format f, const trace *t, const race_conf
     return rc;
 }
 
-static int write_log(const char *path, const trace *t, const race_config *cfg,
-                     const race_result *res, char *err, size_t errlen) {
+static int write_log(const char *path, const sl__cli_trace *t, const sl__cli_race_config *cfg,
+                     const sl__cli_race_result *res, char *err, size_t errlen) {
     FILE *fp = fopen(path, "w");
     if (!fp) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
     fputs("algorithm,time,key,cost,allowed,delay\n", fp);
@@ -222,7 +224,7 @@ static int write_log(const char *path, const trace *t, const race_config *cfg,
     for (int a = 0; a < cfg->nalgs; a++) {
         const char *name = sl_algorithm_name(res[a].alg);
         for (size_t i = 0; i < t->n; i++) {
-            const trace_req *q = &t->reqs[i];
+            const sl__cli_trace_req *q = &t->reqs[i];
             fprintf(fp, "%s,%s,%s,%lld,%d,%s\n", name, sl__cli_trace_time_text(q, tb, sizeof tb),
                     t->keys[q->key], (long long)q->cost, res[a].ok[i] ? 1 : 0,
                     sl__cli_fmt_seconds(res[a].delay[i], 3, db, sizeof db));
@@ -268,7 +270,7 @@ static int64_t nice_step(int64_t span, int64_t parts) {
 }
 
 typedef struct race_chart {
-    svg *s;
+    sl__cli_svg *s;
     double left, width;
     int64_t start, end; /* ns at the left and right edges */
 } race_chart;
@@ -277,15 +279,16 @@ static double xt(const race_chart *c, int64_t t) {
     return c->left + c->width * ((double)(t - c->start) / (double)(c->end - c->start));
 }
 
-static void legend_item(svg *s, double *x, double y, const char *cls, const char *label,
+static void legend_item(sl__cli_svg *s, double *x, double y, const char *cls, const char *label,
                         double label_w) {
     if (cls) sl__cli_svg_rect(s, *x, y - 11, 2.5, 13, cls, NULL);
     sl__cli_svg_text(s, *x + 8, y, "legend", "start", label);
     *x += label_w;
 }
 
-static int write_svg(const char *path, const trace *t, const race_config *cfg,
-                     const race_result *res, const char *rate_text, char *err, size_t errlen) {
+static int write_svg(const char *path, const sl__cli_trace *t, const sl__cli_race_config *cfg,
+                     const sl__cli_race_result *res, const char *rate_text, char *err,
+                     size_t errlen) {
     if (t->n > RACE_SVG_MAX_REQUESTS)
         return snprintf(err, errlen,
                         "--svg: the chart draws at most %d requests (the trace has %zu)",
@@ -310,7 +313,7 @@ static int write_svg(const char *path, const trace *t, const race_config *cfg,
     sl__cli_fmt_seconds(period, 0, period_s, sizeof period_s);
     snprintf(title, sizeof title, "sluice sim race: %s trace, %s, burst %lld", t->name, rate_text,
              (long long)cfg->burst);
-    svg *s = sl__cli_svg_open(path, (int)W, H, title, race_css);
+    sl__cli_svg *s = sl__cli_svg_open(path, (int)W, H, title, race_css);
     if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
     race_chart c = {s, left, W - left - right, start, end};
 
@@ -340,7 +343,7 @@ static int write_svg(const char *path, const trace *t, const race_config *cfg,
 
     /* rows */
     for (int a = 0; a < cfg->nalgs; a++) {
-        const race_result *r = &res[a];
+        const sl__cli_race_result *r = &res[a];
         double y = top + row_h * a;
         if (a % 2 == 0) sl__cli_svg_rect(s, 0, y, W, row_h, "band", NULL);
         int64_t busy_end = r->busiest_at + period < end ? r->busiest_at + period : end;
@@ -365,10 +368,10 @@ static int write_svg(const char *path, const trace *t, const race_config *cfg,
             sl__cli_svg_line(s, xt(&c, e), top, xt(&c, e), axis_y - 6, "edge", NULL);
 
     for (int a = 0; a < cfg->nalgs; a++) {
-        const race_result *r = &res[a];
+        const sl__cli_race_result *r = &res[a];
         double y = top + row_h * a;
         for (size_t i = 0; i < t->n; i++) {
-            const trace_req *q = &t->reqs[i];
+            const sl__cli_trace_req *q = &t->reqs[i];
             double x = xt(&c, q->t);
             char tip[400];
             int n = snprintf(tip, sizeof tip, "%s: t = %s s", sl_algorithm_name(r->alg),
@@ -464,7 +467,7 @@ enum {
     O_SVG,
     O_HELP
 };
-static const cli_opt race_opts[] = {
+static const sl__cli_opt race_opts[] = {
     [O_RATE] = {"rate", "N/P"},
     [O_BURST] = {"burst", "B"},
     [O_TRACE] = {"trace", "NAME|FILE"},
@@ -479,14 +482,14 @@ static const cli_opt race_opts[] = {
 };
 
 int sl__cli_sim_race_main(const char *cmd, int argc, char **argv, int first) {
-    race_config cfg = {.rate = {5, SL_NS_PER_SEC}, .burst = 5, .nalgs = 6};
+    sl__cli_race_config cfg = {.rate = {5, SL_NS_PER_SEC}, .burst = 5, .nalgs = 6};
     memcpy(cfg.algs, all_algorithms, sizeof cfg.algs);
     const char *trace_arg = "bursty", *log_path = NULL, *svg_path = NULL;
     int64_t mean_rate = 6000; /* milli-requests per second */
     uint64_t seed = 1;
-    out_format fmt = OUT_TABLE;
+    sl__cli_out_format fmt = OUT_TABLE;
 
-    cli_args a;
+    sl__cli_args a;
     sl__cli_args_init(&a, cmd, argc, argv, first);
     int idx, got;
     const char *v;
@@ -548,8 +551,8 @@ int sl__cli_sim_race_main(const char *cmd, int argc, char **argv, int first) {
     }
 
     char err[512];
-    trace tr;
-    trace_builtin b = sl__cli_trace_builtin_find(trace_arg);
+    sl__cli_trace tr;
+    sl__cli_trace_builtin b = sl__cli_trace_builtin_find(trace_arg);
     int rc = b != TRACE_NONE ? sl__cli_trace_builtin_make(b, mean_rate, seed, &tr, err, sizeof err)
                              : sl__cli_trace_load_file(trace_arg, &tr, err, sizeof err);
     if (rc != 0) {
@@ -561,7 +564,7 @@ int sl__cli_sim_race_main(const char *cmd, int argc, char **argv, int first) {
         sl__cli_trace_free(&tr);
         return 1;
     }
-    race_result res[6];
+    sl__cli_race_result res[6];
     if (sl__cli_race_run(&tr, &cfg, res, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         sl__cli_trace_free(&tr);

@@ -5,38 +5,40 @@
 #ifndef SLUICE_CLI_SVG_H
 #define SLUICE_CLI_SVG_H
 
-typedef struct svg svg;
+typedef struct sl__cli_svg sl__cli_svg;
 
 /* Opens `path` for writing and writes the document head: the XML
  * declaration, the <svg> element of the given size, the document <title>
  * (escaped), a <style> block with `css` (must not contain "]]>") and a
  * white background. Returns NULL with errno set on failure. */
-svg *sl__cli_svg_open(const char *path, int width, int height, const char *title, const char *css);
+sl__cli_svg *sl__cli_svg_open(const char *path, int width, int height, const char *title,
+                              const char *css);
 
 /* Finishes the document and closes the file. Returns 0, or -1 (errno set)
  * if anything could not be written. Frees s in any case. */
-int sl__cli_svg_close(svg *s);
+int sl__cli_svg_close(sl__cli_svg *s);
 
 /* Shapes. cls: a CSS class or NULL; tip: a tooltip shown on hover, or NULL. */
-void sl__cli_svg_rect(svg *s, double x, double y, double w, double h, const char *cls,
+void sl__cli_svg_rect(sl__cli_svg *s, double x, double y, double w, double h, const char *cls,
                       const char *tip);
-void sl__cli_svg_line(svg *s, double x1, double y1, double x2, double y2, const char *cls,
+void sl__cli_svg_line(sl__cli_svg *s, double x1, double y1, double x2, double y2, const char *cls,
                       const char *tip);
-void sl__cli_svg_circle(svg *s, double cx, double cy, double r, const char *cls, const char *tip);
+void sl__cli_svg_circle(sl__cli_svg *s, double cx, double cy, double r, const char *cls,
+                        const char *tip);
 
 /* Text at (x, y); anchor "start", "middle" or "end". The text is escaped. */
-void sl__cli_svg_text(svg *s, double x, double y, const char *cls, const char *anchor,
+void sl__cli_svg_text(sl__cli_svg *s, double x, double y, const char *cls, const char *anchor,
                       const char *text);
-void sl__cli_svg_textf(svg *s, double x, double y, const char *cls, const char *anchor,
+void sl__cli_svg_textf(sl__cli_svg *s, double x, double y, const char *cls, const char *anchor,
                        const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* A polyline: begin, add points, end. */
-void sl__cli_svg_polyline_begin(svg *s, const char *cls);
-void sl__cli_svg_polyline_point(svg *s, double x, double y);
-void sl__cli_svg_polyline_end(svg *s);
+void sl__cli_svg_polyline_begin(sl__cli_svg *s, const char *cls);
+void sl__cli_svg_polyline_point(sl__cli_svg *s, double x, double y);
+void sl__cli_svg_polyline_end(sl__cli_svg *s);
 
 /* Groups, e.g. to give a set of shapes one class or one tooltip. */
-void sl__cli_svg_group_begin(svg *s, const char *cls, const char *tip);
-void sl__cli_svg_group_end(svg *s);
+void sl__cli_svg_group_begin(sl__cli_svg *s, const char *cls, const char *tip);
+void sl__cli_svg_group_end(sl__cli_svg *s);
 
 #endif

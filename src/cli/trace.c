@@ -20,7 +20,7 @@
 #define KEY_SLOTS 32768 /* open-addressing index of keys: > 2 * TRACE_MAX_KEYS */
 
 typedef struct builder {
-    trace *t;
+    sl__cli_trace *t;
     size_t cap;
     uint32_t *slots; /* key index + 1, 0 = empty */
 } builder;
@@ -42,7 +42,7 @@ static uint64_t hash_key(const char *s, size_t len) {
     return h;
 }
 
-static int builder_init(builder *b, trace *t) {
+static int builder_init(builder *b, sl__cli_trace *t) {
     memset(t, 0, sizeof *t);
     b->t = t;
     b->cap = 0;
@@ -58,7 +58,7 @@ static void builder_done(builder *b) {
 /* Returns the key's index (adding it), -2 when there are too many keys, -1
  * when out of memory. */
 static int64_t builder_key(builder *b, const char *key, size_t len) {
-    trace *t = b->t;
+    sl__cli_trace *t = b->t;
     size_t i = hash_key(key, len) & (KEY_SLOTS - 1);
     for (; b->slots[i]; i = (i + 1) & (KEY_SLOTS - 1)) {
         const char *k = t->keys[b->slots[i] - 1];
@@ -82,21 +82,22 @@ static int64_t builder_key(builder *b, const char *key, size_t len) {
 /* Returns 0, -2 when there are too many requests, -1 when out of memory. */
 static int builder_add(builder *b, int64_t t_ns, uint32_t key, int64_t cost, uint32_t line,
                        const char *text) {
-    trace *t = b->t;
+    sl__cli_trace *t = b->t;
     if (t->n >= TRACE_MAX_REQUESTS) return -2;
     if (t->n == b->cap) {
         size_t ncap = b->cap ? b->cap * 2 : 256;
-        trace_req *nr = realloc(t->reqs, ncap * sizeof *nr);
+        sl__cli_trace_req *nr = realloc(t->reqs, ncap * sizeof *nr);
         if (!nr) return -1;
         t->reqs = nr;
         b->cap = ncap;
     }
-    t->reqs[t->n++] = (trace_req){.t = t_ns, .cost = cost, .key = key, .line = line, .text = text};
+    t->reqs[t->n++] =
+        (sl__cli_trace_req){.t = t_ns, .cost = cost, .key = key, .line = line, .text = text};
     return 0;
 }
 
 /* Stable merge sort by time: equal times keep their order. */
-static void sort_by_time(trace_req *a, trace_req *tmp, size_t n) {
+static void sort_by_time(sl__cli_trace_req *a, sl__cli_trace_req *tmp, size_t n) {
     if (n < 2) return;
     size_t h = n / 2;
     sort_by_time(a, tmp, h);
@@ -109,16 +110,16 @@ static void sort_by_time(trace_req *a, trace_req *tmp, size_t n) {
     memcpy(a, tmp, n * sizeof *a);
 }
 
-static int finish_sort(trace *t) {
+static int finish_sort(sl__cli_trace *t) {
     if (t->n < 2) return 0;
-    trace_req *tmp = malloc(t->n * sizeof *tmp);
+    sl__cli_trace_req *tmp = malloc(t->n * sizeof *tmp);
     if (!tmp) return -1;
     sort_by_time(t->reqs, tmp, t->n);
     free(tmp);
     return 0;
 }
 
-void sl__cli_trace_free(trace *t) {
+void sl__cli_trace_free(sl__cli_trace *t) {
     if (!t) return;
     for (size_t i = 0; i < t->nkeys; i++) free(t->keys[i]);
     free(t->keys);
@@ -131,9 +132,9 @@ void sl__cli_trace_free(trace *t) {
 
 static const char *const builtin_names[] = {"bursty", "edge", "steady", "poisson"};
 
-trace_builtin sl__cli_trace_builtin_find(const char *name) {
+sl__cli_trace_builtin sl__cli_trace_builtin_find(const char *name) {
     for (int i = 0; i < TRACE_NONE; i++)
-        if (strcmp(name, builtin_names[i]) == 0) return (trace_builtin)i;
+        if (strcmp(name, builtin_names[i]) == 0) return (sl__cli_trace_builtin)i;
     return TRACE_NONE;
 }
 
@@ -170,8 +171,8 @@ static int add_segments(builder *b, const segment *s, size_t n) {
     return 0;
 }
 
-int sl__cli_trace_builtin_make(trace_builtin which, int64_t mean_rate_milli, uint64_t seed,
-                               trace *out, char *err, size_t errlen) {
+int sl__cli_trace_builtin_make(sl__cli_trace_builtin which, int64_t mean_rate_milli, uint64_t seed,
+                               sl__cli_trace *out, char *err, size_t errlen) {
     builder b;
     if (builder_init(&b, out) != 0) return fail(err, errlen, "out of memory");
     snprintf(out->name, sizeof out->name, "%s", builtin_names[which]);
@@ -237,8 +238,8 @@ static const char *check_key(const char *s, size_t len) {
     return NULL;
 }
 
-int sl__cli_trace_parse(const char *name, const char *text, size_t len, trace *out, char *err,
-                        size_t errlen) {
+int sl__cli_trace_parse(const char *name, const char *text, size_t len, sl__cli_trace *out,
+                        char *err, size_t errlen) {
     builder b;
     if (builder_init(&b, out) != 0) return fail(err, errlen, "%s: out of memory", name);
     const char *base = strrchr(name, '/');
@@ -361,7 +362,7 @@ int sl__cli_trace_parse(const char *name, const char *text, size_t len, trace *o
     return rc;
 }
 
-int sl__cli_trace_load_file(const char *path, trace *out, char *err, size_t errlen) {
+int sl__cli_trace_load_file(const char *path, sl__cli_trace *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     char *buf;
     size_t len;
@@ -386,7 +387,7 @@ int sl__cli_trace_load_file(const char *path, trace *out, char *err, size_t errl
     return rc;
 }
 
-const char *sl__cli_trace_time_text(const trace_req *r, char *buf, size_t size) {
+const char *sl__cli_trace_time_text(const sl__cli_trace_req *r, char *buf, size_t size) {
     if (r->text) return r->text;
     return sl__cli_fmt_seconds(r->t, 3, buf, size);
 }

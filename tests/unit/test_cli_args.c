@@ -110,7 +110,7 @@ static void fetch_aimd_max(void **state) {
 static void parsers_leave_defined_values(void **state) {
     (void)state;
     char *argv[] = {(char *)"sluice", NULL};
-    cli_args a;
+    sl__cli_args a;
     sl__cli_args_init(&a, "sluice test", 1, argv, 1);
     int64_t i64 = 77;
     int i32 = 77;

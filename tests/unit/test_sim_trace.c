@@ -16,7 +16,7 @@
 
 #define SEC INT64_C(1000000000)
 
-static int parse(const char *text, trace *t, char *err, size_t errlen) {
+static int parse(const char *text, sl__cli_trace *t, char *err, size_t errlen) {
     return sl__cli_trace_parse("t.csv", text, strlen(text), t, err, errlen);
 }
 
@@ -30,7 +30,7 @@ static void parses_fields_defaults_and_exact_times(void **state) {
                        "3\n"
                        "0.000000001,alice,0\n"
                        "1000000,z,1000000000";
-    trace t;
+    sl__cli_trace t;
     char err[256];
     assert_int_equal(parse(text, &t, err, sizeof err), 0);
     assert_int_equal(t.n, 5);
@@ -58,7 +58,7 @@ static void parses_fields_defaults_and_exact_times(void **state) {
 static void sorts_stably(void **state) {
     (void)state;
     const char *text = "2,a\n1,b\n2,c\n1,d\n0.5,e\n2,f\n";
-    trace t;
+    sl__cli_trace t;
     char err[256];
     assert_int_equal(parse(text, &t, err, sizeof err), 0);
     const char *want[] = {"e", "b", "d", "a", "c", "f"};
@@ -70,7 +70,7 @@ static void sorts_stably(void **state) {
 
 static void short_headers(void **state) {
     (void)state;
-    trace t;
+    sl__cli_trace t;
     char err[256];
     assert_int_equal(parse("time\n1\n", &t, err, sizeof err), 0);
     assert_int_equal(t.n, 1);
@@ -117,7 +117,7 @@ static void errors_say_file_and_line(void **state) {
         {"", "t.csv: no requests in the trace"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        trace t;
+        sl__cli_trace t;
         char err[256] = "";
         assert_int_equal(parse(cases[i].text, &t, err, sizeof err), -1);
         assert_string_equal(err, cases[i].err);
@@ -127,7 +127,7 @@ static void errors_say_file_and_line(void **state) {
 
 static void nul_byte_and_long_lines(void **state) {
     (void)state;
-    trace t;
+    sl__cli_trace t;
     char err[256];
     assert_int_equal(sl__cli_trace_parse("t.csv", "1\n2\0\n", 5, &t, err, sizeof err), -1);
     assert_string_equal(err, "t.csv:2: NUL byte in line");
@@ -163,7 +163,7 @@ static void bounds_on_keys_and_requests(void **state) {
     size_t len = 0;
     for (int i = 0; i <= TRACE_MAX_KEYS; i++)
         len += (size_t)snprintf(text + len, cap - len, "1,k%d\n", i);
-    trace t;
+    sl__cli_trace t;
     char err[256];
     assert_int_equal(sl__cli_trace_parse("t.csv", text, len, &t, err, sizeof err), -1);
     assert_string_equal(err, "t.csv:10001: more than 10000 distinct keys");
@@ -184,7 +184,7 @@ static void bounds_on_keys_and_requests(void **state) {
 
 static void loads_files_and_reports_missing_ones(void **state) {
     (void)state;
-    trace t;
+    sl__cli_trace t;
     char err[512];
     assert_int_equal(sl__cli_trace_load_file("/nonexistent/x.csv", &t, err, sizeof err), -1);
     assert_string_equal(err, "/nonexistent/x.csv: cannot open: No such file or directory");
@@ -205,7 +205,7 @@ static void loads_files_and_reports_missing_ones(void **state) {
 
 static void builtin_traces(void **state) {
     (void)state;
-    trace t;
+    sl__cli_trace t;
     char err[256];
     assert_int_equal(sl__cli_trace_builtin_find("bursty"), TRACE_BURSTY);
     assert_int_equal(sl__cli_trace_builtin_find("edge"), TRACE_EDGE);
@@ -234,7 +234,7 @@ static void builtin_traces(void **state) {
     sl__cli_trace_free(&t);
 
     /* poisson: deterministic per seed, near the mean rate, ms resolution */
-    trace a, b, c;
+    sl__cli_trace a, b, c;
     assert_int_equal(sl__cli_trace_builtin_make(TRACE_POISSON, 6000, 7, &a, err, sizeof err), 0);
     assert_int_equal(sl__cli_trace_builtin_make(TRACE_POISSON, 6000, 7, &b, err, sizeof err), 0);
     assert_int_equal(sl__cli_trace_builtin_make(TRACE_POISSON, 6000, 8, &c, err, sizeof err), 0);

@@ -118,8 +118,10 @@ int sl__cli_aimd_run(const sl__cli_aimd_config *cfg, sl__cli_aimd_result *out, c
 static const char *const aimd_columns[] = {"second", "rate",   "min_rate", "max_rate",
                                            "sent",   "served", "rejected"};
 
-static int print_aimd(FILE *fp, sl__cli_out_format f, const sl__cli_aimd_config *cfg,
-                      const sl__cli_aimd_result *r, const char *rate_text) {
+static int print_aimd(FILE *fp, sl__cli_out_format f, const sl__cli_sim_view *view) {
+    const sl__cli_aimd_config *cfg = view->cfg;
+    const sl__cli_aimd_result *r = view->result;
+    const char *rate_text = view->rate_text;
     sl__cli_out_table *tab = sl__cli_out_table_new(7, aimd_columns);
     if (!tab) return -1;
     char b1[40], b2[40], b3[40], b4[40], b5[40];
@@ -243,9 +245,11 @@ static int64_t nice_up(double v) {
     }
 }
 
-static int write_aimd_svg(const char *path, const sl__cli_aimd_config *cfg,
-                          const sl__cli_aimd_result *r, const char *rate_text, char *err,
+static int write_aimd_svg(const char *path, const sl__cli_sim_view *view, char *err,
                           size_t errlen) {
+    const sl__cli_aimd_config *cfg = view->cfg;
+    const sl__cli_aimd_result *r = view->result;
+    const char *rate_text = view->rate_text;
     const double W = 1000, left = 64, right = 24, top = 92, ph = 280;
     double axis_y = top + ph;
     int H = (int)(axis_y + 48);
@@ -380,6 +384,40 @@ static const sl__cli_opt aimd_opts[] = {
 
 #define RATE_TEXT "requests per second from 0.001 to 1000 (at most 3 decimals)"
 
+/* sim aimd's own options into the config. */
+static int aimd_option(sl__cli_args *a, int idx, const char *v, void *ctx) {
+    sl__cli_aimd_config *cfg = ctx;
+    uint64_t seed;
+    switch (idx) {
+    case A_START:
+        return sl__cli_args_decimal(a, v, 3, 1, 1000000, RATE_TEXT, &cfg->start);
+    case A_INCREASE:
+        return sl__cli_args_decimal(a, v, 3, 0, 1000000,
+                                    "requests per second from 0 to 1000 (at most 3 decimals)",
+                                    &cfg->increase);
+    case A_DECREASE:
+        return sl__cli_args_decimal(a, v, 6, 1, 999999,
+                                    "a factor between 0 and 1 exclusive (at most 6 decimals)",
+                                    &cfg->decrease_ppm);
+    case A_FLOOR:
+        return sl__cli_args_decimal(a, v, 3, 1, 1000000, RATE_TEXT, &cfg->floor);
+    case A_CAP:
+        return sl__cli_args_decimal(a, v, 3, 1, 1000000, RATE_TEXT, &cfg->cap);
+    case A_RATE:
+        return sl__cli_args_rate(a, v, &cfg->rate);
+    case A_BURST:
+        return sl__cli_args_int(a, v, 1, INT64_C(1) << 61, &cfg->burst);
+    case A_ALGORITHM:
+        return sl__cli_args_algorithm(a, v, &cfg->alg);
+    case A_DURATION:
+        return sl__cli_args_seconds(a, v, 1, 3600000, "seconds from 0.001 to 3600", &cfg->duration);
+    case A_SEED: /* accepted for symmetry: aimd draws no random numbers */
+        return sl__cli_args_u64(a, v, &seed);
+    default:
+        return 0;
+    }
+}
+
 int sl__cli_sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
     sl__cli_aimd_config cfg = {
         .start = 1000,
@@ -392,76 +430,15 @@ int sl__cli_sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
         .burst = 10,
         .duration = 30 * SL_NS_PER_SEC,
     };
-    sl__cli_out_format fmt = OUT_TABLE;
-    const char *svg_path = NULL;
-    uint64_t seed = 1;
-    sl__cli_args a;
-    sl__cli_args_init(&a, cmd, argc, argv, first);
-    int idx, got;
-    const char *v;
-    while ((got = sl__cli_args_next(&a, aimd_opts, &idx, &v)) > 0) {
-        int rc = 0;
-        switch (idx) {
-        case A_START:
-            rc = sl__cli_args_decimal(&a, v, 3, 1, 1000000, RATE_TEXT, &cfg.start);
-            break;
-        case A_INCREASE:
-            rc = sl__cli_args_decimal(&a, v, 3, 0, 1000000,
-                                      "requests per second from 0 to 1000 (at most 3 decimals)",
-                                      &cfg.increase);
-            break;
-        case A_DECREASE:
-            rc = sl__cli_args_decimal(&a, v, 6, 1, 999999,
-                                      "a factor between 0 and 1 exclusive (at most 6 decimals)",
-                                      &cfg.decrease_ppm);
-            break;
-        case A_FLOOR:
-            rc = sl__cli_args_decimal(&a, v, 3, 1, 1000000, RATE_TEXT, &cfg.floor);
-            break;
-        case A_CAP:
-            rc = sl__cli_args_decimal(&a, v, 3, 1, 1000000, RATE_TEXT, &cfg.cap);
-            break;
-        case A_RATE:
-            rc = sl__cli_args_rate(&a, v, &cfg.rate);
-            break;
-        case A_BURST:
-            rc = sl__cli_args_int(&a, v, 1, INT64_C(1) << 61, &cfg.burst);
-            break;
-        case A_ALGORITHM:
-            rc = sl__cli_args_algorithm(&a, v, &cfg.alg);
-            break;
-        case A_DURATION:
-            rc = sl__cli_args_seconds(&a, v, 1, 3600000, "seconds from 0.001 to 3600",
-                                      &cfg.duration);
-            break;
-        case A_SEED:
-            rc = sl__cli_args_u64(&a, v, &seed);
-            break;
-        case A_FORMAT:
-            if (sl__cli_out_format_parse(v, &fmt) != 0)
-                rc = sl__cli_args_error(&a, "expected table, csv or json, got '%s'", v);
-            break;
-        case A_SVG:
-            svg_path = v;
-            break;
-        case A_HELP:
-            fputs(aimd_help, stdout);
-            return 0;
-        }
-        if (rc != 0) return EXIT_USAGE;
-    }
-    if (got < 0) return EXIT_USAGE;
+    sl__cli_sim_opts common;
+    int rc =
+        sl__cli_sim_parse(cmd, argc, argv, first, aimd_opts, aimd_help, &common, aimd_option, &cfg);
+    if (rc != 0) return rc > 0 ? 0 : EXIT_USAGE;
     if (cfg.floor > cfg.cap || cfg.start < cfg.floor || cfg.start > cfg.cap) {
         fprintf(stderr, "%s: need --floor <= --start <= --cap (see %s --help)\n", cmd, cmd);
         return EXIT_USAGE;
     }
-    sl_params p = {.algorithm = cfg.alg, .rate = cfg.rate, .burst = cfg.burst};
-    int prc = sl_params_validate(&p);
-    if (prc != SL_OK) {
-        fprintf(stderr, "%s: --rate/--burst do not suit %s: %s\n", cmd, sl_algorithm_name(cfg.alg),
-                sl_strerror(prc));
-        return EXIT_USAGE;
-    }
+    if (sl__cli_sim_params_check(cmd, cfg.alg, cfg.rate, cfg.burst) != SL_OK) return EXIT_USAGE;
     char err[512];
     sl__cli_aimd_result r;
     if (sl__cli_aimd_run(&cfg, &r, err, sizeof err) != 0) {
@@ -470,14 +447,8 @@ int sl__cli_sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
     }
     char rate_text[64];
     sl_rate_format(cfg.rate, rate_text, sizeof rate_text);
-    int status = 0;
-    if (svg_path && write_aimd_svg(svg_path, &cfg, &r, rate_text, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", cmd, err);
-        status = 1;
-    } else if (print_aimd(stdout, fmt, &cfg, &r, rate_text) != 0) {
-        fprintf(stderr, "%s: out of memory\n", cmd);
-        status = 1;
-    }
+    sl__cli_sim_show show = {write_aimd_svg, print_aimd, {&cfg, &r, NULL, rate_text}};
+    int status = sl__cli_sim_show_result(cmd, &common, &show);
     sl__cli_aimd_result_free(&r);
     return status;
 }

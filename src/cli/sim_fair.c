@@ -218,8 +218,10 @@ static void add_seconds(sl__cli_out_table *t, int64_t ns) {
     sl__cli_out_table_add(t, CELL_NUM, "%s", sl__cli_fmt_seconds(ns, 3, b, sizeof b));
 }
 
-static int print_fair(FILE *fp, sl__cli_out_format f, const sl__cli_fair_config *cfg,
-                      const sl__cli_fair_result *r, const char *rate_text) {
+static int print_fair(FILE *fp, sl__cli_out_format f, const sl__cli_sim_view *view) {
+    const sl__cli_fair_config *cfg = view->cfg;
+    const sl__cli_fair_result *r = view->result;
+    const char *rate_text = view->rate_text;
     char b1[40], b2[40], b3[40];
     sl__cli_out_table *res = sl__cli_out_table_new(7, result_columns);
     sl__cli_out_table *opt = sl__cli_out_table_new(7, option_columns);
@@ -311,9 +313,11 @@ static int64_t round_step(int64_t max) {
     }
 }
 
-static int write_fair_svg(const char *path, const sl__cli_fair_config *cfg,
-                          const sl__cli_fair_result *r, const char *rate_text, char *err,
+static int write_fair_svg(const char *path, const sl__cli_sim_view *view, char *err,
                           size_t errlen) {
+    const sl__cli_fair_config *cfg = view->cfg;
+    const sl__cli_fair_result *r = view->result;
+    const char *rate_text = view->rate_text;
     const double W = 1000, left = 64, right = 24, top = 112, plot_h = 280;
     double axis_y = top + plot_h, pw = W - left - right;
     int H = (int)(axis_y + 48);
@@ -437,6 +441,27 @@ static int parse_weights(const sl__cli_args *a, const char *v, sl__cli_fair_conf
     return 0;
 }
 
+/* sim fair's own options into the config. */
+static int fair_option(sl__cli_args *a, int idx, const char *v, void *ctx) {
+    sl__cli_fair_config *cfg = ctx;
+    switch (idx) {
+    case F_JOBS:
+        return sl__cli_args_int(a, v, 0, FAIR_MAX_JOBS, &cfg->jobs);
+    case F_TENANTS:
+        return sl__cli_args_int(a, v, 1, FAIR_MAX_TENANTS, &cfg->tenants);
+    case F_SPREAD:
+        return sl__cli_args_seconds(a, v, 0, 3600000, "seconds from 0 to 3600", &cfg->spread);
+    case F_RATE:
+        return sl__cli_args_rate(a, v, &cfg->rate);
+    case F_WEIGHTS:
+        return parse_weights(a, v, cfg);
+    case F_SEED:
+        return sl__cli_args_u64(a, v, &cfg->seed);
+    default:
+        return 0;
+    }
+}
+
 int sl__cli_sim_fair_main(const char *cmd, int argc, char **argv, int first) {
     sl__cli_fair_config cfg = {
         .jobs = 10000,
@@ -447,48 +472,10 @@ int sl__cli_sim_fair_main(const char *cmd, int argc, char **argv, int first) {
         .weight_small = 1,
         .seed = 1,
     };
-    sl__cli_out_format fmt = OUT_TABLE;
-    const char *svg_path = NULL;
-    sl__cli_args a;
-    sl__cli_args_init(&a, cmd, argc, argv, first);
-    int idx, got;
-    const char *v;
-    while ((got = sl__cli_args_next(&a, fair_opts, &idx, &v)) > 0) {
-        int rc = 0;
-        switch (idx) {
-        case F_JOBS:
-            rc = sl__cli_args_int(&a, v, 0, FAIR_MAX_JOBS, &cfg.jobs);
-            break;
-        case F_TENANTS:
-            rc = sl__cli_args_int(&a, v, 1, FAIR_MAX_TENANTS, &cfg.tenants);
-            break;
-        case F_SPREAD:
-            rc = sl__cli_args_seconds(&a, v, 0, 3600000, "seconds from 0 to 3600", &cfg.spread);
-            break;
-        case F_RATE:
-            rc = sl__cli_args_rate(&a, v, &cfg.rate);
-            break;
-        case F_WEIGHTS:
-            rc = parse_weights(&a, v, &cfg);
-            break;
-        case F_SEED:
-            rc = sl__cli_args_u64(&a, v, &cfg.seed);
-            break;
-        case F_FORMAT:
-            if (sl__cli_out_format_parse(v, &fmt) != 0)
-                rc = sl__cli_args_error(&a, "expected table, csv or json, got '%s'", v);
-            break;
-        case F_SVG:
-            svg_path = v;
-            break;
-        case F_HELP:
-            fputs(fair_help, stdout);
-            return 0;
-        }
-        if (rc != 0) return EXIT_USAGE;
-    }
-    if (got < 0) return EXIT_USAGE;
-
+    sl__cli_sim_opts common;
+    int rc =
+        sl__cli_sim_parse(cmd, argc, argv, first, fair_opts, fair_help, &common, fair_option, &cfg);
+    if (rc != 0) return rc > 0 ? 0 : EXIT_USAGE;
     char err[512];
     sl__cli_fair_result r;
     if (sl__cli_fair_run(&cfg, &r, err, sizeof err) != 0) {
@@ -497,14 +484,8 @@ int sl__cli_sim_fair_main(const char *cmd, int argc, char **argv, int first) {
     }
     char rate_text[64];
     sl_rate_format(cfg.rate, rate_text, sizeof rate_text);
-    int status = 0;
-    if (svg_path && write_fair_svg(svg_path, &cfg, &r, rate_text, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", cmd, err);
-        status = 1;
-    } else if (print_fair(stdout, fmt, &cfg, &r, rate_text) != 0) {
-        fprintf(stderr, "%s: out of memory\n", cmd);
-        status = 1;
-    }
+    sl__cli_sim_show show = {write_fair_svg, print_fair, {&cfg, &r, NULL, rate_text}};
+    int status = sl__cli_sim_show_result(cmd, &common, &show);
     sl__cli_fair_result_free(&r);
     return status;
 }

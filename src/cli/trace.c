@@ -238,6 +238,91 @@ static const char *check_key(const char *s, size_t len) {
     return NULL;
 }
 
+/* Splits s into at most three comma-separated fields, each trimmed.
+ * Returns the number of fields, or 4 when there are more than three. */
+static int split_fields(const char *s, size_t slen, const char *f[3], size_t fl[3]) {
+    int nf = 0;
+    const char *p = s;
+    size_t rest = slen;
+    for (;;) {
+        const char *comma = memchr(p, ',', rest);
+        size_t l = comma ? (size_t)(comma - p) : rest;
+        if (nf == 3) return 4;
+        f[nf] = p;
+        fl[nf] = l;
+        trim(&f[nf], &fl[nf]);
+        nf++;
+        if (!comma) return nf;
+        p = comma + 1;
+        rest -= l + 1;
+    }
+}
+
+/* One data line's fields (time[,key[,cost]]) into a request of b. Returns
+ * 0, or -1 with "name:line: message" in err. */
+static int parse_request(builder *b, const char *name, uint32_t lineno, const char *f[3],
+                         const size_t fl[3], int nf, char *err, size_t errlen) {
+    const char *why;
+    int64_t t_ns, cost = 1;
+    if (sl__cli_parse_decimal(f[0], fl[0], 9, TRACE_MAX_TIME, &t_ns, &why) != 0) {
+        if (strcmp(why, "too large") == 0) why = "beyond 1000000 s";
+        return fail(err, errlen, "%s:%u: time '%.*s': %s (expected seconds such as 0.250)", name,
+                    lineno, (int)(fl[0] > 40 ? 40 : fl[0]), f[0], why);
+    }
+    const char *key = "k";
+    size_t klen = 1;
+    if (nf >= 2 && fl[1] > 0) {
+        key = f[1];
+        klen = fl[1];
+        const char *kwhy = check_key(key, klen);
+        if (kwhy) return fail(err, errlen, "%s:%u: %s", name, lineno, kwhy);
+    }
+    if (nf == 3 && sl__cli_parse_decimal(f[2], fl[2], 0, TRACE_MAX_COST, &cost, &why) != 0) {
+        if (strcmp(why, "too large") == 0) why = "above 1000000000";
+        return fail(err, errlen, "%s:%u: cost '%.*s': %s (expected a whole number)", name, lineno,
+                    (int)(fl[2] > 40 ? 40 : fl[2]), f[2], why);
+    }
+    int64_t k = builder_key(b, key, klen);
+    if (k == -2)
+        return fail(err, errlen, "%s:%u: more than %d distinct keys", name, lineno, TRACE_MAX_KEYS);
+    if (k < 0) return fail(err, errlen, "%s: out of memory", name);
+    /* the time text stays in the arena: terminate it in place */
+    ((char *)f[0])[fl[0]] = '\0';
+    int ra = builder_add(b, t_ns, (uint32_t)k, cost, lineno, f[0]);
+    if (ra == -2)
+        return fail(err, errlen, "%s:%u: more than %d requests", name, lineno, TRACE_MAX_REQUESTS);
+    if (ra != 0) return fail(err, errlen, "%s: out of memory", name);
+    return 0;
+}
+
+/* One line (without its newline) of the file: a comment, a blank line, the
+ * header (if no data came before: *seen_data) or a request. Returns 0, or
+ * -1 with the message in err. */
+static int parse_line(builder *b, const char *name, uint32_t lineno, const char *line, size_t llen,
+                      bool *seen_data, char *err, size_t errlen) {
+    if (llen && line[llen - 1] == '\r') llen--;
+    if (llen > TRACE_MAX_LINE)
+        return fail(err, errlen, "%s:%u: line longer than %d bytes", name, lineno, TRACE_MAX_LINE);
+    if (memchr(line, '\0', llen)) return fail(err, errlen, "%s:%u: NUL byte in line", name, lineno);
+    const char *s = line;
+    size_t slen = llen;
+    trim(&s, &slen);
+    if (slen == 0 || s[0] == '#') return 0;
+    const char *f[3];
+    size_t fl[3];
+    int nf = split_fields(s, slen, f, fl);
+    if (nf > 3)
+        return fail(err, errlen, "%s:%u: too many fields (expected time[,key[,cost]])", name,
+                    lineno);
+    if (!*seen_data && field_is(f[0], fl[0], "time") && (nf < 2 || field_is(f[1], fl[1], "key")) &&
+        (nf < 3 || field_is(f[2], fl[2], "cost"))) {
+        *seen_data = true; /* the header */
+        return 0;
+    }
+    *seen_data = true;
+    return parse_request(b, name, lineno, f, fl, nf, err, errlen);
+}
+
 int sl__cli_trace_parse(const char *name, const char *text, size_t len, sl__cli_trace *out,
                         char *err, size_t errlen) {
     builder b;
@@ -263,97 +348,7 @@ int sl__cli_trace_parse(const char *name, const char *text, size_t len, sl__cli_
         const char *nl = memchr(line, '\n', len - pos);
         size_t llen = nl ? (size_t)(nl - line) : len - pos;
         pos += llen + (nl ? 1 : 0);
-        if (llen && line[llen - 1] == '\r') llen--;
-        if (llen > TRACE_MAX_LINE) {
-            rc =
-                fail(err, errlen, "%s:%u: line longer than %d bytes", name, lineno, TRACE_MAX_LINE);
-            break;
-        }
-        if (memchr(line, '\0', llen)) {
-            rc = fail(err, errlen, "%s:%u: NUL byte in line", name, lineno);
-            break;
-        }
-        const char *s = line;
-        size_t slen = llen;
-        trim(&s, &slen);
-        if (slen == 0 || s[0] == '#') continue;
-
-        /* split into at most three fields */
-        const char *f[3];
-        size_t fl[3];
-        int nf = 0;
-        const char *p = s;
-        size_t rest = slen;
-        for (;;) {
-            const char *comma = memchr(p, ',', rest);
-            size_t l = comma ? (size_t)(comma - p) : rest;
-            if (nf == 3) {
-                nf = 4;
-                break;
-            }
-            f[nf] = p;
-            fl[nf] = l;
-            trim(&f[nf], &fl[nf]);
-            nf++;
-            if (!comma) break;
-            p = comma + 1;
-            rest -= l + 1;
-        }
-        if (nf > 3) {
-            rc = fail(err, errlen, "%s:%u: too many fields (expected time[,key[,cost]])", name,
-                      lineno);
-            break;
-        }
-        if (!seen_data && field_is(f[0], fl[0], "time") &&
-            (nf < 2 || field_is(f[1], fl[1], "key")) && (nf < 3 || field_is(f[2], fl[2], "cost"))) {
-            seen_data = true; /* the header */
-            continue;
-        }
-        seen_data = true;
-
-        const char *why;
-        int64_t t_ns, cost = 1;
-        if (sl__cli_parse_decimal(f[0], fl[0], 9, TRACE_MAX_TIME, &t_ns, &why) != 0) {
-            if (strcmp(why, "too large") == 0) why = "beyond 1000000 s";
-            rc = fail(err, errlen, "%s:%u: time '%.*s': %s (expected seconds such as 0.250)", name,
-                      lineno, (int)(fl[0] > 40 ? 40 : fl[0]), f[0], why);
-            break;
-        }
-        const char *key = "k";
-        size_t klen = 1;
-        if (nf >= 2 && fl[1] > 0) {
-            key = f[1];
-            klen = fl[1];
-            const char *kwhy = check_key(key, klen);
-            if (kwhy) {
-                rc = fail(err, errlen, "%s:%u: %s", name, lineno, kwhy);
-                break;
-            }
-        }
-        if (nf == 3 && sl__cli_parse_decimal(f[2], fl[2], 0, TRACE_MAX_COST, &cost, &why) != 0) {
-            if (strcmp(why, "too large") == 0) why = "above 1000000000";
-            rc = fail(err, errlen, "%s:%u: cost '%.*s': %s (expected a whole number)", name, lineno,
-                      (int)(fl[2] > 40 ? 40 : fl[2]), f[2], why);
-            break;
-        }
-        int64_t k = builder_key(&b, key, klen);
-        if (k == -2) {
-            rc = fail(err, errlen, "%s:%u: more than %d distinct keys", name, lineno,
-                      TRACE_MAX_KEYS);
-            break;
-        }
-        if (k < 0) {
-            rc = fail(err, errlen, "%s: out of memory", name);
-            break;
-        }
-        /* the time text stays in the arena: terminate it in place */
-        ((char *)f[0])[fl[0]] = '\0';
-        int ra = builder_add(&b, t_ns, (uint32_t)k, cost, lineno, f[0]);
-        if (ra == -2)
-            rc =
-                fail(err, errlen, "%s:%u: more than %d requests", name, lineno, TRACE_MAX_REQUESTS);
-        else if (ra != 0)
-            rc = fail(err, errlen, "%s: out of memory", name);
+        rc = parse_line(&b, name, lineno, line, llen, &seen_data, err, errlen);
     }
     builder_done(&b);
     if (rc == 0 && out->n == 0) rc = fail(err, errlen, "%s: no requests in the trace", name);

@@ -245,6 +245,37 @@ static int64_t nice_up(double v) {
     }
 }
 
+/* The 429s: a mark where each cut the rate, at most one per pixel column. */
+static void hit_marks(sl__cli_svg *s, const aimd_chart *c, const sl__cli_aimd_config *cfg,
+                      const sl__cli_aimd_result *r) {
+    char b1[40], b2[40], b3[40];
+    long last_col = -1;
+    int64_t before = cfg->start;
+    for (size_t i = 0; i < r->n; i++) {
+        long col = (long)ax(c, r->pts[i].t);
+        if (!r->pts[i].ok && col != last_col) {
+            char tip[120];
+            snprintf(tip, sizeof tip, "429 at %s s: %s/s cut to %s/s",
+                     sl__cli_fmt_seconds(r->pts[i].t, 3, b1, sizeof b1),
+                     sl__cli_fmt_milli(before, b2, sizeof b2),
+                     sl__cli_fmt_milli(r->pts[i].rate, b3, sizeof b3));
+            sl__cli_svg_circle(s, ax(c, r->pts[i].t), ay(c, before), 3.2, "hit", tip);
+            last_col = col;
+        }
+        before = r->pts[i].rate;
+    }
+}
+
+static void aimd_legend(sl__cli_svg *s, const char *rate_text) {
+    double ly = 74;
+    sl__cli_svg_line(s, 16, ly - 5, 46, ly - 5, "rate", NULL);
+    sl__cli_svg_text(s, 52, ly, "legend", "start", "client's rate (requests per second)");
+    sl__cli_svg_circle(s, 290, ly - 5, 3.2, "hit", NULL);
+    sl__cli_svg_text(s, 298, ly, "legend", "start", "a 429: the rate is cut");
+    sl__cli_svg_line(s, 460, ly - 5, 490, ly - 5, "limit", NULL);
+    sl__cli_svg_textf(s, 496, ly, "legend", "start", "the server's limit (%s)", rate_text);
+}
+
 static int write_aimd_svg(const char *path, const sl__cli_sim_view *view, char *err,
                           size_t errlen) {
     const sl__cli_aimd_config *cfg = view->cfg;
@@ -280,13 +311,7 @@ static int write_aimd_svg(const char *path, const sl__cli_sim_view *view, char *
     double ymax = (double)ystep * (double)(int64_t)(vmax / (double)ystep + 1);
     aimd_chart c = {left, top, W - left - right, ph, cfg->duration, ymax};
 
-    double ly = 74;
-    sl__cli_svg_line(s, 16, ly - 5, 46, ly - 5, "rate", NULL);
-    sl__cli_svg_text(s, 52, ly, "legend", "start", "client's rate (requests per second)");
-    sl__cli_svg_circle(s, 290, ly - 5, 3.2, "hit", NULL);
-    sl__cli_svg_text(s, 298, ly, "legend", "start", "a 429: the rate is cut");
-    sl__cli_svg_line(s, 460, ly - 5, 490, ly - 5, "limit", NULL);
-    sl__cli_svg_textf(s, 496, ly, "legend", "start", "the server's limit (%s)", rate_text);
+    aimd_legend(s, rate_text);
 
     for (int64_t v = 0; (double)v <= ymax; v += ystep) {
         double y = ay(&c, v * 1000);
@@ -298,22 +323,7 @@ static int write_aimd_svg(const char *path, const sl__cli_sim_view *view, char *
         sl__cli_svg_line(s, left, y, W - right, y, "limit", NULL);
     }
     rate_line(s, &c, cfg, r);
-    /* 429s: at most one mark per pixel column */
-    long last_col = -1;
-    int64_t before = cfg->start;
-    for (size_t i = 0; i < r->n; i++) {
-        long col = (long)ax(&c, r->pts[i].t);
-        if (!r->pts[i].ok && col != last_col) {
-            char tip[120];
-            snprintf(tip, sizeof tip, "429 at %s s: %s/s cut to %s/s",
-                     sl__cli_fmt_seconds(r->pts[i].t, 3, b1, sizeof b1),
-                     sl__cli_fmt_milli(before, b2, sizeof b2),
-                     sl__cli_fmt_milli(r->pts[i].rate, b3, sizeof b3));
-            sl__cli_svg_circle(s, ax(&c, r->pts[i].t), ay(&c, before), 3.2, "hit", tip);
-            last_col = col;
-        }
-        before = r->pts[i].rate;
-    }
+    hit_marks(s, &c, cfg, r);
 
     sl__cli_svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
     int64_t secs = sl__ceil_s(cfg->duration);

@@ -60,6 +60,48 @@ void sl__cli_herd_result_free(sl__cli_herd_result *r) {
     r->served_bin = r->rejected_bin = NULL;
 }
 
+/* The run's events: every worker at t = 0, each refusal a retry at its
+ * hint plus jitter, until cfg->duration; counts into out. `unit` is the
+ * table's params (a ramp's in units), `base` the absolute time of t = 0.
+ * Returns 0, or -1 with a message in err. */
+static int herd_events(const sl__cli_herd_config *cfg, const sl_params *unit, int64_t base,
+                       sl_table *tab, event *heap, sl__cli_herd_result *out, char *err,
+                       size_t errlen) {
+    bool ramped = cfg->ramp.duration > 0;
+    sl__prng rng;
+    sl__prng_seed(&rng, cfg->seed);
+    size_t n = 0;
+    for (int64_t w = 0; w < cfg->workers; w++) heap_push(heap, &n, (event){0, w});
+    while (n > 0) {
+        event e = heap_pop(heap, &n);
+        if (e.t >= cfg->duration) break; /* every other event is as late */
+        if (out->sent == HERD_MAX_SENT)
+            return snprintf(err, errlen,
+                            "more than %d requests: use fewer --workers, a shorter --duration or "
+                            "a longer --retry-after",
+                            HERD_MAX_SENT),
+                   -1;
+        out->sent++;
+        sl_decision d;
+        int64_t cost = ramped ? sl_ramp_cost(unit, 1, sl_ramp_factor(&cfg->ramp, 0, e.t), 0) : 1;
+        int c = sl_table_check(tab, "shared-key", 10, cost, base + e.t, &d);
+        if (c != SL_OK)
+            return snprintf(err, errlen, "%s: %s", sl_algorithm_name(cfg->alg), sl_strerror(c)), -1;
+        size_t bin = (size_t)(e.t / HERD_BIN);
+        if (d.allowed) {
+            out->served++;
+            out->served_bin[bin]++;
+            int64_t at = e.t + d.delay;
+            if (at > out->last_served_at) out->last_served_at = at;
+        } else {
+            out->rejected_bin[bin]++;
+            int64_t extra = cfg->jitter ? (int64_t)sl__prng_upto(&rng, (uint64_t)cfg->jitter) : 0;
+            heap_push(heap, &n, (event){e.t + cfg->retry_after + extra, e.worker});
+        }
+    }
+    return 0;
+}
+
 int sl__cli_herd_run(const sl__cli_herd_config *cfg, sl__cli_herd_result *out, char *err,
                      size_t errlen) {
     memset(out, 0, sizeof *out);
@@ -80,8 +122,7 @@ int sl__cli_herd_run(const sl__cli_herd_config *cfg, sl__cli_herd_result *out, c
                    .flags = cfg->start_empty ? SL_START_EMPTY : 0,
                    .origin = base};
     sl_params unit = p; /* a ramp keeps the state in units (sluice/ramp.h) */
-    bool ramped = cfg->ramp.duration > 0;
-    if (ramped && sl_ramp_params(&p, &unit) != SL_OK) {
+    if (cfg->ramp.duration > 0 && sl_ramp_params(&p, &unit) != SL_OK) {
         free(heap);
         sl__cli_herd_result_free(out);
         return snprintf(err, errlen, "--ramp-up: %s cannot be ramped with this --rate/--burst",
@@ -94,44 +135,7 @@ int sl__cli_herd_run(const sl__cli_herd_config *cfg, sl__cli_herd_result *out, c
         sl__cli_herd_result_free(out);
         return -1;
     }
-    sl__prng rng;
-    sl__prng_seed(&rng, cfg->seed);
-
-    size_t n = 0;
-    for (int64_t w = 0; w < cfg->workers; w++) heap_push(heap, &n, (event){0, w});
-    int rc = 0;
-    while (n > 0) {
-        event e = heap_pop(heap, &n);
-        if (e.t >= cfg->duration) break; /* every other event is as late */
-        if (out->sent == HERD_MAX_SENT) {
-            rc = -1;
-            snprintf(err, errlen,
-                     "more than %d requests: use fewer --workers, a shorter --duration or a "
-                     "longer --retry-after",
-                     HERD_MAX_SENT);
-            break;
-        }
-        out->sent++;
-        sl_decision d;
-        int64_t cost = ramped ? sl_ramp_cost(&unit, 1, sl_ramp_factor(&cfg->ramp, 0, e.t), 0) : 1;
-        int c = sl_table_check(tab, "shared-key", 10, cost, base + e.t, &d);
-        if (c != SL_OK) {
-            rc = -1;
-            snprintf(err, errlen, "%s: %s", sl_algorithm_name(cfg->alg), sl_strerror(c));
-            break;
-        }
-        size_t bin = (size_t)(e.t / HERD_BIN);
-        if (d.allowed) {
-            out->served++;
-            out->served_bin[bin]++;
-            int64_t at = e.t + d.delay;
-            if (at > out->last_served_at) out->last_served_at = at;
-        } else {
-            out->rejected_bin[bin]++;
-            int64_t extra = cfg->jitter ? (int64_t)sl__prng_upto(&rng, (uint64_t)cfg->jitter) : 0;
-            heap_push(heap, &n, (event){e.t + cfg->retry_after + extra, e.worker});
-        }
-    }
+    int rc = herd_events(cfg, &unit, base, tab, heap, out, err, errlen);
     free(heap);
     sl_table_destroy(tab);
     if (rc != 0) {

@@ -3,7 +3,9 @@
  * the values they take (integers, exact decimals, rates, algorithm lists).
  *
  * Every parser prints its own error ("sluice sim race: --burst: ...") to
- * stderr and returns -1; callers turn that into exit code 2 (usage error). */
+ * stderr and returns SL_EINVAL, the one exception to the CLI's convention of
+ * a message in the caller's buffer (cli/error.h): a usage error goes
+ * nowhere else. Callers test `< 0` and turn that into exit code 2. */
 #ifndef SLUICE_CLI_ARGS_H
 #define SLUICE_CLI_ARGS_H
 
@@ -11,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sluice/error.h"
 #include "sluice/limit.h"
 
 /* Exit codes of the command line. */
@@ -35,11 +38,12 @@ typedef struct sl__cli_args {
 void sl__cli_args_init(sl__cli_args *a, const char *cmd, int argc, char **argv, int first);
 
 /* Returns 1 with *index (into opts) and *value (NULL for flags) set, 0 at the
- * end of argv, -1 after printing an error (unknown option, missing value, a
- * positional argument, a value given to a flag). "-h" is read as "--help". */
+ * end of argv, SL_EINVAL after printing an error (unknown option, missing
+ * value, a positional argument, a value given to a flag). "-h" is read as
+ * "--help". */
 int sl__cli_args_next(sl__cli_args *a, const sl__cli_opt *opts, int *index, const char **value);
 
-/* Prints "cmd: --name: <formatted message>" to stderr. Returns -1. */
+/* Prints "cmd: --name: <formatted message>" to stderr. Returns SL_EINVAL. */
 int sl__cli_args_error(const sl__cli_args *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -47,14 +51,14 @@ int sl__cli_args_error(const sl__cli_args *a, const char *fmt, ...)
  * `decimals` (0..9) digits after the point into an integer scaled by
  * 10^decimals ("0.250" with 9 decimals is 250000000). No sign, no exponent,
  * no spaces, at least one digit before the point and one after it. Returns 0,
- * or -1 with *why set to a static message. Values above max_scaled are
- * refused. Exact: no floating point. */
+ * or SL_EPARSE with *why set to a static message ("too large" for values
+ * above max_scaled). Exact: no floating point. */
 int sl__cli_parse_decimal(const char *s, size_t len, int decimals, int64_t max_scaled, int64_t *out,
                           const char **why);
 
 /* Value parsers for options: each prints its error through sl__cli_args_error.
  *
- * Every one returns 0 with the value in *out, or -1 with *out set to a
+ * Every one returns 0 with the value in *out, or SL_EINVAL with *out set to a
  * defined neutral value (0, {0, 0}, or an empty list: *n = 0): a caller that
  * reads *out before looking at the result reads no garbage. They
  * are warn_unused_result, and each returns the value in the unit the caller

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/error.h"
 #include "sluice/client.h"
 #include "sluice/sluice.h"
 #include "util/file_read.h"
@@ -115,7 +116,8 @@ static const fetch_opt fetch_opts[] = {
 };
 
 /* Reads the next option or positional argument. Returns 1 (option: *idx,
- * *value), 2 (positional: *value), 0 at the end, -1 after printing an error.
+ * *value), 2 (positional: *value), 0 at the end, SL_EINVAL after printing an
+ * error.
  * Short options take their value attached (-XPOST) or as the next argument;
  * "--" ends the options. */
 static int next_arg(sl__cli_args *a, bool *only_positional, int *idx, const char **value) {
@@ -171,8 +173,9 @@ static int next_arg(sl__cli_args *a, bool *only_positional, int *idx, const char
 }
 
 /* Reads all of a file (or stdin for "-") into a new buffer (refused from
- * MAX_DATA_BYTES bytes on). */
-static int read_all(const char *cmd, const char *path, char **out, size_t *len) {
+ * MAX_DATA_BYTES bytes on). Returns 0, or SL_EINVAL (cannot open, too large,
+ * read error) or SL_ENOMEM with "-d @path: reason" in err. */
+static int read_all(const char *path, char **out, size_t *len, char *err, size_t errlen) {
     int err_no = 0, rc;
     if (strcmp(path, "-") == 0)
         rc = sl__file_read_fd(STDIN_FILENO, MAX_DATA_BYTES - 1, 0, out, len, &err_no);
@@ -182,17 +185,13 @@ static int read_all(const char *cmd, const char *path, char **out, size_t *len) 
     case SL__FILE_OK:
         return 0;
     case SL__FILE_EOPEN:
-        fprintf(stderr, "%s: -d @%s: %s\n", cmd, path, strerror(err_no));
-        return -1;
+        return sl__cli_fail(SL_EINVAL, err, errlen, "-d @%s: %s", path, strerror(err_no));
     case SL__FILE_ETOOLARGE:
-        fprintf(stderr, "%s: -d @%s: larger than 64 MiB\n", cmd, path);
-        return -1;
+        return sl__cli_fail(SL_EINVAL, err, errlen, "-d @%s: larger than 64 MiB", path);
     case SL__FILE_EIO:
-        fprintf(stderr, "%s: -d @%s: read error\n", cmd, path);
-        return -1;
+        return sl__cli_fail(SL_EINVAL, err, errlen, "-d @%s: read error", path);
     default:
-        fprintf(stderr, "%s: -d @%s: out of memory\n", cmd, path);
-        return -1;
+        return sl__cli_fail(SL_ENOMEM, err, errlen, "-d @%s: out of memory", path);
     }
 }
 
@@ -286,7 +285,7 @@ static int on_body(void *ctx, const void *data, size_t len) {
     run *r = ctx;
     if (fwrite(data, 1, len, r->out) != len) {
         r->write_failed = true;
-        return -1;
+        return -1; /* sl_client_request.on_body: nonzero aborts the transfer */
     }
     return 0;
 }
@@ -296,8 +295,8 @@ static int parse_rate(const sl__cli_args *a, const char *v, sl_rate *out) {
     if (strchr(v, '/')) return sl__cli_args_rate(a, v, out);
     int64_t milli;
     if (sl__cli_args_decimal(a, v, 3, 1, 1000000000,
-                             "requests per second from 0.001 (or N/P such as 150/m)", &milli))
-        return -1;
+                             "requests per second from 0.001 (or N/P such as 150/m)", &milli) < 0)
+        return SL_EINVAL;
     *out = (sl_rate){milli, MILLI_PER_SEC * SL_NS_PER_SEC};
     return 0;
 }
@@ -360,8 +359,8 @@ static int parse_budget(const sl__cli_args *a, const char *v, sl_client_options 
     return rc;
 }
 
-/* The options of the request itself (curl's). Returns 0, -1 after printing
- * an error, or 1 when idx is not one of them. */
+/* The options of the request itself (curl's). Returns 0, SL_EINVAL after
+ * printing an error, or 1 when idx is not one of them. */
 static int request_option(sl__cli_args *a, fetch_args *f, int idx, const char *v) {
     switch (idx) {
     case F_REQUEST:
@@ -397,7 +396,7 @@ static int request_option(sl__cli_args *a, fetch_args *f, int idx, const char *v
 }
 
 /* The politeness options (everything but the request's and --help).
- * Returns 0 or -1 after printing an error. */
+ * Returns 0 or SL_EINVAL after printing an error. */
 static int politeness_option(sl__cli_args *a, fetch_args *f, int idx, const char *v) {
     int rc = 0;
     switch (idx) {
@@ -436,7 +435,7 @@ static int politeness_option(sl__cli_args *a, fetch_args *f, int idx, const char
 }
 
 /* With --aimd: --rate is where AIMD starts, --aimd-max its ceiling (default:
- * the start with --rate, else the library's 50/s). Returns 0 or -1 after
+ * the start with --rate, else the library's 50/s). Returns 0 or SL_EINVAL after
  * printing an error. */
 static int resolve_aimd(sl__cli_args *a, fetch_args *f) {
     sl_client_options *o = &f->o;
@@ -462,7 +461,7 @@ static int resolve_aimd(sl__cli_args *a, fetch_args *f) {
 }
 
 /* Reads argv into *f. Returns 0, 1 after printing the help (exit 0), or
- * -1 after printing a usage error. */
+ * SL_EINVAL after printing a usage error. */
 static int parse_args(const char *cmd, int argc, char **argv, int first, fetch_args *f) {
     *f = (fetch_args){.count = 1};
     sl_client_options_init(&f->o);
@@ -484,9 +483,9 @@ static int parse_args(const char *cmd, int argc, char **argv, int first, fetch_a
         if (idx == F_HELP) return fputs(fetch_help, stdout), 1;
         int rc = request_option(&a, f, idx, v);
         if (rc == 1) rc = politeness_option(&a, f, idx, v);
-        if (rc) return -1;
+        if (rc < 0) return rc;
     }
-    if (got < 0) return -1;
+    if (got < 0) return got;
     a.name[0] = '\0';
     if (!f->url) return sl__cli_args_error(&a, "a URL is required");
     if (f->o.backoff_base > f->o.max_wait) f->o.backoff_base = f->o.max_wait;
@@ -494,36 +493,38 @@ static int parse_args(const char *cmd, int argc, char **argv, int first, fetch_a
         snprintf(a.name, sizeof a.name, "aimd-max");
         return sl__cli_args_error(&a, "needs --aimd");
     }
-    if ((f->o.flags & SL_CLIENT_AIMD) && resolve_aimd(&a, f)) return -1;
+    if ((f->o.flags & SL_CLIENT_AIMD) && resolve_aimd(&a, f) < 0) return SL_EINVAL;
     f->o.seed = f->seed;
     return 0;
 }
 
 /* The URL with curl's habit (no scheme: http) in *full_url (NULL when the
  * URL has one), and the body of -d (DATA, or @FILE / @- read whole) in a new
- * *body. Returns 0, or -1 after printing an error (both freed). */
-static int prepare_request(const char *cmd, fetch_args *f, char **full_url, char **body,
-                           size_t *body_len) {
+ * *body. Returns 0, or read_all's SL_EINVAL / SL_ENOMEM with the message in
+ * err (both freed). */
+static int prepare_request(fetch_args *f, char **full_url, char **body, size_t *body_len, char *err,
+                           size_t errlen) {
     *full_url = NULL;
     *body = NULL;
     *body_len = 0;
     if (!strstr(f->url, "://")) {
         size_t n = strlen(f->url) + 8;
-        if (!(*full_url = malloc(n))) return fprintf(stderr, "%s: out of memory\n", cmd), -1;
+        if (!(*full_url = malloc(n))) return sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
         snprintf(*full_url, n, "http://%s", f->url);
         f->url = *full_url;
     }
     if (f->data) {
         if (f->data[0] == '@') {
-            if (read_all(cmd, f->data + 1, body, body_len) != 0) {
+            int rc = read_all(f->data + 1, body, body_len, err, errlen);
+            if (rc < 0) {
                 free(*full_url);
-                return -1;
+                return rc;
             }
         } else {
             *body_len = strlen(f->data);
             if (!(*body = malloc(*body_len + 1))) {
                 free(*full_url);
-                return fprintf(stderr, "%s: out of memory\n", cmd), -1;
+                return sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
             }
             memcpy(*body, f->data, *body_len + 1);
         }
@@ -650,10 +651,14 @@ out:
 int sl__cli_fetch_main(const char *cmd, int argc, char **argv, int first) {
     fetch_args f;
     int rc = parse_args(cmd, argc, argv, first, &f);
-    if (rc) return rc > 0 ? 0 : EXIT_USAGE;
+    if (rc != 0) return rc > 0 ? 0 : EXIT_USAGE;
     char *full_url, *body;
     size_t body_len;
-    if (prepare_request(cmd, &f, &full_url, &body, &body_len) != 0) return 1;
+    char err[512];
+    if (prepare_request(&f, &full_url, &body, &body_len, err, sizeof err) < 0) {
+        fprintf(stderr, "%s: %s\n", cmd, err);
+        return 1;
+    }
     FILE *out = stdout;
     if (f.output && strcmp(f.output, "-") != 0 && !(out = fopen(f.output, "wb"))) {
         fprintf(stderr, "%s: -o %s: %s\n", cmd, f.output, strerror(errno));

@@ -25,7 +25,7 @@ int sl__cli_out_format_parse(const char *s, sl__cli_out_format *f) {
     if (strcmp(s, "table") == 0) return *f = OUT_TABLE, 0;
     if (strcmp(s, "csv") == 0) return *f = OUT_CSV, 0;
     if (strcmp(s, "json") == 0) return *f = OUT_JSON, 0;
-    return -1;
+    return SL_EPARSE;
 }
 
 sl__cli_out_table *sl__cli_out_table_new(size_t ncols, const char *const *names) {
@@ -96,7 +96,8 @@ static void json_value(FILE *fp, const cell *cl) {
 }
 
 int sl__cli_out_table_print_members(const sl__cli_out_table *t, FILE *fp, int indent) {
-    if (t->failed || t->n < t->ncols) return -1;
+    if (t->failed) return SL_ENOMEM;
+    if (t->n < t->ncols) return SL_EINVAL;
     for (size_t c = 0; c < t->ncols; c++) {
         fprintf(fp, "%*s", indent, "");
         sl__cli_out_json_string(fp, t->names[c]);
@@ -127,7 +128,7 @@ static const char *shown(const cell *c) {
 
 int sl__cli_out_table_print(const sl__cli_out_table *t, FILE *fp, sl__cli_out_format f,
                             int indent) {
-    if (t->failed) return -1;
+    if (t->failed) return SL_ENOMEM;
     size_t rows = t->n / t->ncols;
     switch (f) {
     case OUT_TABLE: {

@@ -8,9 +8,11 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "sluice/error.h"
+
 typedef enum sl__cli_out_format { OUT_TABLE, OUT_CSV, OUT_JSON } sl__cli_out_format;
 
-/* "table", "csv" or "json". Returns 0 or -1. */
+/* "table", "csv" or "json". Returns 0 or SL_EPARSE. */
 int sl__cli_out_format_parse(const char *s, sl__cli_out_format *f);
 
 typedef enum sl__cli_cell_kind {
@@ -35,13 +37,13 @@ void sl__cli_out_table_add(sl__cli_out_table *t, sl__cli_cell_kind kind, const c
 /* Prints the table: OUT_TABLE aligned columns with a header line, OUT_CSV a
  * header and one line per row, OUT_JSON an array of objects, one per line,
  * each line indented by `indent` spaces (the closing bracket too). Returns 0,
- * or -1 if a cell could not be stored. */
+ * or SL_ENOMEM if a cell could not be stored. */
 int sl__cli_out_table_print(const sl__cli_out_table *t, FILE *fp, sl__cli_out_format f, int indent);
 
 /* Writes the first row as JSON object members, one per line: `indent`
  * spaces, "name": value, then ",\n" (the caller writes the members after
- * them and the braces). Returns 0, or -1 if a cell could not be stored or
- * the table is empty. */
+ * them and the braces). Returns 0, SL_ENOMEM if a cell could not be stored,
+ * or SL_EINVAL if the table is empty. */
 int sl__cli_out_table_print_members(const sl__cli_out_table *t, FILE *fp, int indent);
 
 /* Writes s as a JSON string literal (quotes and escapes included). */

@@ -37,7 +37,7 @@ int sl__cli_sim_table_check_evictions(sl_table *t, char *err, size_t errlen) {
              "forgotten early); use fewer keys or a smaller limit",
              sl_algorithm_name(sl_table_params(t)->algorithm), SIM_MAX_MEMORY >> 20,
              (unsigned long long)st.evicted_live);
-    return -1;
+    return SL_ENOMEM;
 }
 
 int sl__cli_sim_parse(const char *cmd, int argc, char **argv, int first, const sl__cli_opt *opts,
@@ -64,7 +64,7 @@ int sl__cli_sim_parse(const char *cmd, int argc, char **argv, int first, const s
         } else {
             rc = apply(&a, idx, v, ctx);
         }
-        if (rc != 0) return SL_EINVAL;
+        if (rc < 0) return SL_EINVAL;
     }
     return got < 0 ? SL_EINVAL : 0;
 }
@@ -81,11 +81,11 @@ int sl__cli_sim_params_check(const char *cmd, sl_algorithm alg, sl_rate rate, in
 int sl__cli_sim_show_result(const char *cmd, const sl__cli_sim_opts *common,
                             const sl__cli_sim_show *show) {
     char err[512];
-    if (common->svg_path && show->svg(common->svg_path, &show->view, err, sizeof err) != 0) {
+    if (common->svg_path && show->svg(common->svg_path, &show->view, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         return 1;
     }
-    if (show->print(stdout, common->fmt, &show->view) != 0) {
+    if (show->print(stdout, common->fmt, &show->view) < 0) {
         fprintf(stderr, "%s: out of memory\n", cmd);
         return 1;
     }

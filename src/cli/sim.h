@@ -35,8 +35,8 @@ int64_t sl__cli_sim_time_base(int64_t period, int64_t span);
 int sl__cli_sim_table_create(const sl_params *params, sl_table **out, char *err, size_t errlen);
 
 /* Returns 0 when the table never had to forget a live state (so every
- * decision is what an unbounded table would have made), else -1 with a
- * message in err. */
+ * decision is what an unbounded table would have made), else SL_ENOMEM
+ * (its memory cap was too small) with a message in err. */
 int sl__cli_sim_table_check_evictions(sl_table *t, char *err, size_t errlen);
 
 /* The options the simulations read the same way: --format FMT (table, csv or
@@ -47,7 +47,7 @@ typedef struct sl__cli_sim_opts {
 } sl__cli_sim_opts;
 
 /* A simulation's own options: opts[idx] was given with value v (NULL for a
- * flag). Returns 0, or -1 after printing an error (sl__cli_args_error). */
+ * flag). Returns 0, or SL_EINVAL after printing an error (sl__cli_args_error). */
 typedef int (*sl__cli_sim_option_fn)(sl__cli_args *a, int idx, const char *v, void *ctx);
 
 /* Reads argv[first..argc) against opts (NULL-name-terminated, with a
@@ -73,9 +73,9 @@ typedef struct sl__cli_sim_view {
     const char *rate_text;
 } sl__cli_sim_view;
 
-/* How a simulation shows its result: svg writes the chart to path (0, or -1
- * with the message in err), print writes the result in fmt to fp (0, or -1
- * when a cell could not be stored). */
+/* How a simulation shows its result: svg writes the chart to path (0, or a
+ * negative SL_E* code with the message in err), print writes the result in
+ * fmt to fp (0, or SL_ENOMEM when a cell could not be stored). */
 typedef struct sl__cli_sim_show {
     int (*svg)(const char *path, const sl__cli_sim_view *v, char *err, size_t errlen);
     int (*print)(FILE *fp, sl__cli_out_format fmt, const sl__cli_sim_view *v);

@@ -49,11 +49,12 @@ typedef struct adaptive_cfg {
     int64_t duration_s, min_rtt_s;
 } adaptive_cfg;
 
+/* Appends r to the requests in flight. Returns 0 or SL_ENOMEM. */
 static int push(backend *b, req r) {
     if (b->n == b->cap) {
         size_t cap = b->cap ? 2 * b->cap : 256;
         req *nr = realloc(b->r, cap * sizeof *nr);
-        if (!nr) return -1;
+        if (!nr) return SL_ENOMEM;
         b->r = nr;
         b->cap = cap;
     }
@@ -96,6 +97,8 @@ static void finished(void *arg, const req *r, int64_t t) {
     }
 }
 
+/* Runs both sides for c->duration_s seconds, filling their per-second
+ * counts. Returns 0 or SL_ENOMEM. */
 static int run(const adaptive_cfg *c, side *rl, side *ad) {
     int64_t end = c->duration_s * SL_NS_PER_SEC;
     int64_t next = 0, k = 0;
@@ -104,14 +107,15 @@ static int run(const adaptive_cfg *c, side *rl, side *ad) {
         second *xr = &rl->sec[t / SL_NS_PER_SEC], *xa = &ad->sec[t / SL_NS_PER_SEC];
         while (next <= t) { /* the arrivals of this ms, to both sides */
             if (sl_limiter_allow(rl->bucket, 1, T0 + t)) {
-                if (push(&rl->be, (req){.start = t, .left = work})) return -1;
+                if (push(&rl->be, (req){.start = t, .left = work}) < 0) return SL_ENOMEM;
                 xr->admitted++;
             } else {
                 xr->shed++;
             }
             sl_acquire a;
             if (sl_concurrency_acquire(ad->conc, "b", 1, T0 + t, &a) == SL_OK && a.acquired) {
-                if (push(&ad->be, (req){.start = t, .left = work, .lease = a.lease.id})) return -1;
+                if (push(&ad->be, (req){.start = t, .left = work, .lease = a.lease.id}) < 0)
+                    return SL_ENOMEM;
                 xa->admitted++;
             } else {
                 xa->shed++;

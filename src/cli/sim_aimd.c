@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/error.h"
 #include "cli/output.h"
 #include "cli/sim.h"
 #include "cli/svg.h"
@@ -47,14 +48,15 @@ int sl__cli_aimd_run(const sl__cli_aimd_config *cfg, sl__cli_aimd_result *out, c
     memset(out, 0, sizeof *out);
     sl_params p = {.algorithm = cfg->alg, .rate = cfg->rate, .burst = cfg->burst};
     sl_table *server;
-    if (sl__cli_sim_table_create(&p, &server, err, errlen) != SL_OK) return -1;
+    int rc = sl__cli_sim_table_create(&p, &server, err, errlen);
+    if (rc < 0) return rc;
     int64_t base = sl__cli_sim_time_base(cfg->rate.period, cfg->duration);
     sl_limiter *client;
     int64_t rate = cfg->start;
-    int rc = sl_limiter_create((sl_rate){rate, MILLI_PERIOD}, 1, 0, base, &client);
+    rc = sl_limiter_create((sl_rate){rate, MILLI_PERIOD}, 1, 0, base, &client);
     if (rc != SL_OK) {
         sl_table_destroy(server);
-        return snprintf(err, errlen, "client limiter: %s", sl_strerror(rc)), -1;
+        return sl__cli_fail(rc, err, errlen, "client limiter: %s", sl_strerror(rc));
     }
     size_t cap = 0;
     int64_t now = base;
@@ -64,38 +66,34 @@ int sl__cli_aimd_run(const sl__cli_aimd_config *cfg, sl__cli_aimd_result *out, c
         sl_reservation res;
         int c = sl_limiter_reserve(client, 1, now, -1, &res);
         if (c != SL_OK) {
-            rc = -1;
-            snprintf(err, errlen, "client limiter: %s", sl_strerror(c));
+            rc = sl__cli_fail(c, err, errlen, "client limiter: %s", sl_strerror(c));
             break;
         }
         now = res.time_to_act;
         if (now - base >= cfg->duration) break;
         if (out->n == AIMD_MAX_REQUESTS) {
-            rc = -1;
-            snprintf(err, errlen, "more than %d requests: lower --cap or --duration",
-                     AIMD_MAX_REQUESTS);
+            rc =
+                sl__cli_fail(SL_ETOOMANY, err, errlen,
+                             "more than %d requests: lower --cap or --duration", AIMD_MAX_REQUESTS);
             break;
         }
         sl_decision d;
         c = sl_table_check(server, "client", 6, 1, now, &d);
         if (c != SL_OK) {
-            rc = -1;
-            snprintf(err, errlen, "server: %s", sl_strerror(c));
+            rc = sl__cli_fail(c, err, errlen, "server: %s", sl_strerror(c));
             break;
         }
         rate = sl__cli_aimd_step(cfg, rate, !d.allowed);
         c = sl_limiter_set_rate(client, (sl_rate){rate, MILLI_PERIOD}, now);
         if (c != SL_OK) {
-            rc = -1;
-            snprintf(err, errlen, "client limiter: %s", sl_strerror(c));
+            rc = sl__cli_fail(c, err, errlen, "client limiter: %s", sl_strerror(c));
             break;
         }
         if (out->n == cap) {
             size_t ncap = cap ? cap * 2 : 1024;
             sl__cli_aimd_point *np = realloc(out->pts, ncap * sizeof *np);
             if (!np) {
-                rc = -1;
-                snprintf(err, errlen, "out of memory");
+                rc = sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
                 break;
             }
             out->pts = np;
@@ -109,7 +107,7 @@ int sl__cli_aimd_run(const sl__cli_aimd_config *cfg, sl__cli_aimd_result *out, c
     }
     sl_limiter_destroy(client);
     sl_table_destroy(server);
-    if (rc != 0) sl__cli_aimd_result_free(out);
+    if (rc < 0) sl__cli_aimd_result_free(out);
     return rc;
 }
 
@@ -123,7 +121,7 @@ static int print_aimd(FILE *fp, sl__cli_out_format f, const sl__cli_sim_view *vi
     const sl__cli_aimd_result *r = view->result;
     const char *rate_text = view->rate_text;
     sl__cli_out_table *tab = sl__cli_out_table_new(7, aimd_columns);
-    if (!tab) return -1;
+    if (!tab) return SL_ENOMEM;
     char b1[40], b2[40], b3[40], b4[40], b5[40];
     int64_t secs = sl__ceil_s(cfg->duration);
     int64_t rate = cfg->start;
@@ -289,8 +287,8 @@ static int write_aimd_svg(const char *path, const sl__cli_sim_view *view, char *
     snprintf(title, sizeof title,
              "sluice sim aimd: +%s/s per success, x%s per 429, against a server limit of %s",
              short_milli(cfg->increase, b1, sizeof b1), dec, rate_text);
-    sl__cli_svg *s = sl__cli_svg_open(path, (int)W, H, title, aimd_css);
-    if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
+    sl__cli_svg *s = sl__cli_svg_open(path, (int)W, H, title, aimd_css, err, errlen);
+    if (!s) return SL_EINVAL;
     sl__cli_svg_text(s, 16, 28, "title", "start", title);
     sl__cli_svg_textf(s, 16, 48, "sub", "start",
                       "client: starts at %s/s, between %s/s and %s/s; server: %s, burst %lld (%s). "
@@ -334,9 +332,7 @@ static int write_aimd_svg(const char *path, const sl__cli_sim_view *view, char *
         sl__cli_svg_textf(s, x, axis_y + 18, "tick", "middle", "%lld", (long long)sec);
     }
     sl__cli_svg_text(s, left + c.pw / 2, axis_y + 38, "tick", "middle", "time (s)");
-    if (sl__cli_svg_close(s) != 0)
-        return snprintf(err, errlen, "%s: write error: %s", path, strerror(errno)), -1;
-    return 0;
+    return sl__cli_svg_close(s, err, errlen);
 }
 
 /* ---- command ---------------------------------------------------------------- */
@@ -451,7 +447,7 @@ int sl__cli_sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
     if (sl__cli_sim_params_check(cmd, cfg.alg, cfg.rate, cfg.burst) != SL_OK) return EXIT_USAGE;
     char err[512];
     sl__cli_aimd_result r;
-    if (sl__cli_aimd_run(&cfg, &r, err, sizeof err) != 0) {
+    if (sl__cli_aimd_run(&cfg, &r, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         return 1;
     }

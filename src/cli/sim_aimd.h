@@ -38,8 +38,11 @@ typedef struct sl__cli_aimd_result {
 /* One AIMD step: the rate after a success (got_429 false) or a 429. */
 int64_t sl__cli_aimd_step(const sl__cli_aimd_config *cfg, int64_t rate, bool got_429);
 
-/* Runs the client against the server for cfg->duration. Returns 0, or -1
- * with a message in err. Free with sl__cli_aimd_result_free. */
+/* Runs the client against the server for cfg->duration. Returns 0, or a
+ * negative SL_E* code with a message in err: the library's (the server's
+ * table, the client's limiter), SL_ETOOMANY (more than AIMD_MAX_REQUESTS
+ * requests), SL_ENOMEM. Free with sl__cli_aimd_result_free (nothing to free
+ * on failure). */
 int sl__cli_aimd_run(const sl__cli_aimd_config *cfg, sl__cli_aimd_result *out, char *err,
                      size_t errlen);
 void sl__cli_aimd_result_free(sl__cli_aimd_result *r);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/error.h"
 #include "cli/output.h"
 #include "client/prng.h"
 #include "cli/sim.h"
@@ -110,14 +111,14 @@ static int run_one(const sl__cli_fair_config *cfg, int discipline, const int64_t
     queue q = {.discipline = discipline, .cfg = cfg};
     if (discipline == FAIR_FIFO) {
         q.fifo = malloc(total * sizeof *q.fifo);
-        if (!q.fifo) return snprintf(err, errlen, "out of memory"), -1;
+        if (!q.fifo) return sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
     } else {
         sl_fairq_options o = {.max_items = total,
                               .max_tenants = (size_t)cfg->tenants + 1,
                               .max_cost = 1,
                               .quantum = 1};
         int rc = sl_fairq_create(&o, &q.fq);
-        if (rc != SL_OK) return snprintf(err, errlen, "fair queue: %s", sl_strerror(rc)), -1;
+        if (rc != SL_OK) return sl__cli_fail(rc, err, errlen, "fair queue: %s", sl_strerror(rc));
     }
     int rc = 0;
     for (int64_t j = 0; j < cfg->jobs && rc == 0; j++) rc = queue_push(&q, j);
@@ -139,7 +140,7 @@ static int run_one(const sl__cli_fair_config *cfg, int discipline, const int64_t
         }
         while (next < cfg->tenants && order[next].t <= start && rc == 0)
             rc = queue_push(&q, cfg->jobs + order[next++].tenant);
-        if (rc != 0 || !queue_pop(&q, &job)) {
+        if (rc < 0 || !queue_pop(&q, &job)) {
             if (rc == 0) rc = SL_EINVAL; /* cannot happen: something arrived */
             break;
         }
@@ -152,8 +153,9 @@ static int run_one(const sl__cli_fair_config *cfg, int discipline, const int64_t
     *done_at = start;
     free(q.fifo);
     sl_fairq_destroy(q.fq);
-    if (rc != 0)
-        return snprintf(err, errlen, "%s: %s", discipline_names[discipline], sl_strerror(rc)), -1;
+    if (rc < 0)
+        return sl__cli_fail(rc, err, errlen, "%s: %s", discipline_names[discipline],
+                            sl_strerror(rc));
     return 0;
 }
 
@@ -164,12 +166,13 @@ int sl__cli_fair_run(const sl__cli_fair_config *cfg, sl__cli_fair_result *out, c
         cfg->tenants > FAIR_MAX_TENANTS || cfg->spread < 0 || cfg->rate.limit < 1 ||
         cfg->rate.period < 1 || cfg->weight_big < 1 || cfg->weight_big > SL_FAIRQ_WEIGHT_MAX ||
         cfg->weight_small < 1 || cfg->weight_small > SL_FAIRQ_WEIGHT_MAX)
-        return snprintf(err, errlen, "parameters out of range"), -1;
+        return sl__cli_fail(SL_EINVAL, err, errlen, "parameters out of range");
     /* the last service starts before spread + total P / N */
     __int128 end = (__int128)cfg->spread +
                    (__int128)(cfg->jobs + cfg->tenants) * cfg->rate.period / cfg->rate.limit + 1;
     if (end > INT64_MAX / 2)
-        return snprintf(err, errlen, "the run would outlast the time domain: a faster --rate"), -1;
+        return sl__cli_fail(SL_EOVERFLOW, err, errlen,
+                            "the run would outlast the time domain: a faster --rate");
     out->service = cfg->rate.period / cfg->rate.limit;
     size_t n = (size_t)cfg->tenants, nbig = (size_t)cfg->jobs;
     out->arrival = malloc(n * sizeof *out->arrival);
@@ -179,8 +182,7 @@ int sl__cli_fair_run(const sl__cli_fair_config *cfg, sl__cli_fair_result *out, c
     for (int d = 0; d < FAIR_DISCIPLINES; d++) out->wait[d] = malloc(n * sizeof *out->wait[d]);
     int rc = 0;
     if (!out->arrival || !order || !big || !sorted || !out->wait[0] || !out->wait[1]) {
-        rc = -1;
-        snprintf(err, errlen, "out of memory");
+        rc = sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
         goto done;
     }
     sl__prng rng;
@@ -192,7 +194,7 @@ int sl__cli_fair_run(const sl__cli_fair_config *cfg, sl__cli_fair_result *out, c
     qsort(order, n, sizeof *order, cmp_arrival);
     for (int d = 0; d < FAIR_DISCIPLINES && rc == 0; d++) {
         rc = run_one(cfg, d, out->arrival, order, big, out->wait[d], &out->done_at[d], err, errlen);
-        if (rc != 0) break;
+        if (rc < 0) break;
         memcpy(sorted, out->wait[d], n * sizeof *sorted);
         out->small[d] = stats_of(sorted, n);
         if (nbig) out->big[d] = stats_of(big, nbig);
@@ -201,7 +203,7 @@ done:
     free(order);
     free(big);
     free(sorted);
-    if (rc != 0) sl__cli_fair_result_free(out);
+    if (rc < 0) sl__cli_fair_result_free(out);
     return rc;
 }
 
@@ -230,7 +232,7 @@ static int print_fair(FILE *fp, sl__cli_out_format f, const sl__cli_sim_view *vi
         sl__cli_out_table_free(res);
         sl__cli_out_table_free(opt);
         sl__cli_out_table_free(per);
-        return -1;
+        return SL_ENOMEM;
     }
     for (int d = 0; d < FAIR_DISCIPLINES; d++) {
         sl__cli_out_table_add(res, CELL_STR, "%s", discipline_names[d]);
@@ -325,8 +327,8 @@ static int write_fair_svg(const char *path, const sl__cli_sim_view *view, char *
     snprintf(title, sizeof title,
              "sluice sim fair: a dump of %lld jobs against %lld small tenants, a server of %s",
              (long long)cfg->jobs, (long long)cfg->tenants, rate_text);
-    sl__cli_svg *s = sl__cli_svg_open(path, (int)W, H, title, fair_css);
-    if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
+    sl__cli_svg *s = sl__cli_svg_open(path, (int)W, H, title, fair_css, err, errlen);
+    if (!s) return SL_EINVAL;
     sl__cli_svg_text(s, 16, 28, "title", "start", title);
     sl__cli_svg_textf(
         s, 16, 48, "sub", "start",
@@ -382,9 +384,7 @@ static int write_fair_svg(const char *path, const sl__cli_sim_view *view, char *
     }
     sl__cli_svg_text(s, left + pw / 2, axis_y + 38, "tick", "middle",
                      "when the small tenant's job arrived (s)");
-    if (sl__cli_svg_close(s) != 0)
-        return snprintf(err, errlen, "%s: write error: %s", path, strerror(errno)), -1;
-    return 0;
+    return sl__cli_svg_close(s, err, errlen);
 }
 
 /* ---- command ---------------------------------------------------------------- */
@@ -433,9 +433,9 @@ static int parse_weights(const sl__cli_args *a, const char *v, sl__cli_fair_conf
     memcpy(big, v, (size_t)(comma - v));
     big[comma - v] = 0;
     int64_t b, s;
-    if (sl__cli_args_int(a, big, 1, SL_FAIRQ_WEIGHT_MAX, &b) != 0 ||
-        sl__cli_args_int(a, comma + 1, 1, SL_FAIRQ_WEIGHT_MAX, &s) != 0)
-        return -1;
+    if (sl__cli_args_int(a, big, 1, SL_FAIRQ_WEIGHT_MAX, &b) < 0 ||
+        sl__cli_args_int(a, comma + 1, 1, SL_FAIRQ_WEIGHT_MAX, &s) < 0)
+        return SL_EINVAL;
     cfg->weight_big = (uint32_t)b;
     cfg->weight_small = (uint32_t)s;
     return 0;
@@ -478,7 +478,7 @@ int sl__cli_sim_fair_main(const char *cmd, int argc, char **argv, int first) {
     if (rc != 0) return rc > 0 ? 0 : EXIT_USAGE;
     char err[512];
     sl__cli_fair_result r;
-    if (sl__cli_fair_run(&cfg, &r, err, sizeof err) != 0) {
+    if (sl__cli_fair_run(&cfg, &r, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         return 1;
     }

@@ -41,9 +41,10 @@ typedef struct sl__cli_fair_result {
     int64_t service;                          /* one job's service time, ns (rounded down) */
 } sl__cli_fair_result;
 
-/* Runs both disciplines on the same arrivals. Returns 0, or -1 with a
- * message in err (bad parameters, out of memory, a run longer than the time
- * domain). Free with sl__cli_fair_result_free. */
+/* Runs both disciplines on the same arrivals. Returns 0, or a negative
+ * SL_E* code with a message in err: SL_EINVAL (parameters out of range),
+ * SL_EOVERFLOW (a run longer than the time domain), SL_ENOMEM, or sl_fairq's
+ * code. Free with sl__cli_fair_result_free (nothing to free on failure). */
 int sl__cli_fair_run(const sl__cli_fair_config *cfg, sl__cli_fair_result *out, char *err,
                      size_t errlen);
 void sl__cli_fair_result_free(sl__cli_fair_result *r);

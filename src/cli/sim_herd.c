@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/error.h"
 #include "cli/output.h"
 #include "client/prng.h"
 #include "cli/sim.h"
@@ -63,7 +64,8 @@ void sl__cli_herd_result_free(sl__cli_herd_result *r) {
 /* The run's events: every worker at t = 0, each refusal a retry at its
  * hint plus jitter, until cfg->duration; counts into out. `unit` is the
  * table's params (a ramp's in units), `base` the absolute time of t = 0.
- * Returns 0, or -1 with a message in err. */
+ * Returns 0, or SL_ETOOMANY (over HERD_MAX_SENT) or sl_table_check's code,
+ * with a message in err. */
 static int herd_events(const sl__cli_herd_config *cfg, const sl_params *unit, int64_t base,
                        sl_table *tab, event *heap, sl__cli_herd_result *out, char *err,
                        size_t errlen) {
@@ -76,17 +78,18 @@ static int herd_events(const sl__cli_herd_config *cfg, const sl_params *unit, in
         event e = heap_pop(heap, &n);
         if (e.t >= cfg->duration) break; /* every other event is as late */
         if (out->sent == HERD_MAX_SENT)
-            return snprintf(err, errlen,
-                            "more than %d requests: use fewer --workers, a shorter --duration or "
-                            "a longer --retry-after",
-                            HERD_MAX_SENT),
-                   -1;
+            return sl__cli_fail(
+                SL_ETOOMANY, err, errlen,
+                "more than %d requests: use fewer --workers, a shorter --duration or "
+                "a longer --retry-after",
+                HERD_MAX_SENT);
         out->sent++;
         sl_decision d;
         int64_t cost = ramped ? sl_ramp_cost(unit, 1, sl_ramp_factor(&cfg->ramp, 0, e.t), 0) : 1;
         int c = sl_table_check(tab, "shared-key", 10, cost, base + e.t, &d);
         if (c != SL_OK)
-            return snprintf(err, errlen, "%s: %s", sl_algorithm_name(cfg->alg), sl_strerror(c)), -1;
+            return sl__cli_fail(c, err, errlen, "%s: %s", sl_algorithm_name(cfg->alg),
+                                sl_strerror(c));
         size_t bin = (size_t)(e.t / HERD_BIN);
         if (d.allowed) {
             out->served++;
@@ -113,7 +116,7 @@ int sl__cli_herd_run(const sl__cli_herd_config *cfg, sl__cli_herd_result *out, c
     if (!out->served_bin || !out->rejected_bin || !heap) {
         free(heap);
         sl__cli_herd_result_free(out);
-        return snprintf(err, errlen, "out of memory"), -1;
+        return sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
     }
     int64_t base = sl__cli_sim_time_base(cfg->rate.period, cfg->duration);
     sl_params p = {.algorithm = cfg->alg,
@@ -125,22 +128,23 @@ int sl__cli_herd_run(const sl__cli_herd_config *cfg, sl__cli_herd_result *out, c
     if (cfg->ramp.duration > 0 && sl_ramp_params(&p, &unit) != SL_OK) {
         free(heap);
         sl__cli_herd_result_free(out);
-        return snprintf(err, errlen, "--ramp-up: %s cannot be ramped with this --rate/--burst",
-                        sl_algorithm_name(cfg->alg)),
-               -1;
+        return sl__cli_fail(SL_EINVAL, err, errlen,
+                            "--ramp-up: %s cannot be ramped with this --rate/--burst",
+                            sl_algorithm_name(cfg->alg));
     }
     sl_table *tab;
-    if (sl__cli_sim_table_create(&unit, &tab, err, errlen) != SL_OK) {
+    int rc = sl__cli_sim_table_create(&unit, &tab, err, errlen);
+    if (rc < 0) {
         free(heap);
         sl__cli_herd_result_free(out);
-        return -1;
+        return rc;
     }
-    int rc = herd_events(cfg, &unit, base, tab, heap, out, err, errlen);
+    rc = herd_events(cfg, &unit, base, tab, heap, out, err, errlen);
     free(heap);
     sl_table_destroy(tab);
-    if (rc != 0) {
+    if (rc < 0) {
         sl__cli_herd_result_free(out);
-        return -1;
+        return rc;
     }
     out->unserved = cfg->workers - out->served;
     out->retries = out->sent > cfg->workers ? out->sent - cfg->workers : 0;
@@ -298,7 +302,7 @@ static int print_herd(FILE *fp, sl__cli_out_format f, const sl__cli_sim_view *vi
     if (!sum || !sec) {
         sl__cli_out_table_free(sum);
         sl__cli_out_table_free(sec);
-        return -1;
+        return SL_ENOMEM;
     }
     herd_summary_row(sum, cfg, r, view->rate_text, base);
     herd_second_rows(sec, cfg, r, base);
@@ -463,8 +467,8 @@ static int write_herd_svg(const char *path, const sl__cli_sim_view *view, char *
              sl__cli_fmt_seconds(cfg->jitter, 0, b2, sizeof b2));
     char css[sizeof herd_css + sizeof herd_ramp_css + 1];
     snprintf(css, sizeof css, "%s%s%s", herd_css, base ? "\n" : "", base ? herd_ramp_css : "");
-    sl__cli_svg *s = sl__cli_svg_open(path, (int)W, H, title, css);
-    if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
+    sl__cli_svg *s = sl__cli_svg_open(path, (int)W, H, title, css, err, errlen);
+    if (!s) return SL_EINVAL;
     sl__cli_svg_text(s, 16, 28, "title", "start", title);
     if (r->unserved == 0)
         sl__cli_svg_textf(s, 16, 48, "sub", "start",
@@ -510,9 +514,7 @@ static int write_herd_svg(const char *path, const sl__cli_sim_view *view, char *
         sl__cli_svg_textf(s, x, axis_y + 18, "tick", "middle", "%lld", (long long)sec);
     }
     sl__cli_svg_text(s, left + pw / 2, axis_y + 38, "tick", "middle", "time (s)");
-    if (sl__cli_svg_close(s) != 0)
-        return snprintf(err, errlen, "%s: write error: %s", path, strerror(errno)), -1;
-    return 0;
+    return sl__cli_svg_close(s, err, errlen);
 }
 
 /* ---- command ---------------------------------------------------------------- */
@@ -642,11 +644,11 @@ int sl__cli_sim_herd_main(const char *cmd, int argc, char **argv, int first) {
     sl__cli_herd_config plain = cfg;
     plain.ramp.duration = 0;
     bool ramped = cfg.ramp.duration > 0;
-    if (sl__cli_herd_run(&cfg, &r, err, sizeof err) != 0) {
+    if (sl__cli_herd_run(&cfg, &r, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         return 1;
     }
-    if (ramped && sl__cli_herd_run(&plain, &base, err, sizeof err) != 0) {
+    if (ramped && sl__cli_herd_run(&plain, &base, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         sl__cli_herd_result_free(&r);
         return 1;

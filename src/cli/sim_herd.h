@@ -42,9 +42,10 @@ typedef struct sl__cli_herd_result {
     int64_t *rejected_bin;  /* requests refused per bin */
 } sl__cli_herd_result;
 
-/* Runs the herd. Returns 0, or -1 with a message in err (bad parameters,
- * out of memory, more than HERD_MAX_SENT requests). Free with
- * sl__cli_herd_result_free. */
+/* Runs the herd. Returns 0, or a negative SL_E* code with a message in err:
+ * SL_EINVAL (an algorithm --ramp-up cannot ramp), SL_ETOOMANY (more than
+ * HERD_MAX_SENT requests), SL_ENOMEM, or the library's (the table). Free with
+ * sl__cli_herd_result_free (nothing to free on failure). */
 int sl__cli_herd_run(const sl__cli_herd_config *cfg, sl__cli_herd_result *out, char *err,
                      size_t errlen);
 void sl__cli_herd_result_free(sl__cli_herd_result *r);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/error.h"
 #include "cli/output.h"
 #include "cli/sim.h"
 #include "cli/svg.h"
@@ -66,7 +67,7 @@ static int compute_busiest(const sl__cli_trace *t, sl__cli_race_result *r, int64
     int64_t *weights = malloc(cap * sizeof *weights);
     if (!ev || !times || !weights) {
         free(ev), free(times), free(weights);
-        return -1;
+        return SL_ENOMEM;
     }
     size_t m = 0;
     for (size_t i = 0; i < t->n; i++)
@@ -108,11 +109,11 @@ static int run_one(const sl__cli_trace *t, const sl__cli_race_config *cfg, sl_al
     r->alg = alg;
     r->ok = calloc(t->n ? t->n : 1, sizeof *r->ok);
     r->delay = calloc(t->n ? t->n : 1, sizeof *r->delay);
-    if (!r->ok || !r->delay) return snprintf(err, errlen, "out of memory"), -1;
+    if (!r->ok || !r->delay) return sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
     sl_params p = {.algorithm = alg, .rate = cfg->rate, .burst = cfg->burst};
     sl_table *tab;
-    if (sl__cli_sim_table_create(&p, &tab, err, errlen) != SL_OK) return -1;
-    int rc = 0;
+    int rc = sl__cli_sim_table_create(&p, &tab, err, errlen);
+    if (rc < 0) return rc;
     for (size_t i = 0; i < t->n && rc == 0; i++) {
         const sl__cli_trace_req *q = &t->reqs[i];
         const char *key = t->keys[q->key];
@@ -120,9 +121,8 @@ static int run_one(const sl__cli_trace *t, const sl__cli_race_config *cfg, sl_al
         int c = sl_table_check(tab, key, strlen(key), q->cost, base + q->t, &d);
         if (c != SL_OK && c != SL_ECOST) {
             /* SL_ECOST: a cost that can never pass is simply refused */
-            snprintf(err, errlen, "%s: request %zu: %s", sl_algorithm_name(alg), i + 1,
-                     sl_strerror(c));
-            rc = -1;
+            rc = sl__cli_fail(c, err, errlen, "%s: request %zu: %s", sl_algorithm_name(alg), i + 1,
+                              sl_strerror(c));
             break;
         }
         r->ok[i] = c == SL_OK && d.allowed;
@@ -135,8 +135,8 @@ static int run_one(const sl__cli_trace *t, const sl__cli_race_config *cfg, sl_al
     }
     if (rc == 0) rc = sl__cli_sim_table_check_evictions(tab, err, errlen);
     sl_table_destroy(tab);
-    if (rc == 0 && compute_busiest(t, r, cfg->rate.period) != 0)
-        rc = -1, snprintf(err, errlen, "out of memory");
+    if (rc == 0 && compute_busiest(t, r, cfg->rate.period) < 0)
+        rc = sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
     return rc;
 }
 
@@ -145,9 +145,10 @@ int sl__cli_race_run(const sl__cli_trace *t, const sl__cli_race_config *cfg,
     int64_t span = t->n ? t->reqs[t->n - 1].t : 0;
     int64_t base = sl__cli_sim_time_base(cfg->rate.period, span);
     for (int i = 0; i < cfg->nalgs; i++) {
-        if (run_one(t, cfg, cfg->algs[i], base, &results[i], err, errlen) != 0) {
+        int rc = run_one(t, cfg, cfg->algs[i], base, &results[i], err, errlen);
+        if (rc < 0) {
             sl__cli_race_results_free(results, i + 1);
-            return -1;
+            return rc;
         }
     }
     return 0;
@@ -176,7 +177,7 @@ static int print_summary(FILE *fp, sl__cli_out_format f, const sl__cli_sim_view 
      * CSV and JSON always have it, so their shape does not depend on the trace */
     sl__cli_out_table *tab =
         sl__cli_out_table_new(f == OUT_TABLE && t->nkeys == 1 ? 6 : 7, race_columns);
-    if (!tab) return -1;
+    if (!tab) return SL_ENOMEM;
     char b1[40];
     for (int i = 0; i < cfg->nalgs; i++) {
         const sl__cli_race_result *r = &res[i];
@@ -226,10 +227,13 @@ static int print_summary(FILE *fp, sl__cli_out_format f, const sl__cli_sim_view 
     return rc;
 }
 
+/* --log: every decision as CSV. Returns 0, or SL_EINVAL with "path: cannot
+ * write: ..." / "path: write error: ..." in err. */
 static int write_log(const char *path, const sl__cli_trace *t, const sl__cli_race_config *cfg,
                      const sl__cli_race_result *res, char *err, size_t errlen) {
     FILE *fp = fopen(path, "w");
-    if (!fp) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
+    if (!fp)
+        return sl__cli_fail(SL_EINVAL, err, errlen, "%s: cannot write: %s", path, strerror(errno));
     fputs("algorithm,time,key,cost,allowed,delay\n", fp);
     char tb[40], db[40];
     for (int a = 0; a < cfg->nalgs; a++) {
@@ -243,7 +247,8 @@ static int write_log(const char *path, const sl__cli_trace *t, const sl__cli_rac
     }
     int bad = ferror(fp);
     if (fclose(fp) != 0) bad = 1;
-    if (bad) return snprintf(err, errlen, "%s: write error: %s", path, strerror(errno)), -1;
+    if (bad)
+        return sl__cli_fail(SL_EINVAL, err, errlen, "%s: write error: %s", path, strerror(errno));
     return 0;
 }
 
@@ -405,10 +410,9 @@ static int write_svg(const char *path, const sl__cli_sim_view *view, char *err, 
     const sl__cli_race_result *res = view->result;
     const char *rate_text = view->rate_text;
     if (t->n > RACE_SVG_MAX_REQUESTS)
-        return snprintf(err, errlen,
-                        "--svg: the chart draws at most %d requests (the trace has %zu)",
-                        RACE_SVG_MAX_REQUESTS, t->n),
-               -1;
+        return sl__cli_fail(SL_ETOOMANY, err, errlen,
+                            "--svg: the chart draws at most %d requests (the trace has %zu)",
+                            RACE_SVG_MAX_REQUESTS, t->n);
     const double W = RACE_SVG_W, left = 226, right = RACE_SVG_RIGHT, top = 96, row_h = 66;
     int64_t period = cfg->rate.period;
     /* the axis starts at the window edge before the first request (0 for
@@ -428,8 +432,8 @@ static int write_svg(const char *path, const sl__cli_sim_view *view, char *err, 
     sl__cli_fmt_seconds(period, 0, period_s, sizeof period_s);
     snprintf(title, sizeof title, "sluice sim race: %s trace, %s, burst %lld", t->name, rate_text,
              (long long)cfg->burst);
-    sl__cli_svg *s = sl__cli_svg_open(path, (int)W, H, title, race_css);
-    if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
+    sl__cli_svg *s = sl__cli_svg_open(path, (int)W, H, title, race_css, err, errlen);
+    if (!s) return SL_EINVAL;
     race_chart c = {s, left, W - left - right, start, end};
 
     sl__cli_svg_text(s, 16, 28, "title", "start", title);
@@ -449,9 +453,7 @@ static int write_svg(const char *path, const sl__cli_sim_view *view, char *err, 
     for (int a = 0; a < cfg->nalgs; a++)
         for (size_t i = 0; i < t->n; i++) race_request(&c, t, &res[a], i, top + row_h * a);
     race_axis(&c, axis_y, step);
-    if (sl__cli_svg_close(s) != 0)
-        return snprintf(err, errlen, "%s: write error: %s", path, strerror(errno)), -1;
-    return 0;
+    return sl__cli_svg_close(s, err, errlen);
 }
 
 /* ---- command ---------------------------------------------------------------- */
@@ -568,7 +570,7 @@ static int race_trace(const char *cmd, const race_args *r, sl__cli_trace *tr) {
     int rc = b != TRACE_NONE
                  ? sl__cli_trace_builtin_make(b, r->mean_rate, r->seed, tr, err, sizeof err)
                  : sl__cli_trace_load_file(r->trace_arg, tr, err, sizeof err);
-    if (rc != 0) {
+    if (rc < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         return 1;
     }
@@ -597,7 +599,7 @@ int sl__cli_sim_race_main(const char *cmd, int argc, char **argv, int first) {
     if (race_trace(cmd, &ra, &tr) != 0) return 1;
     char err[512];
     sl__cli_race_result res[6];
-    if (sl__cli_race_run(&tr, &cfg, res, err, sizeof err) != 0) {
+    if (sl__cli_race_run(&tr, &cfg, res, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         sl__cli_trace_free(&tr);
         return 1;
@@ -607,7 +609,7 @@ int sl__cli_sim_race_main(const char *cmd, int argc, char **argv, int first) {
     race_input in = {&tr, &cfg, ra.seed};
     sl__cli_sim_show show = {write_svg, print_summary, {&in, res, NULL, rate_text}};
     int status;
-    if (ra.log_path && write_log(ra.log_path, &tr, &cfg, res, err, sizeof err) != 0) {
+    if (ra.log_path && write_log(ra.log_path, &tr, &cfg, res, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         status = 1;
     } else {

@@ -35,8 +35,10 @@ typedef struct sl__cli_race_result {
 
 /* Runs the race: results[i] for cfg->algs[i] (results must hold cfg->nalgs).
  * Keys are independent limiters (one table per algorithm holding all the
- * trace's keys). Returns 0, or -1 with a message in err (bad parameters for
- * an algorithm, out of memory). On success free with sl__cli_race_results_free. */
+ * trace's keys). Returns 0, or a negative SL_E* code with a message in err:
+ * the library's (parameters that do not suit an algorithm, a failed check),
+ * SL_ENOMEM (also when a table's memory cap forgot live states). On success
+ * free with sl__cli_race_results_free. */
 int sl__cli_race_run(const sl__cli_trace *t, const sl__cli_race_config *cfg,
                      sl__cli_race_result *results, char *err, size_t errlen);
 void sl__cli_race_results_free(sl__cli_race_result *results, int n);

@@ -8,9 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sluice/error.h"
+
 struct sl__cli_svg {
     FILE *fp;
-    int points; /* points written in the open polyline */
+    const char *path; /* the caller's, for messages */
+    int points;       /* points written in the open polyline */
 };
 
 static void esc(FILE *fp, const char *t) {
@@ -70,15 +73,22 @@ static void end_elem(FILE *fp, const char *name, const char *tip) {
     fprintf(fp, "</title></%s>\n", name);
 }
 
+/* "path: what: strerror(e)" into err (when errlen > 0), errno = e. */
+static void io_error(const char *path, const char *what, int e, char *err, size_t errlen) {
+    if (errlen > 0) snprintf(err, errlen, "%s: %s: %s", path, what, strerror(e));
+    errno = e;
+}
+
 sl__cli_svg *sl__cli_svg_open(const char *path, int width, int height, const char *title,
-                              const char *css) {
+                              const char *css, char *err, size_t errlen) {
     sl__cli_svg *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
+    if (!s) return io_error(path, "cannot write", errno, err, errlen), NULL;
+    s->path = path;
     s->fp = fopen(path, "w");
     if (!s->fp) {
         int e = errno;
         free(s);
-        errno = e;
+        io_error(path, "cannot write", e, err, errlen);
         return NULL;
     }
     FILE *fp = s->fp;
@@ -98,7 +108,7 @@ sl__cli_svg *sl__cli_svg_open(const char *path, int width, int height, const cha
     return s;
 }
 
-int sl__cli_svg_close(sl__cli_svg *s) {
+int sl__cli_svg_close(sl__cli_svg *s, char *err, size_t errlen) {
     fputs("</svg>\n", s->fp);
     int bad = ferror(s->fp);
     int e = errno;
@@ -106,10 +116,11 @@ int sl__cli_svg_close(sl__cli_svg *s) {
         bad = 1;
         e = errno;
     }
+    const char *path = s->path;
     free(s);
     if (bad) {
-        errno = e ? e : EIO;
-        return -1;
+        io_error(path, "write error", e ? e : EIO, err, errlen);
+        return SL_EINVAL;
     }
     return 0;
 }

@@ -5,18 +5,23 @@
 #ifndef SLUICE_CLI_SVG_H
 #define SLUICE_CLI_SVG_H
 
+#include <stddef.h>
+
 typedef struct sl__cli_svg sl__cli_svg;
 
 /* Opens `path` for writing and writes the document head: the XML
  * declaration, the <svg> element of the given size, the document <title>
  * (escaped), a <style> block with `css` (must not contain "]]>") and a
- * white background. Returns NULL with errno set on failure. */
+ * white background. path must outlive s (sl__cli_svg_close names it).
+ * Returns NULL on failure, with "path: cannot write: reason" in err (none
+ * when errlen is 0) and errno set. */
 sl__cli_svg *sl__cli_svg_open(const char *path, int width, int height, const char *title,
-                              const char *css);
+                              const char *css, char *err, size_t errlen);
 
-/* Finishes the document and closes the file. Returns 0, or -1 (errno set)
- * if anything could not be written. Frees s in any case. */
-int sl__cli_svg_close(sl__cli_svg *s);
+/* Finishes the document and closes the file. Returns 0, or SL_EINVAL if
+ * anything could not be written, with "path: write error: reason" in err
+ * and errno set. Frees s in any case. */
+int sl__cli_svg_close(sl__cli_svg *s, char *err, size_t errlen);
 
 /* Shapes. cls: a CSS class or NULL; tip: a tooltip shown on hover, or NULL. */
 void sl__cli_svg_rect(sl__cli_svg *s, double x, double y, double w, double h, const char *cls,

@@ -54,13 +54,17 @@ typedef enum sl__cli_trace_builtin {
 sl__cli_trace_builtin sl__cli_trace_builtin_find(const char *name);
 
 /* Builds a built-in trace. mean_rate_milli (requests per 1000 s, i.e. per
- * second times 1000) and seed are used by poisson only. Returns 0, or -1 on
- * allocation failure (message in err). */
+ * second times 1000) and seed are used by poisson only. Returns 0, or
+ * SL_ENOMEM (message in err; SL_EINVAL for TRACE_NONE). */
 int sl__cli_trace_builtin_make(sl__cli_trace_builtin which, int64_t mean_rate_milli, uint64_t seed,
                                sl__cli_trace *out, char *err, size_t errlen);
 
-/* Loads a CSV trace. Returns 0, or -1 with "path:line: message" (or
- * "path: message") in err. */
+/* Loads a CSV trace. Returns 0, or a negative SL_E* code with
+ * "path:line: message" (or "path: message") in err: SL_EINVAL (the file
+ * cannot be opened or read, is too large, or holds no request), SL_EPARSE
+ * (a line that is not time[,key[,cost]] within the bounds), SL_ETOOMANY
+ * (more than TRACE_MAX_REQUESTS requests or TRACE_MAX_KEYS keys), SL_ENOMEM.
+ * Nothing to free on failure. */
 int sl__cli_trace_load_file(const char *path, sl__cli_trace *out, char *err, size_t errlen);
 
 /* Parses CSV text already in memory (for tests); `name` is used in messages

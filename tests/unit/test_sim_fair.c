@@ -175,13 +175,13 @@ static void bad_parameters(void **state) {
     sl__cli_fair_result r;
     char err[256];
     cfg.tenants = 0;
-    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), -1);
+    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), SL_EINVAL);
     cfg = default_config();
     cfg.weight_big = 0;
-    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), -1);
+    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), SL_EINVAL);
     cfg = default_config();
     cfg.rate = (sl_rate){1, INT64_C(1) << 62}; /* 10,100 jobs of 2^62 ns each */
-    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), -1);
+    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), SL_EOVERFLOW);
     assert_non_null(strstr(err, "time domain"));
 }
 

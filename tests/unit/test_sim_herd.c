@@ -177,7 +177,7 @@ static void a_ramp_holds_the_first_wave(void **state) {
     sl__cli_herd_result_free(&r);
     sl__cli_herd_result_free(&b);
     cfg.alg = SL_SLIDING_LOG; /* one time per request counted: cannot be ramped */
-    assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), -1);
+    assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), SL_EINVAL);
     assert_non_null(strstr(err, "--ramp-up"));
 }
 

@@ -304,17 +304,6 @@ static const char fair_css[] = ".title{font-size:18px;font-weight:600;fill:#1f29
                                ".fifo{fill:#e12d39;fill-opacity:0.75}\n"
                                ".wfq{fill:#1f9d55;fill-opacity:0.85}";
 
-/* A round step (1, 2 or 5 times a power of ten) cutting max into <= 6 parts. */
-static int64_t round_step(int64_t max) {
-    int64_t step = 1;
-    for (;;) {
-        if (step * 6 >= max) return step;
-        if (step * 2 * 6 >= max) return step * 2;
-        if (step * 5 * 6 >= max) return step * 5;
-        step *= 10;
-    }
-}
-
 static int write_fair_svg(const char *path, const sl__cli_sim_view *view, char *err,
                           size_t errlen) {
     const sl__cli_fair_config *cfg = view->cfg;
@@ -352,7 +341,7 @@ static int write_fair_svg(const char *path, const sl__cli_sim_view *view, char *
     for (int d = 0; d < FAIR_DISCIPLINES; d++)
         if (r->small[d].max / SL_NS_PER_MS + 1 > ymax_ms)
             ymax_ms = r->small[d].max / SL_NS_PER_MS + 1;
-    int64_t ystep = round_step(ymax_ms), xstep = round_step(xmax_ms);
+    int64_t ystep = sl__cli_svg_round_step(ymax_ms), xstep = sl__cli_svg_round_step(xmax_ms);
     int64_t ytop = (ymax_ms + ystep - 1) / ystep * ystep;
     int64_t xtop = (xmax_ms + xstep - 1) / xstep * xstep;
     for (int64_t v = 0; v <= ytop; v += ystep) {

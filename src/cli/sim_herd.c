@@ -340,17 +340,6 @@ static const char herd_ramp_css[] = ".ramp{stroke:#1f2933;stroke-width:1.2;strok
                                     "fill:none}\n"
                                     ".base{stroke:#3f51b5;stroke-width:1.6;fill:none}";
 
-/* A round step (1, 2 or 5 times a power of ten) cutting max into <= 6 parts. */
-static int64_t round_step(int64_t max) {
-    int64_t step = 1;
-    for (;;) {
-        if (step * 6 >= max) return step;
-        if (step * 2 * 6 >= max) return step * 2;
-        if (step * 5 * 6 >= max) return step * 5;
-        step *= 10;
-    }
-}
-
 /* The ramp's limit per bin (a step per bin) and the herd without the ramp
  * (base: its served per bin), over the bars. */
 static void draw_ramp(sl__cli_svg *s, const sl__cli_herd_config *cfg,
@@ -400,7 +389,7 @@ static void herd_scale(herd_chart *c, const sl__cli_herd_config *cfg, const sl__
     if (c->limit_per_bin > (double)ymax && c->limit_per_bin < 1e15)
         ymax = (int64_t)c->limit_per_bin + 1;
     ymax += ymax / 20 + 1; /* headroom above the tallest bar */
-    c->ystep = round_step(ymax);
+    c->ystep = sl__cli_svg_round_step(ymax);
     c->ytop = (ymax + c->ystep - 1) / c->ystep * c->ystep;
     c->bw = c->pw / (double)(r->nbins ? r->nbins : 1);
 }
@@ -507,7 +496,7 @@ static int write_herd_svg(const char *path, const sl__cli_sim_view *view, char *
 
     sl__cli_svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
     int64_t secs = sl__ceil_s(cfg->duration);
-    int64_t tstep = round_step(secs * 6 / 12 + 1);
+    int64_t tstep = sl__cli_svg_round_step(secs * 6 / 12 + 1);
     for (int64_t sec = 0; sec * SL_NS_PER_SEC <= (int64_t)r->nbins * HERD_BIN; sec += tstep) {
         double x = left + bw * ((double)(sec * SL_NS_PER_SEC) / HERD_BIN); /* whole bins */
         sl__cli_svg_line(s, x, axis_y, x, axis_y + 5, "axis", NULL);

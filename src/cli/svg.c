@@ -214,3 +214,13 @@ void sl__cli_svg_group_begin(sl__cli_svg *s, const char *cls, const char *tip) {
 void sl__cli_svg_group_end(sl__cli_svg *s) {
     fputs("</g>\n", s->fp);
 }
+
+int64_t sl__cli_svg_round_step(int64_t max) {
+    int64_t step = 1;
+    for (;;) {
+        if (step * 6 >= max) return step;
+        if (step * 2 * 6 >= max) return step * 2;
+        if (step * 5 * 6 >= max) return step * 5;
+        step *= 10;
+    }
+}

@@ -6,6 +6,7 @@
 #define SLUICE_CLI_SVG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct sl__cli_svg sl__cli_svg;
 
@@ -41,6 +42,10 @@ void sl__cli_svg_textf(sl__cli_svg *s, double x, double y, const char *cls, cons
 void sl__cli_svg_polyline_begin(sl__cli_svg *s, const char *cls);
 void sl__cli_svg_polyline_point(sl__cli_svg *s, double x, double y);
 void sl__cli_svg_polyline_end(sl__cli_svg *s);
+
+/* An axis's step: the smallest 1, 2 or 5 times a power of ten that cuts
+ * [0, max] into at most 6 parts (max >= 1; 1 for max <= 6). */
+int64_t sl__cli_svg_round_step(int64_t max);
 
 /* Groups, e.g. to give a set of shapes one class or one tooltip. */
 void sl__cli_svg_group_begin(sl__cli_svg *s, const char *cls, const char *tip);

@@ -81,8 +81,8 @@ int main(int argc, char **argv) {
                       ".s3{stroke:#7f7f7f;fill:none;stroke-width:2;stroke-dasharray:5 3}"
                       ".d0{fill:#1f77b4}.d1{fill:#2ca02c}.d2{fill:#d62728}.d3{fill:#7f7f7f}"
                       ".two{stroke-dasharray:2 3}";
-    svg *s =
-        sl__cli_svg_open(argv[2], W, H, "sluice keyed table: ns per decision against keys", css);
+    sl__cli_svg *s = sl__cli_svg_open(
+        argv[2], W, H, "sluice keyed table: ns per decision against keys", css, NULL, 0);
     if (!s) {
         perror(argv[2]);
         return 1;
@@ -153,5 +153,5 @@ int main(int argc, char **argv) {
     }
     sl__cli_svg_line(s, lx, ly, lx + 24, ly, "ax two", NULL);
     sl__cli_svg_text(s, lx + 30, ly + 4, NULL, "start", "dotted: 2 threads (ns per thread)");
-    return sl__cli_svg_close(s) ? 1 : 0;
+    return sl__cli_svg_close(s, NULL, 0) < 0 ? 1 : 0;
 }

@@ -9,7 +9,7 @@
 
 #include "sluice/error.h"
 
-void sl__cli_args_init(cli_args *a, const char *cmd, int argc, char **argv, int first) {
+void sl__cli_args_init(sl__cli_args *a, const char *cmd, int argc, char **argv, int first) {
     a->cmd = cmd;
     a->argc = argc;
     a->argv = argv;
@@ -17,7 +17,7 @@ void sl__cli_args_init(cli_args *a, const char *cmd, int argc, char **argv, int 
     a->name[0] = '\0';
 }
 
-int sl__cli_args_error(const cli_args *a, const char *fmt, ...) {
+int sl__cli_args_error(const sl__cli_args *a, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     if (a->name[0])
@@ -27,10 +27,10 @@ int sl__cli_args_error(const cli_args *a, const char *fmt, ...) {
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, " (see %s --help)\n", a->cmd);
     va_end(ap);
-    return -1;
+    return SL_EINVAL;
 }
 
-int sl__cli_args_next(cli_args *a, const cli_opt *opts, int *index, const char **value) {
+int sl__cli_args_next(sl__cli_args *a, const sl__cli_opt *opts, int *index, const char **value) {
     a->name[0] = '\0';
     if (a->i >= a->argc) return 0;
     const char *arg = a->argv[a->i++];
@@ -71,13 +71,13 @@ int sl__cli_parse_decimal(const char *s, size_t len, int decimals, int64_t max_s
     static const int64_t pow10[] = {1,      10,      100,      1000,      10000,
                                     100000, 1000000, 10000000, 100000000, 1000000000};
     size_t i = 0;
-    if (len == 0) return *why = "empty", -1;
-    if (s[0] == '-') return *why = "negative", -1;
-    if (s[0] < '0' || s[0] > '9') return *why = "not a number", -1;
+    if (len == 0) return *why = "empty", SL_EPARSE;
+    if (s[0] == '-') return *why = "negative", SL_EPARSE;
+    if (s[0] < '0' || s[0] > '9') return *why = "not a number", SL_EPARSE;
     int64_t ip = 0;
     for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
         int d = s[i] - '0';
-        if (ip > max_scaled || ip > (INT64_MAX - d) / 10) return *why = "too large", -1;
+        if (ip > max_scaled || ip > (INT64_MAX - d) / 10) return *why = "too large", SL_EPARSE;
         ip = ip * 10 + d;
     }
     int64_t frac = 0;
@@ -91,11 +91,11 @@ int sl__cli_parse_decimal(const char *s, size_t len, int decimals, int64_t max_s
             }
             frac = frac * 10 + (s[i] - '0');
         }
-        if (nd == 0) return *why = "not a number", -1;
+        if (nd == 0) return *why = "not a number", SL_EPARSE;
     }
-    if (i != len) return *why = "not a number", -1;
+    if (i != len) return *why = "not a number", SL_EPARSE;
     if (nd > decimals) {
-        if (decimals == 0) return *why = "not a whole number", -1;
+        if (decimals == 0) return *why = "not a whole number", SL_EPARSE;
         static const char *msgs[] = {
             "",
             "more than 1 decimal place",
@@ -108,36 +108,37 @@ int sl__cli_parse_decimal(const char *s, size_t len, int decimals, int64_t max_s
             "more than 8 decimal places",
             "more than 9 decimal places",
         };
-        return *why = msgs[decimals], -1;
+        return *why = msgs[decimals], SL_EPARSE;
     }
     int64_t scale = pow10[decimals];
-    if (ip > max_scaled / scale) return *why = "too large", -1;
+    if (ip > max_scaled / scale) return *why = "too large", SL_EPARSE;
     int64_t v = ip * scale + frac * pow10[decimals - nd];
-    if (v > max_scaled) return *why = "too large", -1;
+    if (v > max_scaled) return *why = "too large", SL_EPARSE;
     *out = v;
     return 0;
 }
 
-int sl__cli_args_int(const cli_args *a, const char *v, int64_t min, int64_t max, int64_t *out) {
+int sl__cli_args_int(const sl__cli_args *a, const char *v, int64_t min, int64_t max, int64_t *out) {
     const char *why;
     int64_t x = 0;
     *out = 0;
-    if (sl__cli_parse_decimal(v, strlen(v), 0, max, &x, &why) != 0 || x < min)
+    if (sl__cli_parse_decimal(v, strlen(v), 0, max, &x, &why) < 0 || x < min)
         return sl__cli_args_error(a, "expected a whole number from %lld to %lld, got '%s'",
                                   (long long)min, (long long)max, v);
     *out = x;
     return 0;
 }
 
-int sl__cli_args_int32(const cli_args *a, const char *v, int min, int max, int *out) {
+int sl__cli_args_int32(const sl__cli_args *a, const char *v, int min, int max, int *out) {
     int64_t x;
     *out = 0;
-    if (sl__cli_args_int(a, v, min, max, &x) != 0) return -1;
+    int rc = sl__cli_args_int(a, v, min, max, &x);
+    if (rc < 0) return rc;
     *out = (int)x; /* in [min, max]: fits */
     return 0;
 }
 
-int sl__cli_args_u64(const cli_args *a, const char *v, uint64_t *out) {
+int sl__cli_args_u64(const sl__cli_args *a, const char *v, uint64_t *out) {
     uint64_t x = 0;
     size_t n = strlen(v);
     *out = 0;
@@ -154,29 +155,30 @@ int sl__cli_args_u64(const cli_args *a, const char *v, uint64_t *out) {
     return 0;
 }
 
-int sl__cli_args_decimal(const cli_args *a, const char *v, int decimals, int64_t min, int64_t max,
-                         const char *expected, int64_t *out) {
+int sl__cli_args_decimal(const sl__cli_args *a, const char *v, int decimals, int64_t min,
+                         int64_t max, const char *expected, int64_t *out) {
     const char *why = "out of range";
     int64_t x = 0;
     *out = 0;
     int rc = sl__cli_parse_decimal(v, strlen(v), decimals, max, &x, &why);
-    if (rc == 0 && x < min) rc = -1, why = "too small";
-    if (rc != 0) return sl__cli_args_error(a, "expected %s, got '%s' (%s)", expected, v, why);
+    if (rc == 0 && x < min) rc = SL_EINVAL, why = "too small";
+    if (rc < 0) return sl__cli_args_error(a, "expected %s, got '%s' (%s)", expected, v, why);
     *out = x;
     return 0;
 }
 
-int sl__cli_args_seconds(const cli_args *a, const char *v, int64_t min_ms, int64_t max_ms,
+int sl__cli_args_seconds(const sl__cli_args *a, const char *v, int64_t min_ms, int64_t max_ms,
                          const char *expected, int64_t *out_ns) {
     int64_t ms;
     *out_ns = 0;
     if (max_ms > ARGS_MAX_MS) max_ms = ARGS_MAX_MS; /* the product below cannot overflow */
-    if (sl__cli_args_decimal(a, v, 3, min_ms, max_ms, expected, &ms) != 0) return -1;
+    int rc = sl__cli_args_decimal(a, v, 3, min_ms, max_ms, expected, &ms);
+    if (rc < 0) return rc;
     *out_ns = ms * SL_NS_PER_MS;
     return 0;
 }
 
-int sl__cli_args_rate(const cli_args *a, const char *v, sl_rate *out) {
+int sl__cli_args_rate(const sl__cli_args *a, const char *v, sl_rate *out) {
     sl_rate r = {0, 0};
     int rc = sl_rate_parse(v, &r);
     *out = rc == SL_OK ? r : (sl_rate){0, 0};
@@ -186,7 +188,7 @@ int sl__cli_args_rate(const cli_args *a, const char *v, sl_rate *out) {
     return 0;
 }
 
-int sl__cli_args_algorithm(const cli_args *a, const char *v, sl_algorithm *out) {
+int sl__cli_args_algorithm(const sl__cli_args *a, const char *v, sl_algorithm *out) {
     *out = SL_FIXED_WINDOW;
     if (sl_algorithm_parse(v, out) != SL_OK)
         return sl__cli_args_error(
@@ -197,7 +199,7 @@ int sl__cli_args_algorithm(const cli_args *a, const char *v, sl_algorithm *out) 
     return 0;
 }
 
-int sl__cli_args_algorithms(const cli_args *a, const char *v, sl_algorithm out[6], int *n) {
+int sl__cli_args_algorithms(const sl__cli_args *a, const char *v, sl_algorithm out[6], int *n) {
     *n = 0;
     const char *p = v;
     for (;;) {
@@ -210,7 +212,8 @@ int sl__cli_args_algorithms(const cli_args *a, const char *v, sl_algorithm out[6
         memcpy(name, p, len);
         name[len] = '\0';
         sl_algorithm alg;
-        if (sl__cli_args_algorithm(a, name, &alg) != 0) return *n = 0, -1;
+        int rc = sl__cli_args_algorithm(a, name, &alg);
+        if (rc < 0) return *n = 0, rc;
         for (int k = 0; k < *n; k++)
             if (out[k] == alg) return *n = 0, sl__cli_args_error(a, "'%s' is listed twice", name);
         out[(*n)++] = alg; /* at most 6 distinct names exist */

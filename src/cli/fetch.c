@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/error.h"
 #include "sluice/client.h"
 #include "sluice/sluice.h"
 #include "util/file_read.h"
@@ -89,7 +90,7 @@ enum {
 
 typedef struct fetch_opt {
     char short_name; /* 0: long only */
-    cli_opt o;
+    sl__cli_opt o;
 } fetch_opt;
 
 static const fetch_opt fetch_opts[] = {
@@ -115,10 +116,11 @@ static const fetch_opt fetch_opts[] = {
 };
 
 /* Reads the next option or positional argument. Returns 1 (option: *idx,
- * *value), 2 (positional: *value), 0 at the end, -1 after printing an error.
+ * *value), 2 (positional: *value), 0 at the end, SL_EINVAL after printing an
+ * error.
  * Short options take their value attached (-XPOST) or as the next argument;
  * "--" ends the options. */
-static int next_arg(cli_args *a, bool *only_positional, int *idx, const char **value) {
+static int next_arg(sl__cli_args *a, bool *only_positional, int *idx, const char **value) {
     a->name[0] = '\0';
     if (a->i >= a->argc) return 0;
     const char *arg = a->argv[a->i++];
@@ -171,8 +173,9 @@ static int next_arg(cli_args *a, bool *only_positional, int *idx, const char **v
 }
 
 /* Reads all of a file (or stdin for "-") into a new buffer (refused from
- * MAX_DATA_BYTES bytes on). */
-static int read_all(const char *cmd, const char *path, char **out, size_t *len) {
+ * MAX_DATA_BYTES bytes on). Returns 0, or SL_EINVAL (cannot open, too large,
+ * read error) or SL_ENOMEM with "-d @path: reason" in err. */
+static int read_all(const char *path, char **out, size_t *len, char *err, size_t errlen) {
     int err_no = 0, rc;
     if (strcmp(path, "-") == 0)
         rc = sl__file_read_fd(STDIN_FILENO, MAX_DATA_BYTES - 1, 0, out, len, &err_no);
@@ -182,17 +185,13 @@ static int read_all(const char *cmd, const char *path, char **out, size_t *len) 
     case SL__FILE_OK:
         return 0;
     case SL__FILE_EOPEN:
-        fprintf(stderr, "%s: -d @%s: %s\n", cmd, path, strerror(err_no));
-        return -1;
+        return sl__cli_fail(SL_EINVAL, err, errlen, "-d @%s: %s", path, strerror(err_no));
     case SL__FILE_ETOOLARGE:
-        fprintf(stderr, "%s: -d @%s: larger than 64 MiB\n", cmd, path);
-        return -1;
+        return sl__cli_fail(SL_EINVAL, err, errlen, "-d @%s: larger than 64 MiB", path);
     case SL__FILE_EIO:
-        fprintf(stderr, "%s: -d @%s: read error\n", cmd, path);
-        return -1;
+        return sl__cli_fail(SL_EINVAL, err, errlen, "-d @%s: read error", path);
     default:
-        fprintf(stderr, "%s: -d @%s: out of memory\n", cmd, path);
-        return -1;
+        return sl__cli_fail(SL_ENOMEM, err, errlen, "-d @%s: out of memory", path);
     }
 }
 
@@ -286,18 +285,18 @@ static int on_body(void *ctx, const void *data, size_t len) {
     run *r = ctx;
     if (fwrite(data, 1, len, r->out) != len) {
         r->write_failed = true;
-        return -1;
+        return -1; /* sl_client_request.on_body: nonzero aborts the transfer */
     }
     return 0;
 }
 
 /* --rate: "2.5" requests per second (at most 3 decimals) or a rate "150/m". */
-static int parse_rate(const cli_args *a, const char *v, sl_rate *out) {
+static int parse_rate(const sl__cli_args *a, const char *v, sl_rate *out) {
     if (strchr(v, '/')) return sl__cli_args_rate(a, v, out);
     int64_t milli;
     if (sl__cli_args_decimal(a, v, 3, 1, 1000000000,
-                             "requests per second from 0.001 (or N/P such as 150/m)", &milli))
-        return -1;
+                             "requests per second from 0.001 (or N/P such as 150/m)", &milli) < 0)
+        return SL_EINVAL;
     *out = (sl_rate){milli, MILLI_PER_SEC * SL_NS_PER_SEC};
     return 0;
 }
@@ -330,226 +329,260 @@ static void tally_add(tally *t, int status) {
     }
 }
 
-int sl__cli_fetch_main(const char *cmd, int argc, char **argv, int first) {
+/* What the command line asked for: the request, the client's options, and
+ * how often to send it. */
+typedef struct fetch_args {
     sl_client_options o;
-    sl_client_options_init(&o);
-    const char *url = NULL, *method = NULL, *output = NULL, *data = NULL;
+    const char *url, *method, *output, *data;
     const char *headers[MAX_HEADERS + 1];
-    size_t nheaders = 0;
-    int verbose = 0;
-    int64_t count = 1;
-    sl_rate rate = {0, 0}, aimd_max = {0, 0};
-    bool has_rate = false, has_aimd_max = false, only_positional = false;
-    uint64_t seed = 0;
+    size_t nheaders;
+    int verbose;
+    int64_t count;
+    sl_rate rate, aimd_max;
+    bool has_rate, has_aimd_max;
+    uint64_t seed;
+} fetch_args;
 
-    cli_args a;
+/* --budget: a percentage ("10", "10%", "2.5") or "off". */
+static int parse_budget(const sl__cli_args *a, const char *v, sl_client_options *o) {
+    if (strcmp(v, "off") == 0) {
+        o->flags |= SL_CLIENT_NO_BUDGET;
+        return 0;
+    }
+    size_t n = strlen(v);
+    char pct[32];
+    if (n > 0 && n < sizeof pct && v[n - 1] == '%') n--; /* "10%" */
+    snprintf(pct, sizeof pct, "%.*s", (int)n, v);
+    int rc = sl__cli_args_decimal(a, pct, 4, 0, 1000000, "a percentage from 0 to 100, or off",
+                                  &o->budget_ppm);
+    o->flags &= ~SL_CLIENT_NO_BUDGET;
+    return rc;
+}
+
+/* The options of the request itself (curl's). Returns 0, SL_EINVAL after
+ * printing an error, or 1 when idx is not one of them. */
+static int request_option(sl__cli_args *a, fetch_args *f, int idx, const char *v) {
+    switch (idx) {
+    case F_REQUEST:
+        /* sl__cli_args_error returns -1, so every option with a value has v */
+        // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
+        if (!*v || strpbrk(v, " \t\r\n:/"))
+            return sl__cli_args_error(a, "not a method: '%.60s'", v);
+        f->method = v;
+        return 0;
+    case F_HEADER:
+        /* as above, v is set */
+        // NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker)
+        if (!strchr(v, ':') && !strchr(v, ';'))
+            return sl__cli_args_error(a, "expected 'Name: value', got '%.60s'", v);
+        if (f->nheaders == MAX_HEADERS)
+            return sl__cli_args_error(a, "at most %d header fields", MAX_HEADERS);
+        f->headers[f->nheaders++] = v;
+        return 0;
+    case F_DATA:
+        f->data = v;
+        return 0;
+    case F_OUTPUT:
+        f->output = v;
+        return 0;
+    case F_VERBOSE:
+        f->verbose = 1;
+        return 0;
+    case F_MAX_TIME:
+        return sl__cli_args_seconds(a, v, 1, MAX_SECONDS_MS, SECONDS_TEXT, &f->o.timeout);
+    default:
+        return 1;
+    }
+}
+
+/* The politeness options (everything but the request's and --help).
+ * Returns 0 or SL_EINVAL after printing an error. */
+static int politeness_option(sl__cli_args *a, fetch_args *f, int idx, const char *v) {
+    int rc = 0;
+    switch (idx) {
+    case F_MAX_ATTEMPTS:
+        return sl__cli_args_int32(a, v, 1, 1000, &f->o.max_attempts);
+    case F_MAX_WAIT:
+        return sl__cli_args_seconds(a, v, 1, MAX_SECONDS_MS, SECONDS_TEXT, &f->o.max_wait);
+    case F_BACKOFF:
+        return sl__cli_args_seconds(a, v, 1, MAX_SECONDS_MS, SECONDS_TEXT, &f->o.backoff_base);
+    case F_BUDGET:
+        return parse_budget(a, v, &f->o);
+    case F_RETRY_UNSAFE:
+        f->o.flags |= SL_CLIENT_RETRY_UNSAFE;
+        return 0;
+    case F_AIMD:
+        f->o.flags |= SL_CLIENT_AIMD;
+        return 0;
+    case F_PACE:
+        f->o.flags |= SL_CLIENT_PACE;
+        return 0;
+    case F_COUNT:
+        return sl__cli_args_int(a, v, 1, MAX_COUNT, &f->count);
+    case F_RATE:
+        rc = parse_rate(a, v, &f->rate);
+        f->has_rate = rc == 0;
+        return rc;
+    case F_AIMD_MAX:
+        rc = parse_rate(a, v, &f->aimd_max);
+        f->has_aimd_max = rc == 0;
+        return rc;
+    case F_SEED:
+        return sl__cli_args_u64(a, v, &f->seed);
+    default:
+        return 0;
+    }
+}
+
+/* With --aimd: --rate is where AIMD starts, --aimd-max its ceiling (default:
+ * the start with --rate, else the library's 50/s). Returns 0 or SL_EINVAL after
+ * printing an error. */
+static int resolve_aimd(sl__cli_args *a, fetch_args *f) {
+    sl_client_options *o = &f->o;
+    int64_t start = o->aimd.start, cap = o->aimd.cap;
+    if (f->has_rate && (start = rate_milli(f->rate)) <= 0) {
+        snprintf(a->name, sizeof a->name, "rate");
+        return sl__cli_args_error(a, "with --aimd, from 0.001 to 1000000 per second");
+    }
+    if (f->has_aimd_max && (cap = rate_milli(f->aimd_max)) <= 0) {
+        snprintf(a->name, sizeof a->name, "aimd-max");
+        return sl__cli_args_error(a, "from 0.001 to 1000000 per second");
+    }
+    if (!f->has_aimd_max && f->has_rate) cap = start;
+    if (!f->has_rate && start > cap) start = cap; /* a ceiling below the default start */
+    if (start > cap) {
+        snprintf(a->name, sizeof a->name, f->has_aimd_max ? "aimd-max" : "rate");
+        return sl__cli_args_error(a, "the ceiling --aimd-max must be at least the start --rate");
+    }
+    o->aimd.start = start;
+    o->aimd.cap = cap;
+    if (o->aimd.floor > start) o->aimd.floor = start;
+    return 0;
+}
+
+/* Reads argv into *f. Returns 0, 1 after printing the help (exit 0), or
+ * SL_EINVAL after printing a usage error. */
+static int parse_args(const char *cmd, int argc, char **argv, int first, fetch_args *f) {
+    *f = (fetch_args){.count = 1};
+    sl_client_options_init(&f->o);
+    bool only_positional = false;
+    sl__cli_args a;
     sl__cli_args_init(&a, cmd, argc, argv, first);
     int idx = 0, got;
     const char *v = NULL;
     while ((got = next_arg(&a, &only_positional, &idx, &v)) > 0) {
-        int rc = 0;
         if (got == 2) {
-            if (url) {
+            if (f->url) {
                 a.name[0] = '\0';
-                return sl__cli_args_error(&a, "one URL only (got '%.60s' after '%.60s')", v, url),
-                       EXIT_USAGE;
+                return sl__cli_args_error(&a, "one URL only (got '%.60s' after '%.60s')", v,
+                                          f->url);
             }
-            url = v;
+            f->url = v;
             continue;
         }
-        switch (idx) {
-        case F_REQUEST:
-            /* sl__cli_args_error returns -1, so every option with a value has v */
-            // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
-            if (!*v || strpbrk(v, " \t\r\n:/"))
-                rc = sl__cli_args_error(&a, "not a method: '%.60s'", v);
-            method = v;
-            break;
-        case F_HEADER:
-            /* as above, v is set */
-            // NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker)
-            if (!strchr(v, ':') && !strchr(v, ';'))
-                rc = sl__cli_args_error(&a, "expected 'Name: value', got '%.60s'", v);
-            else if (nheaders == MAX_HEADERS)
-                rc = sl__cli_args_error(&a, "at most %d header fields", MAX_HEADERS);
-            else
-                headers[nheaders++] = v;
-            break;
-        case F_DATA:
-            data = v;
-            break;
-        case F_OUTPUT:
-            output = v;
-            break;
-        case F_VERBOSE:
-            verbose = 1;
-            break;
-        case F_MAX_TIME:
-            rc = sl__cli_args_seconds(&a, v, 1, MAX_SECONDS_MS, SECONDS_TEXT, &o.timeout);
-            break;
-        case F_MAX_ATTEMPTS:
-            rc = sl__cli_args_int32(&a, v, 1, 1000, &o.max_attempts);
-            break;
-        case F_MAX_WAIT:
-            rc = sl__cli_args_seconds(&a, v, 1, MAX_SECONDS_MS, SECONDS_TEXT, &o.max_wait);
-            break;
-        case F_BACKOFF:
-            rc = sl__cli_args_seconds(&a, v, 1, MAX_SECONDS_MS, SECONDS_TEXT, &o.backoff_base);
-            break;
-        case F_BUDGET: {
-            if (strcmp(v, "off") == 0) {
-                o.flags |= SL_CLIENT_NO_BUDGET;
-                break;
-            }
-            size_t n = strlen(v);
-            char pct[32];
-            if (n > 0 && n < sizeof pct && v[n - 1] == '%') n--; /* "10%" */
-            snprintf(pct, sizeof pct, "%.*s", (int)n, v);
-            rc = sl__cli_args_decimal(&a, pct, 4, 0, 1000000, "a percentage from 0 to 100, or off",
-                                      &o.budget_ppm);
-            o.flags &= ~SL_CLIENT_NO_BUDGET;
-            break;
-        }
-        case F_RETRY_UNSAFE:
-            o.flags |= SL_CLIENT_RETRY_UNSAFE;
-            break;
-        case F_AIMD:
-            o.flags |= SL_CLIENT_AIMD;
-            break;
-        case F_PACE:
-            o.flags |= SL_CLIENT_PACE;
-            break;
-        case F_COUNT:
-            rc = sl__cli_args_int(&a, v, 1, MAX_COUNT, &count);
-            break;
-        case F_RATE:
-            rc = parse_rate(&a, v, &rate);
-            has_rate = rc == 0;
-            break;
-        case F_AIMD_MAX:
-            rc = parse_rate(&a, v, &aimd_max);
-            has_aimd_max = rc == 0;
-            break;
-        case F_SEED:
-            rc = sl__cli_args_u64(&a, v, &seed);
-            break;
-        case F_HELP:
-            fputs(fetch_help, stdout);
-            return 0;
-        }
-        if (rc) return EXIT_USAGE;
+        if (idx == F_HELP) return fputs(fetch_help, stdout), 1;
+        int rc = request_option(&a, f, idx, v);
+        if (rc == 1) rc = politeness_option(&a, f, idx, v);
+        if (rc < 0) return rc;
     }
-    if (got < 0) return EXIT_USAGE;
+    if (got < 0) return got;
     a.name[0] = '\0';
-    if (!url) return sl__cli_args_error(&a, "a URL is required"), EXIT_USAGE;
-    if (o.backoff_base > o.max_wait) o.backoff_base = o.max_wait;
-    if (has_aimd_max && !(o.flags & SL_CLIENT_AIMD)) {
+    if (!f->url) return sl__cli_args_error(&a, "a URL is required");
+    if (f->o.backoff_base > f->o.max_wait) f->o.backoff_base = f->o.max_wait;
+    if (f->has_aimd_max && !(f->o.flags & SL_CLIENT_AIMD)) {
         snprintf(a.name, sizeof a.name, "aimd-max");
-        return sl__cli_args_error(&a, "needs --aimd"), EXIT_USAGE;
+        return sl__cli_args_error(&a, "needs --aimd");
     }
-    if (o.flags & SL_CLIENT_AIMD) {
-        /* --rate: where AIMD starts; --aimd-max: its ceiling (default: the
-         * start with --rate, else the library's 50/s) */
-        int64_t start = o.aimd.start, cap = o.aimd.cap;
-        if (has_rate && (start = rate_milli(rate)) <= 0) {
-            snprintf(a.name, sizeof a.name, "rate");
-            return sl__cli_args_error(&a, "with --aimd, from 0.001 to 1000000 per second"),
-                   EXIT_USAGE;
-        }
-        if (has_aimd_max && (cap = rate_milli(aimd_max)) <= 0) {
-            snprintf(a.name, sizeof a.name, "aimd-max");
-            return sl__cli_args_error(&a, "from 0.001 to 1000000 per second"), EXIT_USAGE;
-        }
-        if (!has_aimd_max && has_rate) cap = start;
-        if (!has_rate && start > cap) start = cap; /* a ceiling below the default start */
-        if (start > cap) {
-            snprintf(a.name, sizeof a.name, has_aimd_max ? "aimd-max" : "rate");
-            return sl__cli_args_error(&a,
-                                      "the ceiling --aimd-max must be at least the start --rate"),
-                   EXIT_USAGE;
-        }
-        o.aimd.start = start;
-        o.aimd.cap = cap;
-        if (o.aimd.floor > start) o.aimd.floor = start;
-    }
-    o.seed = seed;
+    if ((f->o.flags & SL_CLIENT_AIMD) && resolve_aimd(&a, f) < 0) return SL_EINVAL;
+    f->o.seed = f->seed;
+    return 0;
+}
 
-    /* curl's habit: a URL without a scheme is http */
-    char *full_url = NULL;
-    if (!strstr(url, "://")) {
-        size_t n = strlen(url) + 8;
-        if (!(full_url = malloc(n))) return fprintf(stderr, "%s: out of memory\n", cmd), 1;
-        snprintf(full_url, n, "http://%s", url);
-        url = full_url;
+/* The URL with curl's habit (no scheme: http) in *full_url (NULL when the
+ * URL has one), and the body of -d (DATA, or @FILE / @- read whole) in a new
+ * *body. Returns 0, or read_all's SL_EINVAL / SL_ENOMEM with the message in
+ * err (both freed). */
+static int prepare_request(fetch_args *f, char **full_url, char **body, size_t *body_len, char *err,
+                           size_t errlen) {
+    *full_url = NULL;
+    *body = NULL;
+    *body_len = 0;
+    if (!strstr(f->url, "://")) {
+        size_t n = strlen(f->url) + 8;
+        if (!(*full_url = malloc(n))) return sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
+        snprintf(*full_url, n, "http://%s", f->url);
+        f->url = *full_url;
     }
-    char *body = NULL;
-    size_t body_len = 0;
-    if (data) {
-        if (data[0] == '@') {
-            if (read_all(cmd, data + 1, &body, &body_len) != 0) return free(full_url), 1;
+    if (f->data) {
+        if (f->data[0] == '@') {
+            int rc = read_all(f->data + 1, body, body_len, err, errlen);
+            if (rc < 0) {
+                free(*full_url);
+                return rc;
+            }
         } else {
-            body_len = strlen(data);
-            if (!(body = malloc(body_len + 1)))
-                return fprintf(stderr, "%s: out of memory\n", cmd), free(full_url), 1;
-            memcpy(body, data, body_len + 1);
+            *body_len = strlen(f->data);
+            if (!(*body = malloc(*body_len + 1))) {
+                free(*full_url);
+                return sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
+            }
+            memcpy(*body, f->data, *body_len + 1);
         }
     }
-    headers[nheaders] = NULL;
+    f->headers[f->nheaders] = NULL;
+    return 0;
+}
 
+/* -v: one answer's final line. */
+static void print_final(const run *r, sl_client *client, const char *url,
+                        const sl_response_info *info) {
+    char e[40], rt[48];
+    prefix(r);
+    fprintf(stderr, "final: %d after %s", info->status, fmt_wait(info->elapsed, e, sizeof e));
+    if (info->attempts > 1) fprintf(stderr, " (%d attempts)", info->attempts);
+    int64_t hr = sl_client_host_rate(client, url);
+    if (hr) fprintf(stderr, ", host rate %s", fmt_rate(hr, rt, sizeof rt));
+    fputc('\n', stderr);
+}
+
+/* -v with --count: the summary of the run. */
+static void print_summary(sl_client *client, const tally *t, int64_t started, int64_t errors) {
+    sl_client_stats s;
+    sl_client_stats_get(client, &s);
+    char el[40];
+    fprintf(stderr, "sent %llu requests in %s: ", (unsigned long long)s.requests,
+            fmt_wait(sl_now_monotonic() - started, el, sizeof el));
+    for (int k = 0; k < t->kinds; k++)
+        fprintf(stderr, "%s%lld x %d", k ? ", " : "", (long long)t->n[k], t->status[k]);
+    if (t->other) fprintf(stderr, ", %lld other", (long long)t->other);
+    if (errors) fprintf(stderr, "%s%lld failed", t->kinds ? ", " : "", (long long)errors);
+    fprintf(stderr, "; %llu attempt%s, %llu retr%s", (unsigned long long)s.attempts,
+            s.attempts == 1 ? "" : "s", (unsigned long long)s.retries,
+            s.retries == 1 ? "y" : "ies");
+    if (s.budget_refused)
+        fprintf(stderr, ", %llu refused by the budget", (unsigned long long)s.budget_refused);
+    fputc('\n', stderr);
+}
+
+/* Sends the request f->count times (paced by `pacer` if not NULL); stops at
+ * the first transfer that fails. Returns the exit code: 0, or 1 when an
+ * answer was 400 or more, a transfer failed, or the body could not be
+ * written. */
+static int send_all(run *r, const fetch_args *f, sl_client *client, sl_limiter *pacer,
+                    const sl_client_request *req) {
     int exit_code = 0;
-    FILE *out = stdout;
-    if (output && strcmp(output, "-") != 0 && !(out = fopen(output, "wb"))) {
-        fprintf(stderr, "%s: -o %s: %s\n", cmd, output, strerror(errno));
-        free(body);
-        free(full_url);
-        return 1;
-    }
-    run r = {.cmd = cmd,
-             .verbose = verbose,
-             .count = count,
-             .out = out,
-             .max_wait = o.max_wait,
-             .max_attempts = o.max_attempts,
-             .method = method ? method : (data ? "POST" : "GET")};
-    o.on_event = on_event;
-    o.event_ctx = &r;
-    sl_client *client = NULL;
-    sl_limiter *pacer = NULL;
-    int rc = sl_client_create(&o, &client);
-    if (rc) {
-        fprintf(stderr, "%s: %s\n", cmd, sl_strerror(rc));
-        exit_code = rc == SL_EINVAL || rc == SL_ERATE ? EXIT_USAGE : 1;
-        goto out;
-    }
-    if (has_rate && !(o.flags & SL_CLIENT_AIMD)) {
-        rc = sl_limiter_create(rate, 1, 0, sl_now_monotonic(), &pacer);
-        if (rc) {
-            fprintf(stderr, "%s: --rate: %s\n", cmd, sl_strerror(rc));
-            exit_code = EXIT_USAGE;
-            goto out;
-        }
-    }
-    sl_client_request req = {
-        .method = method,
-        .url = url,
-        .headers = nheaders ? headers : NULL,
-        .body = body,
-        .body_len = body_len,
-        .on_body = on_body,
-        .body_ctx = &r,
-    };
     tally t = {.kinds = 0};
     int64_t started = sl_now_monotonic(), errors = 0;
-    for (r.index = 1; r.index <= count; r.index++) {
+    for (r->index = 1; r->index <= f->count; r->index++) {
         if (pacer) sl_limiter_wait(pacer, 1, SL_NO_DEADLINE, NULL);
         sl_response *resp;
-        rc = sl_client_do(client, &req, &resp);
+        int rc = sl_client_do(client, req, &resp);
         if (rc) {
-            prefix(&r);
-            if (r.write_failed)
-                fprintf(stderr, "%s: writing the body: %s\n", cmd, strerror(errno));
+            prefix(r);
+            if (r->write_failed)
+                fprintf(stderr, "%s: writing the body: %s\n", r->cmd, strerror(errno));
             else
-                fprintf(stderr, "%s: %s\n", cmd,
+                fprintf(stderr, "%s: %s\n", r->cmd,
                         *sl_client_errmsg(client) ? sl_client_errmsg(client) : sl_strerror(rc));
             exit_code = 1;
             errors++;
@@ -559,41 +592,81 @@ int sl__cli_fetch_main(const char *cmd, int argc, char **argv, int first) {
         sl_response_info_get(resp, &info);
         tally_add(&t, info.status);
         if (info.status >= 400) exit_code = 1;
-        if (verbose) {
-            char e[40], rt[48];
-            prefix(&r);
-            fprintf(stderr, "final: %d after %s", info.status, fmt_wait(info.elapsed, e, sizeof e));
-            if (info.attempts > 1) fprintf(stderr, " (%d attempts)", info.attempts);
-            int64_t hr = sl_client_host_rate(client, url);
-            if (hr) fprintf(stderr, ", host rate %s", fmt_rate(hr, rt, sizeof rt));
-            fputc('\n', stderr);
-        }
+        if (f->verbose) print_final(r, client, req->url, &info);
         sl_response_free(resp);
     }
-    if (fflush(out) != 0 && !r.write_failed) {
-        fprintf(stderr, "%s: writing the body: %s\n", cmd, strerror(errno));
+    if (fflush(r->out) != 0 && !r->write_failed) {
+        fprintf(stderr, "%s: writing the body: %s\n", r->cmd, strerror(errno));
         exit_code = 1;
     }
-    if (verbose && count > 1) {
-        sl_client_stats s;
-        sl_client_stats_get(client, &s);
-        char el[40];
-        fprintf(stderr, "sent %llu requests in %s: ", (unsigned long long)s.requests,
-                fmt_wait(sl_now_monotonic() - started, el, sizeof el));
-        for (int k = 0; k < t.kinds; k++)
-            fprintf(stderr, "%s%lld x %d", k ? ", " : "", (long long)t.n[k], t.status[k]);
-        if (t.other) fprintf(stderr, ", %lld other", (long long)t.other);
-        if (errors) fprintf(stderr, "%s%lld failed", t.kinds ? ", " : "", (long long)errors);
-        fprintf(stderr, "; %llu attempt%s, %llu retr%s", (unsigned long long)s.attempts,
-                s.attempts == 1 ? "" : "s", (unsigned long long)s.retries,
-                s.retries == 1 ? "y" : "ies");
-        if (s.budget_refused)
-            fprintf(stderr, ", %llu refused by the budget", (unsigned long long)s.budget_refused);
-        fputc('\n', stderr);
+    if (f->verbose && f->count > 1) print_summary(client, &t, started, errors);
+    return exit_code;
+}
+
+/* Creates the client (and the pacer of --rate without --aimd) and sends.
+ * Returns the exit code. */
+static int fetch_run(const char *cmd, fetch_args *f, FILE *out, const char *body, size_t body_len) {
+    run r = {.cmd = cmd,
+             .verbose = f->verbose,
+             .count = f->count,
+             .out = out,
+             .max_wait = f->o.max_wait,
+             .max_attempts = f->o.max_attempts,
+             .method = f->method ? f->method : (f->data ? "POST" : "GET")};
+    f->o.on_event = on_event;
+    f->o.event_ctx = &r;
+    int exit_code = 0;
+    sl_client *client = NULL;
+    sl_limiter *pacer = NULL;
+    int rc = sl_client_create(&f->o, &client);
+    if (rc) {
+        fprintf(stderr, "%s: %s\n", cmd, sl_strerror(rc));
+        exit_code = rc == SL_EINVAL || rc == SL_ERATE ? EXIT_USAGE : 1;
+        goto out;
     }
+    if (f->has_rate && !(f->o.flags & SL_CLIENT_AIMD)) {
+        rc = sl_limiter_create(f->rate, 1, 0, sl_now_monotonic(), &pacer);
+        if (rc) {
+            fprintf(stderr, "%s: --rate: %s\n", cmd, sl_strerror(rc));
+            exit_code = EXIT_USAGE;
+            goto out;
+        }
+    }
+    sl_client_request req = {
+        .method = f->method,
+        .url = f->url,
+        .headers = f->nheaders ? f->headers : NULL,
+        .body = body,
+        .body_len = body_len,
+        .on_body = on_body,
+        .body_ctx = &r,
+    };
+    exit_code = send_all(&r, f, client, pacer, &req);
 out:
     sl_limiter_destroy(pacer);
     sl_client_destroy(client);
+    return exit_code;
+}
+
+int sl__cli_fetch_main(const char *cmd, int argc, char **argv, int first) {
+    fetch_args f;
+    int rc = parse_args(cmd, argc, argv, first, &f);
+    if (rc != 0) return rc > 0 ? 0 : EXIT_USAGE;
+    char *full_url, *body;
+    size_t body_len;
+    char err[512];
+    if (prepare_request(&f, &full_url, &body, &body_len, err, sizeof err) < 0) {
+        fprintf(stderr, "%s: %s\n", cmd, err);
+        return 1;
+    }
+    FILE *out = stdout;
+    if (f.output && strcmp(f.output, "-") != 0 && !(out = fopen(f.output, "wb"))) {
+        fprintf(stderr, "%s: -o %s: %s\n", cmd, f.output, strerror(errno));
+        free(body);
+        free(full_url);
+        return 1;
+    }
+    int exit_code = fetch_run(cmd, &f, out, body, body_len);
     if (out != stdout) fclose(out);
     free(body);
     free(full_url);

@@ -68,17 +68,27 @@ static int is_help(const char *a) {
     return strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "help") == 0;
 }
 
+/* argv[i] missing: `help` on stderr and *code EXIT_USAGE; argv[i] asks for
+ * help: `help` on stdout and *code 0. Returns whether either was the case. */
+static bool answered_help(int argc, char **argv, int i, const char *help, int *code) {
+    if (argc <= i) {
+        fputs(help, stderr);
+        *code = EXIT_USAGE;
+        return true;
+    }
+    if (is_help(argv[i])) {
+        fputs(help, stdout);
+        *code = 0;
+        return true;
+    }
+    return false;
+}
+
 static int sim_main(int argc, char **argv) {
     /* argv[0] "sluice", argv[1] "sim" */
-    if (argc < 3) {
-        fputs(sim_help, stderr);
-        return EXIT_USAGE;
-    }
+    int code;
+    if (answered_help(argc, argv, 2, sim_help, &code)) return code;
     const char *sub = argv[2];
-    if (is_help(sub)) {
-        fputs(sim_help, stdout);
-        return 0;
-    }
     if (strcmp(sub, "race") == 0) return sl__cli_sim_race_main("sluice sim race", argc, argv, 3);
     if (strcmp(sub, "herd") == 0) return sl__cli_sim_herd_main("sluice sim herd", argc, argv, 3);
     if (strcmp(sub, "aimd") == 0) return sl__cli_sim_aimd_main("sluice sim aimd", argc, argv, 3);
@@ -90,15 +100,9 @@ static int sim_main(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fputs(main_help, stderr);
-        return EXIT_USAGE;
-    }
+    int code;
+    if (answered_help(argc, argv, 1, main_help, &code)) return code;
     const char *cmd = argv[1];
-    if (is_help(cmd)) {
-        fputs(main_help, stdout);
-        return 0;
-    }
     if (strcmp(cmd, "--version") == 0) {
         printf("sluice %s\n", SLUICE_VERSION);
         return 0;

@@ -9,11 +9,11 @@
 #include <string.h>
 
 typedef struct cell {
-    cell_kind kind;
+    sl__cli_cell_kind kind;
     char *text;
 } cell;
 
-struct out_table {
+struct sl__cli_out_table {
     size_t ncols;
     const char *const *names;
     cell *cells;
@@ -21,29 +21,29 @@ struct out_table {
     bool failed;
 };
 
-int sl__cli_out_format_parse(const char *s, out_format *f) {
+int sl__cli_out_format_parse(const char *s, sl__cli_out_format *f) {
     if (strcmp(s, "table") == 0) return *f = OUT_TABLE, 0;
     if (strcmp(s, "csv") == 0) return *f = OUT_CSV, 0;
     if (strcmp(s, "json") == 0) return *f = OUT_JSON, 0;
-    return -1;
+    return SL_EPARSE;
 }
 
-out_table *sl__cli_out_table_new(size_t ncols, const char *const *names) {
-    out_table *t = calloc(1, sizeof *t);
+sl__cli_out_table *sl__cli_out_table_new(size_t ncols, const char *const *names) {
+    sl__cli_out_table *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     t->ncols = ncols;
     t->names = names;
     return t;
 }
 
-void sl__cli_out_table_free(out_table *t) {
+void sl__cli_out_table_free(sl__cli_out_table *t) {
     if (!t) return;
     for (size_t i = 0; i < t->n; i++) free(t->cells[i].text);
     free(t->cells);
     free(t);
 }
 
-void sl__cli_out_table_add(out_table *t, cell_kind kind, const char *fmt, ...) {
+void sl__cli_out_table_add(sl__cli_out_table *t, sl__cli_cell_kind kind, const char *fmt, ...) {
     if (t->failed) return;
     if (t->n == t->cap) {
         size_t ncap = t->cap ? t->cap * 2 : 64;
@@ -95,8 +95,9 @@ static void json_value(FILE *fp, const cell *cl) {
         fputs(cl->text, fp);
 }
 
-int sl__cli_out_table_print_members(const out_table *t, FILE *fp, int indent) {
-    if (t->failed || t->n < t->ncols) return -1;
+int sl__cli_out_table_print_members(const sl__cli_out_table *t, FILE *fp, int indent) {
+    if (t->failed) return SL_ENOMEM;
+    if (t->n < t->ncols) return SL_EINVAL;
     for (size_t c = 0; c < t->ncols; c++) {
         fprintf(fp, "%*s", indent, "");
         sl__cli_out_json_string(fp, t->names[c]);
@@ -125,8 +126,9 @@ static const char *shown(const cell *c) {
     return c->kind == CELL_NULL ? "-" : c->text;
 }
 
-int sl__cli_out_table_print(const out_table *t, FILE *fp, out_format f, int indent) {
-    if (t->failed) return -1;
+int sl__cli_out_table_print(const sl__cli_out_table *t, FILE *fp, sl__cli_out_format f,
+                            int indent) {
+    if (t->failed) return SL_ENOMEM;
     size_t rows = t->n / t->ncols;
     switch (f) {
     case OUT_TABLE: {

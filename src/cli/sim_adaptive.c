@@ -49,11 +49,12 @@ typedef struct adaptive_cfg {
     int64_t duration_s, min_rtt_s;
 } adaptive_cfg;
 
+/* Appends r to the requests in flight. Returns 0 or SL_ENOMEM. */
 static int push(backend *b, req r) {
     if (b->n == b->cap) {
         size_t cap = b->cap ? 2 * b->cap : 256;
         req *nr = realloc(b->r, cap * sizeof *nr);
-        if (!nr) return -1;
+        if (!nr) return SL_ENOMEM;
         b->r = nr;
         b->cap = cap;
     }
@@ -96,6 +97,8 @@ static void finished(void *arg, const req *r, int64_t t) {
     }
 }
 
+/* Runs both sides for c->duration_s seconds, filling their per-second
+ * counts. Returns 0 or SL_ENOMEM. */
 static int run(const adaptive_cfg *c, side *rl, side *ad) {
     int64_t end = c->duration_s * SL_NS_PER_SEC;
     int64_t next = 0, k = 0;
@@ -104,14 +107,15 @@ static int run(const adaptive_cfg *c, side *rl, side *ad) {
         second *xr = &rl->sec[t / SL_NS_PER_SEC], *xa = &ad->sec[t / SL_NS_PER_SEC];
         while (next <= t) { /* the arrivals of this ms, to both sides */
             if (sl_limiter_allow(rl->bucket, 1, T0 + t)) {
-                if (push(&rl->be, (req){.start = t, .left = work})) return -1;
+                if (push(&rl->be, (req){.start = t, .left = work}) < 0) return SL_ENOMEM;
                 xr->admitted++;
             } else {
                 xr->shed++;
             }
             sl_acquire a;
             if (sl_concurrency_acquire(ad->conc, "b", 1, T0 + t, &a) == SL_OK && a.acquired) {
-                if (push(&ad->be, (req){.start = t, .left = work, .lease = a.lease.id})) return -1;
+                if (push(&ad->be, (req){.start = t, .left = work, .lease = a.lease.id}) < 0)
+                    return SL_ENOMEM;
                 xa->admitted++;
             } else {
                 xa->shed++;
@@ -164,49 +168,76 @@ enum {
     O_HELP
 };
 
-int sl__cli_sim_adaptive_main(const char *cmd, int argc, char **argv, int first) {
-    static const cli_opt opts[] = {
-        {"rate", "N"},     {"workers", "N"},        {"service", "MS"},  {"slow", "MS"},
-        {"slow-at", "S"},  {"limit-rate", "N"},     {"min-limit", "N"}, {"max-limit", "N"},
-        {"duration", "S"}, {"min-rtt-window", "S"}, {"format", "F"},    {"help", NULL},
-        {NULL, NULL}};
-    adaptive_cfg c = {.rate = 400,
-                      .workers = 20,
-                      .service_ms = 20,
-                      .slow_ms = 100,
-                      .slow_at_s = 10,
-                      .limit_rate = 500,
-                      .min_limit = 5,
-                      .max_limit = 200,
-                      .duration_s = 30,
-                      .min_rtt_s = 10};
-    bool csv = false;
-    cli_args a;
-    sl__cli_args_init(&a, cmd, argc, argv, first);
-    int idx, got;
-    const char *v;
-    while ((got = sl__cli_args_next(&a, opts, &idx, &v)) > 0) {
-        int rc = 0;
-        int64_t *field[] = {&c.rate,       &c.workers,    &c.service_ms, &c.slow_ms,
-                            &c.slow_at_s,  &c.limit_rate, &c.min_limit,  &c.max_limit,
-                            &c.duration_s, &c.min_rtt_s};
-        static const int64_t hi[] = {
-            100000, 10000, 60000, 60000, 3600, 1000000, SL_CONCURRENCY_MAX, SL_CONCURRENCY_MAX,
-            3600};
-        if (idx <= O_MINRTT) {
-            rc = sl__cli_args_int(&a, v, idx == O_SLOW_AT ? 0 : 1, hi[idx], field[idx]);
-        } else if (idx == O_FORMAT) {
-            if (strcmp(v, "csv") == 0)
-                csv = true;
-            else if (strcmp(v, "table") != 0)
-                rc = sl__cli_args_error(&a, "expected table or csv, got '%s'", v);
-        } else {
-            fputs(help, stdout);
-            return 0;
-        }
-        if (rc) return EXIT_USAGE;
+static const sl__cli_opt adaptive_opts[] = {
+    {"rate", "N"},     {"workers", "N"},        {"service", "MS"},  {"slow", "MS"},
+    {"slow-at", "S"},  {"limit-rate", "N"},     {"min-limit", "N"}, {"max-limit", "N"},
+    {"duration", "S"}, {"min-rtt-window", "S"}, {"format", "F"},    {"help", NULL},
+    {NULL, NULL}};
+
+/* What the options set: the model and --format (table or csv only). */
+typedef struct adaptive_args {
+    adaptive_cfg c;
+    bool csv;
+} adaptive_args;
+
+static int adaptive_option(sl__cli_args *a, int idx, const char *v, void *ctx) {
+    adaptive_args *x = ctx;
+    adaptive_cfg *c = &x->c;
+    int64_t *field[] = {&c->rate,       &c->workers,    &c->service_ms, &c->slow_ms,
+                        &c->slow_at_s,  &c->limit_rate, &c->min_limit,  &c->max_limit,
+                        &c->duration_s, &c->min_rtt_s};
+    static const int64_t hi[] = {
+        100000, 10000, 60000, 60000, 3600, 1000000, SL_CONCURRENCY_MAX, SL_CONCURRENCY_MAX, 3600};
+    if (idx <= O_MINRTT)
+        return sl__cli_args_int(a, v, idx == O_SLOW_AT ? 0 : 1, hi[idx], field[idx]);
+    /* O_FORMAT */
+    if (strcmp(v, "csv") == 0)
+        x->csv = true;
+    else if (strcmp(v, "table") != 0)
+        return sl__cli_args_error(a, "expected table or csv, got '%s'", v);
+    return 0;
+}
+
+/* The per-second rows of both sides, after the header (table or CSV). */
+static void adaptive_print(const adaptive_cfg *c, bool csv, const side *rl, const side *ad) {
+    if (csv)
+        puts("second,rl_admitted,rl_shed,rl_in_flight,rl_latency_ms,ad_admitted,ad_shed,"
+             "ad_limit,ad_in_flight,ad_latency_ms");
+    else
+        printf("backend: %lld workers, %lld ms a request, %lld ms from %lld s; %lld arrivals/s\n"
+               "%6s | %-35s | %s\n%6s | %8s %6s %9s %8s | %8s %6s %6s %9s %8s\n",
+               (long long)c->workers, (long long)c->service_ms, (long long)c->slow_ms,
+               (long long)c->slow_at_s, (long long)c->rate, "", "rate limit", "adaptive", "second",
+               "admitted", "shed", "in flight", "latency", "admitted", "shed", "limit", "in flight",
+               "latency");
+    for (int64_t s = 0; s < c->duration_s; s++) {
+        const second *x = &rl->sec[s], *y = &ad->sec[s];
+        long long lx = x->done ? x->latency_sum / x->done / MS : 0;
+        long long ly = y->done ? y->latency_sum / y->done / MS : 0;
+        printf(csv ? "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld\n"
+                   : "%6lld | %8lld %6lld %9lld %6lldms | %8lld %6lld %6lld %9lld %6lldms\n",
+               (long long)s, (long long)x->admitted, (long long)x->shed, (long long)x->in_flight,
+               lx, (long long)y->admitted, (long long)y->shed, (long long)y->limit,
+               (long long)y->in_flight, ly);
     }
-    if (got < 0) return EXIT_USAGE;
+}
+
+int sl__cli_sim_adaptive_main(const char *cmd, int argc, char **argv, int first) {
+    adaptive_args args = {.c = {.rate = 400,
+                                .workers = 20,
+                                .service_ms = 20,
+                                .slow_ms = 100,
+                                .slow_at_s = 10,
+                                .limit_rate = 500,
+                                .min_limit = 5,
+                                .max_limit = 200,
+                                .duration_s = 30,
+                                .min_rtt_s = 10},
+                          .csv = false};
+    int prc = sl__cli_sim_parse(cmd, argc, argv, first, adaptive_opts, help, NULL, adaptive_option,
+                                &args);
+    if (prc != 0) return prc > 0 ? 0 : EXIT_USAGE;
+    const adaptive_cfg c = args.c;
     if (c.min_limit > c.max_limit) {
         fprintf(stderr, "%s: --min-limit must not exceed --max-limit\n", cmd);
         return EXIT_USAGE;
@@ -224,27 +255,7 @@ int sl__cli_sim_adaptive_main(const char *cmd, int argc, char **argv, int first)
         sl_limiter_create((sl_rate){c.limit_rate, SL_NS_PER_SEC}, burst, 0, T0, &rl.bucket) == 0 &&
         sl_concurrency_create(&co, &ad.conc) == 0 &&
         sl_adaptive_create(&ao, T0, &ad.adaptive) == 0 && run(&c, &rl, &ad) == 0) {
-        if (csv)
-            puts("second,rl_admitted,rl_shed,rl_in_flight,rl_latency_ms,ad_admitted,ad_shed,"
-                 "ad_limit,ad_in_flight,ad_latency_ms");
-        else
-            printf(
-                "backend: %lld workers, %lld ms a request, %lld ms from %lld s; %lld arrivals/s\n"
-                "%6s | %-35s | %s\n%6s | %8s %6s %9s %8s | %8s %6s %6s %9s %8s\n",
-                (long long)c.workers, (long long)c.service_ms, (long long)c.slow_ms,
-                (long long)c.slow_at_s, (long long)c.rate, "", "rate limit", "adaptive", "second",
-                "admitted", "shed", "in flight", "latency", "admitted", "shed", "limit",
-                "in flight", "latency");
-        for (int64_t s = 0; s < c.duration_s; s++) {
-            const second *x = &rl.sec[s], *y = &ad.sec[s];
-            long long lx = x->done ? x->latency_sum / x->done / MS : 0;
-            long long ly = y->done ? y->latency_sum / y->done / MS : 0;
-            printf(csv ? "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld\n"
-                       : "%6lld | %8lld %6lld %9lld %6lldms | %8lld %6lld %6lld %9lld %6lldms\n",
-                   (long long)s, (long long)x->admitted, (long long)x->shed,
-                   (long long)x->in_flight, lx, (long long)y->admitted, (long long)y->shed,
-                   (long long)y->limit, (long long)y->in_flight, ly);
-        }
+        adaptive_print(&c, args.csv, &rl, &ad);
         rc = 0;
     } else {
         fprintf(stderr, "%s: out of memory\n", cmd);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/error.h"
 #include "cli/output.h"
 #include "cli/sim.h"
 #include "cli/svg.h"
@@ -24,7 +25,7 @@ static char *short_milli(int64_t v, char *buf, size_t size) {
     return sl__cli_fmt_seconds(v * 1000000, 0, buf, size);
 }
 
-int64_t sl__cli_aimd_step(const aimd_config *cfg, int64_t rate, bool got_429) {
+int64_t sl__cli_aimd_step(const sl__cli_aimd_config *cfg, int64_t rate, bool got_429) {
     int64_t next;
     if (got_429) {
         next = rate * cfg->decrease_ppm / 1000000; /* rounded down */
@@ -36,24 +37,26 @@ int64_t sl__cli_aimd_step(const aimd_config *cfg, int64_t rate, bool got_429) {
     return next;
 }
 
-void sl__cli_aimd_result_free(aimd_result *r) {
+void sl__cli_aimd_result_free(sl__cli_aimd_result *r) {
     free(r->pts);
     r->pts = NULL;
     r->n = 0;
 }
 
-int sl__cli_aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t errlen) {
+int sl__cli_aimd_run(const sl__cli_aimd_config *cfg, sl__cli_aimd_result *out, char *err,
+                     size_t errlen) {
     memset(out, 0, sizeof *out);
     sl_params p = {.algorithm = cfg->alg, .rate = cfg->rate, .burst = cfg->burst};
     sl_table *server;
-    if (sl__cli_sim_table_create(&p, &server, err, errlen) != SL_OK) return -1;
+    int rc = sl__cli_sim_table_create(&p, &server, err, errlen);
+    if (rc < 0) return rc;
     int64_t base = sl__cli_sim_time_base(cfg->rate.period, cfg->duration);
     sl_limiter *client;
     int64_t rate = cfg->start;
-    int rc = sl_limiter_create((sl_rate){rate, MILLI_PERIOD}, 1, 0, base, &client);
+    rc = sl_limiter_create((sl_rate){rate, MILLI_PERIOD}, 1, 0, base, &client);
     if (rc != SL_OK) {
         sl_table_destroy(server);
-        return snprintf(err, errlen, "client limiter: %s", sl_strerror(rc)), -1;
+        return sl__cli_fail(rc, err, errlen, "client limiter: %s", sl_strerror(rc));
     }
     size_t cap = 0;
     int64_t now = base;
@@ -63,44 +66,40 @@ int sl__cli_aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t
         sl_reservation res;
         int c = sl_limiter_reserve(client, 1, now, -1, &res);
         if (c != SL_OK) {
-            rc = -1;
-            snprintf(err, errlen, "client limiter: %s", sl_strerror(c));
+            rc = sl__cli_fail(c, err, errlen, "client limiter: %s", sl_strerror(c));
             break;
         }
         now = res.time_to_act;
         if (now - base >= cfg->duration) break;
         if (out->n == AIMD_MAX_REQUESTS) {
-            rc = -1;
-            snprintf(err, errlen, "more than %d requests: lower --cap or --duration",
-                     AIMD_MAX_REQUESTS);
+            rc =
+                sl__cli_fail(SL_ETOOMANY, err, errlen,
+                             "more than %d requests: lower --cap or --duration", AIMD_MAX_REQUESTS);
             break;
         }
         sl_decision d;
         c = sl_table_check(server, "client", 6, 1, now, &d);
         if (c != SL_OK) {
-            rc = -1;
-            snprintf(err, errlen, "server: %s", sl_strerror(c));
+            rc = sl__cli_fail(c, err, errlen, "server: %s", sl_strerror(c));
             break;
         }
         rate = sl__cli_aimd_step(cfg, rate, !d.allowed);
         c = sl_limiter_set_rate(client, (sl_rate){rate, MILLI_PERIOD}, now);
         if (c != SL_OK) {
-            rc = -1;
-            snprintf(err, errlen, "client limiter: %s", sl_strerror(c));
+            rc = sl__cli_fail(c, err, errlen, "client limiter: %s", sl_strerror(c));
             break;
         }
         if (out->n == cap) {
             size_t ncap = cap ? cap * 2 : 1024;
-            aimd_point *np = realloc(out->pts, ncap * sizeof *np);
+            sl__cli_aimd_point *np = realloc(out->pts, ncap * sizeof *np);
             if (!np) {
-                rc = -1;
-                snprintf(err, errlen, "out of memory");
+                rc = sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
                 break;
             }
             out->pts = np;
             cap = ncap;
         }
-        out->pts[out->n++] = (aimd_point){now - base, rate, d.allowed};
+        out->pts[out->n++] = (sl__cli_aimd_point){now - base, rate, d.allowed};
         if (d.allowed)
             out->served++;
         else
@@ -108,7 +107,7 @@ int sl__cli_aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t
     }
     sl_limiter_destroy(client);
     sl_table_destroy(server);
-    if (rc != 0) sl__cli_aimd_result_free(out);
+    if (rc < 0) sl__cli_aimd_result_free(out);
     return rc;
 }
 
@@ -117,10 +116,12 @@ int sl__cli_aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t
 static const char *const aimd_columns[] = {"second", "rate",   "min_rate", "max_rate",
                                            "sent",   "served", "rejected"};
 
-static int print_aimd(FILE *fp, out_format f, const aimd_config *cfg, const aimd_result *r,
-                      const char *rate_text) {
-    out_table *tab = sl__cli_out_table_new(7, aimd_columns);
-    if (!tab) return -1;
+static int print_aimd(FILE *fp, sl__cli_out_format f, const sl__cli_sim_view *view) {
+    const sl__cli_aimd_config *cfg = view->cfg;
+    const sl__cli_aimd_result *r = view->result;
+    const char *rate_text = view->rate_text;
+    sl__cli_out_table *tab = sl__cli_out_table_new(7, aimd_columns);
+    if (!tab) return SL_ENOMEM;
     char b1[40], b2[40], b3[40], b4[40], b5[40];
     int64_t secs = sl__ceil_s(cfg->duration);
     int64_t rate = cfg->start;
@@ -208,7 +209,8 @@ static double ay(const aimd_chart *c, int64_t milli) {
 
 /* A step line through every rate change, with at most four points per half
  * pixel column (entering, lowest, highest, leaving), so long runs stay small. */
-static void rate_line(svg *s, const aimd_chart *c, const aimd_config *cfg, const aimd_result *r) {
+static void rate_line(sl__cli_svg *s, const aimd_chart *c, const sl__cli_aimd_config *cfg,
+                      const sl__cli_aimd_result *r) {
     sl__cli_svg_polyline_begin(s, "rate");
     sl__cli_svg_polyline_point(s, ax(c, 0), ay(c, cfg->start));
     int64_t prev = cfg->start;
@@ -241,8 +243,42 @@ static int64_t nice_up(double v) {
     }
 }
 
-static int write_aimd_svg(const char *path, const aimd_config *cfg, const aimd_result *r,
-                          const char *rate_text, char *err, size_t errlen) {
+/* The 429s: a mark where each cut the rate, at most one per pixel column. */
+static void hit_marks(sl__cli_svg *s, const aimd_chart *c, const sl__cli_aimd_config *cfg,
+                      const sl__cli_aimd_result *r) {
+    char b1[40], b2[40], b3[40];
+    long last_col = -1;
+    int64_t before = cfg->start;
+    for (size_t i = 0; i < r->n; i++) {
+        long col = (long)ax(c, r->pts[i].t);
+        if (!r->pts[i].ok && col != last_col) {
+            char tip[120];
+            snprintf(tip, sizeof tip, "429 at %s s: %s/s cut to %s/s",
+                     sl__cli_fmt_seconds(r->pts[i].t, 3, b1, sizeof b1),
+                     sl__cli_fmt_milli(before, b2, sizeof b2),
+                     sl__cli_fmt_milli(r->pts[i].rate, b3, sizeof b3));
+            sl__cli_svg_circle(s, ax(c, r->pts[i].t), ay(c, before), 3.2, "hit", tip);
+            last_col = col;
+        }
+        before = r->pts[i].rate;
+    }
+}
+
+static void aimd_legend(sl__cli_svg *s, const char *rate_text) {
+    double ly = 74;
+    sl__cli_svg_line(s, 16, ly - 5, 46, ly - 5, "rate", NULL);
+    sl__cli_svg_text(s, 52, ly, "legend", "start", "client's rate (requests per second)");
+    sl__cli_svg_circle(s, 290, ly - 5, 3.2, "hit", NULL);
+    sl__cli_svg_text(s, 298, ly, "legend", "start", "a 429: the rate is cut");
+    sl__cli_svg_line(s, 460, ly - 5, 490, ly - 5, "limit", NULL);
+    sl__cli_svg_textf(s, 496, ly, "legend", "start", "the server's limit (%s)", rate_text);
+}
+
+static int write_aimd_svg(const char *path, const sl__cli_sim_view *view, char *err,
+                          size_t errlen) {
+    const sl__cli_aimd_config *cfg = view->cfg;
+    const sl__cli_aimd_result *r = view->result;
+    const char *rate_text = view->rate_text;
     const double W = 1000, left = 64, right = 24, top = 92, ph = 280;
     double axis_y = top + ph;
     int H = (int)(axis_y + 48);
@@ -251,8 +287,8 @@ static int write_aimd_svg(const char *path, const aimd_config *cfg, const aimd_r
     snprintf(title, sizeof title,
              "sluice sim aimd: +%s/s per success, x%s per 429, against a server limit of %s",
              short_milli(cfg->increase, b1, sizeof b1), dec, rate_text);
-    svg *s = sl__cli_svg_open(path, (int)W, H, title, aimd_css);
-    if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
+    sl__cli_svg *s = sl__cli_svg_open(path, (int)W, H, title, aimd_css, err, errlen);
+    if (!s) return SL_EINVAL;
     sl__cli_svg_text(s, 16, 28, "title", "start", title);
     sl__cli_svg_textf(s, 16, 48, "sub", "start",
                       "client: starts at %s/s, between %s/s and %s/s; server: %s, burst %lld (%s). "
@@ -273,13 +309,7 @@ static int write_aimd_svg(const char *path, const aimd_config *cfg, const aimd_r
     double ymax = (double)ystep * (double)(int64_t)(vmax / (double)ystep + 1);
     aimd_chart c = {left, top, W - left - right, ph, cfg->duration, ymax};
 
-    double ly = 74;
-    sl__cli_svg_line(s, 16, ly - 5, 46, ly - 5, "rate", NULL);
-    sl__cli_svg_text(s, 52, ly, "legend", "start", "client's rate (requests per second)");
-    sl__cli_svg_circle(s, 290, ly - 5, 3.2, "hit", NULL);
-    sl__cli_svg_text(s, 298, ly, "legend", "start", "a 429: the rate is cut");
-    sl__cli_svg_line(s, 460, ly - 5, 490, ly - 5, "limit", NULL);
-    sl__cli_svg_textf(s, 496, ly, "legend", "start", "the server's limit (%s)", rate_text);
+    aimd_legend(s, rate_text);
 
     for (int64_t v = 0; (double)v <= ymax; v += ystep) {
         double y = ay(&c, v * 1000);
@@ -291,22 +321,7 @@ static int write_aimd_svg(const char *path, const aimd_config *cfg, const aimd_r
         sl__cli_svg_line(s, left, y, W - right, y, "limit", NULL);
     }
     rate_line(s, &c, cfg, r);
-    /* 429s: at most one mark per pixel column */
-    long last_col = -1;
-    int64_t before = cfg->start;
-    for (size_t i = 0; i < r->n; i++) {
-        long col = (long)ax(&c, r->pts[i].t);
-        if (!r->pts[i].ok && col != last_col) {
-            char tip[120];
-            snprintf(tip, sizeof tip, "429 at %s s: %s/s cut to %s/s",
-                     sl__cli_fmt_seconds(r->pts[i].t, 3, b1, sizeof b1),
-                     sl__cli_fmt_milli(before, b2, sizeof b2),
-                     sl__cli_fmt_milli(r->pts[i].rate, b3, sizeof b3));
-            sl__cli_svg_circle(s, ax(&c, r->pts[i].t), ay(&c, before), 3.2, "hit", tip);
-            last_col = col;
-        }
-        before = r->pts[i].rate;
-    }
+    hit_marks(s, &c, cfg, r);
 
     sl__cli_svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
     int64_t secs = sl__ceil_s(cfg->duration);
@@ -317,9 +332,7 @@ static int write_aimd_svg(const char *path, const aimd_config *cfg, const aimd_r
         sl__cli_svg_textf(s, x, axis_y + 18, "tick", "middle", "%lld", (long long)sec);
     }
     sl__cli_svg_text(s, left + c.pw / 2, axis_y + 38, "tick", "middle", "time (s)");
-    if (sl__cli_svg_close(s) != 0)
-        return snprintf(err, errlen, "%s: write error: %s", path, strerror(errno)), -1;
-    return 0;
+    return sl__cli_svg_close(s, err, errlen);
 }
 
 /* ---- command ---------------------------------------------------------------- */
@@ -365,7 +378,7 @@ enum {
     A_SVG,
     A_HELP
 };
-static const cli_opt aimd_opts[] = {
+static const sl__cli_opt aimd_opts[] = {
     [A_START] = {"start", "R"},       [A_INCREASE] = {"increase", "A"},
     [A_DECREASE] = {"decrease", "B"}, [A_FLOOR] = {"floor", "R"},
     [A_CAP] = {"cap", "R"},           [A_RATE] = {"rate", "N/P"},
@@ -377,8 +390,42 @@ static const cli_opt aimd_opts[] = {
 
 #define RATE_TEXT "requests per second from 0.001 to 1000 (at most 3 decimals)"
 
+/* sim aimd's own options into the config. */
+static int aimd_option(sl__cli_args *a, int idx, const char *v, void *ctx) {
+    sl__cli_aimd_config *cfg = ctx;
+    uint64_t seed;
+    switch (idx) {
+    case A_START:
+        return sl__cli_args_decimal(a, v, 3, 1, 1000000, RATE_TEXT, &cfg->start);
+    case A_INCREASE:
+        return sl__cli_args_decimal(a, v, 3, 0, 1000000,
+                                    "requests per second from 0 to 1000 (at most 3 decimals)",
+                                    &cfg->increase);
+    case A_DECREASE:
+        return sl__cli_args_decimal(a, v, 6, 1, 999999,
+                                    "a factor between 0 and 1 exclusive (at most 6 decimals)",
+                                    &cfg->decrease_ppm);
+    case A_FLOOR:
+        return sl__cli_args_decimal(a, v, 3, 1, 1000000, RATE_TEXT, &cfg->floor);
+    case A_CAP:
+        return sl__cli_args_decimal(a, v, 3, 1, 1000000, RATE_TEXT, &cfg->cap);
+    case A_RATE:
+        return sl__cli_args_rate(a, v, &cfg->rate);
+    case A_BURST:
+        return sl__cli_args_int(a, v, 1, INT64_C(1) << 61, &cfg->burst);
+    case A_ALGORITHM:
+        return sl__cli_args_algorithm(a, v, &cfg->alg);
+    case A_DURATION:
+        return sl__cli_args_seconds(a, v, 1, 3600000, "seconds from 0.001 to 3600", &cfg->duration);
+    case A_SEED: /* accepted for symmetry: aimd draws no random numbers */
+        return sl__cli_args_u64(a, v, &seed);
+    default:
+        return 0;
+    }
+}
+
 int sl__cli_sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
-    aimd_config cfg = {
+    sl__cli_aimd_config cfg = {
         .start = 1000,
         .increase = 500,
         .floor = 1000,
@@ -389,92 +436,25 @@ int sl__cli_sim_aimd_main(const char *cmd, int argc, char **argv, int first) {
         .burst = 10,
         .duration = 30 * SL_NS_PER_SEC,
     };
-    out_format fmt = OUT_TABLE;
-    const char *svg_path = NULL;
-    uint64_t seed = 1;
-    cli_args a;
-    sl__cli_args_init(&a, cmd, argc, argv, first);
-    int idx, got;
-    const char *v;
-    while ((got = sl__cli_args_next(&a, aimd_opts, &idx, &v)) > 0) {
-        int rc = 0;
-        switch (idx) {
-        case A_START:
-            rc = sl__cli_args_decimal(&a, v, 3, 1, 1000000, RATE_TEXT, &cfg.start);
-            break;
-        case A_INCREASE:
-            rc = sl__cli_args_decimal(&a, v, 3, 0, 1000000,
-                                      "requests per second from 0 to 1000 (at most 3 decimals)",
-                                      &cfg.increase);
-            break;
-        case A_DECREASE:
-            rc = sl__cli_args_decimal(&a, v, 6, 1, 999999,
-                                      "a factor between 0 and 1 exclusive (at most 6 decimals)",
-                                      &cfg.decrease_ppm);
-            break;
-        case A_FLOOR:
-            rc = sl__cli_args_decimal(&a, v, 3, 1, 1000000, RATE_TEXT, &cfg.floor);
-            break;
-        case A_CAP:
-            rc = sl__cli_args_decimal(&a, v, 3, 1, 1000000, RATE_TEXT, &cfg.cap);
-            break;
-        case A_RATE:
-            rc = sl__cli_args_rate(&a, v, &cfg.rate);
-            break;
-        case A_BURST:
-            rc = sl__cli_args_int(&a, v, 1, INT64_C(1) << 61, &cfg.burst);
-            break;
-        case A_ALGORITHM:
-            rc = sl__cli_args_algorithm(&a, v, &cfg.alg);
-            break;
-        case A_DURATION:
-            rc = sl__cli_args_seconds(&a, v, 1, 3600000, "seconds from 0.001 to 3600",
-                                      &cfg.duration);
-            break;
-        case A_SEED:
-            rc = sl__cli_args_u64(&a, v, &seed);
-            break;
-        case A_FORMAT:
-            if (sl__cli_out_format_parse(v, &fmt) != 0)
-                rc = sl__cli_args_error(&a, "expected table, csv or json, got '%s'", v);
-            break;
-        case A_SVG:
-            svg_path = v;
-            break;
-        case A_HELP:
-            fputs(aimd_help, stdout);
-            return 0;
-        }
-        if (rc != 0) return EXIT_USAGE;
-    }
-    if (got < 0) return EXIT_USAGE;
+    sl__cli_sim_opts common;
+    int rc =
+        sl__cli_sim_parse(cmd, argc, argv, first, aimd_opts, aimd_help, &common, aimd_option, &cfg);
+    if (rc != 0) return rc > 0 ? 0 : EXIT_USAGE;
     if (cfg.floor > cfg.cap || cfg.start < cfg.floor || cfg.start > cfg.cap) {
         fprintf(stderr, "%s: need --floor <= --start <= --cap (see %s --help)\n", cmd, cmd);
         return EXIT_USAGE;
     }
-    sl_params p = {.algorithm = cfg.alg, .rate = cfg.rate, .burst = cfg.burst};
-    int prc = sl_params_validate(&p);
-    if (prc != SL_OK) {
-        fprintf(stderr, "%s: --rate/--burst do not suit %s: %s\n", cmd, sl_algorithm_name(cfg.alg),
-                sl_strerror(prc));
-        return EXIT_USAGE;
-    }
+    if (sl__cli_sim_params_check(cmd, cfg.alg, cfg.rate, cfg.burst) != SL_OK) return EXIT_USAGE;
     char err[512];
-    aimd_result r;
-    if (sl__cli_aimd_run(&cfg, &r, err, sizeof err) != 0) {
+    sl__cli_aimd_result r;
+    if (sl__cli_aimd_run(&cfg, &r, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         return 1;
     }
     char rate_text[64];
     sl_rate_format(cfg.rate, rate_text, sizeof rate_text);
-    int status = 0;
-    if (svg_path && write_aimd_svg(svg_path, &cfg, &r, rate_text, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", cmd, err);
-        status = 1;
-    } else if (print_aimd(stdout, fmt, &cfg, &r, rate_text) != 0) {
-        fprintf(stderr, "%s: out of memory\n", cmd);
-        status = 1;
-    }
+    sl__cli_sim_show show = {write_aimd_svg, print_aimd, {&cfg, &r, NULL, rate_text}};
+    int status = sl__cli_sim_show_result(cmd, &common, &show);
     sl__cli_aimd_result_free(&r);
     return status;
 }

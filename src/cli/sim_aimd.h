@@ -14,33 +14,37 @@
 
 #define AIMD_MAX_REQUESTS 10000000 /* requests one run may send */
 
-typedef struct aimd_config {
+typedef struct sl__cli_aimd_config {
     int64_t start, increase, floor, cap; /* milli-requests per second */
     int64_t decrease_ppm;                /* the factor on a 429, in millionths (500000 = x0.5) */
     sl_algorithm alg;                    /* the server's limit */
     sl_rate rate;
     int64_t burst;
     int64_t duration; /* ns */
-} aimd_config;
+} sl__cli_aimd_config;
 
-typedef struct aimd_point {
+typedef struct sl__cli_aimd_point {
     int64_t t;    /* ns: when the request was sent */
     int64_t rate; /* the client's rate after this answer (milli-requests per second) */
     bool ok;      /* served (false: 429) */
-} aimd_point;
+} sl__cli_aimd_point;
 
-typedef struct aimd_result {
-    aimd_point *pts; /* one per request, in time order */
+typedef struct sl__cli_aimd_result {
+    sl__cli_aimd_point *pts; /* one per request, in time order */
     size_t n;
     int64_t served, rejected;
-} aimd_result;
+} sl__cli_aimd_result;
 
 /* One AIMD step: the rate after a success (got_429 false) or a 429. */
-int64_t sl__cli_aimd_step(const aimd_config *cfg, int64_t rate, bool got_429);
+int64_t sl__cli_aimd_step(const sl__cli_aimd_config *cfg, int64_t rate, bool got_429);
 
-/* Runs the client against the server for cfg->duration. Returns 0, or -1
- * with a message in err. Free with sl__cli_aimd_result_free. */
-int sl__cli_aimd_run(const aimd_config *cfg, aimd_result *out, char *err, size_t errlen);
-void sl__cli_aimd_result_free(aimd_result *r);
+/* Runs the client against the server for cfg->duration. Returns 0, or a
+ * negative SL_E* code with a message in err: the library's (the server's
+ * table, the client's limiter), SL_ETOOMANY (more than AIMD_MAX_REQUESTS
+ * requests), SL_ENOMEM. Free with sl__cli_aimd_result_free (nothing to free
+ * on failure). */
+int sl__cli_aimd_run(const sl__cli_aimd_config *cfg, sl__cli_aimd_result *out, char *err,
+                     size_t errlen);
+void sl__cli_aimd_result_free(sl__cli_aimd_result *r);
 
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/error.h"
 #include "cli/output.h"
 #include "client/prng.h"
 #include "cli/sim.h"
@@ -29,7 +30,7 @@ const char *sl__cli_fair_discipline_name(int d) {
     return d >= 0 && d < FAIR_DISCIPLINES ? discipline_names[d] : NULL;
 }
 
-void sl__cli_fair_result_free(fair_result *r) {
+void sl__cli_fair_result_free(sl__cli_fair_result *r) {
     free(r->arrival);
     for (int d = 0; d < FAIR_DISCIPLINES; d++) free(r->wait[d]);
     memset(r, 0, sizeof *r);
@@ -41,9 +42,9 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 /* Nearest-rank percentiles of n >= 1 values (sorts them). */
-static fair_stats stats_of(int64_t *v, size_t n) {
+static sl__cli_fair_stats stats_of(int64_t *v, size_t n) {
     qsort(v, n, sizeof *v, cmp_i64);
-    return (fair_stats){
+    return (sl__cli_fair_stats){
         .p50 = v[(n + 1) / 2 - 1], .p99 = v[(99 * n + 99) / 100 - 1], .max = v[n - 1]};
 }
 
@@ -65,7 +66,7 @@ typedef struct queue {
     int64_t *fifo;
     size_t head, tail;
     sl_fairq *fq;
-    const fair_config *cfg;
+    const sl__cli_fair_config *cfg;
 } queue;
 
 static int queue_push(queue *q, int64_t job) {
@@ -103,21 +104,21 @@ static bool queue_pop(queue *q, int64_t *job) {
 }
 
 /* One discipline: every job's wait into big_wait (dump) and small_wait. */
-static int run_one(const fair_config *cfg, int discipline, const int64_t *arrival,
+static int run_one(const sl__cli_fair_config *cfg, int discipline, const int64_t *arrival,
                    const arrival_of *order, int64_t *big_wait, int64_t *small_wait,
                    int64_t *done_at, char *err, size_t errlen) {
     size_t total = (size_t)(cfg->jobs + cfg->tenants);
     queue q = {.discipline = discipline, .cfg = cfg};
     if (discipline == FAIR_FIFO) {
         q.fifo = malloc(total * sizeof *q.fifo);
-        if (!q.fifo) return snprintf(err, errlen, "out of memory"), -1;
+        if (!q.fifo) return sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
     } else {
         sl_fairq_options o = {.max_items = total,
                               .max_tenants = (size_t)cfg->tenants + 1,
                               .max_cost = 1,
                               .quantum = 1};
         int rc = sl_fairq_create(&o, &q.fq);
-        if (rc != SL_OK) return snprintf(err, errlen, "fair queue: %s", sl_strerror(rc)), -1;
+        if (rc != SL_OK) return sl__cli_fail(rc, err, errlen, "fair queue: %s", sl_strerror(rc));
     }
     int rc = 0;
     for (int64_t j = 0; j < cfg->jobs && rc == 0; j++) rc = queue_push(&q, j);
@@ -139,7 +140,7 @@ static int run_one(const fair_config *cfg, int discipline, const int64_t *arriva
         }
         while (next < cfg->tenants && order[next].t <= start && rc == 0)
             rc = queue_push(&q, cfg->jobs + order[next++].tenant);
-        if (rc != 0 || !queue_pop(&q, &job)) {
+        if (rc < 0 || !queue_pop(&q, &job)) {
             if (rc == 0) rc = SL_EINVAL; /* cannot happen: something arrived */
             break;
         }
@@ -152,23 +153,26 @@ static int run_one(const fair_config *cfg, int discipline, const int64_t *arriva
     *done_at = start;
     free(q.fifo);
     sl_fairq_destroy(q.fq);
-    if (rc != 0)
-        return snprintf(err, errlen, "%s: %s", discipline_names[discipline], sl_strerror(rc)), -1;
+    if (rc < 0)
+        return sl__cli_fail(rc, err, errlen, "%s: %s", discipline_names[discipline],
+                            sl_strerror(rc));
     return 0;
 }
 
-int sl__cli_fair_run(const fair_config *cfg, fair_result *out, char *err, size_t errlen) {
+int sl__cli_fair_run(const sl__cli_fair_config *cfg, sl__cli_fair_result *out, char *err,
+                     size_t errlen) {
     memset(out, 0, sizeof *out);
     if (cfg->jobs < 0 || cfg->jobs > FAIR_MAX_JOBS || cfg->tenants < 1 ||
         cfg->tenants > FAIR_MAX_TENANTS || cfg->spread < 0 || cfg->rate.limit < 1 ||
         cfg->rate.period < 1 || cfg->weight_big < 1 || cfg->weight_big > SL_FAIRQ_WEIGHT_MAX ||
         cfg->weight_small < 1 || cfg->weight_small > SL_FAIRQ_WEIGHT_MAX)
-        return snprintf(err, errlen, "parameters out of range"), -1;
+        return sl__cli_fail(SL_EINVAL, err, errlen, "parameters out of range");
     /* the last service starts before spread + total P / N */
     __int128 end = (__int128)cfg->spread +
                    (__int128)(cfg->jobs + cfg->tenants) * cfg->rate.period / cfg->rate.limit + 1;
     if (end > INT64_MAX / 2)
-        return snprintf(err, errlen, "the run would outlast the time domain: a faster --rate"), -1;
+        return sl__cli_fail(SL_EOVERFLOW, err, errlen,
+                            "the run would outlast the time domain: a faster --rate");
     out->service = cfg->rate.period / cfg->rate.limit;
     size_t n = (size_t)cfg->tenants, nbig = (size_t)cfg->jobs;
     out->arrival = malloc(n * sizeof *out->arrival);
@@ -178,8 +182,7 @@ int sl__cli_fair_run(const fair_config *cfg, fair_result *out, char *err, size_t
     for (int d = 0; d < FAIR_DISCIPLINES; d++) out->wait[d] = malloc(n * sizeof *out->wait[d]);
     int rc = 0;
     if (!out->arrival || !order || !big || !sorted || !out->wait[0] || !out->wait[1]) {
-        rc = -1;
-        snprintf(err, errlen, "out of memory");
+        rc = sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
         goto done;
     }
     sl__prng rng;
@@ -191,7 +194,7 @@ int sl__cli_fair_run(const fair_config *cfg, fair_result *out, char *err, size_t
     qsort(order, n, sizeof *order, cmp_arrival);
     for (int d = 0; d < FAIR_DISCIPLINES && rc == 0; d++) {
         rc = run_one(cfg, d, out->arrival, order, big, out->wait[d], &out->done_at[d], err, errlen);
-        if (rc != 0) break;
+        if (rc < 0) break;
         memcpy(sorted, out->wait[d], n * sizeof *sorted);
         out->small[d] = stats_of(sorted, n);
         if (nbig) out->big[d] = stats_of(big, nbig);
@@ -200,7 +203,7 @@ done:
     free(order);
     free(big);
     free(sorted);
-    if (rc != 0) sl__cli_fair_result_free(out);
+    if (rc < 0) sl__cli_fair_result_free(out);
     return rc;
 }
 
@@ -212,22 +215,24 @@ static const char *const tenant_columns[] = {"tenant", "arrival", "fifo_wait", "
 static const char *const option_columns[] = {"jobs",       "tenants",      "spread", "rate",
                                              "weight_big", "weight_small", "seed"};
 
-static void add_seconds(out_table *t, int64_t ns) {
+static void add_seconds(sl__cli_out_table *t, int64_t ns) {
     char b[40];
     sl__cli_out_table_add(t, CELL_NUM, "%s", sl__cli_fmt_seconds(ns, 3, b, sizeof b));
 }
 
-static int print_fair(FILE *fp, out_format f, const fair_config *cfg, const fair_result *r,
-                      const char *rate_text) {
+static int print_fair(FILE *fp, sl__cli_out_format f, const sl__cli_sim_view *view) {
+    const sl__cli_fair_config *cfg = view->cfg;
+    const sl__cli_fair_result *r = view->result;
+    const char *rate_text = view->rate_text;
     char b1[40], b2[40], b3[40];
-    out_table *res = sl__cli_out_table_new(7, result_columns);
-    out_table *opt = sl__cli_out_table_new(7, option_columns);
-    out_table *per = f == OUT_JSON ? sl__cli_out_table_new(4, tenant_columns) : NULL;
+    sl__cli_out_table *res = sl__cli_out_table_new(7, result_columns);
+    sl__cli_out_table *opt = sl__cli_out_table_new(7, option_columns);
+    sl__cli_out_table *per = f == OUT_JSON ? sl__cli_out_table_new(4, tenant_columns) : NULL;
     if (!res || !opt || (f == OUT_JSON && !per)) {
         sl__cli_out_table_free(res);
         sl__cli_out_table_free(opt);
         sl__cli_out_table_free(per);
-        return -1;
+        return SL_ENOMEM;
     }
     for (int d = 0; d < FAIR_DISCIPLINES; d++) {
         sl__cli_out_table_add(res, CELL_STR, "%s", discipline_names[d]);
@@ -299,19 +304,11 @@ static const char fair_css[] = ".title{font-size:18px;font-weight:600;fill:#1f29
                                ".fifo{fill:#e12d39;fill-opacity:0.75}\n"
                                ".wfq{fill:#1f9d55;fill-opacity:0.85}";
 
-/* A round step (1, 2 or 5 times a power of ten) cutting max into <= 6 parts. */
-static int64_t round_step(int64_t max) {
-    int64_t step = 1;
-    for (;;) {
-        if (step * 6 >= max) return step;
-        if (step * 2 * 6 >= max) return step * 2;
-        if (step * 5 * 6 >= max) return step * 5;
-        step *= 10;
-    }
-}
-
-static int write_fair_svg(const char *path, const fair_config *cfg, const fair_result *r,
-                          const char *rate_text, char *err, size_t errlen) {
+static int write_fair_svg(const char *path, const sl__cli_sim_view *view, char *err,
+                          size_t errlen) {
+    const sl__cli_fair_config *cfg = view->cfg;
+    const sl__cli_fair_result *r = view->result;
+    const char *rate_text = view->rate_text;
     const double W = 1000, left = 64, right = 24, top = 112, plot_h = 280;
     double axis_y = top + plot_h, pw = W - left - right;
     int H = (int)(axis_y + 48);
@@ -319,8 +316,8 @@ static int write_fair_svg(const char *path, const fair_config *cfg, const fair_r
     snprintf(title, sizeof title,
              "sluice sim fair: a dump of %lld jobs against %lld small tenants, a server of %s",
              (long long)cfg->jobs, (long long)cfg->tenants, rate_text);
-    svg *s = sl__cli_svg_open(path, (int)W, H, title, fair_css);
-    if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
+    sl__cli_svg *s = sl__cli_svg_open(path, (int)W, H, title, fair_css, err, errlen);
+    if (!s) return SL_EINVAL;
     sl__cli_svg_text(s, 16, 28, "title", "start", title);
     sl__cli_svg_textf(
         s, 16, 48, "sub", "start",
@@ -344,7 +341,7 @@ static int write_fair_svg(const char *path, const fair_config *cfg, const fair_r
     for (int d = 0; d < FAIR_DISCIPLINES; d++)
         if (r->small[d].max / SL_NS_PER_MS + 1 > ymax_ms)
             ymax_ms = r->small[d].max / SL_NS_PER_MS + 1;
-    int64_t ystep = round_step(ymax_ms), xstep = round_step(xmax_ms);
+    int64_t ystep = sl__cli_svg_round_step(ymax_ms), xstep = sl__cli_svg_round_step(xmax_ms);
     int64_t ytop = (ymax_ms + ystep - 1) / ystep * ystep;
     int64_t xtop = (xmax_ms + xstep - 1) / xstep * xstep;
     for (int64_t v = 0; v <= ytop; v += ystep) {
@@ -376,9 +373,7 @@ static int write_fair_svg(const char *path, const fair_config *cfg, const fair_r
     }
     sl__cli_svg_text(s, left + pw / 2, axis_y + 38, "tick", "middle",
                      "when the small tenant's job arrived (s)");
-    if (sl__cli_svg_close(s) != 0)
-        return snprintf(err, errlen, "%s: write error: %s", path, strerror(errno)), -1;
-    return 0;
+    return sl__cli_svg_close(s, err, errlen);
 }
 
 /* ---- command ---------------------------------------------------------------- */
@@ -410,7 +405,7 @@ static const char fair_help[] =
     "big_max (the dump's jobs), done_at (when the last job started). See docs/sim.md.\n";
 
 enum { F_JOBS, F_TENANTS, F_SPREAD, F_RATE, F_WEIGHTS, F_SEED, F_FORMAT, F_SVG, F_HELP };
-static const cli_opt fair_opts[] = {
+static const sl__cli_opt fair_opts[] = {
     [F_JOBS] = {"jobs", "N"},         [F_TENANTS] = {"tenants", "N"},
     [F_SPREAD] = {"spread", "S"},     [F_RATE] = {"rate", "N/P"},
     [F_WEIGHTS] = {"weights", "B,S"}, [F_SEED] = {"seed", "N"},
@@ -419,7 +414,7 @@ static const cli_opt fair_opts[] = {
 };
 
 /* "B,S": two weights, 1..SL_FAIRQ_WEIGHT_MAX. */
-static int parse_weights(const cli_args *a, const char *v, fair_config *cfg) {
+static int parse_weights(const sl__cli_args *a, const char *v, sl__cli_fair_config *cfg) {
     const char *comma = strchr(v, ',');
     char big[32];
     if (!comma || (size_t)(comma - v) >= sizeof big)
@@ -427,16 +422,37 @@ static int parse_weights(const cli_args *a, const char *v, fair_config *cfg) {
     memcpy(big, v, (size_t)(comma - v));
     big[comma - v] = 0;
     int64_t b, s;
-    if (sl__cli_args_int(a, big, 1, SL_FAIRQ_WEIGHT_MAX, &b) != 0 ||
-        sl__cli_args_int(a, comma + 1, 1, SL_FAIRQ_WEIGHT_MAX, &s) != 0)
-        return -1;
+    if (sl__cli_args_int(a, big, 1, SL_FAIRQ_WEIGHT_MAX, &b) < 0 ||
+        sl__cli_args_int(a, comma + 1, 1, SL_FAIRQ_WEIGHT_MAX, &s) < 0)
+        return SL_EINVAL;
     cfg->weight_big = (uint32_t)b;
     cfg->weight_small = (uint32_t)s;
     return 0;
 }
 
+/* sim fair's own options into the config. */
+static int fair_option(sl__cli_args *a, int idx, const char *v, void *ctx) {
+    sl__cli_fair_config *cfg = ctx;
+    switch (idx) {
+    case F_JOBS:
+        return sl__cli_args_int(a, v, 0, FAIR_MAX_JOBS, &cfg->jobs);
+    case F_TENANTS:
+        return sl__cli_args_int(a, v, 1, FAIR_MAX_TENANTS, &cfg->tenants);
+    case F_SPREAD:
+        return sl__cli_args_seconds(a, v, 0, 3600000, "seconds from 0 to 3600", &cfg->spread);
+    case F_RATE:
+        return sl__cli_args_rate(a, v, &cfg->rate);
+    case F_WEIGHTS:
+        return parse_weights(a, v, cfg);
+    case F_SEED:
+        return sl__cli_args_u64(a, v, &cfg->seed);
+    default:
+        return 0;
+    }
+}
+
 int sl__cli_sim_fair_main(const char *cmd, int argc, char **argv, int first) {
-    fair_config cfg = {
+    sl__cli_fair_config cfg = {
         .jobs = 10000,
         .tenants = 100,
         .spread = 10 * SL_NS_PER_SEC,
@@ -445,64 +461,20 @@ int sl__cli_sim_fair_main(const char *cmd, int argc, char **argv, int first) {
         .weight_small = 1,
         .seed = 1,
     };
-    out_format fmt = OUT_TABLE;
-    const char *svg_path = NULL;
-    cli_args a;
-    sl__cli_args_init(&a, cmd, argc, argv, first);
-    int idx, got;
-    const char *v;
-    while ((got = sl__cli_args_next(&a, fair_opts, &idx, &v)) > 0) {
-        int rc = 0;
-        switch (idx) {
-        case F_JOBS:
-            rc = sl__cli_args_int(&a, v, 0, FAIR_MAX_JOBS, &cfg.jobs);
-            break;
-        case F_TENANTS:
-            rc = sl__cli_args_int(&a, v, 1, FAIR_MAX_TENANTS, &cfg.tenants);
-            break;
-        case F_SPREAD:
-            rc = sl__cli_args_seconds(&a, v, 0, 3600000, "seconds from 0 to 3600", &cfg.spread);
-            break;
-        case F_RATE:
-            rc = sl__cli_args_rate(&a, v, &cfg.rate);
-            break;
-        case F_WEIGHTS:
-            rc = parse_weights(&a, v, &cfg);
-            break;
-        case F_SEED:
-            rc = sl__cli_args_u64(&a, v, &cfg.seed);
-            break;
-        case F_FORMAT:
-            if (sl__cli_out_format_parse(v, &fmt) != 0)
-                rc = sl__cli_args_error(&a, "expected table, csv or json, got '%s'", v);
-            break;
-        case F_SVG:
-            svg_path = v;
-            break;
-        case F_HELP:
-            fputs(fair_help, stdout);
-            return 0;
-        }
-        if (rc != 0) return EXIT_USAGE;
-    }
-    if (got < 0) return EXIT_USAGE;
-
+    sl__cli_sim_opts common;
+    int rc =
+        sl__cli_sim_parse(cmd, argc, argv, first, fair_opts, fair_help, &common, fair_option, &cfg);
+    if (rc != 0) return rc > 0 ? 0 : EXIT_USAGE;
     char err[512];
-    fair_result r;
-    if (sl__cli_fair_run(&cfg, &r, err, sizeof err) != 0) {
+    sl__cli_fair_result r;
+    if (sl__cli_fair_run(&cfg, &r, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         return 1;
     }
     char rate_text[64];
     sl_rate_format(cfg.rate, rate_text, sizeof rate_text);
-    int status = 0;
-    if (svg_path && write_fair_svg(svg_path, &cfg, &r, rate_text, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", cmd, err);
-        status = 1;
-    } else if (print_fair(stdout, fmt, &cfg, &r, rate_text) != 0) {
-        fprintf(stderr, "%s: out of memory\n", cmd);
-        status = 1;
-    }
+    sl__cli_sim_show show = {write_fair_svg, print_fair, {&cfg, &r, NULL, rate_text}};
+    int status = sl__cli_sim_show_result(cmd, &common, &show);
     sl__cli_fair_result_free(&r);
     return status;
 }

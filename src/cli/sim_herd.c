@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/error.h"
 #include "cli/output.h"
 #include "client/prng.h"
 #include "cli/sim.h"
@@ -54,71 +55,41 @@ static event heap_pop(event *h, size_t *n) {
     return top;
 }
 
-void sl__cli_herd_result_free(herd_result *r) {
+void sl__cli_herd_result_free(sl__cli_herd_result *r) {
     free(r->served_bin);
     free(r->rejected_bin);
     r->served_bin = r->rejected_bin = NULL;
 }
 
-int sl__cli_herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen) {
-    memset(out, 0, sizeof *out);
-    out->last_served_at = out->all_served_at = -1;
-    out->nbins = (size_t)((cfg->duration + HERD_BIN - 1) / HERD_BIN);
-    out->served_bin = calloc(out->nbins ? out->nbins : 1, sizeof *out->served_bin);
-    out->rejected_bin = calloc(out->nbins ? out->nbins : 1, sizeof *out->rejected_bin);
-    event *heap = malloc((size_t)cfg->workers * sizeof *heap);
-    if (!out->served_bin || !out->rejected_bin || !heap) {
-        free(heap);
-        sl__cli_herd_result_free(out);
-        return snprintf(err, errlen, "out of memory"), -1;
-    }
-    int64_t base = sl__cli_sim_time_base(cfg->rate.period, cfg->duration);
-    sl_params p = {.algorithm = cfg->alg,
-                   .rate = cfg->rate,
-                   .burst = cfg->burst,
-                   .flags = cfg->start_empty ? SL_START_EMPTY : 0,
-                   .origin = base};
-    sl_params unit = p; /* a ramp keeps the state in units (sluice/ramp.h) */
+/* The run's events: every worker at t = 0, each refusal a retry at its
+ * hint plus jitter, until cfg->duration; counts into out. `unit` is the
+ * table's params (a ramp's in units), `base` the absolute time of t = 0.
+ * Returns 0, or SL_ETOOMANY (over HERD_MAX_SENT) or sl_table_check's code,
+ * with a message in err. */
+static int herd_events(const sl__cli_herd_config *cfg, const sl_params *unit, int64_t base,
+                       sl_table *tab, event *heap, sl__cli_herd_result *out, char *err,
+                       size_t errlen) {
     bool ramped = cfg->ramp.duration > 0;
-    if (ramped && sl_ramp_params(&p, &unit) != SL_OK) {
-        free(heap);
-        sl__cli_herd_result_free(out);
-        return snprintf(err, errlen, "--ramp-up: %s cannot be ramped with this --rate/--burst",
-                        sl_algorithm_name(cfg->alg)),
-               -1;
-    }
-    sl_table *tab;
-    if (sl__cli_sim_table_create(&unit, &tab, err, errlen) != SL_OK) {
-        free(heap);
-        sl__cli_herd_result_free(out);
-        return -1;
-    }
     sl__prng rng;
     sl__prng_seed(&rng, cfg->seed);
-
     size_t n = 0;
     for (int64_t w = 0; w < cfg->workers; w++) heap_push(heap, &n, (event){0, w});
-    int rc = 0;
     while (n > 0) {
         event e = heap_pop(heap, &n);
         if (e.t >= cfg->duration) break; /* every other event is as late */
-        if (out->sent == HERD_MAX_SENT) {
-            rc = -1;
-            snprintf(err, errlen,
-                     "more than %d requests: use fewer --workers, a shorter --duration or a "
-                     "longer --retry-after",
-                     HERD_MAX_SENT);
-            break;
-        }
+        if (out->sent == HERD_MAX_SENT)
+            return sl__cli_fail(
+                SL_ETOOMANY, err, errlen,
+                "more than %d requests: use fewer --workers, a shorter --duration or "
+                "a longer --retry-after",
+                HERD_MAX_SENT);
         out->sent++;
         sl_decision d;
-        int64_t cost = ramped ? sl_ramp_cost(&unit, 1, sl_ramp_factor(&cfg->ramp, 0, e.t), 0) : 1;
+        int64_t cost = ramped ? sl_ramp_cost(unit, 1, sl_ramp_factor(&cfg->ramp, 0, e.t), 0) : 1;
         int c = sl_table_check(tab, "shared-key", 10, cost, base + e.t, &d);
-        if (c != SL_OK) {
-            rc = -1;
-            snprintf(err, errlen, "%s: %s", sl_algorithm_name(cfg->alg), sl_strerror(c));
-            break;
-        }
+        if (c != SL_OK)
+            return sl__cli_fail(c, err, errlen, "%s: %s", sl_algorithm_name(cfg->alg),
+                                sl_strerror(c));
         size_t bin = (size_t)(e.t / HERD_BIN);
         if (d.allowed) {
             out->served++;
@@ -131,11 +102,49 @@ int sl__cli_herd_run(const herd_config *cfg, herd_result *out, char *err, size_t
             heap_push(heap, &n, (event){e.t + cfg->retry_after + extra, e.worker});
         }
     }
+    return 0;
+}
+
+int sl__cli_herd_run(const sl__cli_herd_config *cfg, sl__cli_herd_result *out, char *err,
+                     size_t errlen) {
+    memset(out, 0, sizeof *out);
+    out->last_served_at = out->all_served_at = -1;
+    out->nbins = (size_t)((cfg->duration + HERD_BIN - 1) / HERD_BIN);
+    out->served_bin = calloc(out->nbins ? out->nbins : 1, sizeof *out->served_bin);
+    out->rejected_bin = calloc(out->nbins ? out->nbins : 1, sizeof *out->rejected_bin);
+    event *heap = malloc((size_t)cfg->workers * sizeof *heap);
+    if (!out->served_bin || !out->rejected_bin || !heap) {
+        free(heap);
+        sl__cli_herd_result_free(out);
+        return sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
+    }
+    int64_t base = sl__cli_sim_time_base(cfg->rate.period, cfg->duration);
+    sl_params p = {.algorithm = cfg->alg,
+                   .rate = cfg->rate,
+                   .burst = cfg->burst,
+                   .flags = cfg->start_empty ? SL_START_EMPTY : 0,
+                   .origin = base};
+    sl_params unit = p; /* a ramp keeps the state in units (sluice/ramp.h) */
+    if (cfg->ramp.duration > 0 && sl_ramp_params(&p, &unit) != SL_OK) {
+        free(heap);
+        sl__cli_herd_result_free(out);
+        return sl__cli_fail(SL_EINVAL, err, errlen,
+                            "--ramp-up: %s cannot be ramped with this --rate/--burst",
+                            sl_algorithm_name(cfg->alg));
+    }
+    sl_table *tab;
+    int rc = sl__cli_sim_table_create(&unit, &tab, err, errlen);
+    if (rc < 0) {
+        free(heap);
+        sl__cli_herd_result_free(out);
+        return rc;
+    }
+    rc = herd_events(cfg, &unit, base, tab, heap, out, err, errlen);
     free(heap);
     sl_table_destroy(tab);
-    if (rc != 0) {
+    if (rc < 0) {
         sl__cli_herd_result_free(out);
-        return -1;
+        return rc;
     }
     out->unserved = cfg->workers - out->served;
     out->retries = out->sent > cfg->workers ? out->sent - cfg->workers : 0;
@@ -159,20 +168,20 @@ static const char *const ramp_second_columns[] = {
     "second", "ramp", "sent", "served", "rejected", "waiting", "served_without_ramp"};
 
 /* The ramp's factor at t as a percentage with 1 decimal ("10.0", "55.3"). */
-static const char *ramp_pct(const herd_config *cfg, int64_t t, char *b, size_t n) {
+static const char *ramp_pct(const sl__cli_herd_config *cfg, int64_t t, char *b, size_t n) {
     int64_t f = sl_ramp_factor(&cfg->ramp, 0, t) / 1000; /* tenths of a percent, floored */
     snprintf(b, n, "%lld.%lld", (long long)(f / 10), (long long)(f % 10));
     return b;
 }
 
 /* Served per second of r from bin s0 on. */
-static int64_t served_second(const herd_result *r, size_t s0, size_t per_s) {
+static int64_t served_second(const sl__cli_herd_result *r, size_t s0, size_t per_s) {
     int64_t ok = 0;
     for (size_t b = s0; b < s0 + per_s && b < r->nbins; b++) ok += r->served_bin[b];
     return ok;
 }
 
-static void add_seconds(out_table *t, int64_t ns) {
+static void add_seconds(sl__cli_out_table *t, int64_t ns) {
     char b[40];
     if (ns < 0)
         sl__cli_out_table_add(t, CELL_NULL, "-");
@@ -180,23 +189,11 @@ static void add_seconds(out_table *t, int64_t ns) {
         sl__cli_out_table_add(t, CELL_NUM, "%s", sl__cli_fmt_seconds(ns, 3, b, sizeof b));
 }
 
-/* base: the same herd without the ramp (cfg has one), or NULL. */
-static int print_herd(FILE *fp, out_format f, const herd_config *cfg, const herd_result *r,
-                      const char *rate_text, const herd_result *base) {
-    char b1[40], b2[40], b3[40];
-    const char *sum_cols[19];
-    size_t nsum = N_OF(summary_columns);
-    memcpy(sum_cols, summary_columns, sizeof summary_columns);
-    if (base) memcpy(sum_cols + nsum, ramp_summary_columns, sizeof ramp_summary_columns);
-    if (base) nsum += N_OF(ramp_summary_columns);
-    out_table *sum = sl__cli_out_table_new(nsum, sum_cols);
-    out_table *sec = base ? sl__cli_out_table_new(7, ramp_second_columns)
-                          : sl__cli_out_table_new(5, second_columns);
-    if (!sum || !sec) {
-        sl__cli_out_table_free(sum);
-        sl__cli_out_table_free(sec);
-        return -1;
-    }
+/* The one row of totals (and, with base, the ramp's and the herd's without it). */
+static void herd_summary_row(sl__cli_out_table *sum, const sl__cli_herd_config *cfg,
+                             const sl__cli_herd_result *r, const char *rate_text,
+                             const sl__cli_herd_result *base) {
+    char b1[40];
     sl__cli_out_table_add(sum, CELL_NUM, "%lld", (long long)cfg->workers);
     sl__cli_out_table_add(sum, CELL_STR, "%s", sl_algorithm_name(cfg->alg));
     sl__cli_out_table_add(sum, CELL_STR, "%s", rate_text);
@@ -221,7 +218,12 @@ static int print_herd(FILE *fp, out_format f, const herd_config *cfg, const herd
         sl__cli_out_table_add(sum, CELL_NUM, "%lld", (long long)base->served);
         sl__cli_out_table_add(sum, CELL_NUM, "%lld", (long long)base->unserved);
     }
+}
 
+/* One row per second (with base, the ramp's factor and the herd without it). */
+static void herd_second_rows(sl__cli_out_table *sec, const sl__cli_herd_config *cfg,
+                             const sl__cli_herd_result *r, const sl__cli_herd_result *base) {
+    char b1[40];
     size_t per_s = (size_t)(SL_NS_PER_SEC / HERD_BIN);
     int64_t served_so_far = 0;
     for (size_t s0 = 0; s0 < r->nbins; s0 += per_s) {
@@ -240,45 +242,73 @@ static int print_herd(FILE *fp, out_format f, const herd_config *cfg, const herd
         if (base)
             sl__cli_out_table_add(sec, CELL_NUM, "%lld", (long long)served_second(base, s0, per_s));
     }
+}
 
+/* --format table: the story above the per-second table and the totals below. */
+static int print_herd_text(FILE *fp, const sl__cli_herd_config *cfg, const sl__cli_herd_result *r,
+                           const char *rate_text, const sl__cli_herd_result *base,
+                           const sl__cli_out_table *sec) {
+    char b1[40], b2[40], b3[40];
+    size_t per_s = (size_t)(SL_NS_PER_SEC / HERD_BIN);
+    fprintf(fp,
+            "herd: %lld workers share one key limited to %s, burst %lld (%s%s); all start "
+            "at 0 s.\nEach 429 says Retry-After %s s; a worker waits that plus up to %s s of "
+            "jitter. %s s, seed %llu.\n\n",
+            (long long)cfg->workers, rate_text, (long long)cfg->burst, sl_algorithm_name(cfg->alg),
+            cfg->start_empty ? ", exhausted at 0 s" : "",
+            sl__cli_fmt_seconds(cfg->retry_after, 0, b1, sizeof b1),
+            sl__cli_fmt_seconds(cfg->jitter, 0, b2, sizeof b2),
+            sl__cli_fmt_seconds(cfg->duration, 0, b3, sizeof b3), (unsigned long long)cfg->seed);
+    if (base)
+        fprintf(fp,
+                "0 s is the store's recovery: ramp_up lets %s%% of the burst and rate "
+                "through, all of it after %s s;\nserved_without_ramp is the same herd "
+                "against the whole limit from 0 s.\n\n",
+                ramp_pct(cfg, 0, b1, sizeof b1),
+                sl__cli_fmt_seconds(cfg->ramp.duration, 0, b2, sizeof b2));
+    int rc = sl__cli_out_table_print(sec, fp, OUT_TABLE, 0);
+    fprintf(fp, "\nsent %lld (%lld retries), served %lld, unserved %lld after %s s; ",
+            (long long)r->sent, (long long)r->retries, (long long)r->served, (long long)r->unserved,
+            sl__cli_fmt_seconds(cfg->duration, 0, b1, sizeof b1));
+    if (r->last_served_at < 0)
+        fputs("nobody was served\n", fp);
+    else if (r->unserved == 0)
+        fprintf(fp, "everyone was served by %s s\n",
+                sl__cli_fmt_seconds(r->last_served_at, 3, b1, sizeof b1));
+    else
+        fprintf(fp, "the last worker to get through was served at %s s\n",
+                sl__cli_fmt_seconds(r->last_served_at, 3, b1, sizeof b1));
+    if (base)
+        fprintf(fp,
+                "without ramp_up: served %lld, unserved %lld; in the first second %lld "
+                "were served, %lld with the ramp\n",
+                (long long)base->served, (long long)base->unserved,
+                (long long)served_second(base, 0, per_s), (long long)served_second(r, 0, per_s));
+    return rc;
+}
+
+/* view->base: the same herd without the ramp (cfg has one), or NULL. */
+static int print_herd(FILE *fp, sl__cli_out_format f, const sl__cli_sim_view *view) {
+    const sl__cli_herd_config *cfg = view->cfg;
+    const sl__cli_herd_result *r = view->result, *base = view->base;
+    const char *sum_cols[19];
+    size_t nsum = N_OF(summary_columns);
+    memcpy(sum_cols, summary_columns, sizeof summary_columns);
+    if (base) memcpy(sum_cols + nsum, ramp_summary_columns, sizeof ramp_summary_columns);
+    if (base) nsum += N_OF(ramp_summary_columns);
+    sl__cli_out_table *sum = sl__cli_out_table_new(nsum, sum_cols);
+    sl__cli_out_table *sec = base ? sl__cli_out_table_new(7, ramp_second_columns)
+                                  : sl__cli_out_table_new(5, second_columns);
+    if (!sum || !sec) {
+        sl__cli_out_table_free(sum);
+        sl__cli_out_table_free(sec);
+        return SL_ENOMEM;
+    }
+    herd_summary_row(sum, cfg, r, view->rate_text, base);
+    herd_second_rows(sec, cfg, r, base);
     int rc = 0;
     if (f == OUT_TABLE) {
-        fprintf(fp,
-                "herd: %lld workers share one key limited to %s, burst %lld (%s%s); all start "
-                "at 0 s.\nEach 429 says Retry-After %s s; a worker waits that plus up to %s s of "
-                "jitter. %s s, seed %llu.\n\n",
-                (long long)cfg->workers, rate_text, (long long)cfg->burst,
-                sl_algorithm_name(cfg->alg), cfg->start_empty ? ", exhausted at 0 s" : "",
-                sl__cli_fmt_seconds(cfg->retry_after, 0, b1, sizeof b1),
-                sl__cli_fmt_seconds(cfg->jitter, 0, b2, sizeof b2),
-                sl__cli_fmt_seconds(cfg->duration, 0, b3, sizeof b3),
-                (unsigned long long)cfg->seed);
-        if (base)
-            fprintf(fp,
-                    "0 s is the store's recovery: ramp_up lets %s%% of the burst and rate "
-                    "through, all of it after %s s;\nserved_without_ramp is the same herd "
-                    "against the whole limit from 0 s.\n\n",
-                    ramp_pct(cfg, 0, b1, sizeof b1),
-                    sl__cli_fmt_seconds(cfg->ramp.duration, 0, b2, sizeof b2));
-        rc = sl__cli_out_table_print(sec, fp, f, 0);
-        fprintf(fp, "\nsent %lld (%lld retries), served %lld, unserved %lld after %s s; ",
-                (long long)r->sent, (long long)r->retries, (long long)r->served,
-                (long long)r->unserved, sl__cli_fmt_seconds(cfg->duration, 0, b1, sizeof b1));
-        if (r->last_served_at < 0)
-            fputs("nobody was served\n", fp);
-        else if (r->unserved == 0)
-            fprintf(fp, "everyone was served by %s s\n",
-                    sl__cli_fmt_seconds(r->last_served_at, 3, b1, sizeof b1));
-        else
-            fprintf(fp, "the last worker to get through was served at %s s\n",
-                    sl__cli_fmt_seconds(r->last_served_at, 3, b1, sizeof b1));
-        if (base)
-            fprintf(fp,
-                    "without ramp_up: served %lld, unserved %lld; in the first second %lld "
-                    "were served, %lld with the ramp\n",
-                    (long long)base->served, (long long)base->unserved,
-                    (long long)served_second(base, 0, per_s),
-                    (long long)served_second(r, 0, per_s));
+        rc = print_herd_text(fp, cfg, r, view->rate_text, base, sec);
     } else if (f == OUT_CSV) {
         rc = sl__cli_out_table_print(sum, fp, f, 0);
     } else {
@@ -310,21 +340,11 @@ static const char herd_ramp_css[] = ".ramp{stroke:#1f2933;stroke-width:1.2;strok
                                     "fill:none}\n"
                                     ".base{stroke:#3f51b5;stroke-width:1.6;fill:none}";
 
-/* A round step (1, 2 or 5 times a power of ten) cutting max into <= 6 parts. */
-static int64_t round_step(int64_t max) {
-    int64_t step = 1;
-    for (;;) {
-        if (step * 6 >= max) return step;
-        if (step * 2 * 6 >= max) return step * 2;
-        if (step * 5 * 6 >= max) return step * 5;
-        step *= 10;
-    }
-}
-
 /* The ramp's limit per bin (a step per bin) and the herd without the ramp
  * (base: its served per bin), over the bars. */
-static void draw_ramp(svg *s, const herd_config *cfg, const herd_result *base, double left,
-                      double bw, double axis_y, double plot_h, int64_t ytop, double limit_per_bin) {
+static void draw_ramp(sl__cli_svg *s, const sl__cli_herd_config *cfg,
+                      const sl__cli_herd_result *base, double left, double bw, double axis_y,
+                      double plot_h, int64_t ytop, double limit_per_bin) {
     sl__cli_svg_polyline_begin(s, "base");
     for (size_t b = 0; b < base->nbins; b++) {
         double y = axis_y - plot_h * (double)base->served_bin[b] / (double)ytop;
@@ -345,9 +365,86 @@ static void draw_ramp(svg *s, const herd_config *cfg, const herd_result *base, d
     sl__cli_svg_polyline_end(s);
 }
 
-static int write_herd_svg(const char *path, const herd_config *cfg, const herd_result *r,
-                          const herd_result *base, const char *rate_text, char *err,
+/* The chart's geometry: the plot's left edge and width, a bin's width, the
+ * x axis's y, the plot's height, the y axis's top value and the limit per
+ * bin (a fraction of requests, presentation only). */
+typedef struct herd_chart {
+    sl__cli_svg *s;
+    double left, pw, bw, axis_y, plot_h;
+    int64_t ytop, ystep;
+    double limit_per_bin;
+} herd_chart;
+
+/* The y axis: the tallest bar (or the herd without the ramp, or the limit)
+ * with headroom, rounded up to a whole step. */
+static void herd_scale(herd_chart *c, const sl__cli_herd_config *cfg, const sl__cli_herd_result *r,
+                       const sl__cli_herd_result *base) {
+    c->limit_per_bin = (double)cfg->rate.limit * (double)HERD_BIN / (double)cfg->rate.period;
+    int64_t ymax = 1;
+    for (size_t b = 0; b < r->nbins; b++)
+        if (r->served_bin[b] + r->rejected_bin[b] > ymax)
+            ymax = r->served_bin[b] + r->rejected_bin[b];
+    for (size_t b = 0; base && b < base->nbins; b++)
+        if (base->served_bin[b] > ymax) ymax = base->served_bin[b];
+    if (c->limit_per_bin > (double)ymax && c->limit_per_bin < 1e15)
+        ymax = (int64_t)c->limit_per_bin + 1;
+    ymax += ymax / 20 + 1; /* headroom above the tallest bar */
+    c->ystep = sl__cli_svg_round_step(ymax);
+    c->ytop = (ymax + c->ystep - 1) / c->ystep * c->ystep;
+    c->bw = c->pw / (double)(r->nbins ? r->nbins : 1);
+}
+
+static void herd_legend(const herd_chart *c, const char *rate_text, bool ramped) {
+    sl__cli_svg *s = c->s;
+    double ly = 74;
+    sl__cli_svg_rect(s, 16, ly - 11, 12, 12, "ok", NULL);
+    sl__cli_svg_text(s, 34, ly, "legend", "start", "served (200)");
+    sl__cli_svg_rect(s, 130, ly - 11, 12, 12, "no", NULL);
+    sl__cli_svg_text(s, 148, ly, "legend", "start", "rejected (429)");
+    sl__cli_svg_line(s, 260, ly - 5, 290, ly - 5, "limit", NULL);
+    char per_bin[48];
+    double lpb = c->limit_per_bin;
+    if (lpb < 1e15 && !(lpb > (double)(int64_t)lpb))
+        snprintf(per_bin, sizeof per_bin, "%lld", (long long)lpb);
+    else
+        snprintf(per_bin, sizeof per_bin, "about %.1f", lpb);
+    sl__cli_svg_textf(s, 298, ly, "legend", "start", "the limit, %s: %s per 100 ms on average%s",
+                      rate_text, per_bin, ramped ? " (ramped up)" : "");
+    if (ramped) {
+        sl__cli_svg_line(s, 700, ly - 5, 730, ly - 5, "base", NULL);
+        sl__cli_svg_text(s, 738, ly, "legend", "start", "served without ramp_up");
+    }
+}
+
+/* One stacked bar per bin: served below, rejected above, a tooltip each. */
+static void herd_bars(const herd_chart *c, const sl__cli_herd_result *r) {
+    char b1[40], b2[40];
+    for (size_t b = 0; b < r->nbins; b++) {
+        int64_t ok = r->served_bin[b], no = r->rejected_bin[b];
+        if (ok + no == 0) continue;
+        char tip[160];
+        snprintf(tip, sizeof tip, "%s to %s s: %lld served, %lld rejected",
+                 sl__cli_fmt_seconds((int64_t)b * HERD_BIN, 1, b1, sizeof b1),
+                 sl__cli_fmt_seconds((int64_t)(b + 1) * HERD_BIN, 1, b2, sizeof b2), (long long)ok,
+                 (long long)no);
+        double x = c->left + c->bw * (double)b;
+        double hok = c->plot_h * (double)ok / (double)c->ytop;
+        double hno = c->plot_h * (double)no / (double)c->ytop;
+        double gap = c->bw > 4 ? 1 : 0;
+        sl__cli_svg_group_begin(c->s, NULL, tip);
+        if (ok) sl__cli_svg_rect(c->s, x + gap / 2, c->axis_y - hok, c->bw - gap, hok, "ok", NULL);
+        if (no)
+            sl__cli_svg_rect(c->s, x + gap / 2, c->axis_y - hok - hno, c->bw - gap, hno, "no",
+                             NULL);
+        sl__cli_svg_group_end(c->s);
+    }
+}
+
+static int write_herd_svg(const char *path, const sl__cli_sim_view *view, char *err,
                           size_t errlen) {
+    const sl__cli_herd_config *cfg = view->cfg;
+    const sl__cli_herd_result *r = view->result, *base = view->base;
+    const char *rate_text = view->rate_text;
     const double W = 1000, left = 64, right = 24, top = 112, plot_h = 250;
     double axis_y = top + plot_h;
     int H = (int)(axis_y + 48);
@@ -359,8 +456,8 @@ static int write_herd_svg(const char *path, const herd_config *cfg, const herd_r
              sl__cli_fmt_seconds(cfg->jitter, 0, b2, sizeof b2));
     char css[sizeof herd_css + sizeof herd_ramp_css + 1];
     snprintf(css, sizeof css, "%s%s%s", herd_css, base ? "\n" : "", base ? herd_ramp_css : "");
-    svg *s = sl__cli_svg_open(path, (int)W, H, title, css);
-    if (!s) return snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)), -1;
+    sl__cli_svg *s = sl__cli_svg_open(path, (int)W, H, title, css, err, errlen);
+    if (!s) return SL_EINVAL;
     sl__cli_svg_text(s, 16, 28, "title", "start", title);
     if (r->unserved == 0)
         sl__cli_svg_textf(s, 16, 48, "sub", "start",
@@ -375,39 +472,12 @@ static int write_herd_svg(const char *path, const herd_config *cfg, const herd_r
             (long long)r->sent, (long long)cfg->workers, (long long)r->served,
             (long long)r->unserved, sl__cli_fmt_seconds(cfg->duration, 0, b1, sizeof b1));
 
-    /* the limit per bin, as a fraction of requests (presentation only) */
-    double limit_per_bin = (double)cfg->rate.limit * (double)HERD_BIN / (double)cfg->rate.period;
-    int64_t ymax = 1;
-    for (size_t b = 0; b < r->nbins; b++)
-        if (r->served_bin[b] + r->rejected_bin[b] > ymax)
-            ymax = r->served_bin[b] + r->rejected_bin[b];
-    for (size_t b = 0; base && b < base->nbins; b++)
-        if (base->served_bin[b] > ymax) ymax = base->served_bin[b];
-    if (limit_per_bin > (double)ymax && limit_per_bin < 1e15) ymax = (int64_t)limit_per_bin + 1;
-    ymax += ymax / 20 + 1; /* headroom above the tallest bar */
-    int64_t ystep = round_step(ymax);
-    int64_t ytop = (ymax + ystep - 1) / ystep * ystep;
-    double pw = W - left - right;
-    double bw = pw / (double)(r->nbins ? r->nbins : 1);
-
-    /* legend */
-    double ly = 74;
-    sl__cli_svg_rect(s, 16, ly - 11, 12, 12, "ok", NULL);
-    sl__cli_svg_text(s, 34, ly, "legend", "start", "served (200)");
-    sl__cli_svg_rect(s, 130, ly - 11, 12, 12, "no", NULL);
-    sl__cli_svg_text(s, 148, ly, "legend", "start", "rejected (429)");
-    sl__cli_svg_line(s, 260, ly - 5, 290, ly - 5, "limit", NULL);
-    char per_bin[48];
-    if (limit_per_bin < 1e15 && !(limit_per_bin > (double)(int64_t)limit_per_bin))
-        snprintf(per_bin, sizeof per_bin, "%lld", (long long)limit_per_bin);
-    else
-        snprintf(per_bin, sizeof per_bin, "about %.1f", limit_per_bin);
-    sl__cli_svg_textf(s, 298, ly, "legend", "start", "the limit, %s: %s per 100 ms on average%s",
-                      rate_text, per_bin, base ? " (ramped up)" : "");
-    if (base) {
-        sl__cli_svg_line(s, 700, ly - 5, 730, ly - 5, "base", NULL);
-        sl__cli_svg_text(s, 738, ly, "legend", "start", "served without ramp_up");
-    }
+    herd_chart c = {
+        .s = s, .left = left, .pw = W - left - right, .axis_y = axis_y, .plot_h = plot_h};
+    herd_scale(&c, cfg, r, base);
+    int64_t ytop = c.ytop, ystep = c.ystep;
+    double pw = c.pw, bw = c.bw, limit_per_bin = c.limit_per_bin;
+    herd_legend(&c, rate_text, base != NULL);
 
     for (int64_t v = 0; v <= ytop; v += ystep) {
         double y = axis_y - plot_h * (double)v / (double)ytop;
@@ -416,22 +486,7 @@ static int write_herd_svg(const char *path, const herd_config *cfg, const herd_r
     }
     sl__cli_svg_text(s, 16, top - 14, "tick", "start", "requests per 100 ms");
 
-    for (size_t b = 0; b < r->nbins; b++) {
-        int64_t ok = r->served_bin[b], no = r->rejected_bin[b];
-        if (ok + no == 0) continue;
-        char tip[160];
-        snprintf(tip, sizeof tip, "%s to %s s: %lld served, %lld rejected",
-                 sl__cli_fmt_seconds((int64_t)b * HERD_BIN, 1, b1, sizeof b1),
-                 sl__cli_fmt_seconds((int64_t)(b + 1) * HERD_BIN, 1, b2, sizeof b2), (long long)ok,
-                 (long long)no);
-        double x = left + bw * (double)b;
-        double hok = plot_h * (double)ok / (double)ytop, hno = plot_h * (double)no / (double)ytop;
-        double gap = bw > 4 ? 1 : 0;
-        sl__cli_svg_group_begin(s, NULL, tip);
-        if (ok) sl__cli_svg_rect(s, x + gap / 2, axis_y - hok, bw - gap, hok, "ok", NULL);
-        if (no) sl__cli_svg_rect(s, x + gap / 2, axis_y - hok - hno, bw - gap, hno, "no", NULL);
-        sl__cli_svg_group_end(s);
-    }
+    herd_bars(&c, r);
     if (base) {
         draw_ramp(s, cfg, base, left, bw, axis_y, plot_h, ytop, limit_per_bin);
     } else if (limit_per_bin <= (double)ytop) {
@@ -441,16 +496,14 @@ static int write_herd_svg(const char *path, const herd_config *cfg, const herd_r
 
     sl__cli_svg_line(s, left, axis_y, W - right, axis_y, "axis", NULL);
     int64_t secs = sl__ceil_s(cfg->duration);
-    int64_t tstep = round_step(secs * 6 / 12 + 1);
+    int64_t tstep = sl__cli_svg_round_step(secs * 6 / 12 + 1);
     for (int64_t sec = 0; sec * SL_NS_PER_SEC <= (int64_t)r->nbins * HERD_BIN; sec += tstep) {
         double x = left + bw * ((double)(sec * SL_NS_PER_SEC) / HERD_BIN); /* whole bins */
         sl__cli_svg_line(s, x, axis_y, x, axis_y + 5, "axis", NULL);
         sl__cli_svg_textf(s, x, axis_y + 18, "tick", "middle", "%lld", (long long)sec);
     }
     sl__cli_svg_text(s, left + pw / 2, axis_y + 38, "tick", "middle", "time (s)");
-    if (sl__cli_svg_close(s) != 0)
-        return snprintf(err, errlen, "%s: write error: %s", path, strerror(errno)), -1;
-    return 0;
+    return sl__cli_svg_close(s, err, errlen);
 }
 
 /* ---- command ---------------------------------------------------------------- */
@@ -504,7 +557,7 @@ enum {
     H_SVG,
     H_HELP
 };
-static const cli_opt herd_opts[] = {
+static const sl__cli_opt herd_opts[] = {
     [H_WORKERS] = {"workers", "N"},
     [H_RATE] = {"rate", "N/P"},
     [H_BURST] = {"burst", "B"},
@@ -522,8 +575,43 @@ static const cli_opt herd_opts[] = {
     {NULL, NULL},
 };
 
+/* sim herd's own options into the config. */
+static int herd_option(sl__cli_args *a, int idx, const char *v, void *ctx) {
+    sl__cli_herd_config *cfg = ctx;
+    switch (idx) {
+    case H_WORKERS:
+        return sl__cli_args_int(a, v, 1, 100000, &cfg->workers);
+    case H_RATE:
+        return sl__cli_args_rate(a, v, &cfg->rate);
+    case H_BURST:
+        return sl__cli_args_int(a, v, 1, INT64_C(1) << 61, &cfg->burst);
+    case H_ALGORITHM:
+        return sl__cli_args_algorithm(a, v, &cfg->alg);
+    case H_RETRY:
+        return sl__cli_args_seconds(a, v, 1, 3600000, "seconds from 0.001 to 3600",
+                                    &cfg->retry_after);
+    case H_JITTER:
+        return sl__cli_args_seconds(a, v, 0, 3600000, "seconds from 0 to 3600", &cfg->jitter);
+    case H_DURATION:
+        return sl__cli_args_seconds(a, v, 1, 3600000, "seconds from 0.001 to 3600", &cfg->duration);
+    case H_SEED:
+        return sl__cli_args_u64(a, v, &cfg->seed);
+    case H_START_EMPTY:
+        cfg->start_empty = true;
+        return 0;
+    case H_RAMP_UP:
+        return sl__cli_args_seconds(a, v, 1, 86400000, "seconds from 0.001 to 86400",
+                                    &cfg->ramp.duration);
+    case H_RAMP_FROM:
+        return sl__cli_args_decimal(a, v, 4, 1, SL_RAMP_ONE, "a percentage above 0 and at most 100",
+                                    &cfg->ramp.from);
+    default:
+        return 0;
+    }
+}
+
 int sl__cli_sim_herd_main(const char *cmd, int argc, char **argv, int first) {
-    herd_config cfg = {
+    sl__cli_herd_config cfg = {
         .workers = 300,
         .alg = SL_TOKEN_BUCKET,
         .rate = {150, SL_NS_PER_SEC},
@@ -534,99 +622,31 @@ int sl__cli_sim_herd_main(const char *cmd, int argc, char **argv, int first) {
         .seed = 1,
         .ramp = {.duration = 0, .from = SL_RAMP_ONE / 10},
     };
-    out_format fmt = OUT_TABLE;
-    const char *svg_path = NULL;
-    cli_args a;
-    sl__cli_args_init(&a, cmd, argc, argv, first);
-    int idx, got;
-    const char *v;
-    while ((got = sl__cli_args_next(&a, herd_opts, &idx, &v)) > 0) {
-        int rc = 0;
-        switch (idx) {
-        case H_WORKERS:
-            rc = sl__cli_args_int(&a, v, 1, 100000, &cfg.workers);
-            break;
-        case H_RATE:
-            rc = sl__cli_args_rate(&a, v, &cfg.rate);
-            break;
-        case H_BURST:
-            rc = sl__cli_args_int(&a, v, 1, INT64_C(1) << 61, &cfg.burst);
-            break;
-        case H_ALGORITHM:
-            rc = sl__cli_args_algorithm(&a, v, &cfg.alg);
-            break;
-        case H_RETRY:
-            rc = sl__cli_args_seconds(&a, v, 1, 3600000, "seconds from 0.001 to 3600",
-                                      &cfg.retry_after);
-            break;
-        case H_JITTER:
-            rc = sl__cli_args_seconds(&a, v, 0, 3600000, "seconds from 0 to 3600", &cfg.jitter);
-            break;
-        case H_DURATION:
-            rc = sl__cli_args_seconds(&a, v, 1, 3600000, "seconds from 0.001 to 3600",
-                                      &cfg.duration);
-            break;
-        case H_SEED:
-            rc = sl__cli_args_u64(&a, v, &cfg.seed);
-            break;
-        case H_START_EMPTY:
-            cfg.start_empty = true;
-            break;
-        case H_RAMP_UP:
-            rc = sl__cli_args_seconds(&a, v, 1, 86400000, "seconds from 0.001 to 86400",
-                                      &cfg.ramp.duration);
-            break;
-        case H_RAMP_FROM:
-            rc = sl__cli_args_decimal(&a, v, 4, 1, SL_RAMP_ONE,
-                                      "a percentage above 0 and at most 100", &cfg.ramp.from);
-            break;
-        case H_FORMAT:
-            if (sl__cli_out_format_parse(v, &fmt) != 0)
-                rc = sl__cli_args_error(&a, "expected table, csv or json, got '%s'", v);
-            break;
-        case H_SVG:
-            svg_path = v;
-            break;
-        case H_HELP:
-            fputs(herd_help, stdout);
-            return 0;
-        }
-        if (rc != 0) return EXIT_USAGE;
-    }
-    if (got < 0) return EXIT_USAGE;
-    sl_params p = {.algorithm = cfg.alg, .rate = cfg.rate, .burst = cfg.burst};
-    int prc = sl_params_validate(&p);
-    if (prc != SL_OK) {
-        fprintf(stderr, "%s: --rate/--burst do not suit %s: %s\n", cmd, sl_algorithm_name(cfg.alg),
-                sl_strerror(prc));
-        return EXIT_USAGE;
-    }
+    sl__cli_sim_opts common;
+    int rc =
+        sl__cli_sim_parse(cmd, argc, argv, first, herd_opts, herd_help, &common, herd_option, &cfg);
+    if (rc != 0) return rc > 0 ? 0 : EXIT_USAGE;
+    if (sl__cli_sim_params_check(cmd, cfg.alg, cfg.rate, cfg.burst) != SL_OK) return EXIT_USAGE;
 
     char err[512];
-    herd_result r, base = {0};
-    herd_config plain = cfg;
+    sl__cli_herd_result r, base = {0};
+    sl__cli_herd_config plain = cfg;
     plain.ramp.duration = 0;
     bool ramped = cfg.ramp.duration > 0;
-    if (sl__cli_herd_run(&cfg, &r, err, sizeof err) != 0) {
+    if (sl__cli_herd_run(&cfg, &r, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         return 1;
     }
-    if (ramped && sl__cli_herd_run(&plain, &base, err, sizeof err) != 0) {
+    if (ramped && sl__cli_herd_run(&plain, &base, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err);
         sl__cli_herd_result_free(&r);
         return 1;
     }
     char rate_text[64];
     sl_rate_format(cfg.rate, rate_text, sizeof rate_text);
-    int status = 0;
-    if (svg_path && write_herd_svg(svg_path, &cfg, &r, ramped ? &base : NULL, rate_text, err,
-                                   sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", cmd, err);
-        status = 1;
-    } else if (print_herd(stdout, fmt, &cfg, &r, rate_text, ramped ? &base : NULL) != 0) {
-        fprintf(stderr, "%s: out of memory\n", cmd);
-        status = 1;
-    }
+    sl__cli_sim_show show = {
+        write_herd_svg, print_herd, {&cfg, &r, ramped ? &base : NULL, rate_text}};
+    int status = sl__cli_sim_show_result(cmd, &common, &show);
     sl__cli_herd_result_free(&r);
     sl__cli_herd_result_free(&base);
     return status;

@@ -17,7 +17,7 @@
 #define HERD_BIN      (100 * SL_NS_PER_MS) /* the chart's and the result's bins */
 #define HERD_MAX_SENT 20000000             /* requests one run may send */
 
-typedef struct herd_config {
+typedef struct sl__cli_herd_config {
     int64_t workers;  /* all fire at t = 0 */
     sl_algorithm alg; /* the server's limit on the shared key */
     sl_rate rate;
@@ -29,9 +29,9 @@ typedef struct herd_config {
     bool start_empty; /* the key is exhausted at t = 0 (SL_START_EMPTY): every worker has
                          just been refused, as in the seed's telling */
     sl_ramp ramp;     /* ramp_up from t = 0, the recovery (sluice/ramp.h); duration 0: none */
-} herd_config;
+} sl__cli_herd_config;
 
-typedef struct herd_result {
+typedef struct sl__cli_herd_result {
     int64_t sent, served, unserved;
     int64_t retries;        /* requests after each worker's first one (sent - workers) */
     int64_t last_served_at; /* when the last worker to be served was served (its
@@ -40,12 +40,14 @@ typedef struct herd_result {
     size_t nbins;           /* ceil(duration / HERD_BIN) */
     int64_t *served_bin;    /* requests allowed per bin (by arrival time) */
     int64_t *rejected_bin;  /* requests refused per bin */
-} herd_result;
+} sl__cli_herd_result;
 
-/* Runs the herd. Returns 0, or -1 with a message in err (bad parameters,
- * out of memory, more than HERD_MAX_SENT requests). Free with
- * sl__cli_herd_result_free. */
-int sl__cli_herd_run(const herd_config *cfg, herd_result *out, char *err, size_t errlen);
-void sl__cli_herd_result_free(herd_result *r);
+/* Runs the herd. Returns 0, or a negative SL_E* code with a message in err:
+ * SL_EINVAL (an algorithm --ramp-up cannot ramp), SL_ETOOMANY (more than
+ * HERD_MAX_SENT requests), SL_ENOMEM, or the library's (the table). Free with
+ * sl__cli_herd_result_free (nothing to free on failure). */
+int sl__cli_herd_run(const sl__cli_herd_config *cfg, sl__cli_herd_result *out, char *err,
+                     size_t errlen);
+void sl__cli_herd_result_free(sl__cli_herd_result *r);
 
 #endif

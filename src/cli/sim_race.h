@@ -12,14 +12,14 @@
 #include "cli/trace.h"
 #include "sluice/sluice.h"
 
-typedef struct race_config {
+typedef struct sl__cli_race_config {
     sl_rate rate;  /* windows: rate.limit per rate.period; buckets: the refill rate */
     int64_t burst; /* buckets (token_bucket, gcra, leaky_queue) only */
     sl_algorithm algs[6];
     int nalgs;
-} race_config;
+} sl__cli_race_config;
 
-typedef struct race_result {
+typedef struct sl__cli_race_result {
     sl_algorithm alg;
     int64_t allowed, rejected; /* requests */
     /* Most cost units (requests, with cost 1) that reached the server in any
@@ -31,15 +31,17 @@ typedef struct race_result {
     int64_t max_delay;   /* leaky_queue: the longest delay (ns); 0 for the others */
     bool *ok;            /* per request, in trace order: allowed */
     int64_t *delay;      /* per request: delay before release (ns), 0 unless leaky_queue */
-} race_result;
+} sl__cli_race_result;
 
 /* Runs the race: results[i] for cfg->algs[i] (results must hold cfg->nalgs).
  * Keys are independent limiters (one table per algorithm holding all the
- * trace's keys). Returns 0, or -1 with a message in err (bad parameters for
- * an algorithm, out of memory). On success free with sl__cli_race_results_free. */
-int sl__cli_race_run(const trace *t, const race_config *cfg, race_result *results, char *err,
-                     size_t errlen);
-void sl__cli_race_results_free(race_result *results, int n);
+ * trace's keys). Returns 0, or a negative SL_E* code with a message in err:
+ * the library's (parameters that do not suit an algorithm, a failed check),
+ * SL_ENOMEM (also when a table's memory cap forgot live states). On success
+ * free with sl__cli_race_results_free. */
+int sl__cli_race_run(const sl__cli_trace *t, const sl__cli_race_config *cfg,
+                     sl__cli_race_result *results, char *err, size_t errlen);
+void sl__cli_race_results_free(sl__cli_race_result *results, int n);
 
 /* The largest total weight of events in any half-open interval of length
  * `period`, exactly. times must be sorted ascending. *start (may be NULL)

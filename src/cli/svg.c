@@ -8,9 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct svg {
+#include "sluice/error.h"
+
+struct sl__cli_svg {
     FILE *fp;
-    int points; /* points written in the open polyline */
+    const char *path; /* the caller's, for messages */
+    int points;       /* points written in the open polyline */
 };
 
 static void esc(FILE *fp, const char *t) {
@@ -70,14 +73,22 @@ static void end_elem(FILE *fp, const char *name, const char *tip) {
     fprintf(fp, "</title></%s>\n", name);
 }
 
-svg *sl__cli_svg_open(const char *path, int width, int height, const char *title, const char *css) {
-    svg *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
+/* "path: what: strerror(e)" into err (when errlen > 0), errno = e. */
+static void io_error(const char *path, const char *what, int e, char *err, size_t errlen) {
+    if (errlen > 0) snprintf(err, errlen, "%s: %s: %s", path, what, strerror(e));
+    errno = e;
+}
+
+sl__cli_svg *sl__cli_svg_open(const char *path, int width, int height, const char *title,
+                              const char *css, char *err, size_t errlen) {
+    sl__cli_svg *s = calloc(1, sizeof *s);
+    if (!s) return io_error(path, "cannot write", errno, err, errlen), NULL;
+    s->path = path;
     s->fp = fopen(path, "w");
     if (!s->fp) {
         int e = errno;
         free(s);
-        errno = e;
+        io_error(path, "cannot write", e, err, errlen);
         return NULL;
     }
     FILE *fp = s->fp;
@@ -97,7 +108,7 @@ svg *sl__cli_svg_open(const char *path, int width, int height, const char *title
     return s;
 }
 
-int sl__cli_svg_close(svg *s) {
+int sl__cli_svg_close(sl__cli_svg *s, char *err, size_t errlen) {
     fputs("</svg>\n", s->fp);
     int bad = ferror(s->fp);
     int e = errno;
@@ -105,15 +116,16 @@ int sl__cli_svg_close(svg *s) {
         bad = 1;
         e = errno;
     }
+    const char *path = s->path;
     free(s);
     if (bad) {
-        errno = e ? e : EIO;
-        return -1;
+        io_error(path, "write error", e ? e : EIO, err, errlen);
+        return SL_EINVAL;
     }
     return 0;
 }
 
-void sl__cli_svg_rect(svg *s, double x, double y, double w, double h, const char *cls,
+void sl__cli_svg_rect(sl__cli_svg *s, double x, double y, double w, double h, const char *cls,
                       const char *tip) {
     fputs("<rect", s->fp);
     attr_num(s->fp, "x", x);
@@ -124,7 +136,7 @@ void sl__cli_svg_rect(svg *s, double x, double y, double w, double h, const char
     end_elem(s->fp, "rect", tip);
 }
 
-void sl__cli_svg_line(svg *s, double x1, double y1, double x2, double y2, const char *cls,
+void sl__cli_svg_line(sl__cli_svg *s, double x1, double y1, double x2, double y2, const char *cls,
                       const char *tip) {
     fputs("<line", s->fp);
     attr_num(s->fp, "x1", x1);
@@ -135,7 +147,8 @@ void sl__cli_svg_line(svg *s, double x1, double y1, double x2, double y2, const 
     end_elem(s->fp, "line", tip);
 }
 
-void sl__cli_svg_circle(svg *s, double cx, double cy, double r, const char *cls, const char *tip) {
+void sl__cli_svg_circle(sl__cli_svg *s, double cx, double cy, double r, const char *cls,
+                        const char *tip) {
     fputs("<circle", s->fp);
     attr_num(s->fp, "cx", cx);
     attr_num(s->fp, "cy", cy);
@@ -144,7 +157,7 @@ void sl__cli_svg_circle(svg *s, double cx, double cy, double r, const char *cls,
     end_elem(s->fp, "circle", tip);
 }
 
-void sl__cli_svg_text(svg *s, double x, double y, const char *cls, const char *anchor,
+void sl__cli_svg_text(sl__cli_svg *s, double x, double y, const char *cls, const char *anchor,
                       const char *text) {
     fputs("<text", s->fp);
     attr_num(s->fp, "x", x);
@@ -156,7 +169,7 @@ void sl__cli_svg_text(svg *s, double x, double y, const char *cls, const char *a
     fputs("</text>\n", s->fp);
 }
 
-void sl__cli_svg_textf(svg *s, double x, double y, const char *cls, const char *anchor,
+void sl__cli_svg_textf(sl__cli_svg *s, double x, double y, const char *cls, const char *anchor,
                        const char *fmt, ...) {
     char buf[512];
     va_list ap;
@@ -168,25 +181,25 @@ void sl__cli_svg_textf(svg *s, double x, double y, const char *cls, const char *
     sl__cli_svg_text(s, x, y, cls, anchor, buf);
 }
 
-void sl__cli_svg_polyline_begin(svg *s, const char *cls) {
+void sl__cli_svg_polyline_begin(sl__cli_svg *s, const char *cls) {
     fputs("<polyline", s->fp);
     cls_attr(s->fp, cls);
     fputs(" points=\"", s->fp);
     s->points = 0;
 }
 
-void sl__cli_svg_polyline_point(svg *s, double x, double y) {
+void sl__cli_svg_polyline_point(sl__cli_svg *s, double x, double y) {
     if (s->points++) fputc(s->points % 8 == 1 ? '\n' : ' ', s->fp);
     num(s->fp, x);
     fputc(',', s->fp);
     num(s->fp, y);
 }
 
-void sl__cli_svg_polyline_end(svg *s) {
+void sl__cli_svg_polyline_end(sl__cli_svg *s) {
     fputs("\"/>\n", s->fp);
 }
 
-void sl__cli_svg_group_begin(svg *s, const char *cls, const char *tip) {
+void sl__cli_svg_group_begin(sl__cli_svg *s, const char *cls, const char *tip) {
     fputs("<g", s->fp);
     cls_attr(s->fp, cls);
     fputs(">", s->fp);
@@ -198,6 +211,16 @@ void sl__cli_svg_group_begin(svg *s, const char *cls, const char *tip) {
     fputc('\n', s->fp);
 }
 
-void sl__cli_svg_group_end(svg *s) {
+void sl__cli_svg_group_end(sl__cli_svg *s) {
     fputs("</g>\n", s->fp);
+}
+
+int64_t sl__cli_svg_round_step(int64_t max) {
+    int64_t step = 1;
+    for (;;) {
+        if (step * 6 >= max) return step;
+        if (step * 2 * 6 >= max) return step * 2;
+        if (step * 5 * 6 >= max) return step * 5;
+        step *= 10;
+    }
 }

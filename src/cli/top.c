@@ -243,50 +243,97 @@ static void render(frame *f, const char *base, const cJSON *doc, const cJSON *pr
     keys_section(f, doc, "top_near", "KEYS NEAR THEIR LIMIT");
 }
 
-int sl__cli_top_main(const char *cmd, int argc, char **argv, int first) {
-    const char *base = "http://127.0.0.1:8080";
-    bool once = false;
-    int64_t interval = 1000;
-    long top = 5;
+/* What the command line asked for. */
+typedef struct top_args {
+    const char *base; /* sluiced's URL */
+    bool once;
+    int64_t interval; /* ms */
+    long top;
+} top_args;
+
+/* Reads argv into *t. Returns 0, 1 after printing the help (exit 0), or
+ * SL_EINVAL after printing a usage error. */
+static int top_parse(const char *cmd, int argc, char **argv, int first, top_args *t) {
+    *t = (top_args){.base = "http://127.0.0.1:8080", .once = false, .interval = 1000, .top = 5};
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             fputs(top_help, stdout);
-            return 0;
+            return 1;
         } else if (strcmp(a, "--once") == 0) {
-            once = true;
+            t->once = true;
         } else if (strcmp(a, "--interval") == 0 && i + 1 < argc) {
-            if (!parse_interval(argv[++i], &interval)) {
+            if (!parse_interval(argv[++i], &t->interval)) {
                 fprintf(stderr, "%s: --interval: expected a duration such as 500ms or 2s\n", cmd);
-                return EXIT_USAGE;
+                return SL_EINVAL;
             }
         } else if (strcmp(a, "--top") == 0 && i + 1 < argc) {
             char *end;
-            top = strtol(argv[++i], &end, 10);
-            if (*end || top < 1 || top > 20) {
+            t->top = strtol(argv[++i], &end, 10);
+            if (*end || t->top < 1 || t->top > 20) {
                 fprintf(stderr, "%s: --top: expected 1 to 20\n", cmd);
-                return EXIT_USAGE;
+                return SL_EINVAL;
             }
         } else if (a[0] == '-') {
             fprintf(stderr, "%s: unknown option '%s' (see %s --help)\n", cmd, a, cmd);
-            return EXIT_USAGE;
+            return SL_EINVAL;
         } else {
-            base = a;
+            t->base = a;
         }
     }
-    if (interval == 0 && !once) {
+    if (t->interval == 0 && !t->once) {
         fprintf(stderr, "%s: --interval 0 needs --once\n", cmd);
-        return EXIT_USAGE;
+        return SL_EINVAL;
     }
-    size_t bl = strlen(base);
-    while (bl && base[bl - 1] == '/') bl--;
+    return 0;
+}
+
+/* Fetches and draws frames until --once's one, a failed fetch, or SIGINT /
+ * SIGTERM. Returns the exit code: 0, or 1 when a fetch failed. */
+static int top_loop(const char *cmd, sl_client *c, const char *url, const char *shown_base,
+                    const top_args *t) {
+    int rc = 0;
+    cJSON *prev = fetch(cmd, c, url);
+    if (!prev) rc = 1;
+    frame f = {0};
+    while (!rc && !stop_asked) {
+        cJSON *doc = prev;
+        if (!t->once || t->interval > 0) {
+            nap(t->interval);
+            if (stop_asked) break;
+            doc = fetch(cmd, c, url);
+            if (!doc) {
+                rc = 1;
+                break;
+            }
+        }
+        f.len = 0;
+        if (!t->once) out(&f, "\033[H\033[2J"); /* home, clear: the frame replaces the last */
+        render(&f, shown_base, doc, doc == prev ? NULL : prev);
+        if (f.data) fwrite(f.data, 1, f.len, stdout);
+        fflush(stdout);
+        if (doc != prev) cJSON_Delete(prev);
+        prev = doc;
+        if (t->once) break;
+    }
+    free(f.data);
+    cJSON_Delete(prev);
+    return rc;
+}
+
+int sl__cli_top_main(const char *cmd, int argc, char **argv, int first) {
+    top_args t;
+    int prc = top_parse(cmd, argc, argv, first, &t);
+    if (prc != 0) return prc > 0 ? 0 : EXIT_USAGE;
+    size_t bl = strlen(t.base);
+    while (bl && t.base[bl - 1] == '/') bl--;
     if (bl == 0 || bl > URL_MAX - 32) {
         fprintf(stderr, "%s: a URL such as http://127.0.0.1:8080, please\n", cmd);
         return EXIT_USAGE;
     }
     char url[URL_MAX + 32], shown_base[URL_MAX];
-    snprintf(shown_base, sizeof shown_base, "%.*s", (int)bl, base);
-    snprintf(url, sizeof url, "%s/v1/stats?top=%ld", shown_base, top);
+    snprintf(shown_base, sizeof shown_base, "%.*s", (int)bl, t.base);
+    snprintf(url, sizeof url, "%s/v1/stats?top=%ld", shown_base, t.top);
 
     sl_client_options o;
     sl_client_options_init(&o);
@@ -300,32 +347,7 @@ int sl__cli_top_main(const char *cmd, int argc, char **argv, int first) {
     }
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    int rc = 0;
-    cJSON *prev = fetch(cmd, c, url);
-    if (!prev) rc = 1;
-    frame f = {0};
-    while (!rc && !stop_asked) {
-        cJSON *doc = prev;
-        if (!once || interval > 0) {
-            nap(interval);
-            if (stop_asked) break;
-            doc = fetch(cmd, c, url);
-            if (!doc) {
-                rc = 1;
-                break;
-            }
-        }
-        f.len = 0;
-        if (!once) out(&f, "\033[H\033[2J"); /* home, clear: the frame replaces the last */
-        render(&f, shown_base, doc, doc == prev ? NULL : prev);
-        if (f.data) fwrite(f.data, 1, f.len, stdout);
-        fflush(stdout);
-        if (doc != prev) cJSON_Delete(prev);
-        prev = doc;
-        if (once) break;
-    }
-    free(f.data);
-    cJSON_Delete(prev);
+    int rc = top_loop(cmd, c, url, shown_base, &t);
     sl_client_destroy(c);
     return rc;
 }

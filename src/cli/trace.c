@@ -4,12 +4,12 @@
 #include "cli/trace.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/error.h"
 #include "client/prng.h"
 #include "util/file_read.h"
 
@@ -20,21 +20,10 @@
 #define KEY_SLOTS 32768 /* open-addressing index of keys: > 2 * TRACE_MAX_KEYS */
 
 typedef struct builder {
-    trace *t;
+    sl__cli_trace *t;
     size_t cap;
     uint32_t *slots; /* key index + 1, 0 = empty */
 } builder;
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static uint64_t hash_key(const char *s, size_t len) {
     uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a */
@@ -42,12 +31,12 @@ static uint64_t hash_key(const char *s, size_t len) {
     return h;
 }
 
-static int builder_init(builder *b, trace *t) {
+static int builder_init(builder *b, sl__cli_trace *t) {
     memset(t, 0, sizeof *t);
     b->t = t;
     b->cap = 0;
     b->slots = calloc(KEY_SLOTS, sizeof *b->slots);
-    return b->slots ? 0 : -1;
+    return b->slots ? 0 : SL_ENOMEM;
 }
 
 static void builder_done(builder *b) {
@@ -55,23 +44,23 @@ static void builder_done(builder *b) {
     b->slots = NULL;
 }
 
-/* Returns the key's index (adding it), -2 when there are too many keys, -1
- * when out of memory. */
+/* Returns the key's index (adding it), SL_ETOOMANY when there are too many
+ * keys, SL_ENOMEM when out of memory. */
 static int64_t builder_key(builder *b, const char *key, size_t len) {
-    trace *t = b->t;
+    sl__cli_trace *t = b->t;
     size_t i = hash_key(key, len) & (KEY_SLOTS - 1);
     for (; b->slots[i]; i = (i + 1) & (KEY_SLOTS - 1)) {
         const char *k = t->keys[b->slots[i] - 1];
         if (strlen(k) == len && memcmp(k, key, len) == 0) return b->slots[i] - 1;
     }
-    if (t->nkeys >= TRACE_MAX_KEYS) return -2;
+    if (t->nkeys >= TRACE_MAX_KEYS) return SL_ETOOMANY;
     if (t->nkeys % 64 == 0) {
         char **nk = realloc(t->keys, (t->nkeys + 64) * sizeof *nk);
-        if (!nk) return -1;
+        if (!nk) return SL_ENOMEM;
         t->keys = nk;
     }
     char *copy = malloc(len + 1);
-    if (!copy) return -1;
+    if (!copy) return SL_ENOMEM;
     memcpy(copy, key, len);
     copy[len] = '\0';
     t->keys[t->nkeys] = copy;
@@ -79,24 +68,26 @@ static int64_t builder_key(builder *b, const char *key, size_t len) {
     return (int64_t)t->nkeys++;
 }
 
-/* Returns 0, -2 when there are too many requests, -1 when out of memory. */
+/* Returns 0, SL_ETOOMANY when there are too many requests, SL_ENOMEM when
+ * out of memory. */
 static int builder_add(builder *b, int64_t t_ns, uint32_t key, int64_t cost, uint32_t line,
                        const char *text) {
-    trace *t = b->t;
-    if (t->n >= TRACE_MAX_REQUESTS) return -2;
+    sl__cli_trace *t = b->t;
+    if (t->n >= TRACE_MAX_REQUESTS) return SL_ETOOMANY;
     if (t->n == b->cap) {
         size_t ncap = b->cap ? b->cap * 2 : 256;
-        trace_req *nr = realloc(t->reqs, ncap * sizeof *nr);
-        if (!nr) return -1;
+        sl__cli_trace_req *nr = realloc(t->reqs, ncap * sizeof *nr);
+        if (!nr) return SL_ENOMEM;
         t->reqs = nr;
         b->cap = ncap;
     }
-    t->reqs[t->n++] = (trace_req){.t = t_ns, .cost = cost, .key = key, .line = line, .text = text};
+    t->reqs[t->n++] =
+        (sl__cli_trace_req){.t = t_ns, .cost = cost, .key = key, .line = line, .text = text};
     return 0;
 }
 
 /* Stable merge sort by time: equal times keep their order. */
-static void sort_by_time(trace_req *a, trace_req *tmp, size_t n) {
+static void sort_by_time(sl__cli_trace_req *a, sl__cli_trace_req *tmp, size_t n) {
     if (n < 2) return;
     size_t h = n / 2;
     sort_by_time(a, tmp, h);
@@ -109,16 +100,17 @@ static void sort_by_time(trace_req *a, trace_req *tmp, size_t n) {
     memcpy(a, tmp, n * sizeof *a);
 }
 
-static int finish_sort(trace *t) {
+/* Returns 0 or SL_ENOMEM. */
+static int finish_sort(sl__cli_trace *t) {
     if (t->n < 2) return 0;
-    trace_req *tmp = malloc(t->n * sizeof *tmp);
-    if (!tmp) return -1;
+    sl__cli_trace_req *tmp = malloc(t->n * sizeof *tmp);
+    if (!tmp) return SL_ENOMEM;
     sort_by_time(t->reqs, tmp, t->n);
     free(tmp);
     return 0;
 }
 
-void sl__cli_trace_free(trace *t) {
+void sl__cli_trace_free(sl__cli_trace *t) {
     if (!t) return;
     for (size_t i = 0; i < t->nkeys; i++) free(t->keys[i]);
     free(t->keys);
@@ -131,9 +123,9 @@ void sl__cli_trace_free(trace *t) {
 
 static const char *const builtin_names[] = {"bursty", "edge", "steady", "poisson"};
 
-trace_builtin sl__cli_trace_builtin_find(const char *name) {
+sl__cli_trace_builtin sl__cli_trace_builtin_find(const char *name) {
     for (int i = 0; i < TRACE_NONE; i++)
-        if (strcmp(name, builtin_names[i]) == 0) return (trace_builtin)i;
+        if (strcmp(name, builtin_names[i]) == 0) return (sl__cli_trace_builtin)i;
     return TRACE_NONE;
 }
 
@@ -161,21 +153,24 @@ static const segment edge[] = {{4800, 10, 20}, {5000, 10, 20}};
 /* 8 per second for 10 s. */
 static const segment steady[] = {{0, 80, 125}};
 
+/* Returns 0, or SL_ENOMEM / SL_ETOOMANY (builder_add). */
 static int add_segments(builder *b, const segment *s, size_t n) {
     for (size_t i = 0; i < n; i++)
         for (int k = 0; k < s[i].count; k++) {
             int64_t ms = s[i].start_ms + (int64_t)k * s[i].step_ms;
-            if (builder_add(b, ms * 1000000, 0, 1, 0, NULL) != 0) return -1;
+            int rc = builder_add(b, ms * 1000000, 0, 1, 0, NULL);
+            if (rc < 0) return rc;
         }
     return 0;
 }
 
-int sl__cli_trace_builtin_make(trace_builtin which, int64_t mean_rate_milli, uint64_t seed,
-                               trace *out, char *err, size_t errlen) {
+int sl__cli_trace_builtin_make(sl__cli_trace_builtin which, int64_t mean_rate_milli, uint64_t seed,
+                               sl__cli_trace *out, char *err, size_t errlen) {
     builder b;
-    if (builder_init(&b, out) != 0) return fail(err, errlen, "out of memory");
+    if (builder_init(&b, out) < 0) return sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
     snprintf(out->name, sizeof out->name, "%s", builtin_names[which]);
-    int rc = builder_key(&b, "k", 1) < 0 ? -1 : 0;
+    int64_t key = builder_key(&b, "k", 1);
+    int rc = key < 0 ? (int)key : 0;
     switch (which) {
     case TRACE_BURSTY:
         rc = rc ? rc : add_segments(&b, bursty, sizeof bursty / sizeof *bursty);
@@ -198,14 +193,14 @@ int sl__cli_trace_builtin_make(trace_builtin which, int64_t mean_rate_milli, uin
         break;
     }
     default:
-        rc = -1;
+        rc = SL_EINVAL;
         break;
     }
     builder_done(&b);
     if (rc == 0) rc = finish_sort(out);
-    if (rc != 0) {
+    if (rc < 0) {
         sl__cli_trace_free(out);
-        return fail(err, errlen, "out of memory");
+        return sl__cli_fail(rc, err, errlen, "out of memory");
     }
     return 0;
 }
@@ -237,17 +232,111 @@ static const char *check_key(const char *s, size_t len) {
     return NULL;
 }
 
-int sl__cli_trace_parse(const char *name, const char *text, size_t len, trace *out, char *err,
-                        size_t errlen) {
+/* Splits s into at most three comma-separated fields, each trimmed.
+ * Returns the number of fields, or 4 when there are more than three. */
+static int split_fields(const char *s, size_t slen, const char *f[3], size_t fl[3]) {
+    int nf = 0;
+    const char *p = s;
+    size_t rest = slen;
+    for (;;) {
+        const char *comma = memchr(p, ',', rest);
+        size_t l = comma ? (size_t)(comma - p) : rest;
+        if (nf == 3) return 4;
+        f[nf] = p;
+        fl[nf] = l;
+        trim(&f[nf], &fl[nf]);
+        nf++;
+        if (!comma) return nf;
+        p = comma + 1;
+        rest -= l + 1;
+    }
+}
+
+/* One data line's fields (time[,key[,cost]]) into a request of b. Returns
+ * 0, or SL_EPARSE (a bad field), SL_ETOOMANY (keys, requests) or SL_ENOMEM
+ * with "name:line: message" in err. */
+static int parse_request(builder *b, const char *name, uint32_t lineno, const char *f[3],
+                         const size_t fl[3], int nf, char *err, size_t errlen) {
+    const char *why;
+    int64_t t_ns, cost = 1;
+    if (sl__cli_parse_decimal(f[0], fl[0], 9, TRACE_MAX_TIME, &t_ns, &why) < 0) {
+        if (strcmp(why, "too large") == 0) why = "beyond 1000000 s";
+        return sl__cli_fail(SL_EPARSE, err, errlen,
+                            "%s:%u: time '%.*s': %s (expected seconds such as 0.250)", name, lineno,
+                            (int)(fl[0] > 40 ? 40 : fl[0]), f[0], why);
+    }
+    const char *key = "k";
+    size_t klen = 1;
+    if (nf >= 2 && fl[1] > 0) {
+        key = f[1];
+        klen = fl[1];
+        const char *kwhy = check_key(key, klen);
+        if (kwhy) return sl__cli_fail(SL_EPARSE, err, errlen, "%s:%u: %s", name, lineno, kwhy);
+    }
+    if (nf == 3 && sl__cli_parse_decimal(f[2], fl[2], 0, TRACE_MAX_COST, &cost, &why) < 0) {
+        if (strcmp(why, "too large") == 0) why = "above 1000000000";
+        return sl__cli_fail(SL_EPARSE, err, errlen,
+                            "%s:%u: cost '%.*s': %s (expected a whole number)", name, lineno,
+                            (int)(fl[2] > 40 ? 40 : fl[2]), f[2], why);
+    }
+    int64_t k = builder_key(b, key, klen);
+    if (k == SL_ETOOMANY)
+        return sl__cli_fail(SL_ETOOMANY, err, errlen, "%s:%u: more than %d distinct keys", name,
+                            lineno, TRACE_MAX_KEYS);
+    if (k < 0) return sl__cli_fail(SL_ENOMEM, err, errlen, "%s: out of memory", name);
+    /* the time text stays in the arena: terminate it in place */
+    ((char *)f[0])[fl[0]] = '\0';
+    int ra = builder_add(b, t_ns, (uint32_t)k, cost, lineno, f[0]);
+    if (ra == SL_ETOOMANY)
+        return sl__cli_fail(SL_ETOOMANY, err, errlen, "%s:%u: more than %d requests", name, lineno,
+                            TRACE_MAX_REQUESTS);
+    if (ra < 0) return sl__cli_fail(SL_ENOMEM, err, errlen, "%s: out of memory", name);
+    return 0;
+}
+
+/* One line (without its newline) of the file: a comment, a blank line, the
+ * header (if no data came before: *seen_data) or a request. Returns 0, or
+ * a negative SL_E* code (SL_EPARSE for a line that is not time[,key[,cost]],
+ * or parse_request's) with the message in err. */
+static int parse_line(builder *b, const char *name, uint32_t lineno, const char *line, size_t llen,
+                      bool *seen_data, char *err, size_t errlen) {
+    if (llen && line[llen - 1] == '\r') llen--;
+    if (llen > TRACE_MAX_LINE)
+        return sl__cli_fail(SL_EPARSE, err, errlen, "%s:%u: line longer than %d bytes", name,
+                            lineno, TRACE_MAX_LINE);
+    if (memchr(line, '\0', llen))
+        return sl__cli_fail(SL_EPARSE, err, errlen, "%s:%u: NUL byte in line", name, lineno);
+    const char *s = line;
+    size_t slen = llen;
+    trim(&s, &slen);
+    if (slen == 0 || s[0] == '#') return 0;
+    const char *f[3];
+    size_t fl[3];
+    int nf = split_fields(s, slen, f, fl);
+    if (nf > 3)
+        return sl__cli_fail(SL_EPARSE, err, errlen,
+                            "%s:%u: too many fields (expected time[,key[,cost]])", name, lineno);
+    if (!*seen_data && field_is(f[0], fl[0], "time") && (nf < 2 || field_is(f[1], fl[1], "key")) &&
+        (nf < 3 || field_is(f[2], fl[2], "cost"))) {
+        *seen_data = true; /* the header */
+        return 0;
+    }
+    *seen_data = true;
+    return parse_request(b, name, lineno, f, fl, nf, err, errlen);
+}
+
+int sl__cli_trace_parse(const char *name, const char *text, size_t len, sl__cli_trace *out,
+                        char *err, size_t errlen) {
     builder b;
-    if (builder_init(&b, out) != 0) return fail(err, errlen, "%s: out of memory", name);
+    if (builder_init(&b, out) < 0)
+        return sl__cli_fail(SL_ENOMEM, err, errlen, "%s: out of memory", name);
     const char *base = strrchr(name, '/');
     snprintf(out->name, sizeof out->name, "%s", base ? base + 1 : name);
     out->arena = malloc(len + 1);
     if (!out->arena) {
         builder_done(&b);
         sl__cli_trace_free(out);
-        return fail(err, errlen, "%s: out of memory", name);
+        return sl__cli_fail(SL_ENOMEM, err, errlen, "%s: out of memory", name);
     }
     memcpy(out->arena, text, len);
     out->arena[len] = '\0';
@@ -262,106 +351,18 @@ int sl__cli_trace_parse(const char *name, const char *text, size_t len, trace *o
         const char *nl = memchr(line, '\n', len - pos);
         size_t llen = nl ? (size_t)(nl - line) : len - pos;
         pos += llen + (nl ? 1 : 0);
-        if (llen && line[llen - 1] == '\r') llen--;
-        if (llen > TRACE_MAX_LINE) {
-            rc =
-                fail(err, errlen, "%s:%u: line longer than %d bytes", name, lineno, TRACE_MAX_LINE);
-            break;
-        }
-        if (memchr(line, '\0', llen)) {
-            rc = fail(err, errlen, "%s:%u: NUL byte in line", name, lineno);
-            break;
-        }
-        const char *s = line;
-        size_t slen = llen;
-        trim(&s, &slen);
-        if (slen == 0 || s[0] == '#') continue;
-
-        /* split into at most three fields */
-        const char *f[3];
-        size_t fl[3];
-        int nf = 0;
-        const char *p = s;
-        size_t rest = slen;
-        for (;;) {
-            const char *comma = memchr(p, ',', rest);
-            size_t l = comma ? (size_t)(comma - p) : rest;
-            if (nf == 3) {
-                nf = 4;
-                break;
-            }
-            f[nf] = p;
-            fl[nf] = l;
-            trim(&f[nf], &fl[nf]);
-            nf++;
-            if (!comma) break;
-            p = comma + 1;
-            rest -= l + 1;
-        }
-        if (nf > 3) {
-            rc = fail(err, errlen, "%s:%u: too many fields (expected time[,key[,cost]])", name,
-                      lineno);
-            break;
-        }
-        if (!seen_data && field_is(f[0], fl[0], "time") &&
-            (nf < 2 || field_is(f[1], fl[1], "key")) && (nf < 3 || field_is(f[2], fl[2], "cost"))) {
-            seen_data = true; /* the header */
-            continue;
-        }
-        seen_data = true;
-
-        const char *why;
-        int64_t t_ns, cost = 1;
-        if (sl__cli_parse_decimal(f[0], fl[0], 9, TRACE_MAX_TIME, &t_ns, &why) != 0) {
-            if (strcmp(why, "too large") == 0) why = "beyond 1000000 s";
-            rc = fail(err, errlen, "%s:%u: time '%.*s': %s (expected seconds such as 0.250)", name,
-                      lineno, (int)(fl[0] > 40 ? 40 : fl[0]), f[0], why);
-            break;
-        }
-        const char *key = "k";
-        size_t klen = 1;
-        if (nf >= 2 && fl[1] > 0) {
-            key = f[1];
-            klen = fl[1];
-            const char *kwhy = check_key(key, klen);
-            if (kwhy) {
-                rc = fail(err, errlen, "%s:%u: %s", name, lineno, kwhy);
-                break;
-            }
-        }
-        if (nf == 3 && sl__cli_parse_decimal(f[2], fl[2], 0, TRACE_MAX_COST, &cost, &why) != 0) {
-            if (strcmp(why, "too large") == 0) why = "above 1000000000";
-            rc = fail(err, errlen, "%s:%u: cost '%.*s': %s (expected a whole number)", name, lineno,
-                      (int)(fl[2] > 40 ? 40 : fl[2]), f[2], why);
-            break;
-        }
-        int64_t k = builder_key(&b, key, klen);
-        if (k == -2) {
-            rc = fail(err, errlen, "%s:%u: more than %d distinct keys", name, lineno,
-                      TRACE_MAX_KEYS);
-            break;
-        }
-        if (k < 0) {
-            rc = fail(err, errlen, "%s: out of memory", name);
-            break;
-        }
-        /* the time text stays in the arena: terminate it in place */
-        ((char *)f[0])[fl[0]] = '\0';
-        int ra = builder_add(&b, t_ns, (uint32_t)k, cost, lineno, f[0]);
-        if (ra == -2)
-            rc =
-                fail(err, errlen, "%s:%u: more than %d requests", name, lineno, TRACE_MAX_REQUESTS);
-        else if (ra != 0)
-            rc = fail(err, errlen, "%s: out of memory", name);
+        rc = parse_line(&b, name, lineno, line, llen, &seen_data, err, errlen);
     }
     builder_done(&b);
-    if (rc == 0 && out->n == 0) rc = fail(err, errlen, "%s: no requests in the trace", name);
-    if (rc == 0 && finish_sort(out) != 0) rc = fail(err, errlen, "%s: out of memory", name);
-    if (rc != 0) sl__cli_trace_free(out);
+    if (rc == 0 && out->n == 0)
+        rc = sl__cli_fail(SL_EINVAL, err, errlen, "%s: no requests in the trace", name);
+    if (rc == 0 && finish_sort(out) < 0)
+        rc = sl__cli_fail(SL_ENOMEM, err, errlen, "%s: out of memory", name);
+    if (rc < 0) sl__cli_trace_free(out);
     return rc;
 }
 
-int sl__cli_trace_load_file(const char *path, trace *out, char *err, size_t errlen) {
+int sl__cli_trace_load_file(const char *path, sl__cli_trace *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     char *buf;
     size_t len;
@@ -372,21 +373,21 @@ int sl__cli_trace_load_file(const char *path, trace *out, char *err, size_t errl
     case SL__FILE_OK:
         break;
     case SL__FILE_EOPEN:
-        return fail(err, errlen, "%s: cannot open: %s", path, strerror(err_no));
+        return sl__cli_fail(SL_EINVAL, err, errlen, "%s: cannot open: %s", path, strerror(err_no));
     case SL__FILE_ETOOLARGE:
-        return fail(err, errlen, "%s: larger than %lld MiB", path,
-                    (long long)(TRACE_MAX_FILE >> 20));
+        return sl__cli_fail(SL_EINVAL, err, errlen, "%s: larger than %lld MiB", path,
+                            (long long)(TRACE_MAX_FILE >> 20));
     case SL__FILE_EIO:
-        return fail(err, errlen, "%s: read error: %s", path, strerror(err_no));
+        return sl__cli_fail(SL_EINVAL, err, errlen, "%s: read error: %s", path, strerror(err_no));
     default:
-        return fail(err, errlen, "%s: out of memory", path);
+        return sl__cli_fail(SL_ENOMEM, err, errlen, "%s: out of memory", path);
     }
     rc = sl__cli_trace_parse(path, buf, len, out, err, errlen);
     free(buf);
     return rc;
 }
 
-const char *sl__cli_trace_time_text(const trace_req *r, char *buf, size_t size) {
+const char *sl__cli_trace_time_text(const sl__cli_trace_req *r, char *buf, size_t size) {
     if (r->text) return r->text;
     return sl__cli_fmt_seconds(r->t, 3, buf, size);
 }

@@ -110,7 +110,7 @@ static void fetch_aimd_max(void **state) {
 static void parsers_leave_defined_values(void **state) {
     (void)state;
     char *argv[] = {(char *)"sluice", NULL};
-    cli_args a;
+    sl__cli_args a;
     sl__cli_args_init(&a, "sluice test", 1, argv, 1);
     int64_t i64 = 77;
     int i32 = 77;
@@ -119,26 +119,26 @@ static void parsers_leave_defined_values(void **state) {
     sl_algorithm alg = SL_GCRA;
     sl_algorithm algs[6];
     int nalgs = 3;
-    assert_int_equal(sl__cli_args_int(&a, "-5", 0, 10, &i64), -1);
+    assert_int_equal(sl__cli_args_int(&a, "-5", 0, 10, &i64), SL_EINVAL);
     assert_int_equal(i64, 0);
-    assert_int_equal(sl__cli_args_int32(&a, "11", 0, 10, &i32), -1);
+    assert_int_equal(sl__cli_args_int32(&a, "11", 0, 10, &i32), SL_EINVAL);
     assert_int_equal(i32, 0);
-    assert_int_equal(sl__cli_args_u64(&a, "1x", &u64), -1);
+    assert_int_equal(sl__cli_args_u64(&a, "1x", &u64), SL_EINVAL);
     assert_int_equal(u64, 0);
     i64 = 77;
-    assert_int_equal(sl__cli_args_decimal(&a, "0.1234", 3, 0, 1000, "x", &i64), -1);
+    assert_int_equal(sl__cli_args_decimal(&a, "0.1234", 3, 0, 1000, "x", &i64), SL_EINVAL);
     assert_int_equal(i64, 0);
     i64 = 77;
-    assert_int_equal(sl__cli_args_seconds(&a, "-1", 0, 3600000, "x", &i64), -1);
+    assert_int_equal(sl__cli_args_seconds(&a, "-1", 0, 3600000, "x", &i64), SL_EINVAL);
     assert_int_equal(i64, 0);
-    assert_int_equal(sl__cli_args_rate(&a, "5/parsec", &r), -1);
+    assert_int_equal(sl__cli_args_rate(&a, "5/parsec", &r), SL_EINVAL);
     assert_int_equal(r.limit, 0);
     assert_int_equal(r.period, 0);
-    assert_int_equal(sl__cli_args_algorithm(&a, "nope", &alg), -1);
-    assert_int_equal(sl__cli_args_algorithms(&a, "gcra,gcra", algs, &nalgs), -1);
+    assert_int_equal(sl__cli_args_algorithm(&a, "nope", &alg), SL_EINVAL);
+    assert_int_equal(sl__cli_args_algorithms(&a, "gcra,gcra", algs, &nalgs), SL_EINVAL);
     assert_int_equal(nalgs, 0);
     nalgs = 3;
-    assert_int_equal(sl__cli_args_algorithms(&a, "gcra,,token_bucket", algs, &nalgs), -1);
+    assert_int_equal(sl__cli_args_algorithms(&a, "gcra,,token_bucket", algs, &nalgs), SL_EINVAL);
     assert_int_equal(nalgs, 0);
 
     /* seconds: exact nanoseconds; the bound is clamped so the product fits */
@@ -148,7 +148,8 @@ static void parsers_leave_defined_values(void **state) {
     assert_int_equal(i64, 3600 * SL_NS_PER_SEC);
     assert_int_equal(sl__cli_args_seconds(&a, "9223372036.854", 0, INT64_MAX, "x", &i64), 0);
     assert_int_equal(i64, ARGS_MAX_MS * SL_NS_PER_MS);
-    assert_int_equal(sl__cli_args_seconds(&a, "9223372036.855", 0, INT64_MAX, "x", &i64), -1);
+    assert_int_equal(sl__cli_args_seconds(&a, "9223372036.855", 0, INT64_MAX, "x", &i64),
+                     SL_EINVAL);
     assert_int_equal(i64, 0);
     assert_int_equal(sl__cli_args_int32(&a, "1000", 1, 1000, &i32), 0);
     assert_int_equal(i32, 1000);

@@ -12,8 +12,8 @@
 
 #define SEC INT64_C(1000000000)
 
-static aimd_config defaults(void) {
-    return (aimd_config){
+static sl__cli_aimd_config defaults(void) {
+    return (sl__cli_aimd_config){
         .start = 1000,
         .increase = 500,
         .floor = 1000,
@@ -28,7 +28,7 @@ static aimd_config defaults(void) {
 
 static void seed_example_and_bounds(void **state) {
     (void)state;
-    aimd_config cfg = defaults();
+    sl__cli_aimd_config cfg = defaults();
     /* "Starting from 20/s, two successes and a 429 give 20.5 -> 21 -> 10.5" */
     int64_t r = 20000;
     r = sl__cli_aimd_step(&cfg, r, false);
@@ -45,8 +45,8 @@ static void seed_example_and_bounds(void **state) {
 
 static void sawtooth_around_the_limit(void **state) {
     (void)state;
-    aimd_config cfg = defaults();
-    aimd_result r;
+    sl__cli_aimd_config cfg = defaults();
+    sl__cli_aimd_result r;
     char err[256];
     assert_int_equal(sl__cli_aimd_run(&cfg, &r, err, sizeof err), 0);
     assert_true(r.n > 0);
@@ -54,7 +54,7 @@ static void sawtooth_around_the_limit(void **state) {
     int64_t prev_rate = cfg.start, prev_prev_rate = cfg.start, prev_t = -1, cuts = 0, above = 0,
             served_late = 0;
     for (size_t i = 0; i < r.n; i++) {
-        const aimd_point *p = &r.pts[i];
+        const sl__cli_aimd_point *p = &r.pts[i];
         assert_true(p->t >= 0 && p->t < cfg.duration);
         assert_in_range(p->rate, cfg.floor, cfg.cap);
         /* the rate follows the rule exactly */
@@ -82,11 +82,11 @@ static void sawtooth_around_the_limit(void **state) {
 
 static void a_generous_server_lets_the_client_reach_the_cap(void **state) {
     (void)state;
-    aimd_config cfg = defaults();
+    sl__cli_aimd_config cfg = defaults();
     cfg.rate = (sl_rate){1000, SEC};
     cfg.burst = 1000;
     cfg.duration = 20 * SEC;
-    aimd_result r;
+    sl__cli_aimd_result r;
     char err[256];
     assert_int_equal(sl__cli_aimd_run(&cfg, &r, err, sizeof err), 0);
     assert_int_equal(r.rejected, 0);

@@ -21,20 +21,20 @@
 #define SEC  INT64_C(1000000000)
 #define MSEC INT64_C(1000000)
 
-static fair_config default_config(void) {
-    return (fair_config){.jobs = 10000,
-                         .tenants = 100,
-                         .spread = 10 * SEC,
-                         .rate = {1000, SEC},
-                         .weight_big = 1,
-                         .weight_small = 1,
-                         .seed = 1};
+static sl__cli_fair_config default_config(void) {
+    return (sl__cli_fair_config){.jobs = 10000,
+                                 .tenants = 100,
+                                 .spread = 10 * SEC,
+                                 .rate = {1000, SEC},
+                                 .weight_big = 1,
+                                 .weight_small = 1,
+                                 .seed = 1};
 }
 
 static void default_run_numbers(void **state) {
     (void)state;
-    fair_config cfg = default_config();
-    fair_result r;
+    sl__cli_fair_config cfg = default_config();
+    sl__cli_fair_result r;
     char err[256];
     assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), 0);
     assert_int_equal(r.service, MSEC);
@@ -73,14 +73,14 @@ static void bounded_under_wfq_behind_the_dump_under_fifo(void **state) {
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (uint64_t seed = 1; seed <= 4; seed++) {
-            fair_config cfg = {.jobs = cases[c].jobs,
-                               .tenants = cases[c].tenants,
-                               .spread = cases[c].spread,
-                               .rate = cases[c].rate,
-                               .weight_big = cases[c].wb,
-                               .weight_small = cases[c].ws,
-                               .seed = seed};
-            fair_result r;
+            sl__cli_fair_config cfg = {.jobs = cases[c].jobs,
+                                       .tenants = cases[c].tenants,
+                                       .spread = cases[c].spread,
+                                       .rate = cases[c].rate,
+                                       .weight_big = cases[c].wb,
+                                       .weight_small = cases[c].ws,
+                                       .seed = seed};
+            sl__cli_fair_result r;
             char err[256];
             assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), 0);
             int64_t svc = ceil_div(cfg.rate.period, cfg.rate.limit);
@@ -107,14 +107,14 @@ static void bounded_under_wfq_behind_the_dump_under_fifo(void **state) {
 static void a_rate_that_does_not_divide(void **state) {
     (void)state;
     /* 3/s: services start at 0, 1/3 s, 2/3 s, 1 s (rounded down to the ns) */
-    fair_config cfg = {.jobs = 3,
-                       .tenants = 1,
-                       .spread = 0,
-                       .rate = {3, SEC},
-                       .weight_big = 1,
-                       .weight_small = 1,
-                       .seed = 1};
-    fair_result r;
+    sl__cli_fair_config cfg = {.jobs = 3,
+                               .tenants = 1,
+                               .spread = 0,
+                               .rate = {3, SEC},
+                               .weight_big = 1,
+                               .weight_small = 1,
+                               .seed = 1};
+    sl__cli_fair_result r;
     char err[256];
     assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), 0);
     assert_int_equal(r.arrival[0], 0);
@@ -133,11 +133,11 @@ static void a_rate_that_does_not_divide(void **state) {
 
 static void without_a_dump_both_agree(void **state) {
     (void)state;
-    fair_config cfg = default_config();
+    sl__cli_fair_config cfg = default_config();
     cfg.jobs = 0;
     cfg.tenants = 2000;
     cfg.spread = SEC; /* 2000 jobs in 1 s at 1000/s: a queue builds up */
-    fair_result r;
+    sl__cli_fair_result r;
     char err[256];
     assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), 0);
     for (int64_t i = 0; i < cfg.tenants; i++)
@@ -149,8 +149,8 @@ static void without_a_dump_both_agree(void **state) {
 
 static void deterministic_per_seed(void **state) {
     (void)state;
-    fair_config cfg = default_config();
-    fair_result a, b, c;
+    sl__cli_fair_config cfg = default_config();
+    sl__cli_fair_result a, b, c;
     char err[256];
     assert_int_equal(sl__cli_fair_run(&cfg, &a, err, sizeof err), 0);
     assert_int_equal(sl__cli_fair_run(&cfg, &b, err, sizeof err), 0);
@@ -171,17 +171,17 @@ static void deterministic_per_seed(void **state) {
 
 static void bad_parameters(void **state) {
     (void)state;
-    fair_config cfg = default_config();
-    fair_result r;
+    sl__cli_fair_config cfg = default_config();
+    sl__cli_fair_result r;
     char err[256];
     cfg.tenants = 0;
-    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), -1);
+    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), SL_EINVAL);
     cfg = default_config();
     cfg.weight_big = 0;
-    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), -1);
+    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), SL_EINVAL);
     cfg = default_config();
     cfg.rate = (sl_rate){1, INT64_C(1) << 62}; /* 10,100 jobs of 2^62 ns each */
-    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), -1);
+    assert_int_equal(sl__cli_fair_run(&cfg, &r, err, sizeof err), SL_EOVERFLOW);
     assert_non_null(strstr(err, "time domain"));
 }
 

@@ -14,8 +14,8 @@
 
 #define SEC INT64_C(1000000000)
 
-static herd_config seed_config(int64_t jitter_s) {
-    return (herd_config){
+static sl__cli_herd_config seed_config(int64_t jitter_s) {
+    return (sl__cli_herd_config){
         .workers = 300,
         .alg = SL_TOKEN_BUCKET,
         .rate = {150, SEC},
@@ -29,8 +29,8 @@ static herd_config seed_config(int64_t jitter_s) {
 
 static void no_jitter_lockstep_most_refused_again(void **state) {
     (void)state;
-    herd_config cfg = seed_config(0);
-    herd_result r;
+    sl__cli_herd_config cfg = seed_config(0);
+    sl__cli_herd_result r;
     char err[256];
     assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), 0);
     /* lockstep: requests only in the 100 ms bins at 0, 2, 4, ... s */
@@ -64,8 +64,8 @@ static void no_jitter_lockstep_most_refused_again(void **state) {
 
 static void jitter_as_large_as_the_hint_spreads_the_herd(void **state) {
     (void)state;
-    herd_config cfg = seed_config(2);
-    herd_result r;
+    sl__cli_herd_config cfg = seed_config(2);
+    sl__cli_herd_result r;
     char err[256];
     for (uint64_t seed = 1; seed <= 5; seed++) {
         cfg.seed = seed;
@@ -87,8 +87,8 @@ static void jitter_as_large_as_the_hint_spreads_the_herd(void **state) {
     }
     /* a smaller jitter is better than none but bunches more */
     cfg = seed_config(1);
-    herd_result none, some;
-    herd_config c0 = seed_config(0);
+    sl__cli_herd_result none, some;
+    sl__cli_herd_config c0 = seed_config(0);
     assert_int_equal(sl__cli_herd_run(&c0, &none, err, sizeof err), 0);
     assert_int_equal(sl__cli_herd_run(&cfg, &some, err, sizeof err), 0);
     assert_true(some.sent < none.sent && some.unserved <= none.unserved);
@@ -99,8 +99,8 @@ static void jitter_as_large_as_the_hint_spreads_the_herd(void **state) {
 
 static void deterministic_per_seed(void **state) {
     (void)state;
-    herd_config cfg = seed_config(1);
-    herd_result a, b, c;
+    sl__cli_herd_config cfg = seed_config(1);
+    sl__cli_herd_result a, b, c;
     char err[256];
     assert_int_equal(sl__cli_herd_run(&cfg, &a, err, sizeof err), 0);
     assert_int_equal(sl__cli_herd_run(&cfg, &b, err, sizeof err), 0);
@@ -122,9 +122,9 @@ static void deterministic_per_seed(void **state) {
 
 static void stops_at_the_duration(void **state) {
     (void)state;
-    herd_config cfg = seed_config(0);
+    sl__cli_herd_config cfg = seed_config(0);
     cfg.duration = 2 * SEC; /* the wave at exactly 2 s is not sent */
-    herd_result r;
+    sl__cli_herd_result r;
     char err[256];
     assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), 0);
     assert_int_equal(r.nbins, 20);
@@ -140,9 +140,9 @@ static void stops_at_the_duration(void **state) {
 
 static void a_queue_serves_late(void **state) {
     (void)state;
-    herd_config cfg = seed_config(0);
+    sl__cli_herd_config cfg = seed_config(0);
     cfg.alg = SL_LEAKY_QUEUE;
-    herd_result r;
+    sl__cli_herd_result r;
     char err[256];
     assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), 0);
     /* the queue takes 30 per wave too, but releases them 1/150 s apart */
@@ -156,9 +156,9 @@ static void a_queue_serves_late(void **state) {
  * limit without it allows (burst + rate x t); everyone is still served. */
 static void a_ramp_holds_the_first_wave(void **state) {
     (void)state;
-    herd_config cfg = seed_config(2), plain = cfg;
+    sl__cli_herd_config cfg = seed_config(2), plain = cfg;
     cfg.ramp = (sl_ramp){.duration = 5 * SEC, .from = SL_RAMP_ONE / 10};
-    herd_result r, b;
+    sl__cli_herd_result r, b;
     char err[256];
     assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), 0);
     assert_int_equal(sl__cli_herd_run(&plain, &b, err, sizeof err), 0);
@@ -177,7 +177,7 @@ static void a_ramp_holds_the_first_wave(void **state) {
     sl__cli_herd_result_free(&r);
     sl__cli_herd_result_free(&b);
     cfg.alg = SL_SLIDING_LOG; /* one time per request counted: cannot be ramped */
-    assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), -1);
+    assert_int_equal(sl__cli_herd_run(&cfg, &r, err, sizeof err), SL_EINVAL);
     assert_non_null(strstr(err, "--ramp-up"));
 }
 

@@ -22,7 +22,7 @@
 
 enum { FW, SLOG, SWIN, TB, GCRA, LQ };
 
-static const race_config five_per_s = {
+static const sl__cli_race_config five_per_s = {
     .rate = {5, SEC},
     .burst = 5,
     .algs = {SL_FIXED_WINDOW, SL_SLIDING_LOG, SL_SLIDING_WINDOW, SL_TOKEN_BUCKET, SL_GCRA,
@@ -30,7 +30,8 @@ static const race_config five_per_s = {
     .nalgs = 6,
 };
 
-static void run_builtin(trace_builtin which, uint64_t seed, trace *t, race_result res[6]) {
+static void run_builtin(sl__cli_trace_builtin which, uint64_t seed, sl__cli_trace *t,
+                        sl__cli_race_result res[6]) {
     char err[256];
     assert_int_equal(sl__cli_trace_builtin_make(which, 6000, seed, t, err, sizeof err), 0);
     assert_int_equal(sl__cli_race_run(t, &five_per_s, res, err, sizeof err), 0);
@@ -38,7 +39,7 @@ static void run_builtin(trace_builtin which, uint64_t seed, trace *t, race_resul
 }
 
 /* Most allowed requests (by arrival + delay) in any [s, s + len), brute force. */
-static int64_t brute_busiest(const trace *t, const race_result *r, int64_t len) {
+static int64_t brute_busiest(const sl__cli_trace *t, const sl__cli_race_result *r, int64_t len) {
     int64_t best = 0;
     for (size_t i = 0; i < t->n; i++) {
         if (!r->ok[i]) continue;
@@ -81,8 +82,8 @@ static void busiest_matches_brute_force(void **state) {
 
 static void bursty_tells_the_seeds_story(void **state) {
     (void)state;
-    trace t;
-    race_result res[6];
+    sl__cli_trace t;
+    sl__cli_race_result res[6];
     run_builtin(TRACE_BURSTY, 1, &t, res);
 
     /* fixed window: more than the limit in one period, thanks to the burst
@@ -131,8 +132,8 @@ static void bursty_tells_the_seeds_story(void **state) {
 
 static void edge_fixed_window_doubles_the_limit(void **state) {
     (void)state;
-    trace t;
-    race_result res[6];
+    sl__cli_trace t;
+    sl__cli_race_result res[6];
     run_builtin(TRACE_EDGE, 1, &t, res);
     /* about 2x the limit in well under one period: 10 within half a second */
     int64_t times[20], ones[20];
@@ -150,8 +151,8 @@ static void edge_fixed_window_doubles_the_limit(void **state) {
 
 static void steady_ends_near_the_rate(void **state) {
     (void)state;
-    trace t;
-    race_result res[6];
+    sl__cli_trace t;
+    sl__cli_race_result res[6];
     run_builtin(TRACE_STEADY, 1, &t, res);
     /* after the start, every algorithm lets through about 5 per second:
      * count the last 5 s (25 at exactly the rate) */
@@ -169,10 +170,10 @@ static void steady_ends_near_the_rate(void **state) {
 
 static void token_bucket_equals_gcra_and_queue_accepts_the_same(void **state) {
     (void)state;
-    for (trace_builtin b = TRACE_BURSTY; b < TRACE_NONE; b++) {
+    for (sl__cli_trace_builtin b = TRACE_BURSTY; b < TRACE_NONE; b++) {
         for (uint64_t seed = 1; seed <= (b == TRACE_POISSON ? 5u : 1u); seed++) {
-            trace t;
-            race_result res[6];
+            sl__cli_trace t;
+            sl__cli_race_result res[6];
             run_builtin(b, seed, &t, res);
             for (size_t i = 0; i < t.n; i++) {
                 assert_int_equal(res[TB].ok[i], res[GCRA].ok[i]);
@@ -188,12 +189,12 @@ static void token_bucket_equals_gcra_and_queue_accepts_the_same(void **state) {
 static void keys_are_independent_and_costs_count(void **state) {
     (void)state;
     const char *text = "0,a\n0,a\n0,a\n0,b\n0,b\n0,b\n0.1,a,2\n0.1,b,9\n";
-    trace t;
+    sl__cli_trace t;
     char err[256];
     assert_int_equal(sl__cli_trace_parse("t.csv", text, strlen(text), &t, err, sizeof err), 0);
-    race_config cfg = {
+    sl__cli_race_config cfg = {
         .rate = {5, SEC}, .burst = 4, .algs = {SL_FIXED_WINDOW, SL_TOKEN_BUCKET}, .nalgs = 2};
-    race_result res[2];
+    sl__cli_race_result res[2];
     assert_int_equal(sl__cli_race_run(&t, &cfg, res, err, sizeof err), 0);
     /* fixed window 5 per key: a gets 3 + 2 (cost 2), b gets 3 and not 9 */
     assert_int_equal(res[0].allowed, 7);
@@ -210,11 +211,11 @@ static void keys_are_independent_and_costs_count(void **state) {
 static void windows_align_with_the_trace_seconds(void **state) {
     (void)state;
     const char *text = "0.999\n1.000\n1.999\n2\n";
-    trace t;
+    sl__cli_trace t;
     char err[256];
     assert_int_equal(sl__cli_trace_parse("t.csv", text, strlen(text), &t, err, sizeof err), 0);
-    race_config cfg = {.rate = {1, SEC}, .burst = 1, .algs = {SL_FIXED_WINDOW}, .nalgs = 1};
-    race_result res[1];
+    sl__cli_race_config cfg = {.rate = {1, SEC}, .burst = 1, .algs = {SL_FIXED_WINDOW}, .nalgs = 1};
+    sl__cli_race_result res[1];
     assert_int_equal(sl__cli_race_run(&t, &cfg, res, err, sizeof err), 0);
     /* windows are [k s, (k+1) s) of the trace: 0.999 in the first, 1.000
      * opens the second, 1.999 finds it full, 2 opens the third */

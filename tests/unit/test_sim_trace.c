@@ -16,7 +16,7 @@
 
 #define SEC INT64_C(1000000000)
 
-static int parse(const char *text, trace *t, char *err, size_t errlen) {
+static int parse(const char *text, sl__cli_trace *t, char *err, size_t errlen) {
     return sl__cli_trace_parse("t.csv", text, strlen(text), t, err, errlen);
 }
 
@@ -30,7 +30,7 @@ static void parses_fields_defaults_and_exact_times(void **state) {
                        "3\n"
                        "0.000000001,alice,0\n"
                        "1000000,z,1000000000";
-    trace t;
+    sl__cli_trace t;
     char err[256];
     assert_int_equal(parse(text, &t, err, sizeof err), 0);
     assert_int_equal(t.n, 5);
@@ -58,7 +58,7 @@ static void parses_fields_defaults_and_exact_times(void **state) {
 static void sorts_stably(void **state) {
     (void)state;
     const char *text = "2,a\n1,b\n2,c\n1,d\n0.5,e\n2,f\n";
-    trace t;
+    sl__cli_trace t;
     char err[256];
     assert_int_equal(parse(text, &t, err, sizeof err), 0);
     const char *want[] = {"e", "b", "d", "a", "c", "f"};
@@ -70,7 +70,7 @@ static void sorts_stably(void **state) {
 
 static void short_headers(void **state) {
     (void)state;
-    trace t;
+    sl__cli_trace t;
     char err[256];
     assert_int_equal(parse("time\n1\n", &t, err, sizeof err), 0);
     assert_int_equal(t.n, 1);
@@ -79,7 +79,7 @@ static void short_headers(void **state) {
     assert_int_equal(t.n, 1);
     sl__cli_trace_free(&t);
     /* a header is only a header on the first line with data */
-    assert_int_equal(parse("1\ntime,key,cost\n", &t, err, sizeof err), -1);
+    assert_int_equal(parse("1\ntime,key,cost\n", &t, err, sizeof err), SL_EPARSE);
     assert_string_equal(err, "t.csv:2: time 'time': not a number (expected seconds such as 0.250)");
 }
 
@@ -117,9 +117,11 @@ static void errors_say_file_and_line(void **state) {
         {"", "t.csv: no requests in the trace"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        trace t;
+        sl__cli_trace t;
         char err[256] = "";
-        assert_int_equal(parse(cases[i].text, &t, err, sizeof err), -1);
+        /* a bad line is SL_EPARSE, a file without requests SL_EINVAL */
+        int want = strstr(cases[i].err, "no requests") ? SL_EINVAL : SL_EPARSE;
+        assert_int_equal(parse(cases[i].text, &t, err, sizeof err), want);
         assert_string_equal(err, cases[i].err);
         assert_null(t.reqs); /* nothing left allocated */
     }
@@ -127,9 +129,9 @@ static void errors_say_file_and_line(void **state) {
 
 static void nul_byte_and_long_lines(void **state) {
     (void)state;
-    trace t;
+    sl__cli_trace t;
     char err[256];
-    assert_int_equal(sl__cli_trace_parse("t.csv", "1\n2\0\n", 5, &t, err, sizeof err), -1);
+    assert_int_equal(sl__cli_trace_parse("t.csv", "1\n2\0\n", 5, &t, err, sizeof err), SL_EPARSE);
     assert_string_equal(err, "t.csv:2: NUL byte in line");
 
     char line[TRACE_MAX_LINE + 8];
@@ -142,7 +144,7 @@ static void nul_byte_and_long_lines(void **state) {
     line[TRACE_MAX_LINE] = ' ';
     line[TRACE_MAX_LINE + 1] = '\n';
     line[TRACE_MAX_LINE + 2] = '\0';
-    assert_int_equal(parse(line, &t, err, sizeof err), -1);
+    assert_int_equal(parse(line, &t, err, sizeof err), SL_EPARSE);
     assert_string_equal(err, "t.csv:1: line longer than 1024 bytes");
 
     char key[TRACE_MAX_KEY_LEN + 16];
@@ -150,7 +152,7 @@ static void nul_byte_and_long_lines(void **state) {
     assert_int_equal(parse(key, &t, err, sizeof err), 0);
     sl__cli_trace_free(&t);
     snprintf(key, sizeof key, "1,%0*d\n", TRACE_MAX_KEY_LEN + 1, 0);
-    assert_int_equal(parse(key, &t, err, sizeof err), -1);
+    assert_int_equal(parse(key, &t, err, sizeof err), SL_EPARSE);
     assert_string_equal(err, "t.csv:1: key longer than 256 bytes");
 }
 
@@ -163,9 +165,9 @@ static void bounds_on_keys_and_requests(void **state) {
     size_t len = 0;
     for (int i = 0; i <= TRACE_MAX_KEYS; i++)
         len += (size_t)snprintf(text + len, cap - len, "1,k%d\n", i);
-    trace t;
+    sl__cli_trace t;
     char err[256];
-    assert_int_equal(sl__cli_trace_parse("t.csv", text, len, &t, err, sizeof err), -1);
+    assert_int_equal(sl__cli_trace_parse("t.csv", text, len, &t, err, sizeof err), SL_ETOOMANY);
     assert_string_equal(err, "t.csv:10001: more than 10000 distinct keys");
     free(text);
 
@@ -174,7 +176,7 @@ static void bounds_on_keys_and_requests(void **state) {
     text = malloc(len);
     assert_non_null(text);
     for (size_t i = 0; i < len; i += 2) text[i] = '0', text[i + 1] = '\n';
-    assert_int_equal(sl__cli_trace_parse("t.csv", text, len, &t, err, sizeof err), -1);
+    assert_int_equal(sl__cli_trace_parse("t.csv", text, len, &t, err, sizeof err), SL_ETOOMANY);
     assert_string_equal(err, "t.csv:1000001: more than 1000000 requests");
     assert_int_equal(sl__cli_trace_parse("t.csv", text, len - 2, &t, err, sizeof err), 0);
     assert_int_equal(t.n, TRACE_MAX_REQUESTS);
@@ -184,9 +186,9 @@ static void bounds_on_keys_and_requests(void **state) {
 
 static void loads_files_and_reports_missing_ones(void **state) {
     (void)state;
-    trace t;
+    sl__cli_trace t;
     char err[512];
-    assert_int_equal(sl__cli_trace_load_file("/nonexistent/x.csv", &t, err, sizeof err), -1);
+    assert_int_equal(sl__cli_trace_load_file("/nonexistent/x.csv", &t, err, sizeof err), SL_EINVAL);
     assert_string_equal(err, "/nonexistent/x.csv: cannot open: No such file or directory");
     char path[] = "/tmp/test_sim_trace_XXXXXX";
     int fd = mkstemp(path);
@@ -205,7 +207,7 @@ static void loads_files_and_reports_missing_ones(void **state) {
 
 static void builtin_traces(void **state) {
     (void)state;
-    trace t;
+    sl__cli_trace t;
     char err[256];
     assert_int_equal(sl__cli_trace_builtin_find("bursty"), TRACE_BURSTY);
     assert_int_equal(sl__cli_trace_builtin_find("edge"), TRACE_EDGE);
@@ -234,7 +236,7 @@ static void builtin_traces(void **state) {
     sl__cli_trace_free(&t);
 
     /* poisson: deterministic per seed, near the mean rate, ms resolution */
-    trace a, b, c;
+    sl__cli_trace a, b, c;
     assert_int_equal(sl__cli_trace_builtin_make(TRACE_POISSON, 6000, 7, &a, err, sizeof err), 0);
     assert_int_equal(sl__cli_trace_builtin_make(TRACE_POISSON, 6000, 7, &b, err, sizeof err), 0);
     assert_int_equal(sl__cli_trace_builtin_make(TRACE_POISSON, 6000, 8, &c, err, sizeof err), 0);
@@ -263,9 +265,10 @@ static void decimal_parser(void **state) {
     assert_int_equal(v, 12000);
     assert_int_equal(sl__cli_parse_decimal("0.5", 3, 6, 999999, &v, &why), 0);
     assert_int_equal(v, 500000);
-    assert_int_equal(sl__cli_parse_decimal("1", 1, 6, 999999, &v, &why), -1);
+    assert_int_equal(sl__cli_parse_decimal("1", 1, 6, 999999, &v, &why), SL_EPARSE);
     assert_string_equal(why, "too large");
-    assert_int_equal(sl__cli_parse_decimal("9223372036854775808", 19, 0, INT64_MAX, &v, &why), -1);
+    assert_int_equal(sl__cli_parse_decimal("9223372036854775808", 19, 0, INT64_MAX, &v, &why),
+                     SL_EPARSE);
     assert_string_equal(why, "too large");
     assert_int_equal(sl__cli_parse_decimal("9223372036854775807", 19, 0, INT64_MAX, &v, &why), 0);
     assert_int_equal(v, INT64_MAX);

@@ -1,0 +1,14 @@
+/* error.c: the message-and-code helper of the CLI's error convention (see
+ * error.h). */
+#include "cli/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int sl__cli_fail(int code, char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (errlen > 0) vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return code;
+}

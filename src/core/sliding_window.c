@@ -78,6 +78,8 @@ void sl__sliding_window_step(const sl__plan *plan, void *state, int64_t cost, in
 /* floor(a * b / c) for a, b >= 0, c > 0: 64-bit when a * b fits. */
 static inline int64_t muldiv(int64_t a, int64_t b, int64_t c) {
     int64_t ab;
+    /* c is a period, validated >= 1 (sl_params_validate) */
+    // NOLINTNEXTLINE(clang-analyzer-core.DivideZero)
     if (sl__mul64(a, b, &ab)) return ab / c;
     return sl__div128((sl__i128)a * b, c);
 }

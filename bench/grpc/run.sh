@@ -26,11 +26,10 @@
 #   --quick         --runs 2 --requests 200000
 #   --out DIR       raw outputs and results.md (default BUILD_DIR/bench-grpc)
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh" # usage, die, build_arg, $root, processes, servers, load, CPU, numbers
 
-usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
-[ $# -ge 1 ] || { usage >&2; exit 2; }
-case $1 in -h|--help) usage; exit 0 ;; esac
-build=$(cd "$1" && pwd)
+build_arg "$@"
 shift
 runs=5 requests=500000 clients=16 streams=100 workers=1 pin=1 out=
 while [ $# -gt 0 ]; do
@@ -43,13 +42,11 @@ while [ $# -gt 0 ]; do
     --no-pin) pin=0 ;;
     --quick) runs=2; requests=200000 ;;
     --out) out=$2; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+    *) help_or_bad "$1" ;;
   esac
   shift
 done
 out=${out:-$build/bench-grpc}
-die() { echo "run.sh: $*" >&2; exit 1; }
 [ -x "$build/sluiced" ] || die "$build/sluiced not found (run make build)"
 for t in h2load nghttp python3; do
   command -v $t >/dev/null || die "$t not found (apt-get install nghttp2-client python3)"
@@ -58,15 +55,8 @@ cpus=$(nproc)
 [ "$cpus" -ge 2 ] || pin=0
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-grpc.XXXXXX")
+bench_tmp bench-grpc
 cp "$build/sluiced" "$tmp/sluiced" # a rebuild during the run changes nothing
-
-bench_name=run.sh
-# processes, free_port, cpu_ticks, children_cpu; the traps that stop every
-# process and remove $tmp
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib.sh"
-pid=
 
 # ---- the server ----------------------------------------------------------------------
 mkdir -p "$tmp/rules"
@@ -93,35 +83,16 @@ policies:
     rate: 100/s
     burst: 200
 YAML
-server_cpus=0-$((cpus - 1))
-client_cpus=$server_cpus
-if [ "$pin" = 1 ]; then
-  server_cpus=0
-  client_cpus=1-$((cpus - 1))
-fi
+pin_cpus "$pin"
 threads=$(( pin ? cpus - 1 : cpus ))
 [ "$threads" -le "$clients" ] || threads=$clients
-taskset -c "$server_cpus" "$tmp/sluiced" -c "$tmp/sluice.yaml" 2>"$tmp/sluiced.log" &
-pid=$!
-pids+=("$pid")
-for n in $(seq 100); do
-  grep -q ' ready' "$tmp/sluiced.log" 2>/dev/null && break
-  kill -0 "$pid" 2>/dev/null || { cat "$tmp/sluiced.log" >&2; die "sluiced did not start"; }
-  sleep 0.1
-done
-grpc_port=$(sed -n 's/.*listening grpc on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/sluiced.log" | head -1)
-http_port=$(sed -n 's/.*listening http on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/sluiced.log" | head -1)
-[ -n "$grpc_port" ] && [ -n "$http_port" ] || { cat "$tmp/sluiced.log" >&2; die "no ports in sluiced's log"; }
+sluiced_up "grpc http" "$tmp/sluiced.log" taskset -c "$server_cpus" "$tmp/sluiced" -c "$tmp/sluice.yaml" ||
+  die_log "$tmp/sluiced.log" "sluiced did not start"
+pid=$sl_pid grpc_port=$sl_grpc http_port=$sl_http
 
 # ---- the request: RateLimitRequest{domain: "bench", descriptors: [{entries: [user=alice]}]}
-python3 - "$tmp/body.bin" <<'PY'
-import struct, sys
-def fld(tag, b): return bytes([tag, len(b)]) + b
-entry = fld(0x0a, fld(0x0a, b"user") + fld(0x12, b"alice"))
-req = fld(0x0a, b"bench") + fld(0x12, entry)
-open(sys.argv[1], "wb").write(b"\0" + struct.pack(">I", len(req)) + req)
-PY
-rls=http://127.0.0.1:$grpc_port/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit
+rls_body "$tmp/body.bin" user alice
+rls=http://127.0.0.1:$grpc_port$rls_path
 check=http://127.0.0.1:$http_port/v1/check?policy=bench\&key=alice
 # one call first: it must be a real answer (grpc-status 0 in the trailers)
 nghttp -v -d "$tmp/body.bin" -H 'content-type: application/grpc' -H 'te: trailers' "$rls" \
@@ -179,7 +150,7 @@ h_cl=$(awk '$1 == "http" {print $5 * 1e6 / $3}' "$out/runs.txt" | median)
 {
   echo "# sluiced gRPC benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo
-  echo "commit $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo unknown)," \
+  echo "commit $(git_rev)," \
        "$(lscpu | sed -n 's/^Model name: *//p' | head -1), $cpus CPUs;" \
        "sluiced $workers worker(s) on CPU $server_cpus, h2load $threads thread(s) on CPU $client_cpus," \
        "$clients connections x $streams streams, $requests requests x $runs runs, medians."

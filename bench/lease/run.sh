@@ -17,11 +17,10 @@
 #   --redis       the Redis store (a redis-server of its own) instead of memory
 #   --quick       --runs 2 --seconds 2
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh" # usage, die, build_arg, $root, processes, servers, load, CPU, numbers
 
-usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
-[ $# -ge 1 ] || { usage >&2; exit 2; }
-case $1 in -h|--help) usage; exit 0 ;; esac
-build=$(cd "$1" && pwd)
+build_arg "$@"
 shift
 runs=5 seconds=5 clients=16 redis=0
 while [ $# -gt 0 ]; do
@@ -31,33 +30,19 @@ while [ $# -gt 0 ]; do
     --clients) clients=$2; shift ;;
     --redis) redis=1 ;;
     --quick) runs=2; seconds=2 ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+    *) help_or_bad "$1" ;;
   esac
   shift
 done
-src=$(cd "$(dirname "$0")" && pwd)
-die() { echo "run.sh: $*" >&2; exit 1; }
 [ -x "$build/sluiced" ] || die "$build/sluiced not found (run make build)"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-lease.XXXXXX")
-pid= rpid=
-cleanup() {
-  trap - EXIT INT TERM
-  [ -n "$pid" ] && { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
-  [ -n "$rpid" ] && { kill -TERM "$rpid" 2>/dev/null || true; wait "$rpid" 2>/dev/null || true; }
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-cc -O2 -pthread -o "$tmp/loadgen" "$src/loadgen.c"
+bench_tmp bench-lease
+cc -O2 -pthread -o "$tmp/loadgen" "$here/loadgen.c"
 cp "$build/sluiced" "$tmp/sluiced"
 
 store="  type: memory"
 if [ "$redis" = 1 ]; then
-  rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no --dir "$tmp" >/dev/null &
-  rpid=$!
-  store=$(printf '  type: redis\n  redis:\n    url: redis://127.0.0.1:%s/0\n    timeout: 1s' "$rport")
-  sleep 0.5
+  start_redis
+  store=$(printf '  type: redis\n  redis:\n    url: redis://127.0.0.1:%s/0\n    timeout: 1s' "$rd_port")
 fi
 cat >"$tmp/sluice.yaml" <<YAML
 listen:
@@ -79,21 +64,11 @@ policies:
     limit: 100
     lease: 30s
 YAML
-cpus=$(nproc)
-server_cpus=0-$((cpus - 1)) client_cpus=0-$((cpus - 1))
-if [ "$cpus" -ge 2 ]; then server_cpus=0; client_cpus=1-$((cpus - 1)); fi
-taskset -c "$server_cpus" "$tmp/sluiced" -c "$tmp/sluice.yaml" 2>"$tmp/sluiced.log" &
-pid=$!
-for n in $(seq 100); do
-  grep -q ' ready' "$tmp/sluiced.log" 2>/dev/null && break
-  kill -0 "$pid" 2>/dev/null || { cat "$tmp/sluiced.log" >&2; die "sluiced did not start"; }
-  sleep 0.1
-done
-port=$(sed -n 's/.*listening http on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/sluiced.log" | head -1)
-[ -n "$port" ] || die "no port in sluiced's log"
+pin_cpus 1
+sluiced_up http "$tmp/sluiced.log" taskset -c "$server_cpus" "$tmp/sluiced" -c "$tmp/sluice.yaml" ||
+  die_log "$tmp/sluiced.log" "sluiced did not start"
+pid=$sl_pid port=$sl_http
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
-hz=$(getconf CLK_TCK)
 echo "| run | side | pairs/s | sluiced CPU us/pair | errors |"
 echo "| --- | --- | ---: | ---: | ---: |"
 results=$tmp/results
@@ -101,9 +76,9 @@ results=$tmp/results
 for r in $(seq "$runs"); do
   for side in lease check; do
     policy=bench; [ "$side" = lease ] && policy=slots
-    t0=$(cpu_ticks)
+    t0=$(cpu_ticks "$pid")
     line=$(taskset -c "$client_cpus" "$tmp/loadgen" "$port" "$side" "$policy" "$clients" "$seconds")
-    t1=$(cpu_ticks)
+    t1=$(cpu_ticks "$pid")
     pairs=$(sed -n 's/.*pairs=\([0-9]*\).*/\1/p' <<<"$line")
     rate=$(sed -n 's/.*rate=\([0-9]*\).*/\1/p' <<<"$line")
     errs=$(sed -n 's/.*errors=\([0-9]*\).*/\1/p' <<<"$line")
@@ -112,7 +87,6 @@ for r in $(seq "$runs"); do
     echo "$side $rate $us" >>"$results"
   done
 done
-median() { sort -n | awk '{a[NR]=$1} END { print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2 }'; }
 lr=$(awk '$1=="lease"{print $2}' "$results" | median)
 cr=$(awk '$1=="check"{print $2}' "$results" | median)
 lu=$(awk '$1=="lease"{print $3}' "$results" | median)

@@ -59,15 +59,10 @@
 # Exit status: 0, 1 on a failure, 2 on bad arguments, 3 when npm cannot
 # install the peer (offline: the smoke test skips then).
 set -euo pipefail
-
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$here/../lib.sh" # usage, die, build_arg, $root, processes, servers, load, CPU, numbers
 
-usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
-
-[ $# -ge 1 ] || { usage >&2; exit 2; }
-case $1 in -h|--help) usage; exit 0 ;; esac
-build=$(cd "$1" && pwd)
+build_arg "$@"
 shift
 all_subjects="incr incrby lua flexible tb gc lq fw sw sl cell mtb mgc mlq mfw msw msl mcell batched"
 runs=3
@@ -98,13 +93,11 @@ while [ $# -gt 0 ]; do
     --quick) runs=1; decisions=2000; keys=1000; mem_keys=2000; warmup=0.2; rd_timeout=30s ;;
     --node-cache) cache=$2; shift ;;
     --out) out=$2; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "cpu.sh: unknown option $1" >&2; exit 2 ;;
+    *) help_or_bad "$1" ;;
   esac
   shift
 done
 out=${out:-$build/bench-redis-cpu}
-die() { echo "cpu.sh: $*" >&2; exit 1; }
 subjects=
 for s in $all_subjects; do
   [ -z "$only" ] || [[ ",$only," == *",$s,"* ]] && subjects+="$s "
@@ -131,11 +124,7 @@ fi
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-cpu.XXXXXX")
-bench_name=cpu.sh
-# processes, free_port, start_redis, npm_peer, cpu_ticks; the traps that stop
-# every process and remove $tmp
-. "$here/../lib.sh"
+bench_tmp bench-cpu
 
 # ---- tools: the load generator, the peer from npm (cached as run.sh does) ------------
 
@@ -144,11 +133,8 @@ if [ "$need_node" = 1 ]; then
   cache=${cache:-$build/bench-redis-node}
   mkdir -p "$cache"
   cache=$(cd "$cache" && pwd)
-  pkg=$here/package.json
-  npm_peer "$cache" "$pkg" || { echo "cpu.sh: cannot install the peer from npm (see above)" >&2; exit 3; }
-  export NODE_PATH=$cache/node_modules
+  npm_peer "$cache" "$here/package.json" || { echo "cpu.sh: cannot install the peer from npm (see above)" >&2; exit 3; }
 fi
-pkgver() { node -p "require('$cache/node_modules/$1/package.json').version"; }
 if [ "$need_sluiced" = 1 ]; then
   # a private copy: a rebuild of BUILD_DIR during the run changes nothing
   cp "$build/sluiced" "$tmp/sluiced"
@@ -162,11 +148,11 @@ fi
 # ---- processes: bench/lib.sh ----------------------------------------------------
 
 # start_sluiced MODE: sluiced in sync MODE (exact or batched; module: exact
-# through SLUICE.DECIDE) on the shared redis-server; sets sl_pid[MODE],
-# sl_resp[MODE], sl_http[MODE].
-declare -A sl_pid sl_resp sl_http
+# through SLUICE.DECIDE) on the shared redis-server; sets s_pid[MODE],
+# s_resp[MODE], s_http[MODE].
+declare -A s_pid s_resp s_http
 start_sluiced() {
-  local m=$1 conf=$tmp/sluiced-$1.yaml log=$tmp/sluiced-$1.log n extra= sync=$1 how=off
+  local m=$1 conf=$tmp/sluiced-$1.yaml log=$tmp/sluiced-$1.log extra= sync=$1 how=off
   [ "$m" = batched ] && extra="    sync_interval: $sync_interval"
   [ "$m" = module ] && sync=exact how=require
   # the same limit for every algorithm; two-letter names (the same key
@@ -192,17 +178,8 @@ policies:
   - {name: sl, algorithm: sliding_log, rate: 1000/d}
 EOF
   cp "$conf" "$out/sluiced-$m.yaml"
-  "$tmp/sluiced" -c "$conf" 2>"$log" &
-  sl_pid[$m]=$!
-  pids+=("${sl_pid[$m]}")
-  for n in $(seq 200); do
-    grep -q ' ready' "$log" 2>/dev/null && break
-    kill -0 "${sl_pid[$m]}" 2>/dev/null || { cat "$log" >&2; die "sluiced ($m) did not start"; }
-    sleep 0.1
-  done
-  sl_resp[$m]=$(sed -n 's/.*listening resp on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)
-  sl_http[$m]=$(sed -n 's/.*listening http on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)
-  [ -n "${sl_resp[$m]}" ] && [ -n "${sl_http[$m]}" ] || { cat "$log" >&2; die "sluiced ($m): no ports in its log"; }
+  sluiced_up "resp http" "$log" "$tmp/sluiced" -c "$conf" || die_log "$log" "sluiced ($m) did not start"
+  s_pid[$m]=$sl_pid s_resp[$m]=$sl_resp s_http[$m]=$sl_http
 }
 
 # ---- subjects ----------------------------------------------------------------------
@@ -227,15 +204,13 @@ set_subject() { # SUBJECT: label, port and command of one subject
     mcell) label[$s]="sluiced exact + module, \`CL.THROTTLE\` (Redis mode)"; mode[$s]=module; cmd[$s]="CL.THROTTLE {k} 999 1000 86400 1" ;;
     batched) label[$s]="sluiced batched ($sync_interval), token bucket (\`SL.CHECK tb\`)"; mode[$s]=batched; cmd[$s]="SL.CHECK tb {k}" ;;
   esac
-  [ -n "${mode[$s]:-}" ] && port[$s]=${sl_resp[${mode[$s]}]}
+  [ -n "${mode[$s]:-}" ] && port[$s]=${s_resp[${mode[$s]}]}
   return 0
 }
 
 # ---- numbers -----------------------------------------------------------------------
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "nan" || b == "nan" || a == "" || b + 0 <= 0) print "nan"; else printf "%.2f", a / b}'; }
-per() { awk -v a="$1" -v n="$2" -v f="${3:-%.2f}" 'BEGIN {if (n > 0) printf f, a / n; else print "nan"}'; }
-kv() { tr ' ' '\n' <"$1" | sed -n "s/^$2=//p"; } # a key=value of loadgen's or flexible.js's output
+# ratio, per, kv (a key=value of loadgen's or flexible.js's output): bench/lib.sh
 
 # redis_info FILE: INFO everything of the shared redis-server into FILE
 redis_info() { redis-cli -p "$rd_port" INFO everything | tr -d '\r' >"$1"; }
@@ -277,7 +252,7 @@ quiet() {
 }
 # failed_calls MODE: sluiced's failed Redis calls so far (every result but ok)
 failed_calls() {
-  curl -s "http://127.0.0.1:${sl_http[$1]}/metrics" |
+  curl -s "http://127.0.0.1:${s_http[$1]}/metrics" |
     awk '/^sluice_redis_calls_total\{/ && $1 !~ /result="ok"/ {b += $2} END {printf "%d\n", b}'
 }
 
@@ -304,18 +279,18 @@ start_redis
 sha=$(redis-cli -p "$rd_port" SCRIPT LOAD "$(cat "$root/bench/server/token_bucket.lua")")
 [[ $sha =~ ^[0-9a-f]{40}$ ]] || die "SCRIPT LOAD failed: $sha"
 for s in $subjects; do
-  case $s in batched) [ -n "${sl_pid[batched]:-}" ] || start_sluiced batched ;;
-    tb | gc | lq | fw | sw | sl | cell) [ -n "${sl_pid[exact]:-}" ] || start_sluiced exact ;;
-    mtb | mgc | mlq | mfw | msw | msl | mcell) [ -n "${sl_pid[module]:-}" ] || start_sluiced module ;; esac
+  case $s in batched) [ -n "${s_pid[batched]:-}" ] || start_sluiced batched ;;
+    tb | gc | lq | fw | sw | sl | cell) [ -n "${s_pid[exact]:-}" ] || start_sluiced exact ;;
+    mtb | mgc | mlq | mfw | msw | msl | mcell) [ -n "${s_pid[module]:-}" ] || start_sluiced module ;; esac
 done
 for s in $subjects; do set_subject "$s"; done
 
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 {
   echo "# sluice: Redis CPU per decision and memory per key, $started"
-  echo "# commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+  echo "# commit: $(git_rev)"
   echo "# cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs online, $(grep -qw hypervisor /proc/cpuinfo && echo 'virtual machine' || echo 'bare metal'); kernel $(uname -r)"
-  [ "$need_sluiced" = 1 ] && echo "# sluiced: $("$tmp/sluiced" --version 2>&1 | head -1) ($build, CMAKE_BUILD_TYPE=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null || echo '?'), sha256 $(sha256sum "$tmp/sluiced" | cut -c1-12)), $workers workers"
+  [ "$need_sluiced" = 1 ] && echo "# sluiced: $(sluiced_about "$tmp/sluiced"), $workers workers"
   [ "$need_node" = 1 ] && echo "# peer: node $(node --version), rate-limiter-flexible $(pkgver rate-limiter-flexible), ioredis $(pkgver ioredis)"
   echo "# $(redis-server --version)"
   echo "# load: $conns connections x $pipeline pipelined, $decisions decisions per run, keys from $keys, $runs runs (median); memory: $mem_keys keys; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -333,7 +308,7 @@ declare -A rd_us cs_us cmds sl_us bad mem mem_detail mem_note per_call
 measure() { # SUBJECT ROUND
   local s=$1 r=$2 f=$out/$1-$2 c0 c1 s0=0 s1=0 n=$decisions b f0 f1 spid=
   redis-cli -p "$rd_port" FLUSHALL >/dev/null
-  [ -n "${mode[$s]:-}" ] && { spid=${sl_pid[${mode[$s]}]}; f0=$(failed_calls "${mode[$s]}"); }
+  [ -n "${mode[$s]:-}" ] && { spid=${s_pid[${mode[$s]}]}; f0=$(failed_calls "${mode[$s]}"); }
   if [ "$s" = flexible ]; then
     load "$s" "$n" "$keys" "$f.txt"
     rd_us[$s]+="$(kv "$f.txt" redis_cpu_us_per_decision) "
@@ -369,8 +344,7 @@ measure() { # SUBJECT ROUND
 
 echo "== CPU: $runs x $decisions decisions per subject, $conns connections x $pipeline pipelined, keys from $keys =="
 for r in $(seq "$runs"); do
-  order=$subjects
-  [ $((r % 2)) = 0 ] && order=$(tr ' ' '\n' <<<"$subjects" | grep . | tac | tr '\n' ' ')
+  order=$(round_order "$r" "$subjects")
   for s in $order; do measure "$s" "$r"; done
 done
 

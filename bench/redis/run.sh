@@ -45,15 +45,10 @@
 #   --no-monitor       leave out the MONITOR samples
 #   --out DIR          raw outputs and results.md (default BUILD_DIR/bench-redis)
 set -euo pipefail
-
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$here/../lib.sh" # usage, die, build_arg, $root, processes, servers, load, CPU, numbers
 
-usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
-
-[ $# -ge 1 ] || { usage >&2; exit 2; }
-case $1 in -h|--help) usage; exit 0 ;; esac
-build=$(cd "$1" && pwd)
+build_arg "$@"
 shift
 seconds=5
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then seconds=$1; shift; fi
@@ -77,14 +72,12 @@ while [ $# -gt 0 ]; do
     --only) only=$2; shift ;;
     --no-monitor) monitor=0 ;;
     --out) out=$2; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+    *) help_or_bad "$1" ;;
   esac
   shift
 done
 out=${out:-$build/bench-redis}
 want() { [[ ",$only," == *",$1,"* ]]; }
-die() { echo "run.sh: $*" >&2; exit 1; }
 
 for t in redis-server redis-cli redis-benchmark node npm; do
   command -v $t >/dev/null || die "$t not found (scripts/install-deps.sh installs it)"
@@ -111,19 +104,12 @@ si_ms=$(awk -v d="$sync_interval" 'BEGIN {
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-redis.XXXXXX")
-bench_name=run.sh
-# processes, free_port, start_redis, npm_peer, cpu_ticks, children_cpu; the
-# traps that stop every process and remove $tmp
-. "$here/../lib.sh"
+bench_tmp bench-redis
 
 # ---- the peer: rate-limiter-flexible and ioredis from npm, cached ---------------------
 
 cache=$build/bench-redis-node
-pkg=$here/package.json
-npm_peer "$cache" "$pkg" || die "cannot install the peer from npm (see above)"
-export NODE_PATH=$cache/node_modules
-pkgver() { node -p "require('$cache/node_modules/$1/package.json').version"; }
+npm_peer "$cache" "$here/package.json" || die "cannot install the peer from npm (see above)"
 
 if [ -n "$modes" ] || want control; then
   # A private copy of the binary: a rebuild of BUILD_DIR during the run does
@@ -169,36 +155,15 @@ EOF
 # ready (a config this build refuses, for one).
 sl_starts=0
 start_sluiced() {
-  local n
-  # a new log file each time: the loop below must never read an older one
+  # a new log file each time: sluiced_up must never read an older one
   sl_starts=$((sl_starts + 1))
   sl_log=$tmp/sluiced-$1-$sl_starts.log
-  : >"$sl_log"
-  "$sluiced" -c "$tmp/sluiced-$1.yaml" 2>>"$sl_log" &
-  sl_pid=$!
-  pids+=("$sl_pid")
-  for n in $(seq 100); do
-    grep -q ' ready' "$sl_log" 2>/dev/null && break
-    if ! kill -0 "$sl_pid" 2>/dev/null; then
-      wait "$sl_pid" 2>/dev/null || true
-      untrack "$sl_pid"
-      return 3
-    fi
-    sleep 0.1
-  done
-  sl_resp=$(sed -n 's/.*listening resp on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$sl_log" | head -1)
-  sl_http=$(sed -n 's/.*listening http on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$sl_log" | head -1)
-  if [ -z "$sl_resp" ] || [ -z "$sl_http" ]; then
-    cat "$sl_log" >&2
-    die "sluiced: no ports in its log"
-  fi
+  sluiced_up "resp http" "$sl_log" "$sluiced" -c "$tmp/sluiced-$1.yaml"
 }
 
 # ---- numbers -----------------------------------------------------------------------
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "nan"}'; }
-verdict() { awk -v r="$1" -v t="$2" 'BEGIN {if (r == "nan") print "n/a"; else if (r >= t) printf "met"; else printf "missed: %.0f%% of the target", 100 * r / t}'; }
-per() { awk -v a="$1" -v n="$2" -v f="${3:-%.3f}" 'BEGIN {if (n > 0) printf f, a / n; else print "nan"}'; }
+# ratio, per, at_least, parse_rb, parse_wrk, round_ratio: bench/lib.sh
 
 # redis_counters FILE: INFO of the shared redis-server into FILE; prints
 # total_commands_processed.
@@ -224,27 +189,6 @@ cmd_breakdown() {
     }' "$1" "$2"
 }
 
-# redis-benchmark --csv: "test","rps","avg","min","p50","p95","p99","max" -> "rps p50 p99"
-parse_rb() { awk -F'","' 'NR == 2 {print $2, $5, $7}' "$1"; }
-# wrk --latency -> "rps p50_ms p99_ms requests non2xx socket_errors"
-parse_wrk() {
-  awk '
-    function ms(v) {
-      if (v ~ /us$/) return substr(v, 1, length(v) - 2) / 1000
-      if (v ~ /ms$/) return substr(v, 1, length(v) - 2) + 0
-      if (v ~ /s$/) return substr(v, 1, length(v) - 1) * 1000
-      return v + 0
-    }
-    /^ +50%/ {p50 = ms($2)}
-    /^ +99%/ {p99 = ms($2)}
-    / requests in / {req = $1}
-    /Non-2xx or 3xx responses:/ {non = $NF}
-    /Socket errors:/ {gsub(/,/, ""); err = $4 + $6 + $8 + $10}
-    /^Requests\/sec:/ {rps = $2}
-    END {printf "%s %s %s %s %d %d\n", rps, p50, p99, req, non, err}
-  ' "$1"
-}
-kv() { tr ' ' '\n' <"$1" | sed -n "s/^$2=//p"; } # a key=value of flexible.js's output
 
 # ---- the run ---------------------------------------------------------------------------
 
@@ -253,9 +197,9 @@ started=$(date -u '+%Y-%m-%d %H:%M UTC')
 start_redis
 {
   echo "# sluice Redis-store benchmark, $started"
-  echo "# commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+  echo "# commit: $(git_rev)"
   echo "# cpu: $cpu_model, $(nproc) CPUs online, $(grep -qw hypervisor /proc/cpuinfo && echo 'virtual machine' || echo 'bare metal'); kernel $(uname -r)"
-  [ -e "$sluiced" ] && echo "# sluiced: $("$sluiced" --version 2>&1 | head -1) ($build, CMAKE_BUILD_TYPE=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null || echo '?'), sha256 $(sha256sum "$sluiced" | cut -c1-12)), $workers workers"
+  [ -e "$sluiced" ] && echo "# sluiced: $(sluiced_about "$sluiced"), $workers workers"
   echo "# peer: node $(node --version), rate-limiter-flexible $(pkgver rate-limiter-flexible), ioredis $(pkgver ioredis)"
   echo "# $(redis-server --version)"
   echo "# $(redis-benchmark --version 2>&1 | head -1)"
@@ -453,12 +397,12 @@ measure() {
         echo "run.sh: WARNING: $s run $r: $bad of $((ok + bad)) of sluiced's Redis calls failed ($(grep -E '^sluice_redis_(up|breaker_open|calls_total)' "$f-metrics.txt" | tr '\n' ' ')); its figures are not those of a working Redis store" >&2
       fi
     fi
-    cmds[$s]+="$(per $((b1 - b0)) "$n") "
+    cmds[$s]+="$(per $((b1 - b0)) "$n" %.3f) "
     rd_us[$s]+="$(per $(((c1 - c0) * 1000000 / hz)) "$n" %.2f) "
     sl_us[$s]+="$(per $(((s1 - s0) * 1000000 / hz)) "$n" %.2f) "
     detail[$s]="last run: $n decisions; commandstats per decision: $(cmd_breakdown "$f-info0.txt" "$f-info1.txt" "$n"); sluiced metrics: ${note:-none}"
     printf 'run %d %-17s %9s decisions/s  Redis commands %s/decision  CPU us/decision: sluiced %s, redis-server %s\n' \
-      "$r" "$s" "$(fmt_int "$rate")" "$(per $((b1 - b0)) "$n")" "$(per $(((s1 - s0) * 1000000 / hz)) "$n" %.2f)" \
+      "$r" "$s" "$(fmt_int "$rate")" "$(per $((b1 - b0)) "$n" %.3f)" "$(per $(((s1 - s0) * 1000000 / hz)) "$n" %.2f)" \
       "$(per $(((c1 - c0) * 1000000 / hz)) "$n" %.2f)"
   fi
   gen_us[$s]+="$(awk -v a="$g0" -v b="$g1" -v n="$n" 'BEGIN {printf "%.2f", (b - a) / n * 1e6}') "
@@ -469,8 +413,7 @@ measure() {
 echo
 echo "== measured runs: $runs x $seconds s, concurrency $conc, $keys keys =="
 for r in $(seq "$runs"); do
-  order=$subjects
-  [ $((r % 2)) = 0 ] && order=$(tr ' ' '\n' <<<"$subjects" | grep . | tac | tr '\n' ' ')
+  order=$(round_order "$r" "$subjects")
   for s in $order; do measure "$s" "$r"; done
 done
 
@@ -538,19 +481,13 @@ fi
 
 declare -A med
 for s in $subjects; do med[$s]=$(m_med "${dps[$s]}"); done
-# round_ratio A B: median over the rounds of A / B in the same round
-round_ratio() {
-  local r v=
-  for r in $(seq "$runs"); do v+="$(ratio "${dround[$1,$r]}" "${dround[$2,$r]}") "; done
-  awk -v x="$(m_med "$v")" 'BEGIN {printf "%.2f", x}'
-}
 rows=()
 declare -A lim
 for s in $subjects; do
   rat=- rr=
   if [ -n "${med[flexible]:-}" ]; then
     rat="$(ratio "${med[$s]}" "${med[flexible]}")x"
-    [ "$s" != flexible ] && rr=" (per round: $(round_ratio "$s" flexible)x)"
+    [ "$s" != flexible ] && rr=" (per round: $(round_ratio dround "$s" flexible)x)"
   fi
   case $s in
     flexible) cpu="node (limiter + load) $(m_med "${sl_us[$s]}"), redis-server $(m_med "${rd_us[$s]}")" ;;
@@ -585,7 +522,7 @@ if [ -n "${med[flexible]:-}" ]; then
       x=$(ratio "${med[$k]}" "${med[flexible]}")
       inv=
       [ "${rbad[$k]:-0}" != 0 ] && inv=" **(not valid: ${rbad[$k]} of sluiced's Redis calls failed, it answered without Redis)**"
-      verdicts+=("- ${label[$k]}: ${x}x rate-limiter-flexible (target >= ${t}x): $(verdict "$x" "$t"); Redis calls per decision ${calls[$k]:-n/a} (target <= 1): $(awk -v c="${calls[$k]:-nan}" 'BEGIN {if (c == "nan" || c == "n/a") print "n/a"; else if (c <= 1) print "met"; else print "missed"}')$inv")
+      verdicts+=("- ${label[$k]}: ${x}x rate-limiter-flexible (target >= ${t}x): $(at_least "$x" "$t"); Redis calls per decision ${calls[$k]:-n/a} (target <= 1): $(awk -v c="${calls[$k]:-nan}" 'BEGIN {if (c == "nan" || c == "n/a") print "n/a"; else if (c <= 1) print "met"; else print "missed"}')$inv")
     done
   done
 fi

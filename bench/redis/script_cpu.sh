@@ -24,9 +24,8 @@
 #                           [--mem M]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-[ $# -ge 1 ] || { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 2; }
-build=$(cd "$1" && pwd)
+. "$here/../lib.sh" # usage, die, build_arg, $root, processes, servers, load, CPU, numbers
+build_arg "$@"
 shift
 n=200000
 keys=100000
@@ -42,54 +41,27 @@ while [ $# -gt 0 ]; do
     --only) only=$2; shift ;;
     --sluiced) sluiced=1 ;;
     --mem) mem=$2; shift ;;
-    *) echo "script_cpu.sh: unknown option $1" >&2; exit 2 ;;
+    *) help_or_bad "$1" ;;
   esac
   shift
 done
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-cpu.XXXXXX")
-bench_name=script_cpu.sh
-# processes, free_port, start_redis, cpu_ticks; the traps that stop every
-# process and remove $tmp
-. "$here/../lib.sh"
-
+bench_tmp cpu
 start_redis
-port=$rd_port rpid=$rd_pid
-rcli() { redis-cli -p "$port" "$@"; }
 
 # the script(s) as the build embeds them
 sha=$(rcli SCRIPT LOAD "$(cat "$root/src/store/decide.lua")")
 
-# Per algorithm: the parameter set's 7 arguments (alg limit period_us burst
-# flags origin tag); the items then name it (1), their cost (1) and group
-# (2r: request r of the call). As redis_script.c formats them.
-set_args() {
-  case $1 in
-    fw) echo "1 1000 1000000 0 0 0 fw" ;;
-    slog) echo "2 100 1000000 0 0 0 slog" ;;
-    sw) echo "3 1000 1000000 0 0 0 sw" ;;
-    tb) echo "4 1000 1000000 1000 0 0 tb" ;;
-    gcra) echo "5 1000 1000000 1000 0 0 gcra" ;;
-    lq) echo "6 1000 1000000 1000 0 0 lq" ;;
-    cell) echo "5 100 1000000 200 512 0 cell" ;;
-  esac
-}
-
-# Runs one redis-benchmark subject; sets us_dec (Redis CPU us per unit) and
-# usec (the script's usec_per_call, or -).
-measure() { # units_per_command args...
-  local per=$1
+# measure UNITS ARGS...: one redis-benchmark subject of UNITS decisions per
+# command; sets us_dec (Redis CPU us per decision) and usec (the script's
+# usec_per_call, or -).
+measure() {
+  local units=$1
   shift
   rcli FLUSHALL >/dev/null
-  rcli CONFIG RESETSTAT >/dev/null
-  local c0 c1
-  c0=$(cpu_ticks "$rpid")
-  redis-benchmark -p "$port" -c 50 -P 16 -r "$keys" -n "$n" -q "$@" >/dev/null
-  c1=$(cpu_ticks "$rpid")
-  us_dec=$(awk -v d=$((c1 - c0)) -v hz="$hz" -v n="$n" -v per="$per" \
-    'BEGIN { printf "%.2f", d / hz * 1e6 / (n * per) }')
-  usec=$(rcli INFO commandstats | tr -d '\r' |
-    awk -F'[=,]' '/^cmdstat_(evalsha|fcall|incr):/ { print $6; exit }')
+  rb_cpu "$rd_port" "$n" "$@"
+  us_dec=$(per "$cpu_us" $((n * units)))
+  usec=$(cmdstat 'evalsha|fcall|incr' usec_per_call)
 }
 
 printf '| subject | decisions per call | Redis CPU us per decision | x INCR | usec_per_call (commandstats) |\n'
@@ -99,31 +71,29 @@ incr=$us_dec
 printf '| INCR | 1 | %s | 1.00 | %s |\n' "$incr" "$usec"
 
 for alg in $only; do
-  a=$(set_args "$alg")
+  a=$(decide_params "$alg")
   for b in $batches; do
     args=(EVALSHA "$sha" "$b")
     for ((i = 0; i < b; i++)); do args+=("sluice:{k:__rand_int__}:$alg"); done
     args+=(0 1 $a)
     for ((i = 0; i < b; i++)); do args+=(1 1 $((2 * i))); done
     measure "$b" "${args[@]}"
-    printf '| script %s | %s | %s | %s | %s |\n' "$alg" "$b" "$us_dec" \
-      "$(awk -v a="$us_dec" -v b="$incr" 'BEGIN { printf "%.2f", a / b }')" "$usec"
+    printf '| script %s | %s | %s | %s | %s |\n' "$alg" "$b" "$us_dec" "$(ratio "$us_dec" "$incr")" "$usec"
   done
 done
 
 if [ "$sluiced" = 1 ]; then
-  [ -x "$build/sluiced" ] || { echo "cpu.sh: $build/sluiced not found" >&2; exit 1; }
-  sport=$(free_port)
+  [ -x "$build/sluiced" ] || die "$build/sluiced not found"
   cat >"$tmp/sluice.yaml" <<EOF
 listen:
   http: 127.0.0.1:0
   grpc: "off"
-  resp: 127.0.0.1:$sport
+  resp: 127.0.0.1:0
 workers: 2
 store:
   type: redis
   redis:
-    url: redis://127.0.0.1:$port/0
+    url: redis://127.0.0.1:$rd_port/0
     timeout: 2s
     sync: exact
 policies:
@@ -134,27 +104,20 @@ policies:
   - {name: sw, algorithm: sliding_window, rate: 1000/s}
   - {name: slog, algorithm: sliding_log, rate: 100/s}
 EOF
-  "$build/sluiced" -c "$tmp/sluice.yaml" >"$tmp/sluiced.log" 2>&1 &
-  spid=$!
-  pids+=("$spid")
-  for _ in $(seq 100); do redis-cli -p "$sport" PING >/dev/null 2>&1 && break; sleep 0.1; done
+  sluiced_up resp "$tmp/sluiced.log" "$build/sluiced" -c "$tmp/sluice.yaml" ||
+    die_log "$tmp/sluiced.log" "sluiced did not start"
   for alg in $only; do
     rcli FLUSHALL >/dev/null
-    rcli CONFIG RESETSTAT >/dev/null
-    c0=$(cpu_ticks "$rpid")
     if [ "$alg" = cell ]; then
-      redis-benchmark -p "$sport" -c 50 -P 16 -r "$keys" -n "$n" -q \
-        CL.THROTTLE key:__rand_int__ 200 100 1 >/dev/null
+      rb_cpu "$sl_resp" "$n" CL.THROTTLE key:__rand_int__ 200 100 1
     else
-      redis-benchmark -p "$sport" -c 50 -P 16 -r "$keys" -n "$n" -q \
-        SL.CHECK "$alg" key:__rand_int__ >/dev/null
+      rb_cpu "$sl_resp" "$n" SL.CHECK "$alg" key:__rand_int__
     fi
-    c1=$(cpu_ticks "$rpid")
-    calls=$(rcli INFO commandstats | tr -d '\r' | awk -F'[=,]' '/^cmdstat_(evalsha|fcall):/ { print $2; exit }')
-    us_dec=$(awk -v d=$((c1 - c0)) -v hz="$hz" -v n="$n" 'BEGIN { printf "%.2f", d / hz * 1e6 / n }')
+    calls=$(cmdstat 'evalsha|fcall' calls)
+    us_dec=$(per "$cpu_us" "$n")
     printf '| sluiced %s | %s | %s | %s | |\n' "$alg" \
       "$(awk -v n="$n" -v c="${calls:-0}" 'BEGIN { if (c > 0) printf "%.1f", n / c; else print "-" }')" \
-      "$us_dec" "$(awk -v a="$us_dec" -v b="$incr" 'BEGIN { printf "%.2f", a / b }')"
+      "$us_dec" "$(ratio "$us_dec" "$incr")"
   done
 fi
 

@@ -23,7 +23,7 @@
 #                                    [--only "empty mget ..."] [--lua FILE]...
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$here/../lib.sh" # usage, die, build_arg, $root, processes, servers, load, CPU, numbers
 n=4000
 batch=100
 keys=100000
@@ -38,21 +38,13 @@ while [ $# -gt 0 ]; do
     --alg) alg=$2; shift ;;
     --only) only=$2; shift ;;
     --lua) luas+=("$2"); shift ;;
-    -h | --help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "script_floor.sh: unknown option $1" >&2; exit 2 ;;
+    *) help_or_bad "$1" ;;
   esac
   shift
 done
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-floor.XXXXXX")
-bench_name=script_floor.sh
-# processes, free_port, start_redis, cpu_ticks; the traps that stop every
-# process and remove $tmp
-. "$here/../lib.sh"
-
+bench_tmp floor
 start_redis
-port=$rd_port rpid=$rd_pid
-rcli() { redis-cli -p "$port" "$@"; }
 
 floor_lua() {
   case $1 in
@@ -83,22 +75,10 @@ L
   esac
 }
 
-set_args() {
-  case $1 in
-    fw) echo "1 1000 1000000 0 0 0 fw" ;;
-    slog) echo "2 100 1000000 0 0 0 slog" ;;
-    sw) echo "3 1000 1000000 0 0 0 sw" ;;
-    tb) echo "4 1000 1000000 1000 0 0 tb" ;;
-    gcra) echo "5 1000 1000000 1000 0 0 gcra" ;;
-    lq) echo "6 1000 1000000 1000 0 0 lq" ;;
-    cell) echo "5 100 1000000 200 512 0 cell" ;;
-  esac
-}
-
 # one call: decide.lua's arguments for B requests of one decision each
 args=("$batch")
 for ((i = 0; i < batch; i++)); do args+=("sluice:{k:__rand_int__}:$alg"); done
-args+=(0 1 $(set_args "$alg"))
+args+=(0 1 $(decide_params "$alg"))
 for ((i = 0; i < batch; i++)); do args+=(1 1 $((2 * i))); done
 
 measure() { # name sha
@@ -107,28 +87,18 @@ measure() { # name sha
   local r
   r=$(rcli EVALSHA "$2" "${args[@]}" 2>&1 | head -1)
   case $r in
-    ERR* | *rror*) echo "script_floor.sh: $1 fails: $r" >&2; exit 1 ;;
+    ERR* | *rror*) die "$1 fails: $r" ;;
   esac
-  rcli CONFIG RESETSTAT >/dev/null
-  local c0 c1
-  c0=$(cpu_ticks "$rpid")
-  redis-benchmark -p "$port" -c 50 -P 16 -r "$keys" -n "$n" -q EVALSHA "$2" "${args[@]}" >/dev/null
-  c1=$(cpu_ticks "$rpid")
-  local usec
-  usec=$(rcli INFO commandstats | tr -d '\r' | awk -F'[=,]' '/^cmdstat_evalsha:/ { print $6; exit }')
-  printf '| %s | %s | %s | %s |\n' "$1" "$batch" \
-    "$(awk -v d=$((c1 - c0)) -v hz="$hz" -v n="$n" -v b="$batch" 'BEGIN { printf "%.2f", d / hz * 1e6 / (n * b) }')" \
-    "$(awk -v u="${usec:-0}" -v b="$batch" 'BEGIN { printf "%.2f", u / b }')"
+  rb_cpu "$rd_port" "$n" EVALSHA "$2" "${args[@]}"
+  printf '| %s | %s | %s | %s |\n' "$1" "$batch" "$(per "$cpu_us" $((n * batch)))" \
+    "$(per "$(cmdstat evalsha usec_per_call)" "$batch")"
 }
 
 printf '| subject (%s) | items per call | Redis CPU us per item | usec_per_call / items |\n' "$alg"
 printf '| --- | --- | --- | --- |\n'
 rcli FLUSHALL >/dev/null
-rcli CONFIG RESETSTAT >/dev/null
-c0=$(cpu_ticks "$rpid")
-redis-benchmark -p "$port" -c 50 -P 16 -r "$keys" -n $((n * batch / 4)) -q INCR key:__rand_int__ >/dev/null
-c1=$(cpu_ticks "$rpid")
-printf '| INCR | 1 | %s | |\n' "$(awk -v d=$((c1 - c0)) -v hz="$hz" -v n=$((n * batch / 4)) 'BEGIN { printf "%.2f", d / hz * 1e6 / n }')"
+rb_cpu "$rd_port" $((n * batch / 4)) INCR key:__rand_int__
+printf '| INCR | 1 | %s | |\n' "$(per "$cpu_us" $((n * batch / 4)))"
 for s in $only; do
   if [ "$s" = decide ]; then
     src=$(cat "$root/src/store/decide.lua")

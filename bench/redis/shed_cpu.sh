@@ -14,8 +14,8 @@
 # Usage: bench/redis/shed_cpu.sh BUILD_DIR [--runs R] [--requests N]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-[ $# -ge 1 ] || { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 2; }
-build=$(cd "$1" && pwd)
+. "$here/../lib.sh" # usage, die, build_arg, $root, processes, servers, load, CPU, numbers
+build_arg "$@"
 shift
 runs=3
 requests=20000
@@ -23,20 +23,17 @@ while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift ;;
     --requests) requests=$2; shift ;;
-    *) echo "shed_cpu.sh: unknown option $1" >&2; exit 2 ;;
+    *) help_or_bad "$1" ;;
   esac
   shift
 done
-tmp=$(mktemp -d /tmp/sluice-shed-cpu-XXXXXX)
-bench_name=shed_cpu.sh
-. "$here/../lib.sh"
-hz=$(getconf CLK_TCK)
+bench_tmp shed-cpu
 
 start_redis
 
 config() { # $1: with or without the capacity
   cat <<EOF
-listen: {http: "127.0.0.1:$2", grpc: "off", resp: "off"}
+listen: {http: "127.0.0.1:0", grpc: "off", resp: "off"}
 workers: 1
 store:
   type: redis
@@ -54,13 +51,9 @@ decisions() { # allowed + limited of policy api from /metrics
 }
 
 one_run() { # $1: with | without; prints Redis us per decision
-  local port
-  port=$(free_port)
-  config "$1" "$port" >"$tmp/$1.yaml"
-  "$build/sluiced" -c "$tmp/$1.yaml" 2>"$tmp/$1.log" &
-  local pid=$!
-  pids+=("$pid")
-  for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
+  config "$1" >"$tmp/$1.yaml"
+  sluiced_up http "$tmp/$1.log" "$build/sluiced" -c "$tmp/$1.yaml" || die_log "$tmp/$1.log" "sluiced did not start"
+  local pid=$sl_pid port=$sl_http
   local d0 c0 d1 c1
   d0=$(decisions "$port")
   c0=$(cpu_ticks "$rd_pid")

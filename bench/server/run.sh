@@ -29,15 +29,10 @@
 #   --quick            --runs 1 --resp-seconds 3 --http-duration 4s --keys 200000
 #   --out DIR          raw outputs and results.md (default BUILD_DIR/bench-server)
 set -euo pipefail
-
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$here/../lib.sh" # usage, die, build_arg, $root, processes, servers, load, CPU, numbers
 
-usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
-
-[ $# -ge 1 ] || { usage >&2; exit 2; }
-case $1 in -h|--help) usage; exit 0 ;; esac
-build=$(cd "$1" && pwd)
+build_arg "$@"
 shift
 runs=5
 resp_seconds=7
@@ -57,14 +52,12 @@ while [ $# -gt 0 ]; do
     --no-perf) only=${only//perf/} ;;
     --quick) runs=1; resp_seconds=3; http_duration=4s; keys=200000 ;;
     --out) out=$2; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+    *) help_or_bad "$1" ;;
   esac
   shift
 done
 out=${out:-$build/bench-server}
 want() { [[ ",$only," == *",$1,"* ]]; }
-die() { echo "run.sh: $*" >&2; exit 1; }
 
 [ -x "$build/sluiced" ] || die "$build/sluiced not found (run make build)"
 for t in redis-server redis-cli redis-benchmark; do
@@ -82,14 +75,7 @@ fi
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-server.XXXXXX")
-bench_name=run.sh
-# processes, free_port, start_redis, cpu_ticks, rss_kib, children_cpu; the
-# traps that stop every process and remove $tmp
-. "$here/../lib.sh"
-# nginx's workers run as nobody when started as root: they must be able to
-# look under the prefix (try_files stats a file that does not exist).
-chmod 755 "$tmp"
+bench_tmp bench-server
 # A private copy of the binary: a rebuild of BUILD_DIR during the run does
 # not change what is measured.
 cp "$build/sluiced" "$tmp/sluiced"
@@ -99,116 +85,15 @@ sluiced=$tmp/sluiced
 
 # start_sluiced NAME WORKERS: sluiced on its own config; sets sl_pid, sl_resp, sl_http.
 start_sluiced() {
-  local name=$1 log=$tmp/$1.log n
-  sed "s/^workers: .*/workers: $2/" "$tmp/sluiced.yaml" >"$tmp/conf-$name.yaml"
-  "$sluiced" -c "$tmp/conf-$name.yaml" 2>"$log" &
-  sl_pid=$!
-  pids+=("$sl_pid")
-  for n in $(seq 100); do
-    grep -q ' ready' "$log" 2>/dev/null && break
-    kill -0 "$sl_pid" 2>/dev/null || { cat "$log" >&2; die "sluiced did not start"; }
-    sleep 0.1
-  done
-  sl_resp=$(sed -n 's/.*listening resp on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)
-  sl_http=$(sed -n 's/.*listening http on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)
-  if [ -z "$sl_resp" ] || [ -z "$sl_http" ]; then
-    cat "$log" >&2
-    die "sluiced: no ports in its log"
-  fi
-}
-
-# start_nginx: nginx limit_req in the foreground (daemon off) with its own
-# prefix; sets ng_pid, ng_port.
-start_nginx() {
-  local dir=$tmp/nginx attempt n
-  mkdir -p "$dir"
-  for attempt in 1 2 3 4 5; do
-    ng_port=$(free_port)
-    # `return 204` would answer in the rewrite phase, before limit_req runs
-    # (preaccess phase): nothing would ever be limited. try_files answers
-    # in its own phase, after limit_req, with the same 204 and no body.
-    # limit_req_log_level info with error_log at warn: no log line per
-    # rejection (nginx's default writes one, at error level).
-    cat >"$dir/nginx.conf" <<EOF
-daemon off;
-master_process on;
-worker_processes $workers;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $dir/client_body;
-  proxy_temp_path $dir/proxy;
-  fastcgi_temp_path $dir/fastcgi;
-  uwsgi_temp_path $dir/uwsgi;
-  scgi_temp_path $dir/scgi;
-  keepalive_requests 1000000;
-  limit_req_zone \$binary_remote_addr zone=b:10m rate=100r/s;
-  server {
-    listen 127.0.0.1:$ng_port;
-    root $dir/html;
-    location / {
-      limit_req zone=b burst=200 nodelay;
-      limit_req_status 429;
-      limit_req_log_level info;
-      try_files /nonexistent =204;
-    }
-  }
-}
-EOF
-    nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
-    ng_pid=$!
-    pids+=("$ng_pid")
-    for n in $(seq 100); do
-      curl -s -o /dev/null "http://127.0.0.1:$ng_port/" 2>/dev/null && return 0
-      kill -0 "$ng_pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    echo "run.sh: nginx on port $ng_port: attempt $attempt failed" >&2
-    stop_pid "$ng_pid" QUIT
-  done
-  cat "$dir/error.log" >&2
-  die "nginx did not start"
+  sed "s/^workers: .*/workers: $2/" "$tmp/sluiced.yaml" >"$tmp/conf-$1.yaml"
+  sluiced_up "resp http" "$tmp/$1.log" "$sluiced" -c "$tmp/conf-$1.yaml" ||
+    die_log "$tmp/$1.log" "sluiced did not start"
 }
 
 # ---- numbers -----------------------------------------------------------------------
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "nan"}'; }
-verdict() { awk -v r="$1" -v t="$2" 'BEGIN {if (r >= t) printf "met"; else printf "missed: %.0f%% of the target", 100 * r / t}'; }
 per_req_us() { awk -v t="$1" -v hz="$hz" -v n="$2" 'BEGIN {if (n > 0) printf "%.2f", t / hz / n * 1e6; else print "nan"}'; }
-
-# round_ratios ARRAY A B: median over the rounds r of ARRAY[A,r] / ARRAY[B,r]
-# (the two sides of a round ran next to each other, under the same
-# background load, so this follows slow drifts of a shared machine better).
-round_ratios() {
-  local -n arr=$1
-  local r v=
-  for r in $(seq "$runs"); do v+="$(ratio "${arr[$2,$r]}" "${arr[$3,$r]}") "; done
-  awk -v x="$(m_med "$v")" 'BEGIN {printf "%.2f", x}'
-}
-
-# redis-benchmark --csv: "test","rps","avg","min","p50","p95","p99","max" -> "rps p50 p99"
-parse_rb() { awk -F'","' 'NR == 2 {print $2, $5, $7}' "$1"; }
-
-# wrk --latency -> "rps p50_ms p99_ms requests non2xx socket_errors"
-parse_wrk() {
-  awk '
-    function ms(v) {
-      if (v ~ /us$/) return substr(v, 1, length(v) - 2) / 1000
-      if (v ~ /ms$/) return substr(v, 1, length(v) - 2) + 0
-      if (v ~ /s$/) return substr(v, 1, length(v) - 1) * 1000
-      return v + 0
-    }
-    /^ +50%/ {p50 = ms($2)}
-    /^ +99%/ {p99 = ms($2)}
-    / requests in / {req = $1}
-    /Non-2xx or 3xx responses:/ {non = $NF}
-    /Socket errors:/ {gsub(/,/, ""); err = $4 + $6 + $8 + $10}
-    /^Requests\/sec:/ {rps = $2}
-    END {printf "%s %s %s %s %d %d\n", rps, p50, p99, req, non, err}
-  ' "$1"
-}
+# ratio, at_least, round_ratio, parse_rb, parse_wrk: bench/lib.sh
 
 # ---- the run ---------------------------------------------------------------------------
 
@@ -216,9 +101,9 @@ cpu_model=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 {
   echo "# sluiced server benchmarks, $started"
-  echo "# commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+  echo "# commit: $(git_rev)"
   echo "# cpu: $cpu_model (family $(lscpu | sed -n 's/^CPU family: *//p' | head -1), model $(lscpu | sed -n 's/^Model: *//p' | head -1)), $(nproc) CPUs online, $(lscpu | sed -n 's/^Thread(s) per core: *//p') thread(s) per core, $(grep -qw hypervisor /proc/cpuinfo && echo 'virtual machine' || echo 'bare metal'); kernel $(uname -r)"
-  echo "# sluiced: $("$sluiced" --version 2>&1 | head -1) ($build, CMAKE_BUILD_TYPE=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null || echo '?'), sha256 $(sha256sum "$sluiced" | cut -c1-12))"
+  echo "# sluiced: $(sluiced_about "$sluiced")"
   echo "# $(redis-server --version)"
   echo "# $(redis-benchmark --version 2>&1 | head -1)"
   echo "# $(nginx -v 2>&1)"
@@ -313,8 +198,7 @@ fi
 if want resp; then
   declare -A rrps rround rp50 rp99 rcpu rgen
   for r in $(seq "$runs"); do
-    order=$subjects
-    [ $((r % 2)) = 0 ] && order=$(tr ' ' '\n' <<<"$subjects" | tac | tr '\n' ' ')
+    order=$(round_order "$r" "$subjects")
     for s in $order; do
       f=$out/resp-$s-$r.csv
       c0=$(cpu_ticks "${rpid[$s]}")
@@ -328,7 +212,7 @@ if want resp; then
       cus=$(per_req_us $((c1 - c0)) "${rn[$s]}")
       gus=$(awk -v a="$g0" -v b="$g1" -v n="${rn[$s]}" 'BEGIN {printf "%.2f", (b - a) / n * 1e6}')
       rrps[$s]+="$rps "
-      # shellcheck disable=SC2034 # read through a nameref in round_ratios
+      # shellcheck disable=SC2034 # read through a nameref in round_ratio
       rround[$s,$r]=$rps
       rp50[$s]+="$p50 "
       rp99[$s]+="$p99 "
@@ -346,10 +230,10 @@ if want resp; then
   echo "cell keys after the RESP runs: $(redis-cli -p "${rport[sluiced]}" INFO cell | tr -d '\r' | sed -n 's/^cell_keys://p')"
   rl=$(ratio "${rmed[sluiced]}" "${rmed[lua]}")
   ri=$(ratio "${rmed[sluiced]}" "${rmed[incr]}")
-  rows+=("| RESP | **sluiced / Lua script** | **${rl}x** | | | ratio of the medians; median of the per-round ratios $(round_ratios rround sluiced lua)x; target >= 8x: $(verdict "$rl" 8) |")
-  rows+=("| RESP | **sluiced / Redis INCR** | **${ri}x** | | | ratio of the medians; median of the per-round ratios $(round_ratios rround sluiced incr)x; target >= 1x: $(verdict "$ri" 1) |")
+  rows+=("| RESP | **sluiced / Lua script** | **${rl}x** | | | ratio of the medians; median of the per-round ratios $(round_ratio rround sluiced lua)x; target >= 8x: $(at_least "$rl" 8) |")
+  rows+=("| RESP | **sluiced / Redis INCR** | **${ri}x** | | | ratio of the medians; median of the per-round ratios $(round_ratio rround sluiced incr)x; target >= 1x: $(at_least "$ri" 1) |")
   if [ -n "${rmed[sluiced1]:-}" ]; then
-    rows+=("| RESP | sluiced (1 worker) / Lua script, / INCR | $(ratio "${rmed[sluiced1]}" "${rmed[lua]}")x, $(ratio "${rmed[sluiced1]}" "${rmed[incr]}")x | | | per-round ratios: $(round_ratios rround sluiced1 lua)x, $(round_ratios rround sluiced1 incr)x |")
+    rows+=("| RESP | sluiced (1 worker) / Lua script, / INCR | $(ratio "${rmed[sluiced1]}" "${rmed[lua]}")x, $(ratio "${rmed[sluiced1]}" "${rmed[incr]}")x | | | per-round ratios: $(round_ratio rround sluiced1 lua)x, $(round_ratio rround sluiced1 incr)x |")
   fi
   rows+=("| RESP | server CPU per request: Lua / sluiced, INCR / sluiced | $(ratio "$(m_med "${rcpu[lua]}")" "$(m_med "${rcpu[sluiced]}")")x, $(ratio "$(m_med "${rcpu[incr]}")" "$(m_med "${rcpu[sluiced]}")")x | | | > 1: sluiced spends less CPU per request |")
 fi
@@ -396,7 +280,7 @@ if want http; then
   echo
   echo "== 2. HTTP: wrk -c 50 -t 2 -d $http_duration --latency, one key: mostly 429s =="
   start_sluiced sluiced-http "$workers"
-  start_nginx
+  start_nginx "$workers" on
   echo "sluiced pid $sl_pid (http $sl_http); nginx pid $ng_pid (port $ng_port); $workers workers each"
   declare -A hurl hpid hrps hround hp50 hp99 hnon hreq herr hcpu
   hurl[sluiced]="http://127.0.0.1:$sl_http/v1/check?policy=bench&key=k"
@@ -413,8 +297,7 @@ if want http; then
     wrk -c 50 -t 2 -d 2s "${hurl[$s]}" >/dev/null
   done
   for r in $(seq "$runs"); do
-    order="sluiced nginx"
-    [ $((r % 2)) = 0 ] && order="nginx sluiced"
+    order=$(round_order "$r" "sluiced nginx")
     for s in $order; do
       f=$out/http-$s-$r.txt
       c0=$(cpu_ticks "${hpid[$s]}")
@@ -423,7 +306,7 @@ if want http; then
       read -r rps p50 p99 req non err <<<"$(parse_wrk "$f")"
       cus=$(per_req_us $((c1 - c0)) "$req")
       hrps[$s]+="$rps "
-      # shellcheck disable=SC2034 # read through a nameref in round_ratios
+      # shellcheck disable=SC2034 # read through a nameref in round_ratio
       hround[$s,$r]=$rps
       hp50[$s]+="$p50 "
       hp99[$s]+="$p99 "
@@ -464,7 +347,7 @@ if want http; then
   rows+=("| HTTP | nginx \`limit_req\` ($workers workers) | $(fmt_int "${hm[nginx]}") req/s | $(m_med "${hp50[nginx]}") / $n99 ms | $(m_med "${hcpu[nginx]}") | runs: $(list_int "${hrps[nginx]}"); non-2xx ${hnon[nginx]} of ${hreq[nginx]}; socket errors ${herr[nginx]} |")
   rh=$(ratio "${hm[sluiced]}" "${hm[nginx]}")
   p99v=$(awk -v a="$s99" -v b="$n99" 'BEGIN {printf "%s: sluiced p99 = %.2fx nginx p99", (a <= b ? "met" : "missed"), a / b}')
-  rows+=("| HTTP | **sluiced / nginx** | **${rh}x** | | $(ratio "$(m_med "${hcpu[nginx]}")" "$(m_med "${hcpu[sluiced]}")")x (nginx / sluiced) | ratio of the medians; median of the per-round ratios $(round_ratios hround sluiced nginx)x; target >= 1x: $(verdict "$rh" 1); p99 no worse: $p99v |")
+  rows+=("| HTTP | **sluiced / nginx** | **${rh}x** | | $(ratio "$(m_med "${hcpu[nginx]}")" "$(m_med "${hcpu[sluiced]}")")x (nginx / sluiced) | ratio of the medians; median of the per-round ratios $(round_ratio hround sluiced nginx)x; target >= 1x: $(at_least "$rh" 1); p99 no worse: $p99v |")
   stop_pid "$sl_pid"
   stop_pid "$ng_pid" QUIT
 fi

@@ -1,6 +1,7 @@
 /* bench_common.h: small helpers shared by the benchmark programs (not part
  * of libsluice): a fast PRNG, "user:%u" keys formatted without snprintf,
- * monotonic wall time, resident memory, medians, CPU pinning. */
+ * monotonic wall time, resident memory, medians, CPU pinning, a random
+ * pointer chase over 64-byte lines. */
 #ifndef SLUICE_BENCH_COMMON_H
 #define SLUICE_BENCH_COMMON_H
 
@@ -116,6 +117,30 @@ static inline void bench_pin(int cpu) {
     CPU_ZERO(&set);
     CPU_SET(cpu % ncpu, &set);
     (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+/* Links the `lines` 64-byte lines of buf (lines * 64 bytes) into one random
+ * cycle (Sattolo's algorithm): the first pointer of each line holds the
+ * address of the next line, so a chase (p = *p) is a chain of dependent
+ * loads over every line in an order no prefetcher can guess, one cache miss
+ * each once buf outgrows the caches (memlat.c; bench_decide's and
+ * layout_proto's memlat subject). Returns 0, -1 when out of memory. */
+#define BENCH_LINE_PTRS (64 / sizeof(void *))
+static inline int bench_chase_link(void **buf, size_t lines, uint64_t *rng) {
+    if (lines == 0) return 0;
+    uint32_t *perm = malloc(lines * sizeof *perm);
+    if (!perm) return -1;
+    for (size_t i = 0; i < lines; i++) perm[i] = (uint32_t)i;
+    for (size_t i = lines - 1; i > 0; i--) { /* j < i: one cycle through all */
+        size_t j = bench_below(bench_rand(rng), (uint32_t)i);
+        uint32_t x = perm[i];
+        perm[i] = perm[j];
+        perm[j] = x;
+    }
+    for (size_t i = 0; i < lines; i++)
+        buf[i * BENCH_LINE_PTRS] = &buf[(size_t)perm[i] * BENCH_LINE_PTRS];
+    free(perm);
+    return 0;
 }
 
 #endif

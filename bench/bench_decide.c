@@ -326,21 +326,11 @@ static void build_memlat(subject *subs, int nsubs) {
     size_t lines = bytes / 64;
     m->chase = aligned_alloc(64, lines * 64);
     m->chase_lines = lines;
-    uint32_t *perm = malloc(lines * sizeof *perm);
-    if (!m->chase || !perm) {
+    uint64_t rng = 0xc4a5eULL;
+    if (!m->chase || bench_chase_link(m->chase, lines, &rng)) {
         perror("malloc");
         exit(1);
     }
-    uint64_t rng = 0xc4a5eULL;
-    for (size_t i = 0; i < lines; i++) perm[i] = (uint32_t)i;
-    for (size_t i = lines - 1; i > 0; i--) {
-        size_t j = bench_below(bench_rand(&rng), (uint32_t)i);
-        uint32_t x = perm[i];
-        perm[i] = perm[j];
-        perm[j] = x;
-    }
-    for (size_t i = 0; i < lines; i++) m->chase[i * 8] = &m->chase[(size_t)perm[i] * 8];
-    free(perm);
     printf("# memlat subject: dependent loads over %.1f MiB (the %s table's bytes)\n",
            (double)bytes / (1 << 20), ref ? ref->name : "default");
 }

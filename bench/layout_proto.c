@@ -203,17 +203,7 @@ int main(int argc, char **argv) {
 
     size_t lines = ss.bytes / 64;
     void **chase = aligned_alloc(64, lines * 64);
-    uint32_t *perm = malloc(lines * sizeof *perm);
-    if (!chase || !perm) return 1;
-    for (size_t i = 0; i < lines; i++) perm[i] = (uint32_t)i;
-    for (size_t i = lines - 1; i > 0; i--) {
-        size_t j = bench_below(bench_rand(&rng), (uint32_t)i);
-        uint32_t x = perm[i];
-        perm[i] = perm[j];
-        perm[j] = x;
-    }
-    for (size_t i = 0; i < lines; i++) chase[i * 8] = &chase[(size_t)perm[i] * 8];
-    free(perm);
+    if (!chase || bench_chase_link(chase, lines, &rng)) return 1;
     void **pos = chase;
 
     double v[NS][64];

@@ -21,24 +21,6 @@
 
 static uint64_t rng_state = 12345;
 
-/* Builds one random cycle through the n lines of buf. */
-static void build_cycle(char *buf, size_t n) {
-    uint32_t *perm = malloc(n * sizeof *perm);
-    if (!perm) exit(1);
-    for (size_t i = 0; i < n; i++) perm[i] = (uint32_t)i;
-    for (size_t i = n - 1; i > 0; i--) { /* Sattolo: one cycle of length n */
-        size_t j = bench_rand(&rng_state) % i;
-        uint32_t t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
-    for (size_t i = 0; i < n; i++) {
-        /* perm is a cyclic permutation: line i points to line perm[i] */
-        *(char **)(buf + i * LINE) = buf + (size_t)perm[i] * LINE;
-    }
-    free(perm);
-}
-
 static __attribute__((noinline)) void *chase(void *p, uint64_t steps) {
     for (uint64_t i = 0; i < steps; i += 8) {
         p = *(void **)p;
@@ -59,7 +41,7 @@ static double measure(size_t bytes, int huge, int runs, double secs) {
     if (buf == MAP_FAILED) return -1;
     madvise(buf, map, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
     size_t n = bytes / LINE;
-    build_cycle(buf, n);
+    if (bench_chase_link((void **)buf, n, &rng_state)) exit(1); /* one random cycle */
     void *p = buf;
     /* calibrate: steps for about `secs` */
     uint64_t steps = 1 << 16;

@@ -280,7 +280,7 @@ EOF
 }
 
 sluiced_up() {
-  local protos=$1 log=$2 n p v
+  local protos=$1 log=$2 n p
   shift 2
   "$@" 2>>"$log" &
   sl_pid=$!
@@ -294,13 +294,14 @@ sluiced_up() {
     fi
     sleep 0.1
   done
-  for p in http resp grpc; do
-    v=$(sed -n "s/.*listening $p on 127\.0\.0\.1:\([0-9]*\).*/\1/p" "$log" | head -1)
-    printf -v "sl_$p" '%s' "$v"
-    if [[ " $protos " == *" $p "* ]] && [ -z "$v" ]; then die_log "$log" "sluiced: no $p port in its log"; fi
+  sl_http=$(log_port "$log" http)
+  sl_resp=$(log_port "$log" resp)
+  sl_grpc=$(log_port "$log" grpc)
+  for p in $protos; do
+    [ -n "$(log_port "$log" "$p")" ] || die_log "$log" "sluiced: no $p port in its log"
   done
-  return 0
 }
+log_port() { sed -n "s/.*listening $2 on 127\.0\.0\.1:\([0-9]*\).*/\1/p" "$1" | head -1; }
 
 # ---- load ------------------------------------------------------------------------
 

@@ -407,6 +407,7 @@ measure() {
   fi
   gen_us[$s]+="$(awk -v a="$g0" -v b="$g1" -v n="$n" 'BEGIN {printf "%.2f", (b - a) / n * 1e6}') "
   dps[$s]+="$rate "
+  # shellcheck disable=SC2034 # read through a nameref in round_ratio
   dround[$s,$r]=$rate
 }
 

@@ -17,7 +17,7 @@ void sl__cli_args_init(sl__cli_args *a, const char *cmd, int argc, char **argv, 
     a->name[0] = '\0';
 }
 
-int sl__cli_args_error(const sl__cli_args *a, const char *fmt, ...) {
+void sl__cli_args_print_error(const sl__cli_args *a, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     if (a->name[0])
@@ -27,7 +27,6 @@ int sl__cli_args_error(const sl__cli_args *a, const char *fmt, ...) {
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, " (see %s --help)\n", a->cmd);
     va_end(ap);
-    return SL_EINVAL;
 }
 
 int sl__cli_args_next(sl__cli_args *a, const sl__cli_opt *opts, int *index, const char **value) {

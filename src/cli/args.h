@@ -43,9 +43,13 @@ void sl__cli_args_init(sl__cli_args *a, const char *cmd, int argc, char **argv, 
  * "--help". */
 int sl__cli_args_next(sl__cli_args *a, const sl__cli_opt *opts, int *index, const char **value);
 
-/* Prints "cmd: --name: <formatted message>" to stderr. Returns SL_EINVAL. */
-int sl__cli_args_error(const sl__cli_args *a, const char *fmt, ...)
+/* Prints "cmd: --name: <formatted message> (see cmd --help)" to stderr. */
+void sl__cli_args_print_error(const sl__cli_args *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* sl__cli_args_error(a, fmt, ...): prints as sl__cli_args_print_error and is
+ * SL_EINVAL. A macro for the reason given at sl__cli_fail (cli/error.h). */
+#define sl__cli_args_error(a, ...) (sl__cli_args_print_error((a), __VA_ARGS__), SL_EINVAL)
 
 /* Parses a non-negative decimal such as "12", "0.250" with at most
  * `decimals` (0..9) digits after the point into an integer scaled by

@@ -5,10 +5,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-int sl__cli_fail(int code, char *err, size_t errlen, const char *fmt, ...) {
+void sl__cli_fail_msg(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     if (errlen > 0) vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
-    return code;
 }

@@ -21,9 +21,15 @@
 
 #include "sluice/error.h"
 
-/* Writes the printf-style message to err (errlen bytes, may be 0) and
- * returns code (a negative SL_E*), for `return sl__cli_fail(...)`. */
-int sl__cli_fail(int code, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* Writes the printf-style message to err (errlen bytes, may be 0). */
+void sl__cli_fail_msg(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* sl__cli_fail(code, err, errlen, fmt, ...): writes the message as
+ * sl__cli_fail_msg and is code (a negative SL_E*), for `return
+ * sl__cli_fail(...)`. A macro, so that the code is visible where it is
+ * returned (clang's analyzer does not follow a variadic call's result). */
+#define sl__cli_fail(code, err, errlen, ...)                                                       \
+    (sl__cli_fail_msg((err), (errlen), __VA_ARGS__), (code))
 
 #endif

@@ -2,6 +2,8 @@
  * body, and the accessors of sluice/client.h. */
 #include "client/response.h"
 
+#include "sluice/error.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,7 +57,7 @@ static int add_field(sl_response *r, const char *name, size_t nlen, const char *
         size_t cap = r->fields_cap ? r->fields_cap * 2 : 1024;
         while (cap < r->fields_len + need) cap *= 2;
         char *f = realloc(r->fields, cap);
-        if (!f) return -1;
+        if (!f) return SL_ENOMEM;
         r->fields = f;
         r->fields_cap = cap;
     }
@@ -89,12 +91,12 @@ int sl__response_header_line(sl_response *r, const char *line, size_t len) {
 }
 
 int sl__response_append(sl_response *r, const void *data, size_t len, size_t max) {
-    if (len > max || r->body_len > max - len) return -1;
+    if (len > max || r->body_len > max - len) return SL_EINVAL;
     if (r->body_len + len + 1 > r->body_cap) {
         size_t cap = r->body_cap * 2;
         while (cap < r->body_len + len + 1) cap *= 2;
         char *b = realloc(r->body, cap);
-        if (!b) return -1;
+        if (!b) return SL_ENOMEM;
         r->body = b;
         r->body_cap = cap;
     }

@@ -31,12 +31,12 @@ void sl__response_reset(sl_response *r);
 /* Feeds one header line as libcurl hands it over (with its CRLF). A status
  * line ("HTTP/1.1 429 ...") starts a new block: the fields of interim (1xx)
  * answers are dropped that way. Returns 1 when the line is the blank line
- * that ends a final (>= 200) block, 0 otherwise, -1 when out of memory.
+ * that ends a final (>= 200) block, 0 otherwise, SL_ENOMEM when out of memory.
  * Fields beyond SL__MAX_FIELDS or SL__MAX_FIELD_BYTES are dropped. */
 int sl__response_header_line(sl_response *r, const char *line, size_t len);
 
-/* Appends body bytes, up to max bytes in all. Returns 0, or -1 when that
- * would exceed max or memory runs out. */
+/* Appends body bytes, up to max bytes in all. Returns 0, SL_EINVAL when that
+ * would exceed max, or SL_ENOMEM. */
 int sl__response_append(sl_response *r, const void *data, size_t len, size_t max);
 
 #endif

@@ -44,7 +44,7 @@ static bool is(const sl_gql_doc *d, uint32_t off, uint32_t len, const char *s) {
 
 static int fail_arg(walk *w, uint32_t off) {
     sl__gql_fail(w->err, SL_GQL_EARGUMENT, off, "first/last must be a non-negative Int.");
-    return -1;
+    return SL_EPARSE;
 }
 
 /* Counts `compared` name comparisons against max_expanded, one visit per 8. */
@@ -54,7 +54,7 @@ static int charge(walk *w, uint64_t compared, uint32_t off) {
         sl__gql_fail(w->err, SL_GQL_ENODES, off,
                      "More than %u selections once fragments are expanded.",
                      (unsigned)w->d->lim.max_expanded);
-        return -1;
+        return SL_EPARSE;
     }
     return 0;
 }
@@ -94,20 +94,20 @@ static int page_of(walk *w, const sl__gql_page *pg, bool *has, uint64_t *out) {
         sl__gql_fail(w->err, SL_GQL_EVARIABLE, pg->off,
                      "Variable \"$%.*s\" is not defined by the operation.",
                      (int)(pg->var_len > 32 ? 32 : pg->var_len), d->text + pg->var_off);
-        return -1;
+        return SL_EPARSE;
     }
-    if (charge(w, scanned, pg->off) < 0) return -1;
+    if (charge(w, scanned, pg->off) < 0) return SL_EPARSE;
     for (size_t k = 0; k < w->o->nvars; k++) {
         const sl_gql_var *v = &w->o->vars[k];
         if (v->name && is(d, pg->var_off, pg->var_len, v->name)) {
-            if (charge(w, k, pg->off) < 0) return -1;
+            if (charge(w, k, pg->off) < 0) return SL_EPARSE;
             if (v->value < 0) return fail_arg(w, pg->off);
             *has = true;
             *out = (uint64_t)v->value;
             return 0;
         }
     }
-    if (charge(w, w->o->nvars, pg->off) < 0) return -1;
+    if (charge(w, w->o->nvars, pg->off) < 0) return SL_EPARSE;
     if (def->def.kind == 0 || def->def.kind == SL__GQL_PAGE_NULL) return 0;
     if (def->def.kind != SL__GQL_PAGE_INT || def->def.negative) return fail_arg(w, def->def.off);
     *has = true;
@@ -125,7 +125,7 @@ static int connection(walk *w, const sl__gql_node *n, bool *conn, bool *relay, u
     for (uint8_t k = 0; k < n->npage; k++) {
         bool has;
         uint64_t v = 0;
-        if (page_of(w, &n->page[k], &has, &v) < 0) return -1;
+        if (page_of(w, &n->page[k], &has, &v) < 0) return SL_EPARSE;
         if (has && (!any || v > best)) best = v;
         any = any || has;
     }
@@ -155,7 +155,7 @@ static int walk_set(walk *w, uint32_t first, uint64_t mult, uint64_t above, uint
         sl__gql_fail(w->err, SL_GQL_EDEPTH, first ? d->nodes[first].off : 0,
                      "Selections nest deeper than %u once fragments are expanded.",
                      (unsigned)d->lim.max_depth);
-        return -1;
+        return SL_EPARSE;
     }
     for (uint32_t i = first; i; i = d->nodes[i].next) {
         const sl__gql_node *n = &d->nodes[i];
@@ -163,26 +163,27 @@ static int walk_set(walk *w, uint32_t first, uint64_t mult, uint64_t above, uint
             sl__gql_fail(w->err, SL_GQL_ENODES, n->off,
                          "More than %u selections once fragments are expanded.",
                          (unsigned)d->lim.max_expanded);
-            return -1;
+            return SL_EPARSE;
         }
         if (n->kind == SL__GQL_SPREAD) {
             if (!n->target) {
                 sl__gql_fail(w->err, SL_GQL_EFRAGMENT, n->off, "Unknown fragment \"%.*s\".",
                              (int)(n->name_len > 32 ? 32 : n->name_len), d->text + n->name_off);
-                return -1;
+                return SL_EPARSE;
             }
             const sl__gql_def *f = &d->defs[n->target];
             if (f->cyclic) {
                 sl__gql_fail(w->err, SL_GQL_ECYCLE, n->off, "Fragment \"%.*s\" spreads itself.",
                              (int)(n->name_len > 32 ? 32 : n->name_len), d->text + n->name_off);
-                return -1;
+                return SL_EPARSE;
             }
-            if (walk_set(w, f->sel, mult, above, outer, outer_above, ctx, depth + 1) < 0) return -1;
+            if (walk_set(w, f->sel, mult, above, outer, outer_above, ctx, depth + 1) < 0)
+                return SL_EPARSE;
             continue;
         }
         if (n->kind == SL__GQL_INLINE) {
             if (walk_set(w, n->child, mult, above, outer, outer_above, ctx, depth + 1) < 0)
-                return -1;
+                return SL_EPARSE;
             continue;
         }
         if (!n->child) continue; /* a scalar: no object */
@@ -190,23 +191,25 @@ static int walk_set(walk *w, uint32_t first, uint64_t mult, uint64_t above, uint
         if ((ctx == CTX_CONNECTION && (edges || is(d, n->name_off, n->name_len, "nodes"))) ||
             (ctx == CTX_EDGES && is(d, n->name_off, n->name_len, "node"))) {
             int sub = ctx == CTX_CONNECTION && edges ? CTX_EDGES : CTX_PLAIN;
-            if (walk_set(w, n->child, mult, above, mult, above, sub, depth + 1) < 0) return -1;
+            if (walk_set(w, n->child, mult, above, mult, above, sub, depth + 1) < 0)
+                return SL_EPARSE;
             continue;
         }
         uint64_t m0 = ctx == CTX_CONNECTION ? outer : mult;
         uint64_t a0 = ctx == CTX_CONNECTION ? outer_above : above;
         bool conn, relay;
         uint64_t page;
-        if (connection(w, n, &conn, &relay, &page) < 0) return -1;
+        if (connection(w, n, &conn, &relay, &page) < 0) return SL_EPARSE;
         if (conn) {
             uint64_t m = sat_mul(m0, page);
             w->objects = sat_add(w->objects, m);
             w->requests = sat_add(w->requests, a0);
             int sub = relay ? CTX_CONNECTION : CTX_PLAIN;
-            if (walk_set(w, n->child, m, sat_mul(a0, page), m0, a0, sub, depth + 1) < 0) return -1;
+            if (walk_set(w, n->child, m, sat_mul(a0, page), m0, a0, sub, depth + 1) < 0)
+                return SL_EPARSE;
         } else {
             w->objects = sat_add(w->objects, m0);
-            if (walk_set(w, n->child, m0, a0, m0, a0, CTX_PLAIN, depth + 1) < 0) return -1;
+            if (walk_set(w, n->child, m0, a0, m0, a0, CTX_PLAIN, depth + 1) < 0) return SL_EPARSE;
         }
     }
     return 0;

@@ -19,7 +19,7 @@ const char *sl__gql_tok_name(sl__gql_tok t) {
 
 int sl__gql_syntax(sl__gql_lexer *p, size_t off, const char *msg) {
     sl__gql_fail(p->err, SL_GQL_ESYNTAX, off, "Syntax Error: %s", msg);
-    return -1;
+    return SL_EPARSE;
 }
 
 /* Character classes of the lexer, one table lookup per byte. */
@@ -205,7 +205,7 @@ static int token(sl__gql_lexer *p, sl__gql_tok t, size_t b, size_t e) {
     return 0;
 }
 
-/* Steps *i over the UTF-8 scalar value there; -1 (msg at *i) if invalid. */
+/* Steps *i over the UTF-8 scalar value there; SL_EPARSE (msg at *i) if invalid. */
 static int skip_utf8(sl__gql_lexer *p, size_t *i, const char *msg) {
     size_t n = utf8_len(p, *i);
     if (!n) return sl__gql_syntax(p, *i, msg);
@@ -228,18 +228,18 @@ static int read_number(sl__gql_lexer *p, size_t i) {
         if (is_digit(at(p, i)))
             return sl__gql_syntax(p, i, "Invalid number, unexpected digit after 0.");
     } else if (read_digits(p, &i) < 0) {
-        return -1;
+        return SL_EPARSE;
     }
     if (at(p, i) == '.') {
         is_float = true;
         i++;
-        if (read_digits(p, &i) < 0) return -1;
+        if (read_digits(p, &i) < 0) return SL_EPARSE;
     }
     if (at(p, i) == 'e' || at(p, i) == 'E') {
         is_float = true;
         i++;
         if (at(p, i) == '+' || at(p, i) == '-') i++;
-        if (read_digits(p, &i) < 0) return -1;
+        if (read_digits(p, &i) < 0) return SL_EPARSE;
     }
     if (at(p, i) == '.' || is_name_start(at(p, i)))
         return sl__gql_syntax(p, i, "Invalid number, expected digit.");
@@ -258,7 +258,7 @@ static int read_string(sl__gql_lexer *p, size_t i) {
             i += n;
             continue;
         }
-        if (skip_utf8(p, &i, "Invalid UTF-8 within String.") < 0) return -1;
+        if (skip_utf8(p, &i, "Invalid UTF-8 within String.") < 0) return SL_EPARSE;
     }
     return token(p, SL__GQL_T_STRING, b, i + 1);
 }
@@ -277,7 +277,7 @@ static int read_block_string(sl__gql_lexer *p, size_t i) {
             i += 4;
             continue;
         }
-        if (skip_utf8(p, &i, "Invalid UTF-8 within String.") < 0) return -1;
+        if (skip_utf8(p, &i, "Invalid UTF-8 within String.") < 0) return SL_EPARSE;
     }
     return token(p, SL__GQL_T_BLOCK_STRING, b, i + 3);
 }
@@ -290,7 +290,7 @@ static int read_name(sl__gql_lexer *p, size_t i) {
 }
 
 /* Steps *i over ignored tokens: white space, commas, BOMs (U+FEFF) and
- * comments (to the end of the line, valid UTF-8). 0, or -1 (syntax). */
+ * comments (to the end of the line, valid UTF-8). 0, or SL_EPARSE (syntax). */
 static int skip_ignored(sl__gql_lexer *p, size_t *i) {
     for (;;) {
         int c = at(p, *i);
@@ -302,7 +302,7 @@ static int skip_ignored(sl__gql_lexer *p, size_t *i) {
         } else if (c == '#') {
             (*i)++;
             while (at(p, *i) >= 0 && at(p, *i) != '\n' && at(p, *i) != '\r')
-                if (skip_utf8(p, i, "Invalid UTF-8 in comment.") < 0) return -1;
+                if (skip_utf8(p, i, "Invalid UTF-8 in comment.") < 0) return SL_EPARSE;
         } else {
             return 0;
         }
@@ -318,7 +318,7 @@ static const uint8_t punct[256] = {
     ['}'] = SL__GQL_T_BRACE_R,
 };
 
-/* A byte that starts no token, at i. Returns -1. */
+/* A byte that starts no token, at i. Returns SL_EPARSE. */
 static int unexpected_char(sl__gql_lexer *p, size_t i, int c) {
     if (c == '.') return sl__gql_syntax(p, i, "Unexpected character \".\".");
     if (c >= 0x20 && c < 0x7F) {
@@ -331,7 +331,7 @@ static int unexpected_char(sl__gql_lexer *p, size_t i, int c) {
 
 int sl__gql_lex_next(sl__gql_lexer *p) {
     size_t i = p->pos;
-    if (skip_ignored(p, &i) < 0) return -1;
+    if (skip_ignored(p, &i) < 0) return SL_EPARSE;
     int c = at(p, i);
     if (c < 0) return token(p, SL__GQL_T_EOF, p->len, p->len);
     if (punct[c]) return token(p, (sl__gql_tok)punct[c], i, i + 1);

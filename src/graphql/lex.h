@@ -46,11 +46,11 @@ typedef struct sl__gql_lexer {
 
 /* Reads the next token, skipping ignored ones (white space, commas,
  * comments, BOMs), into tok / start / end; at the end of the text,
- * SL__GQL_T_EOF with start = end = len. Returns 0, or -1 after a syntax
+ * SL__GQL_T_EOF with start = end = len. Returns 0, or SL_EPARSE after a syntax
  * error (err: SL_GQL_ESYNTAX at the offending byte). */
 int sl__gql_lex_next(sl__gql_lexer *p);
 
-/* Fills err with SL_GQL_ESYNTAX at off, "Syntax Error: " + msg. Returns -1. */
+/* Fills err with SL_GQL_ESYNTAX at off, "Syntax Error: " + msg. Returns SL_EPARSE. */
 int sl__gql_syntax(sl__gql_lexer *p, size_t off, const char *msg);
 
 /* A token's name as graphql-js writes it in messages ("Name", "\"{\"", ...). */

@@ -53,7 +53,7 @@ static int syntax(parser *p, size_t off, const char *msg) {
 
 #define TRY(x)                                                                                     \
     do {                                                                                           \
-        if ((x) < 0) return -1;                                                                    \
+        if ((x) < 0) return SL_EPARSE;                                                             \
     } while (0)
 
 static int unexpected(parser *p) {
@@ -88,7 +88,7 @@ static int count(parser *p) {
     if (++p->nodes > p->doc->lim.max_nodes) {
         sl__gql_fail(p->lx.err, SL_GQL_ENODES, p->lx.start, "The document has more than %u nodes.",
                      (unsigned)p->doc->lim.max_nodes);
-        return -1;
+        return SL_EPARSE;
     }
     return 0;
 }
@@ -97,7 +97,7 @@ static int deeper(parser *p, uint32_t depth) {
     if (depth > p->doc->lim.max_depth) {
         sl__gql_fail(p->lx.err, SL_GQL_EDEPTH, p->lx.start, "The document nests deeper than %u.",
                      (unsigned)p->doc->lim.max_depth);
-        return -1;
+        return SL_EPARSE;
     }
     return 0;
 }

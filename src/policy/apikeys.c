@@ -5,6 +5,8 @@
  * per table: the keys looked up are chosen by clients. */
 #include "policy/apikeys.h"
 
+#include "sluice/error.h"
+
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -138,8 +140,8 @@ static bool check_line(loader *l, int line, const char *s, char **f, const size_
 }
 
 /* Appends the checked key of fields f, fl (nf of them) with tier t to k,
- * and its line to *lines (both grown by doubling *cap). Returns 0, or -1
- * when out of memory (k->keys and *lines stay valid to free). */
+ * and its line to *lines (both grown by doubling *cap). Returns 0, or
+ * SL_ENOMEM (k->keys and *lines stay valid to free). */
 static int add_key(sl__apikeys *k, size_t *cap, uint32_t **lines, char **f, const size_t *fl,
                    size_t nf, int16_t t, int line) {
     if (k->n == *cap) {
@@ -147,7 +149,7 @@ static int add_key(sl__apikeys *k, size_t *cap, uint32_t **lines, char **f, cons
         sl__apikey *nk = realloc(k->keys, *cap * sizeof *nk);
         uint32_t *nl2 = nk ? realloc(*lines, *cap * sizeof *nl2) : NULL;
         if (nk) k->keys = nk;
-        if (!nk || !nl2) return -1;
+        if (!nk || !nl2) return SL_ENOMEM;
         *lines = nl2;
     }
     /* NUL-terminate the fields in place (the byte after each is a
@@ -168,8 +170,8 @@ static int add_key(sl__apikeys *k, size_t *cap, uint32_t **lines, char **f, cons
 }
 
 /* The index of k's keys (slots, hashes, a new seed); a key seen before is
- * reported at its line (lines: one per key). Returns 0, or -1 when out of
- * memory (reported). */
+ * reported at its line (lines: one per key). Returns 0, or SL_ENOMEM
+ * (reported). */
 static int index_keys(sl__apikeys *k, const uint32_t *lines, loader *l) {
     size_t slots = 64;
     while (slots < 2 * k->n) slots *= 2;
@@ -177,7 +179,7 @@ static int index_keys(sl__apikeys *k, const uint32_t *lines, loader *l) {
     k->hashes = malloc((k->n ? k->n : 1) * sizeof *k->hashes);
     if (!k->slots || !k->hashes) {
         report(l, 0, "out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
     memset(k->slots, 0xff, slots * sizeof *k->slots);
     k->mask = slots - 1;
@@ -208,7 +210,7 @@ static int build(char *text, size_t len, sl__apikeys_tier_fn tier, void *tier_ct
     if (!k) {
         free(text);
         report(l, 0, "out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
     atomic_init(&k->refs, 1);
     k->text = text;
@@ -240,18 +242,18 @@ static int build(char *text, size_t len, sl__apikeys_tier_fn tier, void *tier_ct
             report(l, 0, "out of memory");
             free(lines);
             sl__apikeys_release(k);
-            return -1;
+            return SL_EINVAL;
         }
     }
     if (l->errors || index_keys(k, lines, l) != 0) {
         free(lines);
         sl__apikeys_release(k);
-        return -1;
+        return SL_EINVAL;
     }
     free(lines);
     if (l->errors) {
         sl__apikeys_release(k);
-        return -1;
+        return SL_EINVAL;
     }
     *out = k;
     return 0;
@@ -263,12 +265,12 @@ int sl__apikeys_parse(const char *text, size_t len, sl__apikeys_tier_fn tier, vo
     *out = NULL;
     if (len > SL__APIKEYS_MAX_BYTES) {
         report(&l, 0, "larger than %u bytes: refused", SL__APIKEYS_MAX_BYTES);
-        return -1;
+        return SL_EINVAL;
     }
     char *copy = malloc(len + 1);
     if (!copy) {
         report(&l, 0, "out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
     if (len) memcpy(copy, text, len);
     copy[len] = '\0';
@@ -286,7 +288,7 @@ int sl__apikeys_load(const char *path, sl__apikeys_tier_fn tier, void *tier_ctx,
     int rc = sl__file_read(path, SL__APIKEYS_MAX_BYTES, SL__FILE_REGULAR, &buf, &len, &err_no);
     if (rc != SL__FILE_OK) {
         report(&l, 0, "%s", sl__file_strerror(rc, err_no, SL__APIKEYS_MAX_BYTES, msg, sizeof msg));
-        return -1;
+        return SL_EINVAL;
     }
     return build(buf, len, tier, tier_ctx, &l, out);
 }

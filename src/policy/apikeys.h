@@ -45,7 +45,7 @@ typedef void (*sl__apikeys_error_fn)(void *ctx, int line, const char *message);
 
 /* Parses key-file text (len bytes, not necessarily NUL-terminated). `tier`
  * may be NULL (then any TIER other than "-" is an error). Returns 0 and
- * *out, or -1 after reporting every problem to err (one call each; err
+ * *out, or SL_EINVAL (SL_ENOMEM) after reporting every problem to err (one call each; err
  * decides how many it keeps). */
 int sl__apikeys_parse(const char *text, size_t len, sl__apikeys_tier_fn tier, void *tier_ctx,
                       sl__apikeys_error_fn err, void *err_ctx, sl__apikeys **out);

@@ -4,6 +4,8 @@
  * NUL-terminated), strict about forms that mean different things to
  * different parsers (leading zeros in IPv4), and cheap on the hot path. */
 #include "policy/identity.h"
+
+#include "sluice/error.h"
 #include "util/units.h"
 
 #include <string.h>
@@ -26,7 +28,7 @@ static int parse_v4(const char *s, size_t n, uint8_t out[4]) {
     size_t i = 0;
     for (int part = 0; part < 4; part++) {
         if (part > 0) {
-            if (i >= n || s[i] != '.') return -1;
+            if (i >= n || s[i] != '.') return SL_EPARSE;
             i++;
         }
         size_t start = i;
@@ -36,10 +38,11 @@ static int parse_v4(const char *s, size_t n, uint8_t out[4]) {
         while (i < n && i - start < 4 && s[i] >= '0' && s[i] <= '9')
             v = v * 10 + (unsigned)(s[i++] - '0');
         size_t digits = i - start;
-        if (digits == 0 || digits > 3 || v > 255 || (digits > 1 && s[start] == '0')) return -1;
+        if (digits == 0 || digits > 3 || v > 255 || (digits > 1 && s[start] == '0'))
+            return SL_EPARSE;
         out[part] = (uint8_t)v;
     }
-    return i == n ? 0 : -1;
+    return i == n ? 0 : SL_EPARSE;
 }
 
 static bool zone_char(char c) {
@@ -52,12 +55,12 @@ static int parse_v6(const char *s, size_t n, uint8_t out[16]) {
     const char *pct = memchr(s, '%', n);
     if (pct) {
         size_t zl = n - (size_t)(pct - s) - 1;
-        if (zl == 0 || zl > 32) return -1;
+        if (zl == 0 || zl > 32) return SL_EPARSE;
         for (size_t k = 0; k < zl; k++)
-            if (!zone_char(pct[1 + k])) return -1;
+            if (!zone_char(pct[1 + k])) return SL_EPARSE;
         n = (size_t)(pct - s);
     }
-    if (n < 2 || n > 45) return -1;
+    if (n < 2 || n > 45) return SL_EPARSE;
     uint16_t w[8] = {0};
     int nw = 0, gap = -1;
     size_t i = 0;
@@ -66,7 +69,7 @@ static int parse_v6(const char *s, size_t n, uint8_t out[16]) {
     if (s[0] == ':') {
         /* s[0..n) is written (ring entries, push) */
         // NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult)
-        if (s[1] != ':') return -1;
+        if (s[1] != ':') return SL_EPARSE;
         gap = 0;
         i = 2;
     }
@@ -76,19 +79,19 @@ static int parse_v6(const char *s, size_t n, uint8_t out[16]) {
         /* s[0..n) is written (ring entries, push) */
         // NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult)
         while (j < n && s[j] != ':') dot |= s[j++] == '.';
-        if (j == i) return -1; /* an empty group: ":::" or a second "::" */
+        if (j == i) return SL_EPARSE; /* an empty group: ":::" or a second "::" */
         if (dot) {
             uint8_t v4[4];
-            if (j != n || nw > 6 || parse_v4(s + i, j - i, v4) != 0) return -1;
+            if (j != n || nw > 6 || parse_v4(s + i, j - i, v4) != 0) return SL_EPARSE;
             w[nw++] = (uint16_t)(v4[0] << 8 | v4[1]);
             w[nw++] = (uint16_t)(v4[2] << 8 | v4[3]);
             break;
         }
-        if (j - i > 4 || nw == 8) return -1;
+        if (j - i > 4 || nw == 8) return SL_EPARSE;
         unsigned v = 0;
         for (size_t k = i; k < j; k++) {
             int h = hexval(s[k]);
-            if (h < 0) return -1;
+            if (h < 0) return SL_EPARSE;
             v = v << 4 | (unsigned)h;
         }
         w[nw++] = (uint16_t)v;
@@ -96,15 +99,15 @@ static int parse_v6(const char *s, size_t n, uint8_t out[16]) {
         if (i == n) break;
         i++; /* the ':' */
         if (i < n && s[i] == ':') {
-            if (gap >= 0) return -1;
+            if (gap >= 0) return SL_EPARSE;
             gap = nw;
             i++;
         } else if (i == n) {
-            return -1; /* a trailing single ':' */
+            return SL_EPARSE; /* a trailing single ':' */
         }
     }
-    if (gap < 0 && nw != 8) return -1;
-    if (gap >= 0 && nw > 7) return -1;
+    if (gap < 0 && nw != 8) return SL_EPARSE;
+    if (gap >= 0 && nw > 7) return SL_EPARSE;
     uint16_t full[8] = {0};
     if (gap < 0) {
         memcpy(full, w, sizeof full);
@@ -121,10 +124,10 @@ static int parse_v6(const char *s, size_t n, uint8_t out[16]) {
 }
 
 int sl__addr_parse(const char *s, size_t n, sl__addr *out) {
-    if (!s || n == 0 || n > SL__ADDR_TEXT_MAX) return -1;
+    if (!s || n == 0 || n > SL__ADDR_TEXT_MAX) return SL_EPARSE;
     if (memchr(s, ':', n)) return parse_v6(s, n, out->b);
     uint8_t v4[4];
-    if (parse_v4(s, n, v4) != 0) return -1;
+    if (parse_v4(s, n, v4) != 0) return SL_EPARSE;
     memcpy(out->b, v4_mapped_prefix, 12);
     memcpy(out->b + 12, v4, 4);
     return 0;
@@ -141,25 +144,25 @@ static bool parse_port(const char *s, size_t n) {
 }
 
 int sl__addr_parse_node(const char *s, size_t n, sl__addr *out) {
-    if (!s) return -1;
+    if (!s) return SL_EPARSE;
     while (n && (s[0] == ' ' || s[0] == '\t')) s++, n--;
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
-    if (n == 0 || n > SL__ADDR_TEXT_MAX) return -1;
+    if (n == 0 || n > SL__ADDR_TEXT_MAX) return SL_EPARSE;
     if (s[0] == '[') {
         const char *close = memchr(s, ']', n);
-        if (!close) return -1;
+        if (!close) return SL_EPARSE;
         size_t in = (size_t)(close - s - 1), rest = n - in - 2;
-        if (!memchr(s + 1, ':', in) || parse_v6(s + 1, in, out->b) != 0) return -1;
+        if (!memchr(s + 1, ':', in) || parse_v6(s + 1, in, out->b) != 0) return SL_EPARSE;
         if (rest == 0) return 0;
-        return close[1] == ':' && parse_port(close + 2, rest - 1) ? 0 : -1;
+        return close[1] == ':' && parse_port(close + 2, rest - 1) ? 0 : SL_EPARSE;
     }
     const char *colon = memchr(s, ':', n);
     if (colon && !memchr(colon + 1, ':', n - (size_t)(colon - s) - 1)) {
         /* exactly one ':': an IPv4 address with a port */
         size_t an = (size_t)(colon - s);
-        if (!parse_port(colon + 1, n - an - 1)) return -1;
+        if (!parse_port(colon + 1, n - an - 1)) return SL_EPARSE;
         uint8_t v4[4];
-        if (parse_v4(s, an, v4) != 0) return -1;
+        if (parse_v4(s, an, v4) != 0) return SL_EPARSE;
         memcpy(out->b, v4_mapped_prefix, 12);
         memcpy(out->b + 12, v4, 4);
         return 0;
@@ -227,32 +230,35 @@ int sl__cidr_parse(const char *s, size_t n, sl__cidr *out, const char **why) {
     const char *dummy;
     if (!why) why = &dummy;
     if (!s || n == 0 || n > SL__ADDR_TEXT_MAX + 4)
-        return *why = "not an IP address or CIDR block", -1;
+        return *why = "not an IP address or CIDR block", SL_EPARSE;
     const char *slash = memchr(s, '/', n);
     size_t an = slash ? (size_t)(slash - s) : n;
     bool v6_text = memchr(s, ':', an) != NULL;
     if (sl__addr_parse(s, an, &out->addr) != 0)
-        return *why = "not an IP address or CIDR block (such as 10.0.0.0/8 or 2001:db8::/32)", -1;
+        return *why = "not an IP address or CIDR block (such as 10.0.0.0/8 or 2001:db8::/32)",
+               SL_EPARSE;
     unsigned max = v6_text ? 128 : 32, bits = max;
     if (slash) {
         const char *d = slash + 1;
         size_t dn = n - an - 1;
-        if (dn == 0 || dn > 3 || (dn > 1 && d[0] == '0')) return *why = "bad prefix length", -1;
+        if (dn == 0 || dn > 3 || (dn > 1 && d[0] == '0'))
+            return *why = "bad prefix length", SL_EPARSE;
         bits = 0;
         for (size_t i = 0; i < dn; i++) {
-            if (d[i] < '0' || d[i] > '9') return *why = "bad prefix length", -1;
+            if (d[i] < '0' || d[i] > '9') return *why = "bad prefix length", SL_EPARSE;
             bits = bits * 10 + (unsigned)(d[i] - '0');
         }
         if (bits > max)
             return *why = v6_text ? "the prefix length of an IPv6 block is 0 to 128"
                                   : "the prefix length of an IPv4 block is 0 to 32",
-                   -1;
+                   SL_EPARSE;
     }
     if (!v6_text) bits += 96;
     sl__addr masked = out->addr;
     sl__addr_mask(&masked, bits);
     if (memcmp(&masked, &out->addr, sizeof masked) != 0)
-        return *why = "host bits are set (write the network address, such as 10.0.0.0/8)", -1;
+        return *why = "host bits are set (write the network address, such as 10.0.0.0/8)",
+               SL_EPARSE;
     out->bits = (uint8_t)bits;
     return 0;
 }
@@ -406,14 +412,14 @@ static void split_forwarded(ring *r, const char *s, size_t n) {
 }
 
 static int parse_entry(const entry *e, sl__addr *out) {
-    if (e->kind == ENTRY_BAD) return -1;
+    if (e->kind == ENTRY_BAD) return SL_EPARSE;
     if (e->kind == ENTRY_NODE) return sl__addr_parse_node(e->p, e->n, out);
     char buf[SL__ADDR_TEXT_MAX];
     size_t k = 0;
     for (size_t i = 0; i < e->n; i++) {
         char c = e->p[i];
         if (c == '\\' && i + 1 < e->n) c = e->p[++i];
-        if (k == sizeof buf) return -1;
+        if (k == sizeof buf) return SL_EPARSE;
         buf[k++] = c;
     }
     return sl__addr_parse_node(buf, k, out);

@@ -36,13 +36,13 @@ bool sl__addr_is_v4(const sl__addr *a);
 
 /* A bare address: dotted-quad IPv4 (four decimal parts 0-255, no leading
  * zeros: "010" could mean octal) or IPv6 (RFC 4291 text, "::" once, an
- * embedded IPv4 tail, an optional "%zone" that is ignored). Returns 0, or -1
- * for anything else (including surrounding spaces). */
+ * embedded IPv4 tail, an optional "%zone" that is ignored). Returns 0, or
+ * SL_EPARSE for anything else (including surrounding spaces). */
 int sl__addr_parse(const char *s, size_t n, sl__addr *out);
 
 /* A node as proxies write it in X-Forwarded-For: a bare address, or
  * "a.b.c.d:port", "[v6]" or "[v6]:port". Leading and trailing spaces and
- * tabs are ignored. Returns 0 or -1. */
+ * tabs are ignored. Returns 0 or SL_EPARSE. */
 int sl__addr_parse_node(const char *s, size_t n, sl__addr *out);
 
 /* Canonical text (RFC 5952 for IPv6, dotted quad for IPv4) into buf (at
@@ -50,7 +50,7 @@ int sl__addr_parse_node(const char *s, size_t n, sl__addr *out);
 size_t sl__addr_format(const sl__addr *a, char *buf);
 
 /* "10.0.0.0/8", "2001:db8::/32", or a bare address (a /32 or /128). Returns 0,
- * or -1 with a static reason in *why (host bits set, bad prefix length...). */
+ * or SL_EPARSE with a static reason in *why (host bits set, bad prefix length...). */
 int sl__cidr_parse(const char *s, size_t n, sl__cidr *out, const char **why);
 
 /* The prefix length as the user wrote it (IPv4 blocks: 0..32). */

@@ -266,7 +266,7 @@ static int add_policy(sl__policy_set *s, const sl__config *cfg, sl__policy_set *
     /* whether the store can decide pc exactly was checked with the config
        (sl__config_check_store): by the loader, and again by a reload */
     sl__policy *p = policy_new(pc, base_len, shadow, cfg, now, err, errlen);
-    if (!p) return -1;
+    if (!p) return SL_EINVAL;
     s->p[s->n++] = p;
     return 0;
 }

@@ -8,6 +8,8 @@
 
 #include "policy/rules_internal.h"
 
+#include "sluice/error.h"
+
 const char *const sl__rules_refusal_names[SL__RULES_REFUSALS] = {
     "unknown_key", "missing_key", "missing_client_address", "bad_client_address",
     "missing_uri", "bad_uri",     "missing_method",         "bad_method"};
@@ -93,19 +95,19 @@ static bool compile_identity(const sl__config *cfg, sl__rules *r) {
 }
 
 /* Limit lc of rule rc compiled into l: its policy for no tier and for each
- * tier (the tier's variant "policy:tier" where set has one). Returns 0, -1
- * when out of memory, -2 with a message in err when set has no such
+ * tier (the tier's variant "policy:tier" where set has one). Returns 0,
+ * SL_ENOMEM, or SL_EINVAL with a message in err when set has no such
  * policy. */
 static int compile_limit(const sl__config *cfg, const sl__policy_set *set,
                          const sl__rule_config *rc, const sl__limit_config *lc, limit *l, char *err,
                          size_t errlen) {
     // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
-    if (!(l->by_tier = calloc(cfg->ntiers + 1, sizeof *l->by_tier))) return -1;
-    if (!(l->counts = calloc(cfg->ntiers + 1, sizeof *l->counts))) return -1;
+    if (!(l->by_tier = calloc(cfg->ntiers + 1, sizeof *l->by_tier))) return SL_ENOMEM;
+    if (!(l->counts = calloc(cfg->ntiers + 1, sizeof *l->counts))) return SL_ENOMEM;
     l->by_tier[0] = sl__policy_find(set, lc->policy, strlen(lc->policy));
     if (!l->by_tier[0]) {
         snprintf(err, errlen, "rule %s: no policy %s", rc->name, lc->policy);
-        return -2;
+        return SL_EINVAL;
     }
     for (size_t t = 0; t < cfg->ntiers; t++) {
         char name[2 * SL__POLICY_NAME_MAX + 2];
@@ -152,10 +154,10 @@ int sl__rules_compile(const sl__config *cfg, const sl__policy_set *set, sl__rule
         for (unsigned j = 0; j < rc->nlimits; j++) {
             int e = compile_limit(cfg, set, rc, &rc->limits[j], &ru->limits[ru->nlimits++], err,
                                   errlen);
-            if (e == -1) goto oom;
+            if (e == SL_ENOMEM) goto oom;
             if (e < 0) {
                 sl__rules_free(r);
-                return -1;
+                return SL_EINVAL;
             }
         }
     }
@@ -164,7 +166,7 @@ int sl__rules_compile(const sl__config *cfg, const sl__policy_set *set, sl__rule
 oom:
     sl__rules_free(r);
     snprintf(err, errlen, "out of memory");
-    return -1;
+    return SL_ENOMEM;
 }
 
 /* ---- what /metrics prints ------------------------------------------------------ */

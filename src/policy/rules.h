@@ -41,7 +41,8 @@ typedef struct sl__rules sl__rules;
 
 /* Compiles cfg's rules against the policies of `set` (every policy a rule
  * names must be in it). Takes a reference to cfg->identity.keys. Returns 0
- * and *out (free with sl__rules_free), or -1 with a message in err. */
+ * and *out (free with sl__rules_free), or SL_EINVAL (a rule names no policy) or
+ * SL_ENOMEM with a message in err. */
 int sl__rules_compile(const sl__config *cfg, const sl__policy_set *set, sl__rules **out, char *err,
                       size_t errlen);
 void sl__rules_free(sl__rules *r);

@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "sluice/error.h"
 #include "server/http/http.h"
 #include "server/reload.h"
 #include "util/log.h"
@@ -68,7 +69,7 @@ static void on_asks(uv_async_t *h) {
     if (!list) return;
     sl__reload_result *r = malloc(sizeof *r);
     if (!r) {
-        static const sl__reload_result oom = {.rc = -1, .message = "out of memory"};
+        static const sl__reload_result oom = {.rc = SL_ENOMEM, .message = "out of memory"};
         hand_back(s, list, &oom, false);
         return;
     }
@@ -98,7 +99,7 @@ void sl__reload_stop(sl__server *s) {
     s->asks_closed = true;
     pthread_mutex_unlock(&s->ask_lock);
     struct sl__reload_pending *list = take_asks(s);
-    static const sl__reload_result none = {.rc = -1, .message = "sluiced is shutting down"};
+    static const sl__reload_result none = {.rc = SL_EINVAL, .message = "sluiced is shutting down"};
     if (list) hand_back(s, list, &none, true);
     uv_close((uv_handle_t *)&s->reload_async, NULL);
     s->reload_async_open = false;

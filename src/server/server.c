@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "policy/ramp.h"
+
+#include "sluice/error.h"
 #include "server/reload.h"
 #include "server/server.h"
 #include "sluice/clock.h"
@@ -42,7 +44,7 @@ static int parse_addr(const sl__listen_config *l, struct sockaddr_storage *ss, s
         *len = sizeof *v6;
         return 0;
     }
-    return -1;
+    return SL_EINVAL;
 }
 
 /* Binds one SO_REUSEPORT listening socket; *port in/out (0 = pick one). */
@@ -53,17 +55,17 @@ static int bind_listener(const sl__listen_config *l, uint16_t *port) {
     socklen_t len;
     if (parse_addr(&at, &ss, &len) != 0) {
         sl__log_error("listen: not a numeric address: %s", l->host);
-        return -1;
+        return SL_EINVAL;
     }
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
+    if (fd < 0) return SL_EINVAL;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
         bind(fd, (struct sockaddr *)&ss, len) != 0) {
         sl__log_error("listen %s:%u: %s", l->host, (unsigned)at.port, strerror(errno));
         close(fd);
-        return -1;
+        return SL_EINVAL;
     }
     struct sockaddr_storage got;
     memset(&got, 0, sizeof got); /* the analyzer cannot see getsockname fill it */
@@ -71,7 +73,7 @@ static int bind_listener(const sl__listen_config *l, uint16_t *port) {
     if (getsockname(fd, (struct sockaddr *)&got, &gl) != 0) {
         sl__log_error("listen %s:%u: %s", l->host, (unsigned)at.port, strerror(errno));
         close(fd);
-        return -1;
+        return SL_EINVAL;
     }
     *port = ntohs(got.ss_family == AF_INET ? ((struct sockaddr_in *)&got)->sin_port
                                            : ((struct sockaddr_in6 *)&got)->sin6_port);
@@ -86,29 +88,29 @@ int sl__server_start(sl__server *s, sl__config *cfg, const char *config_path,
     pthread_mutex_init(&s->reload_lock, NULL);
     if (sl__reload_init(s, main_loop) != 0) {
         sl__log_error("cannot set up reloads on the main loop");
-        return -1;
+        return SL_EINVAL;
     }
     s->started_at = sl_now();
     sl__ramp_restart(s->started_at, SL__RAMP_BY_START); /* ramp_up: from the start */
     char err[256];
     if (sl__policy_set_create(cfg, NULL, s->started_at, &s->policies, err, sizeof err) != 0) {
         sl__log_error("%s", err);
-        return -1;
+        return SL_EINVAL;
     }
     if (!(s->engine = sl__engine_new(cfg))) {
         sl__log_error("out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
     if (sl__domain_set_create(cfg, NULL, s->started_at, &s->domains, err, sizeof err) != 0) {
         sl__log_error("%s", err);
-        return -1;
+        return SL_EINVAL;
     }
     atomic_init(&s->generation, 1);
     /* CL.THROTTLE: one table for every key whatever its parameters, with the
      * same cap as a policy's table (docs/configuration.md). */
     if (sl__cell_create(cfg->max_memory, &s->cell) != 0) {
         sl__log_error("out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
     sl__cell_set_fail_mode(s->cell, cfg->redis.on_failure);
 
@@ -120,7 +122,7 @@ int sl__server_start(sl__server *s, sl__config *cfg, const char *config_path,
     if (n > SL__MAX_WORKERS) n = SL__MAX_WORKERS;
     s->nworkers = n;
     s->workers = calloc(n, sizeof *s->workers);
-    if (!s->workers) return -1;
+    if (!s->workers) return SL_ENOMEM;
 
     const sl__listen_config *ls[SL__PROTO_COUNT] = {&cfg->http, &cfg->resp, &cfg->grpc};
     static const char *const pname[SL__PROTO_COUNT] = {"http", "resp", "grpc"};
@@ -130,7 +132,7 @@ int sl__server_start(sl__server *s, sl__config *cfg, const char *config_path,
             fds[i][p] = -1;
             if (!ls[p]->enabled) continue;
             fds[i][p] = bind_listener(ls[p], &s->bound_port[p]);
-            if (fds[i][p] < 0) return -1;
+            if (fds[i][p] < 0) return SL_EINVAL;
         }
     }
     for (int p = 0; p < SL__PROTO_COUNT; p++)
@@ -150,10 +152,10 @@ int sl__server_start(sl__server *s, sl__config *cfg, const char *config_path,
         }
         if (pthread_create(&w->thread, NULL, sl__worker_main, w) != 0) {
             sl__log_error("cannot start worker %u", i);
-            return -1;
+            return SL_EINVAL;
         }
         uv_sem_wait(&w->started);
-        if (w->start_error) return -1;
+        if (w->start_error) return SL_EINVAL;
     }
     return 0;
 }
@@ -193,19 +195,19 @@ static void reload_diff(const sl__policy_set *old, const sl__policy_set *next,
 }
 
 static void reload_failed(sl__server *s, sl__reload_result *r) {
-    r->rc = -1;
+    r->rc = SL_EINVAL;
     atomic_fetch_add(&s->reload_failures, 1);
     sl__log_error("reload failed, keeping the running config: %s", r->message);
 }
 
 /* Loads the config file (or the default) into *cfg with the running store
- * section kept: 0, or -1 with the errors written into err (*cfg NULL). */
+ * section kept: 0, or SL_EINVAL with the errors written into err (*cfg NULL). */
 static int load_next_config(sl__server *s, sl__config **cfg, char *err, size_t errlen) {
     *cfg = NULL;
     sl__config_errors *errs = malloc(sizeof *errs);
     if (!errs) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return SL_ENOMEM;
     }
     int rc = s->config_path ? sl__config_load(s->config_path, cfg, errs)
                             : sl__config_load_default(cfg, errs);
@@ -233,7 +235,7 @@ static int load_next_config(sl__server *s, sl__config **cfg, char *err, size_t e
         free(errs);
         sl__config_free(*cfg);
         *cfg = NULL;
-        return -1;
+        return SL_EINVAL;
     }
     free(errs);
     return 0;
@@ -284,7 +286,7 @@ int sl__server_reload(sl__server *s, sl__reload_result *r) {
     sl__config *cfg = NULL;
     if (load_next_config(s, &cfg, err, errlen) != 0) {
         reload_failed(s, r);
-        return -1;
+        return SL_EINVAL;
     }
     sl__policy_set *next = NULL;
     sl__domain_set *next_domains = NULL;
@@ -293,7 +295,7 @@ int sl__server_reload(sl__server *s, sl__reload_result *r) {
         if (next) sl__policy_set_release(next);
         sl__config_free(cfg);
         reload_failed(s, r);
-        return -1;
+        return SL_EINVAL;
     }
     keep_listeners(s, cfg);
     reload_diff(s->policies, next, r);

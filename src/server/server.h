@@ -104,8 +104,8 @@ typedef struct sl__server {
 
 /* What one reload did (sl__server_reload). */
 typedef struct sl__reload_result {
-    int rc;             /* 0: the new config runs; -1: refused, the old one still runs */
-    char message[2048]; /* rc -1: why (the config's errors, "; "-separated) */
+    int rc;             /* 0: the new config runs; < 0 (SL_E*): refused, the old one still runs */
+    char message[2048]; /* rc < 0: why (the config's errors, "; "-separated) */
     size_t policies;    /* rc 0: policies (and tier variants) now running */
     size_t added, removed, changed, kept; /* rc 0: against the previous set; `changed`
                                              and `added` start with fresh state */
@@ -114,14 +114,14 @@ typedef struct sl__reload_result {
 /* Creates the server for a loaded config (takes ownership of cfg), binds
  * the listeners on every worker and starts the threads. `main_loop` is the
  * loop of the calling (main) thread: the only one that ever reloads; it
- * must run until sl__server_drain_and_stop. Returns 0 or -1 with the reason
- * logged. */
+ * must run until sl__server_drain_and_stop. Returns 0, or a negative SL_E*
+ * (SL_ENOMEM, or SL_EINVAL: a config or listener refused) with the reason logged. */
 int sl__server_start(sl__server *s, sl__config *cfg, const char *config_path, uv_loop_t *main_loop);
 
 /* Reloads the config file (or re-reads the embedded default) and swaps in a
  * new policy set; logs what changed. Main thread only (SIGHUP, and the asks
  * of POST /v1/reload through reload.c): workers never parse a config.
- * Returns r->rc; on -1 the running config is untouched. */
+ * Returns r->rc; when < 0 the running config is untouched. */
 int sl__server_reload(sl__server *s, sl__reload_result *r);
 
 /* Stops accepting, lets open requests finish (at most `grace` ns), joins

@@ -9,6 +9,8 @@
  * the network is validated before it is used. */
 #include "store/redis_cluster.h"
 
+#include "sluice/error.h"
+
 #include <hiredis/hiredis.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -88,13 +90,13 @@ void sl__cluster_map_init(sl__cluster_map *m) {
 }
 
 int sl__cluster_map_node(sl__cluster_map *m, const char *host, size_t hostlen, uint16_t port) {
-    if (!host || port == 0 || !host_ok(host, hostlen)) return -1;
+    if (!host || port == 0 || !host_ok(host, hostlen)) return SL_EINVAL;
     for (size_t i = 0; i < m->nnodes; i++) {
         const sl__cluster_node *n = &m->nodes[i];
         if (n->port == port && strlen(n->host) == hostlen && memcmp(n->host, host, hostlen) == 0)
             return (int)i;
     }
-    if (m->nnodes >= SL__CLUSTER_MAX_NODES) return -1;
+    if (m->nnodes >= SL__CLUSTER_MAX_NODES) return SL_EINVAL;
     sl__cluster_node *n = &m->nodes[m->nnodes];
     memcpy(n->host, host, hostlen);
     n->host[hostlen] = '\0';
@@ -112,7 +114,7 @@ __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, 
         vsnprintf(err, errlen, fmt, ap);
         va_end(ap);
     }
-    return -1;
+    return SL_EINVAL;
 }
 
 /* Checks one node of a slot range: [host, port, id?, metadata?, ...].
@@ -190,7 +192,7 @@ static int fill_map(sl__cluster_map *t, const redisReply *r, const char *fallbac
             uint16_t port = 0;
             if (check_node(e->element[j], fallback_host, &host, &hostlen, &port, err, errlen, i,
                            j - 2) != 0)
-                return -1;
+                return SL_EINVAL;
             if (j == 2 && (idx = sl__cluster_map_node(t, host, hostlen, port)) < 0)
                 return fail(err, errlen, "CLUSTER SLOTS: more than %d masters",
                             SL__CLUSTER_MAX_NODES);

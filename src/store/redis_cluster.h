@@ -31,14 +31,14 @@ typedef struct sl__cluster_map {
 
 void sl__cluster_map_init(sl__cluster_map *m); /* no nodes, every slot unknown */
 
-/* Finds (host, port) in m->nodes, adding it if new. Returns its index, or -1
- * when the table is full or the host is too long. */
+/* Finds (host, port) in m->nodes, adding it if new. Returns its index, or
+ * SL_EINVAL when the table is full or the host is too long. */
 int sl__cluster_map_node(sl__cluster_map *m, const char *host, size_t hostlen, uint16_t port);
 
 struct redisReply;
 /* Fills m from a CLUSTER SLOTS reply (masters only: the first node of each
  * range). An empty host in the reply means "the address you asked":
- * fallback_host is used then. Returns 0, or -1 with a message in err when
+ * fallback_host is used then. Returns 0, or SL_EINVAL with a message in err when
  * the reply is not the expected shape (m is then unchanged). */
 int sl__cluster_map_from_slots(sl__cluster_map *m, const struct redisReply *r,
                                const char *fallback_host, char *err, size_t errlen);

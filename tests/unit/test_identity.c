@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "policy/identity.h"
+#include "sluice/error.h"
 
 static sl__addr A(const char *s) {
     sl__addr a;
@@ -126,14 +127,14 @@ static void test_cidr(void **state) {
     assert_false(sl__cidr_contains(&c, &v6)); /* IPv4's /0 is every IPv4 address only */
     assert_int_equal(sl__cidr_parse("::/0", 4, &c, &why), 0);
     assert_true(sl__cidr_contains(&c, &v6) && sl__cidr_contains(&c, &in));
-    assert_int_equal(sl__cidr_parse("10.0.0.1/8", 10, &c, &why), -1);
+    assert_int_equal(sl__cidr_parse("10.0.0.1/8", 10, &c, &why), SL_EPARSE);
     assert_non_null(strstr(why, "host bits"));
-    assert_int_equal(sl__cidr_parse("10.0.0.0/33", 11, &c, &why), -1);
+    assert_int_equal(sl__cidr_parse("10.0.0.0/33", 11, &c, &why), SL_EPARSE);
     assert_non_null(strstr(why, "0 to 32"));
-    assert_int_equal(sl__cidr_parse("::/129", 6, &c, &why), -1);
-    assert_int_equal(sl__cidr_parse("10.0.0.0/08", 11, &c, &why), -1);
-    assert_int_equal(sl__cidr_parse("10.0.0.0/", 9, &c, &why), -1);
-    assert_int_equal(sl__cidr_parse("localhost", 9, &c, &why), -1);
+    assert_int_equal(sl__cidr_parse("::/129", 6, &c, &why), SL_EPARSE);
+    assert_int_equal(sl__cidr_parse("10.0.0.0/08", 11, &c, &why), SL_EPARSE);
+    assert_int_equal(sl__cidr_parse("10.0.0.0/", 9, &c, &why), SL_EPARSE);
+    assert_int_equal(sl__cidr_parse("localhost", 9, &c, &why), SL_EPARSE);
     /* odd prefix lengths */
     assert_int_equal(sl__cidr_parse("10.128.0.0/9", 12, &c, &why), 0);
     sl__addr x = A("10.129.0.1"), y = A("10.127.0.1");

@@ -20,6 +20,7 @@
 #include <hiredis/hiredis.h>
 
 #include "store/redis_cluster.h"
+#include "sluice/error.h"
 
 /* ---- helpers ------------------------------------------------------------------- */
 
@@ -200,15 +201,15 @@ static void test_map_nodes(void **state) {
     assert_int_equal(m->nnodes, 5);
 
     /* refused: empty, port 0, bad bytes, too long (63 bytes is the longest) */
-    assert_int_equal(sl__cluster_map_node(m, "", 0, 7000), -1);
-    assert_int_equal(sl__cluster_map_node(m, NULL, 0, 7000), -1);
-    assert_int_equal(sl__cluster_map_node(m, "127.0.0.1", 9, 0), -1);
-    assert_int_equal(sl__cluster_map_node(m, "a b", 3, 1), -1);
-    assert_int_equal(sl__cluster_map_node(m, "a\0b", 3, 1), -1);
-    assert_int_equal(sl__cluster_map_node(m, "?", 1, 1), -1);
+    assert_int_equal(sl__cluster_map_node(m, "", 0, 7000), SL_EINVAL);
+    assert_int_equal(sl__cluster_map_node(m, NULL, 0, 7000), SL_EINVAL);
+    assert_int_equal(sl__cluster_map_node(m, "127.0.0.1", 9, 0), SL_EINVAL);
+    assert_int_equal(sl__cluster_map_node(m, "a b", 3, 1), SL_EINVAL);
+    assert_int_equal(sl__cluster_map_node(m, "a\0b", 3, 1), SL_EINVAL);
+    assert_int_equal(sl__cluster_map_node(m, "?", 1, 1), SL_EINVAL);
     char longhost[SL__CLUSTER_HOST_MAX + 1];
     memset(longhost, 'h', sizeof longhost);
-    assert_int_equal(sl__cluster_map_node(m, longhost, SL__CLUSTER_HOST_MAX, 1), -1);
+    assert_int_equal(sl__cluster_map_node(m, longhost, SL__CLUSTER_HOST_MAX, 1), SL_EINVAL);
     assert_int_equal(sl__cluster_map_node(m, longhost, SL__CLUSTER_HOST_MAX - 1, 1), 5);
     assert_int_equal(strlen(m->nodes[5].host), SL__CLUSTER_HOST_MAX - 1);
     assert_int_equal(m->nnodes, 6);
@@ -216,7 +217,7 @@ static void test_map_nodes(void **state) {
     /* full table */
     for (uint16_t p = 1; m->nnodes < SL__CLUSTER_MAX_NODES; p++)
         assert_true(sl__cluster_map_node(m, "10.0.0.1", 8, p) >= 0);
-    assert_int_equal(sl__cluster_map_node(m, "10.0.0.2", 8, 1), -1);
+    assert_int_equal(sl__cluster_map_node(m, "10.0.0.2", 8, 1), SL_EINVAL);
     assert_int_equal(sl__cluster_map_node(m, "127.0.0.1", 9, 7001), 1); /* existing still found */
     assert_int_equal(m->nnodes, SL__CLUSTER_MAX_NODES);
     free(m);
@@ -360,9 +361,9 @@ static void test_slots_shapes(void **state) {
     sl__cluster_map *keep = new_map();
     memcpy(keep, m, sizeof *m);
     strcpy(err, "");
-    assert_int_equal(sl__cluster_map_from_slots(m, r, NULL, err, sizeof err), -1);
+    assert_int_equal(sl__cluster_map_from_slots(m, r, NULL, err, sizeof err), SL_EINVAL);
     assert_non_null(strstr(err, "no host"));
-    assert_int_equal(sl__cluster_map_from_slots(m, r, "", err, sizeof err), -1);
+    assert_int_equal(sl__cluster_map_from_slots(m, r, "", err, sizeof err), SL_EINVAL);
     assert_memory_equal(m, keep, sizeof *m);
     freeReplyObject(r);
 
@@ -374,12 +375,12 @@ static void test_slots_shapes(void **state) {
 
     /* err may be NULL or tiny */
     r = reply_s("+OK\r\n");
-    assert_int_equal(sl__cluster_map_from_slots(m, r, NULL, NULL, 0), -1);
+    assert_int_equal(sl__cluster_map_from_slots(m, r, NULL, NULL, 0), SL_EINVAL);
     char tiny[4] = "xxx";
-    assert_int_equal(sl__cluster_map_from_slots(m, r, NULL, tiny, sizeof tiny), -1);
+    assert_int_equal(sl__cluster_map_from_slots(m, r, NULL, tiny, sizeof tiny), SL_EINVAL);
     assert_int_equal(strlen(tiny), 3);
     freeReplyObject(r);
-    assert_int_equal(sl__cluster_map_from_slots(m, NULL, NULL, err, sizeof err), -1);
+    assert_int_equal(sl__cluster_map_from_slots(m, NULL, NULL, err, sizeof err), SL_EINVAL);
     free(keep);
     free(m);
 }

@@ -454,7 +454,8 @@ static void test_apikeys(void **state) {
     (void)state;
     sl__apikeys *k;
     const char text[] = "k1 free a.b-c_D\n\n# c\nk2\tpro\nk3 -\n  k4   \r\nk5#x free\n";
-    assert_int_equal(sl__apikeys_parse(text, sizeof text - 1, tier_of, NULL, NULL, NULL, &k), -1);
+    assert_int_equal(sl__apikeys_parse(text, sizeof text - 1, tier_of, NULL, NULL, NULL, &k),
+                     SL_EINVAL);
     assert_int_equal(sl__apikeys_parse(text, sizeof text - 12, tier_of, NULL, NULL, NULL, &k), 0);
     assert_int_equal(sl__apikeys_count(k), 4);
     const sl__apikey *e = sl__apikeys_find(k, "k1", 2);

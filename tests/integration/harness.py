@@ -14,7 +14,8 @@ sluiced_test.Server, which the other unittest files import from there).
   and on raw sockets;
 - serve_http: a threaded HTTP server of a test's own (an upstream, a script);
 - poll, wait_until: waiting for a state the servers reach in their own time
-  (a fixed sleep races them on a loaded machine);
+  (a fixed sleep races them on a loaded machine); in_one_window: a burst
+  counted in a short fixed window, kept inside one window of the clock;
 - metric: one sample of /metrics text; tail: the last lines of a log;
 - nginx_path: the nginx binary to run;
 - select_tests, run_tests: the main loop of the scripts that are not unittest
@@ -413,6 +414,44 @@ def wait_until(cond, within, what):
             return got
         assert time.monotonic() < deadline, "%s (waited %d s)" % (what, within)
         time.sleep(0.05)
+
+
+def in_one_window(period, run, room=None, what="the run", attempts=3):
+    """Runs run(), requests counted in a fixed window of `period` s (windows
+    are [k*P, (k+1)*P) of the Unix clock, sluiced's and this one's), so that
+    its first request and its last answer fall in one window, and returns
+    what run() returned. First waits, polling the clock, until at least
+    `room` s of the window are left (a quarter of the period unless given),
+    saying so. A run that ended in a later window proves nothing, passed or
+    failed (the count started over under it): it is run again from the start
+    of the window after the one it ended in (which holds part of its count),
+    at most `attempts` runs; one that stayed in its window must pass."""
+    room = period / 4 if room is None else room
+    for attempt in range(attempts):
+        left = period - time.time() % period
+        if left < room:
+            print("  %s: %.1f s left of its %g s window, under %g s: waiting for the next"
+                  % (what, left, period, room), flush=True)
+            now = int(time.time() // period)
+            wait_until(lambda: int(time.time() // period) > now, period + 5,
+                       "the next %g s window" % period)
+        window = int(time.time() // period)
+        try:
+            got = run()
+        except AssertionError:
+            if int(time.time() // period) == window or attempt == attempts - 1:
+                raise
+            got = None
+        ended = int(time.time() // period)
+        if ended == window:
+            return got
+        if attempt == attempts - 1:
+            break
+        print("  %s crossed into the next %g s window: again in a fresh one" % (what, period),
+              flush=True)
+        wait_until(lambda: int(time.time() // period) > ended, period + 5,
+                   "the next %g s window" % period)
+    raise AssertionError("%d runs of %s each crossed a %g s window" % (attempts, what, period))
 
 
 # ---- logs and metrics -------------------------------------------------------------------

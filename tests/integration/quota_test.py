@@ -21,7 +21,6 @@ import re
 import shutil
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -98,15 +97,7 @@ class Base:
     def test_peer_example_services(self):
         # the peer's limits are per minute (windows aligned to the minute): a
         # run that crosses into the next minute is run again in a fresh one
-        for attempt in range(3):
-            harness.wait_until(lambda: time.time() % 60 < 40, 61, "the start of a minute")
-            minute = int(time.time() // 60)
-            self.example_services()
-            if int(time.time() // 60) == minute:
-                return
-            crossed = int(time.time() // 60)  # its windows hold part of this run: the next one
-            harness.wait_until(lambda: int(time.time() // 60) > crossed, 61, "a new minute")
-        self.fail("three runs crossed a minute")
+        harness.in_one_window(60, self.example_services, room=20, what="the example's run")
 
     def example_services(self):
         s1, s2 = [("service", "service_1")], [("service", "service_2")]

@@ -7,7 +7,9 @@ sluiced_test.Server, which the other unittest files import from there).
   with the test run, stopped with a signal then killed, and sluiced's ports
   read from its log ("listening http on 127.0.0.1:PORT" ... "ready");
 - RedisServer, private_redis, redis_store: a redis-server of a test's own on
-  a free port, and the store YAML that points sluiced at it;
+  a free port (restarted on it, killed, paused), and the store YAML that
+  points sluiced at it; wait_ping, proc_state: a redis-server answering, a
+  process stopped;
 - Resp, RespError, resp_call, parse_info: a RESP2 client of the tests' own
   (redis-server, Redis Cluster nodes, sluiced's RESP listener) and INFO text;
 - curl, parse_head, read_response, read_to_eof, raw, Pipe: HTTP with curl -i
@@ -23,6 +25,7 @@ sluiced_test.Server, which the other unittest files import from there).
 import atexit
 import ctypes
 import http.server
+import os
 import re
 import shutil
 import signal
@@ -134,31 +137,127 @@ def wait_listening(proc, log_path, protos=("http", "resp"), within=20, name="slu
 
 class RedisServer:
     """redis-server on a free loopback port (or the one given), no persistence,
-    in a temporary directory; its output is discarded. Not waited for: see wait()."""
+    spawned (it dies with the test run, and joins procs if given), started and
+    waited for (PING) before the constructor returns: on another free port
+    when the one picked was taken meanwhile, RuntimeError with its log's end
+    when it does not answer. In a temporary directory of its own (removed by
+    stop) unless dir is given; its output goes to log_path (default: redis.log
+    there). extra: more arguments (--loadmodule, --replicaof, ...)."""
 
-    def __init__(self, prefix="sluice-test-redis-", port=None):
-        self.port = port or free_port()
-        self.dir = tempfile.mkdtemp(prefix=prefix)
-        self.proc = subprocess.Popen(["redis-server", "--port", str(self.port),
-                                      "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                      "--dir", self.dir],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def __init__(self, prefix="sluice-test-redis-", port=None, dir=None, log_path=None,
+                 extra=(), procs=None, exe="redis-server", within=10):
+        self.own_dir = dir is None
+        self.dir = tempfile.mkdtemp(prefix=prefix) if dir is None else dir
+        self.log_path = log_path or os.path.join(self.dir, "redis.log")
+        self.exe, self.extra, self.procs, self.within = exe, list(extra), procs, within
+        self.proc, self.paused = None, False
+        if port:
+            self.port = port
+            self.start()
+            return
+        for attempt in range(3):  # the port may be taken between free_port() and bind
+            self.port = free_port()
+            if self.start(must=attempt == 2):
+                return
+
+    def start(self, must=True):
+        """Starts (or restarts, on the same port) redis-server and waits for
+        PING; False (or RuntimeError when must) if it exited or did not answer."""
+        with open(self.log_path, "a") as log:
+            self.proc = spawn([self.exe, "--port", str(self.port), "--bind", "127.0.0.1",
+                               "--save", "", "--appendonly", "no", "--dir", self.dir,
+                               "--protected-mode", "no"] + self.extra, log, self.procs)
+        self.paused = False
+        if wait_ping(self.port, self.proc, self.within):
+            return True
+        self.kill()
+        if must:
+            with open(self.log_path, errors="replace") as f:
+                raise RuntimeError("redis-server did not start on port %d:\n%s"
+                                   % (self.port, tail(f.read())))
+        return False
 
     def wait(self, within=10):
         """Waits until it accepts connections; False if it did not in time."""
         return wait_port(self.port, within)
 
+    @property
+    def url(self):
+        return "redis://127.0.0.1:%d/0" % self.port
+
+    def call(self, *args):
+        """One command on a fresh connection; its reply (RespError raised)."""
+        return resp_call(self.port, *args)
+
+    def info(self, section):
+        """INFO section as a dict of strings."""
+        return parse_info(self.call("INFO", section))
+
+    def commands(self):
+        """(total_commands_processed, script calls) so far. The total counts
+        the commands a script runs too; script calls are EVAL/EVALSHA/FCALL
+        only (one per client round trip of a scripted decision)."""
+        total = int(self.info("stats")["total_commands_processed"])
+        scripts = 0
+        for k, v in self.info("commandstats").items():
+            if k in ("cmdstat_eval", "cmdstat_evalsha", "cmdstat_eval_ro",
+                     "cmdstat_evalsha_ro", "cmdstat_fcall", "cmdstat_fcall_ro"):
+                scripts += int(re.search(r"calls=(\d+)", v).group(1))
+        return total, scripts
+
+    def kill(self):
+        """SIGKILL: the port refuses connections at once."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.paused = False
+
+    def pause(self):
+        """SIGSTOP: connections stay open, nothing answers (a hung Redis).
+        Returns once the kernel says the process is stopped (state T)."""
+        self.proc.send_signal(signal.SIGSTOP)
+        self.paused = True
+        wait_until(lambda: proc_state(self.proc.pid) in ("T", "t"), 10,
+                   "redis-server (pid %d) not stopped 10 s after SIGSTOP" % self.proc.pid)
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
+        self.paused = False
+
     def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        """Kills it (nothing to persist; SIGKILL also ends a stopped process)
+        and removes its directory if it is its own."""
+        self.kill()
+        if self.own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def wait_ping(port, proc=None, within=10):
+    """Polls until redis-server on the loopback port answers PING (True);
+    False after `within` s, or at once when the process `proc` has exited."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if resp_call(port, "PING", timeout=1) == "PONG":
+                return True
+        except (OSError, RespError):
+            pass
+        if proc is not None and proc.poll() is not None:
+            return False
+        time.sleep(0.02)
+    return False
+
+
+def proc_state(pid):
+    """The state letter of /proc/PID/stat (R, S, T for stopped, ...)."""
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rpartition(")")[2].split()[0]
 
 
 def private_redis(prefix, within=10):
     """A RedisServer for the whole run (stopped at exit), waited for up to `within` s."""
-    redis = RedisServer(prefix)
+    redis = RedisServer(prefix, within=within)
     atexit.register(redis.stop)
-    redis.wait(within)
     return redis
 
 

@@ -32,7 +32,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import HOST, Resp, RespError, die_with_parent, parse_info  # noqa: E402
+from harness import HOST, Resp, RespError, die_with_parent, parse_info, wait_ping  # noqa: E402
 REDIS_SERVER = "/usr/bin/redis-server"
 REDIS_CLI = "/usr/bin/redis-cli"
 SLOTS = 16384
@@ -279,17 +279,10 @@ class Cluster:
         node.proc = subprocess.Popen(self._args(node), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      preexec_fn=_die_with_parent)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if node.proc.poll() is not None:
-                return False
-            try:
-                with self.client(node.port, timeout=1) as c:
-                    if c.call("PING") == "PONG":
-                        return True
-            except (OSError, RespError, ConnectionError):
-                pass
-            time.sleep(0.02)
+        if wait_ping(node.port, node.proc, timeout):
+            return True
+        if node.proc.poll() is not None:
+            return False
         raise RuntimeError("redis-server on %d did not answer:\n%s" % (node.port, node.log_tail()))
 
     def _spawn_new(self):

@@ -28,12 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import sluiced_test  # noqa: E402  (Server: sluiced on ephemeral ports)
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 store:
   type: memory
   max_memory: 1MiB

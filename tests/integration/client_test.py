@@ -245,12 +245,7 @@ class AgainstScript(unittest.TestCase):
         self.assertIn("unsupported scheme 'ftp'", err)
 
 
-SLUICED_CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: "off"
-workers: 1
+SLUICED_CONFIG = harness.config_head(1, resp=False) + """
 policies:
   - name: api
     algorithm: token_bucket

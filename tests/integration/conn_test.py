@@ -34,12 +34,7 @@ import sluiced_test  # noqa: E402
 import harness  # noqa: E402
 from harness import poll, read_response, read_to_eof, tail  # noqa: E402
 
-BASE = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: {workers}
+BASE = harness.config_head("{workers}") + """
 store:
   type: memory
   max_memory: 16MiB
@@ -63,16 +58,7 @@ class Server(sluiced_test.Server):
         return super().stop(*a, **kw)
 
     def __init__(self, text, env=None, preexec_fn=None):
-        popen = subprocess.Popen
-
-        def spawn(cmd, **kw):
-            return popen(cmd, env=env, preexec_fn=preexec_fn, **kw)
-
-        subprocess.Popen = spawn
-        try:
-            super().__init__(config_text=text.replace("{", "{{").replace("}", "}}"))
-        finally:
-            subprocess.Popen = popen
+        super().__init__(config_text=text, literal=True, env=env, preexec_fn=preexec_fn)
         atexit.register(shutil.rmtree, self.dir, True)
 
 

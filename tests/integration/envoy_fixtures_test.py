@@ -54,12 +54,7 @@ REFUSED = {
     "unlimited_with_unit.yaml": "should not specify rate limit unit when unlimited",
 }
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 1
+CONFIG = harness.config_head(1) + """
 domains: {domains}
 """
 

@@ -31,12 +31,7 @@ from harness import curl, metric
 
 STORE = "store:\n  type: memory\n  max_memory: 64MiB\n"
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 limits:
   max_body_bytes: 256KiB
 {store}
@@ -96,7 +91,7 @@ class Example(unittest.TestCase):
         text = re.sub(r"(?m)^listen:\n(  .*\n)+",
                       'listen:\n  http: 127.0.0.1:0\n  grpc: "off"\n  resp: 127.0.0.1:0\n', text)
         text = re.sub(r"(?m)^store:\n(  .*\n)+", STORE, text)
-        s = sluiced_test.Server(text.replace("{", "{{").replace("}", "}}"))
+        s = sluiced_test.Server(text, literal=True)
         try:
             st, h, b = gql(s, "shop", "alice", SEED)
             self.assertEqual(st, 200, b)
@@ -249,12 +244,7 @@ class Budget(unittest.TestCase):
                                 result="too_costly"), before + 1)
 
 
-RULES_CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+RULES_CONFIG = harness.config_head() + """
 {store}
 identity:
   api_keys:

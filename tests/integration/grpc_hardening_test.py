@@ -28,6 +28,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conn_test  # noqa: E402
+import harness  # noqa: E402
 import sluiced_test  # noqa: E402
 
 HEALTH = "/grpc.health.v1.Health/Check"
@@ -40,12 +41,7 @@ CANCEL, REFUSED_STREAM = 8, 7
 NAMES = 16  # limited descriptors in one request (sluiced's maximum)
 LONG = "r" * 200  # a rule name: each status of the answer carries it
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: 127.0.0.1:0
-  resp: 127.0.0.1:0
-workers: 1
+CONFIG = harness.config_head(1, grpc=True) + """
 store:
   type: memory
   max_memory: 16MiB

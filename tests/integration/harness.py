@@ -6,6 +6,7 @@ sluiced_test.Server, which the other unittest files import from there).
 - spawn, die_with_parent, stop_process, wait_listening: processes that die
   with the test run, stopped with a signal then killed, and sluiced's ports
   read from its log ("listening http on 127.0.0.1:PORT" ... "ready");
+- config_head: the `listen:` and `workers:` lines of a test's sluiced config;
 - RedisServer, private_redis, redis_store: a redis-server of a test's own on
   a free port (restarted on it, killed, paused), and the store YAML that
   points sluiced at it; wait_ping, proc_state: a redis-server answering, a
@@ -259,6 +260,17 @@ def private_redis(prefix, within=10):
     redis = RedisServer(prefix, within=within)
     atexit.register(redis.stop)
     return redis
+
+
+def config_head(workers=2, grpc=False, resp=True, http="127.0.0.1:0"):
+    """The first lines of a test's sluiced config: `listen:` with HTTP and RESP
+    on port 0 (wait_listening reads the ports from the log; resp=False: off),
+    gRPC off (grpc=True: on port 0), then `workers:`. Neither braces nor %, so
+    it heads a str.format or %-template as well (workers or http may be one
+    of its fields: "{workers}")."""
+    return ('listen:\n  http: %s\n  grpc: %s\n  resp: %s\nworkers: %s\n'
+            % (http, "127.0.0.1:0" if grpc else '"off"', "127.0.0.1:0" if resp else '"off"',
+               workers))
 
 
 def redis_store(port, timeout, on_failure="closed"):

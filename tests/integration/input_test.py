@@ -34,12 +34,7 @@ import sluiced_test  # noqa: E402
 from sluiced_test import Server  # noqa: E402
 
 # Server() formats the text with str.format: braces are doubled.
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: 127.0.0.1:0
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head(grpc=True) + """
 store:
 {store}
 domains: {domains}
@@ -266,8 +261,8 @@ class Metrics(unittest.TestCase):
         if os.environ.get("SLUICE_TEST_REDIS"):
             self.skipTest("the memory store run covers it")
         n = 700
-        lines = ["listen:\n  http: 127.0.0.1:0\n  grpc: \"off\"\n  resp: 127.0.0.1:0\n",
-                 "workers: 1\nstore:\n  type: memory\n  max_memory: 512MiB\npolicies:\n"]
+        lines = [harness.config_head(1),
+                 "store:\n  type: memory\n  max_memory: 512MiB\npolicies:\n"]
         for i in range(n):
             lines.append("  - name: p%d\n    algorithm: gcra\n    rate: 5/s\n    burst: 5\n" % i)
         lines.append("tiers:\n  pro:\n")

@@ -32,12 +32,7 @@ ROUNDS = 5
 KILLED = 6
 LEASE_S = 3
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 limits:
   max_connections: 1000
 store:

@@ -22,12 +22,7 @@ from harness import curl
 
 REDIS = None
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 store:
 {store}
 policies:
@@ -249,7 +244,7 @@ class ExampleProtection(unittest.TestCase):
         with open(os.path.join(sluiced_test.SRC, "examples/protection/sluice.yaml")) as f:
             text = f.read()
         text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:0", text)
-        s = sluiced_test.Server(text.replace("{", "{{").replace("}", "}}"))
+        s = sluiced_test.Server(text, literal=True)
         try:
             held = [post(s, "/v1/acquire?policy=reports&key=alice") for _ in range(4)]
             self.assertEqual([h[0] for h in held], [200] * 4)

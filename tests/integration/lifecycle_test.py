@@ -370,8 +370,7 @@ class ReloadOntoRedis(unittest.TestCase):
         port = redis.port
         try:
             self.assertTrue(redis.wait(within=20))
-            base = ("listen:\n  http: 127.0.0.1:0\n  grpc: \"off\"\n  resp: 127.0.0.1:0\n"
-                    "workers: 2\n")
+            base = harness.config_head()
             redis_store = "store:\n%s\n" % harness.redis_store(port, "500ms", on_failure=None)
             s = Server(config_text=base + redis_store + REDIS_TIER.split("\n", 2)[2]
                        .split("tiers:")[0])

@@ -128,12 +128,7 @@ class Base:
         ])
 
 
-NGINX_CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 1
+NGINX_CONFIG = harness.config_head(1) + """
 policies:
   - name: web
     algorithm: leaky_queue

@@ -68,12 +68,7 @@ def get(server, path):
         p.close()
 
 
-FENCE_CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+FENCE_CONFIG = harness.config_head() + """
 {store}
 identity:
   api_keys:
@@ -159,12 +154,7 @@ class Fence(unittest.TestCase):
             self.assertNotIn(k, m)
 
 
-SHADOW_CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+SHADOW_CONFIG = harness.config_head() + """
 {store}
 shadow: {shadow}
 domains: {rules}

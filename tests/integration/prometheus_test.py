@@ -26,12 +26,7 @@ import sluiced_test  # noqa: E402  (the Server helper)
 import harness  # noqa: E402
 from harness import curl  # noqa: E402
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 store:
 {store}
 policies:
@@ -54,7 +49,7 @@ scrape_configs:
 """
 
 def server(store="  type: memory"):
-    return sluiced_test.Server(CONFIG.format(store=store).replace("{", "{{").replace("}", "}}"))
+    return sluiced_test.Server(CONFIG.format(store=store), literal=True)
 
 
 def check_metrics(s):

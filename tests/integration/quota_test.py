@@ -29,12 +29,7 @@ import sluiced_test  # noqa: E402
 from harness import Pipe  # noqa: E402
 from input_test import grpc_call, pb_len  # noqa: E402  (ShouldRateLimit over nghttp)
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: 127.0.0.1:0
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head(grpc=True) + """
 {store}
 domains: {rules}
 """

@@ -27,12 +27,7 @@ import sluiced_test  # noqa: E402
 import harness  # noqa: E402
 from harness import curl  # noqa: E402
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 store:
 {store}
 {admin}
@@ -212,12 +207,7 @@ class RedisRecovery(unittest.TestCase):
             redis.stop()
 
 
-LOCAL = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 1
+LOCAL = harness.config_head(1) + """
 store:
 {store}
     expected_instances: 2

@@ -33,12 +33,7 @@ import sluiced_test  # noqa: E402
 import harness  # noqa: E402
 from harness import curl  # noqa: E402
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 store:
 {store}
     expected_instances: 2

@@ -34,12 +34,7 @@ from harness import curl, metric
 
 STORE = "store:\n  type: memory\n  max_memory: 64MiB\n"
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 {store}
 identity:
   api_keys:

@@ -25,12 +25,7 @@ from harness import curl, raw
 SLUICED = None
 SRC = None
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 store:
   type: memory
   max_memory: 64MiB
@@ -62,19 +57,25 @@ WIN_S = 60  # win's window: a burst on it is kept inside one (harness.in_one_win
 
 
 class Server:
-    """A sluiced process on ephemeral ports; the ports are read from its log."""
+    """A sluiced process on ephemeral ports; the ports are read from its log.
+    Its config is config_text (CONFIG unless given) formatted with fmt
+    (str.format: braces doubled), or as it is with literal=True; env and
+    preexec_fn go to the process (conn_test.py)."""
 
-    def __init__(self, config_text=None, args=None, **fmt):
+    def __init__(self, config_text=None, args=None, literal=False, env=None, preexec_fn=None,
+                 **fmt):
         self.dir = tempfile.mkdtemp(prefix="sluiced-test-")
         self.config = os.path.join(self.dir, "sluice.yaml")
         fmt.setdefault("max_connections", 1000)
         fmt.setdefault("api_rate", "1/m")  # slow: no refill between curl calls on a loaded machine
+        text = config_text or CONFIG
         with open(self.config, "w") as f:
-            f.write((config_text or CONFIG).format(**fmt))
+            f.write(text if literal else text.format(**fmt))
         self.log_path = os.path.join(self.dir, "sluiced.log")
         self.log = open(self.log_path, "w+")
         cmd = [SLUICED] + (args if args is not None else ["-c", self.config])
-        self.proc = subprocess.Popen(cmd, stderr=self.log, stdout=self.log)
+        self.proc = subprocess.Popen(cmd, stderr=self.log, stdout=self.log, env=env,
+                                     preexec_fn=preexec_fn)
         self.http_port = self.resp_port = None
         # a loaded machine under ASan starts slowly
         ports = harness.wait_listening(self.proc, self.log_path, ("http", "resp"), within=30)

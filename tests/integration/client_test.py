@@ -25,8 +25,7 @@ import time
 import unittest
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
+import harness
 
 SLUICE = SLUICED = SRC = None
 

@@ -52,9 +52,8 @@ import unittest
 import urllib.parse
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import redis_cluster as rc  # noqa: E402
-from harness import resp_call, tail  # noqa: E402
+import redis_cluster as rc
+from harness import resp_call, tail
 
 SLUICED = None
 SRC = None

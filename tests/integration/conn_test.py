@@ -23,16 +23,14 @@ import select
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sluiced_test  # noqa: E402
-import harness  # noqa: E402
-from harness import poll, read_response, read_to_eof, tail  # noqa: E402
+import sluiced_test
+import harness
+from harness import poll, read_response, read_to_eof, tail
 
 BASE = harness.config_head("{workers}") + """
 store:
@@ -596,6 +594,4 @@ class Drain(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

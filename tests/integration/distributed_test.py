@@ -48,9 +48,8 @@ import threading
 import time
 import urllib.parse
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import Resp, RespError, free_port, tail, wait_until  # noqa: E402
+import harness
+from harness import Resp, RespError, free_port, tail, wait_until
 
 SLUICED = None
 SRC = None

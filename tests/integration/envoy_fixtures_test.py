@@ -17,9 +17,8 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-import sluiced_test  # noqa: E402  (Server: sluiced on ephemeral ports)
+import harness
+import sluiced_test  # Server: sluiced on ephemeral ports
 
 FIX = None  # tests/peers/envoyproxy-ratelimit, set in main
 

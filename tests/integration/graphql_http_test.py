@@ -21,7 +21,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import unittest
 
@@ -62,8 +61,7 @@ WIDE = "query Wide($n: Int) { a(first: $n) { b(first: 1) { id } } }"
 
 def use_redis_store():
     global STORE
-    redis = harness.private_redis("graphql-test-redis-")
-    STORE = "store:\n%s\n" % harness.redis_store(redis.port, "2s")
+    STORE = harness.private_store("graphql-test-redis-")
 
 
 def post(s, query_string, body, content_type="application/json"):
@@ -348,8 +346,4 @@ class Rules(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    if os.environ.get("SLUICE_TEST_REDIS"):
-        use_redis_store()
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main(use_redis_store)

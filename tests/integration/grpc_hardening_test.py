@@ -26,10 +26,9 @@ import sys
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import conn_test  # noqa: E402
-import harness  # noqa: E402
-import sluiced_test  # noqa: E402
+import conn_test
+import harness
+import sluiced_test
 
 HEALTH = "/grpc.health.v1.Health/Check"
 RLS = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
@@ -534,6 +533,4 @@ class Floods(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

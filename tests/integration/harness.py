@@ -7,9 +7,9 @@ sluiced_test.Server, which the other unittest files import from there).
   with the test run, stopped with a signal then killed, and sluiced's ports
   read from its log ("listening http on 127.0.0.1:PORT" ... "ready");
 - config_head: the `listen:` and `workers:` lines of a test's sluiced config;
-- RedisServer, private_redis, redis_store: a redis-server of a test's own on
-  a free port (restarted on it, killed, paused), and the store YAML that
-  points sluiced at it; wait_ping, proc_state: a redis-server answering, a
+- RedisServer, private_redis, redis_store, private_store: a redis-server of
+  a test's own on a free port (restarted on it, killed, paused), and the
+  store YAML that points sluiced at it; wait_ping, proc_state: a redis-server answering, a
   process stopped;
 - Resp, RespError, resp_call, parse_info: a RESP2 client of the tests' own
   (redis-server, Redis Cluster nodes, sluiced's RESP listener) and INFO text;
@@ -260,6 +260,12 @@ def private_redis(prefix, within=10):
     redis = RedisServer(prefix, within=within)
     atexit.register(redis.stop)
     return redis
+
+
+def private_store(prefix, timeout="2s"):
+    """The whole `store:` section, its newline included, for a private_redis
+    of the whole run (the SLUICE_TEST_REDIS=1 runs of the unittest files)."""
+    return "store:\n%s\n" % redis_store(private_redis(prefix).port, timeout)
 
 
 def config_head(workers=2, grpc=False, resp=True, http="127.0.0.1:0"):

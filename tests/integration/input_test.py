@@ -28,10 +28,9 @@ import tempfile
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-import sluiced_test  # noqa: E402
-from sluiced_test import Server  # noqa: E402
+import harness
+import sluiced_test
+from sluiced_test import Server
 
 # Server() formats the text with str.format: braces are doubled.
 CONFIG = harness.config_head(grpc=True) + """

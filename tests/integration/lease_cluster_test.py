@@ -8,18 +8,14 @@ that timed out on a loaded machine answers from the fail mode (closed:
 refused, said with "fallback"); such answers are retried and counted, never
 taken for Redis's. Standard library only."""
 import json
-import os
-import shutil
 import sys
-import tempfile
 import time
 import unittest
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-import redis_cluster as rc  # noqa: E402
-import sluiced_test  # noqa: E402
+import harness
+import redis_cluster as rc
+import sluiced_test
 
 KEYS = 30
 LIMIT = 2
@@ -109,6 +105,4 @@ class LeaseCluster(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

@@ -10,10 +10,7 @@ each fail mode answers as the policy says. Standard library only."""
 import json
 import os
 import re
-import signal
 import subprocess
-import sys
-import time
 import unittest
 
 import harness
@@ -304,8 +301,4 @@ def use_redis_store():
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    if os.environ.get("SLUICE_TEST_REDIS"):
-        use_redis_store()
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main(use_redis_store)

@@ -29,11 +29,10 @@ import threading
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sluiced_test  # noqa: E402
-from sluiced_test import CONFIG, Server  # noqa: E402
-import harness  # noqa: E402
-from harness import curl, poll, read_to_eof  # noqa: E402
+import sluiced_test
+from sluiced_test import CONFIG, Server
+import harness
+from harness import curl, poll, read_to_eof
 
 SLUICE = None
 SRC = None

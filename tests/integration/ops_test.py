@@ -23,10 +23,9 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sluiced_test  # noqa: E402  (the Server helper)
-import harness  # noqa: E402
-from harness import curl  # noqa: E402
+import sluiced_test  # the Server helper
+import harness
+from harness import curl
 
 SLUICE_CLI = None
 

@@ -23,15 +23,13 @@ import random
 import re
 import shutil
 import string
-import sys
 import tempfile
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sluiced_test  # noqa: E402  (the Server helper)
-import harness  # noqa: E402
-from harness import Pipe, metric  # noqa: E402
+import sluiced_test  # the Server helper
+import harness
+from harness import Pipe, metric
 
 STORE = "store:\n  type: memory\n"
 LOG_LIMIT = 10  # SL__LOG_LIMITED_PER_SEC (src/util/log.h)
@@ -40,8 +38,7 @@ LOG_LIMIT = 10  # SL__LOG_LIMITED_PER_SEC (src/util/log.h)
 def use_redis_store():
     """A redis-server of our own on a free loopback port (stopped at exit)."""
     global STORE
-    redis = harness.private_redis("policy-test-redis-")
-    STORE = "store:\n%s\n" % harness.redis_store(redis.port, "2s")
+    STORE = harness.private_store("policy-test-redis-")
 
 
 def auth_request(key, uri="/api/items", real_ip="127.0.0.1"):
@@ -304,8 +301,4 @@ class ShadowDomains(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    if os.environ.get("SLUICE_TEST_REDIS"):
-        use_redis_store()
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main(use_redis_store)

@@ -19,15 +19,13 @@ import json
 import os
 import re
 import shutil
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-import sluiced_test  # noqa: E402
-from harness import Pipe  # noqa: E402
-from input_test import grpc_call, pb_len  # noqa: E402  (ShouldRateLimit over nghttp)
+import harness
+import sluiced_test
+from harness import Pipe
+from input_test import grpc_call, pb_len  # ShouldRateLimit over nghttp
 
 CONFIG = harness.config_head(grpc=True) + """
 {store}
@@ -156,11 +154,8 @@ class Memory(Base, unittest.TestCase):
 class Redis(Base, unittest.TestCase):
     @classmethod
     def store_text(cls):
-        cls.redis = harness.private_redis("quota-test-redis-")
-        return "store:\n%s\n" % harness.redis_store(cls.redis.port, "2s")
+        return harness.private_store("quota-test-redis-")
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

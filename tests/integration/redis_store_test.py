@@ -36,10 +36,9 @@ import threading
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import distributed_test as dt  # noqa: E402
-import harness  # noqa: E402
-import redis_cluster as rc  # noqa: E402
+import distributed_test as dt
+import harness
+import redis_cluster as rc
 
 
 def config(redis_url, policies, workers=2, **redis_opts):

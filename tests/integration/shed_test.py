@@ -15,14 +15,12 @@ Standard library only."""
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sluiced_test  # noqa: E402
-import harness  # noqa: E402
-from harness import curl  # noqa: E402
+import sluiced_test
+import harness
+from harness import curl
 
 CONFIG = harness.config_head() + """
 store:
@@ -134,6 +132,4 @@ class Errors(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

@@ -20,10 +20,8 @@ With SLUICE_TEST_REDIS=1 the same tests run with the Redis store, on a
 redis-server of their own. Standard library only."""
 import json
 import os
-import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
@@ -80,8 +78,7 @@ KEYS = "alice free\nbob pro\ncarol\ndave\n"
 
 def use_redis_store():
     global STORE
-    redis = harness.private_redis("signals-test-redis-")
-    STORE = "store:\n%s\n" % harness.redis_store(redis.port, "2s")
+    STORE = harness.private_store("signals-test-redis-")
 
 
 def auth(s, uri, key=None, ip="203.0.113.7"):
@@ -227,8 +224,4 @@ class Signals(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    if os.environ.get("SLUICE_TEST_REDIS"):
-        use_redis_store()
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main(use_redis_store)

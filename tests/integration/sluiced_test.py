@@ -477,6 +477,17 @@ class Lifecycle(unittest.TestCase):
             self.assertEqual(s.stop(), 0)
 
 
+def main(redis=None):
+    """The main of a unittest file that starts Server: SLUICED and SRC from
+    argv[1:3], the rest to unittest; with SLUICE_TEST_REDIS set, redis()
+    first (the file's switch to a redis-server of its own)."""
+    global SLUICED, SRC
+    SLUICED, SRC = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    if redis is not None and os.environ.get("SLUICE_TEST_REDIS"):
+        redis()
+    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+
+
 def use_redis_store():
     """SLUICE_TEST_REDIS=1: the same tests with the Redis store, on a
     redis-server of our own on a free loopback port (stopped at exit)."""
@@ -487,7 +498,4 @@ def use_redis_store():
 
 
 if __name__ == "__main__":
-    SLUICED, SRC = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    if os.environ.get("SLUICE_TEST_REDIS"):
-        use_redis_store()
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    main(use_redis_store)

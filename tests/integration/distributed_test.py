@@ -217,22 +217,7 @@ class Daemon:
 
     def stop(self):
         """SIGTERM, wait; returns a list of problems (empty when all is well)."""
-        problems = []
-        if self.proc.poll() is not None:
-            problems.append("%s had exited with %s before the end of the test"
-                            % (self.name, self.proc.returncode))
-        else:
-            if not harness.stop_process(self.proc, signal.SIGTERM, 20):
-                problems.append("%s did not exit within 20 s of SIGTERM" % self.name)
-            if self.proc.returncode != 0:
-                problems.append("%s exited with %s on SIGTERM" % (self.name, self.proc.returncode))
-        text = self.log_text()
-        for mark in ("AddressSanitizer", "LeakSanitizer", "runtime error:", "ThreadSanitizer"):
-            if mark in text:
-                problems.append("%s: sanitizer report in its log:\n%s"
-                                % (self.name, tail(text, 80)))
-                break
-        return problems
+        return harness.stop_checked(self.proc, self.log_path, self.name)
 
 
 class Metrics:

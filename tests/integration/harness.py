@@ -3,9 +3,11 @@ Standard library only; it imports no test file (sluiced itself is started by
 sluiced_test.Server, which the other unittest files import from there).
 
 - free_port, wait_port: loopback ports;
-- spawn, die_with_parent, stop_process, wait_listening: processes that die
-  with the test run, stopped with a signal then killed, and sluiced's ports
-  read from its log ("listening http on 127.0.0.1:PORT" ... "ready");
+- spawn, die_with_parent, stop_process, stop_checked, wait_listening:
+  processes that die with the test run, stopped with a signal then killed
+  (stop_checked: and what went wrong, sanitizer reports included), and
+  sluiced's ports read from its log ("listening http on 127.0.0.1:PORT" ...
+  "ready");
 - config_head: the `listen:` and `workers:` lines of a test's sluiced config;
 - RedisServer, private_redis, redis_store, private_store: a redis-server of
   a test's own on a free port (restarted on it, killed, paused), and the
@@ -109,6 +111,29 @@ def stop_process(proc, sig=signal.SIGTERM, timeout=10):
         proc.kill()
         proc.wait()
         return False
+
+
+SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "runtime error:", "ThreadSanitizer")
+
+
+def stop_checked(proc, log_path, name="sluiced", timeout=20):
+    """Stops proc (SIGTERM, killed after timeout s) and returns what went
+    wrong, as messages (none when all is well): it had exited before, did
+    not exit in time or not with 0, or its log has a sanitizer report."""
+    problems = []
+    if proc.poll() is not None:
+        problems.append("%s had exited with %s before the end of the test"
+                        % (name, proc.returncode))
+    else:
+        if not stop_process(proc, signal.SIGTERM, timeout):
+            problems.append("%s did not exit within %d s of SIGTERM" % (name, timeout))
+        if proc.returncode != 0:
+            problems.append("%s exited with %s on SIGTERM" % (name, proc.returncode))
+    with open(log_path, errors="replace") as f:
+        text = f.read()
+    if any(mark in text for mark in SANITIZER_MARKS):
+        problems.append("%s: sanitizer report in its log:\n%s" % (name, tail(text, 80)))
+    return problems
 
 
 def wait_listening(proc, log_path, protos=("http", "resp"), within=20, name="sluiced"):

@@ -102,9 +102,8 @@ class Stack:
             f.write(cfg)
         # sluiced on port 0: the port is read from its log
         self.sluiced_log = open(os.path.join(self.dir, "sluiced.log"), "w+")
-        self.sluiced = subprocess.Popen([SLUICED, "-c", os.path.join(self.dir, "sluice.yaml")],
-                                        stdout=self.sluiced_log, stderr=self.sluiced_log)
-        self.procs.append(self.sluiced)
+        self.sluiced = harness.spawn([SLUICED, "-c", os.path.join(self.dir, "sluice.yaml")],
+                                     self.sluiced_log, self.procs)
         self.sluiced_port = harness.wait_listening(self.sluiced, os.path.join(self.dir, "sluiced.log"),
                                                    ("http",), within=10)["http"]
         # the application
@@ -137,10 +136,8 @@ class Stack:
         if test.returncode != 0:
             raise RuntimeError("nginx -t failed:\n" + test.stderr)
         self.nginx_log = open(os.path.join(d, "nginx.out"), "w+")
-        self.nginx = subprocess.Popen([NGINX, "-p", d, "-c", os.path.join(d, "nginx.conf"),
-                                       "-g", "daemon off;"],
-                                      stdout=self.nginx_log, stderr=self.nginx_log)
-        self.procs.append(self.nginx)
+        self.nginx = harness.spawn([NGINX, "-p", d, "-c", os.path.join(d, "nginx.conf"),
+                                    "-g", "daemon off;"], self.nginx_log, self.procs)
         if not harness.wait_port(self.port, 10, step=0.02, proc=self.nginx):
             raise RuntimeError("nginx did not start:\n" + self.read("error.log"))
 

@@ -64,14 +64,8 @@ TIMEOUT = os.environ.get("SLUICE_CLUSTER_TIMEOUT", "50ms")  # store.redis.timeou
 FALLBACKS_SHARE = 0.02
 FALLBACKS_MIN = 5
 
-CONFIG = """listen: {{http: 127.0.0.1:0, grpc: "off", resp: 127.0.0.1:0}}
-workers: 2
-store:
-  type: redis
-  redis:
-    cluster: [{seeds}]
-    timeout: {timeout}
-    on_failure: closed
+CONFIG = harness.config_head() + """store:
+{store}
 policies:
   - {{name: api, algorithm: fixed_window, rate: {rate}}}
 """
@@ -182,9 +176,8 @@ class ClusterStore(unittest.TestCase):
         cls.dir = None
         try:
             cls.dir = tempfile.mkdtemp(prefix="sluice-cluster-store-")
-            seeds = ", ".join('"%s"' % m for m in cls.cluster.masters())
             cls.rate = window_rate()
-            cls.config = CONFIG.format(seeds=seeds, timeout=TIMEOUT, rate=cls.rate)
+            cls.config = CONFIG.format(store=cls.cluster.store(TIMEOUT), rate=cls.rate)
             cls.sluiced = Sluiced(cls.dir, cls.config)
         except BaseException:
             cls.cluster.stop_all()

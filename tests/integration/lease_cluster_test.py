@@ -20,14 +20,8 @@ import sluiced_test
 KEYS = 30
 LIMIT = 2
 
-CONFIG = """listen: {{http: 127.0.0.1:0, grpc: "off", resp: 127.0.0.1:0}}
-workers: 2
-store:
-  type: redis
-  redis:
-    cluster: [{seeds}]
-    timeout: 1s
-    on_failure: closed
+CONFIG = harness.config_head() + """store:
+{store}
 policies:
   - name: jobs
     algorithm: concurrency
@@ -42,8 +36,8 @@ class LeaseCluster(unittest.TestCase):
         rc.install_signal_handlers()
         cls.cluster = rc.Cluster(masters=3, replicas=0).start()
         try:
-            seeds = ", ".join('"%s"' % m for m in cls.cluster.masters())
-            cls.s = sluiced_test.Server(CONFIG.replace("{seeds}", seeds))
+            cls.s = sluiced_test.Server(CONFIG.replace("{store}", cls.cluster.store("1s")),
+                                        literal=True)
         except BaseException:
             cls.cluster.stop_all()
             raise

@@ -16,7 +16,9 @@ promoted, restart a node, and always stops every process: on stop_all(), on
 exceptions (use it as a context manager), at exit, and, through
 PR_SET_PDEATHSIG, when this Python process itself is killed.
 
-The RESP2 client (Resp) is harness.py's, re-exported here; also
+store() is the YAML under a sluiced config's `store:` that points it at the
+cluster (seeds(): its masters). The RESP2 client (Resp) is harness.py's,
+re-exported here; also
 keyslot(): CRC16/XMODEM with hash tags, checked against CLUSTER KEYSLOT by the
 self-test. Standard library only. Only loopback addresses are used."""
 import atexit
@@ -360,6 +362,16 @@ class Cluster:
               if "master" in n["flags"] and n["slots"] and n["port"] in alive
               and not {"fail", "fail?", "noaddr"} & set(n["flags"])]
         return ["%s:%d" % (HOST, p) for p in sorted(ms)]
+
+    def seeds(self):
+        """The live masters as a YAML flow list's items: "host:port", ..."""
+        return ", ".join('"%s"' % m for m in self.masters())
+
+    def store(self, timeout, on_failure="closed"):
+        """The lines under a sluiced config's `store:` for this cluster (its
+        masters the seeds; no trailing newline), as harness.redis_store."""
+        return ("  type: redis\n  redis:\n    cluster: [%s]\n    timeout: %s\n    on_failure: %s"
+                % (self.seeds(), timeout, on_failure))
 
     def replicas(self):
         alive = set(self.alive_ports())

@@ -460,8 +460,8 @@ def cluster_failover():
     cluster = rc.Cluster(verbose=False).start()
     try:
         with dt.Env("clusterfo") as env:
-            seeds = ", ".join('"%s"' % m for m in cluster.masters())
-            d = env.sluiced("sluiced", config("cluster:" + seeds, pols, on_failure="closed"))
+            d = env.sluiced("sluiced", config("cluster:" + cluster.seeds(), pols,
+                                              on_failure="closed"))
             # the very first decision (before the slot map and the masters'
             # connections are ready) comes from Redis too (item 11)
             st, _, body = d.check("api", "first-%d" % time.time_ns())

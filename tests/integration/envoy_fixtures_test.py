@@ -12,9 +12,7 @@ files through the real sluiced (issue 15), and the peer's HTTP health check.
 Standard library only, plus curl."""
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import unittest
 
 import harness
@@ -59,15 +57,8 @@ domains: {domains}
 
 
 def check_config(domains):
-    d = tempfile.mkdtemp(prefix="sluice-fixtures-")
-    path = os.path.join(d, "sluice.yaml")
-    with open(path, "w") as f:
-        f.write(CONFIG.format(domains=json.dumps(domains)))
-    p = subprocess.run([sluiced_test.SLUICED, "--check-config", path], capture_output=True,
-                       text=True, timeout=60)
-    os.unlink(path)
-    os.rmdir(d)
-    return p.returncode, p.stdout + p.stderr
+    rc, out, err = sluiced_test.check_config(CONFIG.format(domains=json.dumps(domains)))
+    return rc, out + err
 
 
 class Fixtures(unittest.TestCase):

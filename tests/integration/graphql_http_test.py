@@ -20,8 +20,6 @@ redis-server of their own. Standard library only."""
 import json
 import os
 import re
-import subprocess
-import tempfile
 import unittest
 
 import harness
@@ -106,13 +104,10 @@ class Example(unittest.TestCase):
         bad = ("policies:\n  - name: g\n    algorithm: fixed_window\n    rate: 10/s\n"
                "    graphql:\n      scheme: shopify\n      divisor: 0\n"
                "      default_page: 99999999999\n      max_cost: -1\n      maxcost: 3\n")
-        path = os.path.join(tempfile.mkdtemp(prefix="graphql-config-"), "bad.yaml")
-        with open(path, "w") as f:
-            f.write(bad)
-        r = subprocess.run([sluiced_test.SLUICED, "--check-config", path], capture_output=True,
-                           text=True)
-        self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertEqual(r.stderr.replace(path, "F").splitlines(), [
+        _, path = harness.temp_file("graphql-config-", "bad.yaml", bad)
+        rc, _, err = sluiced_test.check_config(path=path)
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(err.replace(path, "F").splitlines(), [
             'F:6: policies[0].graphql.scheme: unknown GraphQL cost scheme "shopify" (did you mean '
             'objects (Shopify charges per object; set a divisor)?)',
             "F:7: policies[0].graphql.divisor: 0 is out of range (1 to 1000000000000)",
@@ -126,9 +121,8 @@ class Example(unittest.TestCase):
                  "      - {policy: p, by: route, cost: graphql}\n")
         with open(path, "w") as f:
             f.write(rules)
-        r = subprocess.run([sluiced_test.SLUICED, "--check-config", path], capture_output=True,
-                           text=True)
-        self.assertEqual(r.stderr.replace(path, "F").splitlines(), [
+        _, _, err = sluiced_test.check_config(path=path)
+        self.assertEqual(err.replace(path, "F").splitlines(), [
             'F:7: rules[0].graphql.max_cost: expected a number of points from 0 (no bound) to '
             '10^12, got "x"',
             'F:9: rules[0].limits[0].cost: expected a cost from 0 to 10^12, or graphql (the '
@@ -277,10 +271,7 @@ class Rules(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="graphql-rules-")
-        keys = os.path.join(cls.dir, "keys.txt")
-        with open(keys, "w") as f:
-            f.write("alice\nbob\ncarol\n")
+        cls.dir, keys = harness.temp_file("graphql-rules-", "keys.txt", "alice\nbob\ncarol\n")
         cls.s = sluiced_test.Server(RULES_CONFIG, store=STORE, keys=keys)
 
     @classmethod

@@ -18,7 +18,6 @@ message):
   2 x limits.max_body_bytes; a header list over limits.max_header_bytes
   resets its stream and the connection goes on.
 Standard library only."""
-import os
 import select
 import socket
 import struct
@@ -56,15 +55,10 @@ RULES = "domain: h\ndescriptors:\n" + "".join(
 
 class Server(conn_test.Server):
     def __init__(self, limits):
-        import tempfile
-        d = tempfile.mkdtemp(prefix="sluiced-grpc-rules-")
-        with open(os.path.join(d, "rules.yaml"), "w") as f:
-            f.write(RULES)
+        _, rules = harness.temp_file("sluiced-grpc-rules-", "rules.yaml", RULES)
         super().__init__(CONFIG.replace("{limits}", limits).replace(
-            "domains: rules.yaml", "domains: " + os.path.join(d, "rules.yaml")))
-        import re
-        m = re.search(r"listening grpc on \S+:(\d+)", self.log_text())
-        self.grpc_port = int(m.group(1))
+            "domains: rules.yaml", "domains: " + rules))
+        assert self.grpc_port is not None, "no gRPC listener in sluiced's log"
 
 
 def start(limits):

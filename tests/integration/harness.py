@@ -3,12 +3,14 @@ Standard library only; it imports no test file (sluiced itself is started by
 sluiced_test.Server, which the other unittest files import from there).
 
 - free_port, wait_port: loopback ports;
+- run: a program run to its end, its status and output;
 - spawn, die_with_parent, stop_process, stop_checked, wait_listening:
   processes that die with the test run, stopped with a signal then killed
   (stop_checked: and what went wrong, sanitizer reports included), and
   sluiced's ports read from its log ("listening http on 127.0.0.1:PORT" ...
   "ready");
 - config_head: the `listen:` and `workers:` lines of a test's sluiced config;
+  temp_file: a file (keys, rules) in a temporary directory of its own;
 - RedisServer, private_redis, redis_store, private_store: a redis-server of
   a test's own on a free port (restarted on it, killed, paused), and the
   store YAML that points sluiced at it; wait_ping, proc_state: a redis-server answering, a
@@ -95,6 +97,13 @@ def spawn(cmd, log, procs=None):
     if procs is not None:
         procs.append(p)
     return p
+
+
+def run(*argv, timeout=60):
+    """Runs argv to its end (a bound of timeout s against a hang); returns
+    (exit status, stdout, stderr) as text."""
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
 
 
 def stop_process(proc, sig=signal.SIGTERM, timeout=10):
@@ -285,6 +294,17 @@ def private_redis(prefix, within=10):
     redis = RedisServer(prefix, within=within)
     atexit.register(redis.stop)
     return redis
+
+
+def temp_file(prefix, name, text):
+    """A new temporary directory (its name starts with prefix) holding the
+    file name with text in it (a keys file, a rules file); returns (the
+    directory, the file's path)."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return d, path
 
 
 def private_store(prefix, timeout="2s"):

@@ -24,7 +24,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -142,13 +141,9 @@ class Base(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="sluice-input-")
-        rules = os.path.join(cls.tmp, "rules.yaml")
-        with open(rules, "w") as f:
-            f.write(RULES)
+        cls.tmp, rules = harness.temp_file("sluice-input-", "rules.yaml", RULES)
         cls.s = Server(CONFIG.replace("{store}", cls.store).replace("{domains}", rules))
-        m = re.search(r"listening grpc on \S+:(\d+)", cls.s.log_text())
-        cls.grpc_port = int(m.group(1)) if m else None
+        cls.grpc_port = cls.s.grpc_port
 
     @classmethod
     def tearDownClass(cls):

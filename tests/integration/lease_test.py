@@ -254,9 +254,8 @@ class ExampleProtection(unittest.TestCase):
 class CheckConfig(unittest.TestCase):
     def test_check_config(self):
         path = os.path.join(sluiced_test.SRC, "examples/protection/sluice.yaml")
-        out = subprocess.run([sluiced_test.SLUICED, "--check-config", path],
-                             capture_output=True, text=True)
-        self.assertEqual((out.returncode, out.stdout),
+        rc, out, _ = sluiced_test.check_config(path=path)
+        self.assertEqual((rc, out),
                          (0, "%s: ok (1 policies, 2 concurrency limits)\n" % path))
 
 

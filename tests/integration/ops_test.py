@@ -16,11 +16,9 @@ Standard library only."""
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import sluiced_test  # the Server helper
@@ -355,18 +353,12 @@ class Ui(unittest.TestCase):
             s.stop()
 
     def test_config_values(self):
-        d = tempfile.mkdtemp(prefix="ops-test-")
-        path = os.path.join(d, "sluice.yaml")
         for value, ok in (("on", True), ('"on"', True), ("off", True), ("loopback", True),
                           ("yes", False), ("true", False), ("loopbak", False)):
-            with open(path, "w") as f:
-                f.write(config(admin="admin:\n  ui: " + value))
-            r = subprocess.run([sluiced_test.SLUICED, "--check-config", path],
-                               capture_output=True, text=True)
-            self.assertEqual(r.returncode == 0, ok, (value, r.stdout, r.stderr))
+            rc, out, err = sluiced_test.check_config(config(admin="admin:\n  ui: " + value))
+            self.assertEqual(rc == 0, ok, (value, out, err))
             if not ok:
-                self.assertIn("admin.ui", r.stdout + r.stderr)
-        shutil.rmtree(d)
+                self.assertIn("admin.ui", out + err)
 
     def test_on(self):
         s = sluiced_test.Server(config(admin="admin:\n  ui: on"), literal=True)

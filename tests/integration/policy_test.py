@@ -18,12 +18,10 @@ Requests go over raw sockets, pipelined, so that 12,000 of them take seconds.
 With SLUICE_TEST_REDIS=1 the same tests run with the Redis store, on a
 redis-server of their own. Standard library only."""
 import json
-import os
 import random
 import re
 import shutil
 import string
-import tempfile
 import time
 import unittest
 
@@ -98,10 +96,7 @@ class Fence(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="policy-test-")
-        keys = os.path.join(cls.dir, "keys.txt")
-        with open(keys, "w") as f:
-            f.write("alice\nbob\n")
+        cls.dir, keys = harness.temp_file("policy-test-", "keys.txt", "alice\nbob\n")
         cls.s = sluiced_test.Server(FENCE_CONFIG, store=STORE, keys=keys)
 
     @classmethod
@@ -188,10 +183,7 @@ class ShadowDomains(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="policy-test-")
-        rules = os.path.join(cls.dir, "edge.yaml")
-        with open(rules, "w") as f:
-            f.write(RULES)
+        cls.dir, rules = harness.temp_file("policy-test-", "edge.yaml", RULES)
         cls.fmt = dict(store=STORE, rules=rules)
         cls.s = sluiced_test.Server(SHADOW_CONFIG, shadow="true", **cls.fmt)
 

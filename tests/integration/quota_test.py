@@ -17,7 +17,6 @@ next request: the counts are exact whatever the machine's speed). Standard
 library only."""
 import json
 import os
-import re
 import shutil
 import tempfile
 import unittest
@@ -67,8 +66,7 @@ class Base:
         with open(os.path.join(cls.dir, "q.yaml"), "w") as f:
             f.write(RULES)
         cls.s = sluiced_test.Server(CONFIG, store=cls.store_text(), rules=cls.dir)
-        m = re.search(r"listening grpc on \S+:(\d+)", cls.s.log_text())
-        cls.grpc_port = int(m.group(1)) if m else None
+        cls.grpc_port = cls.s.grpc_port
 
     @classmethod
     def store_text(cls):

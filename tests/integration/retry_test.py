@@ -17,9 +17,6 @@ the machine's speed:
 
 Standard library only."""
 import json
-import os
-import subprocess
-import tempfile
 import unittest
 
 import sluiced_test
@@ -138,14 +135,8 @@ class ConfigErrors(unittest.TestCase):
     def errors(self, block):
         text = CONFIG.format(store=MEMORY, min=2).replace(
             "{ratio: 50%, min_retries: 2, window: 1h}", block)
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            f.write(text)
-        try:
-            p = subprocess.run([sluiced_test.SLUICED, "--check-config", f.name],
-                               capture_output=True, text=True, timeout=30)
-            return p.returncode, p.stderr + p.stdout
-        finally:
-            os.unlink(f.name)
+        rc, out, err = sluiced_test.check_config(text)
+        return rc, err + out
 
     def test_errors(self):
         self.assertEqual(self.errors("{}")[0], 0)  # the defaults
@@ -165,16 +156,10 @@ class ConfigErrors(unittest.TestCase):
         rules = "\nrules:\n  - {name: r, path: /x, priority: %s, limits: [{policy: api, by: ip}]}\n"
         for value, rc in (("critical", 0), ("Sheddable", 1), ("urgent", 1)):
             text = CONFIG.format(store=MEMORY, min=2) + rules % value
-            with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-                f.write(text)
-            try:
-                p = subprocess.run([sluiced_test.SLUICED, "--check-config", f.name],
-                                   capture_output=True, text=True, timeout=30)
-            finally:
-                os.unlink(f.name)
-            self.assertEqual(p.returncode != 0, bool(rc), (value, p.stderr))
+            got, _, err = sluiced_test.check_config(text)
+            self.assertEqual(got != 0, bool(rc), (value, err))
             if rc:
-                self.assertIn("rules[0].priority", p.stderr, value)
+                self.assertIn("rules[0].priority", err, value)
 
 
 SHED = CONFIG + """

@@ -23,8 +23,6 @@ redis-server, started here on a free loopback port. The capacity refills at
 
 Standard library only."""
 import os
-import subprocess
-import tempfile
 import unittest
 
 import sluiced_test
@@ -219,9 +217,8 @@ class RedisKilled(unittest.TestCase):
 
 class Config(unittest.TestCase):
     def check_config(self, path):
-        r = subprocess.run([sluiced_test.SLUICED, "--check-config", path], capture_output=True,
-                           text=True)
-        return r.returncode, r.stdout + r.stderr
+        rc, out, err = sluiced_test.check_config(path=path)
+        return rc, out + err
 
     def test_example_loads(self):
         path = os.path.join(sluiced_test.SRC, "examples", "protection", "fleet-shedding.yaml")
@@ -229,9 +226,8 @@ class Config(unittest.TestCase):
         self.assertEqual(rc, 0, out)
 
     def test_fleet_needs_redis(self):
-        path = os.path.join(tempfile.mkdtemp(prefix="sluice-shed-fleet-"), "c.yaml")
-        with open(path, "w") as f:
-            f.write("shedding:\n  rate: 10/s\n  scope: fleet\n")
+        _, path = harness.temp_file("sluice-shed-fleet-", "c.yaml",
+                                    "shedding:\n  rate: 10/s\n  scope: fleet\n")
         rc, out = self.check_config(path)
         self.assertEqual(rc, 1, out)
         self.assertIn("shedding.scope: fleet needs store.type: redis", out)

@@ -13,9 +13,6 @@ refills during the test (1 an hour), so every count is exact:
 
 Standard library only."""
 import json
-import os
-import subprocess
-import tempfile
 import unittest
 
 import sluiced_test
@@ -108,12 +105,8 @@ class Shedding(unittest.TestCase):
 
 class Errors(unittest.TestCase):
     def check_config(self, text):
-        path = os.path.join(tempfile.mkdtemp(prefix="sluice-shed-"), "c.yaml")
-        with open(path, "w") as f:
-            f.write(text)
-        r = subprocess.run([sluiced_test.SLUICED, "--check-config", path], capture_output=True,
-                           text=True)
-        return r.returncode, r.stdout + r.stderr
+        rc, out, err = sluiced_test.check_config(text)
+        return rc, out + err
 
     def test_errors(self):
         rc, out = self.check_config("shedding:\n  rate: 10/s\n  burst: 5\n  reserve_critical: 3\n"

@@ -19,10 +19,8 @@ Rates are slow (per hour), so every count is exact however slow the machine.
 With SLUICE_TEST_REDIS=1 the same tests run with the Redis store, on a
 redis-server of their own. Standard library only."""
 import json
-import os
 import shutil
 import subprocess
-import tempfile
 import time
 import unittest
 
@@ -93,10 +91,7 @@ def auth(s, uri, key=None, ip="203.0.113.7"):
 class Signals(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="signals-test-")
-        keys = os.path.join(cls.dir, "keys.txt")
-        with open(keys, "w") as f:
-            f.write(KEYS)
+        cls.dir, keys = harness.temp_file("signals-test-", "keys.txt", KEYS)
         cls.s = sluiced_test.Server(CONFIG, store=STORE, keys=keys)
 
     @classmethod

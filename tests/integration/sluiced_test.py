@@ -11,6 +11,7 @@ the same tests run with the Redis store, on a redis-server of their own."""
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -80,6 +81,9 @@ class Server:
         # a loaded machine under ASan starts slowly
         ports = harness.wait_listening(self.proc, self.log_path, ("http", "resp"), within=30)
         self.http_port, self.resp_port = ports["http"], ports["resp"]
+        # gRPC when the config has it on (said before "ready"), else None
+        m = re.search(r"listening grpc on \S+:(\d+)", self.log_text())
+        self.grpc_port = int(m.group(1)) if m else None
 
     def log_text(self):
         with open(self.log_path) as f:
@@ -475,6 +479,18 @@ class Lifecycle(unittest.TestCase):
             self.assertEqual(redis_cli(6380, "PING").strip(), "PONG")
         finally:
             self.assertEqual(s.stop(), 0)
+
+
+def check_config(text=None, path=None):
+    """sluiced --check-config on path, or on text written to a temporary file
+    (removed after): (exit status, stdout, stderr)."""
+    if path is not None:
+        return harness.run(SLUICED, "--check-config", path)
+    d, path = harness.temp_file("sluiced-check-", "sluice.yaml", text)
+    try:
+        return harness.run(SLUICED, "--check-config", path)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def main(redis=None):

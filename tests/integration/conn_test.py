@@ -119,6 +119,24 @@ def metric(server, name):
     return None if v is None else int(v)
 
 
+def overfill(answer_bytes):
+    """How many answers of answer_bytes make three times what the kernel's
+    socket buffers take (kernel_send_buffer): the rest queues in sluiced."""
+    return (3 * kernel_send_buffer()) // answer_bytes
+
+
+def reads_paused(s, n=1):
+    """Polls (60 s) until sluiced has stopped reading n connections
+    (sluice_read_pauses_total): True, else False."""
+    return poll(lambda: metric(s, "sluice_read_pauses_total") >= n, within=60)
+
+
+def output_drained(s):
+    """Polls until nothing is queued for any connection
+    (sluice_pending_output_bytes 0): True, else None."""
+    return poll(lambda: metric(s, "sluice_pending_output_bytes") == 0 or None)
+
+
 class OutputBound(unittest.TestCase):
     """Item 3: pipelined answers may not grow sluiced's memory without bound."""
 
@@ -203,8 +221,7 @@ class OutputBound(unittest.TestCase):
                 a.close()
             h.close()
             # the process total goes back to what the open connections hold
-            self.assertEqual(poll(lambda: metric(s, "sluice_pending_output_bytes") == 0 or None),
-                             True)
+            self.assertEqual(output_drained(s), True)
         finally:
             self.assertEqual(s.stop(), 0)
 
@@ -221,11 +238,11 @@ class OutputBound(unittest.TestCase):
             for _ in range(8):
                 socks.append(non_reader(s.http_port))
             # answers for more than the kernel's socket buffers take (6 KB each)
-            n = (3 * kernel_send_buffer()) // 6000
+            n = overfill(6000)
             for a in socks:
                 send_all(a, req * n)
             # every connection ends up stopped: queued over its share
-            self.assertTrue(poll(lambda: metric(s, "sluice_read_pauses_total") >= 8, within=60))
+            self.assertTrue(reads_paused(s, 8))
             queued = metric(s, "sluice_pending_output_bytes")
             self.assertGreater(queued, 512 * 1024)
             # the guarantee (docs/configuration.md): once the total is reached,
@@ -234,8 +251,7 @@ class OutputBound(unittest.TestCase):
             self.assertLessEqual(queued, 2 * 1024 * 1024 + 8 * 16 * 1024)
             for a in socks:
                 a.close()
-            self.assertEqual(poll(lambda: metric(s, "sluice_pending_output_bytes") == 0 or None),
-                             True)
+            self.assertEqual(output_drained(s), True)
         finally:
             self.assertEqual(s.stop(), 0)
 
@@ -246,8 +262,8 @@ class OutputBound(unittest.TestCase):
         try:
             a = non_reader(s.resp_port)
             # replies for more than the kernel's socket buffers take (2.7 KB each)
-            send_all(a, b"COMMAND DOCS\r\n" * ((3 * kernel_send_buffer()) // 2700))
-            self.assertTrue(poll(lambda: metric(s, "sluice_read_pauses_total") >= 1, within=60))
+            send_all(a, b"COMMAND DOCS\r\n" * overfill(2700))
+            self.assertTrue(reads_paused(s))
             self.assertLessEqual(metric(s, "sluice_pending_output_bytes"), 64 * 1024 + 16 * 1024)
             a.close()
         finally:

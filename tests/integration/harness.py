@@ -3,18 +3,19 @@ Standard library only; it imports no test file (sluiced itself is started by
 sluiced_test.Server, which the other unittest files import from there).
 
 - free_port, wait_port: loopback ports;
-- run: a program run to its end, its status and output;
-- spawn, die_with_parent, stop_process, stop_checked, wait_listening:
-  processes that die with the test run, stopped with a signal then killed
-  (stop_checked: and what went wrong, sanitizer reports included), and
+- spawn, die_with_parent, run, stop_process, stop_checked, wait_listening:
+  processes that die with the test run, a program run to its end (status
+  and output), processes stopped with a signal then killed (stop_checked:
+  and what went wrong, a sanitizer report (SANITIZER_MARKS) included), and
   sluiced's ports read from its log ("listening http on 127.0.0.1:PORT" ...
   "ready");
-- config_head: the `listen:` and `workers:` lines of a test's sluiced config;
-  temp_file: a file (keys, rules) in a temporary directory of its own;
-- RedisServer, private_redis, redis_store, private_store: a redis-server of
-  a test's own on a free port (restarted on it, killed, paused), and the
-  store YAML that points sluiced at it; wait_ping, proc_state: a redis-server answering, a
-  process stopped;
+- RedisServer, wait_ping, proc_state, private_redis: a redis-server of a
+  test's own on a free port (waited for by PING, restarted on its port,
+  killed, paused: state T), one for the whole run;
+- temp_file, private_store, config_head, redis_store: a file (keys, rules,
+  a config) in a temporary directory of its own, and the parts of a test's
+  sluiced config: the store section of a private_redis, the `listen:` and
+  `workers:` lines, the store YAML for a redis-server's port;
 - Resp, RespError, resp_call, parse_info: a RESP2 client of the tests' own
   (redis-server, Redis Cluster nodes, sluiced's RESP listener) and INFO text;
 - curl, parse_head, read_response, read_to_eof, raw, Pipe: HTTP with curl -i
@@ -578,11 +579,11 @@ def wait_until(cond, within, what):
         time.sleep(0.05)
 
 
-def in_one_window(period, run, room=None, what="the run", attempts=3):
-    """Runs run(), requests counted in a fixed window of `period` s (windows
+def in_one_window(period, case, room=None, what="the run", attempts=3):
+    """Runs case(), requests counted in a fixed window of `period` s (windows
     are [k*P, (k+1)*P) of the Unix clock, sluiced's and this one's), so that
     its first request and its last answer fall in one window, and returns
-    what run() returned. First waits, polling the clock, until at least
+    what case() returned. First waits, polling the clock, until at least
     `room` s of the window are left (a quarter of the period unless given),
     saying so. A run that ended in a later window proves nothing, passed or
     failed (the count started over under it): it is run again from the start
@@ -599,7 +600,7 @@ def in_one_window(period, run, room=None, what="the run", attempts=3):
                        "the next %g s window" % period)
         window = int(time.time() // period)
         try:
-            got = run()
+            got = case()
         except AssertionError:
             if int(time.time() // period) == window or attempt == attempts - 1:
                 raise

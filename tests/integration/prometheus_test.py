@@ -102,10 +102,9 @@ class Scrape(unittest.TestCase):
         with open(cfg, "w") as f:
             f.write(PROM_CONFIG.format(rules=rules, port=s.http_port))
         log = open(os.path.join(d, "prometheus.log"), "w+")
-        prom = subprocess.Popen(["prometheus", "--config.file=" + cfg,
-                                 "--storage.tsdb.path=" + os.path.join(d, "data"),
-                                 "--web.listen-address=127.0.0.1:%d" % port, "--log.level=warn"],
-                                stdout=log, stderr=log)
+        prom = harness.spawn(["prometheus", "--config.file=" + cfg,
+                              "--storage.tsdb.path=" + os.path.join(d, "data"),
+                              "--web.listen-address=127.0.0.1:%d" % port, "--log.level=warn"], log)
         try:
             for _ in range(5):  # 2 allowed, 3 limited
                 curl(s.url("/v1/check?policy=api&key=alice"))

@@ -25,7 +25,8 @@ sluiced_test.Server, which the other unittest files import from there).
   (a fixed sleep races them on a loaded machine); in_one_window: a burst
   counted in a short fixed window, kept inside one window of the clock;
 - metric: one sample of /metrics text; tail: the last lines of a log;
-- nginx_path: the nginx binary to run;
+- nginx_path, nginx_main: the nginx binary to run, and the main config of
+  one in a test's own directory;
 - select_tests, run_tests: the main loop of the scripts that are not unittest
   (distributed_test.py, redis_store_test.py)."""
 import atexit
@@ -637,6 +638,22 @@ def metric(text, name, **labels):
 
 
 # ---- scripts that are not unittest ------------------------------------------------------
+
+def nginx_main(d, http, worker_connections=256, log_format=None):
+    """An nginx main config of a test's own in the directory d: pid, error
+    log, access log (in log_format, named t, when given) and temporary paths
+    there, one worker (user root when run as root), and the http block's
+    own lines, http, after those."""
+    return ("%spid %s/nginx.pid;\nerror_log %s/error.log info;\nworker_processes 1;\n"
+            "events { worker_connections %d; }\n"
+            "http {\n%s  access_log %s/access.log%s;\n"
+            "  client_body_temp_path %s/body;\n  proxy_temp_path %s/proxy;\n"
+            "  fastcgi_temp_path %s/fastcgi;\n  uwsgi_temp_path %s/uwsgi;\n"
+            "  scgi_temp_path %s/scgi;\n%s}\n"
+            % ("user root;\n" if os.geteuid() == 0 else "", d, d, worker_connections,
+               "  log_format t '%s';\n" % log_format if log_format else "", d,
+               " t" if log_format else "", d, d, d, d, d, http))
+
 
 def nginx_path(arg):
     """The nginx that CMake found (arg; none, empty or ...-NOTFOUND: the one on

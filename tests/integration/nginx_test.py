@@ -121,14 +121,7 @@ class Stack:
         with open(os.path.join(self.dir, "sluice.conf"), "w") as f:
             f.write(conf)
         d = self.dir
-        main = ("%s"
-                "pid %s/nginx.pid;\nerror_log %s/error.log info;\nworker_processes 1;\n"
-                "events { worker_connections 256; }\n"
-                "http {\n  access_log %s/access.log;\n"
-                "  client_body_temp_path %s/body;\n  proxy_temp_path %s/proxy;\n"
-                "  fastcgi_temp_path %s/fastcgi;\n  uwsgi_temp_path %s/uwsgi;\n"
-                "  scgi_temp_path %s/scgi;\n  include %s/sluice.conf;\n}\n"
-                % ("user root;\n" if os.geteuid() == 0 else "", d, d, d, d, d, d, d, d, d))
+        main = harness.nginx_main(d, "  include %s/sluice.conf;\n" % d)
         with open(os.path.join(d, "nginx.conf"), "w") as f:
             f.write(main)
         test = subprocess.run([NGINX, "-t", "-p", d, "-c", os.path.join(d, "nginx.conf")],

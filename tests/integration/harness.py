@@ -88,14 +88,17 @@ def die_with_parent():
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def spawn(cmd, log, procs=None):
+def spawn(cmd, log, procs=None, env=None, preexec_fn=None):
     """Starts cmd with stdout and stderr to the open file log (stdin closed)
     and appends it to the list procs, if given. With setpriv (util-linux) the
     child gets SIGKILL if this script dies, so nothing outlives a killed test
-    run; no preexec_fn, so it is safe from a process with threads."""
+    run; no preexec_fn of its own, so it is safe from a process with threads
+    (unless the caller passes one: conn_test.py's limits). env: the child's
+    environment (default: this one's)."""
     if SETPRIV:
         cmd = [SETPRIV, "--pdeathsig", "KILL", "--"] + list(cmd)
-    p = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    p = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
+                         preexec_fn=preexec_fn)
     if procs is not None:
         procs.append(p)
     return p

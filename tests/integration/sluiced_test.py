@@ -75,8 +75,7 @@ class Server:
         self.log_path = os.path.join(self.dir, "sluiced.log")
         self.log = open(self.log_path, "w+")
         cmd = [SLUICED] + (args if args is not None else ["-c", self.config])
-        self.proc = subprocess.Popen(cmd, stderr=self.log, stdout=self.log, env=env,
-                                     preexec_fn=preexec_fn)
+        self.proc = harness.spawn(cmd, self.log, env=env, preexec_fn=preexec_fn)
         self.http_port = self.resp_port = None
         # a loaded machine under ASan starts slowly
         ports = harness.wait_listening(self.proc, self.log_path, ("http", "resp"), within=30)

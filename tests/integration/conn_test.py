@@ -405,16 +405,21 @@ def fds_of(pid):
 class FdLimit(unittest.TestCase):
     """Item 4: at the file-descriptor limit a worker keeps serving."""
 
+    def kept_alive(self, s, n=40):
+        """n keep-alive connections to s, each answered 200 to GET /healthz."""
+        keep = []
+        for _ in range(n):
+            c = socket.create_connection(("127.0.0.1", s.http_port), timeout=10)
+            c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertEqual(read_response(c)[0], 200)
+            keep.append(c)
+        return keep
+
     def test_existing_connections_served_and_recovery(self):
         s = start(workers=1)
         try:
             pid = s.proc.pid
-            keep = []
-            for _ in range(40):
-                c = socket.create_connection(("127.0.0.1", s.http_port), timeout=10)
-                c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-                self.assertEqual(read_response(c)[0], 200)
-                keep.append(c)
+            keep = self.kept_alive(s)
             soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
             # No descriptor below the limit is free, and the ones kept for
             # EMFILE (libuv's, sluiced's: /dev/null) are above it: closing
@@ -468,12 +473,7 @@ class FdLimit(unittest.TestCase):
         s = start(workers=2,
                   preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit)))
         try:
-            keep = []
-            for _ in range(40):
-                c = socket.create_connection(("127.0.0.1", s.http_port), timeout=10)
-                c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-                self.assertEqual(read_response(c)[0], 200)
-                keep.append(c)
+            keep = self.kept_alive(s)
             t0 = time.time()
             more = []
             for _ in range(300):

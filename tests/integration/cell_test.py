@@ -19,21 +19,13 @@ redis-server of its own (free loopback port, stopped at the end).
   failure, before it is sent, is answered from the loop, in order: it used to
   run inside a later command's handler, a use-after-free under ASan).
 Raw sockets only (standard library)."""
-import os
 import socket
-import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-import sluiced_test  # noqa: E402  (Server: sluiced on ephemeral ports)
+import harness
+import sluiced_test  # Server: sluiced on ephemeral ports
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 store:
   type: memory
   max_memory: 1MiB
@@ -288,6 +280,4 @@ class RedisDown(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

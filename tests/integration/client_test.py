@@ -25,8 +25,7 @@ import time
 import unittest
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
+import harness
 
 SLUICE = SLUICED = SRC = None
 
@@ -245,12 +244,7 @@ class AgainstScript(unittest.TestCase):
         self.assertIn("unsupported scheme 'ftp'", err)
 
 
-SLUICED_CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: "off"
-workers: 1
+SLUICED_CONFIG = harness.config_head(1, resp=False) + """
 policies:
   - name: api
     algorithm: token_bucket
@@ -265,29 +259,16 @@ class AgainstSluiced(unittest.TestCase):
         cfg = os.path.join(self.dir.name, "sluice.yaml")
         with open(cfg, "w") as f:
             f.write(SLUICED_CONFIG)
-        self.log = open(os.path.join(self.dir.name, "sluiced.log"), "w+")
-        self.proc = subprocess.Popen([SLUICED, "-c", cfg], stdout=self.log, stderr=self.log)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            self.log.seek(0)
-            text = self.log.read()
-            m = re.search(r"listening http on 127\.0\.0\.1:(\d+)", text)
-            if m and "ready" in text:
-                self.port = int(m.group(1))
-                return
-            if self.proc.poll() is not None:
-                self.fail("sluiced exited:\n" + text)
-            time.sleep(0.05)
-        self.fail("sluiced did not start")
+        log_path = os.path.join(self.dir.name, "sluiced.log")
+        self.log = open(log_path, "w+")
+        self.proc = harness.spawn([SLUICED, "-c", cfg], self.log)
+        self.port = harness.wait_listening(self.proc, log_path, ("http",), within=10)["http"]
 
     def tearDown(self):
-        self.proc.send_signal(signal.SIGTERM)
         try:
-            self.assertEqual(self.proc.wait(15), 0)
+            harness.stop_process(self.proc, signal.SIGTERM, 15)
+            self.assertEqual(self.proc.returncode, 0)
         finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
             self.log.close()
             self.dir.cleanup()
 

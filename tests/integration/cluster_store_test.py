@@ -42,8 +42,6 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -52,9 +50,9 @@ import unittest
 import urllib.parse
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import redis_cluster as rc  # noqa: E402
-from harness import resp_call, tail  # noqa: E402
+import harness
+import redis_cluster as rc
+from harness import resp_call, tail
 
 SLUICED = None
 SRC = None
@@ -66,14 +64,8 @@ TIMEOUT = os.environ.get("SLUICE_CLUSTER_TIMEOUT", "50ms")  # store.redis.timeou
 FALLBACKS_SHARE = 0.02
 FALLBACKS_MIN = 5
 
-CONFIG = """listen: {{http: 127.0.0.1:0, grpc: "off", resp: 127.0.0.1:0}}
-workers: 2
-store:
-  type: redis
-  redis:
-    cluster: [{seeds}]
-    timeout: {timeout}
-    on_failure: closed
+CONFIG = harness.config_head() + """store:
+{store}
 policies:
   - {{name: api, algorithm: fixed_window, rate: {rate}}}
 """
@@ -101,26 +93,15 @@ class Sluiced:
         with open(self.config, "w") as f:
             f.write(config_text)
         self.log_path = os.path.join(dir, "sluiced.log")
-        log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([SLUICED, "-c", self.config], stdout=log, stderr=log,
-                                     stdin=subprocess.DEVNULL, preexec_fn=rc._die_with_parent)
-        log.close()
-        self.http_port = self.resp_port = None
-        deadline = time.time() + 20  # ASan builds start slower
-        while time.time() < deadline:
-            text = self.log_text()
-            h = re.search(r"listening http on \S+:(\d+)", text)
-            r = re.search(r"listening resp on \S+:(\d+)", text)
-            if h and r and re.search(r"\bready\b", text):
-                self.http_port, self.resp_port = int(h.group(1)), int(r.group(1))
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError("sluiced exited early (%s):\n%s" % (self.proc.returncode,
-                                                                       tail(text)))
-            time.sleep(0.03)
-        self.proc.kill()
-        self.proc.wait()
-        raise RuntimeError("sluiced did not start:\n" + tail(self.log_text()))
+        with open(self.log_path, "w") as log:
+            self.proc = harness.spawn([SLUICED, "-c", self.config], log)
+        try:
+            ports = harness.wait_listening(self.proc, self.log_path, within=20)  # ASan: slower
+        except RuntimeError:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+        self.http_port, self.resp_port = ports["http"], ports["resp"]
 
     def log_text(self):
         with open(self.log_path, errors="replace") as f:
@@ -128,25 +109,7 @@ class Sluiced:
 
     def stop(self):
         """SIGTERM; returns a list of problems (empty when all is well)."""
-        problems = []
-        if self.proc.poll() is not None:
-            problems.append("sluiced had exited with %s before the end" % self.proc.returncode)
-        else:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                problems.append("sluiced did not exit within 20 s of SIGTERM")
-                self.proc.kill()
-                self.proc.wait()
-            if self.proc.returncode != 0:
-                problems.append("sluiced exited with %s on SIGTERM" % self.proc.returncode)
-        text = self.log_text()
-        for mark in ("AddressSanitizer", "LeakSanitizer", "runtime error:", "ThreadSanitizer"):
-            if mark in text:
-                problems.append("sanitizer report in sluiced's log:\n" + tail(text, 80))
-                break
-        return problems
+        return harness.stop_checked(self.proc, self.log_path)
 
 
 class Answer:
@@ -213,9 +176,8 @@ class ClusterStore(unittest.TestCase):
         cls.dir = None
         try:
             cls.dir = tempfile.mkdtemp(prefix="sluice-cluster-store-")
-            seeds = ", ".join('"%s"' % m for m in cls.cluster.masters())
             cls.rate = window_rate()
-            cls.config = CONFIG.format(seeds=seeds, timeout=TIMEOUT, rate=cls.rate)
+            cls.config = CONFIG.format(store=cls.cluster.store(TIMEOUT), rate=cls.rate)
             cls.sluiced = Sluiced(cls.dir, cls.config)
         except BaseException:
             cls.cluster.stop_all()

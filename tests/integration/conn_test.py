@@ -23,23 +23,16 @@ import select
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sluiced_test  # noqa: E402
-import harness  # noqa: E402
-from harness import poll, read_response, read_to_eof, tail  # noqa: E402
+import sluiced_test
+import harness
+from harness import poll, read_response, read_to_eof, tail
 
-BASE = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: {workers}
+BASE = harness.config_head("{workers}") + """
 store:
   type: memory
   max_memory: 16MiB
@@ -63,16 +56,7 @@ class Server(sluiced_test.Server):
         return super().stop(*a, **kw)
 
     def __init__(self, text, env=None, preexec_fn=None):
-        popen = subprocess.Popen
-
-        def spawn(cmd, **kw):
-            return popen(cmd, env=env, preexec_fn=preexec_fn, **kw)
-
-        subprocess.Popen = spawn
-        try:
-            super().__init__(config_text=text.replace("{", "{{").replace("}", "}}"))
-        finally:
-            subprocess.Popen = popen
+        super().__init__(config_text=text, literal=True, env=env, preexec_fn=preexec_fn)
         atexit.register(shutil.rmtree, self.dir, True)
 
 
@@ -133,6 +117,24 @@ def metric(server, name):
     s.close()
     v = harness.metric(body.decode(), name)
     return None if v is None else int(v)
+
+
+def overfill(answer_bytes):
+    """How many answers of answer_bytes make three times what the kernel's
+    socket buffers take (kernel_send_buffer): the rest queues in sluiced."""
+    return (3 * kernel_send_buffer()) // answer_bytes
+
+
+def reads_paused(s, n=1):
+    """Polls (60 s) until sluiced has stopped reading n connections
+    (sluice_read_pauses_total): True, else False."""
+    return poll(lambda: metric(s, "sluice_read_pauses_total") >= n, within=60)
+
+
+def output_drained(s):
+    """Polls until nothing is queued for any connection
+    (sluice_pending_output_bytes 0): True, else None."""
+    return poll(lambda: metric(s, "sluice_pending_output_bytes") == 0 or None)
 
 
 class OutputBound(unittest.TestCase):
@@ -219,8 +221,7 @@ class OutputBound(unittest.TestCase):
                 a.close()
             h.close()
             # the process total goes back to what the open connections hold
-            self.assertEqual(poll(lambda: metric(s, "sluice_pending_output_bytes") == 0 or None),
-                             True)
+            self.assertEqual(output_drained(s), True)
         finally:
             self.assertEqual(s.stop(), 0)
 
@@ -237,11 +238,11 @@ class OutputBound(unittest.TestCase):
             for _ in range(8):
                 socks.append(non_reader(s.http_port))
             # answers for more than the kernel's socket buffers take (6 KB each)
-            n = (3 * kernel_send_buffer()) // 6000
+            n = overfill(6000)
             for a in socks:
                 send_all(a, req * n)
             # every connection ends up stopped: queued over its share
-            self.assertTrue(poll(lambda: metric(s, "sluice_read_pauses_total") >= 8, within=60))
+            self.assertTrue(reads_paused(s, 8))
             queued = metric(s, "sluice_pending_output_bytes")
             self.assertGreater(queued, 512 * 1024)
             # the guarantee (docs/configuration.md): once the total is reached,
@@ -250,8 +251,7 @@ class OutputBound(unittest.TestCase):
             self.assertLessEqual(queued, 2 * 1024 * 1024 + 8 * 16 * 1024)
             for a in socks:
                 a.close()
-            self.assertEqual(poll(lambda: metric(s, "sluice_pending_output_bytes") == 0 or None),
-                             True)
+            self.assertEqual(output_drained(s), True)
         finally:
             self.assertEqual(s.stop(), 0)
 
@@ -262,8 +262,8 @@ class OutputBound(unittest.TestCase):
         try:
             a = non_reader(s.resp_port)
             # replies for more than the kernel's socket buffers take (2.7 KB each)
-            send_all(a, b"COMMAND DOCS\r\n" * ((3 * kernel_send_buffer()) // 2700))
-            self.assertTrue(poll(lambda: metric(s, "sluice_read_pauses_total") >= 1, within=60))
+            send_all(a, b"COMMAND DOCS\r\n" * overfill(2700))
+            self.assertTrue(reads_paused(s))
             self.assertLessEqual(metric(s, "sluice_pending_output_bytes"), 64 * 1024 + 16 * 1024)
             a.close()
         finally:
@@ -405,16 +405,21 @@ def fds_of(pid):
 class FdLimit(unittest.TestCase):
     """Item 4: at the file-descriptor limit a worker keeps serving."""
 
+    def kept_alive(self, s, n=40):
+        """n keep-alive connections to s, each answered 200 to GET /healthz."""
+        keep = []
+        for _ in range(n):
+            c = socket.create_connection(("127.0.0.1", s.http_port), timeout=10)
+            c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertEqual(read_response(c)[0], 200)
+            keep.append(c)
+        return keep
+
     def test_existing_connections_served_and_recovery(self):
         s = start(workers=1)
         try:
             pid = s.proc.pid
-            keep = []
-            for _ in range(40):
-                c = socket.create_connection(("127.0.0.1", s.http_port), timeout=10)
-                c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-                self.assertEqual(read_response(c)[0], 200)
-                keep.append(c)
+            keep = self.kept_alive(s)
             soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
             # No descriptor below the limit is free, and the ones kept for
             # EMFILE (libuv's, sluiced's: /dev/null) are above it: closing
@@ -468,12 +473,7 @@ class FdLimit(unittest.TestCase):
         s = start(workers=2,
                   preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit)))
         try:
-            keep = []
-            for _ in range(40):
-                c = socket.create_connection(("127.0.0.1", s.http_port), timeout=10)
-                c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-                self.assertEqual(read_response(c)[0], 200)
-                keep.append(c)
+            keep = self.kept_alive(s)
             t0 = time.time()
             more = []
             for _ in range(300):
@@ -610,6 +610,4 @@ class Drain(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

@@ -48,9 +48,8 @@ import threading
 import time
 import urllib.parse
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import Resp, RespError, free_port, tail, wait_until  # noqa: E402
+import harness
+from harness import Resp, RespError, free_port, tail, wait_until
 
 SLUICED = None
 SRC = None
@@ -142,103 +141,16 @@ class Env:
         return d
 
 
-class RedisServer:
-    """A real redis-server on a free loopback port, no persistence."""
+class RedisServer(harness.RedisServer):
+    """harness.RedisServer in env's directory, logging to redis-N.log, in
+    ALL_PROCS, sluice-redis.so loaded under --redis-module."""
 
     def __init__(self, env, extra=()):
         """extra: more redis-server arguments (redis_module_test.py: --replicaof)."""
-        self.env, self.proc, self.paused, self.extra = env, None, False, list(extra)
-        self.n = len(env.redises)
-        for attempt in range(3):  # the port may be taken between free_port() and bind
-            self.port = free_port()
-            if self.start(must=attempt == 2):
-                return
-
-    def start(self, must=True):
-        """Starts (or restarts, on the same port) redis-server; waits for PING."""
-        self.log_path = self.env.path("redis-%d.log" % self.n)
-        log = open(self.log_path, "a")
-        self.proc = spawn([REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
-                           "--save", "", "--appendonly", "no", "--dir", self.env.dir,
-                           "--protected-mode", "no"]
-                          + (["--loadmodule", REDIS_MODULE] if REDIS_MODULE else []) + self.extra,
-                          log)
-        log.close()
-        self.paused = False
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                c = Resp(self.port, timeout=1)
-                ok = c.call("PING") == "PONG"
-                c.close()
-                if ok:
-                    return True
-            except (OSError, RespError):
-                pass
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.02)
-        self.kill()
-        if must:
-            with open(self.log_path) as f:
-                raise RuntimeError("redis-server did not start on port %d:\n%s"
-                                   % (self.port, tail(f.read())))
-        return False
-
-    @property
-    def url(self):
-        return "redis://127.0.0.1:%d/0" % self.port
-
-    def call(self, *args):
-        c = Resp(self.port)
-        try:
-            return c.call(*args)
-        finally:
-            c.close()
-
-    def info(self, section):
-        """INFO section as a dict of strings."""
-        return harness.parse_info(self.call("INFO", section))
-
-    def commands(self):
-        """(total_commands_processed, script calls) so far. The total counts
-        the commands a script runs too; script calls are EVAL/EVALSHA/FCALL
-        only (one per client round trip of a scripted decision)."""
-        total = int(self.info("stats")["total_commands_processed"])
-        scripts = 0
-        for k, v in self.info("commandstats").items():
-            if k in ("cmdstat_eval", "cmdstat_evalsha", "cmdstat_eval_ro",
-                     "cmdstat_evalsha_ro", "cmdstat_fcall", "cmdstat_fcall_ro"):
-                scripts += int(re.search(r"calls=(\d+)", v).group(1))
-        return total, scripts
-
-    def kill(self):
-        """SIGKILL: the port refuses connections at once."""
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.paused = False
-
-    def pause(self):
-        """SIGSTOP: connections stay open, nothing answers (a hung Redis).
-        Returns once the kernel says the process is stopped (state T)."""
-        self.proc.send_signal(signal.SIGSTOP)
-        self.paused = True
-        wait_until(lambda: proc_state(self.proc.pid) in ("T", "t"), 10,
-                   "redis-server (pid %d) not stopped 10 s after SIGSTOP" % self.proc.pid)
-
-    def resume(self):
-        self.proc.send_signal(signal.SIGCONT)
-        self.paused = False
-
-    def stop(self):
-        self.kill()  # nothing to persist; SIGKILL also ends a stopped process
-
-
-def proc_state(pid):
-    """The state letter of /proc/PID/stat (R, S, T for stopped, ...)."""
-    with open("/proc/%d/stat" % pid) as f:
-        return f.read().rpartition(")")[2].split()[0]
+        self.env, self.n = env, len(env.redises)
+        super().__init__(dir=env.dir, log_path=env.path("redis-%d.log" % self.n),
+                         extra=(["--loadmodule", REDIS_MODULE] if REDIS_MODULE else [])
+                         + list(extra), procs=ALL_PROCS, exe=REDIS_SERVER)
 
 
 class Daemon:
@@ -305,22 +217,7 @@ class Daemon:
 
     def stop(self):
         """SIGTERM, wait; returns a list of problems (empty when all is well)."""
-        problems = []
-        if self.proc.poll() is not None:
-            problems.append("%s had exited with %s before the end of the test"
-                            % (self.name, self.proc.returncode))
-        else:
-            if not harness.stop_process(self.proc, signal.SIGTERM, 20):
-                problems.append("%s did not exit within 20 s of SIGTERM" % self.name)
-            if self.proc.returncode != 0:
-                problems.append("%s exited with %s on SIGTERM" % (self.name, self.proc.returncode))
-        text = self.log_text()
-        for mark in ("AddressSanitizer", "LeakSanitizer", "runtime error:", "ThreadSanitizer"):
-            if mark in text:
-                problems.append("%s: sanitizer report in its log:\n%s"
-                                % (self.name, tail(text, 80)))
-                break
-        return problems
+        return harness.stop_checked(self.proc, self.log_path, self.name)
 
 
 class Metrics:

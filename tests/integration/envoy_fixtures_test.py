@@ -12,14 +12,11 @@ files through the real sluiced (issue 15), and the peer's HTTP health check.
 Standard library only, plus curl."""
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-import sluiced_test  # noqa: E402  (Server: sluiced on ephemeral ports)
+import harness
+import sluiced_test  # Server: sluiced on ephemeral ports
 
 FIX = None  # tests/peers/envoyproxy-ratelimit, set in main
 
@@ -54,26 +51,14 @@ REFUSED = {
     "unlimited_with_unit.yaml": "should not specify rate limit unit when unlimited",
 }
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 1
+CONFIG = harness.config_head(1) + """
 domains: {domains}
 """
 
 
 def check_config(domains):
-    d = tempfile.mkdtemp(prefix="sluice-fixtures-")
-    path = os.path.join(d, "sluice.yaml")
-    with open(path, "w") as f:
-        f.write(CONFIG.format(domains=json.dumps(domains)))
-    p = subprocess.run([sluiced_test.SLUICED, "--check-config", path], capture_output=True,
-                       text=True, timeout=60)
-    os.unlink(path)
-    os.rmdir(d)
-    return p.returncode, p.stdout + p.stderr
+    rc, out, err = sluiced_test.check_config(CONFIG.format(domains=json.dumps(domains)))
+    return rc, out + err
 
 
 class Fixtures(unittest.TestCase):

@@ -20,9 +20,6 @@ redis-server of their own. Standard library only."""
 import json
 import os
 import re
-import subprocess
-import sys
-import tempfile
 import unittest
 
 import harness
@@ -31,12 +28,7 @@ from harness import curl, metric
 
 STORE = "store:\n  type: memory\n  max_memory: 64MiB\n"
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 limits:
   max_body_bytes: 256KiB
 {store}
@@ -67,8 +59,7 @@ WIDE = "query Wide($n: Int) { a(first: $n) { b(first: 1) { id } } }"
 
 def use_redis_store():
     global STORE
-    redis = harness.private_redis("graphql-test-redis-")
-    STORE = "store:\n%s\n" % harness.redis_store(redis.port, "2s")
+    STORE = harness.private_store("graphql-test-redis-")
 
 
 def post(s, query_string, body, content_type="application/json"):
@@ -96,7 +87,7 @@ class Example(unittest.TestCase):
         text = re.sub(r"(?m)^listen:\n(  .*\n)+",
                       'listen:\n  http: 127.0.0.1:0\n  grpc: "off"\n  resp: 127.0.0.1:0\n', text)
         text = re.sub(r"(?m)^store:\n(  .*\n)+", STORE, text)
-        s = sluiced_test.Server(text.replace("{", "{{").replace("}", "}}"))
+        s = sluiced_test.Server(text, literal=True)
         try:
             st, h, b = gql(s, "shop", "alice", SEED)
             self.assertEqual(st, 200, b)
@@ -113,13 +104,10 @@ class Example(unittest.TestCase):
         bad = ("policies:\n  - name: g\n    algorithm: fixed_window\n    rate: 10/s\n"
                "    graphql:\n      scheme: shopify\n      divisor: 0\n"
                "      default_page: 99999999999\n      max_cost: -1\n      maxcost: 3\n")
-        path = os.path.join(tempfile.mkdtemp(prefix="graphql-config-"), "bad.yaml")
-        with open(path, "w") as f:
-            f.write(bad)
-        r = subprocess.run([sluiced_test.SLUICED, "--check-config", path], capture_output=True,
-                           text=True)
-        self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertEqual(r.stderr.replace(path, "F").splitlines(), [
+        _, path = harness.temp_file("graphql-config-", "bad.yaml", bad)
+        rc, _, err = sluiced_test.check_config(path=path)
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(err.replace(path, "F").splitlines(), [
             'F:6: policies[0].graphql.scheme: unknown GraphQL cost scheme "shopify" (did you mean '
             'objects (Shopify charges per object; set a divisor)?)',
             "F:7: policies[0].graphql.divisor: 0 is out of range (1 to 1000000000000)",
@@ -133,9 +121,8 @@ class Example(unittest.TestCase):
                  "      - {policy: p, by: route, cost: graphql}\n")
         with open(path, "w") as f:
             f.write(rules)
-        r = subprocess.run([sluiced_test.SLUICED, "--check-config", path], capture_output=True,
-                           text=True)
-        self.assertEqual(r.stderr.replace(path, "F").splitlines(), [
+        _, _, err = sluiced_test.check_config(path=path)
+        self.assertEqual(err.replace(path, "F").splitlines(), [
             'F:7: rules[0].graphql.max_cost: expected a number of points from 0 (no bound) to '
             '10^12, got "x"',
             'F:9: rules[0].limits[0].cost: expected a cost from 0 to 10^12, or graphql (the '
@@ -249,12 +236,7 @@ class Budget(unittest.TestCase):
                                 result="too_costly"), before + 1)
 
 
-RULES_CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+RULES_CONFIG = harness.config_head() + """
 {store}
 identity:
   api_keys:
@@ -289,10 +271,7 @@ class Rules(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="graphql-rules-")
-        keys = os.path.join(cls.dir, "keys.txt")
-        with open(keys, "w") as f:
-            f.write("alice\nbob\ncarol\n")
+        cls.dir, keys = harness.temp_file("graphql-rules-", "keys.txt", "alice\nbob\ncarol\n")
         cls.s = sluiced_test.Server(RULES_CONFIG, store=STORE, keys=keys)
 
     @classmethod
@@ -358,8 +337,4 @@ class Rules(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    if os.environ.get("SLUICE_TEST_REDIS"):
-        use_redis_store()
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main(use_redis_store)

@@ -18,7 +18,6 @@ message):
   2 x limits.max_body_bytes; a header list over limits.max_header_bytes
   resets its stream and the connection goes on.
 Standard library only."""
-import os
 import select
 import socket
 import struct
@@ -26,9 +25,9 @@ import sys
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import conn_test  # noqa: E402
-import sluiced_test  # noqa: E402
+import conn_test
+import harness
+import sluiced_test
 
 HEALTH = "/grpc.health.v1.Health/Check"
 RLS = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
@@ -40,12 +39,7 @@ CANCEL, REFUSED_STREAM = 8, 7
 NAMES = 16  # limited descriptors in one request (sluiced's maximum)
 LONG = "r" * 200  # a rule name: each status of the answer carries it
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: 127.0.0.1:0
-  resp: 127.0.0.1:0
-workers: 1
+CONFIG = harness.config_head(1, grpc=True) + """
 store:
   type: memory
   max_memory: 16MiB
@@ -61,15 +55,10 @@ RULES = "domain: h\ndescriptors:\n" + "".join(
 
 class Server(conn_test.Server):
     def __init__(self, limits):
-        import tempfile
-        d = tempfile.mkdtemp(prefix="sluiced-grpc-rules-")
-        with open(os.path.join(d, "rules.yaml"), "w") as f:
-            f.write(RULES)
+        _, rules = harness.temp_file("sluiced-grpc-rules-", "rules.yaml", RULES)
         super().__init__(CONFIG.replace("{limits}", limits).replace(
-            "domains: rules.yaml", "domains: " + os.path.join(d, "rules.yaml")))
-        import re
-        m = re.search(r"listening grpc on \S+:(\d+)", self.log_text())
-        self.grpc_port = int(m.group(1))
+            "domains: rules.yaml", "domains: " + rules))
+        assert self.grpc_port is not None, "no gRPC listener in sluiced's log"
 
 
 def start(limits):
@@ -322,16 +311,9 @@ class OutputBounds(unittest.TestCase):
     BOUND = 64 * 1024
     LIMITS = "  idle_timeout: 30s\n  max_pending_output: 64KiB"
 
-    def nonreading(self, port):
-        a = socket.socket()
-        a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        a.connect(("127.0.0.1", port))
-        a.setblocking(False)
-        return a
-
     def settled_pending(self, s):
         """Once the connection has stopped being read: the bytes queued."""
-        self.assertTrue(poll(lambda: metric(s, "sluice_read_pauses_total") >= 1, within=60))
+        self.assertTrue(conn_test.reads_paused(s))
         time.sleep(0.5)
         return metric(s, "sluice_pending_output_bytes")
 
@@ -342,14 +324,14 @@ class OutputBounds(unittest.TestCase):
         answers to a whole read (up to 128 of them)."""
         s = start(self.LIMITS)
         try:
-            a = self.nonreading(s.grpc_port)
+            a = conn_test.non_reader(s.grpc_port)
             msg = rls_message()
             # no flow control in the way: every answer goes to the socket
             big = struct.pack(">HI", 4, (1 << 31) - 1)  # SETTINGS_INITIAL_WINDOW_SIZE
             head = start_bytes(big) + frame(SETTINGS, ACK, 0) + \
                 frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", (1 << 31) - 1 - 65535))
             answer = 16 * (len(LONG) + 20)
-            n = (3 * conn_test.kernel_send_buffer()) // answer
+            n = conn_test.overfill(answer)
             calls = b"".join(request(1 + 2 * i, RLS, msg) for i in range(n))
             conn_test.send_all(a, head + calls, deadline=5)
             queued = self.settled_pending(s)
@@ -359,8 +341,7 @@ class OutputBounds(unittest.TestCase):
             # others are served meanwhile
             self.assertTrue(health_ok(s))
             a.close()
-            self.assertEqual(poll(lambda: metric(s, "sluice_pending_output_bytes") == 0 or None),
-                             True)
+            self.assertEqual(conn_test.output_drained(s), True)
         finally:
             self.assertEqual(s.stop(), 0)
 
@@ -401,8 +382,7 @@ class OutputBounds(unittest.TestCase):
                 got += reader.pump(0.2)
                 answered = {f[2] for f in got if f[0] == HEADERS and f[1] & END_STREAM}
             self.assertEqual(answered, want)
-            self.assertEqual(poll(lambda: metric(s, "sluice_pending_output_bytes") == 0 or None),
-                             True)
+            self.assertEqual(conn_test.output_drained(s), True)
             c.sendall(request(1001, RLS, msg))
             more = []
             end = time.monotonic() + 10
@@ -538,6 +518,4 @@ class Floods(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

@@ -3,25 +3,36 @@ Standard library only; it imports no test file (sluiced itself is started by
 sluiced_test.Server, which the other unittest files import from there).
 
 - free_port, wait_port: loopback ports;
-- spawn, die_with_parent, stop_process, wait_listening: processes that die
-  with the test run, stopped with a signal then killed, and sluiced's ports
-  read from its log ("listening http on 127.0.0.1:PORT" ... "ready");
-- RedisServer, private_redis, redis_store: a redis-server of a test's own on
-  a free port, and the store YAML that points sluiced at it;
+- spawn, die_with_parent, run, stop_process, stop_checked, wait_listening:
+  processes that die with the test run, a program run to its end (status
+  and output), processes stopped with a signal then killed (stop_checked:
+  and what went wrong, a sanitizer report (SANITIZER_MARKS) included), and
+  sluiced's ports read from its log ("listening http on 127.0.0.1:PORT" ...
+  "ready");
+- RedisServer, wait_ping, proc_state, private_redis: a redis-server of a
+  test's own on a free port (waited for by PING, restarted on its port,
+  killed, paused: state T), one for the whole run;
+- temp_file, private_store, config_head, redis_store: a file (keys, rules,
+  a config) in a temporary directory of its own, and the parts of a test's
+  sluiced config: the store section of a private_redis, the `listen:` and
+  `workers:` lines, the store YAML for a redis-server's port;
 - Resp, RespError, resp_call, parse_info: a RESP2 client of the tests' own
   (redis-server, Redis Cluster nodes, sluiced's RESP listener) and INFO text;
 - curl, parse_head, read_response, read_to_eof, raw, Pipe: HTTP with curl -i
   and on raw sockets;
 - serve_http: a threaded HTTP server of a test's own (an upstream, a script);
 - poll, wait_until: waiting for a state the servers reach in their own time
-  (a fixed sleep races them on a loaded machine);
+  (a fixed sleep races them on a loaded machine); in_one_window: a burst
+  counted in a short fixed window, kept inside one window of the clock;
 - metric: one sample of /metrics text; tail: the last lines of a log;
-- nginx_path: the nginx binary to run;
+- nginx_path, nginx_main: the nginx binary to run, and the main config of
+  one in a test's own directory;
 - select_tests, run_tests: the main loop of the scripts that are not unittest
   (distributed_test.py, redis_store_test.py)."""
 import atexit
 import ctypes
 import http.server
+import os
 import re
 import shutil
 import signal
@@ -77,17 +88,27 @@ def die_with_parent():
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def spawn(cmd, log, procs=None):
+def spawn(cmd, log, procs=None, env=None, preexec_fn=None):
     """Starts cmd with stdout and stderr to the open file log (stdin closed)
     and appends it to the list procs, if given. With setpriv (util-linux) the
     child gets SIGKILL if this script dies, so nothing outlives a killed test
-    run; no preexec_fn, so it is safe from a process with threads."""
+    run; no preexec_fn of its own, so it is safe from a process with threads
+    (unless the caller passes one: conn_test.py's limits). env: the child's
+    environment (default: this one's)."""
     if SETPRIV:
         cmd = [SETPRIV, "--pdeathsig", "KILL", "--"] + list(cmd)
-    p = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    p = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
+                         preexec_fn=preexec_fn)
     if procs is not None:
         procs.append(p)
     return p
+
+
+def run(*argv, timeout=60):
+    """Runs argv to its end (a bound of timeout s against a hang); returns
+    (exit status, stdout, stderr) as text."""
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
 
 
 def stop_process(proc, sig=signal.SIGTERM, timeout=10):
@@ -104,6 +125,29 @@ def stop_process(proc, sig=signal.SIGTERM, timeout=10):
         proc.kill()
         proc.wait()
         return False
+
+
+SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "runtime error:", "ThreadSanitizer")
+
+
+def stop_checked(proc, log_path, name="sluiced", timeout=20):
+    """Stops proc (SIGTERM, killed after timeout s) and returns what went
+    wrong, as messages (none when all is well): it had exited before, did
+    not exit in time or not with 0, or its log has a sanitizer report."""
+    problems = []
+    if proc.poll() is not None:
+        problems.append("%s had exited with %s before the end of the test"
+                        % (name, proc.returncode))
+    else:
+        if not stop_process(proc, signal.SIGTERM, timeout):
+            problems.append("%s did not exit within %d s of SIGTERM" % (name, timeout))
+        if proc.returncode != 0:
+            problems.append("%s exited with %s on SIGTERM" % (name, proc.returncode))
+    with open(log_path, errors="replace") as f:
+        text = f.read()
+    if any(mark in text for mark in SANITIZER_MARKS):
+        problems.append("%s: sanitizer report in its log:\n%s" % (name, tail(text, 80)))
+    return problems
 
 
 def wait_listening(proc, log_path, protos=("http", "resp"), within=20, name="sluiced"):
@@ -133,32 +177,156 @@ def wait_listening(proc, log_path, protos=("http", "resp"), within=20, name="slu
 
 class RedisServer:
     """redis-server on a free loopback port (or the one given), no persistence,
-    in a temporary directory; its output is discarded. Not waited for: see wait()."""
+    spawned (it dies with the test run, and joins procs if given), started and
+    waited for (PING) before the constructor returns: on another free port
+    when the one picked was taken meanwhile, RuntimeError with its log's end
+    when it does not answer. In a temporary directory of its own (removed by
+    stop) unless dir is given; its output goes to log_path (default: redis.log
+    there). extra: more arguments (--loadmodule, --replicaof, ...)."""
 
-    def __init__(self, prefix="sluice-test-redis-", port=None):
-        self.port = port or free_port()
-        self.dir = tempfile.mkdtemp(prefix=prefix)
-        self.proc = subprocess.Popen(["redis-server", "--port", str(self.port),
-                                      "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                      "--dir", self.dir],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def __init__(self, prefix="sluice-test-redis-", port=None, dir=None, log_path=None,
+                 extra=(), procs=None, exe="redis-server", within=10):
+        self.own_dir = dir is None
+        self.dir = tempfile.mkdtemp(prefix=prefix) if dir is None else dir
+        self.log_path = log_path or os.path.join(self.dir, "redis.log")
+        self.exe, self.extra, self.procs, self.within = exe, list(extra), procs, within
+        self.proc, self.paused = None, False
+        if port:
+            self.port = port
+            self.start()
+            return
+        for attempt in range(3):  # the port may be taken between free_port() and bind
+            self.port = free_port()
+            if self.start(must=attempt == 2):
+                return
+
+    def start(self, must=True):
+        """Starts (or restarts, on the same port) redis-server and waits for
+        PING; False (or RuntimeError when must) if it exited or did not answer."""
+        with open(self.log_path, "a") as log:
+            self.proc = spawn([self.exe, "--port", str(self.port), "--bind", "127.0.0.1",
+                               "--save", "", "--appendonly", "no", "--dir", self.dir,
+                               "--protected-mode", "no"] + self.extra, log, self.procs)
+        self.paused = False
+        if wait_ping(self.port, self.proc, self.within):
+            return True
+        self.kill()
+        if must:
+            with open(self.log_path, errors="replace") as f:
+                raise RuntimeError("redis-server did not start on port %d:\n%s"
+                                   % (self.port, tail(f.read())))
+        return False
 
     def wait(self, within=10):
         """Waits until it accepts connections; False if it did not in time."""
         return wait_port(self.port, within)
 
+    @property
+    def url(self):
+        return "redis://127.0.0.1:%d/0" % self.port
+
+    def call(self, *args):
+        """One command on a fresh connection; its reply (RespError raised)."""
+        return resp_call(self.port, *args)
+
+    def info(self, section):
+        """INFO section as a dict of strings."""
+        return parse_info(self.call("INFO", section))
+
+    def commands(self):
+        """(total_commands_processed, script calls) so far. The total counts
+        the commands a script runs too; script calls are EVAL/EVALSHA/FCALL
+        only (one per client round trip of a scripted decision)."""
+        total = int(self.info("stats")["total_commands_processed"])
+        scripts = 0
+        for k, v in self.info("commandstats").items():
+            if k in ("cmdstat_eval", "cmdstat_evalsha", "cmdstat_eval_ro",
+                     "cmdstat_evalsha_ro", "cmdstat_fcall", "cmdstat_fcall_ro"):
+                scripts += int(re.search(r"calls=(\d+)", v).group(1))
+        return total, scripts
+
+    def kill(self):
+        """SIGKILL: the port refuses connections at once."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.paused = False
+
+    def pause(self):
+        """SIGSTOP: connections stay open, nothing answers (a hung Redis).
+        Returns once the kernel says the process is stopped (state T)."""
+        self.proc.send_signal(signal.SIGSTOP)
+        self.paused = True
+        wait_until(lambda: proc_state(self.proc.pid) in ("T", "t"), 10,
+                   "redis-server (pid %d) not stopped 10 s after SIGSTOP" % self.proc.pid)
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
+        self.paused = False
+
     def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        """Kills it (nothing to persist; SIGKILL also ends a stopped process)
+        and removes its directory if it is its own."""
+        self.kill()
+        if self.own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def wait_ping(port, proc=None, within=10):
+    """Polls until redis-server on the loopback port answers PING (True);
+    False after `within` s, or at once when the process `proc` has exited."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if resp_call(port, "PING", timeout=1) == "PONG":
+                return True
+        except (OSError, RespError):
+            pass
+        if proc is not None and proc.poll() is not None:
+            return False
+        time.sleep(0.02)
+    return False
+
+
+def proc_state(pid):
+    """The state letter of /proc/PID/stat (R, S, T for stopped, ...)."""
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rpartition(")")[2].split()[0]
 
 
 def private_redis(prefix, within=10):
     """A RedisServer for the whole run (stopped at exit), waited for up to `within` s."""
-    redis = RedisServer(prefix)
+    redis = RedisServer(prefix, within=within)
     atexit.register(redis.stop)
-    redis.wait(within)
     return redis
+
+
+def temp_file(prefix, name, text):
+    """A new temporary directory (its name starts with prefix) holding the
+    file name with text in it (a keys file, a rules file); returns (the
+    directory, the file's path)."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return d, path
+
+
+def private_store(prefix, timeout="2s"):
+    """The whole `store:` section, its newline included, for a private_redis
+    of the whole run (the SLUICE_TEST_REDIS=1 runs of the unittest files)."""
+    return "store:\n%s\n" % redis_store(private_redis(prefix).port, timeout)
+
+
+def config_head(workers=2, grpc=False, resp=True, http="127.0.0.1:0"):
+    """The first lines of a test's sluiced config: `listen:` with HTTP and RESP
+    on port 0 (wait_listening reads the ports from the log; resp=False: off),
+    gRPC off (grpc=True: on port 0), then `workers:`. Neither braces nor %, so
+    it heads a str.format or %-template as well (workers or http may be one
+    of its fields: "{workers}")."""
+    return ('listen:\n  http: %s\n  grpc: %s\n  resp: %s\nworkers: %s\n'
+            % (http, "127.0.0.1:0" if grpc else '"off"', "127.0.0.1:0" if resp else '"off"',
+               workers))
 
 
 def redis_store(port, timeout, on_failure="closed"):
@@ -415,6 +583,44 @@ def wait_until(cond, within, what):
         time.sleep(0.05)
 
 
+def in_one_window(period, case, room=None, what="the run", attempts=3):
+    """Runs case(), requests counted in a fixed window of `period` s (windows
+    are [k*P, (k+1)*P) of the Unix clock, sluiced's and this one's), so that
+    its first request and its last answer fall in one window, and returns
+    what case() returned. First waits, polling the clock, until at least
+    `room` s of the window are left (a quarter of the period unless given),
+    saying so. A run that ended in a later window proves nothing, passed or
+    failed (the count started over under it): it is run again from the start
+    of the window after the one it ended in (which holds part of its count),
+    at most `attempts` runs; one that stayed in its window must pass."""
+    room = period / 4 if room is None else room
+    for attempt in range(attempts):
+        left = period - time.time() % period
+        if left < room:
+            print("  %s: %.1f s left of its %g s window, under %g s: waiting for the next"
+                  % (what, left, period, room), flush=True)
+            now = int(time.time() // period)
+            wait_until(lambda: int(time.time() // period) > now, period + 5,
+                       "the next %g s window" % period)
+        window = int(time.time() // period)
+        try:
+            got = case()
+        except AssertionError:
+            if int(time.time() // period) == window or attempt == attempts - 1:
+                raise
+            got = None
+        ended = int(time.time() // period)
+        if ended == window:
+            return got
+        if attempt == attempts - 1:
+            break
+        print("  %s crossed into the next %g s window: again in a fresh one" % (what, period),
+              flush=True)
+        wait_until(lambda: int(time.time() // period) > ended, period + 5,
+                   "the next %g s window" % period)
+    raise AssertionError("%d runs of %s each crossed a %g s window" % (attempts, what, period))
+
+
 # ---- logs and metrics -------------------------------------------------------------------
 
 def tail(text, n=40):
@@ -435,6 +641,22 @@ def metric(text, name, **labels):
 
 
 # ---- scripts that are not unittest ------------------------------------------------------
+
+def nginx_main(d, http, worker_connections=256, log_format=None):
+    """An nginx main config of a test's own in the directory d: pid, error
+    log, access log (in log_format, named t, when given) and temporary paths
+    there, one worker (user root when run as root), and the http block's
+    own lines, http, after those."""
+    return ("%spid %s/nginx.pid;\nerror_log %s/error.log info;\nworker_processes 1;\n"
+            "events { worker_connections %d; }\n"
+            "http {\n%s  access_log %s/access.log%s;\n"
+            "  client_body_temp_path %s/body;\n  proxy_temp_path %s/proxy;\n"
+            "  fastcgi_temp_path %s/fastcgi;\n  uwsgi_temp_path %s/uwsgi;\n"
+            "  scgi_temp_path %s/scgi;\n%s}\n"
+            % ("user root;\n" if os.geteuid() == 0 else "", d, d, worker_connections,
+               "  log_format t '%s';\n" % log_format if log_format else "", d,
+               " t" if log_format else "", d, d, d, d, d, http))
+
 
 def nginx_path(arg):
     """The nginx that CMake found (arg; none, empty or ...-NOTFOUND: the one on

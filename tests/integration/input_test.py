@@ -24,22 +24,15 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-import sluiced_test  # noqa: E402
-from sluiced_test import Server  # noqa: E402
+import harness
+import sluiced_test
+from sluiced_test import Server
 
 # Server() formats the text with str.format: braces are doubled.
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: 127.0.0.1:0
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head(grpc=True) + """
 store:
 {store}
 domains: {domains}
@@ -148,13 +141,9 @@ class Base(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="sluice-input-")
-        rules = os.path.join(cls.tmp, "rules.yaml")
-        with open(rules, "w") as f:
-            f.write(RULES)
+        cls.tmp, rules = harness.temp_file("sluice-input-", "rules.yaml", RULES)
         cls.s = Server(CONFIG.replace("{store}", cls.store).replace("{domains}", rules))
-        m = re.search(r"listening grpc on \S+:(\d+)", cls.s.log_text())
-        cls.grpc_port = int(m.group(1)) if m else None
+        cls.grpc_port = cls.s.grpc_port
 
     @classmethod
     def tearDownClass(cls):
@@ -266,8 +255,8 @@ class Metrics(unittest.TestCase):
         if os.environ.get("SLUICE_TEST_REDIS"):
             self.skipTest("the memory store run covers it")
         n = 700
-        lines = ["listen:\n  http: 127.0.0.1:0\n  grpc: \"off\"\n  resp: 127.0.0.1:0\n",
-                 "workers: 1\nstore:\n  type: memory\n  max_memory: 512MiB\npolicies:\n"]
+        lines = [harness.config_head(1),
+                 "store:\n  type: memory\n  max_memory: 512MiB\npolicies:\n"]
         for i in range(n):
             lines.append("  - name: p%d\n    algorithm: gcra\n    rate: 5/s\n    burst: 5\n" % i)
         lines.append("tiers:\n  pro:\n")

@@ -8,30 +8,20 @@ that timed out on a loaded machine answers from the fail mode (closed:
 refused, said with "fallback"); such answers are retried and counted, never
 taken for Redis's. Standard library only."""
 import json
-import os
-import shutil
 import sys
-import tempfile
 import time
 import unittest
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-import redis_cluster as rc  # noqa: E402
-import sluiced_test  # noqa: E402
+import harness
+import redis_cluster as rc
+import sluiced_test
 
 KEYS = 30
 LIMIT = 2
 
-CONFIG = """listen: {{http: 127.0.0.1:0, grpc: "off", resp: 127.0.0.1:0}}
-workers: 2
-store:
-  type: redis
-  redis:
-    cluster: [{seeds}]
-    timeout: 1s
-    on_failure: closed
+CONFIG = harness.config_head() + """store:
+{store}
 policies:
   - name: jobs
     algorithm: concurrency
@@ -46,8 +36,8 @@ class LeaseCluster(unittest.TestCase):
         rc.install_signal_handlers()
         cls.cluster = rc.Cluster(masters=3, replicas=0).start()
         try:
-            seeds = ", ".join('"%s"' % m for m in cls.cluster.masters())
-            cls.s = sluiced_test.Server(CONFIG.replace("{seeds}", seeds))
+            cls.s = sluiced_test.Server(CONFIG.replace("{store}", cls.cluster.store("1s")),
+                                        literal=True)
         except BaseException:
             cls.cluster.stop_all()
             raise
@@ -109,6 +99,4 @@ class LeaseCluster(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

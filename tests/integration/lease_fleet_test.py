@@ -14,7 +14,6 @@ killed clients' slots come back by expiry alone (polled). Standard library
 only."""
 import http.client
 import json
-import os
 import random
 import signal
 import subprocess
@@ -32,12 +31,7 @@ ROUNDS = 5
 KILLED = 6
 LEASE_S = 3
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 limits:
   max_connections: 1000
 store:
@@ -187,6 +181,4 @@ class Fleet(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

@@ -10,10 +10,7 @@ each fail mode answers as the policy says. Standard library only."""
 import json
 import os
 import re
-import signal
 import subprocess
-import sys
-import time
 import unittest
 
 import harness
@@ -22,12 +19,7 @@ from harness import curl
 
 REDIS = None
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 store:
 {store}
 policies:
@@ -249,7 +241,7 @@ class ExampleProtection(unittest.TestCase):
         with open(os.path.join(sluiced_test.SRC, "examples/protection/sluice.yaml")) as f:
             text = f.read()
         text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:0", text)
-        s = sluiced_test.Server(text.replace("{", "{{").replace("}", "}}"))
+        s = sluiced_test.Server(text, literal=True)
         try:
             held = [post(s, "/v1/acquire?policy=reports&key=alice") for _ in range(4)]
             self.assertEqual([h[0] for h in held], [200] * 4)
@@ -262,9 +254,8 @@ class ExampleProtection(unittest.TestCase):
 class CheckConfig(unittest.TestCase):
     def test_check_config(self):
         path = os.path.join(sluiced_test.SRC, "examples/protection/sluice.yaml")
-        out = subprocess.run([sluiced_test.SLUICED, "--check-config", path],
-                             capture_output=True, text=True)
-        self.assertEqual((out.returncode, out.stdout),
+        rc, out, _ = sluiced_test.check_config(path=path)
+        self.assertEqual((rc, out),
                          (0, "%s: ok (1 policies, 2 concurrency limits)\n" % path))
 
 
@@ -309,8 +300,4 @@ def use_redis_store():
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    if os.environ.get("SLUICE_TEST_REDIS"):
-        use_redis_store()
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main(use_redis_store)

@@ -29,11 +29,10 @@ import threading
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sluiced_test  # noqa: E402
-from sluiced_test import CONFIG, Server  # noqa: E402
-import harness  # noqa: E402
-from harness import curl, poll, read_to_eof  # noqa: E402
+import sluiced_test
+from sluiced_test import CONFIG, Server
+import harness
+from harness import curl, poll, read_to_eof
 
 SLUICE = None
 SRC = None
@@ -370,8 +369,7 @@ class ReloadOntoRedis(unittest.TestCase):
         port = redis.port
         try:
             self.assertTrue(redis.wait(within=20))
-            base = ("listen:\n  http: 127.0.0.1:0\n  grpc: \"off\"\n  resp: 127.0.0.1:0\n"
-                    "workers: 2\n")
+            base = harness.config_head()
             redis_store = "store:\n%s\n" % harness.redis_store(port, "500ms", on_failure=None)
             s = Server(config_text=base + redis_store + REDIS_TIER.split("\n", 2)[2]
                        .split("tiers:")[0])

@@ -12,10 +12,11 @@ value it needs, and --help names every listener of the default config.
 Standard library only."""
 import os
 import re
-import subprocess
+import shutil
 import sys
-import tempfile
 import unittest
+
+import harness
 
 SLUICED, SLUICE, MANDIR = sys.argv[1:4]
 del sys.argv[1:4]
@@ -23,9 +24,7 @@ del sys.argv[1:4]
 OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][A-Za-z-]*)")
 
 
-def run(*argv):
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    return p.returncode, p.stdout, p.stderr
+run = harness.run
 
 
 def roff_sections(page):
@@ -111,11 +110,11 @@ class ManPages(unittest.TestCase):
         self.assertEqual(got, want)
 
     def test_config_keys(self):
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "unknown.yaml")
-            with open(path, "w") as f:
-                f.write("no_such_key: 1\n")
+        d, path = harness.temp_file("sluice-man-", "unknown.yaml", "no_such_key: 1\n")
+        try:
             rc, out, err = run(SLUICED, "--check-config", path)
+        finally:
+            shutil.rmtree(d)
         self.assertEqual(rc, 1)
         m = re.search(r"unknown key \(expected ([^)]*)\)", out + err)
         self.assertIsNotNone(m, out + err)

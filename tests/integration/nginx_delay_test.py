@@ -60,16 +60,10 @@ def nginx_conf(d, port):
                          "      limit_req_status 429;\n      limit_req_log_level notice;\n"
                          "      try_files /nonexistent =204;\n    }\n"
                          % (name, name, burst, " delay=%d" % delay if delay else ""))
-    return ("%spid %s/nginx.pid;\nerror_log %s/error.log info;\nworker_processes 1;\n"
-            "events { worker_connections 1024; }\n"
-            "http {\n  log_format t '$arg_k $arg_i $status $msec $request_time';\n"
-            "  access_log %s/access.log t;\n"
-            "  client_body_temp_path %s/body;\n  proxy_temp_path %s/proxy;\n"
-            "  fastcgi_temp_path %s/fastcgi;\n  uwsgi_temp_path %s/uwsgi;\n"
-            "  scgi_temp_path %s/scgi;\n%s"
-            "  server {\n    listen 127.0.0.1:%d;\n    root %s;\n%s  }\n}\n"
-            % ("user root;\n" if os.geteuid() == 0 else "", d, d, d, d, d, d, d, d,
-               "".join(zones), port, d, "".join(locations)))
+    return harness.nginx_main(
+        d, "%s  server {\n    listen 127.0.0.1:%d;\n    root %s;\n%s  }\n"
+        % ("".join(zones), port, d, "".join(locations)),
+        worker_connections=1024, log_format="$arg_k $arg_i $status $msec $request_time")
 
 
 def schedule(rng, rate, burst):

@@ -7,9 +7,7 @@ Standard library only."""
 import os
 import signal
 import socket
-import sys
 import tempfile
-import time
 import unittest
 
 import harness
@@ -58,6 +56,4 @@ class Notify(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

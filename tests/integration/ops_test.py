@@ -16,26 +16,18 @@ Standard library only."""
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sluiced_test  # noqa: E402  (the Server helper)
-import harness  # noqa: E402
-from harness import curl  # noqa: E402
+import sluiced_test  # the Server helper
+import harness
+from harness import curl
 
 SLUICE_CLI = None
 
-CONFIG = """
-listen:
-  http: {http}
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head(http="{http}") + """
 store:
 {store}
 {admin}
@@ -53,8 +45,7 @@ policies:
 
 
 def config(http="127.0.0.1:0", store="  type: memory", admin="", extra=""):
-    return CONFIG.format(http=http, store=store, admin=admin, extra=extra).replace("{", "{{").replace(
-        "}", "}}")
+    return CONFIG.format(http=http, store=store, admin=admin, extra=extra)
 
 
 def stats(s, query=""):
@@ -71,7 +62,7 @@ def check(s, policy, key, n=1):
 
 class Stats(unittest.TestCase):
     def setUp(self):
-        self.s = sluiced_test.Server(config())
+        self.s = sluiced_test.Server(config(), literal=True)
 
     def tearDown(self):
         self.s.stop()
@@ -146,7 +137,7 @@ class StatsBounds(unittest.TestCase):
     def test_many_policies(self):
         extra = "".join("  - name: p%03d\n    algorithm: fixed_window\n    rate: 10/s\n" % i
                         for i in range(70))
-        s = sluiced_test.Server(config(extra=extra))
+        s = sluiced_test.Server(config(extra=extra), literal=True)
         try:
             doc = stats(s, "?top=20")
             self.assertEqual(doc["policies_total"], 72)
@@ -170,7 +161,8 @@ class StatsRedis(unittest.TestCase):
     def redis_health(self, last):
         redis = harness.RedisServer()
         self.assertTrue(redis.wait())
-        s = sluiced_test.Server(config(store=harness.redis_store(redis.port, "200ms")))
+        s = sluiced_test.Server(config(store=harness.redis_store(redis.port, "200ms")),
+                                literal=True)
         try:
             check(s, "api", "alice", 4)
             harness.poll(lambda: stats(s)["store"]["up"], within=30)
@@ -203,7 +195,7 @@ class Top(unittest.TestCase):
     def setUp(self):
         if not SLUICE_CLI:
             self.skipTest("no sluice CLI given")
-        self.s = sluiced_test.Server(config())
+        self.s = sluiced_test.Server(config(), literal=True)
 
     def tearDown(self):
         self.s.stop()
@@ -296,7 +288,7 @@ def other_address():
 
 class Ui(unittest.TestCase):
     def test_off_by_default(self):
-        s = sluiced_test.Server(config())
+        s = sluiced_test.Server(config(), literal=True)
         try:
             for path in ("/ui/", "/ui", "/ui/app.js"):
                 st, _, body = curl(s.url(path))
@@ -308,11 +300,11 @@ class Ui(unittest.TestCase):
 
     def test_reload(self):
         # admin.ui is read again on reload, like admin.reload
-        s = sluiced_test.Server(config())
+        s = sluiced_test.Server(config(), literal=True)
         try:
             self.assertEqual(curl(s.url("/ui/"))[0], 404)
             with open(s.config, "w") as f:
-                f.write(config(admin="admin:\n  ui: loopback").replace("{{", "{").replace("}}", "}"))
+                f.write(config(admin="admin:\n  ui: loopback"))
             st, _, body = curl("-X", "POST", s.url("/v1/reload"))
             self.assertEqual(st, 200, body)
             self.check_page(s)
@@ -347,7 +339,8 @@ class Ui(unittest.TestCase):
         self.assertEqual((st, h["allow"]), (405, "GET, HEAD"))
 
     def test_loopback(self):
-        s = sluiced_test.Server(config(http="0.0.0.0:0", admin="admin:\n  ui: loopback"))
+        s = sluiced_test.Server(config(http="0.0.0.0:0", admin="admin:\n  ui: loopback"),
+                                literal=True)
         try:
             self.check_page(s)
             ip = other_address()
@@ -360,21 +353,15 @@ class Ui(unittest.TestCase):
             s.stop()
 
     def test_config_values(self):
-        d = tempfile.mkdtemp(prefix="ops-test-")
-        path = os.path.join(d, "sluice.yaml")
         for value, ok in (("on", True), ('"on"', True), ("off", True), ("loopback", True),
                           ("yes", False), ("true", False), ("loopbak", False)):
-            with open(path, "w") as f:
-                f.write(config(admin="admin:\n  ui: " + value).replace("{{", "{").replace("}}", "}"))
-            r = subprocess.run([sluiced_test.SLUICED, "--check-config", path],
-                               capture_output=True, text=True)
-            self.assertEqual(r.returncode == 0, ok, (value, r.stdout, r.stderr))
+            rc, out, err = sluiced_test.check_config(config(admin="admin:\n  ui: " + value))
+            self.assertEqual(rc == 0, ok, (value, out, err))
             if not ok:
-                self.assertIn("admin.ui", r.stdout + r.stderr)
-        shutil.rmtree(d)
+                self.assertIn("admin.ui", out + err)
 
     def test_on(self):
-        s = sluiced_test.Server(config(admin="admin:\n  ui: on"))
+        s = sluiced_test.Server(config(admin="admin:\n  ui: on"), literal=True)
         try:
             self.check_page(s)
         finally:

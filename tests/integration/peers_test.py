@@ -18,14 +18,11 @@ with the Redis store (a redis-server of its own on a free loopback port):
   with refill: steps; both on the memory and the Redis store.
 Raw sockets (cell_test.Conn, harness.Pipe), standard library only."""
 import json
-import os
-import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-import sluiced_test  # noqa: E402  (Server: sluiced on ephemeral ports)
-from cell_test import CONFIG, Conn  # noqa: E402
+import harness
+import sluiced_test  # Server: sluiced on ephemeral ports
+from cell_test import CONFIG, Conn
 
 USAGE = ("-Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> "
          "<period> [<quantity>]")
@@ -128,12 +125,7 @@ class Base:
         ])
 
 
-NGINX_CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 1
+NGINX_CONFIG = harness.config_head(1) + """
 policies:
   - name: web
     algorithm: leaky_queue
@@ -235,6 +227,4 @@ class Redis(Base, unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

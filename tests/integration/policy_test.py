@@ -18,20 +18,16 @@ Requests go over raw sockets, pipelined, so that 12,000 of them take seconds.
 With SLUICE_TEST_REDIS=1 the same tests run with the Redis store, on a
 redis-server of their own. Standard library only."""
 import json
-import os
 import random
 import re
 import shutil
 import string
-import sys
-import tempfile
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sluiced_test  # noqa: E402  (the Server helper)
-import harness  # noqa: E402
-from harness import Pipe, metric  # noqa: E402
+import sluiced_test  # the Server helper
+import harness
+from harness import Pipe, metric
 
 STORE = "store:\n  type: memory\n"
 LOG_LIMIT = 10  # SL__LOG_LIMITED_PER_SEC (src/util/log.h)
@@ -40,8 +36,7 @@ LOG_LIMIT = 10  # SL__LOG_LIMITED_PER_SEC (src/util/log.h)
 def use_redis_store():
     """A redis-server of our own on a free loopback port (stopped at exit)."""
     global STORE
-    redis = harness.private_redis("policy-test-redis-")
-    STORE = "store:\n%s\n" % harness.redis_store(redis.port, "2s")
+    STORE = harness.private_store("policy-test-redis-")
 
 
 def auth_request(key, uri="/api/items", real_ip="127.0.0.1"):
@@ -68,12 +63,7 @@ def get(server, path):
         p.close()
 
 
-FENCE_CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+FENCE_CONFIG = harness.config_head() + """
 {store}
 identity:
   api_keys:
@@ -106,10 +96,7 @@ class Fence(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="policy-test-")
-        keys = os.path.join(cls.dir, "keys.txt")
-        with open(keys, "w") as f:
-            f.write("alice\nbob\n")
+        cls.dir, keys = harness.temp_file("policy-test-", "keys.txt", "alice\nbob\n")
         cls.s = sluiced_test.Server(FENCE_CONFIG, store=STORE, keys=keys)
 
     @classmethod
@@ -159,12 +146,7 @@ class Fence(unittest.TestCase):
             self.assertNotIn(k, m)
 
 
-SHADOW_CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+SHADOW_CONFIG = harness.config_head() + """
 {store}
 shadow: {shadow}
 domains: {rules}
@@ -201,10 +183,7 @@ class ShadowDomains(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="policy-test-")
-        rules = os.path.join(cls.dir, "edge.yaml")
-        with open(rules, "w") as f:
-            f.write(RULES)
+        cls.dir, rules = harness.temp_file("policy-test-", "edge.yaml", RULES)
         cls.fmt = dict(store=STORE, rules=rules)
         cls.s = sluiced_test.Server(SHADOW_CONFIG, shadow="true", **cls.fmt)
 
@@ -314,8 +293,4 @@ class ShadowDomains(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    if os.environ.get("SLUICE_TEST_REDIS"):
-        use_redis_store()
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main(use_redis_store)

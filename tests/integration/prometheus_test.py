@@ -15,23 +15,16 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 import urllib.parse
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sluiced_test  # noqa: E402  (the Server helper)
-import harness  # noqa: E402
-from harness import curl  # noqa: E402
+import sluiced_test  # the Server helper
+import harness
+from harness import curl
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 store:
 {store}
 policies:
@@ -54,7 +47,7 @@ scrape_configs:
 """
 
 def server(store="  type: memory"):
-    return sluiced_test.Server(CONFIG.format(store=store).replace("{", "{{").replace("}", "}}"))
+    return sluiced_test.Server(CONFIG.format(store=store), literal=True)
 
 
 def check_metrics(s):
@@ -109,10 +102,9 @@ class Scrape(unittest.TestCase):
         with open(cfg, "w") as f:
             f.write(PROM_CONFIG.format(rules=rules, port=s.http_port))
         log = open(os.path.join(d, "prometheus.log"), "w+")
-        prom = subprocess.Popen(["prometheus", "--config.file=" + cfg,
-                                 "--storage.tsdb.path=" + os.path.join(d, "data"),
-                                 "--web.listen-address=127.0.0.1:%d" % port, "--log.level=warn"],
-                                stdout=log, stderr=log)
+        prom = harness.spawn(["prometheus", "--config.file=" + cfg,
+                              "--storage.tsdb.path=" + os.path.join(d, "data"),
+                              "--web.listen-address=127.0.0.1:%d" % port, "--log.level=warn"], log)
         try:
             for _ in range(5):  # 2 allowed, 3 limited
                 curl(s.url("/v1/check?policy=api&key=alice"))
@@ -160,6 +152,4 @@ class Scrape(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

@@ -19,9 +19,8 @@ import os
 import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-import nginx_test  # noqa: E402
+import harness
+import nginx_test
 
 
 def edit_yaml(cfg):

@@ -17,25 +17,16 @@ next request: the counts are exact whatever the machine's speed). Standard
 library only."""
 import json
 import os
-import re
 import shutil
-import sys
 import tempfile
-import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-import sluiced_test  # noqa: E402
-from harness import Pipe  # noqa: E402
-from input_test import grpc_call, pb_len  # noqa: E402  (ShouldRateLimit over nghttp)
+import harness
+import sluiced_test
+from harness import Pipe
+from input_test import grpc_call, pb_len  # ShouldRateLimit over nghttp
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: 127.0.0.1:0
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head(grpc=True) + """
 {store}
 domains: {rules}
 """
@@ -75,8 +66,7 @@ class Base:
         with open(os.path.join(cls.dir, "q.yaml"), "w") as f:
             f.write(RULES)
         cls.s = sluiced_test.Server(CONFIG, store=cls.store_text(), rules=cls.dir)
-        m = re.search(r"listening grpc on \S+:(\d+)", cls.s.log_text())
-        cls.grpc_port = int(m.group(1)) if m else None
+        cls.grpc_port = cls.s.grpc_port
 
     @classmethod
     def store_text(cls):
@@ -98,15 +88,7 @@ class Base:
     def test_peer_example_services(self):
         # the peer's limits are per minute (windows aligned to the minute): a
         # run that crosses into the next minute is run again in a fresh one
-        for attempt in range(3):
-            harness.wait_until(lambda: time.time() % 60 < 40, 61, "the start of a minute")
-            minute = int(time.time() // 60)
-            self.example_services()
-            if int(time.time() // 60) == minute:
-                return
-            crossed = int(time.time() // 60)  # its windows hold part of this run: the next one
-            harness.wait_until(lambda: int(time.time() // 60) > crossed, 61, "a new minute")
-        self.fail("three runs crossed a minute")
+        harness.in_one_window(60, self.example_services, room=20, what="the example's run")
 
     def example_services(self):
         s1, s2 = [("service", "service_1")], [("service", "service_2")]
@@ -170,11 +152,8 @@ class Memory(Base, unittest.TestCase):
 class Redis(Base, unittest.TestCase):
     @classmethod
     def store_text(cls):
-        cls.redis = harness.private_redis("quota-test-redis-")
-        return "store:\n%s\n" % harness.redis_store(cls.redis.port, "2s")
+        return harness.private_store("quota-test-redis-")
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

@@ -17,22 +17,14 @@ machine's speed:
 
 Standard library only."""
 import json
-import os
-import sys
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sluiced_test  # noqa: E402
-import harness  # noqa: E402
-from harness import curl  # noqa: E402
+import sluiced_test
+import harness
+from harness import curl
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 store:
 {store}
 {admin}
@@ -212,12 +204,7 @@ class RedisRecovery(unittest.TestCase):
             redis.stop()
 
 
-LOCAL = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 1
+LOCAL = harness.config_head(1) + """
 store:
 {store}
     expected_instances: 2
@@ -259,6 +246,4 @@ class LocalFallback(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

@@ -16,7 +16,9 @@ promoted, restart a node, and always stops every process: on stop_all(), on
 exceptions (use it as a context manager), at exit, and, through
 PR_SET_PDEATHSIG, when this Python process itself is killed.
 
-The RESP2 client (Resp) is harness.py's, re-exported here; also
+store() is the YAML under a sluiced config's `store:` that points it at the
+cluster (seeds(): its masters). The RESP2 client (Resp) is harness.py's,
+re-exported here; also
 keyslot(): CRC16/XMODEM with hash tags, checked against CLUSTER KEYSLOT by the
 self-test. Standard library only. Only loopback addresses are used."""
 import atexit
@@ -32,7 +34,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import HOST, Resp, RespError, die_with_parent, parse_info  # noqa: E402
+from harness import HOST, Resp, RespError, die_with_parent, parse_info, wait_ping  # noqa: E402
 REDIS_SERVER = "/usr/bin/redis-server"
 REDIS_CLI = "/usr/bin/redis-cli"
 SLOTS = 16384
@@ -279,17 +281,10 @@ class Cluster:
         node.proc = subprocess.Popen(self._args(node), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      preexec_fn=_die_with_parent)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if node.proc.poll() is not None:
-                return False
-            try:
-                with self.client(node.port, timeout=1) as c:
-                    if c.call("PING") == "PONG":
-                        return True
-            except (OSError, RespError, ConnectionError):
-                pass
-            time.sleep(0.02)
+        if wait_ping(node.port, node.proc, timeout):
+            return True
+        if node.proc.poll() is not None:
+            return False
         raise RuntimeError("redis-server on %d did not answer:\n%s" % (node.port, node.log_tail()))
 
     def _spawn_new(self):
@@ -367,6 +362,16 @@ class Cluster:
               if "master" in n["flags"] and n["slots"] and n["port"] in alive
               and not {"fail", "fail?", "noaddr"} & set(n["flags"])]
         return ["%s:%d" % (HOST, p) for p in sorted(ms)]
+
+    def seeds(self):
+        """The live masters as a YAML flow list's items: "host:port", ..."""
+        return ", ".join('"%s"' % m for m in self.masters())
+
+    def store(self, timeout, on_failure="closed"):
+        """The lines under a sluiced config's `store:` for this cluster (its
+        masters the seeds; no trailing newline), as harness.redis_store."""
+        return ("  type: redis\n  redis:\n    cluster: [%s]\n    timeout: %s\n    on_failure: %s"
+                % (self.seeds(), timeout, on_failure))
 
     def replicas(self):
         alive = set(self.alive_ports())

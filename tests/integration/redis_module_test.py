@@ -37,10 +37,9 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import distributed_test as dt  # noqa: E402
-import harness  # noqa: E402
-import redis_cluster  # noqa: E402
+import distributed_test as dt
+import harness
+import redis_cluster
 
 MODULE = None
 

@@ -36,10 +36,9 @@ import threading
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import distributed_test as dt  # noqa: E402
-import harness  # noqa: E402
-import redis_cluster as rc  # noqa: E402
+import distributed_test as dt
+import harness
+import redis_cluster as rc
 
 
 def config(redis_url, policies, workers=2, **redis_opts):
@@ -461,8 +460,8 @@ def cluster_failover():
     cluster = rc.Cluster(verbose=False).start()
     try:
         with dt.Env("clusterfo") as env:
-            seeds = ", ".join('"%s"' % m for m in cluster.masters())
-            d = env.sluiced("sluiced", config("cluster:" + seeds, pols, on_failure="closed"))
+            d = env.sluiced("sluiced", config("cluster:" + cluster.seeds(), pols,
+                                              on_failure="closed"))
             # the very first decision (before the slot map and the masters'
             # connections are ready) comes from Redis too (item 11)
             st, _, body = d.check("api", "first-%d" % time.time_ns())

@@ -17,23 +17,13 @@ the machine's speed:
 
 Standard library only."""
 import json
-import os
-import subprocess
-import sys
-import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sluiced_test  # noqa: E402
-import harness  # noqa: E402
-from harness import curl  # noqa: E402
+import sluiced_test
+import harness
+from harness import curl
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 store:
 {store}
 policies:
@@ -145,14 +135,8 @@ class ConfigErrors(unittest.TestCase):
     def errors(self, block):
         text = CONFIG.format(store=MEMORY, min=2).replace(
             "{ratio: 50%, min_retries: 2, window: 1h}", block)
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            f.write(text)
-        try:
-            p = subprocess.run([sluiced_test.SLUICED, "--check-config", f.name],
-                               capture_output=True, text=True, timeout=30)
-            return p.returncode, p.stderr + p.stdout
-        finally:
-            os.unlink(f.name)
+        rc, out, err = sluiced_test.check_config(text)
+        return rc, err + out
 
     def test_errors(self):
         self.assertEqual(self.errors("{}")[0], 0)  # the defaults
@@ -172,16 +156,10 @@ class ConfigErrors(unittest.TestCase):
         rules = "\nrules:\n  - {name: r, path: /x, priority: %s, limits: [{policy: api, by: ip}]}\n"
         for value, rc in (("critical", 0), ("Sheddable", 1), ("urgent", 1)):
             text = CONFIG.format(store=MEMORY, min=2) + rules % value
-            with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-                f.write(text)
-            try:
-                p = subprocess.run([sluiced_test.SLUICED, "--check-config", f.name],
-                                   capture_output=True, text=True, timeout=30)
-            finally:
-                os.unlink(f.name)
-            self.assertEqual(p.returncode != 0, bool(rc), (value, p.stderr))
+            got, _, err = sluiced_test.check_config(text)
+            self.assertEqual(got != 0, bool(rc), (value, err))
             if rc:
-                self.assertIn("rules[0].priority", p.stderr, value)
+                self.assertIn("rules[0].priority", err, value)
 
 
 SHED = CONFIG + """
@@ -331,6 +309,4 @@ class Redis(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

@@ -23,22 +23,13 @@ redis-server, started here on a free loopback port. The capacity refills at
 
 Standard library only."""
 import os
-import subprocess
-import sys
-import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sluiced_test  # noqa: E402
-import harness  # noqa: E402
-from harness import curl  # noqa: E402
+import sluiced_test
+import harness
+from harness import curl
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 store:
 {store}
     expected_instances: 2
@@ -226,9 +217,8 @@ class RedisKilled(unittest.TestCase):
 
 class Config(unittest.TestCase):
     def check_config(self, path):
-        r = subprocess.run([sluiced_test.SLUICED, "--check-config", path], capture_output=True,
-                           text=True)
-        return r.returncode, r.stdout + r.stderr
+        rc, out, err = sluiced_test.check_config(path=path)
+        return rc, out + err
 
     def test_example_loads(self):
         path = os.path.join(sluiced_test.SRC, "examples", "protection", "fleet-shedding.yaml")
@@ -236,9 +226,8 @@ class Config(unittest.TestCase):
         self.assertEqual(rc, 0, out)
 
     def test_fleet_needs_redis(self):
-        path = os.path.join(tempfile.mkdtemp(prefix="sluice-shed-fleet-"), "c.yaml")
-        with open(path, "w") as f:
-            f.write("shedding:\n  rate: 10/s\n  scope: fleet\n")
+        _, path = harness.temp_file("sluice-shed-fleet-", "c.yaml",
+                                    "shedding:\n  rate: 10/s\n  scope: fleet\n")
         rc, out = self.check_config(path)
         self.assertEqual(rc, 1, out)
         self.assertIn("shedding.scope: fleet needs store.type: redis", out)
@@ -250,6 +239,4 @@ class Config(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

@@ -13,23 +13,13 @@ refills during the test (1 an hour), so every count is exact:
 
 Standard library only."""
 import json
-import os
-import subprocess
-import sys
-import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sluiced_test  # noqa: E402
-import harness  # noqa: E402
-from harness import curl  # noqa: E402
+import sluiced_test
+import harness
+from harness import curl
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 store:
   type: memory
 policies:
@@ -115,12 +105,8 @@ class Shedding(unittest.TestCase):
 
 class Errors(unittest.TestCase):
     def check_config(self, text):
-        path = os.path.join(tempfile.mkdtemp(prefix="sluice-shed-"), "c.yaml")
-        with open(path, "w") as f:
-            f.write(text)
-        r = subprocess.run([sluiced_test.SLUICED, "--check-config", path], capture_output=True,
-                           text=True)
-        return r.returncode, r.stdout + r.stderr
+        rc, out, err = sluiced_test.check_config(text)
+        return rc, out + err
 
     def test_errors(self):
         rc, out = self.check_config("shedding:\n  rate: 10/s\n  burst: 5\n  reserve_critical: 3\n"
@@ -139,6 +125,4 @@ class Errors(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main()

@@ -19,12 +19,8 @@ Rates are slow (per hour), so every count is exact however slow the machine.
 With SLUICE_TEST_REDIS=1 the same tests run with the Redis store, on a
 redis-server of their own. Standard library only."""
 import json
-import os
-import re
 import shutil
 import subprocess
-import sys
-import tempfile
 import time
 import unittest
 
@@ -34,12 +30,7 @@ from harness import curl, metric
 
 STORE = "store:\n  type: memory\n  max_memory: 64MiB\n"
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 {store}
 identity:
   api_keys:
@@ -85,8 +76,7 @@ KEYS = "alice free\nbob pro\ncarol\ndave\n"
 
 def use_redis_store():
     global STORE
-    redis = harness.private_redis("signals-test-redis-")
-    STORE = "store:\n%s\n" % harness.redis_store(redis.port, "2s")
+    STORE = harness.private_store("signals-test-redis-")
 
 
 def auth(s, uri, key=None, ip="203.0.113.7"):
@@ -101,10 +91,7 @@ def auth(s, uri, key=None, ip="203.0.113.7"):
 class Signals(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="signals-test-")
-        keys = os.path.join(cls.dir, "keys.txt")
-        with open(keys, "w") as f:
-            f.write(KEYS)
+        cls.dir, keys = harness.temp_file("signals-test-", "keys.txt", KEYS)
         cls.s = sluiced_test.Server(CONFIG, store=STORE, keys=keys)
 
     @classmethod
@@ -232,8 +219,4 @@ class Signals(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sluiced_test.SLUICED = os.path.abspath(sys.argv[1])
-    sluiced_test.SRC = os.path.abspath(sys.argv[2])
-    if os.environ.get("SLUICE_TEST_REDIS"):
-        use_redis_store()
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    sluiced_test.main(use_redis_store)

@@ -11,6 +11,7 @@ the same tests run with the Redis store, on a redis-server of their own."""
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,12 +26,7 @@ from harness import curl, raw
 SLUICED = None
 SRC = None
 
-CONFIG = """
-listen:
-  http: 127.0.0.1:0
-  grpc: "off"
-  resp: 127.0.0.1:0
-workers: 2
+CONFIG = harness.config_head() + """
 store:
   type: memory
   max_memory: 64MiB
@@ -58,25 +54,35 @@ policies:
     rate: 2/h
 """
 
+WIN_S = 60  # win's window: a burst on it is kept inside one (harness.in_one_window)
+
 
 class Server:
-    """A sluiced process on ephemeral ports; the ports are read from its log."""
+    """A sluiced process on ephemeral ports; the ports are read from its log.
+    Its config is config_text (CONFIG unless given) formatted with fmt
+    (str.format: braces doubled), or as it is with literal=True; env and
+    preexec_fn go to the process (conn_test.py)."""
 
-    def __init__(self, config_text=None, args=None, **fmt):
+    def __init__(self, config_text=None, args=None, literal=False, env=None, preexec_fn=None,
+                 **fmt):
         self.dir = tempfile.mkdtemp(prefix="sluiced-test-")
         self.config = os.path.join(self.dir, "sluice.yaml")
         fmt.setdefault("max_connections", 1000)
         fmt.setdefault("api_rate", "1/m")  # slow: no refill between curl calls on a loaded machine
+        text = config_text or CONFIG
         with open(self.config, "w") as f:
-            f.write((config_text or CONFIG).format(**fmt))
+            f.write(text if literal else text.format(**fmt))
         self.log_path = os.path.join(self.dir, "sluiced.log")
         self.log = open(self.log_path, "w+")
         cmd = [SLUICED] + (args if args is not None else ["-c", self.config])
-        self.proc = subprocess.Popen(cmd, stderr=self.log, stdout=self.log)
+        self.proc = harness.spawn(cmd, self.log, env=env, preexec_fn=preexec_fn)
         self.http_port = self.resp_port = None
         # a loaded machine under ASan starts slowly
         ports = harness.wait_listening(self.proc, self.log_path, ("http", "resp"), within=30)
         self.http_port, self.resp_port = ports["http"], ports["resp"]
+        # gRPC when the config has it on (said before "ready"), else None
+        m = re.search(r"listening grpc on \S+:(\d+)", self.log_text())
+        self.grpc_port = int(m.group(1)) if m else None
 
     def log_text(self):
         with open(self.log_path) as f:
@@ -204,15 +210,18 @@ class HttpApi(unittest.TestCase):
 
     def test_post_json_and_errors(self):
         key = "post-%d" % time.time_ns()
-        st, h, body = curl("-X", "POST", "-H", "Content-Type: application/json", "-d",
-                           json.dumps({"policy": "win", "key": key, "cost": 2}),
-                           self.s.url("/v1/check"))
-        self.assertEqual(st, 200, body)
-        self.assertEqual(json.loads(body)["remaining"], 0)
-        st, h, body = curl("-X", "POST", "-H", "Content-Type: application/json", "-d",
-                           json.dumps({"policy": "win", "key": key}), self.s.url("/v1/check"))
-        self.assertEqual(st, 429)
-        self.assertGreaterEqual(int(h["retry-after"]), 1)
+
+        def burst():  # win is a fixed window of 2 a minute
+            st, h, body = curl("-X", "POST", "-H", "Content-Type: application/json", "-d",
+                               json.dumps({"policy": "win", "key": key, "cost": 2}),
+                               self.s.url("/v1/check"))
+            self.assertEqual(st, 200, body)
+            self.assertEqual(json.loads(body)["remaining"], 0)
+            st, h, body = curl("-X", "POST", "-H", "Content-Type: application/json", "-d",
+                               json.dumps({"policy": "win", "key": key}), self.s.url("/v1/check"))
+            self.assertEqual(st, 429)
+            self.assertGreaterEqual(int(h["retry-after"]), 1)
+        harness.in_one_window(WIN_S, burst, what="win's burst")
         cases = [
             (["-d", "{}", "-H", "Content-Type: text/plain"], 415),
             (["-d", "{nope", "-H", "Content-Type: application/json"], 400),
@@ -356,9 +365,12 @@ class Resp(unittest.TestCase):
 
     def test_sl_check(self):
         key = "k-%d" % time.time_ns()
-        out = [redis_cli(self.s.resp_port, "SL.CHECK", "win", key).split() for _ in range(3)]
-        self.assertEqual([o[0] for o in out], ["1", "1", "0"])
-        self.assertEqual(out[0][1], "2")
+
+        def burst():
+            out = [redis_cli(self.s.resp_port, "SL.CHECK", "win", key).split() for _ in range(3)]
+            self.assertEqual([o[0] for o in out], ["1", "1", "0"])
+            self.assertEqual(out[0][1], "2")
+        harness.in_one_window(WIN_S, burst, what="win's burst")
         self.assertIn("ERR", redis_cli(self.s.resp_port, "SL.CHECK", "nope", key))
 
     def test_pipe_mode(self):
@@ -468,6 +480,29 @@ class Lifecycle(unittest.TestCase):
             self.assertEqual(s.stop(), 0)
 
 
+def check_config(text=None, path=None):
+    """sluiced --check-config on path, or on text written to a temporary file
+    (removed after): (exit status, stdout, stderr)."""
+    if path is not None:
+        return harness.run(SLUICED, "--check-config", path)
+    d, path = harness.temp_file("sluiced-check-", "sluice.yaml", text)
+    try:
+        return harness.run(SLUICED, "--check-config", path)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def main(redis=None):
+    """The main of a unittest file that starts Server: SLUICED and SRC from
+    argv[1:3], the rest to unittest; with SLUICE_TEST_REDIS set, redis()
+    first (the file's switch to a redis-server of its own)."""
+    global SLUICED, SRC
+    SLUICED, SRC = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    if redis is not None and os.environ.get("SLUICE_TEST_REDIS"):
+        redis()
+    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+
+
 def use_redis_store():
     """SLUICE_TEST_REDIS=1: the same tests with the Redis store, on a
     redis-server of our own on a free loopback port (stopped at exit)."""
@@ -478,7 +513,4 @@ def use_redis_store():
 
 
 if __name__ == "__main__":
-    SLUICED, SRC = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    if os.environ.get("SLUICE_TEST_REDIS"):
-        use_redis_store()
-    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])
+    main(use_redis_store)

@@ -96,7 +96,8 @@ static inline int64_t fake_clock_tick(fake_clock *c, int64_t step) {
 /* ---- config error lists ----------------------------------------------------------
  * expect_errors(text, "msg", ...) calls the file's own
  * expect_errors_(text, want, n), which parses text its way and then checks the
- * list with expect_error_list. */
+ * list with expect_error_list (a config as "t.yaml": `#define expect_errors_
+ * config_expect_errors`, below). */
 #define expect_errors(text, ...)                                                                   \
     do {                                                                                           \
         const char *const want_[] = {__VA_ARGS__};                                                 \
@@ -109,7 +110,8 @@ static inline void print_errors(const sl__config_errors *e) {
         print_message("  %s\n", e->msg[i]);
 }
 
-/* text parsed as "t.yaml": the config, or the test fails with its errors. */
+/* text parsed as "t.yaml": the config (never NULL, with no error listed), or
+ * the test fails with its errors. */
 static inline sl__config *config_parse_ok(const char *text) {
     sl__config *c = NULL;
     static sl__config_errors e;
@@ -117,6 +119,8 @@ static inline sl__config *config_parse_ok(const char *text) {
         print_errors(&e);
         fail_msg("expected this config to load:\n%s", text);
     }
+    assert_non_null(c);
+    assert_int_equal(e.n, 0);
     return c;
 }
 
@@ -137,12 +141,19 @@ static inline void expect_error_list(const sl__config_errors *e, const char *con
     }
 }
 
-/* text parsed as "t.yaml" must fail with exactly want[0..n). */
-static inline void config_expect_errors(const char *text, const char *const *want, size_t n) {
-    sl__config *c = NULL;
+/* text parsed as "t.yaml" must fail, leaving no config, with exactly
+ * want[0..n) (each passed through map first when map is not NULL). */
+static inline void config_expect_errors_map(const char *text, const char *const *want, size_t n,
+                                            const char *(*map)(const char *)) {
+    sl__config *c = (sl__config *)1; /* the parser must set it to NULL */
     static sl__config_errors e;
     assert_int_equal(sl__config_parse(text, strlen(text), "t.yaml", &c, &e), SL_EPARSE);
-    expect_error_list(&e, want, n, NULL, text);
+    assert_null(c);
+    expect_error_list(&e, want, n, map, text);
+}
+
+static inline void config_expect_errors(const char *text, const char *const *want, size_t n) {
+    config_expect_errors_map(text, want, n, NULL);
 }
 #endif
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "sluice/clock.h"
+#include "sluice/error.h"
 #include "sluice/limit.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -154,6 +155,33 @@ static inline void config_expect_errors_map(const char *text, const char *const 
 
 static inline void config_expect_errors(const char *text, const char *const *want, size_t n) {
     config_expect_errors_map(text, want, n, NULL);
+}
+#endif
+
+#if defined(SLUICE_POLICY_DOMAINS_H) && defined(SLUICE_POLICY_CONFIG_H)
+/* ---- Envoy rule files (policy/domains.h) --------------------------------------- */
+
+/* text parsed as rule file `file`: the rules, or the test fails with their errors. */
+static inline sl__domain_rules *domain_rules_ok(const char *text, const char *file) {
+    sl__domain_rules *r = NULL;
+    static sl__config_errors e;
+    e.n = 0;
+    if (sl__domain_rules_parse(text, strlen(text), file, &r, &e) != 0) {
+        print_errors(&e);
+        fail_msg("expected these rules to load:\n%s", text);
+    }
+    assert_non_null(r);
+    return r;
+}
+
+/* r compiled into a set (16 MiB, after prev, at now) and freed: the set. */
+static inline sl__domain_set *domain_set_ok(sl__domain_rules *r, sl__domain_set *prev,
+                                            int64_t now) {
+    sl__domain_set *s = NULL;
+    char err[256];
+    assert_int_equal(sl__domain_set_build(r, 16u << 20, prev, now, &s, err, sizeof err), 0);
+    sl__domain_rules_free(r);
+    return s;
 }
 #endif
 

@@ -10,8 +10,8 @@
 #include <cmocka.h>
 
 #include "sluice/sluice.h"
+#include "helpers.h"
 
-#define MS SL_NS_PER_MS
 #define S  SL_NS_PER_SEC
 #define T0 (1000 * S)
 

@@ -39,17 +39,10 @@
 #include "util/buf.h"
 
 #include "redis_fixture.h"
+#include "helpers.h"
 
-#define MS  SL_NS_PER_MS
-#define SEC SL_NS_PER_SEC
 /* 2023-11-14 in Unix ns: the clock of every memory test */
 #define T0 (INT64_C(1700000000) * SEC)
-
-#define assert_i64(a, b)                                                                           \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (a_ != b_) fail_msg("%s == %s failed: %lld != %lld", #a, #b, a_, b_);                   \
-    } while (0)
 
 #include "cell_expect.h"
 

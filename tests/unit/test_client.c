@@ -20,9 +20,9 @@
 #include "client/response.h"
 #include "sluice/client.h"
 #include "sluice/sluice.h"
+#include "helpers.h"
 
-#define S  SL_NS_PER_SEC
-#define MS SL_NS_PER_MS
+#define S SL_NS_PER_SEC
 
 /* 1994-11-06 08:49:37 UTC, RFC 9110's example date */
 #define EXAMPLE_UNIX INT64_C(784111777)

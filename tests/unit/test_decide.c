@@ -16,9 +16,9 @@
 #include "sluice/sluice.h"
 #include "store/batch.h"
 #include "store/memory.h"
+#include "helpers.h"
 
-#define SEC SL_NS_PER_SEC
-#define T0  (INT64_C(1769904000) * SEC)
+#define T0 (INT64_C(1769904000) * SEC)
 
 typedef struct lim {
     sl__decide_limit l;

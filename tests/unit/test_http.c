@@ -21,16 +21,9 @@
 #include "policy/policy.h"
 #include "server/http/http.h"
 #include "sluice/sluice.h"
+#include "helpers.h"
 
-#define SEC SL_NS_PER_SEC
-#define MS  SL_NS_PER_MS
-#define T0  (1000 * SEC)
-
-#define assert_i64(a, b)                                                                           \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (a_ != b_) fail_msg("%s == %s failed: %lld != %lld", #a, #b, a_, b_);                   \
-    } while (0)
+#define T0 (1000 * SEC)
 
 /* ---- feeding helpers ---------------------------------------------------------- */
 

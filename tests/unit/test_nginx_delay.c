@@ -16,9 +16,7 @@
 
 #include "policy/config.h"
 #include "sluice/sluice.h"
-
-#define MS  SL_NS_PER_MS
-#define SEC SL_NS_PER_SEC
+#include "helpers.h"
 
 typedef struct nginx_node {
     int64_t last_ms, excess;

@@ -40,18 +40,13 @@
 #include "util/buf.h"
 
 #include "redis_fixture.h"
+#include "helpers.h"
 
 #define US    INT64_C(1000) /* ns per us */
 #define MS_US INT64_C(1000)
 #define S_US  INT64_C(1000000)
 /* A realistic Unix time in us (2023-11-14); traces start near it. */
 #define T0_US INT64_C(1700000000000000)
-
-#define assert_i64(a, b)                                                                           \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (a_ != b_) fail_msg("%s == %s failed: %lld != %lld", #a, #b, a_, b_);                   \
-    } while (0)
 
 /* ---- the redis-server of this test (redis_fixture.h) ------------------------- */
 

@@ -22,17 +22,10 @@
 #include "server/resp/resp.h"
 #include "sluice/sluice.h"
 #include "util/buf.h"
+#include "helpers.h"
 
-#define SEC   SL_NS_PER_SEC
-#define MS    SL_NS_PER_MS
 #define T0    (INT64_C(1700000000) * SEC) /* a fixed "now" */
 #define FRAME ((size_t)64 * 1024)
-
-#define assert_i64(a, b)                                                                           \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (a_ != b_) fail_msg("%s == %s failed: %lld != %lld", #a, #b, a_, b_);                   \
-    } while (0)
 
 /* ---- helpers ------------------------------------------------------------------- */
 

@@ -19,9 +19,9 @@
 #include <string.h>
 
 #include "sluice/sluice.h"
+#include "helpers.h"
 
-#define MS SL_NS_PER_MS
-#define S  SL_NS_PER_SEC
+#define S SL_NS_PER_SEC
 
 static sl_retry *make(int64_t ppm, int64_t min, int64_t window) {
     sl_retry_options o = {.ratio_ppm = ppm, .min_retries = min, .window = window, .seed = 7};

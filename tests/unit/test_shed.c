@@ -19,9 +19,9 @@
 #include <string.h>
 
 #include "sluice/sluice.h"
+#include "helpers.h"
 
-#define MS SL_NS_PER_MS
-#define S  SL_NS_PER_SEC
+#define S SL_NS_PER_SEC
 
 static sl_shed *make(int64_t limit, int64_t period, int64_t burst, int64_t rc, int64_t rd) {
     sl_shed_options o = {

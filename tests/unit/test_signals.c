@@ -16,9 +16,9 @@
 #include "policy/decide.h"
 #include "sluice/sluice.h"
 #include "decide_helper.h"
+#include "helpers.h"
 
-#define SEC SL_NS_PER_SEC
-#define T0  (INT64_C(1769904000) * SEC)
+#define T0 (INT64_C(1769904000) * SEC)
 
 typedef struct lim {
     sl__decide_limit l;

@@ -20,9 +20,7 @@
 
 #include "policy/config.h"
 #include "sluice/sluice.h"
-
-#define SEC SL_NS_PER_SEC
-#define MS  SL_NS_PER_MS
+#include "helpers.h"
 
 static sl_table *table_of(const sl_params *p) {
     sl_table_options o = {.params = *p, .max_memory = 1u << 20, .seed = 1};

@@ -10,9 +10,7 @@
 #include <cmocka.h>
 
 #include "sluice/sluice.h"
-
-#define MS  SL_NS_PER_MS
-#define SEC SL_NS_PER_SEC
+#include "helpers.h"
 
 static sl_table *make(sl_algorithm a, int64_t limit, int64_t period, int64_t burst) {
     sl_table_options o = {.params = {.algorithm = a, .rate = {limit, period}, .burst = burst},

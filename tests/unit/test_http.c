@@ -103,6 +103,12 @@ static char *feed_bytewise(size_t max_header, size_t max_body, const char *data,
     return r;
 }
 
+/* d, a feed's dump (freed here), is exactly want. */
+static void expect_dump(char *d, const char *want) {
+    assert_string_equal(d, want);
+    free(d);
+}
+
 /* Parses one complete request and returns the parser holding it. */
 static sl__http_parser *parse_one(const char *req) {
     sl__http_parser *p = sl__http_parser_new(8192, 65536);
@@ -199,9 +205,7 @@ static const char pipeline_dump[] =
 
 static void test_pipelined_whole(void **state) {
     (void)state;
-    char *d = feed_whole(8192, 65536, pipeline, sizeof pipeline - 1);
-    assert_string_equal(d, pipeline_dump);
-    free(d);
+    expect_dump(feed_whole(8192, 65536, pipeline, sizeof pipeline - 1), pipeline_dump);
 }
 
 /* Each request ends exactly where the next begins. */
@@ -254,9 +258,7 @@ static void test_every_split_point(void **state) {
 
 static void test_bytewise(void **state) {
     (void)state;
-    char *d = feed_bytewise(8192, 65536, pipeline, sizeof pipeline - 1);
-    assert_string_equal(d, pipeline_dump);
-    free(d);
+    expect_dump(feed_bytewise(8192, 65536, pipeline, sizeof pipeline - 1), pipeline_dump);
 }
 
 static void test_random_pieces(void **state) {
@@ -271,9 +273,7 @@ static void test_random_pieces(void **state) {
             if (at >= len) break;
             cuts[n++] = at;
         }
-        char *d = feed_cuts(8192, 65536, pipeline, len, cuts, n);
-        assert_string_equal(d, pipeline_dump);
-        free(d);
+        expect_dump(feed_cuts(8192, 65536, pipeline, len, cuts, n), pipeline_dump);
     }
 }
 
@@ -329,9 +329,7 @@ static void test_431_exact(void **state) {
         char *d = feed_bytewise(len, 0, r, len);
         assert_int_equal(strncmp(d, "1 GET", 5), 0);
         free(d);
-        d = feed_bytewise(len - 1, 0, r, len);
-        assert_string_equal(d, "ERROR 431\n");
-        free(d);
+        expect_dump(feed_bytewise(len - 1, 0, r, len), "ERROR 431\n");
         /* with a pipelined request behind it, exactly at the bound */
         strcat(r, "GET /next HTTP/1.1\r\n\r\n");
         d = feed_whole(len, 0, r, strlen(r));
@@ -390,9 +388,7 @@ static void test_413(void **state) {
     const char *c6_4 = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                        "6\r\n012345\r\n4\r\n6789\r\n0\r\n\r\n";
     assert_int_equal(status_of(8192, 10, c6_4, strlen(c6_4)), 0);
-    char *d = feed_bytewise(8192, 10, c6_5, strlen(c6_5));
-    assert_string_equal(d, "ERROR 413\n");
-    free(d);
+    expect_dump(feed_bytewise(8192, 10, c6_5, strlen(c6_5)), "ERROR 413\n");
     /* max_body 0: any body is too large */
     const char *one = "POST / HTTP/1.1\r\nContent-Length: 1\r\n\r\nx";
     assert_int_equal(status_of(8192, 0, one, strlen(one)), 413);
@@ -409,9 +405,7 @@ static void test_chunk_framing_bounded(void **state) {
     for (int i = 0; i < 40000; i++) sl__buf_puts(&b, "x");
     sl__buf_puts(&b, "\r\na\r\n0\r\n\r\n");
     assert_int_equal(status_of(1024, 10, b.data, b.len), 413);
-    char *d = feed_cuts(1024, 10, b.data, b.len, (size_t[]){100, 20000}, 2);
-    assert_string_equal(d, "ERROR 413\n");
-    free(d);
+    expect_dump(feed_cuts(1024, 10, b.data, b.len, (size_t[]){100, 20000}, 2), "ERROR 413\n");
     sl__buf_reset(&b);
     sl__buf_puts(&b, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\nX-T: ");
     for (int i = 0; i < 2000; i++) sl__buf_puts(&b, "y");
@@ -605,20 +599,23 @@ static void test_expect_continue(void **state) {
     assert_int_equal(sl__http_parser_feed(p, "hello", 5, &used), SL__HTTP_READY);
     assert_false(sl__http_parser_take_continue(p));
     sl__http_parser_next(p);
-    /* body already there: nothing to continue */
-    const char *whole = "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nx";
-    assert_int_equal(sl__http_parser_feed(p, whole, strlen(whole), &used), SL__HTTP_READY);
-    assert_false(sl__http_parser_take_continue(p));
-    sl__http_parser_next(p);
-    /* no body, HTTP/1.0, or too large: no 100 */
-    const char *nobody = "GET / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n";
-    assert_int_equal(sl__http_parser_feed(p, nobody, strlen(nobody), &used), SL__HTTP_READY);
-    assert_false(sl__http_parser_take_continue(p));
-    sl__http_parser_next(p);
-    const char *h10 = "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n";
-    assert_int_equal(sl__http_parser_feed(p, h10, strlen(h10), &used), SL__HTTP_NEED_MORE);
-    assert_false(sl__http_parser_take_continue(p));
-    sl__http_parser_next(p);
+    static const struct {
+        const char *req;
+        sl__http_status st;
+    } no_continue[] = {
+        /* body already there: nothing to continue */
+        {"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nx", SL__HTTP_READY},
+        /* no body, HTTP/1.0, or too large (below): no 100 */
+        {"GET / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n", SL__HTTP_READY},
+        {"POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n",
+         SL__HTTP_NEED_MORE},
+    };
+    for (size_t i = 0; i < COUNT(no_continue); i++) {
+        const char *req = no_continue[i].req;
+        assert_int_equal(sl__http_parser_feed(p, req, strlen(req), &used), no_continue[i].st);
+        assert_false(sl__http_parser_take_continue(p));
+        sl__http_parser_next(p);
+    }
     const char *big = "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n";
     assert_int_equal(sl__http_parser_feed(p, big, strlen(big), &used), SL__HTTP_ERROR);
     assert_int_equal(sl__http_parser_error_status(p, NULL), 413);

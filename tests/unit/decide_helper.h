@@ -22,6 +22,27 @@ static inline void helper_run(sl__decide_call *c, int64_t now) {
     sl__engine_decide(sl__decider_memory(), c, now);
 }
 
+/* A store that answers later: it keeps the call the engine hands it (held),
+ * which the test completes by hand (the items' decisions, then
+ * held->done(held)); sl__engine_decide_on(&ls.base, ...) decides on it. */
+typedef struct helper_later_store {
+    sl__store base;
+    sl__store_call *held;
+} helper_later_store;
+
+static inline void helper_later_decide(sl__store *s, sl__store_call *c) {
+    ((helper_later_store *)s)->held = c;
+}
+
+static inline void helper_later_free(sl__store *s) {
+    (void)s;
+}
+
+static inline helper_later_store helper_later_store_new(void) {
+    static const sl__store_ops ops = {.decide = helper_later_decide, .free = helper_later_free};
+    return (helper_later_store){.base = {.ops = &ops}};
+}
+
 #ifdef SLUICE_POLICY_POLICY_H
 /* One request of one policy: hrc of the engine (SL_ECOST: never passes),
  * the decision, and whether shadow mode allowed a refusal. */

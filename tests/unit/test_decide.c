@@ -14,6 +14,8 @@
 #include "core/table_any.h"
 #include "policy/decide.h"
 #include "sluice/sluice.h"
+
+#include "decide_helper.h"
 #include "store/batch.h"
 #include "store/memory.h"
 #include "helpers.h"
@@ -382,28 +384,13 @@ static void test_shadow_count_rejected_charged(void **state) {
 
 /* ---- a store that answers later ---------------------------------------------- */
 
-typedef struct later_store {
-    sl__store base;
-    sl__store_call *held;
-} later_store;
-
-static void later_decide(sl__store *s, sl__store_call *c) {
-    ((later_store *)s)->held = c;
-}
-
-static void later_free(sl__store *s) {
-    (void)s;
-}
-
-static const sl__store_ops later_ops = {.decide = later_decide, .free = later_free};
-
 /* The engine on such a store (through a decider built on it by hand is not
  * possible: deciders come from the engine), so the store call is driven
  * directly as the engine hands it over. */
 static void test_later_and_fail_modes(void **state) {
     (void)state;
     lim *a = lim_new("a", SL_FIXED_WINDOW, 2, 60 * SEC, 0);
-    later_store ls = {.base = {.ops = &later_ops}};
+    helper_later_store ls = helper_later_store_new();
     sl__decide_item it = use(a, "k", 1, false);
     sl__decide_call *c = sl__decide_call_new(&it, 1, NULL, NULL, 0);
     c->done = count_done;

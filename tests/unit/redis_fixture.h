@@ -7,7 +7,11 @@
  * redis_fixture_preload (set before the start, NULL by default) is a
  * library the server runs with in LD_PRELOAD (test_differential: a frozen
  * wall clock). redis_fixture_module (likewise) is a module the server loads
- * (--loadmodule: sluice-redis.so). */
+ * (--loadmodule: sluice-redis.so). Also what the tests that run the
+ * script share: one formatted command sent and its reply
+ * (redis_fixture_send), the script loaded, run and run_persist (the script
+ * and PTTL + PERSIST of its keys in one MULTI/EXEC), and a seeded generator
+ * (rng, rnd, below: splitmix64). */
 #ifndef SLUICE_TESTS_REDIS_FIXTURE_H
 #define SLUICE_TESTS_REDIS_FIXTURE_H
 
@@ -126,18 +130,24 @@ static redisReply *cmd(const char *fmt, ...) {
     return r;
 }
 
-/* One call of the decision script for items[0..n) (EVALSHA, or EVAL with
- * the source); the raw reply, freed by the caller. */
-static redisReply *eval_raw(sl__script_item *items, size_t n, int64_t now_us, bool with_source) {
-    sl__buf b;
-    sl__buf_init(&b);
-    sl__redis_script_format(&b, with_source, items, n, now_us);
-    assert_false(b.failed);
-    if (redisAppendFormattedCommand(rc, b.data, b.len) != REDIS_OK) fail_msg("append");
-    sl__buf_free(&b);
+/* The command formatted in b sent (b freed); its raw reply, freed by the caller. */
+static inline redisReply *redis_fixture_send(sl__buf *b) {
+    assert_false(b->failed);
+    if (redisAppendFormattedCommand(rc, b->data, b->len) != REDIS_OK) fail_msg("append");
+    sl__buf_free(b);
     void *reply = NULL;
     if (redisGetReply(rc, &reply) != REDIS_OK) fail_msg("redis: %s", rc->errstr);
     return reply;
+}
+
+/* One call of the decision script for items[0..n) (EVALSHA, or EVAL with
+ * the source); the raw reply, freed by the caller. */
+static inline redisReply *eval_raw(sl__script_item *items, size_t n, int64_t now_us,
+                                   bool with_source) {
+    sl__buf b;
+    sl__buf_init(&b);
+    sl__redis_script_format(&b, with_source, items, n, now_us);
+    return redis_fixture_send(&b);
 }
 
 /* Runs the script on items[0..n) at now_us (EVALSHA; loads it once when
@@ -152,6 +162,65 @@ static void run(sl__script_item *items, size_t n, int64_t now_us) {
     if (sl__redis_script_parse(r, items, n, err, sizeof err) != 0)
         fail_msg("script (%s, now %lld): %s", items[0].rkey, (long long)now_us, err);
     freeReplyObject(r);
+}
+
+/* SCRIPT LOAD of the decision script, so that EVALSHA finds it. */
+static inline void load_script(void) {
+    const char *src = sl__redis_script_source();
+    redisReply *r = cmd("SCRIPT LOAD %b", src, strlen(src));
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    freeReplyObject(r);
+}
+
+/* Runs the script, then reads the PTTL of each of keys[0..nk) and PERSISTs
+ * them, all in one MULTI/EXEC: no key can expire in real time between the
+ * script and the PERSIST. pttl[i] gets -2 (no key), -1 (no TTL: not written
+ * since the last PERSIST) or the TTL in ms. The script must be loaded. */
+static inline void run_persist(sl__script_item *items, size_t n, int64_t now_us,
+                               const char *const *keys, size_t nk, long long *pttl) {
+    sl__buf b;
+    sl__buf_init(&b);
+    sl__redis_script_format(&b, false, items, n, now_us);
+    assert_false(b.failed);
+    redisAppendCommand(rc, "MULTI");
+    redisAppendFormattedCommand(rc, b.data, b.len);
+    sl__buf_free(&b);
+    for (size_t i = 0; i < nk; i++) redisAppendCommand(rc, "PTTL %s", keys[i]);
+    for (size_t i = 0; i < nk; i++) redisAppendCommand(rc, "PERSIST %s", keys[i]);
+    redisAppendCommand(rc, "EXEC");
+    for (size_t i = 0; i < 2 + 2 * nk; i++) { /* OK, QUEUED... */
+        void *v = NULL;
+        if (redisGetReply(rc, &v) != REDIS_OK) fail_msg("redis: %s", rc->errstr);
+        redisReply *r = v;
+        if (r->type != REDIS_REPLY_STATUS) fail_msg("MULTI: %s", r->str ? r->str : "?");
+        freeReplyObject(r);
+    }
+    void *v = NULL;
+    if (redisGetReply(rc, &v) != REDIS_OK) fail_msg("redis: %s", rc->errstr);
+    redisReply *x = v;
+    if (x->type != REDIS_REPLY_ARRAY || x->elements != 1 + 2 * nk) fail_msg("EXEC: bad reply");
+    char err[256];
+    if (sl__redis_script_parse(x->element[0], items, n, err, sizeof err) != 0)
+        fail_msg("script (%s, now %lld): %s", items[0].rkey, (long long)now_us, err);
+    for (size_t i = 0; i < nk; i++) {
+        if (x->element[1 + i]->type != REDIS_REPLY_INTEGER) fail_msg("PTTL: not an integer");
+        pttl[i] = x->element[1 + i]->integer;
+    }
+    freeReplyObject(x);
+}
+
+/* The seeded generator of the random traces (splitmix64: any seed in rng,
+ * the same sequence for the same seed; the tests print the seed on failure). */
+static uint64_t rng;
+static inline uint64_t rnd(void) {
+    uint64_t z = (rng += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+/* Uniform enough in [0, n) (0 when n <= 0). */
+static inline int64_t below(int64_t n) {
+    return n <= 0 ? 0 : (int64_t)(rnd() % (uint64_t)n);
 }
 
 #endif

@@ -106,18 +106,6 @@ static int64_t up_to_us(int64_t ns) {
 #define PREFIX_M  "m:" /* the module's keys */
 #define CFG_BYTES 4096
 
-/* ---- random numbers (splitmix64) ------------------------------------------------- */
-
-static uint64_t rng;
-static uint64_t rnd(void) {
-    uint64_t z = (rng += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-static int64_t below(int64_t n) {
-    return n <= 0 ? 0 : (int64_t)(rnd() % (uint64_t)n);
-}
 static int64_t between(int64_t lo, int64_t hi) { /* [lo, hi] */
     return lo + below(hi - lo + 1);
 }

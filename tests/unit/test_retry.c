@@ -208,13 +208,6 @@ static bool ref_note(ref *m, int64_t slot, bool retry, int64_t ppm, int64_t min,
     return ok;
 }
 
-static uint64_t rnd(uint64_t *s) {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 static void against_reference(void **state) {
     (void)state;
     uint64_t seed = 0x9e3779b97f4a7c15ULL;
@@ -222,21 +215,21 @@ static void against_reference(void **state) {
     const int64_t ppms[] = {0, 1, 100000, 333333, 500000, SL_RETRY_PPM};
     long checked = 0;
     for (int trace = 0; trace < 200; trace++) {
-        int64_t ppm = ppms[rnd(&seed) % 6], min = (int64_t)(rnd(&seed) % 4);
-        int64_t width = (int64_t)(1 + rnd(&seed) % 5) * MS, window = width * SL_RETRY_SLOTS;
+        int64_t ppm = ppms[helper_rand(&seed) % 6], min = (int64_t)(helper_rand(&seed) % 4);
+        int64_t width = (int64_t)(1 + helper_rand(&seed) % 5) * MS, window = width * SL_RETRY_SLOTS;
         sl_retry *b = make(ppm, min, window);
         memset(models, 0, sizeof models);
-        int64_t now = (int64_t)(rnd(&seed) % 1000) * MS;
+        int64_t now = (int64_t)(helper_rand(&seed) % 1000) * MS;
         for (int step = 0; step < 1300; step++) {
-            uint64_t r = rnd(&seed);
+            uint64_t r = helper_rand(&seed);
             if (r % 8 == 0)
-                now += (int64_t)(rnd(&seed) % (uint64_t)(window * 2));
+                now += (int64_t)(helper_rand(&seed) % (uint64_t)(window * 2));
             else if (r % 8 < 5)
-                now += (int64_t)(rnd(&seed) % (uint64_t)width);
+                now += (int64_t)(helper_rand(&seed) % (uint64_t)width);
             else if (r % 8 == 5 && now > width)
-                now -= (int64_t)(rnd(&seed) % (uint64_t)width);
-            int k = (int)(rnd(&seed) % 3);
-            bool retry = rnd(&seed) % 3 != 0;
+                now -= (int64_t)(helper_rand(&seed) % (uint64_t)width);
+            int k = (int)(helper_rand(&seed) % 3);
+            bool retry = helper_rand(&seed) % 3 != 0;
             char key[2] = {(char)('a' + k), 0};
             int64_t F, R;
             bool want = ref_note(&models[k], now / width, retry, ppm, min, &F, &R);

@@ -133,17 +133,6 @@ static void decide(sl__store *store, side *s, const req *q, int64_t now_us, answ
     }
 }
 
-static uint64_t rng;
-static uint64_t rnd(void) {
-    uint64_t z = (rng += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-static int64_t below(int64_t n) {
-    return (int64_t)(rnd() % (uint64_t)n);
-}
-
 static void same(const char *ctx, const answer *m, const answer *r) {
     if (m->shed != r->shed || m->shed_retry != r->shed_retry)
         fail_msg("%s: shed memory %d (retry %lld), redis %d (retry %lld)", ctx, m->shed,

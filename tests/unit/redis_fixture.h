@@ -223,4 +223,38 @@ static inline int64_t below(int64_t n) {
     return n <= 0 ? 0 : (int64_t)(rnd() % (uint64_t)n);
 }
 
+#ifdef SLUICE_STORE_REDIS_STORE_H
+/* The configs of redis_fixture_stores' stores (a store keeps a pointer to its
+ * config: they live as long as the executable). */
+static sl__redis_config redis_fixture_rcfg, redis_fixture_mcfg;
+
+/* Two Redis stores on loop over the fixture's server (started): the decision
+ * script (module: off) and sluice-redis.so (module: require: the server must
+ * load it), their keys under prefix and mprefix, their counters in sstats and
+ * mstats; failing open, no deny cache, a breaker that never opens, 30 s
+ * timeouts, the script given the caller's clock. 0, or -1 when one is not made. */
+static inline int redis_fixture_stores(uv_loop_t *loop, const char *prefix, const char *mprefix,
+                                       sl__store_stats *sstats, sl__store_stats *mstats,
+                                       sl__store **redis, sl__store **module) {
+    sl__redis_config *r = &redis_fixture_rcfg, *m = &redis_fixture_mcfg;
+    *r = (sl__redis_config){.timeout = 30 * SL_NS_PER_SEC,
+                            .on_failure = SL__FAIL_OPEN,
+                            .expected_instances = 1,
+                            .breaker_failures = 1000000,
+                            .breaker_cooldown = SL_NS_PER_SEC,
+                            .breaker_window = SL_NS_PER_SEC,
+                            .deny_cache = 0,
+                            .module = SL__REDIS_MODULE_OFF,
+                            .script_now = true};
+    snprintf(r->prefix, sizeof r->prefix, "%s", prefix);
+    snprintf(r->unix_path, sizeof r->unix_path, "%s", sock_path);
+    *m = *r;
+    m->module = SL__REDIS_MODULE_REQUIRE;
+    snprintf(m->prefix, sizeof m->prefix, "%s", mprefix);
+    *redis = sl__redis_store_new(loop, r, sstats);
+    *module = sl__redis_store_new(loop, m, mstats);
+    return *redis && *module ? 0 : -1;
+}
+#endif
+
 #endif

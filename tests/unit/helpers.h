@@ -185,4 +185,22 @@ static inline sl__domain_set *domain_set_ok(sl__domain_rules *r, sl__domain_set 
 }
 #endif
 
+#ifdef SLUICE_TABLE_H
+/* ---- keyed tables (sluice/table.h) ------------------------------------------------ */
+
+/* The table of o, or the test fails. */
+static inline sl_table *table_ok(sl_table_options o) {
+    sl_table *t = NULL;
+    assert_int_equal(sl_table_create(&o, &t), SL_OK);
+    return t;
+}
+
+/* One request of cost 1 on key "k" at now: its decision (the call succeeds). */
+static inline sl_decision check_one(sl_table *t, int64_t now) {
+    sl_decision d;
+    assert_int_equal(sl_table_check(t, "k", 1, 1, now, &d), SL_OK);
+    return d;
+}
+#endif
+
 #endif

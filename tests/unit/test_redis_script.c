@@ -226,11 +226,7 @@ static sl_params params_of(const pset *ps, int64_t origin_us) {
 }
 
 static sl_table *make_table(const sl_params *p) {
-    sl_table_options o = {.params = *p, .seed = 42};
-    sl_table *t = NULL;
-    int rc_ = sl_table_create(&o, &t);
-    if (rc_) fail_msg("sl_table_create: %s", sl_strerror(rc_));
-    return t;
+    return table_ok((sl_table_options){.params = *p, .seed = 42});
 }
 
 /* The time (us) from which a brand-new key of p is fresh (start empty). */

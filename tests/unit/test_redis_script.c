@@ -140,6 +140,13 @@ static void run_sim(sl__script_item *items, size_t n, int64_t now_us) {
     run_persist(items, n, now_us, keys, nk, pttl);
 }
 
+/* What a cost-0 item of p on rk sees left at now_us (run_sim: nothing charged). */
+static int64_t remaining_of(const sl_params *p, const char *rk, int64_t now_us) {
+    sl__script_item look = item(p, rk, 0, 0);
+    run_sim(&look, 1, now_us);
+    return look.decision.remaining;
+}
+
 /* ---- single limits: random traces ------------------------------------------------ */
 
 typedef struct pset {
@@ -540,9 +547,7 @@ static void test_groups_by_hand(void **state) {
     assert_false(g[1].decision.allowed);
     assert_i64(g[0].decision.remaining, 4);
     assert_i64(g[1].decision.retry_after, 10 * SL_NS_PER_SEC);
-    sl__script_item look = item(&tb, a, 0, 0);
-    run_sim(&look, 1, now);
-    assert_i64(look.decision.remaining, 4);
+    assert_i64(remaining_of(&tb, a, now), 4);
 
     /* 3. shadow group refused after the enforced one passed: the enforced
      * limit is charged, the shadow one is not */
@@ -561,9 +566,7 @@ static void test_groups_by_hand(void **state) {
     assert_i64(g[0].decision.remaining, 2);
     assert_false(g[1].decision.allowed); /* 2 + 2 > 3 */
     assert_false(g[2].decision.allowed);
-    look = item(&shadow, c, 0, 0);
-    run_sim(&look, 1, now);
-    assert_i64(look.decision.remaining, 1);
+    assert_i64(remaining_of(&shadow, c, now), 1);
 
     /* 4. the enforced group refuses: shadow limits are only looked at */
     g[0] = item(&one, b, 1, 0);
@@ -572,9 +575,7 @@ static void test_groups_by_hand(void **state) {
     assert_false(g[0].decision.allowed);
     assert_true(g[1].decision.allowed);
     assert_i64(g[1].decision.remaining, 2);
-    look = item(&tb, a, 0, 0);
-    run_sim(&look, 1, now);
-    assert_i64(look.decision.remaining, 2);
+    assert_i64(remaining_of(&tb, a, now), 2);
 
     /* 5. the same key twice: costs add up; refused, nothing charged */
     g[0] = item(&tb, a, 1, 0);
@@ -601,9 +602,7 @@ static void test_groups_by_hand(void **state) {
     assert_false(g[1].decision.allowed);
     assert_i64(g[1].decision.retry_after, -1);
     assert_i64(g[1].decision.limit, 5);
-    look = item(&two_cr, d, 0, 0);
-    run_sim(&look, 1, now + 200 * MS_US);
-    assert_i64(look.decision.remaining, 2);
+    assert_i64(remaining_of(&two_cr, d, now + 200 * MS_US), 2);
 
     /* 7. count rejected in a refused group: charged, and says so */
     g[0] = item(&two_cr, d, 1, 0);
@@ -612,9 +611,7 @@ static void test_groups_by_hand(void **state) {
     assert_true(g[0].decision.allowed);
     assert_i64(g[0].decision.remaining, 1);
     assert_false(g[1].decision.allowed);
-    look = item(&two_cr, d, 0, 0);
-    run_sim(&look, 1, now + 200 * MS_US);
-    assert_i64(look.decision.remaining, 1);
+    assert_i64(remaining_of(&two_cr, d, now + 200 * MS_US), 1);
 }
 
 /* ---- EVALSHA and NOSCRIPT ---------------------------------------------------------- */

@@ -22,38 +22,19 @@
 
 #define T0 (INT64_C(1769904000) * SEC)
 
-typedef struct lim {
-    sl__decide_limit l;
-    sl_params p;
-} lim;
-
-static lim *lim_new(const char *name, sl_algorithm a, int64_t limit, int64_t period,
-                    int64_t burst) {
-    lim *x = calloc(1, sizeof *x);
-    assert_non_null(x);
-    x->p = (sl_params){.algorithm = a, .rate = {.limit = limit, .period = period}, .burst = burst};
-    sl__decide_limit_init(&x->l, false);
-    x->l.store.name = name;
-    x->l.store.params = &x->p;
-    sl_table *t = NULL;
-    sl_table_options o = {.params = x->p};
-    assert_int_equal(sl_table_create(&o, &t), SL_OK);
-    x->l.store.table = t;
-    assert_int_equal(sl__topk_create(8, &x->l.top), 0);
-    return x;
-}
+typedef helper_limit lim;
 
 /* lim_new with flags (SL_COUNT_REJECTED, ...). */
 static lim *lim_flags(const char *name, sl_algorithm a, int64_t limit, int64_t period,
                       int64_t burst, uint32_t flags) {
-    lim *x = lim_new(name, a, limit, period, burst);
-    sl_table_destroy(x->l.store.table);
-    x->p.flags = flags;
-    sl_table *t = NULL;
-    sl_table_options o = {.params = x->p};
-    assert_int_equal(sl_table_create(&o, &t), SL_OK);
-    x->l.store.table = t;
-    return x;
+    sl_params p = {
+        .algorithm = a, .rate = {.limit = limit, .period = period}, .burst = burst, .flags = flags};
+    return helper_limit_new(name, p, false, false);
+}
+
+static lim *lim_new(const char *name, sl_algorithm a, int64_t limit, int64_t period,
+                    int64_t burst) {
+    return lim_flags(name, a, limit, period, burst, 0);
 }
 
 /* A calendar-month quota of n, as policy.c makes one: a fixed window of 31
@@ -67,12 +48,7 @@ static lim *quota_new(const char *name, int64_t n) {
     return x;
 }
 
-static void lim_free(lim *x) {
-    sl__store_limit_stripes_free(&x->l.store);
-    sl_table_destroy(x->l.store.table);
-    sl__topk_destroy(x->l.top);
-    free(x);
-}
+#define lim_free helper_limit_free
 
 static int done_calls;
 static void count_done(sl__decide_call *c) {

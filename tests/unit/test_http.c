@@ -23,6 +23,9 @@
 #include "sluice/sluice.h"
 #include "helpers.h"
 
+#define HTTP_FEED_CHECK(c) assert_true(c)
+#include "http_feed.h"
+
 #define T0 (1000 * SEC)
 
 /* ---- feeding helpers ---------------------------------------------------------- */
@@ -45,6 +48,10 @@ static void dump(sl__buf *b, const sl__http_request *r) {
     sl__buf_puts(b, "]\n");
 }
 
+static void dump_to(const sl__http_request *r, void *out) {
+    dump(out, r);
+}
+
 /* Feeds `len` bytes as the pieces cut at cuts[0..ncuts) (increasing), the
  * way a connection does: each piece is fed until it is used up, a READY
  * request is dumped and the parser moved on, an error ends everything.
@@ -56,33 +63,13 @@ static char *feed_cuts(size_t max_header, size_t max_body, const char *data, siz
     assert_non_null(p);
     sl__buf out;
     sl__buf_init(&out);
-    size_t start = 0;
-    bool stop = false;
-    for (size_t c = 0; c <= ncuts && !stop; c++) {
+    for (size_t c = 0, start = 0; c <= ncuts; c++) {
         size_t end = c < ncuts ? cuts[c] : len;
-        size_t off = start;
-        while (off < end) {
-            size_t used = 12345;
-            sl__http_status st = sl__http_parser_feed(p, data + off, end - off, &used);
-            assert_true(used <= end - off);
-            off += used;
-            if (st == SL__HTTP_READY) {
-                const sl__http_request *r = sl__http_parser_request(p);
-                assert_non_null(r);
-                assert_false(sl__http_parser_in_request(p));
-                dump(&out, r);
-                sl__http_parser_next(p);
-            } else if (st == SL__HTTP_ERROR) {
-                const char *msg = NULL;
-                int status = sl__http_parser_error_status(p, &msg);
-                assert_non_null(msg);
-                sl__buf_printf(&out, "ERROR %d\n", status);
-                stop = true;
-                break;
-            } else {
-                assert_int_equal(off, end);
-                assert_null(sl__http_parser_request(p));
-            }
+        const char *msg;
+        int status = http_feed(p, data + start, end - start, dump_to, &out, &msg);
+        if (status) {
+            sl__buf_printf(&out, "ERROR %d\n", status);
+            break;
         }
         start = end;
     }

@@ -1,17 +1,19 @@
-/* redis_fixture.h: a private redis-server for the unit tests that run the
- * decision script against a real Redis (test_redis_script, test_cell).
- * Included by one test file each (static functions, one server per test
- * executable): redis_fixture_start / redis_fixture_stop are cmocka group
- * setup and teardown; the server listens only on a Unix socket in a fresh
- * temporary directory, which teardown removes. `rc` is the connection.
- * redis_fixture_preload (set before the start, NULL by default) is a
- * library the server runs with in LD_PRELOAD (test_differential: a frozen
- * wall clock). redis_fixture_module (likewise) is a module the server loads
- * (--loadmodule: sluice-redis.so). Also what the tests that run the
- * script share: one formatted command sent and its reply
- * (redis_fixture_send), the script loaded, run and run_persist (the script
- * and PTTL + PERSIST of its keys in one MULTI/EXEC), and a seeded generator
- * (rng, rnd, below: splitmix64). */
+/* redis_fixture.h: a private redis-server for the unit tests that run
+ * against a real Redis (test_redis_script, test_cell, test_differential,
+ * test_redis_module, test_shed_engine, test_shed_redis, test_lease_redis,
+ * test_retry_redis). Included by one test file each (static functions, one
+ * server per test executable): redis_fixture_start / redis_fixture_stop are
+ * cmocka group setup and teardown; the server listens only on a Unix socket
+ * in a fresh temporary directory, which teardown removes. `rc` is the
+ * connection. redis_fixture_preload (set before the start, NULL by default)
+ * is a library the server runs with in LD_PRELOAD (test_differential: a
+ * frozen wall clock). redis_fixture_module (likewise) is a module the server
+ * loads (--loadmodule: sluice-redis.so). Also what those tests share: one
+ * formatted command sent and its reply (redis_fixture_send), the decision
+ * script loaded, run and run_persist (the script and PTTL + PERSIST of its
+ * keys in one MULTI/EXEC), a seeded generator (rng, rnd, below: splitmix64)
+ * and, after store/redis_store.h, the script and module Redis stores
+ * (redis_fixture_stores). */
 #ifndef SLUICE_TESTS_REDIS_FIXTURE_H
 #define SLUICE_TESTS_REDIS_FIXTURE_H
 

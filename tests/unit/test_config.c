@@ -347,15 +347,15 @@ static void test_listen(void **state) {
 
 static void test_workers(void **state) {
     (void)state;
-    sl__config *c = parse_ok("workers: auto\n");
-    assert_int_equal(c->workers, 0);
-    sl__config_free(c);
-    c = parse_ok("workers: 1\n");
-    assert_int_equal(c->workers, 1);
-    sl__config_free(c);
-    c = parse_ok("workers: 256\n");
-    assert_int_equal(c->workers, 256);
-    sl__config_free(c);
+    static const struct {
+        const char *text;
+        unsigned workers;
+    } good[] = {{"workers: auto\n", 0}, {"workers: 1\n", 1}, {"workers: 256\n", 256}};
+    for (size_t i = 0; i < COUNT(good); i++) {
+        sl__config *c = parse_ok(good[i].text);
+        assert_int_equal(c->workers, good[i].workers);
+        sl__config_free(c);
+    }
 
     expect_errors("workers: 0\n", "t.yaml:1: workers: 0 is out of range (1 to 256)");
     expect_errors("workers: 257\n", "t.yaml:1: workers: 257 is out of range (1 to 256)");

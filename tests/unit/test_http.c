@@ -255,7 +255,7 @@ static void test_random_pieces(void **state) {
     for (int round = 0; round < 2000; round++) {
         size_t cuts[64], n = 0, at = 0;
         while (n < 64) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            helper_rand(&x);
             at += 1 + x % 40;
             if (at >= len) break;
             cuts[n++] = at;
@@ -1115,7 +1115,7 @@ static void test_rate_text_matches_core(void **state) {
     sl__buf_init(&b);
     uint64_t x = 88172645463325252u;
     for (int i = 0; i < 20000; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        helper_rand(&x);
         static const int64_t units[] = {1, 1000, MS, SEC, 60 * SEC, 3600 * SEC, 86400 * SEC};
         sl_rate r = {.limit = (int64_t)(x % 100000) + 1,
                      .period = (int64_t)((x >> 20) % 1000 + 1) * units[(x >> 40) % 7]};

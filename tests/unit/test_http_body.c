@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "server/http/http.h"
+#include "helpers.h"
 
 static sl__json_scan scan(const char *body, const char *member, char *text, size_t size) {
     const char *t = NULL;
@@ -182,7 +183,7 @@ static void test_json_string(void **state) {
     for (int round = 0; round < 20000; round++) {
         size_t n = (size_t)(round % 64);
         for (size_t i = 0; i < n; i++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            helper_rand(&x);
             in[i] = (unsigned char)(round & 1 ? x : (x % 3 ? 0x80 | (x >> 8 & 0x7f) : x >> 16));
         }
         char *got = json_of(in, n);

@@ -31,8 +31,6 @@
 
 #include "helpers.h"
 
-#define S SL_NS_PER_SEC
-
 /* ---- a scripted HTTP server ------------------------------------------------ */
 
 typedef struct reply {
@@ -209,7 +207,7 @@ typedef struct env {
 /* A client on a fake clock starting at 1000 s, recording events. */
 static void env_init(env *e) {
     memset(e, 0, sizeof *e);
-    e->fc.now = 1000 * S;
+    e->fc.now = 1000 * SEC;
     e->fc.strict = true;
     e->clock = fake_clock_of(&e->fc);
     sl_client_options_init(&e->o);
@@ -297,15 +295,15 @@ static void test_seed_example(void **state) {
         assert_int_equal(ev->kind, SL_EVENT_RETRY);
         assert_int_equal(ev->attempt, i + 1);
         assert_int_equal(ev->status, 429);
-        assert_int_equal(ev->hint, S);
-        assert_true(ev->wait >= S && ev->wait < 2 * S);
+        assert_int_equal(ev->hint, SEC);
+        assert_true(ev->wait >= SEC && ev->wait < 2 * SEC);
         assert_int_equal(e.fc.slept[i], ev->wait); /* the fake clock slept exactly that */
         sum += ev->wait;
     }
     assert_int_not_equal(e.f.events[0].wait, e.f.events[1].wait); /* jitter */
     assert_int_equal(info.waited, sum);
     assert_int_equal(info.elapsed, sum);
-    assert_int_equal(e.fc.now, 1000 * S + sum);
+    assert_int_equal(e.fc.now, 1000 * SEC + sum);
     /* three requests, one connection: the 429 bodies were drained */
     assert_int_equal(stub_requests(s), 3);
     assert_int_equal(stub_conns(s), 1);
@@ -358,8 +356,8 @@ static void test_http_date_hint(void **state) {
     assert_int_equal(sl_response_status(r), 200);
     assert_int_equal(e.f.nevents, 1);
     assert_int_equal(e.f.events[0].status, 503);
-    assert_int_equal(e.f.events[0].hint, 3 * S);
-    assert_true(e.f.events[0].wait >= 3 * S && e.f.events[0].wait < 6 * S);
+    assert_int_equal(e.f.events[0].hint, 3 * SEC);
+    assert_true(e.f.events[0].wait >= 3 * SEC && e.f.events[0].wait < 6 * SEC);
     sl_response_free(r);
     env_close(&e, s);
 }
@@ -499,7 +497,7 @@ static void test_max_wait_and_deadline(void **state) {
     sl_response_info_get(r, &info);
     assert_int_equal(info.stop, SL_STOP_MAX_WAIT);
     assert_int_equal(info.attempts, 1);
-    assert_int_equal(e.f.events[0].hint, 30 * S);
+    assert_int_equal(e.f.events[0].hint, 30 * SEC);
     assert_int_equal(e.fc.sleeps, 0);
     sl_response_free(r);
     /* a wait that would end after the deadline is not started */
@@ -597,7 +595,7 @@ static void test_aimd(void **state) {
     const sl_client_event *retry = &e.f.events[e.f.nevents - 1];
     assert_int_equal(retry->kind, SL_EVENT_RETRY);
     assert_int_equal(retry->rate, 2000);
-    assert_true(retry->wait >= S && retry->wait < 2 * S);
+    assert_true(retry->wait >= SEC && retry->wait < 2 * SEC);
     assert_int_equal(sl_client_host_rate(e.c, url), 3000);
     /* another host has its own rate */
     char other[128];
@@ -638,7 +636,7 @@ static void test_pace_from_ratelimit(void **state) {
     /* nothing left, back in 2 s: the next request waits 2 s */
     get_drop(&e, url);
     assert_int_equal(e.fc.sleeps, 1);
-    assert_int_equal(e.fc.slept[0], 2 * S);
+    assert_int_equal(e.fc.slept[0], 2 * SEC);
     assert_int_equal(e.f.events[0].kind, SL_EVENT_PACE);
     /* 4 of 5 left: no wait */
     get_drop(&e, url);
@@ -646,7 +644,7 @@ static void test_pace_from_ratelimit(void **state) {
     /* X-RateLimit says 60 s: the wait is capped by max_wait (10 s) */
     get_drop(&e, url);
     assert_int_equal(e.fc.sleeps, 2);
-    assert_int_equal(e.fc.slept[1], 10 * S);
+    assert_int_equal(e.fc.slept[1], 10 * SEC);
     env_close(&e, s);
 }
 

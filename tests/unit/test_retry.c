@@ -21,8 +21,6 @@
 #include "sluice/sluice.h"
 #include "helpers.h"
 
-#define S SL_NS_PER_SEC
-
 static sl_retry *make(int64_t ppm, int64_t min, int64_t window) {
     sl_retry_options o = {.ratio_ppm = ppm, .min_retries = min, .window = window, .seed = 7};
     sl_retry *b = NULL;
@@ -38,7 +36,7 @@ static sl_retry_decision note(sl_retry *b, const char *key, bool retry, int64_t 
 
 static void budget(void **state) {
     (void)state;
-    sl_retry *b = make(100000, 2, 10 * S); /* 10 %, 2 always, 10 s (1 s slots) */
+    sl_retry *b = make(100000, 2, 10 * SEC); /* 10 %, 2 always, 10 s (1 s slots) */
     /* no first attempts: min_retries only */
     assert_true(note(b, "k", true, 0).allowed);
     assert_true(note(b, "k", true, 0).allowed);
@@ -46,30 +44,30 @@ static void budget(void **state) {
     assert_false(d.allowed);
     assert_int_equal(d.retries, 2);
     assert_int_equal(d.budget, 2);
-    assert_int_equal(d.retry_after, 10 * S); /* slot 0 leaves at 10 s */
+    assert_int_equal(d.retry_after, 10 * SEC); /* slot 0 leaves at 10 s */
     /* 9 first attempts: floor(0.9) = 0, still 2 */
-    for (int i = 0; i < 9; i++) assert_true(note(b, "k", false, 1 * S).allowed);
-    assert_false(note(b, "k", true, 1 * S).allowed);
+    for (int i = 0; i < 9; i++) assert_true(note(b, "k", false, 1 * SEC).allowed);
+    assert_false(note(b, "k", true, 1 * SEC).allowed);
     /* the 10th: floor(1.0) = 1, a third retry passes */
-    d = note(b, "k", false, 1 * S);
+    d = note(b, "k", false, 1 * SEC);
     assert_int_equal(d.firsts, 10);
     assert_int_equal(d.budget, 3);
-    d = note(b, "k", true, 1 * S);
+    d = note(b, "k", true, 1 * SEC);
     assert_true(d.allowed);
     assert_int_equal(d.retries, 3);
-    d = note(b, "k", true, 2 * S);
+    d = note(b, "k", true, 2 * SEC);
     assert_false(d.allowed);
     /* at 10 s slot 0 (2 retries) leaves: R = 1, F = 10, budget 3 */
-    assert_int_equal(d.retry_after, 8 * S);
-    assert_false(note(b, "k", true, 10 * S - 1).allowed);
-    d = note(b, "k", true, 10 * S);
+    assert_int_equal(d.retry_after, 8 * SEC);
+    assert_false(note(b, "k", true, 10 * SEC - 1).allowed);
+    d = note(b, "k", true, 10 * SEC);
     assert_true(d.allowed);
     assert_int_equal(d.retries, 2);
     assert_int_equal(d.firsts, 10);
     /* other keys are apart */
-    assert_true(note(b, "other", true, 10 * S).allowed);
+    assert_true(note(b, "other", true, 10 * SEC).allowed);
     /* at 21 s everything left */
-    d = note(b, "k", true, 21 * S);
+    d = note(b, "k", true, 21 * SEC);
     assert_true(d.allowed);
     assert_int_equal(d.firsts, 0);
     assert_int_equal(d.retries, 1);
@@ -92,7 +90,7 @@ static void never_alone(void **state) {
     assert_int_equal(d.retry_after, -1);
     /* 100 % ratio, exact at the largest counts */
     sl_retry_destroy(b);
-    b = make(SL_RETRY_PPM, 0, 10 * S);
+    b = make(SL_RETRY_PPM, 0, 10 * SEC);
     for (int i = 0; i < 5; i++) note(b, "k", false, 0);
     for (int i = 0; i < 5; i++) assert_true(note(b, "k", true, 0).allowed);
     assert_false(note(b, "k", true, 0).allowed);
@@ -101,21 +99,21 @@ static void never_alone(void **state) {
 
 static void clock_back(void **state) {
     (void)state;
-    sl_retry *b = make(0, 1, 10 * S);
-    assert_true(note(b, "k", true, 20 * S).allowed);
+    sl_retry *b = make(0, 1, 10 * SEC);
+    assert_true(note(b, "k", true, 20 * SEC).allowed);
     /* back to 5 s: counted in slot 20 (the latest), still in the window */
-    sl_retry_decision d = note(b, "k", true, 5 * S);
+    sl_retry_decision d = note(b, "k", true, 5 * SEC);
     assert_false(d.allowed);
-    assert_int_equal(d.retry_after, 25 * S); /* slot 20 leaves at 30 s */
-    assert_false(note(b, "k", true, 30 * S - 1).allowed);
-    assert_true(note(b, "k", true, 30 * S).allowed);
+    assert_int_equal(d.retry_after, 25 * SEC); /* slot 20 leaves at 30 s */
+    assert_false(note(b, "k", true, 30 * SEC - 1).allowed);
+    assert_true(note(b, "k", true, 30 * SEC).allowed);
     sl_retry_destroy(b);
 }
 
 static void bad_arguments(void **state) {
     (void)state;
     sl_retry *b = NULL;
-    sl_retry_options o = {.ratio_ppm = 100000, .min_retries = 1, .window = 10 * S};
+    sl_retry_options o = {.ratio_ppm = 100000, .min_retries = 1, .window = 10 * SEC};
     o.ratio_ppm = SL_RETRY_PPM + 1;
     assert_int_equal(sl_retry_create(&o, &b), SL_EINVAL);
     o.ratio_ppm = -1;
@@ -124,13 +122,13 @@ static void bad_arguments(void **state) {
     o.min_retries = -1;
     assert_int_equal(sl_retry_create(&o, &b), SL_EINVAL);
     o.min_retries = 0;
-    o.window = 10 * S + 1; /* not a multiple of 10 */
+    o.window = 10 * SEC + 1; /* not a multiple of 10 */
     assert_int_equal(sl_retry_create(&o, &b), SL_EINVAL);
     o.window = SL_RETRY_WINDOW_MIN - 10;
     assert_int_equal(sl_retry_create(&o, &b), SL_EINVAL);
     o.window = SL_RETRY_WINDOW_MAX + 10;
     assert_int_equal(sl_retry_create(&o, &b), SL_EINVAL);
-    o.window = 10 * S;
+    o.window = 10 * SEC;
     o.max_memory = 100;
     assert_int_equal(sl_retry_create(&o, &b), SL_EINVAL);
     assert_null(b);
@@ -149,7 +147,7 @@ static void bad_arguments(void **state) {
 static void memory_cap(void **state) {
     (void)state;
     sl_retry_options o = {
-        .ratio_ppm = SL_RETRY_PPM, .min_retries = 1, .window = 10 * S, .max_memory = 64 << 10};
+        .ratio_ppm = SL_RETRY_PPM, .min_retries = 1, .window = 10 * SEC, .max_memory = 64 << 10};
     sl_retry *b = NULL;
     assert_int_equal(sl_retry_create(&o, &b), SL_OK);
     for (int i = 0; i < 20; i++) note(b, "victim", false, 0);
@@ -295,7 +293,7 @@ static void *hammer(void *p) {
  * retry tried after the last first attempt passes while under budget. */
 static void threads(void **state) {
     (void)state;
-    thread_arg a = {.b = make(100000, 3, 10 * S)};
+    thread_arg a = {.b = make(100000, 3, 10 * SEC)};
     pthread_t t[4];
     for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, hammer, &a);
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);

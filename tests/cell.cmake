@@ -4,9 +4,4 @@
 # tests/integration/cell_test.py (the real sluiced, memory and Redis stores).
 sluice_unit_test(test_cell)
 set_tests_properties(test_cell PROPERTIES LABELS unit TIMEOUT 180)
-if(TARGET sluiced)
-  add_test(NAME cell_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/cell_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(cell_integration PROPERTIES LABELS "integration;concurrency" TIMEOUT 180)
-endif()
+sluiced_test(cell_integration cell_test.py LABELS integration concurrency TIMEOUT 180)

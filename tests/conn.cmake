@@ -3,12 +3,7 @@
 # timeouts, the file-descriptor limit, draining on SIGTERM. Real sluiced, raw
 # sockets. Also run under TSan (label concurrency): the process-wide output
 # total is shared by the workers.
-if(TARGET sluiced)
-  add_test(NAME conn_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/conn_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(conn_integration PROPERTIES LABELS "integration;concurrency" TIMEOUT 300)
-endif()
+sluiced_test(conn_integration conn_test.py LABELS integration concurrency TIMEOUT 300)
 
 # The same layer on a loop the test steps by hand (tests/unit/test_conn.c):
 # exact moments, such as a request unread in the socket buffer when the drain starts.

@@ -11,9 +11,6 @@ if(TARGET sluiced AND TARGET sluice_cli)
     SKIP_RETURN_CODE 77)
 endif()
 # SYSTEMD_FOUND: packaging/packaging.cmake, libsystemd-dev (scripts/install-deps.sh)
-if(TARGET sluiced AND SYSTEMD_FOUND)
-  add_test(NAME notify_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/notify_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(notify_integration PROPERTIES LABELS integration TIMEOUT 120)
+if(SYSTEMD_FOUND)
+  sluiced_test(notify_integration notify_test.py LABELS integration TIMEOUT 120)
 endif()

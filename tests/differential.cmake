@@ -11,9 +11,4 @@ add_library(frozen_clock MODULE unit/frozen_clock.c)
 set_property(TARGET frozen_clock PROPERTY COMPILE_OPTIONS "")
 set_property(TARGET frozen_clock PROPERTY LINK_OPTIONS "")
 target_link_libraries(frozen_clock PRIVATE ${CMAKE_DL_LIBS})
-sluice_unit_test(test_differential)
-add_dependencies(test_differential frozen_clock sluice_redis)
-target_compile_definitions(test_differential PRIVATE
-  FROZEN_CLOCK_LIB="$<TARGET_FILE:frozen_clock>"
-  SLUICE_REDIS_MODULE="$<TARGET_FILE:sluice_redis>")
-set_tests_properties(test_differential PROPERTIES LABELS unit TIMEOUT 300)
+sluice_frozen_redis_test(test_differential)

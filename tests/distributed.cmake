@@ -6,20 +6,15 @@
 # examples/distributed/ behind nginx. A real redis-server and nginx on
 # ephemeral loopback ports (tests/integration/distributed_test.py; --only NAME
 # runs one test).
-if(TARGET sluiced)
-  find_program(SLUICE_NGINX nginx PATHS /usr/sbin /sbin)
-  find_program(SLUICE_REDIS_SERVER redis-server PATHS /usr/bin /usr/sbin)
-  add_test(NAME distributed_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/distributed_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} ${SLUICE_NGINX}
-            --redis-server ${SLUICE_REDIS_SERVER})
-  set_tests_properties(distributed_integration PROPERTIES LABELS integration TIMEOUT 240)
-  # the exactness cases again with sluice-redis.so loaded and required
-  # (every decision a SLUICE.DECIDE call: store.redis.module: require)
-  add_test(NAME distributed_integration_module
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/distributed_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} ${SLUICE_NGINX}
-            --redis-server ${SLUICE_REDIS_SERVER} --redis-module $<TARGET_FILE:sluice_redis>
-            --only exact_one_key --only exact_many_keys --only redis_killed)
-  set_tests_properties(distributed_integration_module PROPERTIES LABELS integration TIMEOUT 240)
-endif()
+find_program(SLUICE_NGINX nginx PATHS /usr/sbin /sbin)
+find_program(SLUICE_REDIS_SERVER redis-server PATHS /usr/bin /usr/sbin)
+sluiced_test(distributed_integration distributed_test.py
+             LABELS integration TIMEOUT 240
+             ARGS ${SLUICE_NGINX} --redis-server ${SLUICE_REDIS_SERVER})
+# the exactness cases again with sluice-redis.so loaded and required
+# (every decision a SLUICE.DECIDE call: store.redis.module: require)
+sluiced_test(distributed_integration_module distributed_test.py
+             LABELS integration TIMEOUT 240
+             ARGS ${SLUICE_NGINX} --redis-server ${SLUICE_REDIS_SERVER}
+                  --redis-module $<TARGET_FILE:sluice_redis>
+                  --only exact_one_key --only exact_many_keys --only redis_killed)

@@ -14,9 +14,4 @@
 sluice_unit_test(test_envoy_fixtures)
 target_compile_definitions(test_envoy_fixtures PRIVATE SLUICE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 
-if(TARGET sluiced)
-  add_test(NAME envoy_fixtures_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/envoy_fixtures_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(envoy_fixtures_integration PROPERTIES LABELS integration TIMEOUT 180)
-endif()
+sluiced_test(envoy_fixtures_integration envoy_fixtures_test.py LABELS integration TIMEOUT 180)

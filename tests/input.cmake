@@ -7,14 +7,4 @@
 sluice_unit_test(test_http_body)
 # gRPC descriptors with NUL bytes, on sl__grpc_call: tests/unit/test_grpc_nul.c.
 sluice_unit_test(test_grpc_nul)
-if(TARGET sluiced)
-  add_test(NAME input_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/input_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(input_integration PROPERTIES LABELS integration TIMEOUT 180)
-  add_test(NAME input_integration_redis
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/input_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(input_integration_redis PROPERTIES LABELS integration TIMEOUT 180
-                       ENVIRONMENT SLUICE_TEST_REDIS=1)
-endif()
+sluiced_test(input_integration input_test.py REDIS LABELS integration TIMEOUT 180)

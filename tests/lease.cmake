@@ -11,26 +11,11 @@ target_compile_definitions(test_lease_config PRIVATE SLUICE_SOURCE_DIR="${PROJEC
 # lease_integration[_redis]: /v1/acquire, /v1/release, /v1/renew and SL.ACQUIRE,
 # SL.RELEASE, SL.RENEW through the real sluiced (memory and Redis stores),
 # expiry, reload, examples/protection, and Redis killed (fail modes).
-if(TARGET sluiced)
-  add_test(NAME lease_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/lease_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(lease_integration PROPERTIES LABELS "integration;concurrency" TIMEOUT 300)
-  add_test(NAME lease_integration_redis
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/lease_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(lease_integration_redis PROPERTIES LABELS "integration;concurrency"
-                       TIMEOUT 300 ENVIRONMENT SLUICE_TEST_REDIS=1)
-endif()
+sluiced_test(lease_integration lease_test.py REDIS LABELS integration concurrency TIMEOUT 300)
 
 # lease_fleet_integration: one concurrency limit exact across two sluiced on one
 # redis-server under 200 concurrent clients, with clients killed mid-lease.
-if(TARGET sluiced)
-  add_test(NAME lease_fleet_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/lease_fleet_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(lease_fleet_integration PROPERTIES LABELS "integration" TIMEOUT 300)
-endif()
+sluiced_test(lease_fleet_integration lease_fleet_test.py LABELS integration TIMEOUT 300)
 
 # test_adaptive: the adaptive concurrency limit (include/sluice/adaptive.h,
 # issue 16 item 2, library only) on a fake clock.
@@ -44,12 +29,7 @@ set_tests_properties(test_lease_redis PROPERTIES LABELS unit TIMEOUT 180)
 # lease_cluster_integration: concurrency limits on a real Redis Cluster (3
 # masters, tests/integration/redis_cluster.py): lease sets spread over the
 # masters by slot, exact per key, renew and release through the routing.
-if(TARGET sluiced)
-  add_test(NAME lease_cluster_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/lease_cluster_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(lease_cluster_integration PROPERTIES LABELS "integration" TIMEOUT 300)
-endif()
+sluiced_test(lease_cluster_integration lease_cluster_test.py LABELS integration TIMEOUT 300)
 
 # sim_adaptive_cli: `sluice sim adaptive` (a slowing backend: a fixed rate limit
 # against the adaptive concurrency limit), deterministic, its story checked.

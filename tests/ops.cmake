@@ -3,12 +3,9 @@
 # (tests/integration/ops_test.py), the dashboard in headless Chromium
 # (ui_browser), the Prometheus rules of examples/prometheus/ (promtool) and a
 # real Prometheus scraping sluiced (prometheus_integration).
-if(TARGET sluiced)
-  add_test(NAME ops_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/ops_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR} $<TARGET_FILE:sluice_cli>)
-  set_tests_properties(ops_integration PROPERTIES LABELS "integration" TIMEOUT 300)
-endif()
+sluiced_test(ops_integration ops_test.py
+             LABELS integration TIMEOUT 300
+             ARGS $<TARGET_FILE:sluice_cli>)
 
 # The dashboard in a real browser: headless Chromium (Debian's chromium)
 # driven by playwright-core (tests/ui/package-lock.json, installed with npm ci
@@ -29,9 +26,4 @@ endif()
 add_test(NAME prometheus_rules
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/prometheus_rules.sh ${PROJECT_SOURCE_DIR})
 set_tests_properties(prometheus_rules PROPERTIES LABELS "unit" TIMEOUT 120)
-if(TARGET sluiced)
-  add_test(NAME prometheus_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/prometheus_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(prometheus_integration PROPERTIES LABELS "integration" TIMEOUT 600)
-endif()
+sluiced_test(prometheus_integration prometheus_test.py LABELS integration TIMEOUT 600)

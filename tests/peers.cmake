@@ -30,9 +30,4 @@ if(SLUICE_NGINX)
 endif()
 
 
-if(TARGET sluiced)
-  add_test(NAME peers_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/peers_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(peers_integration PROPERTIES LABELS integration TIMEOUT 180)
-endif()
+sluiced_test(peers_integration peers_test.py LABELS integration TIMEOUT 180)

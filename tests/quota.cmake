@@ -5,9 +5,4 @@ target_compile_definitions(test_quota_mode PRIVATE SLUICE_SOURCE_DIR="${PROJECT_
 # quota_integration (tests/integration/quota_test.py): the same through the
 # real sluiced's POST /json, memory and Redis stores, the peer's own example
 # config loaded unchanged.
-if(TARGET sluiced)
-  add_test(NAME quota_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/quota_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(quota_integration PROPERTIES LABELS integration TIMEOUT 120)
-endif()
+sluiced_test(quota_integration quota_test.py LABELS integration TIMEOUT 120)

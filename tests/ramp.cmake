@@ -12,9 +12,4 @@ endif()
 # ramp_integration: ramp_up through the real sluiced: from the start, metrics,
 # POST /v1/ramp and its access, a real redis-server killed and restarted (the
 # ramp starts at the recovery), and the local fallback's share at a low factor.
-if(TARGET sluiced)
-  add_test(NAME ramp_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/ramp_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(ramp_integration PROPERTIES LABELS "integration" TIMEOUT 300)
-endif()
+sluiced_test(ramp_integration ramp_test.py LABELS integration TIMEOUT 300)

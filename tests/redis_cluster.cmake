@@ -14,10 +14,6 @@ set_tests_properties(redis_cluster_harness PROPERTIES LABELS integration TIMEOUT
 # sluiced on a real 3-master Redis Cluster: keys spread over the masters,
 # exact counts, a slot migration (ASK while half-way, MOVED after) and a
 # master killed (failover) (tests/integration/cluster_store_test.py).
-if(TARGET sluiced)
-  add_test(NAME cluster_store_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/cluster_store_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(cluster_store_integration PROPERTIES LABELS integration TIMEOUT 180
-    SKIP_RETURN_CODE 77)
-endif()
+sluiced_test(cluster_store_integration cluster_store_test.py
+             LABELS integration TIMEOUT 180
+             PROPERTIES SKIP_RETURN_CODE 77)

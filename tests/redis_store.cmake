@@ -5,12 +5,8 @@
 # Redis Cluster failover. Real redis-server (and a real 3-master cluster from
 # tests/integration/redis_cluster.py) and sluiced on loopback
 # (tests/integration/redis_store_test.py; --only NAME runs one test).
-if(TARGET sluiced)
-  find_program(SLUICE_REDIS_SERVER redis-server PATHS /usr/bin /usr/sbin)
-  add_test(NAME redis_store_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/redis_store_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR}
-            --redis-server ${SLUICE_REDIS_SERVER})
-  set_tests_properties(redis_store_integration PROPERTIES LABELS integration TIMEOUT 180
-    SKIP_RETURN_CODE 77)
-endif()
+find_program(SLUICE_REDIS_SERVER redis-server PATHS /usr/bin /usr/sbin)
+sluiced_test(redis_store_integration redis_store_test.py
+             LABELS integration TIMEOUT 180
+             ARGS --redis-server ${SLUICE_REDIS_SERVER}
+             PROPERTIES SKIP_RETURN_CODE 77)

@@ -5,12 +5,7 @@ set_tests_properties(test_shed PROPERTIES LABELS "unit;concurrency")
 
 # Load shedding in sluiced (shedding:): /v1/check by priority, 503 with
 # Retry-After, refunds, metrics, reloads, config errors.
-if(TARGET sluiced)
-  add_test(NAME shed_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/shed_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(shed_integration PROPERTIES LABELS "integration" TIMEOUT 120)
-endif()
+sluiced_test(shed_integration shed_test.py LABELS integration TIMEOUT 120)
 
 # The fleet's capacity in Redis (shedding: {scope: fleet}): decide.lua's
 # token bucket with a floor against sl_shed on a real redis-server that the
@@ -22,20 +17,10 @@ set_tests_properties(test_shed_redis PROPERTIES LABELS unit TIMEOUT 120)
 # redis-server shed at 1x the capacity, refusals by a policy take nothing,
 # Redis killed under each on_failure, examples/protection/fleet-shedding.yaml;
 # under TSan too (two workers of each sluiced share the process's shedder).
-if(TARGET sluiced)
-  add_test(NAME shed_fleet_integration
-    COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/shed_fleet_test.py
-            $<TARGET_FILE:sluiced> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(shed_fleet_integration PROPERTIES LABELS "integration;concurrency" TIMEOUT 180)
-endif()
+sluiced_test(shed_fleet_integration shed_fleet_test.py LABELS integration concurrency TIMEOUT 180)
 
 # Shedding through the engine: the memory store with the process's shedder
 # against the Redis store with the fleet's capacity (script and module:
 # require), the same random requests on a fake clock (redis-server with
 # frozen_clock, tests/differential.cmake).
-sluice_unit_test(test_shed_engine)
-add_dependencies(test_shed_engine frozen_clock sluice_redis)
-target_compile_definitions(test_shed_engine PRIVATE
-  FROZEN_CLOCK_LIB="$<TARGET_FILE:frozen_clock>"
-  SLUICE_REDIS_MODULE="$<TARGET_FILE:sluice_redis>")
-set_tests_properties(test_shed_engine PROPERTIES LABELS unit TIMEOUT 300)
+sluice_frozen_redis_test(test_shed_engine)

@@ -23,6 +23,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
         if (!(c)) abort();                                                                         \
     } while (0)
 
+#define HTTP_FEED_CHECK(c) CHECK(c)
+#include "../unit/http_feed.h"
+
 static void exercise(const sl__http_request *r, size_t max_header, size_t max_body, sl__buf *out) {
     CHECK(r->nheaders <= SL__HTTP_MAX_HEADERS);
     CHECK(r->body_len <= max_body);
@@ -79,6 +82,16 @@ static void exercise(const sl__http_request *r, size_t max_header, size_t max_bo
     for (size_t i = 0; i < out->len; i++) CHECK((unsigned char)out->data[i] >= 0x20);
 }
 
+typedef struct fuzz_ctx {
+    size_t max_header, max_body;
+    sl__buf *out;
+} fuzz_ctx;
+
+static void exercise_one(const sl__http_request *r, void *ctx) {
+    const fuzz_ctx *f = ctx;
+    exercise(r, f->max_header, f->max_body, f->out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 3) return 0;
     size_t max_header = 16 + (size_t)data[0] * 8; /* 16 .. 2056 */
@@ -102,28 +115,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *chunk = malloc(piece);
         CHECK(chunk);
         memcpy(chunk, data + start, piece);
-        size_t off = 0;
-        while (off < piece) {
-            size_t used = 0;
-            sl__http_status st = sl__http_parser_feed(p, chunk + off, piece - off, &used);
-            CHECK(used <= piece - off);
-            off += used;
-            if (st == SL__HTTP_READY) {
-                const sl__http_request *r = sl__http_parser_request(p);
-                CHECK(r);
-                exercise(r, max_header, max_body, &out);
-                sl__http_parser_next(p);
-            } else if (st == SL__HTTP_ERROR) {
-                const char *msg = NULL;
-                int s = sl__http_parser_error_status(p, &msg);
-                CHECK(msg);
-                CHECK(s == 400 || s == 413 || s == 431 || s == 501 || s == 505);
-                stop = true;
-                break;
-            } else {
-                CHECK(off == piece);
-                CHECK(!sl__http_parser_request(p));
-            }
+        const char *msg;
+        int s =
+            http_feed(p, chunk, piece, exercise_one, &(fuzz_ctx){max_header, max_body, &out}, &msg);
+        if (s) {
+            CHECK(s == 400 || s == 413 || s == 431 || s == 501 || s == 505);
+            stop = true;
         }
         free(chunk);
         start += piece;

@@ -11,6 +11,8 @@
 
 #include "policy/decide.h"
 #include "sluice/error.h"
+#include "sluice/table.h"
+#include "store/memory.h"
 
 static void helper_done_nothing(sl__decide_call *c) {
     (void)c;
@@ -20,6 +22,62 @@ static void helper_done_nothing(sl__decide_call *c) {
 static inline void helper_run(sl__decide_call *c, int64_t now) {
     c->done = helper_done_nothing;
     sl__engine_decide(sl__decider_memory(), c, now);
+}
+
+#ifdef CMOCKA_H_ /* the cmocka tests' */
+/* A limit of the engine on a keyed table of its own, as policy.c makes one:
+ * p's parameters, name, shadow, a top-keys sketch of 8 and, when near, a
+ * near-limit sketch of 8. helper_limit_free frees it (and its stripes). */
+typedef struct helper_limit {
+    sl__decide_limit l;
+    sl_params p;
+} helper_limit;
+
+static inline helper_limit *helper_limit_new(const char *name, sl_params p, bool shadow,
+                                             bool near) {
+    helper_limit *x = calloc(1, sizeof *x);
+    assert_non_null(x);
+    x->p = p;
+    sl__decide_limit_init(&x->l, shadow);
+    x->l.store.name = name;
+    x->l.store.params = &x->p;
+    sl_table *t = NULL;
+    sl_table_options o = {.params = x->p};
+    assert_int_equal(sl_table_create(&o, &t), SL_OK);
+    x->l.store.table = t;
+    assert_int_equal(sl__topk_create(8, &x->l.top), 0);
+    if (near) assert_int_equal(sl__topk_create(8, &x->l.near), 0);
+    return x;
+}
+
+static inline void helper_limit_free(helper_limit *x) {
+    sl__store_limit_stripes_free(&x->l.store);
+    sl_table_destroy(x->l.store.table);
+    sl__topk_destroy(x->l.top);
+    sl__topk_destroy(x->l.near);
+    free(x);
+}
+#endif
+
+/* A store that answers later: it keeps the call the engine hands it (held),
+ * which the test completes by hand (the items' decisions, then
+ * held->done(held)); sl__engine_decide_on(&ls.base, ...) decides on it. */
+typedef struct helper_later_store {
+    sl__store base;
+    sl__store_call *held;
+} helper_later_store;
+
+static inline void helper_later_decide(sl__store *s, sl__store_call *c) {
+    ((helper_later_store *)s)->held = c;
+}
+
+static inline void helper_later_free(sl__store *s) {
+    (void)s;
+}
+
+static inline helper_later_store helper_later_store_new(void) {
+    static const sl__store_ops ops = {.decide = helper_later_decide, .free = helper_later_free};
+    return (helper_later_store){.base = {.ops = &ops}};
 }
 
 #ifdef SLUICE_POLICY_POLICY_H

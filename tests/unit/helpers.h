@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "sluice/clock.h"
+#include "sluice/error.h"
 #include "sluice/limit.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -96,7 +97,8 @@ static inline int64_t fake_clock_tick(fake_clock *c, int64_t step) {
 /* ---- config error lists ----------------------------------------------------------
  * expect_errors(text, "msg", ...) calls the file's own
  * expect_errors_(text, want, n), which parses text its way and then checks the
- * list with expect_error_list. */
+ * list with expect_error_list (a config as "t.yaml": `#define expect_errors_
+ * config_expect_errors`, below). */
 #define expect_errors(text, ...)                                                                   \
     do {                                                                                           \
         const char *const want_[] = {__VA_ARGS__};                                                 \
@@ -109,7 +111,8 @@ static inline void print_errors(const sl__config_errors *e) {
         print_message("  %s\n", e->msg[i]);
 }
 
-/* text parsed as "t.yaml": the config, or the test fails with its errors. */
+/* text parsed as "t.yaml": the config (never NULL, with no error listed), or
+ * the test fails with its errors. */
 static inline sl__config *config_parse_ok(const char *text) {
     sl__config *c = NULL;
     static sl__config_errors e;
@@ -117,6 +120,8 @@ static inline sl__config *config_parse_ok(const char *text) {
         print_errors(&e);
         fail_msg("expected this config to load:\n%s", text);
     }
+    assert_non_null(c);
+    assert_int_equal(e.n, 0);
     return c;
 }
 
@@ -137,12 +142,64 @@ static inline void expect_error_list(const sl__config_errors *e, const char *con
     }
 }
 
-/* text parsed as "t.yaml" must fail with exactly want[0..n). */
-static inline void config_expect_errors(const char *text, const char *const *want, size_t n) {
-    sl__config *c = NULL;
+/* text parsed as "t.yaml" must fail, leaving no config, with exactly
+ * want[0..n) (each passed through map first when map is not NULL). */
+static inline void config_expect_errors_map(const char *text, const char *const *want, size_t n,
+                                            const char *(*map)(const char *)) {
+    sl__config *c = (sl__config *)1; /* the parser must set it to NULL */
     static sl__config_errors e;
     assert_int_equal(sl__config_parse(text, strlen(text), "t.yaml", &c, &e), SL_EPARSE);
-    expect_error_list(&e, want, n, NULL, text);
+    assert_null(c);
+    expect_error_list(&e, want, n, map, text);
+}
+
+static inline void config_expect_errors(const char *text, const char *const *want, size_t n) {
+    config_expect_errors_map(text, want, n, NULL);
+}
+#endif
+
+#if defined(SLUICE_POLICY_DOMAINS_H) && defined(SLUICE_POLICY_CONFIG_H)
+/* ---- Envoy rule files (policy/domains.h) --------------------------------------- */
+
+/* text parsed as rule file `file`: the rules, or the test fails with their errors. */
+static inline sl__domain_rules *domain_rules_ok(const char *text, const char *file) {
+    sl__domain_rules *r = NULL;
+    static sl__config_errors e;
+    e.n = 0;
+    if (sl__domain_rules_parse(text, strlen(text), file, &r, &e) != 0) {
+        print_errors(&e);
+        fail_msg("expected these rules to load:\n%s", text);
+    }
+    assert_non_null(r);
+    return r;
+}
+
+/* r compiled into a set (16 MiB, after prev, at now) and freed: the set. */
+static inline sl__domain_set *domain_set_ok(sl__domain_rules *r, sl__domain_set *prev,
+                                            int64_t now) {
+    sl__domain_set *s = NULL;
+    char err[256];
+    assert_int_equal(sl__domain_set_build(r, 16u << 20, prev, now, &s, err, sizeof err), 0);
+    sl__domain_rules_free(r);
+    return s;
+}
+#endif
+
+#ifdef SLUICE_TABLE_H
+/* ---- keyed tables (sluice/table.h) ------------------------------------------------ */
+
+/* The table of o, or the test fails. */
+static inline sl_table *table_ok(sl_table_options o) {
+    sl_table *t = NULL;
+    assert_int_equal(sl_table_create(&o, &t), SL_OK);
+    return t;
+}
+
+/* One request of cost 1 on key "k" at now: its decision (the call succeeds). */
+static inline sl_decision check_one(sl_table *t, int64_t now) {
+    sl_decision d;
+    assert_int_equal(sl_table_check(t, "k", 1, 1, now, &d), SL_OK);
+    return d;
 }
 #endif
 

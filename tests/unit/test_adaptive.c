@@ -10,10 +10,9 @@
 #include <cmocka.h>
 
 #include "sluice/sluice.h"
+#include "helpers.h"
 
-#define MS SL_NS_PER_MS
-#define S  SL_NS_PER_SEC
-#define T0 (1000 * S)
+#define T0 (1000 * SEC)
 
 static sl_adaptive *make(int64_t min, int64_t max, int64_t init) {
     sl_adaptive_options o = {.min_limit = min, .max_limit = max, .initial_limit = init};
@@ -25,7 +24,7 @@ static sl_adaptive *make(int64_t min, int64_t max, int64_t init) {
 /* n samples of `lat` in window w (1 s windows from T0), then one sample in
  * the next window so that w's take effect; returns the limit. */
 static int64_t window(sl_adaptive *a, int64_t w, int n, int64_t lat) {
-    for (int i = 0; i < n; i++) sl_adaptive_sample(a, lat, T0 + w * S + i);
+    for (int i = 0; i < n; i++) sl_adaptive_sample(a, lat, T0 + w * SEC + i);
     return sl_adaptive_limit(a);
 }
 
@@ -87,8 +86,8 @@ static void test_quiet_windows_and_min_rtt_reset(void **state) {
     sl_adaptive_options o = {.min_limit = 1,
                              .max_limit = 100,
                              .initial_limit = 50,
-                             .window = S,
-                             .min_rtt_window = 10 * S};
+                             .window = SEC,
+                             .min_rtt_window = 10 * SEC};
     sl_adaptive *a;
     assert_int_equal(sl_adaptive_create(&o, T0, &a), SL_OK);
     window(a, 0, 1, 10 * MS);
@@ -109,11 +108,11 @@ static void test_quiet_windows_and_min_rtt_reset(void **state) {
 static void test_clock_back_and_args(void **state) {
     (void)state;
     sl_adaptive *a = make(1, 100, 10);
-    sl_adaptive_sample(a, 10 * MS, T0 + 5 * S);
+    sl_adaptive_sample(a, 10 * MS, T0 + 5 * SEC);
     /* an earlier now counts in the current window and ends none */
     assert_int_equal(sl_adaptive_sample(a, 10 * MS, T0), 10);
-    assert_int_equal(sl_adaptive_sample(a, 10 * MS, T0 + 6 * S), 12);
-    assert_int_equal(sl_adaptive_sample(a, 0, T0 + 7 * S), SL_EINVAL);
+    assert_int_equal(sl_adaptive_sample(a, 10 * MS, T0 + 6 * SEC), 12);
+    assert_int_equal(sl_adaptive_sample(a, 0, T0 + 7 * SEC), SL_EINVAL);
     assert_int_equal(sl_adaptive_sample(a, 1, -1), SL_EINVAL);
     sl_adaptive_destroy(a);
     sl_adaptive_options bad[] = {
@@ -122,7 +121,7 @@ static void test_clock_back_and_args(void **state) {
         {.min_limit = 1, .max_limit = SL_CONCURRENCY_MAX + 1},
         {.min_limit = 1, .max_limit = 10, .initial_limit = 11},
         {.min_limit = 1, .max_limit = 10, .window = 1},
-        {.min_limit = 1, .max_limit = 10, .window = 2 * S, .min_rtt_window = S},
+        {.min_limit = 1, .max_limit = 10, .window = 2 * SEC, .min_rtt_window = SEC},
         {.min_limit = 1, .max_limit = 10, .tolerance_pct = 99},
         {.min_limit = 1, .max_limit = 10, .tolerance_pct = 1001},
     };
@@ -134,7 +133,7 @@ static void test_clock_back_and_args(void **state) {
 static void test_drives_concurrency(void **state) {
     (void)state;
     sl_adaptive *a = make(2, 50, 2);
-    sl_concurrency_options co = {.limit = 2, .lease = 60 * S, .seed = 1};
+    sl_concurrency_options co = {.limit = 2, .lease = 60 * SEC, .seed = 1};
     sl_concurrency *c;
     assert_int_equal(sl_concurrency_create(&co, &c), SL_OK);
     int64_t now = T0;
@@ -146,7 +145,7 @@ static void test_drives_concurrency(void **state) {
             sl_concurrency_release(c, "b", 1, q.lease.id, now + MS, NULL);
             sl_concurrency_set_limit(c, sl_adaptive_sample(a, 5 * MS, now + MS));
         }
-        now = T0 + (w + 1) * S;
+        now = T0 + (w + 1) * SEC;
     }
     assert_true(sl_concurrency_limit(c) > 2);
     assert_int_equal(sl_concurrency_limit(c), sl_adaptive_limit(a));

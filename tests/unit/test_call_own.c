@@ -19,6 +19,8 @@
 #include "policy/decide.h"
 #include "sluice/sluice.h"
 
+#include "decide_helper.h"
+
 static sl__decide_limit lim;
 
 static sl__decide_call *one(size_t user, size_t own) {
@@ -133,26 +135,11 @@ static void test_labels_inline(void **state) {
     window_free(l);
 }
 
-typedef struct later_store {
-    sl__store base;
-    sl__store_call *held;
-} later_store;
-
-static void later_decide(sl__store *s, sl__store_call *c) {
-    ((later_store *)s)->held = c;
-}
-
-static void later_free(sl__store *s) {
-    (void)s;
-}
-
-static const sl__store_ops later_ops = {.decide = later_decide, .free = later_free};
-
 static void test_labels_later(void **state) {
     (void)state;
     sl_params p;
     sl__decide_limit *l = window(&p, "w");
-    later_store ls = {.base = {.ops = &later_ops}};
+    helper_later_store ls = helper_later_store_new();
     label_src *src = calloc(1, sizeof *src);
     assert_non_null(src);
     strcpy(src->name, "later");

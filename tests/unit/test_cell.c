@@ -39,17 +39,10 @@
 #include "util/buf.h"
 
 #include "redis_fixture.h"
+#include "helpers.h"
 
-#define MS  SL_NS_PER_MS
-#define SEC SL_NS_PER_SEC
 /* 2023-11-14 in Unix ns: the clock of every memory test */
 #define T0 (INT64_C(1700000000) * SEC)
-
-#define assert_i64(a, b)                                                                           \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (a_ != b_) fail_msg("%s == %s failed: %lld != %lld", #a, #b, a_, b_);                   \
-    } while (0)
 
 #include "cell_expect.h"
 
@@ -224,7 +217,7 @@ static void test_same_rate_same_decisions(void **state) {
         sl__plan plan = plan_of(rates[r][0], rates[r][1], rates[r][2]);
         int64_t now = T0;
         for (int i = 0; i < 20000; i++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            helper_rand(&x);
             now += (int64_t)(x % 400) * MS - 50 * MS; /* sometimes back by up to 50 ms */
             char key[2] = {(char)('a' + (x >> 20) % 5), 0};
             int64_t cost = (int64_t)((x >> 30) % (uint64_t)(rates[r][0] + 3));

@@ -20,9 +20,7 @@
 #include "client/response.h"
 #include "sluice/client.h"
 #include "sluice/sluice.h"
-
-#define S  SL_NS_PER_SEC
-#define MS SL_NS_PER_MS
+#include "helpers.h"
 
 /* 1994-11-06 08:49:37 UTC, RFC 9110's example date */
 #define EXAMPLE_UNIX INT64_C(784111777)
@@ -36,21 +34,21 @@ static int64_t date_of(const char *text) {
 static void test_http_date_forms(void **state) {
     (void)state;
     /* the three forms RFC 9110 section 5.6.7 says a recipient must accept */
-    assert_int_equal(date_of("Sun, 06 Nov 1994 08:49:37 GMT"), EXAMPLE_UNIX * S);
-    assert_int_equal(date_of("Sunday, 06-Nov-94 08:49:37 GMT"), EXAMPLE_UNIX * S);
-    assert_int_equal(date_of("Sun Nov  6 08:49:37 1994"), EXAMPLE_UNIX * S);
-    assert_int_equal(date_of("  Sun, 06 Nov 1994 08:49:37 GMT\t"), EXAMPLE_UNIX * S);
+    assert_int_equal(date_of("Sun, 06 Nov 1994 08:49:37 GMT"), EXAMPLE_UNIX * SEC);
+    assert_int_equal(date_of("Sunday, 06-Nov-94 08:49:37 GMT"), EXAMPLE_UNIX * SEC);
+    assert_int_equal(date_of("Sun Nov  6 08:49:37 1994"), EXAMPLE_UNIX * SEC);
+    assert_int_equal(date_of("  Sun, 06 Nov 1994 08:49:37 GMT\t"), EXAMPLE_UNIX * SEC);
     assert_int_equal(date_of("Thu, 01 Jan 1970 00:00:00 GMT"), 0);
-    assert_int_equal(date_of("Thu, 29 Feb 2024 23:59:59 GMT"), INT64_C(1709251199) * S);
-    assert_int_equal(date_of("Fri, 01 Mar 2024 00:00:00 GMT"), INT64_C(1709251200) * S);
-    assert_int_equal(date_of("Wed, 31 Dec 1969 23:59:59 GMT"), -S);
+    assert_int_equal(date_of("Thu, 29 Feb 2024 23:59:59 GMT"), INT64_C(1709251199) * SEC);
+    assert_int_equal(date_of("Fri, 01 Mar 2024 00:00:00 GMT"), INT64_C(1709251200) * SEC);
+    assert_int_equal(date_of("Wed, 31 Dec 1969 23:59:59 GMT"), -SEC);
     /* two-digit years: 70..99 are 19xx, 00..69 are 20xx */
     assert_int_equal(date_of("Thursday, 01-Jan-70 00:00:00 GMT"), 0);
-    assert_int_equal(date_of("Saturday, 01-Jan-00 00:00:00 GMT"), INT64_C(946684800) * S);
+    assert_int_equal(date_of("Saturday, 01-Jan-00 00:00:00 GMT"), INT64_C(946684800) * SEC);
     /* the seed's example of a date form */
-    assert_int_equal(date_of("Fri, 30 Oct 2026 12:01:00 GMT"), INT64_C(1793361660) * S);
+    assert_int_equal(date_of("Fri, 30 Oct 2026 12:01:00 GMT"), INT64_C(1793361660) * SEC);
     /* int64 nanoseconds end in 2262: later dates clamp */
-    assert_int_equal(date_of("Fri, 31 Dec 9999 23:59:59 GMT"), INT64_MAX / S * S);
+    assert_int_equal(date_of("Fri, 31 Dec 9999 23:59:59 GMT"), INT64_MAX / SEC * SEC);
 }
 
 static void test_http_date_rejects(void **state) {
@@ -88,23 +86,23 @@ static void test_http_date_rejects(void **state) {
 
 static void test_retry_after(void **state) {
     (void)state;
-    int64_t d = -1, now = EXAMPLE_UNIX * S;
+    int64_t d = -1, now = EXAMPLE_UNIX * SEC;
     assert_int_equal(sl_retry_after_parse("1", now, &d), SL_OK);
-    assert_int_equal(d, S);
+    assert_int_equal(d, SEC);
     assert_int_equal(sl_retry_after_parse(" 120 ", now, &d), SL_OK);
-    assert_int_equal(d, 120 * S);
+    assert_int_equal(d, 120 * SEC);
     assert_int_equal(sl_retry_after_parse("0", now, &d), SL_OK);
     assert_int_equal(d, 0);
     assert_int_equal(sl_retry_after_parse("99999999999999999999999", now, &d), SL_OK);
-    assert_int_equal(d, INT64_C(1000000000) * S);
+    assert_int_equal(d, INT64_C(1000000000) * SEC);
     /* an HTTP-date is read relative to `now` (the answer's Date) */
     assert_int_equal(sl_retry_after_parse("Sun, 06 Nov 1994 08:49:39 GMT", now, &d), SL_OK);
-    assert_int_equal(d, 2 * S);
+    assert_int_equal(d, 2 * SEC);
     assert_int_equal(sl_retry_after_parse("Sun, 06 Nov 1994 08:49:39 GMT", now + 500 * MS, &d),
                      SL_OK);
     assert_int_equal(d, 1500 * MS);
     assert_int_equal(sl_retry_after_parse("Sun Nov  6 08:50:37 1994", now, &d), SL_OK);
-    assert_int_equal(d, 60 * S);
+    assert_int_equal(d, 60 * SEC);
     /* a date in the past: no wait */
     assert_int_equal(sl_retry_after_parse("Sun, 06 Nov 1994 08:49:00 GMT", now, &d), SL_OK);
     assert_int_equal(d, 0);
@@ -114,24 +112,25 @@ static void test_retry_after(void **state) {
     assert_int_equal(sl_retry_after_parse(NULL, now, &d), SL_EPARSE);
 }
 
-static const sl__backoff seed_backoff = {400 * MS, 2000, 10 * S};
+static const sl__backoff seed_backoff = {400 * MS, 2000, 10 * SEC};
 
 static void test_backoff_bound(void **state) {
     (void)state;
     /* the seed's defaults: 400 ms, 800 ms, 1.6 s, 3.2 s, 6.4 s, then capped at 10 s */
-    const int64_t want[] = {400 * MS, 800 * MS, 1600 * MS, 3200 * MS, 6400 * MS, 10 * S, 10 * S};
+    const int64_t want[] = {400 * MS,  800 * MS, 1600 * MS, 3200 * MS,
+                            6400 * MS, 10 * SEC, 10 * SEC};
     for (int k = 1; k <= 7; k++) assert_int_equal(sl__backoff_bound(&seed_backoff, k), want[k - 1]);
-    assert_int_equal(sl__backoff_bound(&seed_backoff, 1000000), 10 * S);
+    assert_int_equal(sl__backoff_bound(&seed_backoff, 1000000), 10 * SEC);
     /* x1.5, rounded down at each step */
     sl__backoff b = {333, 1500, 1000000};
     assert_int_equal(sl__backoff_bound(&b, 1), 333);
     assert_int_equal(sl__backoff_bound(&b, 2), 499);
     assert_int_equal(sl__backoff_bound(&b, 3), 748);
     /* x1: constant; a base above the cap is capped */
-    sl__backoff flat = {5 * S, 1000, 10 * S};
-    assert_int_equal(sl__backoff_bound(&flat, 1000), 5 * S);
-    sl__backoff big = {20 * S, 2000, 10 * S};
-    assert_int_equal(sl__backoff_bound(&big, 1), 10 * S);
+    sl__backoff flat = {5 * SEC, 1000, 10 * SEC};
+    assert_int_equal(sl__backoff_bound(&flat, 1000), 5 * SEC);
+    sl__backoff big = {20 * SEC, 2000, 10 * SEC};
+    assert_int_equal(sl__backoff_bound(&big, 1), 10 * SEC);
     /* huge factor and cap: no overflow */
     sl__backoff huge = {INT64_C(1) << 60, 1000000, INT64_MAX};
     assert_int_equal(sl__backoff_bound(&huge, 3), INT64_MAX);
@@ -145,15 +144,15 @@ static void test_hint_wait(void **state) {
     const int n = 10000;
     for (int i = 0; i < n; i++) {
         /* the seed's remedy: the hint, plus up to the hint again */
-        int64_t w = sl__retry_wait(&seed_backoff, 1 + i % 4, S, &r);
-        assert_true(w >= S && w < 2 * S);
+        int64_t w = sl__retry_wait(&seed_backoff, 1 + i % 4, SEC, &r);
+        assert_true(w >= SEC && w < 2 * SEC);
         lo = w < lo ? w : lo;
         hi = w > hi ? w : hi;
-        sum += w - S;
+        sum += w - SEC;
     }
     /* spread over the whole second, not bunched */
-    assert_true(lo < S + 10 * MS);
-    assert_true(hi > 2 * S - 10 * MS);
+    assert_true(lo < SEC + 10 * MS);
+    assert_true(hi > 2 * SEC - 10 * MS);
     int64_t mean = sum / n;
     assert_true(mean > 480 * MS && mean < 520 * MS);
     /* the same seed draws the same waits */
@@ -161,15 +160,15 @@ static void test_hint_wait(void **state) {
     sl__prng_seed(&a, 7);
     sl__prng_seed(&b, 7);
     for (int i = 0; i < 100; i++)
-        assert_int_equal(sl__retry_wait(&seed_backoff, 1, 3 * S, &a),
-                         sl__retry_wait(&seed_backoff, 1, 3 * S, &b));
+        assert_int_equal(sl__retry_wait(&seed_backoff, 1, 3 * SEC, &a),
+                         sl__retry_wait(&seed_backoff, 1, 3 * SEC, &b));
     /* hint + jitter is clamped to max_wait, never below the hint */
-    sl__backoff cap = {400 * MS, 2000, 6 * S};
+    sl__backoff cap = {400 * MS, 2000, 6 * SEC};
     for (int i = 0; i < 1000; i++) {
-        int64_t w = sl__retry_wait(&cap, 1, 4 * S, &r);
-        assert_true(w >= 4 * S && w <= 6 * S);
+        int64_t w = sl__retry_wait(&cap, 1, 4 * SEC, &r);
+        assert_true(w >= 4 * SEC && w <= 6 * SEC);
     }
-    assert_int_equal(sl__retry_wait(&cap, 1, 6 * S, &r), 6 * S);
+    assert_int_equal(sl__retry_wait(&cap, 1, 6 * SEC, &r), 6 * SEC);
     /* a 1 ns hint: wait exactly 1 ns (U[0,1) is 0) */
     assert_int_equal(sl__retry_wait(&cap, 1, 1, &r), 1);
 }
@@ -320,7 +319,7 @@ static void test_quota_read(void **state) {
     sl__quota q = quota_of(sluiced, 0);
     assert_true(q.known);
     assert_int_equal(q.remaining, 4);
-    assert_int_equal(q.reset, S);
+    assert_int_equal(q.reset, SEC);
     assert_int_equal(q.limit, 5);
     /* several policies: the one with the fewest left wins; q of the same name */
     const char *const two[] = {"RateLimit", "\"hour\";r=100;t=3000, \"sec\";r=2;t=1",
@@ -328,32 +327,32 @@ static void test_quota_read(void **state) {
                                NULL};
     q = quota_of(two, 0);
     assert_int_equal(q.remaining, 2);
-    assert_int_equal(q.reset, S);
+    assert_int_equal(q.reset, SEC);
     assert_int_equal(q.limit, 10);
     /* token items and unknown parameters are fine */
     const char *const tok[] = {"RateLimit", "default;x=\"a,b\";r=0;t=7;y=?1", NULL};
     q = quota_of(tok, 0);
     assert_true(q.known);
     assert_int_equal(q.remaining, 0);
-    assert_int_equal(q.reset, 7 * S);
+    assert_int_equal(q.reset, 7 * SEC);
     assert_int_equal(q.limit, -1);
     /* older drafts */
     const char *const old[] = {
         "RateLimit-Limit", "100", "RateLimit-Remaining", "3", "RateLimit-Reset", "30", NULL};
     q = quota_of(old, 0);
     assert_int_equal(q.remaining, 3);
-    assert_int_equal(q.reset, 30 * S);
+    assert_int_equal(q.reset, 30 * SEC);
     assert_int_equal(q.limit, 100);
     /* X-RateLimit-*: seconds, or a Unix timestamp (GitHub) read against now */
     const char *const x[] = {
         "X-RateLimit-Limit", "60", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset",
         "1700000060",        NULL};
-    q = quota_of(x, INT64_C(1700000000) * S);
+    q = quota_of(x, INT64_C(1700000000) * SEC);
     assert_int_equal(q.remaining, 0);
-    assert_int_equal(q.reset, 60 * S);
+    assert_int_equal(q.reset, 60 * SEC);
     const char *const xs[] = {"X-RateLimit-Remaining", "5", "X-RateLimit-Reset", "12", NULL};
     q = quota_of(xs, 0);
-    assert_int_equal(q.reset, 12 * S);
+    assert_int_equal(q.reset, 12 * SEC);
     assert_int_equal(q.limit, -1);
     /* malformed: ignored, the next source is read */
     const char *const bad[] = {
@@ -372,23 +371,23 @@ static void test_quota_read(void **state) {
 static void test_quota_pace(void **state) {
     (void)state;
     /* plenty left: no slow-down */
-    sl__quota q = {.known = true, .remaining = 4, .reset = S, .limit = 5};
+    sl__quota q = {.known = true, .remaining = 4, .reset = SEC, .limit = 5};
     assert_int_equal(sl__quota_pace(&q), 0);
     /* nothing left: wait for the reset */
     q.remaining = 0;
-    assert_int_equal(sl__quota_pace(&q), S);
+    assert_int_equal(sl__quota_pace(&q), SEC);
     /* a tenth or less left: spread it until the reset (rounded up) */
-    q = (sl__quota){.known = true, .remaining = 9, .reset = 100 * S, .limit = 100};
-    assert_int_equal(sl__quota_pace(&q), 10 * S);
+    q = (sl__quota){.known = true, .remaining = 9, .reset = 100 * SEC, .limit = 100};
+    assert_int_equal(sl__quota_pace(&q), 10 * SEC);
     q.remaining = 10;
-    assert_int_equal(sl__quota_pace(&q), (100 * S + 10) / 11);
+    assert_int_equal(sl__quota_pace(&q), (100 * SEC + 10) / 11);
     q.remaining = 11;
     assert_int_equal(sl__quota_pace(&q), 0);
     /* no quota known: only an empty allowance slows down */
-    q = (sl__quota){.known = true, .remaining = 1, .reset = 5 * S, .limit = -1};
+    q = (sl__quota){.known = true, .remaining = 1, .reset = 5 * SEC, .limit = -1};
     assert_int_equal(sl__quota_pace(&q), 0);
     q.remaining = 0;
-    assert_int_equal(sl__quota_pace(&q), 5 * S);
+    assert_int_equal(sl__quota_pace(&q), 5 * SEC);
     q.known = false;
     assert_int_equal(sl__quota_pace(&q), 0);
 }
@@ -448,7 +447,7 @@ static void test_options(void **state) {
     assert_int_equal(o.max_attempts, 5);
     assert_int_equal(o.backoff_base, 400 * MS);
     assert_int_equal(o.backoff_factor_milli, 2000);
-    assert_int_equal(o.max_wait, 10 * S);
+    assert_int_equal(o.max_wait, 10 * SEC);
     assert_int_equal(o.budget_ppm, 100000);
     assert_int_equal(o.budget_reserve, 10);
     sl_client *c;

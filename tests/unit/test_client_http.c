@@ -31,8 +31,6 @@
 
 #include "helpers.h"
 
-#define S SL_NS_PER_SEC
-
 /* ---- a scripted HTTP server ------------------------------------------------ */
 
 typedef struct reply {
@@ -209,7 +207,7 @@ typedef struct env {
 /* A client on a fake clock starting at 1000 s, recording events. */
 static void env_init(env *e) {
     memset(e, 0, sizeof *e);
-    e->fc.now = 1000 * S;
+    e->fc.now = 1000 * SEC;
     e->fc.strict = true;
     e->clock = fake_clock_of(&e->fc);
     sl_client_options_init(&e->o);
@@ -221,6 +219,41 @@ static void env_init(env *e) {
 
 static void env_create(env *e) {
     assert_int_equal(sl_client_create(&e->o, &e->c), SL_OK);
+}
+
+/* env_init and env_create: a client with the default options. */
+static void env_open(env *e) {
+    env_init(e);
+    env_create(e);
+}
+
+/* The client destroyed and the stub stopped: the end of most tests. */
+static void env_close(env *e, stub *s) {
+    sl_client_destroy(e->c);
+    stub_stop(s);
+}
+
+/* GET url: SL_OK and its response. */
+static sl_response *get_ok(env *e, const char *url) {
+    sl_response *r = NULL;
+    assert_int_equal(sl_client_get(e->c, url, &r), SL_OK);
+    return r;
+}
+
+/* GET url: SL_OK, the response dropped. */
+static void get_drop(env *e, const char *url) {
+    sl_response_free(get_ok(e, url));
+}
+
+/* r's info, with its status, attempts and stop as expected. */
+static sl_response_info expect_info(const sl_response *r, int status, int attempts,
+                                    sl_client_stop stop) {
+    sl_response_info info;
+    sl_response_info_get(r, &info);
+    assert_int_equal(info.status, status);
+    assert_int_equal(info.attempts, attempts);
+    assert_int_equal(info.stop, stop);
+    return info;
 }
 
 static int stub_requests(stub *s) {
@@ -248,16 +281,10 @@ static void test_seed_example(void **state) {
         {429, RA1, "slow down", 0}, {429, RA1, "slow down", 0}, {200, NULL, "ok", 0}};
     stub *s = stub_start(script, 3);
     env e;
-    env_init(&e);
-    env_create(&e);
+    env_open(&e);
     char url[128];
-    sl_response *r;
-    assert_int_equal(sl_client_get(e.c, url_of(s, "/", url, sizeof url), &r), SL_OK);
-    sl_response_info info;
-    sl_response_info_get(r, &info);
-    assert_int_equal(info.status, 200);
-    assert_int_equal(info.attempts, 3);
-    assert_int_equal(info.stop, SL_STOP_DONE);
+    sl_response *r = get_ok(&e, url_of(s, "/", url, sizeof url));
+    sl_response_info info = expect_info(r, 200, 3, SL_STOP_DONE);
     size_t len;
     assert_string_equal(sl_response_body(r, &len), "ok");
     assert_int_equal(e.f.nevents, 2);
@@ -268,15 +295,15 @@ static void test_seed_example(void **state) {
         assert_int_equal(ev->kind, SL_EVENT_RETRY);
         assert_int_equal(ev->attempt, i + 1);
         assert_int_equal(ev->status, 429);
-        assert_int_equal(ev->hint, S);
-        assert_true(ev->wait >= S && ev->wait < 2 * S);
+        assert_int_equal(ev->hint, SEC);
+        assert_true(ev->wait >= SEC && ev->wait < 2 * SEC);
         assert_int_equal(e.fc.slept[i], ev->wait); /* the fake clock slept exactly that */
         sum += ev->wait;
     }
     assert_int_not_equal(e.f.events[0].wait, e.f.events[1].wait); /* jitter */
     assert_int_equal(info.waited, sum);
     assert_int_equal(info.elapsed, sum);
-    assert_int_equal(e.fc.now, 1000 * S + sum);
+    assert_int_equal(e.fc.now, 1000 * SEC + sum);
     /* three requests, one connection: the 429 bodies were drained */
     assert_int_equal(stub_requests(s), 3);
     assert_int_equal(stub_conns(s), 1);
@@ -288,8 +315,7 @@ static void test_seed_example(void **state) {
     assert_int_equal(st.waited, sum);
     assert_string_equal(sl_client_errmsg(e.c), "");
     sl_response_free(r);
-    sl_client_destroy(e.c);
-    stub_stop(s);
+    env_close(&e, s);
 }
 
 static void test_same_seed_same_waits(void **state) {
@@ -300,11 +326,9 @@ static void test_same_seed_same_waits(void **state) {
     int64_t waits[2][2];
     for (int run = 0; run < 2; run++) {
         env e;
-        env_init(&e);
-        env_create(&e);
+        env_open(&e);
         char url[128];
-        sl_response *r;
-        assert_int_equal(sl_client_get(e.c, url_of(s, "/", url, sizeof url), &r), SL_OK);
+        sl_response *r = get_ok(&e, url_of(s, "/", url, sizeof url));
         assert_int_equal(sl_response_status(r), 200);
         waits[run][0] = e.f.events[0].wait;
         waits[run][1] = e.f.events[1].wait;
@@ -326,19 +350,16 @@ static void test_http_date_hint(void **state) {
                             {200, NULL, "ok", 0}};
     stub *s = stub_start(script, 2);
     env e;
-    env_init(&e);
-    env_create(&e);
+    env_open(&e);
     char url[128];
-    sl_response *r;
-    assert_int_equal(sl_client_get(e.c, url_of(s, "/", url, sizeof url), &r), SL_OK);
+    sl_response *r = get_ok(&e, url_of(s, "/", url, sizeof url));
     assert_int_equal(sl_response_status(r), 200);
     assert_int_equal(e.f.nevents, 1);
     assert_int_equal(e.f.events[0].status, 503);
-    assert_int_equal(e.f.events[0].hint, 3 * S);
-    assert_true(e.f.events[0].wait >= 3 * S && e.f.events[0].wait < 6 * S);
+    assert_int_equal(e.f.events[0].hint, 3 * SEC);
+    assert_true(e.f.events[0].wait >= 3 * SEC && e.f.events[0].wait < 6 * SEC);
     sl_response_free(r);
-    sl_client_destroy(e.c);
-    stub_stop(s);
+    env_close(&e, s);
 }
 
 static sl_response *do_req(env *e, stub *s, const char *method, const char *const *headers,
@@ -360,15 +381,10 @@ static void test_unsafe_not_retried(void **state) {
     const reply script[] = {{429, RA1, "limited", 0}};
     stub *s = stub_start(script, 1);
     env e;
-    env_init(&e);
-    env_create(&e);
+    env_open(&e);
     /* a POST that was answered 429 is returned at once, body and all */
     sl_response *r = do_req(&e, s, "POST", NULL, 0);
-    sl_response_info info;
-    sl_response_info_get(r, &info);
-    assert_int_equal(info.status, 429);
-    assert_int_equal(info.attempts, 1);
-    assert_int_equal(info.stop, SL_STOP_UNSAFE);
+    sl_response_info info = expect_info(r, 429, 1, SL_STOP_UNSAFE);
     assert_string_equal(sl_response_body(r, NULL), "limited");
     assert_string_equal(sl_response_header(r, "retry-after"), "1");
     assert_int_equal(e.f.nevents, 1);
@@ -422,8 +438,7 @@ static void test_unsafe_not_retried(void **state) {
         pthread_mutex_unlock(&s->mu);
         sl_response_free(r);
     }
-    sl_client_destroy(e.c);
-    stub_stop(s);
+    env_close(&e, s);
 }
 
 static void test_backoff_and_give_up(void **state) {
@@ -437,16 +452,10 @@ static void test_backoff_and_give_up(void **state) {
                             {429, NULL, "last", 0}};
     stub *s = stub_start(script, 5);
     env e;
-    env_init(&e);
-    env_create(&e);
+    env_open(&e);
     char url[128];
-    sl_response *r;
-    assert_int_equal(sl_client_get(e.c, url_of(s, "/", url, sizeof url), &r), SL_OK);
-    sl_response_info info;
-    sl_response_info_get(r, &info);
-    assert_int_equal(info.status, 429);
-    assert_int_equal(info.attempts, 5);
-    assert_int_equal(info.stop, SL_STOP_ATTEMPTS);
+    sl_response *r = get_ok(&e, url_of(s, "/", url, sizeof url));
+    expect_info(r, 429, 5, SL_STOP_ATTEMPTS);
     assert_string_equal(sl_response_body(r, NULL), "last");
     assert_int_equal(e.f.nevents, 5);
     int64_t bound = 400 * MS;
@@ -460,23 +469,17 @@ static void test_backoff_and_give_up(void **state) {
     assert_int_equal(e.f.events[4].stop, SL_STOP_ATTEMPTS);
     assert_int_equal(stub_conns(s), 1);
     sl_response_free(r);
-    sl_client_destroy(e.c);
-    stub_stop(s);
+    env_close(&e, s);
 
     /* other statuses are returned at once */
     const reply errors[] = {{500, NULL, "oops", 0}};
     s = stub_start(errors, 1);
-    env_init(&e);
-    env_create(&e);
-    assert_int_equal(sl_client_get(e.c, url_of(s, "/", url, sizeof url), &r), SL_OK);
-    sl_response_info_get(r, &info);
-    assert_int_equal(info.status, 500);
-    assert_int_equal(info.attempts, 1);
-    assert_int_equal(info.stop, SL_STOP_DONE);
+    env_open(&e);
+    r = get_ok(&e, url_of(s, "/", url, sizeof url));
+    expect_info(r, 500, 1, SL_STOP_DONE);
     assert_int_equal(e.f.nevents, 0);
     sl_response_free(r);
-    sl_client_destroy(e.c);
-    stub_stop(s);
+    env_close(&e, s);
 }
 
 static void test_max_wait_and_deadline(void **state) {
@@ -485,17 +488,16 @@ static void test_max_wait_and_deadline(void **state) {
                             {429, "Retry-After: 2\r\n", NULL, 0}};
     stub *s = stub_start(script, 2);
     env e;
-    env_init(&e);
-    env_create(&e);
+    env_open(&e);
     char url[128];
     sl_response *r;
     /* a hint beyond max_wait (10 s) is not waited for */
-    assert_int_equal(sl_client_get(e.c, url_of(s, "/", url, sizeof url), &r), SL_OK);
+    r = get_ok(&e, url_of(s, "/", url, sizeof url));
     sl_response_info info;
     sl_response_info_get(r, &info);
     assert_int_equal(info.stop, SL_STOP_MAX_WAIT);
     assert_int_equal(info.attempts, 1);
-    assert_int_equal(e.f.events[0].hint, 30 * S);
+    assert_int_equal(e.f.events[0].hint, 30 * SEC);
     assert_int_equal(e.fc.sleeps, 0);
     sl_response_free(r);
     /* a wait that would end after the deadline is not started */
@@ -506,8 +508,7 @@ static void test_max_wait_and_deadline(void **state) {
     assert_int_equal(info.attempts, 1);
     assert_int_equal(e.fc.sleeps, 0);
     sl_response_free(r);
-    sl_client_destroy(e.c);
-    stub_stop(s);
+    env_close(&e, s);
 }
 
 static void test_budget(void **state) {
@@ -521,14 +522,13 @@ static void test_budget(void **state) {
     e.o.budget_reserve = 2;
     env_create(&e);
     char url[128];
-    sl_response *r;
-    assert_int_equal(sl_client_get(e.c, url_of(s, "/", url, sizeof url), &r), SL_OK);
+    sl_response *r = get_ok(&e, url_of(s, "/", url, sizeof url));
     sl_response_info info;
     sl_response_info_get(r, &info);
     assert_int_equal(info.attempts, 3); /* two retries from the reserve */
     assert_int_equal(info.stop, SL_STOP_BUDGET);
     sl_response_free(r);
-    assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
+    r = get_ok(&e, url);
     sl_response_info_get(r, &info);
     assert_int_equal(info.attempts, 1);
     assert_int_equal(info.stop, SL_STOP_BUDGET);
@@ -545,16 +545,14 @@ static void test_budget(void **state) {
     e.o.max_attempts = 3;
     env_create(&e);
     for (int i = 0; i < 50; i++) {
-        assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
-        sl_response_free(r);
+        get_drop(&e, url);
     }
     sl_client_stats_get(e.c, &st);
     assert_int_equal(st.requests, 50);
     assert_true(st.retries <= 10 + 5);
     assert_true(st.retries >= 10 + 4);
     assert_int_equal(st.attempts, st.requests + st.retries);
-    sl_client_destroy(e.c);
-    stub_stop(s);
+    env_close(&e, s);
 }
 
 static void test_aimd(void **state) {
@@ -576,13 +574,11 @@ static void test_aimd(void **state) {
     assert_int_equal(sl_client_host_rate(e.c, url), 0); /* not seen yet */
     sl_response *r;
     /* the first request goes at once */
-    assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
-    sl_response_free(r);
+    get_drop(&e, url);
     assert_int_equal(e.fc.sleeps, 0);
     assert_int_equal(sl_client_host_rate(e.c, url), 3000); /* +1/s */
     /* the second waits one interval at 3/s: 1/3 s, rounded up to the ns */
-    assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
-    sl_response_free(r);
+    get_drop(&e, url);
     assert_int_equal(e.f.nevents, 1);
     assert_int_equal(e.f.events[0].kind, SL_EVENT_PACE);
     assert_int_equal(e.f.events[0].wait, 333333334);
@@ -590,7 +586,7 @@ static void test_aimd(void **state) {
     assert_int_equal(sl_client_host_rate(e.c, url), 4000); /* the cap */
     /* a 429 halves the rate; the retry waits the hint plus jitter (longer
      * than the new interval, so the pace adds nothing) */
-    assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
+    r = get_ok(&e, url);
     sl_response_info info;
     sl_response_info_get(r, &info);
     assert_int_equal(info.status, 200);
@@ -599,7 +595,7 @@ static void test_aimd(void **state) {
     const sl_client_event *retry = &e.f.events[e.f.nevents - 1];
     assert_int_equal(retry->kind, SL_EVENT_RETRY);
     assert_int_equal(retry->rate, 2000);
-    assert_true(retry->wait >= S && retry->wait < 2 * S);
+    assert_true(retry->wait >= SEC && retry->wait < 2 * SEC);
     assert_int_equal(sl_client_host_rate(e.c, url), 3000);
     /* another host has its own rate */
     char other[128];
@@ -613,14 +609,12 @@ static void test_aimd(void **state) {
     e.o.aimd.start = e.o.aimd.floor = 1000;
     e.o.timeout = 500 * MS;
     env_create(&e);
-    assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
-    sl_response_free(r);
+    get_drop(&e, url);
     /* now at 1.5/s: the next slot is 667 ms away */
     assert_int_equal(sl_client_get(e.c, url, &r), SL_EDEADLINE);
     assert_null(r);
     assert_true(strlen(sl_client_errmsg(e.c)) > 0);
-    sl_client_destroy(e.c);
-    stub_stop(s);
+    env_close(&e, s);
 }
 
 static void test_pace_from_ratelimit(void **state) {
@@ -637,27 +631,21 @@ static void test_pace_from_ratelimit(void **state) {
     env_create(&e);
     char url[128];
     url_of(s, "/", url, sizeof url);
-    sl_response *r;
-    assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
-    sl_response_free(r);
+    get_drop(&e, url);
     assert_int_equal(e.fc.sleeps, 0);
     /* nothing left, back in 2 s: the next request waits 2 s */
-    assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
-    sl_response_free(r);
+    get_drop(&e, url);
     assert_int_equal(e.fc.sleeps, 1);
-    assert_int_equal(e.fc.slept[0], 2 * S);
+    assert_int_equal(e.fc.slept[0], 2 * SEC);
     assert_int_equal(e.f.events[0].kind, SL_EVENT_PACE);
     /* 4 of 5 left: no wait */
-    assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
-    sl_response_free(r);
+    get_drop(&e, url);
     assert_int_equal(e.fc.sleeps, 1);
     /* X-RateLimit says 60 s: the wait is capped by max_wait (10 s) */
-    assert_int_equal(sl_client_get(e.c, url, &r), SL_OK);
-    sl_response_free(r);
+    get_drop(&e, url);
     assert_int_equal(e.fc.sleeps, 2);
-    assert_int_equal(e.fc.slept[1], 10 * S);
-    sl_client_destroy(e.c);
-    stub_stop(s);
+    assert_int_equal(e.fc.slept[1], 10 * SEC);
+    env_close(&e, s);
 }
 
 static char big_body[300 * 1024];
@@ -674,8 +662,7 @@ static void test_drain_reuses_connection(void **state) {
     e.o.max_body = 1024; /* only the returned body counts against it */
     env_create(&e);
     char url[128];
-    sl_response *r;
-    assert_int_equal(sl_client_get(e.c, url_of(s, "/", url, sizeof url), &r), SL_OK);
+    sl_response *r = get_ok(&e, url_of(s, "/", url, sizeof url));
     assert_int_equal(sl_response_status(r), 200);
     size_t len;
     assert_string_equal(sl_response_body(r, &len), "ok");
@@ -689,8 +676,7 @@ static void test_drain_reuses_connection(void **state) {
     assert_int_equal(sl_client_get(e.c, url_of(s2, "/", url, sizeof url), &r), SL_ETRANSFER);
     assert_null(r);
     assert_non_null(strstr(sl_client_errmsg(e.c), "max_body"));
-    sl_client_destroy(e.c);
-    stub_stop(s);
+    env_close(&e, s);
     stub_stop(s2);
 }
 
@@ -719,8 +705,7 @@ static void test_on_body(void **state) {
     const reply script[] = {{429, RA1, "retried body", 0}, {200, NULL, "final body", 0}};
     stub *s = stub_start(script, 2);
     env e;
-    env_init(&e);
-    env_create(&e);
+    env_open(&e);
     char url[128];
     sink k = {.len = 0};
     sl_client_request req = {
@@ -739,8 +724,7 @@ static void test_on_body(void **state) {
     assert_int_equal(sl_client_do(e.c, &req, &r), SL_ETRANSFER);
     assert_null(r);
     assert_int_equal(no.calls, 1);
-    sl_client_destroy(e.c);
-    stub_stop(s);
+    env_close(&e, s);
 }
 
 static void test_headers_sent(void **state) {
@@ -748,8 +732,7 @@ static void test_headers_sent(void **state) {
     const reply script[] = {{200, NULL, "ok", 0}};
     stub *s = stub_start(script, 1);
     env e;
-    env_init(&e);
-    env_create(&e);
+    env_open(&e);
     char url[128];
     const char *const h[] = {"X-Test: 1", "Accept: application/json", NULL};
     sl_client_request req = {.url = url_of(s, "/h", url, sizeof url), .headers = h};
@@ -762,15 +745,13 @@ static void test_headers_sent(void **state) {
     assert_non_null(strstr(s->last_head, "\r\nAccept: application/json\r\n"));
     assert_non_null(strstr(s->last_head, "\r\nUser-Agent: sluice-client/" SLUICE_VERSION "\r\n"));
     pthread_mutex_unlock(&s->mu);
-    sl_client_destroy(e.c);
-    stub_stop(s);
+    env_close(&e, s);
 }
 
 static void test_errors(void **state) {
     (void)state;
     env e;
-    env_init(&e);
-    env_create(&e);
+    env_open(&e);
     sl_response *r = (sl_response *)&e; /* must be reset to NULL */
     /* nothing listens on a port that was just closed */
     int fd = socket(AF_INET, SOCK_STREAM, 0);

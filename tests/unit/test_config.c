@@ -31,29 +31,8 @@
 
 /* ---- helpers --------------------------------------------------------------- */
 
-/* Parses `text` as "t.yaml"; it must load. */
-static sl__config *parse_ok(const char *text) {
-    sl__config *c = NULL;
-    static sl__config_errors e;
-    int rc = sl__config_parse(text, strlen(text), "t.yaml", &c, &e);
-    if (rc != 0) {
-        print_errors(&e);
-        fail_msg("expected this config to load:\n%s", text);
-    }
-    assert_non_null(c);
-    assert_int_equal(e.n, 0);
-    return c;
-}
-
-/* Parses `text`: it must fail with exactly the messages `want`, in order. */
-static void expect_errors_(const char *text, const char *const *want, size_t n) {
-    sl__config *c = (sl__config *)1;
-    static sl__config_errors e;
-    int rc = sl__config_parse(text, strlen(text), "t.yaml", &c, &e);
-    assert_int_equal(rc, SL_EPARSE);
-    assert_null(c);
-    expect_error_list(&e, want, n, NULL, text);
-}
+#define parse_ok       config_parse_ok
+#define expect_errors_ config_expect_errors
 
 /* Parses `text`: it must fail with one error containing `part`. */
 static void expect_error_with(const char *text, const char *part) {
@@ -368,15 +347,15 @@ static void test_listen(void **state) {
 
 static void test_workers(void **state) {
     (void)state;
-    sl__config *c = parse_ok("workers: auto\n");
-    assert_int_equal(c->workers, 0);
-    sl__config_free(c);
-    c = parse_ok("workers: 1\n");
-    assert_int_equal(c->workers, 1);
-    sl__config_free(c);
-    c = parse_ok("workers: 256\n");
-    assert_int_equal(c->workers, 256);
-    sl__config_free(c);
+    static const struct {
+        const char *text;
+        unsigned workers;
+    } good[] = {{"workers: auto\n", 0}, {"workers: 1\n", 1}, {"workers: 256\n", 256}};
+    for (size_t i = 0; i < COUNT(good); i++) {
+        sl__config *c = parse_ok(good[i].text);
+        assert_int_equal(c->workers, good[i].workers);
+        sl__config_free(c);
+    }
 
     expect_errors("workers: 0\n", "t.yaml:1: workers: 0 is out of range (1 to 256)");
     expect_errors("workers: 257\n", "t.yaml:1: workers: 257 is out of range (1 to 256)");

@@ -14,44 +14,27 @@
 #include "core/table_any.h"
 #include "policy/decide.h"
 #include "sluice/sluice.h"
+
+#include "decide_helper.h"
 #include "store/batch.h"
 #include "store/memory.h"
+#include "helpers.h"
 
-#define SEC SL_NS_PER_SEC
-#define T0  (INT64_C(1769904000) * SEC)
+#define T0 (INT64_C(1769904000) * SEC)
 
-typedef struct lim {
-    sl__decide_limit l;
-    sl_params p;
-} lim;
-
-static lim *lim_new(const char *name, sl_algorithm a, int64_t limit, int64_t period,
-                    int64_t burst) {
-    lim *x = calloc(1, sizeof *x);
-    assert_non_null(x);
-    x->p = (sl_params){.algorithm = a, .rate = {.limit = limit, .period = period}, .burst = burst};
-    sl__decide_limit_init(&x->l, false);
-    x->l.store.name = name;
-    x->l.store.params = &x->p;
-    sl_table *t = NULL;
-    sl_table_options o = {.params = x->p};
-    assert_int_equal(sl_table_create(&o, &t), SL_OK);
-    x->l.store.table = t;
-    assert_int_equal(sl__topk_create(8, &x->l.top), 0);
-    return x;
-}
+typedef helper_limit lim;
 
 /* lim_new with flags (SL_COUNT_REJECTED, ...). */
 static lim *lim_flags(const char *name, sl_algorithm a, int64_t limit, int64_t period,
                       int64_t burst, uint32_t flags) {
-    lim *x = lim_new(name, a, limit, period, burst);
-    sl_table_destroy(x->l.store.table);
-    x->p.flags = flags;
-    sl_table *t = NULL;
-    sl_table_options o = {.params = x->p};
-    assert_int_equal(sl_table_create(&o, &t), SL_OK);
-    x->l.store.table = t;
-    return x;
+    sl_params p = {
+        .algorithm = a, .rate = {.limit = limit, .period = period}, .burst = burst, .flags = flags};
+    return helper_limit_new(name, p, false, false);
+}
+
+static lim *lim_new(const char *name, sl_algorithm a, int64_t limit, int64_t period,
+                    int64_t burst) {
+    return lim_flags(name, a, limit, period, burst, 0);
 }
 
 /* A calendar-month quota of n, as policy.c makes one: a fixed window of 31
@@ -65,12 +48,7 @@ static lim *quota_new(const char *name, int64_t n) {
     return x;
 }
 
-static void lim_free(lim *x) {
-    sl__store_limit_stripes_free(&x->l.store);
-    sl_table_destroy(x->l.store.table);
-    sl__topk_destroy(x->l.top);
-    free(x);
-}
+#define lim_free helper_limit_free
 
 static int done_calls;
 static void count_done(sl__decide_call *c) {
@@ -382,28 +360,13 @@ static void test_shadow_count_rejected_charged(void **state) {
 
 /* ---- a store that answers later ---------------------------------------------- */
 
-typedef struct later_store {
-    sl__store base;
-    sl__store_call *held;
-} later_store;
-
-static void later_decide(sl__store *s, sl__store_call *c) {
-    ((later_store *)s)->held = c;
-}
-
-static void later_free(sl__store *s) {
-    (void)s;
-}
-
-static const sl__store_ops later_ops = {.decide = later_decide, .free = later_free};
-
 /* The engine on such a store (through a decider built on it by hand is not
  * possible: deciders come from the engine), so the store call is driven
  * directly as the engine hands it over. */
 static void test_later_and_fail_modes(void **state) {
     (void)state;
     lim *a = lim_new("a", SL_FIXED_WINDOW, 2, 60 * SEC, 0);
-    later_store ls = {.base = {.ops = &later_ops}};
+    helper_later_store ls = helper_later_store_new();
     sl__decide_item it = use(a, "k", 1, false);
     sl__decide_call *c = sl__decide_call_new(&it, 1, NULL, NULL, 0);
     c->done = count_done;

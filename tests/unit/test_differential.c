@@ -106,18 +106,6 @@ static int64_t up_to_us(int64_t ns) {
 #define PREFIX_M  "m:" /* the module's keys */
 #define CFG_BYTES 4096
 
-/* ---- random numbers (splitmix64) ------------------------------------------------- */
-
-static uint64_t rng;
-static uint64_t rnd(void) {
-    uint64_t z = (rng += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-static int64_t below(int64_t n) {
-    return n <= 0 ? 0 : (int64_t)(rnd() % (uint64_t)n);
-}
 static int64_t between(int64_t lo, int64_t hi) { /* [lo, hi] */
     return lo + below(hi - lo + 1);
 }
@@ -478,7 +466,6 @@ static void take_answer(answer *a, const sl__policy_item *items, size_t n, int c
  * until done: the memory store answers inline, the Redis store after its
  * loop iteration has sent the script call and read the reply. */
 static uv_loop_t loop;
-static sl__redis_config rcfg, mcfg;
 static sl__store_stats sstats, mstats;
 static sl__store *redis, *module;
 
@@ -656,23 +643,7 @@ static int setup(void **state) {
         return -1;
     }
     if (uv_loop_init(&loop) != 0) return -1;
-    rcfg = (sl__redis_config){.timeout = 30 * SL_NS_PER_SEC,
-                              .on_failure = SL__FAIL_OPEN,
-                              .expected_instances = 1,
-                              .prefix = PREFIX,
-                              .breaker_failures = 1000000,
-                              .breaker_cooldown = SL_NS_PER_SEC,
-                              .breaker_window = SL_NS_PER_SEC,
-                              .deny_cache = 0,
-                              .module = SL__REDIS_MODULE_OFF,
-                              .script_now = true};
-    snprintf(rcfg.unix_path, sizeof rcfg.unix_path, "%s", sock_path);
-    mcfg = rcfg;
-    mcfg.module = SL__REDIS_MODULE_REQUIRE;
-    snprintf(mcfg.prefix, sizeof mcfg.prefix, "%s", PREFIX_M);
-    redis = sl__redis_store_new(&loop, &rcfg, &sstats);
-    module = sl__redis_store_new(&loop, &mcfg, &mstats);
-    return redis && module ? 0 : -1;
+    return redis_fixture_stores(&loop, PREFIX, PREFIX_M, &sstats, &mstats, &redis, &module);
 }
 
 static int teardown(void **state) {

@@ -38,15 +38,7 @@
 /* ---- helpers ----------------------------------------------------------------- */
 
 static sl__domain_rules *rules_ok(const char *text) {
-    sl__domain_rules *r = NULL;
-    static sl__config_errors e;
-    e.n = 0;
-    if (sl__domain_rules_parse(text, strlen(text), "r.yaml", &r, &e) != 0) {
-        print_errors(&e);
-        fail_msg("expected these rules to load:\n%s", text);
-    }
-    assert_non_null(r);
-    return r;
+    return domain_rules_ok(text, "r.yaml");
 }
 
 static void expect_errors_(const char *text, const char *const *want, size_t n) {
@@ -59,12 +51,7 @@ static void expect_errors_(const char *text, const char *const *want, size_t n) 
 }
 
 static sl__domain_set *set_of(const char *text, sl__domain_set *prev) {
-    sl__domain_rules *r = rules_ok(text);
-    sl__domain_set *s = NULL;
-    char err[256];
-    assert_int_equal(sl__domain_set_build(r, 16u << 20, prev, T0, &s, err, sizeof err), 0);
-    sl__domain_rules_free(r);
-    return s;
+    return domain_set_ok(rules_ok(text), prev, T0);
 }
 
 /* A request of up to 8 descriptors written as "k=v,k2=v2" strings. */

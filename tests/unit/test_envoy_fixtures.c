@@ -33,31 +33,25 @@
 #include "sluice/sluice.h"
 
 #include "decide_helper.h"
+#include "helpers.h"
 
 #ifndef SLUICE_SOURCE_DIR
 #error "SLUICE_SOURCE_DIR must name the source tree (tests/envoy_fixtures.cmake)"
 #endif
 
-#define FIX      SLUICE_SOURCE_DIR "/tests/peers/envoyproxy-ratelimit/"
-#define PEER     FIX "peer/test/config/"
-#define SEC      SL_NS_PER_SEC
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-#define T0       (INT64_C(1704067210) * SEC) /* 10 s into a minute */
+#define FIX  SLUICE_SOURCE_DIR "/tests/peers/envoyproxy-ratelimit/"
+#define PEER FIX "peer/test/config/"
+#define T0   (INT64_C(1704067210) * SEC) /* 10 s into a minute */
 
 /* ---- helpers ----------------------------------------------------------------- */
 
 static sl__config_errors errs;
 
-static void print_errors(void) {
-    for (size_t i = 0; i < errs.n && i < SL__CONFIG_MAX_ERRORS; i++)
-        print_message("  %s\n", errs.msg[i]);
-}
-
 static sl__domain_rules *load_ok(const char *path) {
     sl__domain_rules *r = NULL;
     errs.n = 0;
     if (sl__domain_rules_load(path, &r, &errs) != 0) {
-        print_errors();
+        print_errors(&errs);
         fail_msg("the peer accepts %s; sluice refused it", path);
     }
     assert_non_null(r);
@@ -75,17 +69,12 @@ static void load_refused(const char *path, const char *want) {
     assert_null(r);
     for (size_t i = 0; i < errs.n && i < SL__CONFIG_MAX_ERRORS; i++)
         if (strstr(errs.msg[i], want)) return;
-    print_errors();
+    print_errors(&errs);
     fail_msg("%s: no error says '%s'", path, want);
 }
 
 static sl__domain_set *set_of(const char *path) {
-    sl__domain_rules *r = load_ok(path);
-    sl__domain_set *s = NULL;
-    char err[256];
-    assert_int_equal(sl__domain_set_build(r, 16u << 20, NULL, T0, &s, err, sizeof err), 0);
-    sl__domain_rules_free(r);
-    return s;
+    return domain_set_ok(load_ok(path), NULL, T0);
 }
 
 /* One descriptor from "k=v,k2=v2" (at most 8 entries). */
@@ -347,10 +336,7 @@ static void test_wildcards_in_file_order_and_exact_first(void **state) {
     sl__domain_rules *r = NULL;
     errs.n = 0;
     assert_int_equal(sl__domain_rules_parse(text, sizeof text - 1, "r.yaml", &r, &errs), 0);
-    sl__domain_set *s = NULL;
-    char err[128];
-    assert_int_equal(sl__domain_set_build(r, 16u << 20, NULL, T0, &s, err, sizeof err), 0);
-    sl__domain_rules_free(r);
+    sl__domain_set *s = domain_set_ok(r, NULL, T0);
     expect_rule(s, "d", "k=abz", "k_abz"); /* the exact value first */
     expect_rule(s, "d", "k=aaz", "k_a*z"); /* then the wildcards, in file order */
     expect_rule(s, "d", "k=aaa", "k_a*");
@@ -541,12 +527,10 @@ static void test_metadata_as_struct_json(void **state) {
                                "    metadata:\n";
     sl__domain_rules *r = NULL;
     errs.n = 0;
-    if (sl__domain_rules_parse(text, sizeof text - 1, "r.yaml", &r, &errs) != 0) print_errors();
+    if (sl__domain_rules_parse(text, sizeof text - 1, "r.yaml", &r, &errs) != 0)
+        print_errors(&errs);
     assert_non_null(r);
-    sl__domain_set *s = NULL;
-    char err[128];
-    assert_int_equal(sl__domain_set_build(r, 16u << 20, NULL, T0, &s, err, sizeof err), 0);
-    sl__domain_rules_free(r);
+    sl__domain_set *s = domain_set_ok(r, NULL, T0);
     sl__domain_match m;
     assert_non_null(rule_of(s, "d", "k=v", &m));
     assert_string_equal(m.metadata,
@@ -584,7 +568,7 @@ static void test_config_quota_mode(void **state) {
     static const char text[] = "quota_mode: true\n";
     sl__config *c = NULL;
     errs.n = 0;
-    if (sl__config_parse(text, sizeof text - 1, "sluice.yaml", &c, &errs) != 0) print_errors();
+    if (sl__config_parse(text, sizeof text - 1, "sluice.yaml", &c, &errs) != 0) print_errors(&errs);
     assert_non_null(c);
     assert_true(c->quota_mode);
     sl__config_free(c);

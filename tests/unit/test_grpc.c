@@ -26,6 +26,8 @@
 #include "server/request.h"
 #include "sluice/clock.h"
 
+#include "helpers.h"
+
 #define RLS    "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
 #define HEALTH "/grpc.health.v1.Health/Check"
 
@@ -214,6 +216,44 @@ static int32_t submit(client *c, const char *path, const char *ctype, const char
     return id;
 }
 
+/* A stream with the headers of a gRPC call and no END_STREAM, so the client
+ * never ends it; with grpc-timeout: timeout unless NULL. Its id. */
+static int32_t open_stream(client *c, const char *timeout) {
+    nghttp2_nv nva[6];
+    size_t n = 0;
+#define H(k, v) nva[n++] = (nghttp2_nv){(uint8_t *)(k), (uint8_t *)(v), strlen(k), strlen(v), 0}
+    H(":method", "POST");
+    H(":scheme", "http");
+    H(":path", HEALTH);
+    H(":authority", "sluice");
+    H("content-type", "application/grpc");
+    if (timeout) H("grpc-timeout", timeout);
+#undef H
+    int32_t id = nghttp2_submit_headers(c->h2, NGHTTP2_FLAG_NONE, -1, NULL, nva, n, NULL);
+    assert_true(id > 0);
+    return id;
+}
+
+/* A client whose session has limits.header_timeout = 1 ns (a new session, its
+ * SETTINGS dropped from the output). */
+static void client_init_header_timeout(client *c) {
+    client_init(c, NULL, 1024);
+    sl__grpc_session_free(c->s);
+    sl__buf_reset(&c->out);
+    c->limits.header_timeout = 1;
+    c->s = sl__grpc_session_new(&c->limits, &c->out);
+    assert_non_null(c->s);
+}
+
+/* Stream id answered DEADLINE_EXCEEDED as Trailers-Only, then reset (CANCEL). */
+static void expect_cancelled(client *c, int32_t id) {
+    reply *r = reply_of(c, id);
+    assert_int_equal(r->grpc_status, 4);
+    assert_true(r->trailers_only);
+    assert_true(r->closed);
+    assert_int_equal(r->rst, NGHTTP2_CANCEL);
+}
+
 /* prefix + message */
 static size_t framed(uint8_t *out, const uint8_t *msg, size_t len) {
     out[0] = 0;
@@ -223,6 +263,17 @@ static size_t framed(uint8_t *out, const uint8_t *msg, size_t len) {
     out[4] = (uint8_t)len;
     if (len) memcpy(out + 5, msg, len);
     return len + 5;
+}
+
+/* One request to Health/Check with content-type ctype (and extra_name:
+ * extra_value unless NULL) and the body p[0..len) as it is (no body: p NULL);
+ * its reply. */
+static reply *call_raw(client *c, const char *ctype, const char *extra_name,
+                       const char *extra_value, const char *p, size_t len) {
+    body b = {.p = (const uint8_t *)p, .len = len};
+    int32_t id = submit(c, HEALTH, ctype, extra_name, extra_value, p ? &b : NULL);
+    exchange(c);
+    return reply_of(c, id);
 }
 
 /* One call; returns its reply. */
@@ -261,11 +312,7 @@ static sl__domain_set *rules(void) {
     sl__domain_rules *r = NULL;
     sl__config_errors e = {0};
     assert_int_equal(sl__domain_rules_parse(text, sizeof text - 1, "r.yaml", &r, &e), 0);
-    sl__domain_set *s = NULL;
-    char err[128];
-    assert_int_equal(sl__domain_set_build(r, 16u << 20, NULL, 0, &s, err, sizeof err), 0);
-    sl__domain_rules_free(r);
-    return s;
+    return domain_set_ok(r, NULL, 0);
 }
 
 /* ---- the tests -------------------------------------------------------------------------- */
@@ -357,41 +404,21 @@ static void test_errors(void **state) {
     assert_int_equal(r->grpc_status, 8);
     assert_string_equal(r->grpc_message, "message larger than 64 bytes");
     /* no message; a truncated one; two */
-    body b = {.p = (const uint8_t *)"", .len = 0};
-    int32_t id = submit(&c, HEALTH, "application/grpc", NULL, NULL, &b);
-    exchange(&c);
-    assert_int_equal(reply_of(&c, id)->grpc_status, 12);
-    b = (body){.p = (const uint8_t *)"\0\0\0\0\x09\x01", .len = 6};
-    id = submit(&c, HEALTH, "application/grpc", NULL, NULL, &b);
-    exchange(&c);
-    assert_int_equal(reply_of(&c, id)->grpc_status, 13);
-    b = (body){.p = (const uint8_t *)"\0\0\0\0\0\0\0\0\0\0", .len = 10};
-    id = submit(&c, HEALTH, "application/grpc", NULL, NULL, &b);
-    exchange(&c);
-    assert_int_equal(reply_of(&c, id)->grpc_status, 12);
+    const char *grpc = "application/grpc";
+    assert_int_equal(call_raw(&c, grpc, NULL, NULL, "", 0)->grpc_status, 12);
+    assert_int_equal(call_raw(&c, grpc, NULL, NULL, "\0\0\0\0\x09\x01", 6)->grpc_status, 13);
+    assert_int_equal(call_raw(&c, grpc, NULL, NULL, "\0\0\0\0\0\0\0\0\0\0", 10)->grpc_status, 12);
     /* compressed: without grpc-encoding INTERNAL, with gzip UNIMPLEMENTED */
-    b = (body){.p = (const uint8_t *)"\x01\0\0\0\0", .len = 5};
-    id = submit(&c, HEALTH, "application/grpc", NULL, NULL, &b);
-    exchange(&c);
-    assert_int_equal(reply_of(&c, id)->grpc_status, 13);
-    b = (body){.p = (const uint8_t *)"\x01\0\0\0\0", .len = 5};
-    id = submit(&c, HEALTH, "application/grpc", "grpc-encoding", "gzip", &b);
-    exchange(&c);
-    assert_int_equal(reply_of(&c, id)->grpc_status, 12);
+    assert_int_equal(call_raw(&c, grpc, NULL, NULL, "\x01\0\0\0\0", 5)->grpc_status, 13);
+    assert_int_equal(call_raw(&c, grpc, "grpc-encoding", "gzip", "\x01\0\0\0\0", 5)->grpc_status,
+                     12);
     /* content-type: 415 (also when missing); another method: 405 */
-    b = (body){.p = (const uint8_t *)"{}", .len = 2};
-    id = submit(&c, HEALTH, "application/json", NULL, NULL, &b);
-    exchange(&c);
-    assert_int_equal(reply_of(&c, id)->status, 415);
-    assert_int_equal(reply_of(&c, id)->grpc_status, -1);
-    id = submit(&c, HEALTH, NULL, NULL, NULL, NULL);
-    exchange(&c);
-    assert_int_equal(reply_of(&c, id)->status, 415);
+    r = call_raw(&c, "application/json", NULL, NULL, "{}", 2);
+    assert_int_equal(r->status, 415);
+    assert_int_equal(r->grpc_status, -1);
+    assert_int_equal(call_raw(&c, NULL, NULL, NULL, NULL, 0)->status, 415);
     /* an expired deadline: nothing decided */
-    b = (body){.p = (const uint8_t *)"\0\0\0\0\0", .len = 5};
-    id = submit(&c, HEALTH, "application/grpc", "grpc-timeout", "1n", &b);
-    exchange(&c);
-    assert_int_equal(reply_of(&c, id)->grpc_status, 4);
+    assert_int_equal(call_raw(&c, grpc, "grpc-timeout", "1n", "\0\0\0\0\0", 5)->grpc_status, 4);
     /* the session goes on */
     assert_int_equal(rpc(&c, HEALTH, NULL, 0, 0)->grpc_status, 0);
     assert_int_equal(c.feed_rc, 0);
@@ -466,19 +493,7 @@ static void test_deadline_tick(void **state) {
     client_init(&c, NULL, 1024);
     assert_int_equal(sl__grpc_session_next_deadline(c.s), 0);
     /* headers without END_STREAM: the client never ends the stream */
-    nghttp2_nv nva[] = {
-#define H(k, v) {(uint8_t *)(k), (uint8_t *)(v), sizeof(k) - 1, sizeof(v) - 1, 0}
-        H(":method", "POST"),
-        H(":scheme", "http"),
-        H(":path", HEALTH),
-        H(":authority", "sluice"),
-        H("content-type", "application/grpc"),
-        H("grpc-timeout", "1n"),
-#undef H
-    };
-    int32_t id = nghttp2_submit_headers(c.h2, NGHTTP2_FLAG_NONE, -1, NULL, nva,
-                                        sizeof nva / sizeof nva[0], NULL);
-    assert_true(id > 0);
+    int32_t id = open_stream(&c, "1n");
     const uint8_t *data;
     ssize_t n;
     while ((n = nghttp2_session_mem_send(c.h2, &data)) > 0) feed_raw(&c, data, (size_t)n);
@@ -486,11 +501,7 @@ static void test_deadline_tick(void **state) {
     assert_false(reply_of(&c, id)->closed);
     sl__grpc_session_tick(c.s); /* 1 ns later: expired */
     exchange(&c);
-    reply *r = reply_of(&c, id);
-    assert_int_equal(r->grpc_status, 4);
-    assert_true(r->trailers_only);
-    assert_true(r->closed);
-    assert_int_equal(r->rst, NGHTTP2_CANCEL);
+    expect_cancelled(&c, id);
     assert_int_equal(sl__grpc_session_next_deadline(c.s), 0);
     client_free(&c);
 }
@@ -500,35 +511,14 @@ static void test_deadline_tick(void **state) {
 static void test_header_timeout_stream(void **state) {
     (void)state;
     client c;
-    memset(&c, 0, sizeof c);
-    client_init(&c, NULL, 1024);
-    sl__grpc_session_free(c.s); /* again, with a header_timeout of 1 ns */
-    sl__buf_reset(&c.out);      /* its SETTINGS too */
-    c.limits.header_timeout = 1;
-    c.s = sl__grpc_session_new(&c.limits, &c.out);
-    assert_non_null(c.s);
-    nghttp2_nv nva[] = {
-#define H(k, v) {(uint8_t *)(k), (uint8_t *)(v), sizeof(k) - 1, sizeof(v) - 1, 0}
-        H(":method", "POST"),
-        H(":scheme", "http"),
-        H(":path", HEALTH),
-        H(":authority", "sluice"),
-        H("content-type", "application/grpc"),
-#undef H
-    };
-    int32_t id = nghttp2_submit_headers(c.h2, NGHTTP2_FLAG_NONE, -1, NULL, nva,
-                                        sizeof nva / sizeof nva[0], NULL);
-    assert_true(id > 0);
+    client_init_header_timeout(&c);
+    int32_t id = open_stream(&c, NULL);
     exchange(&c);
     assert_true(sl__grpc_session_next_deadline(c.s) > 0);
     assert_false(reply_of(&c, id)->closed);
     assert_int_equal(sl__grpc_session_tick(c.s), 1); /* 1 ns later: expired */
     exchange(&c);
-    reply *r = reply_of(&c, id);
-    assert_int_equal(r->grpc_status, 4);
-    assert_true(r->trailers_only);
-    assert_true(r->closed);
-    assert_int_equal(r->rst, NGHTTP2_CANCEL);
+    expect_cancelled(&c, id);
     assert_false(c.goaway);
     client_free(&c);
 }
@@ -537,13 +527,7 @@ static void test_header_timeout_stream(void **state) {
 static void test_header_timeout_frame(void **state) {
     (void)state;
     client c;
-    memset(&c, 0, sizeof c);
-    client_init(&c, NULL, 1024);
-    sl__grpc_session_free(c.s);
-    sl__buf_reset(&c.out);
-    c.limits.header_timeout = 1;
-    c.s = sl__grpc_session_new(&c.limits, &c.out);
-    assert_non_null(c.s);
+    client_init_header_timeout(&c);
     exchange(&c); /* the prefaces */
     assert_int_equal(sl__grpc_session_tick(c.s), 0);
     static const char ping_head[] = "\x00\x00\x08\x06\x00\x00\x00\x00\x00"

@@ -21,16 +21,12 @@
 #include "policy/policy.h"
 #include "server/http/http.h"
 #include "sluice/sluice.h"
+#include "helpers.h"
 
-#define SEC SL_NS_PER_SEC
-#define MS  SL_NS_PER_MS
-#define T0  (1000 * SEC)
+#define HTTP_FEED_CHECK(c) assert_true(c)
+#include "http_feed.h"
 
-#define assert_i64(a, b)                                                                           \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (a_ != b_) fail_msg("%s == %s failed: %lld != %lld", #a, #b, a_, b_);                   \
-    } while (0)
+#define T0 (1000 * SEC)
 
 /* ---- feeding helpers ---------------------------------------------------------- */
 
@@ -52,6 +48,10 @@ static void dump(sl__buf *b, const sl__http_request *r) {
     sl__buf_puts(b, "]\n");
 }
 
+static void dump_to(const sl__http_request *r, void *out) {
+    dump(out, r);
+}
+
 /* Feeds `len` bytes as the pieces cut at cuts[0..ncuts) (increasing), the
  * way a connection does: each piece is fed until it is used up, a READY
  * request is dumped and the parser moved on, an error ends everything.
@@ -63,33 +63,13 @@ static char *feed_cuts(size_t max_header, size_t max_body, const char *data, siz
     assert_non_null(p);
     sl__buf out;
     sl__buf_init(&out);
-    size_t start = 0;
-    bool stop = false;
-    for (size_t c = 0; c <= ncuts && !stop; c++) {
+    for (size_t c = 0, start = 0; c <= ncuts; c++) {
         size_t end = c < ncuts ? cuts[c] : len;
-        size_t off = start;
-        while (off < end) {
-            size_t used = 12345;
-            sl__http_status st = sl__http_parser_feed(p, data + off, end - off, &used);
-            assert_true(used <= end - off);
-            off += used;
-            if (st == SL__HTTP_READY) {
-                const sl__http_request *r = sl__http_parser_request(p);
-                assert_non_null(r);
-                assert_false(sl__http_parser_in_request(p));
-                dump(&out, r);
-                sl__http_parser_next(p);
-            } else if (st == SL__HTTP_ERROR) {
-                const char *msg = NULL;
-                int status = sl__http_parser_error_status(p, &msg);
-                assert_non_null(msg);
-                sl__buf_printf(&out, "ERROR %d\n", status);
-                stop = true;
-                break;
-            } else {
-                assert_int_equal(off, end);
-                assert_null(sl__http_parser_request(p));
-            }
+        const char *msg;
+        int status = http_feed(p, data + start, end - start, dump_to, &out, &msg);
+        if (status) {
+            sl__buf_printf(&out, "ERROR %d\n", status);
+            break;
         }
         start = end;
     }
@@ -108,6 +88,12 @@ static char *feed_bytewise(size_t max_header, size_t max_body, const char *data,
     char *r = feed_cuts(max_header, max_body, data, len, cuts, len ? len - 1 : 0);
     free(cuts);
     return r;
+}
+
+/* d, a feed's dump (freed here), is exactly want. */
+static void expect_dump(char *d, const char *want) {
+    assert_string_equal(d, want);
+    free(d);
 }
 
 /* Parses one complete request and returns the parser holding it. */
@@ -206,9 +192,7 @@ static const char pipeline_dump[] =
 
 static void test_pipelined_whole(void **state) {
     (void)state;
-    char *d = feed_whole(8192, 65536, pipeline, sizeof pipeline - 1);
-    assert_string_equal(d, pipeline_dump);
-    free(d);
+    expect_dump(feed_whole(8192, 65536, pipeline, sizeof pipeline - 1), pipeline_dump);
 }
 
 /* Each request ends exactly where the next begins. */
@@ -261,9 +245,7 @@ static void test_every_split_point(void **state) {
 
 static void test_bytewise(void **state) {
     (void)state;
-    char *d = feed_bytewise(8192, 65536, pipeline, sizeof pipeline - 1);
-    assert_string_equal(d, pipeline_dump);
-    free(d);
+    expect_dump(feed_bytewise(8192, 65536, pipeline, sizeof pipeline - 1), pipeline_dump);
 }
 
 static void test_random_pieces(void **state) {
@@ -273,14 +255,12 @@ static void test_random_pieces(void **state) {
     for (int round = 0; round < 2000; round++) {
         size_t cuts[64], n = 0, at = 0;
         while (n < 64) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            helper_rand(&x);
             at += 1 + x % 40;
             if (at >= len) break;
             cuts[n++] = at;
         }
-        char *d = feed_cuts(8192, 65536, pipeline, len, cuts, n);
-        assert_string_equal(d, pipeline_dump);
-        free(d);
+        expect_dump(feed_cuts(8192, 65536, pipeline, len, cuts, n), pipeline_dump);
     }
 }
 
@@ -336,9 +316,7 @@ static void test_431_exact(void **state) {
         char *d = feed_bytewise(len, 0, r, len);
         assert_int_equal(strncmp(d, "1 GET", 5), 0);
         free(d);
-        d = feed_bytewise(len - 1, 0, r, len);
-        assert_string_equal(d, "ERROR 431\n");
-        free(d);
+        expect_dump(feed_bytewise(len - 1, 0, r, len), "ERROR 431\n");
         /* with a pipelined request behind it, exactly at the bound */
         strcat(r, "GET /next HTTP/1.1\r\n\r\n");
         d = feed_whole(len, 0, r, strlen(r));
@@ -397,9 +375,7 @@ static void test_413(void **state) {
     const char *c6_4 = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                        "6\r\n012345\r\n4\r\n6789\r\n0\r\n\r\n";
     assert_int_equal(status_of(8192, 10, c6_4, strlen(c6_4)), 0);
-    char *d = feed_bytewise(8192, 10, c6_5, strlen(c6_5));
-    assert_string_equal(d, "ERROR 413\n");
-    free(d);
+    expect_dump(feed_bytewise(8192, 10, c6_5, strlen(c6_5)), "ERROR 413\n");
     /* max_body 0: any body is too large */
     const char *one = "POST / HTTP/1.1\r\nContent-Length: 1\r\n\r\nx";
     assert_int_equal(status_of(8192, 0, one, strlen(one)), 413);
@@ -416,9 +392,7 @@ static void test_chunk_framing_bounded(void **state) {
     for (int i = 0; i < 40000; i++) sl__buf_puts(&b, "x");
     sl__buf_puts(&b, "\r\na\r\n0\r\n\r\n");
     assert_int_equal(status_of(1024, 10, b.data, b.len), 413);
-    char *d = feed_cuts(1024, 10, b.data, b.len, (size_t[]){100, 20000}, 2);
-    assert_string_equal(d, "ERROR 413\n");
-    free(d);
+    expect_dump(feed_cuts(1024, 10, b.data, b.len, (size_t[]){100, 20000}, 2), "ERROR 413\n");
     sl__buf_reset(&b);
     sl__buf_puts(&b, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\nX-T: ");
     for (int i = 0; i < 2000; i++) sl__buf_puts(&b, "y");
@@ -612,20 +586,23 @@ static void test_expect_continue(void **state) {
     assert_int_equal(sl__http_parser_feed(p, "hello", 5, &used), SL__HTTP_READY);
     assert_false(sl__http_parser_take_continue(p));
     sl__http_parser_next(p);
-    /* body already there: nothing to continue */
-    const char *whole = "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nx";
-    assert_int_equal(sl__http_parser_feed(p, whole, strlen(whole), &used), SL__HTTP_READY);
-    assert_false(sl__http_parser_take_continue(p));
-    sl__http_parser_next(p);
-    /* no body, HTTP/1.0, or too large: no 100 */
-    const char *nobody = "GET / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n";
-    assert_int_equal(sl__http_parser_feed(p, nobody, strlen(nobody), &used), SL__HTTP_READY);
-    assert_false(sl__http_parser_take_continue(p));
-    sl__http_parser_next(p);
-    const char *h10 = "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n";
-    assert_int_equal(sl__http_parser_feed(p, h10, strlen(h10), &used), SL__HTTP_NEED_MORE);
-    assert_false(sl__http_parser_take_continue(p));
-    sl__http_parser_next(p);
+    static const struct {
+        const char *req;
+        sl__http_status st;
+    } no_continue[] = {
+        /* body already there: nothing to continue */
+        {"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nx", SL__HTTP_READY},
+        /* no body, HTTP/1.0, or too large (below): no 100 */
+        {"GET / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n", SL__HTTP_READY},
+        {"POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n",
+         SL__HTTP_NEED_MORE},
+    };
+    for (size_t i = 0; i < COUNT(no_continue); i++) {
+        const char *req = no_continue[i].req;
+        assert_int_equal(sl__http_parser_feed(p, req, strlen(req), &used), no_continue[i].st);
+        assert_false(sl__http_parser_take_continue(p));
+        sl__http_parser_next(p);
+    }
     const char *big = "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n";
     assert_int_equal(sl__http_parser_feed(p, big, strlen(big), &used), SL__HTTP_ERROR);
     assert_int_equal(sl__http_parser_error_status(p, NULL), 413);
@@ -1138,7 +1115,7 @@ static void test_rate_text_matches_core(void **state) {
     sl__buf_init(&b);
     uint64_t x = 88172645463325252u;
     for (int i = 0; i < 20000; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        helper_rand(&x);
         static const int64_t units[] = {1, 1000, MS, SEC, 60 * SEC, 3600 * SEC, 86400 * SEC};
         sl_rate r = {.limit = (int64_t)(x % 100000) + 1,
                      .period = (int64_t)((x >> 20) % 1000 + 1) * units[(x >> 40) % 7]};

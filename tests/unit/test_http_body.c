@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "server/http/http.h"
+#include "helpers.h"
 
 static sl__json_scan scan(const char *body, const char *member, char *text, size_t size) {
     const char *t = NULL;
@@ -24,15 +25,29 @@ static sl__json_scan scan(const char *body, const char *member, char *text, size
     return rc;
 }
 
+/* A body and what scanning it for no member returns. */
+typedef struct scan_case {
+    const char *body;
+    sl__json_scan rc;
+} scan_case;
+
+static void expect_scans(const scan_case *cases, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(scan(cases[i].body, NULL, NULL, 0), cases[i].rc);
+}
+
 static void test_nul(void **state) {
     (void)state;
-    assert_int_equal(scan("{\"key\":\"a\\u0000b\"}", NULL, NULL, 0), SL__JSON_NUL);
-    assert_int_equal(scan("{\"key\":\"\\u0000\"}", NULL, NULL, 0), SL__JSON_NUL);
-    assert_int_equal(scan("{\"ke\\u0000y\":\"a\"}", NULL, NULL, 0), SL__JSON_NUL);
-    assert_int_equal(scan("[\"x\",{\"a\":[\"\\u0000\"]}]", NULL, NULL, 0), SL__JSON_NUL);
-    /* an escaped backslash, then the text u0000: no NUL */
-    assert_int_equal(scan("{\"key\":\"a\\\\u0000\"}", NULL, NULL, 0), SL__JSON_OK);
-    assert_int_equal(scan("{\"key\":\"\\u0001\\u0100\"}", NULL, NULL, 0), SL__JSON_OK);
+    static const scan_case escaped[] = {
+        {"{\"key\":\"a\\u0000b\"}", SL__JSON_NUL},
+        {"{\"key\":\"\\u0000\"}", SL__JSON_NUL},
+        {"{\"ke\\u0000y\":\"a\"}", SL__JSON_NUL},
+        {"[\"x\",{\"a\":[\"\\u0000\"]}]", SL__JSON_NUL},
+        /* an escaped backslash, then the text u0000: no NUL */
+        {"{\"key\":\"a\\\\u0000\"}", SL__JSON_OK},
+        {"{\"key\":\"\\u0001\\u0100\"}", SL__JSON_OK},
+    };
+    expect_scans(escaped, COUNT(escaped));
     /* a raw 0 byte anywhere */
     static const char raw[] = "{\"key\":\"a\0b\"}";
     assert_int_equal(sl__http_json_scan(raw, sizeof raw - 1, NULL, NULL, NULL), SL__JSON_NUL);
@@ -42,21 +57,24 @@ static void test_nul(void **state) {
 
 static void test_trailing_and_syntax(void **state) {
     (void)state;
-    assert_int_equal(scan("{\"a\":1}", NULL, NULL, 0), SL__JSON_OK);
-    assert_int_equal(scan(" \r\n\t{\"a\":1} \r\n\t", NULL, NULL, 0), SL__JSON_OK);
-    assert_int_equal(scan("{\"a\":1} x", NULL, NULL, 0), SL__JSON_TRAILING);
-    assert_int_equal(scan("{\"a\":1}{}", NULL, NULL, 0), SL__JSON_TRAILING);
-    assert_int_equal(scan("{\"a\":1},", NULL, NULL, 0), SL__JSON_TRAILING);
-    assert_int_equal(scan("{\"a\":1}]", NULL, NULL, 0), SL__JSON_TRAILING);
-    assert_int_equal(scan("\"s\" 1", NULL, NULL, 0), SL__JSON_TRAILING);
-    assert_int_equal(scan("1 2", NULL, NULL, 0), SL__JSON_TRAILING);
-    assert_int_equal(scan("", NULL, NULL, 0), SL__JSON_SYNTAX);
-    assert_int_equal(scan("   ", NULL, NULL, 0), SL__JSON_SYNTAX);
-    assert_int_equal(scan("{\"a\":1", NULL, NULL, 0), SL__JSON_SYNTAX);
-    assert_int_equal(scan("{\"a", NULL, NULL, 0), SL__JSON_SYNTAX);
-    assert_int_equal(scan("{\"a\\u12\":1}", NULL, NULL, 0), SL__JSON_SYNTAX);
-    assert_int_equal(scan("}", NULL, NULL, 0), SL__JSON_SYNTAX);
-    assert_int_equal(scan("{\"a\":\xff}", NULL, NULL, 0), SL__JSON_SYNTAX);
+    static const scan_case cases[] = {
+        {"{\"a\":1}", SL__JSON_OK},
+        {" \r\n\t{\"a\":1} \r\n\t", SL__JSON_OK},
+        {"{\"a\":1} x", SL__JSON_TRAILING},
+        {"{\"a\":1}{}", SL__JSON_TRAILING},
+        {"{\"a\":1},", SL__JSON_TRAILING},
+        {"{\"a\":1}]", SL__JSON_TRAILING},
+        {"\"s\" 1", SL__JSON_TRAILING},
+        {"1 2", SL__JSON_TRAILING},
+        {"", SL__JSON_SYNTAX},
+        {"   ", SL__JSON_SYNTAX},
+        {"{\"a\":1", SL__JSON_SYNTAX},
+        {"{\"a", SL__JSON_SYNTAX},
+        {"{\"a\\u12\":1}", SL__JSON_SYNTAX},
+        {"}", SL__JSON_SYNTAX},
+        {"{\"a\":\xff}", SL__JSON_SYNTAX},
+    };
+    expect_scans(cases, COUNT(cases));
     /* deep nesting is counted, not recursed */
     size_t depth = 100000;
     char *deep = malloc(2 * depth + 1);
@@ -182,7 +200,7 @@ static void test_json_string(void **state) {
     for (int round = 0; round < 20000; round++) {
         size_t n = (size_t)(round % 64);
         for (size_t i = 0; i < n; i++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            helper_rand(&x);
             in[i] = (unsigned char)(round & 1 ? x : (x % 3 ? 0x80 | (x >> 8 & 0x7f) : x >> 16));
         }
         char *got = json_of(in, n);

@@ -18,9 +18,9 @@
 #include <string.h>
 
 #include "sluice/sluice.h"
+#include "helpers.h"
 
-#define SEC SL_NS_PER_SEC
-#define T0  (1000 * SEC)
+#define T0 (1000 * SEC)
 
 static sl_concurrency *make(int64_t limit, int64_t lease) {
     sl_concurrency *c = NULL;

@@ -19,42 +19,16 @@
 #include "policy/policy.h"
 #include "sluice/sluice.h"
 
+#include "helpers.h"
+
 #ifndef SLUICE_SOURCE_DIR
 #error "SLUICE_SOURCE_DIR must name the source tree (tests/lease.cmake)"
 #endif
 
-#define SEC SL_NS_PER_SEC
-#define T0  (1000 * SEC)
+#define T0 (1000 * SEC)
 
-static sl__config *parse_ok(const char *text) {
-    sl__config *c = NULL;
-    static sl__config_errors e;
-    if (sl__config_parse(text, strlen(text), "t.yaml", &c, &e) != 0) {
-        for (size_t i = 0; i < e.n && i < SL__CONFIG_MAX_ERRORS; i++)
-            print_message("  %s\n", e.msg[i]);
-        fail_msg("expected this config to load:\n%s", text);
-    }
-    return c;
-}
-
-static void expect_errors_(const char *text, const char *const *want, size_t n) {
-    sl__config *c = NULL;
-    static sl__config_errors e;
-    assert_int_equal(sl__config_parse(text, strlen(text), "t.yaml", &c, &e), SL_EPARSE);
-    bool same = e.n == n;
-    for (size_t i = 0; same && i < n; i++) same = strcmp(e.msg[i], want[i]) == 0;
-    if (!same) {
-        print_message("got %zu error(s):\n", e.n);
-        for (size_t i = 0; i < e.n && i < SL__CONFIG_MAX_ERRORS; i++)
-            print_message("  %s\n", e.msg[i]);
-        fail_msg("unexpected errors for:\n%s", text);
-    }
-}
-#define expect_errors(text, ...)                                                                   \
-    do {                                                                                           \
-        const char *const want_[] = {__VA_ARGS__};                                                 \
-        expect_errors_(text, want_, sizeof want_ / sizeof want_[0]);                               \
-    } while (0)
+#define parse_ok       config_parse_ok
+#define expect_errors_ config_expect_errors
 
 static void test_parse(void **state) {
     (void)state;

@@ -279,14 +279,6 @@ static void set_rate_in_debt(void **state) {
     sl_limiter_destroy(l);
 }
 
-/* Tiny xorshift generator for reproducible traces. */
-static uint64_t rng_next(uint64_t *x) {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
 /* AIMD on a random trace: halve the rate on "errors", add 1/s otherwise,
  * sometimes change the burst. A rate or burst change never changes the
  * whole tokens at that instant (except a clamp to a smaller burst), tokens
@@ -302,15 +294,15 @@ static void aimd_trace(void **state) {
     __int128 budget = (__int128)burst * SEC;
     __int128 admitted = 0;
     for (int step = 0; step < 20000; step++) {
-        int64_t dt = (int64_t)(rng_next(&x) % (50 * MS));
+        int64_t dt = (int64_t)(helper_rand(&x) % (50 * MS));
         budget += (__int128)limit * dt;
         t += dt;
         int64_t before = sl_limiter_tokens(l, t);
         assert_le(before, burst);
         assert_le(0, before);
-        uint64_t op = rng_next(&x) % 10;
+        uint64_t op = helper_rand(&x) % 10;
         if (op < 6) {
-            int64_t n = 1 + (int64_t)(rng_next(&x) % (uint64_t)burst);
+            int64_t n = 1 + (int64_t)(helper_rand(&x) % (uint64_t)burst);
             bool ok = sl_limiter_allow(l, n, t);
             assert_int_equal(ok, before >= n);
             if (ok) admitted += (__int128)n * SEC;
@@ -319,7 +311,7 @@ static void aimd_trace(void **state) {
             assert_int_equal(sl_limiter_set_rate(l, (sl_rate){limit, SEC}, t), SL_OK);
             assert_i64(sl_limiter_tokens(l, t), before);
         } else {
-            burst = 1 + (int64_t)(rng_next(&x) % 40); /* more room, never more tokens */
+            burst = 1 + (int64_t)(helper_rand(&x) % 40); /* more room, never more tokens */
             assert_int_equal(sl_limiter_set_burst(l, burst, t), SL_OK);
             assert_i64(sl_limiter_tokens(l, t), before < burst ? before : burst);
         }

@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "helpers.h"
 
-#define SEC INT64_C(1000000000)
-#define T0  (INT64_C(1764620000) * SEC)
+#define T0 (INT64_C(1764620000) * SEC)
 
 static char path[64];
 static int saved = -1;

@@ -16,9 +16,7 @@
 
 #include "policy/config.h"
 #include "sluice/sluice.h"
-
-#define MS  SL_NS_PER_MS
-#define SEC SL_NS_PER_SEC
+#include "helpers.h"
 
 typedef struct nginx_node {
     int64_t last_ms, excess;
@@ -47,20 +45,11 @@ static int64_t nginx_limit_req(nginx_node *lr, int64_t now_ms, int64_t rate_mr, 
 }
 
 static sl_table *queue(int64_t per_sec, int64_t burst, int64_t delay_after) {
-    sl_table_options o = {.params = {.algorithm = SL_LEAKY_QUEUE,
-                                     .rate = {per_sec, SEC},
-                                     .burst = burst,
-                                     .delay_after = delay_after},
-                          .seed = 7};
-    sl_table *t = NULL;
-    assert_int_equal(sl_table_create(&o, &t), SL_OK);
-    return t;
-}
-
-static sl_decision check(sl_table *t, int64_t now) {
-    sl_decision d;
-    assert_int_equal(sl_table_check(t, "k", 1, 1, now, &d), SL_OK);
-    return d;
+    return table_ok((sl_table_options){.params = {.algorithm = SL_LEAKY_QUEUE,
+                                                  .rate = {per_sec, SEC},
+                                                  .burst = burst,
+                                                  .delay_after = delay_after},
+                                       .seed = 7});
 }
 
 /* limit_req rate=10r/s burst=20 delay=8: 21 at once, the first 9 at once,
@@ -70,13 +59,13 @@ static void burst_20_delay_8(void **state) {
     sl_table *t = queue(10, 21, 8);
     nginx_node lr = {0};
     for (int i = 0; i < 21; i++) {
-        sl_decision d = check(t, 0);
+        sl_decision d = check_one(t, 0);
         assert_true(d.allowed);
         int64_t want = i <= 8 ? 0 : (i - 8) * 100;
         assert_int_equal(d.delay, want * MS);
         assert_int_equal(nginx_limit_req(&lr, 0, 10000, 20000, 8000), want);
     }
-    assert_false(check(t, 0).allowed);
+    assert_false(check_one(t, 0).allowed);
     assert_int_equal(nginx_limit_req(&lr, 0, 10000, 20000, 8000), -1);
     /* a peek reports the queue's wait past the first 8 */
     sl_decision d;
@@ -105,7 +94,7 @@ static void random_traces_match_nginx(void **state) {
                     x ^= x >> 7;
                     x ^= x << 17;
                     now += (int64_t)(x % 5 == 0 ? x % 2000 : x % 40); /* ms; often 0 */
-                    sl_decision d = check(t, now * MS);
+                    sl_decision d = check_one(t, now * MS);
                     int64_t want = nginx_limit_req(&lr, now, rates[ri] * 1000, B * 1000, D * 1000);
                     int64_t got = d.allowed ? d.delay / MS : -1;
                     if (got != want)

@@ -15,9 +15,8 @@
 #include <string.h>
 
 #include "sluice/sluice.h"
+#include "helpers.h"
 
-#define SEC  SL_NS_PER_SEC
-#define MS   SL_NS_PER_MS
 #define MIN  (60 * SEC)
 #define HOUR (3600 * SEC)
 #define DAY  (86400 * SEC)
@@ -626,9 +625,7 @@ static void rate_round_trips(void **state) {
     static const int64_t units[] = {1, 1000, MS, SEC, MIN, HOUR, DAY};
     uint64_t x = 88172645463325252u; /* xorshift64 */
     for (int i = 0; i < 20000; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        helper_rand(&x);
         int64_t limit = 1 + (int64_t)(x % 1000000000);
         int64_t unit = units[(x >> 32) % 7];
         int64_t k = 1 + (int64_t)((x >> 40) % 10000);

@@ -51,11 +51,10 @@
 #include <string.h>
 
 #include "sluice/sluice.h"
+#include "helpers.h"
 
 typedef __int128 i128;
 
-#define SEC  SL_NS_PER_SEC
-#define MS   SL_NS_PER_MS
 #define MIN  (60 * SEC)
 #define HOUR (3600 * SEC)
 #define DAY  (86400 * SEC)

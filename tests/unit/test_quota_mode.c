@@ -37,11 +37,7 @@ static sl__domain_set *rules(const char *text) {
     e.n = 0;
     if (sl__domain_rules_parse(text, strlen(text), "q.yaml", &r, &e) != 0) print_errors(&e);
     assert_non_null(r);
-    sl__domain_set *s = NULL;
-    char err[256];
-    assert_int_equal(sl__domain_set_build(r, 16u << 20, NULL, T0, &s, err, sizeof err), 0);
-    sl__domain_rules_free(r);
-    return s;
+    return domain_set_ok(r, NULL, T0);
 }
 
 /* One request of one-entry descriptors ("key=value" each). */
@@ -188,10 +184,7 @@ static void test_peer_svc_quota(void **state) {
                               "/tests/peers/envoyproxy-ratelimit/translated/svc_quota.yaml",
                               &r, &e),
         0);
-    sl__domain_set *s = NULL;
-    char err[256];
-    assert_int_equal(sl__domain_set_build(r, 16u << 20, NULL, T0, &s, err, sizeof err), 0);
-    sl__domain_rules_free(r);
+    sl__domain_set *s = domain_set_ok(r, NULL, T0);
     ask a;
     for (int i = 0; i < 3; i++) {
         memset(&a, 0, sizeof a);

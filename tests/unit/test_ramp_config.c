@@ -35,10 +35,8 @@
 #define T0 (1000 * SEC)
 #define TB "    burst: 100\n"
 
-#define parse_ok config_parse_ok
-static void expect_errors_(const char *text, const char *const *want, size_t n) {
-    config_expect_errors(text, want, n);
-}
+#define parse_ok       config_parse_ok
+#define expect_errors_ config_expect_errors
 
 #define POLICY(alg, extra, ramp)                                                                   \
     "policies:\n  - name: api\n    algorithm: " alg "\n    rate: 100/s\n" extra                    \

@@ -51,17 +51,6 @@
 #define NCALLS   40 /* calls per sequence */
 #define MAXITEMS 6
 
-static uint64_t rng;
-static uint64_t rnd(void) { /* splitmix64 */
-    uint64_t z = (rng += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-static int64_t below(int64_t n) {
-    return (int64_t)(rnd() % (uint64_t)n);
-}
-
 typedef struct gset {
     sl_params p;
     bool cal, any;
@@ -160,12 +149,7 @@ static redisReply *send_call(const gseq *s, const gcall *k, const char *prefix,
     sl__buf b;
     sl__buf_init(&b);
     sl__redis_script_format_as(&b, how, it, k->n, k->now_us);
-    assert_false(b.failed);
-    if (redisAppendFormattedCommand(rc, b.data, b.len) != REDIS_OK) fail_msg("append");
-    sl__buf_free(&b);
-    void *reply = NULL;
-    if (redisGetReply(rc, &reply) != REDIS_OK) fail_msg("redis: %s", rc->errstr);
-    return reply;
+    return redis_fixture_send(&b);
 }
 
 /* The module's packed reply (one string of 64-bit little-endian integers,

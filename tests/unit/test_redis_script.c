@@ -40,18 +40,13 @@
 #include "util/buf.h"
 
 #include "redis_fixture.h"
+#include "helpers.h"
 
 #define US    INT64_C(1000) /* ns per us */
 #define MS_US INT64_C(1000)
 #define S_US  INT64_C(1000000)
 /* A realistic Unix time in us (2023-11-14); traces start near it. */
 #define T0_US INT64_C(1700000000000000)
-
-#define assert_i64(a, b)                                                                           \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (a_ != b_) fail_msg("%s == %s failed: %lld != %lld", #a, #b, a_, b_);                   \
-    } while (0)
 
 /* ---- the redis-server of this test (redis_fixture.h) ------------------------- */
 
@@ -85,19 +80,6 @@ static const char *rkey(const char *policy, const char *key) {
 static sl__script_item item(const sl_params *p, const char *rk, int64_t cost, unsigned group) {
     return (sl__script_item){
         .params = p, .rkey = rk, .rkeylen = strlen(rk), .cost = cost, .group = group};
-}
-
-/* ---- random numbers (splitmix64: deterministic, seed printed on failure) ----- */
-
-static uint64_t rng_state;
-static uint64_t rnd(void) {
-    uint64_t z = (rng_state += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-static int64_t rnd_below(int64_t n) {
-    return n <= 0 ? 0 : (int64_t)(rnd() % (uint64_t)n);
 }
 
 /* ---- comparing decisions --------------------------------------------------------- */
@@ -139,43 +121,6 @@ static void check_pttl(const char *ctx, long long pttl, int64_t ttl_us, int64_t 
                  (long long)want, (long long)ttl_us, (long long)elapsed_ms);
 }
 
-/* Runs the script, then reads the PTTL of each of keys[0..nk) and PERSISTs
- * them, all in one MULTI/EXEC: no key can expire in real time between the
- * script and the PERSIST. pttl[i] gets -2 (no key), -1 (no TTL: not written
- * since the last PERSIST) or the TTL in ms. The script must be loaded. */
-static void run_persist(sl__script_item *items, size_t n, int64_t now_us, const char *const *keys,
-                        size_t nk, long long *pttl) {
-    sl__buf b;
-    sl__buf_init(&b);
-    sl__redis_script_format(&b, false, items, n, now_us);
-    assert_false(b.failed);
-    redisAppendCommand(rc, "MULTI");
-    redisAppendFormattedCommand(rc, b.data, b.len);
-    sl__buf_free(&b);
-    for (size_t i = 0; i < nk; i++) redisAppendCommand(rc, "PTTL %s", keys[i]);
-    for (size_t i = 0; i < nk; i++) redisAppendCommand(rc, "PERSIST %s", keys[i]);
-    redisAppendCommand(rc, "EXEC");
-    for (size_t i = 0; i < 2 + 2 * nk; i++) { /* OK, QUEUED... */
-        void *v = NULL;
-        if (redisGetReply(rc, &v) != REDIS_OK) fail_msg("redis: %s", rc->errstr);
-        redisReply *r = v;
-        if (r->type != REDIS_REPLY_STATUS) fail_msg("MULTI: %s", r->str ? r->str : "?");
-        freeReplyObject(r);
-    }
-    void *v = NULL;
-    if (redisGetReply(rc, &v) != REDIS_OK) fail_msg("redis: %s", rc->errstr);
-    redisReply *x = v;
-    if (x->type != REDIS_REPLY_ARRAY || x->elements != 1 + 2 * nk) fail_msg("EXEC: bad reply");
-    char err[256];
-    if (sl__redis_script_parse(x->element[0], items, n, err, sizeof err) != 0)
-        fail_msg("script (%s, now %lld): %s", items[0].rkey, (long long)now_us, err);
-    for (size_t i = 0; i < nk; i++) {
-        if (x->element[1 + i]->type != REDIS_REPLY_INTEGER) fail_msg("PTTL: not an integer");
-        pttl[i] = x->element[1 + i]->integer;
-    }
-    freeReplyObject(x);
-}
-
 /* run() for simulated time: the script and a PERSIST of every key it names,
  * in one MULTI/EXEC (run_persist), so that a stall of the test between two
  * calls cannot expire a key on Redis's real clock. The script must be
@@ -195,11 +140,11 @@ static void run_sim(sl__script_item *items, size_t n, int64_t now_us) {
     run_persist(items, n, now_us, keys, nk, pttl);
 }
 
-static void load_script(void) {
-    const char *src = sl__redis_script_source();
-    redisReply *r = cmd("SCRIPT LOAD %b", src, strlen(src));
-    assert_int_equal(r->type, REDIS_REPLY_STRING);
-    freeReplyObject(r);
+/* What a cost-0 item of p on rk sees left at now_us (run_sim: nothing charged). */
+static int64_t remaining_of(const sl_params *p, const char *rk, int64_t now_us) {
+    sl__script_item look = item(p, rk, 0, 0);
+    run_sim(&look, 1, now_us);
+    return look.decision.remaining;
 }
 
 /* ---- single limits: random traces ------------------------------------------------ */
@@ -288,11 +233,7 @@ static sl_params params_of(const pset *ps, int64_t origin_us) {
 }
 
 static sl_table *make_table(const sl_params *p) {
-    sl_table_options o = {.params = *p, .seed = 42};
-    sl_table *t = NULL;
-    int rc_ = sl_table_create(&o, &t);
-    if (rc_) fail_msg("sl_table_create: %s", sl_strerror(rc_));
-    return t;
+    return table_ok((sl_table_options){.params = *p, .seed = 42});
 }
 
 /* The time (us) from which a brand-new key of p is fresh (start empty). */
@@ -313,22 +254,22 @@ static int64_t max_cost(const sl_params *p) {
  * sometimes beyond a whole period (a key that went idle). */
 static int64_t random_step(const pset *ps) {
     int64_t t = ps->period_us / ps->limit;
-    switch (rnd_below(10)) {
+    switch (below(10)) {
     case 0:
         return 0;
     case 1:
-        return rnd_below(3 * ps->period_us);
+        return below(3 * ps->period_us);
     case 2:
-        return rnd_below(4) * t; /* exactly on the schedule */
+        return below(4) * t; /* exactly on the schedule */
     default:
-        return rnd_below(2 * t) + 1;
+        return below(2 * t) + 1;
     }
 }
 
 static void trace_one(const pset *ps, int steps, uint64_t seed) {
-    rng_state = seed;
-    int64_t now = T0_US + rnd_below(10 * S_US);
-    int64_t origin = now - rnd_below(ps->period_us / 2);
+    rng = seed;
+    int64_t now = T0_US + below(10 * S_US);
+    int64_t origin = now - below(ps->period_us / 2);
     sl_params p = params_of(ps, origin);
     sl_table *t = make_table(&p);
     int64_t eu = empty_until_us(&p);
@@ -340,13 +281,13 @@ static void trace_one(const pset *ps, int steps, uint64_t seed) {
     for (int s = 0; s < steps; s++) {
         now += random_step(ps);
         int64_t cost;
-        int64_t roll = rnd_below(40);
+        int64_t roll = below(40);
         if (roll == 0)
-            cost = mc + 1 + rnd_below(3); /* can never pass */
+            cost = mc + 1 + below(3); /* can never pass */
         else if (roll < 4)
             cost = 0;
         else
-            cost = 1 + rnd_below(ps->maxc ? ps->maxc : mc < 3 ? mc : 3);
+            cost = 1 + below(ps->maxc ? ps->maxc : mc < 3 ? mc : 3);
         sl_decision dm;
         int rcm = sl_table_check(t, keyname, strlen(keyname), cost, now * US, &dm);
         assert_true(rcm == 0 || rcm == SL_ECOST);
@@ -458,8 +399,8 @@ static void test_traces_groups(void **state) {
     uint64_t seeds = 3 * env_u64("SLUICE_REDIS_TRACES", 4);
     uint64_t first = env_u64("SLUICE_REDIS_SEED", 1);
     for (uint64_t seed = first; seed < first + seeds; seed++) {
-        rng_state = seed * 7919;
-        int64_t now = T0_US + rnd_below(S_US);
+        rng = seed * 7919;
+        int64_t now = T0_US + below(S_US);
         pool_entry pool[NP];
         for (int i = 0; i < NP; i++) {
             pool_entry *e = &pool[i];
@@ -473,16 +414,16 @@ static void test_traces_groups(void **state) {
         const char *keys[NP];
         for (int i = 0; i < NP; i++) keys[i] = pool[i].rk;
         for (int step = 0; step < 120; step++) {
-            now += rnd_below(150 * MS_US) + (rnd_below(8) == 0 ? 2 * S_US : 0);
+            now += below(150 * MS_US) + (below(8) == 0 ? 2 * S_US : 0);
             gitem g[6];
-            size_t n = 1 + (size_t)rnd_below(5);
-            int base = (int)rnd_below(NP);
+            size_t n = 1 + (size_t)below(5);
+            int base = (int)below(NP);
             for (size_t i = 0; i < n; i++) {
                 /* mostly nearby entries, so that the same key comes twice often */
-                g[i].e = rnd_below(3) == 0 ? (int)rnd_below(NP) : (base + (int)rnd_below(3)) % NP;
+                g[i].e = below(3) == 0 ? (int)below(NP) : (base + (int)below(3)) % NP;
                 int64_t mc = max_cost(&pool[g[i].e].p);
-                g[i].cost = rnd_below(6) == 0 ? 0 : 1 + rnd_below(mc < 3 ? mc : 3);
-                g[i].group = rnd_below(4) == 0;
+                g[i].cost = below(6) == 0 ? 0 : 1 + below(mc < 3 ? mc : 3);
+                g[i].group = below(4) == 0;
             }
             sl_decision ref[6];
             bool refused[2];
@@ -534,8 +475,8 @@ static void test_batched_requests(void **state) {
     enum { NP = sizeof use / sizeof use[0] };
     uint64_t seeds = env_u64("SLUICE_REDIS_TRACES", 4);
     for (uint64_t seed = 1; seed <= seeds; seed++) {
-        rng_state = seed * 104729;
-        int64_t now = T0_US + rnd_below(S_US);
+        rng = seed * 104729;
+        int64_t now = T0_US + below(S_US);
         sl_params p[NP];
         const char *ka[NP], *kb[NP];
         for (int i = 0; i < NP; i++) {
@@ -548,18 +489,18 @@ static void test_batched_requests(void **state) {
             cmd_ok("DEL %s %s", ka[i], kb[i]);
         }
         for (int step = 0; step < 60; step++) {
-            now += rnd_below(200 * MS_US);
-            size_t nreq = 1 + (size_t)rnd_below(6), total = 0;
+            now += below(200 * MS_US);
+            size_t nreq = 1 + (size_t)below(6), total = 0;
             sl__script_item one[24], all[24];
             size_t start[7];
             for (size_t r = 0; r < nreq; r++) {
                 start[r] = total;
-                size_t n = 1 + (size_t)rnd_below(3);
+                size_t n = 1 + (size_t)below(3);
                 for (size_t j = 0; j < n; j++) {
-                    int e = (int)rnd_below(NP);
+                    int e = (int)below(NP);
                     int64_t mc = max_cost(&p[e]);
-                    int64_t cost = rnd_below(5) == 0 ? 0 : 1 + rnd_below(mc < 2 ? mc : 2);
-                    unsigned g = rnd_below(4) == 0;
+                    int64_t cost = below(5) == 0 ? 0 : 1 + below(mc < 2 ? mc : 2);
+                    unsigned g = below(4) == 0;
                     one[total] = item(&p[e], ka[e], cost, g);
                     all[total] = item(&p[e], kb[e], cost, g + 2 * (unsigned)r);
                     total++;
@@ -606,9 +547,7 @@ static void test_groups_by_hand(void **state) {
     assert_false(g[1].decision.allowed);
     assert_i64(g[0].decision.remaining, 4);
     assert_i64(g[1].decision.retry_after, 10 * SL_NS_PER_SEC);
-    sl__script_item look = item(&tb, a, 0, 0);
-    run_sim(&look, 1, now);
-    assert_i64(look.decision.remaining, 4);
+    assert_i64(remaining_of(&tb, a, now), 4);
 
     /* 3. shadow group refused after the enforced one passed: the enforced
      * limit is charged, the shadow one is not */
@@ -627,9 +566,7 @@ static void test_groups_by_hand(void **state) {
     assert_i64(g[0].decision.remaining, 2);
     assert_false(g[1].decision.allowed); /* 2 + 2 > 3 */
     assert_false(g[2].decision.allowed);
-    look = item(&shadow, c, 0, 0);
-    run_sim(&look, 1, now);
-    assert_i64(look.decision.remaining, 1);
+    assert_i64(remaining_of(&shadow, c, now), 1);
 
     /* 4. the enforced group refuses: shadow limits are only looked at */
     g[0] = item(&one, b, 1, 0);
@@ -638,9 +575,7 @@ static void test_groups_by_hand(void **state) {
     assert_false(g[0].decision.allowed);
     assert_true(g[1].decision.allowed);
     assert_i64(g[1].decision.remaining, 2);
-    look = item(&tb, a, 0, 0);
-    run_sim(&look, 1, now);
-    assert_i64(look.decision.remaining, 2);
+    assert_i64(remaining_of(&tb, a, now), 2);
 
     /* 5. the same key twice: costs add up; refused, nothing charged */
     g[0] = item(&tb, a, 1, 0);
@@ -667,9 +602,7 @@ static void test_groups_by_hand(void **state) {
     assert_false(g[1].decision.allowed);
     assert_i64(g[1].decision.retry_after, -1);
     assert_i64(g[1].decision.limit, 5);
-    look = item(&two_cr, d, 0, 0);
-    run_sim(&look, 1, now + 200 * MS_US);
-    assert_i64(look.decision.remaining, 2);
+    assert_i64(remaining_of(&two_cr, d, now + 200 * MS_US), 2);
 
     /* 7. count rejected in a refused group: charged, and says so */
     g[0] = item(&two_cr, d, 1, 0);
@@ -678,9 +611,7 @@ static void test_groups_by_hand(void **state) {
     assert_true(g[0].decision.allowed);
     assert_i64(g[0].decision.remaining, 1);
     assert_false(g[1].decision.allowed);
-    look = item(&two_cr, d, 0, 0);
-    run_sim(&look, 1, now + 200 * MS_US);
-    assert_i64(look.decision.remaining, 1);
+    assert_i64(remaining_of(&two_cr, d, now + 200 * MS_US), 1);
 }
 
 /* ---- EVALSHA and NOSCRIPT ---------------------------------------------------------- */
@@ -959,10 +890,10 @@ static void test_calendar_month(void **state) {
 
     /* The month of random times from 1970 to 2100, against the C calendar:
      * a first request's reset is the month's end. */
-    rng_state = 77;
+    rng = 77;
     for (int i = 0; i < 400; i++) {
         int64_t tt = i < 4 ? (int64_t[]){0, 1, 31 * 86400 * S_US - 1, 31 * 86400 * S_US}[i]
-                           : rnd_below(INT64_C(4102444800) * S_US);
+                           : below(INT64_C(4102444800) * S_US);
         if (i % 7 == 0) { /* the last and first us of a month */
             int64_t idx, start, len;
             sl__calendar_month(tt * US, &idx, &start, &len);

@@ -22,17 +22,10 @@
 #include "server/resp/resp.h"
 #include "sluice/sluice.h"
 #include "util/buf.h"
+#include "helpers.h"
 
-#define SEC   SL_NS_PER_SEC
-#define MS    SL_NS_PER_MS
 #define T0    (INT64_C(1700000000) * SEC) /* a fixed "now" */
 #define FRAME ((size_t)64 * 1024)
-
-#define assert_i64(a, b)                                                                           \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (a_ != b_) fail_msg("%s == %s failed: %lld != %lld", #a, #b, a_, b_);                   \
-    } while (0)
 
 /* ---- helpers ------------------------------------------------------------------- */
 
@@ -111,6 +104,23 @@ static void expect_reply_n(const sl__resp_context *ctx, const char *input, size_
 
 static void expect_reply(const sl__resp_context *ctx, const char *input, const char *want) {
     expect_reply_n(ctx, input, strlen(input), want);
+}
+
+/* Each case's input (a C string) answered with exactly its want: a table of
+ * {input, want}. */
+static void expect_replies(const sl__resp_context *ctx, const char *const (*cases)[2], size_t n) {
+    for (size_t i = 0; i < n; i++) expect_reply(ctx, cases[i][0], cases[i][1]);
+}
+
+/* The session of the last ask, kept until the next one. */
+static session asked;
+
+/* Runs input's commands (a C string) and returns their replies as text, valid
+ * until the next ask; asked.quit says whether one was QUIT. */
+static const char *ask(const sl__resp_context *ctx, const char *input) {
+    sl__buf_free(&asked.out);
+    run(ctx, input, strlen(input), &asked);
+    return text(&asked.out);
 }
 
 /* ---- parser: well-formed input --------------------------------------------------- */
@@ -702,47 +712,42 @@ static void test_cell_concurrent(void **state) {
 static void test_cmd_basics(void **state) {
     (void)state;
     sl__resp_context ctx = {.now = T0};
-    expect_reply(&ctx, "PING\r\n", "+PONG\r\n");
-    expect_reply(&ctx, "pInG\r\n", "+PONG\r\n");
-    expect_reply(&ctx, "*2\r\n$4\r\nping\r\n$5\r\nhello\r\n", "$5\r\nhello\r\n");
-    expect_reply(&ctx, "PING a b\r\n", "-ERR wrong number of arguments for 'ping' command\r\n");
-    expect_reply(&ctx, "ECHO hi\r\n", "$2\r\nhi\r\n");
-    expect_reply(&ctx, "*2\r\n$4\r\nEcHo\r\n$0\r\n\r\n", "$0\r\n\r\n");
-    expect_reply(&ctx, "ECHO\r\n", "-ERR wrong number of arguments for 'echo' command\r\n");
-    expect_reply(&ctx, "ECHO a b\r\n", "-ERR wrong number of arguments for 'echo' command\r\n");
-    expect_reply(&ctx, "*0\r\n\r\n*-1\r\n", ""); /* nothing to run: no reply */
-    expect_reply(&ctx, "SELECT 0\r\n", "+OK\r\n");
-    expect_reply(&ctx, "SELECT 1\r\n", "-ERR DB index is out of range\r\n");
-    expect_reply(&ctx, "CLIENT SETNAME app\r\n", "+OK\r\n");
-    expect_reply(&ctx, "CLIENT SETINFO LIB-NAME x\r\n", "+OK\r\n");
-    expect_reply(&ctx, "CLIENT GETNAME\r\n", "$-1\r\n");
-    expect_reply(&ctx, "CLIENT KILL x\r\n", "-ERR unknown subcommand 'KILL'. Try CLIENT HELP.\r\n");
-    expect_reply(&ctx, "HELLO 3\r\n", "-NOPROTO sorry, this protocol version is not supported\r\n");
-    expect_reply(&ctx, "AUTH x\r\n",
-                 "-ERR AUTH <password> called without any password configured for the default "
-                 "user. Are you sure your configuration is correct?\r\n");
+    static const char *const basics[][2] = {
+        {"PING\r\n", "+PONG\r\n"},
+        {"pInG\r\n", "+PONG\r\n"},
+        {"*2\r\n$4\r\nping\r\n$5\r\nhello\r\n", "$5\r\nhello\r\n"},
+        {"PING a b\r\n", "-ERR wrong number of arguments for 'ping' command\r\n"},
+        {"ECHO hi\r\n", "$2\r\nhi\r\n"},
+        {"*2\r\n$4\r\nEcHo\r\n$0\r\n\r\n", "$0\r\n\r\n"},
+        {"ECHO\r\n", "-ERR wrong number of arguments for 'echo' command\r\n"},
+        {"ECHO a b\r\n", "-ERR wrong number of arguments for 'echo' command\r\n"},
+        {"*0\r\n\r\n*-1\r\n", ""}, /* nothing to run: no reply */
+        {"SELECT 0\r\n", "+OK\r\n"},
+        {"SELECT 1\r\n", "-ERR DB index is out of range\r\n"},
+        {"CLIENT SETNAME app\r\n", "+OK\r\n"},
+        {"CLIENT SETINFO LIB-NAME x\r\n", "+OK\r\n"},
+        {"CLIENT GETNAME\r\n", "$-1\r\n"},
+        {"CLIENT KILL x\r\n", "-ERR unknown subcommand 'KILL'. Try CLIENT HELP.\r\n"},
+        {"HELLO 3\r\n", "-NOPROTO sorry, this protocol version is not supported\r\n"},
+        {"AUTH x\r\n",
+         "-ERR AUTH <password> called without any password configured for the default "
+         "user. Are you sure your configuration is correct?\r\n"},
+    };
+    expect_replies(&ctx, basics, COUNT(basics));
 
-    session s;
-    run(&ctx, "HELLO 2\r\n", 9, &s);
-    assert_memory_equal(s.out.data, "*14\r\n$6\r\nserver\r\n$5\r\nredis\r\n", 28);
-    sl__buf_free(&s.out);
+    assert_memory_equal(ask(&ctx, "HELLO 2\r\n"), "*14\r\n$6\r\nserver\r\n$5\r\nredis\r\n", 28);
 
     /* pipelined: one reply per command, in order */
-    const char *pipe = "PING\r\n*2\r\n$4\r\nECHO\r\n$1\r\nx\r\nPING\n";
-    run(&ctx, pipe, strlen(pipe), &s);
-    assert_string_equal(text(&s.out), "+PONG\r\n$1\r\nx\r\n+PONG\r\n");
-    assert_int_equal(s.quit, 0);
-    sl__buf_free(&s.out);
+    assert_string_equal(ask(&ctx, "PING\r\n*2\r\n$4\r\nECHO\r\n$1\r\nx\r\nPING\n"),
+                        "+PONG\r\n$1\r\nx\r\n+PONG\r\n");
+    assert_int_equal(asked.quit, 0);
 }
 
 static void test_cmd_quit(void **state) {
     (void)state;
     sl__resp_context ctx = {.now = T0};
-    session s;
-    run(&ctx, "QUIT\r\n", 6, &s);
-    assert_string_equal(text(&s.out), "+OK\r\n");
-    assert_int_equal(s.quit, 1);
-    sl__buf_free(&s.out);
+    assert_string_equal(ask(&ctx, "QUIT\r\n"), "+OK\r\n");
+    assert_int_equal(asked.quit, 1);
 }
 
 static void test_cmd_unknown(void **state) {
@@ -769,35 +774,35 @@ static void test_cmd_throttle(void **state) {
     (void)state;
     sl__cell *c = make_cell();
     sl__resp_context ctx = {.cell = c, .now = T0};
-    expect_reply(&ctx, "CL.THROTTLE user123 15 30 60\r\n",
-                 "*5\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n");
-    expect_reply(&ctx,
-                 "*6\r\n$11\r\ncl.throttle\r\n$7\r\nuser123\r\n$2\r\n15\r\n$2\r\n30\r\n$2\r\n60\r\n"
-                 "$1\r\n0\r\n",
-                 "*5\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n");
-    expect_reply(&ctx, "CL.THROTTLE user123 15 30 60 +14\r\n",
-                 "*5\r\n:0\r\n:16\r\n:1\r\n:-1\r\n:30\r\n");
-    expect_reply(&ctx, "CL.THROTTLE user123 15 30 60 2\r\n",
-                 "*5\r\n:1\r\n:16\r\n:1\r\n:2\r\n:30\r\n");
+    static const char *const allowed[][2] = {
+        {"CL.THROTTLE user123 15 30 60\r\n", "*5\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n"},
+        {"*6\r\n$11\r\ncl.throttle\r\n$7\r\nuser123\r\n$2\r\n15\r\n$2\r\n30\r\n$2\r\n60\r\n"
+         "$1\r\n0\r\n",
+         "*5\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n"},
+        {"CL.THROTTLE user123 15 30 60 +14\r\n", "*5\r\n:0\r\n:16\r\n:1\r\n:-1\r\n:30\r\n"},
+        {"CL.THROTTLE user123 15 30 60 2\r\n", "*5\r\n:1\r\n:16\r\n:1\r\n:2\r\n:30\r\n"},
+    };
+    expect_replies(&ctx, allowed, COUNT(allowed));
 
     const char *usage =
         "-Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> "
         "<period> [<quantity>]\r\n";
-    expect_reply(&ctx, "CL.THROTTLE\r\n", usage);
-    expect_reply(&ctx, "CL.THROTTLE k 1 2\r\n", usage);
-    expect_reply(&ctx, "CL.THROTTLE k 1 2 3 4 5\r\n", usage);
-    expect_reply(&ctx, "CL.THROTTLE k x 2 3\r\n",
-                 "-Cell error: Store error: Couldn't parse as integer: x\r\n");
-    expect_reply(&ctx, "CL.THROTTLE k 1 2.5 3\r\n",
-                 "-Cell error: Store error: Couldn't parse as integer: 2.5\r\n");
-    expect_reply(&ctx, "CL.THROTTLE k 1 2 3 \"\"\r\n",
-                 "-Cell error: Store error: Couldn't parse as integer: \r\n");
-    expect_reply(&ctx, "CL.THROTTLE k 1 2 9223372036854775808\r\n",
-                 "-Cell error: Store error: Couldn't parse as integer: 9223372036854775808\r\n");
-    expect_reply(&ctx, "CL.THROTTLE k 1 2 -9223372036854775808\r\n",
-                 "-Cell error: Negative rates are not supported\r\n");
-    expect_reply(&ctx, "CL.THROTTLE k 1 0 3\r\n",
-                 "-Cell error: Store error: Zero rates are not supported\r\n");
+    const char *const errors[][2] = {
+        {"CL.THROTTLE\r\n", usage},
+        {"CL.THROTTLE k 1 2\r\n", usage},
+        {"CL.THROTTLE k 1 2 3 4 5\r\n", usage},
+        {"CL.THROTTLE k x 2 3\r\n", "-Cell error: Store error: Couldn't parse as integer: x\r\n"},
+        {"CL.THROTTLE k 1 2.5 3\r\n",
+         "-Cell error: Store error: Couldn't parse as integer: 2.5\r\n"},
+        {"CL.THROTTLE k 1 2 3 \"\"\r\n",
+         "-Cell error: Store error: Couldn't parse as integer: \r\n"},
+        {"CL.THROTTLE k 1 2 9223372036854775808\r\n",
+         "-Cell error: Store error: Couldn't parse as integer: 9223372036854775808\r\n"},
+        {"CL.THROTTLE k 1 2 -9223372036854775808\r\n",
+         "-Cell error: Negative rates are not supported\r\n"},
+        {"CL.THROTTLE k 1 0 3\r\n", "-Cell error: Store error: Zero rates are not supported\r\n"},
+    };
+    expect_replies(&ctx, errors, COUNT(errors));
     sl__cell_destroy(c);
 
     ctx.cell = NULL;
@@ -809,9 +814,7 @@ static void test_cmd_info(void **state) {
     (void)state;
     sl__cell *c = make_cell();
     sl__resp_context ctx = {.cell = c, .now = T0};
-    session s;
-    run(&ctx, "INFO\r\n", 6, &s);
-    const char *t = text(&s.out);
+    const char *t = ask(&ctx, "INFO\r\n");
     assert_true(t[0] == '$');
     assert_non_null(strstr(t, "\r\n# Server\r\nredis_version:7.0.0\r\n"));
     assert_non_null(strstr(t, "# Cell\r\ncell_keys:0\r\n"));
@@ -819,17 +822,12 @@ static void test_cmd_info(void **state) {
     long n = strtol(t + 1, NULL, 10);
     const char *body = strstr(t, "\r\n") + 2;
     assert_i64(strlen(body), n + 2);
-    sl__buf_free(&s.out);
 
-    run(&ctx, "INFO server\r\n", 13, &s);
-    t = text(&s.out);
+    t = ask(&ctx, "INFO server\r\n");
     assert_non_null(strstr(t, "# Server"));
     assert_null(strstr(t, "# Cell"));
-    sl__buf_free(&s.out);
 
-    run(&ctx, "INFO nosuchsection\r\n", 20, &s);
-    assert_string_equal(text(&s.out), "$0\r\n\r\n");
-    sl__buf_free(&s.out);
+    assert_string_equal(ask(&ctx, "INFO nosuchsection\r\n"), "$0\r\n\r\n");
     sl__cell_destroy(c);
 }
 
@@ -841,36 +839,27 @@ static void extra_info(void *p, sl__buf *out) {
 static void test_cmd_info_callback(void **state) {
     (void)state;
     sl__resp_context ctx = {.now = T0, .info = extra_info, .info_ctx = "me"};
-    session s;
-    run(&ctx, "INFO\r\n", 6, &s);
-    const char *t = text(&s.out);
+    const char *t = ask(&ctx, "INFO\r\n");
     assert_non_null(strstr(t, "\r\n\r\n# Clients\r\nconnected_clients:3\r\n\r\n# Stats\r\n"));
     assert_null(strstr(t, "# Cell")); /* no cell in this context */
-    sl__buf_free(&s.out);
 
-    run(&ctx, "INFO STATS clients\r\n", 20, &s);
-    assert_string_equal(text(&s.out), "$61\r\n# Clients\r\nconnected_clients:3\r\n\r\n"
-                                      "# Stats\r\ntotal_commands:9\r\n\r\n");
-    sl__buf_free(&s.out);
+    assert_string_equal(ask(&ctx, "INFO STATS clients\r\n"),
+                        "$61\r\n# Clients\r\nconnected_clients:3\r\n\r\n"
+                        "# Stats\r\ntotal_commands:9\r\n\r\n");
 }
 
 static void test_cmd_command_and_config(void **state) {
     (void)state;
     sl__resp_context ctx = {.now = T0};
-    session s;
-    run(&ctx, "COMMAND COUNT\r\n", 15, &s);
-    const char *t = text(&s.out);
+    const char *t = ask(&ctx, "COMMAND COUNT\r\n");
     assert_true(t[0] == ':');
     long count = strtol(t + 1, NULL, 10);
     assert_true(count >= 7);
-    sl__buf_free(&s.out);
 
     /* COMMAND: an array of count entries of 10 fields each */
-    run(&ctx, "COMMAND\r\n", 9, &s);
     char head[64];
     snprintf(head, sizeof head, "*%ld\r\n*10\r\n$11\r\ncl.throttle\r\n:-1\r\n", count);
-    assert_memory_equal(text(&s.out), head, strlen(head));
-    sl__buf_free(&s.out);
+    assert_memory_equal(ask(&ctx, "COMMAND\r\n"), head, strlen(head));
 
     expect_reply(&ctx, "COMMAND INFO ping nosuch\r\n",
                  "*2\r\n*10\r\n$4\r\nping\r\n:-1\r\n*2\r\n+fast\r\n+stale\r\n:0\r\n:0\r\n:0\r\n"
@@ -880,27 +869,24 @@ static void test_cmd_command_and_config(void **state) {
                  "$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
                  "$9\r\narguments\r\n*1\r\n*4\r\n$4\r\nname\r\n$7\r\nmessage\r\n$4\r\ntype\r\n"
                  "$6\r\nstring\r\n");
-    run(&ctx, "COMMAND DOCS\r\n", 14, &s);
     char docs_head[16];
     snprintf(docs_head, sizeof docs_head, "*%ld\r\n", 2 * count);
-    assert_memory_equal(text(&s.out), docs_head, strlen(docs_head));
-    sl__buf_free(&s.out);
-    run(&ctx, "COMMAND LIST\r\n", 14, &s);
-    assert_non_null(strstr(text(&s.out), "$8\r\nsl.check\r\n"));
-    sl__buf_free(&s.out);
+    assert_memory_equal(ask(&ctx, "COMMAND DOCS\r\n"), docs_head, strlen(docs_head));
+    assert_non_null(strstr(ask(&ctx, "COMMAND LIST\r\n"), "$8\r\nsl.check\r\n"));
     expect_reply(&ctx, "COMMAND FOO\r\n", "-ERR unknown subcommand 'FOO'. Try COMMAND HELP.\r\n");
 
     /* redis-benchmark's start-up questions */
-    expect_reply(&ctx, "CONFIG GET save\r\n", "*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
-    expect_reply(&ctx, "CONFIG GET appendonly\r\n", "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n");
-    expect_reply(&ctx, "CONFIG GET maxmemory\r\n", "*0\r\n");
-    expect_reply(&ctx, "config get SAVE appendonly save\r\n",
-                 "*4\r\n$4\r\nsave\r\n$0\r\n\r\n$10\r\nappendonly\r\n$2\r\nno\r\n");
-    expect_reply(&ctx, "CONFIG GET\r\n",
-                 "-ERR wrong number of arguments for 'config|get' command\r\n");
-    expect_reply(&ctx, "CONFIG SET save x\r\n",
-                 "-ERR unknown subcommand 'SET'. Try CONFIG HELP.\r\n");
-    expect_reply(&ctx, "CONFIG\r\n", "-ERR wrong number of arguments for 'config' command\r\n");
+    static const char *const config[][2] = {
+        {"CONFIG GET save\r\n", "*2\r\n$4\r\nsave\r\n$0\r\n\r\n"},
+        {"CONFIG GET appendonly\r\n", "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n"},
+        {"CONFIG GET maxmemory\r\n", "*0\r\n"},
+        {"config get SAVE appendonly save\r\n",
+         "*4\r\n$4\r\nsave\r\n$0\r\n\r\n$10\r\nappendonly\r\n$2\r\nno\r\n"},
+        {"CONFIG GET\r\n", "-ERR wrong number of arguments for 'config|get' command\r\n"},
+        {"CONFIG SET save x\r\n", "-ERR unknown subcommand 'SET'. Try CONFIG HELP.\r\n"},
+        {"CONFIG\r\n", "-ERR wrong number of arguments for 'config' command\r\n"},
+    };
+    expect_replies(&ctx, config, COUNT(config));
 }
 
 /* ---- SL.CHECK ------------------------------------------------------------------------------ */

@@ -19,9 +19,7 @@
 #include <string.h>
 
 #include "sluice/sluice.h"
-
-#define MS SL_NS_PER_MS
-#define S  SL_NS_PER_SEC
+#include "helpers.h"
 
 static sl_retry *make(int64_t ppm, int64_t min, int64_t window) {
     sl_retry_options o = {.ratio_ppm = ppm, .min_retries = min, .window = window, .seed = 7};
@@ -38,7 +36,7 @@ static sl_retry_decision note(sl_retry *b, const char *key, bool retry, int64_t 
 
 static void budget(void **state) {
     (void)state;
-    sl_retry *b = make(100000, 2, 10 * S); /* 10 %, 2 always, 10 s (1 s slots) */
+    sl_retry *b = make(100000, 2, 10 * SEC); /* 10 %, 2 always, 10 s (1 s slots) */
     /* no first attempts: min_retries only */
     assert_true(note(b, "k", true, 0).allowed);
     assert_true(note(b, "k", true, 0).allowed);
@@ -46,30 +44,30 @@ static void budget(void **state) {
     assert_false(d.allowed);
     assert_int_equal(d.retries, 2);
     assert_int_equal(d.budget, 2);
-    assert_int_equal(d.retry_after, 10 * S); /* slot 0 leaves at 10 s */
+    assert_int_equal(d.retry_after, 10 * SEC); /* slot 0 leaves at 10 s */
     /* 9 first attempts: floor(0.9) = 0, still 2 */
-    for (int i = 0; i < 9; i++) assert_true(note(b, "k", false, 1 * S).allowed);
-    assert_false(note(b, "k", true, 1 * S).allowed);
+    for (int i = 0; i < 9; i++) assert_true(note(b, "k", false, 1 * SEC).allowed);
+    assert_false(note(b, "k", true, 1 * SEC).allowed);
     /* the 10th: floor(1.0) = 1, a third retry passes */
-    d = note(b, "k", false, 1 * S);
+    d = note(b, "k", false, 1 * SEC);
     assert_int_equal(d.firsts, 10);
     assert_int_equal(d.budget, 3);
-    d = note(b, "k", true, 1 * S);
+    d = note(b, "k", true, 1 * SEC);
     assert_true(d.allowed);
     assert_int_equal(d.retries, 3);
-    d = note(b, "k", true, 2 * S);
+    d = note(b, "k", true, 2 * SEC);
     assert_false(d.allowed);
     /* at 10 s slot 0 (2 retries) leaves: R = 1, F = 10, budget 3 */
-    assert_int_equal(d.retry_after, 8 * S);
-    assert_false(note(b, "k", true, 10 * S - 1).allowed);
-    d = note(b, "k", true, 10 * S);
+    assert_int_equal(d.retry_after, 8 * SEC);
+    assert_false(note(b, "k", true, 10 * SEC - 1).allowed);
+    d = note(b, "k", true, 10 * SEC);
     assert_true(d.allowed);
     assert_int_equal(d.retries, 2);
     assert_int_equal(d.firsts, 10);
     /* other keys are apart */
-    assert_true(note(b, "other", true, 10 * S).allowed);
+    assert_true(note(b, "other", true, 10 * SEC).allowed);
     /* at 21 s everything left */
-    d = note(b, "k", true, 21 * S);
+    d = note(b, "k", true, 21 * SEC);
     assert_true(d.allowed);
     assert_int_equal(d.firsts, 0);
     assert_int_equal(d.retries, 1);
@@ -92,7 +90,7 @@ static void never_alone(void **state) {
     assert_int_equal(d.retry_after, -1);
     /* 100 % ratio, exact at the largest counts */
     sl_retry_destroy(b);
-    b = make(SL_RETRY_PPM, 0, 10 * S);
+    b = make(SL_RETRY_PPM, 0, 10 * SEC);
     for (int i = 0; i < 5; i++) note(b, "k", false, 0);
     for (int i = 0; i < 5; i++) assert_true(note(b, "k", true, 0).allowed);
     assert_false(note(b, "k", true, 0).allowed);
@@ -101,21 +99,21 @@ static void never_alone(void **state) {
 
 static void clock_back(void **state) {
     (void)state;
-    sl_retry *b = make(0, 1, 10 * S);
-    assert_true(note(b, "k", true, 20 * S).allowed);
+    sl_retry *b = make(0, 1, 10 * SEC);
+    assert_true(note(b, "k", true, 20 * SEC).allowed);
     /* back to 5 s: counted in slot 20 (the latest), still in the window */
-    sl_retry_decision d = note(b, "k", true, 5 * S);
+    sl_retry_decision d = note(b, "k", true, 5 * SEC);
     assert_false(d.allowed);
-    assert_int_equal(d.retry_after, 25 * S); /* slot 20 leaves at 30 s */
-    assert_false(note(b, "k", true, 30 * S - 1).allowed);
-    assert_true(note(b, "k", true, 30 * S).allowed);
+    assert_int_equal(d.retry_after, 25 * SEC); /* slot 20 leaves at 30 s */
+    assert_false(note(b, "k", true, 30 * SEC - 1).allowed);
+    assert_true(note(b, "k", true, 30 * SEC).allowed);
     sl_retry_destroy(b);
 }
 
 static void bad_arguments(void **state) {
     (void)state;
     sl_retry *b = NULL;
-    sl_retry_options o = {.ratio_ppm = 100000, .min_retries = 1, .window = 10 * S};
+    sl_retry_options o = {.ratio_ppm = 100000, .min_retries = 1, .window = 10 * SEC};
     o.ratio_ppm = SL_RETRY_PPM + 1;
     assert_int_equal(sl_retry_create(&o, &b), SL_EINVAL);
     o.ratio_ppm = -1;
@@ -124,13 +122,13 @@ static void bad_arguments(void **state) {
     o.min_retries = -1;
     assert_int_equal(sl_retry_create(&o, &b), SL_EINVAL);
     o.min_retries = 0;
-    o.window = 10 * S + 1; /* not a multiple of 10 */
+    o.window = 10 * SEC + 1; /* not a multiple of 10 */
     assert_int_equal(sl_retry_create(&o, &b), SL_EINVAL);
     o.window = SL_RETRY_WINDOW_MIN - 10;
     assert_int_equal(sl_retry_create(&o, &b), SL_EINVAL);
     o.window = SL_RETRY_WINDOW_MAX + 10;
     assert_int_equal(sl_retry_create(&o, &b), SL_EINVAL);
-    o.window = 10 * S;
+    o.window = 10 * SEC;
     o.max_memory = 100;
     assert_int_equal(sl_retry_create(&o, &b), SL_EINVAL);
     assert_null(b);
@@ -149,7 +147,7 @@ static void bad_arguments(void **state) {
 static void memory_cap(void **state) {
     (void)state;
     sl_retry_options o = {
-        .ratio_ppm = SL_RETRY_PPM, .min_retries = 1, .window = 10 * S, .max_memory = 64 << 10};
+        .ratio_ppm = SL_RETRY_PPM, .min_retries = 1, .window = 10 * SEC, .max_memory = 64 << 10};
     sl_retry *b = NULL;
     assert_int_equal(sl_retry_create(&o, &b), SL_OK);
     for (int i = 0; i < 20; i++) note(b, "victim", false, 0);
@@ -208,13 +206,6 @@ static bool ref_note(ref *m, int64_t slot, bool retry, int64_t ppm, int64_t min,
     return ok;
 }
 
-static uint64_t rnd(uint64_t *s) {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 static void against_reference(void **state) {
     (void)state;
     uint64_t seed = 0x9e3779b97f4a7c15ULL;
@@ -222,21 +213,21 @@ static void against_reference(void **state) {
     const int64_t ppms[] = {0, 1, 100000, 333333, 500000, SL_RETRY_PPM};
     long checked = 0;
     for (int trace = 0; trace < 200; trace++) {
-        int64_t ppm = ppms[rnd(&seed) % 6], min = (int64_t)(rnd(&seed) % 4);
-        int64_t width = (int64_t)(1 + rnd(&seed) % 5) * MS, window = width * SL_RETRY_SLOTS;
+        int64_t ppm = ppms[helper_rand(&seed) % 6], min = (int64_t)(helper_rand(&seed) % 4);
+        int64_t width = (int64_t)(1 + helper_rand(&seed) % 5) * MS, window = width * SL_RETRY_SLOTS;
         sl_retry *b = make(ppm, min, window);
         memset(models, 0, sizeof models);
-        int64_t now = (int64_t)(rnd(&seed) % 1000) * MS;
+        int64_t now = (int64_t)(helper_rand(&seed) % 1000) * MS;
         for (int step = 0; step < 1300; step++) {
-            uint64_t r = rnd(&seed);
+            uint64_t r = helper_rand(&seed);
             if (r % 8 == 0)
-                now += (int64_t)(rnd(&seed) % (uint64_t)(window * 2));
+                now += (int64_t)(helper_rand(&seed) % (uint64_t)(window * 2));
             else if (r % 8 < 5)
-                now += (int64_t)(rnd(&seed) % (uint64_t)width);
+                now += (int64_t)(helper_rand(&seed) % (uint64_t)width);
             else if (r % 8 == 5 && now > width)
-                now -= (int64_t)(rnd(&seed) % (uint64_t)width);
-            int k = (int)(rnd(&seed) % 3);
-            bool retry = rnd(&seed) % 3 != 0;
+                now -= (int64_t)(helper_rand(&seed) % (uint64_t)width);
+            int k = (int)(helper_rand(&seed) % 3);
+            bool retry = helper_rand(&seed) % 3 != 0;
             char key[2] = {(char)('a' + k), 0};
             int64_t F, R;
             bool want = ref_note(&models[k], now / width, retry, ppm, min, &F, &R);
@@ -302,7 +293,7 @@ static void *hammer(void *p) {
  * retry tried after the last first attempt passes while under budget. */
 static void threads(void **state) {
     (void)state;
-    thread_arg a = {.b = make(100000, 3, 10 * S)};
+    thread_arg a = {.b = make(100000, 3, 10 * SEC)};
     pthread_t t[4];
     for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, hammer, &a);
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);

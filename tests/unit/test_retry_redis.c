@@ -14,6 +14,7 @@
 
 #pragma GCC diagnostic ignored "-Wunused-function" /* the fixture's decide helpers */
 #include "redis_fixture.h"
+#include "helpers.h"
 #include "sluice/sluice.h"
 #include "store/retry.h"
 
@@ -36,21 +37,14 @@ static answer call(const char *key, bool retry, long long ppm, long long min, lo
     return a;
 }
 
-static uint64_t rnd(uint64_t *s) {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 static void test_against_library(void **state) {
     (void)state;
     uint64_t seed = 0x2545f4914f6cdd1dULL;
     const long long ppms[] = {0, 1, 100000, 333333, 500000, 1000000};
     for (int trace = 0; trace < 40; trace++) {
-        long long ppm = ppms[rnd(&seed) % 6], min = (long long)(rnd(&seed) % 4);
+        long long ppm = ppms[helper_rand(&seed) % 6], min = (long long)(helper_rand(&seed) % 4);
         /* slots of 10..50 s: the key's TTL (real time, 11 slots) outlives any trace */
-        long long slot_us = (long long)(1 + rnd(&seed) % 5) * 10000000;
+        long long slot_us = (long long)(1 + helper_rand(&seed) % 5) * 10000000;
         sl_retry_options o = {.ratio_ppm = ppm,
                               .min_retries = min,
                               .window = slot_us * US * SL_RETRY_SLOTS,
@@ -59,16 +53,16 @@ static void test_against_library(void **state) {
         assert_int_equal(sl_retry_create(&o, &b), SL_OK);
         char key[32];
         snprintf(key, sizeof key, "t%d", trace);
-        long long now = T0 + (long long)(rnd(&seed) % 100000);
+        long long now = T0 + (long long)(helper_rand(&seed) % 100000);
         for (int step = 0; step < 300; step++) {
-            uint64_t r = rnd(&seed);
+            uint64_t r = helper_rand(&seed);
             if (r % 10 == 0)
-                now += (long long)(rnd(&seed) % (uint64_t)(slot_us * 20));
+                now += (long long)(helper_rand(&seed) % (uint64_t)(slot_us * 20));
             else if (r % 10 < 6)
-                now += (long long)(rnd(&seed) % (uint64_t)slot_us);
+                now += (long long)(helper_rand(&seed) % (uint64_t)slot_us);
             else if (r % 10 == 6)
-                now -= (long long)(rnd(&seed) % (uint64_t)slot_us);
-            bool retry = rnd(&seed) % 3 != 0;
+                now -= (long long)(helper_rand(&seed) % (uint64_t)slot_us);
+            bool retry = helper_rand(&seed) % 3 != 0;
             answer a = call(key, retry, ppm, min, slot_us, now);
             sl_retry_decision d;
             assert_int_equal(sl_retry_note(b, key, strlen(key), retry, now * US, &d), SL_OK);

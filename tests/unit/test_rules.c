@@ -89,23 +89,11 @@ static const char *with_keys(const char *text) {
 }
 
 static sl__config *parse_ok(const char *text) {
-    sl__config *c = NULL;
-    static sl__config_errors e;
-    const char *t = with_keys(text);
-    if (sl__config_parse(t, strlen(t), "t.yaml", &c, &e) != 0) {
-        print_errors(&e);
-        fail_msg("expected this config to load:\n%s", t);
-    }
-    return c;
+    return config_parse_ok(with_keys(text));
 }
 
 static void expect_errors_(const char *text, const char *const *want, size_t n) {
-    sl__config *c = NULL;
-    static sl__config_errors e;
-    const char *t = with_keys(text);
-    int rc = sl__config_parse(t, strlen(t), "t.yaml", &c, &e);
-    assert_int_equal(rc, SL_EPARSE);
-    expect_error_list(&e, want, n, with_keys, t);
+    config_expect_errors_map(with_keys(text), want, n, with_keys);
 }
 
 /* ---- a running set ---------------------------------------------------------- */

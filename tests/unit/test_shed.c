@@ -19,9 +19,7 @@
 #include <string.h>
 
 #include "sluice/sluice.h"
-
-#define MS SL_NS_PER_MS
-#define S  SL_NS_PER_SEC
+#include "helpers.h"
 
 static sl_shed *make(int64_t limit, int64_t period, int64_t burst, int64_t rc, int64_t rd) {
     sl_shed_options o = {
@@ -40,7 +38,7 @@ static sl_shed_decision admit(sl_shed *s, sl_priority p, int64_t cost, int64_t n
 static void lowest_first(void **state) {
     (void)state;
     /* 10 per second, 10 tokens: 2 for critical only, 3 more for default */
-    sl_shed *s = make(10, S, 10, 2, 3);
+    sl_shed *s = make(10, SEC, 10, 2, 3);
     sl_shed_decision d;
     for (int i = 0; i < 5; i++) {
         d = admit(s, SL_PRIORITY_SHEDDABLE, 1, 0);
@@ -76,34 +74,35 @@ static void lowest_first(void **state) {
 
 static void refund_and_clock(void **state) {
     (void)state;
-    sl_shed *s = make(1, S, 3, 0, 0);
-    assert_true(admit(s, SL_PRIORITY_DEFAULT, 3, 10 * S).admitted);
-    sl_shed_refund(s, 2, 10 * S);
-    assert_int_equal(sl_shed_tokens(s, 10 * S), 2);
-    sl_shed_refund(s, 100, 10 * S); /* capped at the burst */
-    assert_int_equal(sl_shed_tokens(s, 10 * S), 3);
-    assert_true(admit(s, SL_PRIORITY_DEFAULT, 3, 10 * S).admitted);
+    sl_shed *s = make(1, SEC, 3, 0, 0);
+    assert_true(admit(s, SL_PRIORITY_DEFAULT, 3, 10 * SEC).admitted);
+    sl_shed_refund(s, 2, 10 * SEC);
+    assert_int_equal(sl_shed_tokens(s, 10 * SEC), 2);
+    sl_shed_refund(s, 100, 10 * SEC); /* capped at the burst */
+    assert_int_equal(sl_shed_tokens(s, 10 * SEC), 3);
+    assert_true(admit(s, SL_PRIORITY_DEFAULT, 3, 10 * SEC).admitted);
     /* the clock goes back 5 s: nothing credited, judged as of 10 s */
-    sl_shed_decision d = admit(s, SL_PRIORITY_DEFAULT, 1, 5 * S);
+    sl_shed_decision d = admit(s, SL_PRIORITY_DEFAULT, 1, 5 * SEC);
     assert_false(d.admitted);
-    assert_int_equal(d.retry_after, 5 * S + 1 * S);
-    assert_int_equal(sl_shed_tokens(s, 11 * S), 1);
+    assert_int_equal(d.retry_after, 5 * SEC + 1 * SEC);
+    assert_int_equal(sl_shed_tokens(s, 11 * SEC), 1);
     sl_shed_destroy(s);
 }
 
 static void bad_arguments(void **state) {
     (void)state;
     sl_shed *s = NULL;
-    sl_shed_options o = {.rate = {10, S}, .burst = 10, .reserve_critical = 5, .reserve_default = 5};
+    sl_shed_options o = {
+        .rate = {10, SEC}, .burst = 10, .reserve_critical = 5, .reserve_default = 5};
     assert_int_equal(sl_shed_create(&o, 0, &s), SL_EINVAL); /* nothing left for sheddable */
     o.reserve_default = 4;
     assert_int_equal(sl_shed_create(&o, 0, &s), SL_OK);
     sl_shed_destroy(s);
     o.reserve_critical = -1;
     assert_int_equal(sl_shed_create(&o, 0, &s), SL_EINVAL);
-    o = (sl_shed_options){.rate = {0, S}, .burst = 1};
+    o = (sl_shed_options){.rate = {0, SEC}, .burst = 1};
     assert_int_equal(sl_shed_create(&o, 0, &s), SL_ERATE);
-    o = (sl_shed_options){.rate = {1, S}, .burst = 0};
+    o = (sl_shed_options){.rate = {1, SEC}, .burst = 0};
     assert_int_equal(sl_shed_create(&o, 0, &s), SL_EBURST);
     o.burst = 1;
     assert_int_equal(sl_shed_create(&o, -1, &s), SL_EINVAL);

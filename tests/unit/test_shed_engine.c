@@ -51,7 +51,6 @@ static const char *const POLICIES = "policies:\n"
                                     "  reserve_default: 3\n";
 
 static uv_loop_t loop;
-static sl__redis_config rcfg, mcfg;
 static sl__store_stats sstats, mstats;
 static sl__store *redis, *module;
 
@@ -131,17 +130,6 @@ static void decide(sl__store *store, side *s, const req *q, int64_t now_us, answ
         sl__engine_decide(sl__decider_memory(), c, now_us * US);
         assert_true(a->rc != -12345); /* inline */
     }
-}
-
-static uint64_t rng;
-static uint64_t rnd(void) {
-    uint64_t z = (rng += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-static int64_t below(int64_t n) {
-    return (int64_t)(rnd() % (uint64_t)n);
 }
 
 static void same(const char *ctx, const answer *m, const answer *r) {
@@ -225,22 +213,7 @@ static int setup(void **state) {
     sl__log_set_level(SL__LOG_ERROR);
     if (redis_fixture_start(state) != 0) return -1;
     if (uv_loop_init(&loop) != 0) return -1;
-    rcfg = (sl__redis_config){.timeout = 30 * SL_NS_PER_SEC,
-                              .on_failure = SL__FAIL_OPEN,
-                              .expected_instances = 1,
-                              .prefix = "s:",
-                              .breaker_failures = 1000000,
-                              .breaker_cooldown = SL_NS_PER_SEC,
-                              .breaker_window = SL_NS_PER_SEC,
-                              .deny_cache = 0,
-                              .module = SL__REDIS_MODULE_OFF,
-                              .script_now = true};
-    snprintf(rcfg.unix_path, sizeof rcfg.unix_path, "%s", sock_path);
-    mcfg = rcfg;
-    mcfg.module = SL__REDIS_MODULE_REQUIRE;
-    redis = sl__redis_store_new(&loop, &rcfg, &sstats);
-    module = sl__redis_store_new(&loop, &mcfg, &mstats);
-    return redis && module ? 0 : -1;
+    return redis_fixture_stores(&loop, "s:", "s:", &sstats, &mstats, &redis, &module);
 }
 
 static int teardown(void **state) {

@@ -39,45 +39,11 @@
 static void run_keep(sl__script_item *items, size_t n, int64_t now_us, const char *key) {
     static bool loaded;
     if (!loaded) {
-        const char *src = sl__redis_script_source();
-        redisReply *l = cmd("SCRIPT LOAD %b", src, strlen(src));
-        assert_int_equal(l->type, REDIS_REPLY_STRING);
-        freeReplyObject(l);
+        load_script();
         loaded = true;
     }
-    sl__buf b;
-    sl__buf_init(&b);
-    sl__redis_script_format(&b, false, items, n, now_us);
-    assert_false(b.failed);
-    redisAppendCommand(rc, "MULTI");
-    redisAppendFormattedCommand(rc, b.data, b.len);
-    sl__buf_free(&b);
-    redisAppendCommand(rc, "PERSIST %s", key);
-    redisAppendCommand(rc, "EXEC");
-    for (int i = 0; i < 3; i++) {
-        void *v = NULL;
-        if (redisGetReply(rc, &v) != REDIS_OK) fail_msg("redis: %s", rc->errstr);
-        freeReplyObject(v);
-    }
-    void *v = NULL;
-    if (redisGetReply(rc, &v) != REDIS_OK) fail_msg("redis: %s", rc->errstr);
-    redisReply *x = v;
-    if (x->type != REDIS_REPLY_ARRAY || x->elements != 2) fail_msg("EXEC: bad reply");
-    char err[256];
-    if (sl__redis_script_parse(x->element[0], items, n, err, sizeof err) != 0)
-        fail_msg("script (now %lld): %s", (long long)now_us, err);
-    freeReplyObject(x);
-}
-
-static uint64_t rng;
-static uint64_t rnd(void) {
-    uint64_t z = (rng += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-static int64_t below(int64_t n) {
-    return n <= 0 ? 0 : (int64_t)(rnd() % (uint64_t)n);
+    long long pttl;
+    run_persist(items, n, now_us, &key, 1, &pttl);
 }
 
 typedef struct capacity {

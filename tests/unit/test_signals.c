@@ -16,37 +16,18 @@
 #include "policy/decide.h"
 #include "sluice/sluice.h"
 #include "decide_helper.h"
+#include "helpers.h"
 
-#define SEC SL_NS_PER_SEC
-#define T0  (INT64_C(1769904000) * SEC)
+#define T0 (INT64_C(1769904000) * SEC)
 
-typedef struct lim {
-    sl__decide_limit l;
-    sl_params p;
-} lim;
+typedef helper_limit lim;
 
 static lim *lim_new(sl_algorithm a, int64_t limit, int64_t period, int64_t burst, bool shadow) {
-    lim *x = calloc(1, sizeof *x);
-    assert_non_null(x);
-    x->p = (sl_params){.algorithm = a, .rate = {.limit = limit, .period = period}, .burst = burst};
-    sl__decide_limit_init(&x->l, shadow);
-    x->l.store.name = "t";
-    x->l.store.params = &x->p;
-    sl_table *t = NULL;
-    sl_table_options o = {.params = x->p};
-    assert_int_equal(sl_table_create(&o, &t), SL_OK);
-    x->l.store.table = t;
-    assert_int_equal(sl__topk_create(8, &x->l.top), 0);
-    assert_int_equal(sl__topk_create(8, &x->l.near), 0);
-    return x;
+    sl_params p = {.algorithm = a, .rate = {.limit = limit, .period = period}, .burst = burst};
+    return helper_limit_new("t", p, shadow, true);
 }
 
-static void lim_free(lim *x) {
-    sl_table_destroy(x->l.store.table);
-    sl__topk_destroy(x->l.top);
-    sl__topk_destroy(x->l.near);
-    free(x);
-}
+#define lim_free helper_limit_free
 
 /* One call of items for limits ls[0..n) (key, cost each), labels optional. */
 static int decide(lim **ls, const char **keys, const int64_t *costs, size_t n,

@@ -9,8 +9,7 @@
 #include <cmocka.h>
 
 #include "cli/sim_aimd.h"
-
-#define SEC INT64_C(1000000000)
+#include "helpers.h"
 
 static sl__cli_aimd_config defaults(void) {
     return (sl__cli_aimd_config){

@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "cli/sim_fair.h"
+#include "helpers.h"
 
-#define SEC  INT64_C(1000000000)
 #define MSEC INT64_C(1000000)
 
 static sl__cli_fair_config default_config(void) {

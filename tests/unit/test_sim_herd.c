@@ -11,8 +11,7 @@
 #include <string.h>
 
 #include "cli/sim_herd.h"
-
-#define SEC INT64_C(1000000000)
+#include "helpers.h"
 
 static sl__cli_herd_config seed_config(int64_t jitter_s) {
     return (sl__cli_herd_config){

@@ -16,9 +16,7 @@
 
 #include "client/prng.h"
 #include "cli/sim_race.h"
-
-#define SEC INT64_C(1000000000)
-#define MS  INT64_C(1000000)
+#include "helpers.h"
 
 enum { FW, SLOG, SWIN, TB, GCRA, LQ };
 

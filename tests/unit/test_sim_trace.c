@@ -13,8 +13,7 @@
 
 #include "cli/args.h"
 #include "cli/trace.h"
-
-#define SEC INT64_C(1000000000)
+#include "helpers.h"
 
 static int parse(const char *text, sl__cli_trace *t, char *err, size_t errlen) {
     return sl__cli_trace_parse("t.csv", text, strlen(text), t, err, errlen);

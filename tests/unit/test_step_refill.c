@@ -20,15 +20,10 @@
 
 #include "policy/config.h"
 #include "sluice/sluice.h"
-
-#define SEC SL_NS_PER_SEC
-#define MS  SL_NS_PER_MS
+#include "helpers.h"
 
 static sl_table *table_of(const sl_params *p) {
-    sl_table_options o = {.params = *p, .max_memory = 1u << 20, .seed = 1};
-    sl_table *t = NULL;
-    assert_int_equal(sl_table_create(&o, &t), SL_OK);
-    return t;
+    return table_ok((sl_table_options){.params = *p, .max_memory = 1u << 20, .seed = 1});
 }
 
 static sl_decision check(sl_table *t, int64_t cost, int64_t now) {

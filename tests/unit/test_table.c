@@ -230,14 +230,6 @@ static void memory_cap_million_keys(void **state) {
     sl_table_destroy(t);
 }
 
-/* Tiny xorshift generator: reproducible pseudo-random lengths. */
-static uint64_t rng_next(uint64_t *x) {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
 /* Long keys are counted against the cap too; one shard so that the shard's
  * own cap is the table's and any overshoot is visible in the stats. */
 static void memory_cap_long_keys(void **state) {
@@ -250,7 +242,8 @@ static void memory_cap_long_keys(void **state) {
     int failures = 0;
     for (int i = 0; i < 20000; i++) {
         /* three short keys for each long one: chunks keep being added */
-        size_t len = i % 4 ? 8 + (size_t)(rng_next(&x) % 17) : 25 + (size_t)(rng_next(&x) % 3000);
+        size_t len =
+            i % 4 ? 8 + (size_t)(helper_rand(&x) % 17) : 25 + (size_t)(helper_rand(&x) % 3000);
         memset(key, 'L', len);
         int n = snprintf(key, 32, "%d:", i);
         if ((size_t)n < len) key[n] = '-';

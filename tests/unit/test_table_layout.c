@@ -18,8 +18,8 @@
 
 #include "core/algorithm.h"
 #include "sluice/sluice.h"
+#include "helpers.h"
 
-#define SEC  SL_NS_PER_SEC
 #define T0   (1000 * SEC)
 #define HOUR (3600 * SEC)
 

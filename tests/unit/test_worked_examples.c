@@ -10,22 +10,11 @@
 #include <cmocka.h>
 
 #include "sluice/sluice.h"
-
-#define MS  SL_NS_PER_MS
-#define SEC SL_NS_PER_SEC
+#include "helpers.h"
 
 static sl_table *make(sl_algorithm a, int64_t limit, int64_t period, int64_t burst) {
-    sl_table_options o = {.params = {.algorithm = a, .rate = {limit, period}, .burst = burst},
-                          .seed = 42};
-    sl_table *t = NULL;
-    assert_int_equal(sl_table_create(&o, &t), SL_OK);
-    return t;
-}
-
-static sl_decision check(sl_table *t, int64_t now) {
-    sl_decision d;
-    assert_int_equal(sl_table_check(t, "k", 1, 1, now, &d), SL_OK);
-    return d;
+    return table_ok((sl_table_options){
+        .params = {.algorithm = a, .rate = {limit, period}, .burst = burst}, .seed = 42});
 }
 
 /* seed section 04: r = 2/s, b = 3 */
@@ -33,18 +22,18 @@ static void token_bucket_2_per_s_burst_3(void **state) {
     (void)state;
     sl_table *t = make(SL_TOKEN_BUCKET, 2, SEC, 3);
     for (int i = 0; i < 3; i++) {
-        sl_decision d = check(t, 0);
+        sl_decision d = check_one(t, 0);
         assert_true(d.allowed);
         assert_int_equal(d.remaining, 2 - i);
     }
-    sl_decision d = check(t, 0);
+    sl_decision d = check_one(t, 0);
     assert_false(d.allowed);
     assert_int_equal(d.retry_after, 500 * MS);
     assert_int_equal(d.limit, 3);
-    d = check(t, 600 * MS); /* 1.2 tokens: take one, 0.2 left */
+    d = check_one(t, 600 * MS); /* 1.2 tokens: take one, 0.2 left */
     assert_true(d.allowed);
     assert_int_equal(d.remaining, 0);
-    d = check(t, 600 * MS);
+    d = check_one(t, 600 * MS);
     assert_false(d.allowed);
     assert_int_equal(d.retry_after, 400 * MS);  /* 0.8 token at 2/s */
     assert_int_equal(d.reset_after, 1400 * MS); /* 2.8 tokens to refill */
@@ -55,15 +44,15 @@ static void token_bucket_2_per_s_burst_3(void **state) {
 static void gcra_5_per_s_burst_5(void **state) {
     (void)state;
     sl_table *t = make(SL_GCRA, 5, SEC, 5);
-    for (int i = 0; i < 5; i++) assert_true(check(t, 0).allowed);
-    sl_decision d = check(t, 0); /* 1000 - 0 > 800 */
+    for (int i = 0; i < 5; i++) assert_true(check_one(t, 0).allowed);
+    sl_decision d = check_one(t, 0); /* 1000 - 0 > 800 */
     assert_false(d.allowed);
     assert_int_equal(d.retry_after, 200 * MS);
     assert_int_equal(d.reset_after, 1000 * MS);
-    d = check(t, 200 * MS); /* 1000 - 200 = 800, not over */
+    d = check_one(t, 200 * MS); /* 1000 - 200 = 800, not over */
     assert_true(d.allowed);
     assert_int_equal(d.remaining, 0);
-    assert_false(check(t, 200 * MS).allowed);
+    assert_false(check_one(t, 200 * MS).allowed);
     sl_table_destroy(t);
 }
 
@@ -72,18 +61,18 @@ static void sliding_counter_at_1_15_and_1_45(void **state) {
     (void)state;
     sl_table *t = make(SL_SLIDING_WINDOW, 10, 60 * SEC, 0);
     int ok = 0;
-    for (int i = 0; i < 12; i++) ok += check(t, 0).allowed;
+    for (int i = 0; i < 12; i++) ok += check_one(t, 0).allowed;
     assert_int_equal(ok, 10);
     /* 1:15: estimate 10 * 0.75 = 7.5; 8.5 and 9.5 fit, 10.5 does not */
-    assert_true(check(t, 75 * SEC).allowed);
-    assert_true(check(t, 75 * SEC).allowed);
-    sl_decision d = check(t, 75 * SEC);
+    assert_true(check_one(t, 75 * SEC).allowed);
+    assert_true(check_one(t, 75 * SEC).allowed);
+    sl_decision d = check_one(t, 75 * SEC);
     assert_false(d.allowed);
     /* passes once 10 * (60 - e) / 60 + 2 + 1 <= 10, i.e. e >= 18 s: 3 s from 1:15 */
     assert_int_equal(d.retry_after, 3 * SEC);
     /* 1:45: 10 * 0.25 + 2 = 4.5, five more fit */
     int later = 0;
-    for (int i = 0; i < 10; i++) later += check(t, 105 * SEC).allowed;
+    for (int i = 0; i < 10; i++) later += check_one(t, 105 * SEC).allowed;
     assert_int_equal(later, 5);
     sl_table_destroy(t);
 }
@@ -92,14 +81,14 @@ static void sliding_counter_at_1_15_and_1_45(void **state) {
 static void sliding_log_at_1_05_and_1_12(void **state) {
     (void)state;
     sl_table *t = make(SL_SLIDING_LOG, 3, 60 * SEC, 0);
-    assert_true(check(t, 10 * SEC).allowed);
-    assert_true(check(t, 30 * SEC).allowed);
-    assert_true(check(t, 50 * SEC).allowed);
-    sl_decision d = check(t, 65 * SEC);
+    assert_true(check_one(t, 10 * SEC).allowed);
+    assert_true(check_one(t, 30 * SEC).allowed);
+    assert_true(check_one(t, 50 * SEC).allowed);
+    sl_decision d = check_one(t, 65 * SEC);
     assert_false(d.allowed);
     assert_int_equal(d.retry_after, 5 * SEC); /* the 0:10 entry slides out at 1:10 */
-    assert_true(check(t, 72 * SEC).allowed);
-    assert_false(check(t, 72 * SEC).allowed);
+    assert_true(check_one(t, 72 * SEC).allowed);
+    assert_false(check_one(t, 72 * SEC).allowed);
     sl_table_destroy(t);
 }
 
@@ -107,10 +96,10 @@ static void sliding_log_at_1_05_and_1_12(void **state) {
 static void fixed_window_edge_burst(void **state) {
     (void)state;
     sl_table *t = make(SL_FIXED_WINDOW, 3, 60 * SEC, 0);
-    assert_true(check(t, SEC).allowed);
-    assert_true(check(t, SEC).allowed);
-    assert_true(check(t, SEC).allowed);
-    sl_decision d = check(t, SEC);
+    assert_true(check_one(t, SEC).allowed);
+    assert_true(check_one(t, SEC).allowed);
+    assert_true(check_one(t, SEC).allowed);
+    sl_decision d = check_one(t, SEC);
     assert_false(d.allowed);
     assert_int_equal(d.retry_after, 59 * SEC);
     sl_table_destroy(t);
@@ -118,10 +107,10 @@ static void fixed_window_edge_burst(void **state) {
     /* 10 per minute: 10 requests in 0:55..0:59 and 10 in 1:00..1:04 all pass */
     t = make(SL_FIXED_WINDOW, 10, 60 * SEC, 0);
     int ok = 0;
-    for (int i = 0; i < 10; i++) ok += check(t, 55 * SEC + i * 400 * MS).allowed;
-    for (int i = 0; i < 10; i++) ok += check(t, 60 * SEC + i * 400 * MS).allowed;
+    for (int i = 0; i < 10; i++) ok += check_one(t, 55 * SEC + i * 400 * MS).allowed;
+    for (int i = 0; i < 10; i++) ok += check_one(t, 60 * SEC + i * 400 * MS).allowed;
     assert_int_equal(ok, 20);
-    assert_false(check(t, 64 * SEC).allowed);
+    assert_false(check_one(t, 64 * SEC).allowed);
     sl_table_destroy(t);
 }
 
@@ -130,11 +119,11 @@ static void leaky_queue_delays(void **state) {
     (void)state;
     sl_table *t = make(SL_LEAKY_QUEUE, 5, SEC, 5);
     for (int i = 0; i < 5; i++) {
-        sl_decision d = check(t, 0);
+        sl_decision d = check_one(t, 0);
         assert_true(d.allowed);
         assert_int_equal(d.delay, i * 200 * MS);
     }
-    sl_decision d = check(t, 0);
+    sl_decision d = check_one(t, 0);
     assert_false(d.allowed);
     assert_int_equal(d.delay, 0);
     sl_table_destroy(t);
@@ -170,10 +159,10 @@ static void nginx_nodelay_is_token_bucket_of_21(void **state) {
     nginx_node lr = {0};
     /* 21 at once pass, the 22nd does not; then 10/s */
     for (int i = 0; i < 21; i++) {
-        assert_true(check(t, 0).allowed);
+        assert_true(check_one(t, 0).allowed);
         assert_true(nginx_limit_req(&lr, 0, 10 * 1000, 20 * 1000));
     }
-    assert_false(check(t, 0).allowed);
+    assert_false(check_one(t, 0).allowed);
     assert_false(nginx_limit_req(&lr, 0, 10 * 1000, 20 * 1000));
     /* a random trace on whole milliseconds: identical decisions */
     uint64_t x = 0x9e3779b97f4a7c15ULL;
@@ -183,7 +172,7 @@ static void nginx_nodelay_is_token_bucket_of_21(void **state) {
         x ^= x >> 7;
         x ^= x << 17;
         now += (int64_t)(x % 250); /* ms; often 0 */
-        int a = check(t, now * MS).allowed;
+        int a = check_one(t, now * MS).allowed;
         int b = nginx_limit_req(&lr, now, 10 * 1000, 20 * 1000);
         if (a != b) fail_msg("step %d at %lld ms: sluice %d nginx %d", i, (long long)now, a, b);
     }

@@ -14,8 +14,7 @@
 #include <string.h>
 
 #include "policy/yaml_reader.h"
-
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#include "helpers.h"
 
 /* ---- a small schema: items: [{name: x, size: 1KiB, wait: 1s}, ...] ---- */
 

@@ -74,17 +74,19 @@ static void test_acquire_release_expire(void **state) {
 static void test_renew_and_ttl(void **state) {
     (void)state;
     call("k3", "a", 1, 5 * S, "aaaa", T0);
+    /* the renew below is the last call that sets the key's TTL (5 s from then,
+       in real time): the real time is measured from before it */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     answer a = call("k3", "n", 1, 5 * S, "aaaa", T0 + 4 * S);
     assert_int_equal(a.ok, 1);
     assert_int_equal(a.ttl, 5 * S); /* expires at T0 + 9 s */
     assert_int_equal(call("k3", "a", 1, 5 * S, "bbbb", T0 + 8 * S).retry, 1 * S);
     /* never shorter: a shorter lease time keeps T0 + 9 s */
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     a = call("k3", "n", 1, 1 * S, "aaaa", T0 + 6 * S);
     assert_int_equal(a.ttl, 3 * S);
     /* the key's TTL covers its latest lease (in real ms: at least the lease,
-       less the real time since the call was sent, however slow the machine) */
+       less the real time since the renew was sent, however slow the machine) */
     redisReply *r = cmd("PTTL k3");
     clock_gettime(CLOCK_MONOTONIC, &t1);
     long long elapsed_ms =

@@ -88,6 +88,7 @@ typedef struct sl__answer_slot {
     uint64_t last_activity_ms;
     uint64_t request_started_ms; /* 0: no partial HTTP request or RESP command */
     uint64_t paused_at_ms;       /* read_paused since (its request's deadline stops) */
+    uint64_t timer_due_ms;       /* when the timer, if active, fires (loop time) */
     size_t deferred_bytes;       /* answers held by the awaited ones (their after buffers) */
     size_t accounted;            /* this connection's part of server->pending_output */
     size_t turn_made;            /* answers built in the input being handled, before this feed */
@@ -267,7 +268,13 @@ static void arm_timer(conn *c) {
             if (rd < deadline) deadline = rd;
         }
     }
-    uv_timer_start(&c->timer, on_timer, deadline > now ? deadline - now : 1, 0);
+    uint64_t due = deadline > now ? deadline : now + 1;
+    /* a timer that fires by then already covers it: on_timer looks at the
+     * deadlines themselves, and arms again for the next (a gRPC connection
+     * comes here after every read, with the same deadlines: no heap update) */
+    if (uv_is_active((uv_handle_t *)&c->timer) && c->timer_due_ms <= due) return;
+    c->timer_due_ms = due;
+    uv_timer_start(&c->timer, on_timer, due - now, 0);
 }
 
 /* After input was handled: a request or command that is now on its way

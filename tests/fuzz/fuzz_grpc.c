@@ -9,7 +9,9 @@
  *   whose sizes come from the second byte, as a connection does; streams are
  *   answered against a small rule set, then the session is shut down.
  * - 1: the same without the preface (bytes that may not be HTTP/2 at all).
- * - 2: one ShouldRateLimit message (protobuf), decided and encoded.
+ * - 2: one ShouldRateLimit message (protobuf), decided and encoded; first
+ *   decoded by the direct decoder and by protobuf-c alone: when the direct
+ *   one takes it, protobuf-c takes it too, with the same fields.
  * - 3: one Health/Check message.
  * - 4: one rule file (YAML), loaded and compiled, then a request decided.
  * Properties: no crash, leak or overread (ASan); feed returns 0 or -1 and
@@ -121,6 +123,41 @@ static void connection(const uint8_t *data, size_t size, bool preface) {
     sl__buf_free(&out);
 }
 
+static bool same_text(const char *a, size_t an, const char *b, size_t bn) {
+    return an == bn && (an == 0 || memcmp(a, b, an) == 0);
+}
+
+/* The direct decoder against protobuf-c's (grpc_service.h). */
+static void decoders_agree(const uint8_t *data, size_t size) {
+    static sl__grpc_arena a1, a2;
+    static sl__rls_descriptor d1[SL__RLS_MAX_DESCRIPTORS], d2[SL__RLS_MAX_DESCRIPTORS];
+    sl__grpc_call_env e1 = {.arena = &a1}, e2 = {.arena = &a2};
+    sl__grpc_arena_reset(&a1);
+    sl__grpc_arena_reset(&a2);
+    a1.cap = a2.cap = 16 * 1024 + size * 48;
+    sl__rls_request q1, q2;
+    const char *m1 = NULL, *m2 = NULL;
+    if (sl__grpc_rls_decode(&e1, data, size, &q1, d1, &m1, SL__GRPC_DECODE_DIRECT) != SL__GRPC_OK)
+        return;
+    CHECK(sl__grpc_rls_decode(&e2, data, size, &q2, d2, &m2, SL__GRPC_DECODE_PROTOBUF_C) ==
+          SL__GRPC_OK);
+    CHECK(same_text(q1.domain, q1.domain_len, q2.domain, q2.domain_len));
+    CHECK(q1.hits_addend == q2.hits_addend && q1.ndescriptors == q2.ndescriptors);
+    for (size_t i = 0; i < q1.ndescriptors; i++) {
+        const sl__rls_descriptor *x = &d1[i], *y = &d2[i];
+        CHECK(x->nentries == y->nentries && x->has_limit == y->has_limit &&
+              x->has_hits == y->has_hits && x->hits == y->hits &&
+              x->limit_requests_per_unit == y->limit_requests_per_unit &&
+              x->limit_unit == y->limit_unit);
+        for (size_t j = 0; j < x->nentries; j++) {
+            CHECK(same_text(x->entries[j].key, x->entries[j].key_len, y->entries[j].key,
+                            y->entries[j].key_len));
+            CHECK(same_text(x->entries[j].value, x->entries[j].value_len, y->entries[j].value,
+                            y->entries[j].value_len));
+        }
+    }
+}
+
 static void one_call(sl__grpc_method_id m, const uint8_t *data, size_t size) {
     static sl__grpc_arena arena;
     sl__grpc_call_env env = {.domains = rule_set(),
@@ -178,6 +215,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         connection(data, size, false);
         break;
     case 2:
+        decoders_agree(data, size);
         one_call(SL__GRPC_M_SHOULD_RATE_LIMIT, data, size);
         break;
     case 3:

@@ -5,8 +5,9 @@
  * Trailers-Only errors (UNIMPLEMENTED, INTERNAL, RESOURCE_EXHAUSTED,
  * DEADLINE_EXCEEDED, INVALID_ARGUMENT), HTTP 415 and 405, GOAWAY on broken
  * frames, closing on bytes that are not HTTP/2, the graceful shutdown that
- * still answers streams in flight, and the hand-written RateLimitResponse
- * against protobuf-c's encoding of the same message. */
+ * still answers streams in flight, the hand-written RateLimitResponse
+ * against protobuf-c's encoding of the same message, and the direct
+ * RateLimitRequest decoder against protobuf-c's (decode_paths). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -663,6 +664,107 @@ static void test_dynamic_metadata(void **state) {
     assert_null(json);
 }
 
+/* Decodes msg with `how` into a fresh arena; the status. */
+static int decode_with(const uint8_t *msg, size_t len, sl__grpc_decoder how, sl__grpc_arena *a,
+                       sl__rls_request *q, sl__rls_descriptor *ds, const char **message) {
+    sl__grpc_call_env env = {.arena = a};
+    sl__grpc_arena_reset(a);
+    a->cap = 1u << 20;
+    *message = NULL;
+    return sl__grpc_rls_decode(&env, msg, len, q, ds, message, how);
+}
+
+/* The direct RateLimitRequest decoder takes the shape Envoy sends, with the
+ * fields protobuf-c reads; it declines the rest (duplicates of a single
+ * field, unknown fields, NUL bytes, over the bounds), which AUTO leaves to
+ * protobuf-c: the same answers as before. */
+static void test_decode_paths(void **state) {
+    (void)state;
+    static sl__grpc_arena a1, a2;
+    static sl__rls_descriptor d1[SL__RLS_MAX_DESCRIPTORS], d2[SL__RLS_MAX_DESCRIPTORS];
+    sl__rls_request q1, q2;
+    const char *m1, *m2;
+    /* Envoy's: two descriptors, the second with an override and hits_addend */
+    static const uint8_t envoy[] = {
+        0x0a, 0x03, 'd',  'o',  'm',                                         /* domain */
+        0x12, 0x0a, 0x0a, 0x08, 0x0a, 0x01, 'k',  0x12, 0x03, 'v', 'a', 'l', /* {k=val} */
+        0x12, 0x16, 0x0a, 0x05, 0x0a, 0x01, 'a',  0x12, 0x00,                /* {a=""} */
+        0x0a, 0x02, 0x12, 0x00,                                              /* {""=""} */
+        0x12, 0x05, 0x08, 0xac, 0x02, 0x10, 0x03,                            /* limit 300/hour */
+        0x1a, 0x02, 0x08, 0x07,                                              /* hits_addend 7 */
+        0x18, 0x05};                                                         /* hits_addend 5 */
+    assert_int_equal(decode_with(envoy, sizeof envoy, SL__GRPC_DECODE_DIRECT, &a1, &q1, d1, &m1),
+                     SL__GRPC_OK);
+    assert_int_equal(
+        decode_with(envoy, sizeof envoy, SL__GRPC_DECODE_PROTOBUF_C, &a2, &q2, d2, &m2),
+        SL__GRPC_OK);
+    assert_int_equal(q1.domain_len, 3);
+    assert_memory_equal(q1.domain, "dom", 3);
+    assert_int_equal(q2.domain_len, 3);
+    assert_int_equal(q1.hits_addend, 5);
+    assert_int_equal(q2.hits_addend, 5);
+    assert_int_equal(q1.ndescriptors, 2);
+    assert_int_equal(q2.ndescriptors, 2);
+    assert_int_equal(d1[0].nentries, 1);
+    assert_false(d1[0].has_limit || d1[0].has_hits);
+    assert_int_equal(d1[0].entries[0].value_len, 3);
+    assert_memory_equal(d1[0].entries[0].value, "val", 3);
+    assert_int_equal(d1[1].nentries, 2);
+    assert_int_equal(d2[1].nentries, 2);
+    assert_int_equal(d1[1].entries[1].key_len + d1[1].entries[1].value_len, 0);
+    assert_true(d1[1].has_limit && d2[1].has_limit);
+    assert_int_equal(d1[1].limit_requests_per_unit, 300);
+    assert_int_equal(d2[1].limit_requests_per_unit, 300);
+    assert_int_equal(d1[1].limit_unit, 3);
+    assert_int_equal(d2[1].limit_unit, 3);
+    assert_true(d1[1].has_hits && d2[1].has_hits);
+    assert_int_equal(d1[1].hits, 7);
+    assert_int_equal(d2[1].hits, 7);
+    assert_int_equal(decode_with(envoy, sizeof envoy, SL__GRPC_DECODE_AUTO, &a1, &q1, d1, &m1),
+                     SL__GRPC_OK);
+    /* declined, then protobuf-c's answer */
+    static const uint8_t twice[] = {0x0a, 0x01, 'x', 0x0a, 0x01, 'y'}; /* the last one wins */
+    assert_int_equal(decode_with(twice, sizeof twice, SL__GRPC_DECODE_DIRECT, &a1, &q1, d1, &m1),
+                     SL__GRPC_DECLINED);
+    assert_int_equal(decode_with(twice, sizeof twice, SL__GRPC_DECODE_AUTO, &a1, &q1, d1, &m1),
+                     SL__GRPC_OK);
+    assert_int_equal(q1.domain_len, 1);
+    assert_int_equal(q1.domain[0], 'y');
+    static const uint8_t unknown[] = {0x0a, 0x01, 'x', 0x20, 0x01}; /* field 4 */
+    assert_int_equal(
+        decode_with(unknown, sizeof unknown, SL__GRPC_DECODE_DIRECT, &a1, &q1, d1, &m1),
+        SL__GRPC_DECLINED);
+    assert_int_equal(decode_with(unknown, sizeof unknown, SL__GRPC_DECODE_AUTO, &a1, &q1, d1, &m1),
+                     SL__GRPC_OK);
+    assert_int_equal(q1.domain_len, 1);
+    static const uint8_t with_nul[] = {0x12, 0x08, 0x0a, 0x06, 0x0a, 0x01, 'k', 0x12, 0x01, 0x00};
+    assert_int_equal(
+        decode_with(with_nul, sizeof with_nul, SL__GRPC_DECODE_DIRECT, &a1, &q1, d1, &m1),
+        SL__GRPC_DECLINED);
+    assert_int_equal(
+        decode_with(with_nul, sizeof with_nul, SL__GRPC_DECODE_AUTO, &a1, &q1, d1, &m1),
+        SL__GRPC_INVALID_ARGUMENT);
+    assert_string_equal(m1, "a domain, descriptor key or value contains a NUL byte");
+    static const uint8_t truncated[] = {0x0a, 0x05, 'x'};
+    assert_int_equal(
+        decode_with(truncated, sizeof truncated, SL__GRPC_DECODE_AUTO, &a1, &q1, d1, &m1),
+        SL__GRPC_INTERNAL);
+    assert_string_equal(m1, "cannot parse the RateLimitRequest");
+    /* 65 descriptors: protobuf-c's path says how many are allowed */
+    uint8_t many[2 * (SL__RLS_MAX_DESCRIPTORS + 1)];
+    for (size_t i = 0; i < sizeof many; i += 2) many[i] = 0x12, many[i + 1] = 0x00;
+    assert_int_equal(decode_with(many, sizeof many, SL__GRPC_DECODE_DIRECT, &a1, &q1, d1, &m1),
+                     SL__GRPC_DECLINED);
+    assert_int_equal(decode_with(many, sizeof many, SL__GRPC_DECODE_AUTO, &a1, &q1, d1, &m1),
+                     SL__GRPC_INVALID_ARGUMENT);
+    assert_string_equal(m1, "too many descriptors (at most 64)");
+    assert_int_equal(decode_with(many, sizeof many - 2, SL__GRPC_DECODE_DIRECT, &a1, &q1, d1, &m1),
+                     SL__GRPC_OK);
+    assert_int_equal(q1.ndescriptors, SL__RLS_MAX_DESCRIPTORS);
+    sl__grpc_arena_free(&a1);
+    sl__grpc_arena_free(&a2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_settings_and_health),
@@ -675,6 +777,7 @@ int main(void) {
         cmocka_unit_test(test_header_timeout_frame),
         cmocka_unit_test(test_response_encoding),
         cmocka_unit_test(test_dynamic_metadata),
+        cmocka_unit_test(test_decode_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

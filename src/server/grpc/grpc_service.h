@@ -81,6 +81,27 @@ int sl__grpc_rls_prepare(const sl__grpc_call_env *env, const uint8_t *msg, size_
                          const char **message);
 int sl__grpc_rls_answer(struct sl__decide_call *call, sl__buf *out, const char **message);
 
+/* How sl__grpc_rls_decode reads a RateLimitRequest: AUTO as sluiced does
+ * (the direct decoder for the shape Envoy sends, protobuf-c for anything
+ * else), or one of the two alone, for the tests and fuzz_grpc that compare
+ * them. */
+typedef enum sl__grpc_decoder {
+    SL__GRPC_DECODE_AUTO = 0,
+    SL__GRPC_DECODE_PROTOBUF_C,
+    SL__GRPC_DECODE_DIRECT
+} sl__grpc_decoder;
+
+#define SL__GRPC_DECLINED (-1) /* SL__GRPC_DECODE_DIRECT: not a message it takes */
+
+/* Decodes the RateLimitRequest (msg, len) into q, its descriptors in ds
+ * (SL__RLS_MAX_DESCRIPTORS of them), entries and strings in env->arena,
+ * which must have been reset (sl__grpc_arena_reset) and given its cap
+ * before; strings may point into msg. Returns SL__GRPC_OK, a status with
+ * *message, or SL__GRPC_DECLINED (the arena reset again). */
+int sl__grpc_rls_decode(const sl__grpc_call_env *env, const uint8_t *msg, size_t len,
+                        sl__rls_request *q, sl__rls_descriptor *ds, const char **message,
+                        sl__grpc_decoder how);
+
 /* Appends a RateLimitResponse (overall_code, one DescriptorStatus per
  * status, dynamic_metadata from sl__domain_dynamic_metadata when there is
  * some) as one length-prefixed gRPC message: the same bytes protobuf-c

@@ -24,6 +24,8 @@ sluiced_test.Server, which the other unittest files import from there).
 - poll, wait_until: waiting for a state the servers reach in their own time
   (a fixed sleep races them on a loaded machine); in_one_window: a burst
   counted in a short fixed window, kept inside one window of the clock;
+  window_room: a case counted in an hourly window started with a minute of
+  it left at least;
 - metric: one sample of /metrics text; tail: the last lines of a log;
 - nginx_path, nginx_main: the nginx binary to run, and the main config of
   one in a test's own directory;
@@ -583,6 +585,22 @@ def wait_until(cond, within, what):
         time.sleep(0.05)
 
 
+def window_room(period, room, what="the case"):
+    """Waits, polling the clock, until at least `room` s are left of the
+    current fixed window of `period` s ([k*P, (k+1)*P) of the Unix clock),
+    saying so; returns at once when they are. For a case of a few seconds
+    counted in an hourly window, window_room(3600, 60) keeps it inside one
+    (a straddle would start its count over) and waits at most a minute."""
+    left = period - time.time() % period
+    if left >= room:
+        return
+    print("  %s: %.1f s left of its %g s window, under %g s: waiting for the next"
+          % (what, left, period, room), flush=True)
+    now = int(time.time() // period)
+    wait_until(lambda: int(time.time() // period) > now, period + 5,
+               "the next %g s window" % period)
+
+
 def in_one_window(period, case, room=None, what="the run", attempts=3):
     """Runs case(), requests counted in a fixed window of `period` s (windows
     are [k*P, (k+1)*P) of the Unix clock, sluiced's and this one's), so that
@@ -595,13 +613,7 @@ def in_one_window(period, case, room=None, what="the run", attempts=3):
     at most `attempts` runs; one that stayed in its window must pass."""
     room = period / 4 if room is None else room
     for attempt in range(attempts):
-        left = period - time.time() % period
-        if left < room:
-            print("  %s: %.1f s left of its %g s window, under %g s: waiting for the next"
-                  % (what, left, period, room), flush=True)
-            now = int(time.time() // period)
-            wait_until(lambda: int(time.time() // period) > now, period + 5,
-                       "the next %g s window" % period)
+        window_room(period, room, what)
         window = int(time.time() // period)
         try:
             got = case()

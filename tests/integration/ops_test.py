@@ -68,6 +68,8 @@ class Stats(unittest.TestCase):
         self.s.stop()
 
     def test_document(self):
+        # dry counts per hour: a straddle would start the count over
+        harness.window_room(3600, 60, "2 allowed, 1 shadow-limited")
         first = stats(self.s)
         check(self.s, "api", "alice", 5)   # 3 allowed, 2 limited
         check(self.s, "api", "bob", 4)     # 3 allowed, 1 limited
@@ -205,6 +207,8 @@ class Top(unittest.TestCase):
                               capture_output=True, text=True, timeout=120)
 
     def test_once(self):
+        # dry counts per hour: a straddle would start the count over
+        harness.window_room(3600, 60, "2 allowed, 1 shadow-limited")
         check(self.s, "api", "alice", 5)
         check(self.s, "api", "%1b%5b2J%c2%9bevil", 4)  # ESC [ 2 J, then a C1 CSI: escaped
         check(self.s, "dry", "carol", 3)

@@ -70,6 +70,8 @@ class Start(unittest.TestCase):
         self.s.stop()
 
     def test_ramped_from_start(self):
+        # win counts per hour: a straddle would start the count over
+        harness.window_room(3600, 60, "a burst of 10")
         s = self.s
         st, body = check(s, "api", "a")
         self.assertEqual(st, 200, body)

@@ -392,15 +392,19 @@ FIRST_BUDGET_S = 1.5  # of the 2 s that calls wait for a first connection
 BUCKETS = ("token_bucket", "gcra", "leaky_queue")
 
 
+@dt.rerun_when_held_up
 def batched_bound():
     """sync: batched, two sluiced, one hot key per algorithm at 50 per
     second (buckets: burst 50), 16 threads for 3 s, 100 ms interval. The
     bound of docs/distributed.md for N instances over T seconds:
-      buckets: burst + rate*T + (N-1) * (burst + rate * 2 * interval)
+      buckets: burst + rate*T + (N-1) * (burst + rate * W)
       windows: limit * (ceil(T / period) + 1) + (N-1) * 2 * limit
     (what one exact limiter may admit over T, plus what each other instance
-    may admit before it hears of the rest: for a window, its whole allowance
-    again at each window start, paid back by debt in the next window)."""
+    may admit before it hears of the rest: for a bucket, its burst and what
+    it admits while its charges wait for their push, W at the longest, from
+    distributed_test's PushWatch (2 intervals at pace; over 4, HeldUp: run
+    again); for a window, its whole allowance again at each window start,
+    paid back by debt in the next window)."""
     rate, interval, n, seconds = 50, 0.1, 2, 3.0
     pols = []
     for alg in dt.ALGORITHMS:
@@ -413,12 +417,22 @@ def batched_bound():
             url, pols, sync="batched", sync_interval="%dms" % (interval * 1000)))
         key = "hot-%d" % time.time_ns()
         names = [p["name"] for p in pols]
+        watch = dt.PushWatch(redis, key)
+        wall = time.time() - time.monotonic()  # the answers' clock to Redis's
         load = dt.Load(dt.targets_of([a, b]), 16,
                        lambda i, k: (names[(i + k) % len(names)], key))
         time.sleep(seconds)
         load.stop()
         answers = load.join()
+        waits = watch.wait(min(x.t0 for x in answers) + wall)
         dt.assert_all_answered(answers, "batched_bound")
+        assert len(waits) == 2, "pushes of %s from %d connections: %s" % (key, len(waits), waits)
+        w = max(2 * interval, max(waits.values()))
+        print("  longest wait of a charge for its push: %s ms"
+              % sorted(round(v * 1000) for v in waits.values()))
+        if w > 4 * interval:
+            raise dt.HeldUp("a charge waited %.0f ms for its push, over 4 intervals: the bound "
+                            "says little then" % (w * 1000))
         bad = []
         for p in pols:
             mine = [x for x in answers if x.policy == p["name"]]
@@ -426,7 +440,7 @@ def batched_bound():
             ok = sum(1 for x in mine if x.allowed)
             if p["algorithm"] in BUCKETS:
                 exact = rate + rate * t
-                bound = exact + (n - 1) * (rate + rate * 2 * interval)
+                bound = exact + (n - 1) * (rate + rate * w)
             else:
                 exact = rate * (math.ceil(t) + 1)
                 bound = exact + (n - 1) * 2 * rate

@@ -89,6 +89,8 @@ class Fleet(unittest.TestCase):
         self.assertEqual(shed, 10)
 
     def test_refused_by_its_policy_takes_nothing(self):
+        # one counts per hour: a straddle would start the count over
+        harness.window_room(3600, 60, "6 refusals")
         self.assertEqual(check(self.servers[0], "one", "x"), 200)  # 1 token and the window
         self.assertEqual(statuses(self.servers, 6, policy="one", key="x"), [429] * 6)
         # 9 tokens left: 5 for sheddable traffic

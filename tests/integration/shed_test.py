@@ -80,6 +80,8 @@ class Shedding(unittest.TestCase):
         self.assertEqual(api["decisions"]["shed"], 3)
 
     def test_refused_by_its_policy_gives_back(self):
+        # one counts per hour: a straddle would start the count over
+        harness.window_room(3600, 60, "5 refusals")
         s = self.s
         self.assertEqual(check(s, "one", "x")[0], 200)   # takes 1 token and the window
         for _ in range(5):

@@ -132,6 +132,8 @@ class Signals(unittest.TestCase):
         self.assertEqual((st, json.loads(body)["error"]), (400, "bad_by"))
 
     def test_rule_and_tier_labels(self):
+        # trial counts per hour: a straddle would start the count over
+        harness.window_room(3600, 60, "2 allowed, 1 shadow-limited")
         self.assertEqual(auth(self.s, "/api/x", "alice"), 200)
         for _ in range(2):
             self.assertEqual(auth(self.s, "/api/x", "bob"), 200)
@@ -173,6 +175,8 @@ class Signals(unittest.TestCase):
             self.assertEqual(refused(after, reason) - refused(before, reason), n, reason)
 
     def test_shadow_log_bounded_and_counted(self):
+        # trial counts per hour: a straddle would start the count over
+        harness.window_room(3600, 60, "300 shadow refusals")
         # 300 shadow refusals at once: at most 10 lines a second are written, and
         # every other one is counted in sluice_log_lines_dropped_total (exactly:
         # lines written + lines dropped = shadow refusals, however slow the machine)

@@ -103,10 +103,10 @@ void sl__cli_race_results_free(sl__cli_race_result *results, int n) {
     }
 }
 
-static int run_one(const sl__cli_trace *t, const sl__cli_race_config *cfg, sl_algorithm alg,
-                   int64_t base, sl__cli_race_result *r, char *err, size_t errlen) {
-    memset(r, 0, sizeof *r);
-    r->alg = alg;
+/* One algorithm over the trace into r (r->alg set, the rest zero); r's
+ * arrays are the caller's to free, whatever is returned. */
+static int run_into(const sl__cli_trace *t, const sl__cli_race_config *cfg, sl_algorithm alg,
+                    int64_t base, sl__cli_race_result *r, char *err, size_t errlen) {
     r->ok = calloc(t->n ? t->n : 1, sizeof *r->ok);
     r->delay = calloc(t->n ? t->n : 1, sizeof *r->delay);
     if (!r->ok || !r->delay) return sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
@@ -137,6 +137,17 @@ static int run_one(const sl__cli_trace *t, const sl__cli_race_config *cfg, sl_al
     sl_table_destroy(tab);
     if (rc == 0 && compute_busiest(t, r, cfg->rate.period) < 0)
         rc = sl__cli_fail(SL_ENOMEM, err, errlen, "out of memory");
+    return rc;
+}
+
+/* run_into on a fresh result, copied to *out: the caller's array is written
+ * once, whole (clang's analyzer lost the arrays of the results before when
+ * this one was cleared in place). */
+static int run_one(const sl__cli_trace *t, const sl__cli_race_config *cfg, sl_algorithm alg,
+                   int64_t base, sl__cli_race_result *out, char *err, size_t errlen) {
+    sl__cli_race_result r = {.alg = alg};
+    int rc = run_into(t, cfg, alg, base, &r, err, errlen);
+    *out = r;
     return rc;
 }
 

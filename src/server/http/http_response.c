@@ -305,11 +305,8 @@ static int64_t ms_up(int64_t ns) {
     return ns < 0 ? -1 : sl__ceil_ms(ns);
 }
 
-void sl__http_decision_json(sl__buf *out, const char *policy, const sl_decision *d, bool shadowed) {
-    if (!policy) policy = "";
-    size_t pl = strlen(policy);
-    char *b = sl__buf_reserve(out, 120 + 5 * (U64_MAX_DIGITS + 1) + 6 * pl + 2);
-    if (!b) return;
+size_t sl__http_decision_json_at(char *b, const char *policy, size_t pl, const sl_decision *d,
+                                 bool shadowed) {
     char *s = d->allowed ? W_LIT(b, "{\"allowed\":true,\"limit\":")
                          : W_LIT(b, "{\"allowed\":false,\"limit\":");
     s = w_i64(s, d->limit);
@@ -327,7 +324,15 @@ void sl__http_decision_json(sl__buf *out, const char *policy, const sl_decision 
     s = w_json_string(s, policy, pl);
     if (shadowed) s = W_LIT(s, ",\"shadow\":true");
     *s++ = '}';
-    sl__buf_commit(out, (size_t)(s - b));
+    return (size_t)(s - b);
+}
+
+void sl__http_decision_json(sl__buf *out, const char *policy, const sl_decision *d, bool shadowed) {
+    if (!policy) policy = "";
+    size_t pl = strlen(policy);
+    char *b = sl__buf_reserve(out, SL__HTTP_DECISION_JSON_MAX(pl));
+    if (!b) return;
+    sl__buf_commit(out, sl__http_decision_json_at(b, policy, pl, d, shadowed));
 }
 
 void sl__http_error_json(sl__buf *out, const char *code, const char *message) {

@@ -195,6 +195,15 @@ static sl_params fallback_params(sl_params p, unsigned instances) {
     return p;
 }
 
+/* Bytes 0x20-0x7e but '"' and '\\' only (sl__policy.text_plain). */
+static bool plain_text(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') return false;
+    }
+    return true;
+}
+
 static sl__policy *policy_new(const sl__policy_config *cfg, size_t base_len, bool shadow,
                               const sl__config *conf, int64_t now, char *err, size_t errlen) {
     size_t max_memory = conf->max_memory;
@@ -206,6 +215,9 @@ static sl__policy *policy_new(const sl__policy_config *cfg, size_t base_len, boo
     p->cfg = *cfg;
     p->base_len = base_len;
     sl__policy_rate_format(&p->cfg, p->rate_text, sizeof p->rate_text);
+    p->name_len = strlen(p->cfg.name);
+    p->rate_len = strlen(p->rate_text);
+    p->text_plain = plain_text(p->cfg.name, p->name_len) && plain_text(p->rate_text, p->rate_len);
     if (p->cfg.params.flags & SL_START_EMPTY) p->cfg.params.origin = now;
     atomic_init(&p->refs, 1);
     sl__decide_limit_init(&p->lim, shadow);

@@ -47,6 +47,11 @@ typedef struct sl__policy {
     atomic_int refs;
     size_t base_len;                      /* cfg.name[0..base_len): the name as configured */
     char rate_text[SL__POLICY_RATE_TEXT]; /* sl__policy_rate_format of cfg, made once */
+    /* strlen of cfg.name and rate_text, and whether both are plain text
+       (bytes 0x20-0x7e but '"' and '\\': written as they are in quoted
+       strings, HTTP's RateLimit fields), known once for every answer */
+    size_t name_len, rate_len;
+    bool text_plain;
     /* POST /v1/graphql's outcomes for this policy (SL__GQL_RESULT_*) and the
        points its allowed queries were charged (/metrics) */
     atomic_uint_fast64_t gql[5];

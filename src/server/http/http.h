@@ -117,6 +117,11 @@ typedef struct sl__http_policy_view {
     const char *name;
     uint64_t q, w;    /* RateLimit-Policy's q and w (capped at 15 digits here) */
     const char *rate; /* sluice-rate ("5/s", "10000/month"); printable ASCII */
+    /* plain: name and rate are name_len and rate_len bytes of 0x20-0x7e
+       with no '"' or '\\' (sl__policy.text_plain), copied as they are;
+       otherwise each is measured and escaped */
+    size_t name_len, rate_len;
+    bool plain;
 } sl__http_policy_view;
 
 /* Appends RateLimit-Policy, RateLimit, X-RateLimit-Limit, -Remaining, -Reset

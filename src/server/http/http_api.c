@@ -230,13 +230,18 @@ static void write_decision(sl__buf *out, bool head, bool keep, const sl__policy 
         return;
     }
     char body[SL__HTTP_DECISION_JSON_MAX(SL__POLICY_NAME_MAX) + SOURCE_MAX];
-    size_t len = sl__http_decision_json_at(body, p->cfg.name, strlen(p->cfg.name), d, shadowed);
+    size_t len = sl__http_decision_json_at(body, p->cfg.name, p->name_len, d, shadowed);
     len = decision_source(body, len, from);
-    sl__http_policy_view view = {.name = p->cfg.name, .rate = p->rate_text};
+    sl__http_policy_view view = {.name = p->cfg.name,
+                                 .rate = p->rate_text,
+                                 .name_len = p->name_len,
+                                 .rate_len = p->rate_len,
+                                 .plain = p->text_plain};
     sl__policy_quota(p, now, &view.q, &view.w);
     sl__http_begin(out, d->allowed ? 200 : 429);
     sl__http_ratelimit_fields(out, &view, d);
-    sl__http_header_line(out, "Cache-Control", "no-store");
+    static const char no_store[] = "Cache-Control: no-store\r\n";
+    sl__buf_append(out, no_store, sizeof no_store - 1);
     sl__http_end(out, keep, "application/json", body, len);
     if (head) out->len -= len;
 }

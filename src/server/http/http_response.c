@@ -168,11 +168,22 @@ static char *w_sf_string(char *p, const char *s, size_t n) {
     return p;
 }
 
+/* An sf-string of text known to need no escape (sl__http_policy_view.plain),
+ * else w_sf_string. */
+static char *w_sf_text(char *p, const char *s, size_t n, bool plain) {
+    if (!plain) return w_sf_string(p, s, n);
+    *p++ = '"';
+    p = w_mem(p, s, n);
+    *p++ = '"';
+    return p;
+}
+
 void sl__http_ratelimit_fields(sl__buf *out, const sl__http_policy_view *p, const sl_decision *d) {
     uint64_t q = p->q > (uint64_t)SF_INT_MAX ? (uint64_t)SF_INT_MAX : p->q;
     uint64_t w = p->w > (uint64_t)SF_INT_MAX ? (uint64_t)SF_INT_MAX : p->w;
     const char *name = p->name ? p->name : "", *rate = p->rate ? p->rate : "";
-    size_t nl = strlen(name), rl = strlen(rate);
+    bool plain = p->plain && p->name && p->rate;
+    size_t nl = plain ? p->name_len : strlen(name), rl = plain ? p->rate_len : strlen(rate);
 
     int64_t reset_s = sl__ceil_s(d->reset_after);
     bool retry = !d->allowed && d->retry_after >= 0;
@@ -186,15 +197,15 @@ void sl__http_ratelimit_fields(sl__buf *out, const sl__http_policy_view *p, cons
     char *b = sl__buf_reserve(out, 200 + 2 * (2 * nl + 2) + 2 * rl + 2 + 10 * U64_MAX_DIGITS);
     if (!b) return;
     char *s = W_LIT(b, "RateLimit-Policy: ");
-    s = w_sf_string(s, name, nl);
+    s = w_sf_text(s, name, nl, plain);
     s = W_LIT(s, ";q=");
     s = w_u64(s, q);
     s = W_LIT(s, ";w=");
     s = w_u64(s, w);
     s = W_LIT(s, ";sluice-rate=");
-    s = w_sf_string(s, rate, rl);
+    s = w_sf_text(s, rate, rl, plain);
     s = W_LIT(s, "\r\nRateLimit: ");
-    s = w_sf_string(s, name, nl);
+    s = w_sf_text(s, name, nl, plain);
     s = W_LIT(s, ";r=");
     s = w_u64(s, sf_int(d->remaining));
     s = W_LIT(s, ";t=");

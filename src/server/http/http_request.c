@@ -488,8 +488,9 @@ static int hexval(unsigned char c) {
 
 /* Decodes one byte of a form-urlencoded component at *s (< end): '+' is a
  * space, %XY a byte. Returns the byte, or -1 for a malformed escape or an
- * encoded NUL (which would make a C string lie about its length). */
-static int decode_byte(const char **s, const char *end) {
+ * encoded NUL (which would make a C string lie about its length). Inlined
+ * into the name and value loops (a call per byte was most of their cost). */
+__attribute__((always_inline)) static inline int decode_byte(const char **s, const char *end) {
     const char *c = *s;
     if (*c == '+') {
         *s = c + 1;

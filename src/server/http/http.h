@@ -105,6 +105,8 @@ void sl__http_begin(sl__buf *out, int status);
 void sl__http_header_line(sl__buf *out, const char *name, const char *value);
 void sl__http_end(sl__buf *out, bool keep_alive, const char *content_type, const char *body,
                   size_t body_len);
+/* sl__http_end with Content-Type: application/json. */
+void sl__http_end_json(sl__buf *out, bool keep_alive, const char *body, size_t body_len);
 const char *sl__http_reason(int status);
 /* The interim "HTTP/1.1 100 Continue" response (see sl__http_parser_take_continue). */
 void sl__http_continue(sl__buf *out);

@@ -230,7 +230,8 @@ static void write_decision(sl__buf *out, bool head, bool keep, const sl__policy 
         return;
     }
     char body[SL__HTTP_DECISION_JSON_MAX(SL__POLICY_NAME_MAX) + SOURCE_MAX];
-    size_t len = sl__http_decision_json_at(body, p->cfg.name, p->name_len, d, shadowed);
+    size_t pl = p->text_plain ? p->name_len : strlen(p->cfg.name); /* made by hand: unknown */
+    size_t len = sl__http_decision_json_at(body, p->cfg.name, pl, d, shadowed);
     len = decision_source(body, len, from);
     sl__http_policy_view view = {.name = p->cfg.name,
                                  .rate = p->rate_text,
@@ -242,7 +243,7 @@ static void write_decision(sl__buf *out, bool head, bool keep, const sl__policy 
     sl__http_ratelimit_fields(out, &view, d);
     static const char no_store[] = "Cache-Control: no-store\r\n";
     sl__buf_append(out, no_store, sizeof no_store - 1);
-    sl__http_end(out, keep, "application/json", body, len);
+    sl__http_end_json(out, keep, body, len);
     if (head) out->len -= len;
 }
 

@@ -86,6 +86,16 @@ const char *sl__http_reason(int status) {
 }
 
 void sl__http_begin(sl__buf *out, int status) {
+    /* the status lines of decisions, whole */
+    static const char ok[] = "HTTP/1.1 200 OK\r\nServer: sluiced\r\n",
+                      limited[] = "HTTP/1.1 429 Too Many Requests\r\nServer: sluiced\r\n";
+    if (status == 200 || status == 429) {
+        if (status == 200)
+            sl__buf_append(out, ok, sizeof ok - 1);
+        else
+            sl__buf_append(out, limited, sizeof limited - 1);
+        return;
+    }
     if (status < 100 || status > 599) status = 500;
     const char *reason = sl__http_reason(status);
     size_t rl = strlen(reason);
@@ -125,15 +135,16 @@ void sl__http_header_line(sl__buf *out, const char *name, const char *value) {
     sl__buf_commit(out, (size_t)(s - p));
 }
 
-void sl__http_end(sl__buf *out, bool keep_alive, const char *content_type, const char *body,
-                  size_t body_len) {
-    size_t cl = content_type ? strlen(content_type) : 0;
+/* Content-Type (ct: NULL for none; ct_plain: written as it is, a literal of
+ * ours), Content-Length, Connection, the blank line and the body. */
+static void end_answer(sl__buf *out, bool keep_alive, const char *ct, size_t cl, bool ct_plain,
+                       const char *body, size_t body_len) {
     char *p = sl__buf_reserve(out, 16 + cl + 2 + 16 + U64_MAX_DIGITS + 30 + body_len);
     if (!p) return;
     char *s = p;
-    if (content_type) {
+    if (ct) {
         s = W_LIT(s, "Content-Type: ");
-        s = w_field_text(s, content_type, cl);
+        s = ct_plain ? w_mem(s, ct, cl) : w_field_text(s, ct, cl);
         s = W_LIT(s, "\r\n");
     }
     s = W_LIT(s, "Content-Length: ");
@@ -146,6 +157,17 @@ void sl__http_end(sl__buf *out, bool keep_alive, const char *content_type, const
         s = W_LIT(s, "\r\nConnection: close\r\n\r\n");
     if (body_len) s = w_mem(s, body, body_len);
     sl__buf_commit(out, (size_t)(s - p));
+}
+
+void sl__http_end(sl__buf *out, bool keep_alive, const char *content_type, const char *body,
+                  size_t body_len) {
+    end_answer(out, keep_alive, content_type, content_type ? strlen(content_type) : 0, false, body,
+               body_len);
+}
+
+void sl__http_end_json(sl__buf *out, bool keep_alive, const char *body, size_t body_len) {
+    static const char json[] = "application/json";
+    end_answer(out, keep_alive, json, sizeof json - 1, true, body, body_len);
 }
 
 /* ---- rate-limit fields ------------------------------------------------------ */

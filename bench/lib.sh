@@ -48,7 +48,8 @@
 #   rest and waits for the ports).
 # - load: conn_load PORT N DEPTH MARK REQUEST (N requests on one keep-alive
 #   connection, DEPTH written at once, each batch until MARK was read DEPTH
-#   times: one request per read at 1), rls_body FILE KEY VALUE (a framed
+#   times: one request per read at 1; with CONN_LAT=FILE set, the batches'
+#   round-trip times' median and p99 in us written to FILE), rls_body FILE KEY VALUE (a framed
 #   RateLimitRequest of domain bench, one descriptor KEY=VALUE), rls_path (its
 #   gRPC path), h2load_rls PORT N STREAMS LOG (N ShouldRateLimit calls of
 #   $tmp/body.bin on one connection, STREAMS at a time; 1 unless all
@@ -307,14 +308,16 @@ log_port() { sed -n "s/.*listening $2 on 127\.0\.0\.1:\([0-9]*\).*/\1/p" "$1" | 
 
 conn_load() {
   python3 - "$@" <<'EOF'
-import os, socket, sys
+import os, socket, sys, time
 port, n, depth = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 mark, req = os.fsencode(sys.argv[4]), os.fsencode(sys.argv[5])
+lat_file, lat, now = os.environ.get("CONN_LAT"), [], time.perf_counter_ns
 s = socket.create_connection(("127.0.0.1", port))
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 done = 0
 while done < n:
     k = min(depth, n - done)
+    t0 = now()
     s.sendall(req * k)
     buf, got = b"", 0
     while got < k:
@@ -322,7 +325,12 @@ while done < n:
         if not d: sys.exit("connection closed")
         buf += d
         got = buf.count(mark)
+    lat.append(now() - t0)
     done += k
+if lat_file:
+    lat.sort()
+    with open(lat_file, "w") as f:
+        f.write(f"{lat[len(lat) // 2] / 1000:.1f} {lat[min(len(lat) - 1, len(lat) * 99 // 100)] / 1000:.1f}\n")
 EOF
 }
 

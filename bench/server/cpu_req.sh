@@ -12,6 +12,9 @@
 # over N requests; the sides alternate, R rounds; printed: the median us per
 # request, the spread (min-max) of the rounds, and nginx / sluiced (> 1:
 # sluiced spends less CPU per request). The client's CPU is not counted.
+# The HTTP runs at one request per read are also given round by round, and
+# time each round trip at the client (conn_load's CONN_LAT): the median of
+# the rounds' p50 and p99 in us.
 #
 # Usage: bench/server/cpu_req.sh BUILD_DIR|SLUICED [-n N] [--runs R]
 #        (BUILD_DIR/sluiced, or the sluiced binary SLUICED; a RelWithDebInfo build)
@@ -67,9 +70,13 @@ client() {
   esac
 }
 
-# measure PID KIND PORT DEPTH: prints us of server CPU per request
+# measure PID KIND PORT DEPTH [LAT]: prints us of server CPU per request;
+# with LAT, the round trips' p50 and p99 are appended to $tmp/LAT
 measure() {
-  cpu_of "$1" client "$2" "$3" "$4" || { echo nan; return; }
+  local lat=
+  [ -n "${5:-}" ] && lat=$tmp/lat.now
+  CONN_LAT=$lat cpu_of "$1" client "$2" "$3" "$4" || { echo nan; return; }
+  [ -n "$lat" ] && cat "$lat" >>"$tmp/$5"
   per "$cpu_us" "$n"
 }
 
@@ -80,8 +87,9 @@ client http "$hp" 16 >/dev/null; client http "$np" 16 >/dev/null # warm-up
 for r in $(seq "$runs"); do
   for d in 1 16; do
     for side in $(round_order "$r" "ng sl"); do
-      if [ "$side" = ng ]; then res[ng_http_$d]+=" $(measure "$ng" http "$np" "$d")"
-      else res[sl_http_$d]+=" $(measure "$sl" http "$hp" "$d")"; fi
+      lat=; [ "$d" = 1 ] && lat=lat.$side
+      if [ "$side" = ng ]; then res[ng_http_$d]+=" $(measure "$ng" http "$np" "$d" $lat)"
+      else res[sl_http_$d]+=" $(measure "$sl" http "$hp" "$d" $lat)"; fi
     done
     res[sl_throttle_$d]+=" $(measure "$sl" throttle "$rp" "$d")"
     res[sl_check_$d]+=" $(measure "$sl" check "$rp" "$d")"
@@ -105,3 +113,13 @@ for d in 1 16; do
     echo "| $name | $d | $(med "${res[sl_${k}_$d]}") | (HTTP) $(med "${res[ng_http_$d]}") | $(times_x "$ngm" "$v") |"
   done
 done
+# the client's round trips of HTTP at one request per read (conn_load's CONN_LAT)
+lat_med() { awk -v c="$2" '{print $c}' "$tmp/$1" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# the same rounds, side by side (the sides of a round ran one after the other)
+echo
+echo "# HTTP 1 per read, nginx / sluiced by round: $(python3 -c "import sys; n, s = sys.argv[1].split(), sys.argv[2].split(); print(' '.join(f'{float(a) / float(b):.2f}x' if a != 'nan' and b != 'nan' and float(b) > 0 else 'n/a' for a, b in zip(n, s)))" "${res[ng_http_1]}" "${res[sl_http_1]}")"
+echo "# HTTP 1 per read, p99 us by round: sluiced $(awk '{printf "%s ", $2}' "$tmp/lat.sl")/ nginx $(awk '{printf "%s ", $2}' "$tmp/lat.ng")"
+echo "| HTTP GET /v1/check, 1 per read, round trip at the client (median of $runs rounds) | sluiced | nginx |"
+echo "| --- | ---: | ---: |"
+echo "| p50 us | $(lat_med lat.sl 1) | $(lat_med lat.ng 1) |"
+echo "| p99 us | $(lat_med lat.sl 2) | $(lat_med lat.ng 2) |"

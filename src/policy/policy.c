@@ -195,6 +195,17 @@ static sl_params fallback_params(sl_params p, unsigned instances) {
     return p;
 }
 
+static void quota_at(const sl__policy *p, int64_t now, uint64_t *q, uint64_t *w);
+
+/* Bytes 0x20-0x7e but '"' and '\\' only (sl__policy.text_plain). */
+static bool plain_text(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') return false;
+    }
+    return true;
+}
+
 static sl__policy *policy_new(const sl__policy_config *cfg, size_t base_len, bool shadow,
                               const sl__config *conf, int64_t now, char *err, size_t errlen) {
     size_t max_memory = conf->max_memory;
@@ -206,6 +217,11 @@ static sl__policy *policy_new(const sl__policy_config *cfg, size_t base_len, boo
     p->cfg = *cfg;
     p->base_len = base_len;
     sl__policy_rate_format(&p->cfg, p->rate_text, sizeof p->rate_text);
+    p->name_len = strlen(p->cfg.name);
+    p->rate_len = strlen(p->rate_text);
+    p->text_plain = plain_text(p->cfg.name, p->name_len) && plain_text(p->rate_text, p->rate_len);
+    quota_at(p, now, &p->quota_q, &p->quota_w);
+    p->quota_known = true;
     if (p->cfg.params.flags & SL_START_EMPTY) p->cfg.params.origin = now;
     atomic_init(&p->refs, 1);
     sl__decide_limit_init(&p->lim, shadow);
@@ -371,7 +387,7 @@ const sl__rules *sl__policy_set_rules(const sl__policy_set *s) {
 
 #define SF_INT_MAX INT64_C(999999999999999)
 
-void sl__policy_quota(const sl__policy *p, int64_t now, uint64_t *q, uint64_t *w) {
+static void quota_at(const sl__policy *p, int64_t now, uint64_t *q, uint64_t *w) {
     const sl_params *pp = &p->cfg.params;
     int64_t limit = pp->rate.limit > 0 ? pp->rate.limit : 1;
     int64_t period = pp->rate.period > 0 ? pp->rate.period : 1;
@@ -395,6 +411,15 @@ void sl__policy_quota(const sl__policy *p, int64_t now, uint64_t *q, uint64_t *w
     unsigned __int128 secs = num / den + (num % den != 0);
     if (secs < 1) secs = 1;
     *w = secs > (unsigned __int128)SF_INT_MAX ? (uint64_t)SF_INT_MAX : (uint64_t)secs;
+}
+
+void sl__policy_quota(const sl__policy *p, int64_t now, uint64_t *q, uint64_t *w) {
+    if (p->cfg.calendar == SL__CALENDAR_MONTH || !p->quota_known) {
+        quota_at(p, now, q, w);
+        return;
+    }
+    *q = p->quota_q; /* the same at any time: quota_at at load */
+    *w = p->quota_w;
 }
 
 size_t sl__policy_rate_format(const sl__policy_config *cfg, char *buf, size_t size) {

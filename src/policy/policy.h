@@ -47,6 +47,14 @@ typedef struct sl__policy {
     atomic_int refs;
     size_t base_len;                      /* cfg.name[0..base_len): the name as configured */
     char rate_text[SL__POLICY_RATE_TEXT]; /* sl__policy_rate_format of cfg, made once */
+    /* made by sl__policy_set_create for every answer (a policy made by hand,
+       zeroed, has neither): strlen of cfg.name and rate_text, and whether
+       both are plain text (text_plain: bytes 0x20-0x7e but '"' and '\\',
+       written as they are in quoted strings, HTTP's RateLimit fields); and
+       sl__policy_quota's q and w, the same at any time but in calendar months */
+    size_t name_len, rate_len;
+    bool text_plain, quota_known;
+    uint64_t quota_q, quota_w;
     /* POST /v1/graphql's outcomes for this policy (SL__GQL_RESULT_*) and the
        points its allowed queries were charged (/metrics) */
     atomic_uint_fast64_t gql[5];

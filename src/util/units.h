@@ -32,16 +32,50 @@ static inline int64_t sl__ceil_s(int64_t ns) {
 #define SL__DECIMAL_MAX 20
 
 /* Writes v in decimal at p (room for SL__DECIMAL_MAX bytes); returns the
- * bytes written. */
+ * bytes written. The length first (the bit length's log10 estimate, one
+ * compare), then two digits per division from the back: this writes every
+ * integer of every answer. */
 static inline size_t sl__decimal_u64(char *p, uint64_t v) {
-    char tmp[SL__DECIMAL_MAX];
-    char *e = tmp + sizeof tmp, *d = e;
-    do {
-        *--d = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    size_t n = (size_t)(e - d);
-    memcpy(p, d, n);
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                   "25262728293031323334353637383940414243444546474849"
+                                   "50515253545556575859606162636465666768697071727374"
+                                   "75767778798081828384858687888990919293949596979899";
+    static const uint64_t pow10[SL__DECIMAL_MAX] = {
+        UINT64_C(1),
+        UINT64_C(10),
+        UINT64_C(100),
+        UINT64_C(1000),
+        UINT64_C(10000),
+        UINT64_C(100000),
+        UINT64_C(1000000),
+        UINT64_C(10000000),
+        UINT64_C(100000000),
+        UINT64_C(1000000000),
+        UINT64_C(10000000000),
+        UINT64_C(100000000000),
+        UINT64_C(1000000000000),
+        UINT64_C(10000000000000),
+        UINT64_C(100000000000000),
+        UINT64_C(1000000000000000),
+        UINT64_C(10000000000000000),
+        UINT64_C(100000000000000000),
+        UINT64_C(1000000000000000000),
+        UINT64_C(10000000000000000000),
+    };
+    /* v has t or t + 1 digits, t = bits * 1233 >> 12 (1233 / 4096 ~ log10 2) */
+    unsigned t = (unsigned)(64 - __builtin_clzll(v | 1)) * 1233u >> 12;
+    size_t n = t + 1 - ((v | 1) < pow10[t]); /* v | 1: 0 has one digit */
+    char *e = p + n;
+    while (v >= 100) {
+        uint64_t q = v / 100;
+        e -= 2;
+        memcpy(e, pairs + 2 * (v - q * 100), 2);
+        v = q;
+    }
+    if (v >= 10)
+        memcpy(e - 2, pairs + 2 * v, 2);
+    else
+        e[-1] = (char)('0' + v);
     return n;
 }
 

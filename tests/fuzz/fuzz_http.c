@@ -7,7 +7,8 @@
  * (ASan); NEED_MORE consumes the whole piece; every parsed request respects
  * the bounds and its strings are NUL-terminated at their lengths; errors
  * are one of the documented statuses. Each request's query is decoded with
- * several buffer sizes, headers are looked up, the response writers
+ * several buffer sizes (and, on the raw input, several names in one pass as
+ * each alone), headers are looked up, the response writers
  * escape whatever the request carried, and the body goes through the JSON
  * body scan and the JSON string writer (any bytes: printable output). */
 #include <stdint.h>
@@ -137,6 +138,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char buf[64];
     long n = sl__http_query_param(raw, size, "key", buf, sizeof buf);
     CHECK(n >= -2 && n < (long)sizeof buf);
+    /* several names in one pass: what each finds alone */
+    char pb[3][64];
+    sl__http_param ps[3] = {
+        {"policy", 6, pb[0], 8, 0}, {"key", 3, pb[1], 64, 0}, {"cost", 4, pb[2], 32, 0}};
+    sl__http_query_params(raw, size, ps, 3);
+    CHECK(ps[1].len == n && (n < 0 || memcmp(pb[1], buf, (size_t)n + 1) == 0));
+    for (size_t i = 0; i < 3; i += 2) {
+        char alone[64];
+        long m = sl__http_query_param(raw, size, ps[i].name, alone, ps[i].size);
+        CHECK(ps[i].len == m && (m < 0 || memcmp(pb[i], alone, (size_t)m + 1) == 0));
+    }
     free(raw);
     return 0;
 }

@@ -4,8 +4,8 @@
  * *consumed, chunked bodies and trailers, the 431 and 413 bounds to the
  * byte, malformed input (400, 501, 505), other methods, keep-alive rules,
  * absolute-form targets, Expect: 100-continue, query parameter decoding
- * and header lookup. The writers: the exact bytes of a 429, the RateLimit
- * fields checked by a Structured Field parser for every algorithm on real
+ * (several names in one pass as one at a time) and header lookup. The writers: the exact bytes of a
+ * 429, the RateLimit fields checked by a Structured Field parser for every algorithm on real
  * decisions, JSON escaping checked by cJSON, roundings. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1209,6 +1209,37 @@ static void test_json_escaping(void **state) {
     sl__buf_free(&b);
 }
 
+/* sl__http_query_params finds in one pass what sl__http_query_param finds
+ * name by name: lengths, values and errors, first occurrences, decoded
+ * names, a value too long for its buffer next to one that fits. */
+static void test_query_params(void **state) {
+    (void)state;
+    static const char *const queries[] = {
+        "policy=api&key=alice%40example.com&cost=3&sp=a+b%2Bc&e=&flag&k%65y2=v2",
+        "key=1&key=2&policy=p&policy=q",
+        "cost=%zz&key=v&%70olicy=x",
+        "policy=0123456789abcdef&key=%&cost=",
+        "&&cost&key=a=b&",
+        "",
+    };
+    static const char *const names[] = {"policy", "key", "cost", "sp", "key2", "flag", "e"};
+    enum { N = sizeof names / sizeof names[0] };
+    for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
+        char one[N][16], all[N][16];
+        sl__http_param ps[N];
+        for (size_t i = 0; i < N; i++)
+            ps[i] = (sl__http_param){names[i], strlen(names[i]), all[i], i == 0 ? 8 : 16, 0};
+        sl__http_query_params(queries[q], strlen(queries[q]), ps, N);
+        for (size_t i = 0; i < N; i++) {
+            long want = sl__http_query_param(queries[q], strlen(queries[q]), names[i], one[i],
+                                             i == 0 ? 8 : 16);
+            if (ps[i].len != want)
+                fail_msg("%s: %s: %ld, not %ld", queries[q], names[i], ps[i].len, want);
+            if (want >= 0) assert_string_equal(all[i], one[i]);
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_simple_get),
@@ -1232,6 +1263,7 @@ int main(void) {
         cmocka_unit_test(test_arena_reuse),
         cmocka_unit_test(test_header_lookup),
         cmocka_unit_test(test_query_param),
+        cmocka_unit_test(test_query_params),
         cmocka_unit_test(test_reasons),
         cmocka_unit_test(test_framing),
         cmocka_unit_test(test_429_bytes),

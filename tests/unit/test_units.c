@@ -1,11 +1,13 @@
 /* test_units.c: the shared integer primitives of src/util/units.h: a
  * duration rounded up to ms or s (0 and negatives count as none, no
  * overflow at INT64_MAX) and decimal formatting at the edges of int64 and
- * uint64. */
+ * uint64, at every length (each power of ten and its neighbours) and on
+ * random values against snprintf. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cmocka.h>
 
@@ -59,10 +61,34 @@ static void decimal_edges(void **state) {
     checki(INT64_MIN, "-9223372036854775808");
 }
 
+/* Each length of the writer's digit count: 10^k - 1, 10^k, 10^k + 1, and
+ * random values of every bit length, against printf's. */
+static void decimal_lengths(void **state) {
+    (void)state;
+    char want[32];
+    uint64_t p = 1, x = UINT64_C(0x9e3779b97f4a7c15);
+    for (int k = 0; k < 20; k++, p *= 10) {
+        uint64_t around[3] = {p - 1, p, p + 1};
+        for (int i = 0; i < 3; i++) {
+            snprintf(want, sizeof want, "%llu", (unsigned long long)around[i]);
+            check(sl__decimal_u64, around[i], want);
+        }
+    }
+    for (int i = 0; i < 64 * 200; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t v = x >> (i % 64);
+        snprintf(want, sizeof want, "%llu", (unsigned long long)v);
+        check(sl__decimal_u64, v, want);
+        snprintf(want, sizeof want, "%lld", (long long)(int64_t)v);
+        checki((int64_t)v, want);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ceil_rounds_up),
         cmocka_unit_test(decimal_edges),
+        cmocka_unit_test(decimal_lengths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

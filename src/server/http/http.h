@@ -11,6 +11,7 @@
 
 #include "sluice/limit.h"
 #include "util/buf.h"
+#include "util/units.h"
 
 #define SL__HTTP_MAX_HEADERS 64
 
@@ -81,6 +82,17 @@ const sl__http_field *sl__http_header(const sl__http_request *r, const char *nam
  * absent, -2 if malformed or too long. */
 long sl__http_query_param(const char *query, size_t query_len, const char *name, char *buf,
                           size_t size);
+/* Several parameters in one pass over the query: each one's len is what
+ * sl__http_query_param would return for it (the first occurrence of its
+ * name decides; names are matched after decoding, as there). */
+typedef struct sl__http_param {
+    const char *name;
+    size_t name_len;
+    char *buf;
+    size_t size;
+    long len; /* out */
+} sl__http_param;
+void sl__http_query_params(const char *query, size_t query_len, sl__http_param *ps, size_t n);
 
 /* Response writers. sl__http_begin writes the status line and the fixed
  * headers (Date is not sent; Server: sluiced). Headers are appended with
@@ -93,6 +105,8 @@ void sl__http_begin(sl__buf *out, int status);
 void sl__http_header_line(sl__buf *out, const char *name, const char *value);
 void sl__http_end(sl__buf *out, bool keep_alive, const char *content_type, const char *body,
                   size_t body_len);
+/* sl__http_end with Content-Type: application/json. */
+void sl__http_end_json(sl__buf *out, bool keep_alive, const char *body, size_t body_len);
 const char *sl__http_reason(int status);
 /* The interim "HTTP/1.1 100 Continue" response (see sl__http_parser_take_continue). */
 void sl__http_continue(sl__buf *out);
@@ -105,6 +119,11 @@ typedef struct sl__http_policy_view {
     const char *name;
     uint64_t q, w;    /* RateLimit-Policy's q and w (capped at 15 digits here) */
     const char *rate; /* sluice-rate ("5/s", "10000/month"); printable ASCII */
+    /* plain: name and rate are name_len and rate_len bytes of 0x20-0x7e
+       with no '"' or '\\' (sl__policy.text_plain), copied as they are;
+       otherwise each is measured and escaped */
+    size_t name_len, rate_len;
+    bool plain;
 } sl__http_policy_view;
 
 /* Appends RateLimit-Policy, RateLimit, X-RateLimit-Limit, -Remaining, -Reset
@@ -116,6 +135,11 @@ void sl__http_ratelimit_fields(sl__buf *out, const sl__http_policy_view *p, cons
  * "retry_after_ms":..,"reset_after_ms":..} (ms rounded up), plus
  * "policy":"name" and, when shadow, "shadow":true. */
 void sl__http_decision_json(sl__buf *out, const char *policy, const sl_decision *d, bool shadowed);
+/* The same written at b, which has room for SL__HTTP_DECISION_JSON_MAX(pl)
+ * bytes (pl: the policy name's length); returns the bytes written. */
+#define SL__HTTP_DECISION_JSON_MAX(pl) (120 + 5 * (SL__DECIMAL_MAX + 1) + 6 * (pl) + 2)
+size_t sl__http_decision_json_at(char *b, const char *policy, size_t pl, const sl_decision *d,
+                                 bool shadowed);
 
 /* {"error":"code","message":"text"} with JSON escaping. */
 void sl__http_error_json(sl__buf *out, const char *code, const char *message);

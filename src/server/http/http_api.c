@@ -90,12 +90,20 @@ static long policy_param(const sl__http_request *r, char *buf, size_t size) {
     return n > SL__POLICY_NAME_MAX ? -2 : n;
 }
 
+/* policy, key and cost in one pass over the query (sl__http_query_params) */
 static bool args_from_query(const sl__http_request *r, check_args *c, answer *a) {
-    long n = policy_param(r, c->policy, sizeof c->policy);
+    char cost[32];
+    sl__http_param ps[3] = {
+        {.name = "policy", .name_len = 6, .buf = c->policy, .size = sizeof c->policy},
+        {.name = "key", .name_len = 3, .buf = c->key, .size = sizeof c->key},
+        {.name = "cost", .name_len = 4, .buf = cost, .size = sizeof cost},
+    };
+    sl__http_query_params(r->query, r->query_len, ps, 3);
+    long n = ps[0].len > SL__POLICY_NAME_MAX ? -2 : ps[0].len; /* as policy_param */
     if (n == -1)
         return json_error(a, 400, "missing_policy", "the policy parameter is required"), false;
     if (n < 0) return json_error(a, 400, "bad_policy", BAD_POLICY_TEXT), false;
-    n = sl__http_query_param(r->query, r->query_len, "key", c->key, sizeof c->key);
+    n = ps[1].len;
     if (n == -1) return json_error(a, 400, "missing_key", "the key parameter is required"), false;
     if (n < 0)
         return json_error(a, 400, "bad_key",
@@ -103,9 +111,8 @@ static bool args_from_query(const sl__http_request *r, check_args *c, answer *a)
                           "contain NUL) or longer than 1024 bytes"),
                false;
     c->key_len = (size_t)n;
-    char cost[32];
     c->cost = 1;
-    n = sl__http_query_param(r->query, r->query_len, "cost", cost, sizeof cost);
+    n = ps[2].len;
     if (n == -2 || (n >= 0 && !parse_cost(cost, (size_t)n, &c->cost)))
         return json_error(a, 400, "bad_cost", "cost must be an integer from 0 to 10^12"), false;
     return true;
@@ -181,26 +188,32 @@ static bool args_from_json(const sl__http_request *r, check_args *c, answer *a) 
     return ok;
 }
 
-/* Says where a decision came from when it was not Redis's own answer. */
-static void decision_source(sl__buf *body, sl__store_from from) {
+/* Says where a decision came from when it was not Redis's own answer: a
+ * field written over the closing brace of the len bytes at body (room for
+ * SOURCE_MAX more); returns the new length. */
+#define SOURCE_MAX 24
+static size_t decision_source(char *body, size_t len, sl__store_from from) {
     static const char *const field[SL__FROM_COUNT] = {
         [SL__FROM_DENY_CACHE] = ",\"cached\":true}",
         [SL__FROM_OPEN] = ",\"fallback\":\"open\"}",
         [SL__FROM_CLOSED] = ",\"fallback\":\"closed\"}",
         [SL__FROM_LOCAL] = ",\"fallback\":\"local\"}",
     };
-    if (from <= SL__FROM_REDIS || from >= SL__FROM_COUNT || !body->len) return;
-    body->len--; /* the closing brace */
-    sl__buf_puts(body, field[from]);
+    if (from <= SL__FROM_REDIS || from >= SL__FROM_COUNT || !len) return len;
+    size_t n = strlen(field[from]);
+    memcpy(body + len - 1, field[from], n); /* over the closing brace */
+    return len - 1 + n;
 }
 
-/* The answer to /v1/check for a decision (rc from the policy check). */
+/* The answer to /v1/check for a decision (rc from the policy check). The
+ * body is made on the stack (a policy name is at most SL__POLICY_NAME_MAX
+ * bytes): no allocation per answer. */
 static void write_decision(sl__buf *out, bool head, bool keep, const sl__policy *p, int rc,
                            const sl_decision *d, bool shadowed, int64_t cost, sl__store_from from,
                            int64_t now) {
-    answer a = {.status = 200, .content_type = "application/json"};
-    sl__buf_init(&a.body);
     if (rc != SL_OK) {
+        answer a = {.status = 200, .content_type = "application/json"};
+        sl__buf_init(&a.body);
         char msg[200];
         if (rc == SL_ECOST)
             snprintf(msg, sizeof msg,
@@ -216,16 +229,22 @@ static void write_decision(sl__buf *out, bool head, bool keep, const sl__policy 
         sl__buf_free(&a.body);
         return;
     }
-    sl__http_decision_json(&a.body, p->cfg.name, d, shadowed);
-    decision_source(&a.body, from);
-    sl__http_policy_view view = {.name = p->cfg.name, .rate = p->rate_text};
+    char body[SL__HTTP_DECISION_JSON_MAX(SL__POLICY_NAME_MAX) + SOURCE_MAX];
+    size_t pl = p->text_plain ? p->name_len : strlen(p->cfg.name); /* made by hand: unknown */
+    size_t len = sl__http_decision_json_at(body, p->cfg.name, pl, d, shadowed);
+    len = decision_source(body, len, from);
+    sl__http_policy_view view = {.name = p->cfg.name,
+                                 .rate = p->rate_text,
+                                 .name_len = p->name_len,
+                                 .rate_len = p->rate_len,
+                                 .plain = p->text_plain};
     sl__policy_quota(p, now, &view.q, &view.w);
     sl__http_begin(out, d->allowed ? 200 : 429);
     sl__http_ratelimit_fields(out, &view, d);
-    sl__http_header_line(out, "Cache-Control", "no-store");
-    sl__http_end(out, keep, "application/json", a.body.data, a.body.len);
-    if (head) out->len -= a.body.len;
-    sl__buf_free(&a.body);
+    static const char no_store[] = "Cache-Control: no-store\r\n";
+    sl__buf_append(out, no_store, sizeof no_store - 1);
+    sl__http_end_json(out, keep, body, len);
+    if (head) out->len -= len;
 }
 
 /* A request the server's capacity shed (shedding:, sluice/shed.h): 503

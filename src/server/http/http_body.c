@@ -87,7 +87,7 @@ sl__json_scan sl__http_json_scan(const char *body, size_t len, const char *membe
         if (done) return SL__JSON_TRAILING;
         unsigned char c = b[i];
         bool in_top = depth == 1 && top_object;
-        if (in_top && cap == CAP_COLON && c != ':' && c != ',' && c != '}') {
+        if (in_top && cap == CAP_COLON && c != ':' && c != ',' && c != '}' && c != ']') {
             cap = CAP_VALUE;
             start = i;
         }

@@ -86,6 +86,16 @@ const char *sl__http_reason(int status) {
 }
 
 void sl__http_begin(sl__buf *out, int status) {
+    /* the status lines of decisions, whole */
+    static const char ok[] = "HTTP/1.1 200 OK\r\nServer: sluiced\r\n",
+                      limited[] = "HTTP/1.1 429 Too Many Requests\r\nServer: sluiced\r\n";
+    if (status == 200 || status == 429) {
+        if (status == 200)
+            sl__buf_append(out, ok, sizeof ok - 1);
+        else
+            sl__buf_append(out, limited, sizeof limited - 1);
+        return;
+    }
     if (status < 100 || status > 599) status = 500;
     const char *reason = sl__http_reason(status);
     size_t rl = strlen(reason);
@@ -125,15 +135,16 @@ void sl__http_header_line(sl__buf *out, const char *name, const char *value) {
     sl__buf_commit(out, (size_t)(s - p));
 }
 
-void sl__http_end(sl__buf *out, bool keep_alive, const char *content_type, const char *body,
-                  size_t body_len) {
-    size_t cl = content_type ? strlen(content_type) : 0;
+/* Content-Type (ct: NULL for none; ct_plain: written as it is, a literal of
+ * ours), Content-Length, Connection, the blank line and the body. */
+static void end_answer(sl__buf *out, bool keep_alive, const char *ct, size_t cl, bool ct_plain,
+                       const char *body, size_t body_len) {
     char *p = sl__buf_reserve(out, 16 + cl + 2 + 16 + U64_MAX_DIGITS + 30 + body_len);
     if (!p) return;
     char *s = p;
-    if (content_type) {
+    if (ct) {
         s = W_LIT(s, "Content-Type: ");
-        s = w_field_text(s, content_type, cl);
+        s = ct_plain ? w_mem(s, ct, cl) : w_field_text(s, ct, cl);
         s = W_LIT(s, "\r\n");
     }
     s = W_LIT(s, "Content-Length: ");
@@ -146,6 +157,17 @@ void sl__http_end(sl__buf *out, bool keep_alive, const char *content_type, const
         s = W_LIT(s, "\r\nConnection: close\r\n\r\n");
     if (body_len) s = w_mem(s, body, body_len);
     sl__buf_commit(out, (size_t)(s - p));
+}
+
+void sl__http_end(sl__buf *out, bool keep_alive, const char *content_type, const char *body,
+                  size_t body_len) {
+    end_answer(out, keep_alive, content_type, content_type ? strlen(content_type) : 0, false, body,
+               body_len);
+}
+
+void sl__http_end_json(sl__buf *out, bool keep_alive, const char *body, size_t body_len) {
+    static const char json[] = "application/json";
+    end_answer(out, keep_alive, json, sizeof json - 1, true, body, body_len);
 }
 
 /* ---- rate-limit fields ------------------------------------------------------ */
@@ -168,11 +190,22 @@ static char *w_sf_string(char *p, const char *s, size_t n) {
     return p;
 }
 
+/* An sf-string of text known to need no escape (sl__http_policy_view.plain),
+ * else w_sf_string. */
+static char *w_sf_text(char *p, const char *s, size_t n, bool plain) {
+    if (!plain) return w_sf_string(p, s, n);
+    *p++ = '"';
+    p = w_mem(p, s, n);
+    *p++ = '"';
+    return p;
+}
+
 void sl__http_ratelimit_fields(sl__buf *out, const sl__http_policy_view *p, const sl_decision *d) {
     uint64_t q = p->q > (uint64_t)SF_INT_MAX ? (uint64_t)SF_INT_MAX : p->q;
     uint64_t w = p->w > (uint64_t)SF_INT_MAX ? (uint64_t)SF_INT_MAX : p->w;
     const char *name = p->name ? p->name : "", *rate = p->rate ? p->rate : "";
-    size_t nl = strlen(name), rl = strlen(rate);
+    bool plain = p->plain && p->name && p->rate;
+    size_t nl = plain ? p->name_len : strlen(name), rl = plain ? p->rate_len : strlen(rate);
 
     int64_t reset_s = sl__ceil_s(d->reset_after);
     bool retry = !d->allowed && d->retry_after >= 0;
@@ -186,15 +219,15 @@ void sl__http_ratelimit_fields(sl__buf *out, const sl__http_policy_view *p, cons
     char *b = sl__buf_reserve(out, 200 + 2 * (2 * nl + 2) + 2 * rl + 2 + 10 * U64_MAX_DIGITS);
     if (!b) return;
     char *s = W_LIT(b, "RateLimit-Policy: ");
-    s = w_sf_string(s, name, nl);
+    s = w_sf_text(s, name, nl, plain);
     s = W_LIT(s, ";q=");
     s = w_u64(s, q);
     s = W_LIT(s, ";w=");
     s = w_u64(s, w);
     s = W_LIT(s, ";sluice-rate=");
-    s = w_sf_string(s, rate, rl);
+    s = w_sf_text(s, rate, rl, plain);
     s = W_LIT(s, "\r\nRateLimit: ");
-    s = w_sf_string(s, name, nl);
+    s = w_sf_text(s, name, nl, plain);
     s = W_LIT(s, ";r=");
     s = w_u64(s, sf_int(d->remaining));
     s = W_LIT(s, ";t=");
@@ -305,11 +338,8 @@ static int64_t ms_up(int64_t ns) {
     return ns < 0 ? -1 : sl__ceil_ms(ns);
 }
 
-void sl__http_decision_json(sl__buf *out, const char *policy, const sl_decision *d, bool shadowed) {
-    if (!policy) policy = "";
-    size_t pl = strlen(policy);
-    char *b = sl__buf_reserve(out, 120 + 5 * (U64_MAX_DIGITS + 1) + 6 * pl + 2);
-    if (!b) return;
+size_t sl__http_decision_json_at(char *b, const char *policy, size_t pl, const sl_decision *d,
+                                 bool shadowed) {
     char *s = d->allowed ? W_LIT(b, "{\"allowed\":true,\"limit\":")
                          : W_LIT(b, "{\"allowed\":false,\"limit\":");
     s = w_i64(s, d->limit);
@@ -327,7 +357,15 @@ void sl__http_decision_json(sl__buf *out, const char *policy, const sl_decision 
     s = w_json_string(s, policy, pl);
     if (shadowed) s = W_LIT(s, ",\"shadow\":true");
     *s++ = '}';
-    sl__buf_commit(out, (size_t)(s - b));
+    return (size_t)(s - b);
+}
+
+void sl__http_decision_json(sl__buf *out, const char *policy, const sl_decision *d, bool shadowed) {
+    if (!policy) policy = "";
+    size_t pl = strlen(policy);
+    char *b = sl__buf_reserve(out, SL__HTTP_DECISION_JSON_MAX(pl));
+    if (!b) return;
+    sl__buf_commit(out, sl__http_decision_json_at(b, policy, pl, d, shadowed));
 }
 
 void sl__http_error_json(sl__buf *out, const char *code, const char *message) {

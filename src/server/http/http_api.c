@@ -230,7 +230,7 @@ static void write_decision(sl__buf *out, bool head, bool keep, const sl__policy 
         return;
     }
     char body[SL__HTTP_DECISION_JSON_MAX(SL__POLICY_NAME_MAX) + SOURCE_MAX];
-    size_t pl = p->text_plain ? p->name_len : strlen(p->cfg.name); /* made by hand: unknown */
+    size_t pl = p->name_len ? p->name_len : strlen(p->cfg.name); /* 0: a policy made by hand */
     size_t len = sl__http_decision_json_at(body, p->cfg.name, pl, d, shadowed);
     len = decision_source(body, len, from);
     sl__http_policy_view view = {.name = p->cfg.name,

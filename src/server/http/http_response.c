@@ -89,11 +89,12 @@ void sl__http_begin(sl__buf *out, int status) {
     /* the status lines of decisions, whole */
     static const char ok[] = "HTTP/1.1 200 OK\r\nServer: sluiced\r\n",
                       limited[] = "HTTP/1.1 429 Too Many Requests\r\nServer: sluiced\r\n";
-    if (status == 200 || status == 429) {
-        if (status == 200)
-            sl__buf_append(out, ok, sizeof ok - 1);
-        else
-            sl__buf_append(out, limited, sizeof limited - 1);
+    if (status == 200) {
+        sl__buf_append(out, ok, sizeof ok - 1);
+        return;
+    }
+    if (status == 429) {
+        sl__buf_append(out, limited, sizeof limited - 1);
         return;
     }
     if (status < 100 || status > 599) status = 500;

@@ -4,7 +4,7 @@
  * 800 ms). Delays are rounded up to the next ns: never released early.
  * With delay_after D (nginx's delay=D) the delay is D emission intervals
  * shorter, at least 0: the first D waiting requests go at once. */
-#include "core/gcra.h"
+#include "core/leaky_queue.h"
 
 void sl__leaky_queue_init(const sl__plan *plan, void *state, int64_t now) {
     sl__gcra_init(plan, state, now);
@@ -12,27 +12,11 @@ void sl__leaky_queue_init(const sl__plan *plan, void *state, int64_t now) {
 
 void sl__leaky_queue_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
                           sl__mode mode, sl__outcome *o) {
-    const sl__gcra_state *s = state;
-    /* the wait before this request, exactly, as a pair (before the step) */
-    int64_t ww = s->tat - now, wf = s->frac;
-    sl__gcra_plain_step(plan, state, cost, now, mode, o); /* never any-rate */
-    o->f = ww;
-    o->g = wf;
+    sl__leaky_queue_step_inline(plan, state, cost, now, mode, o);
 }
 
 void sl__leaky_queue_answer(const sl__plan *plan, const sl__outcome *o, sl_decision *d) {
-    sl__gcra_plain_answer(plan, o, d);
-    int64_t delay = o->b;
-    int64_t after = plan->params.delay_after;
-    if (after > 0) { /* the first `after` in the queue go at once: after * T less */
-        int64_t w = o->f - plan->q_whole, f = o->g - plan->q_frac; /* f in (-n, n) */
-        if (f < 0) {
-            f += plan->n;
-            w--;
-        }
-        delay = w < 0 ? 0 : w + (f > 0);
-    }
-    d->delay = (d->allowed || o->cost == 0) ? delay : 0; /* a peek reports the queue's wait */
+    sl__leaky_queue_answer_inline(plan, o, d);
 }
 
 void sl__leaky_queue_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,

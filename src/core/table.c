@@ -10,8 +10,12 @@
  * patience queues by ticket and closes the fast path, so none starves. The
  * critical section is a lookup and a few integer operations (the answer's
  * divisions come after it), far shorter than a futex round trip. */
+#include "core/fixed_window.h"
+#include "core/leaky_queue.h"
+#include "core/sliding_window.h"
 #include "core/table_any.h"
 #include "core/table_slots.h"
+#include "core/token_bucket.h"
 
 #define DEFAULT_MAX_MEMORY      ((size_t)64 << 20)
 #define DEFAULT_SHARDS          64
@@ -21,36 +25,49 @@
 
 /* ---- public API --------------------------------------------------------- */
 
+static check_fn check_fixed_window, check_sliding_log, check_sliding_window, check_token_bucket,
+    check_gcra, check_leaky_queue, check_by_pointers;
+
 /* What sl__decide calls for the algorithm, in two halves where it has them
- * (core/algorithm.h). */
+ * (core/algorithm.h), and the one-key check made for it: the halves inline
+ * (no call under the lock; the sliding log's one decide called directly),
+ * or, for the step refill and any-rate GCRA, through the pointers. */
 static void functions_of(sl_table *t, sl_algorithm a) {
+    t->check = check_by_pointers;
     switch (a) {
     case SL_FIXED_WINDOW:
         t->step = sl__fixed_window_step;
         t->answer = sl__fixed_window_answer;
+        t->check = check_fixed_window;
         break;
     case SL_SLIDING_LOG:
         t->decide = sl__sliding_log_decide;
+        t->check = check_sliding_log;
         break;
     case SL_SLIDING_WINDOW:
         t->step = sl__sliding_window_step;
         t->answer = sl__sliding_window_answer;
+        t->check = check_sliding_window;
         break;
     case SL_TOKEN_BUCKET:
         t->step = sl__token_bucket_step;
         t->answer = sl__token_bucket_answer;
+        t->check = check_token_bucket;
         if (t->plan.params.flags & SL_STEP_REFILL) {
             t->step = sl__token_bucket_steps_step;
             t->answer = sl__token_bucket_steps_answer;
+            t->check = check_by_pointers;
         }
         break;
     case SL_GCRA:
         t->step = sl__gcra_step;
         t->answer = sl__gcra_answer;
+        if (!t->plan.any_rate) t->check = check_gcra;
         break;
     case SL_LEAKY_QUEUE:
         t->step = sl__leaky_queue_step;
         t->answer = sl__leaky_queue_answer;
+        t->check = check_leaky_queue;
         break;
     }
 }
@@ -172,34 +189,45 @@ typedef struct pending {
     bool done; /* no split (sliding log): *out is already filled */
 } pending;
 
+/* The halves a check runs: compile-time constants in each check_X below
+ * (inlined), the table's pointers in check_by_pointers. step NULL: one
+ * decide under the lock (the sliding log). */
+typedef struct halves {
+    step_fn *step;
+    answer_fn *answer;
+    decide_fn *decide;
+} halves;
+
 /* sl__decide(plan, st, cost, now, SL__APPLY, d)'s state half, without its
  * dispatch: the caller holds st's shard lock. */
-static inline void decide_step(const sl_table *t, const sl__plan *plan, void *st, int64_t cost,
-                               int64_t now, pending *p, sl_decision *out) {
+static inline __attribute__((always_inline)) void decide_step(halves h, const sl__plan *plan,
+                                                              void *st, int64_t cost, int64_t now,
+                                                              pending *p, sl_decision *out) {
     sl__mode mode = cost ? SL__APPLY : SL__PEEK;
-    p->done = !t->step;
+    p->done = !h.step;
     if (p->done)
-        t->decide(plan, st, cost, now, mode, out);
+        h.decide(plan, st, cost, now, mode, out);
     else
-        t->step(plan, st, cost, now, mode, &p->o);
+        h.step(plan, st, cost, now, mode, &p->o);
 }
 
 /* Its answer half, after the lock is released. */
-static inline void decide_answer(const sl_table *t, const sl__plan *plan, const pending *p,
-                                 int64_t cost, sl_decision *out) {
-    if (!p->done) t->answer(plan, &p->o, out);
+static inline __attribute__((always_inline)) void
+decide_answer(halves h, const sl__plan *plan, const pending *p, int64_t cost, sl_decision *out) {
+    if (!p->done) h.answer(plan, &p->o, out);
     if (cost == 0) { /* a peek is always allowed (as in sl__decide) */
         out->allowed = true;
         out->retry_after = 0;
     }
 }
 
-/* Inline in both callers: sl_table_check's plan is then the table's own,
- * known at compile time (no plan pointer to carry, one call level less). */
+/* Inline in every caller: the plan and the halves are then known at
+ * compile time for the table's own checks (no plan pointer to carry, no
+ * call under the lock). */
 static inline __attribute__((always_inline)) int check_plan(sl_table *t, const sl__plan *plan,
-                                                            const void *key, size_t keylen,
-                                                            int64_t cost, int64_t now,
-                                                            sl_decision *out) {
+                                                            halves h, const void *key,
+                                                            size_t keylen, int64_t cost,
+                                                            int64_t now, sl_decision *out) {
     int rc = check_args(plan, keylen, cost, now);
     if (rc) {
         deny(out, plan);
@@ -213,9 +241,9 @@ static inline __attribute__((always_inline)) int check_plan(sl_table *t, const s
     pending d;
     if (e) {
         meta_set(e, META_REF);
-        decide_step(t, plan, state_of(t, e), cost, now, &d, out);
+        decide_step(h, plan, state_of(t, e), cost, now, &d, out);
         shard_unlock(s);
-        decide_answer(t, plan, &d, cost, out);
+        decide_answer(h, plan, &d, cost, out);
         return SL_OK;
     }
     if (cost == 0) { /* a peek at an unknown key: answer from a fresh state, store nothing */
@@ -228,15 +256,45 @@ static inline __attribute__((always_inline)) int check_plan(sl_table *t, const s
         deny(out, plan);
         return rc;
     }
-    decide_step(t, plan, state_of(t, e), cost, now, &d, out);
+    decide_step(h, plan, state_of(t, e), cost, now, &d, out);
     shard_unlock(s);
-    decide_answer(t, plan, &d, cost, out);
+    decide_answer(h, plan, &d, cost, out);
     return SL_OK;
+}
+
+static inline void gcra_plain_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                                   sl__mode mode, sl__outcome *o) {
+    sl__gcra_plain_step(plan, state, cost, now, mode, o);
+}
+
+/* The one-key check of each algorithm with its halves inline. */
+#define CHECK_INLINE(fname, step, answer)                                                          \
+    static int fname(sl_table *t, const void *key, size_t keylen, int64_t cost, int64_t now,       \
+                     sl_decision *out) {                                                           \
+        return check_plan(t, &t->plan, (halves){step, answer, NULL}, key, keylen, cost, now, out); \
+    }
+CHECK_INLINE(check_fixed_window, sl__fixed_window_step_inline, sl__fixed_window_answer_inline)
+CHECK_INLINE(check_sliding_window, sl__sliding_window_step_inline, sl__sliding_window_answer_inline)
+CHECK_INLINE(check_token_bucket, sl__token_bucket_step_inline, sl__token_bucket_answer_inline)
+CHECK_INLINE(check_gcra, gcra_plain_step, sl__gcra_plain_answer)
+CHECK_INLINE(check_leaky_queue, sl__leaky_queue_step_inline, sl__leaky_queue_answer_inline)
+
+/* The sliding log has no halves (its answer reads the log): one direct call. */
+static int check_sliding_log(sl_table *t, const void *key, size_t keylen, int64_t cost, int64_t now,
+                             sl_decision *out) {
+    halves h = {NULL, NULL, sl__sliding_log_decide};
+    return check_plan(t, &t->plan, h, key, keylen, cost, now, out);
+}
+
+static int check_by_pointers(sl_table *t, const void *key, size_t keylen, int64_t cost, int64_t now,
+                             sl_decision *out) {
+    halves h = {t->step, t->answer, t->decide};
+    return check_plan(t, &t->plan, h, key, keylen, cost, now, out);
 }
 
 int sl_table_check(sl_table *t, const void *key, size_t keylen, int64_t cost, int64_t now,
                    sl_decision *out) {
-    return check_plan(t, &t->plan, key, keylen, cost, now, out);
+    return t->check(t, key, keylen, cost, now, out);
 }
 
 int sl__table_check_with(sl_table *t, const sl__plan *plan, const void *key, size_t keylen,
@@ -245,7 +303,8 @@ int sl__table_check_with(sl_table *t, const sl__plan *plan, const void *key, siz
         deny(out, plan);
         return SL_EINVAL;
     }
-    return check_plan(t, plan, key, keylen, cost, now, out);
+    halves h = {t->step, t->answer, t->decide};
+    return check_plan(t, plan, h, key, keylen, cost, now, out);
 }
 
 /* ---- maintenance ---------------------------------------------------------- */

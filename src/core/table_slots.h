@@ -88,6 +88,8 @@ typedef void decide_fn(const sl__plan *plan, void *state, int64_t cost, int64_t 
 typedef void step_fn(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,
                      sl__outcome *o);
 typedef void answer_fn(const sl__plan *plan, const sl__outcome *o, sl_decision *d);
+typedef int check_fn(sl_table *t, const void *key, size_t keylen, int64_t cost, int64_t now,
+                     sl_decision *out);
 
 struct sl_table {
     sl__plan plan;
@@ -96,6 +98,7 @@ struct sl_table {
     step_fn *step;
     answer_fn *answer;
     decide_fn *decide;
+    check_fn *check; /* sl_table_check for this table (table.c) */
     uint64_t seed;
     size_t slot_size;   /* bytes of one slot: 32, or a multiple of 64 */
     size_t state_off;   /* where the state starts in a slot */

@@ -10,15 +10,10 @@
  * refused request of need units with `after` in the bucket waits for
  * k = ceil((need - after) / (P n)) steps: until step(t) + k P; the bucket is
  * full after ceil((full - after) / (P n)) steps. */
-#include "core/algorithm.h"
-
-typedef struct tb_state {
-    int64_t tokens; /* scaled by p */
-    int64_t last;   /* time tokens was computed for */
-} tb_state;
+#include "core/token_bucket.h"
 
 void sl__token_bucket_init(const sl__plan *plan, void *state, int64_t now) {
-    tb_state *s = state;
+    sl__tb_state *s = state;
     if (plan->start_empty) {
         s->tokens = 0;
         s->last = plan->params.origin;
@@ -37,55 +32,21 @@ static int64_t step_of(const sl__plan *plan, int64_t t) {
     return t - t % plan->period;
 }
 
-/* Tokens at now (scaled), exact, capped at full: continuous refill. */
-static int64_t refill(const sl__plan *plan, const tb_state *s, int64_t now) {
-    if (now <= s->last || s->tokens >= plan->full) return s->tokens;
-    sl__i128 t = (sl__i128)s->tokens + (sl__i128)(now - s->last) * plan->n;
-    return t >= plan->full ? plan->full : (int64_t)t;
-}
-
 /* The same in steps: only whole periods between step(last) and step(now). */
-static int64_t refill_steps(const sl__plan *plan, const tb_state *s, int64_t now) {
+static int64_t refill_steps(const sl__plan *plan, const sl__tb_state *s, int64_t now) {
     if (now <= s->last || s->tokens >= plan->full) return s->tokens;
     int64_t elapsed = step_of(plan, now) - step_of(plan, s->last);
     sl__i128 t = (sl__i128)s->tokens + (sl__i128)elapsed * plan->n;
     return t >= plan->full ? plan->full : (int64_t)t;
 }
 
-/* Takes cost from the bucket holding `tokens` at now (mode as sl__decide). */
-static inline void take(const sl__plan *plan, tb_state *s, int64_t tokens, int64_t cost,
-                        int64_t now, sl__mode mode, sl__outcome *o) {
-    int64_t need = cost * plan->p; /* <= B * p <= 2^61 */
-    bool allowed = tokens >= need;
-    bool charge = allowed || plan->count_rejected || mode == SL__CHARGE;
-    int64_t after = charge ? sl__max64(0, tokens - need) : tokens; /* never into debt */
-    if (mode != SL__PEEK) {
-        s->tokens = after;
-        s->last = sl__max64(s->last, now);
-    }
-    o->allowed = allowed;
-    o->a = after;
-    o->b = need;
-    /* With the clock behind `last`, the bucket is judged as of `last`, so
-     * durations count from there. */
-    o->c = s->last > now ? s->last - now : 0;
-}
-
 void sl__token_bucket_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
                            sl__mode mode, sl__outcome *o) {
-    tb_state *s = state;
-    take(plan, s, refill(plan, s, now), cost, now, mode, o);
+    sl__token_bucket_step_inline(plan, state, cost, now, mode, o);
 }
 
 void sl__token_bucket_answer(const sl__plan *plan, const sl__outcome *o, sl_decision *d) {
-    int64_t after = o->a, need = o->b, behind = o->c;
-    d->allowed = o->allowed;
-    d->limit = plan->burst;
-    d->remaining = after / plan->p;
-    d->retry_after = o->allowed ? 0 : behind + sl__ceil_div128(need - after, plan->n);
-    d->reset_after =
-        after >= plan->full ? 0 : behind + sl__ceil_div128(plan->full - after, plan->n);
-    d->delay = 0;
+    sl__token_bucket_answer_inline(plan, o, d);
 }
 
 /* Time from t until `units` more scaled units have arrived in steps
@@ -98,8 +59,8 @@ static int64_t wait_steps(const sl__plan *plan, int64_t units, int64_t t) {
 
 void sl__token_bucket_steps_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
                                  sl__mode mode, sl__outcome *o) {
-    tb_state *s = state;
-    take(plan, s, refill_steps(plan, s, now), cost, now, mode, o);
+    sl__tb_state *s = state;
+    sl__tb_take(plan, s, refill_steps(plan, s, now), cost, now, mode, o);
     o->x = now + o->c; /* the time the bucket is judged at: steps count from it */
 }
 
@@ -126,5 +87,6 @@ void sl__token_bucket_decide(const sl__plan *plan, void *state, int64_t cost, in
 }
 
 bool sl__token_bucket_fresh(const sl__plan *plan, const void *state, int64_t now) {
-    return (steps(plan) ? refill_steps(plan, state, now) : refill(plan, state, now)) >= plan->full;
+    return (steps(plan) ? refill_steps(plan, state, now) : sl__tb_refill(plan, state, now)) >=
+           plan->full;
 }

@@ -34,6 +34,7 @@
 #define SLUICE_CORE_SHARD_LOCK_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 
 /* One lock; zero-initialised (atomic_init to 0) is unlocked. `locked` and
  * `want` share the lock's line (the fast path reads both); the ticket
@@ -73,6 +74,20 @@ static inline void sl__shard_lock_take(sl__shard_lock *l) {
     unsigned want = atomic_load_explicit(&l->want, memory_order_relaxed);
     unsigned was = atomic_exchange_explicit(&l->locked, 1, memory_order_acquire);
     if (__builtin_expect(want | was, 0)) sl__shard_lock_slow(l, !was);
+}
+
+/* The fast path alone, for a caller with a slow path of its own: true with
+ * l held, or false with l not held (it was held, or the queue's head waits:
+ * then a lock taken is given back at once, as sl__shard_lock_take would).
+ * The caller then takes l with sl__shard_lock_take. */
+static inline bool sl__shard_lock_try(sl__shard_lock *l) {
+    unsigned want = atomic_load_explicit(&l->want, memory_order_relaxed);
+    unsigned was = atomic_exchange_explicit(&l->locked, 1, memory_order_acquire);
+    if (__builtin_expect(want | was, 0)) {
+        if (!was) atomic_store_explicit(&l->locked, 0, memory_order_release);
+        return false;
+    }
+    return true;
 }
 
 /* Gives l back; the caller holds it. */

@@ -118,6 +118,10 @@ static inline void shard_lock(shard *s) {
     sl__shard_lock_take(&s->lock);
 }
 
+static inline bool shard_try_lock(shard *s) {
+    return sl__shard_lock_try(&s->lock);
+}
+
 static inline void shard_unlock(shard *s) {
     sl__shard_lock_give(&s->lock);
 }
@@ -262,19 +266,28 @@ static inline uint32_t home_of(uint64_t h, uint32_t ngroups) {
 __attribute__((noinline)) uint8_t *sl__table_find_more(const sl_table *t, const shard *s,
                                                        const probe *p, uint32_t g);
 
-/* The slot holding p's key, or NULL. The home group (one cache line) first:
- * its one or two slots, and its overflow count only if the key is not there. */
-static inline uint8_t *find(const sl_table *t, const shard *s, const probe *p) {
+/* The slot holding p's key if it is in its home group (one cache line: its
+ * one or two slots), else NULL. Also asks for the next group and the home's
+ * overflow count, in parallel: a key not in its home group (a fifth to a
+ * third of them between 0.7 and 7/8 load) then costs no second dependent
+ * miss in find(). */
+static inline uint8_t *find_home(const sl_table *t, const shard *s, const probe *p, uint32_t *gp) {
     uint32_t g = home_of(p->h, s->ngroups);
     uint8_t *e = s->slots + (size_t)g * t->group_bytes;
-    /* the next group and the overflow count too, in parallel: a key not in
-     * its home group (a fifth to a third of them between 0.7 and 7/8 load)
-     * then costs no second dependent miss */
     __builtin_prefetch(e + t->group_bytes);
     __builtin_prefetch(&s->over[g]);
+    *gp = g;
     if (slot_is(e, p)) return e;
     if (t->group_slots > 1 && slot_is(e + t->slot_size, p)) return e + t->slot_size;
-    if (s->over[g] == 0) return NULL;
+    return NULL;
+}
+
+/* The slot holding p's key, or NULL: the home group first, the overflow
+ * count only if the key is not there. */
+static inline uint8_t *find(const sl_table *t, const shard *s, const probe *p) {
+    uint32_t g;
+    uint8_t *e = find_home(t, s, p, &g);
+    if (e || s->over[g] == 0) return e;
     return sl__table_find_more(t, s, p, g);
 }
 

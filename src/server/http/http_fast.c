@@ -15,8 +15,9 @@
  * - a field name is one or more tchar (RFC 9110 5.6.2) right before ':';
  *   its value is SP, HTAB and 0x21-0x7e (no obs-text, no control
  *   character); a line starting with SP or HTAB (obs-fold) declines;
- * - Transfer-Encoding, Upgrade, Expect and Proxy-Connection decline (each
- *   changes framing or what the caller must do); Connection must be exactly
+ * - Transfer-Encoding (and any name it starts), Upgrade, Expect and
+ *   Proxy-Connection decline (each changes framing or what the caller must
+ *   do); Connection must be exactly
  *   "close" or "keep-alive" (any case), Content-Length 1 to 9 digits and
  *   only one of it;
  * - at most SL__HTTP_MAX_HEADERS fields, the head within max_header and
@@ -114,8 +115,12 @@ static size_t scan_field(const char *d, size_t i, size_t end, sl__http_span *nam
 
 typedef enum field_kind { FIELD_PLAIN, FIELD_LENGTH, FIELD_CONNECTION, FIELD_DECLINE } field_kind;
 
-/* The fields libhttp-parser reads for itself (and Expect, which is ours). */
+/* The fields libhttp-parser reads for itself (and Expect, which is ours).
+ * Debian's 2.9.4 takes every name that starts with "Transfer-Encoding"
+ * ("Transfer-Encodings", "Transfer-Encoding-X") for that field; the other
+ * names only when they are the whole name. */
 static field_kind kind_of(const char *name, size_t len) {
+    if (len >= 17 && caseeq_lower(name, "transfer-encoding", 17)) return FIELD_DECLINE;
     switch (len) {
     case 6:
         return caseeq_lower(name, "expect", 6) ? FIELD_DECLINE : FIELD_PLAIN;
@@ -127,8 +132,6 @@ static field_kind kind_of(const char *name, size_t len) {
         return caseeq_lower(name, "content-length", 14) ? FIELD_LENGTH : FIELD_PLAIN;
     case 16:
         return caseeq_lower(name, "proxy-connection", 16) ? FIELD_DECLINE : FIELD_PLAIN;
-    case 17:
-        return caseeq_lower(name, "transfer-encoding", 17) ? FIELD_DECLINE : FIELD_PLAIN;
     default:
         return FIELD_PLAIN;
     }

@@ -1,7 +1,18 @@
 /* http_request.c: the bounded, incremental HTTP/1.x request parser of
- * sluiced (see http.h), on libhttp-parser 2.9.
+ * sluiced (see http.h), on libhttp-parser 2.9, with a fast path.
  *
- * Bytes go through http_parser_execute() untouched (no per-byte work of our
+ * Fast path (http_fast.c): at the first byte of a request, a read that
+ * starts with a whole request of the common shape (GET/POST/HEAD, origin
+ * form, HTTP/1.1, plain fields, a Content-Length body within the limits)
+ * is scanned once, copied to the arena in one memcpy and turned into the
+ * same sl__http_request the callbacks below would build from those bytes
+ * (take_fast; build_request is shared). It only accepts: anything else
+ * (a partial request, another method or version, chunked, Expect,
+ * Upgrade, a limit reached, any byte it is not sure of) goes to
+ * libhttp-parser with nothing changed, so every error status stays its.
+ * sl__http_parser_set_fast turns it off, for tests that compare the two.
+ *
+ * Slow path: bytes go through http_parser_execute() untouched (no per-byte work of our
  * own); its callbacks copy the URL, header names and values and the body
  * into one arena owned by the parser and reused from request to request, so
  * a connection allocates nothing per request once its arena has grown to
@@ -12,9 +23,11 @@
  *
  * Pipelining: on_message_complete pauses the parser, so http_parser_execute
  * returns right after the last byte of the request and *consumed says
- * exactly where the next request starts.
+ * exactly where the next request starts (the fast path consumes its
+ * request's head and body, exactly).
  *
- * Bounds, each checked before the bytes it protects are stored:
+ * Bounds (the fast path keeps within them or declines), each checked
+ * before the bytes it protects are stored:
  * - request line + header section <= max_header bytes (431): the bytes
  *   handed to http_parser while the header section is incomplete are capped
  *   at what is left of max_header, so the limit is exact to the byte

@@ -72,7 +72,8 @@ static char *feed_cuts_fast(size_t max_header, size_t max_body, const char *data
     for (size_t c = 0, start = 0; c <= ncuts; c++) {
         size_t end = c < ncuts ? cuts[c] : len;
         const char *msg;
-        int status = http_feed_both(p, slow, data + start, end - start, dump_to, &out, &msg, &taken);
+        int status =
+            http_feed_both(p, slow, data + start, end - start, dump_to, &out, &msg, &taken);
         if (status) {
             sl__buf_printf(&out, "ERROR %d\n", status);
             break;
@@ -707,7 +708,8 @@ static void test_fast_accepts(void **state) {
          "Upgrades: z\r\nTransfer-Encodin: w\r\nConnections: close\r\n\r\n",
          1}, /* names that only look like the special ones */
         /* pipelined: each in turn, consumed exactly */
-        {"GET /a HTTP/1.1\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 3\r\n\r\nxyzGET /c HTTP/1.1\r\n"
+        {"GET /a HTTP/1.1\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 3\r\n\r\nxyzGET /c "
+         "HTTP/1.1\r\n"
          "\r\nHEAD /d HTTP/1.1\r\nConnection: close\r\n\r\n",
          4},
         /* the fast path after a slow one, on the same parser */
@@ -789,7 +791,7 @@ static void test_fast_declines(void **state) {
         "POST / HTTP/1.1\r\nContent-Length: 0000000001\r\n\r\nx", /* 10 digits */
         "POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n",
         "POST / HTTP/1.1\r\nContent-Length: 1025\r\n\r\n", /* > max_body: 413 */
-        "POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nabc",  /* partial body */
+        "POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nabc", /* partial body */
         "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nx",
         "GET / HTTP/1.1\r\nexpect: whatever\r\n\r\n",
         "GET / HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",

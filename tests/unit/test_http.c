@@ -3,9 +3,13 @@
  * buffer and byte-by-byte feeding parse exactly like one read, precise
  * *consumed, chunked bodies and trailers, the 431 and 413 bounds to the
  * byte, malformed input (400, 501, 505), other methods, keep-alive rules,
- * absolute-form targets, Expect: 100-continue, query parameter decoding
- * (several names in one pass as one at a time) and header lookup. The writers: the exact bytes of a
- * 429, the RateLimit fields checked by a Structured Field parser for every algorithm on real
+ * absolute-form targets, Expect: 100-continue; the fast path (http_fast.c)
+ * against libhttp-parser alone on the same bytes at every step of every
+ * feed here (feed_cuts), what it must take and what it must leave, its
+ * bounds, each byte of four requests replaced by each value; query
+ * parameter decoding (several names in one pass as one at a time) and
+ * header lookup. The writers: the exact bytes of a 429, the RateLimit
+ * fields checked by a Structured Field parser for every algorithm on real
  * decisions, JSON escaping checked by cJSON, roundings. */
 #include <setjmp.h>
 #include <stdarg.h>

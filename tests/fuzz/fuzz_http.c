@@ -3,8 +3,11 @@
  *
  * The first 3 bytes choose max_header, max_body and how the rest is cut
  * into reads; the rest is fed in those pieces the way a connection does,
- * looping over pipelined requests. Properties: no crash, leak or overread
- * (ASan); NEED_MORE consumes the whole piece; every parsed request respects
+ * looping over pipelined requests, to two parsers in lockstep: one with
+ * the fast path (http_fast.c), one with libhttp-parser alone. Properties:
+ * no crash, leak or overread (ASan); both agree on every feed (status,
+ * bytes used, the request field by field, the error and its message:
+ * http_feed_both); NEED_MORE consumes the whole piece; every parsed request respects
  * the bounds and its strings are NUL-terminated at their lengths; errors
  * are one of the documented statuses. Each request's query is decoded with
  * several buffer sizes (and, on the raw input, several names in one pass as
@@ -103,7 +106,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size -= 3;
 
     sl__http_parser *p = sl__http_parser_new(max_header, max_body);
-    CHECK(p);
+    sl__http_parser *slow = sl__http_parser_new(max_header, max_body);
+    CHECK(p && slow);
+    sl__http_parser_set_fast(slow, false);
+    size_t fast_taken = 0;
     sl__buf out;
     sl__buf_init(&out);
     size_t start = 0;
@@ -117,8 +123,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(chunk);
         memcpy(chunk, data + start, piece);
         const char *msg;
-        int s =
-            http_feed(p, chunk, piece, exercise_one, &(fuzz_ctx){max_header, max_body, &out}, &msg);
+        int s = http_feed_both(p, slow, chunk, piece, exercise_one,
+                               &(fuzz_ctx){max_header, max_body, &out}, &msg, &fast_taken);
         if (s) {
             CHECK(s == 400 || s == 413 || s == 431 || s == 501 || s == 505);
             stop = true;
@@ -126,10 +132,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(chunk);
         start += piece;
     }
-    sl__http_parser_take_continue(p);
-    sl__http_parser_in_request(p);
+    CHECK(sl__http_parser_take_continue(p) == sl__http_parser_take_continue(slow));
+    CHECK(sl__http_parser_in_request(p) == sl__http_parser_in_request(slow));
     sl__buf_free(&out);
     sl__http_parser_free(p);
+    sl__http_parser_free(slow);
 
     /* the query decoder on raw bytes, with no NUL behind them */
     char *raw = malloc(size ? size : 1);

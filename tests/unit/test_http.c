@@ -3,9 +3,13 @@
  * buffer and byte-by-byte feeding parse exactly like one read, precise
  * *consumed, chunked bodies and trailers, the 431 and 413 bounds to the
  * byte, malformed input (400, 501, 505), other methods, keep-alive rules,
- * absolute-form targets, Expect: 100-continue, query parameter decoding
- * (several names in one pass as one at a time) and header lookup. The writers: the exact bytes of a
- * 429, the RateLimit fields checked by a Structured Field parser for every algorithm on real
+ * absolute-form targets, Expect: 100-continue; the fast path (http_fast.c)
+ * against libhttp-parser alone on the same bytes at every step of every
+ * feed here (feed_cuts), what it must take and what it must leave, its
+ * bounds, each byte of four requests replaced by each value; query
+ * parameter decoding (several names in one pass as one at a time) and
+ * header lookup. The writers: the exact bytes of a 429, the RateLimit
+ * fields checked by a Structured Field parser for every algorithm on real
  * decisions, JSON escaping checked by cJSON, roundings. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -55,18 +59,25 @@ static void dump_to(const sl__http_request *r, void *out) {
 /* Feeds `len` bytes as the pieces cut at cuts[0..ncuts) (increasing), the
  * way a connection does: each piece is fed until it is used up, a READY
  * request is dumped and the parser moved on, an error ends everything.
- * Checks that NEED_MORE always consumes the whole piece. Returns the dump
- * (caller frees). */
-static char *feed_cuts(size_t max_header, size_t max_body, const char *data, size_t len,
-                       const size_t *cuts, size_t ncuts) {
+ * Checks that NEED_MORE always consumes the whole piece, and that the
+ * parser with its fast path agrees with libhttp-parser alone at every step
+ * (http_feed_both). Returns the dump (caller frees); *fast_taken (if not
+ * NULL) counts the requests the fast path took. */
+static char *feed_cuts_fast(size_t max_header, size_t max_body, const char *data, size_t len,
+                            const size_t *cuts, size_t ncuts, size_t *fast_taken) {
     sl__http_parser *p = sl__http_parser_new(max_header, max_body);
+    sl__http_parser *slow = sl__http_parser_new(max_header, max_body);
     assert_non_null(p);
+    assert_non_null(slow);
+    sl__http_parser_set_fast(slow, false);
+    size_t taken = 0;
     sl__buf out;
     sl__buf_init(&out);
     for (size_t c = 0, start = 0; c <= ncuts; c++) {
         size_t end = c < ncuts ? cuts[c] : len;
         const char *msg;
-        int status = http_feed(p, data + start, end - start, dump_to, &out, &msg);
+        int status =
+            http_feed_both(p, slow, data + start, end - start, dump_to, &out, &msg, &taken);
         if (status) {
             sl__buf_printf(&out, "ERROR %d\n", status);
             break;
@@ -74,8 +85,15 @@ static char *feed_cuts(size_t max_header, size_t max_body, const char *data, siz
         start = end;
     }
     sl__http_parser_free(p);
+    sl__http_parser_free(slow);
     sl__buf_append(&out, "", 1);
+    if (fast_taken) *fast_taken = taken;
     return out.data;
+}
+
+static char *feed_cuts(size_t max_header, size_t max_body, const char *data, size_t len,
+                       const size_t *cuts, size_t ncuts) {
+    return feed_cuts_fast(max_header, max_body, data, len, cuts, ncuts, NULL);
 }
 
 static char *feed_whole(size_t max_header, size_t max_body, const char *data, size_t len) {
@@ -646,6 +664,239 @@ static void test_arena_reuse(void **state) {
     }
     sl__buf_free(&b);
     sl__http_parser_free(p);
+}
+
+/* ---- the fast path (http_fast.c) against libhttp-parser alone ------------------ */
+
+/* Fed whole and byte by byte, req (len bytes) parses the same with the fast
+ * path and without (feed_cuts_fast checks each step); returns how many of
+ * its requests the fast path took when fed whole. */
+static size_t fast_count(size_t max_header, size_t max_body, const char *req, size_t len) {
+    size_t taken = 0, bytewise = 0;
+    free(feed_cuts_fast(max_header, max_body, req, len, NULL, 0, &taken));
+    size_t *cuts = malloc((len ? len : 1) * sizeof *cuts);
+    for (size_t i = 0; i + 1 < len; i++) cuts[i] = i + 1;
+    free(feed_cuts_fast(max_header, max_body, req, len, cuts, len ? len - 1 : 0, &bytewise));
+    free(cuts);
+    /* one byte at a time, only a request of one byte could be whole: none */
+    assert_int_equal(bytewise, 0);
+    return taken;
+}
+
+typedef struct fast_case {
+    const char *req;
+    size_t requests; /* how many the fast path takes, fed whole */
+} fast_case;
+
+/* Requests the fast path takes: the same request as libhttp-parser's. */
+static void test_fast_accepts(void **state) {
+    (void)state;
+    static const fast_case cases[] = {
+        {"GET /v1/check?policy=api&key=k HTTP/1.1\r\nHost: x\r\n\r\n", 1},
+        {"GET / HTTP/1.1\r\n\r\n", 1},
+        {"HEAD /healthz HTTP/1.1\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n", 1},
+        {"POST /v1/check HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 26\r\n"
+         "\r\n{\"policy\":\"api\",\"key\":\"k\"}",
+         1},
+        {"POST /x HTTP/1.1\r\ncontent-length: 0\r\n\r\n", 1},
+        {"GET /x HTTP/1.1\r\nCONTENT-LENGTH: 007\r\n\r\nabcdefg", 1}, /* a body on a GET */
+        {"GET / HTTP/1.1\r\nConnection: close\r\n\r\n", 1},
+        {"GET / HTTP/1.1\r\nConnection: CLOSE\r\n\r\n", 1},
+        {"GET / HTTP/1.1\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n", 1},
+        {"GET / HTTP/1.1\r\nConnection: Keep-Alive\r\n\r\n", 1},
+        {"GET /a?b=c?d&e=%20+f HTTP/1.1\r\nX-Empty:\r\nX-Spaces: \t \r\n"
+         "X-Trail: v \t\r\nX-Inner: a \t b\r\nX-Punct: !\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\r\n"
+         "!#$%&'*+-.^_`|~09azAZ: tchar\r\n\r\n",
+         1},
+        {"GET /a HTTP/1.1\r\nContent-Lengthy: 5\r\nConnectio: x\r\nExpects: y\r\n"
+         "Upgrades: z\r\nTransfer-Encodin: w\r\nConnections: close\r\n\r\n",
+         1}, /* names that only look like the special ones */
+        /* pipelined: each in turn, consumed exactly */
+        {"GET /a HTTP/1.1\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 3\r\n\r\nxyzGET /c "
+         "HTTP/1.1\r\n"
+         "\r\nHEAD /d HTTP/1.1\r\nConnection: close\r\n\r\n",
+         4},
+        /* the fast path after a slow one, on the same parser */
+        {"PUT /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n", 1},
+        {"GET /a HTTP/1.0\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n", 1},
+    };
+    for (size_t i = 0; i < COUNT(cases); i++) {
+        size_t n = fast_count(8192, 1024, cases[i].req, strlen(cases[i].req));
+        if (n != cases[i].requests)
+            fail_msg("case %zu: fast path took %zu, want %zu: %s", i, n, cases[i].requests,
+                     cases[i].req);
+    }
+    /* keep-alive and the fields, as libhttp-parser gives them */
+    sl__http_parser *p = parse_one("GET /p?q HTTP/1.1\r\nConnection: close\r\nX-T: a \t\r\n\r\n");
+    assert_true(sl__http_parser_took_fast(p));
+    const sl__http_request *r = sl__http_parser_request(p);
+    assert_false(r->keep_alive);
+    assert_string_equal(r->path, "/p");
+    assert_string_equal(r->query, "q");
+    assert_string_equal(r->headers[1].value, "a");
+    assert_int_equal(r->headers[1].value_len, 1);
+    sl__http_parser_free(p);
+    /* turned off: never taken */
+    p = sl__http_parser_new(8192, 1024);
+    sl__http_parser_set_fast(p, false);
+    size_t used;
+    assert_int_equal(sl__http_parser_feed(p, "GET / HTTP/1.1\r\n\r\n", 18, &used), SL__HTTP_READY);
+    assert_false(sl__http_parser_took_fast(p));
+    sl__http_parser_free(p);
+}
+
+/* Requests the fast path leaves to libhttp-parser, whatever it then says
+ * (a request, or an error with the status it always had). */
+static void test_fast_declines(void **state) {
+    (void)state;
+    static const char *const cases[] = {
+        "GET / HTTP/1.0\r\n\r\n",
+        "GET / HTTP/1.2\r\n\r\n",
+        "GET / HTTP/2.0\r\n\r\n",
+        "PUT / HTTP/1.1\r\n\r\n",
+        "DELETE / HTTP/1.1\r\n\r\n",
+        "get / HTTP/1.1\r\n\r\n",
+        "GET  / HTTP/1.1\r\n\r\n",
+        "GET /  HTTP/1.1\r\n\r\n",
+        "GET * HTTP/1.1\r\n\r\n",
+        "GET http://h/a HTTP/1.1\r\n\r\n",
+        "GET /a#frag HTTP/1.1\r\n\r\n",
+        "GET /a\tb HTTP/1.1\r\n\r\n",
+        "GET /\x80 HTTP/1.1\r\n\r\n",
+        "GET /\x7f HTTP/1.1\r\n\r\n",
+        "GET /\r\n\r\n",
+        "\r\nGET / HTTP/1.1\r\n\r\n",
+        "GET / HTTP/1.1\n\n",
+        "GET / HTTP/1.1\r\nHost: x\n\r\n",
+        "GET / HTTP/1.1\r\nHost: x\r\n\n",
+        "GET / HTTP/1.1\r\nHost: x\rX\r\n\r\n",
+        "GET / HTTP/1.1\r\nX-Fold: a\r\n b\r\n\r\n",
+        "GET / HTTP/1.1\r\nX-Fold: a\r\n\tb\r\n\r\n",
+        "GET / HTTP/1.1\r\n Host: x\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost : x\r\n\r\n",
+        "GET / HTTP/1.1\r\nBad Name: x\r\n\r\n",
+        "GET / HTTP/1.1\r\n: x\r\n\r\n",
+        "GET / HTTP/1.1\r\nNoColon\r\n\r\n",
+        "GET / HTTP/1.1\r\nX(y): z\r\n\r\n",
+        "GET / HTTP/1.1\r\nX: caf\xc3\xa9\r\n\r\n",
+        "GET / HTTP/1.1\r\nX: a\x01z\r\n\r\n",
+        "GET / HTTP/1.1\r\nX: \x7f\r\n\r\n",
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "POST / HTTP/1.1\r\ntransfer-encoding: gzip\r\n\r\n",
+        "GET / HTTP/1.1\r\nTransfer-Encodings: x\r\n\r\n", /* 501 for libhttp-parser 2.9.4 */
+        "GET / HTTP/1.1\r\nTransfer-Encoding-X: chunked\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx",
+        "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxy",
+        "POST / HTTP/1.1\r\nContent-Length: 1 \r\n\r\nx",
+        "POST / HTTP/1.1\r\nContent-Length: +1\r\n\r\nx",
+        "POST / HTTP/1.1\r\nContent-Length: 1,1\r\n\r\nx",
+        "POST / HTTP/1.1\r\nContent-Length:\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: 0000000001\r\n\r\nx", /* 10 digits */
+        "POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: 1025\r\n\r\n", /* > max_body: 413 */
+        "POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nabc", /* partial body */
+        "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nx",
+        "GET / HTTP/1.1\r\nexpect: whatever\r\n\r\n",
+        "GET / HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+        "GET / HTTP/1.1\r\nUpgrade: h2c\r\n\r\n",
+        "GET / HTTP/1.1\r\nProxy-Connection: close\r\n\r\n",
+        "GET / HTTP/1.1\r\nConnection: close \r\n\r\n",
+        "GET / HTTP/1.1\r\nConnection: keep-alive, close\r\n\r\n",
+        "GET / HTTP/1.1\r\nConnection: upgrade\r\n\r\n",
+        "GET / HTTP/1.1\r\nConnection: closed\r\n\r\n",
+        "GET / HTTP/1.1\r\nConnection:\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: x\r\n", /* partial */
+        "GET / HTTP/1.1\r\nHost: x\r\n\r",
+        "GET / HTTP/1.1",
+        "GET /",
+        "GET",
+        "",
+    };
+    for (size_t i = 0; i < COUNT(cases); i++) {
+        size_t n = fast_count(8192, 1024, cases[i], strlen(cases[i]));
+        if (n != 0) fail_msg("case %zu: the fast path took it: %s", i, cases[i]);
+    }
+    static const char nul_value[] = "GET / HTTP/1.1\r\nX: a\0b\r\n\r\n";
+    static const char nul_url[] = "GET /a\0 HTTP/1.1\r\n\r\n";
+    assert_int_equal(fast_count(8192, 1024, nul_value, sizeof nul_value - 1), 0);
+    assert_int_equal(fast_count(8192, 1024, nul_url, sizeof nul_url - 1), 0);
+}
+
+/* The limits: the fast path takes a request at each bound and declines
+ * one byte past it, where libhttp-parser answers 431 or 413. */
+static void test_fast_bounds(void **state) {
+    (void)state;
+    for (size_t len = 30; len < 300; len += 37) {
+        char *r = request_of_size(len);
+        assert_int_equal(fast_count(len, 0, r, len), 1);
+        assert_int_equal(fast_count(len - 1, 0, r, len), 0);
+        assert_int_equal(status_of(len - 1, 0, r, len), 431);
+        free(r);
+    }
+    /* its own bound: heads of up to 8 KiB */
+    char *r = request_of_size(8192);
+    assert_int_equal(fast_count(65536, 0, r, 8192), 1);
+    free(r);
+    r = request_of_size(8193);
+    assert_int_equal(fast_count(65536, 0, r, 8193), 0);
+    assert_int_equal(status_of(65536, 0, r, 8193), 0);
+    free(r);
+    const char *post = "POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789";
+    assert_int_equal(fast_count(8192, 10, post, strlen(post)), 1);
+    assert_int_equal(fast_count(8192, 9, post, strlen(post)), 0);
+    assert_int_equal(status_of(8192, 9, post, strlen(post)), 413);
+    /* SL__HTTP_MAX_HEADERS fields, then one more (431) */
+    sl__buf b;
+    sl__buf_init(&b);
+    sl__buf_puts(&b, "GET / HTTP/1.1\r\n");
+    for (int i = 0; i < SL__HTTP_MAX_HEADERS; i++) sl__buf_printf(&b, "H%d: %d\r\n", i, i);
+    size_t mark = b.len;
+    sl__buf_puts(&b, "\r\n");
+    assert_int_equal(fast_count(8192, 0, b.data, b.len), 1);
+    b.len = mark;
+    sl__buf_puts(&b, "One-Too-Many: x\r\n\r\n");
+    assert_int_equal(fast_count(8192, 0, b.data, b.len), 0);
+    assert_int_equal(status_of(8192, 0, b.data, b.len), 431);
+    sl__buf_free(&b);
+}
+
+/* Each byte of requests the fast path takes, replaced by each of the 256
+ * values (and each prefix of them, and each split in two): the fast path
+ * and libhttp-parser alone agree on all of them, fed whole and split. */
+static void test_fast_every_byte(void **state) {
+    (void)state;
+    static const char *const templates[] = {
+        "GET /v1/check?policy=api&key=k HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "POST /v1/check HTTP/1.1\r\nContent-Length: 2\r\nX: a b\r\n\r\n{}GET / HTTP/1.1\r\n\r\n",
+        "HEAD / HTTP/1.1\r\nTe: x\r\nUpgrade0: y\r\nExpect1: z\r\n\r\n",
+        /* names one byte away from the special ones (and from longer ones) */
+        "GET / HTTP/1.1\r\nTransfer-Encodin9s: w\r\nContent-Lengt9: 3\r\n"
+        "Connectio9: close\r\nUpgrad9: y\r\nExpec9: z\r\nProxy-Connectio9: k\r\n\r\nabc",
+    };
+    size_t accepted = 0;
+    for (size_t t = 0; t < COUNT(templates); t++) {
+        size_t len = strlen(templates[t]);
+        char *buf = malloc(len);
+        memcpy(buf, templates[t], len);
+        assert_true(fast_count(8192, 16, buf, len) >= 1);
+        for (size_t i = 0; i < len; i++) {
+            char keep = buf[i];
+            for (int v = 0; v < 256; v++) {
+                size_t taken = 0;
+                buf[i] = (char)v;
+                free(feed_cuts_fast(8192, 16, buf, len, NULL, 0, &taken));
+                accepted += taken;
+                size_t cut = i + 1;
+                free(feed_cuts_fast(8192, 16, buf, len, &cut, 1, NULL));
+            }
+            buf[i] = keep;
+            free(feed_cuts_fast(8192, 16, buf, i, NULL, 0, NULL)); /* a prefix */
+            free(feed_cuts_fast(8192, 16, buf, len, &i, 1, NULL)); /* two reads */
+        }
+        free(buf);
+    }
+    assert_true(accepted > 1000); /* many of the variants are the fast path's */
 }
 
 /* ---- lookups ------------------------------------------------------------------ */
@@ -1261,6 +1512,10 @@ int main(void) {
         cmocka_unit_test(test_in_request),
         cmocka_unit_test(test_expect_continue),
         cmocka_unit_test(test_arena_reuse),
+        cmocka_unit_test(test_fast_accepts),
+        cmocka_unit_test(test_fast_declines),
+        cmocka_unit_test(test_fast_bounds),
+        cmocka_unit_test(test_fast_every_byte),
         cmocka_unit_test(test_header_lookup),
         cmocka_unit_test(test_query_param),
         cmocka_unit_test(test_query_params),

@@ -75,6 +75,14 @@ bool sl__http_parser_in_request(const sl__http_parser *p);
  * sl__http_continue() so that the client sends the body without waiting. */
 bool sl__http_parser_take_continue(sl__http_parser *p);
 
+/* The fast path (http_fast.c) is tried first on each request, and takes
+ * the common whole requests; these are for tests and the fuzz target,
+ * which compare it with libhttp-parser alone on the same bytes. set_fast
+ * (before a request's first byte) turns it off or on; took_fast says
+ * whether the request READY came from it. */
+void sl__http_parser_set_fast(sl__http_parser *p, bool on);
+bool sl__http_parser_took_fast(const sl__http_parser *p);
+
 /* Case-insensitive header lookup; NULL if absent. */
 const sl__http_field *sl__http_header(const sl__http_request *r, const char *name);
 /* Finds query parameter `name` and percent-decodes its value into buf (NUL-

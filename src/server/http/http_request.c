@@ -1,7 +1,18 @@
 /* http_request.c: the bounded, incremental HTTP/1.x request parser of
- * sluiced (see http.h), on libhttp-parser 2.9.
+ * sluiced (see http.h), on libhttp-parser 2.9, with a fast path.
  *
- * Bytes go through http_parser_execute() untouched (no per-byte work of our
+ * Fast path (http_fast.c): at the first byte of a request, a read that
+ * starts with a whole request of the common shape (GET/POST/HEAD, origin
+ * form, HTTP/1.1, plain fields, a Content-Length body within the limits)
+ * is scanned once, copied to the arena in one memcpy and turned into the
+ * same sl__http_request the callbacks below would build from those bytes
+ * (take_fast; build_request is shared). It only accepts: anything else
+ * (a partial request, another method or version, chunked, Expect,
+ * Upgrade, a limit reached, any byte it is not sure of) goes to
+ * libhttp-parser with nothing changed, so every error status stays its.
+ * sl__http_parser_set_fast turns it off, for tests that compare the two.
+ *
+ * Slow path: bytes go through http_parser_execute() untouched (no per-byte work of our
  * own); its callbacks copy the URL, header names and values and the body
  * into one arena owned by the parser and reused from request to request, so
  * a connection allocates nothing per request once its arena has grown to
@@ -12,9 +23,11 @@
  *
  * Pipelining: on_message_complete pauses the parser, so http_parser_execute
  * returns right after the last byte of the request and *consumed says
- * exactly where the next request starts.
+ * exactly where the next request starts (the fast path consumes its
+ * request's head and body, exactly).
  *
- * Bounds, each checked before the bytes it protects are stored:
+ * Bounds (the fast path keeps within them or declines), each checked
+ * before the bytes it protects are stored:
  * - request line + header section <= max_header bytes (431): the bytes
  *   handed to http_parser while the header section is incomplete are capped
  *   at what is left of max_header, so the limit is exact to the byte
@@ -36,6 +49,7 @@
 #include <string.h>
 
 #include "server/http/http.h"
+#include "server/http/http_fast.h"
 
 #define ARENA_INITIAL 2048
 /* An arena grown beyond this for one large request is released after it, so
@@ -45,9 +59,7 @@
 
 enum { ITEM_NONE, ITEM_URL, ITEM_FIELD, ITEM_VALUE };
 
-typedef struct span {
-    size_t off, len;
-} span;
+typedef sl__http_span span;
 
 struct sl__http_parser {
     http_parser hp;
@@ -65,6 +77,8 @@ struct sl__http_parser {
     size_t total_bytes;   /* bytes of this request so far */
     size_t trailer_bytes; /* chunked trailers (counted, not stored) */
     bool headers_done, started, continue_pending;
+    bool fast_on;    /* try the fast path (http_fast.c) first: on but in tests */
+    bool fast_taken; /* the request READY came from the fast path */
 
     sl__http_status status;
     int err_status;
@@ -88,17 +102,25 @@ static int fail(sl__http_parser *p, int status, const char *msg) {
     return -1;
 }
 
-static bool arena_reserve(sl__http_parser *p, size_t n) {
+/* Room for n more bytes in the arena (n within its bound): false when
+ * memory ran out, nothing else changed. */
+static bool arena_grow(sl__http_parser *p, size_t n) {
     if (p->acap - p->alen >= n) return true;
-    if (n > p->max_arena - p->alen)
-        return fail(p, 500, "request bookkeeping exceeded its bound"), false;
     size_t cap = p->acap ? p->acap : ARENA_INITIAL;
     while (cap - p->alen < n) cap = cap > SIZE_MAX / 2 ? SIZE_MAX : cap * 2;
     if (cap > p->max_arena) cap = p->max_arena;
     char *a = realloc(p->arena, cap);
-    if (!a) return fail(p, 500, "out of memory"), false;
+    if (!a) return false;
     p->arena = a;
     p->acap = cap;
+    return true;
+}
+
+static bool arena_reserve(sl__http_parser *p, size_t n) {
+    if (p->acap - p->alen >= n) return true;
+    if (n > p->max_arena - p->alen)
+        return fail(p, 500, "request bookkeeping exceeded its bound"), false;
+    if (!arena_grow(p, n)) return fail(p, 500, "out of memory"), false;
     return true;
 }
 
@@ -302,10 +324,10 @@ static void split_target(sl__http_parser *p, sl__http_request *r) {
 }
 
 /* Turns the recorded offsets into the request handed out. */
-static void build_request(sl__http_parser *p) {
+static void build_request(sl__http_parser *p, unsigned method, int major, int minor) {
     sl__http_request *r = &p->req;
-    r->method = method_of(p->hp.method);
-    r->method_name = http_method_str((enum http_method)p->hp.method);
+    r->method = method_of(method);
+    r->method_name = http_method_str((enum http_method)method);
     split_target(p, r);
     r->nheaders = p->nheaders;
     for (size_t i = 0; i < p->nheaders; i++) {
@@ -323,15 +345,15 @@ static void build_request(sl__http_parser *p) {
     }
     r->body = p->arena + p->body.off;
     r->body_len = p->body.len;
-    r->http_major = p->hp.http_major;
-    r->http_minor = p->hp.http_minor;
+    r->http_major = major;
+    r->http_minor = minor;
 }
 
 static int on_message_complete(http_parser *hp) {
     sl__http_parser *p = parser_of(hp);
     if (append(p, "", 1)) return -1; /* NUL after the body */
     p->continue_pending = false;
-    build_request(p);
+    build_request(p, hp->method, hp->http_major, hp->http_minor);
     p->status = SL__HTTP_READY;
     /* Stop right after this request: the bytes behind it are the next one's. */
     http_parser_pause(hp, 1);
@@ -359,7 +381,7 @@ static void reset(sl__http_parser *p) {
     p->nheaders = 0;
     p->item = ITEM_NONE;
     p->header_bytes = p->total_bytes = p->trailer_bytes = 0;
-    p->headers_done = p->started = p->continue_pending = false;
+    p->headers_done = p->started = p->continue_pending = p->fast_taken = false;
     p->status = SL__HTTP_NEED_MORE;
     p->err_status = 0;
     p->err_msg = NULL;
@@ -377,6 +399,7 @@ sl__http_parser *sl__http_parser_new(size_t max_header, size_t max_body) {
         add_sat(add_sat(p->max_header, 2 * SL__HTTP_MAX_HEADERS + 2), add_sat(max_body, 1));
     p->arena = NULL;
     p->acap = 0;
+    p->fast_on = true;
     reset(p);
     return p;
 }
@@ -406,8 +429,38 @@ static sl__http_status parse_error(sl__http_parser *p) {
     return p->status;
 }
 
+/* The fast path: when data starts with a whole common request (http_fast.c),
+ * the request as the callbacks would have built it from the same bytes:
+ * the head and body copied to the arena in one go, NULs put in place, the
+ * offsets turned into pointers by build_request. False, with nothing
+ * changed but maybe the arena's capacity, to leave data to http_parser. */
+static bool take_fast(sl__http_parser *p, const char *data, size_t len, size_t *consumed) {
+    sl__http_fast_request f = {.names = p->names, .values = p->values};
+    if (!sl__http_fast_scan(data, len, p->max_header, p->max_body, &f)) return false;
+    size_t n = f.head_len + f.body_len; /* <= max_header + max_body < max_arena */
+    if (!arena_grow(p, n + 1)) return false;
+    memcpy(p->arena, data, n);
+    p->arena[n] = '\0'; /* after the body */
+    p->alen = n + 1;
+    for (size_t i = 0; i < f.nheaders; i++) p->arena[f.names[i].off + f.names[i].len] = '\0';
+    p->nheaders = f.nheaders;
+    p->url = f.url;
+    p->body = (span){f.head_len, f.body_len};
+    p->req.keep_alive = !f.close;
+    build_request(p, (unsigned)f.method, 1, 1);
+    p->started = p->headers_done = p->fast_taken = true;
+    p->header_bytes = f.head_len;
+    p->total_bytes = n;
+    p->status = SL__HTTP_READY;
+    *consumed = n;
+    return true;
+}
+
 sl__http_status sl__http_parser_feed(sl__http_parser *p, const char *data, size_t len,
                                      size_t *consumed) {
+    if (p->fast_on && p->status == SL__HTTP_NEED_MORE && p->total_bytes == 0 &&
+        take_fast(p, data, len, consumed))
+        return p->status;
     size_t off = 0;
     while (off < len && p->status == SL__HTTP_NEED_MORE) {
         size_t chunk = len - off;
@@ -456,6 +509,14 @@ void sl__http_parser_next(sl__http_parser *p) {
         p->acap = 0;
     }
     reset(p);
+}
+
+void sl__http_parser_set_fast(sl__http_parser *p, bool on) {
+    p->fast_on = on;
+}
+
+bool sl__http_parser_took_fast(const sl__http_parser *p) {
+    return p->status == SL__HTTP_READY && p->fast_taken;
 }
 
 bool sl__http_parser_in_request(const sl__http_parser *p) {

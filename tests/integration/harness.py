@@ -635,6 +635,16 @@ def in_one_window(period, case, room=None, what="the run", attempts=3):
 
 # ---- logs and metrics -------------------------------------------------------------------
 
+def built_with_tsan(binary):
+    """True if the executable was built with ThreadSanitizer (it imports
+    __tsan_init). For the few tests TSan's own emulation cannot run: it
+    delivers a signal inside the handler of another even where sa_mask
+    blocks it (google/sanitizers#1855), which libuv's signal lock (a pipe
+    read, not reentrant) does not survive."""
+    with open(binary, "rb") as f:
+        return b"__tsan_init" in f.read()
+
+
 def tail(text, n=40):
     return "\n".join(text.splitlines()[-n:])
 

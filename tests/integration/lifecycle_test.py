@@ -219,18 +219,29 @@ class SignalsWhileExiting(unittest.TestCase):
         as fast as possible from the first one until the process is gone;
         each run must end with exit code 0 (libuv gives a signal its default
         action back when its last watcher closes: sluiced must not close
-        them before it exits). A few runs, as the window is short."""
+        them before it exits). A few runs, as the window is short. Not
+        under TSan: its signal emulation nests libuv's handler inside
+        itself, which deadlocks on libuv's signal lock (all threads in
+        read() of its pipe; seen in make test, session 10)."""
+        if harness.built_with_tsan(sluiced_test.SLUICED):
+            self.skipTest("TSan nests signal handlers (google/sanitizers#1855)")
         for run in range(5):
             s = Server(config())
             pid = s.proc.pid
             sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
             sent = 0
-            while s.proc.poll() is None:
+            deadline = time.monotonic() + 30
+            while s.proc.poll() is None and time.monotonic() < deadline:
                 try:
                     os.kill(pid, sigs[sent % 3] if sent else signal.SIGTERM)
                 except ProcessLookupError:
                     break
                 sent += 1
+            if s.proc.poll() is None:
+                s.proc.kill()
+                s.proc.wait()
+                self.fail("run %d: sluiced still running 30 s after %d signals:\n%s"
+                          % (run, sent, harness.tail(s.log_text())))
             s.proc.wait(30)
             s.log.close()
             self.assertEqual(s.proc.returncode, 0,

@@ -295,13 +295,14 @@ static void populate(subject *s, uint32_t nkeys) {
     free(order);
 }
 
-static void table_state(subject *s, uint64_t *keys, uint64_t *evicted) {
-    *keys = *evicted = 0;
+static void table_state(subject *s, uint64_t *keys, uint64_t *evicted, uint64_t *idle) {
+    *keys = *evicted = *idle = 0;
     if (s->kind == K_SLUICE) {
         sl_table_stats st;
         sl_table_stats_get(s->table, &st);
         *keys = st.keys;
         *evicted = st.evicted_idle + st.evicted_live;
+        *idle = st.evicted_idle;
     } else if (s->kind == K_PEER) {
         *keys = peer_count(s->peer);
     }
@@ -528,8 +529,8 @@ int main(int argc, char **argv) {
             int64_t t0 = bench_wall_ns();
             populate(&subs[i], nkeys);
             double took = (double)(bench_wall_ns() - t0) / 1e9;
-            uint64_t held, evicted;
-            table_state(&subs[i], &held, &evicted);
+            uint64_t held, evicted, idle;
+            table_state(&subs[i], &held, &evicted, &idle);
             printf("# populated %-14s with %u keys in %.2f s: %llu held, %llu evicted\n",
                    subs[i].name, nkeys, took, (unsigned long long)held,
                    (unsigned long long)evicted);
@@ -556,8 +557,9 @@ int main(int argc, char **argv) {
         if (wl == W_RANDOM && !do_random) continue;
         for (int tc = 0; tc < nthreadc; tc++) {
             int th = thread_counts[tc];
-            uint64_t keys_before[NALGOS + 3], ev_before[NALGOS + 3];
-            for (int i = 0; i < nsubs; i++) table_state(&subs[i], &keys_before[i], &ev_before[i]);
+            uint64_t keys_before[NALGOS + 3], ev_before[NALGOS + 3], idle_before[NALGOS + 3];
+            for (int i = 0; i < nsubs; i++)
+                table_state(&subs[i], &keys_before[i], &ev_before[i], &idle_before[i]);
             /* warm-up round, then measured rounds; subjects take turns */
             for (int i = 0; i < nsubs; i++)
                 run_once(&subs[i], (enum workload)wl, th, nkeys, secs / 2, false, 0);
@@ -585,13 +587,14 @@ int main(int argc, char **argv) {
                     fprintf(cf, "%s,%s,%d,%s,%.2f,%.2f,%.2f,%.3f,%.2f\n",
                             serial ? "serial" : "back-to-back", wname, th, s->name, med, v[0],
                             v[runs - 1], mm, am);
-                uint64_t k, e;
-                table_state(s, &k, &e);
+                uint64_t k, e, idle;
+                table_state(s, &k, &e, &idle);
                 if (k != keys_before[i] || e != ev_before[i])
-                    printf("#   note: %s table went from %llu to %llu keys, %llu evictions "
-                           "(lookups did not all hit)\n",
+                    printf("#   note: %s table went from %llu to %llu keys, %llu evictions, "
+                           "%llu of them idle (lookups did not all hit)\n",
                            s->name, (unsigned long long)keys_before[i], (unsigned long long)k,
-                           (unsigned long long)(e - ev_before[i]));
+                           (unsigned long long)(e - ev_before[i]),
+                           (unsigned long long)(idle - idle_before[i]));
             }
             fflush(stdout);
         }

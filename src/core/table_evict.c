@@ -8,8 +8,9 @@
  * drops fresh states first (lossless, counted as idle) and otherwise the
  * first live state not used since the hand last passed (counted as live);
  * a new key placed less than half a turn ahead of its region's hand starts
- * referenced. A second hand walks two slots per insert, and
- * sl_table_sweep() walks on demand, dropping only fresh states, so idle keys
+ * referenced. Every insert also walks two slots of its region under that
+ * hand, dropping only fresh states, and sl_table_sweep() walks the whole
+ * shard on demand with a hand of its own (the idle hand), so idle keys
  * vanish without timers. */
 #include "core/table_slots.h"
 
@@ -22,12 +23,14 @@ static inline bool forgettable(const sl_table *t, uint8_t *e, int64_t now) {
     return sl__state_forgettable(&t->plan, state_of(t, e), past > 0 ? past : 0);
 }
 
-/* Drops fresh states under the idle hand; visits at most `visits` slots. */
-size_t sl__table_sweep_idle(const sl_table *t, shard *s, int64_t now, size_t visits) {
+/* Drops fresh states over slots [lo, hi) under *hand; visits at most
+ * `visits` slots. Returns how many it dropped. */
+static size_t sweep_in(const sl_table *t, shard *s, int64_t now, uint32_t lo, uint32_t hi,
+                       uint32_t *hand, size_t visits) {
     size_t dropped = 0;
     for (size_t v = 0; v < visits && s->count; v++) {
-        if (s->idle_hand >= s->nslots) s->idle_hand = 0;
-        uint32_t i = s->idle_hand++;
+        if (*hand >= hi || *hand < lo) *hand = lo;
+        uint32_t i = (*hand)++;
         uint8_t *e = slot(t, s, i);
         if ((meta_of(e) & (META_USED | META_PIN)) == META_USED && forgettable(t, e, now)) {
             sl__table_remove_slot(t, s, i);
@@ -36,6 +39,11 @@ size_t sl__table_sweep_idle(const sl_table *t, shard *s, int64_t now, size_t vis
         }
     }
     return dropped;
+}
+
+/* Drops fresh states under the idle hand; visits at most `visits` slots. */
+size_t sl__table_sweep_idle(const sl_table *t, shard *s, int64_t now, size_t visits) {
+    return sweep_in(t, s, now, 0, s->nslots, &s->idle_hand, visits);
 }
 
 /* CLOCK over slots [lo, hi) with *hand: frees one slot, preferring fresh
@@ -72,19 +80,40 @@ static bool evict_one(const sl_table *t, shard *s, int64_t now, bool long_only) 
     return evict_in(t, s, now, long_only, 0, s->nslots, &s->hand);
 }
 
+/* The region of h's home: its index and its slots [lo, hi). */
+static inline void region_of(const sl_table *t, const shard *s, uint64_t h, uint32_t *r,
+                             uint32_t *lo, uint32_t *hi) {
+    *r = home_of(h, s->ngroups) * t->group_slots / REGION_SLOTS;
+    *lo = *r * REGION_SLOTS;
+    *hi = *lo + REGION_SLOTS < s->nslots ? *lo + REGION_SLOTS : s->nslots;
+}
+
 /* In the region of h's home, with its own hand, so that the slots eviction
  * frees lie where new keys land: one hand for the whole shard frees slots
  * only behind it while new keys land anywhere, and the rest of the array
  * fills up (a lookup of a new key then crossed a large part of the shard). */
 static bool evict_near(const sl_table *t, shard *s, int64_t now, uint64_t h) {
-    uint32_t r = home_of(h, s->ngroups) * t->group_slots / REGION_SLOTS, lo = r * REGION_SLOTS;
-    uint32_t hi = lo + REGION_SLOTS < s->nslots ? lo + REGION_SLOTS : s->nslots;
+    uint32_t r, lo, hi;
+    region_of(t, s, h, &r, &lo, &hi);
     return evict_in(t, s, now, false, lo, hi, &s->rhand[r]) || evict_one(t, s, now, false);
+}
+
+/* Drops fresh states in the region of h's home, under that region's hand
+ * (which passes them on, as a CLOCK pass would, but clears no reference
+ * bit); visits at most `visits` slots. Where the new key lands, for the
+ * reason evict_near says: a sequential hand over the whole shard emptied
+ * the stretch it had passed while new keys landed anywhere, so at the cap,
+ * with most states idle, the rest of the array filled up and keys probed
+ * hundreds of groups past their home (docs/BENCHMARKS.md, session 10). */
+static void sweep_near(const sl_table *t, shard *s, int64_t now, uint64_t h, size_t visits) {
+    uint32_t r, lo, hi;
+    region_of(t, s, h, &r, &lo, &hi);
+    sweep_in(t, s, now, lo, hi, &s->rhand[r], visits);
 }
 
 /* Creates the state for a new key (not in the shard); *out is its slot. */
 int sl__table_insert(const sl_table *t, shard *s, const probe *p, int64_t now, uint8_t **out) {
-    sl__table_sweep_idle(t, s, now, IDLE_VISITS_PER_INSERT);
+    sweep_near(t, s, now, p->h, IDLE_VISITS_PER_INSERT);
     size_t len = p->len;
     /* Only evicting other long keys frees the memory a long key needs (the
      * array stays allocated): give up before evicting anything if even

@@ -67,6 +67,11 @@ static inline uint32_t next_group(const shard *s, uint32_t g) {
     return g + 1 == s->ngroups ? 0 : g + 1;
 }
 
+/* Groups from a forward to b around the array of n (a, b < n). */
+static inline uint32_t ring_distance(uint32_t a, uint32_t b, uint32_t n) {
+    return b >= a ? b - a : b + n - a;
+}
+
 /* After slot `hole` was emptied: while a key that probed past the hole's
  * group lives further on (its overflow count says so), move the nearest such
  * key into the hole, and go on with the slot it leaves (a backward shift).
@@ -86,10 +91,9 @@ static void pull_back(const sl_table *t, shard *s, uint32_t hole) {
                 uint8_t *e = slot(t, s, i);
                 if (!(meta_of(e) & META_USED)) continue;
                 uint32_t home = home_of(hash_of_slot(t, e), s->ngroups);
-                /* passed gd: gd lies on its path from home to g */
-                uint32_t d_home = (g + s->ngroups - home) % s->ngroups;
-                uint32_t d_gd = (g + s->ngroups - gd) % s->ngroups;
-                if (d_home >= d_gd) {
+                /* passed gd: gd lies on its path from home to g (distances
+                 * around the ring; both below ngroups, so no division) */
+                if (ring_distance(home, g, s->ngroups) >= ring_distance(gd, g, s->ngroups)) {
                     from = i;
                     break;
                 }
@@ -146,6 +150,9 @@ bool sl__table_grow(const sl_table *t, shard *s) {
     uint32_t ng = s->ngroups, want = ng + (ng / 4 ? ng / 4 : 1);
     size_t room = s->cap - s->cap / 8, fixed = s->bytes - array_bytes(t, ng);
     if (want > UINT32_MAX / t->group_slots) return false;
+    /* At the cap not even one group more fits: the case of every insert into
+     * a full shard, so one test, not the halving below (a division each). */
+    if (fixed + array_bytes(t, ng + 1) > room) return false;
     while (want > ng && fixed + array_bytes(t, want) > room) want -= (want - ng + 1) / 2;
     if (want <= ng) return false;
     uint8_t *slots, *over;

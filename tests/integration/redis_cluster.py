@@ -242,10 +242,19 @@ class Cluster:
                 preexec_fn=_die_with_parent)
             with open(os.path.join(self.dir, "create.log"), "w") as f:
                 f.write(out.stdout + out.stderr)
-            if out.returncode != 0 or "[OK] All 16384 slots covered" not in out.stdout:
-                raise RuntimeError("redis-cli --cluster create failed:\n" + out.stdout + out.stderr)
-            self.log("created")
-            self.wait_ok(timeout=timeout)
+            created = out.returncode == 0 and "[OK] All 16384 slots covered" in out.stdout
+            # Its own last check may run before gossip reached every node
+            # ("[ERR] Not all 16384 slots are covered" right after assigning
+            # them all, once under load in session 10): the cluster then
+            # still converges, and _healthy checks everything that matters.
+            try:
+                self.wait_ok(timeout=timeout)
+            except Exception:
+                if created:
+                    raise
+                raise RuntimeError("redis-cli --cluster create failed:\n" + out.stdout +
+                                   out.stderr)
+            self.log("created" if created else "created (redis-cli's own check was early)")
             self.log("ok: masters", self.masters())
         except BaseException:
             self.stop_all()

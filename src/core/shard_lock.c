@@ -23,9 +23,8 @@ static inline void spin(unsigned *n) {
     }
 }
 
-void sl__shard_lock_slow(sl__shard_lock *l, unsigned held) {
+void sl__shard_lock_slow(sl__shard_lock *l) {
     unsigned n = 0;
-    if (held) atomic_store_explicit(&l->locked, 0, memory_order_release);
     /* patient: look seldom, so that the holder keeps both lines for a while */
     for (unsigned looks = 0; looks < SL__LOCK_PATIENCE; looks++) {
         for (unsigned i = 0; i < SL__LOCK_POLL; i++) spin(&n);

@@ -56,9 +56,9 @@ typedef struct sl__shard_lock {
 #define SL__LOCK_PATIENCE 32
 #endif
 
-/* The contended path (shard_lock.c); `held`: the fast path's exchange took
- * the lock although `want` was raised, so it is given back first. */
-void sl__shard_lock_slow(sl__shard_lock *l, unsigned held);
+/* The contended path (shard_lock.c), after sl__shard_lock_try said no:
+ * returns with l held. */
+void sl__shard_lock_slow(sl__shard_lock *l);
 
 static inline void sl__shard_lock_init(sl__shard_lock *l) {
     atomic_init(&l->locked, 0);
@@ -67,19 +67,12 @@ static inline void sl__shard_lock_init(sl__shard_lock *l) {
     atomic_init(&l->serving, 0);
 }
 
-/* Takes l; returns with it held. Never fails. The exchange runs whatever
- * `want` says (two instructions fewer on the hot path than testing first);
- * a lock taken while the queue's head waited is handed on at once. */
-static inline void sl__shard_lock_take(sl__shard_lock *l) {
-    unsigned want = atomic_load_explicit(&l->want, memory_order_relaxed);
-    unsigned was = atomic_exchange_explicit(&l->locked, 1, memory_order_acquire);
-    if (__builtin_expect(want | was, 0)) sl__shard_lock_slow(l, !was);
-}
-
-/* The fast path alone, for a caller with a slow path of its own: true with
- * l held, or false with l not held (it was held, or the queue's head waits:
- * then a lock taken is given back at once, as sl__shard_lock_take would).
- * The caller then takes l with sl__shard_lock_take. */
+/* The fast path alone: true with l held, or false with l not held (it was
+ * held, or the queue's head waits: then a lock taken is given back at once).
+ * The exchange runs whatever `want` says (two instructions fewer on the hot
+ * path than testing first). A caller with a slow path of its own (the
+ * table's check_fast) goes there on false and takes l with
+ * sl__shard_lock_take. */
 static inline bool sl__shard_lock_try(sl__shard_lock *l) {
     unsigned want = atomic_load_explicit(&l->want, memory_order_relaxed);
     unsigned was = atomic_exchange_explicit(&l->locked, 1, memory_order_acquire);
@@ -88,6 +81,11 @@ static inline bool sl__shard_lock_try(sl__shard_lock *l) {
         return false;
     }
     return true;
+}
+
+/* Takes l; returns with it held. Never fails. */
+static inline void sl__shard_lock_take(sl__shard_lock *l) {
+    if (__builtin_expect(!sl__shard_lock_try(l), 0)) sl__shard_lock_slow(l);
 }
 
 /* Gives l back; the caller holds it. */

@@ -26,14 +26,14 @@
 /* ---- public API --------------------------------------------------------- */
 
 static check_fn check_fixed_window, check_sliding_log, check_sliding_window, check_token_bucket,
-    check_gcra, check_leaky_queue, check_by_pointers;
+    check_gcra, check_leaky_queue, check_slow;
 
 /* What sl__decide calls for the algorithm, in two halves where it has them
  * (core/algorithm.h), and the one-key check made for it: the halves inline
  * (no call under the lock; the sliding log's one decide called directly),
  * or, for the step refill and any-rate GCRA, through the pointers. */
 static void functions_of(sl_table *t, sl_algorithm a) {
-    t->check = check_by_pointers;
+    t->check = check_slow;
     switch (a) {
     case SL_FIXED_WINDOW:
         t->step = sl__fixed_window_step;
@@ -56,7 +56,7 @@ static void functions_of(sl_table *t, sl_algorithm a) {
         if (t->plan.params.flags & SL_STEP_REFILL) {
             t->step = sl__token_bucket_steps_step;
             t->answer = sl__token_bucket_steps_answer;
-            t->check = check_by_pointers;
+            t->check = check_slow;
         }
         break;
     case SL_GCRA:
@@ -190,7 +190,7 @@ typedef struct pending {
 } pending;
 
 /* The halves a check runs: compile-time constants in each check_X below
- * (inlined), the table's pointers in check_by_pointers. step NULL: one
+ * (inlined), the table's pointers in check_slow. step NULL: one
  * decide under the lock (the sliding log). */
 typedef struct halves {
     step_fn *step;
@@ -222,7 +222,7 @@ decide_answer(halves h, const sl__plan *plan, const pending *p, int64_t cost, sl
 }
 
 /* The whole check: any key, any plan, inserts, contention. Inline in its
- * callers (check_by_pointers, check_slow, sl__table_check_with). */
+ * callers (check_slow, sl__table_check_with). */
 static inline __attribute__((always_inline)) int check_full(sl_table *t, const sl__plan *plan,
                                                             halves h, const void *key,
                                                             size_t keylen, int64_t cost,
@@ -266,7 +266,8 @@ static inline void gcra_plain_step(const sl__plan *plan, void *state, int64_t co
     sl__gcra_plain_step(plan, state, cost, now, mode, o);
 }
 
-/* Everything check_fast leaves: check_full with the table's pointers. */
+/* Everything check_fast leaves, and the whole check of a table that has no
+ * check_X (step refill, any-rate GCRA): check_full with its pointers. */
 static __attribute__((noinline)) int check_slow(sl_table *t, const void *key, size_t keylen,
                                                 int64_t cost, int64_t now, sl_decision *out) {
     halves h = {t->step, t->answer, t->decide};
@@ -323,12 +324,6 @@ static int check_sliding_log(sl_table *t, const void *key, size_t keylen, int64_
                              sl_decision *out) {
     halves h = {NULL, NULL, sl__sliding_log_decide};
     return check_fast(t, h, key, keylen, cost, now, out);
-}
-
-static int check_by_pointers(sl_table *t, const void *key, size_t keylen, int64_t cost, int64_t now,
-                             sl_decision *out) {
-    halves h = {t->step, t->answer, t->decide};
-    return check_full(t, &t->plan, h, key, keylen, cost, now, out);
 }
 
 int sl_table_check(sl_table *t, const void *key, size_t keylen, int64_t cost, int64_t now,

@@ -241,12 +241,19 @@ typedef Envoy__Extensions__Common__Ratelimit__V3__RateLimitDescriptor RLDescript
  * Entry; field numbers: protocols.md 1.2) in [p, end); true if one of those
  * strings holds a NUL. Runs after protobuf-c accepted the bytes, so a
  * malformed field just ends the walk. */
-static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
-    *v = 0;
-    for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
+/* A varint of at most max bytes at *p (10: any 64-bit value; the direct
+ * decoder below asks for 5 or 9), *p moved past it; false if it does not
+ * end within max bytes or before end. */
+#define VARINT_MAX_BYTES 10
+static bool read_varint(const uint8_t **p, const uint8_t *end, unsigned max, uint64_t *v) {
+    uint64_t x = 0;
+    for (unsigned i = 0; i < max && *p < end; i++) {
         uint8_t b = *(*p)++;
-        *v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) return true;
+        x |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            *v = x;
+            return true;
+        }
     }
     return false;
 }
@@ -254,11 +261,11 @@ static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
 static bool rls_strings_have_nul(const uint8_t *p, const uint8_t *end, int level) {
     while (p < end) {
         uint64_t tag, v;
-        if (!read_varint(&p, end, &tag)) return false;
+        if (!read_varint(&p, end, VARINT_MAX_BYTES, &tag)) return false;
         uint64_t field = tag >> 3;
         switch (tag & 7) {
         case 0: /* varint */
-            if (!read_varint(&p, end, &v)) return false;
+            if (!read_varint(&p, end, VARINT_MAX_BYTES, &v)) return false;
             break;
         case 1: /* 64-bit */
             if (end - p < 8) return false;
@@ -269,7 +276,8 @@ static bool rls_strings_have_nul(const uint8_t *p, const uint8_t *end, int level
             p += 4;
             break;
         case 2: { /* length-delimited */
-            if (!read_varint(&p, end, &v) || v > (uint64_t)(end - p)) return false;
+            if (!read_varint(&p, end, VARINT_MAX_BYTES, &v) || v > (uint64_t)(end - p))
+                return false;
             const uint8_t *x = p;
             p += v;
             bool text = (level == 0 && field == 1) || (level == 2 && (field == 1 || field == 2));
@@ -361,16 +369,7 @@ typedef struct wire {
 
 /* A varint of at most max bytes (5: 32 bits, 9: 63 bits). */
 static bool wire_varint(wire *w, unsigned max, uint64_t *v) {
-    uint64_t x = 0;
-    for (unsigned i = 0; i < max && w->p < w->end; i++) {
-        uint8_t b = *w->p++;
-        x |= (uint64_t)(b & 0x7f) << (7 * i);
-        if (!(b & 0x80)) {
-            *v = x;
-            return true;
-        }
-    }
-    return false;
+    return read_varint(&w->p, w->end, max, v);
 }
 
 /* A length-delimited field's bytes, in sub. */

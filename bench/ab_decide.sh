@@ -13,7 +13,8 @@
 #   ROUNDS    default 6 (about 10 s per round and binary with every subject)
 #   SUBJECTS  comma list (default: the six algorithms); the peer and the
 #             harness are always added
-#   WORKLOAD=hot|random (default hot), THREADS=1|2 (default 1): environment
+#   WORKLOAD=hot|random (default hot), THREADS=1|2 (default 1), LIMIT=N
+#             (per minute, bench_decide --limit; default 100): environment
 # Example:
 #   bench/ab_decide.sh /work/main/build-bench/bench/bench_decide build-bench/bench/bench_decide 8
 set -euo pipefail
@@ -34,7 +35,7 @@ cp "$2" "$tmp/b/bd"
 for _ in $(seq "$rounds"); do
   for x in a b; do
     # the summary's rows: keys thr subject sluice peer ratio net
-    "$tmp/$x/bd" --workload "$workload" --threads "$threads" --runs 5 --time 0.15 \
+    "$tmp/$x/bd" --workload "$workload" --threads "$threads" --runs 5 --time 0.15 ${LIMIT:+--limit "$LIMIT"} \
       --only "$only,peer,harness" 2>&1 |
       awk -v t="$threads" '/ratio sluice\/peer/ { f = 1; next }
         f && NF == 7 && $1 != "keys" && $2 == t { print $3, $6 }' >>"$tmp/$x.txt"

@@ -228,10 +228,11 @@ static result run_once(subject *s, enum workload wl, int threads, uint32_t nkeys
 
 /* The limit every subject enforces: 100 per minute, burst 100 (an API limit
  * per user). Random keys are hit a few times a second at most, so they are
- * allowed; the hot key is hammered far beyond it, so it is mostly refused. */
-#define LIMIT     100
+ * allowed; the hot key is hammered far beyond it, so it is mostly refused.
+ * --limit N sets N per minute and a burst of N (a large N: a hot key that is
+ * allowed; the sliding log keeps N times per key, so leave it out then). */
+static long long bench_limit = 100, bench_burst = 100;
 #define PERIOD_NS (60 * SL_NS_PER_SEC)
-#define BURST     100
 
 static const struct {
     const char *name;
@@ -354,6 +355,8 @@ static void usage(FILE *f) {
                "  --serial           a barrier (lfence) after every decision: latency of a\n"
                "                     lone decision instead of back-to-back throughput\n"
                "  --byte-keys        format random keys byte by byte (see bench_common.h)\n"
+               "  --limit N          N per minute, burst N, for every subject (default 100;\n"
+               "                     a large N keeps the hot key allowed)\n"
                "  --cap BYTES        each table's max_memory (default 4 GiB: no eviction);\n"
                "                     below what the keys need, decisions evict\n"
                "  --no-pin           do not pin thread i to CPU i\n"
@@ -372,15 +375,23 @@ int main(int argc, char **argv) {
     bool keys_given = false;
     unsigned long long cap = 0; /* --cap: each table's max_memory (0: 4 GiB, nothing evicted) */
 
-    static const struct option opts[] = {
-        {"quick", no_argument, 0, 'q'},         {"runs", required_argument, 0, 'r'},
-        {"time", required_argument, 0, 't'},    {"keys", required_argument, 0, 'k'},
-        {"only", required_argument, 0, 'o'},    {"workload", required_argument, 0, 'w'},
-        {"threads", required_argument, 0, 'T'}, {"csv", required_argument, 0, 'c'},
-        {"no-pin", no_argument, 0, 'P'},        {"instr", no_argument, 0, 'i'},
-        {"ops", required_argument, 0, 'n'},     {"help", no_argument, 0, 'h'},
-        {"serial", no_argument, 0, 'S'},        {"byte-keys", no_argument, 0, 'B'},
-        {"cap", required_argument, 0, 'C'},     {0, 0, 0, 0}};
+    static const struct option opts[] = {{"quick", no_argument, 0, 'q'},
+                                         {"runs", required_argument, 0, 'r'},
+                                         {"time", required_argument, 0, 't'},
+                                         {"keys", required_argument, 0, 'k'},
+                                         {"only", required_argument, 0, 'o'},
+                                         {"workload", required_argument, 0, 'w'},
+                                         {"threads", required_argument, 0, 'T'},
+                                         {"csv", required_argument, 0, 'c'},
+                                         {"no-pin", no_argument, 0, 'P'},
+                                         {"instr", no_argument, 0, 'i'},
+                                         {"ops", required_argument, 0, 'n'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {"serial", no_argument, 0, 'S'},
+                                         {"byte-keys", no_argument, 0, 'B'},
+                                         {"cap", required_argument, 0, 'C'},
+                                         {"limit", required_argument, 0, 'L'},
+                                         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -421,6 +432,13 @@ int main(int argc, char **argv) {
             break;
         case 'C':
             cap = strtoull(optarg, NULL, 10);
+            break;
+        case 'L':
+            bench_limit = bench_burst = atoll(optarg);
+            if (bench_limit < 1) {
+                fprintf(stderr, "--limit: a positive count per minute\n");
+                return 2;
+            }
             break;
         case 'i':
             instr = true;
@@ -475,8 +493,8 @@ int main(int argc, char **argv) {
         s->algo = algos[i].algo;
         sl_table_options o = {0};
         o.params.algorithm = algos[i].algo;
-        o.params.rate = (sl_rate){LIMIT, PERIOD_NS};
-        o.params.burst = BURST;
+        o.params.rate = (sl_rate){bench_limit, PERIOD_NS};
+        o.params.burst = bench_burst;
         /* a cap far above what the keys need: nothing is evicted (or --cap) */
         o.max_memory = cap ? (size_t)cap : (size_t)4 << 30;
         o.seed = 0x9e3779b97f4a7c15ULL;
@@ -490,7 +508,7 @@ int main(int argc, char **argv) {
         subject *s = &subs[nsubs++];
         s->name = "peer";
         s->kind = K_PEER;
-        s->peer = peer_create((double)LIMIT / ((double)PERIOD_NS / 1e9), BURST);
+        s->peer = peer_create((double)bench_limit / ((double)PERIOD_NS / 1e9), bench_burst);
         if (!s->peer) return 1;
     }
     if (selected(only, "harness")) {
@@ -519,8 +537,8 @@ int main(int argc, char **argv) {
     }
 
     printf("# bench_decide: %d runs x %.2f s per configuration (median), %u random keys, "
-           "limit %d/min burst %d, cost 1\n# mode: %s; random keys written %s\n",
-           runs, secs, nkeys, LIMIT, BURST,
+           "limit %lld/min burst %lld, cost 1\n# mode: %s; random keys written %s\n",
+           runs, secs, nkeys, bench_limit, bench_burst,
            serial ? "serialized (lfence after every decision: latency of one decision)"
                   : "back to back (successive decisions may overlap)",
            byte_keys ? "byte by byte" : "with one 16-byte store");

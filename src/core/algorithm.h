@@ -48,8 +48,11 @@ typedef struct sl__plan {
     int64_t r_frac;  /*   request of cost 1 to pass (GCRA, without a division) */
     int64_t q_whole; /* leaky queue: delay_after * T as whole ns and 1/n ns */
     int64_t q_frac;
-    int64_t w_full1;   /* sliding window: P - floor((N - 1) * P / N), when a request of 1
-                          passes in the next window after a full one (no division) */
+    int64_t w_full1; /* sliding window: P - floor((N - 1) * P / N), when a request of 1
+                        passes in the next window after a full one (no division) */
+    /* reciprocals (sl__recip) of p and n (buckets) and of P (sliding window),
+     * so the answer's divisions by them are multiplications */
+    uint64_t p_inv, n_inv, period_inv;
     int64_t max_cost;  /* largest cost that can ever pass (N or B) */
     size_t state_size; /* bytes of one state, multiple of 8 */
     bool start_empty;
@@ -126,6 +129,27 @@ SL__ALGO_DECLARE_SPLIT(leaky_queue);
 static inline int64_t sl__floor_div(int64_t a, int64_t b) {
     int64_t q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+/* Division by a constant d >= 1 as a multiplication by inv = sl__recip(d) =
+ * floor((2^64 - 1) / d), exact for every 0 <= x < 2^63:
+ *   inv >= ((2^64 - 1) - (d - 1)) / d = 2^64/d - 1 and inv < 2^64/d, so
+ *   v = x * inv / 2^64 lies in (x/d - x/2^64, x/d), i.e. in (x/d - 1, x/d):
+ *   q = floor(v) is floor(x/d) or one less, and r = x - q*d < 2d tells which.
+ * A 64-bit division takes 13-44 cycles on Zen 2 (one third of a hot token
+ * bucket decision there, docs/BENCHMARKS.md); this takes a multiply, a
+ * multiply-low and a compare. */
+static inline uint64_t sl__recip(int64_t d) { /* d >= 1 */
+    // NOLINTNEXTLINE(clang-analyzer-core.DivideZero)
+    return UINT64_MAX / (uint64_t)d;
+}
+static inline int64_t sl__div_by(int64_t x, int64_t d, uint64_t inv) { /* x >= 0: floor(x / d) */
+    uint64_t q = (uint64_t)(((unsigned __int128)(uint64_t)x * inv) >> 64);
+    q += (uint64_t)x - q * (uint64_t)d >= (uint64_t)d;
+    return (int64_t)q;
+}
+static inline int64_t sl__ceil_div_by(int64_t x, int64_t d, uint64_t inv) { /* x >= 0 */
+    int64_t q = sl__div_by(x, d, inv);
+    return q + (x != q * d);
 }
 /* Divisions of a non-negative 128-bit value by a positive int64: one 64-bit
  * division in the common case (libgcc's 128-bit division costs ~50

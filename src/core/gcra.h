@@ -98,7 +98,8 @@ static inline void sl__gcra_plain_answer(const sl__plan *plan, const sl__outcome
     d->remaining = 0;
     if (aw < plan->f_whole || (aw == plan->f_whole && af < plan->f_frac)) {
         int64_t left = (plan->f_whole - aw) * n + (plan->f_frac - af);
-        d->remaining = left < plan->p ? 0 : left / plan->p; /* a refusal of 1: no division */
+        /* a refusal of 1: nothing left, no multiplication */
+        d->remaining = left < plan->p ? 0 : sl__div_by(left, plan->p, plan->p_inv);
     }
     d->reset_after = aw + (af > 0); /* ceil(used / n) */
     d->retry_after = 0;

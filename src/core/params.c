@@ -83,6 +83,8 @@ int sl__plan_init(sl__plan *plan, const sl_params *params) {
         int64_t q = p->delay_after * plan->p; /* < burst * p */
         plan->q_whole = q / plan->n;
         plan->q_frac = q % plan->n;
+        plan->p_inv = sl__recip(plan->p);
+        plan->n_inv = sl__recip(plan->n);
         plan->max_cost = p->burst;
         plan->state_size = 16;
     } else {
@@ -94,6 +96,7 @@ int sl__plan_init(sl__plan *plan, const sl_params *params) {
             break;
         case SL_SLIDING_WINDOW:
             plan->state_size = 24;
+            plan->period_inv = sl__recip(plan->period);
             plan->w_full1 =
                 plan->period - (int64_t)((sl__i128)(plan->limit - 1) * plan->period / plan->limit);
             break;

@@ -73,11 +73,12 @@ static inline int64_t sl__sw_muldiv(int64_t a, int64_t b, int64_t c) {
     return sl__div128((sl__i128)a * b, c);
 }
 
-/* ceil(a * b / c), the same. */
-static inline int64_t sl__sw_ceil_muldiv(int64_t a, int64_t b, int64_t c) {
+/* ceil(a * b / P) for the plan's period P: by its reciprocal when a * b
+ * fits 64 bits. */
+static inline int64_t sl__sw_ceil_muldiv_period(const sl__plan *plan, int64_t a, int64_t b) {
     int64_t ab;
-    if (sl__mul64(a, b, &ab)) return ab / c + (ab % c != 0);
-    return sl__ceil_div128((sl__i128)a * b, c);
+    if (sl__mul64(a, b, &ab)) return sl__ceil_div_by(ab, plan->period, plan->period_inv);
+    return sl__ceil_div128((sl__i128)a * b, plan->period);
 }
 
 static inline void sl__sliding_window_answer_inline(const sl__plan *plan, const sl__outcome *o,
@@ -92,7 +93,7 @@ static inline void sl__sliding_window_answer_inline(const sl__plan *plan, const 
      *           = N - after - ceil(prev * rest / P), at least 0 */
     int64_t rem = N - after; /* >= 0: never overfills */
     if (rem > 0 && prev > 0) {
-        int64_t up = sl__sw_ceil_muldiv(prev, rest, P);
+        int64_t up = sl__sw_ceil_muldiv_period(plan, prev, rest);
         rem = rem > up ? rem - up : 0;
     }
     d->remaining = rem;

@@ -45,15 +45,22 @@ static inline void sl__token_bucket_step_inline(const sl__plan *plan, void *stat
     sl__tb_take(plan, s, sl__tb_refill(plan, s, now), cost, now, mode, o);
 }
 
+/* ceil(x / n) for x >= 0 (a difference of two scaled token counts). */
+static inline int64_t sl__tb_ceil_div_n(const sl__plan *plan, int64_t x) {
+    return plan->n == 1 ? x : sl__ceil_div_by(x, plan->n, plan->n_inv);
+}
+
 static inline void sl__token_bucket_answer_inline(const sl__plan *plan, const sl__outcome *o,
                                                   sl_decision *d) {
     int64_t after = o->a, need = o->b, behind = o->c;
     d->allowed = o->allowed;
     d->limit = plan->burst;
-    d->remaining = after / plan->p;
-    d->retry_after = o->allowed ? 0 : behind + sl__ceil_div128(need - after, plan->n);
-    d->reset_after =
-        after >= plan->full ? 0 : behind + sl__ceil_div128(plan->full - after, plan->n);
+    /* no division: x / p and x / n are multiplications by the plan's
+     * reciprocals, or nothing for an empty bucket and for n = 1 (a rate of
+     * one token per p ns: most limits of N per second, minute or hour) */
+    d->remaining = after < plan->p ? 0 : sl__div_by(after, plan->p, plan->p_inv);
+    d->retry_after = o->allowed ? 0 : behind + sl__tb_ceil_div_n(plan, need - after);
+    d->reset_after = after >= plan->full ? 0 : behind + sl__tb_ceil_div_n(plan, plan->full - after);
     d->delay = 0;
 }
 

@@ -281,6 +281,59 @@ static void window_index(void **state) {
     }
 }
 
+/* sl__div_by and sl__ceil_div_by (a multiplication by the reciprocal)
+ * against the division, for divisors and dividends at their edges: 1,
+ * powers of two and their neighbours, the plans' periods, up to INT64_MAX;
+ * dividends at multiples of the divisor and one either side. */
+static void division_by_reciprocal(void **state) {
+    (void)state;
+    uint64_t r = 0x72656369ULL;
+    for (int i = 0; i < CASES * 5; i++) {
+        int64_t d;
+        switch (helper_rand(&r) % 4) {
+        case 0:
+            d = edgy(&r, 1, 64);
+            break;
+        case 1: {
+            int64_t two = INT64_C(1) << (helper_rand(&r) % 63);
+            d = two + helper_pick(&r, two > 1 ? -1 : 0, 1);
+            break;
+        }
+        case 2:
+            d = edgy(&r, 1, MAX_PERIOD);
+            break;
+        default:
+            d = edgy(&r, 1, INT64_MAX - 1); /* helper_pick needs hi - lo + 1 to fit */
+            break;
+        }
+        int64_t x;
+        switch (helper_rand(&r) % 3) {
+        case 0: {
+            int64_t k = edgy(&r, 0, (INT64_MAX - 1) / d);
+            x = k * d;
+            int64_t off = helper_pick(&r, -1, 1);
+            if ((off < 0 && x > 0) || (off > 0 && x < INT64_MAX)) x += off;
+            break;
+        }
+        case 1:
+            x = edgy(&r, 0, d < INT64_MAX / 4 ? 4 * d : INT64_MAX - 1);
+            break;
+        default:
+            x = edgy(&r, 0, INT64_MAX - 1);
+            break;
+        }
+        uint64_t inv = sl__recip(d);
+        int64_t q = sl__div_by(x, d, inv), c = sl__ceil_div_by(x, d, inv);
+        int64_t want = x / d, want_c = want + (x % d != 0);
+        if (q != want || c != want_c) {
+            print_message("%lld / %lld: got %lld (ceil %lld), want %lld (ceil %lld)\n",
+                          (long long)x, (long long)d, (long long)q, (long long)c, (long long)want,
+                          (long long)want_c);
+            fail();
+        }
+    }
+}
+
 typedef struct sw_state { /* sliding_window.c's state */
     int64_t window, prev, curr;
 } sw_state;
@@ -438,6 +491,7 @@ int main(void) {
         cmocka_unit_test(leaky_queue_edges),
         cmocka_unit_test(gcra_at_two_to_the_63),
         cmocka_unit_test(window_index),
+        cmocka_unit_test(division_by_reciprocal),
         cmocka_unit_test(sliding_window_edges),
         cmocka_unit_test(fixed_window_edges),
     };

@@ -221,6 +221,34 @@ decide_answer(halves h, const sl__plan *plan, const pending *p, int64_t cost, sl
     }
 }
 
+/* The check once s is locked and the lookup has given e (NULL: p's key is
+ * not in the shard): the decision, or the insert of a new key and its
+ * decision. Unlocks s. */
+static inline __attribute__((always_inline)) int check_locked(sl_table *t, const sl__plan *plan,
+                                                              halves h, shard *s, const probe *p,
+                                                              uint8_t *e, int64_t cost, int64_t now,
+                                                              sl_decision *out) {
+    pending d;
+    if (!e) {
+        if (cost == 0) { /* a peek at an unknown key: answer from a fresh state, store nothing */
+            shard_unlock(s);
+            return peek_fresh(plan, now, out);
+        }
+        int rc = sl__table_insert(t, s, p, now, &e);
+        if (rc) {
+            shard_unlock(s);
+            deny(out, plan);
+            return rc;
+        }
+    } else {
+        meta_set(e, META_REF);
+    }
+    decide_step(h, plan, state_of(t, e), cost, now, &d, out);
+    shard_unlock(s);
+    decide_answer(h, plan, &d, cost, out);
+    return SL_OK;
+}
+
 /* The whole check: any key, any plan, inserts, contention. Inline in its
  * callers (check_slow, sl__table_check_with). */
 static inline __attribute__((always_inline)) int check_full(sl_table *t, const sl__plan *plan,
@@ -236,29 +264,7 @@ static inline __attribute__((always_inline)) int check_full(sl_table *t, const s
     make_probe(t, key, keylen, sl__hash(key, keylen, t->seed), &p);
     shard *s = shard_for(t, p.h);
     shard_lock(s);
-    uint8_t *e = find(t, s, &p);
-    pending d;
-    if (e) {
-        meta_set(e, META_REF);
-        decide_step(h, plan, state_of(t, e), cost, now, &d, out);
-        shard_unlock(s);
-        decide_answer(h, plan, &d, cost, out);
-        return SL_OK;
-    }
-    if (cost == 0) { /* a peek at an unknown key: answer from a fresh state, store nothing */
-        shard_unlock(s);
-        return peek_fresh(plan, now, out);
-    }
-    rc = sl__table_insert(t, s, &p, now, &e);
-    if (rc) {
-        shard_unlock(s);
-        deny(out, plan);
-        return rc;
-    }
-    decide_step(h, plan, state_of(t, e), cost, now, &d, out);
-    shard_unlock(s);
-    decide_answer(h, plan, &d, cost, out);
-    return SL_OK;
+    return check_locked(t, plan, h, s, &p, find(t, s, &p), cost, now, out);
 }
 
 static inline void gcra_plain_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
@@ -274,10 +280,29 @@ static __attribute__((noinline)) int check_slow(sl_table *t, const void *key, si
     return check_full(t, &t->plan, h, key, keylen, cost, now, out);
 }
 
+/* check_fast's key, not in its home group, with its shard locked (the
+ * arguments valid, the key inline, cost != 0): the rest of the lookup and
+ * of the check, with the table's halves by pointer, without giving the
+ * lock back and taking it again (a new key at the cap, or a key that probed
+ * past its home: a fifth to a third of them at high load). The arguments
+ * are check_fast's own, so that its call is a jump (the hot path saves no
+ * register for it); the probe is made again, from a key in L1. */
+static __attribute__((noinline)) int check_past_home(sl_table *t, const void *key, size_t keylen,
+                                                     int64_t cost, int64_t now, sl_decision *out) {
+    probe p;
+    make_probe(t, key, keylen, sl__hash(key, keylen, t->seed), &p);
+    shard *s = shard_for(t, p.h);
+    uint32_t g = home_of(p.h, s->ngroups);
+    uint8_t *e = s->over[g] == 0 ? NULL : sl__table_find_more(t, s, &p, g);
+    halves h = {t->step, t->answer, t->decide};
+    return check_locked(t, &t->plan, h, s, &p, e, cost, now, out);
+}
+
 /* The common case alone, with no call but the last (a jump): valid
  * arguments, a key kept inside its slot and found in its home group, the
- * lock free. Anything else gives back what it took and goes to check_slow,
- * which starts again (the lines this one asked for are then in cache). With
+ * lock free. A key past its home group (or a new one) goes on in
+ * check_past_home with the lock held; anything else gives back what it took
+ * and goes to check_slow, which starts again. With
  * no call on its way, the function saves fewer registers and keeps the
  * probe out of memory: 20-28 instructions fewer per hot decision (callgrind,
  * docs/BENCHMARKS.md). */
@@ -292,12 +317,10 @@ static inline __attribute__((always_inline)) int check_fast(sl_table *t, halves 
     make_probe(t, key, keylen, sl__hash(key, keylen, t->seed), &p);
     shard *s = shard_for(t, p.h);
     if (__builtin_expect(!shard_try_lock(s), 0)) return check_slow(t, key, keylen, cost, now, out);
+    if (__builtin_expect(s->count >= s->max_count, 0)) sl__table_prefetch_eviction(t, s, p.h);
     uint32_t g;
     uint8_t *e = find_home(t, s, &p, &g);
-    if (__builtin_expect(!e, 0)) {
-        shard_unlock(s);
-        return check_slow(t, key, keylen, cost, now, out);
-    }
+    if (__builtin_expect(!e, 0)) return check_past_home(t, key, keylen, cost, now, out);
     meta_set(e, META_REF);
     pending d;
     decide_step(h, plan, state_of(t, e), cost, now, &d, out);

@@ -282,6 +282,18 @@ static inline uint8_t *find_home(const sl_table *t, const shard *s, const probe 
     return NULL;
 }
 
+/* At the cap, a new key's insert reads the slots at its region's CLOCK hand
+ * (table_evict.c: the idle visits, then eviction): asked for here, before
+ * the lookup's own miss, so that both misses overlap when the key turns out
+ * to be new. Only a prefetch: a key that is found pays nothing but the
+ * bandwidth. */
+static inline void sl__table_prefetch_eviction(const sl_table *t, const shard *s, uint64_t h) {
+    uint32_t r = home_of(h, s->ngroups) * t->group_slots / REGION_SLOTS;
+    const uint8_t *at = s->slots + (size_t)s->rhand[r] * t->slot_size;
+    const uint8_t *end = s->slots + (size_t)s->ngroups * t->group_bytes;
+    for (int k = 0; k < 2 && at < end; k++, at += LINE) __builtin_prefetch(at);
+}
+
 /* The slot holding p's key, or NULL: the home group first, the overflow
  * count only if the key is not there. */
 static inline uint8_t *find(const sl_table *t, const shard *s, const probe *p) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/algorithm.h"
+#include "core/sliding_window.h"
 #include "sluice/error.h"
 
 /* 100 years: long enough for any quota, short enough that now + period and
@@ -94,8 +95,8 @@ int sl__plan_init(sl__plan *plan, const sl_params *params) {
         case SL_FIXED_WINDOW:
             plan->state_size = 16;
             break;
-        case SL_SLIDING_WINDOW:
-            plan->state_size = 24;
+        case SL_SLIDING_WINDOW: /* the layouts: core/sliding_window.h */
+            plan->state_size = p->rate.limit <= SL__SW_SMALL_MAX ? 16 : 24;
             plan->period_inv = sl__recip(plan->period);
             plan->w_full1 =
                 plan->period - (int64_t)((sl__i128)(plan->limit - 1) * plan->period / plan->limit);

@@ -8,11 +8,43 @@
 
 #include "core/algorithm.h"
 
+/* The state: the current window's index and the counts of the window
+ * before it and of it. Held in memory in one of two layouts, by the plan's
+ * state_size (params.c): with a limit below 2^32 (counts never pass the
+ * limit) the counts are 32 bits, 16 bytes in all, so a key takes a 32-byte
+ * slot of the keyed table, two per cache line, as the bucket algorithms do;
+ * else 64 bits, 24 bytes (a 64-byte slot). Code works on the wide form,
+ * read and written with sl__sw_load / sl__sw_save. */
 typedef struct sl__sw_state {
     int64_t window;
     int64_t prev;
     int64_t curr;
 } sl__sw_state;
+
+typedef struct sl__sw_small {
+    int64_t window;
+    uint32_t prev, curr; /* <= limit < 2^32 */
+} sl__sw_small;
+
+#define SL__SW_SMALL_MAX UINT32_MAX /* the largest limit of the 16-byte layout */
+
+static inline void sl__sw_load(const sl__plan *plan, const void *state, sl__sw_state *v) {
+    if (plan->state_size == sizeof(sl__sw_small)) {
+        const sl__sw_small *s = state;
+        *v = (sl__sw_state){s->window, s->prev, s->curr};
+    } else {
+        *v = *(const sl__sw_state *)state;
+    }
+}
+
+static inline void sl__sw_save(const sl__plan *plan, void *state, const sl__sw_state *v) {
+    if (plan->state_size == sizeof(sl__sw_small)) {
+        sl__sw_small *s = state;
+        *s = (sl__sw_small){v->window, (uint32_t)v->prev, (uint32_t)v->curr};
+    } else {
+        *(sl__sw_state *)state = *v;
+    }
+}
 
 /* The counts as seen from window w (w >= s->window). */
 static inline void sl__sw_roll(const sl__sw_state *s, int64_t w, int64_t *prev, int64_t *curr) {
@@ -38,23 +70,20 @@ static inline bool sl__sw_weighted_fits(int64_t prev, int64_t rest, int64_t k, i
 
 static inline void sl__sliding_window_step_inline(const sl__plan *plan, void *state, int64_t cost,
                                                   int64_t now, sl__mode mode, sl__outcome *o) {
-    sl__sw_state *s = state;
+    sl__sw_state v;
+    sl__sw_load(plan, state, &v);
     const int64_t N = plan->limit, P = plan->period;
     int64_t elapsed; /* 0 if the clock went back: the stored window, weighed fully */
-    int64_t w = sl__window_at(s->window, P, now, &elapsed);
+    int64_t w = sl__window_at(v.window, P, now, &elapsed);
     int64_t prev, curr;
-    sl__sw_roll(s, w, &prev, &curr);
+    sl__sw_roll(&v, w, &prev, &curr);
 
     /* estimate + cost <= N, times P: prev * (P - elapsed) <= (N - curr - cost) * P */
     int64_t k = N - curr - cost; /* >= -2^62 */
     bool allowed = k >= 0 && (prev == 0 || sl__sw_weighted_fits(prev, P - elapsed, k, P));
     bool charge = allowed || plan->count_rejected || mode == SL__CHARGE;
     int64_t after = charge ? sl__min64(curr + cost, N) : curr; /* never overfills */
-    if (mode != SL__PEEK) {
-        s->window = w;
-        s->prev = prev;
-        s->curr = after;
-    }
+    if (mode != SL__PEEK) sl__sw_save(plan, state, &(sl__sw_state){w, prev, after});
     o->allowed = allowed;
     o->cost = cost;
     o->now = now;

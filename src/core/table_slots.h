@@ -15,8 +15,9 @@
  *   last S      the state (S = plan.state_size)
  *
  * A slot is 32 bytes when the state has 16 (token bucket, GCRA, leaky queue,
- * fixed window: keys of up to 15 bytes inline, two slots per cache line),
- * else a multiple of 64 (sliding window and any-rate GCRA 64, keys up to 30
+ * fixed window, sliding window below 2^32 per period: keys of up to 15 bytes
+ * inline, two slots per cache line), else a multiple of 64 (a sliding window
+ * of a larger limit and any-rate GCRA 64, keys up to 30
  * bytes; sliding log, state + 16 rounded up). Slots never straddle a cache
  * line. A key's hash picks its home group (the slots of one 64-byte line,
  * or one big slot) by multiply-shift, so the array may have any number of

@@ -22,6 +22,7 @@
 
 #include "core/algorithm.h"
 #include "core/gcra.h"
+#include "core/sliding_window.h"
 #include "helpers.h"
 #include "sluice/error.h"
 
@@ -417,7 +418,8 @@ static void print_decision(const char *what, const sl_decision *d) {
 static void window_case(uint64_t seed, sl_algorithm a) {
     uint64_t r = seed;
     sl_params params = {.algorithm = a};
-    params.rate.limit = edgy(&r, 1, MAX_SCALED);
+    /* half the limits below 2^32 (the sliding window's 16-byte state) */
+    params.rate.limit = edgy(&r, 1, (helper_rand(&r) & 1) ? MAX_SCALED : UINT32_MAX);
     params.rate.period = edgy(&r, 1, MAX_PERIOD);
     params.flags = (helper_rand(&r) & 1) ? SL_COUNT_REJECTED : 0;
     sl__plan pl;
@@ -447,10 +449,16 @@ static void window_case(uint64_t seed, sl_algorithm a) {
     memset(&got, 0, sizeof got);
     bool same;
     if (a == SL_SLIDING_WINDOW) {
-        sw_state s = {w0, edgy(&r, 0, N), edgy(&r, 0, N)}, ws = s, gs = s;
+        sw_state s = {w0, edgy(&r, 0, N), edgy(&r, 0, N)}, ws = s;
+        /* the state as the plan lays it out (16 bytes below 2^32, else 24) */
+        sl__sw_state gv = {s.window, s.prev, s.curr};
+        int64_t buf[3] = {-1, -1, -1};
+        sl__sw_save(&pl, buf, &gv);
         ref_sliding(&pl, &ws, cost, now, mode, &want);
-        sl__sliding_window_decide(&pl, &gs, cost, now, mode, &got);
-        same = same_decision(&got, &want) && memcmp(&ws, &gs, sizeof ws) == 0;
+        sl__sliding_window_decide(&pl, buf, cost, now, mode, &got);
+        sl__sw_load(&pl, buf, &gv);
+        same = same_decision(&got, &want) && gv.window == ws.window && gv.prev == ws.prev &&
+               gv.curr == ws.curr && (pl.state_size == 24 || buf[2] == -1);
         if (!same)
             print_message("seed %llu: sliding N %lld P %lld flags %u window %lld prev %lld curr "
                           "%lld now %lld cost %lld mode %d\n",

@@ -135,9 +135,9 @@ static inline int64_t sl__floor_div(int64_t a, int64_t b) {
  *   inv >= ((2^64 - 1) - (d - 1)) / d = 2^64/d - 1 and inv < 2^64/d, so
  *   v = x * inv / 2^64 lies in (x/d - x/2^64, x/d), i.e. in (x/d - 1, x/d):
  *   q = floor(v) is floor(x/d) or one less, and r = x - q*d < 2d tells which.
- * A 64-bit division takes 13-44 cycles on Zen 2 (one third of a hot token
- * bucket decision there, docs/BENCHMARKS.md); this takes a multiply, a
- * multiply-low and a compare. */
+ * A 64-bit division takes 14-46 cycles on Zen 2 (three of them were a third
+ * of a hot token bucket decision there, docs/BENCHMARKS.md); this takes a
+ * multiply, a multiply-low and a compare. */
 static inline uint64_t sl__recip(int64_t d) { /* d >= 1 */
     // NOLINTNEXTLINE(clang-analyzer-core.DivideZero)
     return UINT64_MAX / (uint64_t)d;

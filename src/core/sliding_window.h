@@ -28,8 +28,11 @@ typedef struct sl__sw_small {
 
 #define SL__SW_SMALL_MAX UINT32_MAX /* the largest limit of the 16-byte layout */
 
-static inline void sl__sw_load(const sl__plan *plan, const void *state, sl__sw_state *v) {
-    if (plan->state_size == sizeof(sl__sw_small)) {
+/* The layout, as a constant where the caller knows it (core/table.c makes
+ * one check per layout, so the hot path tests nothing). */
+static inline __attribute__((always_inline)) void sl__sw_load_as(bool small, const void *state,
+                                                                 sl__sw_state *v) {
+    if (small) {
         const sl__sw_small *s = state;
         *v = (sl__sw_state){s->window, s->prev, s->curr};
     } else {
@@ -37,13 +40,26 @@ static inline void sl__sw_load(const sl__plan *plan, const void *state, sl__sw_s
     }
 }
 
-static inline void sl__sw_save(const sl__plan *plan, void *state, const sl__sw_state *v) {
-    if (plan->state_size == sizeof(sl__sw_small)) {
+static inline __attribute__((always_inline)) void sl__sw_save_as(bool small, void *state,
+                                                                 const sl__sw_state *v) {
+    if (small) {
         sl__sw_small *s = state;
         *s = (sl__sw_small){v->window, (uint32_t)v->prev, (uint32_t)v->curr};
     } else {
         *(sl__sw_state *)state = *v;
     }
+}
+
+static inline bool sl__sw_small_layout(const sl__plan *plan) {
+    return plan->state_size == sizeof(sl__sw_small);
+}
+
+static inline void sl__sw_load(const sl__plan *plan, const void *state, sl__sw_state *v) {
+    sl__sw_load_as(sl__sw_small_layout(plan), state, v);
+}
+
+static inline void sl__sw_save(const sl__plan *plan, void *state, const sl__sw_state *v) {
+    sl__sw_save_as(sl__sw_small_layout(plan), state, v);
 }
 
 /* The counts as seen from window w (w >= s->window). */
@@ -68,10 +84,11 @@ static inline bool sl__sw_weighted_fits(int64_t prev, int64_t rest, int64_t k, i
     return (sl__i128)prev * rest <= (sl__i128)k * P;
 }
 
-static inline void sl__sliding_window_step_inline(const sl__plan *plan, void *state, int64_t cost,
-                                                  int64_t now, sl__mode mode, sl__outcome *o) {
+static inline __attribute__((always_inline)) void
+sl__sliding_window_step_as(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                           sl__mode mode, sl__outcome *o, bool small) {
     sl__sw_state v;
-    sl__sw_load(plan, state, &v);
+    sl__sw_load_as(small, state, &v);
     const int64_t N = plan->limit, P = plan->period;
     int64_t elapsed; /* 0 if the clock went back: the stored window, weighed fully */
     int64_t w = sl__window_at(v.window, P, now, &elapsed);
@@ -83,7 +100,7 @@ static inline void sl__sliding_window_step_inline(const sl__plan *plan, void *st
     bool allowed = k >= 0 && (prev == 0 || sl__sw_weighted_fits(prev, P - elapsed, k, P));
     bool charge = allowed || plan->count_rejected || mode == SL__CHARGE;
     int64_t after = charge ? sl__min64(curr + cost, N) : curr; /* never overfills */
-    if (mode != SL__PEEK) sl__sw_save(plan, state, &(sl__sw_state){w, prev, after});
+    if (mode != SL__PEEK) sl__sw_save_as(small, state, &(sl__sw_state){w, prev, after});
     o->allowed = allowed;
     o->cost = cost;
     o->now = now;
@@ -91,6 +108,11 @@ static inline void sl__sliding_window_step_inline(const sl__plan *plan, void *st
     o->b = after;
     o->c = prev;
     o->d = elapsed;
+}
+
+static inline void sl__sliding_window_step_inline(const sl__plan *plan, void *state, int64_t cost,
+                                                  int64_t now, sl__mode mode, sl__outcome *o) {
+    sl__sliding_window_step_as(plan, state, cost, now, mode, o, sl__sw_small_layout(plan));
 }
 
 /* floor(a * b / c) for a, b >= 0, c > 0: 64-bit when a * b fits. */

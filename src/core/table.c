@@ -25,8 +25,8 @@
 
 /* ---- public API --------------------------------------------------------- */
 
-static check_fn check_fixed_window, check_sliding_log, check_sliding_window, check_token_bucket,
-    check_gcra, check_leaky_queue, check_slow;
+static check_fn check_fixed_window, check_sliding_log, check_sliding_window,
+    check_sliding_window_wide, check_token_bucket, check_gcra, check_leaky_queue, check_slow;
 
 /* What sl__decide calls for the algorithm, in two halves where it has them
  * (core/algorithm.h), and the one-key check made for it: the halves inline
@@ -47,7 +47,7 @@ static void functions_of(sl_table *t, sl_algorithm a) {
     case SL_SLIDING_WINDOW:
         t->step = sl__sliding_window_step;
         t->answer = sl__sliding_window_answer;
-        t->check = check_sliding_window;
+        t->check = sl__sw_small_layout(&t->plan) ? check_sliding_window : check_sliding_window_wide;
         break;
     case SL_TOKEN_BUCKET:
         t->step = sl__token_bucket_step;
@@ -336,7 +336,17 @@ static inline __attribute__((always_inline)) int check_fast(sl_table *t, halves 
         return check_fast(t, (halves){step, answer, NULL}, key, keylen, cost, now, out);           \
     }
 CHECK_INLINE(check_fixed_window, sl__fixed_window_step_inline, sl__fixed_window_answer_inline)
-CHECK_INLINE(check_sliding_window, sl__sliding_window_step_inline, sl__sliding_window_answer_inline)
+/* the sliding window's two layouts (core/sliding_window.h), one check each */
+static inline void sw_small_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                                 sl__mode mode, sl__outcome *o) {
+    sl__sliding_window_step_as(plan, state, cost, now, mode, o, true);
+}
+static inline void sw_wide_step(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                                sl__mode mode, sl__outcome *o) {
+    sl__sliding_window_step_as(plan, state, cost, now, mode, o, false);
+}
+CHECK_INLINE(check_sliding_window, sw_small_step, sl__sliding_window_answer_inline)
+CHECK_INLINE(check_sliding_window_wide, sw_wide_step, sl__sliding_window_answer_inline)
 CHECK_INLINE(check_token_bucket, sl__token_bucket_step_inline, sl__token_bucket_answer_inline)
 CHECK_INLINE(check_gcra, gcra_plain_step, sl__gcra_plain_answer)
 CHECK_INLINE(check_leaky_queue, sl__leaky_queue_step_inline, sl__leaky_queue_answer_inline)

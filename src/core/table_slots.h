@@ -290,7 +290,9 @@ static inline uint8_t *find_home(const sl_table *t, const shard *s, const probe 
  * bandwidth. */
 static inline void sl__table_prefetch_eviction(const sl_table *t, const shard *s, uint64_t h) {
     uint32_t r = home_of(h, s->ngroups) * t->group_slots / REGION_SLOTS;
-    const uint8_t *at = s->slots + (size_t)s->rhand[r] * t->slot_size;
+    uint32_t hand = s->rhand[r], lo = r * REGION_SLOTS;
+    if (hand < lo || hand >= lo + REGION_SLOTS) hand = lo; /* where its next visit starts */
+    const uint8_t *at = s->slots + (size_t)hand * t->slot_size;
     const uint8_t *end = s->slots + (size_t)s->ngroups * t->group_bytes;
     for (int k = 0; k < 2 && at < end; k++, at += LINE) __builtin_prefetch(at);
 }

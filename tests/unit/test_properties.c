@@ -441,6 +441,11 @@ static void gen_init(gen *g, sl_algorithm algo, bool backward, uint64_t seed) {
         }
     }
     if (algo == SL_SLIDING_LOG && rate.limit > 64) rate.limit = 1 + rate.limit % 64;
+    if (algo == SL_SLIDING_WINDOW && chance(r, 10)) {
+        /* both state layouts (core/sliding_window.h): 32-bit counts up to 2^32 - 1 */
+        rate.limit = (INT64_C(1) << 32) - 2 + rnd(r, 0, 4);
+        rate.period = rnd(r, 1, SEC);
+    }
     int64_t burst = 0;
     if (is_bucket(algo)) {
         static const int64_t menu[] = {1, 1, 2, 3, 5, 10, 100};

@@ -151,6 +151,12 @@ static inline int64_t sl__ceil_div_by(int64_t x, int64_t d, uint64_t inv) { /* x
     int64_t q = sl__div_by(x, d, inv);
     return q + (x != q * d);
 }
+/* floor(x / p) for x >= 0 and the plan's p (a bucket's remaining): nothing
+ * to do below p (an empty bucket, every refusal of a hot key), else by the
+ * reciprocal. */
+static inline int64_t sl__div_p(const sl__plan *plan, int64_t x) {
+    return x < plan->p ? 0 : sl__div_by(x, plan->p, plan->p_inv);
+}
 /* Divisions of a non-negative 128-bit value by a positive int64: one 64-bit
  * division in the common case (libgcc's 128-bit division costs ~50
  * instructions, a quarter of a decision). */

@@ -98,8 +98,7 @@ static inline void sl__gcra_plain_answer(const sl__plan *plan, const sl__outcome
     d->remaining = 0;
     if (aw < plan->f_whole || (aw == plan->f_whole && af < plan->f_frac)) {
         int64_t left = (plan->f_whole - aw) * n + (plan->f_frac - af);
-        /* a refusal of 1: nothing left, no multiplication */
-        d->remaining = left < plan->p ? 0 : sl__div_by(left, plan->p, plan->p_inv);
+        d->remaining = sl__div_p(plan, left);
     }
     d->reset_after = aw + (af > 0); /* ceil(used / n) */
     d->retry_after = 0;

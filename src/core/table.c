@@ -292,8 +292,7 @@ static __attribute__((noinline)) int check_past_home(sl_table *t, const void *ke
     probe p;
     make_probe(t, key, keylen, sl__hash(key, keylen, t->seed), &p);
     shard *s = shard_for(t, p.h);
-    uint32_t g = home_of(p.h, s->ngroups);
-    uint8_t *e = s->over[g] == 0 ? NULL : sl__table_find_more(t, s, &p, g);
+    uint8_t *e = find_past_home(t, s, &p, home_of(p.h, s->ngroups));
     halves h = {t->step, t->answer, t->decide};
     return check_locked(t, &t->plan, h, s, &p, e, cost, now, out);
 }

@@ -80,14 +80,6 @@ static bool evict_one(const sl_table *t, shard *s, int64_t now, bool long_only) 
     return evict_in(t, s, now, long_only, 0, s->nslots, &s->hand);
 }
 
-/* The region of h's home: its index and its slots [lo, hi). */
-static inline void region_of(const sl_table *t, const shard *s, uint64_t h, uint32_t *r,
-                             uint32_t *lo, uint32_t *hi) {
-    *r = home_of(h, s->ngroups) * t->group_slots / REGION_SLOTS;
-    *lo = *r * REGION_SLOTS;
-    *hi = *lo + REGION_SLOTS < s->nslots ? *lo + REGION_SLOTS : s->nslots;
-}
-
 /* In the region of h's home, with its own hand, so that the slots eviction
  * frees lie where new keys land: one hand for the whole shard frees slots
  * only behind it while new keys land anywhere, and the rest of the array

@@ -283,18 +283,34 @@ static inline uint8_t *find_home(const sl_table *t, const shard *s, const probe 
     return NULL;
 }
 
+/* The region of h's home (one CLOCK hand at the cap, table_evict.c): its
+ * index and its slots [lo, hi). */
+static inline void region_of(const sl_table *t, const shard *s, uint64_t h, uint32_t *r,
+                             uint32_t *lo, uint32_t *hi) {
+    *r = home_of(h, s->ngroups) * t->group_slots / REGION_SLOTS;
+    *lo = *r * REGION_SLOTS;
+    *hi = *lo + REGION_SLOTS < s->nslots ? *lo + REGION_SLOTS : s->nslots;
+}
+
 /* At the cap, a new key's insert reads the slots at its region's CLOCK hand
- * (table_evict.c: the idle visits, then eviction): asked for here, before
- * the lookup's own miss, so that both misses overlap when the key turns out
- * to be new. Only a prefetch: a key that is found pays nothing but the
- * bandwidth. */
+ * (table_evict.c: the idle visits, then eviction; a hand outside its region
+ * starts at lo): asked for here, before the lookup's own miss, so that both
+ * misses overlap when the key turns out to be new. Only a prefetch: a key
+ * that is found pays nothing but the bandwidth. */
 static inline void sl__table_prefetch_eviction(const sl_table *t, const shard *s, uint64_t h) {
-    uint32_t r = home_of(h, s->ngroups) * t->group_slots / REGION_SLOTS;
-    uint32_t hand = s->rhand[r], lo = r * REGION_SLOTS;
-    if (hand < lo || hand >= lo + REGION_SLOTS) hand = lo; /* where its next visit starts */
+    uint32_t r, lo, hi;
+    region_of(t, s, h, &r, &lo, &hi);
+    uint32_t hand = s->rhand[r] >= lo && s->rhand[r] < hi ? s->rhand[r] : lo;
     const uint8_t *at = s->slots + (size_t)hand * t->slot_size;
     const uint8_t *end = s->slots + (size_t)s->ngroups * t->group_bytes;
     for (int k = 0; k < 2 && at < end; k++, at += LINE) __builtin_prefetch(at);
+}
+
+/* The lookup past the home group g, where p's key was not: the overflow
+ * count says whether to go on. */
+static inline uint8_t *find_past_home(const sl_table *t, const shard *s, const probe *p,
+                                      uint32_t g) {
+    return s->over[g] == 0 ? NULL : sl__table_find_more(t, s, p, g);
 }
 
 /* The slot holding p's key, or NULL: the home group first, the overflow
@@ -302,8 +318,7 @@ static inline void sl__table_prefetch_eviction(const sl_table *t, const shard *s
 static inline uint8_t *find(const sl_table *t, const shard *s, const probe *p) {
     uint32_t g;
     uint8_t *e = find_home(t, s, p, &g);
-    if (e || s->over[g] == 0) return e;
-    return sl__table_find_more(t, s, p, g);
+    return e ? e : find_past_home(t, s, p, g);
 }
 
 /* An array of ngroups groups: its regions (one CLOCK hand each), its bytes

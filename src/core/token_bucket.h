@@ -58,7 +58,7 @@ static inline void sl__token_bucket_answer_inline(const sl__plan *plan, const sl
     /* no division: x / p and x / n are multiplications by the plan's
      * reciprocals, or nothing for an empty bucket and for n = 1 (a rate of
      * one token per p ns: most limits of N per second, minute or hour) */
-    d->remaining = after < plan->p ? 0 : sl__div_by(after, plan->p, plan->p_inv);
+    d->remaining = sl__div_p(plan, after);
     d->retry_after = o->allowed ? 0 : behind + sl__tb_ceil_div_n(plan, need - after);
     d->reset_after = after >= plan->full ? 0 : behind + sl__tb_ceil_div_n(plan, plan->full - after);
     d->delay = 0;

@@ -15,10 +15,15 @@ typedef struct log_state {
     int64_t t[];  /* capacity N */
 } log_state;
 
+/* (head + i) mod cap for head, i < cap: a compare instead of a division. */
+static inline uint64_t ring(uint64_t cap, uint64_t head, uint64_t i) {
+    uint64_t x = head + i;
+    return x >= cap ? x - cap : x;
+}
+
+/* The i-th oldest entry, i < cap. */
 static inline int64_t at(const log_state *s, int64_t cap, uint32_t i) {
-    /* cap is the limit, >= 1 once validated */
-    // NOLINTNEXTLINE(clang-analyzer-core.DivideZero)
-    return s->t[(s->head + i) % (uint64_t)cap];
+    return s->t[ring((uint64_t)cap, s->head, i)];
 }
 
 void sl__sliding_log_init(const sl__plan *plan, void *state, int64_t now) {
@@ -41,6 +46,27 @@ static uint32_t expired(const log_state *s, int64_t cap, int64_t now, int64_t P)
     return k;
 }
 
+/* A refusal that records nothing (a hot key over its limit, the common case
+ * under abuse): the decide below with add = 0, i.e. after = live, nothing
+ * dropped, nothing fresh. live >= 1 since live + cost > N >= 0 and cost <=
+ * N (max_cost), so the newest entry exists. */
+static void refuse(log_state *s, int64_t N, int64_t P, uint32_t gone, int64_t live, int64_t cost,
+                   int64_t now, sl__mode mode, int64_t stamp, sl_decision *d) {
+    d->allowed = false;
+    d->limit = N;
+    d->remaining = N - live;
+    d->delay = 0;
+    d->reset_after = sl__max64(0, at(s, N, s->len - 1) + P - now);
+    int64_t i = live + cost - N - 1; /* the entry that must slide out first */
+    int64_t t = i < live ? at(s, N, gone + (uint32_t)i) : stamp;
+    d->retry_after = sl__max64(0, t + P - now);
+    if (mode != SL__PEEK) {
+        s->seen = stamp;
+        s->head = (uint32_t)ring((uint64_t)N, s->head, gone);
+        s->len = (uint32_t)live;
+    }
+}
+
 void sl__sliding_log_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
                             sl__mode mode, sl_decision *d) {
     log_state *s = state;
@@ -50,16 +76,21 @@ void sl__sliding_log_decide(const sl__plan *plan, void *state, int64_t cost, int
 
     bool allowed = live + cost <= N;
     bool charge = allowed || plan->count_rejected || mode == SL__CHARGE;
+    int64_t stamp = sl__max64(now, s->seen);
+    if (!charge) {
+        refuse(s, N, P, gone, live, cost, now, mode, stamp, d);
+        return;
+    }
 
-    /* The log after this call: the live entries minus the `dropped` oldest
-     * (only a counted rejection can push entries out), then `fresh` new
-     * entries stamped `stamp`; at most N in all. Everything below is
-     * computed on this view first, then written unless peeking. */
-    int64_t add = charge ? cost : 0;
+    /* Charged (allowed, or a counted rejection). The log after this call:
+     * the live entries minus the `dropped` oldest (only a counted rejection
+     * can push entries out), then `fresh` new entries stamped `stamp`; at
+     * most N in all. Everything below is computed on this view first, then
+     * written unless peeking. */
+    int64_t add = cost;
     int64_t after = sl__min64(live + add, N);
     int64_t dropped = sl__min64(live, live + add - after);
     int64_t fresh = after - (live - dropped);
-    int64_t stamp = sl__max64(now, s->seen);
     uint32_t first = gone + (uint32_t)dropped; /* ring offset of the oldest kept entry */
     int64_t kept = live - dropped;
 
@@ -85,12 +116,10 @@ void sl__sliding_log_decide(const sl__plan *plan, void *state, int64_t cost, int
 
     if (mode != SL__PEEK) {
         s->seen = stamp;
-        /* N is the limit, >= 1 once validated */
-        // NOLINTNEXTLINE(clang-analyzer-core.DivideZero)
-        s->head = (uint32_t)((s->head + first) % (uint64_t)N);
+        s->head = (uint32_t)ring((uint64_t)N, s->head, first);
         s->len = (uint32_t)kept;
         for (int64_t k = 0; k < fresh; k++) {
-            s->t[(s->head + s->len) % (uint64_t)N] = stamp;
+            s->t[ring((uint64_t)N, s->head, s->len)] = stamp;
             s->len++;
         }
     }

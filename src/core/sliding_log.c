@@ -46,25 +46,35 @@ static uint32_t expired(const log_state *s, int64_t cap, int64_t now, int64_t P)
     return k;
 }
 
+/* How long until the entry at index i of the log after this call slides
+ * out: its kept entries from ring offset `first`, then fresh ones stamped
+ * `stamp` (i >= kept). */
+static inline int64_t slides_out(const log_state *s, int64_t N, int64_t P, uint32_t first,
+                                 int64_t kept, int64_t i, int64_t stamp, int64_t now) {
+    int64_t t = i < kept ? at(s, N, first + (uint32_t)i) : stamp;
+    return sl__max64(0, t + P - now);
+}
+
+/* Writes the log's kept entries (from ring offset first) and its stamp. */
+static inline void keep(log_state *s, int64_t N, uint32_t first, int64_t kept, int64_t stamp) {
+    s->seen = stamp;
+    s->head = (uint32_t)ring((uint64_t)N, s->head, first);
+    s->len = (uint32_t)kept;
+}
+
 /* A refusal that records nothing (a hot key over its limit, the common case
- * under abuse): the decide below with add = 0, i.e. after = live, nothing
- * dropped, nothing fresh. live >= 1 since live + cost > N >= 0 and cost <=
- * N (max_cost), so the newest entry exists. */
+ * under abuse): the decide below with nothing added, i.e. after = kept =
+ * live, first = gone, nothing fresh. live >= 1 since live + cost > N >= cost
+ * (max_cost), so the newest entry exists. */
 static void refuse(log_state *s, int64_t N, int64_t P, uint32_t gone, int64_t live, int64_t cost,
                    int64_t now, sl__mode mode, int64_t stamp, sl_decision *d) {
     d->allowed = false;
     d->limit = N;
     d->remaining = N - live;
     d->delay = 0;
-    d->reset_after = sl__max64(0, at(s, N, s->len - 1) + P - now);
-    int64_t i = live + cost - N - 1; /* the entry that must slide out first */
-    int64_t t = i < live ? at(s, N, gone + (uint32_t)i) : stamp;
-    d->retry_after = sl__max64(0, t + P - now);
-    if (mode != SL__PEEK) {
-        s->seen = stamp;
-        s->head = (uint32_t)ring((uint64_t)N, s->head, gone);
-        s->len = (uint32_t)live;
-    }
+    d->reset_after = slides_out(s, N, P, gone, live, live - 1, stamp, now);
+    d->retry_after = slides_out(s, N, P, gone, live, live + cost - N - 1, stamp, now);
+    if (mode != SL__PEEK) keep(s, N, gone, live, stamp);
 }
 
 void sl__sliding_log_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
@@ -87,9 +97,8 @@ void sl__sliding_log_decide(const sl__plan *plan, void *state, int64_t cost, int
      * can push entries out), then `fresh` new entries stamped `stamp`; at
      * most N in all. Everything below is computed on this view first, then
      * written unless peeking. */
-    int64_t add = cost;
-    int64_t after = sl__min64(live + add, N);
-    int64_t dropped = sl__min64(live, live + add - after);
+    int64_t after = sl__min64(live + cost, N);
+    int64_t dropped = sl__min64(live, live + cost - after);
     int64_t fresh = after - (live - dropped);
     uint32_t first = gone + (uint32_t)dropped; /* ring offset of the oldest kept entry */
     int64_t kept = live - dropped;
@@ -98,26 +107,15 @@ void sl__sliding_log_decide(const sl__plan *plan, void *state, int64_t cost, int
     d->limit = N;
     d->remaining = N - after;
     d->delay = 0;
-    if (after == 0) {
-        d->reset_after = 0;
-    } else {
-        int64_t last = fresh > 0 ? stamp : at(s, N, first + (uint32_t)kept - 1);
-        d->reset_after = sl__max64(0, last + P - now);
-    }
-    if (allowed) {
-        d->retry_after = 0;
-    } else {
-        /* The (after + cost - N)-th oldest entry must slide out first;
-         * 1 <= that <= after because cost <= N. */
-        int64_t i = after + cost - N - 1;
-        int64_t t = i < kept ? at(s, N, first + (uint32_t)i) : stamp;
-        d->retry_after = sl__max64(0, t + P - now);
-    }
+    /* the newest entry; fresh > 0 puts it among the fresh ones */
+    d->reset_after = after == 0 ? 0 : slides_out(s, N, P, first, kept, after - 1, stamp, now);
+    /* The (after + cost - N)-th oldest entry must slide out first;
+     * 1 <= that <= after because cost <= N. */
+    d->retry_after =
+        allowed ? 0 : slides_out(s, N, P, first, kept, after + cost - N - 1, stamp, now);
 
     if (mode != SL__PEEK) {
-        s->seen = stamp;
-        s->head = (uint32_t)ring((uint64_t)N, s->head, first);
-        s->len = (uint32_t)kept;
+        keep(s, N, first, kept, stamp);
         for (int64_t k = 0; k < fresh; k++) {
             s->t[ring((uint64_t)N, s->head, s->len)] = stamp;
             s->len++;

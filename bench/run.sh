@@ -13,11 +13,13 @@
 #   5. layout_proto  issue 18's two candidate table layouts on the same keys
 #   6. table_scale.sh  cost against keys (10k-10M) and threads, eviction at the
 #                    cap, as a CSV and an SVG (out/scale/)
+#   7. cap_quality   what the memory cap keeps against an exact LRU of as many
+#                    keys (uniform, Zipf, hot keys under a scan)
 #
 # Usage: bench/run.sh [--quick] [--no-callgrind] [--no-scale] [--out DIR] [bench_decide options...]
 #   --quick         fewer and shorter runs (about 1.5 minutes; the full run about 8)
 #   --no-callgrind  skip step 4
-#   --no-scale      skip steps 5 and 6
+#   --no-scale      skip steps 5 to 7
 #   --out DIR       where the raw outputs go (default build-bench/results)
 # Environment: SLUICE_BENCH_BUILD overrides the build directory.
 set -euo pipefail
@@ -35,7 +37,7 @@ while [ $# -gt 0 ]; do
     --no-callgrind) callgrind=0 ;;
     --no-scale) scale=0 ;;
     --out) out=$2; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) args+=("$1") ;;
   esac
   shift
@@ -119,6 +121,9 @@ if [ "$scale" = 1 ]; then
   echo
   echo "== 6. cost against keys and threads, eviction at the cap (bench/table_scale.sh) =="
   "$root/bench/table_scale.sh" "${quick[@]}" --out "$out/scale" | tail -1
+  echo
+  echo "== 7. what the memory cap keeps, against an exact LRU (cap_quality) =="
+  "$bin/cap_quality" | tee "$out/cap_quality.txt"
 fi
 echo
 echo "raw outputs in $out"

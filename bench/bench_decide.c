@@ -64,6 +64,18 @@ typedef struct subject {
     double allowed[2][MAX_THREADS + 1][MAX_RUNS];
 } subject;
 
+/* When a random key is formatted: KEYS_AHEAD (default) writes each key
+ * KEY_AHEAD decisions before its own, into a ring of KEY_RING buffers, so
+ * that its stores have long retired when the decision reads it, as a
+ * server's key sits in a request buffer written well before. KEYS_WIDE and
+ * KEYS_BYTES write it just before the call (one 16-byte store, or byte by
+ * byte): the key's loads then wait on stores that cannot be forwarded, and
+ * those stores on the previous decision's miss (docs/BENCHMARKS.md, "the
+ * harness's key stores"). */
+enum key_mode { KEYS_AHEAD, KEYS_WIDE, KEYS_BYTES };
+#define KEY_RING  64
+#define KEY_AHEAD 32
+
 typedef struct worker {
     subject *s;
     enum workload wl;
@@ -74,7 +86,7 @@ typedef struct worker {
     uint64_t max_ops; /* fake clock mode (--instr) */
     bool fake;
     bool serial;    /* barrier after every decision */
-    bool byte_keys; /* format random keys byte by byte */
+    enum key_mode keys; /* when and how random keys are formatted */
     pthread_barrier_t *barrier;
     void **pos; /* K_MEMLAT: where this thread's chase is */
     /* out */
@@ -98,11 +110,15 @@ static inline void serialize(void) {
  * DECIDE(key, len, now) must evaluate to true when the request is allowed. */
 #define DEFINE_LOOP(fname, DECIDE)                                                                 \
     static __attribute__((noinline)) void fname(worker *w) {                                       \
-        char key[32];                                                                              \
-        size_t len = bench_key(key, HOT_KEY);                                                      \
-        const bool hot = w->wl == W_HOT;                                                           \
+        char hot_key[32], ring[KEY_RING][16];                                                      \
+        size_t ring_len[KEY_RING];                                                                 \
+        const bool hot = w->wl == W_HOT, ahead = w->keys == KEYS_AHEAD;                            \
         const uint32_t nkeys = w->nkeys;                                                           \
         uint64_t rng = w->rng, ops = 0, allowed = 0;                                               \
+        char *key = hot_key;                                                                       \
+        size_t len = bench_key(hot_key, HOT_KEY);                                                  \
+        for (unsigned i = 0; i < KEY_RING; i++)                                                    \
+            ring_len[i] = bench_key_wide(ring[i], bench_below(bench_rand(&rng), nkeys));           \
         int64_t start = bench_wall_ns(), deadline = start + w->duration;                           \
         int64_t fake_now = INT64_C(1) << 50; /* any positive time */                               \
         for (;;) {                                                                                 \
@@ -116,11 +132,19 @@ static inline void serialize(void) {
                 if (now >= deadline) break;                                                        \
             }                                                                                      \
             for (int b = 0; b < BATCH; b++) {                                                      \
-                if (!hot) {                                                                        \
+                if (!hot && ahead) {                                                               \
+                    unsigned r = (unsigned)(ops + (uint64_t)b) % KEY_RING;                         \
+                    key = ring[r];                                                                 \
+                    len = ring_len[r];                                                             \
+                } else if (!hot) {                                                                 \
                     uint32_t u = bench_below(bench_rand(&rng), nkeys);                             \
-                    len = w->byte_keys ? bench_key(key, u) : bench_key_wide(key, u);               \
+                    len = w->keys == KEYS_BYTES ? bench_key(key, u) : bench_key_wide(key, u);      \
                 }                                                                                  \
                 allowed += (DECIDE) ? 1 : 0;                                                       \
+                if (!hot && ahead) {                                                               \
+                    unsigned r = (unsigned)(ops + (uint64_t)b + KEY_AHEAD) % KEY_RING;             \
+                    ring_len[r] = bench_key_wide(ring[r], bench_below(bench_rand(&rng), nkeys));   \
+                }                                                                                  \
                 if (w->serial) serialize();                                                        \
             }                                                                                      \
             ops += BATCH;                                                                          \
@@ -151,7 +175,8 @@ DEFINE_LOOP(loop_harness, decide_none(key, len))
  * loop (key generation, clock, barrier) as every other subject. */
 DEFINE_LOOP(loop_memlat, (decide_none(key, len), (w->pos = *w->pos) != NULL))
 
-static bool pin = true, serial = false, byte_keys = false;
+static bool pin = true, serial = false;
+static enum key_mode key_mode = KEYS_AHEAD;
 
 static void *worker_main(void *arg) {
     worker *w = arg;
@@ -198,7 +223,7 @@ static result run_once(subject *s, enum workload wl, int threads, uint32_t nkeys
                         .max_ops = max_ops,
                         .fake = fake,
                         .serial = serial,
-                        .byte_keys = byte_keys,
+                        .keys = key_mode,
                         .barrier = &barrier,
                         /* each thread starts elsewhere in the cycle (inside it: a hot-key
                          * table's 64 KiB hold fewer than 4099 lines) */
@@ -354,7 +379,9 @@ static void usage(FILE *f) {
                "  --csv FILE         also write every median as CSV\n"
                "  --serial           a barrier (lfence) after every decision: latency of a\n"
                "                     lone decision instead of back-to-back throughput\n"
-               "  --byte-keys        format random keys byte by byte (see bench_common.h)\n"
+               "  --fresh-keys       format each random key just before its decision, with\n"
+               "                     one 16-byte store (default: 32 decisions ahead)\n"
+               "  --byte-keys        the same, byte by byte (see bench_common.h)\n"
                "  --limit N          N per minute, burst N, for every subject (default 100;\n"
                "                     a large N keeps the hot key allowed)\n"
                "  --cap BYTES        each table's max_memory (default 4 GiB: no eviction);\n"
@@ -389,6 +416,7 @@ int main(int argc, char **argv) {
                                          {"help", no_argument, 0, 'h'},
                                          {"serial", no_argument, 0, 'S'},
                                          {"byte-keys", no_argument, 0, 'B'},
+                                         {"fresh-keys", no_argument, 0, 'F'},
                                          {"cap", required_argument, 0, 'C'},
                                          {"limit", required_argument, 0, 'L'},
                                          {0, 0, 0, 0}};
@@ -428,7 +456,10 @@ int main(int argc, char **argv) {
             serial = true;
             break;
         case 'B':
-            byte_keys = true;
+            key_mode = KEYS_BYTES;
+            break;
+        case 'F':
+            key_mode = KEYS_WIDE;
             break;
         case 'C':
             cap = strtoull(optarg, NULL, 10);
@@ -541,7 +572,9 @@ int main(int argc, char **argv) {
            runs, secs, nkeys, bench_limit, bench_burst,
            serial ? "serialized (lfence after every decision: latency of one decision)"
                   : "back to back (successive decisions may overlap)",
-           byte_keys ? "byte by byte" : "with one 16-byte store");
+           key_mode == KEYS_BYTES  ? "byte by byte just before the call"
+           : key_mode == KEYS_WIDE ? "with one 16-byte store just before the call"
+                                   : "with one 16-byte store, 32 decisions ahead");
     if (do_random) {
         for (int i = 0; i < nsubs; i++) {
             int64_t t0 = bench_wall_ns();

@@ -9,11 +9,13 @@
  *     random order, so lookups in the timed loops hit (a note is printed if
  *     a table's key count or eviction count moved during a configuration);
  *   - a decision is one call with cost 1 and a key "user:%u", %u drawn from
- *     a splitmix64 PRNG and formatted on the fly (no snprintf), or the fixed
+ *     a splitmix64 PRNG and formatted in the loop (no snprintf), or the fixed
  *     hot key "user:42";
- *   - the random key is written with one 16-byte store (bench_key_wide();
- *     --byte-keys writes it byte by byte, see bench_common.h for why that
- *     matters);
+ *   - the random key is written with one 16-byte store (bench_key_wide())
+ *     32 decisions before its own, into a ring of 64 (enum key_mode below);
+ *     --fresh-keys writes it just before the call, --byte-keys the same byte
+ *     by byte: both measure the store-forwarding stall a key written just
+ *     before its hash costs (docs/BENCHMARKS.md);
  *   - `now` is read from CLOCK_MONOTONIC once per batch of 64 decisions (a
  *     server reads its clock once per loop tick), which also ends the run;
  *   - back to back by default: the CPU may overlap the cache misses of
@@ -85,7 +87,7 @@ typedef struct worker {
     int64_t duration; /* ns; real clock mode */
     uint64_t max_ops; /* fake clock mode (--instr) */
     bool fake;
-    bool serial;    /* barrier after every decision */
+    bool serial;        /* barrier after every decision */
     enum key_mode keys; /* when and how random keys are formatted */
     pthread_barrier_t *barrier;
     void **pos; /* K_MEMLAT: where this thread's chase is */
@@ -402,24 +404,16 @@ int main(int argc, char **argv) {
     bool keys_given = false;
     unsigned long long cap = 0; /* --cap: each table's max_memory (0: 4 GiB, nothing evicted) */
 
-    static const struct option opts[] = {{"quick", no_argument, 0, 'q'},
-                                         {"runs", required_argument, 0, 'r'},
-                                         {"time", required_argument, 0, 't'},
-                                         {"keys", required_argument, 0, 'k'},
-                                         {"only", required_argument, 0, 'o'},
-                                         {"workload", required_argument, 0, 'w'},
-                                         {"threads", required_argument, 0, 'T'},
-                                         {"csv", required_argument, 0, 'c'},
-                                         {"no-pin", no_argument, 0, 'P'},
-                                         {"instr", no_argument, 0, 'i'},
-                                         {"ops", required_argument, 0, 'n'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {"serial", no_argument, 0, 'S'},
-                                         {"byte-keys", no_argument, 0, 'B'},
-                                         {"fresh-keys", no_argument, 0, 'F'},
-                                         {"cap", required_argument, 0, 'C'},
-                                         {"limit", required_argument, 0, 'L'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"quick", no_argument, 0, 'q'},         {"runs", required_argument, 0, 'r'},
+        {"time", required_argument, 0, 't'},    {"keys", required_argument, 0, 'k'},
+        {"only", required_argument, 0, 'o'},    {"workload", required_argument, 0, 'w'},
+        {"threads", required_argument, 0, 'T'}, {"csv", required_argument, 0, 'c'},
+        {"no-pin", no_argument, 0, 'P'},        {"instr", no_argument, 0, 'i'},
+        {"ops", required_argument, 0, 'n'},     {"help", no_argument, 0, 'h'},
+        {"serial", no_argument, 0, 'S'},        {"byte-keys", no_argument, 0, 'B'},
+        {"fresh-keys", no_argument, 0, 'F'},    {"cap", required_argument, 0, 'C'},
+        {"limit", required_argument, 0, 'L'},   {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {

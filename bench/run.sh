@@ -84,7 +84,9 @@ echo "== 3b. ns per decision, serialized: the latency of a lone decision (bench_
   | tee "$out/decide-serial.txt"
 
 echo
-echo "== 3c. random keys formatted byte by byte just before the call (bench_decide --byte-keys) =="
+echo "== 3c. random keys formatted just before the call: one 16-byte store (--fresh-keys), byte by byte (--byte-keys) =="
+"$bin/bench_decide" "${quick[@]}" --fresh-keys --workload random --threads 1 \
+  --only token_bucket,gcra,peer,harness "${args[@]}" | tee "$out/decide-freshkeys.txt"
 "$bin/bench_decide" "${quick[@]}" --byte-keys --workload random --threads 1 \
   --only token_bucket,gcra,peer,harness "${args[@]}" | tee "$out/decide-bytekeys.txt"
 

@@ -1,13 +1,16 @@
 /* table_evict.c: the keyed table's memory cap: a new key's insert, idle
  * sweeps and CLOCK eviction (table_slots.h has the layout).
  *
- * Eviction. A CLOCK hand (approximate LRU, one "referenced" bit per entry;
- * one hand per region of 64 slots, the region of the new key's home, so that
- * freed slots lie where new keys land) runs only when a shard is at its
- * memory cap and needs a slot (the whole shard for a long key's bytes); it
- * drops fresh states first (lossless, counted as idle) and otherwise the
- * first live state not used since the hand last passed (counted as live);
- * a new key placed less than half a turn ahead of its region's hand starts
+ * Eviction, only when a shard is at its memory cap and needs a slot. First
+ * in the new key's own window (its home group and the next, the lines its
+ * lookup read): a fresh state there (lossless, counted as idle), else one
+ * not used since its region's hand last passed (counted as live), and the
+ * new key takes its slot. Else a CLOCK hand (approximate LRU, one
+ * "referenced" bit per entry; one hand per region of 64 slots, the region of
+ * the new key's home, so that freed slots lie where new keys land; the
+ * whole shard for a long key's bytes) drops fresh states first and
+ * otherwise the first live state not used since the hand last passed; a new
+ * key placed less than half a turn ahead of its region's hand starts
  * referenced. Every insert also walks two slots of its region under that
  * hand, dropping only fresh states, and sl_table_sweep() walks the whole
  * shard on demand with a hand of its own (the idle hand), so idle keys
@@ -103,6 +106,75 @@ static void sweep_near(const sl_table *t, shard *s, int64_t now, uint64_t h, siz
     sweep_in(t, s, now, lo, hi, &s->rhand[r], visits);
 }
 
+/* True if slot e's region hand passed it less than a quarter turn ago: its
+ * reference bit may have been cleared just then, and it keeps a chance to
+ * be used again before a new key takes its place (cap_quality: a hot key
+ * under a scan of one-use keys lost its state 147 times in 800,800 uses
+ * without this test, 60 with it, 42 under the hand alone; half a turn kept
+ * 8 but left most windows without a candidate). */
+static inline bool just_passed(const sl_table *t, const shard *s, const uint8_t *e) {
+    uint32_t i = (uint32_t)((size_t)(e - s->slots) / t->slot_size), r = i / REGION_SLOTS;
+    uint32_t behind = (s->rhand[r] % REGION_SLOTS + REGION_SLOTS - i % REGION_SLOTS) % REGION_SLOTS;
+    return behind != 0 && behind <= REGION_SLOTS / 4;
+}
+
+/* At the cap, an inline key's slot taken from a key on its own probe
+ * window: the home group and the next one, whose lines the lookup has just
+ * read (find_home asks for the next one). The first fresh state there goes
+ * (lossless, counted as idle), else the first not used since its region's
+ * hand last passed (counted as live) and not just passed by it; pinned
+ * slots and long keys stay. The
+ * new key takes the victim's slot in place (the overflow counts on both
+ * keys' paths adjusted, nothing moves), unless the victim is in the next
+ * group while the home group has a free slot: then the victim goes as any
+ * removal does and the key lands in its home group. No
+ * candidate (every slot of the window referenced or pinned): NULL, and the
+ * region's CLOCK hand (evict_near) decides. The new key starts
+ * unreferenced, so that a key used once is the next one to go from that
+ * window. Why: the hand's victim lies anywhere in its region, so its
+ * removal pulls keys back from lines the lookup never read; this one costs
+ * no line beyond the lookup's two (docs/BENCHMARKS.md, session 16). */
+static uint8_t *replace_near(const sl_table *t, shard *s, const probe *p, int64_t now) {
+    uint32_t hn = home_of(p->h, s->ngroups), gv = 0;
+    uint8_t *victim = NULL, *free_home = NULL;
+    bool idle = false;
+    for (uint32_t k = 0, g = hn; k < 2 && !idle; k++, g = next_group(s, g)) {
+        uint8_t *e = s->slots + (size_t)g * t->group_bytes;
+        for (uint32_t j = 0; j < t->group_slots && !idle; j++, e += t->slot_size) {
+            uint32_t m = meta_of(e);
+            if (!(m & META_USED)) {
+                if (k == 0 && !free_home) free_home = e;
+                continue;
+            }
+            if ((m & META_PIN) || (m & META_LEN) == META_LONG) continue;
+            if (forgettable(t, e, now)) {
+                victim = e, gv = g, idle = true;
+            } else if (!(m & META_REF) && !victim && !just_passed(t, s, e)) {
+                victim = e, gv = g;
+            }
+        }
+    }
+    if (!victim) return NULL;
+    if (idle)
+        s->evicted_idle++;
+    else
+        s->evicted_live++;
+    uint32_t vi = (uint32_t)((size_t)(victim - s->slots) / t->slot_size);
+    if (free_home && gv != hn) { /* the victim goes, the key lands in its home group */
+        sl__table_remove_slot(t, s, vi);
+        return sl__table_place(t, s->slots, s->over, s->ngroups, p->h);
+    }
+    /* in place: the victim's path loses a key, the new key's gains one */
+    for (uint32_t g = home_of(sl__table_hash_of_slot(t, victim), s->ngroups); g != gv;
+         g = next_group(s, g))
+        if (s->over[g] != OVER_MAX) s->over[g]--;
+    for (uint32_t g = hn; g != gv; g = next_group(s, g))
+        if (s->over[g] != OVER_MAX) s->over[g]++;
+    store64(victim, 0);
+    s->count--;
+    return victim;
+}
+
 /* Creates the state for a new key (not in the shard); *out is its slot. */
 int sl__table_insert(const sl_table *t, shard *s, const probe *p, int64_t now, uint8_t **out) {
     sweep_near(t, s, now, p->h, IDLE_VISITS_PER_INSERT);
@@ -111,8 +183,11 @@ int sl__table_insert(const sl_table *t, shard *s, const probe *p, int64_t now, u
      * array stays allocated): give up before evicting anything if even
      * that cannot make room. */
     if (!p->inl && s->bytes - s->long_bytes + len > s->cap) return SL_ENOMEM;
-    if (s->count >= s->max_count && !sl__table_grow(t, s) && !evict_near(t, s, now, p->h))
-        return SL_ENOMEM;
+    uint8_t *e = NULL;
+    if (s->count >= s->max_count && !sl__table_grow(t, s)) {
+        e = p->inl ? replace_near(t, s, p, now) : NULL;
+        if (!e && !evict_near(t, s, now, p->h)) return SL_ENOMEM;
+    }
     while (!p->inl && s->bytes + len > s->cap)
         if (!evict_one(t, s, now, true)) return SL_ENOMEM; /* the rest are pinned */
     uint8_t *k = NULL;
@@ -121,14 +196,16 @@ int sl__table_insert(const sl_table *t, shard *s, const probe *p, int64_t now, u
         if (!k) return SL_ENOMEM;
         memcpy(k, p->key, len);
     }
-    uint8_t *e = sl__table_place(t, s->slots, s->over, s->ngroups, p->h);
+    bool replaced = e != NULL;
+    if (!e) e = sl__table_place(t, s->slots, s->over, s->ngroups, p->h);
     memset(e + 8, 0, t->state_off - 8);
     /* Referenced only once used again, unless its region's hand is about to
      * reach it: a new key gets at least half a turn of that hand (a key
-     * placed just ahead of it would otherwise go before its second use). */
+     * placed just ahead of it would otherwise go before its second use).
+     * One that replaced a key of its window starts unreferenced (above). */
     uint32_t i = (uint32_t)((size_t)(e - s->slots) / t->slot_size), r = i / REGION_SLOTS;
     uint32_t ahead = (i + REGION_SLOTS - s->rhand[r] % REGION_SLOTS) % REGION_SLOTS;
-    store64(e, p->w0 | (ahead < REGION_SLOTS / 2 ? META_REF : 0));
+    store64(e, p->w0 | (!replaced && ahead < REGION_SLOTS / 2 ? META_REF : 0));
     if (p->inl) {
         if (len > 7) memcpy(e + 8, p->key + 7, len - 7);
     } else {

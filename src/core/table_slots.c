@@ -37,6 +37,10 @@ static inline uint64_t hash_of_slot(const sl_table *t, const uint8_t *e) {
     return sl__hash(k, len, t->seed);
 }
 
+uint64_t sl__table_hash_of_slot(const sl_table *t, const uint8_t *e) {
+    return hash_of_slot(t, e);
+}
+
 /* find() past the home group: the groups its overflow count says to try. */
 uint8_t *sl__table_find_more(const sl_table *t, const shard *s, const probe *p, uint32_t g) {
     for (uint32_t step = 1; step < s->ngroups; step++) {
@@ -61,10 +65,6 @@ uint8_t *sl__table_place(const sl_table *t, uint8_t *slots, uint8_t *over, uint3
         if (over[g] != OVER_MAX) over[g]++;
         if (++g == ngroups) g = 0;
     }
-}
-
-static inline uint32_t next_group(const shard *s, uint32_t g) {
-    return g + 1 == s->ngroups ? 0 : g + 1;
 }
 
 /* Groups from a forward to b around the array of n (a, b < n). */

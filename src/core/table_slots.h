@@ -257,10 +257,18 @@ static inline shard *shard_for(const sl_table *t, uint64_t h) {
     return &t->shards[(h >> 32) & (t->nshards - 1)];
 }
 
+/* The group after g, around the array. */
+static inline uint32_t next_group(const shard *s, uint32_t g) {
+    return g + 1 == s->ngroups ? 0 : g + 1;
+}
+
 /* Home group: multiply-shift of the hash's low 32 bits (any group count). */
 static inline uint32_t home_of(uint64_t h, uint32_t ngroups) {
     return (uint32_t)(((uint64_t)(uint32_t)h * ngroups) >> 32);
 }
+
+/* The hash of the key in used slot e (table_slots.c). */
+uint64_t sl__table_hash_of_slot(const sl_table *t, const uint8_t *e);
 
 /* find() past the home group: the groups its overflow count says to try
  * (table_slots.c). */

@@ -7,7 +7,9 @@
  * middle of probe paths) decides field by field as one never-forgotten state
  * per key, kept beside the table with the algorithm's own functions; and
  * keys stay near their home while the inserts' idle sweeps empty a shard at
- * its cap (its overflow counts, core/table_slots.h). */
+ * its cap (its overflow counts, core/table_slots.h); and under live
+ * eviction at the cap every key is held once, where its lookup finds it, and
+ * every overflow count is exact. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -249,12 +251,78 @@ static void random_traffic_one_state_per_key(void **state) {
     run_random(SL_SLIDING_WINDOW, 777u);
 }
 
+/* The shard's index from scratch: every used slot is the one its key's
+ * lookup finds (so no key is held twice), and every group's overflow count
+ * is the number of keys whose path from their home passes it. */
+static void check_index(const sl_table *t, const char *when) {
+    const shard *s = &t->shards[0];
+    static uint32_t want[1 << 16];
+    assert_true(s->ngroups <= sizeof want / sizeof want[0]);
+    memset(want, 0, s->ngroups * sizeof want[0]);
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < s->nslots; i++) {
+        uint8_t *e = slot(t, s, i);
+        if (!(meta_of(e) & META_USED)) continue;
+        used++;
+        uint8_t key[KEY_INLINE_MAX + 1];
+        size_t len;
+        const uint8_t *k;
+        if (is_long(e)) {
+            len = long_len(e);
+            k = long_ptr(e);
+        } else {
+            len = meta_of(e) & META_LEN;
+            store_le(key, load64(e) >> 8, len < 7 ? len : 7);
+            if (len > 7) memcpy(key + 7, e + 8, len - 7);
+            k = key;
+        }
+        uint64_t h = sl__hash(k, len, t->seed);
+        probe p;
+        make_probe(t, k, len, h, &p);
+        if (find(t, s, &p) != e) fail_msg("%s: the key in slot %u is not found there", when, i);
+        for (uint32_t g = home_of(h, s->ngroups); g != i / t->group_slots; g = next_group(s, g))
+            want[g]++;
+    }
+    assert_int_equal(used, s->count);
+    for (uint32_t g = 0; g < s->ngroups; g++)
+        if (s->over[g] != want[g])
+            fail_msg("%s: group %u counts %u keys past it, %u are", when, g, s->over[g], want[g]);
+}
+
+/* A shard at its cap under live churn (no state refills during the test):
+ * new keys of up to 20 bytes (inline and out of line) mixed with uses of
+ * recent ones, so that new keys take slots in their own window, in place or
+ * after the victim's removal, and the hand takes the rest. The index stays
+ * exact all along, and the cap is held. */
+static void eviction_at_cap_keeps_the_index_exact(void **state) {
+    (void)state;
+    sl_table *t = make(SL_TOKEN_BUCKET, (sl_rate){100, HOUR}, 100, 128 << 10, 1);
+    char k[32];
+    sl_decision d;
+    uint64_t x = 0x5eedu;
+    int64_t now = T0;
+    uint32_t fresh = 0;
+    for (int op = 0; op < 60000; op++, now += 1000) {
+        uint32_t u =
+            rng(&x) % 10 < 7 || fresh < 100 ? fresh++ : fresh - 1 - (uint32_t)(rng(&x) % 100);
+        int n = snprintf(k, sizeof k, u % 5 ? "k:%u" : "a-longer-key:%u", u);
+        assert_int_equal(sl_table_check(t, k, (size_t)n, 1, now, &d), SL_OK);
+        if (op % 5000 == 4999) check_index(t, "during the churn");
+    }
+    check_index(t, "at the end");
+    sl_table_stats st = stats(t);
+    assert_true(st.evicted_live > 20000);
+    assert_true(st.bytes <= st.max_bytes);
+    sl_table_destroy(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(keys_around_inline_limits),
         cmocka_unit_test(growth_during_check_all),
         cmocka_unit_test(random_traffic_one_state_per_key),
         cmocka_unit_test(idle_sweep_keeps_keys_near_home),
+        cmocka_unit_test(eviction_at_cap_keeps_the_index_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

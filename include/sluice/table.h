@@ -9,8 +9,8 @@
  *   caller passes a time more than that behind the latest one it passed.
  * - Hard memory cap: when a new key does not fit, an old live state is
  *   evicted (CLOCK, an approximation of least-recently-used: a state used
- *   since the clock hand last passed is spared) and counted in
- *   sl_table_stats.evicted_live.
+ *   since the clock hand last passed is spared; slots next to the new key's
+ *   own are tried first) and counted in sl_table_stats.evicted_live.
  * - The table is split into independently locked shards by key hash; a hot
  *   key holds only its shard's short lock, never the whole table, and locks
  *   are plain blocking locks (no compare-and-swap retry loops).

@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "bench_common.h"
 #include "peer_handrolled.h"
@@ -338,7 +339,10 @@ static void table_state(subject *s, uint64_t *keys, uint64_t *evicted, uint64_t 
 
 /* The memlat subject's working set: as many bytes as the token-bucket table
  * holds (else the first table), one pointer per 64-byte line in a single
- * random cycle (Sattolo), in malloc'd memory like the tables' arrays. */
+ * random cycle (Sattolo), in malloc'd memory like the tables' arrays, and
+ * like them advised for 2 MiB pages (core/table_slots.c) unless
+ * --memlat-4k. */
+static bool memlat_huge = true;
 static void build_memlat(subject *subs, int nsubs) {
     subject *m = NULL, *ref = NULL;
     for (int i = 0; i < nsubs; i++) {
@@ -355,13 +359,19 @@ static void build_memlat(subject *subs, int nsubs) {
     size_t lines = bytes / 64;
     m->chase = aligned_alloc(64, lines * 64);
     m->chase_lines = lines;
+    if (m->chase && memlat_huge) {
+        const uintptr_t huge = (uintptr_t)2 << 20;
+        uintptr_t a = ((uintptr_t)m->chase + huge - 1) & ~(huge - 1);
+        uintptr_t b = ((uintptr_t)m->chase + lines * 64) & ~(huge - 1);
+        if (b > a) (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+    }
     uint64_t rng = 0xc4a5eULL;
     if (!m->chase || bench_chase_link(m->chase, lines, &rng)) {
         perror("malloc");
         exit(1);
     }
-    printf("# memlat subject: dependent loads over %.1f MiB (the %s table's bytes)\n",
-           (double)bytes / (1 << 20), ref ? ref->name : "default");
+    printf("# memlat subject: dependent loads over %.1f MiB (the %s table's bytes), %s pages\n",
+           (double)bytes / (1 << 20), ref ? ref->name : "default", memlat_huge ? "2 MiB" : "4 KiB");
 }
 
 /* ---- main ------------------------------------------------------------------ */
@@ -384,6 +394,8 @@ static void usage(FILE *f) {
                "  --fresh-keys       format each random key just before its decision, with\n"
                "                     one 16-byte store (default: 32 decisions ahead)\n"
                "  --byte-keys        the same, byte by byte (see bench_common.h)\n"
+               "  --memlat-4k        memlat on 4 KiB pages (default: advised for 2 MiB\n"
+               "                     pages, as the tables' slot arrays are)\n"
                "  --limit N          N per minute, burst N, for every subject (default 100;\n"
                "                     a large N keeps the hot key allowed)\n"
                "  --cap BYTES        each table's max_memory (default 4 GiB: no eviction);\n"
@@ -404,19 +416,31 @@ int main(int argc, char **argv) {
     bool keys_given = false;
     unsigned long long cap = 0; /* --cap: each table's max_memory (0: 4 GiB, nothing evicted) */
 
-    static const struct option opts[] = {
-        {"quick", no_argument, 0, 'q'},         {"runs", required_argument, 0, 'r'},
-        {"time", required_argument, 0, 't'},    {"keys", required_argument, 0, 'k'},
-        {"only", required_argument, 0, 'o'},    {"workload", required_argument, 0, 'w'},
-        {"threads", required_argument, 0, 'T'}, {"csv", required_argument, 0, 'c'},
-        {"no-pin", no_argument, 0, 'P'},        {"instr", no_argument, 0, 'i'},
-        {"ops", required_argument, 0, 'n'},     {"help", no_argument, 0, 'h'},
-        {"serial", no_argument, 0, 'S'},        {"byte-keys", no_argument, 0, 'B'},
-        {"fresh-keys", no_argument, 0, 'F'},    {"cap", required_argument, 0, 'C'},
-        {"limit", required_argument, 0, 'L'},   {0, 0, 0, 0}};
+    static const struct option opts[] = {{"quick", no_argument, 0, 'q'},
+                                         {"runs", required_argument, 0, 'r'},
+                                         {"time", required_argument, 0, 't'},
+                                         {"keys", required_argument, 0, 'k'},
+                                         {"only", required_argument, 0, 'o'},
+                                         {"workload", required_argument, 0, 'w'},
+                                         {"threads", required_argument, 0, 'T'},
+                                         {"csv", required_argument, 0, 'c'},
+                                         {"no-pin", no_argument, 0, 'P'},
+                                         {"instr", no_argument, 0, 'i'},
+                                         {"ops", required_argument, 0, 'n'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {"serial", no_argument, 0, 'S'},
+                                         {"byte-keys", no_argument, 0, 'B'},
+                                         {"fresh-keys", no_argument, 0, 'F'},
+                                         {"cap", required_argument, 0, 'C'},
+                                         {"limit", required_argument, 0, 'L'},
+                                         {"memlat-4k", no_argument, 0, 'M'},
+                                         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
+        case 'M':
+            memlat_huge = false;
+            break;
         case 'q':
             runs = 3;
             secs = 0.1;

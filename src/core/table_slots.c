@@ -9,8 +9,18 @@
  * quarter (rehashing every key into a new array), as long as the array and
  * the long keys stay within 7/8 of the shard's cap (the rest is headroom
  * for long keys). Entries move then and on removals (above): a multi-key
- * check finds its entries again once all of them are pinned. */
+ * check finds its entries again once all of them are pinned.
+ *
+ * Pages: an array asks the kernel for 2 MiB pages (madvise(MADV_HUGEPAGE) on
+ * its 2 MiB-aligned interior): at a million keys and more, every decision's
+ * slot line also missed in the TLB on 4 KiB pages, and the page walk's own
+ * miss came before the line's (docs/BENCHMARKS.md, session 17). It costs no
+ * memory (the array is zeroed, so every page of it is resident either way);
+ * where the kernel's transparent huge pages are "never" it does nothing. */
 #include "core/table_slots.h"
+
+#include <stdint.h>
+#include <sys/mman.h>
 
 /* The key of a used slot, for rehashing: inline keys are copied to buf
  * (KEY_INLINE_MAX bytes). */
@@ -127,6 +137,20 @@ void sl__table_remove_slot(const sl_table *t, shard *s, uint32_t i) {
     pull_back(t, s, i);
 }
 
+/* Asks for huge pages over the 2 MiB pages inside [p, p + n); failure is
+ * harmless (4 KiB pages). */
+static void advise_huge(void *p, size_t n) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+    uintptr_t b = ((uintptr_t)p + n) & ~(huge - 1);
+    if (b > a) (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Allocates an empty array of ngroups groups. */
 int sl__table_alloc_array(const sl_table *t, uint32_t ngroups, uint8_t **slots, uint8_t **over,
                           uint32_t **rhand) {
@@ -140,6 +164,7 @@ int sl__table_alloc_array(const sl_table *t, uint32_t ngroups, uint8_t **slots, 
         free(*rhand);
         return SL_ENOMEM;
     }
+    advise_huge(*slots, n);
     memset(*slots, 0, n);
     return SL_OK;
 }

@@ -378,8 +378,9 @@ uint8_t *sl__table_place(const sl_table *t, uint8_t *slots, uint8_t *over, uint3
  * a caller holding entry pointers finds them again). */
 void sl__table_remove_slot(const sl_table *t, shard *s, uint32_t i);
 
-/* Allocates an empty array of ngroups groups: SL_OK, or SL_ENOMEM with
- * nothing allocated. */
+/* Allocates an empty array of ngroups groups, on 2 MiB pages where the
+ * kernel gives them (table_slots.c): SL_OK, or SL_ENOMEM with nothing
+ * allocated. */
 int sl__table_alloc_array(const sl_table *t, uint32_t ngroups, uint8_t **slots, uint8_t **over,
                           uint32_t **rhand);
 

@@ -9,7 +9,8 @@
  * keys stay near their home while the inserts' idle sweeps empty a shard at
  * its cap (its overflow counts, core/table_slots.h); and under live
  * eviction at the cap every key is held once, where its lookup finds it, and
- * every overflow count is exact. */
+ * every overflow count is exact; and a large slot array is advised to the
+ * kernel for 2 MiB pages. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -316,6 +317,54 @@ static void eviction_at_cap_keeps_the_index_exact(void **state) {
     sl_table_destroy(t);
 }
 
+/* The VmFlags of the mapping holding addr in /proc/self/smaps, "" if none. */
+static void vm_flags_of(uintptr_t addr, char *out, size_t n) {
+    out[0] = 0;
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return;
+    char line[512];
+    bool in = false;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3) /* a mapping's first line */
+            in = addr >= lo && addr < hi;
+        else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            size_t m = strnlen(line + 8, n - 1);
+            memcpy(out, line + 8, m);
+            out[m] = 0;
+            break;
+        }
+    }
+    fclose(f);
+}
+
+/* A shard array of many MiB (sliding log slots of 832 bytes) asks for huge
+ * pages on its aligned interior: the mapping there carries "hg"
+ * (MADV_HUGEPAGE), whatever the kernel then gives (its "never" mode still
+ * records the advice). */
+static void large_arrays_ask_for_huge_pages(void **state) {
+    (void)state;
+    FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!thp) skip(); /* a kernel without transparent huge pages */
+    fclose(thp);
+    sl_table *t = make(SL_SLIDING_LOG, (sl_rate){100, HOUR}, 100, 0, 1);
+    const shard *s = &t->shards[0];
+    char k[32];
+    sl_decision d;
+    for (uint32_t u = 0; (size_t)s->ngroups * t->group_bytes < (8u << 20); u++) {
+        int n = snprintf(k, sizeof k, "k:%u", u);
+        assert_int_equal(sl_table_check(t, k, (size_t)n, 1, T0, &d), SL_OK);
+    }
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)s->slots + huge - 1) & ~(huge - 1);
+    char flags[256];
+    vm_flags_of(a, flags, sizeof flags);
+    if (!flags[0]) fail_msg("no mapping holds the slot array's %#lx", (unsigned long)a);
+    if (!strstr(flags, " hg")) fail_msg("the slot array is not advised for huge pages:%s", flags);
+    sl_table_destroy(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(keys_around_inline_limits),
@@ -323,6 +372,7 @@ int main(void) {
         cmocka_unit_test(random_traffic_one_state_per_key),
         cmocka_unit_test(idle_sweep_keeps_keys_near_home),
         cmocka_unit_test(eviction_at_cap_keeps_the_index_exact),
+        cmocka_unit_test(large_arrays_ask_for_huge_pages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,9 +12,9 @@
  *
  *   - a waiter polls the lock seldom (`SL__LOCK_POLL` pauses between looks),
  *     so the holder releases and takes the lock again with both lines in its
- *     own cache, for a stretch of decisions (one poll interval or more: 2.4
- *     us on the Zen 5 of docs/BENCHMARKS.md), and the waiter takes it at a
- *     look that finds it free;
+ *     own cache, for a stretch of decisions (one poll interval or more: 128
+ *     pauses, 9.6 us on the Zen 5 of docs/BENCHMARKS.md), and the waiter
+ *     takes it at a look that finds it free;
  *   - bounded waiting: a waiter that has looked `SL__LOCK_PATIENCE` times
  *     without winning queues by ticket (FIFO among such waiters); the head of
  *     that queue raises `want`, which closes the fast path to everyone else,
@@ -48,12 +48,15 @@ typedef struct sl__shard_lock {
 
 /* Pauses between two looks at a held lock, and looks before a waiter queues
  * for its turn (a pause is 10-140 cycles, 75 ns on the Zen 5 of
- * docs/BENCHMARKS.md). -D to try others. */
+ * docs/BENCHMARKS.md). 1024 pauses in all before a waiter queues, as with
+ * the 32 x 32 of before; 128 x 8 measured 0.34-0.42 of the peer's time on
+ * two threads on one hot key against 0.50-0.74 (docs/BENCHMARKS.md, session
+ * 17). -D to try others. */
 #ifndef SL__LOCK_POLL
-#define SL__LOCK_POLL 32
+#define SL__LOCK_POLL 128
 #endif
 #ifndef SL__LOCK_PATIENCE
-#define SL__LOCK_PATIENCE 32
+#define SL__LOCK_PATIENCE 8
 #endif
 
 /* The contended path (shard_lock.c), after sl__shard_lock_try said no:

@@ -15,7 +15,7 @@
  *   key holds only its shard's short lock, never the whole table, and locks
  *   are plain blocking locks (no compare-and-swap retry loops).
  * - Multi-limit checks (sl_table_check_all) are all-or-nothing.
- * - Pages: each shard's slot array of more than 2 MiB is advised for
+ * - Pages: the 2 MiB pages inside each shard's slot array are advised for
  *   transparent huge pages (madvise(MADV_HUGEPAGE), Linux); it is zeroed
  *   whole when allocated, so this adds no memory. The kernel's own setting
  *   (/sys/kernel/mm/transparent_hugepage/enabled: "never") wins. */

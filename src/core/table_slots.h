@@ -220,9 +220,9 @@ static inline bool bytes_eq(const uint8_t *a, const uint8_t *b, size_t n) {
         return load64(a + n - 8) == load64(b + n - 8);
     }
     if (n >= 4) return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
-    while (n--)
-        if (*a++ != *b++) return false;
-    return true;
+    if (n == 0) return true;
+    /* 1..3 bytes: the first, the middle and the last cover them, no loop */
+    return ((a[0] ^ b[0]) | (a[n >> 1] ^ b[n >> 1]) | (a[n - 1] ^ b[n - 1])) == 0;
 }
 
 /* What a lookup compares each slot with, prepared once per call. */
@@ -315,10 +315,17 @@ static inline void sl__table_prefetch_eviction(const sl_table *t, const shard *s
 }
 
 /* The lookup past the home group g, where p's key was not: the overflow
- * count says whether to go on. */
+ * count says whether to go on. The next group (where find_home asked for
+ * its line, and where most keys not at home are) is looked at here, inline;
+ * the groups after it in sl__table_find_more. */
 static inline uint8_t *find_past_home(const sl_table *t, const shard *s, const probe *p,
                                       uint32_t g) {
-    return s->over[g] == 0 ? NULL : sl__table_find_more(t, s, p, g);
+    if (s->over[g] == 0) return NULL;
+    uint32_t n = next_group(s, g);
+    uint8_t *e = s->slots + (size_t)n * t->group_bytes;
+    if (slot_is(e, p)) return e;
+    if (t->group_slots > 1 && slot_is(e + t->slot_size, p)) return e + t->slot_size;
+    return s->over[n] == 0 ? NULL : sl__table_find_more(t, s, p, n);
 }
 
 /* The slot holding p's key, or NULL: the home group first, the overflow

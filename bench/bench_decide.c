@@ -374,6 +374,22 @@ static void build_memlat(subject *subs, int nsubs) {
            (double)bytes / (1 << 20), ref ? ref->name : "default", memlat_huge ? "2 MiB" : "4 KiB");
 }
 
+/* The process's anonymous memory on 2 MiB pages, in KiB (AnonHugePages of
+ * /proc/self/smaps_rollup), or -1 where the kernel does not say: each
+ * populate line reports what its table got, since a shard's array of under
+ * 2 MiB has no 2 MiB page (64 shards: tables under 128 MiB) while the memlat
+ * chase is one mapping. */
+static long anon_huge_kib(void) {
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    if (!f) return -1;
+    char line[128];
+    long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "AnonHugePages: %ld kB", &kib) == 1) break;
+    fclose(f);
+    return kib;
+}
+
 /* ---- main ------------------------------------------------------------------ */
 
 static void usage(FILE *f) {
@@ -595,14 +611,19 @@ int main(int argc, char **argv) {
                                    : "with one 16-byte store, 32 decisions ahead");
     if (do_random) {
         for (int i = 0; i < nsubs; i++) {
+            long huge0 = anon_huge_kib();
             int64_t t0 = bench_wall_ns();
             populate(&subs[i], nkeys);
             double took = (double)(bench_wall_ns() - t0) / 1e9;
+            long huge1 = anon_huge_kib();
             uint64_t held, evicted, idle;
             table_state(&subs[i], &held, &evicted, &idle);
-            printf("# populated %-14s with %u keys in %.2f s: %llu held, %llu evicted\n",
+            printf("# populated %-14s with %u keys in %.2f s: %llu held, %llu evicted",
                    subs[i].name, nkeys, took, (unsigned long long)held,
                    (unsigned long long)evicted);
+            if (huge0 >= 0 && huge1 >= 0)
+                printf("; %.1f MiB more on 2 MiB pages", (double)(huge1 - huge0) / 1024);
+            printf("\n");
         }
     }
     build_memlat(subs, nsubs);

@@ -16,8 +16,9 @@
  *   are plain blocking locks (no compare-and-swap retry loops).
  * - Multi-limit checks (sl_table_check_all) are all-or-nothing.
  * - Pages: the 2 MiB pages inside each shard's slot array are advised for
- *   transparent huge pages (madvise(MADV_HUGEPAGE), Linux); it is zeroed
- *   whole when allocated, so this adds no memory. The kernel's own setting
+ *   transparent huge pages (madvise(MADV_HUGEPAGE), Linux; an array under
+ *   2 MiB has none); it is zeroed whole when allocated, so this adds no
+ *   memory. The kernel's own setting
  *   (/sys/kernel/mm/transparent_hugepage/enabled: "never") wins. */
 #ifndef SLUICE_TABLE_H
 #define SLUICE_TABLE_H

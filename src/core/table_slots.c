@@ -12,9 +12,11 @@
  * check finds its entries again once all of them are pinned.
  *
  * Pages: an array asks the kernel for 2 MiB pages (madvise(MADV_HUGEPAGE) on
- * its 2 MiB-aligned interior): at a million keys and more, every decision's
- * slot line also missed in the TLB on 4 KiB pages, and the page walk's own
- * miss came before the line's (docs/BENCHMARKS.md, session 17). It costs no
+ * its 2 MiB-aligned interior): in arrays of many MiB, every decision's slot
+ * line also missed in the TLB on 4 KiB pages, and the page walk's own miss
+ * came before the line's (docs/BENCHMARKS.md, session 17). An array under
+ * 2 MiB has no such page: with 64 shards, tables under about 128 MiB (a
+ * million token-bucket keys) stay on 4 KiB pages (session 18). It costs no
  * memory (the array is zeroed, so every page of it is resident either way);
  * where the kernel's transparent huge pages are "never" it does nothing. */
 #include "core/table_slots.h"

@@ -18,8 +18,8 @@
  * - Pages: the 2 MiB pages inside each shard's slot array are advised for
  *   transparent huge pages (madvise(MADV_HUGEPAGE), Linux; an array under
  *   2 MiB has none); it is zeroed whole when allocated, so this adds no
- *   memory. The kernel's own setting
- *   (/sys/kernel/mm/transparent_hugepage/enabled: "never") wins. */
+ *   memory. The kernel's own setting (/sys/kernel/mm/transparent_hugepage/
+ *   enabled: "never") wins. */
 #ifndef SLUICE_TABLE_H
 #define SLUICE_TABLE_H
 

@@ -53,13 +53,12 @@ uint64_t sl__table_hash_of_slot(const sl_table *t, const uint8_t *e) {
     return hash_of_slot(t, e);
 }
 
-/* find() past the home group: the groups its overflow count says to try. */
+/* find() past the group after home: the groups its overflow count says to try. */
 uint8_t *sl__table_find_more(const sl_table *t, const shard *s, const probe *p, uint32_t g) {
     for (uint32_t step = 1; step < s->ngroups; step++) {
         if (++g == s->ngroups) g = 0;
-        uint8_t *e = s->slots + (size_t)g * t->group_bytes;
-        for (uint32_t j = 0; j < t->group_slots; j++, e += t->slot_size)
-            if (slot_is(e, p)) return e;
+        uint8_t *e = find_in_group(t, s->slots + (size_t)g * t->group_bytes, p);
+        if (e) return e;
         if (s->over[g] == 0) return NULL;
     }
     return NULL;

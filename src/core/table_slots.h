@@ -270,10 +270,17 @@ static inline uint32_t home_of(uint64_t h, uint32_t ngroups) {
 /* The hash of the key in used slot e (table_slots.c). */
 uint64_t sl__table_hash_of_slot(const sl_table *t, const uint8_t *e);
 
-/* find() past the home group: the groups its overflow count says to try
- * (table_slots.c). */
+/* find() past the group after home g: the groups its overflow count says
+ * to try (table_slots.c). */
 __attribute__((noinline)) uint8_t *sl__table_find_more(const sl_table *t, const shard *s,
                                                        const probe *p, uint32_t g);
+
+/* The slot of group e (one or two slots) holding p's key, or NULL. */
+static inline uint8_t *find_in_group(const sl_table *t, uint8_t *e, const probe *p) {
+    if (slot_is(e, p)) return e;
+    if (t->group_slots > 1 && slot_is(e + t->slot_size, p)) return e + t->slot_size;
+    return NULL;
+}
 
 /* The slot holding p's key if it is in its home group (one cache line: its
  * one or two slots), else NULL. Also asks for the next group and the home's
@@ -286,9 +293,7 @@ static inline uint8_t *find_home(const sl_table *t, const shard *s, const probe 
     __builtin_prefetch(e + t->group_bytes);
     __builtin_prefetch(&s->over[g]);
     *gp = g;
-    if (slot_is(e, p)) return e;
-    if (t->group_slots > 1 && slot_is(e + t->slot_size, p)) return e + t->slot_size;
-    return NULL;
+    return find_in_group(t, e, p);
 }
 
 /* The region of h's home (one CLOCK hand at the cap, table_evict.c): its
@@ -322,9 +327,8 @@ static inline uint8_t *find_past_home(const sl_table *t, const shard *s, const p
                                       uint32_t g) {
     if (s->over[g] == 0) return NULL;
     uint32_t n = next_group(s, g);
-    uint8_t *e = s->slots + (size_t)n * t->group_bytes;
-    if (slot_is(e, p)) return e;
-    if (t->group_slots > 1 && slot_is(e + t->slot_size, p)) return e + t->slot_size;
+    uint8_t *e = find_in_group(t, s->slots + (size_t)n * t->group_bytes, p);
+    if (e) return e;
     return s->over[n] == 0 ? NULL : sl__table_find_more(t, s, p, n);
 }
 

@@ -8,6 +8,8 @@
 #                    back to back, then serialized (latency), then with keys
 #                    formatted byte by byte
 #   3d. bench_graphql us to parse and cost a typical 2 KB GraphQL query
+#   3e. bench_group  a request of 1-8 limits (sl_table_check_all) against as
+#                    many lone checks, 1M random keys, back to back and serialized
 #   4. callgrind     instructions per hot-key decision (repeatable), if valgrind
 #                    is installed
 #   5. layout_proto  issue 18's two candidate table layouts on the same keys
@@ -46,7 +48,7 @@ out=${out:-$build/results}
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSLUICE_TESTS=OFF -DSLUICE_BENCH=ON \
   >/dev/null
-cmake --build "$build" -j"$(nproc)" --target bench_decide bench_memory memlat bench_graphql layout_proto \
+cmake --build "$build" -j"$(nproc)" --target bench_decide bench_memory memlat bench_graphql layout_proto bench_group \
   >/dev/null
 mkdir -p "$out"
 bin=$build/bench
@@ -93,6 +95,11 @@ echo "== 3c. random keys formatted just before the call: one 16-byte store (--fr
 echo
 echo "== 3d. GraphQL query cost: parse + cost of a typical 2 KB query (bench_graphql) =="
 "$bin/bench_graphql" "${quick[@]}" | tee "$out/graphql.txt"
+
+echo
+echo "== 3e. a request of several limits against lone checks (bench_group) =="
+"$bin/bench_group" "${quick[@]}" | tee "$out/group.txt"
+"$bin/bench_group" "${quick[@]}" --serial | tee "$out/group-serial.txt"
 
 if [ "$callgrind" = 1 ] && command -v valgrind >/dev/null; then
   echo

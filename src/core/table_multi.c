@@ -1,8 +1,10 @@
 /* table_multi.c: multi-key checks (sl_table_check_all, and the store
  * contract's groups of core/table_any.h): all or nothing across tables, with
  * an undo log of the states a refused request touched. Multi-key checks lock
- * their shards in address order (no deadlock) and pin their entries so that
- * inserting one key cannot evict another of the same request. */
+ * their shards in address order (no deadlock), ask for every key's home line
+ * before the first lookup (the misses of a request's keys overlap), and pin
+ * their entries so that inserting one key cannot evict another of the same
+ * request. */
 #include "core/table_any.h"
 #include "core/table_slots.h"
 
@@ -11,11 +13,6 @@ typedef struct held {
     const sl_table *t;
     uint8_t *e;
 } held;
-
-static int cmp_shard(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t) * (shard *const *)a, y = (uintptr_t) * (shard *const *)b;
-    return (x > y) - (x < y);
-}
 
 /* How check_all decides: sl_table_check_all's way, or the store contract's
  * (sl__table_check_group: a time per check, the others of a cost that can
@@ -92,13 +89,23 @@ static int prepare(group *g, int64_t now, size_t *refused) {
     return SL_OK;
 }
 
+/* Sorts the n <= SL_CHECK_MAX shards by address: an insertion sort, inline
+ * (libc's qsort cost about 100 instructions per check through its
+ * comparison calls, as much as a lookup). */
+static void sort_shards(shard **order, size_t n) {
+    for (size_t i = 1; i < n; i++) {
+        shard *x = order[i];
+        size_t j = i;
+        for (; j > 0 && (uintptr_t)order[j - 1] > (uintptr_t)x; j--) order[j] = order[j - 1];
+        order[j] = x;
+    }
+}
+
 /* Takes every shard lock once, in address order. */
 static void lock_shards(group *g) {
     shard **order = g->order;
     size_t n = g->n;
-    /* an array of pointers */
-    // NOLINTNEXTLINE(bugprone-sizeof-expression)
-    qsort(order, n, sizeof order[0], cmp_shard);
+    sort_shards(order, n);
     for (size_t i = 0; i < n; i++)
         if (i == 0 || order[i] != order[i - 1]) shard_lock(order[i]);
 }
@@ -120,6 +127,9 @@ static int pin_entries(group *g, size_t *refused) {
     int rc = SL_OK;
     size_t pinned = 0;
     bool inserted = false;
+    /* every key's home line asked for first: their misses overlap (a
+     * request of 4 limits on 1M keys: 0.6-0.7 of the time, docs/BENCHMARKS.md) */
+    for (size_t i = 0; i < g->n; i++) prefetch_home(h[i].t, h[i].s, pr[i].h);
     for (; pinned < g->n; pinned++) {
         size_t i = pinned;
         uint8_t *e = find(h[i].t, h[i].s, &pr[i]);
@@ -195,10 +205,15 @@ static void decide_group(group *g, uint8_t *saved, size_t *refused) {
         offs[i] = off;
         memcpy(saved + off, state_at(g, i), plan->state_size);
         off += plan->state_size;
-        /* record only if allowed; rejections are charged below, once */
-        sl__plan strict = *plan;
-        strict.count_rejected = false;
-        sl__decide(&strict, state_at(g, i), c[i].cost, g->at[i], SL__APPLY, &c[i].decision);
+        /* record only if allowed; rejections are charged below, once (the
+         * plan is copied only when it counts rejections) */
+        if (plan->count_rejected) {
+            sl__plan strict = *plan;
+            strict.count_rejected = false;
+            sl__decide(&strict, state_at(g, i), c[i].cost, g->at[i], SL__APPLY, &c[i].decision);
+        } else {
+            sl__decide(plan, state_at(g, i), c[i].cost, g->at[i], SL__APPLY, &c[i].decision);
+        }
         if (!c[i].decision.allowed) {
             first = i;
             break;

@@ -296,6 +296,14 @@ static inline uint8_t *find_home(const sl_table *t, const shard *s, const probe 
     return find_in_group(t, e, p);
 }
 
+/* Asks for the line of h's home group, ahead of find(): a multi-key check
+ * asks for every key's line before it looks up the first (table_multi.c),
+ * so that the keys' misses overlap instead of coming one after another.
+ * Only a prefetch. The caller holds s's lock (s->slots, s->ngroups). */
+static inline void prefetch_home(const sl_table *t, const shard *s, uint64_t h) {
+    __builtin_prefetch(s->slots + (size_t)home_of(h, s->ngroups) * t->group_bytes);
+}
+
 /* The region of h's home (one CLOCK hand at the cap, table_evict.c): its
  * index and its slots [lo, hi). */
 static inline void region_of(const sl_table *t, const shard *s, uint64_t h, uint32_t *r,

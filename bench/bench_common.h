@@ -1,7 +1,7 @@
 /* bench_common.h: small helpers shared by the benchmark programs (not part
  * of libsluice): a fast PRNG, "user:%u" keys formatted without snprintf,
  * monotonic wall time, resident memory, medians, CPU pinning, a random
- * pointer chase over 64-byte lines. */
+ * pointer chase over 64-byte lines, the barrier of --serial runs. */
 #ifndef SLUICE_BENCH_COMMON_H
 #define SLUICE_BENCH_COMMON_H
 
@@ -79,6 +79,18 @@ static inline size_t bench_key24(char *buf, uint32_t u) {
     }
     buf[24] = '\0';
     return 24;
+}
+
+/* Waits until every earlier instruction has completed before the next one
+ * starts: the decisions (requests) of a --serial run cannot overlap. */
+static inline void bench_serialize(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ __volatile__("lfence" ::: "memory");
+#elif defined(__aarch64__)
+    __asm__ __volatile__("dsb ish\n\tisb" ::: "memory");
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
 }
 
 static inline int64_t bench_wall_ns(void) {

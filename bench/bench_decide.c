@@ -97,18 +97,6 @@ typedef struct worker {
     int64_t elapsed;
 } worker;
 
-/* Waits until every earlier instruction has completed before the next one
- * starts: the decisions of --serial cannot overlap. */
-static inline void serialize(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ __volatile__("lfence" ::: "memory");
-#elif defined(__aarch64__)
-    __asm__ __volatile__("dsb ish\n\tisb" ::: "memory");
-#else
-    atomic_thread_fence(memory_order_seq_cst);
-#endif
-}
-
 /* The timed loop, one copy per kind so that no indirect call is measured.
  * DECIDE(key, len, now) must evaluate to true when the request is allowed. */
 #define DEFINE_LOOP(fname, DECIDE)                                                                 \
@@ -148,7 +136,7 @@ static inline void serialize(void) {
                     unsigned r = (unsigned)(ops + (uint64_t)b + KEY_AHEAD) % KEY_RING;             \
                     ring_len[r] = bench_key_wide(ring[r], bench_below(bench_rand(&rng), nkeys));   \
                 }                                                                                  \
-                if (w->serial) serialize();                                                        \
+                if (w->serial) bench_serialize();                                                  \
             }                                                                                      \
             ops += BATCH;                                                                          \
         }                                                                                          \

@@ -56,14 +56,6 @@ static inline void draw(keyring *k, unsigned r, size_t n) {
         k->len[r][j] = bench_key_wide(k->key[r][j], bench_below(bench_rand(&k->rng), k->nkeys));
 }
 
-static inline void serialize(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ __volatile__("lfence" ::: "memory");
-#else
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
-
 /* The timed loop of one subject: `all` says which. Returns ns per request;
  * adds the checks made to *checked and those that passed to *allowed. */
 static __attribute__((noinline)) double loop(sl_table *t, keyring *k, size_t n, bool all,
@@ -92,7 +84,7 @@ static __attribute__((noinline)) double loop(sl_table *t, keyring *k, size_t n, 
             }
             draw(k, (unsigned)((reqs + AHEAD) % RING), n);
             now += 1000;
-            if (serial) serialize();
+            if (serial) bench_serialize();
         }
         elapsed = bench_wall_ns() - start;
         if (start + elapsed >= end) break;
@@ -101,18 +93,6 @@ static __attribute__((noinline)) double loop(sl_table *t, keyring *k, size_t n, 
     *checked += reqs * n;
     return (double)elapsed / (double)reqs;
 }
-
-static const struct {
-    const char *name;
-    sl_algorithm algo;
-} algos[] = {
-    {"fixed_window", SL_FIXED_WINDOW},
-    {"sliding_log", SL_SLIDING_LOG},
-    {"sliding_window", SL_SLIDING_WINDOW},
-    {"token_bucket", SL_TOKEN_BUCKET},
-    {"gcra", SL_GCRA},
-    {"leaky_queue", SL_LEAKY_QUEUE},
-};
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -147,7 +127,6 @@ int main(int argc, char **argv) {
     size_t sizes[MAX_SIZES] = {1, 2, 4, 8};
     int nsizes = 4;
     sl_algorithm algo = SL_TOKEN_BUCKET;
-    const char *algo_name = "token_bucket";
     static const struct option opts[] = {
         {"keys", required_argument, 0, 'k'},
         {"sizes", required_argument, 0, 'z'},
@@ -180,17 +159,12 @@ int main(int argc, char **argv) {
             runs = 3;
             secs = 0.1;
             break;
-        case 'a': {
-            size_t i = 0;
-            while (i < sizeof algos / sizeof algos[0] && strcmp(algos[i].name, optarg) != 0) i++;
-            if (i == sizeof algos / sizeof algos[0]) {
+        case 'a':
+            if (sl_algorithm_parse(optarg, &algo) != SL_OK) {
                 fprintf(stderr, "bench_group: no algorithm %s\n", optarg);
                 return 2;
             }
-            algo = algos[i].algo;
-            algo_name = algos[i].name;
             break;
-        }
         case 'h':
             usage(stdout);
             return 0;
@@ -239,7 +213,7 @@ int main(int argc, char **argv) {
     free(order);
 
     printf("# bench_group: %s, %ld random keys, %ld rounds x %.2f s per subject (median), %s\n",
-           algo_name, keys, runs, secs,
+           sl_algorithm_name(algo), keys, runs, secs,
            serial ? "serialized (lfence after every request)" : "back to back");
     keyring *k = calloc(1, sizeof *k);
     if (!k) return 1;

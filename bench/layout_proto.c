@@ -100,14 +100,6 @@ static bool tags_decide(tags_table *t, const char *key, size_t len, int64_t now)
     return ok;
 }
 
-static inline void serialize(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ __volatile__("lfence" ::: "memory");
-#else
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
-
 enum { S_TAGS, S_INLINE, S_MEMLAT, NS };
 static const char *const names[NS] = {"tags (index line + 48-byte entry)",
                                       "inline (sl_table, 32-byte slots)",
@@ -134,7 +126,7 @@ static __attribute__((noinline)) double run(int which, tags_table *tt, sl_table 
                 *pos = **pos;
                 sink += *pos != NULL;
             }
-            serialize();
+            bench_serialize();
         }
         ops += 64;
     }

@@ -29,9 +29,14 @@
  *     key generation and the clock, included in every other figure.
  *
  * --instr: for callgrind. One thread, the hot key (or random keys with
- * --workload random), a fake clock advancing 1 us per decision, exactly
- * --ops decisions per subject, inside functions named loop_*; run.sh divides
- * callgrind's instruction count by --ops. */
+ * --workload random), a fake clock advancing --fake-step ns per decision
+ * (default 1000), exactly --ops decisions per subject, inside functions
+ * named loop_*; run.sh divides callgrind's instruction count by --ops. The
+ * keys are populated at the fake clock's first instant, so that their
+ * states are as old at their next use as in a timed run at that pace (a
+ * populate on the real clock, 2^50 ns before the fake one, left every state
+ * fresh: at the cap the callgrind run then measured idle sweeps instead of
+ * eviction). */
 #include <errno.h>
 #include <stdatomic.h>
 #include <getopt.h>
@@ -47,6 +52,7 @@
 #include "sluice/sluice.h"
 
 #define BATCH       64
+#define FAKE_START  (INT64_C(1) << 50) /* --instr: the fake clock's first instant */
 #define HOT_KEY     42u
 #define MAX_THREADS 8
 #define MAX_RUNS    64
@@ -85,8 +91,9 @@ typedef struct worker {
     uint32_t nkeys;
     uint64_t rng;
     int cpu;
-    int64_t duration; /* ns; real clock mode */
-    uint64_t max_ops; /* fake clock mode (--instr) */
+    int64_t duration;  /* ns; real clock mode */
+    uint64_t max_ops;  /* fake clock mode (--instr) */
+    int64_t fake_step; /* fake clock mode: ns per decision */
     bool fake;
     bool serial;        /* barrier after every decision */
     enum key_mode keys; /* when and how random keys are formatted */
@@ -111,13 +118,13 @@ typedef struct worker {
         for (unsigned i = 0; i < KEY_RING; i++)                                                    \
             ring_len[i] = bench_key_wide(ring[i], bench_below(bench_rand(&rng), nkeys));           \
         int64_t start = bench_wall_ns(), deadline = start + w->duration;                           \
-        int64_t fake_now = INT64_C(1) << 50; /* any positive time */                               \
+        int64_t fake_now = FAKE_START;                                                             \
         for (;;) {                                                                                 \
             int64_t now;                                                                           \
             if (w->fake) {                                                                         \
                 if (ops >= w->max_ops) break;                                                      \
                 now = fake_now;                                                                    \
-                fake_now += BATCH * 1000;                                                          \
+                fake_now += BATCH * w->fake_step;                                                  \
             } else {                                                                               \
                 now = sl_now_monotonic();                                                          \
                 if (now >= deadline) break;                                                        \
@@ -197,6 +204,7 @@ typedef struct result {
 } result;
 
 static uint64_t seed_counter = 1;
+static int64_t fake_step = 1000; /* --fake-step */
 
 static result run_once(subject *s, enum workload wl, int threads, uint32_t nkeys, double secs,
                        bool fake, uint64_t max_ops) {
@@ -212,6 +220,7 @@ static result run_once(subject *s, enum workload wl, int threads, uint32_t nkeys
                         .cpu = i,
                         .duration = (int64_t)(secs * 1e9),
                         .max_ops = max_ops,
+                        .fake_step = fake_step,
                         .fake = fake,
                         .serial = serial,
                         .keys = key_mode,
@@ -279,7 +288,7 @@ static bool selected(const char *list, const char *name) {
 /* Inserts the keys in a random order (clients show up in no particular
  * order; inserting "user:0", "user:1", ... in sequence would give a
  * map whose allocations follow the key numbers an unrealistic locality). */
-static void populate(subject *s, uint32_t nkeys) {
+static void populate(subject *s, uint32_t nkeys, int64_t now) {
     char key[32];
     if (nkeys == 0) return;
     uint32_t *order = malloc((size_t)nkeys * sizeof *order);
@@ -295,7 +304,7 @@ static void populate(subject *s, uint32_t nkeys) {
         order[u] = order[j];
         order[j] = x;
     }
-    int64_t now = sl_now_monotonic(); /* one instant: nothing decays while we fill */
+    /* one instant (now): nothing decays while we fill */
     for (uint32_t k = 0; k < nkeys; k++) {
         size_t len = bench_key(key, order[k]);
         if (s->kind == K_SLUICE) {
@@ -381,33 +390,36 @@ static long anon_huge_kib(void) {
 /* ---- main ------------------------------------------------------------------ */
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: bench_decide [options]\n"
-               "  --quick            3 runs of 0.1 s (default: 5 runs of 0.3 s)\n"
-               "  --runs N           measured runs per configuration (median reported)\n"
-               "  --time SECONDS     length of one run\n"
-               "  --keys N           random-key population (default 1000000)\n"
-               "  --only LIST        comma list of subjects: fixed_window, sliding_log,\n"
-               "                     sliding_window, token_bucket, gcra, leaky_queue,\n"
-               "                     peer, harness, memlat (default: all; memlat chases\n"
-               "                     pointers over as many bytes as the token-bucket table)\n"
-               "  --workload W       hot, random or all (default all)\n"
-               "  --threads LIST     comma list of thread counts (default 1,2)\n"
-               "  --csv FILE         also write every median as CSV\n"
-               "  --serial           a barrier (lfence) after every decision: latency of a\n"
-               "                     lone decision instead of back-to-back throughput\n"
-               "  --fresh-keys       format each random key just before its decision, with\n"
-               "                     one 16-byte store (default: 32 decisions ahead)\n"
-               "  --byte-keys        the same, byte by byte (see bench_common.h)\n"
-               "  --memlat-4k        memlat on 4 KiB pages (default: advised for 2 MiB\n"
-               "                     pages, as the tables' slot arrays are)\n"
-               "  --limit N          N per minute, burst N, for every subject (default 100;\n"
-               "                     a large N keeps the hot key allowed)\n"
-               "  --cap BYTES        each table's max_memory (default 4 GiB: no eviction);\n"
-               "                     below what the keys need, decisions evict\n"
-               "  --no-pin           do not pin thread i to CPU i\n"
-               "  --instr --ops N    callgrind mode: N decisions per subject (the hot key,\n"
-               "                     or random keys with --workload random), 1 thread,\n"
-               "                     fake clock, no timing output\n");
+    fprintf(f,
+            "usage: bench_decide [options]\n"
+            "  --quick            3 runs of 0.1 s (default: 5 runs of 0.3 s)\n"
+            "  --runs N           measured runs per configuration (median reported)\n"
+            "  --time SECONDS     length of one run\n"
+            "  --keys N           random-key population (default 1000000)\n"
+            "  --only LIST        comma list of subjects: fixed_window, sliding_log,\n"
+            "                     sliding_window, token_bucket, gcra, leaky_queue,\n"
+            "                     peer, harness, memlat (default: all; memlat chases\n"
+            "                     pointers over as many bytes as the token-bucket table)\n"
+            "  --workload W       hot, random or all (default all)\n"
+            "  --threads LIST     comma list of thread counts (default 1,2)\n"
+            "  --csv FILE         also write every median as CSV\n"
+            "  --serial           a barrier (lfence) after every decision: latency of a\n"
+            "                     lone decision instead of back-to-back throughput\n"
+            "  --fresh-keys       format each random key just before its decision, with\n"
+            "                     one 16-byte store (default: 32 decisions ahead)\n"
+            "  --byte-keys        the same, byte by byte (see bench_common.h)\n"
+            "  --memlat-4k        memlat on 4 KiB pages (default: advised for 2 MiB\n"
+            "                     pages, as the tables' slot arrays are)\n"
+            "  --limit N          N per minute, burst N, for every subject (default 100;\n"
+            "                     a large N keeps the hot key allowed)\n"
+            "  --cap BYTES        each table's max_memory (default 4 GiB: no eviction);\n"
+            "                     below what the keys need, decisions evict\n"
+            "  --no-pin           do not pin thread i to CPU i\n"
+            "  --instr --ops N    callgrind mode: N decisions per subject (the hot key,\n"
+            "                     or random keys with --workload random), 1 thread,\n"
+            "                     fake clock, no timing output\n"
+            "  --fake-step NS     --instr: the fake clock's ns per decision (default 1000;\n"
+            "                     a timed run's pace gives its states' ages, e.g. at the cap)\n");
 }
 
 int main(int argc, char **argv) {
@@ -420,30 +432,29 @@ int main(int argc, char **argv) {
     bool keys_given = false;
     unsigned long long cap = 0; /* --cap: each table's max_memory (0: 4 GiB, nothing evicted) */
 
-    static const struct option opts[] = {{"quick", no_argument, 0, 'q'},
-                                         {"runs", required_argument, 0, 'r'},
-                                         {"time", required_argument, 0, 't'},
-                                         {"keys", required_argument, 0, 'k'},
-                                         {"only", required_argument, 0, 'o'},
-                                         {"workload", required_argument, 0, 'w'},
-                                         {"threads", required_argument, 0, 'T'},
-                                         {"csv", required_argument, 0, 'c'},
-                                         {"no-pin", no_argument, 0, 'P'},
-                                         {"instr", no_argument, 0, 'i'},
-                                         {"ops", required_argument, 0, 'n'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {"serial", no_argument, 0, 'S'},
-                                         {"byte-keys", no_argument, 0, 'B'},
-                                         {"fresh-keys", no_argument, 0, 'F'},
-                                         {"cap", required_argument, 0, 'C'},
-                                         {"limit", required_argument, 0, 'L'},
-                                         {"memlat-4k", no_argument, 0, 'M'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"quick", no_argument, 0, 'q'},           {"runs", required_argument, 0, 'r'},
+        {"time", required_argument, 0, 't'},      {"keys", required_argument, 0, 'k'},
+        {"only", required_argument, 0, 'o'},      {"workload", required_argument, 0, 'w'},
+        {"threads", required_argument, 0, 'T'},   {"csv", required_argument, 0, 'c'},
+        {"no-pin", no_argument, 0, 'P'},          {"instr", no_argument, 0, 'i'},
+        {"ops", required_argument, 0, 'n'},       {"help", no_argument, 0, 'h'},
+        {"serial", no_argument, 0, 'S'},          {"byte-keys", no_argument, 0, 'B'},
+        {"fresh-keys", no_argument, 0, 'F'},      {"cap", required_argument, 0, 'C'},
+        {"limit", required_argument, 0, 'L'},     {"memlat-4k", no_argument, 0, 'M'},
+        {"fake-step", required_argument, 0, 'f'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 'M':
             memlat_huge = false;
+            break;
+        case 'f':
+            fake_step = atoll(optarg);
+            if (fake_step < 1 || fake_step > 1000000000) {
+                fprintf(stderr, "--fake-step: ns per decision, 1..1e9\n");
+                return 2;
+            }
             break;
         case 'q':
             runs = 3;
@@ -581,7 +592,7 @@ int main(int argc, char **argv) {
 
     if (instr) {
         for (int i = 0; i < nsubs; i++) {
-            if (nkeys) populate(&subs[i], nkeys);
+            if (nkeys) populate(&subs[i], nkeys, FAKE_START);
             result r = run_once(&subs[i], do_hot ? W_HOT : W_RANDOM, 1, nkeys, 0, true,
                                 (uint64_t)instr_ops);
             printf("instr %s ops=%lld allowed=%.3f%%\n", subs[i].name, instr_ops, r.allowed_pct);
@@ -601,7 +612,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < nsubs; i++) {
             long huge0 = anon_huge_kib();
             int64_t t0 = bench_wall_ns();
-            populate(&subs[i], nkeys);
+            populate(&subs[i], nkeys, sl_now_monotonic());
             double took = (double)(bench_wall_ns() - t0) / 1e9;
             long huge1 = anon_huge_kib();
             uint64_t held, evicted, idle;

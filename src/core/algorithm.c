@@ -57,21 +57,20 @@ void sl__decide(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl
     }
 }
 
-bool sl__state_forgettable(const sl__plan *plan, const void *state, int64_t now) {
-    if (plan->start_empty && now < plan->empty_until) return false;
-    switch (plan->params.algorithm) {
+sl__fresh_fn *sl__fresh_of(sl_algorithm a) {
+    switch (a) {
     case SL_FIXED_WINDOW:
-        return sl__fixed_window_fresh(plan, state, now);
+        return sl__fixed_window_fresh;
     case SL_SLIDING_LOG:
-        return sl__sliding_log_fresh(plan, state, now);
+        return sl__sliding_log_fresh;
     case SL_SLIDING_WINDOW:
-        return sl__sliding_window_fresh(plan, state, now);
+        return sl__sliding_window_fresh;
     case SL_TOKEN_BUCKET:
-        return sl__token_bucket_fresh(plan, state, now);
+        return sl__token_bucket_fresh;
     case SL_GCRA:
-        return sl__gcra_fresh(plan, state, now);
+        return sl__gcra_fresh;
     case SL_LEAKY_QUEUE:
-        return sl__leaky_queue_fresh(plan, state, now);
+        return sl__leaky_queue_fresh;
     }
-    return false;
+    return NULL;
 }

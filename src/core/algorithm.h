@@ -82,9 +82,22 @@ void sl__state_init(const sl__plan *plan, void *state, int64_t now);
 void sl__decide(const sl__plan *plan, void *state, int64_t cost, int64_t now, sl__mode mode,
                 sl_decision *d);
 
-/* True if the state is fresh at now and forgetting it cannot change any
- * later decision (with start_empty also needs now >= empty_until). */
-bool sl__state_forgettable(const sl__plan *plan, const void *state, int64_t now);
+/* An algorithm's test: true if the state is fresh at now (as init would
+ * make it: forgetting it changes no later decision, start_empty aside). */
+typedef bool sl__fresh_fn(const sl__plan *plan, const void *state, int64_t now);
+
+/* The fresh test of algorithm a (NULL for a value outside the enum). */
+sl__fresh_fn *sl__fresh_of(sl_algorithm a);
+
+/* True if forgetting the state cannot change any later decision: fresh at
+ * now, and with start_empty also now >= empty_until. fresh is
+ * sl__fresh_of(plan's algorithm), looked up once by the caller (the table
+ * keeps it: eviction at the cap asks several times per insert). */
+static inline bool sl__state_forgettable(const sl__plan *plan, sl__fresh_fn *fresh,
+                                         const void *state, int64_t now) {
+    if (plan->start_empty && now < plan->empty_until) return false;
+    return fresh(plan, state, now);
+}
 
 /* A decision in two halves, for a caller that holds a lock over the state
  * (the table, core/table.c): X_step does everything that reads or writes the

@@ -34,6 +34,7 @@ static check_fn check_fixed_window, check_sliding_log, check_sliding_window,
  * or, for the step refill and any-rate GCRA, through the pointers. */
 static void functions_of(sl_table *t, sl_algorithm a) {
     t->check = check_slow;
+    t->fresh = sl__fresh_of(a);
     switch (a) {
     case SL_FIXED_WINDOW:
         t->step = sl__fixed_window_step;
@@ -125,6 +126,7 @@ static int create(const sl_table_options *opts, const sl__plan *planp, sl_table 
         s->nslots = ng * t->group_slots;
         s->max_count = max_count_of(s->nslots);
         s->bytes = array_bytes(t, ng);
+        s->grow_limit = grow_limit_of(t, cap, ng);
     }
     *out = t;
     return SL_OK;

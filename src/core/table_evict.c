@@ -18,22 +18,25 @@
 #include "core/table_slots.h"
 
 #define IDLE_VISITS_PER_INSERT 2
+#define SWEEP_BACKOFF_MAX      4 /* at most 15 inserts without idle visits */
 
 /* True if forgetting the state cannot change a decision at any time from
  * now - tolerance on. */
 static inline bool forgettable(const sl_table *t, uint8_t *e, int64_t now) {
     int64_t past = now - t->tolerance;
-    return sl__state_forgettable(&t->plan, state_of(t, e), past > 0 ? past : 0);
+    return sl__state_forgettable(&t->plan, t->fresh, state_of(t, e), past > 0 ? past : 0);
 }
 
 /* Drops fresh states over slots [lo, hi) under *hand; visits at most
- * `visits` slots. Returns how many it dropped. */
+ * `visits` slots. Returns how many it dropped. With look false the hand
+ * moves the same way but no slot is read (nothing dropped). */
 static size_t sweep_in(const sl_table *t, shard *s, int64_t now, uint32_t lo, uint32_t hi,
-                       uint32_t *hand, size_t visits) {
+                       uint32_t *hand, size_t visits, bool look) {
     size_t dropped = 0;
     for (size_t v = 0; v < visits && s->count; v++) {
         if (*hand >= hi || *hand < lo) *hand = lo;
         uint32_t i = (*hand)++;
+        if (!look) continue;
         uint8_t *e = slot(t, s, i);
         if ((meta_of(e) & (META_USED | META_PIN)) == META_USED && forgettable(t, e, now)) {
             sl__table_remove_slot(t, s, i);
@@ -46,7 +49,7 @@ static size_t sweep_in(const sl_table *t, shard *s, int64_t now, uint32_t lo, ui
 
 /* Drops fresh states under the idle hand; visits at most `visits` slots. */
 size_t sl__table_sweep_idle(const sl_table *t, shard *s, int64_t now, size_t visits) {
-    return sweep_in(t, s, now, 0, s->nslots, &s->idle_hand, visits);
+    return sweep_in(t, s, now, 0, s->nslots, &s->idle_hand, visits, true);
 }
 
 /* CLOCK over slots [lo, hi) with *hand: frees one slot, preferring fresh
@@ -99,11 +102,29 @@ static bool evict_near(const sl_table *t, shard *s, int64_t now, uint64_t h) {
  * reason evict_near says: a sequential hand over the whole shard emptied
  * the stretch it had passed while new keys landed anywhere, so at the cap,
  * with most states idle, the rest of the array filled up and keys probed
- * hundreds of groups past their home (docs/BENCHMARKS.md, session 10). */
+ * hundreds of groups past their home (docs/BENCHMARKS.md, session 10).
+ *
+ * The visits back off while they find nothing: after k sweeps in a row that
+ * dropped nothing, the next 2^k - 1 inserts (k <= SWEEP_BACKOFF_MAX) move
+ * the hand as a sweep would but read no slot; a sweep that drops something
+ * sweeps again on every insert. Where the states are live (a cap full of
+ * keys in use) a sweep costs a line and about 70 instructions per insert
+ * for nothing; where they are idle, every insert sweeps as before. The hand
+ * moves either way, so that which keys it spares (the reference bit a new
+ * key gets, just_passed) does not depend on whether states were idle. */
 static void sweep_near(const sl_table *t, shard *s, int64_t now, uint64_t h, size_t visits) {
     uint32_t r, lo, hi;
     region_of(t, s, h, &r, &lo, &hi);
-    sweep_in(t, s, now, lo, hi, &s->rhand[r], visits);
+    bool look = s->sweep_wait == 0;
+    size_t dropped = sweep_in(t, s, now, lo, hi, &s->rhand[r], visits, look);
+    if (!look) {
+        s->sweep_wait--;
+    } else if (dropped) {
+        s->sweep_misses = 0;
+    } else {
+        if (s->sweep_misses < SWEEP_BACKOFF_MAX) s->sweep_misses++;
+        s->sweep_wait = (uint8_t)((1u << s->sweep_misses) - 1);
+    }
 }
 
 /* True if slot e's region hand passed it less than a quarter turn ago: its
@@ -184,7 +205,7 @@ int sl__table_insert(const sl_table *t, shard *s, const probe *p, int64_t now, u
      * that cannot make room. */
     if (!p->inl && s->bytes - s->long_bytes + len > s->cap) return SL_ENOMEM;
     uint8_t *e = NULL;
-    if (s->count >= s->max_count && !sl__table_grow(t, s)) {
+    if (s->count >= s->max_count && (s->bytes > s->grow_limit || !sl__table_grow(t, s))) {
         e = p->inl ? replace_near(t, s, p, now) : NULL;
         if (!e && !evict_near(t, s, now, p->h)) return SL_ENOMEM;
     }

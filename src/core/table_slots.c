@@ -199,6 +199,7 @@ bool sl__table_grow(const sl_table *t, shard *s) {
     s->nslots = want * t->group_slots;
     s->max_count = max_count_of(s->nslots);
     s->bytes = fixed + array_bytes(t, want);
+    s->grow_limit = grow_limit_of(t, s->cap, want);
     s->hand = s->idle_hand = 0;
     return true;
 }

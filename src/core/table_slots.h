@@ -75,12 +75,14 @@ typedef struct shard {
     uint32_t *rhand;             /* per region of REGION_SLOTS slots: its CLOCK hand */
     uint32_t ngroups;
     uint32_t nslots;
-    uint32_t max_count; /* keys the array may hold (3/4 of nslots) */
-    uint32_t count;     /* keys held */
-    uint32_t hand;      /* CLOCK hand (eviction at the cap) */
-    uint32_t idle_hand; /* idle sweeper */
+    uint32_t max_count;               /* keys the array may hold (3/4 of nslots) */
+    uint32_t count;                   /* keys held */
+    uint32_t hand;                    /* CLOCK hand (eviction at the cap) */
+    uint32_t idle_hand;               /* idle sweeper */
+    uint8_t sweep_misses, sweep_wait; /* idle visits on insert (table_evict.c) */
     size_t bytes, cap;
     size_t long_bytes; /* of bytes: keys stored out of line */
+    size_t grow_limit; /* most bytes at which the array can still grow (grow_limit_of) */
     uint64_t evicted_idle, evicted_live;
 } shard;
 
@@ -99,7 +101,8 @@ struct sl_table {
     step_fn *step;
     answer_fn *answer;
     decide_fn *decide;
-    check_fn *check; /* sl_table_check for this table (table.c) */
+    sl__fresh_fn *fresh; /* the algorithm's fresh test (eviction, table_evict.c) */
+    check_fn *check;     /* sl_table_check for this table (table.c) */
     uint64_t seed;
     size_t slot_size;   /* bytes of one slot: 32, or a multiple of 64 */
     size_t state_off;   /* where the state starts in a slot */
@@ -360,6 +363,15 @@ static inline size_t array_bytes(const sl_table *t, uint32_t ngroups) {
 
 static inline uint32_t max_count_of(uint32_t nslots) {
     return nslots - (nslots + 3) / 4;
+}
+
+/* The most bytes a shard of ngroups groups and this cap may hold and still
+ * grow by one group (sl__table_grow's first test: the array and the long
+ * keys within 7/8 of the cap), so that an insert into a full shard at its
+ * cap knows without a call that it cannot grow: that test cost about 57
+ * instructions per insert there (docs/BENCHMARKS.md, session 20). */
+static inline size_t grow_limit_of(const sl_table *t, size_t cap, uint32_t ngroups) {
+    return cap - cap / 8 - (array_bytes(t, ngroups + 1) - array_bytes(t, ngroups));
 }
 
 /* ---- shared by one-key (table.c) and multi-key checks (table_multi.c) ---- */

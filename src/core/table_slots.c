@@ -176,9 +176,9 @@ bool sl__table_grow(const sl_table *t, shard *s) {
     uint32_t ng = s->ngroups, want = ng + (ng / 4 ? ng / 4 : 1);
     size_t room = s->cap - s->cap / 8, fixed = s->bytes - array_bytes(t, ng);
     if (want > UINT32_MAX / t->group_slots) return false;
-    /* At the cap not even one group more fits: the case of every insert into
-     * a full shard, so one test, not the halving below (a division each). */
-    if (fixed + array_bytes(t, ng + 1) > room) return false;
+    /* At the cap not even one group more fits (grow_limit_of, the same test
+     * an insert makes before calling), so not the halving below. */
+    if (s->bytes > s->grow_limit) return false;
     while (want > ng && fixed + array_bytes(t, want) > room) want -= (want - ng + 1) / 2;
     if (want <= ng) return false;
     uint8_t *slots, *over;

@@ -39,10 +39,14 @@ void sl__sliding_log_init(const sl__plan *plan, void *state, int64_t now) {
     }
 }
 
-/* Number of entries that have slid out at now. */
+/* Number of entries that have slid out at now. The oldest first, without
+ * the ring's wrap (head < cap): on a hot key it is still live, the answer
+ * is 0 and the loop never runs. */
 static uint32_t expired(const log_state *s, int64_t cap, int64_t now, int64_t P) {
-    uint32_t k = 0;
-    while (k < s->len && at(s, cap, k) <= now - P) k++;
+    int64_t out = now - P;
+    if (s->len == 0 || s->t[s->head] > out) return 0;
+    uint32_t k = 1;
+    while (k < s->len && at(s, cap, k) <= out) k++;
     return k;
 }
 
@@ -65,16 +69,23 @@ static inline void keep(log_state *s, int64_t N, uint32_t first, int64_t kept, i
 /* A refusal that records nothing (a hot key over its limit, the common case
  * under abuse): the decide below with nothing added, i.e. after = kept =
  * live, first = gone, nothing fresh. live >= 1 since live + cost > N >= cost
- * (max_cost), so the newest entry exists. */
+ * (max_cost), so the newest entry exists, and both entries the answer reads
+ * are kept ones: live - 1 and live + cost - N - 1 lie in [0, live). With
+ * nothing expired (gone = 0) the ring stays as it is and only the stamp is
+ * written. */
 static void refuse(log_state *s, int64_t N, int64_t P, uint32_t gone, int64_t live, int64_t cost,
                    int64_t now, sl__mode mode, int64_t stamp, sl_decision *d) {
     d->allowed = false;
     d->limit = N;
     d->remaining = N - live;
     d->delay = 0;
-    d->reset_after = slides_out(s, N, P, gone, live, live - 1, stamp, now);
-    d->retry_after = slides_out(s, N, P, gone, live, live + cost - N - 1, stamp, now);
-    if (mode != SL__PEEK) keep(s, N, gone, live, stamp);
+    d->reset_after = sl__max64(0, at(s, N, s->len - 1) + P - now); /* gone + live - 1 */
+    d->retry_after = sl__max64(0, at(s, N, gone + (uint32_t)(live + cost - N - 1)) + P - now);
+    if (mode == SL__PEEK) return;
+    if (gone)
+        keep(s, N, gone, live, stamp);
+    else
+        s->seen = stamp;
 }
 
 void sl__sliding_log_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,

@@ -99,6 +99,7 @@ static int create(const sl_table_options *opts, const sl__plan *planp, sl_table 
     atomic_init(&t->sweep_cursor, 0);
     t->seed = opts->seed ? opts->seed : sl__random_seed();
     t->slot_size = slot_size;
+    t->slot_shift = (slot_size & (slot_size - 1)) ? 0 : (unsigned)__builtin_ctzll(slot_size);
     t->state_off = slot_size - plan.state_size;
     t->key_inline = t->state_off - 1 < KEY_INLINE_MAX ? t->state_off - 1 : KEY_INLINE_MAX;
     t->group_bytes = group_bytes;
@@ -384,7 +385,7 @@ int sl_table_forget(sl_table *t, const void *key, size_t keylen) {
     shard *s = shard_for(t, p.h);
     shard_lock(s);
     uint8_t *e = find(t, s, &p); /* never pinned here: pins live under this lock */
-    if (e) sl__table_remove_slot(t, s, (uint32_t)((size_t)(e - s->slots) / t->slot_size));
+    if (e) sl__table_remove_slot(t, s, slot_index(t, s, e));
     shard_unlock(s);
     return e ? 1 : 0;
 }

@@ -133,9 +133,8 @@ static void sweep_near(const sl_table *t, shard *s, int64_t now, uint64_t h, siz
  * under a scan of one-use keys lost its state 147 times in 800,800 uses
  * without this test, 60 with it, 42 under the hand alone; half a turn kept
  * 8 but left most windows without a candidate). */
-static inline bool just_passed(const sl_table *t, const shard *s, const uint8_t *e) {
-    uint32_t i = (uint32_t)((size_t)(e - s->slots) / t->slot_size), r = i / REGION_SLOTS;
-    uint32_t behind = (s->rhand[r] % REGION_SLOTS + REGION_SLOTS - i % REGION_SLOTS) % REGION_SLOTS;
+static inline bool just_passed(const shard *s, uint32_t i) {
+    uint32_t behind = (s->rhand[i / REGION_SLOTS] - i) % REGION_SLOTS;
     return behind != 0 && behind <= REGION_SLOTS / 4;
 }
 
@@ -156,12 +155,12 @@ static inline bool just_passed(const sl_table *t, const shard *s, const uint8_t 
  * removal pulls keys back from lines the lookup never read; this one costs
  * no line beyond the lookup's two (docs/BENCHMARKS.md, session 16). */
 static uint8_t *replace_near(const sl_table *t, shard *s, const probe *p, int64_t now) {
-    uint32_t hn = home_of(p->h, s->ngroups), gv = 0;
+    uint32_t hn = home_of(p->h, s->ngroups), gv = 0, vi = 0, n = t->group_slots;
     uint8_t *victim = NULL, *free_home = NULL;
     bool idle = false;
-    for (uint32_t k = 0, g = hn; k < 2 && !idle; k++, g = next_group(s, g)) {
+    for (uint32_t k = 0, g = hn; k < 2; k++, g = next_group(s, g)) {
         uint8_t *e = s->slots + (size_t)g * t->group_bytes;
-        for (uint32_t j = 0; j < t->group_slots && !idle; j++, e += t->slot_size) {
+        for (uint32_t j = 0, i = g * n; j < n; j++, i++, e += t->slot_size) {
             uint32_t m = meta_of(e);
             if (!(m & META_USED)) {
                 if (k == 0 && !free_home) free_home = e;
@@ -169,18 +168,18 @@ static uint8_t *replace_near(const sl_table *t, shard *s, const probe *p, int64_
             }
             if ((m & META_PIN) || (m & META_LEN) == META_LONG) continue;
             if (forgettable(t, e, now)) {
-                victim = e, gv = g, idle = true;
-            } else if (!(m & META_REF) && !victim && !just_passed(t, s, e)) {
-                victim = e, gv = g;
+                victim = e, gv = g, vi = i, idle = true;
+                goto chosen;
             }
+            if (!(m & META_REF) && !victim && !just_passed(s, i)) victim = e, gv = g, vi = i;
         }
     }
     if (!victim) return NULL;
+chosen:
     if (idle)
         s->evicted_idle++;
     else
         s->evicted_live++;
-    uint32_t vi = (uint32_t)((size_t)(victim - s->slots) / t->slot_size);
     if (free_home && gv != hn) { /* the victim goes, the key lands in its home group */
         sl__table_remove_slot(t, s, vi);
         return sl__table_place(t, s->slots, s->over, s->ngroups, p->h);
@@ -224,8 +223,8 @@ int sl__table_insert(const sl_table *t, shard *s, const probe *p, int64_t now, u
      * reach it: a new key gets at least half a turn of that hand (a key
      * placed just ahead of it would otherwise go before its second use).
      * One that replaced a key of its window starts unreferenced (above). */
-    uint32_t i = (uint32_t)((size_t)(e - s->slots) / t->slot_size), r = i / REGION_SLOTS;
-    uint32_t ahead = (i + REGION_SLOTS - s->rhand[r] % REGION_SLOTS) % REGION_SLOTS;
+    uint32_t i = slot_index(t, s, e);
+    uint32_t ahead = (i - s->rhand[i / REGION_SLOTS]) % REGION_SLOTS;
     store64(e, p->w0 | (!replaced && ahead < REGION_SLOTS / 2 ? META_REF : 0));
     if (p->inl) {
         if (len > 7) memcpy(e + 8, p->key + 7, len - 7);

@@ -92,7 +92,7 @@ static inline uint32_t ring_distance(uint32_t a, uint32_t b, uint32_t n) {
  * entries: callers holding entry pointers find them again (check_all). */
 static void pull_back(const sl_table *t, shard *s, uint32_t hole) {
     for (;;) {
-        uint32_t gd = hole / t->group_slots;
+        uint32_t gd = group_of_slot(t, hole);
         if (s->over[gd] == 0 || s->over[gd] == OVER_MAX) return;
         uint32_t g = gd, from = UINT32_MAX;
         for (uint32_t step = 1; step < s->ngroups && from == UINT32_MAX; step++) {
@@ -124,7 +124,7 @@ static void pull_back(const sl_table *t, shard *s, uint32_t hole) {
  * long key's bytes are freed, and keys beyond it move back. */
 void sl__table_remove_slot(const sl_table *t, shard *s, uint32_t i) {
     uint8_t *e = slot(t, s, i);
-    uint32_t g = home_of(hash_of_slot(t, e), s->ngroups), at = i / t->group_slots;
+    uint32_t g = home_of(hash_of_slot(t, e), s->ngroups), at = group_of_slot(t, i);
     for (; g != at; g = g + 1 == s->ngroups ? 0 : g + 1)
         if (s->over[g] != OVER_MAX) s->over[g]--;
     if (is_long(e)) {

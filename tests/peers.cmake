@@ -9,7 +9,9 @@
 #   COMMAND INFO / GETKEYS) on the real sluiced.
 # - nginx_delay_integration: a live nginx's limit_req burst=B delay=D on
 #   random schedules, what it refused and delayed (from its logs) replayed
-#   through the leaky queue with delay_after (tests/peers/nginx_replay.c).
+#   through the leaky queue with delay_after (tests/peers/nginx_replay.c);
+#   nginx_replay_cases: that judge on schedules nginx logged once
+#   (tests/peers/nginx_replay_cases.txt).
 sluice_unit_test(test_nginx_delay)
 
 add_executable(xrate_replay peers/xrate_replay.c)
@@ -21,6 +23,11 @@ set_tests_properties(xrate_diff PROPERTIES LABELS unit TIMEOUT 300)
 
 add_executable(nginx_replay peers/nginx_replay.c)
 target_link_libraries(nginx_replay PRIVATE sluice_static)
+# the judge on schedules nginx logged where it once erred (no nginx needed)
+add_test(NAME nginx_replay_cases
+  COMMAND sh -c "\"$1\" < \"$2\"" sh $<TARGET_FILE:nginx_replay>
+          ${CMAKE_CURRENT_SOURCE_DIR}/peers/nginx_replay_cases.txt)
+set_tests_properties(nginx_replay_cases PROPERTIES LABELS unit TIMEOUT 30)
 find_program(SLUICE_NGINX nginx PATHS /usr/sbin /sbin)
 if(SLUICE_NGINX)
   add_test(NAME nginx_delay_integration

@@ -12,10 +12,17 @@
  * difference of two readings differs between the clocks by at most 1 ms:
  * a request whose answer differs at its logged time must be answered as
  * nginx did at that time 1 ms earlier or later (the replay then goes on
- * with that time). Delays must agree within TOL_T of an emission interval
- * (1/R: one request more or less in the queue is a whole interval).
+ * with that time). Requests logged at one ms may have been read at one
+ * instant: a request shifted 1 ms earlier takes the requests before it at
+ * its logged ms along (each of them answered as nginx did at the new time),
+ * since nginx's order stays. (Under load, #6 and #7 of one schedule were
+ * logged at 400 ms and decided at 399 on nginx's clock: #7 was a refusal
+ * only there, and shifting #7 alone would have put it before #6.) Delays
+ * must agree within TOL_T of an emission interval (1/R: one request more or
+ * less in the queue is a whole interval).
  *
- * Input (stdin), per schedule:
+ * Input (stdin), per schedule (lines starting with # between schedules are
+ * comments):
  *   schedule NAME R B D
  *   T_MS REFUSED DELAY_MS      one line per request, sorted by T_MS (ms
  *                              since the first; requests of one ms in
@@ -86,35 +93,52 @@ static void print_schedule(const sched *s, size_t upto, const int64_t *times) {
             i, s->r[i].t_ms, times[i], s->r[i].refused ? "refused" : "accepted", s->r[i].delay_ms);
 }
 
+/* 1 if sluice answers request i of s, replayed at times[0..i], as nginx
+ * did (refused alike; accepted with delays within tol ms); *rf, *dl: its
+ * answer, *diff: how far its delay is from nginx's. */
+static int agrees(const sched *s, const int64_t *times, size_t i, int64_t tol, int *rf, int64_t *dl,
+                  int64_t *diff) {
+    const req *q = &s->r[i];
+    *rf = answer(s, times, i + 1, dl);
+    *diff = *dl > q->delay_ms ? *dl - q->delay_ms : q->delay_ms - *dl;
+    return *rf == q->refused && (*rf || *diff <= tol);
+}
+
 /* Replays s; 0 when sluice answers every request as nginx did. */
 static int judge(const sched *s) {
-    static int64_t times[MAX_REQ];
+    static int64_t times[MAX_REQ], saved[MAX_REQ];
     int64_t tol = 1000 / s->rate / TOL_T, worst = 0;
     size_t refused = 0, delayed = 0, shifted = 0;
     for (size_t i = 0; i < s->n; i++) {
         static const int64_t offsets[3] = {0, -1, 1};
         const req *q = &s->r[i];
         int matched = 0;
-        int64_t got_delay = 0;
-        int got_refused = 0;
         for (int k = 0; k < 3 && !matched; k++) {
-            times[i] = q->t_ms + offsets[k];
-            if (i > 0 && times[i] < times[i - 1]) continue; /* nginx's order stays */
-            int64_t dl;
-            int rf = answer(s, times, i + 1, &dl);
-            if (k == 0) {
-                got_delay = dl;
-                got_refused = rf;
+            int64_t t = q->t_ms + offsets[k];
+            /* the requests before i logged at its ms that t would pass come along */
+            size_t j0 = i;
+            while (j0 > 0 && times[j0 - 1] > t && s->r[j0 - 1].t_ms == q->t_ms) j0--;
+            if (j0 > 0 && times[j0 - 1] > t) continue; /* nginx's order stays */
+            memcpy(saved + j0, times + j0, (i - j0) * sizeof *times);
+            int ok = 1, rf;
+            int64_t dl, diff, worst_here = 0;
+            for (size_t j = j0; j <= i && ok; j++) {
+                times[j] = t;
+                ok = agrees(s, times, j, tol, &rf, &dl, &diff);
+                if (ok && !rf && diff > worst_here) worst_here = diff;
             }
-            int64_t diff = dl > q->delay_ms ? dl - q->delay_ms : q->delay_ms - dl;
-            if (rf == q->refused && (rf || diff <= tol)) {
+            if (ok) {
                 matched = 1;
-                shifted += k > 0;
-                if (!rf && diff > worst) worst = diff;
+                shifted += (i - j0) + (k > 0);
+                if (worst_here > worst) worst = worst_here;
+            } else {
+                memcpy(times + j0, saved + j0, (i - j0) * sizeof *times);
             }
         }
         if (!matched) {
             times[i] = q->t_ms;
+            int64_t got_delay;
+            int got_refused = answer(s, times, i + 1, &got_delay);
             fprintf(stderr,
                     "nginx_replay: %s: request #%zu at %" PRId64 " ms: nginx %s (delay %" PRId64
                     " ms), sluice %s (delay_ms %" PRId64 "), also 1 ms either side (tolerance "
@@ -148,7 +172,7 @@ int main(void) {
                 }
                 s.n = 0;
                 in = 1;
-            } else if (line[0] != '\n') {
+            } else if (line[0] != '\n' && line[0] != '#') {
                 fprintf(stderr, "nginx_replay: expected a schedule line, got %s", line);
                 return 2;
             }

@@ -114,7 +114,12 @@ static struct node *get(peer_table *t, const char *key, double now) {
     return n;
 }
 
-bool peer_allow(peer_table *t, const char *key, int64_t now_ns) {
+/* On a cache line of its own, as sluice's checks are (SL__HOT): placed
+ * after libsluice's code, its identical code ran a hot decision in 15.2 or
+ * 13.5 ns depending on where the library's size put it (32 or 48 bytes into
+ * a line; session 21), and the sluice / peer ratios moved with it. Aligned,
+ * it runs at 13.6: its faster time. */
+__attribute__((aligned(64))) bool peer_allow(peer_table *t, const char *key, int64_t now_ns) {
     double now = (double)now_ns * 1e-9;
     bool ok = false;
     pthread_mutex_lock(&t->mu);

@@ -88,8 +88,8 @@ static void refuse(log_state *s, int64_t N, int64_t P, uint32_t gone, int64_t li
         s->seen = stamp;
 }
 
-void sl__sliding_log_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
-                            sl__mode mode, sl_decision *d) {
+SL__HOT void sl__sliding_log_decide(const sl__plan *plan, void *state, int64_t cost, int64_t now,
+                                    sl__mode mode, sl_decision *d) {
     log_state *s = state;
     const int64_t N = plan->limit, P = plan->period;
     uint32_t gone = expired(s, N, now, P);

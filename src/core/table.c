@@ -333,8 +333,8 @@ static inline __attribute__((always_inline)) int check_fast(sl_table *t, halves 
 
 /* The one-key check of each algorithm with its halves inline. */
 #define CHECK_INLINE(fname, step, answer)                                                          \
-    static int fname(sl_table *t, const void *key, size_t keylen, int64_t cost, int64_t now,       \
-                     sl_decision *out) {                                                           \
+    static SL__HOT int fname(sl_table *t, const void *key, size_t keylen, int64_t cost,            \
+                             int64_t now, sl_decision *out) {                                      \
         return check_fast(t, (halves){step, answer, NULL}, key, keylen, cost, now, out);           \
     }
 CHECK_INLINE(check_fixed_window, sl__fixed_window_step_inline, sl__fixed_window_answer_inline)
@@ -355,14 +355,14 @@ CHECK_INLINE(check_leaky_queue, sl__leaky_queue_step_inline, sl__leaky_queue_ans
 
 /* The sliding log has no halves (its answer reads the log): one decide,
  * called directly (inline, it measured slower on a hot key). */
-static int check_sliding_log(sl_table *t, const void *key, size_t keylen, int64_t cost, int64_t now,
-                             sl_decision *out) {
+static SL__HOT int check_sliding_log(sl_table *t, const void *key, size_t keylen, int64_t cost,
+                                     int64_t now, sl_decision *out) {
     halves h = {NULL, NULL, sl__sliding_log_decide};
     return check_fast(t, h, key, keylen, cost, now, out);
 }
 
-int sl_table_check(sl_table *t, const void *key, size_t keylen, int64_t cost, int64_t now,
-                   sl_decision *out) {
+SL__HOT int sl_table_check(sl_table *t, const void *key, size_t keylen, int64_t cost, int64_t now,
+                           sl_decision *out) {
     return t->check(t, key, keylen, cost, now, out);
 }
 

@@ -12,6 +12,7 @@
  * divisions come after it), far shorter than a futex round trip. */
 #include "core/fixed_window.h"
 #include "core/leaky_queue.h"
+#include "core/sliding_log.h"
 #include "core/sliding_window.h"
 #include "core/table_any.h"
 #include "core/table_slots.h"
@@ -353,11 +354,12 @@ CHECK_INLINE(check_token_bucket, sl__token_bucket_step_inline, sl__token_bucket_
 CHECK_INLINE(check_gcra, gcra_plain_step, sl__gcra_plain_answer)
 CHECK_INLINE(check_leaky_queue, sl__leaky_queue_step_inline, sl__leaky_queue_answer_inline)
 
-/* The sliding log has no halves (its answer reads the log): one decide,
- * called directly (inline, it measured slower on a hot key). */
+/* The sliding log has no halves (its answer reads the log): one decide
+ * under the lock, its refusal inline (core/sliding_log.h) and its charged
+ * path a call. */
 static SL__HOT int check_sliding_log(sl_table *t, const void *key, size_t keylen, int64_t cost,
                                      int64_t now, sl_decision *out) {
-    halves h = {NULL, NULL, sl__sliding_log_decide};
+    halves h = {NULL, NULL, sl__sliding_log_decide_inline};
     return check_fast(t, h, key, keylen, cost, now, out);
 }
 

@@ -258,7 +258,11 @@ static inline void make_probe(const sl_table *t, const void *key, size_t len, ui
     p->len = len;
     p->h = h;
     p->inl = len <= t->key_inline;
-    if (p->inl)
+    /* the first 7 bytes above the meta byte; a key of 8 or more in one load
+     * (the shift drops its 8th byte), the load the hash made */
+    if (p->inl && len >= 8)
+        p->w0 = META_USED | len | (load64(key) << 8);
+    else if (p->inl)
         p->w0 = META_USED | len | (load_le(key, len < 7 ? len : 7) << 8);
     else
         p->w0 = META_USED | META_LONG | ((uint64_t)len << 8) | ((h >> 24) << 24);
